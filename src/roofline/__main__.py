@@ -1,0 +1,3 @@
+from roofline.cli import run
+
+run()

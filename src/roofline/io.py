@@ -1,0 +1,40 @@
+"""File output that never leaves a half-written file behind: write to a temporary sibling, then rename."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import tempfile
+from pathlib import Path
+
+from roofline.errors import RooflineError
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise RooflineError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
+    path = Path(path)
+    data = text.encode()
+    if path.suffix == ".gz":
+        data = gzip.compress(data, compresslevel=6)
+    return atomic_write_bytes(path, data)

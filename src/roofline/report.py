@@ -1,0 +1,368 @@
+"""The Report: the one versioned, serialisable object between capture and everything else.
+
+Capture and analysis fill a Report; renderers, the doctor's output, diff and the HTML page only read it.
+Field names carry their units (``_s`` seconds, ``_bytes``, ``_flops``, ``_per_s``). Names listed in the
+foundation issue are stable: tests outside the project read them. A later schema adds fields with defaults,
+so reports written by an older version still load.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import gzip
+import json
+import math
+import os
+import platform
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from roofline.errors import RooflineError
+from roofline.io import atomic_write_bytes
+
+SCHEMA_VERSION = 1
+
+BOUNDS = ("compute", "memory", "launch", "unmodeled")
+
+
+@dataclass
+class Environment:
+    torch_version: str = ""
+    device_name: str = ""
+    python_version: str = ""
+    command_line: str = ""
+    timestamp: str = ""
+    platform: str = ""
+    hostname: str = ""
+    rank: int | None = None
+    world_size: int | None = None
+    backend: str | None = None
+
+    @classmethod
+    def capture(cls, device_name: str = "") -> "Environment":
+        try:
+            import torch
+
+            torch_version = str(torch.__version__)
+        except ImportError:  # pragma: no cover - torch is a dependency
+            torch_version = "absent"
+        return cls(
+            torch_version=torch_version,
+            device_name=device_name,
+            python_version=platform.python_version(),
+            command_line=" ".join(sys.argv),
+            timestamp=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            platform=platform.platform(),
+            hostname=platform.node(),
+        )
+
+
+@dataclass
+class DatasheetEntry:
+    """A vendor's dense (never with-sparsity) peak figures for one GPU, with where they come from."""
+
+    name: str
+    memory_bandwidth_bytes_per_s: float
+    peak_flops_per_s: dict[str, float]
+    source: str
+    memory_bytes: float | None = None
+
+
+@dataclass
+class Ceilings:
+    """The device's roofs. Measured ones state how; the datasheet entry, when known, sits beside them."""
+
+    device: str = "cpu"
+    device_name: str = ""
+    memory_bandwidth_bytes_per_s: float = 0.0
+    peak_flops_per_s: dict[str, float] = field(default_factory=dict)
+    launch_overhead_s: float = 0.0
+    launch_overhead_graph_s: float | None = None
+    datasheet: DatasheetEntry | None = None
+    bandwidth_by_kernel_bytes_per_s: dict[str, float] = field(default_factory=dict)
+    source: str = "measured"
+    method: str = ""
+    torch_version: str = ""
+    measured_at: str = ""
+
+    def peak_for(self, dtype: str) -> float:
+        """Peak FLOP/s for an op of this dtype; integer and unknown dtypes fall back to float32's roof."""
+        if dtype in self.peak_flops_per_s:
+            return self.peak_flops_per_s[dtype]
+        return self.peak_flops_per_s.get("float32", max(self.peak_flops_per_s.values(), default=0.0))
+
+    def ridge_point(self, dtype: str) -> float:
+        """Arithmetic intensity (FLOP/byte) where the memory roof meets this dtype's compute roof."""
+        if self.memory_bandwidth_bytes_per_s <= 0:
+            return float("inf")
+        return self.peak_for(dtype) / self.memory_bandwidth_bytes_per_s
+
+
+@dataclass
+class OpRecord:
+    """One op call in one representative step, joined with its measured device time."""
+
+    name: str
+    module: str = ""
+    dtype: str = ""
+    flops: float = 0.0
+    bytes: float = 0.0
+    time_s: float = 0.0
+    arithmetic_intensity: float = 0.0
+    achieved_flops_per_s: float = 0.0
+    achieved_bytes_per_s: float = 0.0
+    attainable_flops_per_s: float = 0.0
+    efficiency: float = 0.0
+    bound: str = "unmodeled"
+    source: str | None = None
+    phase: str = "forward"
+    input_shapes: list[list[int]] = field(default_factory=list)
+    input_dtypes: list[str] = field(default_factory=list)
+    input_strides: list[list[int]] = field(default_factory=list)
+    output_shapes: list[list[int]] = field(default_factory=list)
+    predicted_time_s: float = 0.0
+    above_roof: bool = False
+    modeled: bool = True
+    kernels: list[str] = field(default_factory=list)
+    start_s: float | None = None
+    cpu_time_s: float = 0.0
+    index: int = 0
+
+
+@dataclass
+class Finding:
+    rule: str
+    title: str
+    category: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    locations: list[str] = field(default_factory=list)
+    estimated_savings_s: float = 0.0
+    savings_method: str = ""
+    fix: str = ""
+    severity: str = "warning"
+
+
+@dataclass
+class SyncSite:
+    kind: str
+    location: str
+    count: int = 0
+    stall_s: float = 0.0
+    per_step: float | None = None
+
+
+@dataclass
+class LiveTensor:
+    bytes: int
+    shape: list[int] = field(default_factory=list)
+    dtype: str = ""
+    op: str = ""
+    module: str = ""
+    source: str | None = None
+
+
+@dataclass
+class MemorySummary:
+    """Memory over the profiled window. ``counter`` names what was counted (allocated vs reserved)."""
+
+    peak_allocated_bytes: int = 0
+    peak_reserved_bytes: int | None = None
+    counter: str = ""
+    peak_live_tensors: list[LiveTensor] = field(default_factory=list)
+    timeline: list[list[float]] = field(default_factory=list)
+    reference_peak_bytes: int | None = None
+    reference_counter: str = ""
+
+
+@dataclass
+class Timing:
+    """A timed quantity with every sample kept, so spread can be judged (torch.utils.benchmark's habit)."""
+
+    median_s: float = 0.0
+    spread_s: float = 0.0
+    n: int = 0
+    samples_s: list[float] = field(default_factory=list)
+    method: str = ""
+
+    @classmethod
+    def from_samples(cls, samples: list[float], method: str) -> "Timing":
+        import statistics
+
+        if not samples:
+            return cls(method=method)
+        ordered = sorted(samples)
+        q1, q3 = _quantile(ordered, 0.25), _quantile(ordered, 0.75)
+        return cls(statistics.median(ordered), q3 - q1, len(ordered), list(samples), method)
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    if len(ordered) == 1:
+        return ordered[0]
+    pos = q * (len(ordered) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+@dataclass
+class Summary:
+    """Totals over the ops of one step. Shares are fractions of ``total_time_s``."""
+
+    total_time_s: float = 0.0
+    total_flops: float = 0.0
+    total_bytes: float = 0.0
+    predicted_total_s: float = 0.0
+    time_by_bound_s: dict[str, float] = field(default_factory=dict)
+    time_by_module_s: dict[str, float] = field(default_factory=dict)
+    time_by_op_s: dict[str, float] = field(default_factory=dict)
+    unmodeled_time_share: float = 0.0
+    kernel_time_attributed_share: float | None = None
+    kernel_time_total_s: float | None = None
+    idle_time_s: float | None = None
+    ops_above_roof: int = 0
+    timing_method: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    schema_version: int = SCHEMA_VERSION
+    kind: str = "analyze"
+    workload: str = ""
+    environment: Environment = field(default_factory=Environment)
+    ceilings: Ceilings = field(default_factory=Ceilings)
+    ops: list[OpRecord] = field(default_factory=list)
+    summary: Summary = field(default_factory=Summary)
+    findings: list[Finding] = field(default_factory=list)
+    syncs: list[SyncSite] = field(default_factory=list)
+    memory: MemorySummary = field(default_factory=MemorySummary)
+    step_time: Timing | None = None
+    profiled_step_time: Timing | None = None
+    steps: int = 1
+    ranks: list[dict[str, Any]] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data; non-finite floats become null (JSON has no NaN or Infinity)."""
+        return _finite(dataclasses.asdict(self))
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False, default=_json_default)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Report":
+        if not isinstance(data, dict) or "schema_version" not in data:
+            raise RooflineError("not a roofline report: no schema_version field")
+        version = data["schema_version"]
+        if not isinstance(version, int) or version > SCHEMA_VERSION:
+            raise RooflineError(
+                f"report schema_version {version!r} is newer than this roofline understands ({SCHEMA_VERSION}); upgrade roofline"
+            )
+        try:
+            return _build(cls, data)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise RooflineError(f"malformed roofline report: {exc}") from None
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        path = Path(path)
+        payload = self.to_json().encode()
+        if path.suffix == ".gz":
+            payload = gzip.compress(payload, compresslevel=6)
+        atomic_write_bytes(path, payload)
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> "Report":
+        path = Path(path)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise RooflineError(f"report file not found: {path}") from None
+        except OSError as exc:
+            raise RooflineError(f"cannot read report {path}: {exc.strerror or exc}") from None
+        try:
+            if raw[:2] == b"\x1f\x8b":
+                raw = gzip.decompress(raw)
+            data = json.loads(raw)
+        except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise RooflineError(f"cannot parse report {path}: {exc}") from None
+        return cls.from_dict(data)
+
+    def _repr_html_(self) -> str:
+        from roofline.render.html import render_html
+
+        return render_html(self, embed=True)
+
+    def to_pandas(self):
+        """The ops as a pandas DataFrame (one row per op call). Needs pandas."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise RooflineError("to_pandas() needs pandas: pip install pandas") from None
+        return pd.DataFrame([dataclasses.asdict(op) for op in self.ops])
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "item"):
+        return obj.item()
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+
+def _build(cls: type, data: Any) -> Any:
+    """Rebuild nested dataclasses from plain JSON data, ignoring unknown keys written by newer minor versions."""
+    if data is None:
+        return None
+    hints = _field_types(cls)
+    kwargs = {}
+    for name, value in data.items():
+        if name not in hints:
+            continue
+        kwargs[name] = _coerce(hints[name], value)
+    return cls(**kwargs)
+
+
+_NESTED: dict[str, type] = {}
+
+
+def _field_types(cls: type) -> dict[str, str]:
+    return {f.name: str(f.type) for f in dataclasses.fields(cls)}
+
+
+def _coerce(type_text: str, value: Any) -> Any:
+    if value is None:
+        return None
+    for name, klass in _NESTED.items():
+        if type_text == name or type_text == f"{name} | None":
+            return _build(klass, value)
+        if type_text == f"list[{name}]":
+            return [_build(klass, v) for v in value]
+    return value
+
+
+_NESTED.update(
+    {
+        "Environment": Environment,
+        "DatasheetEntry": DatasheetEntry,
+        "Ceilings": Ceilings,
+        "OpRecord": OpRecord,
+        "Finding": Finding,
+        "SyncSite": SyncSite,
+        "LiveTensor": LiveTensor,
+        "MemorySummary": MemorySummary,
+        "Timing": Timing,
+        "Summary": Summary,
+    }
+)
