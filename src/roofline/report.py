@@ -133,6 +133,19 @@ class OpRecord:
 
 
 @dataclass
+class KernelRecord:
+    """One device-side event (kernel, memcpy, memset) of the representative step, on the report's timeline."""
+
+    name: str
+    start_s: float = 0.0
+    dur_s: float = 0.0
+    stream: int | None = None
+    device: int | None = None
+    category: str = "kernel"
+    op_index: int | None = None
+
+
+@dataclass
 class Finding:
     rule: str
     title: str
@@ -235,6 +248,7 @@ class Report:
     environment: Environment = field(default_factory=Environment)
     ceilings: Ceilings = field(default_factory=Ceilings)
     ops: list[OpRecord] = field(default_factory=list)
+    kernels: list[KernelRecord] = field(default_factory=list)
     summary: Summary = field(default_factory=Summary)
     findings: list[Finding] = field(default_factory=list)
     syncs: list[SyncSite] = field(default_factory=list)
@@ -359,6 +373,7 @@ _NESTED.update(
         "Ceilings": Ceilings,
         "OpRecord": OpRecord,
         "Finding": Finding,
+        "KernelRecord": KernelRecord,
         "SyncSite": SyncSite,
         "LiveTensor": LiveTensor,
         "MemorySummary": MemorySummary,
