@@ -130,6 +130,8 @@ class OpRecord:
     start_s: float | None = None
     cpu_time_s: float = 0.0
     index: int = 0
+    step: int | None = None
+    count: int = 1
 
 
 @dataclass
