@@ -132,6 +132,7 @@ class OpRecord:
     index: int = 0
     step: int | None = None
     count: int = 1
+    external_id: int | None = None
 
 
 @dataclass
