@@ -1,0 +1,216 @@
+"""Measuring the device's real ceilings: memory bandwidth, FLOP/s per dtype, launch overhead.
+
+Method (stated in every result): buffers many times the last-level cache, random data (never zeros), warm-up
+before timing, device events on CUDA (a synchronised perf_counter on CPU), the median of repeats. Bandwidth
+counts the minimum bytes each kernel must move (a copy reads and writes its buffer; a sum reads it; a fill
+writes it); the best kernel is the memory roof, since the roof is what the hardware can reach.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from roofline.device.resolve import compute_capability, last_level_cache_bytes, resolve_device
+from roofline.errors import RooflineError
+
+Progress = Callable[[str], None]
+
+FLOAT_DTYPES = ("float32", "tfloat32", "float16", "bfloat16", "float8_e4m3fn")
+
+
+@dataclass
+class BandwidthResult:
+    best_bytes_per_s: float
+    by_kernel_bytes_per_s: dict[str, float]
+    buffer_bytes: int
+    method: str
+
+
+@dataclass
+class FlopsResult:
+    dtype: str
+    best_flops_per_s: float
+    by_size_flops_per_s: dict[int, float] = field(default_factory=dict)
+    method: str = ""
+
+
+@dataclass
+class LaunchResult:
+    eager_s: float
+    graph_s: float | None
+    method: str
+
+
+def _noop(_: str) -> None:
+    pass
+
+
+def time_fn(fn: Callable[[], object], device: torch.device, *, warmup: int = 3, repeats: int = 10) -> list[float]:
+    """Seconds per call of fn, one sample per call, after warm-up."""
+    for _ in range(warmup):
+        fn()
+    samples: list[float] = []
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        for _ in range(repeats):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) / 1e3)
+    else:
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - t0)
+    return samples
+
+
+def _bandwidth_buffer_elems(device: torch.device, quick: bool) -> int:
+    llc = last_level_cache_bytes(device)
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        target = max(64 * llc, 4 * 2**30)
+        nbytes = min(target, free // 4)
+    else:
+        nbytes = max(8 * llc, 64 * 2**20) if quick else max(16 * llc, 256 * 2**20)
+    return max(nbytes // 4, 2**20)
+
+
+def measure_peak_bandwidth(
+    device: str | torch.device | None = None, *, quick: bool = False, progress: Progress = _noop
+) -> BandwidthResult:
+    """Best of copy, read-only (sum) and write-only (fill) over a buffer many times the last-level cache."""
+    dev = resolve_device(device)
+    n = _bandwidth_buffer_elems(dev, quick)
+    src = torch.rand(n, device=dev, dtype=torch.float32)
+    dst = torch.empty_like(src)
+    nbytes = n * 4
+    repeats = 5 if quick else (20 if dev.type == "cuda" else 8)
+    kernels: dict[str, tuple[Callable[[], object], int]] = {
+        "copy": (lambda: dst.copy_(src), 2 * nbytes),
+        "read": (lambda: torch.sum(src), nbytes),
+        "write": (lambda: dst.fill_(1.5), nbytes),
+    }
+    rates: dict[str, float] = {}
+    for name, (fn, moved) in kernels.items():
+        progress(f"bandwidth: {name} over {nbytes / 2**20:.0f} MiB")
+        rates[name] = moved / statistics.median(time_fn(fn, dev, warmup=2, repeats=repeats))
+    del src, dst
+    timer = "CUDA events" if dev.type == "cuda" else "synchronised perf_counter"
+    method = (
+        f"fp32 buffers of {nbytes / 2**20:.0f} MiB ({nbytes / last_level_cache_bytes(dev):.0f}x the last-level cache), "
+        f"random data; copy counts read+write bytes, sum read bytes, fill written bytes; {timer}, median of "
+        f"{repeats} after warm-up; the best kernel is the memory roof"
+    )
+    best = max(rates.values())
+    return BandwidthResult(best, rates, nbytes, method)
+
+
+def _matmul_sizes(device: torch.device, quick: bool) -> list[int]:
+    if device.type == "cuda":
+        return [4096, 8192] if quick else [4096, 8192, 12288]
+    return [256, 512] if quick else [512, 1024, 2048]
+
+
+def supported_dtypes(device: torch.device) -> list[str]:
+    if device.type == "cpu":
+        return ["float32", "bfloat16", "float16"]
+    names = ["float32", "tfloat32", "float16", "bfloat16"]
+    cc = compute_capability(device)
+    if cc is not None and cc >= (8, 9) and hasattr(torch, "float8_e4m3fn") and hasattr(torch, "_scaled_mm"):
+        names.append("float8_e4m3fn")
+    return names
+
+
+def measure_peak_flops(
+    device: str | torch.device | None = None,
+    dtype: str = "float32",
+    *,
+    quick: bool = False,
+    progress: Progress = _noop,
+) -> FlopsResult:
+    """Best sustained dense matmul rate over a small sweep of large square shapes, on random data."""
+    dev = resolve_device(device)
+    dtype = str(dtype).replace("torch.", "")
+    if dtype not in FLOAT_DTYPES:
+        raise RooflineError(f"unknown dtype {dtype!r}: use one of {', '.join(FLOAT_DTYPES)}")
+    if dtype not in supported_dtypes(dev):
+        raise RooflineError(
+            f"dtype {dtype} is not available on {dev} (available: {', '.join(supported_dtypes(dev))})"
+        )
+    rates: dict[int, float] = {}
+    prev_tf32 = torch.backends.cuda.matmul.allow_tf32 if dev.type == "cuda" else None
+    try:
+        if dev.type == "cuda":
+            torch.backends.cuda.matmul.allow_tf32 = dtype == "tfloat32"
+        for size in _matmul_sizes(dev, quick):
+            progress(f"matmul {dtype} {size}^3")
+            fn = _matmul_fn(dev, dtype, size)
+            repeats = 3 if quick else 10
+            t = statistics.median(time_fn(fn, dev, warmup=2, repeats=repeats))
+            rates[size] = 2 * size**3 / t
+            del fn
+    finally:
+        if prev_tf32 is not None:
+            torch.backends.cuda.matmul.allow_tf32 = prev_tf32
+    timer = "CUDA events" if dev.type == "cuda" else "synchronised perf_counter"
+    op = "torch._scaled_mm (per-tensor scales)" if dtype == "float8_e4m3fn" else "torch.mm"
+    tf32 = {"float32": ", TF32 off", "tfloat32": ", TF32 on (fp32 tensors)"}.get(dtype, "") if dev.type == "cuda" else ""
+    method = (
+        f"{op} on random {dtype} square matrices of sizes {sorted(rates)}{tf32}; 2*N^3 FLOP per product; {timer}, "
+        f"median of repeats after warm-up; best size kept"
+    )
+    return FlopsResult(dtype, max(rates.values()), rates, method)
+
+
+def _matmul_fn(device: torch.device, dtype: str, size: int) -> Callable[[], object]:
+    gen = torch.Generator(device=device).manual_seed(size)
+    if dtype == "float8_e4m3fn":
+        a = torch.randn(size, size, device=device, generator=gen).to(torch.float8_e4m3fn)
+        b = torch.randn(size, size, device=device, generator=gen).to(torch.float8_e4m3fn).t()
+        scale = torch.ones((), device=device, dtype=torch.float32)
+        return lambda: torch._scaled_mm(a, b, scale_a=scale, scale_b=scale, out_dtype=torch.bfloat16)
+    tdtype = torch.float32 if dtype == "tfloat32" else getattr(torch, dtype)
+    a = torch.randn(size, size, device=device, generator=gen, dtype=torch.float32).to(tdtype)
+    b = torch.randn(size, size, device=device, generator=gen, dtype=torch.float32).to(tdtype)
+    out = torch.empty(size, size, device=device, dtype=tdtype)
+    return lambda: torch.mm(a, b, out=out)
+
+
+def measure_launch_overhead(
+    device: str | torch.device | None = None, *, quick: bool = False, progress: Progress = _noop
+) -> LaunchResult:
+    """Cost of one tiny op (x.add_(1) on 16 floats) launched from a Python loop, and inside a CUDA graph replay."""
+    dev = resolve_device(device)
+    x = torch.rand(16, device=dev)
+    n = 200 if quick else 2000
+    progress(f"launch overhead: {n} tiny ops")
+
+    def loop() -> None:
+        for _ in range(n):
+            x.add_(1)
+
+    eager = statistics.median(time_fn(loop, dev, warmup=1, repeats=3 if quick else 7)) / n
+    graph_s: float | None = None
+    if dev.type == "cuda":
+        stream = torch.cuda.Stream(dev)
+        stream.wait_stream(torch.cuda.current_stream(dev))
+        with torch.cuda.stream(stream):
+            loop()
+        torch.cuda.current_stream(dev).wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            loop()
+        graph_s = statistics.median(time_fn(graph.replay, dev, warmup=2, repeats=5 if quick else 10)) / n
+    timer = "CUDA events" if dev.type == "cuda" else "synchronised perf_counter"
+    method = f"x.add_(1) on 16 floats, {n} per timed loop from Python; {timer}, median per op"
+    if graph_s is not None:
+        method += f"; graph: the same {n} ops captured in one CUDA graph and replayed"
+    return LaunchResult(eager, graph_s, method)

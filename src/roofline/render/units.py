@@ -1,0 +1,51 @@
+"""Human-readable numbers with their units, for every renderer."""
+
+from __future__ import annotations
+
+import math
+
+
+def fmt_time(seconds: float | None) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    if seconds >= 1:
+        return f"{seconds:.3g} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3g} ms"
+    if seconds >= 1e-6:
+        return f"{seconds * 1e6:.3g} us"
+    return f"{seconds * 1e9:.3g} ns"
+
+
+def fmt_rate(value: float | None, unit: str) -> str:
+    """FLOP/s, B/s and the like: 1.23 TFLOP/s."""
+    if value is None or not math.isfinite(value):
+        return "-"
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def fmt_count(value: float | None, unit: str = "") -> str:
+    if value is None or not math.isfinite(value):
+        return "-"
+    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}".rstrip()
+    return f"{value:.3g} {unit}".rstrip()
+
+
+def fmt_bytes(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "-"
+    for scale, suffix in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {suffix}"
+    return f"{value:.0f} B"
+
+
+def fmt_pct(fraction: float | None) -> str:
+    if fraction is None or not math.isfinite(fraction):
+        return "-"
+    return f"{100 * fraction:.1f}%"

@@ -1,0 +1,25 @@
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "tests" / "data"
+H200 = DATA / "h200"
+SHARED = REPO.parent / "shared"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_cache(tmp_path_factory):
+    """Measured ceilings go to a throwaway cache, never the user's."""
+    if "ROOFLINE_CACHE_DIR" not in os.environ:
+        os.environ["ROOFLINE_CACHE_DIR"] = str(tmp_path_factory.mktemp("roofline-cache"))
+    yield
+
+
+@pytest.fixture(scope="session")
+def cpu_ceilings():
+    """Quick measured CPU ceilings, shared by tests that need realistic roofs."""
+    from roofline.device import get_ceilings
+
+    return get_ceilings("cpu", quick=True)

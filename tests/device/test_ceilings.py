@@ -1,0 +1,99 @@
+import json
+
+import pytest
+
+from roofline.cli import main
+from roofline.device import (
+    cache_path,
+    get_ceilings,
+    load_ceilings,
+    lookup_datasheet,
+    measure_peak_flops,
+    resolve_device,
+)
+from roofline.device.ceilings import ceilings_for_device_name
+from roofline.errors import RooflineError
+
+
+def test_cpu_ceilings_are_positive_and_plausible(cpu_ceilings):
+    c = cpu_ceilings
+    assert c.device == "cpu"
+    # A CPU of this decade streams between ~1 GB/s and ~2 TB/s and multiplies fp32 at 1 GFLOP/s..100 TFLOP/s.
+    assert 1e9 < c.memory_bandwidth_bytes_per_s < 2e12
+    assert set(c.bandwidth_by_kernel_bytes_per_s) == {"copy", "read", "write"}
+    assert c.memory_bandwidth_bytes_per_s == max(c.bandwidth_by_kernel_bytes_per_s.values())
+    assert 1e9 < c.peak_flops_per_s["float32"] < 1e14
+    assert 1e-8 < c.launch_overhead_s < 1e-3
+    assert c.launch_overhead_graph_s is None
+    assert "median" in c.method and "random" in c.method
+
+
+def test_ceilings_round_trip_through_the_cache(cpu_ceilings):
+    again = get_ceilings("cpu", quick=True)
+    assert again == cpu_ceilings
+    path = cache_path(cpu_ceilings.device_name, quick=True)
+    assert path.exists()
+    assert load_ceilings(path) == cpu_ceilings
+
+
+def test_remeasure_replaces_the_cache_entry(cpu_ceilings):
+    fresh = get_ceilings("cpu", quick=True, remeasure=True)
+    assert fresh.measured_at >= cpu_ceilings.measured_at
+    assert load_ceilings(cache_path(fresh.device_name, quick=True)) == fresh
+
+
+def test_datasheet_has_dense_figures_with_sources():
+    h200 = lookup_datasheet("NVIDIA H200")
+    assert h200.memory_bandwidth_bytes_per_s == 4.8e12
+    assert h200.peak_flops_per_s["bfloat16"] == pytest.approx(989.4e12)  # dense, not the 1979 sparse figure
+    for name in ("A100-SXM4-40GB", "NVIDIA A100 80GB PCIe", "NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe",
+                 "NVIDIA L4", "NVIDIA A10G", "NVIDIA GeForce RTX 4090"):
+        entry = lookup_datasheet(name)
+        assert entry is not None and entry.source, name
+    assert lookup_datasheet("NVIDIA H100 PCIe").memory_bandwidth_bytes_per_s == 2.0e12
+    assert lookup_datasheet("Some Unknown GPU") is None
+
+
+def test_trace_gpu_ceilings_fall_back_to_datasheet():
+    c = ceilings_for_device_name("NVIDIA H200")
+    assert c.source == "datasheet" and c.memory_bandwidth_bytes_per_s == 4.8e12
+
+
+@pytest.mark.parametrize("spec", ["tpu", "cuda:x", "gpu0"])
+def test_unknown_device_is_a_clear_error(spec):
+    with pytest.raises(RooflineError, match="unknown device"):
+        resolve_device(spec)
+
+
+def test_missing_dtype_is_a_clear_error():
+    with pytest.raises(RooflineError, match="not available on cpu"):
+        measure_peak_flops("cpu", "float8_e4m3fn")
+    with pytest.raises(RooflineError, match="unknown dtype"):
+        measure_peak_flops("cpu", "float13")
+
+
+def test_cli_ceilings_prints_table_and_writes_json(tmp_path, capsys, cpu_ceilings):
+    out = tmp_path / "c.json"
+    assert main(["ceilings", "--device", "cpu", "--quick", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "memory bandwidth" in text and "peak float32" in text
+    data = json.loads(out.read_text())
+    for key in ("device", "memory_bandwidth_bytes_per_s", "peak_flops_per_s", "launch_overhead_s", "datasheet"):
+        assert key in data
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["ceilings", "--device", "tpu"], "unknown device"),
+        (["ceilings", "--device", "cuda"], "CUDA is not available"),
+    ],
+)
+def test_cli_errors_are_one_line_exit_2(argv, message, capsys):
+    import torch
+
+    if torch.cuda.is_available() and "CUDA" in message:
+        pytest.skip("CUDA present")
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
