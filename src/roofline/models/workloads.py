@@ -1,0 +1,234 @@
+"""The built-in workloads: a name -> a model, seeded random inputs and a description of what runs.
+
+Sizes default to what fills a GPU on CUDA and to what runs in seconds on a CPU; ``batch`` and ``seq`` override
+them (for ``matmul`` and ``layernorm``, ``seq`` is the matrix size). The zoo workloads (torchvision,
+transformers) import their package only when asked for.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from roofline.errors import RooflineError
+from roofline.models.bad_syncs import BadSyncs
+from roofline.models.llama import CONFIGS, build_llama
+
+SEED = 0
+
+_DTYPES = {
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+    "half": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+}
+
+
+@dataclass
+class Workload:
+    name: str
+    model: nn.Module
+    inputs: tuple
+    dtype: torch.dtype
+    device: torch.device
+    description: str
+    loss_fn: Callable[[object], torch.Tensor] | None = None
+
+
+@dataclass(frozen=True)
+class _Size:
+    batch: int
+    seq: int
+
+
+class MatMul(nn.Module):
+    """``a @ b``: the workload that should sit on the compute roof."""
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a @ b
+
+
+def parse_dtype(dtype: str | torch.dtype) -> torch.dtype:
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    try:
+        return _DTYPES[dtype.lower()]
+    except KeyError:
+        raise RooflineError(f"unknown dtype {dtype!r}; use one of float32, float16, bfloat16") from None
+
+
+def parse_device(device: str | torch.device) -> torch.device:
+    try:
+        device = torch.device(device)
+    except RuntimeError:
+        raise RooflineError(f"unknown device {device!r}; use cpu or cuda") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise RooflineError("--device cuda asked for, but this machine has no CUDA GPU; use --device cpu")
+    return device
+
+
+def _mean_square(output) -> torch.Tensor:
+    tensor = output.last_hidden_state if hasattr(output, "last_hidden_state") else output
+    return tensor.square().mean()
+
+
+def _sizes(device: torch.device, cuda: _Size, cpu: _Size, batch: int | None, seq: int | None) -> _Size:
+    default = cuda if device.type == "cuda" else cpu
+    for label, value in (("batch", batch), ("seq", seq)):
+        if value is not None and value < 1:
+            raise RooflineError(f"--{label} must be a positive integer, got {value}")
+    return _Size(batch or default.batch, seq or default.seq)
+
+
+def _check_fits_in_host_memory(name: str, needed_bytes: int, device: torch.device) -> None:
+    if device.type != "cpu":
+        return
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return
+    if needed_bytes > 0.8 * total:
+        raise RooflineError(
+            f"{name} needs {needed_bytes / 2**30:.0f} GiB of weights, more than this machine's memory "
+            f"({total / 2**30:.0f} GiB); use --device cuda or a smaller model (llama-tiny)"
+        )
+
+
+def _matmul(name, device, dtype, batch, seq) -> Workload:
+    size = _sizes(device, _Size(1, 8192), _Size(1, 1024), batch, seq).seq
+    generator = torch.Generator(device="cpu").manual_seed(SEED)
+    a = torch.randn(size, size, generator=generator).to(device=device, dtype=dtype)
+    b = torch.randn(size, size, generator=generator).to(device=device, dtype=dtype)
+    return Workload(name, MatMul(), (a, b), dtype, device, f"one square matmul a @ b, {size}x{size}x{size}")
+
+
+def _layernorm(name, device, dtype, batch, seq) -> Workload:
+    size = _sizes(device, _Size(1, 8192), _Size(1, 2048), batch, seq).seq
+    generator = torch.Generator(device="cpu").manual_seed(SEED)
+    x = torch.randn(size, size, generator=generator).to(device=device, dtype=dtype)
+    model = nn.LayerNorm(size).to(device=device, dtype=dtype)
+    return Workload(name, model, (x,), dtype, device, f"nn.LayerNorm({size}) over a {size}x{size} input")
+
+
+def _llama(name, device, dtype, batch, seq) -> Workload:
+    config = CONFIGS[name]
+    size = _sizes(device, _Size(4, 512), _Size(1, 32) if name != "llama-tiny" else _Size(2, 64), batch, seq)
+    if size.seq > config.max_seq_len:
+        raise RooflineError(f"--seq {size.seq} is longer than {name}'s context of {config.max_seq_len}")
+    n_params = config.n_layers * (
+        config.dim * config.head_dim * (2 * config.n_heads + 2 * config.n_kv_heads) + 3 * config.dim * config.ffn_dim
+    ) + 2 * config.vocab_size * config.dim
+    _check_fits_in_host_memory(name, n_params * torch.finfo(dtype).bits // 8, device)
+    model = build_llama(config, dtype=dtype, device=device, seed=SEED)
+    generator = torch.Generator(device="cpu").manual_seed(SEED + 1)
+    tokens = torch.randint(0, config.vocab_size, (size.batch, size.seq), generator=generator).to(device)
+    targets = torch.randint(0, config.vocab_size, (size.batch, size.seq), generator=generator).to(device)
+
+    def loss_fn(logits: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
+
+    description = (
+        f"{name}: LLaMA dim {config.dim}, {config.n_layers} layers, {config.n_heads} heads, {config.n_kv_heads} KV "
+        f"heads, FFN {config.ffn_dim}, vocab {config.vocab_size}; random weights; forward on token ids "
+        f"(batch {size.batch}, seq {size.seq}) -> logits"
+    )
+    return Workload(name, model, (tokens,), dtype, device, description, loss_fn)
+
+
+def _resnet50(name, device, dtype, batch, seq) -> Workload:
+    try:
+        import torchvision
+    except ImportError:
+        raise RooflineError("the resnet50 workload needs torchvision: pip install 'roofline[zoo]'") from None
+    size = _sizes(device, _Size(32, 224), _Size(2, 224), batch, None)
+    torch.manual_seed(SEED)
+    model = torchvision.models.resnet50(weights=None).to(device=device, dtype=dtype).eval()
+    generator = torch.Generator(device="cpu").manual_seed(SEED + 1)
+    images = torch.randn(size.batch, 3, 224, 224, generator=generator).to(device=device, dtype=dtype)
+    targets = torch.randint(0, 1000, (size.batch,), generator=generator).to(device)
+
+    def loss_fn(logits: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(logits.float(), targets)
+
+    description = f"torchvision resnet50(weights=None), input images ({size.batch}, 3, 224, 224)"
+    return Workload(name, model, (images,), dtype, device, description, loss_fn)
+
+
+def _bert_base(name, device, dtype, batch, seq) -> Workload:
+    try:
+        from transformers import BertConfig, BertModel
+    except ImportError:
+        raise RooflineError("the bert-base workload needs transformers: pip install 'roofline[zoo]'") from None
+    size = _sizes(device, _Size(16, 128), _Size(2, 64), batch, seq)
+    config = BertConfig()
+    if size.seq > config.max_position_embeddings:
+        raise RooflineError(f"--seq {size.seq} is longer than BERT's {config.max_position_embeddings} positions")
+    torch.manual_seed(SEED)
+    model = BertModel(config).to(device=device, dtype=dtype).eval()
+    generator = torch.Generator(device="cpu").manual_seed(SEED + 1)
+    ids = torch.randint(0, config.vocab_size, (size.batch, size.seq), generator=generator).to(device)
+    mask = torch.ones(size.batch, size.seq, dtype=torch.long, device=device)
+    description = (
+        f"transformers BertModel(BertConfig()) base, random weights, input ids + attention mask "
+        f"(batch {size.batch}, seq {size.seq})"
+    )
+    return Workload(name, model, (ids, mask), dtype, device, description, _mean_square)
+
+
+def _bad_syncs(name, device, dtype, batch, seq) -> Workload:
+    size = _sizes(device, _Size(8192, 1024), _Size(256, 1024), batch, None)
+    torch.manual_seed(SEED)
+    model = BadSyncs(width=1024, iterations=10).to(device=device, dtype=dtype).eval()
+    generator = torch.Generator(device="cpu").manual_seed(SEED + 1)
+    x = torch.randn(size.batch, 1024, generator=generator).to(device=device, dtype=dtype)
+    description = (
+        f"Linear(1024, 1024) + ReLU applied 10 times to a ({size.batch}, 1024) input; each iteration calls "
+        f".item() on a mean and round-trips the activation through .cpu().to(device)"
+    )
+    return Workload(name, model, (x,), dtype, device, description, _mean_square)
+
+
+_BUILDERS: dict[str, Callable[..., Workload]] = {
+    "matmul": _matmul,
+    "layernorm": _layernorm,
+    "llama-tiny": _llama,
+    "llama-1b": _llama,
+    "llama-8b": _llama,
+    "resnet50": _resnet50,
+    "bert-base": _bert_base,
+    "bad-syncs": _bad_syncs,
+}
+
+
+def list_workloads() -> list[str]:
+    return list(_BUILDERS)
+
+
+def get_workload(
+    name: str,
+    *,
+    batch: int | None = None,
+    seq: int | None = None,
+    dtype: str | torch.dtype = "float32",
+    device: str | torch.device = "cpu",
+    backward: bool = False,
+) -> Workload:
+    """Build a named workload on ``device`` in ``dtype``; with ``backward`` its parameters require grad."""
+    if name not in _BUILDERS:
+        raise RooflineError(f"unknown workload {name!r}; choose one of: {', '.join(_BUILDERS)}")
+    torch_dtype, torch_device = parse_dtype(dtype), parse_device(device)
+    workload = _BUILDERS[name](name, torch_device, torch_dtype, batch, seq)
+    workload.model.requires_grad_(backward)
+    if backward:
+        for tensor in workload.inputs:
+            if tensor.is_floating_point():
+                tensor.requires_grad_(True)
+    return workload
