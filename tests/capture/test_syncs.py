@@ -1,0 +1,176 @@
+"""SyncDetector: each patched call found at the user's line, silence on sync-free code, nothing left patched."""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+from roofline.capture.syncs import SyncDetector, SyncWarning, syncs_from_trace
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "h200"
+
+
+def _here() -> str:
+    """file:line of the caller's line, spelled as the detector spells locations."""
+    frame = inspect.currentframe().f_back
+    return f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
+
+
+def _sites(detector: SyncDetector) -> dict[tuple[str, str], int]:
+    return {(s.kind, Path(s.location.rpartition(":")[0]).name + ":" + s.location.rpartition(":")[2]): s.count
+            for s in detector.sites()}
+
+
+CALLS = {
+    "item": lambda x: x.sum().item(),
+    "tolist": lambda x: x.tolist(),
+    "numpy": lambda x: x.numpy(),
+    "cpu": lambda x: x.cpu(),
+    "to(cpu)": lambda x: x.to("cpu"),
+    "bool": lambda x: bool(x.sum() > 0),
+    "int": lambda x: int(x.sum()),
+    "float": lambda x: float(x.sum()),
+    "nonzero": lambda x: torch.nonzero(x),
+    "masked_select": lambda x: x.masked_select(x > 0),
+    "boolean-mask indexing": lambda x: x[x > 0],
+    "boolean-mask assignment": lambda x: x.__setitem__(x > 0, 0.0),
+    "repeat_interleave": lambda x: torch.repeat_interleave(torch.tensor([1, 2]), torch.tensor([2, 1])),
+    "multinomial": lambda x: torch.multinomial(x.abs() + 0.1, 2),
+    "unique": lambda x: torch.unique(x),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CALLS))
+def test_each_listed_call_is_found_at_the_users_line(kind: str) -> None:
+    x = torch.randn(8)
+    with SyncDetector("silent", simulated=True) as detector:
+        CALLS[kind](x)
+    line = f"test_syncs.py:{CALLS[kind].__code__.co_firstlineno}"
+    assert _sites(detector).get((kind, line)) == 1, detector.sites()
+
+
+def test_item_in_a_loop_counts_per_call_and_per_step() -> None:
+    x = torch.randn(4)
+    with SyncDetector("silent", simulated=True) as detector:
+        for _ in range(3):
+            for _ in range(5):
+                x.mean().item(); line = _here()  # noqa: E702
+            detector.mark_step()
+    (site,) = detector.sites()
+    assert (site.kind, site.count, site.per_step) == ("item", 15, 5.0)
+    assert site.location.endswith(line.split(":")[1]) and site.stall_s >= 0.0
+
+
+def test_to_a_dtype_or_the_same_device_by_dtype_is_not_a_sync() -> None:
+    x = torch.randn(4)
+    with SyncDetector("silent", simulated=True) as detector:
+        x.to(torch.float16)
+        x.repeat_interleave(2, output_size=8)
+        x[0:2]
+        x[torch.tensor([0, 1])]
+    assert detector.sites() == []
+
+
+def test_explicit_cuda_synchronize_calls_are_recorded() -> None:
+    with SyncDetector("silent", simulated=True) as detector:
+        line = ""
+        try:
+            line = _here(); torch.cuda.synchronize()  # noqa: E702
+        except RuntimeError:  # no GPU here: the call is still recorded before torch refuses it
+            pass
+    assert _sites(detector).get(("cuda.synchronize", line)) == 1, detector.sites()
+
+
+def test_event_and_stream_synchronize_are_patched() -> None:
+    with SyncDetector("silent", simulated=True):
+        assert torch.cuda.Event.synchronize.__name__ == "synchronize"
+        assert "synchronize" in vars(torch.cuda.Event) and "synchronize" in vars(torch.cuda.Stream)
+        assert torch.cuda.Event.synchronize is not _ORIGINAL["Event"]
+
+
+_ORIGINAL = {"Event": torch.cuda.Event.synchronize, "Stream": torch.cuda.Stream.synchronize}
+
+
+def test_silent_on_a_sync_free_model() -> None:
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+                                torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 10))
+    x = torch.randn(2, 3, 8, 8)
+    with SyncDetector("error", simulated=True) as detector:
+        for _ in range(2):
+            loss = torch.nn.functional.cross_entropy(model(x), torch.tensor([1, 2]))
+            loss.backward()
+    assert detector.sites() == []
+
+
+def _snapshot() -> dict[str, object]:
+    names = ["item", "tolist", "numpy", "cpu", "to", "__bool__", "__int__", "__float__", "__getitem__",
+             "__setitem__", "nonzero", "masked_select", "multinomial", "unique", "repeat_interleave"]
+    snap: dict[str, object] = {f"Tensor.{n}": vars(torch.Tensor).get(n) for n in names}
+    snap.update({f"torch.{n}": getattr(torch, n) for n in ("nonzero", "masked_select", "multinomial", "unique",
+                                                            "repeat_interleave")})
+    snap["cuda.synchronize"] = torch.cuda.synchronize
+    snap["Event.synchronize"] = vars(torch.cuda.Event).get("synchronize")
+    snap["Stream.synchronize"] = vars(torch.cuda.Stream).get("synchronize")
+    if torch.cuda.is_available():
+        snap["sync_debug"] = torch.cuda.get_sync_debug_mode()
+    return snap
+
+
+def test_no_patch_left_behind_after_an_exception() -> None:
+    before = _snapshot()
+    with pytest.raises(ZeroDivisionError):
+        with SyncDetector("silent", simulated=True):
+            assert _snapshot() != before
+            torch.ones(1).item()
+            1 / 0
+    assert _snapshot() == before
+
+
+def test_error_mode_raises_before_the_sync_and_restores() -> None:
+    before = _snapshot()
+    with pytest.raises(SyncWarning, match="item at .*test_syncs.py"):
+        with SyncDetector("error", simulated=True):
+            torch.ones(1).item()
+    assert _snapshot() == before
+
+
+def test_warn_mode_warns_once_per_site() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with SyncDetector("warn", simulated=True):
+            for _ in range(4):
+                torch.ones(1).item()
+    sync_warnings = [w for w in caught if issubclass(w.category, SyncWarning)]
+    assert len(sync_warnings) == 1
+    assert Path(sync_warnings[0].filename).name == "test_syncs.py"
+
+
+def test_not_simulated_cpu_tensors_are_not_syncs() -> None:
+    with SyncDetector("error", simulated=False) as detector:
+        torch.ones(1).item()
+        torch.ones(3).cpu()
+    assert detector.sites() == []
+
+
+def test_bad_mode_is_refused() -> None:
+    with pytest.raises(ValueError):
+        SyncDetector("loud")
+
+
+def test_h200_bad_syncs_trace_has_its_syncs_per_step() -> None:
+    sites = syncs_from_trace(DATA / "bad_syncs_fwd_fp32.json.gz")
+    by_kind = {s.kind: s for s in sites}
+    assert by_kind["item"].per_step == 10 and by_kind["item"].count == 20
+    assert by_kind["copy to host"].per_step == 10
+    assert by_kind["copy to device"].per_step == 10
+    assert all(s.location.startswith("record_traces.py:") for s in sites)
+    assert all(s.stall_s > 0 for s in sites)
+
+
+def test_trace_without_sync_events_has_no_sites() -> None:
+    assert syncs_from_trace({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 1,
+                                              "pid": 1, "tid": 1, "args": {"External id": 1}}]}) == []
