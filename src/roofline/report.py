@@ -133,6 +133,7 @@ class OpRecord:
     step: int | None = None
     count: int = 1
     external_id: int | None = None
+    output_dtypes: list[str] = field(default_factory=list)
 
 
 @dataclass
