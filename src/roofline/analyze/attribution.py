@@ -1,0 +1,179 @@
+"""Kernel -> op attribution over a loaded ``Trace``, with the totals that say how complete it is.
+
+Each device event (kernel, memcpy, memset) goes to the innermost host op that launched it:
+
+1. by correlation id: the runtime/driver call with the kernel's ``correlation`` (cudaLaunchKernel,
+   cuLaunchKernel for Triton, cudaGraphLaunch for CUDA graphs, cudaMemcpyAsync...) sits inside ops on its host
+   thread; the innermost of them (found by ``load_trace``) launched the kernel;
+2. else by External id: the op whose ``External id`` equals the kernel's.
+
+The innermost op is often an aten op (``aten::mm``). Under torch.compile the Triton launches sit inside a
+``triton_...`` record_function or the ``## Call CompiledFxGraph ##`` annotation, with no aten op: the kernel is
+attributed to that op under its own name and counted as ``other_us`` (not as aten). ``ProfilerStep#N`` is never
+a target: a kernel launched directly under it is unattributed. Syncs are linked the same way.
+
+"Kernel time" here is the summed duration of all device events, kernels plus memcpy and memset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from roofline.capture.trace_model import Trace
+
+_TOP_NAMES = 20
+
+
+@dataclass
+class StepStats:
+    """Device activity of one profiler step. Kernels belong to the step in which they were launched.
+
+    The window runs from the step's host start to the later of its host end and its last kernel's end;
+    ``idle_us`` is the window minus the union of the step's kernel intervals (all streams merged).
+    """
+
+    number: int
+    window_us: float
+    kernel_us: float
+    busy_us: float
+    idle_us: float
+    kernels: int
+
+
+@dataclass
+class AttributionStats:
+    total_kernel_us: float = 0.0
+    attributed_us: float = 0.0
+    aten_us: float = 0.0
+    other_us: float = 0.0
+    unattributed_us: float = 0.0
+    share: float | None = None
+    kernels: int = 0
+    kernels_attributed: int = 0
+    by_correlation: int = 0
+    by_external_id: int = 0
+    syncs_attributed: int = 0
+    other_targets: dict[str, float] = field(default_factory=dict)
+    unattributed_names: dict[str, float] = field(default_factory=dict)
+    steps: list[StepStats] = field(default_factory=list)
+    method: str = (
+        "each device event -> innermost host op around the runtime call with the same correlation id, "
+        "else the op with the same External id; ProfilerStep#N is never a target"
+    )
+
+
+def attribute(trace: Trace) -> AttributionStats:
+    """Link kernels and syncs to ops, fill each op's kernel ids and times; idempotent (cached on the trace)."""
+    if isinstance(trace.attribution, AttributionStats):
+        return trace.attribution
+    ops = trace.ops
+    launch_op = {l.correlation: l.op for l in trace.launches if l.correlation is not None}
+    launch_ts = {l.correlation: l.ts_us for l in trace.launches if l.correlation is not None}
+    ext_op: dict[int, int] = {}
+    for op in ops:
+        if op.external_id is not None and op.external_id > 0:
+            ext_op.setdefault(op.external_id, op.index)
+    excluded = {op.index for op in ops if op.is_annotation and op.name.startswith("ProfilerStep#")}
+
+    stats = AttributionStats()
+    for kernel in trace.kernels:
+        target, via_correlation = _target(kernel.correlation, kernel.external_id, launch_op, ext_op, excluded)
+        kernel.op = target
+        dur = kernel.dur_us
+        stats.kernels += 1
+        stats.total_kernel_us += dur
+        if target < 0:
+            stats.unattributed_us += dur
+            stats.unattributed_names[kernel.name] = stats.unattributed_names.get(kernel.name, 0.0) + dur
+            continue
+        stats.kernels_attributed += 1
+        stats.attributed_us += dur
+        if via_correlation:
+            stats.by_correlation += 1
+        else:
+            stats.by_external_id += 1
+        op = ops[target]
+        op.kernel_ids.append(kernel.index)
+        op.self_kernel_us += dur
+        if op.name.startswith("aten::"):
+            stats.aten_us += dur
+        else:
+            stats.other_us += dur
+            stats.other_targets[op.name] = stats.other_targets.get(op.name, 0.0) + dur
+
+    for op in ops:
+        op.total_kernel_us = op.self_kernel_us
+    for op in reversed(ops):
+        if op.parent >= 0:
+            ops[op.parent].total_kernel_us += op.total_kernel_us
+
+    for sync in trace.syncs:
+        sync.op, _ = _target(sync.correlation, sync.external_id, launch_op, ext_op, excluded)
+        stats.syncs_attributed += sync.op >= 0
+
+    stats.share = stats.attributed_us / stats.total_kernel_us if stats.total_kernel_us > 0 else None
+    stats.other_targets = _top(stats.other_targets)
+    stats.unattributed_names = _top(stats.unattributed_names)
+    stats.steps = _step_stats(trace, launch_ts)
+    trace.attribution = stats
+    return stats
+
+
+def _target(correlation, external_id, launch_op, ext_op, excluded) -> tuple[int, bool]:
+    if correlation is not None:
+        target = launch_op.get(correlation, -1)
+        if target >= 0 and target not in excluded:
+            return target, True
+    if external_id is not None:
+        target = ext_op.get(external_id, -1)
+        if target >= 0 and target not in excluded:
+            return target, False
+    return -1, False
+
+
+def _top(totals: dict[str, float]) -> dict[str, float]:
+    return dict(sorted(totals.items(), key=lambda item: -item[1])[:_TOP_NAMES])
+
+
+def _step_stats(trace: Trace, launch_ts: dict) -> list[StepStats]:
+    if not trace.steps:
+        return []
+    per_step: list[list[tuple[float, float]]] = [[] for _ in trace.steps]
+    for kernel in trace.kernels:
+        step = None
+        if kernel.op >= 0:
+            step = trace.ops[kernel.op].step
+        if step is None:
+            ts = launch_ts.get(kernel.correlation)
+            step = trace.step_of(ts if ts is not None else kernel.ts_us)
+        if step is not None:
+            per_step[step].append((kernel.ts_us, kernel.end_us))
+    result = []
+    for step, intervals in zip(trace.steps, per_step):
+        intervals.sort()
+        start = step.ts_us
+        end = max([step.end_us] + [e for _, e in intervals])
+        busy = _union_length(intervals, start, end)
+        window = end - start
+        kernel_us = sum(e - s for s, e in intervals)
+        result.append(StepStats(step.number, window, kernel_us, busy, max(window - busy, 0.0), len(intervals)))
+    return result
+
+
+def _union_length(intervals: list[tuple[float, float]], lo: float, hi: float) -> float:
+    """Length of the union of sorted intervals, clipped to [lo, hi]."""
+    total = 0.0
+    cur_s = cur_e = None
+    for s, e in intervals:
+        s, e = max(s, lo), min(e, hi)
+        if e <= s:
+            continue
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        elif e > cur_e:
+            cur_e = e
+    if cur_e is not None:
+        total += cur_e - cur_s
+    return total

@@ -1,0 +1,461 @@
+"""Read torch.profiler / Kineto Chrome-trace JSON (.json or .json.gz) into a compact ``Trace``.
+
+Built for traces of a few GB: the file is scanned once into raw slices of its events (msgspec), each event is
+decoded into a small typed struct that keeps only the fields we use, strings and shape lists are interned, and
+nothing else is kept. A malformed event is skipped and counted in ``Trace.warnings``; a file that is not a trace
+at all raises ``RooflineError`` with one line saying so. Attribution of kernels to ops is not done here
+(``roofline.analyze.attribution``); this module records the structure it needs: which op encloses each runtime
+launch call, memory event and op (same pid and tid, by time).
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import zlib
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from roofline.capture.trace_model import CpuOp, GpuEvent, Launch, MemoryEvent, Step, SyncEvent, Trace
+from roofline.errors import RooflineError
+
+_Raw = msgspec.Raw
+
+
+class _Args(msgspec.Struct, gc=False):
+    external_id: int | None = msgspec.field(default=None, name="External id")
+    correlation: int | None = None
+    input_dims: _Raw = msgspec.field(default=None, name="Input Dims")
+    input_types: _Raw = msgspec.field(default=None, name="Input type")
+    input_strides: _Raw = msgspec.field(default=None, name="Input Strides")
+    concrete_inputs: _Raw = msgspec.field(default=None, name="Concrete Inputs")
+    sequence_number: int | None = msgspec.field(default=None, name="Sequence number")
+    device: int | None = None
+    stream: int | None = None
+    bytes: int | None = None
+    mem_bytes: int | None = msgspec.field(default=None, name="Bytes")
+    addr: int | None = msgspec.field(default=None, name="Addr")
+    total_allocated: int | None = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: int | None = msgspec.field(default=None, name="Total Reserved")
+    device_type: int | None = msgspec.field(default=None, name="Device Type")
+    device_id: int | None = msgspec.field(default=None, name="Device Id")
+    sync_kind: str | None = msgspec.field(default=None, name="cuda_sync_kind")
+
+
+class _Event(msgspec.Struct, gc=False):
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    args: _Args | None = None
+
+
+_OP, _ANNOTATION, _GPU, _RUNTIME, _SYNC, _PYTHON = range(6)
+
+_CATEGORY_KIND = {
+    "cpu_op": _OP,
+    "operator": _OP,
+    "Operator": _OP,
+    "user_annotation": _ANNOTATION,
+    "kernel": _GPU,
+    "Kernel": _GPU,
+    "gpu_memcpy": _GPU,
+    "Memcpy": _GPU,
+    "gpu_memset": _GPU,
+    "Memset": _GPU,
+    "cuda_runtime": _RUNTIME,
+    "cuda_driver": _RUNTIME,
+    "Runtime": _RUNTIME,
+    "cuda_sync": _SYNC,
+    "python_function": _PYTHON,
+}
+_GPU_CATEGORY = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset"}
+_STEP = re.compile(r"ProfilerStep#(\d+)$")
+_FRAME = re.compile(r"^(.*?)\((\d+)\): ")
+_LIBRARY_PARTS = (
+    "torch/", "site-packages/", "dist-packages/", "<built-in", "<frozen", "roofline/", "/lib/python",
+    "importlib/", "threading.py", "contextlib.py", "functools.py", "typing.py", "runpy.py", "<string>",
+)
+_MODULE_PREFIX = "nn.Module: "
+
+# Sweep order at equal timestamps: enclosing frames first, then ops (longest first), then what ops contain.
+_RANK_FRAME, _RANK_OP, _RANK_LAUNCH, _RANK_MEMORY = range(4)
+
+
+def load_trace(path: str | os.PathLike[str]) -> Trace:
+    """Read a Kineto/torch.profiler trace file into a ``Trace`` (kernels not yet attributed: see attribution)."""
+    path = Path(path)
+    buf = _read_bytes(path)
+    try:
+        top = msgspec.json.decode(buf, type=dict[str, _Raw] | list[_Raw])
+    except msgspec.DecodeError as exc:
+        raise RooflineError(f"{path} is not valid JSON (truncated or corrupt?): {exc}") from None
+    except msgspec.ValidationError:
+        raise RooflineError(f"{path} is not a trace: expected a JSON object with traceEvents") from None
+    metadata: dict[str, Any] = {}
+    if isinstance(top, dict):
+        if "traceEvents" not in top:
+            raise RooflineError(f"{path} is not a Chrome/Kineto trace: it has no traceEvents")
+        for key, value in top.items():
+            if key != "traceEvents":
+                metadata[key] = _decode_plain(value)
+        try:
+            raws = msgspec.json.decode(top.pop("traceEvents"), type=list[_Raw])
+        except msgspec.ValidationError:
+            raise RooflineError(f"{path} is not a trace: traceEvents is not a list of events") from None
+    else:
+        raws = top
+    del top
+    builder = _TraceBuilder(str(path), metadata)
+    builder.read_events(raws)
+    del raws, buf
+    return builder.finish()
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise RooflineError(f"trace file not found: {path}") from None
+    except IsADirectoryError:
+        raise RooflineError(f"{path} is a directory; give a trace file (.json or .json.gz)") from None
+    except OSError as exc:
+        raise RooflineError(f"cannot read trace {path}: {exc.strerror or exc}") from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise RooflineError(f"{path} is a truncated or corrupt gzip file: {exc}") from None
+    if not raw.strip():
+        raise RooflineError(f"{path} is empty: re-export the trace (prof.export_chrome_trace)")
+    return raw
+
+
+def _decode_plain(raw: _Raw) -> Any:
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return None
+
+
+def _number(value: Any) -> float | None:
+    if type(value) is float or type(value) is int:
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+class _TraceBuilder:
+    """Collects events by kind, then orders them and rebuilds the op tree per thread."""
+
+    def __init__(self, path: str, metadata: dict[str, Any]) -> None:
+        self.trace = Trace(path=path, metadata=metadata)
+        self.ops: list[CpuOp] = []
+        self.kernels: list[GpuEvent] = []
+        self.syncs: list[SyncEvent] = []
+        self.memory: list[tuple[Any, MemoryEvent]] = []
+        self.launches: list[tuple[Any, Launch]] = []
+        self.frames: list[tuple[Any, float, float, int, str]] = []
+        self.step_ops: list[tuple[int, CpuOp]] = []
+        self.gpu_steps: dict[int, tuple[float, float]] = {}
+        self.strings: dict[str, str] = {}
+        self.raw_lists: dict[bytes, Any] = {}
+        self.frame_kinds: dict[str, tuple[int, str] | None] = {}
+        self.skipped = 0
+        self.bad_times = 0
+
+    def read_events(self, raws: list[_Raw]) -> None:
+        decode = msgspec.json.Decoder(_Event).decode
+        kinds = _CATEGORY_KIND
+        errors = (msgspec.ValidationError, msgspec.DecodeError)
+        for raw in raws:
+            try:
+                ev = decode(raw)
+            except errors:
+                self.skipped += 1
+                continue
+            kind = kinds.get(ev.cat)
+            if kind is None:
+                if ev.name == "[memory]":
+                    self._memory(ev)
+                continue
+            if ev.ph != "X":
+                continue
+            ts = ev.ts if type(ev.ts) is float else _number(ev.ts)
+            dur = ev.dur if type(ev.dur) is float else _number(ev.dur)
+            if ts is None or dur is None or not (dur >= 0.0):
+                self.bad_times += 1
+                continue
+            if kind == _OP or kind == _ANNOTATION:
+                self._op(ev, ts, dur, kind == _ANNOTATION)
+            elif kind == _PYTHON:
+                self._frame(ev, ts, dur)
+            elif kind == _RUNTIME:
+                args = ev.args
+                if args is not None and args.correlation is not None:
+                    launch = Launch(self._intern(ev.name), ts, dur, args.correlation, args.external_id)
+                    self.launches.append(((ev.pid, ev.tid), launch))
+            elif kind == _GPU:
+                self._gpu(ev, ts, dur)
+            else:
+                args = ev.args or _Args()
+                self.syncs.append(
+                    SyncEvent(self._intern(args.sync_kind or ev.name), ts, dur, args.external_id, args.correlation,
+                              args.stream if args.stream is not None else ev.tid)
+                )
+
+    def _intern(self, text: str) -> str:
+        return self.strings.setdefault(text, text)
+
+    def _shared_list(self, raw: _Raw) -> list | None:
+        if raw is None:
+            return None
+        key = bytes(raw)
+        value = self.raw_lists.get(key)
+        if value is None:
+            try:
+                value = msgspec.json.decode(key)
+            except msgspec.DecodeError:
+                value = None
+            if not isinstance(value, list):
+                value = None
+            self.raw_lists[key] = value
+        return value
+
+    def _op(self, ev: _Event, ts: float, dur: float, is_annotation: bool) -> None:
+        args = ev.args
+        op = CpuOp(0, self._intern(ev.name), ts, dur, ev.pid, ev.tid, is_annotation=is_annotation)
+        if args is not None:
+            op.external_id = args.external_id
+            op.sequence_number = args.sequence_number
+            if args.input_dims is not None:
+                op.input_dims = self._shared_list(args.input_dims)
+                op.input_types = self._shared_list(args.input_types)
+                op.input_strides = self._shared_list(args.input_strides)
+                op.concrete_inputs = self._shared_list(args.concrete_inputs)
+        if is_annotation:
+            match = _STEP.match(op.name)
+            if match:
+                self.step_ops.append((int(match.group(1)), op))
+        self.ops.append(op)
+
+    def _frame(self, ev: _Event, ts: float, dur: float) -> None:
+        kinds = self.frame_kinds
+        name = ev.name
+        kind = kinds.get(name, 0)
+        if kind == 0:
+            kind = kinds[name] = _classify_frame(name)
+        if kind is not None:
+            self.frames.append(((ev.pid, ev.tid), ts, dur, kind[0], kind[1]))
+
+    def _gpu(self, ev: _Event, ts: float, dur: float) -> None:
+        args = ev.args or _Args()
+        category = _GPU_CATEGORY.get(ev.cat, ev.cat)
+        self.kernels.append(
+            GpuEvent(
+                0, self._intern(ev.name), ts, dur,
+                args.device if args.device is not None else ev.pid,
+                args.stream if args.stream is not None else ev.tid,
+                args.correlation, args.external_id, category, -1,
+                args.bytes,
+            )
+        )
+
+    def _memory(self, ev: _Event) -> None:
+        ts = _number(ev.ts)
+        args = ev.args
+        if ts is None or args is None or args.mem_bytes is None:
+            self.bad_times += 1
+            return
+        event = MemoryEvent(ts, args.mem_bytes, args.addr, args.total_allocated, args.total_reserved,
+                            args.device_type, args.device_id)
+        self.memory.append(((ev.pid, ev.tid), event))
+
+    def finish(self) -> Trace:
+        trace = self.trace
+        if not (self.ops or self.kernels or self.memory):
+            detail = f" ({self.skipped} malformed events skipped)" if self.skipped else ""
+            raise RooflineError(f"{trace.path} has no profiler events (no cpu_op, kernel or memory events){detail}")
+        self.ops.sort(key=lambda op: (op.ts_us, -op.dur_us))
+        for i, op in enumerate(self.ops):
+            op.index = i
+        self.kernels.sort(key=lambda k: k.ts_us)
+        for i, kernel in enumerate(self.kernels):
+            kernel.index = i
+        self.syncs.sort(key=lambda s: s.ts_us)
+        self._steps()
+        self._sweep_threads()
+        self._backward_modules()
+        trace.ops = self.ops
+        trace.kernels = self.kernels
+        trace.syncs = self.syncs
+        trace.memory = sorted((m for _, m in self.memory), key=lambda m: m.ts_us)
+        trace.launches = sorted((l for _, l in self.launches), key=lambda l: l.ts_us)
+        trace.has_gpu = bool(self.kernels)
+        trace.has_shapes = any(op.input_dims is not None for op in self.ops)
+        trace.has_stack = any(f[3] == 1 for f in self.frames)
+        trace.has_modules = any(f[3] == 0 for f in self.frames)
+        trace.skipped_events = self.skipped + self.bad_times
+        self._device_info()
+        self._warn()
+        return trace
+
+    def _steps(self) -> None:
+        self.step_ops.sort(key=lambda item: item[1].ts_us)
+        steps = [Step(number, op.ts_us, op.dur_us) for number, op in self.step_ops]
+        self.trace.steps = steps
+        if not steps or not self.ops:
+            return
+        starts = np.fromiter((s.ts_us for s in steps), dtype=np.float64, count=len(steps))
+        ends = starts + np.fromiter((s.dur_us for s in steps), dtype=np.float64, count=len(steps))
+        ts = np.fromiter((op.ts_us for op in self.ops), dtype=np.float64, count=len(self.ops))
+        idx = np.searchsorted(starts, ts, side="right") - 1
+        inside = (idx >= 0) & (ts < ends[np.maximum(idx, 0)])
+        for op, i, ok in zip(self.ops, idx.tolist(), inside.tolist()):
+            if ok:
+                op.step = i
+
+    def _sweep_threads(self) -> None:
+        """Per (pid, tid), walk ops, Python frames, launches and memory events in time order with a stack."""
+        threads: dict[Any, list] = {}
+        for op in self.ops:
+            threads.setdefault((op.pid, op.tid), []).append((op.ts_us, op.end_us, _RANK_OP, op))
+        for key, ts, dur, kind, label in self.frames:
+            items = threads.get(key)
+            if items is not None:
+                items.append((ts, ts + dur, _RANK_FRAME, (kind, label)))
+        for key, launch in self.launches:
+            items = threads.get(key)
+            if items is not None:
+                items.append((launch.ts_us, launch.ts_us, _RANK_LAUNCH, launch))
+        for key, mem in self.memory:
+            items = threads.get(key)
+            if items is not None:
+                items.append((mem.ts_us, mem.ts_us, _RANK_MEMORY, mem))
+        for items in threads.values():
+            _sweep(items)
+
+    def _backward_modules(self) -> None:
+        """Backward ops run on the autograd thread, outside any Python frame: borrow the forward op's module."""
+        forward: dict[int, CpuOp] = {}
+        for op in self.ops:
+            if op.sequence_number is not None and not op.is_backward and op.module is not None:
+                forward.setdefault(op.sequence_number, op)
+        if not forward:
+            return
+        ops = self.ops
+        for op in ops:
+            if op.is_backward and op.module is None:
+                seq = op.sequence_number
+                if seq is None and op.parent >= 0:
+                    parent = ops[op.parent]
+                    if parent.is_backward and parent.module is not None:
+                        op.module = parent.module
+                        op.source = op.source or parent.source
+                        continue
+                    seq = parent.sequence_number
+                fwd = forward.get(seq) if seq is not None else None
+                if fwd is not None:
+                    op.module = fwd.module
+                    op.source = op.source or fwd.source
+
+    def _device_info(self) -> None:
+        trace = self.trace
+        props = trace.metadata.get("deviceProperties")
+        if isinstance(props, list) and props and isinstance(props[0], dict):
+            first = props[0]
+            name = first.get("name")
+            trace.device_name = name if isinstance(name, str) else None
+            major, minor = first.get("computeMajor"), first.get("computeMinor")
+            if isinstance(major, int) and isinstance(minor, int):
+                trace.compute_capability = (major, minor)
+
+    def _warn(self) -> None:
+        trace, warn = self.trace, self.trace.warnings.append
+        if self.skipped:
+            warn(f"{self.skipped} malformed events skipped")
+        if self.bad_times:
+            warn(f"{self.bad_times} events without a usable ts/dur skipped")
+        if not trace.has_gpu:
+            warn("no GPU kernels in the trace (CPU-only profile, or CUDA activity was not recorded)")
+        if not self.ops:
+            warn("no cpu_op events: kernels cannot be attributed to ops")
+        elif not trace.has_shapes:
+            warn("no input shapes (record_shapes=False): FLOPs and bytes cannot be counted from this trace")
+        if self.ops and not trace.steps:
+            warn("no ProfilerStep#N annotations (no profiler schedule): steps unknown")
+        if trace.has_gpu and not self.launches:
+            warn("no runtime launch events: kernels are attributed by External id only")
+
+
+def _classify_frame(name: str) -> tuple[int, str] | None:
+    """(0, module name) for an nn.Module frame, (1, "file.py:line") for a user frame, None for library code."""
+    if name.startswith(_MODULE_PREFIX):
+        return (0, name[len(_MODULE_PREFIX):])
+    match = _FRAME.match(name)
+    if match is None:
+        return None
+    file = match.group(1)
+    if any(part in file for part in _LIBRARY_PARTS):
+        return None
+    return (1, f"{file}:{match.group(2)}")
+
+
+def _sweep(items: list) -> None:
+    items.sort(key=lambda item: (item[0], -item[1], item[2]))
+    ops: list[CpuOp] = []
+    op_ends: list[float] = []
+    modules: list[tuple[float, str]] = []
+    sources: list[tuple[float, str]] = []
+    for ts, end, rank, obj in items:
+        while op_ends and op_ends[-1] <= ts:
+            op_ends.pop()
+            ops.pop()
+        if rank == _RANK_OP:
+            while modules and modules[-1][0] <= ts:
+                modules.pop()
+            while sources and sources[-1][0] <= ts:
+                sources.pop()
+            if ops:
+                parent = ops[-1]
+                obj.parent = parent.index
+                obj.depth = len(ops)
+                obj.is_backward = parent.is_backward or _is_backward_name(obj.name)
+                obj.is_optimizer = parent.is_optimizer or obj.name.startswith("Optimizer.step#")
+            else:
+                obj.is_backward = _is_backward_name(obj.name)
+                obj.is_optimizer = obj.name.startswith("Optimizer.step#")
+            if modules:
+                obj.module = modules[-1][1]
+            if sources:
+                obj.source = sources[-1][1]
+            ops.append(obj)
+            op_ends.append(end)
+        elif rank == _RANK_FRAME:
+            kind, label = obj
+            if kind == 0:
+                while modules and modules[-1][0] <= ts:
+                    modules.pop()
+                path = f"{modules[-1][1]}.{label}" if modules else label
+                modules.append((end, path))
+            else:
+                while sources and sources[-1][0] <= ts:
+                    sources.pop()
+                sources.append((end, label))
+        elif ops:
+            obj.op = ops[-1].index
+
+
+def _is_backward_name(name: str) -> bool:
+    return "Backward" in name or name.startswith("autograd::engine::evaluate_function")

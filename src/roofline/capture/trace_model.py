@@ -1,0 +1,158 @@
+"""Plain, compact data read from a torch.profiler / Kineto trace: what ran on the host, on the device, and when.
+
+Times are microseconds on the trace's own clock (``_us``), as Kineto writes them. Indices point into the
+Trace's lists (``CpuOp.parent``, ``GpuEvent.op``, ...); -1 means "none". Shape lists (``input_dims`` ...) are
+shared between ops with identical values, to keep million-event traces small: treat them as read-only.
+
+``roofline.capture.kineto.load_trace`` fills the structure (op tree, steps, modules, source lines, memory
+events' ops, launch sites); ``roofline.analyze.attribution.attribute`` then links kernels and syncs to ops
+(``GpuEvent.op``, ``SyncEvent.op``, ``CpuOp.kernel_ids`` / ``self_kernel_us`` / ``total_kernel_us``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+@dataclass(slots=True)
+class CpuOp:
+    """A host-side op (cat ``cpu_op``) or a ``record_function`` annotation (``is_annotation``)."""
+
+    index: int
+    name: str
+    ts_us: float
+    dur_us: float
+    pid: Any
+    tid: Any
+    external_id: int | None = None
+    parent: int = -1
+    depth: int = 0
+    step: int | None = None
+    input_dims: list | None = None
+    input_types: list | None = None
+    input_strides: list | None = None
+    concrete_inputs: list | None = None
+    module: str | None = None
+    source: str | None = None
+    is_backward: bool = False
+    is_optimizer: bool = False
+    is_annotation: bool = False
+    sequence_number: int | None = None
+    kernel_ids: list[int] = field(default_factory=list)
+    self_kernel_us: float = 0.0
+    total_kernel_us: float = 0.0
+
+    @property
+    def end_us(self) -> float:
+        return self.ts_us + self.dur_us
+
+    @property
+    def is_aten(self) -> bool:
+        return self.name.startswith("aten::")
+
+
+@dataclass(slots=True)
+class GpuEvent:
+    """A device-side event: a kernel, a memcpy or a memset (``category``)."""
+
+    index: int
+    name: str
+    ts_us: float
+    dur_us: float
+    device: Any
+    stream: Any
+    correlation: int | None
+    external_id: int | None
+    category: str
+    op: int = -1
+    bytes: int | None = None
+
+    @property
+    def end_us(self) -> float:
+        return self.ts_us + self.dur_us
+
+
+@dataclass(slots=True)
+class SyncEvent:
+    """A host-device synchronisation recorded by Kineto's cuda_sync events (Stream/Event/Context Sync...)."""
+
+    name: str
+    ts_us: float
+    dur_us: float
+    external_id: int | None
+    correlation: int | None = None
+    stream: Any = None
+    op: int = -1
+
+
+@dataclass(slots=True)
+class MemoryEvent:
+    """One allocator event (``[memory]`` instant): ``bytes`` > 0 allocates, < 0 frees."""
+
+    ts_us: float
+    bytes: int
+    addr: int | None
+    total_allocated: int | None
+    total_reserved: int | None
+    device_type: int | None
+    device_id: int | None
+    op: int = -1
+
+
+@dataclass(slots=True)
+class Step:
+    """One ``ProfilerStep#N`` annotation on the host."""
+
+    number: int
+    ts_us: float
+    dur_us: float
+
+    @property
+    def end_us(self) -> float:
+        return self.ts_us + self.dur_us
+
+
+@dataclass(slots=True)
+class Launch:
+    """A runtime/driver call on the host (cudaLaunchKernel, cudaMemcpyAsync, cuLaunchKernel, hipLaunchKernel...)."""
+
+    name: str
+    ts_us: float
+    dur_us: float
+    correlation: int | None
+    external_id: int | None
+    op: int = -1
+
+
+@dataclass
+class Trace:
+    path: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    device_name: str | None = None
+    compute_capability: tuple[int, int] | None = None
+    has_gpu: bool = False
+    warnings: list[str] = field(default_factory=list)
+    ops: list[CpuOp] = field(default_factory=list)
+    kernels: list[GpuEvent] = field(default_factory=list)
+    syncs: list[SyncEvent] = field(default_factory=list)
+    memory: list[MemoryEvent] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    launches: list[Launch] = field(default_factory=list)
+    has_shapes: bool = False
+    has_stack: bool = False
+    has_modules: bool = False
+    skipped_events: int = 0
+    attribution: Any = None
+
+    def step_of(self, ts_us: float) -> int | None:
+        """Index of the step whose host span holds ``ts_us``, or None."""
+        import bisect
+
+        starts = [s.ts_us for s in self.steps]
+        i = bisect.bisect_right(starts, ts_us) - 1
+        if i >= 0 and ts_us < self.steps[i].end_us:
+            return i
+        return None
