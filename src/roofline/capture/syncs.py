@@ -51,9 +51,9 @@ class _Site:
     steps: dict[int, int] = field(default_factory=dict)
 
 
-def user_location(skip_frames: int = 1) -> str:
-    """file:line of the first frame outside torch and roofline (the user's code), or "<unknown>"."""
-    frame = sys._getframe(skip_frames + 1)
+def user_location() -> str:
+    """file:line of the innermost frame outside torch and roofline (the user's code), or "<unknown>"."""
+    frame: Any = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
         if not (filename.startswith(_TORCH_DIR) or filename.startswith(_ROOFLINE_DIR) or _is_library(filename)):
@@ -185,7 +185,7 @@ class SyncDetector:
         local = self._local
         if getattr(local, "inside", False):
             return original(*args, **kwargs)
-        location = user_location(2)
+        location = user_location()
         self._announce(kind, location)
         local.inside = True
         start = time.perf_counter()
@@ -292,7 +292,7 @@ class SyncDetector:
         def show(message: Any, category: type, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
             if _SYNC_DEBUG_MESSAGE in str(message):
                 if not getattr(detector._local, "inside", False):
-                    location = user_location(1)
+                    location = user_location()
                     detector.record("implicit", location)
                     if detector.mode == "warn" and ("implicit", location) not in detector._warned:
                         detector._warned.add(("implicit", location))
@@ -389,7 +389,8 @@ def syncs_from_trace(trace: Any) -> list[SyncSite]:
     elif isinstance(trace, list):
         events = trace
     else:
-        events = _events_of_trace_object(trace)
+        syncs, steps = trace_syncs_from_trace(trace)
+        return sites_from_trace_syncs(syncs, steps)
     syncs, steps = trace_syncs_from_events(events)
     return sites_from_trace_syncs(syncs, steps)
 
@@ -405,13 +406,20 @@ def _read_json_trace(path: str | os.PathLike[str]) -> dict:
     return json.loads(raw)
 
 
-def _events_of_trace_object(trace: Any) -> list[dict]:
-    """The seam to roofline.capture.kineto's Trace: its raw events when it keeps them."""
-    for name in ("raw_events", "events", "trace_events"):
-        events = getattr(trace, name, None)
-        if isinstance(events, list) and (not events or isinstance(events[0], dict)):
-            return events
-    raise TypeError(f"syncs_from_trace cannot read a {type(trace).__name__}; pass the Chrome trace dict")
+def trace_syncs_from_trace(trace: Any) -> tuple[list[TraceSync], int | None]:
+    """The same join over roofline.capture.kineto's Trace: sync -> op by External id, op.source / op.module."""
+    op_by_ext = {op.external_id: op for op in trace.ops if op.external_id is not None and not op.is_annotation}
+    memcpy_by_ext = {k.external_id: k.name for k in trace.kernels if k.category == "gpu_memcpy"}
+    result = []
+    for sync in trace.syncs:
+        op = trace.ops[sync.op] if sync.op >= 0 else op_by_ext.get(sync.external_id)
+        step = op.step if op is not None else trace.step_of(sync.ts_us)
+        if trace.steps and step is None:
+            continue
+        location = (op.source or op.module or "<unknown>") if op is not None else "<unknown>"
+        kind = sync_kind(op.name if op is not None else None, memcpy_by_ext.get(sync.external_id))
+        result.append(TraceSync(kind, location, sync.dur_us * 1e-6, step))
+    return result, (len(trace.steps) or None)
 
 
 def trace_syncs_from_events(events: list[dict]) -> tuple[list[TraceSync], int | None]:
@@ -439,7 +447,7 @@ def trace_syncs_from_events(events: list[dict]) -> tuple[list[TraceSync], int | 
             steps.append(event)
     launching = {id(ops[e["args"].get("External id")]): ops[e["args"].get("External id")]
                  for e in sync_events if (e.get("args") or {}).get("External id") in ops}
-    places = _python_places(list(launching.values()), frames_by_thread)
+    places = python_places(list(launching.values()), frames_by_thread)
     result = []
     for event in sync_events:
         ext = (event.get("args") or {}).get("External id")
@@ -463,7 +471,7 @@ def _step_of(event: dict, steps: list[dict]) -> int | None:
     return None
 
 
-def _python_places(targets: list[dict], frames_by_thread: dict[tuple, list[dict]]) -> dict[int, str]:
+def python_places(targets: list[dict], frames_by_thread: dict[tuple, list[dict]]) -> dict[int, str]:
     """For each target op: the user source line ("file:line") of the Python frames around it, else its module.
 
     One sweep per thread over frames and targets sorted by start, keeping the stack of open frames.
