@@ -1,0 +1,230 @@
+"""What changed between two Reports: per op (name + module), per module and per bound class, findings that
+appeared or went away, and whether the total got worse by more than run-to-run noise.
+
+Pure data: renderers (render/diff.py) print it, the CLI (cli/diff.py) turns the verdict into an exit code.
+Rows of a group sum time, FLOPs and bytes over its op calls; a group's efficiency is the time-weighted mean of
+its calls' efficiencies and its bound is the bound of the calls holding most of its time.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from roofline.report import Finding, OpRecord, Report, Timing
+
+
+@dataclass
+class Side:
+    """One group's figures in one report."""
+
+    time_s: float = 0.0
+    flops: float = 0.0
+    bytes: float = 0.0
+    efficiency: float = 0.0
+    bound: str = ""
+    calls: int = 0
+
+
+@dataclass
+class RowDelta:
+    key: str
+    a: Side | None
+    b: Side | None
+
+    @property
+    def status(self) -> str:
+        if self.a is None:
+            return "added"
+        if self.b is None:
+            return "removed"
+        return "changed" if self.delta_time_s or self.bound_changed else "same"
+
+    @property
+    def delta_time_s(self) -> float:
+        return (self.b.time_s if self.b else 0.0) - (self.a.time_s if self.a else 0.0)
+
+    @property
+    def delta_time_pct(self) -> float | None:
+        if not self.a or self.a.time_s <= 0:
+            return None
+        return 100.0 * self.delta_time_s / self.a.time_s
+
+    @property
+    def bound_changed(self) -> bool:
+        return bool(self.a and self.b and self.a.bound != self.b.bound)
+
+
+@dataclass
+class FindingChange:
+    rule: str
+    title: str
+    locations: list[str]
+    estimated_savings_s: float
+    fix: str
+
+
+@dataclass
+class TotalVerdict:
+    """The gate's inputs and answer. ``noise_s`` is the run-to-run spread the change must exceed."""
+
+    quantity: str
+    a_total_s: float
+    b_total_s: float
+    noise_s: float
+    noise_method: str
+    threshold_pct: float | None = None
+    failed: bool = False
+    reason: str = ""
+
+    @property
+    def delta_s(self) -> float:
+        return self.b_total_s - self.a_total_s
+
+    @property
+    def delta_pct(self) -> float | None:
+        return 100.0 * self.delta_s / self.a_total_s if self.a_total_s > 0 else None
+
+
+@dataclass
+class ReportDiff:
+    a_label: str
+    b_label: str
+    total: TotalVerdict
+    ops: list[RowDelta] = field(default_factory=list)
+    modules: list[RowDelta] = field(default_factory=list)
+    classes: list[RowDelta] = field(default_factory=list)
+    findings_appeared: list[FindingChange] = field(default_factory=list)
+    findings_gone: list[FindingChange] = field(default_factory=list)
+    a_flops: float = 0.0
+    b_flops: float = 0.0
+    a_bytes: float = 0.0
+    b_bytes: float = 0.0
+
+    @property
+    def bound_changes(self) -> list[RowDelta]:
+        return [row for row in self.ops if row.bound_changed]
+
+
+def diff_reports(a: Report, b: Report, a_label: str = "A", b_label: str = "B", fail_above_pct: float | None = None) -> ReportDiff:
+    """Compare B against A (B is the new run). Rows are sorted by |time change|, largest first."""
+    return ReportDiff(
+        a_label=a_label,
+        b_label=b_label,
+        total=total_verdict(a, b, fail_above_pct),
+        ops=_rows(a.ops, b.ops, lambda op: f"{op.name} @ {op.module or '(top level)'}"),
+        modules=_rows(a.ops, b.ops, lambda op: op.module or "(top level)"),
+        classes=_rows(a.ops, b.ops, lambda op: op.bound),
+        findings_appeared=_finding_changes(b.findings, a.findings),
+        findings_gone=_finding_changes(a.findings, b.findings),
+        a_flops=sum(op.flops for op in a.ops),
+        b_flops=sum(op.flops for op in b.ops),
+        a_bytes=sum(op.bytes for op in a.ops),
+        b_bytes=sum(op.bytes for op in b.ops),
+    )
+
+
+def total_verdict(a: Report, b: Report, fail_above_pct: float | None = None) -> TotalVerdict:
+    """Total device time of A and B, the spread it must beat, and (given a threshold) whether it failed.
+
+    The compared quantity is ``Summary.total_time_s`` (device time summed over ops) when both reports have it,
+    else the step-time medians. The noise is the sum of both reports' interquartile spreads of the
+    un-profiled step time (``step_time``), else of ``profiled_step_time``; with neither, it is zero and only the
+    threshold applies. Summing the two spreads is deliberately conservative, so a CI gate does not flake.
+    """
+    if a.summary.total_time_s > 0 and b.summary.total_time_s > 0:
+        quantity = "total device time (Summary.total_time_s, sum over ops)"
+        a_total, b_total = a.summary.total_time_s, b.summary.total_time_s
+    else:
+        quantity = "step time median"
+        a_total, b_total = _median(a), _median(b)
+    noise_s, noise_method = _noise(a, b)
+    verdict = TotalVerdict(quantity, a_total, b_total, noise_s, noise_method, fail_above_pct)
+    if fail_above_pct is not None:
+        _judge(verdict, fail_above_pct)
+    return verdict
+
+
+def _judge(verdict: TotalVerdict, pct: float) -> None:
+    delta, rel = verdict.delta_s, verdict.delta_pct
+    if rel is None:
+        verdict.reason = "report A has no total time; nothing to compare"
+        return
+    over_threshold = rel > pct
+    over_noise = delta > verdict.noise_s
+    verdict.failed = over_threshold and over_noise
+    if verdict.failed:
+        verdict.reason = f"worse by {rel:+.2f}% (> {pct:g}%) and by {delta * 1e3:.3f} ms (> noise {verdict.noise_s * 1e3:.3f} ms)"
+    elif over_threshold:
+        verdict.reason = f"worse by {rel:+.2f}% but within run-to-run noise ({delta * 1e3:.3f} ms <= {verdict.noise_s * 1e3:.3f} ms)"
+    else:
+        verdict.reason = f"change {rel:+.2f}% is within the {pct:g}% threshold"
+
+
+def _median(report: Report) -> float:
+    for timing in (report.step_time, report.profiled_step_time):
+        if timing and timing.n > 0:
+            return timing.median_s
+    return 0.0
+
+
+def _usable(timing: Timing | None) -> bool:
+    return bool(timing and timing.n > 1)
+
+
+def _noise(a: Report, b: Report) -> tuple[float, str]:
+    for attr in ("step_time", "profiled_step_time"):
+        ta, tb = getattr(a, attr), getattr(b, attr)
+        if _usable(ta) and _usable(tb):
+            return (
+                ta.spread_s + tb.spread_s,
+                f"IQR of {attr} of A ({ta.spread_s * 1e3:.3f} ms, n={ta.n}) + B ({tb.spread_s * 1e3:.3f} ms, n={tb.n})",
+            )
+    for attr in ("step_time", "profiled_step_time"):
+        ta, tb = getattr(a, attr), getattr(b, attr)
+        if _usable(ta) or _usable(tb):
+            one = ta if _usable(ta) else tb
+            which = "A" if one is ta else "B"
+            return 2 * one.spread_s, f"2 x IQR of {attr} of {which} only ({one.spread_s * 1e3:.3f} ms, n={one.n}); the other report has no samples"
+    return 0.0, "no run-to-run spread measured in either report: the threshold alone decides"
+
+
+def _rows(a_ops: list[OpRecord], b_ops: list[OpRecord], key) -> list[RowDelta]:
+    a_groups, b_groups = _group(a_ops, key), _group(b_ops, key)
+    rows = [RowDelta(k, a_groups.get(k), b_groups.get(k)) for k in {*a_groups, *b_groups}]
+    rows.sort(key=lambda r: (-abs(r.delta_time_s), r.key))
+    return rows
+
+
+def _group(ops: list[OpRecord], key) -> dict[str, Side]:
+    sides: dict[str, Side] = {}
+    weighted_eff: dict[str, float] = defaultdict(float)
+    time_by_bound: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for op in ops:
+        k = key(op)
+        side = sides.setdefault(k, Side())
+        side.time_s += op.time_s
+        side.flops += op.flops
+        side.bytes += op.bytes
+        side.calls += op.count
+        weighted_eff[k] += op.efficiency * op.time_s
+        time_by_bound[k][op.bound] += op.time_s
+    for k, side in sides.items():
+        side.efficiency = weighted_eff[k] / side.time_s if side.time_s > 0 else 0.0
+        side.bound = max(time_by_bound[k].items(), key=lambda kv: (kv[1], kv[0]))[0]
+    return sides
+
+
+def _finding_key(finding: Finding) -> tuple:
+    return (finding.rule, tuple(sorted(finding.locations)) or finding.title)
+
+
+def _finding_changes(present: list[Finding], other: list[Finding]) -> list[FindingChange]:
+    other_keys = {_finding_key(f) for f in other}
+    changes = [
+        FindingChange(f.rule, f.title, list(f.locations), f.estimated_savings_s, f.fix)
+        for f in present
+        if _finding_key(f) not in other_keys
+    ]
+    changes.sort(key=lambda c: -c.estimated_savings_s)
+    return changes

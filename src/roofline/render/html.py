@@ -1,0 +1,294 @@
+"""One self-contained HTML page for a Report: data, CSS and a small hand-written JS inlined, no network.
+
+The page is built from ``assets/report.css`` and ``assets/report.js`` (no third-party code) and a JSON payload
+in a ``<script type="application/json">`` block. Every ``<``, ``>`` and ``&`` in that JSON is written as a
+``\\u00XX`` escape, so no string from the user's model (op names, module paths, source lines) can close the
+script element; the JS inserts every such string with ``textContent``, never as markup. A Content-Security-Policy
+meta tag forbids every network fetch (``default-src 'none'``), so the page works offline and cannot leak.
+
+What this module does beyond formatting is aggregation for display only:
+- chart points group op calls by (name, module, input shapes, dtype, phase); beyond ``MAX_POINTS`` groups the
+  smallest by time are merged into bins of (dtype, bound, log-intensity, log-performance) so a 100,000-op report
+  stays responsive; a group's intensity is its summed FLOPs over summed bytes, its efficiency the time-weighted
+  mean of its calls';
+- the op table is sent column-wise with interned strings and paginated in the browser;
+- the module tree rolls each op's time up to every prefix of its dotted module path.
+
+Multi-rank reports (``Report.ranks``, filled by the distributed merge, issue 8) render as a side-by-side table
+and stacked bars. Known per-rank keys (all optional): ``rank``, ``step_time_s``, ``compute_time_s``,
+``communication_time_s``, ``idle_time_s``, ``exposed_communication_s``, ``hidden_communication_share``,
+``straggler`` (bool), ``slowest_op``, ``hostname``, ``device_name``. Any other scalar key is shown as a column.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html as _html
+import json
+import math
+from collections import defaultdict
+from importlib import resources
+from typing import Any
+
+from roofline.report import OpRecord, Report
+
+MAX_POINTS = 2500
+BIN_STEPS_PER_DECADE = 8
+
+CSP = (
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
+    "connect-src 'none'; font-src 'none'; form-action 'none'; base-uri 'none'"
+)
+
+
+def render_html(report: Report, embed: bool = False) -> str:
+    """The report as one HTML document; ``embed=True`` wraps it in an iframe ``srcdoc`` for a Jupyter cell,
+    so its ids, CSS and scripts cannot collide with the notebook's."""
+    page = page_html(report_payload(report), title=f"roofline · {report.workload or report.kind}")
+    return embed_in_iframe(page) if embed else page
+
+
+def embed_in_iframe(page: str, height_px: int = 900) -> str:
+    return (
+        f'<iframe srcdoc="{_html.escape(page, quote=True)}" '
+        f'style="width:100%;height:{height_px}px;border:1px solid #d0d7de;border-radius:6px" '
+        'title="roofline report"></iframe>'
+    )
+
+
+def page_html(payload: dict[str, Any], title: str, script: str = "report.js") -> str:
+    css = _asset("report.css")
+    js = _asset("common.js") + "\n" + _asset(script)
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_html.escape(title)}</title><style>{css}</style></head>"
+        '<body><div id="app"><p class="loading">Loading report…</p></div>'
+        f'<script type="application/json" id="roofline-data">{safe_json(payload)}</script>'
+        f"<script>{js}</script></body></html>\n"
+    )
+
+
+def safe_json(payload: Any) -> str:
+    """JSON that cannot end a <script> element or open a comment, whatever strings it carries."""
+    text = json.dumps(_finite(payload), allow_nan=False, separators=(",", ":"), default=_default)
+    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def report_payload(report: Report) -> dict[str, Any]:
+    names = _Interner()
+    ops = sorted(report.ops, key=lambda op: op.index)
+    return {
+        "kind": "report",
+        "meta": {
+            "workload": report.workload,
+            "kind": report.kind,
+            "schema_version": report.schema_version,
+            "steps": report.steps,
+            "n_ops": len(ops),
+            "n_kernels": len(report.kernels),
+        },
+        "environment": dataclasses.asdict(report.environment),
+        "ceilings": dataclasses.asdict(report.ceilings),
+        "summary": dataclasses.asdict(report.summary),
+        "step_time": _timing(report.step_time),
+        "profiled_step_time": _timing(report.profiled_step_time),
+        "findings": [
+            dataclasses.asdict(f) for f in sorted(report.findings, key=lambda f: -f.estimated_savings_s)
+        ],
+        "syncs": [dataclasses.asdict(s) for s in sorted(report.syncs, key=lambda s: -s.stall_s)],
+        "memory": dataclasses.asdict(report.memory),
+        "ranks": [_scalar_dict(r) for r in report.ranks],
+        "table": _op_columns(ops, names),
+        "chart": chart_points(ops),
+        "modules": module_tree(ops),
+        "top_predicted": _top_predicted(ops),
+        "strings": names.values,
+    }
+
+
+def _timing(timing) -> dict[str, Any] | None:
+    if timing is None:
+        return None
+    data = dataclasses.asdict(timing)
+    data["samples_s"] = data["samples_s"][:200]
+    return data
+
+
+def _scalar_dict(row: dict[str, Any]) -> dict[str, Any]:
+    return {str(k): v for k, v in row.items() if isinstance(v, (str, int, float, bool)) or v is None}
+
+
+class _Interner:
+    def __init__(self) -> None:
+        self.values: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def __call__(self, text: str | None) -> int:
+        text = text or ""
+        idx = self._index.get(text)
+        if idx is None:
+            idx = self._index[text] = len(self.values)
+            self.values.append(text)
+        return idx
+
+
+def format_shapes(shapes: list[list[int]]) -> str:
+    return " × ".join("[" + ",".join(str(d) for d in shape) + "]" for shape in shapes) if shapes else ""
+
+
+def _op_columns(ops: list[OpRecord], names: _Interner) -> dict[str, list]:
+    cols: dict[str, list] = defaultdict(list)
+    for op in ops:
+        cols["index"].append(op.index)
+        cols["name"].append(names(op.name))
+        cols["module"].append(names(op.module))
+        cols["phase"].append(names(op.phase))
+        cols["dtype"].append(names(op.dtype))
+        cols["shapes"].append(names(format_shapes(op.input_shapes)))
+        cols["source"].append(names(op.source))
+        cols["bound"].append(names(op.bound))
+        cols["time_s"].append(_round(op.time_s))
+        cols["flops"].append(_round(op.flops))
+        cols["bytes"].append(_round(op.bytes))
+        cols["intensity"].append(_round(op.arithmetic_intensity))
+        cols["flops_per_s"].append(_round(op.achieved_flops_per_s))
+        cols["bytes_per_s"].append(_round(op.achieved_bytes_per_s))
+        cols["efficiency"].append(_round(op.efficiency))
+        cols["predicted_s"].append(_round(op.predicted_time_s))
+        cols["above_roof"].append(1 if op.above_roof else 0)
+        cols["count"].append(op.count)
+    return dict(cols)
+
+
+def _round(x: float) -> float:
+    if not isinstance(x, (int, float)) or not math.isfinite(x) or x == 0:
+        return 0
+    return float(f"{x:.5g}")
+
+
+def chart_points(ops: list[OpRecord]) -> dict[str, Any]:
+    """Points for the roofline: grouped op calls, with the smallest groups binned past MAX_POINTS."""
+    groups: dict[tuple, dict[str, Any]] = {}
+    not_plotted_time = 0.0
+    not_plotted_n = 0
+    for op in ops:
+        if op.flops <= 0 or op.bytes <= 0 or op.time_s <= 0:
+            not_plotted_time += op.time_s
+            not_plotted_n += 1
+            continue
+        key = (op.name, op.module, format_shapes(op.input_shapes), op.dtype, op.phase)
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = {
+                "name": op.name, "module": op.module, "shapes": key[2], "dtype": op.dtype, "phase": op.phase,
+                "source": op.source or "", "time_s": 0.0, "flops": 0.0, "bytes": 0.0, "predicted_s": 0.0,
+                "n": 0, "_eff": 0.0, "_bound": defaultdict(float), "above_roof": False,
+            }
+        g["time_s"] += op.time_s
+        g["flops"] += op.flops
+        g["bytes"] += op.bytes
+        g["predicted_s"] += op.predicted_time_s
+        g["n"] += op.count
+        g["_eff"] += op.efficiency * op.time_s
+        g["_bound"][op.bound] += op.time_s
+        g["above_roof"] = g["above_roof"] or op.above_roof
+    points = [_finish_group(g) for g in groups.values()]
+    points.sort(key=lambda p: -p["time_s"])
+    shown, rest = points[:MAX_POINTS], points[MAX_POINTS:]
+    return {
+        "points": shown,
+        "bins": _bins(rest),
+        "not_plotted": {"n": not_plotted_n, "time_s": not_plotted_time},
+        "n_groups": len(points),
+    }
+
+
+def _finish_group(g: dict[str, Any]) -> dict[str, Any]:
+    eff = g.pop("_eff")
+    bounds = g.pop("_bound")
+    g["bound"] = max(bounds.items(), key=lambda kv: kv[1])[0]
+    g["efficiency"] = eff / g["time_s"]
+    g["intensity"] = g["flops"] / g["bytes"]
+    g["flops_per_s"] = g["flops"] / g["time_s"]
+    g["bytes_per_s"] = g["bytes"] / g["time_s"]
+    return g
+
+
+def _bins(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    bins: dict[tuple, dict[str, Any]] = {}
+    for p in points:
+        key = (
+            p["dtype"],
+            p["bound"],
+            round(math.log10(p["intensity"]) * BIN_STEPS_PER_DECADE),
+            round(math.log10(p["flops_per_s"]) * BIN_STEPS_PER_DECADE),
+        )
+        b = bins.get(key)
+        if b is None:
+            b = bins[key] = {"dtype": p["dtype"], "bound": p["bound"], "time_s": 0.0, "flops": 0.0, "bytes": 0.0, "n": 0, "groups": 0, "top": p["name"]}
+        b["time_s"] += p["time_s"]
+        b["flops"] += p["flops"]
+        b["bytes"] += p["bytes"]
+        b["n"] += p["n"]
+        b["groups"] += 1
+    for b in bins.values():
+        b["intensity"] = b["flops"] / b["bytes"]
+        b["flops_per_s"] = b["flops"] / b["time_s"]
+    return sorted(bins.values(), key=lambda b: -b["time_s"])
+
+
+def module_tree(ops: list[OpRecord]) -> dict[str, Any]:
+    """Time, FLOPs and bytes rolled up to every prefix of the dotted module path; children sorted by time."""
+    root: dict[str, Any] = {"name": "(model)", "time_s": 0.0, "flops": 0.0, "bytes": 0.0, "n": 0, "children": {}}
+    for op in ops:
+        node = root
+        _add(node, op)
+        for part in [p for p in (op.module or "").split(".") if p]:
+            child = node["children"].get(part)
+            if child is None:
+                child = node["children"][part] = {"name": part, "time_s": 0.0, "flops": 0.0, "bytes": 0.0, "n": 0, "children": {}}
+            node = child
+            _add(node, op)
+    return _freeze(root)
+
+
+def _add(node: dict[str, Any], op: OpRecord) -> None:
+    node["time_s"] += op.time_s
+    node["flops"] += op.flops
+    node["bytes"] += op.bytes
+    node["n"] += op.count
+
+
+def _freeze(node: dict[str, Any]) -> dict[str, Any]:
+    children = sorted(node["children"].values(), key=lambda c: -c["time_s"])
+    return {**node, "children": [_freeze(c) for c in children]}
+
+
+def _top_predicted(ops: list[OpRecord], n: int = 15) -> list[dict[str, Any]]:
+    top = sorted(ops, key=lambda op: -op.time_s)[:n]
+    return [
+        {"name": op.name, "module": op.module, "time_s": op.time_s, "predicted_s": op.predicted_time_s, "bound": op.bound}
+        for op in top
+    ]
+
+
+def _asset(name: str) -> str:
+    return resources.files("roofline.render").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def _default(obj: Any) -> Any:
+    if hasattr(obj, "item"):
+        return obj.item()
+    return str(obj)
