@@ -1,0 +1,255 @@
+"""Scaled dot-product attention: the SDPA entry point, every fused backend (flash, efficient, cudnn, the CPU
+flash kernel, the math fallback, overrideable), their backwards, and the raw _flash/_efficient/_cudnn kernels.
+
+FLOPs (torch.utils.flop_counter's sdpa_flop_count / sdpa_backward_flop_count, exactly, when not causal):
+  forward  = 2 bmm: Q@K^T and P@V = 2*b*h_q*s_q*s_k*d_qk + 2*b*h_q*s_q*s_k*d_v.
+  backward = 5 bmm: recompute scores, dP = dO@V^T, dV = P^T@dO, dQ = dS@K, dK = dS^T@Q.
+  Softmax, scaling and masking inside the kernel are not counted (as there). Grouped-query attention
+  (K/V with fewer heads than Q) counts h_q heads: each query head does the full product.
+Where FlopCounterMode is known wrong we count the true work and say so in OpCost.note:
+- causal attention: only the unmasked part of the score matrix is computed; we scale by the kept fraction
+  (top-left aligned, as SDPA's is_causal: s*(s+1)/2 of s*s for square, about half; the efficient kernel's
+  custom_mask_type=2 is bottom-right aligned). FlopCounterMode counts the full matrix.
+- _efficient_attention_forward/backward take (batch, seq, heads, dim) tensors; FlopCounterMode reads them as
+  (batch, heads, seq, dim). We read the real layout (as it does for _flash_attention_*).
+- variable-length (nested) batches give only totals here: we assume equal lengths (note says so).
+Bytes: Q, K, V (and a mask/bias, if any) read once; the output (b, h_q, s_q, d_v) and the fp32 logsumexp
+(b, h_q, s_q) written once (flash-style kernels never write the s_q*s_k score matrix). The math fallback
+(which does) appears in recordings as its own bmm/softmax ops. Backward reads dO, Q, K, V, O, logsumexp and
+writes dQ, dK, dV.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from roofline.count.meta import TensorMeta
+from roofline.count.registry import Call, OpCost, nbytes, register
+
+
+@dataclass(frozen=True, slots=True)
+class _Dims:
+    batch: int
+    heads_q: int
+    seq_q: int
+    seq_k: int
+    dim_qk: int
+    dim_v: int
+
+
+def _dims_bhsd(q: TensorMeta, k: TensorMeta, v: TensorMeta) -> _Dims:
+    if q.ndim == 3:  # unbatched (h, s, d)
+        q, k, v = (TensorMeta((1,) + t.shape, t.dtype) for t in (q, k, v))
+    b, h_q, s_q, d_qk = q.shape[-4:] if q.ndim >= 4 else q.shape
+    _, h_kv, s_k, d_k = k.shape[-4:]
+    s_v, d_v = v.shape[-2], v.shape[-1]
+    batch = b
+    for extra in q.shape[:-4]:
+        batch *= extra
+    if d_k != d_qk or s_v != s_k or h_kv == 0 or h_q % h_kv:
+        raise ValueError(f"attention shapes do not fit: q={q.shape} k={k.shape} v={v.shape}")
+    return _Dims(batch, h_q, s_q, s_k, d_qk, d_v)
+
+
+def _dims_bshd(q: TensorMeta, k: TensorMeta, v: TensorMeta) -> _Dims:
+    swap = [TensorMeta((t.shape[0], t.shape[2], t.shape[1], t.shape[3]), t.dtype) for t in (q, k, v)]
+    return _dims_bhsd(*swap)
+
+
+def _dims_varlen(q: TensorMeta, k: TensorMeta, v: TensorMeta, cu_seq_q: TensorMeta) -> _Dims:
+    """(total_tokens, heads, dim) tensors: assume every sequence of the batch has the same length."""
+    batch = max(cu_seq_q.numel - 1, 1)
+    return _Dims(batch, q.shape[1], max(q.shape[0] // batch, 1), max(k.shape[0] // batch, 1), q.shape[2],
+                 v.shape[2])
+
+
+def forward_flops(d: _Dims) -> int:
+    return 2 * d.batch * d.heads_q * d.seq_q * d.seq_k * d.dim_qk + 2 * d.batch * d.heads_q * d.seq_q * d.seq_k * d.dim_v
+
+
+def backward_flops(d: _Dims) -> int:
+    bh = d.batch * d.heads_q
+    return 2 * bh * d.seq_q * d.seq_k * (d.dim_qk + d.dim_v + d.dim_v + d.dim_qk + d.dim_qk)
+
+
+def _clamped_sum(lo: int, hi: int, cap: int) -> int:
+    """sum(clamp(x, 0, cap) for x in range(lo, hi + 1))."""
+    if hi < lo:
+        return 0
+    total = 0
+    a, b = max(lo, 1), min(hi, cap)
+    if b >= a:
+        total += (a + b) * (b - a + 1) // 2
+    above_lo = max(lo, cap + 1)
+    if hi >= above_lo:
+        total += cap * (hi - above_lo + 1)
+    return total
+
+
+def causal_fraction(seq_q: int, seq_k: int, bottom_right: bool = False) -> float:
+    """Share of the seq_q x seq_k score matrix a causal mask keeps (row i keeps keys j <= i, shifted by
+    seq_k - seq_q when bottom-right aligned)."""
+    if seq_q <= 0 or seq_k <= 0:
+        return 0.0
+    offset = seq_k - seq_q if bottom_right else 0
+    kept = _clamped_sum(1 + offset, seq_q + offset, seq_k)
+    return kept / (seq_q * seq_k)
+
+
+def _causal_note(d: _Dims, fraction: float) -> str:
+    return (f"causal: only {fraction:.3f} of the {d.seq_q}x{d.seq_k} score matrix is computed; FlopCounterMode "
+            "counts it all")
+
+
+def _forward_cost(call: Call, d: _Dims, q: TensorMeta, reads: list[TensorMeta | None], causal: bool,
+                  bottom_right: bool = False, writes_lse: bool = True, note: str = "") -> OpCost:
+    flops = float(forward_flops(d))
+    notes = [note] if note else []
+    if causal:
+        fraction = causal_fraction(d.seq_q, d.seq_k, bottom_right)
+        flops *= fraction
+        notes.append(_causal_note(d, fraction))
+    if call.outputs is not None:
+        written = nbytes(call.outputs)
+    else:
+        written = d.batch * d.heads_q * d.seq_q * d.dim_v * q.itemsize
+        if writes_lse:
+            written += d.batch * d.heads_q * d.seq_q * 4
+    return OpCost(flops, float(nbytes(reads) + written), True, note="; ".join(notes))
+
+
+def _backward_cost(call: Call, d: _Dims, reads: list[TensorMeta | None], grads_like: list[TensorMeta],
+                   causal: bool, bottom_right: bool = False, note: str = "") -> OpCost:
+    flops = float(backward_flops(d))
+    notes = [note] if note else []
+    if causal:
+        fraction = causal_fraction(d.seq_q, d.seq_k, bottom_right)
+        flops *= fraction
+        notes.append(_causal_note(d, fraction))
+    written = nbytes(call.outputs) if call.outputs is not None else nbytes(grads_like)
+    return OpCost(flops, float(nbytes(reads) + written), True, note="; ".join(notes))
+
+
+def _qkv(call: Call, first: int = 0) -> tuple[TensorMeta, TensorMeta, TensorMeta]:
+    return call.tensor(first, "query"), call.tensor(first + 1, "key"), call.tensor(first + 2, "value")
+
+
+# Forward ops laid out (batch, heads, seq, dim): name -> (mask/bias arg index or None, is_causal arg index,
+# writes logsumexp)
+_BHSD_FORWARD = {
+    "aten::_scaled_dot_product_efficient_attention": (3, 6, True),
+    "aten::_scaled_dot_product_flash_attention": (None, 4, True),
+    "aten::_scaled_dot_product_cudnn_attention": (3, 6, True),
+    "aten::_scaled_dot_product_flash_attention_for_cpu": (None, 4, True),
+    "aten::_scaled_dot_product_fused_attention_overrideable": (3, 5, True),
+    "aten::_cudnn_attention_forward": (3, 10, True),
+}
+_MASK_KWARGS = {"aten::_scaled_dot_product_flash_attention_for_cpu": "attn_mask"}
+
+
+@register(*_BHSD_FORWARD)
+def sdpa_forward(call: Call) -> OpCost:
+    mask_index, causal_index, writes_lse = _BHSD_FORWARD[call.name]
+    q, k, v = _qkv(call)
+    mask = call.maybe_tensor(mask_index, "attn_bias") if mask_index is not None else None
+    if call.name in _MASK_KWARGS:
+        mask = call.maybe_tensor(5, _MASK_KWARGS[call.name])
+    causal = bool(call.arg(causal_index, "is_causal", False))
+    return _forward_cost(call, _dims_bhsd(q, k, v), q, [q, k, v, mask], causal, writes_lse=writes_lse)
+
+
+@register("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_attention_math",
+          "aten::_scaled_dot_product_attention_math_for_mps", composite=True)
+def sdpa_entry(call: Call) -> OpCost:
+    """Composite: dispatches to one of the fused kernels (or the math decomposition) counted above."""
+    q, k, v = _qkv(call)
+    mask = call.maybe_tensor(3, "attn_mask")
+    causal = bool(call.arg(5, "is_causal", False))
+    writes_lse = call.name != "aten::scaled_dot_product_attention"
+    return _forward_cost(call, _dims_bhsd(q, k, v), q, [q, k, v, mask], causal, writes_lse=writes_lse)
+
+
+@register("aten::_flash_attention_forward")
+def flash_forward(call: Call) -> OpCost:
+    """Args: query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, ... (b, s, h, d)."""
+    q, k, v = _qkv(call)
+    cu_seq_q = call.maybe_tensor(3, "cum_seq_q")
+    note = ""
+    if cu_seq_q is not None and q.ndim == 3:
+        dims = _dims_varlen(q, k, v, cu_seq_q)
+        note = "variable-length batch: equal sequence lengths assumed"
+    else:
+        dims = _dims_bshd(q, k, v)
+    return _forward_cost(call, dims, q, [q, k, v], bool(call.arg(8, "is_causal", False)), note=note)
+
+
+@register("aten::_efficient_attention_forward")
+def efficient_forward(call: Call) -> OpCost:
+    """Args: query, key, value, bias, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p,
+    custom_mask_type (0 none, 1 causal top-left, 2 causal bottom-right), ... Tensors are (b, s, h, d)."""
+    q, k, v = _qkv(call)
+    bias = call.maybe_tensor(3, "bias")
+    cu_seq_q = call.maybe_tensor(4, "cu_seqlens_q")
+    mask_type = call.arg(9, "custom_mask_type", 0)
+    dims = _dims_bshd(q, k, v)
+    note = "FlopCounterMode reads this op's (b, s, h, d) tensors as (b, h, s, d); counted with the real layout"
+    if cu_seq_q is not None:
+        dims = _Dims(max(cu_seq_q.numel - 1, 1), dims.heads_q, max(q.shape[1] // max(cu_seq_q.numel - 1, 1), 1),
+                     max(k.shape[1] // max(cu_seq_q.numel - 1, 1), 1), dims.dim_qk, dims.dim_v)
+        note += "; variable-length batch: equal sequence lengths assumed"
+    return _forward_cost(call, dims, q, [q, k, v, bias], mask_type in (1, 2), bottom_right=mask_type == 2,
+                         note=note)
+
+
+# Backward ops laid out (batch, heads, seq, dim): name -> (out index, logsumexp index, bias index, is_causal index)
+_BHSD_BACKWARD = {
+    "aten::_scaled_dot_product_efficient_attention_backward": (5, 6, 4, 11),
+    "aten::_scaled_dot_product_flash_attention_backward": (4, 5, None, 11),
+    "aten::_scaled_dot_product_cudnn_attention_backward": (4, 5, 8, 14),
+    "aten::_scaled_dot_product_flash_attention_for_cpu_backward": (4, 5, None, 7),
+    "aten::_scaled_dot_product_fused_attention_overrideable_backward": (6, 7, 4, 13),
+    "aten::_cudnn_attention_backward": (4, 5, 8, 14),
+}
+
+
+@register(*_BHSD_BACKWARD)
+def sdpa_backward(call: Call) -> OpCost:
+    out_index, lse_index, bias_index, causal_index = _BHSD_BACKWARD[call.name]
+    grad_out = call.tensor(0, "grad_out")
+    q, k, v = _qkv(call, 1)
+    reads = [grad_out, q, k, v, call.maybe_tensor(out_index, "out"), call.maybe_tensor(lse_index, "logsumexp")]
+    if bias_index is not None:
+        reads.append(call.maybe_tensor(bias_index, "attn_bias"))
+    causal = bool(call.arg(causal_index, "is_causal", False))
+    return _backward_cost(call, _dims_bhsd(q, k, v), reads, [q, k, v], causal)
+
+
+@register("aten::_flash_attention_backward")
+def flash_backward(call: Call) -> OpCost:
+    """Args: grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p,
+    is_causal, ... Tensors are (b, s, h, d)."""
+    grad_out = call.tensor(0, "grad_out")
+    q, k, v = _qkv(call, 1)
+    cu_seq_q = call.maybe_tensor(6, "cum_seq_q")
+    note = ""
+    if cu_seq_q is not None and q.ndim == 3:
+        dims = _dims_varlen(q, k, v, cu_seq_q)
+        note = "variable-length batch: equal sequence lengths assumed"
+    else:
+        dims = _dims_bshd(q, k, v)
+    reads = [grad_out, q, k, v, call.maybe_tensor(4, "out"), call.maybe_tensor(5, "logsumexp")]
+    return _backward_cost(call, dims, reads, [q, k, v], bool(call.arg(11, "is_causal", False)), note=note)
+
+
+@register("aten::_efficient_attention_backward")
+def efficient_backward(call: Call) -> OpCost:
+    """Args: grad_out, query, key, value, bias, out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+    logsumexp, dropout_p, philox_seed, philox_offset, custom_mask_type, ... Tensors are (b, s, h, d)."""
+    grad_out = call.tensor(0, "grad_out")
+    q, k, v = _qkv(call, 1)
+    mask_type = call.arg(14, "custom_mask_type", 0)
+    reads = [grad_out, q, k, v, call.maybe_tensor(4, "bias"), call.maybe_tensor(5, "out"),
+             call.maybe_tensor(10, "logsumexp")]
+    note = "FlopCounterMode reads this op's (b, s, h, d) tensors as (b, h, s, d); counted with the real layout"
+    return _backward_cost(call, _dims_bshd(q, k, v), reads, [q, k, v], mask_type in (1, 2),
+                          bottom_right=mask_type == 2, note=note)

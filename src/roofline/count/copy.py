@@ -1,0 +1,194 @@
+"""Copies and casts: copy_, _to_copy/to, clone, contiguous, cat/stack, repeat, padding, flip/roll/tril/triu,
+and the *_copy forms of views.
+
+FLOPs: 0 (a cast's conversion is not counted as arithmetic).
+Bytes: the source read once at its own dtype, the destination written once at its dtype (copy_ between
+dtypes reads src at src's dtype and writes self at self's). ``contiguous`` on an already contiguous tensor
+and ``to`` that changes nothing move 0 bytes (they return their input). cat/stack read every input and
+write the joined output. Padding reads the input and writes the padded output.
+"""
+
+from __future__ import annotations
+
+from math import prod
+from typing import Any
+
+from roofline.count.meta import TensorMeta, dtype_name
+from roofline.count.registry import Call, OpCost, nbytes, register
+from roofline.count.shapes import broadcast_shapes
+
+
+def _copy_cost(source: TensorMeta, written: int) -> OpCost:
+    return OpCost(0.0, float(source.nbytes + written), True)
+
+
+@register("aten::copy_", "aten::_copy_from", "aten::_copy_from_and_resize")
+def copy_(call: Call) -> OpCost:
+    """copy_(self, src): reads src (its own, maybe broadcast, size), writes self. _copy_from(self, dst)."""
+    if call.name == "aten::copy_":
+        dst, src = call.tensor(0, "self"), call.tensor(1, "src")
+    else:
+        src, dst = call.tensor(0, "self"), call.tensor(1, "dst")
+    return _copy_cost(src, dst.nbytes)
+
+
+@register("aten::_to_copy")
+def to_copy(call: Call) -> OpCost:
+    """(self, dtype, layout, device, pin_memory, non_blocking, memory_format): written at dtype."""
+    self_ = call.tensor(0, "self")
+    dtype = dtype_name(call.arg(1, "dtype")) or self_.dtype
+    written = nbytes(call.outputs) if call.outputs is not None else self_.numel * TensorMeta((), dtype).itemsize
+    return _copy_cost(self_, written)
+
+
+def _to_target_dtype(call: Call, self_: TensorMeta) -> tuple[str | None, bool]:
+    """The dtype a ``to`` overload asks for, and whether copy=True was passed."""
+    args = call.args
+    other = call.maybe_tensor(1, "other")
+    if other is not None:
+        return other.dtype, bool(call.arg(3, "copy", False))
+    second = call.arg(1)
+    if isinstance(second, str) and dtype_name(second) is None:  # to.device(self, device, dtype, ...)
+        return dtype_name(call.arg(2, "dtype")), bool(call.arg(4, "copy", False))
+    dtype = dtype_name(call.arg(1, "dtype"))
+    copy_index = 6 if len(args) >= 7 else 3
+    return dtype, bool(call.arg(copy_index, "copy", False))
+
+
+@register("aten::to", composite=True)
+def to(call: Call) -> OpCost:
+    """Composite (-> _to_copy when something changes, else returns self: 0 bytes). Device moves are not
+    visible in a trace's arguments; recorded outputs settle it."""
+    self_ = call.tensor(0, "self")
+    if call.outputs is not None:
+        return _copy_cost(self_, nbytes(call.outputs))
+    dtype, force_copy = _to_target_dtype(call, self_)
+    if (dtype is None or dtype == self_.dtype) and not force_copy:
+        return OpCost(0.0, 0.0, True, note="to: nothing to convert, returns self (a device move would copy)")
+    return _copy_cost(self_, self_.numel * TensorMeta((), dtype or self_.dtype).itemsize)
+
+
+@register("aten::clone", "aten::lift_fresh_copy", "aten::_pin_memory", "aten::pin_memory", "aten::flip",
+          "aten::roll", "aten::tril", "aten::triu", "aten::rot90", "aten::fliplr", "aten::flipud",
+          "aten::t_copy", "aten::transpose_copy", "aten::permute_copy", "aten::view_copy", "aten::alias_copy",
+          "aten::detach_copy", "aten::unsqueeze_copy", "aten::squeeze_copy", "aten::_reshape_copy",
+          "aten::_unsafe_view_copy", "aten::reshape_copy", "aten::_to_dense", "aten::to_dense",
+          "aten::resolve_conj_copy", "aten::_neg_view_copy", "aten::_conj_copy", "aten::view_as_real_copy",
+          "aten::view_as_complex_copy", "aten::_nested_tensor_from_tensor_list", "aten::tril_", "aten::triu_")
+def same_size_copy(call: Call) -> OpCost:
+    """Reads the input, writes a new tensor of the same number of elements (tril_/triu_ in place)."""
+    self_ = call.tensor(0, "self")
+    written = nbytes(call.outputs) if call.outputs is not None and not call.inplace else self_.nbytes
+    return _copy_cost(self_, written)
+
+
+@register("aten::contiguous", composite=True)
+def contiguous(call: Call) -> OpCost:
+    """Composite: returns self (0 bytes) when already contiguous, else clone()."""
+    self_ = call.tensor(0, "self")
+    if self_.is_contiguous:
+        return OpCost(0.0, 0.0, True, note="already contiguous: returns self")
+    return _copy_cost(self_, self_.nbytes)
+
+
+def _joined_shape(tensors: list[TensorMeta], dim: int, stack: bool) -> tuple[int, ...]:
+    shaped = [t for t in tensors if not (t.ndim == 1 and t.numel == 0)] or tensors
+    first = shaped[0].shape
+    if stack:
+        d = dim % (len(first) + 1)
+        return first[:d] + (len(tensors),) + first[d:]
+    d = dim % len(first)
+    return first[:d] + (sum(t.shape[d] for t in shaped),) + first[d + 1:]
+
+
+@register("aten::cat", "aten::concat", "aten::concatenate", "aten::_cat", "aten::stack", "aten::hstack",
+          "aten::vstack", "aten::dstack", "aten::column_stack", "aten::_stack")
+def cat(call: Call) -> OpCost:
+    """(tensors, dim): every input read, the joined output written."""
+    tensors = call.arg(0, "tensors")
+    if not isinstance(tensors, (list, tuple)) or not tensors or \
+            not all(isinstance(t, TensorMeta) for t in tensors):
+        raise ValueError("the tensor list's shapes were not recorded")
+    note = "tensor-list dtype not recorded: 4 bytes an element assumed" if tensors[0].dtype == "unknown" else ""
+    read = nbytes(tensors)
+    if call.outputs is not None:
+        written = nbytes(call.outputs)
+    else:
+        stack = call.name in ("aten::stack", "aten::_stack")
+        dim = call.arg(1, "dim", 0)
+        if call.name in ("aten::hstack", "aten::vstack", "aten::dstack", "aten::column_stack"):
+            written = read
+        else:
+            written = prod(_joined_shape(list(tensors), int(dim), stack)) * tensors[0].itemsize
+    return OpCost(0.0, float(read + written), True, note=note)
+
+
+@register("aten::repeat")
+def repeat(call: Call) -> OpCost:
+    """(self, repeats): the output is self tiled; self read once."""
+    self_ = call.tensor(0, "self")
+    if call.outputs is not None:
+        return _copy_cost(self_, nbytes(call.outputs))
+    repeats = call.arg(1, "repeats")
+    if not isinstance(repeats, (list, tuple)):
+        raise ValueError("repeats not recorded")
+    return _copy_cost(self_, self_.numel * prod(int(r) for r in repeats) * self_.itemsize)
+
+
+@register("aten::tile", composite=True)
+def tile(call: Call) -> OpCost:
+    return repeat(call)
+
+
+@register("aten::expand_copy", "aten::broadcast_tensors")
+def expand_copy(call: Call) -> OpCost:
+    """expand_copy(self, size): the expanded tensor materialized; self read once."""
+    self_ = call.tensor(0, "self")
+    if call.outputs is not None:
+        return _copy_cost(self_, nbytes(call.outputs))
+    size = call.arg(1, "size")
+    if not isinstance(size, (list, tuple)):
+        raise ValueError("size not recorded")
+    shape = tuple(s if int(t) == -1 else int(t) for s, t in zip((1,) * (len(size) - self_.ndim) + self_.shape, size))
+    return _copy_cost(self_, prod(broadcast_shapes([self_.shape, shape])) * self_.itemsize)
+
+
+@register("aten::repeat_interleave")
+def repeat_interleave(call: Call) -> OpCost:
+    """(self, repeats: int | Tensor, dim, output_size): output_size or an int repeat gives the size."""
+    self_ = call.tensor(0, "self")
+    if call.outputs is not None:
+        return _copy_cost(self_, nbytes(call.outputs))
+    repeats = call.arg(1, "repeats")
+    output_size = call.arg(3, "output_size")
+    if isinstance(repeats, int) and not isinstance(repeats, bool):
+        return _copy_cost(self_, self_.nbytes * repeats)
+    if isinstance(output_size, int):
+        return _copy_cost(self_, output_size * self_.itemsize * max(self_.numel // max(self_.shape[0], 1), 1))
+    raise ValueError("repeat_interleave output size depends on the data")
+
+
+def _padded_shape(shape: tuple[int, ...], pad: Any) -> tuple[int, ...]:
+    if not isinstance(pad, (list, tuple)) or len(pad) % 2:
+        raise ValueError("pad not recorded")
+    out = list(shape)
+    for i in range(len(pad) // 2):
+        out[len(out) - 1 - i] += int(pad[2 * i]) + int(pad[2 * i + 1])
+    return tuple(out)
+
+
+@register("aten::constant_pad_nd", "aten::reflection_pad1d", "aten::reflection_pad2d", "aten::reflection_pad3d",
+          "aten::replication_pad1d", "aten::replication_pad2d", "aten::replication_pad3d", "aten::_pad_circular",
+          "aten::_pad_enum")
+def pad_nd(call: Call) -> OpCost:
+    """(self, pad, ...): input read once, padded output written once."""
+    self_ = call.tensor(0, "self")
+    if call.outputs is not None:
+        return _copy_cost(self_, nbytes(call.outputs))
+    return _copy_cost(self_, prod(_padded_shape(self_.shape, call.arg(1, "pad"))) * self_.itemsize)
+
+
+@register("aten::pad", composite=True)
+def pad(call: Call) -> OpCost:
+    """Composite (-> constant_pad_nd / reflection / replication)."""
+    return pad_nd(call)

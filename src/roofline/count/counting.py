@@ -1,0 +1,89 @@
+"""count_op: one op's FLOPs and bytes from its name, args and (optional) outputs. Hot path: no torch import."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from roofline.count.meta import TensorMeta
+from roofline.count.registry import COMPOSITE_OPS, FORMULAS, VIEW_OPS, Call, OpCost, flatten_metas, unmodeled
+
+_QUALIFIED = re.compile(r"^(\w+)::(\w+)(?:\.\w+)?$")
+_DOTTED = re.compile(r"^(\w+)\.(\w+)(?:\.\w+)?$")
+_NAME_CACHE: dict[str, str] = {}
+
+
+def normalize_op_name(op: Any) -> str:
+    """"aten.mm.default", "aten::mm.out", "aten::mm" or a torch OpOverload(Packet) -> "aten::mm".
+
+    Names that are not aten-style (profiler annotations like "AddBackward0", Triton kernel names) come
+    back unchanged.
+    """
+    text = op if isinstance(op, str) else str(op)
+    cached = _NAME_CACHE.get(text)
+    if cached is not None:
+        return cached
+    match = _QUALIFIED.match(text) or _DOTTED.match(text)
+    name = f"{match.group(1)}::{match.group(2)}" if match else text
+    if len(_NAME_CACHE) < 100_000:
+        _NAME_CACHE[text] = name
+    return name
+
+
+def to_meta(obj: Any) -> Any:
+    """Tensors -> TensorMeta, lists/tuples recursed (tuples stay tuples), dicts' values recursed, rest kept."""
+    if isinstance(obj, (list, tuple)):
+        converted = [to_meta(item) for item in obj]
+        return converted if isinstance(obj, list) else tuple(converted)
+    if isinstance(obj, dict):
+        return {key: to_meta(value) for key, value in obj.items()}
+    if _is_tensor(obj):
+        return TensorMeta.from_tensor(obj)
+    return obj
+
+
+def _is_tensor(obj: Any) -> bool:
+    cls = type(obj)
+    if cls.__module__.startswith("torch") or hasattr(obj, "__torch_dispatch__") or hasattr(obj, "__torch_function__"):
+        try:
+            import torch
+        except ImportError:  # pragma: no cover
+            return False
+        return isinstance(obj, torch.Tensor)
+    return False
+
+
+def count_op(name: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | None = None,
+             outputs: Sequence[Any] | None = None) -> OpCost:
+    """FLOPs and minimum bytes of one op; modeled=False (never an exception) when no formula applies."""
+    op = normalize_op_name(name)
+    formula = FORMULAS.get(op)
+    if formula is None:
+        return unmodeled(f"no formula for {op}")
+    try:
+        out_metas = None if outputs is None else flatten_metas(outputs if isinstance(outputs, (list, tuple)) else [outputs])
+        if args is None:
+            args = ()
+        elif not isinstance(args, (list, tuple)):
+            args = tuple(args)
+        cost = formula(Call(op, args, kwargs if isinstance(kwargs, Mapping) else None, out_metas))
+        if cost.flops < 0 or cost.bytes < 0:
+            return unmodeled(f"{op}: formula gave a negative count for these arguments")
+        return cost
+    except Exception as exc:  # noqa: BLE001 - a formula that cannot answer must not break a whole trace
+        return unmodeled(f"{op}: could not count ({type(exc).__name__}: {exc})"[:300])
+
+
+def registered_ops() -> frozenset[str]:
+    return frozenset(FORMULAS)
+
+
+def is_view_op(name: Any) -> bool:
+    return normalize_op_name(name) in VIEW_OPS
+
+
+def is_composite_op(name: Any) -> bool:
+    """True for ops that usually run by calling other aten ops (linear, matmul, layer_norm, SDPA's
+    dispatcher, cross_entropy_loss...). Their cost is the whole of their children's; a trace shows both."""
+    return normalize_op_name(name) in COMPOSITE_OPS

@@ -1,0 +1,153 @@
+"""Elementwise ops: unary, binary and ternary, with broadcasting, in-place variants and activation backwards.
+
+FLOPs per OUTPUT element (our convention; torch's FlopCounterMode counts none of these):
+- 1: arithmetic and selection: add, sub, mul, div, neg, abs, relu, clamp, min/max of two tensors,
+  comparisons, logical/bitwise ops, where, masked_fill, floor/ceil/round, sqrt, rsqrt, reciprocal, square,
+  pow with a small integer exponent, threshold_backward.
+- 2: two dependent operations: addcmul, addcdiv, hardtanh_backward, leaky_relu_backward, dropout
+  (compare + scale), dropout backward.
+- 3: lerp, hardswish/hardsigmoid, sigmoid_backward, tanh_backward.
+- 4: one transcendental (exp, log, sin, cos, tanh, sigmoid, erf, softplus, general pow, ...): several
+  hardware instructions each; counted as 4 so that a transcendental-heavy op is not mistaken for a free one.
+- 5: silu (sigmoid + mul), elu/selu/celu.  8: gelu (erf or tanh form), silu_backward.
+  9: mish.  12: gelu_backward.  14: mish_backward.
+Bytes: each input tensor read once at its own size (a broadcast operand is read at its small size, a
+scalar not at all), the output written once. In-place ops (add_, mul_, ...) read their inputs, self
+included, and write self once. Without recorded outputs the output is the broadcast of the inputs, its dtype
+torch's promotion (bool for comparisons).
+"""
+
+from __future__ import annotations
+
+from roofline.count.meta import TensorMeta
+from roofline.count.registry import Call, OpCost, nbytes, register
+from roofline.count.shapes import broadcast_shapes, promote_dtypes
+
+ONE_FLOP = (
+    "add", "sub", "rsub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "neg", "negative",
+    "abs", "absolute", "relu", "relu6", "clamp", "clamp_min", "clamp_max", "clip", "maximum", "minimum",
+    "fmax", "fmin", "sign", "sgn", "floor", "ceil", "round", "trunc", "fix", "frac", "reciprocal",
+    "sqrt", "rsqrt", "square", "threshold", "threshold_backward", "hardtanh", "leaky_relu", "masked_fill",
+    "nan_to_num", "heaviside", "copysign", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+    "bitwise_left_shift", "bitwise_right_shift", "__and__", "__or__", "__xor__", "__lshift__", "__rshift__",
+    "__iand__", "__ior__", "__ixor__", "logical_not", "conj_physical", "_conj_physical", "angle", "deg2rad",
+    "rad2deg", "hardshrink", "softshrink", "hardshrink_backward", "softshrink_backward", "prelu",
+    "_prelu_kernel", "_masked_scale", "mul_scalar", "div_scalar", "sub_scalar", "add_scalar",
+    "glu_backward_jvp",
+)
+ONE_FLOP_BOOL = (
+    "eq", "ne", "lt", "le", "gt", "ge", "less", "less_equal", "greater", "greater_equal", "not_equal",
+    "logical_and", "logical_or", "logical_xor", "isnan", "isinf", "isfinite", "isneginf", "isposinf",
+    "signbit", "isclose", "isin",
+)
+TWO_FLOPS = ("addcmul", "addcdiv", "hardtanh_backward", "leaky_relu_backward", "glu", "hypot",
+             "native_dropout_backward", "_masked_softmax_backward_elementwise", "hardsigmoid_backward")
+THREE_FLOPS = ("lerp", "hardswish", "hardsigmoid", "sigmoid_backward", "tanh_backward", "logit_backward",
+               "hardswish_backward")
+FOUR_FLOPS = (
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos", "atan",
+    "atan2", "arctan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "arcsin", "arccos", "arctan",
+    "arcsinh", "arccosh", "arctanh", "sigmoid", "erf", "erfc", "erfinv", "lgamma", "digamma", "polygamma",
+    "logit", "softplus", "xlogy", "special_xlog1py", "sinc", "logaddexp", "logaddexp2", "i0", "special_i0e",
+    "special_i1", "special_i1e", "special_erfcx", "special_ndtri", "special_log_ndtr", "mvlgamma",
+    "float_power", "log_sigmoid_backward",
+)
+FIVE_FLOPS = ("silu", "elu", "selu", "celu", "elu_backward")
+MORE_FLOPS = {"gelu": 8, "silu_backward": 8, "mish": 9, "gelu_backward": 12, "mish_backward": 14,
+              "softplus_backward": 6, "log_sigmoid_forward": 6, "rrelu_with_noise": 2}
+
+
+def elementwise_cost(call: Call, flops_per_element: float, bool_output: bool = False) -> OpCost:
+    inputs = call.input_metas()
+    if call.inplace:
+        target = call.tensor(0, "self")
+        outputs = [target]
+    elif call.outputs is not None:
+        outputs = call.outputs
+    else:
+        shape = broadcast_shapes(m.shape for m in inputs)
+        dtype = "bool" if bool_output else promote_dtypes(inputs)
+        outputs = [TensorMeta(shape, dtype)]
+    elements = max((m.numel for m in outputs), default=0)
+    return OpCost(float(flops_per_element * elements), float(nbytes(inputs) + nbytes(outputs)), True)
+
+
+def _fixed(flops_per_element: float, bool_output: bool = False):
+    def formula(call: Call) -> OpCost:
+        return elementwise_cost(call, flops_per_element, bool_output)
+
+    return formula
+
+
+def _names(bases, with_inplace: bool = True) -> list[str]:
+    names = []
+    for base in bases:
+        names.append(f"aten::{base}")
+        if with_inplace and not base.endswith("_") and not base.endswith("backward"):
+            names.append(f"aten::{base}_")
+    return names
+
+
+register(*_names(ONE_FLOP))(_fixed(1))
+register(*_names(ONE_FLOP_BOOL))(_fixed(1, bool_output=True))
+register(*_names(TWO_FLOPS))(_fixed(2))
+register(*_names(THREE_FLOPS))(_fixed(3))
+register(*_names(FOUR_FLOPS))(_fixed(4))
+register(*_names(FIVE_FLOPS))(_fixed(5))
+for _base, _flops in MORE_FLOPS.items():
+    register(*_names([_base]))(_fixed(_flops))
+
+
+@register("aten::pow", "aten::pow_")
+def pow_(call: Call) -> OpCost:
+    """1 FLOP an element for a small integer exponent (x**2 is one multiply), else 4 (exp(y*log(x)))."""
+    exponent = call.arg(1, "exponent")
+    cheap = isinstance(exponent, (int, float)) and not isinstance(exponent, bool) and \
+        float(exponent).is_integer() and -3 <= exponent <= 3
+    return elementwise_cost(call, 1 if cheap else 4)
+
+
+@register("aten::native_dropout")
+def native_dropout(call: Call) -> OpCost:
+    """Reads the input; writes the output and its bool mask; 2 FLOPs an element (compare, scale).
+    In eval mode (train=False) the kernel is a copy: 0 FLOPs, output written, no mask."""
+    source = call.tensor(0, "input")
+    train = call.arg(2, "train", True)
+    if call.outputs is not None:
+        outputs = call.outputs
+    elif train:
+        outputs = [source.with_shape(source.shape), TensorMeta(source.shape, "bool")]
+    else:
+        outputs = [source.with_shape(source.shape)]
+    flops = 2.0 * source.numel if train else 0.0
+    return OpCost(flops, float(source.nbytes + nbytes(outputs)), True)
+
+
+@register("aten::dropout", "aten::dropout_", "aten::feature_dropout", "aten::alpha_dropout",
+          "aten::feature_alpha_dropout", composite=True)
+def dropout(call: Call) -> OpCost:
+    """Composite: nothing runs (0 bytes) when train=False or p=0; else as native_dropout without the mask."""
+    source = call.tensor(0, "input")
+    p = call.arg(1, "p", 0.5)
+    train = call.arg(2, "train", True)
+    if not train or p == 0:
+        return OpCost(0.0, 0.0, True, note="dropout disabled: returns its input")
+    return OpCost(2.0 * source.numel, 2.0 * source.nbytes, True)
+
+
+@register("aten::max", "aten::min")
+def max_min(call: Call) -> OpCost:
+    """max(a, b) of two tensors is elementwise; max(x) / max(x, dim) is a reduction."""
+    if isinstance(call.arg(1, "other"), TensorMeta):
+        return elementwise_cost(call, 1)
+    from roofline.count.reduction import reduction_cost
+
+    return reduction_cost(call)
+
+
+@register("aten::_fused_dropout")
+def fused_dropout(call: Call) -> OpCost:
+    source = call.tensor(0, "self")
+    outputs = call.outputs if call.outputs is not None else [source, TensorMeta(source.shape, "bool")]
+    return OpCost(2.0 * source.numel, float(source.nbytes + nbytes(outputs)), True)
+

@@ -1,0 +1,54 @@
+"""Embedding lookups and their backward.
+
+FLOPs: a lookup is 0 (a gather); embedding_bag's sum/mean mode 1 per gathered element; the dense backward
+1 per element of grad_output (an accumulate into its row).
+Bytes: a lookup reads only the rows it gathers (indices.numel * row size) plus the indices, and writes the
+output; never the whole table. The dense backward reads grad_output and indices and writes the whole
+(num_weights, dim) gradient table once (it is zero-filled, then accumulated into).
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from roofline.count.meta import TensorMeta
+from roofline.count.registry import Call, OpCost, nbytes, register
+
+
+@register("aten::embedding")
+def embedding(call: Call) -> OpCost:
+    """(weight, indices, padding_idx, scale_grad_by_freq, sparse)."""
+    weight, indices = call.tensor(0, "weight"), call.tensor(1, "indices")
+    out = TensorMeta(indices.shape + weight.shape[1:], weight.dtype)
+    written = nbytes(call.outputs) if call.outputs is not None else out.nbytes
+    return OpCost(0.0, float(out.nbytes + indices.nbytes + written), True)
+
+
+@register("aten::embedding_dense_backward", "aten::embedding_backward")
+def embedding_dense_backward(call: Call) -> OpCost:
+    """(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq[, sparse]);
+    embedding_backward is the composite that calls it."""
+    grad, indices = call.tensor(0, "grad_output"), call.tensor(1, "indices")
+    num_weights = int(call.arg(2, "num_weights"))
+    row = prod(grad.shape[indices.ndim:]) if grad.ndim > indices.ndim else grad.shape[-1]
+    table = TensorMeta((num_weights, row), grad.dtype)
+    written = nbytes(call.outputs) if call.outputs is not None else table.nbytes
+    return OpCost(float(grad.numel), float(grad.nbytes + indices.nbytes + written), True)
+
+
+@register("aten::_embedding_bag", "aten::_embedding_bag_forward_only", "aten::embedding_bag")
+def embedding_bag(call: Call) -> OpCost:
+    """(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, ...)."""
+    weight, indices = call.tensor(0, "weight"), call.tensor(1, "indices")
+    offsets = call.maybe_tensor(2, "offsets")
+    per_sample = call.maybe_tensor(6, "per_sample_weights")
+    row = prod(weight.shape[1:])
+    gathered = indices.numel * row
+    if indices.ndim == 2:
+        bags = indices.shape[0]
+    else:
+        bags = offsets.numel - (1 if call.arg(7, "include_last_offset", False) else 0) if offsets is not None else 1
+    out = TensorMeta((bags, row), weight.dtype)
+    written = nbytes(call.outputs) if call.outputs is not None else out.nbytes
+    reads = gathered * weight.itemsize + nbytes([indices, offsets, per_sample])
+    return OpCost(float(gathered), float(reads + written), True)

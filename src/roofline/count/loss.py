@@ -1,0 +1,92 @@
+"""Losses: nll_loss (forward/backward, 1d and 2d), cross_entropy_loss, mse, l1/smooth_l1/huber, binary
+cross-entropy.
+
+FLOPs: nll_loss 1 per target element (gather + accumulate); cross_entropy_loss = log_softmax (5 per input
+element) + nll; mse 3 per element (subtract, square, add), l1/smooth_l1/huber 3, bce_with_logits 8,
+bce 10 (two logs at 4). Backward: nll 1 per target element; mse/l1 3, bce 5 per element.
+Bytes: nll_loss reads the target and only the gathered log-probabilities (and class weights), writes the
+loss (one element when reduced) and total_weight; its backward writes a zero-filled grad_input of the
+input's full size and reads grad_output, target and total_weight.
+"""
+
+from __future__ import annotations
+
+from roofline.count.registry import Call, OpCost, nbytes, register
+
+_REDUCTION_NONE = 0
+
+
+@register("aten::nll_loss_forward", "aten::nll_loss2d_forward")
+def nll_loss_forward(call: Call) -> OpCost:
+    """(self, target, weight, reduction, ignore_index) -> (output, total_weight)."""
+    self_, target = call.tensor(0, "self"), call.tensor(1, "target")
+    weight = call.maybe_tensor(2, "weight")
+    reduction = call.arg(3, "reduction", 1)
+    gathered = target.numel * self_.itemsize + (target.numel * weight.itemsize if weight is not None else 0)
+    if call.outputs is not None:
+        written = nbytes(call.outputs)
+    else:
+        loss_elements = target.numel if reduction == _REDUCTION_NONE else 1
+        written = (loss_elements + 1) * self_.itemsize
+    return OpCost(float(target.numel), float(target.nbytes + gathered + written), True)
+
+
+@register("aten::nll_loss", "aten::nll_loss_nd", "aten::nll_loss2d", composite=True)
+def nll_loss(call: Call) -> OpCost:
+    """Composite (-> nll_loss_forward)."""
+    return nll_loss_forward(call)
+
+
+@register("aten::nll_loss_backward", "aten::nll_loss2d_backward")
+def nll_loss_backward(call: Call) -> OpCost:
+    """(grad_output, self, target, weight, reduction, ignore_index, total_weight)."""
+    grad, self_, target = call.tensor(0, "grad_output"), call.tensor(1, "self"), call.tensor(2, "target")
+    weight, total = call.maybe_tensor(3, "weight"), call.maybe_tensor(6, "total_weight")
+    written = nbytes(call.outputs) if call.outputs is not None else self_.nbytes
+    weights_read = target.numel * weight.itemsize if weight is not None else 0
+    return OpCost(float(target.numel), float(nbytes([grad, target, total]) + weights_read + written), True)
+
+
+@register("aten::cross_entropy_loss", composite=True)
+def cross_entropy_loss(call: Call) -> OpCost:
+    """Composite (-> log_softmax + nll_loss): the sum of the two. (self, target, weight, reduction,
+    ignore_index, label_smoothing). Probability targets (same shape as self) count as a full product."""
+    self_, target = call.tensor(0, "self"), call.tensor(1, "target")
+    log_softmax_bytes = 2 * self_.nbytes
+    if target.shape == self_.shape and target.dtype not in ("int64", "int32"):
+        return OpCost(float(7 * self_.numel), float(log_softmax_bytes + target.nbytes + self_.itemsize), True)
+    nll = nll_loss_forward(call)
+    return OpCost(float(5 * self_.numel) + nll.flops, float(log_softmax_bytes) + nll.bytes, True)
+
+
+_POINTWISE_LOSSES = {"aten::mse_loss": 3, "aten::l1_loss": 3, "aten::smooth_l1_loss": 3, "aten::huber_loss": 3,
+                     "aten::binary_cross_entropy_with_logits": 8, "aten::binary_cross_entropy": 10,
+                     "aten::soft_margin_loss": 8}
+
+
+@register(*_POINTWISE_LOSSES)
+def pointwise_loss(call: Call) -> OpCost:
+    """(self, target, [weight, pos_weight,] reduction): reduction is the last int argument."""
+    self_ = call.tensor(0, "self")
+    reduction = next((a for a in reversed(call.args) if isinstance(a, int) and not isinstance(a, bool)), 1)
+    if call.outputs is not None:
+        written = nbytes(call.outputs)
+    else:
+        written = self_.nbytes if reduction == _REDUCTION_NONE else self_.itemsize
+    flops = _POINTWISE_LOSSES[call.name] * self_.numel
+    return OpCost(float(flops), float(nbytes(call.input_metas()) + written), True)
+
+
+_POINTWISE_LOSS_BACKWARDS = {"aten::mse_loss_backward": 3, "aten::l1_loss_backward": 3,
+                             "aten::smooth_l1_loss_backward": 3, "aten::huber_loss_backward": 3,
+                             "aten::binary_cross_entropy_backward": 5, "aten::soft_margin_loss_backward": 5}
+
+
+@register(*_POINTWISE_LOSS_BACKWARDS)
+def pointwise_loss_backward(call: Call) -> OpCost:
+    """(grad_output, self, target, ...): grad_input (self's shape) written."""
+    self_ = call.tensor(1, "self")
+    written = nbytes(call.outputs) if call.outputs is not None else self_.nbytes
+    flops = _POINTWISE_LOSS_BACKWARDS[call.name] * self_.numel
+    return OpCost(float(flops), float(nbytes(call.input_metas()) + written), True)
+

@@ -1,0 +1,192 @@
+"""Matrix products: mm, addmm, bmm, baddbmm, addbmm, mv, addmv, dot, outer/addr, _scaled_mm, _int_mm, and the
+composites that decompose to them (linear, matmul, einsum).
+
+FLOPs: 2*m*n*k for an (m,k) @ (k,n) product, exactly torch.utils.flop_counter's count (one multiply and one
+add per term; the "2k-1" refinement is ignored as it is there). The bias / beta*self term of addmm, baddbmm,
+addmv is not counted (FlopCounterMode does not count it either); outer/ger is 1 FLOP per output element.
+Bytes: both operands and the bias (at its own, possibly broadcast, size) read once; the result written once.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from roofline.count.meta import TensorMeta, dtype_name
+from roofline.count.registry import Call, OpCost, nbytes, register
+from roofline.count.shapes import broadcast_shapes
+
+
+def _cost(call: Call, flops: float, fallback_out: TensorMeta, reads: list[TensorMeta | None]) -> OpCost:
+    outputs = call.outputs if call.outputs is not None else [fallback_out]
+    return OpCost(float(flops), float(nbytes(reads) + nbytes(outputs)), True)
+
+
+def _mm_shapes(a: TensorMeta, b: TensorMeta) -> tuple[int, int, int]:
+    m, k = a.shape
+    k2, n = b.shape
+    if k != k2:
+        raise ValueError(f"inner dimensions differ: {k} vs {k2}")
+    return m, k, n
+
+
+@register("aten::mm")
+def mm(call: Call) -> OpCost:
+    a, b = call.tensor(0, "self"), call.tensor(1, "mat2")
+    m, k, n = _mm_shapes(a, b)
+    return _cost(call, 2 * m * n * k, TensorMeta((m, n), a.dtype), [a, b])
+
+
+@register("aten::addmm", "aten::addmm_", "aten::_addmm_activation")
+def addmm(call: Call) -> OpCost:
+    """addmm(self, mat1, mat2): 2mnk, bias not counted; _addmm_activation's fused relu/gelu not counted."""
+    bias, a, b = call.maybe_tensor(0, "self"), call.tensor(1, "mat1"), call.tensor(2, "mat2")
+    m, k, n = _mm_shapes(a, b)
+    if call.inplace and bias is not None:
+        return OpCost(2.0 * m * n * k, float(nbytes([bias, a, b]) + bias.nbytes), True)
+    return _cost(call, 2 * m * n * k, TensorMeta((m, n), a.dtype), [bias, a, b])
+
+
+def _bmm_shapes(a: TensorMeta, b: TensorMeta) -> tuple[int, int, int, int]:
+    batch, m, k = a.shape
+    batch2, k2, n = b.shape
+    if batch != batch2 or k != k2:
+        raise ValueError(f"bmm shapes do not match: {a.shape} @ {b.shape}")
+    return batch, m, k, n
+
+
+@register("aten::bmm")
+def bmm(call: Call) -> OpCost:
+    a, b = call.tensor(0, "self"), call.tensor(1, "mat2")
+    batch, m, k, n = _bmm_shapes(a, b)
+    return _cost(call, 2 * batch * m * n * k, TensorMeta((batch, m, n), a.dtype), [a, b])
+
+
+@register("aten::baddbmm", "aten::baddbmm_")
+def baddbmm(call: Call) -> OpCost:
+    bias, a, b = call.maybe_tensor(0, "self"), call.tensor(1, "batch1"), call.tensor(2, "batch2")
+    batch, m, k, n = _bmm_shapes(a, b)
+    if call.inplace and bias is not None:
+        return OpCost(2.0 * batch * m * n * k, float(nbytes([bias, a, b]) + bias.nbytes), True)
+    return _cost(call, 2 * batch * m * n * k, TensorMeta((batch, m, n), a.dtype), [bias, a, b])
+
+
+@register("aten::addbmm", "aten::addbmm_")
+def addbmm(call: Call) -> OpCost:
+    """Sum over the batch of products: 2*b*m*n*k; the result is (m, n)."""
+    bias, a, b = call.maybe_tensor(0, "self"), call.tensor(1, "batch1"), call.tensor(2, "batch2")
+    batch, m, k, n = _bmm_shapes(a, b)
+    return _cost(call, 2 * batch * m * n * k, TensorMeta((m, n), a.dtype), [bias, a, b])
+
+
+@register("aten::mv")
+def mv(call: Call) -> OpCost:
+    a, v = call.tensor(0, "self"), call.tensor(1, "vec")
+    m, k = a.shape
+    return _cost(call, 2 * m * k, TensorMeta((m,), a.dtype), [a, v])
+
+
+@register("aten::addmv", "aten::addmv_")
+def addmv(call: Call) -> OpCost:
+    bias, a, v = call.maybe_tensor(0, "self"), call.tensor(1, "mat"), call.tensor(2, "vec")
+    m, k = a.shape
+    return _cost(call, 2 * m * k, TensorMeta((m,), a.dtype), [bias, a, v])
+
+
+@register("aten::dot", "aten::vdot", "aten::inner")
+def dot(call: Call) -> OpCost:
+    a, b = call.tensor(0, "self"), call.tensor(1, "other")
+    return _cost(call, 2 * a.numel, TensorMeta((), a.dtype), [a, b])
+
+
+@register("aten::outer", "aten::ger")
+def outer(call: Call) -> OpCost:
+    a, b = call.tensor(0, "self"), call.tensor(1, "vec2")
+    return _cost(call, a.numel * b.numel, TensorMeta((a.numel, b.numel), a.dtype), [a, b])
+
+
+@register("aten::addr", "aten::addr_")
+def addr(call: Call) -> OpCost:
+    bias, a, b = call.maybe_tensor(0, "self"), call.tensor(1, "vec1"), call.tensor(2, "vec2")
+    return _cost(call, 2 * a.numel * b.numel, TensorMeta((a.numel, b.numel), a.dtype), [bias, a, b])
+
+
+@register("aten::_scaled_mm")
+def scaled_mm(call: Call) -> OpCost:
+    """FP8 matmul with scales: 2mnk (as FlopCounterMode); scales and bias read; output at out_dtype."""
+    a, b = call.tensor(0, "self"), call.tensor(1, "mat2")
+    m, k, n = _mm_shapes(a, b)
+    out_dtype = dtype_name(call.arg(6, "out_dtype")) or a.dtype
+    reads = [a, b, call.maybe_tensor(2, "scale_a"), call.maybe_tensor(3, "scale_b"),
+             call.maybe_tensor(4, "bias"), call.maybe_tensor(5, "scale_result")]
+    return _cost(call, 2 * m * n * k, TensorMeta((m, n), out_dtype), reads)
+
+
+@register("aten::_int_mm")
+def int_mm(call: Call) -> OpCost:
+    a, b = call.tensor(0, "self"), call.tensor(1, "mat2")
+    m, k, n = _mm_shapes(a, b)
+    return _cost(call, 2 * m * n * k, TensorMeta((m, n), "int32"), [a, b])
+
+
+def matmul_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[tuple[int, ...], int]:
+    """torch.matmul's output shape and its multiply-add count (batch * m * n * k)."""
+    if len(a) == 0 or len(b) == 0:
+        raise ValueError("matmul of a 0-dim tensor")
+    a_vec, b_vec = len(a) == 1, len(b) == 1
+    a2 = (1,) + a if a_vec else a
+    b2 = b + (1,) if b_vec else b
+    m, k = a2[-2], a2[-1]
+    k2, n = b2[-2], b2[-1]
+    if k != k2:
+        raise ValueError(f"matmul inner dimensions differ: {k} vs {k2}")
+    batch = broadcast_shapes([a2[:-2], b2[:-2]])
+    out = list(batch) + ([] if a_vec else [m]) + ([] if b_vec else [n])
+    return tuple(out), prod(batch) * m * n * k
+
+
+@register("aten::matmul", composite=True)
+def matmul(call: Call) -> OpCost:
+    """Composite (-> mm / bmm / dot ...): 2 * batch * m * n * k."""
+    a, b = call.tensor(0, "self"), call.tensor(1, "other")
+    out_shape, macs = matmul_shapes(a.shape, b.shape)
+    return _cost(call, 2 * macs, TensorMeta(out_shape, a.dtype), [a, b])
+
+
+@register("aten::linear", composite=True)
+def linear(call: Call) -> OpCost:
+    """Composite (-> addmm / mm): x (..., in) @ W(out, in)^T: 2 * rows * in * out; bias not counted."""
+    x, weight, bias = call.tensor(0, "input"), call.tensor(1, "weight"), call.maybe_tensor(2, "bias")
+    rows = prod(x.shape[:-1])
+    in_features = x.shape[-1]
+    out_features = weight.shape[0] if weight.ndim == 2 else 1
+    out_shape = x.shape[:-1] + ((out_features,) if weight.ndim == 2 else ())
+    return _cost(call, 2 * rows * in_features * out_features, TensorMeta(out_shape, x.dtype), [x, weight, bias])
+
+
+@register("aten::einsum", composite=True)
+def einsum(call: Call) -> OpCost:
+    """Composite (-> bmm / mul ...): 2 * the product of every index's size when an index is summed away,
+    else 1 FLOP per output element (a broadcast product). Ellipsis equations are not modeled."""
+    equation = call.arg(0, "equation")
+    operands = call.arg(1, "tensors")
+    if not isinstance(equation, str) or "..." in equation or not isinstance(operands, (list, tuple)):
+        raise ValueError("einsum equation or operands not recorded (or uses '...')")
+    equation = equation.replace(" ", "")
+    lhs, _, rhs = equation.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise ValueError("einsum operand count differs from the equation")
+    sizes: dict[str, int] = {}
+    for term, operand in zip(terms, operands):
+        if not isinstance(operand, TensorMeta) or len(term) != operand.ndim:
+            raise ValueError("einsum operand shape not recorded")
+        for letter, size in zip(term, operand.shape):
+            sizes[letter] = max(sizes.get(letter, 1), size)
+    if "->" not in equation:
+        counts = {c: lhs.count(c) for c in sizes}
+        rhs = "".join(sorted(c for c, n in counts.items() if n == 1))
+    out_shape = tuple(sizes[c] for c in rhs)
+    contracted = set(sizes) - set(rhs)
+    total = prod(sizes.values())
+    flops = 2 * total if contracted else total * max(len(operands) - 1, 1)
+    return _cost(call, flops, TensorMeta(out_shape, operands[0].dtype), list(operands))

@@ -1,0 +1,119 @@
+"""TensorMeta: what the formulas know about a tensor (shape, dtype, strides), nothing more.
+
+The same object comes from a live tensor (``TensorMeta.from_tensor``) or from a trace file's recorded
+shapes (``args_from_trace``), so one set of formulas serves both. Dtypes use torch's spelling without the
+``torch.`` prefix. This module never imports torch at import time: counting a million trace events must stay
+cheap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+from typing import Any
+
+DTYPE_ITEMSIZE: dict[str, int] = {
+    "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2,
+    "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1, "float8_e5m2fnuz": 1, "float8_e8m0fnu": 1,
+    "float4_e2m1fn_x2": 1,
+    "complex128": 16, "complex64": 8, "complex32": 4,
+    "int64": 8, "int32": 4, "int16": 2, "int8": 1,
+    "uint64": 8, "uint32": 4, "uint16": 2, "uint8": 1,
+    "bool": 1, "qint8": 1, "quint8": 1, "qint32": 4, "quint4x2": 1, "quint2x4": 1,
+}
+
+UNKNOWN_DTYPE = "unknown"  # a trace's tensor-list member: the profiler records no dtype; 4 bytes assumed
+
+# c10::ScalarType enum values, as trace files record a dtype argument ("Concrete Inputs": "5" is float16).
+SCALAR_TYPE_CODES: dict[int, str] = {
+    0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16", 6: "float32", 7: "float64",
+    8: "complex32", 9: "complex64", 10: "complex128", 11: "bool", 12: "qint8", 13: "quint8", 14: "qint32",
+    15: "bfloat16", 16: "quint4x2", 17: "quint2x4", 23: "float8_e5m2", 24: "float8_e4m3fn",
+    25: "float8_e5m2fnuz", 26: "float8_e4m3fnuz", 27: "uint16", 28: "uint32", 29: "uint64",
+}
+
+_ALIASES = {"float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32",
+            "short": "int16", "cfloat": "complex64", "cdouble": "complex128"}
+
+
+def dtype_name(obj: Any) -> str | None:
+    """A dtype given as torch.dtype, "torch.float16", "float16" or a ScalarType code -> "float16"; else None."""
+    if obj is None or isinstance(obj, bool):
+        return None
+    if isinstance(obj, int):
+        return SCALAR_TYPE_CODES.get(obj)
+    text = str(obj)
+    if text.startswith("torch."):
+        text = text[6:]
+    text = _ALIASES.get(text, text)
+    return text if text in DTYPE_ITEMSIZE else None
+
+
+def itemsize_of(dtype: str) -> int:
+    return DTYPE_ITEMSIZE.get(dtype, 4)
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides = []
+    running = 1
+    for size in reversed(shape):
+        strides.append(running)
+        running *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+@dataclass(frozen=True, slots=True)
+class TensorMeta:
+    """Shape, dtype and (optionally) strides of one tensor view.
+
+    ``nbytes`` is the size of the view (numel * itemsize), not of its storage: an op reading a transposed
+    or sliced view is charged for the elements it can see.
+    """
+
+    shape: tuple[int, ...]
+    dtype: str
+    strides: tuple[int, ...] | None = None
+
+    @property
+    def numel(self) -> int:
+        return prod(self.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return DTYPE_ITEMSIZE.get(self.dtype, 4)
+
+    @property
+    def nbytes(self) -> int:
+        return prod(self.shape) * DTYPE_ITEMSIZE.get(self.dtype, 4)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def is_contiguous(self) -> bool:
+        """True when strides are unknown or row-major (size-1 dimensions may carry any stride)."""
+        if self.strides is None:
+            return True
+        expected = 1
+        for size, stride in zip(reversed(self.shape), reversed(self.strides)):
+            if size == 1:
+                continue
+            if stride != expected:
+                return False
+            expected *= size
+        return True
+
+    def with_shape(self, shape: tuple[int, ...], dtype: str | None = None) -> "TensorMeta":
+        return TensorMeta(tuple(shape), dtype or self.dtype)
+
+    @classmethod
+    def from_tensor(cls, t: Any) -> "TensorMeta":
+        dtype = str(t.dtype)
+        if dtype.startswith("torch."):
+            dtype = dtype[6:]
+        try:
+            strides: tuple[int, ...] | None = tuple(t.stride())
+        except (RuntimeError, NotImplementedError, TypeError):
+            strides = None  # sparse / nested tensors have no strides
+        return cls(tuple(int(s) for s in t.shape), dtype, strides)

@@ -1,0 +1,151 @@
+"""Pooling (max, avg, adaptive) and upsampling, forward and backward.
+
+FLOPs: max/avg pooling 1 per window element per output (a compare or an add; avg's divide not counted);
+adaptive avg 1 per input element; nearest upsampling 0; bilinear 7 per output element (4 weights
+applied, 3 adds), bicubic 31 (16 weights, 15 adds). Backward: 1 per grad_output window element.
+Bytes: input read once, output (and max pooling's int64 indices) written once. Backward reads grad_output
+(and the indices for max) and writes grad_input; ``self`` is passed for its shape only and is not read.
+"""
+
+from __future__ import annotations
+
+from math import ceil, floor, prod
+from typing import Any
+
+from roofline.count.meta import TensorMeta
+from roofline.count.registry import Call, OpCost, nbytes, register
+
+
+def _per_dim(value: Any, dims: int, default: list[int]) -> list[int]:
+    if value is None or (isinstance(value, (list, tuple)) and not value):
+        return list(default)
+    if isinstance(value, int):
+        return [value] * dims
+    values = [int(v) for v in value]
+    return values * dims if len(values) == 1 else values
+
+
+def pooled_shape(x: TensorMeta, dims: int, kernel: Any, stride: Any, padding: Any, dilation: Any,
+                 ceil_mode: bool) -> tuple[tuple[int, ...], list[int]]:
+    kernel_ = _per_dim(kernel, dims, [1] * dims)
+    stride_ = _per_dim(stride, dims, kernel_)
+    padding_ = _per_dim(padding, dims, [0] * dims)
+    dilation_ = _per_dim(dilation, dims, [1] * dims)
+    spatial = []
+    for size, k, s, p, d in zip(x.shape[-dims:], kernel_, stride_, padding_, dilation_):
+        span = (size + 2 * p - d * (k - 1) - 1) / s
+        out = (ceil(span) if ceil_mode else floor(span)) + 1
+        if ceil_mode and (out - 1) * s >= size + p:
+            out -= 1
+        spatial.append(out)
+    return tuple(x.shape[:-dims]) + tuple(spatial), kernel_
+
+
+_MAX_POOLS = {"aten::max_pool1d_with_indices": 1, "aten::max_pool2d_with_indices": 2,
+              "aten::max_pool3d_with_indices": 3, "aten::max_pool1d": 1, "aten::max_pool2d": 2,
+              "aten::max_pool3d": 3, "aten::mkldnn_max_pool2d": 2, "aten::quantized_max_pool2d": 2}
+
+
+@register(*_MAX_POOLS)
+def max_pool(call: Call) -> OpCost:
+    """(self, kernel_size, stride, padding, dilation, ceil_mode); the *_with_indices forms also write
+    int64 indices. max_pool2d is a composite on CUDA (-> max_pool2d_with_indices)."""
+    x = call.tensor(0, "self")
+    dims = _MAX_POOLS[call.name]
+    shape, kernel = pooled_shape(x, dims, call.arg(1, "kernel_size"), call.arg(2, "stride"),
+                                 call.arg(3, "padding"), call.arg(4, "dilation"), bool(call.arg(5, "ceil_mode", False)))
+    if call.outputs is not None:
+        written = nbytes(call.outputs)
+    else:
+        written = prod(shape) * x.itemsize + (prod(shape) * 8 if call.name.endswith("_with_indices") else 0)
+    return OpCost(float(prod(shape) * prod(kernel)), float(x.nbytes + written), True)
+
+
+_AVG_POOLS = {"aten::avg_pool1d": 1, "aten::avg_pool2d": 2, "aten::avg_pool3d": 3}
+
+
+@register(*_AVG_POOLS)
+def avg_pool(call: Call) -> OpCost:
+    """(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)."""
+    x = call.tensor(0, "self")
+    dims = _AVG_POOLS[call.name]
+    shape, kernel = pooled_shape(x, dims, call.arg(1, "kernel_size"), call.arg(2, "stride"), call.arg(3, "padding"),
+                                 None, bool(call.arg(4, "ceil_mode", False)))
+    written = nbytes(call.outputs) if call.outputs is not None else prod(shape) * x.itemsize
+    return OpCost(float(prod(shape) * prod(kernel)), float(x.nbytes + written), True)
+
+
+_ADAPTIVE = {"aten::_adaptive_avg_pool2d": 2, "aten::_adaptive_avg_pool3d": 3, "aten::adaptive_avg_pool1d": 1,
+             "aten::adaptive_avg_pool2d": 2, "aten::adaptive_avg_pool3d": 3, "aten::adaptive_max_pool1d": 1,
+             "aten::adaptive_max_pool2d": 2, "aten::adaptive_max_pool3d": 3,
+             "aten::mkldnn_adaptive_avg_pool2d": 2}
+_ADAPTIVE_COMPOSITES = ("aten::adaptive_avg_pool1d", "aten::adaptive_avg_pool2d", "aten::adaptive_avg_pool3d",
+                        "aten::adaptive_max_pool1d")
+
+
+def adaptive_pool(call: Call) -> OpCost:
+    """(self, output_size). adaptive_avg_pool2d is a composite (-> mean for 1x1, or _adaptive_avg_pool2d)."""
+    x = call.tensor(0, "self")
+    dims = _ADAPTIVE[call.name]
+    size = _per_dim(call.arg(1, "output_size"), dims, list(x.shape[-dims:]))
+    size = [x.shape[x.ndim - dims + i] if s is None else s for i, s in enumerate(size)]
+    shape = tuple(x.shape[:-dims]) + tuple(size)
+    if call.outputs is not None:
+        written = nbytes(call.outputs)
+    else:
+        written = prod(shape) * x.itemsize + (prod(shape) * 8 if "max" in call.name else 0)
+    return OpCost(float(x.numel), float(x.nbytes + written), True)
+
+
+register(*(n for n in _ADAPTIVE if n not in _ADAPTIVE_COMPOSITES))(adaptive_pool)
+register(*_ADAPTIVE_COMPOSITES, composite=True)(adaptive_pool)
+
+
+@register("aten::max_pool2d_with_indices_backward", "aten::max_pool3d_with_indices_backward",
+          "aten::adaptive_max_pool2d_backward", "aten::adaptive_max_pool3d_backward")
+def max_pool_backward(call: Call) -> OpCost:
+    """(grad_output, self, ..., indices last): grad_output and indices read, grad_input written."""
+    grad, x = call.tensor(0, "grad_output"), call.tensor(1, "self")
+    indices = call.args[-1] if call.args and isinstance(call.args[-1], TensorMeta) else call.maybe_tensor(99, "indices")
+    written = nbytes(call.outputs) if call.outputs is not None else x.numel * grad.itemsize
+    return OpCost(float(grad.numel), float(nbytes([grad, indices]) + written), True)
+
+
+@register("aten::avg_pool2d_backward", "aten::avg_pool3d_backward", "aten::_adaptive_avg_pool2d_backward",
+          "aten::_adaptive_avg_pool3d_backward")
+def avg_pool_backward(call: Call) -> OpCost:
+    """(grad_output, self, ...): grad_output read, grad_input (self's shape) written; 1 FLOP per grad_input
+    element."""
+    grad, x = call.tensor(0, "grad_output"), call.tensor(1, "self")
+    written = nbytes(call.outputs) if call.outputs is not None else x.numel * grad.itemsize
+    return OpCost(float(x.numel), float(grad.nbytes + written), True)
+
+
+_UPSAMPLE_FLOPS = {"nearest": 0, "linear": 3, "bilinear": 7, "trilinear": 15, "bicubic": 31}
+
+
+def _upsample_kind(name: str) -> str:
+    for kind in ("bicubic", "trilinear", "bilinear", "linear", "nearest"):
+        if kind in name:
+            return kind
+    return "nearest"
+
+
+@register("aten::upsample_nearest1d", "aten::upsample_nearest2d", "aten::upsample_nearest3d",
+          "aten::_upsample_nearest_exact1d", "aten::_upsample_nearest_exact2d", "aten::_upsample_nearest_exact3d",
+          "aten::upsample_linear1d", "aten::upsample_bilinear2d", "aten::upsample_trilinear3d",
+          "aten::upsample_bicubic2d", "aten::_upsample_bilinear2d_aa", "aten::_upsample_bicubic2d_aa")
+def upsample(call: Call) -> OpCost:
+    """(self, output_size, ...): input read once, output written once."""
+    x = call.tensor(0, "self")
+    if call.outputs is not None:
+        out_numel = max(m.numel for m in call.outputs)
+        written = nbytes(call.outputs)
+    else:
+        size = call.arg(1, "output_size")
+        if not isinstance(size, (list, tuple)) or not size:
+            raise ValueError("output_size not recorded (scale factors need the recorded output)")
+        out_numel = prod(x.shape[: x.ndim - len(size)]) * prod(int(s) for s in size)
+        written = out_numel * x.itemsize
+    flops = _UPSAMPLE_FLOPS[_upsample_kind(call.name)] * out_numel
+    return OpCost(float(flops), float(x.nbytes + written), True)

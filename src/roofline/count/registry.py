@@ -1,0 +1,124 @@
+"""The formula registry, the OpCost a formula returns, and the Call a formula reads.
+
+A formula is ``f(call: Call) -> OpCost`` registered for one or more op packets (overload-agnostic):
+``@register("aten::mm")``. ``call.args`` are the op's positional args in aten schema order, tensors as
+TensorMeta; a trace file gives every argument positionally (keyword-only ones included, in schema order),
+a live recording may pass keyword-only ones in ``call.kwargs``: ``call.arg(i, name)`` reads either.
+``call.outputs`` is a flat list of TensorMeta, or None when the outputs are unknown (trace files): a formula
+then infers the output shape from its inputs.
+
+Shared byte convention (every family module restates its FLOP convention):
+- bytes = each input view read once (its nbytes, not its storage's) + each output written once;
+- views and metadata ops move nothing (0 bytes, 0 FLOPs, is_view=True);
+- broadcast inputs are read at their own, smaller size;
+- in-place ops read their inputs (self included, unless the op only writes it: fill_, zero_, copy_, RNG)
+  and write self once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from roofline.count.meta import TensorMeta
+
+
+@dataclass(slots=True)
+class OpCost:
+    flops: float
+    bytes: float
+    modeled: bool
+    is_view: bool = False
+    note: str = ""
+
+
+Formula = Callable[["Call"], OpCost]
+
+FORMULAS: dict[str, Formula] = {}
+VIEW_OPS: set[str] = set()
+COMPOSITE_OPS: set[str] = set()
+
+
+def register(*names: str, view: bool = False, composite: bool = False) -> Callable[[Formula], Formula]:
+    """Register ``formula`` for the op packets ``names`` ("aten::mm"; overloads share the formula).
+
+    ``composite`` marks ops that usually run by calling other aten ops (linear -> addmm): in a trace their
+    children appear too, so a caller summing a trace must not add both.
+    """
+
+    def decorate(formula: Formula) -> Formula:
+        for name in names:
+            if name in FORMULAS:
+                raise RuntimeError(f"two formulas registered for {name}")
+            FORMULAS[name] = formula
+            if view:
+                VIEW_OPS.add(name)
+            if composite:
+                COMPOSITE_OPS.add(name)
+        return formula
+
+    return decorate
+
+
+def flatten_metas(obj: Any) -> list[TensorMeta]:
+    if isinstance(obj, TensorMeta):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        found: list[TensorMeta] = []
+        for item in obj:
+            found.extend(flatten_metas(item))
+        return found
+    return []
+
+
+class Call:
+    """One op invocation as the formulas see it."""
+
+    __slots__ = ("name", "args", "kwargs", "outputs")
+
+    def __init__(self, name: str, args: Sequence[Any], kwargs: Mapping[str, Any] | None,
+                 outputs: list[TensorMeta] | None) -> None:
+        self.name = name
+        self.args = args
+        self.kwargs = kwargs or {}
+        self.outputs = outputs
+
+    def arg(self, index: int, name: str = "", default: Any = None) -> Any:
+        """Positional arg ``index`` or keyword ``name``; ``default`` when absent or None."""
+        value = self.args[index] if index < len(self.args) else self.kwargs.get(name)
+        return default if value is None else value
+
+    def tensor(self, index: int, name: str = "") -> TensorMeta:
+        """The TensorMeta at ``index``; raises (count_op turns that into modeled=False) when it is missing."""
+        value = self.arg(index, name)
+        if not isinstance(value, TensorMeta):
+            raise ValueError(f"argument {index} ({name or '?'}) is not a recorded tensor")
+        return value
+
+    def maybe_tensor(self, index: int, name: str = "") -> TensorMeta | None:
+        value = self.arg(index, name)
+        return value if isinstance(value, TensorMeta) else None
+
+    def input_metas(self) -> list[TensorMeta]:
+        found = flatten_metas(self.args)
+        if self.kwargs:
+            found.extend(flatten_metas(list(self.kwargs.values())))
+        return found
+
+    @property
+    def inplace(self) -> bool:
+        base = self.name.rsplit("::", 1)[-1]
+        return base.endswith("_") and not base.endswith("__")
+
+
+def nbytes(metas: Iterable[TensorMeta | None]) -> int:
+    return sum(m.nbytes for m in metas if m is not None)
+
+
+def unmodeled(note: str) -> OpCost:
+    return OpCost(0.0, 0.0, False, False, note)
+
+
+def zero_cost(note: str = "", view: bool = False) -> OpCost:
+    return OpCost(0.0, 0.0, True, view, note)
