@@ -1,0 +1,296 @@
+"""Reading a Report's evidence the same way in every rule: op kinds, dtypes, layouts, roofline times, locations.
+
+Op names arrive spelled several ways ('aten::add_', 'aten.add.Tensor', 'add'); dtypes too ('float16',
+'torch.float16', 'c10::Half', 'Half'). Everything here normalises them, so rules compare like with like.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+
+from roofline.report import OpRecord, Report
+
+_DTYPE_ALIASES = {
+    "half": "float16", "float16": "float16", "fp16": "float16", "c10::half": "float16",
+    "bfloat16": "bfloat16", "bf16": "bfloat16", "c10::bfloat16": "bfloat16",
+    "float": "float32", "float32": "float32", "fp32": "float32",
+    "double": "float64", "float64": "float64",
+    "long": "int64", "int64": "int64", "long int": "int64", "int": "int32", "int32": "int32",
+    "bool": "bool", "unsigned char": "uint8", "uint8": "uint8", "signed char": "int8", "int8": "int8",
+    "short": "int16", "int16": "int16",
+}
+
+ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int64": 8, "int32": 4, "int16": 2,
+            "int8": 1, "uint8": 1, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1}
+
+HALF_DTYPES = ("float16", "bfloat16")
+
+MATMUL_KINDS = frozenset({"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addbmm", "_addmm_activation"})
+CONV_KINDS = frozenset({"convolution", "_convolution", "conv1d", "conv2d", "conv3d", "cudnn_convolution",
+                        "mkldnn_convolution", "_slow_conv2d_forward", "conv_transpose2d", "convolution_overrideable"})
+ATTENTION_KINDS = frozenset({"scaled_dot_product_attention", "_scaled_dot_product_flash_attention",
+                             "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
+                             "_scaled_dot_product_flash_attention_for_cpu", "_efficient_attention_forward",
+                             "_flash_attention_forward"})
+
+# Ops that move no data: views and allocations. They neither break nor join a chain of real work.
+VIEW_KINDS = frozenset({"view", "_unsafe_view", "_reshape_alias", "as_strided", "expand", "expand_as", "unsqueeze",
+                        "squeeze", "transpose", "t", "permute", "slice", "select", "narrow", "alias", "detach",
+                        "unflatten", "view_as", "split", "chunk", "unbind", "split_with_sizes", "lift_fresh",
+                        "empty", "empty_like", "empty_strided", "resolve_conj", "resolve_neg", "numpy_T",
+                        "result_type", "reshape", "flatten", "size", "stride", "dim", "is_floating_point", "_has_compatible_shallow_copy_type"})
+
+ELEMENTWISE_KINDS = frozenset({
+    "add", "sub", "mul", "div", "neg", "pow", "rsqrt", "sqrt", "exp", "log", "tanh", "sigmoid", "silu", "gelu",
+    "relu", "clamp", "clamp_min", "clamp_max", "abs", "cos", "sin", "reciprocal", "where", "masked_fill", "erf",
+    "softplus", "hardtanh", "leaky_relu", "elu", "mish", "hardswish", "square", "maximum", "minimum", "fill",
+    "threshold", "addcmul", "addcdiv", "lerp", "exp2", "log1p", "expm1", "sign", "rsub", "_to_copy", "to",
+    "dropout", "native_dropout", "bitwise_and", "logical_and", "eq", "ne", "lt", "gt", "le", "ge", "tril", "triu",
+})
+NORM_KINDS = frozenset({"mean", "sum", "var", "var_mean", "std", "softmax", "_softmax", "log_softmax", "_log_softmax",
+                        "layer_norm", "native_layer_norm", "rms_norm", "_fused_rms_norm", "group_norm",
+                        "native_group_norm", "batch_norm", "native_batch_norm", "_native_batch_norm_legit_no_training",
+                        "amax", "amin", "max", "min", "norm", "linalg_vector_norm"})
+
+SYNC_KINDS = frozenset({"_local_scalar_dense", "item", "nonzero", "masked_select", "unique", "_unique", "_unique2",
+                        "unique_consecutive", "is_nonzero", "equal", "tolist", "nonzero_static_sync", "repeat_interleave"})
+
+
+def op_kind(name: str) -> str:
+    """'aten::add_' / 'aten.add_.Tensor' / 'add' -> 'add'; in-place and overload spellings fold together."""
+    base = name.strip()
+    for prefix in ("aten::", "aten.", "prims::", "prims."):
+        if base.startswith(prefix):
+            base = base[len(prefix):]
+            break
+    base = base.split(".", 1)[0]
+    if base.endswith("_") and not base.endswith("__") and len(base) > 1 and base != "copy_":
+        base = base[:-1]
+    if base == "copy_":
+        return "copy"
+    return base
+
+
+def norm_dtype(dtype: str | None) -> str:
+    if not dtype:
+        return ""
+    text = dtype.strip().lower()
+    if text.startswith("torch."):
+        text = text[len("torch."):]
+    return _DTYPE_ALIASES.get(text, text)
+
+
+def itemsize(dtype: str | None) -> int:
+    return ITEMSIZE.get(norm_dtype(dtype), 4)
+
+
+def numel(shape: Sequence[int] | None) -> int:
+    if not shape:
+        return 0
+    return math.prod(int(d) for d in shape)
+
+
+def tensor_bytes(shape: Sequence[int] | None, dtype: str | None) -> float:
+    return float(numel(shape) * itemsize(dtype))
+
+
+def input_dtype(op: OpRecord, i: int) -> str:
+    return norm_dtype(op.input_dtypes[i]) if i < len(op.input_dtypes) else ""
+
+
+def output_dtype(op: OpRecord) -> str:
+    """The first output's dtype: recorded when the capture gives it, else the op's own dtype."""
+    outs = getattr(op, "output_dtypes", None) or []
+    if outs:
+        return norm_dtype(outs[0])
+    return norm_dtype(op.dtype)
+
+
+def tensor_inputs(op: OpRecord) -> list[tuple[list[int], str, list[int]]]:
+    """(shape, dtype, strides) for each input that is a tensor of at least one dimension."""
+    found = []
+    for i, shape in enumerate(op.input_shapes):
+        if not isinstance(shape, (list, tuple)) or len(shape) == 0:
+            continue
+        strides = op.input_strides[i] if i < len(op.input_strides) else []
+        found.append((list(shape), input_dtype(op, i), list(strides or [])))
+    return found
+
+
+def is_floating(dtype: str) -> bool:
+    return dtype.startswith("float") or dtype in HALF_DTYPES
+
+
+def is_contiguous(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Row-major contiguity, ignoring size-1 dimensions; unknown strides count as contiguous (no evidence)."""
+    if not strides or len(strides) != len(shape):
+        return True
+    expected = 1
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        if size != 1 and stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def is_dense_permutation(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """A non-contiguous view that is a permutation of a dense tensor: a transposed or permuted layout.
+
+    Broadcast (stride 0) and sliced views are not: copying them is not a layout fix.
+    """
+    if not strides or len(strides) != len(shape) or is_contiguous(shape, strides):
+        return False
+    dims = [(s, n) for n, s in zip(shape, strides) if n != 1]
+    if any(s <= 0 for s, _ in dims):
+        return False
+    expected = 1
+    for stride, size in sorted(dims):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def blas_compatible(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether a matmul operand can be read in place: each matrix row- or column-major, batches evenly strided."""
+    if not strides or len(strides) != len(shape) or len(shape) < 2 or is_contiguous(shape, strides):
+        return True
+    rows, cols = shape[-2], shape[-1]
+    rs, cs = strides[-2], strides[-1]
+    row_major = cols == 1 or (cs == 1 and (rows == 1 or rs >= cols))
+    col_major = rows == 1 or (rs == 1 and (cols == 1 or cs >= rows))
+    if not (row_major or col_major):
+        return False
+    batch = [(n, s) for n, s in zip(shape[:-2], strides[:-2]) if n != 1]
+    if len(batch) <= 1:
+        return True
+    for (outer_n, outer_s), (inner_n, inner_s) in zip(batch, batch[1:]):
+        if outer_s != inner_n * inner_s:
+            return False
+    return True
+
+
+def matmul_operands(op: OpRecord) -> tuple[list[int], list[int], int, int] | None:
+    """(activation shape, weight shape, activation input index, weight input index) of a matmul-like op."""
+    kind = op_kind(op.name)
+    shapes = op.input_shapes
+    if kind in ("addmm", "baddbmm", "addbmm", "_addmm_activation"):
+        a_i, b_i = 1, 2
+    elif kind in MATMUL_KINDS or kind in ATTENTION_KINDS:
+        a_i, b_i = 0, 1
+    else:
+        return None
+    if len(shapes) <= max(a_i, b_i):
+        return None
+    a, b = shapes[a_i], shapes[b_i]
+    if not a or not b:
+        return None
+    if kind == "linear":
+        b = list(reversed(b)) if len(b) == 2 else b
+    return list(a), list(b), a_i, b_i
+
+
+def op_bytes(op: OpRecord) -> float:
+    """The op's bytes as counted by the analysis, else its tensor inputs read once and first output written once."""
+    if op.bytes > 0:
+        return op.bytes
+    reads = sum(tensor_bytes(shape, dtype) for shape, dtype, _ in tensor_inputs(op))
+    out = op.output_shapes[0] if op.output_shapes else []
+    return reads + tensor_bytes(out, output_dtype(op) or (op.input_dtypes[0] if op.input_dtypes else ""))
+
+
+def rows(shape: Sequence[int]) -> int:
+    """The work items of an activation: the product of every dimension but the last (tokens x batch)."""
+    return numel(shape[:-1]) if len(shape) >= 2 else 1
+
+
+def roofline_time(report: Report, op: OpRecord) -> float:
+    """The op's time at the roof: the analysis's prediction when present, else flops/peak vs bytes/bandwidth."""
+    if op.predicted_time_s > 0:
+        return op.predicted_time_s
+    return roofline_time_of(report, op.flops, op.bytes, norm_dtype(op.dtype) or "float32")
+
+
+def roofline_time_of(report: Report, flops: float, nbytes: float, dtype: str) -> float:
+    c = report.ceilings
+    compute = flops / c.peak_for(dtype) if flops > 0 and c.peak_for(dtype) > 0 else 0.0
+    memory = nbytes / c.memory_bandwidth_bytes_per_s if nbytes > 0 and c.memory_bandwidth_bytes_per_s > 0 else 0.0
+    return max(compute, memory)
+
+
+def has_roofs(report: Report) -> bool:
+    return report.ceilings.memory_bandwidth_bytes_per_s > 0 and bool(report.ceilings.peak_flops_per_s)
+
+
+def is_gpu_report(report: Report) -> bool:
+    device = (report.ceilings.device or "").lower()
+    return device.startswith("cuda") or any(k.category == "kernel" for k in report.kernels)
+
+
+def generic_module(module: str) -> str:
+    """'model.layers.3.attn' -> 'model.layers.*.attn', 'Model_0.Layer_5.Norm_11' -> 'Model.Layer.Norm':
+    one name for the same code in every layer."""
+    text = re.sub(r"(?<=\.)\d+(?=\.|$)|^\d+(?=\.|$)", "*", module or "")
+    return re.sub(r"_\d+(?=\.|$)", "", text)
+
+
+def is_aten_like(op: OpRecord) -> bool:
+    """An op of the aten vocabulary, not a compiled (Triton/Inductor) kernel or a profiler annotation."""
+    kind = op_kind(op.name)
+    return not (kind.startswith("triton") or kind.startswith("Torch-Compiled") or "Backward" in kind)
+
+
+def location(op: OpRecord) -> str:
+    """'file.py:42 (layers.0.attn)': where the user's code made the op, and which module ran it."""
+    if op.source and op.module:
+        return f"{op.source} ({op.module})"
+    return op.source or op.module or op.name
+
+
+def top_locations(ops: Iterable[OpRecord], limit: int = 5) -> list[str]:
+    """Distinct locations, the most time-consuming first."""
+    weight: dict[str, float] = {}
+    for op in ops:
+        loc = location(op)
+        weight[loc] = weight.get(loc, 0.0) + op.time_s
+    return [loc for loc, _ in sorted(weight.items(), key=lambda kv: -kv[1])][:limit]
+
+
+def ordered_ops(report: Report) -> list[OpRecord]:
+    """The ops in the order they ran (step, then start time or recorded index)."""
+    indexed = any(op.index for op in report.ops)
+
+    def key(pair: tuple[int, OpRecord]) -> tuple[int, int]:
+        pos, op = pair
+        return (op.step if op.step is not None else -1, op.index if indexed else pos)
+
+    return [op for _, op in sorted(enumerate(report.ops), key=key)]
+
+
+def step_count(report: Report, ops: Iterable[OpRecord] | None = None) -> int:
+    """How many steps the ops span: distinct op.step values, else one representative step."""
+    steps = {op.step for op in (report.ops if ops is None else ops) if op.step is not None}
+    return max(len(steps), 1)
+
+
+def total_time(report: Report) -> float:
+    if report.summary.total_time_s > 0:
+        return report.summary.total_time_s
+    return sum(op.time_s for op in report.ops)
+
+
+def device_time_share(report: Report, seconds: float) -> float:
+    total = total_time(report)
+    return seconds / total if total > 0 else 0.0
+
+
+def severity_for(report: Report, savings_s: float) -> str:
+    """'critical' from a fifth of the step, 'warning' from 2%, else 'info'."""
+    share = device_time_share(report, savings_s)
+    if share >= 0.2:
+        return "critical"
+    if share >= 0.02:
+        return "warning"
+    return "info"

@@ -1,0 +1,77 @@
+"""The rule registry and `diagnose`: every rule is a pure function Report -> list[Finding], registered by name."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+
+from roofline.errors import RooflineError
+from roofline.report import Finding, Report
+
+Check = Callable[[Report], list[Finding]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    name: str
+    check: Check
+    summary: str
+
+
+RULES: dict[str, Rule] = {}
+
+_SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+
+
+def register(name: str, summary: str) -> Callable[[Check], Check]:
+    """Decorator: register ``check`` under ``name``; every Finding it returns carries that rule name."""
+
+    def wrap(check: Check) -> Check:
+        if name in RULES:
+            raise ValueError(f"doctor rule {name!r} registered twice")
+        RULES[name] = Rule(name, check, summary)
+        return check
+
+    return wrap
+
+
+def diagnose(report: Report, *, rules: Iterable[str] | None = None) -> list[Finding]:
+    """Run the rules over the report's evidence; findings ranked by estimated savings, largest first.
+
+    Pure: reads the report, never changes it. A rule that fails on odd evidence does not hide the others' findings;
+    its failure becomes an 'info' finding that says so.
+    """
+    selected = _select(rules)
+    findings: list[Finding] = []
+    for rule in selected:
+        try:
+            produced = rule.check(report)
+        except Exception as exc:  # noqa: BLE001 - one rule's bug must not cost the user every other finding
+            produced = [Finding(
+                rule=rule.name, title=f"rule {rule.name} could not run on this report", category="doctor",
+                evidence={"error": f"{type(exc).__name__}: {exc}"}, severity="info",
+                savings_method="not estimated: the rule failed",
+            )]
+        for finding in produced:
+            finding.rule = rule.name
+        findings.extend(produced)
+    return rank(findings)
+
+
+def rank(findings: list[Finding]) -> list[Finding]:
+    return sorted(findings, key=lambda f: (-(f.estimated_savings_s or 0.0), _SEVERITY_ORDER.get(f.severity, 3), f.rule))
+
+
+def _select(names: Iterable[str] | None) -> list[Rule]:
+    _load_rules()
+    if names is None:
+        return list(RULES.values())
+    names = list(names)
+    unknown = [n for n in names if n not in RULES]
+    if unknown:
+        raise RooflineError(f"unknown doctor rule(s) {', '.join(unknown)}; known: {', '.join(sorted(RULES))}")
+    return [RULES[n] for n in names]
+
+
+def _load_rules() -> None:
+    from roofline.doctor import rules  # noqa: F401 - importing the package registers every rule

@@ -1,0 +1,14 @@
+"""One module per rule; importing this package registers them all."""
+
+from roofline.doctor.rules import (  # noqa: F401
+    host_sync,
+    launch_overhead,
+    unfused_chain,
+    precision_island,
+    layout_copy,
+    recomputation,
+    unbatched_loop,
+    tf32,
+    half_alignment,
+    host_input,
+)

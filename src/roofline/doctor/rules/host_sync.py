@@ -1,0 +1,94 @@
+"""Host-device syncs: .item(), .nonzero(), copies to the CPU... each one drains the device queue.
+
+Evidence, merged by location: the sync detector's SyncSites (with their stall time), and the ops that always sync
+(aten::_local_scalar_dense behind .item(), nonzero, masked_select, unique...) or whose kernels copy device -> host.
+A site that syncs more than once per step sits inside a loop: the costly case.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from roofline.doctor.evidence import SYNC_KINDS, is_gpu_report, location, op_kind, severity_for, step_count
+from roofline.doctor.registry import register
+from roofline.report import Finding, OpRecord, Report
+
+RULE = "host-device-sync"
+
+
+def _is_sync_op(op: OpRecord, kinds_present: set[str], on_gpu: bool) -> bool:
+    """On a GPU report only ops that touched the device count: .item() on a CPU tensor waits for nothing."""
+    if on_gpu and not op.kernels:
+        return False
+    kind = op_kind(op.name)
+    if kind == "item" and "_local_scalar_dense" in kinds_present:
+        return False
+    if kind in SYNC_KINDS:
+        return True
+    return any("dtoh" in k.lower().replace(" ", "") or "devicetohost" in k.lower().replace(" ", "") for k in op.kernels)
+
+
+def _sync_ops_by_location(report: Report) -> dict[str, list[OpRecord]]:
+    kinds_present = {op_kind(op.name) for op in report.ops}
+    on_gpu = is_gpu_report(report)
+    by_loc: dict[str, list[OpRecord]] = defaultdict(list)
+    for op in report.ops:
+        if _is_sync_op(op, kinds_present, on_gpu):
+            by_loc[location(op)].append(op)
+    return by_loc
+
+
+@register(RULE, "host-device syncs, above all inside loops")
+def check(report: Report) -> list[Finding]:
+    findings = []
+    covered: set[str] = set()
+    steps = max(report.steps, 1)
+    for site in report.syncs:
+        if site.count <= 0:
+            continue
+        per_step = site.per_step if site.per_step is not None else site.count / steps
+        covered.add(site.location)
+        stall = max(site.stall_s, 0.0)
+        findings.append(_finding(
+            report, kinds=[site.kind], where=site.location, count=site.count, per_step=per_step, savings=stall,
+            method=("the sync detector's measured stall at this site (host blocked waiting for the device), "
+                    "which a sync-free loop overlaps with device work" if stall > 0 else
+                    "not estimated: the sync detector measured no stall at this site"),
+        ))
+    for loc, ops in _sync_ops_by_location(report).items():
+        if loc in covered or ops[0].source in covered:
+            continue
+        per_step = len(ops) / step_count(report, ops)
+        blocked = sum(max(op.time_s, op.cpu_time_s) for op in ops)
+        on_gpu = is_gpu_report(report)
+        method = ("the sync ops' measured time (host CPU time blocked in them, or their device time if longer)"
+                  if on_gpu else
+                  "the sync ops' measured time on the CPU, where a sync costs only the op itself; on a GPU each one "
+                  "also drains the queue and idles the device until the host launches again")
+        findings.append(_finding(
+            report, kinds=sorted({op_kind(op.name) for op in ops}), where=loc, count=len(ops), per_step=per_step,
+            savings=blocked, method=method, ops=ops,
+        ))
+    return findings
+
+
+def _finding(report: Report, *, kinds: list[str], where: str, count: int, per_step: float, savings: float,
+             method: str, ops: list[OpRecord] | None = None) -> Finding:
+    in_loop = per_step > 1
+    title = (f"host-device sync inside a loop: {per_step:g} per step at {where}" if in_loop
+             else f"host-device sync at {where}")
+    evidence = {"sync_kinds": kinds, "count": count, "per_step": per_step, "in_loop": in_loop}
+    if ops:
+        evidence["ops"] = sorted({op.name for op in ops})
+        evidence["time_s"] = sum(op.time_s for op in ops)
+    severity = severity_for(report, savings)
+    if in_loop and severity == "info":
+        severity = "warning"
+    return Finding(
+        rule=RULE, title=title, category="sync", evidence=evidence, locations=[where],
+        estimated_savings_s=savings, savings_method=method, severity=severity,
+        fix=("keep the value on the device: replace .item()/.tolist()/.cpu() checks in the loop with tensor ops "
+             "(e.g. torch.where on a device flag), check stop conditions every N iterations, or only read results "
+             "after the loop; for nonzero/masked_select use fixed-size masks" if in_loop else
+             "move the read of device values out of the hot path, or make it non_blocking into pinned memory"),
+    )

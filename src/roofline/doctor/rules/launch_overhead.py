@@ -1,0 +1,109 @@
+"""Launch-overhead-bound stretches: many short kernels with the device idle between them.
+
+On a GPU timeline: runs of kernels each idled-before at least as long as it ran (and shorter than the measured
+launch overhead when known). Replaying them as a CUDA graph, or fusing them with torch.compile, removes the gaps.
+On a CPU report there is no device timeline, so the evidence is the ops whose time is mostly the per-op overhead
+(the analysis's bound == "launch", or time within twice the measured launch overhead and a roof time below it).
+"""
+
+from __future__ import annotations
+
+from roofline.doctor.evidence import (VIEW_KINDS, device_time_share, op_kind, roofline_time, severity_for,
+                                      top_locations)
+from roofline.doctor.registry import register
+from roofline.report import Finding, KernelRecord, OpRecord, Report
+
+RULE = "launch-overhead"
+MIN_STRETCH_KERNELS = 10
+MIN_LAUNCH_BOUND_OPS = 10
+MIN_SHARE = 0.05
+LAUNCH_FACTOR = 2.0
+
+FIX = ("capture the repeated step in a CUDA graph (torch.compile(mode='reduce-overhead') or torch.cuda.CUDAGraph), "
+       "or fuse the small ops with torch.compile; on the CPU, torch.compile fuses them into fewer, larger kernels")
+
+
+@register(RULE, "many short kernels with the device idle between them")
+def check(report: Report) -> list[Finding]:
+    device_events = [k for k in report.kernels if k.dur_s >= 0]
+    if device_events:
+        return _gpu_stretches(report, sorted(device_events, key=lambda k: k.start_s))
+    return _cpu_launch_bound(report)
+
+
+def _gpu_stretches(report: Report, kernels: list[KernelRecord]) -> list[Finding]:
+    overhead = report.ceilings.launch_overhead_s
+    stretches: list[list[tuple[KernelRecord, float]]] = []
+    current: list[tuple[KernelRecord, float]] = []
+    prev_end = None
+    for k in kernels:
+        gap = max(k.start_s - prev_end, 0.0) if prev_end is not None else 0.0
+        starved = prev_end is not None and gap >= k.dur_s and (overhead <= 0 or k.dur_s < overhead)
+        if starved:
+            current.append((k, gap))
+        else:
+            if len(current) >= MIN_STRETCH_KERNELS:
+                stretches.append(current)
+            current = []
+        prev_end = max(prev_end or 0.0, k.start_s + k.dur_s)
+    if len(current) >= MIN_STRETCH_KERNELS:
+        stretches.append(current)
+    if not stretches:
+        return []
+    n = sum(len(s) for s in stretches)
+    gaps = sum(g for s in stretches for _, g in s)
+    busy = sum(k.dur_s for s in stretches for k, _ in s)
+    span = kernels[-1].start_s + kernels[-1].dur_s - kernels[0].start_s
+    if span <= 0 or gaps / span < MIN_SHARE:
+        return []
+    graph = report.ceilings.launch_overhead_graph_s or 0.0
+    savings = max(gaps - n * graph, 0.0)
+    method = ("device idle between the stretches' kernels (gaps on the kernel timeline), which a CUDA graph replay "
+              "removes" + (f", less the measured graph launch cost per kernel ({graph:.3g} s x {n})" if graph else ""))
+    op_ids = {k.op_index for s in stretches for k, _ in s if k.op_index is not None}
+    ops = [report.ops[i] for i in op_ids if 0 <= i < len(report.ops)]
+    return [Finding(
+        rule=RULE, category="launch",
+        title=f"launch-bound: {n} short kernels in {len(stretches)} stretch(es), device idle {gaps / span:.0%} of the span",
+        evidence={"kernels": n, "stretches": len(stretches), "idle_s": gaps, "busy_s": busy, "span_s": span,
+                  "median_kernel_s": sorted(k.dur_s for s in stretches for k, _ in s)[n // 2],
+                  "launch_overhead_s": overhead},
+        locations=top_locations(ops), estimated_savings_s=savings, savings_method=method, fix=FIX,
+        severity=severity_for(report, savings),
+    )]
+
+
+def is_launch_bound(report: Report, op: OpRecord) -> bool:
+    if op_kind(op.name) in VIEW_KINDS or op.time_s <= 0:
+        return False
+    if op.bound == "launch":
+        return True
+    overhead = report.ceilings.launch_overhead_s
+    return overhead > 0 and op.time_s <= LAUNCH_FACTOR * overhead and roofline_time(report, op) < overhead
+
+
+def _cpu_launch_bound(report: Report) -> list[Finding]:
+    ops = [op for op in report.ops if is_launch_bound(report, op)]
+    if len(ops) < MIN_LAUNCH_BOUND_OPS:
+        return []
+    spent = sum(op.time_s for op in ops)
+    if device_time_share(report, spent) < MIN_SHARE:
+        return []
+    overhead = report.ceilings.launch_overhead_s
+    graph = report.ceilings.launch_overhead_graph_s or 0.0
+    if overhead > 0:
+        savings = max(sum(min(op.time_s, overhead) for op in ops) - len(ops) * graph, 0.0)
+        method = (f"per-op overhead removed: for each launch-bound op, its time up to the measured launch overhead "
+                  f"({overhead:.3g} s), summed over {len(ops)} ops" + (", less the graph launch cost" if graph else ""))
+    else:
+        savings = sum(max(op.time_s - roofline_time(report, op), 0.0) for op in ops)
+        method = "the launch-bound ops' time above their roofline time (no launch overhead measured)"
+    return [Finding(
+        rule=RULE, category="launch",
+        title=f"launch-overhead-bound: {len(ops)} ops whose time is mostly per-op overhead ({device_time_share(report, spent):.0%} of the time)",
+        evidence={"ops": len(ops), "time_s": spent, "launch_overhead_s": overhead,
+                  "median_op_s": sorted(op.time_s for op in ops)[len(ops) // 2],
+                  "op_kinds": sorted({op_kind(op.name) for op in ops})[:12]},
+        locations=top_locations(ops), estimated_savings_s=savings, savings_method=method, fix=FIX,
+        severity=severity_for(report, savings),
+    )]

@@ -1,0 +1,128 @@
+"""Layout copies: copies whose only job is to turn a transposed or permuted view into a contiguous tensor,
+and matmuls handed operands whose layout BLAS cannot read in place.
+
+Evidence is the recorded input strides: a copy (clone, contiguous, copy_, same-dtype _to_copy, reshape) of a view
+that is a permutation of a dense tensor. Copies of broadcast or sliced views, casts, and writes into a slice of a
+bigger buffer (a KV cache) are not layout fixes and are left alone.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from roofline.doctor.evidence import (MATMUL_KINDS, blas_compatible, generic_module, input_dtype,
+                                      is_contiguous, is_dense_permutation, location, matmul_operands, op_kind,
+                                      ordered_ops, output_dtype, roofline_time, severity_for, tensor_bytes,
+                                      top_locations)
+from roofline.doctor.registry import register
+from roofline.report import Finding, OpRecord, Report
+
+RULE = "layout-copy"
+COPY_KINDS = frozenset({"clone", "contiguous", "copy", "_to_copy", "to", "reshape", "flatten", "_reshape_copy"})
+MAX_FINDINGS = 5
+LOOKAHEAD = 3
+
+
+def _source(op: OpRecord) -> tuple[list[int], list[int], str] | None:
+    i = 1 if op_kind(op.name) == "copy" else 0
+    if i >= len(op.input_shapes) or not op.input_shapes[i]:
+        return None
+    strides = op.input_strides[i] if i < len(op.input_strides) else []
+    return list(op.input_shapes[i]), list(strides or []), input_dtype(op, i)
+
+
+def is_layout_copy(op: OpRecord) -> bool:
+    kind = op_kind(op.name)
+    if kind not in COPY_KINDS:
+        return False
+    src = _source(op)
+    if src is None or not is_dense_permutation(src[0], src[1]):
+        return False
+    if kind == "copy" and op.input_shapes and op.input_strides:
+        if not is_contiguous(op.input_shapes[0], op.input_strides[0]):
+            return False
+    if kind in ("_to_copy", "to"):
+        out = output_dtype(op)
+        if out and src[2] and out != src[2]:
+            return False
+    return True
+
+
+def layout_copies(report: Report) -> list[OpRecord]:
+    """Layout copies, counting a composite (reshape) and the clone it runs as once."""
+    ops = ordered_ops(report)
+    found = []
+    for i, op in enumerate(ops):
+        if not is_layout_copy(op):
+            continue
+        src = _source(op)
+        child = any(is_layout_copy(nxt) and _source(nxt)[:2] == src[:2] for nxt in ops[i + 1:i + 1 + LOOKAHEAD])
+        if child:
+            continue
+        found.append(op)
+    return found
+
+
+def strided_matmuls(report: Report) -> list[tuple[OpRecord, float]]:
+    """Matmuls with an operand BLAS cannot read in place, with the bytes of that operand."""
+    found = []
+    for op in report.ops:
+        if op_kind(op.name) not in MATMUL_KINDS:
+            continue
+        operands = matmul_operands(op)
+        if operands is None:
+            continue
+        _, _, a_i, b_i = operands
+        for i in (a_i, b_i):
+            strides = op.input_strides[i] if i < len(op.input_strides) else []
+            shape = op.input_shapes[i]
+            if strides and not blas_compatible(shape, strides) and is_dense_permutation(shape, strides):
+                found.append((op, tensor_bytes(shape, input_dtype(op, i))))
+                break
+    return found
+
+
+@register(RULE, "copies of transposed/permuted views; matmuls on strided operands")
+def check(report: Report) -> list[Finding]:
+    groups: dict[str, list[OpRecord]] = defaultdict(list)
+    for op in layout_copies(report):
+        groups[f"{generic_module(op.module)}|{op.source or ''}"].append(op)
+    findings = []
+    for ops in groups.values():
+        time = sum(op.time_s for op in ops)
+        src = _source(ops[0])
+        moved = sum(tensor_bytes(_source(op)[0], _source(op)[2]) * 2 for op in ops)
+        where = f"{ops[0].source} ({generic_module(ops[0].module)})" if ops[0].source else location(ops[0])
+        findings.append(Finding(
+            rule=RULE, category="layout",
+            title=f"layout copy of a non-contiguous view x{len(ops)} at {where}",
+            evidence={"ops": sorted({op.name for op in ops}), "count": len(ops), "time_s": time,
+                      "bytes_moved": moved, "source_shape": src[0], "source_strides": src[1]},
+            locations=top_locations(ops), estimated_savings_s=time,
+            savings_method="the copies' measured time, removed when the producer writes the layout the consumer reads",
+            fix=("keep the tensor in the layout its consumer reads: e.g. for attention output, let "
+                 "F.scaled_dot_product_attention's output be transposed and reshaped once into the projection "
+                 "(or compute q/k/v in [batch, seq, heads, dim] order) instead of copying a transposed view each "
+                 "time; avoid .contiguous()/.reshape on permuted views inside the loop"),
+            severity=severity_for(report, time),
+        ))
+    strided = strided_matmuls(report)
+    if strided:
+        bandwidth = report.ceilings.memory_bandwidth_bytes_per_s
+        ops = [op for op, _ in strided]
+        time = sum(op.time_s for op in ops)
+        copy_s = sum(b for _, b in strided) * 2 / bandwidth if bandwidth > 0 else 0.0
+        savings = max(time - sum(roofline_time(report, op) for op in ops) - copy_s, 0.0)
+        findings.append(Finding(
+            rule=RULE, category="layout",
+            title=f"{len(ops)} matmuls read a permuted operand BLAS cannot read in place",
+            evidence={"ops": sorted({op.name for op in ops}), "count": len(ops), "time_s": time,
+                      "operand_shapes_strides": [[op.input_shapes, op.input_strides] for op in ops[:3]]},
+            locations=top_locations(ops), estimated_savings_s=savings,
+            savings_method=("upper bound: the matmuls' time above their roofline time, less one copy of the strided "
+                            "operand at the memory roof"),
+            fix="make the operand contiguous once where it is produced (or transpose only the last two dims)",
+            severity=severity_for(report, savings),
+        ))
+    findings.sort(key=lambda f: -f.estimated_savings_s)
+    return findings[:MAX_FINDINGS]

@@ -1,0 +1,121 @@
+"""Sequential work that batching would merge: the same weights applied at batch 1, again and again.
+
+Evidence per matmul call site with fixed weights (linear/mm/addmm), among its batch-1 calls:
+- several independent sequences generated one after another: growing runs of rows that restart (no cache), or a
+  prefill followed by one-row decode calls, then another prefill (with a cache);
+- or, with no generation pattern at all, the same weights applied at batch 1 several times within one step.
+Merging k such calls reads the weights once instead of k times; at batch 1 those reads are most of the traffic.
+"""
+
+from __future__ import annotations
+
+from roofline.doctor.evidence import (generic_module, has_roofs, input_dtype, matmul_operands, op_bytes,
+                                      roofline_time, roofline_time_of, rows, severity_for, tensor_bytes,
+                                      top_locations, norm_dtype)
+from roofline.doctor.registry import register
+from roofline.doctor.rules.recomputation import WEIGHT_KINDS, call_sites, growing_runs
+from roofline.report import Finding, OpRecord, Report
+
+RULE = "unbatched-loop"
+MIN_SEQUENCES = 2
+MIN_REPEATS = 4
+
+
+def _batch_one(a: list[int]) -> bool:
+    return rows(a) == 1 or (len(a) >= 3 and a[0] == 1)
+
+
+def merge_groups(calls: list[tuple[OpRecord, list[int]]]) -> tuple[str, list[list[list[OpRecord]]]]:
+    """('generation' | 'repeat' | '', groups): each group is a list of sequences whose j-th calls batching merges."""
+    calls = [c for c in calls if _batch_one(c[1])]
+    if not calls:
+        return "", []
+    runs = [r for r in growing_runs(calls) if r[2] == 1 or len(calls[0][1]) >= 3]
+    if len(runs) >= MIN_SEQUENCES:
+        return "generation", [[ops for ops, _, _ in runs]]
+    seqs: list[list[OpRecord]] = []
+    prev_rows = None
+    for op, a in calls:
+        n = rows(a)
+        if n > 1 and (prev_rows is None or prev_rows == 1):
+            seqs.append([op])
+        elif seqs:
+            seqs[-1].append(op)
+        prev_rows = n
+    seqs = [s for s in seqs if len(s) >= 2]
+    if len(seqs) >= MIN_SEQUENCES:
+        return "generation", [seqs]
+    if all(rows(a) == rows(calls[0][1]) for _, a in calls):
+        by_step: dict[int | None, list[OpRecord]] = {}
+        for op, _ in calls:
+            by_step.setdefault(op.step, []).append(op)
+        groups = [[[op] for op in ops] for ops in by_step.values() if len(ops) >= MIN_REPEATS]
+        if groups:
+            return "repeat", groups
+    return "", []
+
+
+def _merged_time(report: Report, seqs: list[list[OpRecord]]) -> float:
+    """Roofline time when call j of every sequence runs as one call: weights read once per merged call."""
+    op0 = seqs[0][0]
+    _, b, _, b_i = matmul_operands(op0)
+    dtype = norm_dtype(op0.dtype) or input_dtype(op0, b_i) or "float32"
+    weight = tensor_bytes(b, input_dtype(op0, b_i) or dtype)
+    total = 0.0
+    for j in range(max(len(s) for s in seqs)):
+        at_j = [s[j] for s in seqs if j < len(s)]
+        flops = sum(op.flops for op in at_j)
+        nbytes = weight + sum(max(op_bytes(op) - weight, 0.0) for op in at_j)
+        total += roofline_time_of(report, flops, nbytes, dtype)
+    return total
+
+
+def _savings(report: Report, groups: list[list[list[OpRecord]]]) -> float:
+    saved = 0.0
+    for seqs in groups:
+        ops = [op for s in seqs for op in s]
+        separate = sum(roofline_time(report, op) for op in ops)
+        if separate > 0:
+            saved += sum(op.time_s for op in ops) * max(1.0 - _merged_time(report, seqs) / separate, 0.0)
+    return saved
+
+
+@register(RULE, "batch-1 matmuls with the same weights repeated in a loop")
+def check(report: Report) -> list[Finding]:
+    hits = []
+    for site, calls in call_sites(report).items():
+        if site[2] in WEIGHT_KINDS:
+            pattern, groups = merge_groups(calls)
+            if pattern:
+                hits.append((site, pattern, groups))
+    if not hits:
+        return []
+    ops = [op for _, _, groups in hits for seqs in groups for s in seqs for op in s]
+    time = sum(op.time_s for op in ops)
+    if has_roofs(report):
+        savings = sum(_savings(report, groups) for _, _, groups in hits)
+        method = ("the batch-1 calls' measured time x (1 - roofline time merged / roofline time separate), merging "
+                  "call j of every sequence into one call that reads the weights once (same efficiency as now; "
+                  "padding ignored)")
+    else:
+        savings, method = 0.0, "not estimated: the report has no ceilings to place merged calls on the roofline"
+    generation = [h for h in hits if h[1] == "generation"]
+    n_seq = max((len(groups[0]) for _, _, groups in generation), default=0)
+    modules = sorted({generic_module(site[0]) for site, _, _ in hits if site[0]})
+    if generation:
+        title = (f"{n_seq} sequences generated one at a time at batch 1 through {len(hits)} weight matmuls: "
+                 "batch them")
+        fix = ("generate the prompts as one batch (pad to a common length with an attention mask, or use per-row "
+               "positions), so each weight is read once per step for all sequences")
+    else:
+        repeats = max(len(seqs) for _, _, groups in hits for seqs in groups)
+        title = (f"the same weights applied at batch 1 up to {repeats} times in one step ({len(hits)} matmul sites): "
+                 "batch the loop")
+        fix = "stack the loop's inputs into one batch and apply the layer once (torch.stack / torch.cat, or torch.vmap)"
+    return [Finding(
+        rule=RULE, category="batching", title=title,
+        evidence={"call_sites": len(hits), "sequences": n_seq, "calls": len(ops), "time_s": time,
+                  "pattern": "generation" if generation else "repeat", "modules": modules[:8]},
+        locations=top_locations(ops), estimated_savings_s=savings, savings_method=method, fix=fix,
+        severity=severity_for(report, savings),
+    )]

@@ -1,0 +1,109 @@
+"""Unfused chains of memory-bound ops: elementwise and norm ops that each read and write the whole tensor.
+
+A chain is a run of consecutive elementwise/reduction ops (views in between don't count), each consuming a shape
+an earlier op of the chain produced. Fused into one kernel, the chain reads its external inputs once and writes
+its last output once; each op's own round trip through memory disappears.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from roofline.doctor.evidence import (ELEMENTWISE_KINDS, NORM_KINDS, VIEW_KINDS, generic_module, op_kind,
+                                      op_bytes, ordered_ops, output_dtype, severity_for, tensor_bytes, tensor_inputs,
+                                      top_locations)
+from roofline.doctor.registry import register
+from roofline.report import Finding, OpRecord, Report
+
+RULE = "unfused-chain"
+MIN_CHAIN = 3
+MAX_FINDINGS = 5
+
+
+def _fusible(op: OpRecord) -> bool:
+    kind = op_kind(op.name)
+    return (kind in ELEMENTWISE_KINDS or kind in NORM_KINDS) and op.bound != "compute"
+
+
+def _out_shape(op: OpRecord) -> tuple[int, ...] | None:
+    return tuple(op.output_shapes[0]) if op.output_shapes and op.output_shapes[0] else None
+
+
+def _depends(op: OpRecord, chain: list[OpRecord]) -> bool:
+    produced = {_out_shape(c) for c in chain} - {None}
+    return any(tuple(shape) in produced for shape, _, _ in tensor_inputs(op))
+
+
+def find_chains(report: Report) -> list[list[OpRecord]]:
+    chains: list[list[OpRecord]] = []
+    chain: list[OpRecord] = []
+    step = None
+    for op in ordered_ops(report):
+        kind = op_kind(op.name)
+        if op.step != step:
+            chains.append(chain)
+            chain, step = [], op.step
+        if kind in VIEW_KINDS:
+            continue
+        if _fusible(op) and chain and _depends(op, chain):
+            chain.append(op)
+        else:
+            chains.append(chain)
+            chain = [op] if _fusible(op) else []
+    chains.append(chain)
+    return [c for c in chains if len(c) >= MIN_CHAIN]
+
+
+def fused_bytes(chain: list[OpRecord]) -> float:
+    """External inputs read once (each operand that no earlier op of the chain produced) + the last output."""
+    total = 0.0
+    produced: set[tuple[int, ...]] = set()
+    for op in chain:
+        for shape, dtype, _ in tensor_inputs(op):
+            if tuple(shape) not in produced:
+                total += tensor_bytes(shape, dtype)
+        out = _out_shape(op)
+        if out is not None:
+            produced.add(out)
+    last = chain[-1]
+    out = last.output_shapes[0] if last.output_shapes else []
+    return total + tensor_bytes(out, output_dtype(last) or (last.input_dtypes[0] if last.input_dtypes else ""))
+
+
+@register(RULE, "unfused chains of memory-bound elementwise/norm ops")
+def check(report: Report) -> list[Finding]:
+    bandwidth = report.ceilings.memory_bandwidth_bytes_per_s
+    groups: dict[tuple[str, tuple[str, ...]], list[list[OpRecord]]] = defaultdict(list)
+    for chain in find_chains(report):
+        signature = tuple(op_kind(op.name) for op in chain)
+        groups[(generic_module(chain[0].module), signature)].append(chain)
+    findings = []
+    for (module, signature), chains in groups.items():
+        time = sum(op.time_s for c in chains for op in c)
+        unfused = sum(op_bytes(op) for c in chains for op in c)
+        fused = sum(fused_bytes(c) for c in chains)
+        if bandwidth > 0:
+            savings = sum(max(sum(op.time_s for op in c) - fused_bytes(c) / bandwidth, 0.0) for c in chains)
+            method = ("each chain's measured time minus one fused pass at the memory roof: (external inputs read "
+                      "once + last output written once) / measured bandwidth")
+        elif unfused > 0:
+            savings = time * max(1.0 - fused / unfused, 0.0)
+            method = "measured time scaled by the bytes fusion removes (same achieved bandwidth; no roof measured)"
+        else:
+            savings, method = 0.0, "not estimated: no bytes or bandwidth known"
+        if savings <= 0:
+            continue
+        ops = [op for c in chains for op in c]
+        where = module or "(top level)"
+        findings.append(Finding(
+            rule=RULE, category="fusion",
+            title=f"unfused chain of {len(signature)} memory-bound ops x{len(chains)} in {where}: {' > '.join(signature)}",
+            evidence={"ops": list(signature), "chains": len(chains), "time_s": time, "bytes_unfused": unfused,
+                      "bytes_fused": fused, "bytes_saved": max(unfused - fused, 0.0)},
+            locations=top_locations(ops), estimated_savings_s=savings, savings_method=method,
+            fix=("fuse the chain: torch.compile the module (Inductor emits one kernel per chain), or use a fused "
+                 "kernel (F.rms_norm / F.layer_norm / F.scaled_dot_product_attention) instead of composing it op by op"),
+            severity=severity_for(report, savings),
+        ))
+    findings.sort(key=lambda f: -f.estimated_savings_s)
+    return findings[:MAX_FINDINGS]
