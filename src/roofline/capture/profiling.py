@@ -1,0 +1,362 @@
+"""ProfilingContext: torch.profiler with a schedule, true (unprofiled) step times, memory and sync points.
+
+Steps are counted by ``step()`` calls (or by calls of a decorated function). For step ``i``:
+
+    i < wait                          runs untouched (compile, cudnn autotune, allocator warm-up)
+    wait <= i < wait+timed            timed WITHOUT the profiler: the true step time
+    ... + warmup                      under the profiler, discarded (its own start-up cost)
+    ... + active                      profiled: ops, kernels, [memory] events, cuda_sync events, SyncDetector
+
+torch.profiler adds 12-89% to wall step time (ANCHORS.md), so both figures go in the Report: ``step_time``
+(true) and ``profiled_step_time``, each a wall-clock time between step() calls, the device synchronised at
+each boundary. The SyncDetector runs in the active steps only, never in the timed ones.
+
+If ``step()`` is never called, the whole block is one profiled step: the profiler runs from ``__enter__``
+until the first ``step()``, and that recording is used when no scheduled step got profiled. So the first step
+always counts as a wait step (``wait`` is at least 1).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import tempfile
+import time
+import weakref
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from roofline.capture.syncs import SyncDetector
+from roofline.errors import RooflineError
+from roofline.report import Ceilings, Report, Timing
+
+TIMING_METHOD = (
+    "wall time between step() calls (time.perf_counter), the device synchronised at each boundary; "
+    "the true steps ran without the profiler or any detector"
+)
+
+
+def _experimental_config() -> Any:
+    """Kineto cuda_sync events (Stream/Event/Context Sync), where this torch knows them."""
+    config_class = getattr(getattr(torch._C, "_profiler", None), "_ExperimentalConfig", None)
+    if config_class is None:
+        return None
+    try:
+        return config_class(enable_cuda_sync_events=True)
+    except TypeError:
+        return None
+
+
+class ProfilingContext:
+    """``with ProfilingContext(...) as prof: for ...: train_step(); prof.step()`` then ``prof.report()``.
+
+    Also a decorator: ``@ProfilingContext(wait=1, warmup=1, active=3)`` on a step function makes each call a
+    step; the context opens on the first call and closes once the active steps are done.
+    """
+
+    def __init__(
+        self,
+        *,
+        wait: int = 1,
+        warmup: int = 1,
+        active: int = 3,
+        timed: int | None = None,
+        device: str | torch.device | None = None,
+        record_shapes: bool = True,
+        profile_memory: bool = True,
+        with_stack: bool = True,
+        detect_syncs: bool = True,
+        sync_mode: str = "silent",
+        ceilings: Ceilings | None = None,
+        workload: str = "",
+    ) -> None:
+        if min(wait, warmup, active) < 0 or active < 1:
+            raise RooflineError("profile schedule: wait and warmup must be >= 0 and active >= 1")
+        self.wait, self.warmup, self.active = max(wait, 1), warmup, active
+        self.timed = active if timed is None else timed
+        self.device = torch.device(device) if device is not None else torch.device(
+            "cuda" if torch.cuda.is_available() else "cpu"
+        )
+        self.record_shapes, self.profile_memory, self.with_stack = record_shapes, profile_memory, with_stack
+        self.detect_syncs, self.sync_mode = detect_syncs, sync_mode
+        self.ceilings, self.workload = ceilings, workload
+        self.steps_done = 0
+        self.true_step_s: list[float] = []
+        self.profiled_step_s: list[float] = []
+        self.reference_peak_bytes: int | None = None
+        self.trace_path: Path | None = None
+        self.syncs: SyncDetector | None = None
+        self.error: BaseException | None = None
+        self._cuda = self.device.type == "cuda"
+        self._synchronize = torch.cuda.synchronize if self._cuda else None
+        self._block_profiler: Any = None
+        self._profiler: Any = None
+        self._phase_start = 0.0
+        self._entered_at = 0.0
+        self._block_s = 0.0
+        self._block_reference: int | None = None
+        self._open = False
+        self._closed = False
+        self._report: Report | None = None
+        self._dir = Path(tempfile.mkdtemp(prefix="roofline-profile-"))
+        weakref.finalize(self, shutil.rmtree, str(self._dir), True)
+
+    # -- schedule ------------------------------------------------------------------------------------------
+    @property
+    def first_timed(self) -> int:
+        return self.wait
+
+    @property
+    def first_warmup(self) -> int:
+        return self.wait + self.timed
+
+    @property
+    def first_active(self) -> int:
+        return self.wait + self.timed + self.warmup
+
+    @property
+    def total_steps(self) -> int:
+        return self.first_active + self.active
+
+    @property
+    def finished(self) -> bool:
+        return self._closed
+
+    def _activities(self) -> list[Any]:
+        from torch.profiler import ProfilerActivity
+
+        activities = [ProfilerActivity.CPU]
+        if self._cuda:
+            activities.append(ProfilerActivity.CUDA)
+        return activities
+
+    def _new_profiler(self, schedule: Any = None) -> Any:
+        from torch.profiler import profile
+
+        kwargs: dict[str, Any] = dict(
+            activities=self._activities(),
+            record_shapes=self.record_shapes,
+            profile_memory=self.profile_memory,
+            with_stack=self.with_stack,
+            schedule=schedule,
+        )
+        config = _experimental_config() if self._cuda else None
+        if config is not None:
+            kwargs["experimental_config"] = config
+        return profile(**kwargs)
+
+    def _sync(self) -> None:
+        if self._synchronize is not None:
+            self._synchronize()
+
+    # -- context manager -----------------------------------------------------------------------------------
+    def __enter__(self) -> "ProfilingContext":
+        if self._open or self._closed:
+            raise RooflineError("a ProfilingContext runs once: make a new one for another run")
+        self._open = True
+        self._block_profiler = self._new_profiler()
+        self._sync()
+        self._entered_at = self._phase_start = time.perf_counter()
+        self._reset_peak()
+        self._block_profiler.__enter__()
+        self._start_syncs()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        self.error = exc
+        self.close()
+
+    def step(self) -> None:
+        """Mark the end of one step (one training iteration, one forward, one generated token...)."""
+        if not self._open or self._closed:
+            return
+        self._sync()
+        now = time.perf_counter()
+        i = self.steps_done
+        if i == 0:
+            self._stop_syncs()
+            self._block_s = now - self._entered_at
+            self._block_reference = self._peak_allocated()
+            self._block_profiler.__exit__(None, None, None)
+            self._profiler = self._new_profiler(self._schedule())
+            self._profiler.__enter__()
+        else:
+            if self.first_timed <= i < self.first_warmup:
+                self.true_step_s.append(now - self._phase_start)
+            elif self.first_active <= i < self.total_steps:
+                self.profiled_step_s.append(now - self._phase_start)
+            if i + 1 == self.total_steps:
+                self._stop_syncs()
+                self.reference_peak_bytes = self._peak_allocated()
+            if i < self.total_steps:
+                self._profiler.step()
+        self.steps_done = i + 1
+        if self.steps_done == self.first_active:
+            self._start_syncs()
+            self._reset_peak()
+        self._sync()
+        self._phase_start = time.perf_counter()
+
+    def _schedule(self) -> Any:
+        """torch.profiler's schedule for the steps after the first (which ran under the block profiler)."""
+        from torch.profiler import schedule
+
+        return schedule(wait=self.first_warmup - 1, warmup=self.warmup, active=self.active, repeat=1)
+
+    def _start_syncs(self) -> None:
+        if self.detect_syncs:
+            self.syncs = SyncDetector(self.sync_mode)
+            self.syncs.start()
+
+    def _stop_syncs(self) -> None:
+        if self.syncs is not None:
+            self.syncs.stop()
+
+    def _reset_peak(self) -> None:
+        if self._cuda:
+            self._sync()
+            torch.cuda.reset_peak_memory_stats(self.device)
+
+    def _peak_allocated(self) -> int | None:
+        return int(torch.cuda.max_memory_allocated(self.device)) if self._cuda else None
+
+    def close(self) -> None:
+        """Stop everything, restore every patch, keep the exported trace (safe to call twice)."""
+        if self._closed or not self._open:
+            return
+        self._closed = True
+        try:
+            self._stop_syncs()
+        finally:
+            if self.steps_done == 0:
+                self._sync()
+                self._block_s = time.perf_counter() - self._entered_at
+                self._block_reference = self._peak_allocated()
+                self._block_profiler.__exit__(None, None, None)
+                self._export(self._block_profiler)
+            else:
+                if self._profiler is not None:
+                    self._profiler.__exit__(None, None, None)
+                if self.profiled_step_s:
+                    self._export(self._profiler)
+                else:
+                    self._export(self._block_profiler)
+            if self.whole_block:
+                self.reference_peak_bytes = self._block_reference
+
+    def _export(self, profiler: Any) -> None:
+        path = self._dir / "trace.json"
+        try:
+            profiler.export_chrome_trace(str(path))
+        except (RuntimeError, AssertionError):
+            return
+        self.trace_path = path
+
+    # -- decorator -----------------------------------------------------------------------------------------
+    def __call__(self, fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if self._closed:
+                return fn(*args, **kwargs)
+            if not self._open:
+                self.__enter__()
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:
+                self.error = exc
+                self.close()
+                raise
+            self.step()
+            if self.steps_done >= self.total_steps:
+                self.close()
+            return result
+
+        wrapper.profiler = self  # type: ignore[attr-defined]
+        return wrapper
+
+    # -- results -------------------------------------------------------------------------------------------
+    @property
+    def whole_block(self) -> bool:
+        """True when the recording is the whole block (step() never called, or no step got profiled)."""
+        return self.steps_done == 0 or not self.profiled_step_s
+
+    def report(self, ceilings: Ceilings | None = None) -> Report:
+        """The per-op roofline Report of the profiled steps, with syncs, memory and true vs profiled time."""
+        if self._report is not None:
+            return self._report
+        self.close()
+        if self.trace_path is None:
+            raise RooflineError("nothing was profiled: run code inside the ProfilingContext (and call step())")
+        from roofline.analyze.pipeline import report_from_trace
+        from roofline.capture.kineto import load_trace
+        from roofline.capture.memory import memory_from_trace
+
+        ceilings = ceilings or self.ceilings or _default_ceilings(self.device)
+        trace = load_trace(self.trace_path)
+        report = report_from_trace(trace, ceilings, None, kind="profile", workload=self.workload)
+        report.memory = memory_from_trace(trace, reference_peak_bytes=self.reference_peak_bytes)
+        self._fill_timing_and_syncs(report)
+        report.extra["profile"] = {
+            "schedule": {"wait": self.wait, "timed": self.timed, "warmup": self.warmup, "active": self.active},
+            "steps_seen": self.steps_done,
+            "whole_block": self.whole_block,
+            "device": str(self.device),
+            "syncs_from_trace": [s.__dict__ for s in _trace_syncs(trace)],
+            "error": f"{type(self.error).__name__}: {self.error}" if self.error is not None else None,
+        }
+        report.extra["chrome_trace"] = str(self.trace_path)
+        self._report = report
+        return report
+
+    def _fill_timing_and_syncs(self, report: Report) -> None:
+        if self.whole_block:
+            report.profiled_step_time = Timing.from_samples(
+                [self._block_s], "wall time of the block (step() never called, or no step reached the profiler)"
+            )
+            report.step_time = None
+            report.steps = 1
+            report.summary.notes.append(
+                "true step time not measured: call step() between steps so steps can be timed without the profiler"
+            )
+        else:
+            report.step_time = Timing.from_samples(self.true_step_s, TIMING_METHOD) if self.true_step_s else None
+            report.profiled_step_time = Timing.from_samples(self.profiled_step_s, TIMING_METHOD.split(";")[0])
+            report.steps = len(self.profiled_step_s)
+        if self.syncs is not None:
+            report.syncs = self.syncs.sites(steps=report.steps)
+            if self.syncs.simulated:
+                report.summary.notes.append(
+                    "syncs found on CPU tensors: sites that would synchronise host and device on an accelerator"
+                )
+
+
+def _trace_syncs(trace: Any) -> list[Any]:
+    """Kineto's own cuda_sync view, kept beside the live detector's for cross-checking."""
+    from roofline.capture.syncs import syncs_from_trace
+
+    return syncs_from_trace(trace) if trace.syncs else []
+
+
+def _default_ceilings(device: torch.device) -> Ceilings:
+    from roofline.device.ceilings import get_ceilings
+
+    return get_ceilings(device, quick=device.type == "cpu")
+
+
+def profile_steps(
+    fn: Callable[[], Any], *, wait: int = 1, warmup: int = 1, active: int = 3, timed: int | None = None, **options: Any
+) -> ProfilingContext:
+    """Run ``fn`` as many times as the schedule needs, under a ProfilingContext; returns the closed context."""
+    context = ProfilingContext(wait=wait, warmup=warmup, active=active, timed=timed, **options)
+    with context:
+        for _ in range(context.total_steps):
+            fn()
+            context.step()
+    return context
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")

@@ -1,0 +1,147 @@
+"""ProfileReport: what `roofline profile` prints and writes. A renderer: it reads a Report and formats it.
+
+``ProfileReport(report, trace=...).generate(out_dir)`` writes ``report.json`` first (so a failure later loses
+nothing already measured), then ``trace.json.gz`` (the profiler's trace made valid Trace Event Format, or a
+view built from the Report when there is no trace), and prints the console report.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from roofline.render.chrome_trace import (
+    chrome_trace_from_report,
+    normalize_chrome_trace,
+    read_chrome_trace,
+    write_chrome_trace,
+)
+from roofline.render.units import fmt_bytes, fmt_time
+from roofline.report import OpRecord, Report, Timing
+
+TOP = 10
+
+
+class ProfileReport:
+    def __init__(self, report: Report, trace: str | os.PathLike[str] | dict | None = None) -> None:
+        self.report = report
+        self.trace = trace if trace is not None else report.extra.get("chrome_trace")
+
+    def generate(self, out_dir: str | os.PathLike[str], console: Any = None) -> dict[str, Path]:
+        """Write report.json and trace.json.gz into ``out_dir`` and print the text report.
+
+        ``console``: a rich Console, a text stream, or False for no printing (default: stdout).
+        """
+        out = Path(out_dir)
+        written = {"report": self.report.save(out / "report.json")}
+        written["trace"] = write_chrome_trace(self._chrome_trace(), out / "trace.json.gz")
+        if console is not False:
+            self.print(console)
+        return written
+
+    def _chrome_trace(self) -> dict:
+        source = self.trace
+        if isinstance(source, (str, os.PathLike)) and Path(source).exists():
+            source = read_chrome_trace(source)
+        if isinstance(source, dict):
+            return normalize_chrome_trace(source)
+        return chrome_trace_from_report(self.report)
+
+    def print(self, console: Any = None) -> None:
+        text = self.text()
+        if console is None:
+            sys.stdout.write(text)
+        elif hasattr(console, "print") and not hasattr(console, "write"):
+            console.print(text, markup=False, highlight=False, end="")
+        else:
+            console.write(text)
+
+    def text(self) -> str:
+        return "\n".join(self._sections()) + "\n"
+
+    def _sections(self) -> list[str]:
+        r = self.report
+        head = f"roofline profile: {r.workload or 'script'} on {r.ceilings.device_name or r.ceilings.device}"
+        return [
+            head,
+            "=" * len(head),
+            *_step_times(r),
+            "",
+            *_top_ops(r.ops, "device time", lambda o: o.time_s, r.summary.timing_method),
+            "",
+            *_top_ops(r.ops, "CPU time", lambda o: o.cpu_time_s, "host duration of each op in the profiler trace"),
+            "",
+            *_memory(r),
+            "",
+            *_syncs(r),
+            *(["", "Notes:"] + [f"  - {n}" for n in r.summary.notes] if r.summary.notes else []),
+        ]
+
+
+def _timing_text(t: Timing | None) -> str:
+    if t is None or t.n == 0:
+        return "not measured"
+    noisy = "  (noisy: spread > 10% of median)" if t.median_s and t.spread_s / t.median_s > 0.10 else ""
+    return f"{fmt_time(t.median_s)} median of {t.n}, IQR {fmt_time(t.spread_s)}{noisy}"
+
+
+def _step_times(r: Report) -> list[str]:
+    lines = ["Step time",
+             f"  true (no profiler):  {_timing_text(r.step_time)}",
+             f"  under the profiler:  {_timing_text(r.profiled_step_time)}"]
+    if r.step_time and r.profiled_step_time and r.step_time.n and r.profiled_step_time.n and r.step_time.median_s:
+        lines.append(f"  the profiler added {r.profiled_step_time.median_s / r.step_time.median_s - 1:+.0%} to the step")
+    method = (r.step_time or r.profiled_step_time).method if (r.step_time or r.profiled_step_time) else ""
+    if method:
+        lines.append(f"  how: {method}")
+    return lines
+
+
+def _top_ops(ops: list[OpRecord], what: str, key: Any, how: str) -> list[str]:
+    by_name: dict[str, list[float]] = {}
+    for op in ops:
+        entry = by_name.setdefault(op.name, [0.0, 0])
+        entry[0] += key(op)
+        entry[1] += op.count
+    rows = sorted(((t, n, name) for name, (t, n) in by_name.items() if t > 0), reverse=True)[:TOP]
+    lines = [f"Top {TOP} ops by {what} ({how})" if how else f"Top {TOP} ops by {what}"]
+    if not rows:
+        return lines + ["  (none recorded)"]
+    total = sum(key(op) for op in ops) or 1.0
+    lines.append(f"  {'op':<40} {'calls':>6} {'time':>10} {'share':>6}")
+    lines += [f"  {name[:40]:<40} {int(n):>6} {fmt_time(t):>10} {t / total:>6.1%}" for t, n, name in rows]
+    return lines
+
+
+def _memory(r: Report) -> list[str]:
+    m = r.memory
+    lines = [f"Memory peak: {fmt_bytes(m.peak_allocated_bytes)} ({m.counter or 'counter not stated'})"]
+    if m.peak_reserved_bytes is not None:
+        lines.append(f"  reserved by the caching allocator at most: {fmt_bytes(m.peak_reserved_bytes)}")
+    if m.reference_peak_bytes is not None:
+        lines.append(f"  reference: {fmt_bytes(m.reference_peak_bytes)} ({m.reference_counter})")
+    if m.peak_live_tensors:
+        lines.append("  largest allocations live at the peak:")
+        for t in m.peak_live_tensors[:TOP]:
+            shape = f" {t.dtype}{list(t.shape)}" if t.shape else ""
+            where = " ".join(x for x in (t.module, t.source and f"at {t.source}") if x)
+            lines.append(f"    {fmt_bytes(t.bytes):>10}{shape}  {t.op}  {where}".rstrip())
+    return lines
+
+
+def _syncs(r: Report) -> list[str]:
+    if not r.syncs:
+        return ["Host-device syncs: none found"]
+    lines = [f"Host-device syncs: {sum(s.count for s in r.syncs)} at {len(r.syncs)} site(s)",
+             f"  {'kind':<24} {'per step':>8} {'count':>6} {'stall':>10}  where"]
+    for s in r.syncs:
+        per_step = f"{s.per_step:.3g}" if s.per_step is not None else "-"
+        lines.append(f"  {s.kind:<24} {per_step:>8} {s.count:>6} {fmt_time(s.stall_s):>10}  {s.location}")
+    return lines
+
+
+def write_profile_outputs(report: Report, out_dir: str | os.PathLike[str], trace: Any = None,
+                          console: TextIO | Any = None) -> dict[str, Path]:
+    return ProfileReport(report, trace).generate(out_dir, console=console)

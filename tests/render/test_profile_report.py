@@ -1,0 +1,69 @@
+"""ProfileReport renders a Report (from the real H200 bad-syncs trace) to text, report.json and a valid trace."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from roofline.render.chrome_trace import validate_chrome_trace
+from roofline.render.profile_report import ProfileReport
+from roofline.report import LiveTensor, MemorySummary, OpRecord, Report, SyncSite, Timing
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "h200"
+BAD_SYNCS = DATA / "bad_syncs_fwd_fp32.json.gz"
+
+
+@pytest.fixture(scope="module")
+def bad_syncs_report() -> Report:
+    kineto = pytest.importorskip("roofline.capture.kineto")
+    pipeline = pytest.importorskip("roofline.analyze.pipeline")
+    from roofline.device.ceilings import ceilings_for_device_name
+
+    trace = kineto.load_trace(BAD_SYNCS)
+    return pipeline.report_from_trace(trace, ceilings_for_device_name(trace.device_name), None, kind="profile")
+
+
+def test_h200_bad_syncs_report_finds_its_syncs_per_step(bad_syncs_report: Report, tmp_path: Path) -> None:
+    out = io.StringIO()
+    written = ProfileReport(bad_syncs_report, BAD_SYNCS).generate(tmp_path, console=out)
+    data = json.loads(written["report"].read_text())
+    per_step = {s["kind"]: s["per_step"] for s in data["syncs"]}
+    assert per_step["item"] == 10 and per_step["copy to host"] == 10
+    assert all({"kind", "location", "count", "stall_s"} <= set(s) for s in data["syncs"])
+    assert data["memory"]["peak_allocated_bytes"] == 1109180928
+    assert data["memory"]["peak_live_tensors"]
+    text = out.getvalue()
+    assert "Host-device syncs: 60 at 3 site(s)" in text and "record_traces.py:84" in text
+    assert "Top 10 ops by device time" in text and "Top 10 ops by CPU time" in text
+    trace = json.loads(gzip.decompress(written["trace"].read_bytes()))
+    assert validate_chrome_trace(trace) == []
+
+
+def test_text_report_shows_true_vs_profiled_time_and_memory() -> None:
+    report = Report(
+        workload="toy",
+        ops=[OpRecord("aten::mm", time_s=2e-3, cpu_time_s=1e-3), OpRecord("aten::add", time_s=1e-3, cpu_time_s=3e-3)],
+        syncs=[SyncSite("item", "train.py:12", count=20, stall_s=1e-3, per_step=10)],
+        memory=MemorySummary(peak_allocated_bytes=3 << 20, counter="allocated (test)",
+                             peak_live_tensors=[LiveTensor(2 << 20, [512, 1024], "float32", "aten::mm", "fc", "m.py:3")]),
+        step_time=Timing.from_samples([0.010, 0.011, 0.010], "test"),
+        profiled_step_time=Timing.from_samples([0.015, 0.015, 0.016], "test"),
+    )
+    text = ProfileReport(report).text()
+    assert "the profiler added +50% to the step" in text
+    assert "3 MiB (allocated (test))" in text and "float32[512, 1024]  aten::mm  fc at m.py:3" in text
+    assert text.index("aten::mm") < text.index("aten::add")
+    cpu_section = text[text.index("by CPU time"):]
+    assert cpu_section.index("aten::add") < cpu_section.index("aten::mm")
+    assert "item" in text and "train.py:12" in text
+
+
+def test_without_a_profiler_trace_the_trace_is_built_from_the_report(tmp_path: Path) -> None:
+    report = Report(ops=[OpRecord("aten::mm", time_s=1e-3)])
+    written = ProfileReport(report).generate(tmp_path, console=False)
+    assert validate_chrome_trace(json.loads(gzip.decompress(written["trace"].read_bytes()))) == []
+    assert Report.load(written["report"]).ops[0].name == "aten::mm"
