@@ -93,7 +93,10 @@ def attribute(trace: Trace) -> AttributionStats:
         else:
             stats.by_external_id += 1
         op = ops[target]
-        op.kernel_ids.append(kernel.index)
+        if op.kernel_ids:
+            op.kernel_ids.append(kernel.index)
+        else:
+            op.kernel_ids = [kernel.index]
         op.self_kernel_us += dur
         if op.name.startswith("aten::"):
             stats.aten_us += dur

@@ -1,8 +1,8 @@
 """Read torch.profiler / Kineto Chrome-trace JSON (.json or .json.gz) into a compact ``Trace``.
 
-Built for traces of a few GB: the file is scanned once into raw slices of its events (msgspec), each event is
-decoded into a small typed struct that keeps only the fields we use, strings and shape lists are interned, and
-nothing else is kept. A malformed event is skipped and counted in ``Trace.warnings``; a file that is not a trace
+Built for traces of a few GB: ``EventStream`` reads the file in blocks and decodes each block's events into a
+small typed struct that keeps only the fields we use; here they become compact ``trace_model`` structs with
+names, ids and shape lists interned; nothing else is kept. A malformed event is skipped and counted in ``Trace.warnings``; a file that is not a trace
 at all raises ``RooflineError`` with one line saying so. Attribution of kernels to ops is not done here
 (``roofline.analyze.attribution``); this module records the structure it needs: which op encloses each runtime
 launch call, memory event and op (same pid and tid, by time).
@@ -10,16 +10,15 @@ launch call, memory event and op (same pid and tid, by time).
 
 from __future__ import annotations
 
-import gzip
+import gc
 import os
 import re
-import zlib
-from pathlib import Path
 from typing import Any
 
 import msgspec
 import numpy as np
 
+from roofline.capture.event_stream import EventStream
 from roofline.capture.trace_model import CpuOp, GpuEvent, Launch, MemoryEvent, Step, SyncEvent, Trace
 from roofline.errors import RooflineError
 
@@ -91,58 +90,35 @@ _RANK_FRAME, _RANK_OP, _RANK_LAUNCH, _RANK_MEMORY = range(4)
 
 def load_trace(path: str | os.PathLike[str]) -> Trace:
     """Read a Kineto/torch.profiler trace file into a ``Trace`` (kernels not yet attributed: see attribution)."""
-    path = Path(path)
-    buf = _read_bytes(path)
+    stream = EventStream(path, _Event)
+    builder = _TraceBuilder(str(path))
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
     try:
-        top = msgspec.json.decode(buf, type=dict[str, _Raw] | list[_Raw])
-    except msgspec.DecodeError as exc:
-        raise RooflineError(f"{path} is not valid JSON (truncated or corrupt?): {exc}") from None
-    except msgspec.ValidationError:
-        raise RooflineError(f"{path} is not a trace: expected a JSON object with traceEvents") from None
-    metadata: dict[str, Any] = {}
-    if isinstance(top, dict):
-        if "traceEvents" not in top:
-            raise RooflineError(f"{path} is not a Chrome/Kineto trace: it has no traceEvents")
-        for key, value in top.items():
-            if key != "traceEvents":
-                metadata[key] = _decode_plain(value)
-        try:
-            raws = msgspec.json.decode(top.pop("traceEvents"), type=list[_Raw])
-        except msgspec.ValidationError:
-            raise RooflineError(f"{path} is not a trace: traceEvents is not a list of events") from None
-    else:
-        raws = top
-    del top
-    builder = _TraceBuilder(str(path), metadata)
-    builder.read_events(raws)
-    del raws, buf
-    return builder.finish()
+        for events in stream:
+            builder.add_events(events)
+            del events
+        builder.trace.metadata = stream.metadata
+        builder.trace.warnings.extend(stream.warnings)
+        builder.skipped += stream.skipped
+        return builder.finish()
+    finally:
+        if gc_was_enabled:
+            gc.enable()
 
 
-def _read_bytes(path: Path) -> bytes:
+def _bytes(raw: _Raw | None) -> bytes | None:
+    return None if raw is None else bytes(raw)
+
+
+def _as_list(data: bytes | None) -> list | None:
+    if data is None:
+        return None
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise RooflineError(f"trace file not found: {path}") from None
-    except IsADirectoryError:
-        raise RooflineError(f"{path} is a directory; give a trace file (.json or .json.gz)") from None
-    except OSError as exc:
-        raise RooflineError(f"cannot read trace {path}: {exc.strerror or exc}") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise RooflineError(f"{path} is a truncated or corrupt gzip file: {exc}") from None
-    if not raw.strip():
-        raise RooflineError(f"{path} is empty: re-export the trace (prof.export_chrome_trace)")
-    return raw
-
-
-def _decode_plain(raw: _Raw) -> Any:
-    try:
-        return msgspec.json.decode(raw)
+        value = msgspec.json.decode(data)
     except msgspec.DecodeError:
         return None
+    return value if isinstance(value, list) else None
 
 
 def _number(value: Any) -> float | None:
@@ -159,8 +135,8 @@ def _number(value: Any) -> float | None:
 class _TraceBuilder:
     """Collects events by kind, then orders them and rebuilds the op tree per thread."""
 
-    def __init__(self, path: str, metadata: dict[str, Any]) -> None:
-        self.trace = Trace(path=path, metadata=metadata)
+    def __init__(self, path: str) -> None:
+        self.trace = Trace(path=path)
         self.ops: list[CpuOp] = []
         self.kernels: list[GpuEvent] = []
         self.syncs: list[SyncEvent] = []
@@ -170,21 +146,20 @@ class _TraceBuilder:
         self.step_ops: list[tuple[int, CpuOp]] = []
         self.gpu_steps: dict[int, tuple[float, float]] = {}
         self.strings: dict[str, str] = {}
-        self.raw_lists: dict[bytes, Any] = {}
+        self.shape_cache: dict[tuple, tuple] = {}
+        self.ids: dict[Any, Any] = {}
         self.frame_kinds: dict[str, tuple[int, str] | None] = {}
         self.skipped = 0
         self.bad_times = 0
 
-    def read_events(self, raws: list[_Raw]) -> None:
-        decode = msgspec.json.Decoder(_Event).decode
+    def add_events(self, events: list[_Event]) -> None:
         kinds = _CATEGORY_KIND
-        errors = (msgspec.ValidationError, msgspec.DecodeError)
-        for raw in raws:
-            try:
-                ev = decode(raw)
-            except errors:
-                self.skipped += 1
-                continue
+        intern = self.strings.setdefault
+        ops_append = self.ops.append
+        shapes = self._shapes
+        step_match = _STEP.match
+        ids = self.ids
+        for ev in events:
             kind = kinds.get(ev.cat)
             if kind is None:
                 if ev.name == "[memory]":
@@ -192,63 +167,65 @@ class _TraceBuilder:
                 continue
             if ev.ph != "X":
                 continue
-            ts = ev.ts if type(ev.ts) is float else _number(ev.ts)
-            dur = ev.dur if type(ev.dur) is float else _number(ev.dur)
-            if ts is None or dur is None or not (dur >= 0.0):
+            ts = ev.ts
+            dur = ev.dur
+            if type(ts) is not float or type(dur) is not float:
+                ts, dur = _number(ts), _number(dur)
+                if ts is None or dur is None:
+                    self.bad_times += 1
+                    continue
+            if not dur >= 0.0:
                 self.bad_times += 1
                 continue
-            if kind == _OP or kind == _ANNOTATION:
-                self._op(ev, ts, dur, kind == _ANNOTATION)
+            if kind <= _ANNOTATION:
+                name = intern(ev.name, ev.name)
+                pid = ids.setdefault(ev.pid, ev.pid)
+                tid = ids.setdefault(ev.tid, ev.tid)
+                args = ev.args
+                is_annotation = kind == _ANNOTATION
+                if args is None:
+                    op = CpuOp(0, name, ts, dur, pid, tid, is_annotation=is_annotation)
+                elif args.input_dims is None:
+                    op = CpuOp(0, name, ts, dur, pid, tid, args.external_id,
+                               is_annotation=is_annotation, sequence_number=args.sequence_number)
+                else:
+                    dims, types, strides, concrete = shapes(args)
+                    op = CpuOp(0, name, ts, dur, pid, tid, args.external_id, input_dims=dims,
+                               input_types=types, input_strides=strides, concrete_inputs=concrete,
+                               is_annotation=is_annotation, sequence_number=args.sequence_number)
+                if is_annotation:
+                    match = step_match(name)
+                    if match:
+                        self.step_ops.append((int(match.group(1)), op))
+                ops_append(op)
             elif kind == _PYTHON:
                 self._frame(ev, ts, dur)
             elif kind == _RUNTIME:
                 args = ev.args
                 if args is not None and args.correlation is not None:
-                    launch = Launch(self._intern(ev.name), ts, dur, args.correlation, args.external_id)
+                    launch = Launch(intern(ev.name, ev.name), ts, dur, args.correlation, args.external_id)
                     self.launches.append(((ev.pid, ev.tid), launch))
             elif kind == _GPU:
                 self._gpu(ev, ts, dur)
             else:
                 args = ev.args or _Args()
+                name = args.sync_kind or ev.name
                 self.syncs.append(
-                    SyncEvent(self._intern(args.sync_kind or ev.name), ts, dur, args.external_id, args.correlation,
+                    SyncEvent(intern(name, name), ts, dur, args.external_id, args.correlation,
                               args.stream if args.stream is not None else ev.tid)
                 )
 
     def _intern(self, text: str) -> str:
         return self.strings.setdefault(text, text)
 
-    def _shared_list(self, raw: _Raw) -> list | None:
-        if raw is None:
-            return None
-        key = bytes(raw)
-        value = self.raw_lists.get(key)
+    def _shapes(self, args: _Args) -> tuple:
+        """The four shape lists of an op, decoded once per distinct combination and shared between ops."""
+        key = (bytes(args.input_dims), _bytes(args.input_types), _bytes(args.input_strides),
+               _bytes(args.concrete_inputs))
+        value = self.shape_cache.get(key)
         if value is None:
-            try:
-                value = msgspec.json.decode(key)
-            except msgspec.DecodeError:
-                value = None
-            if not isinstance(value, list):
-                value = None
-            self.raw_lists[key] = value
+            value = self.shape_cache[key] = tuple(_as_list(part) for part in key)
         return value
-
-    def _op(self, ev: _Event, ts: float, dur: float, is_annotation: bool) -> None:
-        args = ev.args
-        op = CpuOp(0, self._intern(ev.name), ts, dur, ev.pid, ev.tid, is_annotation=is_annotation)
-        if args is not None:
-            op.external_id = args.external_id
-            op.sequence_number = args.sequence_number
-            if args.input_dims is not None:
-                op.input_dims = self._shared_list(args.input_dims)
-                op.input_types = self._shared_list(args.input_types)
-                op.input_strides = self._shared_list(args.input_strides)
-                op.concrete_inputs = self._shared_list(args.concrete_inputs)
-        if is_annotation:
-            match = _STEP.match(op.name)
-            if match:
-                self.step_ops.append((int(match.group(1)), op))
-        self.ops.append(op)
 
     def _frame(self, ev: _Event, ts: float, dur: float) -> None:
         kinds = self.frame_kinds

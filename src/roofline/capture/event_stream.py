@@ -1,0 +1,245 @@
+"""Stream the events of a Chrome-trace JSON file (.json or .json.gz) in decoded chunks, in bounded memory.
+
+A multi-GB trace never sits in memory whole: the file is read (and gunzipped) in blocks, each block is cut
+after the last ``},`` and the complete events before the cut are decoded at once into typed msgspec structs.
+A cut inside a string or a nested object cannot decode (an unterminated string or unbalanced brackets), so a
+failed decode means "cut elsewhere", never a silently wrong event. A chunk holding an event of the wrong shape
+is decoded again event by event, and only the bad events are dropped (counted in ``skipped``).
+
+Top-level keys other than ``traceEvents`` become ``metadata``; Chrome's bare-array form (``[{...}, ...]``) is
+accepted too. A file cut short keeps the events read before the cut and says so in ``warnings``.
+"""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+from typing import Any, Iterator
+
+import msgspec
+
+from roofline.errors import RooflineError
+
+BLOCK_BYTES = 16 << 20
+_READ_BYTES = 4 << 20
+_END_TRIES = 16
+_CUT_TRIES = 4
+_WHITESPACE = b" \t\r\n"
+
+
+class EventStream:
+    """Iterate to get lists of decoded events; ``metadata``, ``warnings``, ``skipped`` are complete afterwards."""
+
+    def __init__(self, path: str | Path, event_type: type, block_bytes: int = BLOCK_BYTES) -> None:
+        self.path = Path(path)
+        self.metadata: dict[str, Any] = {}
+        self.warnings: list[str] = []
+        self.skipped = 0
+        self.events_read = 0
+        self._event_type = event_type
+        self._decode_list = msgspec.json.Decoder(list[event_type]).decode
+        self._decode_one = msgspec.json.Decoder(event_type).decode
+        self._block_bytes = block_bytes
+        self._input_cut = False
+
+    def __iter__(self) -> Iterator[list]:
+        blocks = self._blocks()
+        head = bytearray()
+        start = None
+        for block in blocks:
+            head += block
+            start = self._array_start(head, final=False)
+            if start is not None:
+                break
+        if start is None:
+            start = self._array_start(head, final=True)
+        pending = head
+        del pending[:start]
+        for block in blocks:
+            pending += block
+            if len(pending) >= self._block_bytes:
+                events = self._cut(pending)
+                if events:
+                    yield events
+        yield from self._finish(pending)
+
+    def _blocks(self) -> Iterator[bytes]:
+        try:
+            fh = open(self.path, "rb")
+        except FileNotFoundError:
+            raise RooflineError(f"trace file not found: {self.path}") from None
+        except IsADirectoryError:
+            raise RooflineError(f"{self.path} is a directory; give a trace file (.json or .json.gz)") from None
+        except OSError as exc:
+            raise RooflineError(f"cannot read trace {self.path}: {exc.strerror or exc}") from None
+        with fh:
+            first = self._read(fh)
+            if first[:2] != b"\x1f\x8b":
+                while first:
+                    yield first
+                    first = self._read(fh, self._block_bytes)
+                return
+            yield from self._gunzip(fh, first)
+
+    def _read(self, fh, size: int = _READ_BYTES) -> bytes:
+        try:
+            return fh.read(size)
+        except OSError as exc:
+            raise RooflineError(f"cannot read trace {self.path}: {exc.strerror or exc}") from None
+
+    def _gunzip(self, fh, data: bytes) -> Iterator[bytes]:
+        inflater = zlib.decompressobj(wbits=31)
+        out = bytearray()
+        while data:
+            try:
+                out += inflater.decompress(data)
+            except zlib.error as exc:
+                self._input_cut = True
+                self.warnings.append(f"corrupt gzip data ({exc}): events after it are missing")
+                break
+            if inflater.eof:
+                data = inflater.unused_data
+                inflater = zlib.decompressobj(wbits=31)
+                if not data:
+                    data = self._read(fh)
+                    if not data:
+                        inflater = None
+                        break
+            else:
+                data = self._read(fh)
+            if len(out) >= self._block_bytes:
+                yield bytes(out)
+                out.clear()
+        if inflater is not None and not self._input_cut:
+            self._input_cut = True
+            self.warnings.append("the gzip stream ends early (truncated file): events after the cut are missing")
+        if out:
+            yield bytes(out)
+
+    def _array_start(self, head: bytearray, final: bool) -> int | None:
+        """Offset just past the '[' that opens the event list; parses the metadata written before it."""
+        i = _skip_space(head, 0)
+        if i >= len(head):
+            if final:
+                raise RooflineError(f"{self.path} is empty: re-export the trace (prof.export_chrome_trace)")
+            return None
+        if head[i] == ord("["):
+            return i + 1
+        if head[i] != ord("{"):
+            if final or len(head) > i + 1:
+                self._raise_not_trace(head)
+            return None
+        key = head.find(b'"traceEvents"', i)
+        if key < 0:
+            if final:
+                self._raise_not_trace(head)
+            return None
+        j = _skip_space(head, key + len(b'"traceEvents"'))
+        if j < len(head) and head[j] == ord(":"):
+            j = _skip_space(head, j + 1)
+        if j >= len(head):
+            if final:
+                raise RooflineError(f"{self.path} is truncated right after its traceEvents key")
+            return None
+        if head[j] != ord("["):
+            raise RooflineError(f"{self.path} is not a trace: traceEvents is not a list of events")
+        prefix = bytes(head[i:key]).rstrip(_WHITESPACE).rstrip(b",") + b"}"
+        self._add_metadata(prefix)
+        return j + 1
+
+    def _raise_not_trace(self, head: bytearray) -> None:
+        try:
+            value = msgspec.json.decode(bytes(head))
+        except msgspec.DecodeError as exc:
+            raise RooflineError(f"{self.path} is not valid JSON (truncated or corrupt?): {exc}") from None
+        if isinstance(value, dict):
+            raise RooflineError(f"{self.path} is not a Chrome/Kineto trace: it has no traceEvents")
+        raise RooflineError(f"{self.path} is not a trace: expected a JSON object with traceEvents")
+
+    def _add_metadata(self, text: bytes) -> None:
+        try:
+            value = msgspec.json.decode(text)
+        except msgspec.DecodeError:
+            self.warnings.append("the top-level metadata could not be parsed and was ignored")
+            return
+        if isinstance(value, dict):
+            value.pop("traceEvents", None)
+            self.metadata.update(value)
+
+    def _cut(self, pending: bytearray) -> list:
+        """Decode the complete events at the front of ``pending`` and drop them from it."""
+        end = len(pending)
+        for _ in range(_CUT_TRIES):
+            pos = pending.rfind(b"},", 0, end)
+            if pos < 0:
+                return []
+            events = self._decode_chunk(pending, pos + 1, closed=False)
+            if events is not None:
+                del pending[: pos + 2]
+                return events
+            end = pos
+        return []
+
+    def _finish(self, pending: bytearray) -> Iterator[list]:
+        end = len(pending)
+        for _ in range(_END_TRIES):
+            pos = pending.rfind(b"]", 0, end)
+            if pos < 0:
+                break
+            events = self._decode_chunk(pending, pos + 1, closed=True)
+            if events is not None:
+                yield events
+                self._suffix(bytes(pending[pos + 1 :]))
+                return
+            end = pos
+        while pending:
+            events = self._cut(pending)
+            if not events:
+                break
+            yield events
+        if self.events_read == 0:
+            raise RooflineError(f"{self.path} is not valid JSON (truncated or corrupt?): no complete trace event")
+        if not self._input_cut:
+            self.warnings.append(
+                f"the trace ends early or is corrupt after {self.events_read} events: the rest is missing"
+            )
+
+    def _suffix(self, text: bytes) -> None:
+        text = text.strip(_WHITESPACE)
+        if text.startswith(b","):
+            self._add_metadata(b"{" + text[1:])
+
+    def _decode_chunk(self, pending: bytearray, stop: int, closed: bool) -> list | None:
+        data = bytearray(b"[")
+        data += memoryview(pending)[:stop]
+        if not closed:
+            data += b"]"
+        try:
+            events = self._decode_list(data)
+        except msgspec.ValidationError:
+            events = self._decode_each(data)
+        except msgspec.DecodeError:
+            return None
+        if events is not None:
+            self.events_read += len(events)
+        return events
+
+    def _decode_each(self, data: bytearray) -> list | None:
+        try:
+            raws = msgspec.json.decode(data, type=list[msgspec.Raw])
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        events = []
+        for raw in raws:
+            try:
+                events.append(self._decode_one(raw))
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                self.skipped += 1
+        return events
+
+
+def _skip_space(data: bytearray, i: int) -> int:
+    n = len(data)
+    while i < n and data[i] in _WHITESPACE:
+        i += 1
+    return i
