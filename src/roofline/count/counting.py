@@ -12,6 +12,7 @@ from roofline.count.registry import COMPOSITE_OPS, FORMULAS, VIEW_OPS, Call, OpC
 _QUALIFIED = re.compile(r"^(\w+)::(\w+)(?:\.\w+)?$")
 _DOTTED = re.compile(r"^(\w+)\.(\w+)(?:\.\w+)?$")
 _NAME_CACHE: dict[str, str] = {}
+_INF = float("inf")
 
 
 def normalize_op_name(op: Any) -> str:
@@ -57,23 +58,31 @@ def _is_tensor(obj: Any) -> bool:
 def count_op(name: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | None = None,
              outputs: Sequence[Any] | None = None) -> OpCost:
     """FLOPs and minimum bytes of one op; modeled=False (never an exception) when no formula applies."""
-    op = normalize_op_name(name)
+    op = _NAME_CACHE.get(name) if isinstance(name, str) else None
+    if op is None:
+        op = normalize_op_name(name)
     formula = FORMULAS.get(op)
     if formula is None:
         return unmodeled(f"no formula for {op}")
     try:
-        out_metas = None if outputs is None else flatten_metas(outputs if isinstance(outputs, (list, tuple)) else [outputs])
+        if outputs is None:
+            out_metas = None
+        elif isinstance(outputs, TensorMeta):
+            out_metas = [outputs]
+        else:
+            out_metas = flatten_metas(outputs if isinstance(outputs, (list, tuple)) else list(outputs))
         if args is None:
             args = ()
         elif not isinstance(args, (list, tuple)):
             args = tuple(args)
-        cost = formula(Call(op, args, kwargs if isinstance(kwargs, Mapping) else None, out_metas))
-        if cost.flops < 0 or cost.bytes < 0:
-            return unmodeled(f"{op}: formula gave a negative count for these arguments")
+        if kwargs is not None and not isinstance(kwargs, dict):
+            kwargs = dict(kwargs) if isinstance(kwargs, Mapping) else None
+        cost = formula(Call(op, args, kwargs, out_metas))
+        if not (0 <= cost.flops < _INF and 0 <= cost.bytes < _INF):
+            return unmodeled(f"{op}: no finite, non-negative count for these arguments")
         return cost
     except Exception as exc:  # noqa: BLE001 - a formula that cannot answer must not break a whole trace
         return unmodeled(f"{op}: could not count ({type(exc).__name__}: {exc})"[:300])
-
 
 def registered_ops() -> frozenset[str]:
     return frozenset(FORMULAS)

@@ -35,3 +35,10 @@ def _view(call: Call) -> OpCost:
 
 
 register(*(f"aten::{name}" for name in VIEW_NAMES), "detach", "detach_", view=True)(_view)
+
+
+@register("profiler::_record_function_enter", "profiler::_record_function_enter_new",
+          "profiler::_record_function_exit", "profiler::_call_end_callbacks_on_jit_fut")
+def profiler_marker(call: Call) -> OpCost:
+    """record_function's enter/exit markers: no kernel, no work."""
+    return zero_cost("profiler marker")

@@ -1,0 +1,87 @@
+"""The interface other layers code against: names, metas, registry queries, robustness on garbage."""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roofline.count import (
+    OpCost,
+    TensorMeta,
+    count_op,
+    is_composite_op,
+    is_view_op,
+    normalize_op_name,
+    registered_ops,
+    to_meta,
+)
+
+
+def test_normalize_op_name_forms():
+    assert normalize_op_name("aten.mm.default") == "aten::mm"
+    assert normalize_op_name("aten::mm") == "aten::mm"
+    assert normalize_op_name("aten::add.Tensor") == "aten::add"
+    assert normalize_op_name(torch.ops.aten.mm.default) == "aten::mm"
+    assert normalize_op_name(torch.ops.aten.add_.Tensor) == "aten::add_"
+    assert normalize_op_name(torch.ops.aten.mm) == "aten::mm"
+    assert normalize_op_name("AddBackward0") == "AddBackward0"
+
+
+def test_tensor_meta_from_tensor_and_properties():
+    t = torch.empty(4, 6, dtype=torch.bfloat16).t()
+    meta = TensorMeta.from_tensor(t)
+    assert meta == TensorMeta((6, 4), "bfloat16", (1, 6))
+    assert (meta.numel, meta.itemsize, meta.nbytes, meta.is_contiguous) == (24, 2, 48, False)
+    assert TensorMeta((3, 1, 5), "bool", (5, 99, 1)).is_contiguous
+
+
+def test_to_meta_recurses_and_keeps_the_rest():
+    x = torch.zeros(2, 3)
+    converted = to_meta((x, [x, 1.5], None, "s", torch.float16))
+    assert converted[0] == TensorMeta((2, 3), "float32", (3, 1))
+    assert converted[1] == [converted[0], 1.5]
+    assert converted[2:] == (None, "s", torch.float16)
+
+
+def test_registry_queries():
+    ops = registered_ops()
+    assert {"aten::mm", "aten::convolution", "aten::_softmax", "aten::view"} <= ops
+    assert is_view_op("aten.view.default") and is_view_op("aten::transpose") and not is_view_op("aten::add")
+    assert is_composite_op("aten::linear") and not is_composite_op("aten::addmm")
+
+
+def test_unknown_op_is_unmodeled_never_zero():
+    cost = count_op("aten::definitely_not_an_op", [TensorMeta((4,), "float32")])
+    assert cost.modeled is False and "no formula" in cost.note
+
+
+def test_bad_arguments_are_unmodeled_not_raised():
+    cost = count_op("aten::mm", [TensorMeta((4, 5), "float32"), TensorMeta((6, 7), "float32")])
+    assert cost.modeled is False and cost.note
+
+
+def test_dtype_objects_from_live_recordings_are_understood():
+    cost = count_op("aten::_to_copy", [TensorMeta((16,), "float32")], {"dtype": torch.float16})
+    assert cost.bytes == 16 * 4 + 16 * 2
+
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=True), st.text(max_size=4))
+_metas = st.builds(TensorMeta, st.lists(st.integers(0, 6), max_size=4).map(tuple),
+                   st.sampled_from(["float32", "float16", "int64", "bool", "weird"]))
+_values = st.recursive(st.one_of(_scalars, _metas), lambda inner: st.lists(inner, max_size=3), max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=st.sampled_from(sorted(registered_ops())), args=st.lists(_values, max_size=8),
+       outputs=st.one_of(st.none(), st.lists(_values, max_size=3)))
+def test_count_op_never_raises_on_garbage(name, args, outputs):
+    cost = count_op(name, args, None, outputs)
+    assert isinstance(cost, OpCost)
+    assert cost.modeled or cost.note
+
+
+@settings(max_examples=50, deadline=None)
+@given(name=st.one_of(st.text(max_size=20), st.integers()), args=st.one_of(st.none(), st.lists(_values, max_size=3)))
+def test_count_op_never_raises_on_garbage_names(name, args):
+    assert isinstance(count_op(name, args), OpCost)
