@@ -7,9 +7,9 @@ between the step's start and its first device event.
 
 from __future__ import annotations
 
-from roofline.doctor.evidence import severity_for, top_locations
+from roofline.doctor.evidence import is_gpu_report, severity_for, top_locations
 from roofline.doctor.registry import register
-from roofline.report import Finding, KernelRecord, Report
+from roofline.report import Finding, KernelRecord, OpRecord, Report
 
 COPY_RULE = "host-to-device-copy"
 IDLE_RULE = "input-idle"
@@ -46,24 +46,46 @@ def check_copies(report: Report) -> list[Finding]:
     )]
 
 
+def _step_leads(report: Report) -> list[tuple[float, float, OpRecord]]:
+    """Per step: (host time from the step's start to the first op that launched device work, step span, that op)."""
+    by_step: dict[int | None, list[OpRecord]] = {}
+    for op in report.ops:
+        if op.start_s is not None:
+            by_step.setdefault(op.step, []).append(op)
+    measured = report.profiled_step_time.median_s if report.profiled_step_time else 0.0
+    leads = []
+    for ops in by_step.values():
+        launching = [op for op in ops if op.kernels]
+        if not launching:
+            continue
+        first = min(launching, key=lambda op: op.start_s)
+        span = measured or max(op.start_s + max(op.cpu_time_s, op.time_s) for op in ops)
+        if span > 0:
+            leads.append((max(first.start_s, 0.0), span, first))
+    return leads
+
+
 @register(IDLE_RULE, "GPU idle at step start while the host prepares input")
 def check_idle(report: Report) -> list[Finding]:
-    events = sorted(report.kernels, key=lambda k: k.start_s)
-    if not events:
+    if not is_gpu_report(report):
         return []
-    step_start = float(report.extra.get("step_start_s", 0.0) or 0.0)
-    step_end = max(k.start_s + k.dur_s for k in events)
-    span = step_end - step_start
-    lead = events[0].start_s - step_start
-    if span <= 0 or lead <= 0 or lead / span < MIN_IDLE_SHARE:
+    leads = _step_leads(report)
+    if not leads:
         return []
+    lead = sum(lead for lead, _, _ in leads) / len(leads)
+    span = sum(span for _, span, _ in leads) / len(leads)
+    if lead / span < MIN_IDLE_SHARE:
+        return []
+    firsts = [op for _, _, op in leads]
     return [Finding(
         rule=IDLE_RULE, category="input",
-        title=f"GPU idle for the first {lead / span:.0%} of the step, waiting for the host",
-        evidence={"idle_at_start_s": lead, "step_span_s": span, "first_device_event": events[0].name},
-        locations=[], estimated_savings_s=lead,
-        savings_method="the time from the step's start to its first device event, hidden when input is prepared ahead",
+        title=f"GPU idle for the first {lead / span:.0%} of each step while the host prepares work",
+        evidence={"idle_at_start_s": lead, "step_span_s": span, "steps": len(leads),
+                  "first_device_op": firsts[0].name},
+        locations=top_locations(firsts), estimated_savings_s=sum(l for l, _, _ in leads),
+        savings_method=("host time from each step's start to the first op that launched device work (nothing "
+                        "is queued on the GPU before it), hidden when the next input is prepared ahead"),
         fix=("prepare the next input while the GPU works: DataLoader workers with pin_memory=True and prefetching, "
-             "non_blocking copies, and no host-side preprocessing between steps"),
-        severity=severity_for(report, lead),
+             "non_blocking copies, no host-side preprocessing between steps; make tensors on the device"),
+        severity=severity_for(report, sum(l for l, _, _ in leads)),
     )]

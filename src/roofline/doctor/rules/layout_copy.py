@@ -18,7 +18,10 @@ from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
 
 RULE = "layout-copy"
-COPY_KINDS = frozenset({"clone", "contiguous", "copy", "_to_copy", "to", "reshape", "flatten", "_reshape_copy"})
+# How deep in the dispatch each copy sits: a composite (reshape) runs as a clone, which runs as a copy_.
+COPY_DEPTH = {"reshape": 0, "flatten": 0, "contiguous": 0, "to": 0, "clone": 1, "_to_copy": 1, "_reshape_copy": 1,
+              "copy": 2}
+COPY_KINDS = frozenset(COPY_DEPTH)
 MAX_FINDINGS = 5
 LOOKAHEAD = 3
 
@@ -56,7 +59,9 @@ def layout_copies(report: Report) -> list[OpRecord]:
         if not is_layout_copy(op):
             continue
         src = _source(op)
-        child = any(is_layout_copy(nxt) and _source(nxt)[:2] == src[:2] for nxt in ops[i + 1:i + 1 + LOOKAHEAD])
+        depth = COPY_DEPTH[op_kind(op.name)]
+        child = any(is_layout_copy(nxt) and COPY_DEPTH[op_kind(nxt.name)] > depth and _source(nxt)[:2] == src[:2]
+                    for nxt in ops[i + 1:i + 1 + LOOKAHEAD])
         if child:
             continue
         found.append(op)

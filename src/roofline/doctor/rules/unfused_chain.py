@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from roofline.doctor.evidence import (ELEMENTWISE_KINDS, NORM_KINDS, VIEW_KINDS, generic_module, op_kind,
+from roofline.doctor.evidence import (ELEMENTWISE_KINDS, NORM_KINDS, VIEW_KINDS, generic_module, numel, op_kind,
                                       op_bytes, ordered_ops, output_dtype, severity_for, tensor_bytes, tensor_inputs,
                                       top_locations)
 from roofline.doctor.registry import register
@@ -26,10 +26,19 @@ def _fusible(op: OpRecord) -> bool:
 
 
 def _out_shape(op: OpRecord) -> tuple[int, ...] | None:
-    return tuple(op.output_shapes[0]) if op.output_shapes and op.output_shapes[0] else None
+    """The first output's shape; traces record none, so an elementwise op's is its largest input's."""
+    if op.output_shapes and op.output_shapes[0]:
+        return tuple(op.output_shapes[0])
+    if op_kind(op.name) in ELEMENTWISE_KINDS:
+        shapes = [tuple(shape) for shape, _, _ in tensor_inputs(op)]
+        return max(shapes, key=numel) if shapes else None
+    return None
 
 
 def _depends(op: OpRecord, chain: list[OpRecord]) -> bool:
+    """Whether op reads what the chain produced: a matching shape, or it directly follows an op of unknown output."""
+    if _out_shape(chain[-1]) is None:
+        return True
     produced = {_out_shape(c) for c in chain} - {None}
     return any(tuple(shape) in produced for shape, _, _ in tensor_inputs(op))
 
@@ -66,7 +75,7 @@ def fused_bytes(chain: list[OpRecord]) -> float:
         if out is not None:
             produced.add(out)
     last = chain[-1]
-    out = last.output_shapes[0] if last.output_shapes else []
+    out = _out_shape(last) or ()
     return total + tensor_bytes(out, output_dtype(last) or (last.input_dtypes[0] if last.input_dtypes else ""))
 
 

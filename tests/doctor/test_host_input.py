@@ -1,0 +1,59 @@
+import pytest
+
+from doctor_cases import ceilings, op, report
+from roofline.doctor import diagnose
+from roofline.report import KernelRecord, Timing
+
+
+def _step(with_copies: bool, steps: int = 2):
+    kernels = []
+    ops = []
+    t = 0.0
+    for s in range(steps):
+        if with_copies:
+            ops.append(op("aten::copy_", [([256], "float32"), ([256], "float32")], step=s, source="train.py:12",
+                          kernels=["Memcpy HtoD (Pageable -> Device)"]))
+            kernels.append(KernelRecord("Memcpy HtoD (Pageable -> Device)", t, 5e-6, category="gpu_memcpy",
+                                        op_index=len(ops) - 1))
+            t += 6e-6
+        ops.append(op("aten::mm", [([256, 256], "float32"), ([256, 256], "float32")], step=s, kernels=["gemm"]))
+        kernels.append(KernelRecord("gemm", t, 50e-6, op_index=len(ops) - 1))
+        t += 60e-6
+    return report(ops, ceil=ceilings(device="cuda"), kernels=kernels, steps=steps)
+
+
+def test_host_to_device_copies_each_step_are_found():
+    findings = diagnose(_step(with_copies=True), rules=["host-to-device-copy"])
+    assert len(findings) == 1
+    f = findings[0]
+    assert f.evidence["per_step"] == 1 and f.evidence["pageable"] == 2
+    assert f.estimated_savings_s == pytest.approx(10e-6)
+    assert f.locations and f.locations[0].startswith("train.py:12")
+    assert "pin_memory" in f.fix
+
+
+def test_no_copies_is_silent():
+    assert diagnose(_step(with_copies=False), rules=["host-to-device-copy"]) == []
+
+
+def _idle_report(first_launch_at: float):
+    ops = []
+    for s in range(2):
+        ops.append(op("aten::randn", [([1], "int64")], step=s, start=0.0, cpu_time=first_launch_at,
+                      source="train.py:5"))
+        ops.append(op("aten::mm", [([64, 64], "float32"), ([64, 64], "float32")], step=s, kernels=["gemm"],
+                      start=first_launch_at, cpu_time=1e-5, source="train.py:6"))
+    r = report(ops, ceil=ceilings(device="cuda"), kernels=[KernelRecord("gemm", 0.0, 1e-3)], steps=2)
+    r.profiled_step_time = Timing(median_s=2e-3, n=2)
+    return r
+
+
+def test_gpu_idle_while_the_host_prepares_input_is_found():
+    findings = diagnose(_idle_report(first_launch_at=1e-3), rules=["input-idle"])
+    assert len(findings) == 1
+    assert findings[0].evidence["idle_at_start_s"] == pytest.approx(1e-3)
+    assert findings[0].estimated_savings_s == pytest.approx(2e-3)
+
+
+def test_prompt_launch_is_silent():
+    assert diagnose(_idle_report(first_launch_at=2e-5), rules=["input-idle"]) == []

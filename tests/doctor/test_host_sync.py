@@ -1,0 +1,49 @@
+import pytest
+
+from doctor_cases import op, report
+from roofline.doctor import diagnose
+from roofline.report import SyncSite
+
+
+def _generation_loop(tokens: int, with_item: bool):
+    ops = []
+    for t in range(tokens):
+        ops.append(op("aten::argmax", [([1, 100], "float32")], out=[1], source="gen.py:40", module=""))
+        if with_item:
+            ops.append(op("aten::_local_scalar_dense", [([1], "int64")], source="gen.py:41", module="", time=2e-6))
+    return report(ops)
+
+
+def test_item_in_generation_loop_is_found_with_count_and_line():
+    findings = diagnose(_generation_loop(12, with_item=True), rules=["host-device-sync"])
+    assert len(findings) == 1
+    f = findings[0]
+    assert f.evidence["per_step"] == 12 and f.evidence["in_loop"]
+    assert f.locations == ["gen.py:41"]
+    assert f.estimated_savings_s == pytest.approx(12 * 2e-6)
+    assert "CPU" in f.savings_method and f.fix
+
+
+def test_sync_free_loop_is_silent():
+    assert diagnose(_generation_loop(12, with_item=False), rules=["host-device-sync"]) == []
+
+
+def test_sync_detector_sites_carry_stall_and_are_not_counted_twice():
+    r = _generation_loop(4, with_item=True)
+    r.syncs = [SyncSite(kind="item", location="gen.py:41", count=8, stall_s=3e-3, per_step=4.0)]
+    r.steps = 2
+    findings = diagnose(r, rules=["host-device-sync"])
+    assert len(findings) == 1
+    assert findings[0].estimated_savings_s == pytest.approx(3e-3)
+    assert findings[0].evidence["per_step"] == 4.0
+    assert "stall" in findings[0].savings_method
+
+
+def test_on_a_gpu_report_a_scalar_read_of_a_cpu_tensor_is_not_a_sync():
+    r = _generation_loop(4, with_item=True)
+    r.ceilings.device = "cuda"
+    assert diagnose(r, rules=["host-device-sync"]) == []
+    for o in r.ops:
+        if o.name == "aten::_local_scalar_dense":
+            o.kernels = ["Memcpy DtoH (Device -> Pageable)"]
+    assert len(diagnose(r, rules=["host-device-sync"])) == 1

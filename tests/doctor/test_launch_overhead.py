@@ -1,0 +1,45 @@
+import pytest
+
+from doctor_cases import ceilings, op, report
+from roofline.doctor import diagnose
+from roofline.report import KernelRecord
+
+
+def test_many_tiny_cpu_ops_are_launch_bound():
+    ops = [op("aten::add", [([16], "float32"), ([16], "float32")], out=[16], time=4e-6, nbytes=192)
+           for _ in range(40)]
+    ops.append(op("aten::mm", [([64, 64], "float32"), ([64, 64], "float32")], out=[64, 64], time=1e-4,
+                  flops=2 * 64**3, bound="compute"))
+    findings = diagnose(report(ops), rules=["launch-overhead"])
+    assert len(findings) == 1
+    f = findings[0]
+    assert f.evidence["ops"] == 40
+    assert f.estimated_savings_s == pytest.approx(40 * 4e-6)
+    assert "launch overhead" in f.savings_method
+
+
+def test_few_large_ops_are_silent():
+    ops = [op("aten::mm", [([512, 512], "float32"), ([512, 512], "float32")], out=[512, 512], time=1e-3,
+              flops=2 * 512**3, bound="compute") for _ in range(20)]
+    assert diagnose(report(ops), rules=["launch-overhead"]) == []
+
+
+def _timeline(gap: float, n: int = 30, dur: float = 2e-6) -> list[KernelRecord]:
+    kernels, t = [], 0.0
+    for _ in range(n):
+        kernels.append(KernelRecord(name="void elementwise_kernel", start_s=t, dur_s=dur))
+        t += dur + gap
+    return kernels
+
+
+def test_gpu_kernels_with_idle_gaps_form_a_launch_bound_stretch():
+    r = report([], ceil=ceilings(device="cuda", launch=5e-6), kernels=_timeline(gap=10e-6))
+    findings = diagnose(r, rules=["launch-overhead"])
+    assert len(findings) == 1
+    assert findings[0].evidence["kernels"] == 29
+    assert findings[0].estimated_savings_s == pytest.approx(29 * 10e-6)
+
+
+def test_back_to_back_gpu_kernels_are_silent():
+    r = report([], ceil=ceilings(device="cuda", launch=5e-6), kernels=_timeline(gap=0.0))
+    assert diagnose(r, rules=["launch-overhead"]) == []

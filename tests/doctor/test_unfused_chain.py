@@ -1,0 +1,46 @@
+import pytest
+
+from doctor_cases import op, report
+from roofline.doctor import diagnose
+
+X = [4, 64, 256]
+R = [4, 64, 1]
+
+
+def _rms_norm_chain(dtype: str = "float32"):
+    return [
+        op("aten::pow", [(X, dtype)], out=X, module="norm", time=2e-5),
+        op("aten::mean", [(X, dtype)], out=R, module="norm", time=2e-5),
+        op("aten::add", [(R, dtype)], out=R, module="norm", time=1e-5),
+        op("aten::rsqrt", [(R, dtype)], out=R, module="norm", time=1e-5),
+        op("aten::mul", [(X, dtype), (R, dtype)], out=X, module="norm", time=2e-5),
+        op("aten::mul", [(X, dtype), ([256], dtype)], out=X, module="norm", time=2e-5),
+    ]
+
+
+def test_unfused_norm_chain_is_found_with_the_bytes_fusion_saves():
+    r = report(_rms_norm_chain())
+    findings = diagnose(r, rules=["unfused-chain"])
+    assert len(findings) == 1
+    f = findings[0]
+    assert f.evidence["ops"] == ["pow", "mean", "add", "rsqrt", "mul", "mul"]
+    x_bytes = 4 * 64 * 256 * 4
+    # x read once (later reads of that shape count as the chain's own), the weight, the last output written once
+    assert f.evidence["bytes_fused"] == pytest.approx(x_bytes + 256 * 4 + x_bytes)
+    expected = 1e-4 - f.evidence["bytes_fused"] / r.ceilings.memory_bandwidth_bytes_per_s
+    assert f.estimated_savings_s == pytest.approx(expected)
+    assert f.evidence["bytes_saved"] > 0
+
+
+def test_one_fused_norm_op_is_silent():
+    r = report([op("aten::rms_norm", [(X, "float32"), ([256], "float32")], out=X, time=2e-5)])
+    assert diagnose(r, rules=["unfused-chain"]) == []
+
+
+def test_chain_broken_by_matmuls_is_silent():
+    ops = []
+    for _ in range(3):
+        ops.append(op("aten::mul", [(X, "float32"), (X, "float32")], out=X))
+        ops.append(op("aten::mm", [([256, 256], "float32"), ([256, 256], "float32")], out=[256, 256],
+                      bound="compute", flops=2 * 256**3))
+    assert diagnose(report(ops), rules=["unfused-chain"]) == []
