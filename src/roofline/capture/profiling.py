@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
+from torch.profiler import ProfilerActivity, schedule
+from torch.profiler import profile as torch_profile
 
 from roofline.capture.syncs import SyncDetector
 from roofline.errors import RooflineError
@@ -126,16 +128,12 @@ class ProfilingContext:
         return self._closed
 
     def _activities(self) -> list[Any]:
-        from torch.profiler import ProfilerActivity
-
         activities = [ProfilerActivity.CPU]
         if self._cuda:
             activities.append(ProfilerActivity.CUDA)
         return activities
 
     def _new_profiler(self, schedule: Any = None) -> Any:
-        from torch.profiler import profile
-
         kwargs: dict[str, Any] = dict(
             activities=self._activities(),
             record_shapes=self.record_shapes,
@@ -146,7 +144,7 @@ class ProfilingContext:
         config = _experimental_config() if self._cuda else None
         if config is not None:
             kwargs["experimental_config"] = config
-        return profile(**kwargs)
+        return torch_profile(**kwargs)
 
     def _sync(self) -> None:
         if self._synchronize is not None:
@@ -202,9 +200,11 @@ class ProfilingContext:
 
     def _schedule(self) -> Any:
         """torch.profiler's schedule for the steps after the first (which ran under the block profiler)."""
-        from torch.profiler import schedule
+        import warnings
 
-        return schedule(wait=self.first_warmup - 1, warmup=self.warmup, active=self.active, repeat=1)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Profiler won't be using warmup")
+            return schedule(wait=self.first_warmup - 1, warmup=self.warmup, active=self.active, repeat=1)
 
     def _start_syncs(self) -> None:
         if self.detect_syncs:

@@ -1,0 +1,159 @@
+"""Running an unmodified script under the harness, and finding its steps without code changes.
+
+A step ends, by the first rule that applies:
+1. at each ``optimizer.step()`` (training), through torch's global optimizer step hook;
+2. else at the end of each top-level ``forward`` of the largest module seen (by parameter count), through
+   torch's global module hooks;
+3. else at each ``step()`` of the script's own ``torch.profiler.profile``, which is replaced by a stand-in
+   that records nothing (two profilers cannot run at once).
+Once a higher rule fires, lower ones stop counting. After the profiled steps the script is stopped (unless
+``run_to_end``), so a long training run does not have to finish.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+_RANK = {"profiler": 1, "forward": 2, "optimizer": 3}
+
+
+class StopScript(BaseException):
+    """Raised from a step hook once the profiled window is done; a BaseException so user code does not catch it."""
+
+
+class StepFinder:
+    """Calls ``on_step()`` at each step boundary of code that never calls it itself."""
+
+    def __init__(self, on_step: Callable[[], None]) -> None:
+        self.on_step = on_step
+        self.source: str | None = None
+        self.counts = {name: 0 for name in _RANK}
+        self._depth = 0
+        self._largest: tuple[int, int] | None = None
+        self._sizes: dict[int, int] = {}
+        self._handles: list[Any] = []
+        self._saved_profile: Any = None
+
+    def __enter__(self) -> "StepFinder":
+        from torch.nn.modules import module as nn_module
+        from torch.optim import optimizer as optim_module
+
+        try:
+            self._handles.append(optim_module.register_optimizer_step_post_hook(self._after_optimizer_step))
+            self._handles.append(nn_module.register_module_forward_pre_hook(self._before_forward))
+            self._handles.append(nn_module.register_module_forward_hook(self._after_forward))
+            self._replace_script_profiler()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        if self._saved_profile is not None:
+            torch.profiler.profile = self._saved_profile
+            self._saved_profile = None
+
+    def _fire(self, source: str) -> None:
+        self.counts[source] += 1
+        if self.source is None or _RANK[source] > _RANK[self.source]:
+            self.source = source
+        if source == self.source:
+            self.on_step()
+
+    def _after_optimizer_step(self, *_: Any) -> None:
+        self._fire("optimizer")
+
+    def _before_forward(self, module: torch.nn.Module, _inputs: Any) -> None:
+        self._depth += 1
+
+    def _after_forward(self, module: torch.nn.Module, _inputs: Any, _output: Any) -> None:
+        self._depth = max(self._depth - 1, 0)
+        if self._depth:
+            return
+        size = self._sizes.get(id(module))
+        if size is None:
+            size = self._sizes[id(module)] = sum(p.numel() for p in module.parameters())
+        if self._largest is None or size > self._largest[1]:
+            self._largest = (id(module), size)
+        if self._largest[0] == id(module):
+            self._fire("forward")
+
+    def _replace_script_profiler(self) -> None:
+        finder = self
+
+        class ScriptProfiler:
+            """Stands in for torch.profiler.profile inside a profiled script: its step() marks our steps."""
+
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                pass
+
+            def __enter__(self) -> "ScriptProfiler":
+                return self
+
+            def __exit__(self, *exc: Any) -> None:
+                return None
+
+            def start(self) -> None:
+                pass
+
+            def stop(self) -> None:
+                pass
+
+            def step(self) -> None:
+                finder._fire("profiler")
+
+            def export_chrome_trace(self, path: str) -> None:
+                pass
+
+            def key_averages(self, *args: Any, **kwargs: Any) -> Any:
+                return _EmptyTable()
+
+        self._saved_profile = torch.profiler.profile
+        torch.profiler.profile = ScriptProfiler  # type: ignore[misc]
+
+
+class _EmptyTable(list):
+    def table(self, *args: Any, **kwargs: Any) -> str:
+        return "(profiled by roofline: see its report)"
+
+
+def run_script(path: str | os.PathLike[str], args: list[str]) -> None:
+    """Run ``path`` as ``__main__`` with ``sys.argv = [path, *args]``; argv and sys.path are restored after."""
+    script = Path(path)
+    if not script.is_file():
+        from roofline.errors import RooflineError
+
+        raise RooflineError(f"script not found: {script}")
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    sys.argv = [str(script), *args]
+    sys.path.insert(0, str(script.resolve().parent))
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            raise
+    finally:
+        sys.argv[:] = saved_argv
+        sys.path[:] = saved_path
+
+
+def script_error_line(exc: BaseException, script: str | os.PathLike[str]) -> str:
+    """One line naming the error and the deepest line of the script it came from."""
+    where = ""
+    tb = exc.__traceback__
+    target = str(Path(script).resolve())
+    while tb is not None:
+        if str(Path(tb.tb_frame.f_code.co_filename).resolve()) == target:
+            where = f" (at {Path(script).name}:{tb.tb_lineno})"
+        tb = tb.tb_next
+    message = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{Path(script).name} raised {type(exc).__name__}{': ' + message if message else ''}{where}"

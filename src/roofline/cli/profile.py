@@ -1,0 +1,165 @@
+"""`roofline profile`: profile an unmodified script, or a built-in workload, and write its report and trace."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from roofline.errors import RooflineError
+
+try:
+    from roofline.cli.common import add_output_option, add_workload_options, normalize_dtype
+except ImportError:  # pragma: no cover - the shared options module is written by the lead
+    add_output_option = add_workload_options = normalize_dtype = None  # type: ignore[assignment]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "profile",
+        help="profile a script (unmodified) or a built-in model: ops, kernels, memory, syncs, true step time",
+        description=(
+            "Run SCRIPT unchanged under the profiling harness (steps: each optimizer.step(), else each top-level "
+            "forward of the largest module, else the script's own profiler steps), or a built-in --model. "
+            "Writes DIR/report.json and DIR/trace.json.gz."
+        ),
+    )
+    parser.add_argument("script", nargs="?", help="the Python script to run, as `python SCRIPT ARGS...` would")
+    parser.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    parser.add_argument("--model", help="a built-in workload instead of a script: resnet50, bert-base, bad-syncs, llama-tiny, ...")
+    parser.add_argument("--wait", type=int, default=1, help="steps run untouched first (default 1; at least 1)")
+    parser.add_argument("--timed", type=int, default=None, help="steps timed without the profiler (default: --active)")
+    parser.add_argument("--warmup", type=int, default=1, help="profiled steps thrown away (default 1)")
+    parser.add_argument("--active", type=int, default=3, help="profiled steps kept (default 3)")
+    parser.add_argument("--sync-mode", choices=("warn", "error", "silent"), default="silent",
+                        help="what a host-device sync does while profiling (default: silent, listed in the report)")
+    parser.add_argument("--no-stack", action="store_true", help="do not record Python stacks (less overhead, no source lines)")
+    parser.add_argument("--run-to-end", action="store_true", help="let the script finish after the profiled steps")
+    parser.add_argument("--ceilings", metavar="FILE", help="ceilings JSON (roofline ceilings --json) instead of the cache")
+    if add_workload_options is not None:
+        add_workload_options(parser)
+        add_output_option(parser)
+    else:
+        parser.add_argument("--batch", type=int)
+        parser.add_argument("--seq", type=int)
+        parser.add_argument("--dtype", default="float32")
+        parser.add_argument("--device")
+        parser.add_argument("--backward", action="store_true")
+        parser.add_argument("-o", "--output", default="roofline-out")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if bool(args.script) == bool(args.model):
+        raise RooflineError("give a script to run or --model NAME (one of the two)")
+    from roofline.capture.profiling import ProfilingContext
+    from roofline.device.resolve import resolve_device
+
+    device = resolve_device(args.device)
+    ceilings = _ceilings(args.ceilings, device)
+    context = ProfilingContext(
+        wait=args.wait, warmup=args.warmup, active=args.active, timed=args.timed, device=device,
+        with_stack=not args.no_stack, sync_mode=args.sync_mode, ceilings=ceilings,
+        workload=args.model or Path(args.script).name,
+    )
+    if args.model:
+        error = _profile_model(args, device, context)
+        label = args.model
+    else:
+        error = _profile_script(args, context)
+        label = args.script
+    return _write(context, args.output, error, label)
+
+
+def _ceilings(path: str | None, device: Any) -> Any:
+    if path:
+        from roofline.device.ceilings import load_ceilings
+
+        return load_ceilings(path)
+    from roofline.device.ceilings import get_ceilings
+
+    return get_ceilings(device, quick=device.type == "cpu")
+
+
+def _profile_model(args: argparse.Namespace, device: Any, context: Any) -> BaseException | None:
+    from roofline.models import get_workload
+
+    dtype = normalize_dtype(args.dtype) if normalize_dtype is not None else args.dtype
+    workload = get_workload(args.model, batch=args.batch, seq=args.seq, dtype=dtype, device=device,
+                            backward=args.backward)
+    model, inputs = workload.model, workload.inputs
+
+    def one_step() -> None:
+        out = model(*inputs)
+        if args.backward:
+            loss = workload.loss_fn(out) if workload.loss_fn is not None else _first_tensor(out).float().mean()
+            loss.backward()
+
+    import torch
+
+    try:
+        with context, torch.set_grad_enabled(bool(args.backward)):
+            for _ in range(context.total_steps):
+                one_step()
+                context.step()
+    except Exception as exc:  # noqa: BLE001 - reported in one line below, outputs kept
+        return exc
+    return None
+
+
+def _first_tensor(out: Any) -> Any:
+    if hasattr(out, "float"):
+        return out
+    if isinstance(out, (list, tuple)):
+        return _first_tensor(out[0])
+    if isinstance(out, dict):
+        return _first_tensor(next(iter(out.values())))
+    return _first_tensor(getattr(out, "last_hidden_state", None) or out[0])
+
+
+def _profile_script(args: argparse.Namespace, context: Any) -> BaseException | None:
+    from roofline.capture.script_runner import StepFinder, StopScript, run_script
+
+    def on_step() -> None:
+        context.step()
+        if context.steps_done >= context.total_steps and not args.run_to_end:
+            raise StopScript()
+
+    finder = StepFinder(on_step)
+    error: BaseException | None = None
+    try:
+        with context, finder:
+            run_script(args.script, list(args.script_args))
+    except StopScript:
+        context.error = None
+    except (RooflineError, KeyboardInterrupt):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the script's own error: one line, outputs kept
+        error = exc
+    finally:
+        context.close()
+        context.step_source = finder.source
+    return error
+
+
+def _write(context: Any, output: str, error: BaseException | None, label: str) -> int:
+    from roofline.render.profile_report import ProfileReport
+
+    report = None
+    try:
+        report = context.report()
+    except RooflineError:
+        if error is None:
+            raise
+    if report is not None:
+        report.extra.setdefault("profile", {})["step_source"] = getattr(context, "step_source", None)
+        written = ProfileReport(report).generate(output)
+        print(f"wrote {written['report']} and {written['trace']}", file=sys.stderr)
+    if error is not None:
+        from roofline.capture.script_runner import script_error_line
+
+        line = script_error_line(error, label) if label.endswith(".py") else f"{label}: {type(error).__name__}: {error}"
+        print(f"roofline: error: {line}", file=sys.stderr)
+        return 1
+    return 0

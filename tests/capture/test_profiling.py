@@ -1,0 +1,98 @@
+"""ProfilingContext on CPU: schedule, true vs profiled step time, syncs, memory, whole-block and decorator use."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from roofline.capture.profiling import ProfilingContext
+from roofline.render.chrome_trace import normalize_chrome_trace, read_chrome_trace, validate_chrome_trace
+from roofline.report import Ceilings
+
+CPU = Ceilings(device="cpu", device_name="test cpu", memory_bandwidth_bytes_per_s=2e10,
+               peak_flops_per_s={"float32": 1e11}, launch_overhead_s=5e-6)
+
+
+@pytest.fixture(scope="module")
+def model() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
+
+
+def _step(model: torch.nn.Module) -> float:
+    out = model(torch.randn(8, 32))
+    return out.mean().item()  # the sync the report must find
+
+
+def _item_line() -> int:
+    return _step.__code__.co_firstlineno + 2
+
+
+def test_scheduled_steps_give_true_and_profiled_time_syncs_and_memory(model: torch.nn.Module) -> None:
+    with ProfilingContext(wait=1, timed=2, warmup=1, active=2, ceilings=CPU, workload="mlp") as prof:
+        for _ in range(8):
+            _step(model)
+            prof.step()
+    report = prof.report()
+    assert report.kind == "profile" and report.workload == "mlp" and report.steps == 2
+    assert report.step_time is not None and report.step_time.n == 2 and report.step_time.median_s > 0
+    assert report.profiled_step_time is not None and report.profiled_step_time.n == 2
+    assert "without the profiler" in report.step_time.method
+    (site,) = report.syncs
+    assert site.kind == "item" and site.location.endswith(f"test_profiling.py:{_item_line()}")
+    assert site.count == 2 and site.per_step == 1.0
+    assert {op.name for op in report.ops} >= {"aten::addmm", "aten::relu"}
+    assert {op.step for op in report.ops} == {0, 1}
+    assert report.memory.peak_allocated_bytes > 0 and report.memory.counter
+    assert report.memory.peak_live_tensors
+    assert validate_chrome_trace(normalize_chrome_trace(read_chrome_trace(report.extra["chrome_trace"]))) == []
+
+
+def test_without_step_calls_the_whole_block_is_one_step(model: torch.nn.Module) -> None:
+    with ProfilingContext(ceilings=CPU) as prof:
+        for _ in range(3):
+            _step(model)
+    report = prof.report()
+    assert report.steps == 1 and report.step_time is None
+    assert report.profiled_step_time.n == 1
+    assert sum(1 for op in report.ops if op.name == "aten::addmm") == 6
+    assert report.syncs[0].count == 3 and report.syncs[0].per_step == 3
+    assert any("true step time not measured" in n for n in report.summary.notes)
+
+
+def test_decorator_makes_each_call_a_step_and_closes_after_the_window(model: torch.nn.Module) -> None:
+    profiler = ProfilingContext(wait=1, timed=1, warmup=0, active=1, ceilings=CPU)
+
+    @profiler
+    def train_step() -> float:
+        return _step(model)
+
+    for _ in range(5):
+        train_step()
+    assert profiler.finished and profiler.steps_done == 3
+    report = train_step.profiler.report()
+    assert report.steps == 1 and report.step_time.n == 1
+
+
+def test_patches_restored_and_outputs_kept_when_user_code_raises(model: torch.nn.Module) -> None:
+    item = vars(torch.Tensor).get("item")
+    with pytest.raises(RuntimeError, match="user bug"):
+        with ProfilingContext(ceilings=CPU) as prof:
+            _step(model)
+            raise RuntimeError("user bug")
+    assert vars(torch.Tensor).get("item") is item
+    report = prof.report()
+    assert "user bug" in report.extra["profile"]["error"] and report.ops
+
+
+def test_a_context_runs_once() -> None:
+    prof = ProfilingContext(ceilings=CPU)
+    with prof:
+        pass
+    with pytest.raises(Exception, match="runs once"):
+        prof.__enter__()
+
+
+def test_bad_schedule_is_refused() -> None:
+    with pytest.raises(Exception, match="active >= 1"):
+        ProfilingContext(active=0)
