@@ -1,0 +1,134 @@
+"""load_trace on CPU-only traces exported by this venv's torch.profiler (what the live CPU analyze path reads)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import warnings
+
+import pytest
+import torch
+
+from roofline.analyze.attribution import attribute
+from roofline.capture.kineto import load_trace
+
+
+class _Tiny(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = torch.nn.Linear(16, 32)
+        self.fc2 = torch.nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def _export(path, steps: int = 3, backward: bool = True, **options) -> None:
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = _Tiny()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(8, 16)
+    schedule = torch.profiler.schedule(wait=0, warmup=1, active=steps - 1, repeat=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=schedule,
+                                on_trace_ready=lambda p: p.export_chrome_trace(str(path)), **options)
+    with profiler as prof:
+        for _ in range(steps):
+            loss = model(x).sum()
+            if backward:
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            prof.step()
+
+
+@pytest.fixture(scope="module")
+def full_cpu_trace(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cpu") / "cpu_trace.json"
+    _export(path, record_shapes=True, with_stack=True, with_modules=True, profile_memory=True)
+    return path
+
+
+def test_cpu_trace_parses_with_steps_shapes_and_no_gpu(full_cpu_trace):
+    trace = load_trace(full_cpu_trace)
+    stats = attribute(trace)
+    assert not trace.has_gpu and trace.kernels == []
+    assert any("no GPU kernels" in w for w in trace.warnings)
+    assert len(trace.steps) == 2
+    assert trace.has_shapes
+    addmm = [op for op in trace.ops if op.name == "aten::addmm"]
+    assert len(addmm) == 4
+    assert [8, 16] in addmm[0].input_dims or [8, 32] in addmm[0].input_dims
+    assert stats.total_kernel_us == 0 and stats.share is None
+    assert [s.kernels for s in stats.steps] == [0, 0]
+
+
+def test_cpu_trace_modules_sources_backward_optimizer(full_cpu_trace):
+    trace = load_trace(full_cpu_trace)
+    addmm = [op for op in trace.ops if op.name == "aten::addmm"]
+    assert all(op.module and op.module.split(".")[-1].startswith("Linear_") for op in addmm)
+    assert all(op.source and op.source.split(":")[0].endswith("test_kineto_cpu.py") for op in addmm)
+    backward = [op for op in trace.ops if op.is_backward]
+    assert any(op.name in ("aten::mm", "aten::t", "aten::sum") for op in backward)
+    assert not any(op.is_backward for op in addmm)
+    assert any(op.is_optimizer for op in trace.ops)
+
+
+def test_cpu_trace_memory_events(full_cpu_trace):
+    trace = load_trace(full_cpu_trace)
+    assert trace.memory, "profile_memory=True records [memory] events"
+    assert all(m.device_type == 0 for m in trace.memory)
+    assert sum(m.op >= 0 for m in trace.memory) > 0.8 * len(trace.memory)
+
+
+def test_cpu_trace_without_shapes_or_schedule_warns(tmp_path):
+    path = tmp_path / "plain.json"
+    torch.set_num_threads(1)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        _Tiny()(torch.randn(2, 16))
+    prof.export_chrome_trace(str(path))
+    trace = load_trace(path)
+    assert trace.ops and not trace.has_shapes
+    assert all(op.input_dims is None and op.module is None for op in trace.ops)
+    assert any("record_shapes" in w for w in trace.warnings)
+    assert any("ProfilerStep" in w for w in trace.warnings)
+    assert all(op.step is None for op in trace.ops)
+
+
+def test_gzipped_and_plain_give_the_same_trace(full_cpu_trace, tmp_path):
+    gz = tmp_path / "cpu_trace.json.gz"
+    gz.write_bytes(gzip.compress(full_cpu_trace.read_bytes()))
+    a, b = load_trace(full_cpu_trace), load_trace(gz)
+    assert [(op.name, op.ts_us, op.parent, op.module) for op in a.ops] == [
+        (op.name, op.ts_us, op.parent, op.module) for op in b.ops
+    ]
+
+
+def test_small_blocks_stream_the_same_events(full_cpu_trace):
+    from roofline.capture.event_stream import EventStream
+    from roofline.capture.kineto import _Event
+
+    whole = [e.name for chunk in EventStream(full_cpu_trace, _Event) for e in chunk]
+    small = [e.name for chunk in EventStream(full_cpu_trace, _Event, block_bytes=512) for e in chunk]
+    expected = [e.get("name", "") for e in json.loads(full_cpu_trace.read_text())["traceEvents"]]
+    assert whole == small == expected
+
+
+def test_ops_on_two_threads_get_parents_only_within_their_thread(tmp_path):
+    def op(name, ts, dur, tid, pid=1):
+        return {"ph": "X", "cat": "cpu_op", "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": {}}
+
+    events = [
+        op("main_region", 0, 100, tid=1), op("aten::add", 10, 5, tid=1),
+        op("worker_region", 5, 50, tid=2), op("aten::mm", 11, 2, tid=2),
+        op("aten::mm", 12, 1, tid=1, pid=2),
+    ]
+    path = tmp_path / "threads.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    trace = load_trace(path)
+    by_key = {(o.name, o.tid, o.pid): o for o in trace.ops}
+    assert trace.ops[by_key["aten::add", 1, 1].parent].name == "main_region"
+    assert trace.ops[by_key["aten::mm", 2, 1].parent].name == "worker_region"
+    assert by_key["aten::mm", 1, 2].parent == -1 and by_key["worker_region", 2, 1].parent == -1
