@@ -17,6 +17,7 @@ from roofline.count import (  # noqa: F401  (importing a family registers its fo
     factory,
     foreach,
     indexing,
+    inductor,
     loss,
     matmul,
     norm,

@@ -7,7 +7,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from roofline.count.meta import TensorMeta
-from roofline.count.registry import COMPOSITE_OPS, FORMULAS, VIEW_OPS, Call, OpCost, flatten_metas, unmodeled
+from roofline.count.registry import (
+    COMPOSITE_OPS,
+    FORMULAS,
+    PREFIX_FORMULAS,
+    VIEW_OPS,
+    Call,
+    Formula,
+    OpCost,
+    flatten_metas,
+    unmodeled,
+)
 
 _QUALIFIED = re.compile(r"^(\w+)::(\w+)(?:\.\w+)?$")
 _DOTTED = re.compile(r"^(\w+)\.(\w+)(?:\.\w+)?$")
@@ -61,7 +71,7 @@ def count_op(name: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | None = 
     op = _NAME_CACHE.get(name) if isinstance(name, str) else None
     if op is None:
         op = normalize_op_name(name)
-    formula = FORMULAS.get(op)
+    formula = FORMULAS.get(op) or _prefix_formula(op)
     if formula is None:
         return unmodeled(f"no formula for {op}")
     try:
@@ -83,6 +93,13 @@ def count_op(name: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | None = 
         return cost
     except Exception as exc:  # noqa: BLE001 - a formula that cannot answer must not break a whole trace
         return unmodeled(f"{op}: could not count ({type(exc).__name__}: {exc})"[:300])
+
+def _prefix_formula(op: str) -> Formula | None:
+    for prefix, formula in PREFIX_FORMULAS:
+        if op.startswith(prefix):
+            return formula
+    return None
+
 
 def registered_ops() -> frozenset[str]:
     return frozenset(FORMULAS)

@@ -98,6 +98,14 @@ for _base, _flops in MORE_FLOPS.items():
     register(*_names([_base]))(_fixed(_flops))
 
 
+FLOPS_PER_ELEMENT: dict[str, float] = {}
+for _count, _bases in ((1, ONE_FLOP), (1, ONE_FLOP_BOOL), (2, TWO_FLOPS), (3, THREE_FLOPS), (4, FOUR_FLOPS),
+                       (5, FIVE_FLOPS)):
+    for _base in _bases:
+        FLOPS_PER_ELEMENT[_base] = _count
+FLOPS_PER_ELEMENT.update(MORE_FLOPS)
+
+
 @register("aten::pow", "aten::pow_")
 def pow_(call: Call) -> OpCost:
     """1 FLOP an element for a small integer exponent (x**2 is one multiply), else 4 (exp(y*log(x)))."""

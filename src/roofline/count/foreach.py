@@ -11,15 +11,11 @@ A trace records no shapes for long tensor lists: such an op is unmodeled (its no
 
 from __future__ import annotations
 
-from roofline.count.elementwise import FIVE_FLOPS, FOUR_FLOPS, MORE_FLOPS, ONE_FLOP, THREE_FLOPS, TWO_FLOPS
+from roofline.count.elementwise import FLOPS_PER_ELEMENT, ONE_FLOP_BOOL
 from roofline.count.meta import TensorMeta
 from roofline.count.registry import Call, OpCost, flatten_metas, nbytes, register
 
-_PER_ELEMENT: dict[str, float] = {}
-for _flops, _bases in ((1, ONE_FLOP), (2, TWO_FLOPS), (3, THREE_FLOPS), (4, FOUR_FLOPS), (5, FIVE_FLOPS)):
-    for _base in _bases:
-        _PER_ELEMENT[_base] = _flops
-_PER_ELEMENT.update(MORE_FLOPS)
+_PER_ELEMENT: dict[str, float] = {k: v for k, v in FLOPS_PER_ELEMENT.items() if k not in ONE_FLOP_BOOL}
 _PER_ELEMENT.update({"pow": 4, "norm": 2, "max": 1, "copy": 0, "zero": 0})
 
 _UNRECORDED = "tensor list shapes not recorded (the profiler leaves long lists empty)"

@@ -38,6 +38,7 @@ Formula = Callable[["Call"], OpCost]
 FORMULAS: dict[str, Formula] = {}
 VIEW_OPS: set[str] = set()
 COMPOSITE_OPS: set[str] = set()
+PREFIX_FORMULAS: list[tuple[str, Formula]] = []  # names made up at run time (Inductor's triton_* kernels)
 
 
 def register(*names: str, view: bool = False, composite: bool = False) -> Callable[[Formula], Formula]:
@@ -56,6 +57,16 @@ def register(*names: str, view: bool = False, composite: bool = False) -> Callab
                 VIEW_OPS.add(name)
             if composite:
                 COMPOSITE_OPS.add(name)
+        return formula
+
+    return decorate
+
+
+def register_prefix(prefix: str) -> Callable[[Formula], Formula]:
+    """Register ``formula`` for every op name starting with ``prefix`` that has no exact formula."""
+
+    def decorate(formula: Formula) -> Formula:
+        PREFIX_FORMULAS.append((prefix, formula))
         return formula
 
     return decorate
