@@ -53,6 +53,8 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if bool(args.script) == bool(args.model):
         raise RooflineError("give a script to run or --model NAME (one of the two)")
+    if args.script and not Path(args.script).is_file():
+        raise RooflineError(f"script not found: {args.script}")
     from roofline.capture.profiling import ProfilingContext
     from roofline.device.resolve import resolve_device
 

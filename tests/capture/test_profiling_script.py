@@ -1,0 +1,146 @@
+"""`roofline profile script.py` on unmodified scripts, and how steps are found without code changes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from roofline.capture.script_runner import StepFinder, run_script, script_error_line
+
+REPO = Path(__file__).resolve().parents[2]
+
+TRAIN = textwrap.dedent(
+    """\
+    import sys
+    import torch
+
+    torch.set_num_threads(1)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(8, 16), torch.randint(0, 4, (8,))
+    for i in range(int(sys.argv[1])):
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        print("loss", loss.item())
+    if __name__ == "__main__" and sys.argv[2:] == ["fail"]:
+        raise ValueError("the script's own bug")
+    """
+)
+
+
+def _ceilings(tmp_path: Path) -> Path:
+    path = tmp_path / "ceilings.json"
+    path.write_text(json.dumps({"device": "cpu", "device_name": "test cpu", "memory_bandwidth_bytes_per_s": 2e10,
+                                "peak_flops_per_s": {"float32": 1e11}, "launch_overhead_s": 5e-6}))
+    return path
+
+
+def _profile(tmp_path: Path, *script_and_args: str, extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    return subprocess.run(
+        [sys.executable, "-m", "roofline", "profile", "--device", "cpu", "--ceilings", str(_ceilings(tmp_path)),
+         "--wait", "1", "--timed", "1", "--warmup", "0", "--active", "2", *extra, "-o", str(tmp_path / "out"),
+         *script_and_args],
+        capture_output=True, text=True, env=env, timeout=300,
+    )
+
+
+@pytest.mark.slow
+def test_profile_runs_an_unmodified_training_script(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN)
+    done = _profile(tmp_path, str(script), "50")
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert (tmp_path / "out" / "trace.json.gz").stat().st_size > 0
+    assert report["kind"] == "profile" and report["steps"] == 2
+    assert report["extra"]["profile"]["step_source"] == "optimizer"
+    assert report["step_time"]["n"] == 1 and report["profiled_step_time"]["n"] == 2
+    (site,) = report["syncs"]
+    assert site["kind"] == "item" and site["location"].endswith("train.py:13") and site["per_step"] == 1
+    assert any(op["name"] == "aten::addmm" for op in report["ops"])
+    assert done.stdout.count("loss") < 50, "the script stops once the profiled steps are done"
+
+
+@pytest.mark.slow
+def test_a_script_that_raises_gives_one_line_keeps_outputs_and_fails(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN)
+    done = _profile(tmp_path, str(script), "3", "fail", extra=("--run-to-end",))
+    assert done.returncode == 1
+    errors = [line for line in done.stderr.splitlines() if line.startswith("roofline: error:")]
+    assert errors == ["roofline: error: train.py raised ValueError: the script's own bug (at train.py:15)"]
+    assert "Traceback" not in done.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert "the script's own bug" in report["extra"]["profile"]["error"]
+
+
+@pytest.mark.slow
+def test_missing_script_is_one_clear_error(tmp_path: Path) -> None:
+    from roofline.cli import main
+
+    assert main(["profile", "--device", "cpu", "--ceilings", str(_ceilings(tmp_path)), str(tmp_path / "nope.py")]) == 2
+
+
+def test_script_gets_its_argv_and_main_name_and_both_are_restored(tmp_path: Path) -> None:
+    script = tmp_path / "echo.py"
+    script.write_text("import sys\nRESULT = (sys.argv[:], __name__)\nsys.modules['__roofline_test__'] = RESULT\n")
+    argv = sys.argv[:]
+    run_script(script, ["a", "--b"])
+    assert sys.modules.pop("__roofline_test__") == ([str(script), "a", "--b"], "__main__")
+    assert sys.argv == argv
+
+
+def test_steps_follow_the_largest_modules_top_level_forward() -> None:
+    small, big = torch.nn.Linear(2, 2), torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(8, 8))
+    steps: list[int] = []
+    with StepFinder(lambda: steps.append(1)) as finder:
+        for _ in range(3):
+            big(torch.randn(1, 8))
+            small(torch.randn(1, 2))
+    assert finder.source == "forward" and len(steps) == 3
+    with StepFinder(lambda: None):
+        pass
+    assert not torch.nn.modules.module._global_forward_hooks
+
+
+def test_optimizer_step_outranks_forward_once_seen() -> None:
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    steps: list[str] = []
+    with StepFinder(lambda: steps.append("s")) as finder:
+        for _ in range(4):
+            model(torch.randn(2, 4)).sum().backward()
+            opt.step()
+    assert finder.source == "optimizer"
+    assert len(steps) == 1 + 4, "the first forward counts before the optimizer is seen, then one per step"
+
+
+def test_the_scripts_own_profiler_is_a_stand_in_whose_steps_count() -> None:
+    real = torch.profiler.profile
+    steps: list[int] = []
+    with StepFinder(lambda: steps.append(1)) as finder:
+        with torch.profiler.profile() as prof:
+            for _ in range(3):
+                torch.ones(2) + 1
+                prof.step()
+        assert prof.key_averages().table() .startswith("(profiled by roofline")
+    assert torch.profiler.profile is real
+    assert finder.source == "profiler" and len(steps) == 3
+
+
+def test_script_error_line_names_the_scripts_line(tmp_path: Path) -> None:
+    script = tmp_path / "bad.py"
+    script.write_text("x = 1\ny = x / 0\n")
+    with pytest.raises(ZeroDivisionError) as info:
+        run_script(script, [])
+    assert script_error_line(info.value, script) == "bad.py raised ZeroDivisionError: division by zero (at bad.py:2)"
