@@ -61,7 +61,8 @@
         s.unmodeled_time_share > 0.1 ? "warn" : ""),
       R.stat("Ops above the roof", String(s.ops_above_roof || 0), "cache reuse or a counting error", s.ops_above_roof ? "warn" : ""));
     sec.appendChild(stats);
-    sec.appendChild(boundBar(s.time_by_bound_s || {}));
+    var bar = boundBar(s.time_by_bound_s || {});
+    if (bar) sec.appendChild(bar);
     if (s.notes && s.notes.length) sec.appendChild(el("ul", { "class": "notes" }, s.notes.map(function (n) { return el("li", { text: n }); })));
     return sec;
   }
@@ -121,7 +122,7 @@
   }
 
   function makeChart(c, ch, dtypes, shown) {
-    var W = 960, H = 520, M = { l: 78, r: 24, t: 16, b: 52 };
+    var W = 960, H = 520, M = { l: 100, r: 24, t: 16, b: 52 };
     var pw = W - M.l - M.r, ph = H - M.t - M.b;
     var bw = c.memory_bandwidth_bytes_per_s || 0;
     var root = svg("svg", { viewBox: "0 0 " + W + " " + H, "class": "roof-svg", role: "img", "aria-label": "roofline chart" });
@@ -167,7 +168,7 @@
       root.appendChild(grid);
       root.appendChild(svg("rect", { x: M.l, y: M.t, width: pw, height: ph, "class": "frame" }));
       root.appendChild(svg("text", { x: M.l + pw / 2, y: H - 10, "text-anchor": "middle", "class": "axis-title", text: "arithmetic intensity (FLOP / byte)" }));
-      root.appendChild(svg("text", { x: 16, y: M.t + ph / 2, "text-anchor": "middle", transform: "rotate(-90 16 " + (M.t + ph / 2) + ")", "class": "axis-title", text: "achieved FLOP/s" }));
+      root.appendChild(svg("text", { x: 14, y: M.t + ph / 2, "text-anchor": "middle", transform: "rotate(-90 14 " + (M.t + ph / 2) + ")", "class": "axis-title", text: "achieved FLOP/s" }));
 
       var plot = svg("g", { "clip-path": "url(#plot-clip)" });
       root.appendChild(plot);

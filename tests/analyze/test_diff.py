@@ -1,0 +1,90 @@
+"""diff_reports: per op / module / class deltas, findings that come and go, and the noise-aware CI gate."""
+
+from __future__ import annotations
+
+import pytest
+
+from roofline.analyze.diff import diff_reports, total_verdict
+from roofline.report import Finding, OpRecord, Report, Summary, Timing
+
+
+def report(times: dict[tuple[str, str], float], spread_s: float = 0.0, findings: list[Finding] | None = None, bound: str = "memory") -> Report:
+    ops = [OpRecord(name=n, module=m, time_s=t, flops=1e9, bytes=1e8, efficiency=0.5, bound=bound, index=i)
+           for i, ((n, m), t) in enumerate(times.items())]
+    total = sum(times.values())
+    samples = [total - spread_s, total - spread_s / 2, total, total + spread_s / 2, total + spread_s] if spread_s else []
+    return Report(
+        ops=ops,
+        summary=Summary(total_time_s=total),
+        step_time=Timing.from_samples(samples, "CUDA events") if samples else None,
+        findings=findings or [],
+    )
+
+
+BASE = {("aten::mm", "layers.0.mlp"): 1e-3, ("aten::add", "layers.0.mlp"): 2e-4, ("aten::mm", "layers.1.mlp"): 1e-3}
+
+
+def test_op_module_and_class_rows():
+    b_times = dict(BASE)
+    b_times[("aten::mm", "layers.0.mlp")] = 1.5e-3
+    del b_times[("aten::add", "layers.0.mlp")]
+    b_times[("aten::mul", "layers.0.mlp")] = 1e-4
+    a, b = report(BASE), report(b_times)
+    b.ops[0].bound = "compute"
+    d = diff_reports(a, b)
+    top = d.ops[0]
+    assert top.key == "aten::mm @ layers.0.mlp"
+    assert top.delta_time_s == pytest.approx(5e-4)
+    assert top.delta_time_pct == pytest.approx(50.0)
+    assert top.bound_changed and top.a.bound == "memory" and top.b.bound == "compute"
+    statuses = {r.key: r.status for r in d.ops}
+    assert statuses["aten::add @ layers.0.mlp"] == "removed"
+    assert statuses["aten::mul @ layers.0.mlp"] == "added"
+    assert statuses["aten::mm @ layers.1.mlp"] == "same"
+    module = next(r for r in d.modules if r.key == "layers.0.mlp")
+    assert module.delta_time_s == pytest.approx(5e-4 - 2e-4 + 1e-4)
+    classes = {r.key: r for r in d.classes}
+    assert classes["compute"].status == "added"
+    assert [r.key for r in d.bound_changes] == ["aten::mm @ layers.0.mlp"]
+
+
+def test_group_efficiency_is_time_weighted():
+    a = report({("aten::mm", "x"): 1e-3})
+    a.ops.append(OpRecord(name="aten::mm", module="x", time_s=3e-3, efficiency=0.9, bound="compute"))
+    side = diff_reports(a, a).ops[0].a
+    assert side.efficiency == pytest.approx((0.5 * 1e-3 + 0.9 * 3e-3) / 4e-3)
+    assert side.bound == "compute"
+    assert side.calls == 2
+
+
+def test_findings_appeared_and_gone():
+    sync = Finding(rule="host-sync", title="2 syncs", category="sync", locations=["train.py:9"], estimated_savings_s=1e-4)
+    fuse = Finding(rule="fusion", title="fuse", category="memory", locations=["model.py:3"], estimated_savings_s=2e-4)
+    retitled = Finding(rule="host-sync", title="3 syncs", category="sync", locations=["train.py:9"])
+    d = diff_reports(report(BASE, findings=[sync]), report(BASE, findings=[retitled, fuse]))
+    assert [f.rule for f in d.findings_appeared] == ["fusion"]
+    assert d.findings_gone == []
+
+
+@pytest.mark.parametrize(
+    "scale, spread, pct, failed",
+    [
+        (0.90, 1e-5, 5.0, False),   # better
+        (1.08, 1e-3, 5.0, False),   # 8% worse, but inside the run-to-run spread
+        (1.08, 1e-5, 5.0, True),    # 8% worse, far beyond the spread
+        (1.03, 1e-5, 5.0, False),   # worse beyond noise but under the threshold
+    ],
+)
+def test_gate(scale, spread, pct, failed):
+    a = report(BASE, spread_s=spread)
+    b = report({k: v * scale for k, v in BASE.items()}, spread_s=spread)
+    verdict = total_verdict(a, b, pct)
+    assert verdict.failed is failed
+    assert "step_time" in verdict.noise_method
+    assert verdict.reason
+
+
+def test_gate_without_spread_says_so():
+    verdict = total_verdict(report(BASE), report({k: 2 * v for k, v in BASE.items()}), 5.0)
+    assert verdict.failed and verdict.noise_s == 0.0
+    assert "no run-to-run spread" in verdict.noise_method

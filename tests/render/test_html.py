@@ -1,0 +1,108 @@
+"""render_html without a browser: one self-contained document, escaped payload, aggregation for display."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from roofline.render import html as html_mod
+from roofline.render.html import chart_points, module_tree, render_html, report_payload, safe_json
+from roofline.report import Report
+
+from roofline_synthetic import XSS, make_big_report, make_report, with_ranks
+
+
+def _payload_of(page: str) -> dict:
+    m = re.search(r'<script type="application/json" id="roofline-data">(.*?)</script>', page, re.S)
+    assert m
+    return json.loads(m.group(1))
+
+
+def test_page_is_self_contained_and_forbids_network():
+    page = render_html(make_report(40))
+    assert page.startswith("<!DOCTYPE html>")
+    assert "default-src 'none'" in page and "connect-src 'none'" in page
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page), "no external resource"
+    assert "http://" not in page.replace("http://www.w3.org/2000/svg", "")
+    assert "https://" not in page
+    assert page.count("<script") == 2
+
+
+def test_user_strings_cannot_close_the_script():
+    report = make_report(20)
+    report.ops[0].module = XSS
+    report.ops[1].name = "aten::<b>bold</b>&amp;"
+    report.findings[0].title = XSS
+    report.environment.command_line = XSS
+    page = render_html(report)
+    assert XSS not in page
+    assert "<script>alert(1)" not in page
+    assert page.count("</script>") == 2
+    data = _payload_of(page)
+    assert XSS in data["strings"]
+    assert data["findings"][1]["title"] == XSS or data["findings"][0]["title"] == XSS
+    assert safe_json("<>&") == '"\\u003c\\u003e\\u0026"'
+
+
+def test_embed_is_an_iframe_fragment():
+    report = make_report(10)
+    report.ops[0].module = XSS
+    frag = render_html(report, embed=True)
+    assert frag.startswith("<iframe srcdoc=") and frag.endswith("</iframe>")
+    assert "<script" not in frag and XSS not in frag
+    assert report._repr_html_() == frag
+
+
+def test_to_pandas_has_one_row_per_op():
+    pd = pytest.importorskip("pandas")
+    report = make_report(12)
+    frame = report.to_pandas()
+    assert isinstance(frame, pd.DataFrame)
+    assert len(frame) == 12 and {"name", "module", "time_s", "efficiency", "bound"} <= set(frame.columns)
+
+
+def test_chart_groups_repeated_calls_and_skips_zero_work():
+    report = make_report(80)
+    chart = chart_points(report.ops)
+    plotted = sum(p["n"] for p in chart["points"])
+    assert plotted + chart["not_plotted"]["n"] == 80
+    assert chart["not_plotted"]["n"] == sum(1 for op in report.ops if op.flops == 0)
+    p = chart["points"][0]
+    assert p["intensity"] == pytest.approx(p["flops"] / p["bytes"])
+    assert chart["points"] == sorted(chart["points"], key=lambda q: -q["time_s"])
+
+
+def test_chart_bins_beyond_max_points(monkeypatch):
+    monkeypatch.setattr(html_mod, "MAX_POINTS", 50)
+    report = make_big_report(3000)
+    chart = chart_points(report.ops)
+    assert len(chart["points"]) == 50 and chart["bins"]
+    binned = sum(b["n"] for b in chart["bins"])
+    assert binned + sum(p["n"] for p in chart["points"]) + chart["not_plotted"]["n"] == 3000
+    assert sum(b["groups"] for b in chart["bins"]) == chart["n_groups"] - 50
+
+
+def test_module_tree_rolls_time_up():
+    report = make_report(40)
+    tree = module_tree(report.ops)
+    assert tree["time_s"] == pytest.approx(sum(op.time_s for op in report.ops))
+    layers = tree["children"][0]
+    assert layers["name"] == "layers"
+    assert layers["time_s"] == pytest.approx(sum(c["time_s"] for c in layers["children"]))
+
+
+def test_ranks_and_empty_report_render():
+    page = render_html(with_ranks(make_report(10)))
+    assert _payload_of(page)["ranks"][1]["straggler"] is True
+    empty = render_html(Report())
+    assert _payload_of(empty)["table"] == {}
+
+
+def test_payload_table_is_columnar_and_interned():
+    report = make_report(30)
+    data = report_payload(report)
+    table, strings = data["table"], data["strings"]
+    assert len(table["time_s"]) == 30
+    assert strings[table["name"][0]] == report.ops[0].name

@@ -1,0 +1,219 @@
+"""The HTML report in a real headless Chromium: loads clean and offline, hover, sort, filter, zoom, toggles, XSS.
+
+Chromium and chromedriver come from Debian (`make test` installs them); selenium drives them without its
+manager downloading anything. A screenshot of each page is saved under tests/artifacts/ (gitignored).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from roofline.analyze.diff import diff_reports
+from roofline.render.diff import render_diff_html
+from roofline.render.html import render_html
+from roofline.report import Report
+
+from roofline_synthetic import XSS, make_report, with_ranks
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()),
+        reason="Debian chromium + chromium-driver not installed (apt-get install -y chromium chromium-driver)",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory):
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-dev-shm-usage", "--window-size=1400,1000",
+                f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    drv = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    drv.set_page_load_timeout(60)
+    yield drv
+    drv.quit()
+
+
+def open_page(driver, tmp_path, html: str, name: str = "report.html"):
+    path = tmp_path / name
+    path.write_text(html, encoding="utf-8")
+    driver.get_log("browser")
+    driver.get(path.as_uri())
+    for _ in range(100):
+        if driver.execute_script("return window.__rooflineReady === true"):
+            break
+        time.sleep(0.05)
+    assert driver.execute_script("return window.__rooflineReady === true"), "page did not finish building"
+    return path
+
+
+def click(driver, element) -> None:
+    """Scroll the element to mid-screen first, so the sticky section bar never covers it."""
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center', behavior: 'instant'})", element)
+    element.click()
+
+
+def console_problems(driver) -> list[dict]:
+    return [e for e in driver.get_log("browser") if e.get("level") in ("SEVERE", "WARNING")]
+
+
+def save_screenshot(driver, name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    height = driver.execute_script("return document.body.scrollHeight")
+    driver.set_window_size(1400, min(int(height) + 50, 9000))
+    out = ARTIFACTS / name
+    driver.save_screenshot(str(out))
+    driver.set_window_size(1400, 1000)
+    return out
+
+
+@pytest.fixture(scope="module")
+def report() -> Report:
+    r = with_ranks(make_report(120))
+    r.ops[3].module = XSS
+    return r
+
+
+def test_loads_clean_offline_and_escapes(driver, tmp_path, report):
+    from selenium.common.exceptions import NoAlertPresentException
+    from selenium.webdriver.common.by import By
+
+    open_page(driver, tmp_path, render_html(report))
+    assert console_problems(driver) == []
+    assert driver.execute_script("return performance.getEntriesByType('resource').length") == 0
+    csp = driver.find_element(By.CSS_SELECTOR, 'meta[http-equiv="Content-Security-Policy"]').get_attribute("content")
+    assert "default-src 'none'" in csp and "connect-src 'none'" in csp
+    with pytest.raises(NoAlertPresentException):
+        driver.switch_to.alert.text
+    assert driver.execute_script("return document.querySelectorAll('script').length") == 2
+    assert XSS in driver.find_element(By.ID, "modules").text
+    for section in ("overview", "roofline", "findings", "ops", "modules", "timing", "memory", "syncs", "ranks", "environment"):
+        assert driver.find_element(By.ID, section).is_displayed()
+    assert "rank 1 · straggler" in driver.find_element(By.ID, "ranks").text
+    shot = save_screenshot(driver, "report.png")
+    assert shot.stat().st_size > 20_000
+
+
+def test_hover_shows_the_op(driver, tmp_path, report):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    open_page(driver, tmp_path, render_html(report))
+    point = driver.find_element(By.CSS_SELECTOR, 'circle.pt[data-point="0"]')
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center', behavior: 'instant'})", point)
+    ActionChains(driver).move_to_element(point).perform()
+    tip = driver.find_element(By.ID, "roof-tooltip")
+    assert tip.is_displayed()
+    text = tip.text
+    data = json.loads(driver.execute_script("return document.getElementById('roofline-data').textContent"))
+    expected = data["chart"]["points"][0]
+    assert expected["name"] in text and expected["module"] in text
+    for label in ("input shapes", "FLOPs", "bytes", "device time", "intensity", "efficiency", "bound", expected["source"]):
+        assert label in text
+    assert console_problems(driver) == []
+
+
+def test_sort_filter_and_paginate(driver, tmp_path, report):
+    from selenium.webdriver.common.by import By
+
+    open_page(driver, tmp_path, render_html(report))
+    data = json.loads(driver.execute_script("return document.getElementById('roofline-data').textContent"))
+    flops = data["table"]["flops"]
+
+    def first_rows(n=5):
+        rows = driver.find_elements(By.CSS_SELECTOR, "#op-table tbody tr")[:n]
+        return [int(r.get_attribute("data-row")) for r in rows]
+
+    header = driver.find_element(By.CSS_SELECTOR, '#op-table th[data-key="flops"]')
+    click(driver, header)
+    assert header.get_attribute("aria-sort") == "descending"
+    assert flops[first_rows(1)[0]] == max(flops)
+    click(driver, header)
+    assert header.get_attribute("aria-sort") == "ascending"
+    assert [flops[i] for i in first_rows()] == sorted(flops)[:5]
+
+    assert "1–100 of 120" in driver.find_element(By.ID, "op-count").text
+    click(driver, driver.find_element(By.ID, "page-next"))
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#op-table tbody tr")) == 20
+
+    box = driver.find_element(By.ID, "op-filter")
+    box.send_keys("softmax")
+    time.sleep(0.3)
+    names = [r.find_element(By.CSS_SELECTOR, "td.opname").text for r in driver.find_elements(By.CSS_SELECTOR, "#op-table tbody tr")]
+    assert names and all("softmax" in n for n in names)
+    assert "filtered from 120" in driver.find_element(By.ID, "op-count").text
+    assert console_problems(driver) == []
+
+
+def test_zoom_and_dtype_toggle(driver, tmp_path, report):
+    from selenium.webdriver.common.by import By
+
+    open_page(driver, tmp_path, render_html(report))
+    ticks = lambda: [t.text for t in driver.find_elements(By.CSS_SELECTOR, "#roofline svg .grid text")]
+    before = ticks()
+    click(driver, driver.find_element(By.ID, "zoom-in"))
+    click(driver, driver.find_element(By.ID, "zoom-in"))
+    assert ticks() != before
+    click(driver, driver.find_element(By.ID, "zoom-reset"))
+    assert ticks() == before
+    roofs = lambda: [r.get_attribute("data-roof") for r in driver.find_elements(By.CSS_SELECTOR, "#roofline polyline[data-roof]")]
+    assert any("float32" in r for r in roofs())
+    click(driver, driver.find_element(By.CSS_SELECTOR, 'input[data-dtype="float32"]'))
+    assert not any("float32" in r for r in roofs())
+    assert console_problems(driver) == []
+
+
+def test_empty_report_and_diff_page_load_clean(driver, tmp_path):
+    open_page(driver, tmp_path, render_html(Report()), "empty.html")
+    assert console_problems(driver) == []
+    a, b = make_report(40), make_report(40)
+    for op in b.ops[:5]:
+        op.time_s *= 2
+    b.summary.total_time_s = sum(op.time_s for op in b.ops)
+    b.ops[0].module = XSS
+    open_page(driver, tmp_path, render_diff_html(diff_reports(a, b, "base.json", "new.json", fail_above_pct=5)), "diff.html")
+    assert console_problems(driver) == []
+    assert driver.execute_script("return performance.getEntriesByType('resource').length") == 0
+    from selenium.webdriver.common.by import By
+
+    assert "FAIL" in driver.find_element(By.ID, "verdict").text
+    assert XSS in driver.find_element(By.ID, "ops").text
+    save_screenshot(driver, "diff.png")
+
+
+def test_embed_fragment_runs_inside_a_page(driver, tmp_path):
+    fragment = render_html(make_report(20), embed=True)
+    host = f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body><h1>notebook</h1>{fragment}</body></html>"
+    path = tmp_path / "host.html"
+    path.write_text(host, encoding="utf-8")
+    driver.get(path.as_uri())
+    time.sleep(0.5)
+    from selenium.webdriver.common.by import By
+
+    driver.switch_to.frame(driver.find_element(By.TAG_NAME, "iframe"))
+    try:
+        for _ in range(100):
+            if driver.execute_script("return window.__rooflineReady === true"):
+                break
+            time.sleep(0.05)
+        assert driver.find_element(By.ID, "op-table").is_displayed()
+    finally:
+        driver.switch_to.default_content()
+    assert console_problems(driver) == []
