@@ -85,3 +85,32 @@ def test_count_op_never_raises_on_garbage(name, args, outputs):
 @given(name=st.one_of(st.text(max_size=20), st.integers()), args=st.one_of(st.none(), st.lists(_values, max_size=3)))
 def test_count_op_never_raises_on_garbage_names(name, args):
     assert isinstance(count_op(name, args), OpCost)
+
+
+_trace_entries = st.one_of(st.none(), st.text(max_size=6), st.integers(), st.lists(st.integers(-2, 9), max_size=4),
+                           st.lists(st.lists(st.integers(0, 5), max_size=3), max_size=3))
+
+
+@settings(max_examples=200, deadline=None)
+@given(dims=st.lists(_trace_entries, max_size=6),
+       types=st.lists(st.one_of(st.sampled_from(["float", "c10::Half", "long int", "TensorList", "Scalar",
+                                                 "ScalarList", "", "bool"]), st.text(max_size=5)), max_size=6),
+       concrete=st.lists(st.one_of(st.text(max_size=8), st.sampled_from(["[1, 2]", "0.", "True", "-3", ""])),
+                         max_size=6))
+def test_args_from_trace_never_raises_and_feeds_count_op(dims, types, concrete):
+    from roofline.count import args_from_trace
+
+    args = args_from_trace(dims, types, dims, concrete)
+    assert len(args) == max(len(dims), len(types), len(concrete))
+    assert isinstance(count_op("aten::add", args), OpCost)
+
+
+def test_parse_of_concrete_inputs():
+    from roofline.count import args_from_trace
+
+    args = args_from_trace([[], [], [], [], [], []], ["Scalar", "ScalarList", "Scalar", "Scalar", "", "Scalar"],
+                           None, ["5", "[2, 256, 32000]", "0.125", "False", "", "-100."])
+    assert args == [5, [2, 256, 32000], 0.125, False, None, -100.0]
+    tensors = args_from_trace([[2, 3], [[4], [5]]], ["c10::BFloat16", "TensorList"], [[3, 1], [[1], [1]]], ["", ""])
+    assert tensors[0] == TensorMeta((2, 3), "bfloat16", (3, 1))
+    assert [m.shape for m in tensors[1]] == [(4,), (5,)]

@@ -162,6 +162,7 @@ def test_resnet50_forward_and_backward_fully_modeled():
     assert unmodeled(collector.ops) == {}
 
 
+@pytest.mark.slow
 def test_bert_forward_fully_modeled():
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)

@@ -24,16 +24,21 @@ def embedding(call: Call) -> OpCost:
     return OpCost(0.0, float(out.nbytes + indices.nbytes + written), True)
 
 
-@register("aten::embedding_dense_backward", "aten::embedding_backward")
+@register("aten::embedding_dense_backward")
 def embedding_dense_backward(call: Call) -> OpCost:
-    """(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq[, sparse]);
-    embedding_backward is the composite that calls it."""
+    """(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq)."""
     grad, indices = call.tensor(0, "grad_output"), call.tensor(1, "indices")
     num_weights = int(call.arg(2, "num_weights"))
     row = prod(grad.shape[indices.ndim:]) if grad.ndim > indices.ndim else grad.shape[-1]
     table = TensorMeta((num_weights, row), grad.dtype)
     written = nbytes(call.outputs) if call.outputs is not None else table.nbytes
     return OpCost(float(grad.numel), float(grad.nbytes + indices.nbytes + written), True)
+
+
+@register("aten::embedding_backward", composite=True)
+def embedding_backward(call: Call) -> OpCost:
+    """Composite (-> embedding_dense_backward, or a sparse gradient when sparse=True)."""
+    return embedding_dense_backward(call)
 
 
 @register("aten::_embedding_bag", "aten::_embedding_bag_forward_only", "aten::embedding_bag")

@@ -44,9 +44,9 @@ def pooled_shape(x: TensorMeta, dims: int, kernel: Any, stride: Any, padding: An
 _MAX_POOLS = {"aten::max_pool1d_with_indices": 1, "aten::max_pool2d_with_indices": 2,
               "aten::max_pool3d_with_indices": 3, "aten::max_pool1d": 1, "aten::max_pool2d": 2,
               "aten::max_pool3d": 3, "aten::mkldnn_max_pool2d": 2, "aten::quantized_max_pool2d": 2}
+_MAX_POOL_COMPOSITES = ("aten::max_pool1d", "aten::max_pool2d", "aten::max_pool3d")
 
 
-@register(*_MAX_POOLS)
 def max_pool(call: Call) -> OpCost:
     """(self, kernel_size, stride, padding, dilation, ceil_mode); the *_with_indices forms also write
     int64 indices. max_pool2d is a composite on CUDA (-> max_pool2d_with_indices)."""
@@ -59,6 +59,10 @@ def max_pool(call: Call) -> OpCost:
     else:
         written = prod(shape) * x.itemsize + (prod(shape) * 8 if call.name.endswith("_with_indices") else 0)
     return OpCost(float(prod(shape) * prod(kernel)), float(x.nbytes + written), True)
+
+
+register(*(n for n in _MAX_POOLS if n not in _MAX_POOL_COMPOSITES))(max_pool)
+register(*_MAX_POOL_COMPOSITES, composite=True)(max_pool)
 
 
 _AVG_POOLS = {"aten::avg_pool1d": 1, "aten::avg_pool2d": 2, "aten::avg_pool3d": 3}

@@ -2,8 +2,9 @@
 
 A view (view, transpose, slice, expand, ...) makes a new tensor header over the same storage; metadata ops
 (resize_ of an allocation, result_type, detach, lift_fresh) change no element either. No kernel runs.
-``reshape`` and ``flatten`` are counted as views: when their input cannot be viewed they call ``clone`` /
-``_unsafe_view``, which appear as their own ops (in a trace as children, in a dispatch recording instead).
+``reshape`` and ``flatten`` are counted as views and marked composite: when their input cannot be viewed
+they call ``clone`` / ``_unsafe_view``, which appear as their own ops (in a trace as children, in a dispatch
+recording instead), and carry the copy's cost.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from roofline.count.registry import Call, OpCost, register, zero_cost
 
 VIEW_NAMES = (
-    "view", "_unsafe_view", "_reshape_alias", "reshape", "reshape_as", "view_as", "flatten", "unflatten",
+    "view", "_unsafe_view", "_reshape_alias", "view_as", "unflatten",
     "t", "t_", "transpose", "transpose_", "swapaxes", "swapdims", "permute", "movedim", "moveaxis", "numpy_T",
     "mT", "mH", "adjoint", "expand", "expand_as", "broadcast_to", "slice", "select", "narrow", "squeeze",
     "squeeze_", "unsqueeze", "unsqueeze_", "as_strided", "as_strided_", "split", "split_with_sizes",
@@ -19,7 +20,7 @@ VIEW_NAMES = (
     "unbind", "detach", "detach_", "alias", "lift_fresh", "lift", "diagonal", "unfold", "real", "imag",
     "view_as_real", "view_as_complex", "_neg_view", "_conj", "conj", "resolve_conj", "resolve_neg",
     "positive", "_indices", "_values", "indices", "values", "crow_indices", "col_indices", "align_to",
-    "refine_names", "rename", "atleast_1d", "atleast_2d", "atleast_3d", "ravel", "matrix_H", "_nested_view_from_buffer",
+    "refine_names", "rename", "atleast_1d", "atleast_2d", "atleast_3d", "matrix_H", "_nested_view_from_buffer",
     "resize_", "resize_as_", "_resize_output_", "set_", "result_type", "size", "stride", "numel", "dim",
     "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "storage_offset", "is_contiguous",
     "is_same_size", "is_nonzero", "_has_compatible_shallow_copy_type", "_shape_as_tensor", "requires_grad_",
@@ -35,6 +36,10 @@ def _view(call: Call) -> OpCost:
 
 
 register(*(f"aten::{name}" for name in VIEW_NAMES), "detach", "detach_", view=True)(_view)
+
+# A view when the strides allow it, else clone + _unsafe_view (their children in a trace carry the copy).
+MAYBE_COPYING_VIEWS = ("reshape", "reshape_as", "flatten", "ravel")
+register(*(f"aten::{name}" for name in MAYBE_COPYING_VIEWS), view=True, composite=True)(_view)
 
 
 @register("profiler::_record_function_enter", "profiler::_record_function_enter_new",
