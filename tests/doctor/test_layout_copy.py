@@ -47,3 +47,14 @@ def test_bmm_on_an_operand_blas_cannot_read_in_place_is_found():
     assert len(findings) == 1 and "BLAS" in findings[0].title
     transposed_ok = ([B * H, T, D], "float32", [T * D, 1, T])
     assert diagnose(report([op("aten::bmm", [transposed_ok, good], out=[B * H, T, T])]), rules=["layout-copy"]) == []
+
+
+def test_a_copy_made_once_while_its_module_runs_many_times_is_silent():
+    """A prefill's one layout copy, then cached decode steps whose [B, 1, H, D] outputs need no copy."""
+    ops = [op("aten::clone", [TRANSPOSED], out=[B, T, H, D], module="layers.0.attn", source="model.py:55")]
+    ops += [op("aten::mm", [([B, H * D], "float32"), ([H * D, H * D], "float32")], module="layers.0.attn.wo",
+               source="model.py:56") for _ in range(8)]
+    assert diagnose(report(ops), rules=["layout-copy"]) == []
+    every_call = ops + [op("aten::clone", [TRANSPOSED], out=[B, T, H, D], module="layers.0.attn",
+                           source="model.py:55") for _ in range(7)]
+    assert len(diagnose(report(every_call), rules=["layout-copy"])) == 1

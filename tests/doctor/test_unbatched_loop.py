@@ -49,3 +49,29 @@ def test_without_ceilings_the_saving_is_not_invented():
     r.ceilings.peak_flops_per_s = {}
     f = diagnose(r, rules=["unbatched-loop"])[0]
     assert f.estimated_savings_s == 0.0 and f.savings_method.startswith("not estimated")
+
+
+def _mm(rows: int, step=None, module="layers.0.wq"):
+    """aten::mm as a recorded linear decomposes to: [rows, 64] x [64, 64]."""
+    from doctor_cases import op
+
+    return op("aten::mm", [([rows, 64], "float32"), ([64, 64], "float32")], out=[rows, 64], module=module,
+              step=step, flops=2.0 * rows * 64 * 64, nbytes=4.0 * (64 * 64 + 2 * rows * 64), time=1e-4)
+
+
+def test_recorded_2d_matmuls_of_prompts_one_at_a_time_are_found():
+    ops = [_mm(t) for start in (5, 7) for t in range(start, start + 4)]
+    findings = diagnose(report(ops), rules=["unbatched-loop"])
+    assert findings and findings[0].evidence["sequences"] == 2
+
+
+def test_the_same_single_prompt_generation_repeated_in_each_profiled_step_is_silent():
+    ops = [_mm(n, step=s) for s in range(3) for n in [5, 1, 1, 1, 1]]
+    assert diagnose(report(ops, steps=3), rules=["unbatched-loop"]) == []
+
+
+def test_one_forward_per_step_prompts_one_at_a_time_are_found_across_steps():
+    lengths = [5, 6, 7, 8, 4, 5, 6, 7]
+    ops = [_mm(n, step=s) for s, n in enumerate(lengths)]
+    findings = diagnose(report(ops, steps=len(lengths)), rules=["unbatched-loop"])
+    assert findings and findings[0].evidence["sequences"] == 2

@@ -75,8 +75,9 @@ def check(report: Report) -> list[Finding]:
 def _finding(report: Report, *, kinds: list[str], where: str, count: int, per_step: float, savings: float,
              method: str, ops: list[OpRecord] | None = None) -> Finding:
     in_loop = per_step > 1
-    title = (f"host-device sync inside a loop: {per_step:g} per step at {where}" if in_loop
-             else f"host-device sync at {where}")
+    what = ", ".join(kinds)
+    title = (f"host-device sync ({what}) inside a loop: {per_step:g} per step at {where}" if in_loop
+             else f"host-device sync ({what}) at {where}")
     evidence = {"sync_kinds": kinds, "count": count, "per_step": per_step, "in_loop": in_loop}
     if ops:
         evidence["ops"] = sorted({op.name for op in ops})

@@ -3,7 +3,8 @@ and matmuls handed operands whose layout BLAS cannot read in place.
 
 Evidence is the recorded input strides: a copy (clone, contiguous, copy_, same-dtype _to_copy, reshape) of a view
 that is a permutation of a dense tensor. Copies of broadcast or sliced views, casts, and writes into a slice of a
-bigger buffer (a KV cache) are not layout fixes and are left alone.
+bigger buffer (a KV cache) are not layout fixes and are left alone. A copy site is reported when it runs on most
+calls of its module (the layout is passed on every time), not when it runs once, e.g. only in a prefill.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ COPY_DEPTH = {"reshape": 0, "flatten": 0, "contiguous": 0, "to": 0, "clone": 1, 
 COPY_KINDS = frozenset(COPY_DEPTH)
 MAX_FINDINGS = 5
 LOOKAHEAD = 3
+MIN_CALL_SHARE = 0.5
 
 
 def _source(op: OpRecord) -> tuple[list[int], list[int], str] | None:
@@ -87,10 +89,34 @@ def strided_matmuls(report: Report) -> list[tuple[OpRecord, float]]:
     return found
 
 
+def module_calls(report: Report, module: str, phase: str) -> int:
+    """How many times a module ran in a phase: its fewest-called matmul site (a projection runs once per call),
+    else the median call count of its op sites."""
+    prefix = module + "." if module else ""
+    per_site: dict[tuple[str, str, str | None], int] = defaultdict(int)
+    for op in report.ops:
+        if op.phase == phase and (op.module == module or op.module.startswith(prefix)):
+            per_site[(op.module, op.name, op.source)] += 1
+    matmuls = [n for (_, name, _), n in per_site.items() if op_kind(name) in MATMUL_KINDS]
+    if matmuls:
+        return min(matmuls)
+    counts = sorted(per_site.values())
+    return counts[len(counts) // 2] if counts else 0
+
+
+def recurring_copies(report: Report) -> list[OpRecord]:
+    """Layout copies at sites that copy on at least half the calls of their module."""
+    sites: dict[tuple[str, str | None, str], list[OpRecord]] = defaultdict(list)
+    for op in layout_copies(report):
+        sites[(op.module, op.source, op.phase)].append(op)
+    return [op for (module, _, phase), ops in sites.items()
+            if len(ops) >= MIN_CALL_SHARE * max(module_calls(report, module, phase), len(ops)) for op in ops]
+
+
 @register(RULE, "copies of transposed/permuted views; matmuls on strided operands")
 def check(report: Report) -> list[Finding]:
     groups: dict[str, list[OpRecord]] = defaultdict(list)
-    for op in layout_copies(report):
+    for op in recurring_copies(report):
         groups[f"{generic_module(op.module)}|{op.source or ''}"].append(op)
     findings = []
     for ops in groups.values():

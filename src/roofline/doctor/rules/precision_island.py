@@ -116,7 +116,7 @@ def check(report: Report) -> list[Finding]:
     groups: dict[str, list[list[tuple[OpRecord, str]]]] = defaultdict(list)
     for island in find_islands(report, half):
         first = next(op for op, role in island if role == "fp32")
-        groups[f"{generic_module(first.module)} {first.source or ''}".strip()].append(island)
+        groups[generic_module(first.module) or location(first)].append(island)
     findings = []
     for islands in groups.values():
         first = next(op for op, role in islands[0] if role == "fp32")

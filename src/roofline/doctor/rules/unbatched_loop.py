@@ -21,37 +21,51 @@ MIN_SEQUENCES = 2
 MIN_REPEATS = 4
 
 
-def _batch_one(a: list[int]) -> bool:
+def _leading_one(a: list[int]) -> bool:
     return rows(a) == 1 or (len(a) >= 3 and a[0] == 1)
 
 
-def merge_groups(calls: list[tuple[OpRecord, list[int]]]) -> tuple[str, list[list[list[OpRecord]]]]:
-    """('generation' | 'repeat' | '', groups): each group is a list of sequences whose j-th calls batching merges."""
-    calls = [c for c in calls if _batch_one(c[1])]
-    if not calls:
-        return "", []
-    runs = [r for r in growing_runs(calls) if r[2] == 1 or len(calls[0][1]) >= 3]
+def _sequences(calls: list[tuple[OpRecord, list[int]]]) -> list[list[OpRecord]]:
+    """Batch-1 sequences among consecutive calls of one weight.
+
+    Without a cache a sequence is a run of calls whose rows grow by one token per call (a batch of 1), or whose
+    activation has a leading batch dimension of 1. With a cache, a prefill (rows > 1) followed by decode calls of
+    one row each (batch 1).
+    """
+    runs = [ops for ops, r, delta in growing_runs(calls) if delta == 1 or len(calls[0][1]) >= 3 and calls[0][1][0] == 1]
     if len(runs) >= MIN_SEQUENCES:
-        return "generation", [[ops for ops, _, _ in runs]]
+        return runs
     seqs: list[list[OpRecord]] = []
-    prev_rows = None
     for op, a in calls:
-        n = rows(a)
-        if n > 1 and (prev_rows is None or prev_rows == 1):
-            seqs.append([op])
-        elif seqs:
+        if rows(a) == 1 and seqs:
             seqs[-1].append(op)
-        prev_rows = n
-    seqs = [s for s in seqs if len(s) >= 2]
-    if len(seqs) >= MIN_SEQUENCES:
-        return "generation", [seqs]
-    if all(rows(a) == rows(calls[0][1]) for _, a in calls):
-        by_step: dict[int | None, list[OpRecord]] = {}
-        for op, _ in calls:
-            by_step.setdefault(op.step, []).append(op)
-        groups = [[[op] for op in ops] for ops in by_step.values() if len(ops) >= MIN_REPEATS]
-        if groups:
-            return "repeat", groups
+        else:
+            seqs.append([op])
+    return [s for s in seqs if len(s) >= 2]
+
+
+def _by_step(calls: list[tuple[OpRecord, list[int]]]) -> list[list[tuple[OpRecord, list[int]]]]:
+    groups: dict[int | None, list[tuple[OpRecord, list[int]]]] = {}
+    for call in calls:
+        groups.setdefault(call[0].step, []).append(call)
+    return list(groups.values())
+
+
+def merge_groups(calls: list[tuple[OpRecord, list[int]]]) -> tuple[str, list[list[list[OpRecord]]]]:
+    """('generation' | 'repeat' | '', groups): each group is a list of sequences whose j-th calls batching merges.
+
+    Sequences are looked for within one profiled step (a step repeating the same work is not a batch to merge);
+    when every step holds a single call (one forward per step), across steps.
+    """
+    steps = _by_step(calls)
+    windows = [calls] if all(len(s) == 1 for s in steps) else steps
+    groups = [seqs for w in windows if len(seqs := _sequences(w)) >= MIN_SEQUENCES]
+    if groups:
+        return "generation", groups
+    repeats = [[[op] for op, _ in w] for w in steps
+               if len(w) >= MIN_REPEATS and all(_leading_one(a) and a == w[0][1] for _, a in w)]
+    if repeats:
+        return "repeat", repeats
     return "", []
 
 
@@ -100,7 +114,7 @@ def check(report: Report) -> list[Finding]:
     else:
         savings, method = 0.0, "not estimated: the report has no ceilings to place merged calls on the roofline"
     generation = [h for h in hits if h[1] == "generation"]
-    n_seq = max((len(groups[0]) for _, _, groups in generation), default=0)
+    n_seq = max((len(seqs) for _, _, groups in generation for seqs in groups), default=0)
     modules = sorted({generic_module(site[0]) for site, _, _ in hits if site[0]})
     if generation:
         title = (f"{n_seq} sequences generated one at a time at batch 1 through {len(hits)} weight matmuls: "

@@ -1,0 +1,151 @@
+"""`roofline doctor`: ranked findings (what is slow, where, what it costs, the fix) for a model, a script, a saved
+report or a torch.profiler trace."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from roofline.errors import RooflineError
+
+try:
+    from roofline.cli.common import add_workload_options, normalize_dtype
+except ImportError:  # pragma: no cover - the shared options module is written by the lead
+    add_workload_options = normalize_dtype = None  # type: ignore[assignment]
+
+SEVERITIES = ("info", "warning", "critical")
+REPORT_SUFFIXES = (".json", ".json.gz", ".gz")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "doctor",
+        help="ranked findings with estimated savings and a fix: for a model, a script, a report.json or a trace",
+        description=(
+            "Diagnose a built-in --model, a SCRIPT (run unchanged under the profiling harness, as `roofline "
+            "profile`), a saved roofline report (report.json[.gz]) or a torch.profiler trace (.json[.gz]). "
+            "Prints the findings ranked by estimated saving; with -o DIR writes DIR/report.json with them."
+        ),
+    )
+    parser.add_argument("target", nargs="?", help="SCRIPT.py, report.json[.gz] or a torch.profiler trace .json[.gz]")
+    parser.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    parser.add_argument("--model", help="a built-in workload: llama-tiny, resnet50, bert-base, bad-syncs, ...")
+    parser.add_argument("--rules", help="comma-separated rule names to run (default: all; see --list-rules)")
+    parser.add_argument("--list-rules", action="store_true", help="list the rules and exit")
+    parser.add_argument("--top", type=int, default=None, help="show only the N largest findings")
+    parser.add_argument("--fail-on", choices=SEVERITIES, default=None,
+                        help="exit 1 when a finding of this severity or worse is found (for CI)")
+    parser.add_argument("--ceilings", metavar="FILE", help="ceilings JSON (roofline ceilings --json) instead of the cache")
+    if add_workload_options is not None:
+        add_workload_options(parser)
+    else:
+        parser.add_argument("--batch", type=int)
+        parser.add_argument("--seq", type=int)
+        parser.add_argument("--dtype", default="float32")
+        parser.add_argument("--device")
+        parser.add_argument("--backward", action="store_true")
+    parser.add_argument("-o", "--output", default=None, help="write DIR/report.json with the findings")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from roofline.doctor import RULES, diagnose
+    from roofline.render.findings import render_findings
+
+    if args.list_rules:
+        for name, rule in sorted(RULES.items()):
+            print(f"{name:24s} {rule.summary}")
+        return 0
+    if bool(args.target) == bool(args.model):
+        raise RooflineError("give one of: --model NAME, a script.py, a report.json or a trace file")
+    rules = [r.strip() for r in args.rules.split(",") if r.strip()] if args.rules else None
+    report = _report_for(args)
+    report.findings = diagnose(report, rules=rules)
+    sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.total_time_s or None, top=args.top))
+    if args.output:
+        path = report.save(Path(args.output) / "report.json")
+        print(f"wrote {path}", file=sys.stderr)
+    if args.fail_on:
+        worst = SEVERITIES.index(args.fail_on)
+        if any(SEVERITIES.index(f.severity) >= worst for f in report.findings if f.severity in SEVERITIES):
+            return 1
+    return 0
+
+
+def _report_for(args: argparse.Namespace) -> Any:
+    if args.model:
+        return _analyze_model(args)
+    target = Path(args.target)
+    if target.suffix == ".py":
+        return _profile_script(args)
+    if not target.exists():
+        raise RooflineError(f"file not found: {target}")
+    return _load_report_or_trace(target, args.ceilings)
+
+
+def _load_report_or_trace(path: Path, ceilings_file: str | None) -> Any:
+    from roofline.report import Report
+
+    try:
+        return Report.load(path)
+    except RooflineError as exc:
+        if "not a roofline report" not in str(exc):
+            raise
+    from roofline.analyze.pipeline import report_from_trace
+    from roofline.capture.kineto import load_trace
+
+    trace = load_trace(path)
+    return report_from_trace(trace, _trace_ceilings(trace, ceilings_file), diagnose=False)
+
+
+def _trace_ceilings(trace: Any, ceilings_file: str | None) -> Any:
+    from roofline.device import ceilings_for_device_name, load_ceilings
+
+    if ceilings_file:
+        return load_ceilings(ceilings_file)
+    found = ceilings_for_device_name(trace.device_name)
+    if found is None:
+        raise RooflineError(f"no ceilings known for device {trace.device_name or '(unnamed)'}: pass --ceilings FILE "
+                            "(from `roofline ceilings --json FILE` on that machine)")
+    return found
+
+
+def _device_ceilings(args: argparse.Namespace, device: Any) -> Any:
+    if args.ceilings:
+        from roofline.device import load_ceilings
+
+        return load_ceilings(args.ceilings)
+    from roofline.device import get_ceilings
+
+    return get_ceilings(device, quick=device.type == "cpu")
+
+
+def _analyze_model(args: argparse.Namespace) -> Any:
+    from roofline.analyze.pipeline import analyze_model
+    from roofline.device import resolve_device
+    from roofline.models import get_workload
+
+    device = resolve_device(args.device)
+    dtype = normalize_dtype(args.dtype) if normalize_dtype is not None else args.dtype
+    workload = get_workload(args.model, batch=args.batch, seq=args.seq, dtype=dtype, device=device,
+                            backward=args.backward)
+    return analyze_model(workload.model, workload.inputs, device=device, ceilings=_device_ceilings(args, device),
+                         backward=args.backward, loss_fn=workload.loss_fn, workload=args.model,
+                         progress=lambda msg: print(f"roofline: {msg}", file=sys.stderr))
+
+
+def _profile_script(args: argparse.Namespace) -> Any:
+    from roofline.capture.profiling import ProfilingContext
+    from roofline.capture.script_runner import script_error_line
+    from roofline.cli.profile import _profile_script as profile_script
+    from roofline.device import resolve_device
+
+    device = resolve_device(args.device)
+    context = ProfilingContext(device=device, ceilings=_device_ceilings(args, device), workload=Path(args.target).name)
+    run_args = argparse.Namespace(script=args.target, script_args=args.script_args, run_to_end=False)
+    error = profile_script(run_args, context)
+    if error is not None:
+        print(f"roofline: error: {script_error_line(error, args.target)}", file=sys.stderr)
+    return context.report()

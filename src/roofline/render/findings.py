@@ -1,0 +1,72 @@
+"""The doctor's findings as text: a ranked summary table, then each finding with its evidence, savings and fix.
+
+Formatting only: every number comes from the Findings (and the report's step time, for the share column).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.table import Table
+
+from roofline.render.console import to_text
+from roofline.render.units import fmt_bytes, fmt_time
+from roofline.report import Finding
+
+SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "grey50"}
+
+
+def findings_table(findings: Sequence[Finding], *, total_time_s: float | None = None) -> Table:
+    table = Table(title=f"Doctor: {len(findings)} finding(s), largest estimated saving first", title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("severity")
+    table.add_column("est. saving", justify="right")
+    if total_time_s:
+        table.add_column("of time", justify="right")
+    table.add_column("rule")
+    table.add_column("finding", overflow="fold")
+    for rank, f in enumerate(findings, 1):
+        style = SEVERITY_STYLE.get(f.severity, "")
+        row = [str(rank), f"[{style}]{f.severity}[/{style}]" if style else f.severity, fmt_time(f.estimated_savings_s)]
+        if total_time_s:
+            row.append(f"{100 * f.estimated_savings_s / total_time_s:.1f}%")
+        row += [f.rule, f.title]
+        table.add_row(*row)
+    return table
+
+
+def _fmt_value(key: str, value: Any) -> str:
+    if isinstance(value, float):
+        if key.endswith("_s") and not key.endswith("_per_s"):
+            return fmt_time(value)
+        if key.startswith("bytes") or key.endswith("_bytes"):
+            return fmt_bytes(value)
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        text = ", ".join(str(v) for v in value[:8]) + (", ..." if len(value) > 8 else "")
+        return f"[{text}]"
+    return str(value)
+
+
+def finding_details(rank: int, f: Finding) -> str:
+    lines = [f"{rank}. [{f.severity}] {f.title}  ({f.rule}, {f.category})"]
+    for loc in f.locations[:5]:
+        lines.append(f"   at {loc}")
+    if f.evidence:
+        evidence = "; ".join(f"{k}={_fmt_value(k, v)}" for k, v in f.evidence.items())
+        lines.append(f"   evidence: {evidence}")
+    lines.append(f"   estimated saving: {fmt_time(f.estimated_savings_s)} - {f.savings_method}")
+    lines.append(f"   fix: {f.fix}")
+    return "\n".join(lines)
+
+
+def render_findings(findings: Sequence[Finding], *, total_time_s: float | None = None, top: int | None = None,
+                    width: int = 120) -> str:
+    if not findings:
+        return "Doctor: no findings.\n"
+    shown = list(findings)[:top] if top else list(findings)
+    text = to_text(findings_table(shown, total_time_s=total_time_s), width=width)
+    details = "\n\n".join(finding_details(i, f) for i, f in enumerate(shown, 1))
+    more = f"\n\n({len(findings) - len(shown)} more finding(s) not shown; --top to see them)" if len(shown) < len(findings) else ""
+    return text + "\n" + details + more + "\n"
