@@ -25,6 +25,7 @@ _READ_BYTES = 4 << 20
 _END_TRIES = 16
 _CUT_TRIES = 4
 _WHITESPACE = b" \t\r\n"
+_SYNTAX_ERRORS = (msgspec.DecodeError, RecursionError)
 
 
 class EventStream:
@@ -120,6 +121,8 @@ class EventStream:
         """Offset just past the '[' that opens the event list; parses the metadata written before it."""
         i = _skip_space(head, 0)
         if i >= len(head):
+            if final and self._input_cut:
+                raise RooflineError(f"{self.path} is a truncated or corrupt gzip file: nothing could be read")
             if final:
                 raise RooflineError(f"{self.path} is empty: re-export the trace (prof.export_chrome_trace)")
             return None
@@ -150,8 +153,9 @@ class EventStream:
     def _raise_not_trace(self, head: bytearray) -> None:
         try:
             value = msgspec.json.decode(bytes(head))
-        except msgspec.DecodeError as exc:
-            raise RooflineError(f"{self.path} is not valid JSON (truncated or corrupt?): {exc}") from None
+        except _SYNTAX_ERRORS as exc:
+            what = "gzip file" if self._input_cut else "JSON"
+            raise RooflineError(f"{self.path} is not valid {what} (truncated or corrupt?): {exc}") from None
         if isinstance(value, dict):
             raise RooflineError(f"{self.path} is not a Chrome/Kineto trace: it has no traceEvents")
         raise RooflineError(f"{self.path} is not a trace: expected a JSON object with traceEvents")
@@ -159,7 +163,7 @@ class EventStream:
     def _add_metadata(self, text: bytes) -> None:
         try:
             value = msgspec.json.decode(text)
-        except msgspec.DecodeError:
+        except _SYNTAX_ERRORS:
             self.warnings.append("the top-level metadata could not be parsed and was ignored")
             return
         if isinstance(value, dict):
@@ -198,7 +202,8 @@ class EventStream:
                 break
             yield events
         if self.events_read == 0:
-            raise RooflineError(f"{self.path} is not valid JSON (truncated or corrupt?): no complete trace event")
+            what = "gzip file" if self._input_cut else "JSON"
+            raise RooflineError(f"{self.path} is not valid {what} (truncated or corrupt?): no complete trace event")
         if not self._input_cut:
             self.warnings.append(
                 f"the trace ends early or is corrupt after {self.events_read} events: the rest is missing"
@@ -218,7 +223,7 @@ class EventStream:
             events = self._decode_list(data)
         except msgspec.ValidationError:
             events = self._decode_each(data)
-        except msgspec.DecodeError:
+        except _SYNTAX_ERRORS:
             return None
         if events is not None:
             self.events_read += len(events)
@@ -227,13 +232,13 @@ class EventStream:
     def _decode_each(self, data: bytearray) -> list | None:
         try:
             raws = msgspec.json.decode(data, type=list[msgspec.Raw])
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except (msgspec.ValidationError, *_SYNTAX_ERRORS):
             return None
         events = []
         for raw in raws:
             try:
                 events.append(self._decode_one(raw))
-            except (msgspec.ValidationError, msgspec.DecodeError):
+            except (msgspec.ValidationError, *_SYNTAX_ERRORS):
                 self.skipped += 1
         return events
 

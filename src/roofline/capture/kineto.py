@@ -49,8 +49,8 @@ class _Event(msgspec.Struct, gc=False):
     ph: str = ""
     cat: str = ""
     name: str = ""
-    pid: Any = None
-    tid: Any = None
+    pid: int | str | None = None
+    tid: int | str | None = None
     ts: Any = None
     dur: Any = None
     args: _Args | None = None
@@ -116,7 +116,7 @@ def _as_list(data: bytes | None) -> list | None:
         return None
     try:
         value = msgspec.json.decode(data)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
     return value if isinstance(value, list) else None
 
@@ -262,7 +262,10 @@ class _TraceBuilder:
     def finish(self) -> Trace:
         trace = self.trace
         if not (self.ops or self.kernels or self.memory):
-            detail = f" ({self.skipped} malformed events skipped)" if self.skipped else ""
+            skipped = [f"{self.skipped} malformed events skipped"] if self.skipped else []
+            if self.bad_times:
+                skipped.append(f"{self.bad_times} events with no usable ts/dur")
+            detail = f" ({'; '.join(skipped)})" if skipped else ""
             raise RooflineError(f"{trace.path} has no profiler events (no cpu_op, kernel or memory events){detail}")
         self.ops.sort(key=lambda op: (op.ts_us, -op.dur_us))
         for i, op in enumerate(self.ops):

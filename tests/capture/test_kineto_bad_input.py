@@ -1,0 +1,233 @@
+"""Bad input never escapes load_trace/attribute as anything but RooflineError (or a Trace with warnings)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from roofline.analyze.attribution import attribute
+from roofline.capture.kineto import load_trace
+from roofline.capture.trace_model import Trace
+from roofline.errors import RooflineError
+
+H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
+
+
+def _small_valid_trace() -> dict:
+    def x(cat, name, ts, dur, pid=1, tid=1, **args):
+        return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+    return {
+        "schemaVersion": 1,
+        "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "computeMajor": 9, "computeMinor": 0}],
+        "traceEvents": [
+            x("user_annotation", "ProfilerStep#1", 0.0, 100.0, **{"External id": 1}),
+            x("cpu_op", "aten::linear", 5.0, 40.0, **{"External id": 2, "Input Dims": [[4, 8], [8, 8], [8]],
+                                                      "Input type": ["float", "float", "float"]}),
+            x("cpu_op", "aten::addmm", 10.0, 20.0, **{"External id": 3, "Input Dims": [[8], [4, 8], [8, 8]]}),
+            x("cuda_runtime", "cudaLaunchKernel", 12.0, 3.0, correlation=7, **{"External id": 3}),
+            x("kernel", "gemm", 20.0, 9.5, pid=0, tid=7, correlation=7, device=0, stream=7, **{"External id": 3}),
+            x("gpu_memcpy", "Memcpy HtoD", 31.0, 1.0, pid=0, tid=7, correlation=8, bytes=128),
+            x("cuda_sync", "Stream Sync", 50.0, 2.0, pid=0, tid=7, correlation=9, **{"External id": 2}),
+            x("python_function", "model.py(12): forward", 1.0, 60.0),
+            x("python_function", "nn.Module: Linear_0", 2.0, 50.0),
+            {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 11.0,
+             "args": {"Bytes": 512, "Addr": 1, "Total Allocated": 512, "Total Reserved": 2048, "Device Type": 1,
+                      "Device Id": 0}},
+            {"ph": "s", "id": 7, "pid": 1, "tid": 1, "ts": 12.0, "cat": "ac2g", "name": "ac2g"},
+            {"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "python3"}},
+        ],
+        "traceName": "small",
+    }
+
+
+def _load(path) -> Trace | None:
+    """Load and attribute; RooflineError is an accepted outcome, anything else fails the test."""
+    try:
+        trace = load_trace(path)
+    except RooflineError as exc:
+        message = str(exc)
+        assert message and "\n" not in message
+        return None
+    attribute(trace)
+    return trace
+
+
+def test_small_valid_trace_is_read_completely(tmp_path):
+    path = tmp_path / "ok.json"
+    path.write_text(json.dumps(_small_valid_trace()))
+    trace = _load(path)
+    assert trace is not None and trace.warnings == []
+    names = [op.name for op in trace.ops]
+    assert names == ["ProfilerStep#1", "aten::linear", "aten::addmm"]
+    assert trace.ops[2].parent == 1 and trace.ops[2].module == "Linear_0" and trace.ops[2].source == "model.py:12"
+    assert trace.kernels[0].op == 2 and trace.kernels[1].op == -1
+    assert trace.syncs[0].op == 1 and trace.memory[0].op == 2
+    assert trace.metadata["traceName"] == "small" and trace.device_name == "NVIDIA H200"
+
+
+@pytest.mark.parametrize(
+    "content, fragment",
+    [
+        (b"", "empty"),
+        (b"   \n", "empty"),
+        (b"[1, 2, 3]", "no profiler events"),
+        (b"[]", "no profiler events"),
+        (b'{"schemaVersion": 1}', "no traceEvents"),
+        (b'{"traceEvents": 5}', "not a list"),
+        (b'{"traceEvents": {"a": 1}}', "not a list"),
+        (b'{"traceEvents": []}', "no profiler events"),
+        (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op"}]}', "no usable ts/dur"),
+        (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "ts": "x", "dur": 1}]}', "no usable ts/dur"),
+        (b"42", "expected a JSON object"),
+        (b'"text"', "expected a JSON object"),
+        (b"\x00\xff\xfe garbage", "not valid JSON"),
+        (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "ts": 1, ', "not valid JSON"),
+        (b"\x1f\x8b\x08\x00corrupt", "gzip"),
+        (b"[" * 100_000 + b"]" * 100_000, "not valid JSON"),
+        (b'{"traceEvents": [{"args": ' + b"[" * 100_000 + b"]" * 100_000 + b"}]}", "not valid JSON"),
+    ],
+)
+def test_bad_files_raise_one_line_errors(tmp_path, content, fragment):
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    with pytest.raises(RooflineError) as info:
+        load_trace(path)
+    assert fragment in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_missing_file_and_directory(tmp_path):
+    with pytest.raises(RooflineError, match="not found"):
+        load_trace(tmp_path / "nope.json")
+    with pytest.raises(RooflineError, match="directory"):
+        load_trace(tmp_path)
+
+
+def test_events_of_the_wrong_type_are_skipped_with_a_warning(tmp_path):
+    data = _small_valid_trace()
+    data["traceEvents"] += [7, "x", None, [1], {"ph": "X", "cat": "cpu_op", "name": 5, "ts": 1, "dur": 1},
+                            {"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": -3, "args": {}},
+                            {"ph": "X", "cat": "cpu_op", "name": "aten::x", "ts": 1, "dur": 1, "args": [1]}]
+    path = tmp_path / "mixed.json"
+    path.write_text(json.dumps(data))
+    trace = _load(path)
+    assert [op.name for op in trace.ops] == ["ProfilerStep#1", "aten::linear", "aten::addmm"]
+    assert any("6 malformed events skipped" in w for w in trace.warnings)
+    assert any("ts/dur" in w for w in trace.warnings)
+
+
+def test_truncated_fixture_keeps_the_events_before_the_cut(tmp_path):
+    raw = gzip.decompress((H200 / "bad_syncs_fwd_fp32.json.gz").read_bytes())
+    path = tmp_path / "cut.json"
+    path.write_bytes(raw[: len(raw) // 8])
+    trace = _load(path)
+    assert trace is not None and 0 < len(trace.ops) < 402
+    assert any("ends early" in w for w in trace.warnings)
+
+
+def test_truncated_gzip_keeps_the_events_before_the_cut(tmp_path):
+    data = (H200 / "bad_syncs_fwd_fp32.json.gz").read_bytes()
+    path = tmp_path / "cut.json.gz"
+    path.write_bytes(data[: len(data) // 8])
+    trace = _load(path)
+    assert trace is not None and 0 < len(trace.ops) < 402
+    assert any("gzip stream ends early" in w for w in trace.warnings)
+
+
+def test_gzip_cut_in_its_header_is_an_error(tmp_path):
+    path = tmp_path / "cut.json.gz"
+    path.write_bytes((H200 / "bad_syncs_fwd_fp32.json.gz").read_bytes()[:15])
+    with pytest.raises(RooflineError):
+        load_trace(path)
+
+
+def test_trace_without_gpu_events_or_shapes_is_partial_with_warnings(tmp_path):
+    data = _small_valid_trace()
+    data["traceEvents"] = [e for e in data["traceEvents"] if e.get("pid") != 0]
+    for e in data["traceEvents"]:
+        if isinstance(e.get("args"), dict):
+            e["args"].pop("Input Dims", None)
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps(data))
+    trace = _load(path)
+    assert not trace.has_gpu and not trace.has_shapes
+    assert any("no GPU kernels" in w for w in trace.warnings)
+    assert any("record_shapes" in w for w in trace.warnings)
+    assert trace.attribution.share is None
+
+
+_json_leaf = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8)
+_json = st.recursive(_json_leaf, lambda inner: st.lists(inner, max_size=4)
+                     | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=20)
+_KEYS = ["ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "External id", "correlation", "Input Dims",
+         "Bytes", "traceEvents", "deviceProperties"]
+
+
+def _mutate(node, path_choice: int, key: str, value):
+    """Replace or insert ``key: value`` in one dict picked by ``path_choice`` among all dicts of the tree."""
+    dicts = []
+
+    def walk(n):
+        if isinstance(n, dict):
+            dicts.append(n)
+            for v in n.values():
+                walk(v)
+        elif isinstance(n, list):
+            for v in n:
+                walk(v)
+
+    walk(node)
+    target = dicts[path_choice % len(dicts)]
+    if value is _DELETE:
+        target.pop(key, None)
+    else:
+        target[key] = value
+    return node
+
+
+_DELETE = object()
+_SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@_SETTINGS
+@given(mutations=st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(_KEYS), _json | st.just(_DELETE)),
+                          min_size=1, max_size=6))
+def test_mutated_traces_only_raise_roofline_error(tmp_path, mutations):
+    data = _small_valid_trace()
+    for choice, key, value in mutations:
+        data = _mutate(data, choice, key, value)
+    path = tmp_path / "mutated.json"
+    path.write_text(json.dumps(data))
+    _load(path)
+
+
+@_SETTINGS
+@given(data=_json)
+def test_random_json_only_raises_roofline_error(tmp_path, data):
+    path = tmp_path / "random.json"
+    path.write_text(json.dumps(data))
+    _load(path)
+    path.write_text(json.dumps({"traceEvents": data}))
+    _load(path)
+    path.write_text(json.dumps({"traceEvents": [data]}))
+    _load(path)
+
+
+@_SETTINGS
+@given(cut=st.integers(0, 10**6), flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), max_size=4),
+       gz=st.booleans())
+def test_corrupted_bytes_only_raise_roofline_error(tmp_path, cut, flips, gz):
+    raw = bytearray(json.dumps(_small_valid_trace()).encode())
+    for pos, byte in flips:
+        raw[pos % len(raw)] = byte
+    blob = gzip.compress(bytes(raw)) if gz else bytes(raw)
+    blob = blob[: max(1, cut % (len(blob) + 1))]
+    path = tmp_path / ("c.json.gz" if gz else "c.json")
+    path.write_bytes(blob)
+    _load(path)
