@@ -79,3 +79,18 @@ def fused_optimizer(call: Call) -> OpCost:
     grads = lists[0]
     traffic = nbytes(params) * 2 + nbytes(grads) + nbytes(states) * 2
     return OpCost(float(per_element * elements), float(traffic), True, note=_note(params))
+
+
+@register("aten::_amp_foreach_non_finite_check_and_unscale_")
+def amp_unscale(call: Call) -> OpCost:
+    """(self list, found_inf, inv_scale): each gradient read, checked and multiplied in place: 2 FLOPs/elt."""
+    grads = _self_list(call)
+    scalars = nbytes([call.maybe_tensor(1, "found_inf"), call.maybe_tensor(2, "inv_scale")])
+    return OpCost(2.0 * sum(t.numel for t in grads), float(2 * nbytes(grads) + scalars), True, note=_note(grads))
+
+
+@register("aten::_amp_update_scale_")
+def amp_update_scale(call: Call) -> OpCost:
+    """(self, growth_tracker, found_inf, ...): a few scalars read and written."""
+    scalars = call.input_metas()
+    return OpCost(float(len(scalars)), float(2 * nbytes(scalars)), True)

@@ -153,3 +153,23 @@ def upsample(call: Call) -> OpCost:
         written = out_numel * x.itemsize
     flops = _UPSAMPLE_FLOPS[_upsample_kind(call.name)] * out_numel
     return OpCost(float(flops), float(x.nbytes + written), True)
+
+
+@register("aten::upsample_nearest1d_backward", "aten::upsample_nearest2d_backward",
+          "aten::upsample_nearest3d_backward", "aten::_upsample_nearest_exact1d_backward",
+          "aten::_upsample_nearest_exact2d_backward", "aten::_upsample_nearest_exact3d_backward",
+          "aten::upsample_linear1d_backward", "aten::upsample_bilinear2d_backward",
+          "aten::upsample_trilinear3d_backward", "aten::upsample_bicubic2d_backward")
+def upsample_backward(call: Call) -> OpCost:
+    """(grad_output, output_size, input_size, ...): grad_output read, grad_input (input_size) written; as
+    many FLOPs per grad_output element as the forward spends per output element (nearest: 1, an add)."""
+    grad = call.tensor(0, "grad_output")
+    if call.outputs is not None:
+        written = nbytes(call.outputs)
+    else:
+        size = call.arg(2, "input_size")
+        if not isinstance(size, (list, tuple)):
+            raise ValueError("input_size not recorded")
+        written = prod(int(s) for s in size) * grad.itemsize
+    flops = max(_UPSAMPLE_FLOPS[_upsample_kind(call.name)], 1) * grad.numel
+    return OpCost(float(flops), float(grad.nbytes + written), True)
