@@ -102,7 +102,9 @@ def test_ranks_and_empty_report_render():
 
 def test_payload_table_is_columnar_and_interned():
     report = make_report(30)
-    data = report_payload(report)
+    data = json.loads(safe_json(report_payload(report)))
     table, strings = data["table"], data["strings"]
     assert len(table["time_s"]) == 30
     assert strings[table["name"][0]] == report.ops[0].name
+    assert table["time_s"][0] == pytest.approx(report.ops[0].time_s, rel=1e-4)
+    assert json.loads(safe_json({"t": html_mod._RawColumns({"x": [float("nan"), 1.5]})})) == {"t": {"x": [0, 1.5]}}

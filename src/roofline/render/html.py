@@ -32,6 +32,9 @@ from typing import Any
 
 from roofline.report import OpRecord, Report
 
+_INFS = (float("inf"), float("-inf"))
+_INT_COLUMNS = {"index", "name", "module", "phase", "dtype", "shapes", "source", "bound", "above_roof", "count"}
+
 MAX_POINTS = 2500
 BIN_STEPS_PER_DECADE = 8
 
@@ -71,9 +74,34 @@ def page_html(payload: dict[str, Any], title: str, script: str = "report.js") ->
 
 
 def safe_json(payload: Any) -> str:
-    """JSON that cannot end a <script> element or open a comment, whatever strings it carries."""
-    text = json.dumps(_finite(payload), allow_nan=False, separators=(",", ":"), default=_default)
+    """JSON that cannot end a <script> element or open a comment, whatever strings it carries.
+
+    Top-level ``_RawColumns`` values (the op table) are spliced in as already-serialised numeric JSON."""
+    raw = {}
+    if isinstance(payload, dict):
+        raw = {k: v for k, v in payload.items() if isinstance(v, _RawColumns)}
+        payload = {k: _finite(v) for k, v in payload.items() if k not in raw}
+    else:
+        payload = _finite(payload)
+    text = json.dumps(payload, allow_nan=False, separators=(",", ":"), default=_default)
+    if raw:
+        spliced = ",".join(f"{json.dumps(k)}:{v.json}" for k, v in raw.items())
+        text = "{" + spliced + ("," if text != "{}" else "") + text[1:]
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+class _RawColumns:
+    """Numeric columns serialised once with 5 significant digits (the table shows 3), instead of round + repr."""
+
+    def __init__(self, columns: dict[str, list]) -> None:
+        parts = []
+        for name, values in columns.items():
+            if name in _INT_COLUMNS:
+                body = ",".join(map(str, values))
+            else:
+                body = ",".join(["%.5g" % v if v == v and v not in _INFS else "0" for v in values])
+            parts.append(f"{json.dumps(name)}:[{body}]")
+        self.json = "{" + ",".join(parts) + "}"
 
 
 def report_payload(report: Report) -> dict[str, Any]:
@@ -134,11 +162,20 @@ class _Interner:
         return idx
 
 
+_SHAPES_CACHE: dict[tuple, str] = {}
+
+
 def format_shapes(shapes: list[list[int]]) -> str:
-    return " × ".join("[" + ",".join(str(d) for d in shape) + "]" for shape in shapes) if shapes else ""
+    key = tuple(map(tuple, shapes))
+    text = _SHAPES_CACHE.get(key)
+    if text is None:
+        text = " × ".join("[" + ",".join(str(d) for d in shape) + "]" for shape in shapes) if shapes else ""
+        if len(_SHAPES_CACHE) < 100_000:
+            _SHAPES_CACHE[key] = text
+    return text
 
 
-def _op_columns(ops: list[OpRecord], names: _Interner) -> dict[str, list]:
+def _op_columns(ops: list[OpRecord], names: _Interner) -> _RawColumns:
     cols: dict[str, list] = defaultdict(list)
     for op in ops:
         cols["index"].append(op.index)
@@ -149,23 +186,17 @@ def _op_columns(ops: list[OpRecord], names: _Interner) -> dict[str, list]:
         cols["shapes"].append(names(format_shapes(op.input_shapes)))
         cols["source"].append(names(op.source))
         cols["bound"].append(names(op.bound))
-        cols["time_s"].append(_round(op.time_s))
-        cols["flops"].append(_round(op.flops))
-        cols["bytes"].append(_round(op.bytes))
-        cols["intensity"].append(_round(op.arithmetic_intensity))
-        cols["flops_per_s"].append(_round(op.achieved_flops_per_s))
-        cols["bytes_per_s"].append(_round(op.achieved_bytes_per_s))
-        cols["efficiency"].append(_round(op.efficiency))
-        cols["predicted_s"].append(_round(op.predicted_time_s))
+        cols["time_s"].append(op.time_s)
+        cols["flops"].append(op.flops)
+        cols["bytes"].append(op.bytes)
+        cols["intensity"].append(op.arithmetic_intensity)
+        cols["flops_per_s"].append(op.achieved_flops_per_s)
+        cols["bytes_per_s"].append(op.achieved_bytes_per_s)
+        cols["efficiency"].append(op.efficiency)
+        cols["predicted_s"].append(op.predicted_time_s)
         cols["above_roof"].append(1 if op.above_roof else 0)
         cols["count"].append(op.count)
-    return dict(cols)
-
-
-def _round(x: float) -> float:
-    if not isinstance(x, (int, float)) or not math.isfinite(x) or x == 0:
-        return 0
-    return float(f"{x:.5g}")
+    return _RawColumns(dict(cols))
 
 
 def chart_points(ops: list[OpRecord]) -> dict[str, Any]:
@@ -241,24 +272,32 @@ def _bins(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def module_tree(ops: list[OpRecord]) -> dict[str, Any]:
     """Time, FLOPs and bytes rolled up to every prefix of the dotted module path; children sorted by time."""
-    root: dict[str, Any] = {"name": "(model)", "time_s": 0.0, "flops": 0.0, "bytes": 0.0, "n": 0, "children": {}}
+    per_module: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0])
     for op in ops:
+        sums = per_module[op.module or ""]
+        sums[0] += op.time_s
+        sums[1] += op.flops
+        sums[2] += op.bytes
+        sums[3] += op.count
+    root = _tree_node("(model)")
+    for module, sums in per_module.items():
         node = root
-        _add(node, op)
-        for part in [p for p in (op.module or "").split(".") if p]:
-            child = node["children"].get(part)
-            if child is None:
-                child = node["children"][part] = {"name": part, "time_s": 0.0, "flops": 0.0, "bytes": 0.0, "n": 0, "children": {}}
-            node = child
-            _add(node, op)
+        _add(node, sums)
+        for part in [p for p in module.split(".") if p]:
+            node = node["children"].setdefault(part, _tree_node(part))
+            _add(node, sums)
     return _freeze(root)
 
 
-def _add(node: dict[str, Any], op: OpRecord) -> None:
-    node["time_s"] += op.time_s
-    node["flops"] += op.flops
-    node["bytes"] += op.bytes
-    node["n"] += op.count
+def _tree_node(name: str) -> dict[str, Any]:
+    return {"name": name, "time_s": 0.0, "flops": 0.0, "bytes": 0.0, "n": 0, "children": {}}
+
+
+def _add(node: dict[str, Any], sums: list[float]) -> None:
+    node["time_s"] += sums[0]
+    node["flops"] += sums[1]
+    node["bytes"] += sums[2]
+    node["n"] += sums[3]
 
 
 def _freeze(node: dict[str, Any]) -> dict[str, Any]:

@@ -636,6 +636,7 @@
 
   try {
     build();
+    window.__rooflineReadyAt = Date.now();
     window.__rooflineReady = true;
   } catch (err) {
     var app = document.getElementById("app");
