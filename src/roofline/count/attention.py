@@ -64,7 +64,8 @@ def _dims_varlen(q: TensorMeta, k: TensorMeta, v: TensorMeta, cu_seq_q: TensorMe
 
 
 def forward_flops(d: _Dims) -> int:
-    return 2 * d.batch * d.heads_q * d.seq_q * d.seq_k * d.dim_qk + 2 * d.batch * d.heads_q * d.seq_q * d.seq_k * d.dim_v
+    scores = d.batch * d.heads_q * d.seq_q * d.seq_k
+    return 2 * scores * d.dim_qk + 2 * scores * d.dim_v
 
 
 def backward_flops(d: _Dims) -> int:

@@ -1,4 +1,4 @@
-"""Kernels that torch.compile (Inductor) generates, as they appear in a trace: ``triton_{poi,per,red,tem}_fused_<ops>_<n>``.
+"""Kernels torch.compile (Inductor) generates, as a trace names them: ``triton_{poi,per,red,tem}_fused_<ops>_<n>``.
 
 Their arguments are the kernel's buffers (inputs and outputs) followed by scalar sizes. These are ESTIMATES,
 and each OpCost says so in its note:
@@ -19,8 +19,9 @@ from roofline.count.elementwise import FLOPS_PER_ELEMENT
 from roofline.count.registry import Call, OpCost, nbytes, register_prefix
 
 _KERNEL = re.compile(r"^triton_(poi|per|red|tem|for|mm|bmm)_fused_(.*?)(?:_\d+)?$")
-_EXTRA_FLOPS = {"pow": 1, "where": 1, "mean": 1, "sum": 1, "amax": 1, "amin": 1, "max": 1, "min": 1, "softmax": 5, "_softmax": 5,
-                "log_softmax": 5, "_log_softmax": 5, "var_mean": 3, "native_layer_norm": 7, "native_dropout": 2}
+_EXTRA_FLOPS = {"pow": 1, "where": 1, "mean": 1, "sum": 1, "amax": 1, "amin": 1, "max": 1, "min": 1, "softmax": 5,
+                "_softmax": 5, "log_softmax": 5, "_log_softmax": 5, "var_mean": 3, "native_layer_norm": 7,
+                "native_dropout": 2}
 _MATMULS = ("mm", "bmm", "addmm", "baddbmm")
 _LONGEST_OP_NAME = 6  # in underscore-separated parts
 

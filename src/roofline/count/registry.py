@@ -83,6 +83,9 @@ def flatten_metas(obj: Any) -> list[TensorMeta]:
     return []
 
 
+_OUT_KWARGS = frozenset({"grad_input", "output", "total_weight", "save_mean", "save_invstd", "values", "indices"})
+
+
 class Call:
     """One op invocation as the formulas see it."""
 
@@ -114,7 +117,8 @@ class Call:
     def input_metas(self) -> list[TensorMeta]:
         found = flatten_metas(self.args)
         if self.kwargs:
-            found.extend(flatten_metas(list(self.kwargs.values())))
+            inputs = [v for k, v in self.kwargs.items() if k not in _OUT_KWARGS and not k.startswith("out")]
+            found.extend(flatten_metas(inputs))
         return found
 
     @property

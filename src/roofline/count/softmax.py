@@ -50,7 +50,8 @@ def softmax_backward(call: Call) -> OpCost:
     if call.outputs is not None:
         outputs = call.outputs
     else:
-        outputs = [grad_output.with_shape(grad_output.shape, dtype_name(call.arg(3, "input_dtype")) or grad_output.dtype)]
+        dtype = dtype_name(call.arg(3, "input_dtype")) or grad_output.dtype
+        outputs = [grad_output.with_shape(grad_output.shape, dtype)]
     reads = nbytes([grad_output, output])
     return OpCost(float(BACKWARD_FLOPS_PER_ELEMENT * grad_output.numel), float(reads + nbytes(outputs)), True)
 

@@ -106,5 +106,6 @@ def _tensor_list(dims: Any, strides: Any) -> list[TensorMeta] | None:
         if shape is None:
             return None
         stride = _shape(strides[j]) if isinstance(strides, (list, tuple)) and j < len(strides) else None
-        metas.append(TensorMeta(shape, UNKNOWN_DTYPE, stride if stride is not None and len(stride) == len(shape) else None))
+        stride = stride if stride is not None and len(stride) == len(shape) else None
+        metas.append(TensorMeta(shape, UNKNOWN_DTYPE, stride))
     return metas
