@@ -13,7 +13,7 @@ import sys
 
 from roofline.errors import RooflineError
 
-_NOT_COMMANDS = {"common"}
+_NOT_COMMANDS = {"common", "targets"}
 
 
 def build_parser() -> argparse.ArgumentParser:

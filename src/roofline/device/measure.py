@@ -20,6 +20,10 @@ from roofline.errors import RooflineError
 
 Progress = Callable[[str], None]
 
+# A product slower than this ends the size sweep: larger ones would only take longer (CPU half precision
+# without matrix units runs at a few GFLOP/s), and the best rate has already been seen.
+_SLOW_PRODUCT_S = 0.3
+
 FLOAT_DTYPES = ("float32", "tfloat32", "float16", "bfloat16", "float8_e4m3fn")
 
 
@@ -153,10 +157,14 @@ def measure_peak_flops(
         for size in _matmul_sizes(dev, quick):
             progress(f"matmul {dtype} {size}^3")
             fn = _matmul_fn(dev, dtype, size)
-            repeats = 3 if quick else 10
-            t = statistics.median(time_fn(fn, dev, warmup=2, repeats=repeats))
+            probe = min(time_fn(fn, dev, warmup=1, repeats=1))
+            slow = probe > _SLOW_PRODUCT_S
+            repeats = 3 if quick or slow else 10
+            t = statistics.median(time_fn(fn, dev, warmup=0 if slow else 2, repeats=repeats))
             rates[size] = 2 * size**3 / t
             del fn
+            if slow:
+                break
     finally:
         if prev_tf32 is not None:
             torch.backends.cuda.matmul.allow_tf32 = prev_tf32

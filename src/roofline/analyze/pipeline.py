@@ -1,0 +1,479 @@
+"""Building a Report: from a trace file, or from a live model (count pass + timed profiler pass, joined).
+
+The trace is the core path: a live run exports its torch.profiler trace and goes through the same
+``report_from_trace`` as a trace file a user brings, plus the op recording that a live run can afford.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from roofline.analyze.join import (
+    Chosen,
+    children_index,
+    choose_with_recording,
+    choose_without_recording,
+    op_phase,
+    step_roots,
+    subtree,
+)
+from roofline.analyze.roofline import place_op, summarize
+from roofline.capture.op_recorder import OpRecording, RecordedOp, op_dtype, record_ops
+from roofline.capture.trace_model import CpuOp, Trace
+from roofline.count.counting import count_op
+from roofline.count.registry import OpCost
+from roofline.count.trace_args import args_from_trace
+from roofline.count.meta import TensorMeta
+from roofline.report import Ceilings, Environment, KernelRecord, OpRecord, Report, Timing
+
+_MATMUL_FAMILY = frozenset({
+    "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
+    "aten::convolution", "aten::_convolution", "aten::cudnn_convolution", "aten::conv2d",
+})
+
+
+def _noop(_: str) -> None:
+    pass
+
+
+class _TraceCounter:
+    """FLOPs and bytes of trace events from their recorded shapes; identical argument lists are counted once."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple, tuple[OpCost, list[Any]]] = {}
+
+    def __call__(self, op: CpuOp) -> tuple[OpCost, list[Any]]:
+        key = (op.name, id(op.input_dims), id(op.input_types), id(op.input_strides), id(op.concrete_inputs))
+        hit = self._cache.get(key)
+        if hit is None:
+            if op.input_dims is None:
+                args: list[Any] = []
+                cost = OpCost(0.0, 0.0, False, note="trace has no shapes for this op")
+            else:
+                args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
+                cost = count_op(op.name, args, None, None)
+            hit = self._cache[key] = (cost, args)
+        return hit
+
+
+def _ensure_attributed(trace: Trace) -> None:
+    if trace.attribution is None:
+        from roofline.analyze.attribution import attribute
+
+        attribute(trace)
+
+
+def _event_time_us(trace: Trace, idx: int, self_only: bool, children: dict[int, list[int]]) -> float:
+    op = trace.ops[idx]
+    if trace.has_gpu:
+        return op.self_kernel_us if self_only else op.total_kernel_us
+    if self_only:
+        return max(0.0, op.dur_us - sum(trace.ops[c].dur_us for c in children.get(idx, [])))
+    return op.dur_us
+
+
+def _tensors(args: Any) -> list[TensorMeta]:
+    out: list[TensorMeta] = []
+    stack = [args]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, TensorMeta):
+            out.append(item)
+        elif isinstance(item, (list, tuple)):
+            stack.extend(reversed(item))
+    return out
+
+
+def _kernel_names(trace: Trace, events: list[int]) -> list[str]:
+    names: list[str] = []
+    for i in events:
+        for k in trace.ops[i].kernel_ids:
+            names.append(trace.kernels[k].name)
+    return names
+
+
+def _roof_dtype(dtype: str, name: str, kernels: list[str], tf32_matmul: bool, on_gpu: bool) -> str:
+    """fp32 matmuls that ran on TF32 tensor cores are judged against the TF32 roof."""
+    if dtype != "float32" or name not in _MATMUL_FAMILY:
+        return dtype
+    if any("tf32" in k.lower() for k in kernels) or (on_gpu and tf32_matmul and not kernels):
+        return "tfloat32"
+    return dtype
+
+
+def _step_list(trace: Trace) -> list[int | None]:
+    return list(range(len(trace.steps))) if trace.steps else [None]
+
+
+def report_from_trace(
+    trace: Trace,
+    ceilings: Ceilings,
+    recording: OpRecording | None = None,
+    *,
+    kind: str = "trace",
+    workload: str = "",
+    diagnose: bool = True,
+) -> Report:
+    """The per-op roofline Report of a trace.
+
+    Without a recording, ops of every profiled step are kept (``op.step``) and totals cover all steps. With a
+    recording of one step, each recorded op gets the median of its time over the profiled steps.
+    """
+    _ensure_attributed(trace)
+    children = children_index(trace)
+    counter = _TraceCounter()
+
+    def is_modeled(op: CpuOp) -> bool:
+        return counter(op)[0].modeled
+
+    steps = _step_list(trace)
+    ops: list[OpRecord] = []
+    event_to_report: dict[int, int] = {}
+    missing = 0
+    if recording is not None:
+        per_rec_times: dict[int, list[float]] = defaultdict(list)
+        per_rec_cpu: dict[int, list[float]] = defaultdict(list)
+        rep_events: dict[int, int] = {}
+        extras: list[Chosen] = []
+        rec_names = [r.name for r in recording.ops]
+        for pos, step in enumerate(steps):
+            chosen, missing = choose_with_recording(trace, step_roots(trace, step), children, rec_names, is_modeled)
+            last = pos == len(steps) - 1
+            for c in chosen:
+                if c.recorded is not None:
+                    per_rec_times[c.recorded].append(_event_time_us(trace, c.event, False, children))
+                    per_rec_cpu[c.recorded].append(trace.ops[c.event].dur_us)
+                    if last:
+                        rep_events[c.recorded] = c.event
+                elif last:
+                    extras.append(c)
+        rep_step = steps[-1]
+        for i, rec in enumerate(recording.ops):
+            times = per_rec_times.get(i, [])
+            event = rep_events.get(i)
+            ops.append(_op_from_recording(trace, rec, i, times, per_rec_cpu.get(i, []), event, rep_step,
+                                          children, recording.tf32_matmul))
+            if event is not None:
+                for e in subtree(event, children):
+                    event_to_report[e] = len(ops) - 1
+        for c in extras:
+            ops.append(_op_from_event(trace, c, counter, children, rep_step, recording.tf32_matmul))
+            for e in ([c.event] if c.self_only else subtree(c.event, children)):
+                event_to_report.setdefault(e, len(ops) - 1)
+        timeline_steps = [rep_step]
+    else:
+        for step in steps:
+            for c in choose_without_recording(trace, step_roots(trace, step), children, is_modeled):
+                if _is_idle_marker(trace, c):
+                    continue
+                ops.append(_op_from_event(trace, c, counter, children, step, False))
+                for e in ([c.event] if c.self_only else subtree(c.event, children)):
+                    event_to_report.setdefault(e, len(ops) - 1)
+        timeline_steps = steps
+    for i, op in enumerate(ops):
+        op.index = i
+
+    kernels, idle_before = _timeline(trace, timeline_steps, event_to_report, ops)
+    for i, op in enumerate(ops):
+        place_op(op, ceilings, idle_before_s=idle_before.get(i))
+
+    share, kernel_total, idle = _kernel_stats(trace, timeline_steps if recording is None else steps)
+    timing = (
+        "device time: sum of the CUDA kernels each op launched (Kineto/CUPTI, kernel -> op by correlation id)"
+        if trace.has_gpu
+        else "host time: each op's CPU duration in the torch.profiler trace (inclusive of the aten calls inside it)"
+    )
+    if recording is not None:
+        timing += f"; median over {len(steps)} profiled step(s), counted in a separate pass"
+    elif len(steps) > 1:
+        timing += f"; totals cover all {len(steps)} profiled steps"
+    summary = summarize(ops, timing_method=timing, kernel_share=share, kernel_total_s=kernel_total, idle_s=idle)
+    if missing:
+        summary.notes.append(f"{missing} recorded op(s) found no event in the timed trace (time counted as 0)")
+    summary.notes.extend(trace.warnings)
+
+    env = Environment.capture(trace.device_name or ceilings.device_name)
+    report = Report(
+        kind=kind,
+        workload=workload,
+        environment=env,
+        ceilings=ceilings,
+        ops=ops,
+        kernels=kernels,
+        summary=summary,
+        steps=1 if recording is not None else max(1, len(trace.steps)),
+    )
+    report.extra["trace"] = {"path": trace.path, "device_name": trace.device_name,
+                             "compute_capability": list(trace.compute_capability) if trace.compute_capability else None,
+                             "has_gpu": trace.has_gpu, "steps": len(trace.steps)}
+    _fill_syncs_and_memory(report, trace)
+    if diagnose:
+        run_doctor(report)
+    return report
+
+
+def _is_idle_marker(trace: Trace, c: Chosen) -> bool:
+    """Framework markers (TorchDynamo cache lookups and the like) that did no device work on a GPU trace."""
+    ev = trace.ops[c.event]
+    return trace.has_gpu and not ev.is_aten and ev.total_kernel_us == 0
+
+
+def run_doctor(report: Report) -> None:
+    try:
+        from roofline.doctor import diagnose as doctor_diagnose
+    except ImportError:
+        return
+    report.findings = doctor_diagnose(report)
+
+
+def _fill_syncs_and_memory(report: Report, trace: Trace) -> None:
+    try:
+        from roofline.capture.syncs import syncs_from_trace
+    except ImportError:
+        syncs_from_trace = None
+    if syncs_from_trace is not None and trace.syncs:
+        report.syncs = syncs_from_trace(trace)
+    try:
+        from roofline.capture.memory import memory_from_trace
+    except ImportError:
+        return
+    if trace.memory:
+        report.memory = memory_from_trace(trace)
+
+
+def _op_from_recording(trace: Trace, rec: RecordedOp, rec_index: int, times_us: list[float], cpu_us: list[float],
+                       event: int | None, step: int | None, children: dict[int, list[int]],
+                       tf32_matmul: bool) -> OpRecord:
+    ev = trace.ops[event] if event is not None else None
+    kernels = _kernel_names(trace, subtree(event, children)) if event is not None else []
+    inputs = rec.input_tensors
+    return OpRecord(
+        name=rec.name,
+        module=rec.module,
+        dtype=_roof_dtype(rec.dtype, rec.name, kernels, tf32_matmul, trace.has_gpu),
+        flops=rec.cost.flops,
+        bytes=rec.cost.bytes,
+        time_s=statistics.median(times_us) / 1e6 if times_us else 0.0,
+        source=rec.source,
+        phase=rec.phase,
+        input_shapes=[list(t.shape) for t in inputs],
+        input_dtypes=[t.dtype for t in inputs],
+        input_strides=[list(t.strides) if t.strides is not None else [] for t in inputs],
+        output_shapes=[list(t.shape) for t in rec.output_tensors],
+        output_dtypes=[t.dtype for t in rec.output_tensors],
+        modeled=rec.cost.modeled,
+        kernels=kernels,
+        start_s=_start_s(trace, ev, step),
+        cpu_time_s=statistics.median(cpu_us) / 1e6 if cpu_us else 0.0,
+        external_id=ev.external_id if ev is not None else None,
+    )
+
+
+def _op_from_event(trace: Trace, c: Chosen, counter: _TraceCounter, children: dict[int, list[int]],
+                   step: int | None, tf32_matmul: bool) -> OpRecord:
+    ev = trace.ops[c.event]
+    if c.self_only or ev.is_annotation:
+        cost, args = OpCost(0.0, 0.0, False, note="kernels launched outside any counted aten op"), []
+    else:
+        cost, args = counter(ev)
+    events = [c.event] if c.self_only else subtree(c.event, children)
+    kernels = _kernel_names(trace, events)
+    inputs = _tensors(args)
+    return OpRecord(
+        name=ev.name,
+        module=ev.module or "",
+        dtype=_roof_dtype(op_dtype(args, []), ev.name, kernels, tf32_matmul, trace.has_gpu),
+        flops=cost.flops,
+        bytes=cost.bytes,
+        time_s=_event_time_us(trace, c.event, c.self_only, children) / 1e6,
+        source=ev.source,
+        phase=op_phase(ev),
+        input_shapes=[list(t.shape) for t in inputs],
+        input_dtypes=[t.dtype for t in inputs],
+        input_strides=[list(t.strides) if t.strides is not None else [] for t in inputs],
+        modeled=cost.modeled,
+        kernels=kernels,
+        start_s=_start_s(trace, ev, step),
+        cpu_time_s=ev.dur_us / 1e6,
+        step=step,
+        external_id=ev.external_id,
+    )
+
+
+def _start_s(trace: Trace, ev: CpuOp | None, step: int | None) -> float | None:
+    if ev is None:
+        return None
+    origin = trace.steps[step].ts_us if step is not None and trace.steps else (trace.ops[0].ts_us if trace.ops else 0.0)
+    return (ev.ts_us - origin) / 1e6
+
+
+def _timeline(trace: Trace, steps: list[int | None], event_to_report: dict[int, int],
+              ops: list[OpRecord]) -> tuple[list[KernelRecord], dict[int, float]]:
+    """Kernels of the given steps on the report's timeline, and for each op the device idle time before it."""
+    wanted = set(steps)
+    kernels = [k for k in trace.kernels if k.op >= 0 and (None in wanted or trace.ops[k.op].step in wanted)]
+    kernels.sort(key=lambda k: k.ts_us)
+    origin = kernels[0].ts_us if kernels else 0.0
+    records: list[KernelRecord] = []
+    idle_before: dict[int, float] = {}
+    prev_end: float | None = None
+    for k in kernels:
+        op_index = event_to_report.get(k.op)
+        records.append(KernelRecord(k.name, (k.ts_us - origin) / 1e6, k.dur_us / 1e6,
+                                    _int_or_none(k.stream), _int_or_none(k.device), k.category, op_index))
+        if op_index is not None and op_index not in idle_before and prev_end is not None:
+            idle_before[op_index] = max(0.0, (k.ts_us - prev_end) / 1e6)
+        prev_end = k.end_us if prev_end is None else max(prev_end, k.end_us)
+    return records, idle_before
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _kernel_stats(trace: Trace, steps: list[int | None]) -> tuple[float | None, float | None, float | None]:
+    """Share of kernel time attributed to an op, total kernel time and device idle time (attribution's stats)."""
+    if not trace.kernels:
+        return None, None, None
+    stats = trace.attribution
+    wanted = {s for s in steps if s is not None}
+    idle_us = sum(st.idle_us for i, st in enumerate(stats.steps) if not wanted or i in wanted) if stats.steps else None
+    return stats.share, stats.total_kernel_us / 1e6, (idle_us / 1e6 if idle_us is not None else None)
+
+
+# --- live models -------------------------------------------------------------------------------------------
+
+
+def make_step(model: torch.nn.Module, inputs: tuple, *, backward: bool = False,
+              loss_fn: Callable[[Any], torch.Tensor] | None = None) -> Callable[[], Any]:
+    """One step of work: a forward (no grad), or forward + loss + backward."""
+    if not backward:
+        def forward() -> Any:
+            with torch.no_grad():
+                return model(*inputs)
+        return forward
+
+    def train_step() -> Any:
+        model.zero_grad(set_to_none=True)
+        out = model(*inputs)
+        loss = loss_fn(out) if loss_fn is not None else _default_loss(out)
+        loss.backward()
+        return loss
+
+    return train_step
+
+
+def _default_loss(out: Any) -> torch.Tensor:
+    if isinstance(out, torch.Tensor):
+        return out.float().mean()
+    if hasattr(out, "last_hidden_state"):
+        return out.last_hidden_state.float().mean()
+    if isinstance(out, (tuple, list)) and out and isinstance(out[0], torch.Tensor):
+        return out[0].float().mean()
+    raise TypeError("cannot make a loss from the model's output: pass loss_fn")
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_steps(step: Callable[[], Any], device: torch.device, iters: int) -> Timing:
+    """True step time, without any profiler: device events on CUDA, a synchronised perf_counter on CPU."""
+    samples = []
+    for _ in range(iters):
+        if device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            step()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) / 1e3)
+        else:
+            t0 = time.perf_counter()
+            step()
+            samples.append(time.perf_counter() - t0)
+    method = "CUDA events around each step" if device.type == "cuda" else "perf_counter around each step"
+    return Timing.from_samples(samples, f"{method}, no profiler; median of {iters} after warm-up")
+
+
+def profile_steps(step: Callable[[], Any], device: torch.device, iters: int, trace_path: Path,
+                  *, record_shapes: bool = True) -> Timing:
+    """Run 1 warm-up + ``iters`` active steps under torch.profiler and export the Chrome trace; returns the
+    profiled wall time of each active step (what a profiled run alone would report)."""
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    activities = [ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    samples: list[float] = []
+
+    def export(prof: Any) -> None:
+        prof.export_chrome_trace(str(trace_path))
+
+    with profile(activities=activities, schedule=schedule(wait=0, warmup=1, active=iters, repeat=1),
+                 on_trace_ready=export, record_shapes=record_shapes) as prof:
+        for i in range(1 + iters):
+            t0 = time.perf_counter()
+            step()
+            _sync(device)
+            if i >= 1:
+                samples.append(time.perf_counter() - t0)
+            prof.step()
+    return Timing.from_samples(samples, "perf_counter around each step under torch.profiler (synchronised)")
+
+
+def analyze_model(
+    model: torch.nn.Module,
+    inputs: tuple,
+    *,
+    device: str | torch.device | None = None,
+    ceilings: Ceilings | None = None,
+    backward: bool = False,
+    loss_fn: Callable[[Any], torch.Tensor] | None = None,
+    warmup: int = 2,
+    iters: int = 5,
+    workload: str = "",
+    trace_path: str | Path | None = None,
+    progress: Callable[[str], None] = _noop,
+) -> Report:
+    """Count every op once, time the same step under the profiler, join the two, place each op on the roofline."""
+    from roofline.capture.kineto import load_trace
+    from roofline.device import get_ceilings, resolve_device
+
+    dev = resolve_device(device)
+    if ceilings is None:
+        progress("measuring ceilings (cached after the first run)")
+        ceilings = get_ceilings(dev, progress=progress)
+    step = make_step(model, inputs, backward=backward, loss_fn=loss_fn)
+    progress(f"warm-up ({warmup} steps)")
+    for _ in range(warmup):
+        step()
+    _sync(dev)
+    progress(f"timing {iters} steps without the profiler")
+    true_time = time_steps(step, dev, iters)
+    progress("counting pass (every aten op, shapes, module, source line)")
+    recording = record_ops(step, root=model)
+    _sync(dev)
+    progress(f"timed pass ({iters} steps under torch.profiler)")
+    with tempfile.TemporaryDirectory(prefix="roofline-") as tmp:
+        raw = Path(trace_path) if trace_path is not None else Path(tmp) / "trace.json"
+        profiled = profile_steps(step, dev, iters, raw)
+        progress("joining counts with timings")
+        trace = load_trace(raw)
+    report = report_from_trace(trace, ceilings, recording, kind="analyze", workload=workload)
+    report.step_time = true_time
+    report.profiled_step_time = profiled
+    report.extra["backward"] = backward
+    return report

@@ -1,0 +1,109 @@
+"""Placing ops on the roofline, classifying what bounds them, estimating their time, and the totals.
+
+Definitions (per op, with the ceilings of the device it ran on):
+- arithmetic intensity I = FLOPs / bytes (minimum bytes: each input view read once, each output written once);
+- achieved FLOP/s = FLOPs / time and achieved B/s = bytes / time;
+- attainable FLOP/s = min(peak FLOP/s of the op's dtype, I x memory roof);
+- efficiency = achieved / attainable. An op that does no FLOPs (copy, cast, cat) is judged on bytes instead:
+  efficiency = achieved B/s / memory roof.
+- predicted time (the execution time estimator) = max(FLOPs / peak, bytes / memory roof, launch overhead).
+
+Classification rules, applied in order:
+1. ``unmodeled``: no formula for the op; its time still counts, in the unmodeled share.
+2. ``launch``: the op's measured time is within ``LAUNCH_CLOSE`` times the measured launch overhead (the
+   host cannot issue ops faster than that, so a faster kernel would not help); or, where a kernel timeline
+   exists, the device sat idle before the op's kernels longer than they ran and the op took under
+   ``LAUNCH_IDLE_FACTOR`` times the launch overhead. Views and other metadata-only ops (no FLOPs, no bytes) are
+   launch-bound by definition: all they cost is dispatch.
+3. ``memory`` when I is below the ridge point (peak / roof) of the op's dtype, else ``compute``.
+An op whose achieved rate exceeds its attainable rate is flagged ``above_roof`` (data served from cache, or a
+counting error): it is shown, never hidden.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from roofline.report import Ceilings, OpRecord, Summary
+
+LAUNCH_CLOSE = 1.5
+LAUNCH_IDLE_FACTOR = 2.0
+
+
+def place_op(op: OpRecord, ceilings: Ceilings, *, idle_before_s: float | None = None) -> OpRecord:
+    """Fill the roofline fields of one op in place (and return it)."""
+    bw = ceilings.memory_bandwidth_bytes_per_s
+    peak = ceilings.peak_for(op.dtype)
+    launch = ceilings.launch_overhead_s
+    ideal = max(op.flops / peak if peak else 0.0, op.bytes / bw if bw else 0.0)
+    op.predicted_time_s = max(ideal, launch)
+    op.arithmetic_intensity = op.flops / op.bytes if op.bytes > 0 else (math.inf if op.flops > 0 else 0.0)
+    t = op.time_s
+    op.achieved_flops_per_s = op.flops / t if t > 0 else 0.0
+    op.achieved_bytes_per_s = op.bytes / t if t > 0 else 0.0
+    if op.flops > 0:
+        op.attainable_flops_per_s = min(peak, op.arithmetic_intensity * bw) if bw else peak
+        op.efficiency = op.achieved_flops_per_s / op.attainable_flops_per_s if op.attainable_flops_per_s else 0.0
+    else:
+        op.attainable_flops_per_s = 0.0
+        op.efficiency = op.achieved_bytes_per_s / bw if bw and op.bytes > 0 else 0.0
+    op.above_roof = op.modeled and op.efficiency > 1.0
+    op.bound = classify(op, ceilings, idle_before_s)
+    return op
+
+
+def classify(op: OpRecord, ceilings: Ceilings, idle_before_s: float | None = None) -> str:
+    if not op.modeled:
+        return "unmodeled"
+    launch = ceilings.launch_overhead_s
+    if op.flops == 0 and op.bytes == 0:
+        return "launch"
+    if op.time_s <= LAUNCH_CLOSE * launch:
+        return "launch"
+    if idle_before_s is not None and idle_before_s > op.time_s and op.time_s < LAUNCH_IDLE_FACTOR * launch:
+        return "launch"
+    return "memory" if op.arithmetic_intensity < ceilings.ridge_point(op.dtype) else "compute"
+
+
+def summarize(ops: list[OpRecord], *, timing_method: str = "", kernel_share: float | None = None,
+              kernel_total_s: float | None = None, idle_s: float | None = None) -> Summary:
+    by_bound: dict[str, float] = defaultdict(float)
+    by_module: dict[str, float] = defaultdict(float)
+    by_op: dict[str, float] = defaultdict(float)
+    total = flops = nbytes = predicted = 0.0
+    above = 0
+    for op in ops:
+        total += op.time_s
+        flops += op.flops
+        nbytes += op.bytes
+        predicted += op.predicted_time_s
+        above += op.above_roof
+        by_bound[op.bound] += op.time_s
+        by_op[op.name] += op.time_s
+        for prefix in module_prefixes(op.module):
+            by_module[prefix] += op.time_s
+    unmodeled = by_bound.get("unmodeled", 0.0)
+    return Summary(
+        total_time_s=total,
+        total_flops=flops,
+        total_bytes=nbytes,
+        predicted_total_s=predicted,
+        time_by_bound_s=dict(by_bound),
+        time_by_module_s=dict(sorted(by_module.items(), key=lambda kv: -kv[1])),
+        time_by_op_s=dict(sorted(by_op.items(), key=lambda kv: -kv[1])),
+        unmodeled_time_share=unmodeled / total if total else 0.0,
+        kernel_time_attributed_share=kernel_share,
+        kernel_time_total_s=kernel_total_s,
+        idle_time_s=idle_s,
+        ops_above_roof=above,
+        timing_method=timing_method,
+    )
+
+
+def module_prefixes(module: str) -> list[str]:
+    """'layers.3.mlp' -> ['layers', 'layers.3', 'layers.3.mlp'], so module totals roll up the tree."""
+    if not module:
+        return ["(top level)"]
+    parts = module.split(".")
+    return [".".join(parts[: i + 1]) for i in range(len(parts))]

@@ -1,0 +1,150 @@
+"""The counting pass: every aten op a model runs, with shapes, dtypes, strides, module path and source line.
+
+A TorchDispatchMode sees each op once, after autograd and after composite ops (linear, matmul, einsum) have
+decomposed, so what it records is what launches kernels. This pass is never timed: timing happens in a
+separate profiler pass and the two are joined afterwards (analyze/join.py), so the instrumentation here cannot
+distort the measured times.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+from roofline.count.counting import count_op, normalize_op_name, to_meta
+from roofline.count.registry import OpCost
+from roofline.count.meta import TensorMeta
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_ROOFLINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+# Built-in workloads and the case study are user code as far as source lines go.
+_ROOFLINE_USER_DIRS = tuple(_ROOFLINE_DIR + d + os.sep for d in ("models", "lab"))
+
+
+@dataclass
+class RecordedOp:
+    name: str
+    args: list[Any]
+    outputs: list[Any]
+    cost: OpCost
+    dtype: str
+    module: str
+    phase: str
+    source: str | None
+
+    @property
+    def input_tensors(self) -> list[TensorMeta]:
+        return [a for a in tree_flatten(self.args)[0] if isinstance(a, TensorMeta)]
+
+    @property
+    def output_tensors(self) -> list[TensorMeta]:
+        return [a for a in tree_flatten(self.outputs)[0] if isinstance(a, TensorMeta)]
+
+
+@dataclass
+class OpRecording:
+    ops: list[RecordedOp] = field(default_factory=list)
+    tf32_matmul: bool = False
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(op.name for op in self.ops)
+
+
+def user_source(frame: FrameType | None) -> str | None:
+    """file:line of the first frame outside torch and roofline's own machinery."""
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        internal = filename.startswith(_TORCH_DIR) or (
+            filename.startswith(_ROOFLINE_DIR) and not filename.startswith(_ROOFLINE_USER_DIRS)
+        )
+        if not internal and not filename.startswith("<"):
+            return f"{_short_path(filename)}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
+def _short_path(filename: str) -> str:
+    cwd = os.getcwd() + os.sep
+    if filename.startswith(cwd):
+        return filename[len(cwd):]
+    for marker in ("site-packages" + os.sep, "src" + os.sep):
+        idx = filename.rfind(marker)
+        if idx >= 0:
+            return filename[idx + len(marker):]
+    return filename
+
+
+def op_dtype(args: list[Any], outputs: list[Any]) -> str:
+    """The dtype an op computes in: its first floating-point input, else its first output, else its first input."""
+    inputs = [a for a in tree_flatten(args)[0] if isinstance(a, TensorMeta)]
+    outs = [a for a in tree_flatten(outputs)[0] if isinstance(a, TensorMeta)]
+    for t in inputs:
+        if t.dtype.startswith(("float", "bfloat", "complex")):
+            return t.dtype
+    for t in outs + inputs:
+        return t.dtype
+    return ""
+
+
+class _Recorder(TorchDispatchMode):
+    def __init__(self, recording: OpRecording, tracker: Any, root_prefix: Callable[[], str]):
+        super().__init__()
+        self.recording = recording
+        self.tracker = tracker
+        self.root_prefix = root_prefix
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        name = normalize_op_name(func)
+        meta_args = to_meta(list(args))
+        meta_kwargs = to_meta(dict(kwargs))
+        meta_out = to_meta(list(out) if isinstance(out, (tuple, list)) else [out])
+        cost = count_op(name, meta_args, meta_kwargs, meta_out)
+        module, phase = self._module()
+        self.recording.ops.append(
+            RecordedOp(name, meta_args, meta_out, cost, op_dtype(meta_args, meta_out), module, phase,
+                       user_source(sys._getframe(1)))
+        )
+        return out
+
+    def _module(self) -> tuple[str, str]:
+        parents = [p for p in self.tracker.parents if p != "Global"]
+        phase = "backward" if getattr(self.tracker, "is_bw", False) else "forward"
+        if not parents:
+            return "", phase
+        deepest = max(parents, key=lambda p: (p.count("."), len(p)))
+        prefix = self.root_prefix()
+        if prefix and deepest.startswith(prefix + "."):
+            deepest = deepest[len(prefix) + 1:]
+        elif deepest == prefix:
+            deepest = ""
+        return deepest, phase
+
+
+def record_ops(step: Callable[[], Any], root: torch.nn.Module | None = None) -> OpRecording:
+    """Run ``step()`` once under the recorder and return every aten op it dispatched, in order."""
+    from torch.utils.module_tracker import ModuleTracker
+
+    recording = OpRecording(tf32_matmul=_tf32_matmul_enabled())
+    tracker = ModuleTracker()
+    root_name = type(root).__name__ if root is not None else ""
+    with tracker, _Recorder(recording, tracker, lambda: root_name):
+        step()
+    return recording
+
+
+def _tf32_matmul_enabled() -> bool:
+    try:
+        return bool(torch.backends.cuda.matmul.allow_tf32) or torch.get_float32_matmul_precision() != "highest"
+    except Exception:  # noqa: BLE001 - older torch without the precision API
+        return False
