@@ -2,7 +2,8 @@
 
 Evidence, merged by location: the sync detector's SyncSites (with their stall time), and the ops that always sync
 (aten::_local_scalar_dense behind .item(), nonzero, masked_select, unique...) or whose kernels copy device -> host.
-A site that syncs more than once per step sits inside a loop: the costly case.
+A site that syncs more than once per step sits inside a loop: the costly case. A site syncing once per step
+(reading the step's result) is reported only when its cost reaches a 'warning' share of the time.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def check(report: Report) -> list[Finding]:
             report, kinds=sorted({op_kind(op.name) for op in ops}), where=loc, count=len(ops), per_step=per_step,
             savings=blocked, method=method, ops=ops,
         ))
-    return findings
+    return [f for f in findings if f.evidence["in_loop"] or f.severity != "info"]
 
 
 def _finding(report: Report, *, kinds: list[str], where: str, count: int, per_step: float, savings: float,

@@ -117,19 +117,21 @@ def recurring_copies(report: Report) -> list[OpRecord]:
 def check(report: Report) -> list[Finding]:
     groups: dict[str, list[OpRecord]] = defaultdict(list)
     for op in recurring_copies(report):
-        groups[f"{generic_module(op.module)}|{op.source or ''}"].append(op)
+        groups[generic_module(op.module) or op.source or ""].append(op)
     findings = []
     for ops in groups.values():
         time = sum(op.time_s for op in ops)
         src = _source(ops[0])
         moved = sum(tensor_bytes(_source(op)[0], _source(op)[2]) * 2 for op in ops)
-        where = f"{ops[0].source} ({generic_module(ops[0].module)})" if ops[0].source else location(ops[0])
+        lines = sorted({op.source for op in ops if op.source})
+        where = generic_module(ops[0].module) or "(top level)"
+        at = f" at {', '.join(lines[:4])}" if lines else ""
         findings.append(Finding(
             rule=RULE, category="layout",
-            title=f"layout copy of a non-contiguous view x{len(ops)} at {where}",
+            title=f"{len(ops)} layout copies of non-contiguous (transposed/permuted) views in {where}{at}",
             evidence={"ops": sorted({op.name for op in ops}), "count": len(ops), "time_s": time,
                       "bytes_moved": moved, "source_shape": src[0], "source_strides": src[1]},
-            locations=top_locations(ops), estimated_savings_s=time,
+            locations=top_locations(ops, limit=8), estimated_savings_s=time,
             savings_method="the copies' measured time, removed when the producer writes the layout the consumer reads",
             fix=("keep the tensor in the layout its consumer reads: e.g. for attention output, let "
                  "F.scaled_dot_product_attention's output be transposed and reshaped once into the projection "
