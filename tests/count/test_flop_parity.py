@@ -117,7 +117,12 @@ def test_sdpa_fused_kernels_non_causal(b, hq, hkv, sq, sk, d):
         (aten._scaled_dot_product_cudnn_attention.default, (q, k, v, None, True, 0.0, False, False)),
     ]
     for op, args in cases:
-        expected, ours = _both(op, *args)
+        try:
+            expected, ours = _both(op, *args)
+        except (AssertionError, RuntimeError):
+            if hq == hkv:
+                raise
+            pytest.skip("this torch's FlopCounterMode does not handle grouped-query attention")
         assert ours.modeled and ours.flops == expected == 4 * b * hq * sq * sk * d, op
         assert ours.note == ""
 
@@ -126,7 +131,12 @@ def test_sdpa_fused_kernels_non_causal(b, hq, hkv, sq, sk, d):
 def test_sdpa_backward_non_causal(b, hq, hkv, sq, sk, d):
     q, k, v = _meta(b, hq, sq, d), _meta(b, hkv, sk, d), _meta(b, hkv, sk, d)
     grad_out, out, lse = _meta(b, hq, sq, d), _meta(b, hq, sq, d), _meta(b, hq, sq)
-    expected = sdpa_backward_flop_count(grad_out.shape, q.shape, k.shape, v.shape)
+    try:
+        expected = sdpa_backward_flop_count(grad_out.shape, q.shape, k.shape, v.shape)
+    except AssertionError:
+        if hq == hkv:
+            raise
+        pytest.skip("this torch's FlopCounterMode does not handle grouped-query attention")
     args = (grad_out, q, k, v, out, lse, None, None, sq, sk, 0.0, False, _meta(2), _meta(()))
     ours = count_op("aten::_scaled_dot_product_flash_attention_backward", to_meta(args))
     assert ours.flops == expected
