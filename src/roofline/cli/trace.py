@@ -1,0 +1,81 @@
+"""`roofline trace`: analyse torch.profiler / Kineto trace files a user already has, without the model."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from roofline.cli.common import add_output_option
+from roofline.errors import RooflineError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "trace",
+        help="analyse existing torch.profiler trace files (.json / .json.gz)",
+        description="Kernel -> op attribution, FLOPs and bytes from the recorded shapes, the roofline with the ceilings "
+                    "of the GPU the trace names, idle time, syncs and the doctor's findings.",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="trace file(s); several files of one job are ranks")
+    p.add_argument("--ceilings", metavar="FILE", help="ceilings JSON (from `roofline ceilings --json`) to use")
+    add_output_option(p)
+    p.add_argument("--top", type=int, default=15, help="ops to print (default 15)")
+    p.add_argument("--no-html", action="store_true", help="skip report.html")
+    p.set_defaults(func=run)
+
+
+def ceilings_for_trace(trace, ceilings_file: str | None):
+    from roofline.device import get_ceilings, load_ceilings
+    from roofline.device.ceilings import ceilings_for_device_name
+
+    if ceilings_file:
+        return load_ceilings(ceilings_file)
+    if trace.device_name:
+        found = ceilings_for_device_name(trace.device_name)
+        if found is None:
+            raise RooflineError(
+                f"no ceilings known for {trace.device_name!r}: run `roofline ceilings --json FILE` on that machine "
+                "and pass --ceilings FILE"
+            )
+        return found
+    ceilings = get_ceilings("cpu")
+    ceilings.method = "the trace names no GPU: ceilings of this machine's CPU. " + ceilings.method
+    return ceilings
+
+
+def analyze_trace_file(path: str | Path, ceilings_file: str | None = None):
+    from roofline.analyze.pipeline import report_from_trace
+    from roofline.capture.kineto import load_trace
+
+    trace = load_trace(path)
+    report = report_from_trace(trace, ceilings_for_trace(trace, ceilings_file), kind="trace",
+                               workload=Path(path).name)
+    return report
+
+
+def run(args: argparse.Namespace) -> int:
+    from roofline.render.console import render_report
+    from roofline.render.findings import render_findings
+    from roofline.render.outputs import write_outputs
+
+    if len(args.paths) > 1:
+        try:
+            from roofline.distributed.merge import merge_trace_files
+        except ImportError:
+            merge_trace_files = None
+        if merge_trace_files is not None:
+            report = merge_trace_files(args.paths, ceilings_file=args.ceilings)
+            written, _ = write_outputs(report, args.output, png=False, html=not args.no_html)
+            sys.stdout.write(render_report(report, top=args.top))
+            sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.total_time_s, top=10))
+            print("wrote " + ", ".join(str(p) for p in written))
+            return 0
+    for path in args.paths:
+        report = analyze_trace_file(path, args.ceilings)
+        out = Path(args.output) if len(args.paths) == 1 else Path(args.output) / Path(path).name.split(".")[0]
+        written, _ = write_outputs(report, out, raw_trace=path, html=not args.no_html)
+        sys.stdout.write(render_report(report, top=args.top))
+        sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.total_time_s, top=10))
+        print("wrote " + ", ".join(str(p) for p in written))
+    return 0
