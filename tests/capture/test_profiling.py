@@ -96,3 +96,20 @@ def test_a_context_runs_once() -> None:
 def test_bad_schedule_is_refused() -> None:
     with pytest.raises(Exception, match="active >= 1"):
         ProfilingContext(active=0)
+
+
+@pytest.mark.cuda
+def test_cuda_profile_memory_matches_max_memory_allocated_and_finds_syncs() -> None:
+    from roofline.models import get_workload
+
+    workload = get_workload("bad-syncs", device="cuda")
+    with torch.no_grad(), ProfilingContext(wait=1, timed=2, warmup=1, active=2, ceilings=CPU) as prof:
+        for _ in range(prof.total_steps):
+            workload.model(*workload.inputs)
+            prof.step()
+    report = prof.report()
+    memory = report.memory
+    assert abs(memory.peak_allocated_bytes - memory.reference_peak_bytes) <= 0.05 * memory.reference_peak_bytes
+    per_kind = {s.kind: s.per_step for s in report.syncs}
+    assert per_kind.get("item") == 10 and per_kind.get("cpu") == 10, report.syncs
+    assert report.kernels and report.step_time.n == 2

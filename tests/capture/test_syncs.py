@@ -174,3 +174,25 @@ def test_h200_bad_syncs_trace_has_its_syncs_per_step() -> None:
 def test_trace_without_sync_events_has_no_sites() -> None:
     assert syncs_from_trace({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 1,
                                               "pid": 1, "tid": 1, "args": {"External id": 1}}]}) == []
+
+
+def test_h200_bad_syncs_through_load_trace_matches_the_raw_reading() -> None:
+    kineto = pytest.importorskip("roofline.capture.kineto")
+    from_trace = syncs_from_trace(kineto.load_trace(DATA / "bad_syncs_fwd_fp32.json.gz"))
+    by_kind = {s.kind: s.per_step for s in from_trace}
+    assert by_kind == {"item": 10, "copy to host": 10, "copy to device": 10}
+    assert {s.location for s in from_trace} == {"record_traces.py:84"}
+
+
+@pytest.mark.cuda
+def test_cuda_syncs_are_real_not_simulated_and_implicit_ones_are_caught() -> None:
+    x = torch.randn(64, device="cuda")
+    with SyncDetector("silent") as detector:
+        assert not detector.simulated
+        x.sum().item(); item_line = _here()  # noqa: E702
+        torch.ones(3).item()  # a CPU tensor: no sync on a CUDA machine
+        torch.equal(x, x + 1); equal_line = _here()  # noqa: E702 - syncs inside torch, no Python entry point
+    sites = _sites(detector)
+    assert sites.get(("item", item_line)) == 1
+    assert sites.get(("implicit", equal_line)) == 1, sites
+    assert sum(sites.values()) == 2, sites

@@ -35,6 +35,7 @@ MODES = ("warn", "error", "silent")
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _ROOFLINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_ROOFLINE_USER_CODE = tuple(_ROOFLINE_DIR + name + os.sep for name in ("models", "lab"))
 _SYNC_DEBUG_MESSAGE = "called a synchronizing CUDA operation"
 
 
@@ -52,14 +53,21 @@ class _Site:
 
 
 def user_location() -> str:
-    """file:line of the innermost frame outside torch and roofline (the user's code), or "<unknown>"."""
+    """file:line of the innermost frame outside torch and roofline (the user's code), or "<unknown>".
+
+    roofline's built-in workloads (roofline/models, roofline/lab) count as user code."""
     frame: Any = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not (filename.startswith(_TORCH_DIR) or filename.startswith(_ROOFLINE_DIR) or _is_library(filename)):
+        if not (filename.startswith(_TORCH_DIR) or _is_roofline_machinery(filename) or _is_library(filename)):
             return f"{_short_path(filename)}:{frame.f_lineno}"
         frame = frame.f_back
     return "<unknown>"
+
+
+def _is_roofline_machinery(filename: str) -> bool:
+    """roofline's own frames, except its built-in workloads and case study, which are user code here."""
+    return filename.startswith(_ROOFLINE_DIR) and not filename.startswith(_ROOFLINE_USER_CODE)
 
 
 def _is_library(filename: str) -> bool:

@@ -1,0 +1,163 @@
+"""The profiling harness against plain torch.profiler and an unprofiled run, side by side in one process.
+
+For each workload (ResNet-50, BERT-base, the bad-syncs model): the step time of an unprofiled run (before and
+after the profiled runs, to see drift), the harness's true step time (must be within 3% of the unprofiled run),
+the harness's profiled step time and plain torch.profiler's (same activities and options), the memory peak
+against torch.cuda.max_memory_allocated() over the same window (within 5%), and the syncs found.
+
+    python benchmarks/harness_overhead.py results.json                  # CUDA, the sizes of ANCHORS.md
+    python benchmarks/harness_overhead.py results.json --device cpu --small
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from roofline.capture.profiling import ProfilingContext
+from roofline.device.ceilings import get_ceilings, load_ceilings
+from roofline.io import atomic_write_text
+from roofline.models import get_workload
+
+SIZES = {  # name -> (batch, seq) on CUDA (ANCHORS.md) and small ones for a CPU check
+    "resnet50": ((32, None), (2, None)),
+    "bert-base": ((16, 128), (2, 32)),
+    "bad-syncs": ((None, None), (8, None)),
+}
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_steps(step: Callable[[], Any], device: torch.device, n: int) -> list[float]:
+    """Wall time per step, the device synchronised at each boundary (the harness's method)."""
+    samples = []
+    for _ in range(n):
+        _sync(device)
+        start = time.perf_counter()
+        step()
+        _sync(device)
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def plain_profiler_steps(step: Callable[[], Any], device: torch.device, warmup: int, active: int) -> list[float]:
+    """Plain torch.profiler with the harness's options; the active steps timed the same way."""
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    samples = []
+    with profile(activities=activities, schedule=schedule(wait=0, warmup=warmup, active=active, repeat=1),
+                 record_shapes=True, profile_memory=True, with_stack=True) as prof:
+        for i in range(warmup + active):
+            _sync(device)
+            start = time.perf_counter()
+            step()
+            _sync(device)
+            if i >= warmup:
+                samples.append(time.perf_counter() - start)
+            prof.step()
+    return samples
+
+
+def bench_workload(name: str, device: torch.device, small: bool, steps: int, ceilings: Any) -> dict[str, Any]:
+    batch, seq = SIZES[name][1 if small else 0]
+    workload = get_workload(name, batch=batch, seq=seq, dtype="float32", device=device)
+    model, inputs = workload.model, workload.inputs
+
+    def step() -> None:
+        with torch.no_grad():
+            model(*inputs)
+
+    for _ in range(3):
+        step()
+    baseline_before = time_steps(step, device, steps)
+
+    context = ProfilingContext(wait=1, timed=steps, warmup=1, active=steps, device=device, ceilings=ceilings,
+                               workload=name)
+    with context:
+        for _ in range(context.total_steps):
+            step()
+            context.step()
+    start = time.perf_counter()
+    report = context.report()
+    analysis_s = time.perf_counter() - start
+
+    plain = plain_profiler_steps(step, device, warmup=1, active=steps)
+    baseline_after = time_steps(step, device, steps)
+
+    unprofiled = statistics.median(baseline_before + baseline_after)
+    true_s = report.step_time.median_s if report.step_time else None
+    harness_profiled = report.profiled_step_time.median_s if report.profiled_step_time else None
+    plain_s = statistics.median(plain)
+    memory = report.memory
+    return {
+        "workload": name,
+        "batch": batch,
+        "seq": seq,
+        "unprofiled_step_s": {"median": unprofiled, "before": baseline_before, "after": baseline_after},
+        "harness_true_step_s": true_s,
+        "true_vs_unprofiled": (true_s / unprofiled - 1) if true_s else None,
+        "true_within_3pct": abs(true_s / unprofiled - 1) <= 0.03 if true_s else None,
+        "harness_profiled_step_s": harness_profiled,
+        "harness_overhead": (harness_profiled / unprofiled - 1) if harness_profiled else None,
+        "plain_profiler_step_s": plain_s,
+        "plain_profiler_overhead": plain_s / unprofiled - 1,
+        "harness_analysis_s": analysis_s,
+        "memory_peak_bytes": memory.peak_allocated_bytes,
+        "memory_counter": memory.counter,
+        "reference_peak_bytes": memory.reference_peak_bytes,
+        "reference_counter": memory.reference_counter,
+        "memory_within_5pct": (abs(memory.peak_allocated_bytes / memory.reference_peak_bytes - 1) <= 0.05
+                               if memory.reference_peak_bytes else None),
+        "syncs": [{"kind": s.kind, "location": s.location, "count": s.count, "per_step": s.per_step,
+                   "stall_s": s.stall_s} for s in report.syncs],
+        "syncs_from_kineto": report.extra.get("profile", {}).get("syncs_from_trace", []),
+        "syncs_per_step": sum(s.per_step or 0 for s in report.syncs),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("output", help="where to write the JSON results")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--small", action="store_true", help="small sizes (for a CPU check)")
+    parser.add_argument("--steps", type=int, default=10, help="timed and profiled steps per measurement")
+    parser.add_argument("--workloads", default=",".join(SIZES), help="comma-separated subset")
+    parser.add_argument("--ceilings", help="ceilings JSON instead of the cache")
+    args = parser.parse_args(argv)
+    device = torch.device(args.device)
+    ceilings = load_ceilings(args.ceilings) if args.ceilings else get_ceilings(device, quick=device.type == "cpu")
+    if device.type == "cpu":
+        torch.set_num_threads(max(torch.get_num_threads(), 1))
+    results = {
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "torch": torch.__version__,
+        "steps": args.steps,
+        "method": "wall time per step, device synchronised at each boundary; medians; one process, side by side",
+        "workloads": [],
+    }
+    for name in args.workloads.split(","):
+        print(f"{name} ...", file=sys.stderr, flush=True)
+        results["workloads"].append(bench_workload(name, device, args.small, args.steps, ceilings))
+        atomic_write_text(Path(args.output), json.dumps(results, indent=1) + "\n")
+    for w in results["workloads"]:
+        print(f"{w['workload']:>10}: unprofiled {w['unprofiled_step_s']['median'] * 1e3:.2f} ms, "
+              f"true {(w['harness_true_step_s'] or 0) * 1e3:.2f} ms ({(w['true_vs_unprofiled'] or 0):+.1%}), "
+              f"harness profiled {w['harness_overhead'] or 0:+.0%} vs plain torch.profiler "
+              f"{w['plain_profiler_overhead']:+.0%}, memory {w['memory_peak_bytes']} vs ref {w['reference_peak_bytes']}, "
+              f"syncs/step {w['syncs_per_step']:.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
