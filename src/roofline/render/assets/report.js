@@ -200,9 +200,11 @@
           text: "memory " + R.si(bw, "B/s") }));
       }
       var dots = svg("g", { "class": "dots" });
+      var maxBin = 0;
+      ch.bins.forEach(function (b) { maxBin = Math.max(maxBin, b.time_s); });
       ch.bins.forEach(function (b, i) {
         if (shown[b.dtype] === false) return;
-        var r = radius(b.time_s);
+        var r = 2 + 5 * Math.sqrt(b.time_s / maxBin);
         dots.appendChild(svg("rect", { "class": "bin", x: X(b.intensity) - r, y: Y(b.flops_per_s) - r, width: 2 * r, height: 2 * r,
           fill: R.boundColor(b.bound), "data-bin": i }));
       });
