@@ -80,8 +80,14 @@ _STEP = re.compile(r"ProfilerStep#(\d+)$")
 _FRAME = re.compile(r"^(.*?)\((\d+)\): ")
 _LIBRARY_PARTS = (
     "torch/", "site-packages/", "dist-packages/", "<built-in", "<frozen", "roofline/", "/lib/python",
-    "importlib/", "threading.py", "contextlib.py", "functools.py", "typing.py", "runpy.py", "<string>",
+    "<string>",
 )
+# Standard-library modules that wrap user code in traces; a bare "test.py" or "code.py" stays a user file.
+_STDLIB_WRAPPERS = frozenset({
+    "threading", "contextlib", "functools", "typing", "runpy", "dataclasses", "abc", "copy", "enum", "inspect",
+    "importlib", "collections", "concurrent", "asyncio", "weakref", "warnings", "json", "multiprocessing",
+    "unittest", "cProfile", "profile", "trace", "pdb", "bdb", "traceback", "logging", "tempfile", "os",
+})
 _MODULE_PREFIX = "nn.Module: "
 
 # Sweep order at equal timestamps: enclosing frames first, then ops (longest first), then what ops contain.
@@ -308,23 +314,41 @@ class _TraceBuilder:
 
     def _sweep_threads(self) -> None:
         """Per (pid, tid), walk ops, Python frames, launches and memory events in time order with a stack."""
-        threads: dict[Any, list] = {}
+        codes: dict[Any, int] = {}
+        code_of = codes.setdefault
+        objs: list = []
+        ts: list[float] = []
+        ends: list[float] = []
+        ranks: list[int] = []
+        threads: list[int] = []
         for op in self.ops:
-            threads.setdefault((op.pid, op.tid), []).append((op.ts_us, op.end_us, _RANK_OP, op))
-        for key, ts, dur, kind, label in self.frames:
-            items = threads.get(key)
-            if items is not None:
-                items.append((ts, ts + dur, _RANK_FRAME, (kind, label)))
-        for key, launch in self.launches:
-            items = threads.get(key)
-            if items is not None:
-                items.append((launch.ts_us, launch.ts_us, _RANK_LAUNCH, launch))
-        for key, mem in self.memory:
-            items = threads.get(key)
-            if items is not None:
-                items.append((mem.ts_us, mem.ts_us, _RANK_MEMORY, mem))
-        for items in threads.values():
-            _sweep(items)
+            objs.append(op)
+            ts.append(op.ts_us)
+            ends.append(op.ts_us + op.dur_us)
+            ranks.append(_RANK_OP)
+            threads.append(code_of((op.pid, op.tid), len(codes)))
+        for key, start, dur, kind, label in self.frames:
+            code = codes.get(key)
+            if code is not None:
+                objs.append((kind, label))
+                ts.append(start)
+                ends.append(start + dur)
+                ranks.append(_RANK_FRAME)
+                threads.append(code)
+        for rank, events in ((_RANK_LAUNCH, self.launches), (_RANK_MEMORY, self.memory)):
+            for key, event in events:
+                code = codes.get(key)
+                if code is not None:
+                    objs.append(event)
+                    ts.append(event.ts_us)
+                    ends.append(event.ts_us)
+                    ranks.append(rank)
+                    threads.append(code)
+        if not objs:
+            return
+        ts_array = np.array(ts)
+        order = np.lexsort((np.array(ranks), -np.array(ends), ts_array, np.array(threads))).tolist()
+        _sweep(order, objs, ts, ends, ranks, threads)
 
     def _backward_modules(self) -> None:
         """Backward ops run on the autograd thread, outside any Python frame: borrow the forward op's module."""
@@ -389,50 +413,66 @@ def _classify_frame(name: str) -> tuple[int, str] | None:
     file = match.group(1)
     if any(part in file for part in _LIBRARY_PARTS):
         return None
+    top = file.split("/", 1)[0]
+    if top.removesuffix(".py") in _STDLIB_WRAPPERS:
+        return None
     return (1, f"{file}:{match.group(2)}")
 
 
-def _sweep(items: list) -> None:
-    items.sort(key=lambda item: (item[0], -item[1], item[2]))
+def _sweep(order: list[int], objs: list, ts: list[float], ends: list[float], ranks: list[int],
+           threads: list[int]) -> None:
+    """Assign parents, depth, flags, module and source to ops, and the enclosing op to launches and memory."""
+    flags_of: dict[str, tuple[bool, bool]] = {}
     ops: list[CpuOp] = []
     op_ends: list[float] = []
     modules: list[tuple[float, str]] = []
     sources: list[tuple[float, str]] = []
-    for ts, end, rank, obj in items:
-        while op_ends and op_ends[-1] <= ts:
+    thread = -1
+    for j in order:
+        t = ts[j]
+        if threads[j] != thread:
+            thread = threads[j]
+            ops, op_ends, modules, sources = [], [], [], []
+        while op_ends and op_ends[-1] <= t:
             op_ends.pop()
             ops.pop()
+        rank = ranks[j]
+        obj = objs[j]
         if rank == _RANK_OP:
-            while modules and modules[-1][0] <= ts:
-                modules.pop()
-            while sources and sources[-1][0] <= ts:
-                sources.pop()
+            if modules:
+                while modules and modules[-1][0] <= t:
+                    modules.pop()
+                if modules:
+                    obj.module = modules[-1][1]
+            if sources:
+                while sources and sources[-1][0] <= t:
+                    sources.pop()
+                if sources:
+                    obj.source = sources[-1][1]
+            name = obj.name
+            flags = flags_of.get(name)
+            if flags is None:
+                flags = flags_of[name] = (_is_backward_name(name), name.startswith("Optimizer.step#"))
             if ops:
                 parent = ops[-1]
                 obj.parent = parent.index
                 obj.depth = len(ops)
-                obj.is_backward = parent.is_backward or _is_backward_name(obj.name)
-                obj.is_optimizer = parent.is_optimizer or obj.name.startswith("Optimizer.step#")
+                obj.is_backward = parent.is_backward or flags[0]
+                obj.is_optimizer = parent.is_optimizer or flags[1]
             else:
-                obj.is_backward = _is_backward_name(obj.name)
-                obj.is_optimizer = obj.name.startswith("Optimizer.step#")
-            if modules:
-                obj.module = modules[-1][1]
-            if sources:
-                obj.source = sources[-1][1]
+                obj.is_backward, obj.is_optimizer = flags
             ops.append(obj)
-            op_ends.append(end)
+            op_ends.append(ends[j])
         elif rank == _RANK_FRAME:
             kind, label = obj
             if kind == 0:
-                while modules and modules[-1][0] <= ts:
+                while modules and modules[-1][0] <= t:
                     modules.pop()
-                path = f"{modules[-1][1]}.{label}" if modules else label
-                modules.append((end, path))
+                modules.append((ends[j], f"{modules[-1][1]}.{label}" if modules else label))
             else:
-                while sources and sources[-1][0] <= ts:
+                while sources and sources[-1][0] <= t:
                     sources.pop()
-                sources.append((end, label))
+                sources.append((ends[j], label))
         elif ops:
             obj.op = ops[-1].index
 
