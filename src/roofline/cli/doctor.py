@@ -47,13 +47,26 @@ def register(subparsers: Any) -> None:
         parser.add_argument("--device")
         parser.add_argument("--backward", action="store_true")
     parser.add_argument("-o", "--output", default=None, help="write DIR/report.json with the findings")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, parser=parser)
+
+
+def _options_after_target(args: argparse.Namespace) -> argparse.Namespace:
+    """Arguments after a report or trace path are doctor options (after a script they belong to the script)."""
+    if not args.script_args or (args.target or "").endswith(".py"):
+        return args
+    extra, args.script_args, target = args.script_args, [], args.target
+    args = args.parser.parse_args(extra, namespace=args)
+    if args.target is not None or args.script_args:
+        raise RooflineError(f"unexpected arguments after {target}: {' '.join(extra)}")
+    args.target = target
+    return args
 
 
 def run(args: argparse.Namespace) -> int:
     from roofline.doctor import RULES, diagnose
     from roofline.render.findings import render_findings
 
+    args = _options_after_target(args)
     if args.list_rules:
         for name, rule in sorted(RULES.items()):
             print(f"{name:24s} {rule.summary}")

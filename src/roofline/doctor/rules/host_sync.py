@@ -1,7 +1,8 @@
 """Host-device syncs: .item(), .nonzero(), copies to the CPU... each one drains the device queue.
 
-Evidence, merged by location: the sync detector's SyncSites (with their stall time), and the ops that always sync
-(aten::_local_scalar_dense behind .item(), nonzero, masked_select, unique...) or whose kernels copy device -> host.
+Evidence: the sync detector's SyncSites (with their stall time) when it ran; otherwise the ops that always sync
+(aten::_local_scalar_dense behind .item(), nonzero, masked_select, unique...) or whose kernels copy device -> host,
+grouped by location.
 A site that syncs more than once per step sits inside a loop: the costly case. A site syncing once per step
 (reading the step's result) is reported only when its cost reaches a 'warning' share of the time.
 """
@@ -42,13 +43,11 @@ def _sync_ops_by_location(report: Report) -> dict[str, list[OpRecord]]:
 @register(RULE, "host-device syncs, above all inside loops")
 def check(report: Report) -> list[Finding]:
     findings = []
-    covered: set[str] = set()
     steps = max(report.steps, 1)
     for site in report.syncs:
         if site.count <= 0:
             continue
         per_step = site.per_step if site.per_step is not None else site.count / steps
-        covered.add(site.location)
         stall = max(site.stall_s, 0.0)
         findings.append(_finding(
             report, kinds=[site.kind], where=site.location, count=site.count, per_step=per_step, savings=stall,
@@ -56,9 +55,8 @@ def check(report: Report) -> list[Finding]:
                     "which a sync-free loop overlaps with device work" if stall > 0 else
                     "not estimated: the sync detector measured no stall at this site"),
         ))
-    for loc, ops in _sync_ops_by_location(report).items():
-        if loc in covered or ops[0].source in covered:
-            continue
+    by_location = {} if report.syncs else _sync_ops_by_location(report)
+    for loc, ops in by_location.items():
         per_step = len(ops) / step_count(report, ops)
         blocked = sum(max(op.time_s, op.cpu_time_s) for op in ops)
         on_gpu = is_gpu_report(report)
