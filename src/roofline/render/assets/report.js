@@ -295,7 +295,7 @@
           el("span", { "class": "rank", text: "#" + (i + 1) }),
           el("h3", { text: f.title }),
           el("span", { "class": "saving", text: "saves ≈ " + R.time(f.estimated_savings_s) + (step ? " (" + R.pct(f.estimated_savings_s / step) + ")" : "") })),
-        el("div", { "class": "f-meta" }, el("span", { "class": "pill", text: f.category }), el("span", { "class": "pill sev", text: f.severity }),
+        el("div", { "class": "f-meta" }, el("span", { "class": "pill", text: f.category }), el("span", { "class": "pill sev sev-" + String(f.severity || "").replace(/[^a-z]/g, ""), text: f.severity }),
           el("code", { text: f.rule })),
         f.fix ? el("div", { "class": "fix" }, el("strong", { text: "Fix: " }), f.fix) : null,
         f.locations && f.locations.length ? el("ul", { "class": "locs" }, f.locations.slice(0, 12).map(function (l) { return el("li", null, el("code", { text: l })); }),
