@@ -141,3 +141,37 @@ def test_external_id_fallback_and_profiler_step_never_a_target(tmp_path):
     stats = attribute(trace)
     assert trace.kernels[0].op == 1 and trace.kernels[1].op == -1
     assert stats.by_external_id == 1 and stats.by_correlation == 0
+
+
+def test_rocm_trace_attributes_hip_launches(tmp_path):
+    events = [
+        _x("user_annotation", "ProfilerStep#3", 0, 100),
+        _x("cpu_op", "aten::mm", 10, 20, **{"External id": 4, "Input Dims": [[64, 64], [64, 64]]}),
+        _x("hip_runtime", "hipLaunchKernel", 12, 3, correlation=21, **{"External id": 4}),
+        _x("cuda_runtime", "hipExtModuleLaunchKernel", 16, 3, correlation=22, **{"External id": 4}),
+        _x("kernel", "Cijk_Ailk_Bljk_HHS_BH_MT64x64", 20, 8, pid=2, tid=1, correlation=21, device=0, stream=1),
+        _x("kernel", "reduce_kernel", 30, 2, pid=2, tid=1, correlation=22, device=0, stream=1),
+    ]
+    props = [{"id": 0, "name": "AMD Instinct MI300X", "computeMajor": 9, "computeMinor": 4}]
+    trace = load_trace(_write(tmp_path, events, deviceProperties=props))
+    stats = attribute(trace)
+    assert trace.device_name == "AMD Instinct MI300X" and trace.compute_capability == (9, 4)
+    assert [trace.ops[k.op].name for k in trace.kernels] == ["aten::mm", "aten::mm"]
+    assert stats.share == 1.0 and stats.by_correlation == 2
+
+
+def test_cuda_graph_replay_goes_to_the_op_around_the_graph_launch(tmp_path):
+    events = [
+        _x("user_annotation", "ProfilerStep#1", 0, 100),
+        _x("user_annotation", "replay_decoder", 5, 40),
+        _x("cuda_runtime", "cudaGraphLaunch", 10, 5, correlation=50),
+        _x("cuda_runtime", "cudaGraphLaunch", 60, 5, correlation=51),
+        _x("kernel", "k1", 20, 3, pid=0, tid=7, correlation=50),
+        _x("kernel", "k2", 24, 3, pid=0, tid=7, correlation=50),
+        _x("kernel", "k3", 70, 3, pid=0, tid=7, correlation=51),
+    ]
+    trace = load_trace(_write(tmp_path, events))
+    stats = attribute(trace)
+    assert [k.op for k in trace.kernels] == [1, 1, -1]
+    assert trace.ops[1].kernel_ids == [0, 1]
+    assert stats.graph_replay_us == 9 and stats.other_us == 6 and stats.unattributed_names == {"k3": 3}

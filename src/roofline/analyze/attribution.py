@@ -10,7 +10,9 @@ Each device event (kernel, memcpy, memset) goes to the innermost host op that la
 The innermost op is often an aten op (``aten::mm``). Under torch.compile the Triton launches sit inside a
 ``triton_...`` record_function or the ``## Call CompiledFxGraph ##`` annotation, with no aten op: the kernel is
 attributed to that op under its own name and counted as ``other_us`` (not as aten). ``ProfilerStep#N`` is never
-a target: a kernel launched directly under it is unattributed. Syncs are linked the same way.
+a target: a kernel launched directly under it is unattributed. Kernels replayed from a CUDA graph carry the
+correlation of their cudaGraphLaunch: they go to the op around that call (``graph_replay_us`` sums them).
+Syncs are linked the same way.
 
 "Kernel time" here is the summed duration of all device events, kernels plus memcpy and memset.
 """
@@ -53,6 +55,7 @@ class AttributionStats:
     by_correlation: int = 0
     by_external_id: int = 0
     syncs_attributed: int = 0
+    graph_replay_us: float = 0.0
     other_targets: dict[str, float] = field(default_factory=dict)
     unattributed_names: dict[str, float] = field(default_factory=dict)
     steps: list[StepStats] = field(default_factory=list)
@@ -68,6 +71,7 @@ def attribute(trace: Trace) -> AttributionStats:
         return trace.attribution
     ops = trace.ops
     launch_op = {l.correlation: l.op for l in trace.launches if l.correlation is not None}
+    graph_launches = {l.correlation for l in trace.launches if "GraphLaunch" in l.name}
     launch_ts = {l.correlation: l.ts_us for l in trace.launches if l.correlation is not None}
     ext_op: dict[int, int] = {}
     for op in ops:
@@ -82,6 +86,8 @@ def attribute(trace: Trace) -> AttributionStats:
         dur = kernel.dur_us
         stats.kernels += 1
         stats.total_kernel_us += dur
+        if kernel.correlation in graph_launches:
+            stats.graph_replay_us += dur
         if target < 0:
             stats.unattributed_us += dur
             stats.unattributed_names[kernel.name] = stats.unattributed_names.get(kernel.name, 0.0) + dur

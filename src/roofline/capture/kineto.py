@@ -56,7 +56,7 @@ class _Event(msgspec.Struct, gc=False):
     args: _Args | None = None
 
 
-_OP, _ANNOTATION, _GPU, _RUNTIME, _SYNC, _PYTHON = range(6)
+_OP, _ANNOTATION, _GPU, _RUNTIME, _SYNC, _PYTHON, _OTHER = range(7)
 
 _CATEGORY_KIND = {
     "cpu_op": _OP,
@@ -154,12 +154,13 @@ class _TraceBuilder:
         self.strings: dict[str, str] = {}
         self.shape_cache: dict[tuple, tuple] = {}
         self.ids: dict[Any, Any] = {}
+        self.kinds: dict[str, int] = dict(_CATEGORY_KIND)
         self.frame_kinds: dict[str, tuple[int, str] | None] = {}
         self.skipped = 0
         self.bad_times = 0
 
     def add_events(self, events: list[_Event]) -> None:
-        kinds = _CATEGORY_KIND
+        kinds = self.kinds
         intern = self.strings.setdefault
         ops_append = self.ops.append
         shapes = self._shapes
@@ -168,6 +169,8 @@ class _TraceBuilder:
         for ev in events:
             kind = kinds.get(ev.cat)
             if kind is None:
+                kind = kinds[ev.cat] = _category_kind(ev.cat)
+            if kind == _OTHER:
                 if ev.name == "[memory]":
                     self._memory(ev)
                 continue
@@ -401,6 +404,13 @@ class _TraceBuilder:
             warn("no ProfilerStep#N annotations (no profiler schedule): steps unknown")
         if trace.has_gpu and not self.launches:
             warn("no runtime launch events: kernels are attributed by External id only")
+
+
+def _category_kind(cat: str) -> int:
+    """Runtime calls of other backends (hip_runtime, xpu_runtime, privateuse1_driver...) count as launches."""
+    if cat.lower().endswith(("_runtime", "_driver")):
+        return _RUNTIME
+    return _OTHER
 
 
 def _classify_frame(name: str) -> tuple[int, str] | None:

@@ -15,6 +15,7 @@ events' ops, launch sites); ``roofline.analyze.attribution.attribute`` then link
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,13 +147,13 @@ class Trace:
     has_modules: bool = False
     skipped_events: int = 0
     attribution: Any = None
+    _step_starts: list[float] = field(default_factory=list, repr=False, compare=False)
 
     def step_of(self, ts_us: float) -> int | None:
         """Index of the step whose host span holds ``ts_us``, or None."""
-        import bisect
-
-        starts = [s.ts_us for s in self.steps]
-        i = bisect.bisect_right(starts, ts_us) - 1
+        if len(self._step_starts) != len(self.steps):
+            self._step_starts = [s.ts_us for s in self.steps]
+        i = bisect.bisect_right(self._step_starts, ts_us) - 1
         if i >= 0 and ts_us < self.steps[i].end_us:
             return i
         return None
