@@ -85,6 +85,25 @@ def test_patches_restored_and_outputs_kept_when_user_code_raises(model: torch.nn
     assert "user bug" in report.extra["profile"]["error"] and report.ops
 
 
+def test_without_the_whole_block_fallback_nothing_runs_before_the_true_steps(model: torch.nn.Module) -> None:
+    prof = ProfilingContext(wait=0, timed=1, warmup=0, active=1, ceilings=CPU, whole_block=False)
+    with prof:
+        _step(model)
+        assert prof._profiler is None and prof.syncs is None, "the true step runs with nothing attached"
+        prof.step()
+        _step(model)
+        prof.step()
+    report = prof.report()
+    assert report.step_time.n == 1 and report.profiled_step_time.n == 1 and report.syncs[0].count == 1
+
+
+def test_without_the_fallback_a_block_without_steps_is_a_clear_error(model: torch.nn.Module) -> None:
+    with ProfilingContext(ceilings=CPU, whole_block=False) as prof:
+        _step(model)
+    with pytest.raises(Exception, match="call step"):
+        prof.report()
+
+
 def test_a_context_runs_once() -> None:
     prof = ProfilingContext(ceilings=CPU)
     with prof:

@@ -37,6 +37,7 @@ _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _ROOFLINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _ROOFLINE_USER_CODE = tuple(_ROOFLINE_DIR + name + os.sep for name in ("models", "lab"))
 _SYNC_DEBUG_MESSAGE = "called a synchronizing CUDA operation"
+IMPLICIT = "implicit (inside torch)"
 
 
 class SyncWarning(UserWarning):
@@ -65,15 +66,16 @@ def user_location() -> str:
     return "<unknown>"
 
 
+_STDLIB_PLUMBING = tuple(os.sep + name for name in ("runpy.py", "contextlib.py", "warnings.py", "functools.py"))
+
+
 def _is_roofline_machinery(filename: str) -> bool:
     """roofline's own frames, except its built-in workloads and case study, which are user code here."""
     return filename.startswith(_ROOFLINE_DIR) and not filename.startswith(_ROOFLINE_USER_CODE)
 
 
 def _is_library(filename: str) -> bool:
-    return filename.startswith("<frozen") or os.sep + "runpy.py" in filename or filename.endswith(
-        os.sep + "contextlib.py"
-    )
+    return filename.startswith("<frozen") or filename.endswith(_STDLIB_PLUMBING)
 
 
 def _short_path(filename: str) -> str:
@@ -301,9 +303,9 @@ class SyncDetector:
             if _SYNC_DEBUG_MESSAGE in str(message):
                 if not getattr(detector._local, "inside", False):
                     location = user_location()
-                    detector.record("implicit", location)
-                    if detector.mode == "warn" and ("implicit", location) not in detector._warned:
-                        detector._warned.add(("implicit", location))
+                    detector.record(IMPLICIT, location)
+                    if detector.mode == "warn" and (IMPLICIT, location) not in detector._warned:
+                        detector._warned.add((IMPLICIT, location))
                         previous_show(SyncWarning(f"implicit sync at {location}"), SyncWarning, filename, lineno, file, line)
                 return
             previous_show(message, category, filename, lineno, file, line)

@@ -35,6 +35,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--sync-mode", choices=("warn", "error", "silent"), default="silent",
                         help="what a host-device sync does while profiling (default: silent, listed in the report)")
     parser.add_argument("--no-stack", action="store_true", help="do not record Python stacks (less overhead, no source lines)")
+    parser.add_argument("--whole", action="store_true",
+                        help="profile the whole script as one step (no step detection, no true step time)")
     parser.add_argument("--run-to-end", action="store_true", help="let the script finish after the profiled steps")
     parser.add_argument("--ceilings", metavar="FILE", help="ceilings JSON (roofline ceilings --json) instead of the cache")
     if add_workload_options is not None:
@@ -63,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     context = ProfilingContext(
         wait=args.wait, warmup=args.warmup, active=args.active, timed=args.timed, device=device,
         with_stack=not args.no_stack, sync_mode=args.sync_mode, ceilings=ceilings,
-        workload=args.model or Path(args.script).name,
+        workload=args.model or Path(args.script).name, whole_block=bool(args.whole and not args.model),
     )
     if args.model:
         error = _profile_model(args, device, context)
@@ -71,6 +73,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         error = _profile_script(args, context)
         label = args.script
+        if error is None and context.trace_path is None:
+            raise RooflineError(
+                f"no profiled steps in {args.script}: it made {context.steps_done} step(s), the schedule needs "
+                f"{context.total_steps} (a step: optimizer.step(), else a top-level forward of its largest module, "
+                "else its profiler's step()); lower --wait/--timed/--warmup/--active, or use --whole"
+            )
     return _write(context, args.output, error, label)
 
 
@@ -128,7 +136,7 @@ def _profile_script(args: argparse.Namespace, context: Any) -> BaseException | N
         if context.steps_done >= context.total_steps and not args.run_to_end:
             raise StopScript()
 
-    finder = StepFinder(on_step)
+    finder = StepFinder(on_step if not args.whole else (lambda: None))
     error: BaseException | None = None
     try:
         with context, finder:
