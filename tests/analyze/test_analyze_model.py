@@ -1,0 +1,94 @@
+"""The live path on CPU: count pass + profiled pass joined, with this machine's measured CPU ceilings."""
+
+import json
+
+import pytest
+import torch
+
+from roofline.analyze.pipeline import analyze_model
+from roofline.cli import main
+
+
+class MatmulModel(torch.nn.Module):
+    def __init__(self, n: int):
+        super().__init__()
+        self.b = torch.nn.Parameter(torch.randn(n, n))
+
+    def forward(self, a):
+        return a @ self.b
+
+
+@pytest.fixture(scope="module")
+def matmul_report(cpu_ceilings):
+    torch.manual_seed(0)
+    return analyze_model(MatmulModel(768), (torch.randn(768, 768),), device="cpu", ceilings=cpu_ceilings, iters=3)
+
+
+def test_large_matmul_is_compute_bound_on_cpu(matmul_report):
+    mms = [op for op in matmul_report.ops if op.name == "aten::mm"]
+    assert len(mms) == 1
+    mm = mms[0]
+    assert mm.flops == 2 * 768**3
+    assert mm.bytes == 3 * 768 * 768 * 4
+    assert mm.time_s > 0 and mm.bound == "compute"
+    assert 0 < mm.efficiency
+    assert mm.source and mm.source.endswith(".py:" + mm.source.rsplit(":", 1)[1])
+    assert "test_analyze_model.py" in mm.source
+
+
+def test_layernorm_is_memory_bound_on_cpu(cpu_ceilings):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.LayerNorm(2048))
+    report = analyze_model(model, (torch.randn(2048, 2048),), device="cpu", ceilings=cpu_ceilings, iters=3)
+    norms = [op for op in report.ops if "layer_norm" in op.name]
+    assert norms and norms[0].bound == "memory"
+    assert norms[0].module == "0"
+
+
+def test_step_times_and_method_are_stated(matmul_report):
+    assert matmul_report.step_time.n == 3 and matmul_report.step_time.median_s > 0
+    assert matmul_report.profiled_step_time.n == 3
+    assert "median over 3 profiled step" in matmul_report.summary.timing_method
+    assert matmul_report.summary.unmodeled_time_share == 0
+
+
+def test_backward_ops_are_recorded_with_their_phase(cpu_ceilings):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
+    report = analyze_model(model, (torch.randn(32, 64),), device="cpu", ceilings=cpu_ceilings, iters=2, backward=True)
+    phases = {op.phase for op in report.ops}
+    assert phases == {"forward", "backward"}
+    assert any(op.name == "aten::threshold_backward" for op in report.ops)
+    assert all(op.modeled for op in report.ops), [op.name for op in report.ops if not op.modeled]
+
+
+def test_cli_analyze_writes_report_png_and_trace(tmp_path, capsys, cpu_ceilings):
+    out = tmp_path / "out"
+    rc = main(["analyze", "--model", "llama-tiny", "--batch", "1", "--seq", "16", "--iters", "2", "--warmup", "1",
+               "--device", "cpu", "-o", str(out), "--no-html"])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "Top" in text and "mm" in text
+    data = json.loads((out / "report.json").read_text())
+    assert data["ops"] and data["summary"]["unmodeled_time_share"] == 0
+    assert (out / "roofline.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "trace.json.gz").stat().st_size > 0
+
+
+def test_cli_analyze_user_factory(tmp_path, capsys, cpu_ceilings):
+    src = tmp_path / "mymodel.py"
+    src.write_text(
+        "import torch\n"
+        "def make():\n"
+        "    return torch.nn.Linear(32, 32), (torch.randn(4, 32),)\n"
+    )
+    rc = main(["analyze", f"{src}:make", "--device", "cpu", "--iters", "1", "--warmup", "1", "-o",
+               str(tmp_path / "o"), "--no-html"])
+    assert rc == 0
+    assert any(op["name"] == "aten::addmm" for op in json.loads((tmp_path / "o" / "report.json").read_text())["ops"])
+
+
+@pytest.mark.parametrize("target, message", [("nofile.py:make", "no such file"), ("x", "expected path"),])
+def test_cli_analyze_bad_targets(target, message, capsys, tmp_path):
+    assert main(["analyze", target, "--device", "cpu", "-o", str(tmp_path)]) == 2
+    assert message in capsys.readouterr().err

@@ -1,0 +1,104 @@
+import json
+import math
+
+import pytest
+
+from roofline.errors import RooflineError
+from roofline.report import (
+    SCHEMA_VERSION,
+    Ceilings,
+    DatasheetEntry,
+    Finding,
+    KernelRecord,
+    LiveTensor,
+    MemorySummary,
+    OpRecord,
+    Report,
+    SyncSite,
+    Timing,
+)
+
+
+def full_report() -> Report:
+    return Report(
+        workload="synthetic",
+        ceilings=Ceilings(device="cuda:0", device_name="NVIDIA H200", memory_bandwidth_bytes_per_s=4.5e12,
+                          peak_flops_per_s={"bfloat16": 7.7e14, "float32": 5e13}, launch_overhead_s=5e-6,
+                          launch_overhead_graph_s=9e-7,
+                          datasheet=DatasheetEntry("H200", 4.8e12, {"bfloat16": 9.894e14}, "datasheet")),
+        ops=[OpRecord(name="aten::mm", module="layers.0.mlp", dtype="bfloat16", flops=2e9, bytes=6e6, time_s=1e-5,
+                      bound="compute", source="model.py:12", input_shapes=[[8, 8], [8, 8]], kernels=["gemm"], step=0)],
+        kernels=[KernelRecord("gemm", 0.0, 1e-5, 7, 0, "kernel", 0)],
+        findings=[Finding("sync", "a sync", "sync", {"count": 3}, ["model.py:3"], 1e-3, "stall time", "remove it")],
+        syncs=[SyncSite("item", "model.py:3", 3, 1e-3, 1.5)],
+        memory=MemorySummary(peak_allocated_bytes=1024, counter="allocated",
+                             peak_live_tensors=[LiveTensor(512, [128], "float32", "aten::empty", "", None)],
+                             timeline=[[0.0, 0.0], [1e-3, 1024.0]]),
+        step_time=Timing.from_samples([1e-3, 1.2e-3, 1.1e-3], "events"),
+    )
+
+
+def test_report_round_trips_through_json_unchanged(tmp_path):
+    report = full_report()
+    path = report.save(tmp_path / "r.json")
+    assert Report.load(path) == report
+    gz = report.save(tmp_path / "r.json.gz")
+    assert Report.load(gz) == report
+
+
+def test_stable_field_names_are_present(tmp_path):
+    data = json.loads(full_report().to_json())
+    assert data["schema_version"] == SCHEMA_VERSION
+    for key in ("torch_version", "device_name", "python_version", "command_line", "timestamp"):
+        assert key in data["environment"]
+    for key in ("device", "memory_bandwidth_bytes_per_s", "peak_flops_per_s", "launch_overhead_s", "datasheet"):
+        assert key in data["ceilings"]
+    for key in ("name", "module", "dtype", "flops", "bytes", "time_s", "arithmetic_intensity",
+                "achieved_flops_per_s", "attainable_flops_per_s", "efficiency", "bound", "source"):
+        assert key in data["ops"][0]
+    assert {"kind", "location", "count", "stall_s"} <= set(data["syncs"][0])
+    assert {"peak_allocated_bytes", "peak_live_tensors"} <= set(data["memory"])
+
+
+def test_non_finite_numbers_become_null():
+    report = Report(ops=[OpRecord(name="x", arithmetic_intensity=math.inf, efficiency=math.nan)])
+    data = json.loads(report.to_json())
+    assert data["ops"][0]["arithmetic_intensity"] is None and data["ops"][0]["efficiency"] is None
+
+
+def test_timing_keeps_samples_median_and_spread():
+    t = Timing.from_samples([4.0, 1.0, 3.0, 2.0], "x")
+    assert t.median_s == 2.5 and t.n == 4 and t.spread_s == pytest.approx(1.5)
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [(b"", "cannot parse"), (b"{not json", "cannot parse"), (b"[1,2]", "not a roofline report"),
+     (b'{"schema_version": 99}', "newer"), (b'{"schema_version": 1, "ops": [{"nom": 1}]}', "malformed")],
+)
+def test_unreadable_reports_raise_one_line_errors(tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    with pytest.raises(RooflineError, match=message) as info:
+        Report.load(path)
+    assert "\n" not in str(info.value)
+
+
+def test_missing_report_file_is_a_clear_error(tmp_path):
+    with pytest.raises(RooflineError, match="not found"):
+        Report.load(tmp_path / "nope.json")
+
+
+def test_save_is_atomic_and_keeps_the_old_file_on_failure(tmp_path, monkeypatch):
+    path = tmp_path / "r.json"
+    full_report().save(path)
+    before = path.read_bytes()
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr("os.replace", boom)
+    with pytest.raises(OSError):
+        Report(workload="other").save(path)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
