@@ -102,6 +102,16 @@ def measure_peak_bandwidth(
         "read": (lambda: torch.sum(src), nbytes),
         "write": (lambda: dst.fill_(1.5), nbytes),
     }
+    triton_note = ""
+    if dev.type == "cuda":
+        try:
+            from roofline.device.stream_kernels import check_stream_kernels, triton_stream_kernels
+
+            check_stream_kernels(dev)
+            kernels.update(triton_stream_kernels(src, dst))
+            triton_note = "; Triton streaming write/read/copy kernels tried too"
+        except Exception as exc:  # noqa: BLE001 - Triton is an optional extra candidate
+            triton_note = f"; Triton kernels unavailable ({type(exc).__name__}), torch kernels only"
     rates: dict[str, float] = {}
     for name, (fn, moved) in kernels.items():
         progress(f"bandwidth: {name} over {nbytes / 2**20:.0f} MiB")
@@ -111,7 +121,7 @@ def measure_peak_bandwidth(
     method = (
         f"fp32 buffers of {nbytes / 2**20:.0f} MiB ({nbytes / last_level_cache_bytes(dev):.0f}x the last-level cache), "
         f"random data; copy counts read+write bytes, sum read bytes, fill written bytes; {timer}, median of "
-        f"{repeats} after warm-up; the best kernel is the memory roof"
+        f"{repeats} after warm-up; the best kernel is the memory roof{triton_note}"
     )
     best = max(rates.values())
     return BandwidthResult(best, rates, nbytes, method)

@@ -1,0 +1,104 @@
+"""One driver for the GPU measurements the issues ask for, run on the lent H200 in as few calls as possible.
+
+Each stage is a subprocess with its own time limit, so one failure never costs the rest; every stage's output
+lands under OUT/<stage>/ with its log, and the whole folder is packed into OUT/<suite>.tgz (the device tool brings
+back at most 8 files). The last lines printed are a short table of what each stage did.
+
+    PYTHONPATH=src python3 benchmarks/gpu_suite.py analyze  $OUT     # ceilings, analyze, doctor, harness, cuda tests
+    PYTHONPATH=src python3 benchmarks/gpu_suite.py lab      $OUT     # the case study and the 2-GPU DDP run
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+PY = sys.executable
+RL = [PY, "-m", "roofline"]
+
+
+def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
+    """(name, argv, timeout_s) for each stage of a suite."""
+    a = out / "analyze"
+    if suite == "analyze":
+        return [
+            ("env", ["nvidia-smi"], 30),
+            ("ceilings", RL + ["ceilings", "--device", "cuda", "--remeasure", "--json", str(out / "ceilings_h200.json")], 240),
+            ("matmul_bf16", RL + ["analyze", "--model", "matmul", "--dtype", "bf16", "--seq", "8192", "--device", "cuda",
+                                  "--iters", "10", "-o", str(a / "matmul_bf16")], 120),
+            ("layernorm_fp16", RL + ["analyze", "--model", "layernorm", "--dtype", "fp16", "--device", "cuda",
+                                     "--iters", "10", "-o", str(a / "layernorm_fp16")], 120),
+            ("llama_tiny_fp16", RL + ["analyze", "--model", "llama-tiny", "--dtype", "fp16", "--batch", "4", "--seq", "512",
+                                      "--device", "cuda", "-o", str(a / "llama_tiny_fp16_b4_s512")], 180),
+            ("llama_1b_fp16", RL + ["analyze", "--model", "llama-1b", "--dtype", "fp16", "--batch", "4", "--seq", "512",
+                                    "--device", "cuda", "-o", str(a / "llama_1b_fp16_b4_s512")], 240),
+            ("doctor_llama_tiny", RL + ["doctor", "--model", "llama-tiny", "--dtype", "fp16", "--device", "cuda",
+                                        "-o", str(a / "doctor_llama_tiny")], 180),
+            ("doctor_resnet50", RL + ["doctor", "--model", "resnet50", "--device", "cuda", "-o", str(a / "doctor_resnet50")], 180),
+            ("profile_bad_syncs", RL + ["profile", "--model", "bad-syncs", "--device", "cuda", "-o", str(a / "profile_bad_syncs")], 180),
+            ("harness_overhead", [PY, "benchmarks/harness_overhead.py", str(out / "harness_overhead.json")], 300),
+            ("cuda_tests", [PY, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider", "tests"], 300),
+        ]
+    if suite == "lab":
+        return [
+            ("env", ["nvidia-smi"], 30),
+            ("lab_gpu", [PY, "benchmarks/lab_gpu.py", str(out / "lab")], 560),
+            ("ddp_gpu", [PY, "benchmarks/ddp_gpu.py", str(out / "ddp")], 300),
+        ]
+    raise SystemExit(f"unknown suite {suite!r}: analyze or lab")
+
+
+def run_stage(name: str, argv: list[str], timeout: int, out: Path) -> dict:
+    log = out / "logs" / f"{name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1",
+               ROOFLINE_CACHE_DIR=str(out / "cache"), PYTHONUNBUFFERED="1")
+    t0 = time.perf_counter()
+    with log.open("w") as fh:
+        fh.write("$ " + " ".join(argv) + "\n")
+        fh.flush()
+        try:
+            rc = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout, env=env).returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
+    elapsed = time.perf_counter() - t0
+    tail = log.read_text(errors="replace").strip().splitlines()[-1:] or [""]
+    return {"stage": name, "rc": rc, "seconds": round(elapsed, 1), "last_line": tail[0][:100]}
+
+
+def main() -> int:
+    suite, out = sys.argv[1], Path(sys.argv[2]) / sys.argv[1]
+    out.mkdir(parents=True, exist_ok=True)
+    budget = float(os.environ.get("SUITE_BUDGET_S", "540"))
+    start = time.perf_counter()
+    results = []
+    for name, argv, timeout in stages(suite, out):
+        left = budget - (time.perf_counter() - start)
+        if left < 20:
+            results.append({"stage": name, "rc": "skipped", "seconds": 0, "last_line": "suite budget spent"})
+            continue
+        results.append(run_stage(name, argv, int(min(timeout, left - 10)), out))
+        print(f"[{time.perf_counter() - start:6.1f}s] {results[-1]}", flush=True)
+    (out / "suite.json").write_text(json.dumps({"suite": suite, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+                                                "stages": results}, indent=1))
+    for junk in out.rglob("cache"):
+        shutil.rmtree(junk, ignore_errors=True)
+    for trace in out.rglob("trace.json.gz"):
+        if trace.stat().st_size > 2 * 2**20:
+            trace.unlink()
+    with tarfile.open(Path(sys.argv[2]) / f"{suite}.tgz", "w:gz") as tar:
+        tar.add(out, arcname=suite)
+    print(f"{'stage':22} {'rc':>8} {'s':>7}  last line")
+    for r in results:
+        print(f"{r['stage']:22} {str(r['rc']):>8} {r['seconds']:7.1f}  {r['last_line']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
