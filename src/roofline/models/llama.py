@@ -85,9 +85,10 @@ def rope_tables(config: LlamaConfig, max_seq: int) -> tuple[torch.Tensor, torch.
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate pairs (first half, second half) of each head's features; x is (batch, seq, heads, head_dim)."""
+    """Rotate pairs (first half, second half) of each head's features; x is (batch, seq, heads, head_dim),
+    cos and sin are (seq, head_dim // 2) or, for rows at different positions, (batch, seq, head_dim // 2)."""
     x1, x2 = x.chunk(2, dim=-1)
-    cos, sin = cos[:, None, :], sin[:, None, :]
+    cos, sin = cos.unsqueeze(-2), sin.unsqueeze(-2)
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
 
 
@@ -178,19 +179,28 @@ class Transformer(nn.Module):
         """Allocate a KV cache per layer (model dtype, model device) and the causal mask over its slots."""
         dtype, device = self.output.weight.dtype, self.output.weight.device
         self.max_batch, self.max_seq = max_batch, max_seq
-        for layer in self.layers:
-            cache = KVCache(max_batch, max_seq, self.config.n_kv_heads, self.config.head_dim, dtype)
-            layer.attention.kv_cache = cache.to(device)
+        with torch.device(device):
+            for layer in self.layers:
+                layer.attention.kv_cache = KVCache(max_batch, max_seq, self.config.n_kv_heads, self.config.head_dim, dtype)
         self.causal_mask = torch.tril(torch.ones(max_seq, max_seq, dtype=torch.bool, device=device))
 
-    def forward(self, tokens: torch.Tensor, input_pos: torch.Tensor | None = None) -> torch.Tensor:
-        """Logits (batch, seq, vocab) for token ids (batch, seq); ``input_pos`` (seq,) selects the cached path."""
-        seq = tokens.shape[1]
-        if input_pos is None:
-            positions = torch.arange(seq, device=tokens.device)
-            mask = None
-        else:
-            positions = input_pos
+    def forward(
+        self,
+        tokens: torch.Tensor,
+        input_pos: torch.Tensor | None = None,
+        *,
+        positions: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Logits (batch, seq, vocab) for token ids (batch, seq).
+
+        ``input_pos`` (seq,): the cache slots these tokens fill, which selects the cached path. For a left-padded
+        batch, ``positions`` (batch, seq) gives each token's RoPE position and ``mask`` (batch, 1, seq, keys) what
+        each may attend to; by default positions are the slots and attention is causal.
+        """
+        if positions is None:
+            positions = input_pos if input_pos is not None else torch.arange(tokens.shape[1], device=tokens.device)
+        if mask is None and input_pos is not None:
             mask = self.causal_mask[None, None, input_pos]
         cos, sin = self.rope_cos[positions], self.rope_sin[positions]
         x = self.tok_embeddings(tokens)

@@ -1,0 +1,55 @@
+"""`roofline lab`: the case study - a deliberately slow LLaMA decoder diagnosed, fixed, compiled and measured."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "lab",
+        help="case study: a slow LLaMA decoder diagnosed by the doctor, fixed step by step, compiled, measured",
+        description=(
+            "Profile a naive LLaMA generation loop, let the doctor diagnose it, apply the fixes one at a time, "
+            "compile the decode step, and write the staged table (lab.md, lab.json), the speed-up chart "
+            "(speedup.png) and the doctor's reports (doctor/) to -o DIR. Needs WikiText-2 (--data or ROOFLINE_DATA)."
+        ),
+    )
+    parser.add_argument("--quick", action="store_true", help="a small run (about a minute on a 2-core CPU)")
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
+    parser.add_argument("--model", default="llama-tiny", choices=["llama-tiny", "llama-1b", "llama-8b"])
+    parser.add_argument("--dtype", default=None, help="default float16 on CUDA, float32 on CPU")
+    parser.add_argument("--data", default=None, help="folder with WikiText-2 test.txt/valid.txt ($ROOFLINE_DATA)")
+    parser.add_argument("--no-doctor", action="store_true", help="skip the doctor's profiling runs")
+    parser.add_argument("-o", "--output", required=True, help="output folder")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from roofline.lab.render import write_lab
+    from roofline.lab.runner import LabOptions, run_lab
+
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    began = time.perf_counter()
+
+    def progress(message: str) -> None:
+        print(f"[{time.perf_counter() - began:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+    options = LabOptions(model=args.model, device=device, dtype=args.dtype, quick=args.quick, data=args.data,
+                         doctor=not args.no_doctor)
+    result = run_lab(options, progress)
+    written = write_lab(result, args.output)
+    from roofline.lab.render import stage_table
+
+    print(stage_table(result))
+    if result.peak is not None:
+        print(f"\nbatch-1 decode: {result.peak.tokens_per_s:,.1f} tokens/s = "
+              f"{100 * result.peak.share_of_memory_roof:.1f}% of the memory roof")
+    if result.naive_report is not None:
+        print(f"doctor, naive model: {', '.join(sorted({f.rule for f in result.naive_report.findings}))}")
+    print(f"wrote {len(written)} files to {args.output} in {time.perf_counter() - began:.0f} s")
+    return 0

@@ -1,0 +1,366 @@
+"""Measurements of the case study: each stage's generation speed and traffic, the batch sweep, the peak decode.
+
+Everything here returns data; nothing prints or draws. Timing: warm-up runs first (they also compile), then
+every timed run is bracketed by torch.cuda.Event records and an event synchronize on CUDA, by
+time.perf_counter on CPU (generation ends with a copy of the tokens to the host, so the work is done).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from roofline.lab.generate import DecodeStep, decode_one_token, generate, padded_causal_mask, prepare
+from roofline.lab.model import Fixes, configure
+from roofline.models.llama import Transformer
+from roofline.report import Ceilings, Timing
+
+Progress = Callable[[str], None]
+
+TIMING_METHOD_CUDA = "torch.cuda.Event elapsed time around each run, after warm-up runs (which also compile)"
+TIMING_METHOD_CPU = "time.perf_counter around each run (it ends copying tokens to the host), after warm-up runs"
+BYTES_METHOD = (
+    "sum over every aten op of one generation run of roofline's minimum traffic (each input read once, each "
+    "output written once), divided by the tokens generated"
+)
+
+
+@dataclass
+class StageResult:
+    title: str
+    fixes: list[str]
+    tokens: int
+    tokens_per_s: float
+    ms_per_token: float
+    speedup_vs_previous: float
+    speedup_cumulative: float
+    syncs_per_token: float | None
+    bytes_per_token: float | None
+    memory_roof_share: float | None
+    timing: Timing
+    note: str = ""
+
+
+@dataclass
+class SweepPoint:
+    batch: int
+    arithmetic_intensity: float
+    bound: str
+    tokens_per_s: float
+    ms_per_step: float
+    achieved_bytes_per_s: float
+
+
+@dataclass
+class Sweep:
+    dtype: str
+    ridge_point: float
+    crossing_batch: int | None
+    points: list[SweepPoint] = field(default_factory=list)
+    compiled: bool = False
+    method: str = (
+        "decode matmuls (every Linear, all layers and the output head) at batch B: FLOPs 2*B*K*N, bytes "
+        "itemsize*(K*N + B*K + B*N); bound = compute when their intensity reaches the ridge point "
+        "(peak FLOP/s of the dtype / measured bandwidth); tokens/s = B * decode steps / time of those steps"
+    )
+
+
+@dataclass
+class PeakDecode:
+    tokens_per_s: float
+    ms_per_token: float
+    bytes_per_token: float
+    theoretical_tokens_per_s: float
+    share_of_memory_roof: float
+    bandwidth_bytes_per_s: float
+    context: int
+    prefill_tokens_per_s: float
+    prefill_ms: float
+    compiled: bool
+    method: str = (
+        "batch-1 decode reads every weight (embedding table excepted: one row per token) and the KV cache of the "
+        "context once per token; theoretical tokens/s = measured bandwidth / those bytes"
+    )
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_runs(run: Callable[[], Any], device: torch.device, warmup: int, reps: int) -> Timing:
+    for _ in range(warmup):
+        run()
+    _sync(device)
+    samples = []
+    for _ in range(reps):
+        if device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            run()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) / 1e3)
+        else:
+            began = time.perf_counter()
+            run()
+            samples.append(time.perf_counter() - began)
+    return Timing.from_samples(samples, TIMING_METHOD_CUDA if device.type == "cuda" else TIMING_METHOD_CPU)
+
+
+def count_syncs(run: Callable[[], Any]) -> tuple[int | None, Any]:
+    """(host-device syncs of one run as roofline's SyncDetector sees them (simulated on CPU), run's result)."""
+    try:
+        from roofline.capture.syncs import SyncDetector
+    except ImportError:
+        return None, run()
+    with SyncDetector(mode="silent") as detector:
+        value = run()
+    total = detector.total_count
+    return (total() if callable(total) else total), value
+
+
+def count_bytes(run: Callable[[], Any], model: torch.nn.Module) -> float | None:
+    """Minimum bytes moved by every aten op of one run, from roofline's per-op byte formulas."""
+    try:
+        from roofline.capture.op_recorder import record_ops
+    except ImportError:
+        return None
+    recording = record_ops(run, root=model)
+    return sum(op.cost.bytes for op in recording.ops if op.cost.modeled and math.isfinite(op.cost.bytes))
+
+
+def compile_decode(device: torch.device) -> DecodeStep:
+    mode = "reduce-overhead" if device.type == "cuda" else None
+    return torch.compile(decode_one_token, mode=mode, fullgraph=True)
+
+
+def run_stage(
+    model: Transformer,
+    prompts: list[list[int]],
+    max_new_tokens: int,
+    eos_id: int,
+    title: str,
+    fixes: Fixes,
+    ceilings: Ceilings,
+    *,
+    warmup: int,
+    reps: int,
+    decode_step: DecodeStep,
+    measure_traffic: bool = True,
+) -> tuple[StageResult, list[list[int]]]:
+    device = model.output.weight.device
+    configure(model, fixes)
+
+    def run() -> list[list[int]]:
+        return generate(model, prompts, max_new_tokens, eos_id, fixes, decode_step)
+
+    def run_eager() -> list[list[int]]:
+        return generate(model, prompts, max_new_tokens, eos_id, fixes)
+
+    note = ""
+    syncs = bytes_moved = None
+    if fixes.compiled:
+        tokens_out = run()
+        if measure_traffic:
+            syncs, bytes_moved = count_syncs(run_eager)[0], count_bytes(run_eager, model)
+            note = "syncs and bytes counted on the eager ops of the same loop (compiled kernels fuse, so move less)"
+    elif measure_traffic:
+        syncs, tokens_out = count_syncs(run)
+        bytes_moved = count_bytes(run, model)
+    else:
+        tokens_out = run()
+    tokens = sum(len(t) for t in tokens_out)
+    timing = time_runs(run, device, warmup, reps)
+    tokens_per_s = tokens / timing.median_s if timing.median_s > 0 else 0.0
+    bytes_per_token = bytes_moved / tokens if bytes_moved is not None and tokens else None
+    share = None
+    if bytes_per_token is not None and ceilings.memory_bandwidth_bytes_per_s > 0:
+        share = bytes_per_token * tokens_per_s / ceilings.memory_bandwidth_bytes_per_s
+    result = StageResult(
+        title=title,
+        fixes=fixes.names(),
+        tokens=tokens,
+        tokens_per_s=tokens_per_s,
+        ms_per_token=1e3 / tokens_per_s if tokens_per_s else float("inf"),
+        speedup_vs_previous=1.0,
+        speedup_cumulative=1.0,
+        syncs_per_token=syncs / tokens if syncs is not None and tokens else None,
+        bytes_per_token=bytes_per_token,
+        memory_roof_share=share,
+        timing=timing,
+        note=note,
+    )
+    return result, tokens_out
+
+
+def fill_speedups(results: list[StageResult]) -> None:
+    for i, result in enumerate(results):
+        previous = results[i - 1].tokens_per_s if i else result.tokens_per_s
+        first = results[0].tokens_per_s
+        result.speedup_vs_previous = result.tokens_per_s / previous if previous else float("nan")
+        result.speedup_cumulative = result.tokens_per_s / first if first else float("nan")
+
+
+def decode_matmul_intensity(model: Transformer, batch: int) -> tuple[float, float]:
+    """(FLOPs, bytes) of one decode step's Linear layers at ``batch`` rows."""
+    flops = moved = 0.0
+    for module in model.modules():
+        if isinstance(module, torch.nn.Linear):
+            n, k = module.weight.shape
+            size = module.weight.element_size()
+            flops += 2.0 * batch * k * n
+            moved += size * (k * n + batch * k + batch * n)
+    return flops, moved
+
+
+def crossing_batch(model: Transformer, ridge: float, limit: int = 1 << 16) -> int | None:
+    """Smallest batch whose decode matmuls reach the ridge point (their intensity grows with the batch)."""
+
+    def reaches(batch: int) -> bool:
+        flops, moved = decode_matmul_intensity(model, batch)
+        return flops / moved >= ridge
+
+    if not reaches(limit):
+        return None
+    lo, hi = 1, limit
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if reaches(mid) else (mid + 1, hi)
+    return lo
+
+
+def _decode_time(model: Transformer, decode_step: DecodeStep, batch: int, context: int, steps: int,
+                 warmup: int) -> float:
+    """Seconds for ``steps`` decode steps at ``batch``, after a prompt of ``context`` tokens in the cache."""
+    device = model.output.weight.device
+    if model.max_batch < batch or model.max_seq < context + steps + warmup + 1:
+        model.setup_caches(max(batch, model.max_batch), max(model.max_seq, context + steps + warmup + 1))
+    generator = torch.Generator(device="cpu").manual_seed(1)
+    tokens = torch.randint(0, model.config.vocab_size, (batch, context), generator=generator).to(device)
+    pad = torch.zeros(batch, dtype=torch.long, device=device)
+    with torch.no_grad():
+        input_pos = torch.arange(context, device=device)
+        model(tokens, input_pos, mask=padded_causal_mask(input_pos, pad, model.max_seq))
+        token = tokens[:, -1:]
+        pos = input_pos[-1:] + 1
+        for _ in range(warmup):
+            token = decode_step(model, token, pos, pad).clone()[:, None]
+        _sync(device)
+        timing = time_runs(lambda: _decode_steps(model, decode_step, token, pos, pad, steps), device, 0, 1)
+    return timing.median_s
+
+
+def _decode_steps(model, decode_step, token, pos, pad, steps) -> None:
+    for _ in range(steps):
+        token = decode_step(model, token, pos, pad).clone()[:, None]
+        pos = pos + 1
+
+
+def batch_sweep(
+    model: Transformer,
+    decode_step: DecodeStep,
+    ceilings: Ceilings,
+    batches: list[int],
+    *,
+    context: int,
+    steps: int,
+    warmup: int,
+    compiled: bool,
+    progress: Progress,
+) -> Sweep:
+    configure(model, Fixes.all())
+    dtype = str(model.output.weight.dtype).replace("torch.", "")
+    ridge = ceilings.ridge_point(dtype)
+    sweep = Sweep(dtype=dtype, ridge_point=ridge, crossing_batch=crossing_batch(model, ridge), compiled=compiled)
+    for batch in batches:
+        progress(f"batch sweep: batch {batch}")
+        seconds = _decode_time(model, decode_step, batch, context, steps, warmup)
+        flops, moved = decode_matmul_intensity(model, batch)
+        intensity = flops / moved
+        sweep.points.append(
+            SweepPoint(
+                batch=batch,
+                arithmetic_intensity=intensity,
+                bound="compute" if intensity >= ridge else "memory",
+                tokens_per_s=batch * steps / seconds,
+                ms_per_step=1e3 * seconds / steps,
+                achieved_bytes_per_s=(decode_bytes(model, batch, context + steps // 2) * steps) / seconds,
+            )
+        )
+    return sweep
+
+
+def decode_bytes(model: Transformer, batch: int, context: int) -> float:
+    """Bytes one decode step must read: every weight but the embedding table, plus the KV cache of ``context``."""
+    config = model.config
+    size = model.output.weight.element_size()
+    weights = sum(p.numel() for name, p in model.named_parameters() if not name.startswith("tok_embeddings"))
+    kv_cache = 2 * config.n_layers * config.n_kv_heads * config.head_dim * context * batch
+    return size * (weights + kv_cache + batch * config.dim)
+
+
+def peak_decode(
+    model: Transformer,
+    decode_step: DecodeStep,
+    ceilings: Ceilings,
+    *,
+    context: int,
+    steps: int,
+    warmup: int,
+    compiled: bool,
+) -> PeakDecode:
+    """Batch-1 decode throughput against bandwidth / bytes per token; prefill of the same prompt too."""
+    configure(model, Fixes.all())
+    device = model.output.weight.device
+    seconds = _decode_time(model, decode_step, 1, context, steps, warmup)
+    bytes_per_token = decode_bytes(model, 1, context + steps // 2)
+    bandwidth = ceilings.memory_bandwidth_bytes_per_s
+    tokens_per_s = steps / seconds
+    theoretical = bandwidth / bytes_per_token if bandwidth > 0 else float("nan")
+    prompt = torch.randint(0, model.config.vocab_size, (1, context), generator=torch.Generator().manual_seed(2))
+    prompt = prompt.to(device)
+    input_pos = torch.arange(context, device=device)
+    pad = torch.zeros(1, dtype=torch.long, device=device)
+
+    def prefill() -> None:
+        with torch.no_grad():
+            model(prompt, input_pos, mask=padded_causal_mask(input_pos, pad, model.max_seq))
+
+    prefill_timing = time_runs(prefill, device, warmup=2, reps=5)
+    return PeakDecode(
+        tokens_per_s=tokens_per_s,
+        ms_per_token=1e3 / tokens_per_s,
+        bytes_per_token=bytes_per_token,
+        theoretical_tokens_per_s=theoretical,
+        share_of_memory_roof=tokens_per_s / theoretical if theoretical == theoretical else float("nan"),
+        bandwidth_bytes_per_s=bandwidth,
+        context=context,
+        prefill_tokens_per_s=context / prefill_timing.median_s,
+        prefill_ms=1e3 * prefill_timing.median_s,
+        compiled=compiled,
+    )
+
+
+__all__ = [
+    "BYTES_METHOD",
+    "PeakDecode",
+    "StageResult",
+    "Sweep",
+    "SweepPoint",
+    "batch_sweep",
+    "compile_decode",
+    "count_bytes",
+    "count_syncs",
+    "crossing_batch",
+    "decode_bytes",
+    "fill_speedups",
+    "peak_decode",
+    "prepare",
+    "run_stage",
+    "time_runs",
+]

@@ -1,0 +1,110 @@
+"""The case-study model: the project's LLaMA, with two of its modules written the way much real code writes them.
+
+``LlamaAttention`` (as many ports of the reference code write it) makes q, k and v contiguous in
+(batch, heads, seq, head_dim) order before attention, so the attention output comes back in that order and has
+to be copied again on its way into ``wo``. ``LlamaRMSNorm`` (as Hugging Face writes it) computes the norm in
+float32 and casts back, whatever the model's dtype.
+``configure(model, fixes)`` switches each layer between these and the plain modules of ``models/llama.py``;
+the parameters stay the same objects, so every variant runs the same weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+import torch
+import torch.nn as nn
+
+from roofline.models.llama import Attention, RMSNorm, Transformer, apply_rope, attention
+
+
+@dataclass(frozen=True)
+class Fixes:
+    """Which fixes are applied; all False is the naive model, all True the fixed one."""
+
+    kv_cache: bool = False
+    contiguous_layout: bool = False
+    sync_free: bool = False
+    norms_in_model_dtype: bool = False
+    batched: bool = False
+    compiled: bool = False
+
+    @classmethod
+    def all(cls, compiled: bool = False) -> "Fixes":
+        return cls(True, True, True, True, True, compiled)
+
+    def with_(self, **changes: bool) -> "Fixes":
+        return replace(self, **changes)
+
+    def names(self) -> list[str]:
+        return [f.name for f in fields(self) if getattr(self, f.name)]
+
+
+FIX_TITLES = {
+    "sync_free": "sync-free generation loop",
+    "contiguous_layout": "contiguous attention layout",
+    "norms_in_model_dtype": "norms in the model's dtype",
+    "kv_cache": "static KV cache",
+    "batched": "batched generation",
+    "compiled": "torch.compile decode step",
+}
+
+# The order the staged benchmark applies them: each where it still shows (the layout copies and the norms' casts
+# cost most while the whole prefix is recomputed, so they come before the KV cache).
+STAGE_ORDER = ("sync_free", "contiguous_layout", "norms_in_model_dtype", "kv_cache", "batched", "compiled")
+
+
+def stages(include_compile: bool = True) -> list[tuple[str, Fixes]]:
+    """(title, fixes) for the naive model, then each fix added on top of the previous ones."""
+    result = [("naive", Fixes())]
+    current = Fixes()
+    for name in STAGE_ORDER:
+        if name == "compiled" and not include_compile:
+            continue
+        current = current.with_(**{name: True})
+        result.append((f"+ {FIX_TITLES[name]}", current))
+    return result
+
+
+class LlamaAttention(Attention):
+    def forward(self, x, cos, sin, mask=None, input_pos=None) -> torch.Tensor:
+        batch, seq, _ = x.shape
+        q = self.wq(x).view(batch, seq, self.n_heads, self.head_dim)
+        k = self.wk(x).view(batch, seq, self.n_kv_heads, self.head_dim)
+        v = self.wv(x).view(batch, seq, self.n_kv_heads, self.head_dim)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        q = q.transpose(1, 2).contiguous()
+        k = k.transpose(1, 2).contiguous()
+        v = v.transpose(1, 2).contiguous()
+
+        if self.kv_cache is not None and input_pos is not None:
+            k, v = self.kv_cache.update(input_pos, k, v)
+        y = attention(q, k, v, mask)
+        y = y.transpose(1, 2)
+        return self.wo(y.reshape(batch, seq, -1))
+
+
+class LlamaRMSNorm(RMSNorm):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        input_dtype = x.dtype
+        x = x.to(torch.float32)
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return (self.weight.to(torch.float32) * x).to(input_dtype)
+
+
+def _switch(module: nn.Module, cls: type[nn.Module]) -> None:
+    """Give ``module`` the forward of ``cls``, a sibling class with the same state (so weights stay shared)."""
+    if type(module) is not cls:
+        module.__class__ = cls
+
+
+def configure(model: Transformer, fixes: Fixes) -> Transformer:
+    """Switch the model's attention and norm modules to the variant ``fixes`` asks for, in place."""
+    attention_cls = Attention if fixes.contiguous_layout else LlamaAttention
+    norm_cls = RMSNorm if fixes.norms_in_model_dtype else LlamaRMSNorm
+    for layer in model.layers:
+        _switch(layer.attention, attention_cls)
+        _switch(layer.attention_norm, norm_cls)
+        _switch(layer.ffn_norm, norm_cls)
+    _switch(model.norm, norm_cls)
+    return model

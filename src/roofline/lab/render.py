@@ -1,0 +1,234 @@
+"""Writing a LabResult: lab.json, lab.md (the before/after table and the story), speedup.png, the doctor's reports.
+
+Formatting only: every number comes from the LabResult.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from roofline.io import atomic_write_bytes, atomic_write_text
+from roofline.lab.runner import LabResult
+from roofline.report import Report
+
+DOCTOR_RULES_OF_INTEREST = ("host-device-sync", "recomputation", "layout-copy", "precision-island", "unbatched-loop")
+
+
+def write_lab(result: LabResult, out_dir: str | os.PathLike[str]) -> list[Path]:
+    out = Path(out_dir)
+    written = [
+        atomic_write_text(out / "lab.json", json.dumps(lab_payload(result), indent=1, allow_nan=False) + "\n"),
+        atomic_write_text(out / "lab.md", lab_markdown(result)),
+    ]
+    if result.stages:
+        written.append(atomic_write_bytes(out / "speedup.png", speedup_png(result)))
+    for name, report in (("naive", result.naive_report), ("fixed", result.fixed_report)):
+        if report is not None:
+            written += _write_report(report, out / "doctor" / name)
+    return written
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def lab_payload(result: LabResult) -> dict[str, Any]:
+    data = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)
+            if f.name not in ("naive_report", "fixed_report")}
+    data = json.loads(json.dumps(data, default=lambda o: dataclasses.asdict(o) if dataclasses.is_dataclass(o)
+                                 else str(o)))
+    data["doctor"] = {
+        name: [dataclasses.asdict(f) for f in report.findings] if report is not None else None
+        for name, report in (("naive", result.naive_report), ("fixed", result.fixed_report))
+    }
+    return _finite(data)
+
+
+def _fmt(value: float | None, spec: str, unit: str = "") -> str:
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{value:{spec}}{unit}"
+
+
+def _fmt_bytes(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "-"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.2f} {unit}"
+    return f"{value:.0f} B"
+
+
+def stage_table(result: LabResult) -> str:
+    lines = [
+        "| stage | tokens/s | ms/token | speed-up vs previous | cumulative | syncs/token | bytes moved/token "
+        "| % of memory roof | same tokens as first stage |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    agreement = {a.stage: a for a in result.agreement}
+    for s in result.stages:
+        agree = agreement.get(s.title)
+        same = "-" if agree is None else ("yes" if agree.identical else f"diverge at token {agree.first_divergence}")
+        lines.append(
+            f"| {s.title} | {_fmt(s.tokens_per_s, ',.1f')} | {_fmt(s.ms_per_token, '.2f')} "
+            f"| {_fmt(s.speedup_vs_previous, '.2f', 'x')} | {_fmt(s.speedup_cumulative, '.2f', 'x')} "
+            f"| {_fmt(s.syncs_per_token, '.2f')} | {_fmt_bytes(s.bytes_per_token)} "
+            f"| {_fmt(None if s.memory_roof_share is None else 100 * s.memory_roof_share, '.1f', '%')} | {same} |"
+        )
+    return "\n".join(lines)
+
+
+def sweep_table(result: LabResult) -> str:
+    sweep = result.sweep
+    if sweep is None:
+        return ""
+    lines = [
+        "| batch | decode-matmul intensity (FLOP/B) | bound | tokens/s | ms/step | achieved GB/s (weights + KV) |",
+        "|---:|---:|---|---:|---:|---:|",
+    ]
+    for p in sweep.points:
+        lines.append(
+            f"| {p.batch} | {p.arithmetic_intensity:.1f} | {p.bound} | {p.tokens_per_s:,.1f} | {p.ms_per_step:.2f} "
+            f"| {p.achieved_bytes_per_s / 1e9:,.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def _findings_list(report: Report | None) -> str:
+    if report is None:
+        return "(not run)"
+    if not report.findings:
+        return "no findings"
+    rows = []
+    for rank, f in enumerate(report.findings, 1):
+        where = ", ".join(f.locations[:2])
+        rows.append(f"{rank}. **{f.rule}** ({f.severity}, est. saving {f.estimated_savings_s * 1e3:.2f} ms): "
+                    f"{f.title} - at {where}")
+    return "\n".join(rows)
+
+
+def lab_markdown(result: LabResult) -> str:
+    c = result.config
+    ceil = result.ceilings
+    plan = result.plan
+    parts = [
+        f"# roofline lab: {result.model} on {ceil.device_name or result.device} ({result.dtype})",
+        "",
+        f"Model: LLaMA dim {c['dim']}, {c['n_layers']} layers, {c['n_heads']} heads, {c['n_kv_heads']} KV heads, "
+        f"FFN {c['ffn_dim']}, vocab {c['vocab_size']}, random weights (seeded). Prompts: the first sentence of "
+        f"{len(result.prompts)} WikiText-2 test paragraphs (up to {plan.prompt_words} words), "
+        f"{plan.max_new_tokens} new tokens each, greedy. torch {result.environment.torch_version}, "
+        f"{result.environment.timestamp}.",
+        "",
+        f"Ceilings ({ceil.source}): memory {ceil.memory_bandwidth_bytes_per_s / 1e9:,.1f} GB/s; "
+        + ", ".join(f"{d} {v / 1e12:,.2f} TFLOP/s" for d, v in ceil.peak_flops_per_s.items()) + ".",
+        "",
+        "## Stages (each fix added to the ones above it)",
+        "",
+        stage_table(result),
+        "",
+        f"Timing: {result.timing_method}; {plan.reps} timed run(s) per stage, median. tokens/s counts every "
+        "generated token of every prompt; ms/token = 1000 / tokens/s. Syncs: roofline's SyncDetector over one "
+        f"run{' (on CPU: calls that would synchronise on a GPU)' if result.device == 'cpu' else ''}. "
+        f"Bytes: {result.bytes_method}. % of memory roof = bytes/token x tokens/s / measured bandwidth.",
+    ]
+    if result.peak is not None:
+        p = result.peak
+        parts += [
+            "",
+            "## Final decode against the memory roof (batch 1)",
+            "",
+            f"- decode: {p.tokens_per_s:,.1f} tokens/s ({p.ms_per_token:.3f} ms/token), "
+            f"{'compiled' if p.compiled else 'eager'}, context {p.context} tokens",
+            f"- bytes per token: {_fmt_bytes(p.bytes_per_token)}; at {p.bandwidth_bytes_per_s / 1e9:,.1f} GB/s the "
+            f"roof allows {p.theoretical_tokens_per_s:,.1f} tokens/s: **{100 * p.share_of_memory_roof:.1f}% of the "
+            "memory roof**",
+            f"- prefill of a {p.context}-token prompt: {p.prefill_ms:.2f} ms ({p.prefill_tokens_per_s:,.0f} tokens/s)",
+            f"- method: {p.method}",
+        ]
+    if result.sweep is not None:
+        s = result.sweep
+        crossing = f"batch {s.crossing_batch}" if s.crossing_batch else "beyond batch 65536"
+        parts += [
+            "",
+            f"## Batch-size sweep of the fixed decode ({'compiled' if s.compiled else 'eager'}, {s.dtype})",
+            "",
+            sweep_table(result),
+            "",
+            f"Ridge point ({s.dtype}): {s.ridge_point:.1f} FLOP/byte; the decode matmuls turn compute-bound at "
+            f"**{crossing}**. Method: {s.method}.",
+        ]
+    parts += [
+        "",
+        "## The doctor on the naive model",
+        "",
+        _findings_list(result.naive_report),
+        "",
+        "## The doctor on the fixed model",
+        "",
+        _findings_list(result.fixed_report),
+    ]
+    if result.sample_output:
+        parts += ["", "## Sample", "", f"Prompt: {result.prompts[0]}", "", f"Greedy continuation (random weights): "
+                  f"{result.sample_output}"]
+    if result.notes:
+        parts += ["", "## Notes", ""] + [f"- {n}" for n in result.notes]
+    return "\n".join(parts) + "\n"
+
+
+def speedup_png(result: LabResult) -> bytes:
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    titles = [s.title for s in result.stages]
+    values = [s.speedup_cumulative for s in result.stages]
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
+    try:
+        bars = ax.bar(range(len(values)), values, color="#4c72b0")
+        for bar, value in zip(bars, values):
+            ax.annotate(f"{value:.1f}x", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                        ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(range(len(titles)))
+        ax.set_xticklabels(titles, rotation=25, ha="right", fontsize=8)
+        ax.set_ylabel("cumulative speed-up over the first stage (tokens/s)")
+        if max(values, default=1) > 20:
+            ax.set_yscale("log")
+        ax.set_title(f"roofline lab: {result.model}, {result.dtype}, {result.ceilings.device_name or result.device}")
+        fig.tight_layout()
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png")
+        return buffer.getvalue()
+    finally:
+        plt.close(fig)
+
+
+def _write_report(report: Report, directory: Path) -> list[Path]:
+    written = [report.save(directory / "report.json")]
+    try:
+        from roofline.render.findings import render_findings
+
+        text = render_findings(report.findings)
+    except ImportError:
+        text = "\n".join(f"{f.rule}: {f.title}" for f in report.findings) + "\n"
+    written.append(atomic_write_text(directory / "findings.txt", text))
+    try:
+        from roofline.render.html import render_html
+    except ImportError:
+        return written
+    written.append(atomic_write_text(directory / "report.html", render_html(report)))
+    return written

@@ -1,0 +1,232 @@
+"""`roofline lab`: diagnose the naive decoder, fix it one switch at a time, compile it, and measure every stage.
+
+``run_lab(options, progress)`` returns a ``LabResult`` (plain data); ``lab.render`` writes it out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from roofline.errors import RooflineError
+from roofline.lab import bench
+from roofline.lab.data import UNK, load_wikitext, sentence_prompts
+from roofline.lab.diagnosis import diagnose, doctor_dtype, profile_generation
+from roofline.lab.generate import decode_one_token
+from roofline.lab.model import Fixes, stages
+from roofline.models.llama import CONFIGS, LlamaConfig, Transformer, build_llama
+from roofline.models.workloads import parse_device, parse_dtype
+from roofline.report import Ceilings, Environment, Report
+
+Progress = Callable[[str], None]
+MODELS = ("llama-tiny", "llama-1b", "llama-8b")
+# Naive llama-8b (one prompt at a time, the prefix recomputed per token) would take far too long: its lab runs
+# the fixed decode, eager then compiled.
+FIXED_ONLY = ("llama-8b",)
+
+
+@dataclass
+class LabPlan:
+    """Sizes of one lab run, chosen from the device and --quick; every choice is written into the results."""
+
+    prompts: int
+    prompt_words: int
+    max_new_tokens: int
+    reps: int
+    warmup: int
+    compile: bool
+    sweep_batches: list[int]
+    sweep_context: int
+    sweep_steps: int
+    doctor_prompts: int = 2
+    doctor_new_tokens: int = 6
+    config_overrides: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LabOptions:
+    model: str = "llama-tiny"
+    device: str = "cpu"
+    dtype: str | None = None
+    quick: bool = False
+    data: str | None = None
+    doctor: bool = True
+    plan: LabPlan | None = None
+
+
+@dataclass
+class Agreement:
+    stage: str
+    identical: bool
+    first_divergence: int | None
+    compared_tokens: int
+
+
+@dataclass
+class LabResult:
+    model: str
+    config: dict[str, Any]
+    device: str
+    dtype: str
+    plan: LabPlan
+    ceilings: Ceilings
+    environment: Environment
+    prompts: list[str]
+    sample_output: str
+    stages: list[bench.StageResult]
+    agreement: list[Agreement]
+    sweep: bench.Sweep | None
+    peak: bench.PeakDecode | None
+    naive_report: Report | None = None
+    fixed_report: Report | None = None
+    timing_method: str = ""
+    bytes_method: str = bench.BYTES_METHOD
+    notes: list[str] = field(default_factory=list)
+
+
+def make_plan(model: str, device: torch.device, quick: bool) -> LabPlan:
+    if device.type == "cuda":
+        if quick:
+            return LabPlan(4, 24, 32, 1, 1, True, [1, 16], 128, 32)
+        return LabPlan(8, 24, 40, 3, 1, True, [1, 4, 16, 64, 256], 256, 64)
+    if quick:
+        return LabPlan(
+            3, 12, 8, 1, 0, False, [1, 4, 16], 16, 8, config_overrides={"n_layers": 2, "vocab_size": 8192},
+            notes=["--quick on CPU: llama-tiny's shape cut to 2 layers and the first 8192 words of the vocabulary "
+                   "(later words read as <unk>), 3 prompts x 8 new tokens, one timed run per stage; torch.compile "
+                   "skipped (Inductor's C++ build takes minutes on a small CPU)"],
+        )
+    return LabPlan(4, 16, 16, 2, 1, True, [1, 2, 4, 8, 16, 32], 32, 16)
+
+
+def lab_config(model: str, plan: LabPlan) -> LlamaConfig:
+    if model not in MODELS:
+        raise RooflineError(f"unknown lab model {model!r}; choose one of: {', '.join(MODELS)}")
+    return dataclasses.replace(CONFIGS[model], **plan.config_overrides)
+
+
+def run_lab(options: LabOptions, progress: Progress = lambda _: None) -> LabResult:
+    device = parse_device(options.device)
+    dtype = parse_dtype(options.dtype or ("float16" if device.type == "cuda" else "float32"))
+    plan = options.plan or make_plan(options.model, device, options.quick)
+    config = lab_config(options.model, plan)
+    if device.type == "cpu" and options.model != "llama-tiny" and not options.plan:
+        raise RooflineError(f"{options.model} is too big for the CPU lab; use --model llama-tiny or --device cuda")
+
+    progress("loading WikiText-2 and building the word vocabulary")
+    corpus = load_wikitext(options.data)
+    unk = corpus.vocab.word_to_id.get(UNK, 0)
+    word_prompts = sentence_prompts(corpus, plan.prompts, max_words=plan.prompt_words)
+    prompts = [[i if i < config.vocab_size else unk for i in p] for p in word_prompts]
+    eos_id = corpus.eos_id
+
+    progress(f"ceilings of {device} (measured once, then cached)")
+    ceilings = measured_ceilings(device, quick=options.quick, progress=progress)
+
+    progress(f"building {options.model} ({dtype}) on {device} with random weights")
+    model = build_llama(config, dtype=dtype, device=device)
+    eager = decode_one_token
+    compiled_step = bench.compile_decode(device) if plan.compile else None
+
+    notes = list(plan.notes)
+    stage_list = stages(include_compile=compiled_step is not None)
+    if options.model in FIXED_ONLY:
+        stage_list = [s for s in stage_list if s[1].names() and set(s[1].names()) >= {
+            "kv_cache", "contiguous_layout", "sync_free", "norms_in_model_dtype", "batched"}]
+        notes.append(f"{options.model}: fixed decode only (eager, then compiled); the naive stages would take hours")
+
+    results: list[bench.StageResult] = []
+    outputs: list[list[list[int]]] = []
+    for i, (title, fixes) in enumerate(stage_list):
+        progress(f"stage {i + 1}/{len(stage_list)}: {title}")
+        step = compiled_step if fixes.compiled else eager
+        try:
+            result, tokens = bench.run_stage(
+                model, prompts, plan.max_new_tokens, eos_id, title, fixes, ceilings,
+                warmup=plan.warmup + (2 if fixes.compiled else 0), reps=plan.reps, decode_step=step,
+            )
+        except Exception as exc:  # noqa: BLE001 - a failed compile is reported, the rest of the lab stands
+            if not fixes.compiled:
+                raise
+            notes.append(f"torch.compile stage skipped: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+            compiled_step = None
+            continue
+        results.append(result)
+        outputs.append(tokens)
+        progress(f"  {result.tokens_per_s:,.1f} tokens/s, {result.ms_per_token:.2f} ms/token")
+    bench.fill_speedups(results)
+    agreement = [_agreement(r.title, outputs[0], out) for r, out in zip(results, outputs)]
+
+    decode_step = compiled_step or eager
+    progress("peak decode: batch 1, fixed" + (" and compiled" if compiled_step else ""))
+    peak = bench.peak_decode(model, decode_step, ceilings, context=plan.sweep_context, steps=plan.sweep_steps,
+                             warmup=plan.warmup + 2, compiled=compiled_step is not None)
+    progress("batch-size sweep of the fixed decode")
+    sweep = bench.batch_sweep(model, decode_step, ceilings, plan.sweep_batches, context=plan.sweep_context,
+                              steps=plan.sweep_steps, warmup=plan.warmup + 2, compiled=compiled_step is not None,
+                              progress=progress)
+
+    naive_report = fixed_report = None
+    if options.doctor and options.model not in FIXED_ONLY:
+        naive_report, fixed_report = _doctor_runs(model, config, dtype, device, prompts, eos_id, plan, ceilings,
+                                                  progress)
+
+    return LabResult(
+        model=options.model,
+        config=dataclasses.asdict(config),
+        device=str(device),
+        dtype=str(dtype).replace("torch.", ""),
+        plan=plan,
+        ceilings=ceilings,
+        environment=Environment.capture(ceilings.device_name),
+        prompts=[" ".join(corpus.vocab.decode(p)) for p in word_prompts],
+        sample_output=" ".join(corpus.vocab.decode(outputs[0][0])) if outputs else "",
+        stages=results,
+        agreement=agreement,
+        sweep=sweep,
+        peak=peak,
+        naive_report=naive_report,
+        fixed_report=fixed_report,
+        timing_method=results[0].timing.method if results else "",
+        notes=notes,
+    )
+
+
+def measured_ceilings(device: torch.device, *, quick: bool, progress: Progress) -> Ceilings:
+    """The device's roofs from roofline.device (cached after the first measurement)."""
+    from roofline.device import get_ceilings
+
+    return get_ceilings(device, quick=quick and device.type == "cpu", progress=progress)
+
+
+def _doctor_runs(model: Transformer, config: LlamaConfig, dtype: torch.dtype, device: torch.device,
+                 prompts: list[list[int]], eos_id: int, plan: LabPlan, ceilings: Ceilings,
+                 progress: Progress) -> tuple[Report, Report]:
+    half = doctor_dtype(device, dtype)
+    doctor_model = model if half == dtype else build_llama(config, dtype=half, device=device)
+    few = prompts[: plan.doctor_prompts]
+    progress(f"doctor: profiling the naive generation ({half}, {len(few)} prompts x {plan.doctor_new_tokens} tokens)")
+    naive = diagnose(profile_generation(doctor_model, few, plan.doctor_new_tokens, eos_id, Fixes(), ceilings))
+    progress("doctor: profiling the fixed generation")
+    fixed = diagnose(profile_generation(doctor_model, few, plan.doctor_new_tokens, eos_id, Fixes.all(), ceilings))
+    return naive, fixed
+
+
+def _agreement(stage: str, reference: list[list[int]], tokens: list[list[int]]) -> Agreement:
+    first: int | None = None
+    compared = 0
+    for ref_row, row in zip(reference, tokens):
+        compared += min(len(ref_row), len(row))
+        for i, (a, b) in enumerate(zip(ref_row, row)):
+            if a != b:
+                first = i if first is None else min(first, i)
+                break
+        else:
+            if len(ref_row) != len(row):
+                n = min(len(ref_row), len(row))
+                first = n if first is None else min(first, n)
+    return Agreement(stage, first is None, first, compared)

@@ -1,0 +1,42 @@
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from roofline.models.llama import LlamaConfig, build_llama
+
+WIKITEXT = Path(os.environ.get("ROOFLINE_TEST_DATA", Path(__file__).resolve().parents[3] / "shared/data/wikitext-2"))
+# Grouped-query attention (4 heads over 2 KV heads) as in llama-1b/8b, at a size that runs in milliseconds.
+TINY = LlamaConfig(dim=64, n_layers=2, n_heads=4, n_kv_heads=2, ffn_dim=128, vocab_size=512, max_seq_len=256)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+@pytest.fixture(scope="session")
+def wikitext_dir() -> Path:
+    if not (WIKITEXT / "test.txt").is_file():
+        pytest.skip(f"WikiText-2 not found at {WIKITEXT} (set ROOFLINE_TEST_DATA)")
+    return WIKITEXT
+
+
+@pytest.fixture
+def tiny_model():
+    return build_llama(TINY, dtype=torch.float32)
+
+
+# Prompts of different lengths, so batching them needs padding.
+PROMPTS = [[5, 17, 33, 2, 9, 41, 7], [8, 3, 99], [101, 12, 250, 4, 4, 60], [77, 78, 79, 80, 81, 82, 83, 84, 85]]
+
+
+@pytest.fixture
+def prompts() -> list[list[int]]:
+    return [list(p) for p in PROMPTS]
