@@ -4,19 +4,20 @@ Steps are counted by ``step()`` calls (or by calls of a decorated function). For
 
     i < wait                          runs untouched (compile, cudnn autotune, allocator warm-up)
     wait <= i < wait+timed            timed WITHOUT the profiler: the true step time
-    ... + warmup                      under the profiler, discarded (its own start-up cost)
-    ... + active                      profiled: ops, kernels, [memory] events, cuda_sync events, SyncDetector
+    ... + warmup                      under the profiler, discarded (its start-up cost); the SyncDetector runs
+    ... + active                      profiled: ops, kernels, [memory] events, cuda_sync events
 
 torch.profiler adds 12-89% to wall step time (ANCHORS.md), so both figures go in the Report: ``step_time``
 (true) and ``profiled_step_time``, each a wall-clock time between step() calls, the device synchronised at
-each boundary. The SyncDetector runs in the active steps only, never in the timed ones.
+each boundary. The SyncDetector runs in the warmup steps (or, without any, the active ones), never in the
+timed ones.
 
 If ``step()`` is never called, the whole block is one profiled step (``whole_block=True``, the default): the
 profiler runs from ``__enter__`` until the first ``step()``, and that recording is used when no scheduled step
-got profiled; the first step then counts as a wait step. But on CUDA a profiler that has run once leaves CUPTI's
-launch callbacks on (ResNet-50 on the H200: 5.4 ms per step before, 8.3 ms after), so code that calls ``step()``
-should pass ``whole_block=False`` (the decorator, ``profile_steps`` and the CLI do): then nothing is profiled
-before the true steps are timed.
+got profiled; the first step then counts as a wait step. But steps timed after a profiler has run in the same
+process were seen slower on the H200 in some runs (ResNet-50: 5.4 -> 8.3 ms per step in one run, unchanged in
+another), so code that calls ``step()`` should pass ``whole_block=False`` (the decorator, ``profile_steps`` and
+the CLI do): then nothing is profiled before the true steps are timed.
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ TIMING_METHOD = (
 )
 
 _AFTER_PROFILER_CAVEAT = (
-    "; caveat: timed after the whole-block profiler had run in this process (whole_block=True), and on CUDA "
-    "CUPTI's launch callbacks stay on after profiling, so launch-bound steps read slow: use whole_block=False"
+    "; caveat: timed after the whole-block profiler had run in this process (whole_block=True); on the H200, "
+    "steps timed after a profiler had run were seen slower in some runs: use whole_block=False"
 )
 
 
@@ -103,6 +104,7 @@ class ProfilingContext:
         self.reference_peak_bytes: int | None = None
         self.trace_path: Path | None = None
         self.syncs: SyncDetector | None = None
+        self.sync_steps = 0
         self.error: BaseException | None = None
         self._cuda = self.device.type == "cuda"
         self._synchronize = torch.cuda.synchronize if self._cuda else None
@@ -188,6 +190,8 @@ class ProfilingContext:
         self._sync()
         now = time.perf_counter()
         i = self.steps_done
+        if self.syncs is not None and self.syncs._active:
+            self.sync_steps += 1
         if i == 0 and self._block_profiler is not None:
             self._stop_syncs()
             self._block_s = now - self._entered_at
@@ -208,12 +212,19 @@ class ProfilingContext:
         self._phase_start = time.perf_counter()
 
     def _enter_phase(self) -> None:
-        """Start the profiler when the warmup steps begin, and the detector when the active ones do."""
+        """The profiler starts with the warmup steps. The SyncDetector runs in the warmup steps (profiled and
+        thrown away anyway), so neither the true steps nor the kept profile carry its cost; with no warmup
+        steps it runs in the active ones."""
         if self.steps_done == self.first_warmup:
             self._profiler = self._new_profiler(self._schedule())
             self._profiler.__enter__()
+            if self.warmup:
+                self._start_syncs()
         if self.steps_done == self.first_active:
-            self._start_syncs()
+            if self.warmup:
+                self._stop_syncs()
+            else:
+                self._start_syncs()
             self._reset_peak()
 
     def _schedule(self) -> Any:
@@ -225,6 +236,7 @@ class ProfilingContext:
 
     def _start_syncs(self) -> None:
         if self.detect_syncs:
+            self.sync_steps = 0
             self.syncs = SyncDetector(self.sync_mode)
             self.syncs.start()
 
@@ -245,6 +257,8 @@ class ProfilingContext:
         if self._closed or not self._open:
             return
         self._closed = True
+        if self.syncs is not None and self.syncs._active:
+            self.sync_steps += 1
         try:
             self._stop_syncs()
         finally:
@@ -347,7 +361,12 @@ class ProfilingContext:
             report.profiled_step_time = Timing.from_samples(self.profiled_step_s, TIMING_METHOD.split(";")[0])
             report.steps = len(self.profiled_step_s)
         if self.syncs is not None:
-            report.syncs = self.syncs.sites(steps=report.steps)
+            report.syncs = self.syncs.sites(steps=max(self.sync_steps, 1))
+            report.summary.notes.append(
+                f"syncs: counted live over {self.sync_steps} step(s) "
+                + ("(the warmup steps, so the kept profile is free of the detector's cost)" if self.warmup and
+                   not self.whole_block else "(the profiled steps)")
+            )
             if self.syncs.simulated:
                 report.summary.notes.append(
                     "syncs found on CPU tensors: sites that would synchronise host and device on an accelerator"
