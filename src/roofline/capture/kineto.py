@@ -82,6 +82,8 @@ _LIBRARY_PARTS = (
     "torch/", "site-packages/", "dist-packages/", "<built-in", "<frozen", "roofline/", "/lib/python",
     "<string>",
 )
+# Built-in workloads and the case study are user code as far as source lines go (as in op_recorder and syncs).
+_ROOFLINE_USER_PARTS = ("roofline/models/", "roofline/lab/")
 # Standard-library modules that wrap user code in traces; a bare "test.py" or "code.py" stays a user file.
 _STDLIB_WRAPPERS = frozenset({
     "threading", "contextlib", "functools", "typing", "runpy", "dataclasses", "abc", "copy", "enum", "inspect",
@@ -421,7 +423,7 @@ def _classify_frame(name: str) -> tuple[int, str] | None:
     if match is None:
         return None
     file = match.group(1)
-    if any(part in file for part in _LIBRARY_PARTS):
+    if any(part in file for part in _LIBRARY_PARTS) and not any(part in file for part in _ROOFLINE_USER_PARTS):
         return None
     top = file.split("/", 1)[0]
     if top.removesuffix(".py") in _STDLIB_WRAPPERS:
