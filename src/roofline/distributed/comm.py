@@ -1,0 +1,481 @@
+"""Communication on one rank's trace: which events are collectives, how much of them compute hides, their sizes
+and bus bandwidth, and (across ranks) which ranks straggle and why.
+
+Communication is
+- on a GPU: the NCCL kernels (device events whose name contains "nccl");
+- on the CPU (gloo): the backend's own spans (``gloo:all_reduce`` on its worker threads) and the c10d ops on the
+  host (``c10d::allreduce_``, ``record_param_comms``, ``nccl:*``).
+Compute is every other device event on a GPU, and on the CPU every other host op except the ones that enclose a
+collective call. Over the profiled window (first ProfilerStep to the last event) each rank's time splits into
+compute, communication and idle (neither); ``hidden`` communication overlaps compute, ``exposed`` does not.
+
+Bus bandwidth follows nccl-tests: algbw = bytes / time, busbw = algbw * 2(n-1)/n for all-reduce and
+algbw * (n-1)/n for all-gather and reduce-scatter (bytes: the whole gathered / scattered buffer).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from roofline.capture.event_stream import EventStream
+
+_COMM_OP_PREFIXES = ("c10d::", "c10d_functional::", "_c10d_functional::", "nccl:", "gloo:", "mpi:", "ucc:",
+                     "record_param_comms", "ProcessGroupNCCL", "ProcessGroupGloo")
+_BACKEND_SPAN_PREFIXES = ("gloo:", "mpi:", "ucc:")
+_GPU_CATEGORIES = {"kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "gpu_memcpy", "Memcpy": "gpu_memcpy",
+                   "gpu_memset": "gpu_memset", "Memset": "gpu_memset"}
+_HOST_CATEGORIES = {"cpu_op", "operator", "Operator", "user_annotation"}
+_STEP = re.compile(r"ProfilerStep#(\d+)$")
+_KINDS = (("allreduce", "all_reduce"), ("allgather", "all_gather"), ("reducescatter", "reduce_scatter"),
+          ("alltoall", "all_to_all"), ("broadcast", "broadcast"), ("barrier", "barrier"), ("sendrecv", "send_recv"),
+          ("send", "send"), ("recv", "recv"), ("reduce", "reduce"), ("gather", "gather"), ("scatter", "scatter"))
+_ITEMSIZE = {"float": 4, "float32": 4, "float16": 2, "half": 2, "bfloat16": 2, "double": 8, "float64": 8,
+             "long int": 8, "long": 8, "int64": 8, "int": 4, "int32": 4, "short": 2, "int16": 2, "char": 1,
+             "signed char": 1, "unsigned char": 1, "int8": 1, "uint8": 1, "bool": 1, "byte": 1,
+             "c10::half": 2, "c10::bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
+MIN_GAP_CALL_US = 100.0
+
+
+def is_communication_kernel(name: str) -> bool:
+    return "nccl" in name.lower()
+
+
+def is_communication_op(name: str) -> bool:
+    return name.startswith(_COMM_OP_PREFIXES)
+
+
+def collective_kind(name: str) -> str:
+    """'ncclDevKernel_AllReduce_Sum_f32_RING_LL' / 'gloo:all_reduce' / 'c10d::_allgather_base_' -> 'all_reduce'..."""
+    flat = name.lower().replace("_", "").replace(" ", "")
+    for key, kind in _KINDS:
+        if key in flat:
+            return kind
+    return "other"
+
+
+def bus_factor(kind: str, world_size: int) -> float:
+    n = max(world_size, 1)
+    if kind == "all_reduce":
+        return 2.0 * (n - 1) / n
+    if kind in ("all_gather", "reduce_scatter", "all_to_all"):
+        return (n - 1) / n
+    return 1.0
+
+
+def itemsize(dtype: str | None) -> int:
+    if not dtype:
+        return 4
+    return _ITEMSIZE.get(dtype.strip().lower().replace("torch.", ""), 4)
+
+
+# -- reading one trace -------------------------------------------------------------------------------------
+
+
+class _Args(msgspec.Struct, gc=False):
+    external_id: Any = msgspec.field(default=None, name="External id")
+    collective: Any = msgspec.field(default=None, name="Collective name")
+    in_nelems: Any = msgspec.field(default=None, name="In msg nelems")
+    out_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
+    group_size: Any = msgspec.field(default=None, name="Group size")
+    dtype: Any = None
+    input_dims: msgspec.Raw = msgspec.field(default=None, name="Input Dims")
+    input_type: msgspec.Raw = msgspec.field(default=None, name="Input type")
+    call_from: Any = msgspec.field(default=None, name="CallFrom")
+
+
+class _Event(msgspec.Struct, gc=False):
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    args: _Args | None = None
+
+
+@dataclass
+class Span:
+    name: str
+    start_us: float
+    end_us: float
+    tid: Any = None
+    communication: bool = False
+    args: Any = None
+
+    @property
+    def dur_us(self) -> float:
+        return self.end_us - self.start_us
+
+
+@dataclass
+class RankTimeline:
+    """What the comm analysis keeps of one rank's trace: device events, host ops, long builtin calls, steps."""
+
+    path: str
+    device: list[Span] = field(default_factory=list)
+    host: list[Span] = field(default_factory=list)
+    builtin_calls: list[Span] = field(default_factory=list)
+    steps: list[Span] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def has_gpu(self) -> bool:
+        return bool(self.device)
+
+
+def read_timeline(path: str | Path) -> RankTimeline:
+    """One streaming pass over a Chrome trace (.json / .json.gz), keeping only what the comm analysis needs."""
+    timeline = RankTimeline(str(path))
+    stream = EventStream(path, _Event)
+    for chunk in stream:
+        for ev in chunk:
+            _take(timeline, ev)
+    timeline.metadata = stream.metadata
+    return timeline
+
+
+def _take(timeline: RankTimeline, ev: _Event) -> None:
+    if ev.ph != "X" or not isinstance(ev.ts, (int, float)) or not isinstance(ev.dur, (int, float)):
+        return
+    start, end = float(ev.ts), float(ev.ts) + max(float(ev.dur), 0.0)
+    if ev.cat in _GPU_CATEGORIES:
+        timeline.device.append(Span(ev.name, start, end, None, is_communication_kernel(ev.name), ev.args))
+    elif ev.cat in _HOST_CATEGORIES:
+        if _STEP.match(ev.name):
+            timeline.steps.append(Span(ev.name, start, end, ev.tid))
+        elif ev.cat != "user_annotation" or is_communication_op(ev.name):
+            timeline.host.append(Span(ev.name, start, end, ev.tid, is_communication_op(ev.name), ev.args))
+    elif ev.cat == "python_function" and ev.name.startswith("<built-in") and ev.dur >= MIN_GAP_CALL_US:
+        timeline.builtin_calls.append(Span(ev.name, start, end, ev.tid, False, ev.args))
+
+
+# -- interval arithmetic -----------------------------------------------------------------------------------
+
+
+def union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    merged: list[tuple[float, float]] = []
+    for lo, hi in sorted(i for i in intervals if i[1] > i[0]):
+        if merged and lo <= merged[-1][1]:
+            if hi > merged[-1][1]:
+                merged[-1] = (merged[-1][0], hi)
+        else:
+            merged.append((lo, hi))
+    return merged
+
+
+def length(intervals: list[tuple[float, float]]) -> float:
+    return sum(hi - lo for lo, hi in intervals)
+
+
+def intersection(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Of two unions (sorted, disjoint), the stretches in both."""
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if hi > lo:
+            out.append((lo, hi))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def clip(intervals: list[tuple[float, float]], lo: float, hi: float) -> list[tuple[float, float]]:
+    return [(max(a, lo), min(b, hi)) for a, b in intervals if b > lo and a < hi]
+
+
+# -- one rank's breakdown ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Breakdown:
+    """Per-step averages over the profiled window of one rank."""
+
+    steps: int
+    window_s: float
+    step_time_s: float
+    compute_time_s: float
+    communication_time_s: float
+    exposed_communication_s: float
+    hidden_communication_share: float | None
+    idle_time_s: float
+    source: str
+
+    @property
+    def busy_time_s(self) -> float:
+        """The step less the communication it waited on: what this rank itself takes per step."""
+        return max(self.step_time_s - self.exposed_communication_s, 0.0)
+
+
+def window(timeline: RankTimeline) -> tuple[float, float, int]:
+    """The profiled window: first ProfilerStep start to the later of the last step's end and the last event."""
+    events = timeline.device + timeline.host
+    if timeline.steps:
+        lo = min(s.start_us for s in timeline.steps)
+        hi = max(s.end_us for s in timeline.steps)
+        hi = max([hi] + [e.end_us for e in timeline.device if e.start_us < hi])
+        return lo, hi, len(timeline.steps)
+    if not events:
+        return 0.0, 0.0, 1
+    return min(e.start_us for e in events), max(e.end_us for e in events), 1
+
+
+def breakdown(timeline: RankTimeline) -> Breakdown:
+    lo, hi, steps = window(timeline)
+    if timeline.has_gpu:
+        comm = [(e.start_us, e.end_us) for e in timeline.device if e.communication]
+        work = [(e.start_us, e.end_us) for e in timeline.device if not e.communication]
+        source = "device events (CUPTI): NCCL kernels are communication, every other kernel/memcpy/memset compute"
+    else:
+        comm = [(e.start_us, e.end_us) for e in timeline.host if e.communication]
+        work = [(e.start_us, e.end_us) for e in _host_work(timeline.host)]
+        source = ("host events: gloo/c10d spans are communication, other ops (not enclosing a collective call) "
+                  "compute")
+    comm_u, work_u = union(clip(comm, lo, hi)), union(clip(work, lo, hi))
+    comm_s, work_s = length(comm_u) / 1e6, length(work_u) / 1e6
+    hidden_s = length(intersection(comm_u, work_u)) / 1e6
+    span_s = (hi - lo) / 1e6
+    busy_s = length(union(comm_u + work_u)) / 1e6
+    n = max(steps, 1)
+    return Breakdown(
+        steps=n, window_s=span_s, step_time_s=span_s / n, compute_time_s=work_s / n,
+        communication_time_s=comm_s / n, exposed_communication_s=(comm_s - hidden_s) / n,
+        hidden_communication_share=hidden_s / comm_s if comm_s > 0 else None,
+        idle_time_s=max(span_s - busy_s, 0.0) / n, source=source,
+    )
+
+
+def _host_work(host: list[Span]) -> list[Span]:
+    """Host ops that are not communication and do not enclose a collective call on their thread."""
+    comm_by_thread: dict[Any, list[Span]] = defaultdict(list)
+    for span in host:
+        if span.communication:
+            comm_by_thread[span.tid].append(span)
+    starts = {tid: sorted(s.start_us for s in spans) for tid, spans in comm_by_thread.items()}
+    out = []
+    for span in host:
+        if span.communication:
+            continue
+        inside = starts.get(span.tid)
+        if inside and _any_between(inside, span.start_us, span.end_us):
+            continue
+        out.append(span)
+    return out
+
+
+def _any_between(sorted_values: list[float], lo: float, hi: float) -> bool:
+    import bisect
+
+    i = bisect.bisect_left(sorted_values, lo)
+    return i < len(sorted_values) and sorted_values[i] <= hi
+
+
+# -- collectives -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class CollectiveCall:
+    kind: str
+    name: str
+    bytes: float | None
+    time_s: float
+    start_us: float
+    bus_factor: float
+    dtype: str | None = None
+
+    @property
+    def algbw_bytes_per_s(self) -> float | None:
+        return self.bytes / self.time_s if self.bytes and self.time_s > 0 else None
+
+    @property
+    def busbw_bytes_per_s(self) -> float | None:
+        algbw = self.algbw_bytes_per_s
+        return algbw * self.bus_factor if algbw is not None else None
+
+
+def collective_calls(timeline: RankTimeline, world_size: int) -> list[CollectiveCall]:
+    """The transfers of the window, once each: NCCL kernels on a GPU, else the backend's spans (gloo:*), else
+    the c10d ops. Sizes from the event's own collective args, else its launching op's, else its input shapes."""
+    lo, hi, _ = window(timeline)
+    by_external = {_ext(s.args): s.args for s in timeline.host
+                   if s.communication and s.args is not None and s.args.in_nelems is not None and _ext(s.args)}
+    if timeline.has_gpu:
+        spans = [e for e in timeline.device if e.communication]
+    else:
+        spans = [s for s in timeline.host if s.name.startswith(_BACKEND_SPAN_PREFIXES)]
+        spans = spans or [s for s in timeline.host if s.communication]
+    calls = []
+    for span in spans:
+        if not (lo <= span.start_us < hi):
+            continue
+        args = span.args
+        if (args is None or args.in_nelems is None) and args is not None and _ext(args) in by_external:
+            args = by_external[_ext(args)]
+        kind = collective_kind(str(args.collective)) if args is not None and args.collective else collective_kind(span.name)
+        group = _int(args.group_size) if args is not None else None
+        n = group or world_size
+        size, dtype = _message_bytes(kind, args, n)
+        calls.append(CollectiveCall(kind, span.name, size, span.dur_us / 1e6, span.start_us, bus_factor(kind, n),
+                                    dtype))
+    return calls
+
+
+def _ext(args: Any) -> int | None:
+    return _int(args.external_id) if args is not None else None
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _message_bytes(kind: str, args: Any, n: int) -> tuple[float | None, str | None]:
+    if args is None:
+        return None, None
+    in_n, out_n = _int(args.in_nelems), _int(args.out_nelems)
+    dtype = str(args.dtype) if args.dtype else None
+    if in_n is not None or out_n is not None:
+        elems = (out_n if kind == "all_gather" else in_n) or max(in_n or 0, out_n or 0)
+        return float(elems * itemsize(dtype)), dtype
+    dims, types = _decode(args.input_dims), _decode(args.input_type)
+    if not isinstance(dims, list):
+        return None, None
+    total = 0.0
+    for i, shape in enumerate(dims):
+        if isinstance(shape, list) and shape and all(isinstance(d, int) for d in shape):
+            elems = 1
+            for d in shape:
+                elems *= d
+            type_name = types[i] if isinstance(types, list) and i < len(types) else None
+            dtype = dtype or type_name
+            total += elems * itemsize(type_name)
+    if total <= 0:
+        return None, dtype
+    return (total * n if kind == "all_gather" else total), dtype
+
+
+def _decode(raw: Any) -> Any:
+    if raw is None:
+        return None
+    try:
+        return json.loads(bytes(raw))
+    except (ValueError, TypeError):
+        return None
+
+
+def summarize_collectives(calls: list[CollectiveCall], steps: int,
+                          ceiling_at: Any = None) -> list[dict[str, Any]]:
+    """One row per (kind, message size): calls per step, median time and bus bandwidth, and the ceiling.
+
+    ``ceiling_at(kind, bytes) -> (busbw, how) | None`` gives the measured bus bandwidth for that size.
+    """
+    groups: dict[tuple[str, float | None], list[CollectiveCall]] = defaultdict(list)
+    for call in calls:
+        groups[(call.kind, call.bytes)].append(call)
+    rows = []
+    for (kind, size), group in groups.items():
+        busbw = [c.busbw_bytes_per_s for c in group if c.busbw_bytes_per_s is not None]
+        row: dict[str, Any] = {
+            "kind": kind, "bytes": size, "calls": len(group), "calls_per_step": len(group) / max(steps, 1),
+            "time_s": statistics.median(c.time_s for c in group),
+            "total_time_per_step_s": sum(c.time_s for c in group) / max(steps, 1),
+            "busbw_bytes_per_s": statistics.median(busbw) if busbw else None,
+            "algbw_bytes_per_s": statistics.median(c.algbw_bytes_per_s for c in group) if busbw else None,
+            "dtype": group[0].dtype, "example": group[0].name,
+            "ceiling_busbw_bytes_per_s": None, "ceiling_share": None, "ceiling_method": None,
+        }
+        if ceiling_at is not None and size:
+            found = ceiling_at(kind, size)
+            if found is not None:
+                row["ceiling_busbw_bytes_per_s"], row["ceiling_method"] = found
+                if row["busbw_bytes_per_s"] and found[0]:
+                    row["ceiling_share"] = row["busbw_bytes_per_s"] / found[0]
+        rows.append(row)
+    rows.sort(key=lambda r: -r["total_time_per_step_s"])
+    return rows
+
+
+# -- stragglers --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Straggler:
+    rank: int
+    busy_time_s: float
+    median_busy_time_s: float
+    excess_s: float
+    slowest_op: str | None
+    slowest_op_excess_s: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def find_stragglers(busy_s: dict[int, float], costs: dict[int, dict[str, float]], *, threshold: float = 0.1,
+                    min_excess_s: float = 0.0) -> list[Straggler]:
+    """Ranks whose busy time per step exceeds the median rank's by more than ``threshold`` (a fraction) and by
+    at least ``min_excess_s``; each names the op (or host call) whose time per step exceeds the other ranks'
+    median the most. Busy time = step time less the communication the rank waited on, so a rank held up by a
+    straggler (waiting in its all-reduce) is not itself slow."""
+    if len(busy_s) < 2:
+        return []
+    median = statistics.median(busy_s.values())
+    out = []
+    for rank, busy in sorted(busy_s.items()):
+        excess = busy - median
+        if excess <= threshold * median or excess < min_excess_s:
+            continue
+        op, op_excess = slowest_cost(rank, costs)
+        out.append(Straggler(rank, busy, median, excess, op, op_excess))
+    return out
+
+
+def slowest_cost(rank: int, costs: dict[int, dict[str, float]]) -> tuple[str | None, float | None]:
+    """The cost (op or host call) where ``rank`` spends the most time per step beyond the other ranks' median."""
+    mine = costs.get(rank, {})
+    others = [c for r, c in costs.items() if r != rank]
+    best, best_excess = None, 0.0
+    for key, value in mine.items():
+        typical = statistics.median(o.get(key, 0.0) for o in others) if others else 0.0
+        if value - typical > best_excess:
+            best, best_excess = key, value - typical
+    return best, (best_excess if best is not None else None)
+
+
+def host_call_costs(timeline: RankTimeline) -> dict[str, float]:
+    """Seconds per step in long builtin calls that no op encloses (time.sleep, a blocking read...), named by the
+    call and the line that made it: time the op table cannot show."""
+    lo, hi, steps = window(timeline)
+    op_spans: dict[Any, list[tuple[float, float]]] = defaultdict(list)
+    for span in timeline.host:
+        op_spans[span.tid].append((span.start_us, span.end_us))
+    unions = {tid: union(spans) for tid, spans in op_spans.items()}
+    costs: dict[str, float] = defaultdict(float)
+    for call in timeline.builtin_calls:
+        if not (lo <= call.start_us < hi):
+            continue
+        covered = length(intersection([(call.start_us, call.end_us)], unions.get(call.tid, [])))
+        free_us = call.dur_us - covered
+        if free_us <= 0:
+            continue
+        costs[_call_label(call)] += free_us / 1e6 / max(steps, 1)
+    return dict(costs)
+
+
+def _call_label(call: Span) -> str:
+    name = call.name
+    match = re.match(r"<built-in (?:function|method) (\w+)", name)
+    label = match.group(1) if match else name
+    where = call.args.call_from if call.args is not None else None
+    return f"{label} (host call at {where})" if where else f"{label} (host call)"

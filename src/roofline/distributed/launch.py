@@ -1,0 +1,131 @@
+"""Launching N ranks with torchrun (``python -m torch.distributed.run``), and `roofline profile --nproc N`.
+
+Every worker runs ``python -m roofline profile ... -o RUN_DIR SCRIPT ARGS``; inside the job the profile command
+sends its files to RUN_DIR/rank{r}/ (``rank.prepare_rank``). When torchrun returns, the ranks are merged into
+RUN_DIR/report.json. torchrun runs in its own process group, ended (SIGTERM, then SIGKILL) on any error or
+interrupt, so no worker outlives the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from roofline.distributed.rank import find_rank_dirs, multicast_off_env
+from roofline.errors import RooflineError
+
+_NOT_FORWARDED = {"nproc", "output", "help", "script", "script_args", "ceilings"}
+
+
+def torchrun_command(nproc: int, module_args: list[str], *, module: str = "roofline") -> list[str]:
+    """``python -m torch.distributed.run --standalone --nproc-per-node N -m MODULE ARGS`` (a free local port)."""
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+            "-m", module, *module_args]
+
+
+def run_torchrun(nproc: int, module_args: list[str], *, module: str = "roofline", timeout_s: float | None = None,
+                 env: dict[str, str] | None = None) -> int:
+    """Run the job to the end and return torchrun's exit code; the whole process group is ended on any error."""
+    if nproc < 1:
+        raise RooflineError(f"--nproc must be at least 1 (got {nproc})")
+    cmd = torchrun_command(nproc, module_args, module=module)
+    process = subprocess.Popen(cmd, env=multicast_off_env(env), start_new_session=True)
+    try:
+        return process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise RooflineError(f"the {nproc}-process job ran past {timeout_s:g} s and was stopped") from None
+    finally:
+        _end_group(process)
+
+
+def _end_group(process: subprocess.Popen) -> None:
+    if process.poll() is not None:
+        _kill_group(process.pid, signal.SIGKILL)
+        return
+    _kill_group(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        _kill_group(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    """Signal the group torchrun leads (its workers included); a group already gone is fine."""
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def forwarded_profile_args(args: argparse.Namespace) -> list[str]:
+    """The `roofline profile` options the user gave, back as command-line words (less --nproc and -o)."""
+    from roofline.cli import build_parser
+
+    parser = _subparser(build_parser(), "profile")
+    words: list[str] = []
+    for action in parser._actions:
+        if not action.option_strings or action.dest in _NOT_FORWARDED:
+            continue
+        value = getattr(args, action.dest, action.default)
+        if value == action.default or value is None:
+            continue
+        flag = max(action.option_strings, key=len)
+        if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+            words.append(flag)
+        else:
+            words += [flag, str(value)]
+    return words
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+            return action.choices[name]
+    raise RooflineError(f"no `roofline {name}` command in this installation")
+
+
+def launch_profile(args: argparse.Namespace) -> int:
+    """`roofline profile --nproc N SCRIPT`: the script under torchrun, each rank profiled, then the merge."""
+    if not args.script:
+        raise RooflineError("--nproc runs a script under torchrun: give the script (not --model)")
+    if not Path(args.script).is_file():
+        raise RooflineError(f"script not found: {args.script}")
+    run_dir = Path(args.output)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    ceilings = args.ceilings or _shared_cpu_ceilings(args, run_dir)
+    words = forwarded_profile_args(args)
+    if ceilings:
+        words += ["--ceilings", str(ceilings)]
+    words += ["-o", str(run_dir), str(args.script), *list(args.script_args or [])]
+    print(f"roofline: launching {args.nproc} ranks with torchrun into {run_dir}", file=sys.stderr)
+    code = run_torchrun(int(args.nproc), ["profile", *words])
+    ranks = find_rank_dirs(run_dir)
+    if not ranks:
+        raise RooflineError(f"no rank wrote a report into {run_dir} (torchrun exit code {code})")
+    from roofline.distributed.merge import merge_run_dir, write_merged
+
+    report = merge_run_dir(run_dir, ceilings_file=args.ceilings)
+    written = write_merged(report, run_dir)
+    print(f"merged {len(ranks)} rank(s) into {written}", file=sys.stderr)
+    if len(ranks) < int(args.nproc):
+        print(f"roofline: error: only {len(ranks)} of {args.nproc} ranks wrote a report", file=sys.stderr)
+        return 1
+    return 1 if code else 0
+
+
+def _shared_cpu_ceilings(args: Any, run_dir: Path) -> str | None:
+    """On the CPU the ranks share one ceilings file, measured here once, rather than each measuring at once."""
+    from roofline.device.resolve import resolve_device
+
+    device = resolve_device(getattr(args, "device", None))
+    if device.type != "cpu":
+        return None
+    from roofline.device.ceilings import get_ceilings, save_ceilings
+
+    return str(save_ceilings(get_ceilings(device, quick=True), run_dir / "ceilings.json"))
