@@ -70,7 +70,8 @@ def plain_profiler_steps(step: Callable[[], Any], device: torch.device, warmup: 
     return samples
 
 
-def bench_workload(name: str, device: torch.device, small: bool, steps: int, ceilings: Any) -> dict[str, Any]:
+def bench_workload(name: str, device: torch.device, small: bool, steps: int, ceilings: Any,
+                   n_repeats: int = 3) -> dict[str, Any]:
     batch, seq = SIZES[name][1 if small else 0]
     workload = get_workload(name, batch=batch, seq=seq, dtype="float32", device=device)
     model, inputs = workload.model, workload.inputs
@@ -81,38 +82,48 @@ def bench_workload(name: str, device: torch.device, small: bool, steps: int, cei
 
     for _ in range(10):
         step()
-    baseline_before = time_steps(step, device, steps)
-
-    context = ProfilingContext(wait=1, timed=steps, warmup=1, active=steps, device=device, ceilings=ceilings,
-                               workload=name, whole_block=False)
-    with context:
-        for _ in range(context.total_steps):
-            step()
-            context.step()
-    start = time.perf_counter()
-    report = context.report()
-    analysis_s = time.perf_counter() - start
-
-    baseline_mid = time_steps(step, device, steps)
+    repeats = []
+    for _ in range(n_repeats):
+        before = time_steps(step, device, steps)
+        context = ProfilingContext(wait=1, timed=steps, warmup=1, active=steps, device=device, ceilings=ceilings,
+                                   workload=name, whole_block=False)
+        with context:
+            for _ in range(context.total_steps):
+                step()
+                context.step()
+        after = time_steps(step, device, steps)
+        start = time.perf_counter()
+        report = context.report()
+        analysis_s = time.perf_counter() - start
+        bracket = statistics.median(before + after)
+        repeats.append({"unprofiled_median_s": bracket, "true_median_s": report.step_time.median_s,
+                        "true_vs_unprofiled": report.step_time.median_s / bracket - 1,
+                        "profiled_median_s": report.profiled_step_time.median_s,
+                        "before": before, "after": after, "true_samples": report.step_time.samples_s})
+    baseline_before = [x for r in repeats for x in r["before"]]
+    baseline_mid = [x for r in repeats for x in r["after"]]
     plain = plain_profiler_steps(step, device, warmup=1, active=steps)
     baseline_after = time_steps(step, device, steps)
 
     unprofiled = statistics.median(baseline_before + baseline_mid)
-    true_s = report.step_time.median_s if report.step_time else None
-    harness_profiled = report.profiled_step_time.median_s if report.profiled_step_time else None
+    true_s = statistics.median(r["true_median_s"] for r in repeats)
+    true_ratio = statistics.median(r["true_vs_unprofiled"] for r in repeats)
+    harness_profiled = statistics.median(r["profiled_median_s"] for r in repeats)
     plain_s = statistics.median(plain)
     memory = report.memory
     return {
         "workload": name,
         "batch": batch,
         "seq": seq,
-        "unprofiled_step_s": {"median": unprofiled, "before": baseline_before, "after_harness": baseline_mid,
-                              "note": "before and right after the harness's run, to cancel drift"},
+        "unprofiled_step_s": {"median": unprofiled,
+                              "note": "each repeat brackets the harness's run with unprofiled runs (before and "
+                                      "after) to cancel drift; true_vs_unprofiled is the median over repeats"},
         "unprofiled_after_profiling_step_s": {"median": statistics.median(baseline_after), "samples": baseline_after,
                                               "note": "same steps after plain torch.profiler has run too"},
         "harness_true_step_s": true_s,
-        "true_vs_unprofiled": (true_s / unprofiled - 1) if true_s else None,
-        "true_within_3pct": abs(true_s / unprofiled - 1) <= 0.03 if true_s else None,
+        "true_vs_unprofiled": true_ratio,
+        "true_within_3pct": abs(true_ratio) <= 0.03,
+        "repeats": repeats,
         "harness_profiled_step_s": harness_profiled,
         "harness_overhead": (harness_profiled / unprofiled - 1) if harness_profiled else None,
         "plain_profiler_step_s": plain_s,
@@ -137,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--small", action="store_true", help="small sizes (for a CPU check)")
     parser.add_argument("--steps", type=int, default=10, help="timed and profiled steps per measurement")
+    parser.add_argument("--repeats", type=int, default=3, help="harness runs, each bracketed by unprofiled runs")
     parser.add_argument("--workloads", default=",".join(SIZES), help="comma-separated subset")
     parser.add_argument("--ceilings", help="ceilings JSON instead of the cache")
     args = parser.parse_args(argv)
@@ -157,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     for name in args.workloads.split(","):
         print(f"{name} ...", file=sys.stderr, flush=True)
-        results["workloads"].append(bench_workload(name, device, args.small, args.steps, ceilings))
+        results["workloads"].append(bench_workload(name, device, args.small, args.steps, ceilings, args.repeats))
         atomic_write_text(Path(args.output), json.dumps(results, indent=1) + "\n")
     for w in results["workloads"]:
         print(f"{w['workload']:>10}: unprofiled {w['unprofiled_step_s']['median'] * 1e3:.2f} ms, "

@@ -312,7 +312,9 @@ class SyncDetector:
 
         warnings.filterwarnings("always", message=f".*{_SYNC_DEBUG_MESSAGE}", category=UserWarning)
         warnings.showwarning = show
-        torch.cuda.set_sync_debug_mode("warn")
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype")
+            torch.cuda.set_sync_debug_mode("warn")
 
         def undo() -> None:
             torch.cuda.set_sync_debug_mode(previous_mode)
