@@ -28,6 +28,21 @@ def wikitext_dir() -> Path:
     return WIKITEXT
 
 
+@pytest.fixture(scope="session")
+def tiny_config() -> LlamaConfig:
+    return TINY
+
+
+@pytest.fixture(scope="session")
+def cpu_ceilings():
+    """Round CPU-like roofs, so tests never spend time measuring the machine."""
+    from roofline.report import Ceilings
+
+    return Ceilings(device="cpu", device_name="test cpu", memory_bandwidth_bytes_per_s=10e9,
+                    peak_flops_per_s={"float32": 1e11, "bfloat16": 2e11, "float16": 2e11}, launch_overhead_s=5e-6,
+                    source="test")
+
+
 @pytest.fixture
 def tiny_model():
     return build_llama(TINY, dtype=torch.float32)

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import torch
 
-from roofline.lab.generate import DecodeStep, decode_one_token, generate, padded_causal_mask, prepare
+from roofline.lab.generate import DecodeStep, decode_one_token, generate, generate_ids, padded_causal_mask
 from roofline.lab.model import Fixes, configure
 from roofline.models.llama import Transformer
 from roofline.report import Ceilings, Timing
@@ -112,16 +112,16 @@ def time_runs(run: Callable[[], Any], device: torch.device, warmup: int, reps: i
     return Timing.from_samples(samples, TIMING_METHOD_CUDA if device.type == "cuda" else TIMING_METHOD_CPU)
 
 
-def count_syncs(run: Callable[[], Any]) -> tuple[int | None, Any]:
-    """(host-device syncs of one run as roofline's SyncDetector sees them (simulated on CPU), run's result)."""
+def count_syncs(run: Callable[[], Any]) -> int | None:
+    """Host-device syncs of one run as roofline's SyncDetector sees them (on CPU: calls that would sync a GPU)."""
     try:
         from roofline.capture.syncs import SyncDetector
     except ImportError:
-        return None, run()
+        return None
     with SyncDetector(mode="silent") as detector:
-        value = run()
+        run()
     total = detector.total_count
-    return (total() if callable(total) else total), value
+    return total() if callable(total) else total
 
 
 def count_bytes(run: Callable[[], Any], model: torch.nn.Module) -> float | None:
@@ -159,21 +159,18 @@ def run_stage(
     def run() -> list[list[int]]:
         return generate(model, prompts, max_new_tokens, eos_id, fixes, decode_step)
 
-    def run_eager() -> list[list[int]]:
-        return generate(model, prompts, max_new_tokens, eos_id, fixes)
+    def loop_on_device(step: DecodeStep = decode_step) -> torch.Tensor:
+        return generate_ids(model, prompts, max_new_tokens, eos_id, fixes, step)
 
     note = ""
     syncs = bytes_moved = None
-    if fixes.compiled:
-        tokens_out = run()
-        if measure_traffic:
-            syncs, bytes_moved = count_syncs(run_eager)[0], count_bytes(run_eager, model)
+    tokens_out = run()
+    if measure_traffic:
+        # Counted on the eager ops: compiled kernels fuse some of them, so they move less.
+        syncs = count_syncs(lambda: loop_on_device(decode_one_token))
+        bytes_moved = count_bytes(lambda: loop_on_device(decode_one_token), model)
+        if fixes.compiled:
             note = "syncs and bytes counted on the eager ops of the same loop (compiled kernels fuse, so move less)"
-    elif measure_traffic:
-        syncs, tokens_out = count_syncs(run)
-        bytes_moved = count_bytes(run, model)
-    else:
-        tokens_out = run()
     tokens = sum(len(t) for t in tokens_out)
     timing = time_runs(run, device, warmup, reps)
     tokens_per_s = tokens / timing.median_s if timing.median_s > 0 else 0.0
@@ -360,7 +357,6 @@ __all__ = [
     "decode_bytes",
     "fill_speedups",
     "peak_decode",
-    "prepare",
     "run_stage",
     "time_runs",
 ]

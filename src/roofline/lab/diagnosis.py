@@ -11,7 +11,7 @@ from typing import Callable
 import torch
 
 from roofline.errors import RooflineError
-from roofline.lab.generate import generate
+from roofline.lab.generate import generate_ids
 from roofline.lab.model import Fixes, configure
 from roofline.models.llama import Transformer
 from roofline.report import Ceilings, Report
@@ -28,14 +28,17 @@ def profile_generation(
     ceilings: Ceilings | None,
     trace_dir: str | None = None,
 ) -> Report:
-    """One generation run profiled by ProfilingContext (one untimed run first, to warm up), as a Report."""
+    """One generation run profiled by ProfilingContext (one untimed run first, to warm up), as a Report.
+
+    The tokens stay on the device, as a server streaming them would leave them to another thread: the one copy
+    to the host that any generation needs is not part of the loop under study."""
     from roofline.capture.profiling import profile_steps
 
     configure(model, fixes)
     device = model.output.weight.device
 
     def run() -> None:
-        generate(model, prompts, max_new_tokens, eos_id, fixes)
+        generate_ids(model, prompts, max_new_tokens, eos_id, fixes)
 
     context = profile_steps(run, wait=1, warmup=0, active=1, timed=0, device=device, ceilings=ceilings,
                             workload=WORKLOAD)

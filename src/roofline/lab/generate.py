@@ -69,17 +69,33 @@ def generate(
     fixes: Fixes,
     decode_step: DecodeStep = decode_one_token,
 ) -> list[list[int]]:
-    """Greedy continuation of each prompt, cut after its first ``eos_id``."""
+    """Greedy continuation of each prompt, cut after its first ``eos_id``, on the host."""
+    ids = generate_ids(model, prompts, max_new_tokens, eos_id, fixes, decode_step)
+    return [_cut_after_eos(row, eos_id) for row in ids.tolist()]
+
+
+@torch.no_grad()
+def generate_ids(
+    model: Transformer,
+    prompts: list[list[int]],
+    max_new_tokens: int,
+    eos_id: int,
+    fixes: Fixes,
+    decode_step: DecodeStep = decode_one_token,
+) -> torch.Tensor:
+    """(prompts, max_new_tokens) greedy token ids, left on the model's device; ``eos_id`` after a row's first."""
     prepare(model, prompts, max_new_tokens, fixes)
     if fixes.batched:
         return _generate_batch(model, prompts, max_new_tokens, eos_id, fixes, decode_step)
-    outputs = []
+    rows = []
     for prompt in prompts:
-        outputs += _generate_batch(model, [prompt], max_new_tokens, eos_id, fixes, decode_step)
-    return outputs
+        row = _generate_batch(model, [prompt], max_new_tokens, eos_id, fixes, decode_step)
+        rest = torch.full((1, max_new_tokens - row.shape[1]), eos_id, dtype=row.dtype, device=row.device)
+        rows.append(torch.cat([row, rest], dim=1))
+    return torch.cat(rows)
 
 
-def _generate_batch(model, prompts, max_new_tokens, eos_id, fixes, decode_step) -> list[list[int]]:
+def _generate_batch(model, prompts, max_new_tokens, eos_id, fixes, decode_step) -> torch.Tensor:
     device = model.output.weight.device
     tokens, pad = left_pad(prompts, eos_id, device)
     finished = torch.zeros(len(prompts), dtype=torch.bool, device=device)
@@ -95,8 +111,7 @@ def _generate_batch(model, prompts, max_new_tokens, eos_id, fixes, decode_step) 
         generated.append(next_token)
         if not fixes.sync_free and finished.all().item():
             break
-    rows = torch.stack(generated, dim=1).tolist()
-    return [_cut_after_eos(row, eos_id) for row in rows]
+    return torch.stack(generated, dim=1)
 
 
 def _recomputed_steps(model, tokens, pad, max_new_tokens, padded):
