@@ -39,6 +39,9 @@ def register(subparsers: Any) -> None:
                         help="profile the whole script as one step (no step detection, no true step time)")
     parser.add_argument("--run-to-end", action="store_true", help="let the script finish after the profiled steps")
     parser.add_argument("--ceilings", metavar="FILE", help="ceilings JSON (roofline ceilings --json) instead of the cache")
+    parser.add_argument("--nproc", type=int, default=None, metavar="N",
+                        help="run SCRIPT under torchrun with N processes, each rank profiled into OUTPUT/rank{r}/, "
+                             "then merged into OUTPUT/report.json")
     if add_workload_options is not None:
         add_workload_options(parser)
         add_output_option(parser)
@@ -57,6 +60,13 @@ def run(args: argparse.Namespace) -> int:
         raise RooflineError("give a script to run or --model NAME (one of the two)")
     if args.script and not Path(args.script).is_file():
         raise RooflineError(f"script not found: {args.script}")
+    if args.nproc:
+        from roofline.distributed.launch import launch_profile
+
+        return launch_profile(args)
+    from roofline.distributed.rank import prepare_rank
+
+    prepare_rank(args)
     from roofline.capture.profiling import ProfilingContext
     from roofline.device.resolve import resolve_device
 
@@ -159,6 +169,9 @@ def _write(context: Any, output: str, error: BaseException | None, label: str) -
     report = None
     try:
         report = context.report()
+        from roofline.distributed.rank import stamp_rank
+
+        stamp_rank(report)
     except RooflineError:
         if error is None:
             raise

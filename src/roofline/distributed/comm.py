@@ -26,6 +26,7 @@ from typing import Any
 import msgspec
 
 from roofline.capture.event_stream import EventStream
+from roofline.report import Report
 
 _COMM_OP_PREFIXES = ("c10d::", "c10d_functional::", "_c10d_functional::", "nccl:", "gloo:", "mpi:", "ucc:",
                      "record_param_comms", "ProcessGroupNCCL", "ProcessGroupGloo")
@@ -424,15 +425,16 @@ class Straggler:
 
 def find_stragglers(busy_s: dict[int, float], costs: dict[int, dict[str, float]], *, threshold: float = 0.1,
                     min_excess_s: float = 0.0) -> list[Straggler]:
-    """Ranks whose busy time per step exceeds the median rank's by more than ``threshold`` (a fraction) and by
-    at least ``min_excess_s``; each names the op (or host call) whose time per step exceeds the other ranks'
-    median the most. Busy time = step time less the communication the rank waited on, so a rank held up by a
-    straggler (waiting in its all-reduce) is not itself slow."""
+    """Ranks whose busy time per step exceeds the median of the other ranks' by more than ``threshold`` (a
+    fraction) and by at least ``min_excess_s``; each names the op (or host call) where it spends the most time
+    per step beyond the other ranks' median. Busy time = step time less the communication the rank waited on, so
+    a rank held up by a straggler (waiting in its all-reduce) is not itself slow. The reference leaves the rank
+    itself out: with two ranks the median of both would be their mean, half-way to the straggler."""
     if len(busy_s) < 2:
         return []
-    median = statistics.median(busy_s.values())
     out = []
     for rank, busy in sorted(busy_s.items()):
+        median = statistics.median(v for r, v in busy_s.items() if r != rank)
         excess = busy - median
         if excess <= threshold * median or excess < min_excess_s:
             continue
@@ -479,3 +481,31 @@ def _call_label(call: Span) -> str:
     label = match.group(1) if match else name
     where = call.args.call_from if call.args is not None else None
     return f"{label} (host call at {where})" if where else f"{label} (host call)"
+
+
+# -- host syncs beside collectives ---------------------------------------------------------------------
+
+
+def syncs_near_collectives(report: Report, reach: int = 2) -> list[dict[str, Any]]:
+    """Host syncs (ops that wait on the device, barriers) within ``reach`` ops of a collective call, by site."""
+    from roofline.doctor.evidence import SYNC_KINDS, location, op_kind, ordered_ops
+
+    ops = ordered_ops(report)
+    comm_positions = [i for i, op in enumerate(ops) if is_communication_op(op.name) and "barrier" not in op.name]
+    sites: dict[str, dict[str, Any]] = {}
+    for i, op in enumerate(ops):
+        barrier = is_communication_op(op.name) and "barrier" in op.name
+        if not barrier and op_kind(op.name) not in SYNC_KINDS:
+            continue
+        near = [ops[j].name for j in comm_positions if abs(j - i) <= reach and ops[j].step == op.step]
+        if not near and not barrier:
+            continue
+        where = location(op)
+        site = sites.setdefault(where, {"location": where, "ops": set(), "collectives": set(), "count": 0,
+                                        "time_s": 0.0})
+        site["ops"].add(op.name)
+        site["collectives"].update(near)
+        site["count"] += 1
+        site["time_s"] += max(op.time_s, op.cpu_time_s)
+    return [{**s, "ops": sorted(s["ops"]), "collectives": sorted(s["collectives"]),
+             "per_step": s["count"] / max(report.steps, 1)} for s in sites.values()]

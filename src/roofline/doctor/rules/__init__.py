@@ -11,4 +11,8 @@ from roofline.doctor.rules import (  # noqa: F401
     tf32,
     half_alignment,
     host_input,
+    exposed_communication,
+    straggler,
+    tiny_collectives,
+    collective_host_sync,
 )
