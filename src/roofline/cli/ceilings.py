@@ -14,10 +14,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", metavar="PATH", help="also write the ceilings as JSON (the Report's `ceilings` fields)")
     p.add_argument("--remeasure", action="store_true", help="measure again instead of using the cache")
     p.add_argument("--quick", action="store_true", help="smaller buffers and fewer repeats (less accurate, cached apart)")
+    p.add_argument("--collectives", action="store_true",
+                   help="measure all-reduce / all-gather / reduce-scatter bus bandwidth instead (NCCL over every GPU "
+                        "when there are 2 or more; --device cpu: a 2-process gloo group)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.collectives:
+        from roofline.distributed.collectives import collectives_command
+
+        return collectives_command(args)
     from rich.console import Console
 
     from roofline.device import get_ceilings, save_ceilings

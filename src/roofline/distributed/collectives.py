@@ -64,6 +64,51 @@ def measure_collectives(*, device: str | None = None, nproc: int | None = None, 
     return results
 
 
+def collectives_command(args: Any) -> int:
+    """`roofline ceilings --collectives [--device cpu] [--json FILE] [--remeasure] [--quick]`."""
+    import torch
+
+    from roofline.device.resolve import device_name
+    from roofline.io import atomic_write_text
+
+    on_gpu = (args.device or ("cuda" if torch.cuda.is_available() else "cpu")).startswith("cuda")
+    world = torch.cuda.device_count() if on_gpu and torch.cuda.is_available() else 2
+    name = device_name(torch.device("cuda:0" if on_gpu else "cpu")) if (not on_gpu or world) else ""
+    cached = cache_file("nccl" if on_gpu else "gloo", world, name)
+    results = None
+    if not args.remeasure and not args.quick and cached.is_file():
+        try:
+            results = json.loads(cached.read_text())
+        except ValueError:
+            results = None
+        if results is not None and results.get("quick"):
+            results = None
+    if results is None:
+        print(f"measuring collectives over {world} {'GPUs (NCCL)' if on_gpu else 'CPU processes (gloo)'}...",
+              file=sys.stderr)
+        results = measure_collectives(device="cuda" if on_gpu else "cpu", quick=args.quick)
+    sys.stdout.write(collectives_text(results))
+    if args.json:
+        atomic_write_text(Path(args.json), json.dumps(results, indent=1) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+def collectives_text(results: dict[str, Any]) -> str:
+    from roofline.render.units import fmt_bytes
+
+    lines = [f"collective bus bandwidth: {results['backend']} over {results['world_size']} ranks on "
+             f"{results['device_name']} (torch {results['torch_version']}, {results['measured_at']})"]
+    for kind, rows in results["results"].items():
+        if not rows:
+            lines.append(f"  {kind:<15} not supported by this backend")
+            continue
+        cells = "  ".join(f"{fmt_bytes(r['bytes'])}: {r['busbw_bytes_per_s'] / 1e9:.3g} GB/s" for r in rows)
+        lines.append(f"  {kind:<15} {cells}")
+    lines.append(f"  method: {results['method']}")
+    return "\n".join(lines) + "\n"
+
+
 class CollectiveCeilings:
     """Measured bus bandwidth by kind and size; ``at(kind, bytes)`` gives the figure for the nearest size."""
 
@@ -183,7 +228,7 @@ def _rank_main(argv: list[str]) -> int:
             from roofline.io import atomic_write_text
 
             payload = {
-                "backend": backend, "world_size": world, "device_name": device_name(device),
+                "backend": backend, "world_size": world, "quick": bool(args.quick), "device_name": device_name(device),
                 "torch_version": str(torch.__version__),
                 "measured_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                 "method": ("float32 buffers; per size 3 warm-up calls, then back-to-back calls between a barrier and "
