@@ -95,9 +95,9 @@ def make_plan(model: str, device: torch.device, quick: bool) -> LabPlan:
         return LabPlan(8, 24, 40, 3, 1, True, [1, 4, 16, 64, 256], 256, 64)
     if quick:
         return LabPlan(
-            3, 12, 8, 1, 0, False, [1, 4, 16], 16, 8, config_overrides={"n_layers": 2, "vocab_size": 8192},
+            3, 12, 8, 3, 0, False, [1, 4, 16], 16, 8, config_overrides={"n_layers": 2, "vocab_size": 8192},
             notes=["--quick on CPU: llama-tiny's shape cut to 2 layers and the first 8192 words of the vocabulary "
-                   "(later words read as <unk>), 3 prompts x 8 new tokens, one timed run per stage; torch.compile "
+                   "(later words read as <unk>), 3 prompts x 8 new tokens, 3 timed runs per stage; torch.compile "
                    "skipped (Inductor's C++ build takes minutes on a small CPU)"],
         )
     return LabPlan(4, 16, 16, 2, 1, True, [1, 2, 4, 8, 16, 32], 32, 16)
