@@ -277,7 +277,7 @@ def _any_between(sorted_values: list[float], lo: float, hi: float) -> bool:
     import bisect
 
     i = bisect.bisect_left(sorted_values, lo)
-    return i < len(sorted_values) and sorted_values[i] <= hi
+    return i < len(sorted_values) and sorted_values[i] < hi
 
 
 # -- collectives -------------------------------------------------------------------------------------------
