@@ -17,9 +17,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "hidden under compute; stragglers and the op that makes them slow; each collective's bus "
                     "bandwidth against the measured ceiling (`roofline ceilings --collectives`); doctor findings.",
     )
-    p.add_argument("run_dir", metavar="RUN_DIR", help="directory holding rank0/, rank1/, ... (report.json + trace.json.gz)")
+    p.add_argument("run_dir", metavar="RUN_DIR",
+                   help="directory holding rank0/, rank1/, ... (report.json + trace.json.gz)")
     p.add_argument("-o", "--output", default=None, help="output directory (default: RUN_DIR)")
-    p.add_argument("--ceilings", metavar="FILE", help="collective ceilings JSON (`roofline ceilings --collectives --json`)")
+    p.add_argument("--ceilings", metavar="FILE",
+                   help="collective ceilings JSON (`roofline ceilings --collectives --json`)")
     p.add_argument("--threshold", type=float, default=None,
                    help="straggler threshold: busy time above the median rank's by this fraction (default 0.1)")
     p.add_argument("--no-html", action="store_true", help="skip report.html")
@@ -55,7 +57,8 @@ def distributed_text(report: Any) -> str:
         )
     for s in info.get("stragglers", []):
         lines.append(f"straggler: rank {s['rank']} busy {fmt_time(s['busy_time_s'])} per step, "
-                     f"{fmt_time(s['excess_s'])} above the other ranks' median; slowest: {s['slowest_op'] or 'unknown'}")
+                     f"{fmt_time(s['excess_s'])} above the other ranks' median; "
+                     f"slowest: {s['slowest_op'] or 'unknown'}")
     collectives = info.get("collectives", [])
     if collectives:
         lines.append("collectives (per step; bus bandwidth vs the measured ceiling):")
@@ -65,7 +68,8 @@ def distributed_text(report: Any) -> str:
             lines.append(
                 f"  {c['kind']:<15} {fmt_bytes(c['bytes']):>10} x{c['calls_per_step']:g}  {fmt_time(c['time_s']):>9}  "
                 f"busbw {(_bytes(bw) + '/s') if bw else '-':>12}"
-                + (f"  ceiling {_bytes(ceiling)}/s ({c['ceiling_share']:.0%})" if ceiling and c.get("ceiling_share") else "")
+                + (f"  ceiling {_bytes(ceiling)}/s ({c['ceiling_share']:.0%})"
+                   if ceiling and c.get("ceiling_share") else "")
             )
     if info.get("collective_ceiling_note"):
         lines.append(f"note: {info['collective_ceiling_note']}")

@@ -321,7 +321,8 @@ def collective_calls(timeline: RankTimeline, world_size: int) -> list[Collective
         args = span.args
         if (args is None or args.in_nelems is None) and args is not None and _ext(args) in by_external:
             args = by_external[_ext(args)]
-        kind = collective_kind(str(args.collective)) if args is not None and args.collective else collective_kind(span.name)
+        named = args is not None and args.collective
+        kind = collective_kind(str(args.collective) if named else span.name)
         group = _int(args.group_size) if args is not None else None
         n = group or world_size
         size, dtype = _message_bytes(kind, args, n)

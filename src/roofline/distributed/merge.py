@@ -39,8 +39,8 @@ from roofline.report import Report
 STRAGGLER_THRESHOLD = 0.1
 STRAGGLER_MIN_SHARE = 0.02
 BUSY_METHOD = ("busy time = the rank's profiled step time less its exposed communication (time spent only in "
-               "collectives, waiting on the other ranks or transferring); a straggler's busy time exceeds the other ranks' median "
-               "by more than the threshold")
+               "collectives, waiting on the other ranks or transferring); a straggler's busy time exceeds the other "
+               "ranks' median by more than the threshold")
 COLLECTIVE_METHOD = ("each collective's time is the shortest of its matching calls across ranks (a rank that arrived "
                      "early waits inside the call; the last to arrive times the transfer itself)")
 

@@ -28,8 +28,8 @@ def check(report: Report) -> list[Finding]:
         excess, busy, median = s["excess_s"], s["busy_time_s"], s["median_busy_time_s"]
         findings.append(Finding(
             rule=RULE, category="distributed",
-            title=(f"straggler: rank {s['rank']} works {excess * 1e3:.3g} ms per step longer than the other ranks (median) "
-                   f"({busy * 1e3:.3g} vs {median * 1e3:.3g} ms)" + (f"; slowest: {cause}" if cause else "")),
+            title=(f"straggler: rank {s['rank']} works {excess * 1e3:.3g} ms per step longer than the other ranks "
+                   f"(median; {busy * 1e3:.3g} vs {median * 1e3:.3g} ms)" + (f"; slowest: {cause}" if cause else "")),
             evidence={"rank": s["rank"], "busy_time_s": busy, "median_busy_time_s": median, "excess_s": excess,
                       "slowest_op": cause, "slowest_op_excess_s": s.get("slowest_op_excess_s"),
                       "threshold": info.get("straggler_threshold"), "method": info.get("straggler_method")},
