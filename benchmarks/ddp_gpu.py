@@ -104,7 +104,8 @@ def drive(args: argparse.Namespace) -> int:
     }
     py = [sys.executable, "-m", "roofline"]
     coll = ["ceilings", "--collectives", "--remeasure", "--json", str(out / "collectives.json")]
-    code, secs = _run(py + coll + (["--device", "cpu", "--quick"] if args.cpu else []), 240, out / "logs" / "collectives.log")
+    coll += ["--device", "cpu", "--quick"] if args.cpu else []
+    code, secs = _run(py + coll, 120, out / "logs" / "collectives.log")
     results["collectives"] = {"exit_code": code, "seconds": round(secs, 1)}
     if code == 0:
         data = json.loads((out / "collectives.json").read_text())
@@ -118,7 +119,8 @@ def drive(args: argparse.Namespace) -> int:
         argv += ["--no-stack"] if size.get("no_stack") else []
         argv += ["--device", "cpu"] if args.cpu else []
         argv += [str(Path(__file__).resolve()), "--train", "--model", name, "--dtype", dtype, "--steps", "20"]
-        argv += (["--batch", str(size["batch"])] if size.get("batch") else []) + (["--seq", str(size["seq"])] if size.get("seq") else [])
+        argv += ["--batch", str(size["batch"])] if size.get("batch") else []
+        argv += ["--seq", str(size["seq"])] if size.get("seq") else []
         argv += ["--cpu"] if args.cpu else []
         code, secs = _run(argv, args.timeout, out / "logs" / f"{name}.log")
         results["models"][name] = _model_result(run_dir, code, secs, size, argv)
@@ -183,7 +185,7 @@ def main() -> int:
     parser.add_argument("out", nargs="?", help="output directory (driver mode)")
     parser.add_argument("--cpu", action="store_true", help="gloo on 2 CPU processes, tiny sizes")
     parser.add_argument("--models", help="comma-separated workloads (default: llama-tiny,llama-1b; --cpu: llama-tiny)")
-    parser.add_argument("--timeout", type=int, default=240, help="seconds per model run (default 240)")
+    parser.add_argument("--timeout", type=int, default=170, help="seconds per model run (default 170)")
     parser.add_argument("--train", action="store_true", help="(rank mode) run the DDP training loop")
     parser.add_argument("--model", default="llama-tiny")
     parser.add_argument("--batch", type=int)

@@ -157,8 +157,9 @@ def merge_ranks(inputs: list[RankInput], *, ceilings_file: str | None = None,
 
 def _rank_row(item: RankInput, b: Breakdown, costs: dict[int, dict[str, float]], straggler: bool,
               calls: list[CollectiveCall]) -> dict[str, Any]:
+    """One rank's row; ``slowest_op`` only for a straggler (on the others the largest difference is waiting)."""
     env, report = item.report.environment, item.report
-    op, excess = slowest_cost(item.rank, costs)
+    op, excess = slowest_cost(item.rank, costs) if straggler else (None, None)
     return {
         "rank": item.rank,
         "hostname": env.hostname,

@@ -35,7 +35,7 @@ def check(report: Report) -> list[Finding]:
                       "threshold": info.get("straggler_threshold"), "method": info.get("straggler_method")},
             locations=[cause] if cause else [],
             estimated_savings_s=excess * steps,
-            savings_method=(f"the straggler's busy time above the median rank's, per step, times {steps:g} profiled "
+            savings_method=(f"the straggler's busy time above the other ranks' median, per step, times {steps:g} profiled "
                             "steps: the other ranks wait that long in the next collective"),
             fix=FIX, severity=step_severity(excess, step),
         ))
