@@ -23,3 +23,15 @@ def cpu_ceilings():
     from roofline.device import get_ceilings
 
     return get_ceilings("cpu", quick=True)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _quick_ceilings_for_cli(_isolated_cache):
+    """CLI runs in tests reuse the quick CPU measurement instead of a full one (test speed, not accuracy)."""
+    from roofline.device import cache_path, get_ceilings, save_ceilings
+
+    quick = get_ceilings("cpu", quick=True)
+    full = cache_path(quick.device_name)
+    if not full.exists():
+        save_ceilings(quick, full)
+    yield

@@ -24,7 +24,7 @@ class RooflineAnalyzer:
 
     def analyze(self, model: torch.nn.Module, inputs: Any, *, backward: bool = False,
                 loss_fn: Callable[[Any], torch.Tensor] | None = None, name: str = "") -> Report:
-        from roofline.analyze.pipeline import analyze_model
+        from roofline.analyze.live import analyze_model
 
         return analyze_model(model, _as_tuple(inputs), device=self.device, ceilings=self.ceilings,
                              backward=backward, loss_fn=loss_fn, warmup=self.warmup, iters=self.iters,
@@ -36,7 +36,7 @@ def _as_tuple(inputs: Any) -> tuple:
 
 
 def _counted_ops(model: torch.nn.Module, inputs: Any, backward: bool) -> list[OpRecord]:
-    from roofline.analyze.pipeline import make_step
+    from roofline.analyze.live import make_step
     from roofline.capture.op_recorder import record_ops
 
     recording = record_ops(make_step(model, _as_tuple(inputs), backward=backward), root=model)

@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from roofline.analyze.pipeline import analyze_model
+from roofline.analyze.live import analyze_model
 from roofline.cli import main
 
 

@@ -61,7 +61,7 @@ def test_unmodeled_ops_keep_their_time_in_the_share():
 
 
 def test_module_totals_roll_up_the_tree():
-    assert module_prefixes("layers.3.mlp") == ["layers", "layers.3", "layers.3.mlp"]
+    assert module_prefixes("layers.3.mlp") == ("layers", "layers.3", "layers.3.mlp")
     ops = [OpRecord(name="a", module="layers.0.mlp", time_s=1.0), OpRecord(name="b", module="layers.1", time_s=2.0)]
     s = summarize(ops)
     assert s.time_by_module_s["layers"] == 3.0 and s.time_by_module_s["layers.0"] == 1.0

@@ -39,18 +39,29 @@ def children_index(trace: Trace) -> dict[int, list[int]]:
     return children
 
 
-def step_roots(trace: Trace, step: int | None) -> list[int]:
-    """Top-level events of one step: the children of its ProfilerStep annotation and any other root inside it."""
-    out = []
-    for op in trace.ops:
-        if step is not None and op.step != step:
+def roots_by_step(trace: Trace) -> dict[int | None, list[int]]:
+    """Top-level events of each step, in time order: the children of its ProfilerStep annotation and any other
+    root inside it (one pass over the trace, whatever the number of steps)."""
+    roots: dict[int | None, list[int]] = defaultdict(list)
+    ops = trace.ops
+    for op in ops:
+        if op.parent >= 0:
+            parent = ops[op.parent]
+            if not (parent.is_annotation and parent.name.startswith("ProfilerStep#")):
+                continue
+        if op.name.startswith("ProfilerStep#"):
             continue
-        parent = trace.ops[op.parent] if op.parent >= 0 else None
-        if parent is None or (parent.is_annotation and parent.name.startswith("ProfilerStep#")):
-            if not op.name.startswith("ProfilerStep#"):
-                out.append(op.index)
-    out.sort(key=lambda i: trace.ops[i].ts_us)
-    return out
+        roots[op.step].append(op.index)
+    for idx in roots.values():
+        idx.sort(key=lambda i: ops[i].ts_us)
+    return roots
+
+
+def step_roots(trace: Trace, step: int | None) -> list[int]:
+    """Top-level events of one step (None: every root of the trace)."""
+    if step is None:
+        return sorted((i for idx in roots_by_step(trace).values() for i in idx), key=lambda i: trace.ops[i].ts_us)
+    return roots_by_step(trace).get(step, [])
 
 
 def choose_without_recording(trace: Trace, roots: Iterable[int], children: dict[int, list[int]],

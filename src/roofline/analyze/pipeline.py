@@ -1,20 +1,15 @@
-"""Building a Report: from a trace file, or from a live model (count pass + timed profiler pass, joined).
+"""Building a Report from a trace: the core path, for trace files users bring and for live runs alike.
 
-The trace is the core path: a live run exports its torch.profiler trace and goes through the same
-``report_from_trace`` as a trace file a user brings, plus the op recording that a live run can afford.
+A live run (analyze/live.py) exports its torch.profiler trace and comes here too, with the op recording that a
+live run can afford. Nothing here imports torch, so `roofline trace` stays light on big traces.
 """
 
 from __future__ import annotations
 
 import statistics
-import tempfile
-import time
 from collections import defaultdict
-from collections.abc import Callable
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
-
-import torch
 
 from roofline.analyze.join import (
     Chosen,
@@ -22,17 +17,17 @@ from roofline.analyze.join import (
     choose_with_recording,
     choose_without_recording,
     op_phase,
-    step_roots,
+    roots_by_step,
     subtree,
 )
 from roofline.analyze.roofline import place_op, summarize
-from roofline.capture.op_recorder import OpRecording, RecordedOp, op_dtype, record_ops
+from roofline.capture.recording import OpRecording, RecordedOp, op_dtype
 from roofline.capture.trace_model import CpuOp, Trace
 from roofline.count.counting import count_op
 from roofline.count.registry import OpCost
 from roofline.count.trace_args import args_from_trace
 from roofline.count.meta import TensorMeta
-from roofline.report import Ceilings, Environment, KernelRecord, OpRecord, Report, Timing
+from roofline.report import Ceilings, Environment, KernelRecord, OpRecord, Report
 
 _MATMUL_FAMILY = frozenset({
     "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
@@ -40,27 +35,45 @@ _MATMUL_FAMILY = frozenset({
 })
 
 
-def _noop(_: str) -> None:
-    pass
+@dataclass(slots=True)
+class _Counted:
+    """One trace event's counts and the shape fields derived from its arguments, shared by identical events."""
+
+    cost: OpCost
+    dtype: str
+    input_shapes: list[list[int]]
+    input_dtypes: list[str]
+    input_strides: list[list[int]]
+
+
+_NOT_COUNTED = _Counted(OpCost(0.0, 0.0, False, note="kernels launched outside any counted aten op"), "", [], [], [])
 
 
 class _TraceCounter:
-    """FLOPs and bytes of trace events from their recorded shapes; identical argument lists are counted once."""
+    """FLOPs and bytes of trace events from their recorded shapes. The reader shares identical argument lists
+    between events, so events with the same name and the same list objects are counted once."""
 
     def __init__(self) -> None:
-        self._cache: dict[tuple, tuple[OpCost, list[Any]]] = {}
+        self._cache: dict[tuple, _Counted] = {}
+        self._by_event: dict[int, _Counted] = {}
 
-    def __call__(self, op: CpuOp) -> tuple[OpCost, list[Any]]:
+    def __call__(self, op: CpuOp) -> _Counted:
+        by_event = self._by_event.get(op.index)
+        if by_event is not None:
+            return by_event
         key = (op.name, id(op.input_dims), id(op.input_types), id(op.input_strides), id(op.concrete_inputs))
         hit = self._cache.get(key)
         if hit is None:
             if op.input_dims is None:
-                args: list[Any] = []
-                cost = OpCost(0.0, 0.0, False, note="trace has no shapes for this op")
+                hit = _Counted(OpCost(0.0, 0.0, False, note="trace has no shapes for this op"), "", [], [], [])
             else:
                 args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
-                cost = count_op(op.name, args, None, None)
-            hit = self._cache[key] = (cost, args)
+                inputs = _tensors(args)
+                hit = _Counted(count_op(op.name, args, None, None), op_dtype(args, []),
+                               [list(t.shape) for t in inputs], [t.dtype for t in inputs],
+                               [list(t.strides) if t.strides is not None else [] for t in inputs])
+            self._cache[key] = hit
+        self._by_event[op.index] = hit
         return hit
 
 
@@ -132,9 +145,12 @@ def report_from_trace(
     counter = _TraceCounter()
 
     def is_modeled(op: CpuOp) -> bool:
-        return counter(op)[0].modeled
+        return counter(op).cost.modeled
 
     steps = _step_list(trace)
+    roots = roots_by_step(trace)
+    if steps == [None]:
+        roots = {None: sorted((i for idx in roots.values() for i in idx), key=lambda i: trace.ops[i].ts_us)}
     ops: list[OpRecord] = []
     event_to_report: dict[int, int] = {}
     missing = 0
@@ -145,7 +161,7 @@ def report_from_trace(
         extras: list[Chosen] = []
         rec_names = [r.name for r in recording.ops]
         for pos, step in enumerate(steps):
-            chosen, missing = choose_with_recording(trace, step_roots(trace, step), children, rec_names, is_modeled)
+            chosen, missing = choose_with_recording(trace, roots.get(step, []), children, rec_names, is_modeled)
             last = pos == len(steps) - 1
             for c in chosen:
                 if c.recorded is not None:
@@ -162,21 +178,20 @@ def report_from_trace(
             ops.append(_op_from_recording(trace, rec, i, times, per_rec_cpu.get(i, []), event, rep_step,
                                           children, recording.tf32_matmul))
             if event is not None:
-                for e in subtree(event, children):
-                    event_to_report[e] = len(ops) - 1
+                event_to_report[event] = len(ops) - 1
         for c in extras:
-            ops.append(_op_from_event(trace, c, counter, children, rep_step, recording.tf32_matmul))
-            for e in ([c.event] if c.self_only else subtree(c.event, children)):
-                event_to_report.setdefault(e, len(ops) - 1)
+            events = [c.event] if c.self_only else subtree(c.event, children)
+            ops.append(_op_from_event(trace, c, counter, children, rep_step, recording.tf32_matmul, events))
+            event_to_report.setdefault(c.event, len(ops) - 1)
         timeline_steps = [rep_step]
     else:
         for step in steps:
-            for c in choose_without_recording(trace, step_roots(trace, step), children, is_modeled):
+            for c in choose_without_recording(trace, roots.get(step, []), children, is_modeled):
                 if _is_idle_marker(trace, c):
                     continue
-                ops.append(_op_from_event(trace, c, counter, children, step, False))
-                for e in ([c.event] if c.self_only else subtree(c.event, children)):
-                    event_to_report.setdefault(e, len(ops) - 1)
+                events = [c.event] if c.self_only else subtree(c.event, children)
+                ops.append(_op_from_event(trace, c, counter, children, step, False, events))
+                event_to_report.setdefault(c.event, len(ops) - 1)
         timeline_steps = steps
     for i, op in enumerate(ops):
         op.index = i
@@ -223,28 +238,21 @@ def report_from_trace(
 def _is_idle_marker(trace: Trace, c: Chosen) -> bool:
     """Framework markers (TorchDynamo cache lookups and the like) that did no device work on a GPU trace."""
     ev = trace.ops[c.event]
-    return trace.has_gpu and not ev.is_aten and ev.total_kernel_us == 0
+    return trace.has_gpu and ev.total_kernel_us == 0 and not ev.name.startswith("aten::")
 
 
 def run_doctor(report: Report) -> None:
-    try:
-        from roofline.doctor import diagnose as doctor_diagnose
-    except ImportError:
-        return
+    from roofline.doctor import diagnose as doctor_diagnose
+
     report.findings = doctor_diagnose(report)
 
 
 def _fill_syncs_and_memory(report: Report, trace: Trace) -> None:
-    try:
-        from roofline.capture.syncs import syncs_from_trace
-    except ImportError:
-        syncs_from_trace = None
-    if syncs_from_trace is not None and trace.syncs:
+    from roofline.capture.trace_memory import memory_from_trace
+    from roofline.capture.trace_syncs import syncs_from_trace
+
+    if trace.syncs:
         report.syncs = syncs_from_trace(trace)
-    try:
-        from roofline.capture.memory import memory_from_trace
-    except ImportError:
-        return
     if trace.memory:
         report.memory = memory_from_trace(trace)
 
@@ -278,28 +286,23 @@ def _op_from_recording(trace: Trace, rec: RecordedOp, rec_index: int, times_us: 
 
 
 def _op_from_event(trace: Trace, c: Chosen, counter: _TraceCounter, children: dict[int, list[int]],
-                   step: int | None, tf32_matmul: bool) -> OpRecord:
+                   step: int | None, tf32_matmul: bool, events: list[int]) -> OpRecord:
     ev = trace.ops[c.event]
-    if c.self_only or ev.is_annotation:
-        cost, args = OpCost(0.0, 0.0, False, note="kernels launched outside any counted aten op"), []
-    else:
-        cost, args = counter(ev)
-    events = [c.event] if c.self_only else subtree(c.event, children)
+    counted = _NOT_COUNTED if c.self_only or ev.is_annotation else counter(ev)
     kernels = _kernel_names(trace, events)
-    inputs = _tensors(args)
     return OpRecord(
         name=ev.name,
         module=ev.module or "",
-        dtype=_roof_dtype(op_dtype(args, []), ev.name, kernels, tf32_matmul, trace.has_gpu),
-        flops=cost.flops,
-        bytes=cost.bytes,
+        dtype=_roof_dtype(counted.dtype, ev.name, kernels, tf32_matmul, trace.has_gpu),
+        flops=counted.cost.flops,
+        bytes=counted.cost.bytes,
         time_s=_event_time_us(trace, c.event, c.self_only, children) / 1e6,
         source=ev.source,
         phase=op_phase(ev),
-        input_shapes=[list(t.shape) for t in inputs],
-        input_dtypes=[t.dtype for t in inputs],
-        input_strides=[list(t.strides) if t.strides is not None else [] for t in inputs],
-        modeled=cost.modeled,
+        input_shapes=counted.input_shapes,
+        input_dtypes=counted.input_dtypes,
+        input_strides=counted.input_strides,
+        modeled=counted.cost.modeled,
         kernels=kernels,
         start_s=_start_s(trace, ev, step),
         cpu_time_s=ev.dur_us / 1e6,
@@ -326,13 +329,23 @@ def _timeline(trace: Trace, steps: list[int | None], event_to_report: dict[int, 
     idle_before: dict[int, float] = {}
     prev_end: float | None = None
     for k in kernels:
-        op_index = event_to_report.get(k.op)
+        op_index = _report_op_of(trace, k.op, event_to_report)
         records.append(KernelRecord(k.name, (k.ts_us - origin) / 1e6, k.dur_us / 1e6,
                                     _int_or_none(k.stream), _int_or_none(k.device), k.category, op_index))
         if op_index is not None and op_index not in idle_before and prev_end is not None:
             idle_before[op_index] = max(0.0, (k.ts_us - prev_end) / 1e6)
         prev_end = k.end_us if prev_end is None else max(prev_end, k.end_us)
     return records, idle_before
+
+
+def _report_op_of(trace: Trace, event: int, event_to_report: dict[int, int]) -> int | None:
+    """The report op whose event is ``event`` or its nearest chosen ancestor (chosen events never nest)."""
+    while event >= 0:
+        found = event_to_report.get(event)
+        if found is not None:
+            return found
+        event = trace.ops[event].parent
+    return None
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -352,128 +365,13 @@ def _kernel_stats(trace: Trace, steps: list[int | None]) -> tuple[float | None, 
     return stats.share, stats.total_kernel_us / 1e6, (idle_us / 1e6 if idle_us is not None else None)
 
 
-# --- live models -------------------------------------------------------------------------------------------
+_LIVE = ("analyze_model", "make_step", "time_steps", "profile_steps")
 
 
-def make_step(model: torch.nn.Module, inputs: tuple, *, backward: bool = False,
-              loss_fn: Callable[[Any], torch.Tensor] | None = None) -> Callable[[], Any]:
-    """One step of work: a forward (no grad), or forward + loss + backward."""
-    if not backward:
-        def forward() -> Any:
-            with torch.no_grad():
-                return model(*inputs)
-        return forward
+def __getattr__(name: str):
+    """The live-model entry points live in analyze/live.py (they need torch; the trace path must not)."""
+    if name in _LIVE:
+        from roofline.analyze import live
 
-    def train_step() -> Any:
-        model.zero_grad(set_to_none=True)
-        out = model(*inputs)
-        loss = loss_fn(out) if loss_fn is not None else _default_loss(out)
-        loss.backward()
-        return loss
-
-    return train_step
-
-
-def _default_loss(out: Any) -> torch.Tensor:
-    if isinstance(out, torch.Tensor):
-        return out.float().mean()
-    if hasattr(out, "last_hidden_state"):
-        return out.last_hidden_state.float().mean()
-    if isinstance(out, (tuple, list)) and out and isinstance(out[0], torch.Tensor):
-        return out[0].float().mean()
-    raise TypeError("cannot make a loss from the model's output: pass loss_fn")
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def time_steps(step: Callable[[], Any], device: torch.device, iters: int) -> Timing:
-    """True step time, without any profiler: device events on CUDA, a synchronised perf_counter on CPU."""
-    samples = []
-    for _ in range(iters):
-        if device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            step()
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end) / 1e3)
-        else:
-            t0 = time.perf_counter()
-            step()
-            samples.append(time.perf_counter() - t0)
-    method = "CUDA events around each step" if device.type == "cuda" else "perf_counter around each step"
-    return Timing.from_samples(samples, f"{method}, no profiler; median of {iters} after warm-up")
-
-
-def profile_steps(step: Callable[[], Any], device: torch.device, iters: int, trace_path: Path,
-                  *, record_shapes: bool = True) -> Timing:
-    """Run 1 warm-up + ``iters`` active steps under torch.profiler and export the Chrome trace; returns the
-    profiled wall time of each active step (what a profiled run alone would report)."""
-    from torch.profiler import ProfilerActivity, profile, schedule
-
-    activities = [ProfilerActivity.CPU]
-    if device.type == "cuda":
-        activities.append(ProfilerActivity.CUDA)
-    samples: list[float] = []
-
-    def export(prof: Any) -> None:
-        prof.export_chrome_trace(str(trace_path))
-
-    with profile(activities=activities, schedule=schedule(wait=0, warmup=1, active=iters, repeat=1),
-                 on_trace_ready=export, record_shapes=record_shapes) as prof:
-        for i in range(1 + iters):
-            t0 = time.perf_counter()
-            step()
-            _sync(device)
-            if i >= 1:
-                samples.append(time.perf_counter() - t0)
-            prof.step()
-    return Timing.from_samples(samples, "perf_counter around each step under torch.profiler (synchronised)")
-
-
-def analyze_model(
-    model: torch.nn.Module,
-    inputs: tuple,
-    *,
-    device: str | torch.device | None = None,
-    ceilings: Ceilings | None = None,
-    backward: bool = False,
-    loss_fn: Callable[[Any], torch.Tensor] | None = None,
-    warmup: int = 2,
-    iters: int = 5,
-    workload: str = "",
-    trace_path: str | Path | None = None,
-    progress: Callable[[str], None] = _noop,
-) -> Report:
-    """Count every op once, time the same step under the profiler, join the two, place each op on the roofline."""
-    from roofline.capture.kineto import load_trace
-    from roofline.device import get_ceilings, resolve_device
-
-    dev = resolve_device(device)
-    if ceilings is None:
-        progress("measuring ceilings (cached after the first run)")
-        ceilings = get_ceilings(dev, progress=progress)
-    step = make_step(model, inputs, backward=backward, loss_fn=loss_fn)
-    progress(f"warm-up ({warmup} steps)")
-    for _ in range(warmup):
-        step()
-    _sync(dev)
-    progress(f"timing {iters} steps without the profiler")
-    true_time = time_steps(step, dev, iters)
-    progress("counting pass (every aten op, shapes, module, source line)")
-    recording = record_ops(step, root=model)
-    _sync(dev)
-    progress(f"timed pass ({iters} steps under torch.profiler)")
-    with tempfile.TemporaryDirectory(prefix="roofline-") as tmp:
-        raw = Path(trace_path) if trace_path is not None else Path(tmp) / "trace.json"
-        profiled = profile_steps(step, dev, iters, raw)
-        progress("joining counts with timings")
-        trace = load_trace(raw)
-    report = report_from_trace(trace, ceilings, recording, kind="analyze", workload=workload)
-    report.step_time = true_time
-    report.profiled_step_time = profiled
-    report.extra["backward"] = backward
-    return report
+        return getattr(live, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

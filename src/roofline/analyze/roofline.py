@@ -22,6 +22,7 @@ counting error): it is shown, never hidden.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 
@@ -101,9 +102,10 @@ def summarize(ops: list[OpRecord], *, timing_method: str = "", kernel_share: flo
     )
 
 
-def module_prefixes(module: str) -> list[str]:
+@functools.lru_cache(maxsize=65536)
+def module_prefixes(module: str) -> tuple[str, ...]:
     """'layers.3.mlp' -> ['layers', 'layers.3', 'layers.3.mlp'], so module totals roll up the tree."""
     if not module:
-        return ["(top level)"]
+        return ("(top level)",)
     parts = module.split(".")
-    return [".".join(parts[: i + 1]) for i in range(len(parts))]
+    return tuple(".".join(parts[: i + 1]) for i in range(len(parts)))

@@ -11,52 +11,19 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
 
 from roofline.count.counting import count_op, normalize_op_name, to_meta
-from roofline.count.registry import OpCost
-from roofline.count.meta import TensorMeta
+from roofline.capture.recording import OpRecording, RecordedOp, op_dtype  # noqa: F401 - re-exported
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _ROOFLINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # Built-in workloads and the case study are user code as far as source lines go.
 _ROOFLINE_USER_DIRS = tuple(_ROOFLINE_DIR + d + os.sep for d in ("models", "lab"))
-
-
-@dataclass
-class RecordedOp:
-    name: str
-    args: list[Any]
-    outputs: list[Any]
-    cost: OpCost
-    dtype: str
-    module: str
-    phase: str
-    source: str | None
-
-    @property
-    def input_tensors(self) -> list[TensorMeta]:
-        return [a for a in tree_flatten(self.args)[0] if isinstance(a, TensorMeta)]
-
-    @property
-    def output_tensors(self) -> list[TensorMeta]:
-        return [a for a in tree_flatten(self.outputs)[0] if isinstance(a, TensorMeta)]
-
-
-@dataclass
-class OpRecording:
-    ops: list[RecordedOp] = field(default_factory=list)
-    tf32_matmul: bool = False
-
-    @property
-    def names(self) -> frozenset[str]:
-        return frozenset(op.name for op in self.ops)
 
 
 def user_source(frame: FrameType | None) -> str | None:
@@ -81,18 +48,6 @@ def _short_path(filename: str) -> str:
         if idx >= 0:
             return filename[idx + len(marker):]
     return filename
-
-
-def op_dtype(args: list[Any], outputs: list[Any]) -> str:
-    """The dtype an op computes in: its first floating-point input, else its first output, else its first input."""
-    inputs = [a for a in tree_flatten(args)[0] if isinstance(a, TensorMeta)]
-    outs = [a for a in tree_flatten(outputs)[0] if isinstance(a, TensorMeta)]
-    for t in inputs:
-        if t.dtype.startswith(("float", "bfloat", "complex")):
-            return t.dtype
-    for t in outs + inputs:
-        return t.dtype
-    return ""
 
 
 class _Recorder(TorchDispatchMode):

@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from roofline.analyze.pipeline import analyze_model
+    from roofline.analyze.live import analyze_model
     from roofline.cli.targets import load_target
     from roofline.device import get_ceilings, resolve_device
     from roofline.render.console import render_report

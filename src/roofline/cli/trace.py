@@ -26,8 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def ceilings_for_trace(trace, ceilings_file: str | None):
-    from roofline.device import get_ceilings, load_ceilings
-    from roofline.device.ceilings import ceilings_for_device_name
+    from roofline.device.cache import ceilings_for_device_name, load_ceilings
 
     if ceilings_file:
         return load_ceilings(ceilings_file)
@@ -39,18 +38,22 @@ def ceilings_for_trace(trace, ceilings_file: str | None):
                 "and pass --ceilings FILE"
             )
         return found
+    from roofline.device.ceilings import get_ceilings
+
     ceilings = get_ceilings("cpu")
     ceilings.method = "the trace names no GPU: ceilings of this machine's CPU. " + ceilings.method
     return ceilings
 
 
 def analyze_trace_file(path: str | Path, ceilings_file: str | None = None):
-    from roofline.analyze.pipeline import report_from_trace
+    from roofline.analyze.pipeline import report_from_trace, run_doctor
     from roofline.capture.kineto import load_trace
 
     trace = load_trace(path)
-    report = report_from_trace(trace, ceilings_for_trace(trace, ceilings_file), kind="trace",
-                               workload=Path(path).name)
+    ceilings = ceilings_for_trace(trace, ceilings_file)
+    report = report_from_trace(trace, ceilings, kind="trace", workload=Path(path).name, diagnose=False)
+    del trace  # the doctor reads only the Report: free the parsed trace first (big traces)
+    run_doctor(report)
     return report
 
 
@@ -74,8 +77,10 @@ def run(args: argparse.Namespace) -> int:
     for path in args.paths:
         report = analyze_trace_file(path, args.ceilings)
         out = Path(args.output) if len(args.paths) == 1 else Path(args.output) / Path(path).name.split(".")[0]
-        written, _ = write_outputs(report, out, raw_trace=path, html=not args.no_html)
+        written, problems = write_outputs(report, out, raw_trace=path, html=not args.no_html)
         sys.stdout.write(render_report(report, top=args.top))
+        for problem in problems:
+            print(f"note: {problem}")
         sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.total_time_s, top=10))
         print("wrote " + ", ".join(str(p) for p in written))
     return 0

@@ -1,16 +1,20 @@
-"""Ceilings for a device: measured once, cached per device and torch version, beside the datasheet entry."""
+"""Ceilings for a device: measured once, cached per device and torch version (device/cache.py), beside the
+datasheet entry."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
-import json
-import os
-import re
-from pathlib import Path
 
 import torch
 
+from roofline.device.cache import (  # noqa: F401 - the cache half, re-exported for callers of this module
+    _slug,
+    cache_dir,
+    cache_path,
+    ceilings_for_device_name,
+    load_ceilings,
+    save_ceilings,
+)
 from roofline.device.datasheet import lookup_datasheet
 from roofline.device.measure import (
     Progress,
@@ -21,27 +25,7 @@ from roofline.device.measure import (
     supported_dtypes,
 )
 from roofline.device.resolve import device_name, resolve_device
-from roofline.errors import RooflineError
-from roofline.io import atomic_write_text
-from roofline.report import Ceilings, _build
-
-
-def cache_dir() -> Path:
-    """$ROOFLINE_CACHE_DIR, else $XDG_CACHE_HOME/roofline, else ~/.cache/roofline."""
-    if os.environ.get("ROOFLINE_CACHE_DIR"):
-        return Path(os.environ["ROOFLINE_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "roofline"
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-").lower()
-
-
-def cache_path(name: str, torch_version: str | None = None, quick: bool = False) -> Path:
-    version = torch_version or torch.__version__
-    suffix = "-quick" if quick else ""
-    return cache_dir() / f"ceilings-{_slug(name)}-torch{_slug(version)}{suffix}.json"
+from roofline.report import Ceilings
 
 
 def measure_ceilings(
@@ -92,53 +76,3 @@ def get_ceilings(
     return ceilings
 
 
-def save_ceilings(ceilings: Ceilings, path: str | os.PathLike[str]) -> Path:
-    return atomic_write_text(Path(path), json.dumps(dataclasses.asdict(ceilings), indent=1) + "\n")
-
-
-def load_ceilings(path: str | os.PathLike[str], *, missing_ok: bool = False) -> Ceilings | None:
-    """Ceilings from a JSON file (`roofline ceilings --json` output, or a report's `ceilings` block)."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        if missing_ok:
-            return None
-        raise RooflineError(f"ceilings file not found: {path}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        if missing_ok:
-            return None
-        raise RooflineError(f"cannot read ceilings file {path}: {exc}") from None
-    if isinstance(data, dict) and "ceilings" in data and "schema_version" in data:
-        data = data["ceilings"]
-    if not isinstance(data, dict) or "memory_bandwidth_bytes_per_s" not in data:
-        if missing_ok:
-            return None
-        raise RooflineError(f"{path} holds no ceilings (no memory_bandwidth_bytes_per_s field)")
-    try:
-        return _build(Ceilings, data)
-    except (TypeError, ValueError) as exc:
-        raise RooflineError(f"malformed ceilings file {path}: {exc}") from None
-
-
-def ceilings_for_device_name(name: str | None) -> Ceilings | None:
-    """Ceilings for a device seen only by name (e.g. in a trace): a measured cache entry, else the datasheet."""
-    if not name:
-        return None
-    for candidate in sorted(cache_dir().glob(f"ceilings-{_slug(name)}-torch*.json"), reverse=True):
-        cached = load_ceilings(candidate, missing_ok=True)
-        if cached is not None and not cached.source.endswith("(quick)"):
-            return cached
-    sheet = lookup_datasheet(name)
-    if sheet is None:
-        return None
-    return Ceilings(
-        device="cuda",
-        device_name=name,
-        memory_bandwidth_bytes_per_s=sheet.memory_bandwidth_bytes_per_s,
-        peak_flops_per_s=dict(sheet.peak_flops_per_s),
-        launch_overhead_s=5e-6,
-        datasheet=sheet,
-        source="datasheet",
-        method=f"datasheet peaks ({sheet.source}); launch overhead assumed 5 us (not measured on this GPU)",
-    )

@@ -12,6 +12,19 @@ from pathlib import Path
 
 from roofline.report import Report
 
+# Augmenting reads the whole trace as JSON objects (about 10x its size in memory): above this, say so and skip.
+AUGMENT_LIMIT_BYTES = 192 * 2**20
+
+
+def uncompressed_size(path: Path) -> int:
+    """A trace's JSON size; for .gz, the size gzip records in its trailer (modulo 4 GiB)."""
+    size = path.stat().st_size
+    if path.suffix == ".gz" and size >= 4:
+        with path.open("rb") as fh:
+            fh.seek(-4, os.SEEK_END)
+            return max(size, int.from_bytes(fh.read(4), "little"))
+    return size
+
 
 def write_outputs(report: Report, out_dir: str | os.PathLike[str], *, raw_trace: str | os.PathLike[str] | dict | None = None,
                   png: bool = True, html: bool = True) -> tuple[list[Path], list[str]]:
@@ -25,7 +38,11 @@ def write_outputs(report: Report, out_dir: str | os.PathLike[str], *, raw_trace:
     if raw_trace is not None:
         from roofline.render.trace_augment import write_augmented_trace
 
-        written.append(write_augmented_trace(raw_trace, report, out / "trace.json.gz"))
+        if isinstance(raw_trace, dict) or uncompressed_size(Path(raw_trace)) <= AUGMENT_LIMIT_BYTES:
+            written.append(write_augmented_trace(raw_trace, report, out / "trace.json.gz"))
+        else:
+            problems.append(f"trace.json.gz not written: the trace is over {AUGMENT_LIMIT_BYTES >> 20} MiB of JSON; "
+                            "open the original in Perfetto, the report carries the per-op figures")
     if html:
         from roofline.io import atomic_write_text
         from roofline.render.html import render_html

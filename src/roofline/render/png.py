@@ -23,6 +23,7 @@ from roofline.report import Report  # noqa: E402
 
 COLORS = {"compute": "#d62728", "memory": "#1f77b4", "launch": "#7f7f7f", "unmodeled": "#bcbd22"}
 DTYPE_STYLES = ["-", "--", "-.", ":"]
+MAX_POINTS = 3000
 
 
 def render_png(report: Report, *, top_labels: int = 8, title: str | None = None) -> bytes:
@@ -50,14 +51,16 @@ def render_png(report: Report, *, top_labels: int = 8, title: str | None = None)
         ax.scatter([ridge], [peak], marker="D", color="black", s=30, zorder=5)
     ax.plot([], [], color="white", label=f"memory roof {bw / 1e9:.4g} GB/s ({c.source})")
 
+    merged_note = ""
     for bound, color in COLORS.items():
         group = [op for op in points if op.bound == bound]
         if not group:
             continue
+        xs, ys, times = _points(group)
+        if len(xs) < len(group):
+            merged_note = " Calls that land on the same spot (0.01 decade) are drawn as one point with their summed time."
         ax.scatter(
-            [op.arithmetic_intensity for op in group],
-            [op.achieved_flops_per_s for op in group],
-            s=[20 + 600 * op.time_s / total for op in group],
+            xs, ys, s=[20 + 600 * t / total for t in times],
             color=color, alpha=0.65, edgecolors="white", linewidths=0.5,
             label=f"{bound}-bound ({fmt_pct(sum(op.time_s for op in group) / total)} of time)",
         )
@@ -82,13 +85,28 @@ def render_png(report: Report, *, top_labels: int = 8, title: str | None = None)
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=7, loc="lower right")
     caption = (f"{len(points)} ops with FLOPs plotted, sized by share of time; {skipped} ops without FLOPs "
-               f"(copies, casts, views) not plottable on a FLOP/s axis. Roofs: {c.method[:120] or c.source}")
+               f"(copies, casts, views) not plottable on a FLOP/s axis.{merged_note} Roofs: {c.method[:120] or c.source}")
     fig.text(0.01, 0.005, caption, fontsize=6, wrap=True)
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.subplots_adjust(left=0.08, right=0.98, top=0.94, bottom=0.12)
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     plt.close(fig)
     return buf.getvalue()
+
+
+def _points(ops: list) -> tuple[list[float], list[float], list[float]]:
+    """(intensity, FLOP/s, time) per point; above a few thousand calls, calls that share a spot (to 0.01 decade)
+    merge into one point carrying their summed time, so a report of 100,000+ ops still draws in a second."""
+    if len(ops) <= MAX_POINTS:
+        return ([op.arithmetic_intensity for op in ops], [op.achieved_flops_per_s for op in ops],
+                [op.time_s for op in ops])
+    spots: dict[tuple[int, int], list[float]] = {}
+    for op in ops:
+        key = (round(100 * math.log10(op.arithmetic_intensity)), round(100 * math.log10(op.achieved_flops_per_s)))
+        spot = spots.setdefault(key, [op.arithmetic_intensity, op.achieved_flops_per_s, 0.0])
+        spot[2] += op.time_s
+    xs, ys, ts = zip(*spots.values())
+    return list(xs), list(ys), list(ts)
 
 
 def plot_roofline(report: Report, path: str | os.PathLike[str] = "roofline.png", **kwargs) -> Path:

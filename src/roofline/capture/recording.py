@@ -1,0 +1,64 @@
+"""What the counting pass records, as plain data that needs no torch (the trace path reads it too)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from roofline.count.meta import TensorMeta
+from roofline.count.registry import OpCost
+
+
+@dataclass
+class RecordedOp:
+    name: str
+    args: list[Any]
+    outputs: list[Any]
+    cost: OpCost
+    dtype: str
+    module: str
+    phase: str
+    source: str | None
+
+    @property
+    def input_tensors(self) -> list[TensorMeta]:
+        return _flat_metas(self.args)
+
+    @property
+    def output_tensors(self) -> list[TensorMeta]:
+        return _flat_metas(self.outputs)
+
+
+@dataclass
+class OpRecording:
+    ops: list[RecordedOp] = field(default_factory=list)
+    tf32_matmul: bool = False
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(op.name for op in self.ops)
+
+
+def op_dtype(args: list[Any], outputs: list[Any]) -> str:
+    """The dtype an op computes in: its first floating-point input, else its first output, else its first input."""
+    inputs = _flat_metas(args)
+    for t in inputs:
+        if t.dtype.startswith(("float", "bfloat", "complex")):
+            return t.dtype
+    for t in _flat_metas(outputs) + inputs:
+        return t.dtype
+    return ""
+
+
+def _flat_metas(obj: Any) -> list[TensorMeta]:
+    out: list[TensorMeta] = []
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, TensorMeta):
+            out.append(item)
+        elif isinstance(item, (list, tuple)):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+    return out

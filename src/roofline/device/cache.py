@@ -1,0 +1,92 @@
+"""The ceilings cache (per device and torch version, in the user's cache directory) and ceilings by GPU name.
+
+Needs no torch: `roofline trace` reads ceilings for a GPU it only knows by name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import msgspec
+
+from roofline.device.datasheet import lookup_datasheet
+from roofline.errors import RooflineError
+from roofline.io import atomic_write_text
+from roofline.report import Ceilings, _build
+
+
+def cache_dir() -> Path:
+    """$ROOFLINE_CACHE_DIR, else $XDG_CACHE_HOME/roofline, else ~/.cache/roofline."""
+    if os.environ.get("ROOFLINE_CACHE_DIR"):
+        return Path(os.environ["ROOFLINE_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "roofline"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-").lower()
+
+
+def cache_path(name: str, torch_version: str | None = None, quick: bool = False) -> Path:
+    if torch_version is None:
+        import torch
+
+        torch_version = str(torch.__version__)
+    version = torch_version
+    suffix = "-quick" if quick else ""
+    return cache_dir() / f"ceilings-{_slug(name)}-torch{_slug(version)}{suffix}.json"
+
+
+def save_ceilings(ceilings: Ceilings, path: str | os.PathLike[str]) -> Path:
+    return atomic_write_text(Path(path), msgspec.json.format(msgspec.json.encode(ceilings), indent=1).decode() + "\n")
+
+
+def load_ceilings(path: str | os.PathLike[str], *, missing_ok: bool = False) -> Ceilings | None:
+    """Ceilings from a JSON file (`roofline ceilings --json` output, or a report's `ceilings` block)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        if missing_ok:
+            return None
+        raise RooflineError(f"ceilings file not found: {path}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        if missing_ok:
+            return None
+        raise RooflineError(f"cannot read ceilings file {path}: {exc}") from None
+    if isinstance(data, dict) and "ceilings" in data and "schema_version" in data:
+        data = data["ceilings"]
+    if not isinstance(data, dict) or "memory_bandwidth_bytes_per_s" not in data:
+        if missing_ok:
+            return None
+        raise RooflineError(f"{path} holds no ceilings (no memory_bandwidth_bytes_per_s field)")
+    try:
+        return _build(Ceilings, data)
+    except (TypeError, ValueError) as exc:
+        raise RooflineError(f"malformed ceilings file {path}: {exc}") from None
+
+
+def ceilings_for_device_name(name: str | None) -> Ceilings | None:
+    """Ceilings for a device seen only by name (e.g. in a trace): a measured cache entry, else the datasheet."""
+    if not name:
+        return None
+    for candidate in sorted(cache_dir().glob(f"ceilings-{_slug(name)}-torch*.json"), reverse=True):
+        cached = load_ceilings(candidate, missing_ok=True)
+        if cached is not None and not cached.source.endswith("(quick)"):
+            return cached
+    sheet = lookup_datasheet(name)
+    if sheet is None:
+        return None
+    return Ceilings(
+        device="cuda",
+        device_name=name,
+        memory_bandwidth_bytes_per_s=sheet.memory_bandwidth_bytes_per_s,
+        peak_flops_per_s=dict(sheet.peak_flops_per_s),
+        launch_overhead_s=5e-6,
+        datasheet=sheet,
+        source="datasheet",
+        method=f"datasheet peaks ({sheet.source}); launch overhead assumed 5 us (not measured on this GPU)",
+    )
