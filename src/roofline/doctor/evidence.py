@@ -6,6 +6,7 @@ Op names arrive spelled several ways ('aten::add_', 'aten.add.Tensor', 'add'); d
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -58,6 +59,7 @@ SYNC_KINDS = frozenset({"_local_scalar_dense", "item", "nonzero", "masked_select
                         "unique_consecutive", "is_nonzero", "equal", "tolist", "nonzero_static_sync", "repeat_interleave"})
 
 
+@functools.lru_cache(maxsize=4096)
 def op_kind(name: str) -> str:
     """'aten::add_' / 'aten.add_.Tensor' / 'add' -> 'add'; in-place and overload spellings fold together."""
     base = name.strip()
@@ -73,6 +75,7 @@ def op_kind(name: str) -> str:
     return base
 
 
+@functools.lru_cache(maxsize=256)
 def norm_dtype(dtype: str | None) -> str:
     if not dtype:
         return ""
@@ -109,14 +112,14 @@ def output_dtype(op: OpRecord) -> str:
 
 
 def tensor_inputs(op: OpRecord) -> list[tuple[list[int], str, list[int]]]:
-    """(shape, dtype, strides) for each input that is a tensor of at least one dimension."""
-    found = []
-    for i, shape in enumerate(op.input_shapes):
-        if not isinstance(shape, (list, tuple)) or len(shape) == 0:
-            continue
-        strides = op.input_strides[i] if i < len(op.input_strides) else []
-        found.append((list(shape), input_dtype(op, i), list(strides or [])))
-    return found
+    """(shape, dtype, strides) for each input that is a tensor of at least one dimension (read-only lists)."""
+    dtypes, strides = op.input_dtypes, op.input_strides
+    nd, ns = len(dtypes), len(strides)
+    return [
+        (shape, norm_dtype(dtypes[i]) if i < nd else "", (strides[i] or []) if i < ns else [])
+        for i, shape in enumerate(op.input_shapes)
+        if shape and isinstance(shape, (list, tuple))
+    ]
 
 
 def is_floating(dtype: str) -> bool:
@@ -261,12 +264,26 @@ def top_locations(ops: Iterable[OpRecord], limit: int = 5) -> list[str]:
 def ordered_ops(report: Report) -> list[OpRecord]:
     """The ops in the order they ran (step, then start time or recorded index)."""
     indexed = any(op.index for op in report.ops)
+    if _already_ordered(report.ops, indexed):
+        return list(report.ops)
 
     def key(pair: tuple[int, OpRecord]) -> tuple[int, int]:
         pos, op = pair
         return (op.step if op.step is not None else -1, op.index if indexed else pos)
 
     return [op for _, op in sorted(enumerate(report.ops), key=key)]
+
+
+def _already_ordered(ops: list[OpRecord], indexed: bool) -> bool:
+    """Reports are usually built in run order; checking that is one cheap pass instead of a sort."""
+    prev_step, prev_pos = -2, -1
+    for pos, op in enumerate(ops):
+        step = op.step if op.step is not None else -1
+        here = op.index if indexed else pos
+        if step < prev_step or (step == prev_step and here < prev_pos):
+            return False
+        prev_step, prev_pos = step, here
+    return True
 
 
 def step_count(report: Report, ops: Iterable[OpRecord] | None = None) -> int:

@@ -25,7 +25,18 @@ def _fusible(op: OpRecord) -> bool:
     return (kind in ELEMENTWISE_KINDS or kind in NORM_KINDS) and op.bound != "compute"
 
 
+_OUT_SHAPES: dict[int, tuple[int, ...] | None] = {}
+
+
 def _out_shape(op: OpRecord) -> tuple[int, ...] | None:
+    """The first output's shape (memoised for the duration of one check: chains ask for it repeatedly)."""
+    key = id(op)
+    if key not in _OUT_SHAPES:
+        _OUT_SHAPES[key] = _compute_out_shape(op)
+    return _OUT_SHAPES[key]
+
+
+def _compute_out_shape(op: OpRecord) -> tuple[int, ...] | None:
     """The first output's shape; traces record none, so an elementwise op's is its largest input's."""
     if op.output_shapes and op.output_shapes[0]:
         return tuple(op.output_shapes[0])
@@ -35,11 +46,10 @@ def _out_shape(op: OpRecord) -> tuple[int, ...] | None:
     return None
 
 
-def _depends(op: OpRecord, chain: list[OpRecord]) -> bool:
+def _depends(op: OpRecord, chain: list[OpRecord], produced: set[tuple[int, ...]]) -> bool:
     """Whether op reads what the chain produced: a matching shape, or it directly follows an op of unknown output."""
     if _out_shape(chain[-1]) is None:
         return True
-    produced = {_out_shape(c) for c in chain} - {None}
     return any(tuple(shape) in produced for shape, _, _ in tensor_inputs(op))
 
 
@@ -47,18 +57,22 @@ def find_chains(report: Report) -> list[list[OpRecord]]:
     chains: list[list[OpRecord]] = []
     chain: list[OpRecord] = []
     step = None
+    produced: set[tuple[int, ...]] = set()
     for op in ordered_ops(report):
         kind = op_kind(op.name)
         if op.step != step:
             chains.append(chain)
-            chain, step = [], op.step
+            chain, step, produced = [], op.step, set()
         if kind in VIEW_KINDS:
             continue
-        if _fusible(op) and chain and _depends(op, chain):
+        if _fusible(op) and chain and _depends(op, chain, produced):
             chain.append(op)
         else:
             chains.append(chain)
-            chain = [op] if _fusible(op) else []
+            chain, produced = ([op] if _fusible(op) else []), set()
+        out = _out_shape(op) if chain and chain[-1] is op else None
+        if out is not None:
+            produced.add(out)
     chains.append(chain)
     return [c for c in chains if len(c) >= MIN_CHAIN]
 
@@ -81,6 +95,14 @@ def fused_bytes(chain: list[OpRecord]) -> float:
 
 @register(RULE, "unfused chains of memory-bound elementwise/norm ops")
 def check(report: Report) -> list[Finding]:
+    _OUT_SHAPES.clear()
+    try:
+        return _check(report)
+    finally:
+        _OUT_SHAPES.clear()
+
+
+def _check(report: Report) -> list[Finding]:
     bandwidth = report.ceilings.memory_bandwidth_bytes_per_s
     groups: dict[tuple[str, tuple[str, ...]], list[list[OpRecord]]] = defaultdict(list)
     for chain in find_chains(report):
