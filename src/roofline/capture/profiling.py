@@ -22,6 +22,7 @@ the CLI do): then nothing is profiled before the true steps are timed.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import shutil
@@ -338,7 +339,7 @@ class ProfilingContext:
             "steps_seen": self.steps_done,
             "whole_block": self.whole_block,
             "device": str(self.device),
-            "syncs_from_trace": [s.__dict__ for s in _trace_syncs(trace)],
+            "syncs_from_trace": [dataclasses.asdict(s) for s in _trace_syncs(trace)],
             "error": f"{type(self.error).__name__}: {self.error}" if self.error is not None else None,
         }
         report.extra["chrome_trace"] = str(self.trace_path)
