@@ -36,7 +36,9 @@ def padded_positions(input_pos: torch.Tensor, pad: torch.Tensor) -> torch.Tensor
     return (input_pos[None, :] - pad[:, None]).clamp(min=0)
 
 
-def decode_one_token(model: Transformer, token: torch.Tensor, input_pos: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+def decode_one_token(
+    model: Transformer, token: torch.Tensor, input_pos: torch.Tensor, pad: torch.Tensor
+) -> torch.Tensor:
     """One cached decode step, (batch, 1) -> next token (batch,): every shape fixed, so it compiles to one graph."""
     mask = padded_causal_mask(input_pos, pad, model.max_seq)
     logits = model(token, input_pos, positions=padded_positions(input_pos, pad), mask=mask)
@@ -46,9 +48,18 @@ def decode_one_token(model: Transformer, token: torch.Tensor, input_pos: torch.T
 def left_pad(prompts: list[list[int]], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """Token ids (batch, longest) with shorter prompts padded on the left, and each row's padding length."""
     longest = max(len(p) for p in prompts)
-    rows = [[pad_id] * (longest - len(p)) + list(p) for p in prompts]
-    pad = [longest - len(p) for p in prompts]
-    return torch.tensor(rows, device=device), torch.tensor(pad, device=device)
+    rows = torch.tensor([[pad_id] * (longest - len(p)) + list(p) for p in prompts])
+    pad = torch.tensor([longest - len(p) for p in prompts])
+    return _to_device(rows, device), _to_device(pad, device)
+
+
+def _to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A copy from pinned memory, so the host does not wait for the device queue (a pageable copy does)."""
+    if device.type == "cpu":
+        return tensor
+    if device.type != "cuda":
+        return tensor.to(device)
+    return tensor.pin_memory().to(device, non_blocking=True)
 
 
 def prepare(model: Transformer, prompts: list[list[int]], max_new_tokens: int, fixes: Fixes) -> None:

@@ -140,7 +140,8 @@ def lab_markdown(result: LabResult) -> str:
         "",
         f"Timing: {result.timing_method}; {plan.reps} timed run(s) per stage, median. tokens/s counts every "
         "generated token of every prompt; ms/token = 1000 / tokens/s. Syncs: roofline's SyncDetector over one "
-        f"run of the loop, tokens left on the device (the one final copy to the host not counted){' (on CPU: calls that would synchronise on a GPU)' if result.device == 'cpu' else ''}. "
+        "run of the loop, tokens left on the device (the one final copy to the host not counted)"
+        f"{' (on CPU: calls that would synchronise on a GPU)' if result.device == 'cpu' else ''}. "
         f"Bytes: {result.bytes_method}. % of memory roof = bytes/token x tokens/s / measured bandwidth.",
     ]
     if result.peak is not None:

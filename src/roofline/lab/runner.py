@@ -5,9 +5,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -91,8 +92,8 @@ class LabResult:
 def make_plan(model: str, device: torch.device, quick: bool) -> LabPlan:
     if device.type == "cuda":
         if quick:
-            return LabPlan(4, 24, 32, 1, 1, True, [1, 16], 128, 32)
-        return LabPlan(8, 24, 40, 3, 1, True, [1, 4, 16, 64, 256], 256, 64)
+            return LabPlan(4, 24, 32, 1, 0, True, [1, 16], 128, 32)
+        return LabPlan(8, 24, 32, 3, 0, True, [1, 4, 16, 64, 256], 256, 64)
     if quick:
         return LabPlan(
             3, 12, 8, 3, 0, False, [1, 4, 16], 16, 8, config_overrides={"n_layers": 2, "vocab_size": 8192},
@@ -129,6 +130,36 @@ def run_lab(options: LabOptions, progress: Progress = lambda _: None) -> LabResu
 
     progress(f"building {options.model} ({dtype}) on {device} with random weights")
     model = build_llama(config, dtype=dtype, device=device)
+    # One KV cache for the whole lab, so the compiled decode step never sees its buffers replaced.
+    model.setup_caches(max([plan.prompts, *plan.sweep_batches]),
+                       max(plan.prompt_words + plan.max_new_tokens, plan.sweep_context + plan.sweep_steps + 8))
+    with _compile_settings(plan.compile):
+        return _run_stages(options, plan, config, dtype, device, model, corpus, word_prompts, prompts, eos_id,
+                           ceilings, progress)
+
+
+@contextlib.contextmanager
+def _compile_settings(enabled: bool) -> Iterator[None]:
+    """A fresh Dynamo cache, and room for the decode step's recompiles (one per batch shape, a few models)."""
+    if not enabled:
+        yield
+        return
+    config = torch._dynamo.config
+    names = [n for n in ("recompile_limit", "cache_size_limit") if hasattr(config, n)]
+    saved = {n: getattr(config, n) for n in names}
+    torch._dynamo.reset()
+    try:
+        for name in names:
+            setattr(config, name, max(saved[name], 64))
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(config, name, value)
+
+
+def _run_stages(options: LabOptions, plan: LabPlan, config: LlamaConfig, dtype: torch.dtype,
+                device: torch.device, model: Transformer, corpus: Any, word_prompts: list[list[int]],
+                prompts: list[list[int]], eos_id: int, ceilings: Ceilings, progress: Progress) -> LabResult:
     eager = decode_one_token
     compiled_step = bench.compile_decode(device) if plan.compile else None
 
@@ -172,8 +203,13 @@ def run_lab(options: LabOptions, progress: Progress = lambda _: None) -> LabResu
 
     naive_report = fixed_report = None
     if options.doctor and options.model not in FIXED_ONLY:
-        naive_report, fixed_report = _doctor_runs(model, config, dtype, device, prompts, eos_id, plan, ceilings,
-                                                  progress)
+        try:
+            naive_report, fixed_report = _doctor_runs(model, config, dtype, device, prompts, eos_id, plan,
+                                                      ceilings, progress)
+        except Exception as exc:  # noqa: BLE001 - the measured stages are still worth writing out
+            message = f"doctor run failed: {type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+            progress(message)
+            notes.append(message)
 
     return LabResult(
         model=options.model,

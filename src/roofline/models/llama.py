@@ -179,9 +179,10 @@ class Transformer(nn.Module):
         """Allocate a KV cache per layer (model dtype, model device) and the causal mask over its slots."""
         dtype, device = self.output.weight.dtype, self.output.weight.device
         self.max_batch, self.max_seq = max_batch, max_seq
+        shape = (max_batch, max_seq, self.config.n_kv_heads, self.config.head_dim)
         with torch.device(device):
             for layer in self.layers:
-                layer.attention.kv_cache = KVCache(max_batch, max_seq, self.config.n_kv_heads, self.config.head_dim, dtype)
+                layer.attention.kv_cache = KVCache(*shape, dtype)
         self.causal_mask = torch.tril(torch.ones(max_seq, max_seq, dtype=torch.bool, device=device))
 
     def forward(
