@@ -5,7 +5,8 @@ lands under OUT/<stage>/ with its log, and the whole folder is packed into OUT/<
 back at most 8 files). The last lines printed are a short table of what each stage did.
 
     PYTHONPATH=src python3 benchmarks/gpu_suite.py analyze  $OUT     # ceilings, analyze, doctor, harness, cuda tests
-    PYTHONPATH=src python3 benchmarks/gpu_suite.py lab      $OUT     # the case study and the 2-GPU DDP run
+    PYTHONPATH=src python3 benchmarks/gpu_suite.py lab      $OUT     # the case study (llama-tiny, -1b, -8b)
+    PYTHONPATH=src python3 benchmarks/gpu_suite.py ddp      $OUT     # ceilings again, the 2-GPU DDP run
 """
 
 from __future__ import annotations
@@ -46,10 +47,16 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
             ("cuda_tests", [PY, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider", "tests"], 300),
         ]
     if suite == "lab":
+        data = os.environ.get("ROOFLINE_DATA", ".data/wikitext-2")
         return [
             ("env", ["nvidia-smi"], 30),
-            ("lab_gpu", [PY, "benchmarks/lab_gpu.py", str(out / "lab")], 560),
-            ("ddp_gpu", [PY, "benchmarks/ddp_gpu.py", str(out / "ddp")], 300),
+            ("lab_gpu", [PY, "benchmarks/lab_gpu.py", "-o", str(out / "lab"), "--data", data], 560),
+        ]
+    if suite == "ddp":
+        return [
+            ("env", ["nvidia-smi"], 30),
+            ("ceilings", RL + ["ceilings", "--device", "cuda", "--remeasure", "--json", str(out / "ceilings_h200.json")], 120),
+            ("ddp_gpu", [PY, "benchmarks/ddp_gpu.py", str(out / "ddp"), "--timeout", "150"], 480),
         ]
     raise SystemExit(f"unknown suite {suite!r}: analyze or lab")
 

@@ -101,6 +101,8 @@ def measure_peak_bandwidth(
         "copy": (lambda: dst.copy_(src), 2 * nbytes),
         "read": (lambda: torch.sum(src), nbytes),
         "write": (lambda: dst.fill_(1.5), nbytes),
+        "write-bytes": (lambda: dst.view(torch.uint8).fill_(7), nbytes),
+        "zero": (lambda: dst.zero_(), nbytes),
     }
     triton_note = ""
     if dev.type == "cuda":
@@ -120,7 +122,7 @@ def measure_peak_bandwidth(
     timer = "CUDA events" if dev.type == "cuda" else "synchronised perf_counter"
     method = (
         f"fp32 buffers of {nbytes / 2**20:.0f} MiB ({nbytes / last_level_cache_bytes(dev):.0f}x the last-level cache), "
-        f"random data; copy counts read+write bytes, sum read bytes, fill written bytes; {timer}, median of "
+        f"random data; copy counts read+write bytes, sum read bytes, fill (fp32 and bytewise) and zero_ written bytes; {timer}, median of "
         f"{repeats} after warm-up; the best kernel is the memory roof{triton_note}"
     )
     best = max(rates.values())
