@@ -325,15 +325,16 @@ class ProfilingContext:
                 "nothing was profiled: call step() after each step, enough times for the schedule "
                 f"({self.total_steps}), or use ProfilingContext(whole_block=True) to profile a block without steps"
             )
-        from roofline.analyze.pipeline import report_from_trace
+        from roofline.analyze.pipeline import report_from_trace, run_doctor
         from roofline.capture.kineto import load_trace
         from roofline.capture.memory import memory_from_trace
 
         ceilings = ceilings or self.ceilings or _default_ceilings(self.device)
         trace = load_trace(self.trace_path)
-        report = report_from_trace(trace, ceilings, None, kind="profile", workload=self.workload)
+        report = report_from_trace(trace, ceilings, None, kind="profile", workload=self.workload, diagnose=False)
         report.memory = memory_from_trace(trace, reference_peak_bytes=self.reference_peak_bytes)
         self._fill_timing_and_syncs(report)
+        run_doctor(report)
         report.extra["profile"] = {
             "schedule": {"wait": self.wait, "timed": self.timed, "warmup": self.warmup, "active": self.active},
             "steps_seen": self.steps_done,
