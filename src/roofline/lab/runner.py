@@ -201,6 +201,10 @@ def _run_stages(options: LabOptions, plan: LabPlan, config: LlamaConfig, dtype: 
                               steps=plan.sweep_steps, warmup=plan.warmup + 2, compiled=compiled_step is not None,
                               progress=progress)
 
+    shares = [r.memory_roof_share or 0.0 for r in results] + [peak.share_of_memory_roof]
+    if max(shares) > 1.0:
+        notes.append("a share of the memory roof above 100% means the bytes were served from caches, not DRAM: "
+                     "the weights of this model fit in the last-level cache, so the DRAM roof does not bind")
     naive_report = fixed_report = None
     if options.doctor and options.model not in FIXED_ONLY:
         try:
