@@ -26,7 +26,7 @@ def register(subparsers: Any) -> None:
         description=(
             "Diagnose a built-in --model, a SCRIPT (run unchanged under the profiling harness, as `roofline "
             "profile`), a saved roofline report (report.json[.gz]) or a torch.profiler trace (.json[.gz]). "
-            "Prints the findings ranked by estimated saving; with -o DIR writes DIR/report.json with them."
+            "Prints the findings ranked by estimated saving; with -o DIR writes DIR/report.json with them (and roofline.png, report.html)."
         ),
     )
     parser.add_argument("target", nargs="?", help="SCRIPT.py, report.json[.gz] or a torch.profiler trace .json[.gz]")
@@ -46,7 +46,7 @@ def register(subparsers: Any) -> None:
         parser.add_argument("--dtype", default="float32")
         parser.add_argument("--device")
         parser.add_argument("--backward", action="store_true")
-    parser.add_argument("-o", "--output", default=None, help="write DIR/report.json with the findings")
+    parser.add_argument("-o", "--output", default=None, help="write DIR/report.json (with the findings), roofline.png and report.html")
     parser.set_defaults(func=run, parser=parser)
 
 
@@ -78,8 +78,10 @@ def run(args: argparse.Namespace) -> int:
     report.findings = diagnose(report, rules=rules)
     sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.total_time_s or None, top=args.top))
     if args.output:
-        path = report.save(Path(args.output) / "report.json")
-        print(f"wrote {path}", file=sys.stderr)
+        from roofline.render.outputs import write_outputs
+
+        written, _ = write_outputs(report, args.output)
+        print("wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
     if args.fail_on:
         worst = SEVERITIES.index(args.fail_on)
         if any(SEVERITIES.index(f.severity) >= worst for f in report.findings if f.severity in SEVERITIES):

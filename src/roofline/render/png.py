@@ -28,7 +28,9 @@ MAX_POINTS = 3000
 
 def render_png(report: Report, *, top_labels: int = 8, title: str | None = None) -> bytes:
     c = report.ceilings
-    points = [op for op in report.ops if op.flops > 0 and op.bytes > 0 and op.time_s > 0]
+    points = [op for op in report.ops
+              if op.flops > 0 and op.bytes > 0 and op.time_s > 0 and op.arithmetic_intensity > 0
+              and op.achieved_flops_per_s > 0 and math.isfinite(op.arithmetic_intensity)]
     skipped = len(report.ops) - len(points)
     total = sum(op.time_s for op in report.ops) or 1.0
 

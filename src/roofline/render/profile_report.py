@@ -30,13 +30,21 @@ class ProfileReport:
         self.trace = trace if trace is not None else report.extra.get("chrome_trace")
 
     def generate(self, out_dir: str | os.PathLike[str], console: Any = None) -> dict[str, Path]:
-        """Write report.json and trace.json.gz into ``out_dir`` and print the text report.
+        """Write report.json, trace.json.gz (with each op's roofline figures in its args), roofline.png and
+        report.html into ``out_dir``, and print the text report.
 
         ``console``: a rich Console, a text stream, or False for no printing (default: stdout).
         """
+        from roofline.io import atomic_write_text
+        from roofline.render.html import render_html
+        from roofline.render.png import plot_roofline
+        from roofline.render.trace_augment import augment_trace
+
         out = Path(out_dir)
         written = {"report": self.report.save(out / "report.json")}
-        written["trace"] = write_chrome_trace(self._chrome_trace(), out / "trace.json.gz")
+        written["trace"] = write_chrome_trace(augment_trace(self._chrome_trace(), self.report), out / "trace.json.gz")
+        written["roofline"] = plot_roofline(self.report, out / "roofline.png")
+        written["html"] = atomic_write_text(out / "report.html", render_html(self.report))
         if console is not False:
             self.print(console)
         return written

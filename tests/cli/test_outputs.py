@@ -1,0 +1,41 @@
+"""Every report-producing command writes the same set of files next to report.json."""
+
+import gzip
+import json
+
+import pytest
+
+from roofline.cli import main
+from roofline.render.chrome_trace import validate_chrome_trace
+
+from conftest import H200
+
+EXPECTED = {"report.json", "roofline.png", "report.html", "trace.json.gz"}
+
+
+def _written(directory) -> set[str]:
+    return {p.name for p in directory.iterdir()}
+
+
+def test_trace_writes_report_png_html_and_an_augmented_trace(tmp_path, capsys):
+    assert main(["trace", str(H200 / "bad_syncs_fwd_fp32.json.gz"), "-o", str(tmp_path)]) == 0
+    assert _written(tmp_path) == EXPECTED
+    trace = json.loads(gzip.decompress((tmp_path / "trace.json.gz").read_bytes()))
+    assert any("roofline.flops" in e.get("args", {}) for e in trace["traceEvents"] if isinstance(e, dict))
+    html = (tmp_path / "report.html").read_text()
+    assert "<html" in html.lower() and "http://" not in html.split("</head>")[0].lower().replace("http://www.w3.org", "")
+
+
+def test_doctor_writes_report_png_and_html(tmp_path, capsys):
+    assert main(["doctor", str(H200 / "resnet50_fwd_fp32_b32.json.gz"), "-o", str(tmp_path)]) == 0
+    assert {"report.json", "roofline.png", "report.html"} <= _written(tmp_path)
+    findings = json.loads((tmp_path / "report.json").read_text())["findings"]
+    assert any(f["rule"] == "tf32-off" for f in findings)
+
+
+@pytest.mark.slow
+def test_profile_writes_report_png_html_and_a_valid_trace(tmp_path, capsys):
+    assert main(["profile", "--model", "bad-syncs", "--device", "cpu", "-o", str(tmp_path)]) == 0
+    assert _written(tmp_path) >= EXPECTED
+    trace = json.loads(gzip.decompress((tmp_path / "trace.json.gz").read_bytes()))
+    assert validate_chrome_trace(trace) == []
