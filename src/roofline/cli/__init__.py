@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -34,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Kineto logs profiler start/stop and, on a CUDA build without a GPU, a device-count error to stderr;
+    # none of it is for the user. Must be set before torch loads Kineto.
+    os.environ.setdefault("KINETO_LOG_LEVEL", "5")
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

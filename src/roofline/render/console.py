@@ -63,7 +63,7 @@ def ops_table(report: Report, top: int = 15) -> Table:
         ("FLOP", "right"), ("bytes", "right"), ("FLOP/B", "right"), ("achieved", "right"),
         ("% of roof", "right"), ("bound", "left"), ("source", "left"),
     ):
-        table.add_column(col, justify=justify, overflow="fold")
+        table.add_column(col, justify=justify, overflow="fold", no_wrap=col in ("source", "op"))
     for op in ops:
         style = BOUND_STYLE.get(op.bound, "")
         flag = " (above roof!)" if op.above_roof else ""
@@ -79,9 +79,18 @@ def ops_table(report: Report, top: int = 15) -> Table:
             fmt_rate(op.achieved_flops_per_s, "FLOP/s") if op.flops else fmt_rate(op.achieved_bytes_per_s, "B/s"),
             fmt_pct(op.efficiency) + flag if op.modeled else "-",
             f"[{style}]{op.bound}[/{style}]" if style else op.bound,
-            op.source or "-",
+            _short_source(op.source),
         )
     return table
+
+
+def _short_source(source: str | None) -> str:
+    """The last two path parts and the line: enough to find it, short enough for a table cell."""
+    if not source:
+        return "-"
+    path, _, line = source.rpartition(":")
+    parts = path.replace("\\", "/").split("/")
+    return "/".join(parts[-2:]) + (f":{line}" if line else "")
 
 
 def summary_table(report: Report) -> Table:
