@@ -275,7 +275,7 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data; non-finite floats become None (JSON has no NaN or Infinity)."""
-        return _finite(msgspec.to_builtins(self))
+        return finite_for_json(msgspec.to_builtins(self))
 
     def to_json(self, indent: int | None = None) -> str:
         """JSON text; non-finite floats become null. msgspec encodes dataclasses directly, which keeps a
@@ -338,13 +338,14 @@ class Report:
         return pd.DataFrame(msgspec.to_builtins(self.ops))
 
 
-def _finite(obj: Any) -> Any:
+def finite_for_json(obj: Any) -> Any:
+    """Plain data with non-finite floats replaced by None (JSON has no NaN or Infinity)."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
+        return {k: finite_for_json(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
+        return [finite_for_json(v) for v in obj]
     return obj
 
 

@@ -21,12 +21,11 @@ from roofline.analyze.join import (
     subtree,
 )
 from roofline.analyze.roofline import place_op, summarize
-from roofline.capture.recording import OpRecording, RecordedOp, op_dtype
+from roofline.capture.recording import OpRecording, RecordedOp, flat_metas, op_dtype
 from roofline.capture.trace_model import CpuOp, Trace
 from roofline.count.counting import count_op
 from roofline.count.registry import OpCost
 from roofline.count.trace_args import args_from_trace
-from roofline.count.meta import TensorMeta
 from roofline.report import Ceilings, Environment, KernelRecord, OpRecord, Report
 
 _MATMUL_FAMILY = frozenset({
@@ -68,7 +67,7 @@ class _TraceCounter:
                 hit = _Counted(OpCost(0.0, 0.0, False, note="trace has no shapes for this op"), "", [], [], [])
             else:
                 args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
-                inputs = _tensors(args)
+                inputs = flat_metas(args)
                 hit = _Counted(count_op(op.name, args, None, None), op_dtype(args, []),
                                [list(t.shape) for t in inputs], [t.dtype for t in inputs],
                                [list(t.strides) if t.strides is not None else [] for t in inputs])
@@ -91,18 +90,6 @@ def _event_time_us(trace: Trace, idx: int, self_only: bool, children: dict[int, 
     if self_only:
         return max(0.0, op.dur_us - sum(trace.ops[c].dur_us for c in children.get(idx, [])))
     return op.dur_us
-
-
-def _tensors(args: Any) -> list[TensorMeta]:
-    out: list[TensorMeta] = []
-    stack = [args]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, TensorMeta):
-            out.append(item)
-        elif isinstance(item, (list, tuple)):
-            stack.extend(reversed(item))
-    return out
 
 
 def _kernel_names(trace: Trace, events: list[int]) -> list[str]:

@@ -22,11 +22,11 @@ class RecordedOp:
 
     @property
     def input_tensors(self) -> list[TensorMeta]:
-        return _flat_metas(self.args)
+        return flat_metas(self.args)
 
     @property
     def output_tensors(self) -> list[TensorMeta]:
-        return _flat_metas(self.outputs)
+        return flat_metas(self.outputs)
 
 
 @dataclass
@@ -41,16 +41,16 @@ class OpRecording:
 
 def op_dtype(args: list[Any], outputs: list[Any]) -> str:
     """The dtype an op computes in: its first floating-point input, else its first output, else its first input."""
-    inputs = _flat_metas(args)
+    inputs = flat_metas(args)
     for t in inputs:
         if t.dtype.startswith(("float", "bfloat", "complex")):
             return t.dtype
-    for t in _flat_metas(outputs) + inputs:
+    for t in flat_metas(outputs) + inputs:
         return t.dtype
     return ""
 
 
-def _flat_metas(obj: Any) -> list[TensorMeta]:
+def flat_metas(obj: Any) -> list[TensorMeta]:
     out: list[TensorMeta] = []
     stack = [obj]
     while stack:

@@ -14,7 +14,7 @@ from typing import Any
 
 from roofline.io import atomic_write_bytes, atomic_write_text
 from roofline.lab.runner import LabResult
-from roofline.report import Report
+from roofline.report import Report, finite_for_json
 
 DOCTOR_RULES_OF_INTEREST = ("host-device-sync", "recomputation", "layout-copy", "precision-island", "unbatched-loop")
 
@@ -33,15 +33,6 @@ def write_lab(result: LabResult, out_dir: str | os.PathLike[str]) -> list[Path]:
     return written
 
 
-def _finite(obj: Any) -> Any:
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
-
 
 def lab_payload(result: LabResult) -> dict[str, Any]:
     data = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)
@@ -52,7 +43,7 @@ def lab_payload(result: LabResult) -> dict[str, Any]:
         name: [dataclasses.asdict(f) for f in report.findings] if report is not None else None
         for name, report in (("naive", result.naive_report), ("fixed", result.fixed_report))
     }
-    return _finite(data)
+    return finite_for_json(data)
 
 
 def _fmt(value: float | None, spec: str, unit: str = "") -> str:

@@ -30,7 +30,7 @@ from collections import defaultdict
 from importlib import resources
 from typing import Any
 
-from roofline.report import OpRecord, Report
+from roofline.report import OpRecord, Report, finite_for_json
 
 _INFS = (float("inf"), float("-inf"))
 _INT_COLUMNS = {"index", "name", "module", "phase", "dtype", "shapes", "source", "bound", "above_roof", "count"}
@@ -87,9 +87,9 @@ def safe_json(payload: Any) -> str:
     raw = {}
     if isinstance(payload, dict):
         raw = {k: v for k, v in payload.items() if isinstance(v, _RawColumns)}
-        payload = {k: _finite(v) for k, v in payload.items() if k not in raw}
+        payload = {k: finite_for_json(v) for k, v in payload.items() if k not in raw}
     else:
-        payload = _finite(payload)
+        payload = finite_for_json(payload)
     text = json.dumps(payload, allow_nan=False, separators=(",", ":"), default=_default)
     if raw:
         spliced = ",".join(f"{json.dumps(k)}:{v.json}" for k, v in raw.items())
@@ -323,15 +323,6 @@ def _top_predicted(ops: list[OpRecord], n: int = 15) -> list[dict[str, Any]]:
 def _asset(name: str) -> str:
     return resources.files("roofline.render").joinpath("assets", name).read_text(encoding="utf-8")
 
-
-def _finite(obj: Any) -> Any:
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 def _default(obj: Any) -> Any:
