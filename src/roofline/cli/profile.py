@@ -177,7 +177,11 @@ def _write(context: Any, output: str, error: BaseException | None, label: str) -
             raise
     if report is not None:
         report.extra.setdefault("profile", {})["step_source"] = getattr(context, "step_source", None)
-        written = ProfileReport(report).generate(output)
+        from roofline.distributed.rank import current_rank
+
+        rank = current_rank()
+        quiet = rank is not None and rank.rank != 0
+        written = ProfileReport(report).generate(output, console=False if quiet else None)
         print(f"wrote {written['report']} and {written['trace']}", file=sys.stderr)
     if error is not None:
         from roofline.capture.script_runner import script_error_line
