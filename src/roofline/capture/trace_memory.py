@@ -50,23 +50,25 @@ def summarize_memory(
     live bytes are ``baseline_bytes`` plus the sum of allocations not yet freed.
     """
     ordered = sorted(events, key=lambda e: e.time_s)
-    live: dict[Any, MemoryEvent] = {}
     running = baseline_bytes
-    peak_bytes, peak_live, peak_reserved = baseline_bytes, {}, None
+    peak_bytes, peak_at, peak_reserved = baseline_bytes, -1, None
     timeline: list[list[float]] = []
-    for event in ordered:
-        if event.bytes > 0:
-            live[event.key] = event
-        else:
-            live.pop(event.key, None)
+    for i, event in enumerate(ordered):
         running += event.bytes
         current = event.total_bytes if event.total_bytes is not None else running
         if event.reserved_bytes is not None:
             peak_reserved = max(peak_reserved or 0, event.reserved_bytes)
         timeline.append([event.time_s, float(current)])
         if current > peak_bytes:
-            peak_bytes, peak_live = current, dict(live)
-    largest = sorted(peak_live.values(), key=lambda e: -e.bytes)[:top]
+            peak_bytes, peak_at = current, i
+    # Replay up to the peak once, rather than copying the live set at every new peak (quadratic on big traces).
+    live: dict[Any, MemoryEvent] = {}
+    for event in ordered[: peak_at + 1]:
+        if event.bytes > 0:
+            live[event.key] = event
+        else:
+            live.pop(event.key, None)
+    largest = sorted(live.values(), key=lambda e: -e.bytes)[:top]
     t0 = ordered[0].time_s if ordered else 0.0
     return MemorySummary(
         peak_allocated_bytes=int(peak_bytes),
