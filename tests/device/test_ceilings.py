@@ -87,9 +87,13 @@ def test_cli_ceilings_prints_table_and_writes_json(tmp_path, capsys, cpu_ceiling
     [
         (["ceilings", "--device", "tpu"], "unknown device"),
         (["ceilings", "--device", "cuda"], "CUDA is not available"),
+        (["ceilings", "--device", "cpu", "--dtypes", "float8_e4m3fn"], "not available on cpu"),
+        (["ceilings", "--device", "cpu", "--dtypes", "float13"], "unknown dtype"),
+        (["view", "/nonexistent/report.json", "-o", "/tmp/x.html"], "not found"),
     ],
 )
 def test_cli_errors_are_one_line_exit_2(argv, message, capsys):
+    """Unknown device, CUDA absent, a dtype the device lacks, an unreadable report: one line, exit 2."""
     import torch
 
     if torch.cuda.is_available() and "CUDA" in message:
@@ -97,3 +101,17 @@ def test_cli_errors_are_one_line_exit_2(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_cli_unreadable_report_file_is_one_line_exit_2(tmp_path, capsys):
+    bad = tmp_path / "report.json"
+    bad.write_text("{truncated")
+    assert main(["view", str(bad), "-o", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot parse" in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_cli_ceilings_dtypes_filter(capsys, cpu_ceilings):
+    assert main(["ceilings", "--device", "cpu", "--quick", "--dtypes", "float32"]) == 0
+    out = capsys.readouterr().out
+    assert "peak float32" in out and "peak bfloat16" not in out

@@ -14,6 +14,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", metavar="PATH", help="also write the ceilings as JSON (the Report's `ceilings` fields)")
     p.add_argument("--remeasure", action="store_true", help="measure again instead of using the cache")
     p.add_argument("--quick", action="store_true", help="smaller buffers and fewer repeats (less accurate, cached apart)")
+    p.add_argument("--dtypes", metavar="LIST",
+                   help="comma-separated dtypes to show (float32,tfloat32,float16,bfloat16,float8_e4m3fn); each must "
+                        "exist on the device")
     p.add_argument("--collectives", action="store_true",
                    help="measure all-reduce / all-gather / reduce-scatter bus bandwidth instead (NCCL over every GPU "
                         "when there are 2 or more; --device cpu: a 2-process gloo group)")
@@ -30,13 +33,34 @@ def run(args: argparse.Namespace) -> int:
     from roofline.device import get_ceilings, save_ceilings
     from roofline.render.console import render_ceilings
 
+    wanted = _wanted_dtypes(args.dtypes, args.device)
     err = Console(stderr=True)
     with err.status("measuring ceilings...") as status:
         ceilings = get_ceilings(
             args.device, remeasure=args.remeasure, quick=args.quick, progress=lambda msg: status.update(f"measuring {msg}")
         )
+    if wanted:
+        ceilings.peak_flops_per_s = {d: v for d, v in ceilings.peak_flops_per_s.items() if d in wanted}
     sys.stdout.write(render_ceilings(ceilings))
     if args.json:
         save_ceilings(ceilings, args.json)
         print(f"wrote {args.json}")
     return 0
+
+
+def _wanted_dtypes(text: str | None, device: str | None) -> list[str]:
+    """The dtypes asked for, checked against what the device has before anything is measured."""
+    if not text:
+        return []
+    from roofline.device import resolve_device, supported_dtypes
+    from roofline.device.measure import FLOAT_DTYPES
+    from roofline.errors import RooflineError
+
+    dev = resolve_device(device)
+    names = [d.strip().replace("torch.", "") for d in text.split(",") if d.strip()]
+    for name in names:
+        if name not in FLOAT_DTYPES:
+            raise RooflineError(f"unknown dtype {name!r}: use one of {', '.join(FLOAT_DTYPES)}")
+        if name not in supported_dtypes(dev):
+            raise RooflineError(f"dtype {name} is not available on {dev} (available: {', '.join(supported_dtypes(dev))})")
+    return names
