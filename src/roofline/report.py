@@ -236,7 +236,9 @@ def _quantile(ordered: list[float], q: float) -> float:
 
 @dataclass(slots=True)
 class Summary:
-    """Totals over the ops of one step. Shares are fractions of ``total_time_s``."""
+    """Totals over the report's ops. Shares are fractions of ``total_time_s`` (the ops' summed time);
+    ``wall_time_s`` is the wall-clock span of the profiled steps those ops cover (None when the trace has no steps),
+    the fair base for savings that are not op time (launch gaps, syncs, idle)."""
 
     total_time_s: float = 0.0
     total_flops: float = 0.0
@@ -249,6 +251,7 @@ class Summary:
     kernel_time_attributed_share: float | None = None
     kernel_time_total_s: float | None = None
     idle_time_s: float | None = None
+    wall_time_s: float | None = None
     ops_above_roof: int = 0
     timing_method: str = ""
     notes: list[str] = field(default_factory=list)

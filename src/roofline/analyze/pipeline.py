@@ -198,6 +198,7 @@ def report_from_trace(
     elif len(steps) > 1:
         timing += f"; totals cover all {len(steps)} profiled steps"
     summary = summarize(ops, timing_method=timing, kernel_share=share, kernel_total_s=kernel_total, idle_s=idle)
+    summary.wall_time_s = _wall_time_s(trace, recording is not None)
     if missing:
         summary.notes.append(f"{missing} recorded op(s) found no event in the timed trace (time counted as 0)")
     summary.notes.extend(trace.warnings)
@@ -220,6 +221,14 @@ def report_from_trace(
     if diagnose:
         run_doctor(report)
     return report
+
+
+def _wall_time_s(trace: Trace, one_step: bool) -> float | None:
+    """The profiled steps' wall span: their median for a one-step report, their sum otherwise."""
+    durations = [st.dur_us / 1e6 for st in trace.steps]
+    if not durations:
+        return None
+    return statistics.median(durations) if one_step else sum(durations)
 
 
 def _is_idle_marker(trace: Trace, c: Chosen) -> bool:

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
             report = merge_trace_files(args.paths, ceilings_file=args.ceilings)
             written, _ = write_outputs(report, args.output, png=False, html=not args.no_html)
             sys.stdout.write(render_report(report, top=args.top))
-            sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.total_time_s, top=10))
+            sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.wall_time_s or report.summary.total_time_s, top=10))
             print("wrote " + ", ".join(str(p) for p in written))
             return 0
     for path in args.paths:
@@ -81,6 +81,6 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(render_report(report, top=args.top))
         for problem in problems:
             print(f"note: {problem}")
-        sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.total_time_s, top=10))
+        sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.wall_time_s or report.summary.total_time_s, top=10))
         print("wrote " + ", ".join(str(p) for p in written))
     return 0

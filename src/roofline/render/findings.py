@@ -23,7 +23,7 @@ def findings_table(findings: Sequence[Finding], *, total_time_s: float | None = 
     table.add_column("severity")
     table.add_column("est. saving", justify="right")
     if total_time_s:
-        table.add_column("of time", justify="right")
+        table.add_column("of profiled time", justify="right")
     table.add_column("rule")
     table.add_column("finding", overflow="fold")
     for rank, f in enumerate(findings, 1):
