@@ -287,7 +287,8 @@
   function findingsSection() {
     var sec = R.section("findings", "Doctor's findings", "Ranked by estimated savings; each states how the saving was estimated.");
     if (!D.findings.length) { sec.appendChild(el("p", { "class": "muted", text: "No findings: the doctor found nothing to fix in this report." })); return sec; }
-    var step = (D.step_time && D.step_time.median_s) || TOTAL;
+    var wall = D.summary.wall_time_s;
+    var step = (D.meta.steps > 1 && wall) || (D.step_time && D.step_time.median_s) || wall || TOTAL;
     D.findings.forEach(function (f, i) {
       var ev = Object.keys(f.evidence || {});
       sec.appendChild(el("article", { "class": "finding sev-" + String(f.severity || "").replace(/[^a-z]/g, "") },
