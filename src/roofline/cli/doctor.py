@@ -8,12 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from roofline.cli.common import add_workload_options, normalize_dtype
 from roofline.errors import RooflineError
-
-try:
-    from roofline.cli.common import add_workload_options, normalize_dtype
-except ImportError:  # pragma: no cover - the shared options module is written by the lead
-    add_workload_options = normalize_dtype = None  # type: ignore[assignment]
 
 SEVERITIES = ("info", "warning", "critical")
 REPORT_SUFFIXES = (".json", ".json.gz", ".gz")
@@ -38,14 +34,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--fail-on", choices=SEVERITIES, default=None,
                         help="exit 1 when a finding of this severity or worse is found (for CI)")
     parser.add_argument("--ceilings", metavar="FILE", help="ceilings JSON (roofline ceilings --json) instead of the cache")
-    if add_workload_options is not None:
-        add_workload_options(parser)
-    else:
-        parser.add_argument("--batch", type=int)
-        parser.add_argument("--seq", type=int)
-        parser.add_argument("--dtype", default="float32")
-        parser.add_argument("--device")
-        parser.add_argument("--backward", action="store_true")
+    add_workload_options(parser)
     parser.add_argument("-o", "--output", default=None, help="write DIR/report.json (with the findings), roofline.png and report.html")
     parser.set_defaults(func=run, parser=parser)
 
@@ -143,7 +132,7 @@ def _analyze_model(args: argparse.Namespace) -> Any:
     from roofline.models import get_workload
 
     device = resolve_device(args.device)
-    dtype = normalize_dtype(args.dtype) if normalize_dtype is not None else args.dtype
+    dtype = normalize_dtype(args.dtype)
     workload = get_workload(args.model, batch=args.batch, seq=args.seq, dtype=dtype, device=device,
                             backward=args.backward)
     return analyze_model(workload.model, workload.inputs, device=device, ceilings=_device_ceilings(args, device),

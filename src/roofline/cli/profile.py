@@ -7,12 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from roofline.cli.common import add_output_option, add_workload_options, normalize_dtype
 from roofline.errors import RooflineError
-
-try:
-    from roofline.cli.common import add_output_option, add_workload_options, normalize_dtype
-except ImportError:  # pragma: no cover - the shared options module is written by the lead
-    add_output_option = add_workload_options = normalize_dtype = None  # type: ignore[assignment]
 
 
 def register(subparsers: Any) -> None:
@@ -42,16 +38,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--nproc", type=int, default=None, metavar="N",
                         help="run SCRIPT under torchrun with N processes, each rank profiled into OUTPUT/rank{r}/, "
                              "then merged into OUTPUT/report.json")
-    if add_workload_options is not None:
-        add_workload_options(parser)
-        add_output_option(parser)
-    else:
-        parser.add_argument("--batch", type=int)
-        parser.add_argument("--seq", type=int)
-        parser.add_argument("--dtype", default="float32")
-        parser.add_argument("--device")
-        parser.add_argument("--backward", action="store_true")
-        parser.add_argument("-o", "--output", default="roofline-out")
+    add_workload_options(parser)
+    add_output_option(parser)
     parser.set_defaults(func=run)
 
 
@@ -105,7 +93,7 @@ def _ceilings(path: str | None, device: Any) -> Any:
 def _profile_model(args: argparse.Namespace, device: Any, context: Any) -> BaseException | None:
     from roofline.models import get_workload
 
-    dtype = normalize_dtype(args.dtype) if normalize_dtype is not None else args.dtype
+    dtype = normalize_dtype(args.dtype)
     workload = get_workload(args.model, batch=args.batch, seq=args.seq, dtype=dtype, device=device,
                             backward=args.backward)
     model, inputs = workload.model, workload.inputs
