@@ -2,14 +2,15 @@
 
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 
 from roofline.cli import main
 from roofline.render.chrome_trace import validate_chrome_trace
 
-from conftest import H200
 
+H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
 EXPECTED = {"report.json", "roofline.png", "report.html", "trace.json.gz"}
 
 

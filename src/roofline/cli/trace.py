@@ -63,24 +63,20 @@ def run(args: argparse.Namespace) -> int:
     from roofline.render.outputs import write_outputs
 
     if len(args.paths) > 1:
-        try:
-            from roofline.distributed.merge import merge_trace_files
-        except ImportError:
-            merge_trace_files = None
-        if merge_trace_files is not None:
-            report = merge_trace_files(args.paths, ceilings_file=args.ceilings)
-            written, _ = write_outputs(report, args.output, png=False, html=not args.no_html)
-            sys.stdout.write(render_report(report, top=args.top))
-            sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.wall_time_s or report.summary.total_time_s, top=10))
-            print("wrote " + ", ".join(str(p) for p in written))
-            return 0
-    for path in args.paths:
-        report = analyze_trace_file(path, args.ceilings)
-        out = Path(args.output) if len(args.paths) == 1 else Path(args.output) / Path(path).name.split(".")[0]
-        written, problems = write_outputs(report, out, raw_trace=path, html=not args.no_html)
+        from roofline.distributed.merge import merge_trace_files
+
+        report = merge_trace_files(args.paths, ceilings_file=args.ceilings)
+        written, _ = write_outputs(report, args.output, png=False, html=not args.no_html)
         sys.stdout.write(render_report(report, top=args.top))
-        for problem in problems:
-            print(f"note: {problem}")
         sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.wall_time_s or report.summary.total_time_s, top=10))
         print("wrote " + ", ".join(str(p) for p in written))
+        return 0
+    path = args.paths[0]
+    report = analyze_trace_file(path, args.ceilings)
+    written, problems = write_outputs(report, args.output, raw_trace=path, html=not args.no_html)
+    sys.stdout.write(render_report(report, top=args.top))
+    for problem in problems:
+        print(f"note: {problem}")
+    sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.wall_time_s or report.summary.total_time_s, top=10))
+    print("wrote " + ", ".join(str(p) for p in written))
     return 0

@@ -114,10 +114,8 @@ def time_runs(run: Callable[[], Any], device: torch.device, warmup: int, reps: i
 
 def count_syncs(run: Callable[[], Any]) -> int | None:
     """Host-device syncs of one run as roofline's SyncDetector sees them (on CPU: calls that would sync a GPU)."""
-    try:
-        from roofline.capture.syncs import SyncDetector
-    except ImportError:
-        return None
+    from roofline.capture.syncs import SyncDetector
+
     with SyncDetector(mode="silent") as detector:
         run()
     total = detector.total_count
@@ -126,10 +124,8 @@ def count_syncs(run: Callable[[], Any]) -> int | None:
 
 def count_bytes(run: Callable[[], Any], model: torch.nn.Module) -> float | None:
     """Minimum bytes moved by every aten op of one run, from roofline's per-op byte formulas."""
-    try:
-        from roofline.capture.op_recorder import record_ops
-    except ImportError:
-        return None
+    from roofline.capture.op_recorder import record_ops
+
     recording = record_ops(run, root=model)
     return sum(op.cost.bytes for op in recording.ops if op.cost.modeled and math.isfinite(op.cost.bytes))
 

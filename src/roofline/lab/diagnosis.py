@@ -10,7 +10,6 @@ from typing import Callable
 
 import torch
 
-from roofline.errors import RooflineError
 from roofline.lab.generate import generate_ids
 from roofline.lab.model import Fixes, configure
 from roofline.models.llama import Transformer
@@ -47,10 +46,8 @@ def profile_generation(
 
 def diagnose(report: Report) -> Report:
     """Fill ``report.findings`` with the doctor's ranked findings."""
-    try:
-        from roofline.doctor import diagnose as doctor_diagnose
-    except ImportError:  # pragma: no cover - the doctor ships with roofline
-        raise RooflineError("roofline.doctor is not available in this installation") from None
+    from roofline.doctor import diagnose as doctor_diagnose
+
     report.findings = doctor_diagnose(report)
     return report
 

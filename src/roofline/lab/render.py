@@ -210,17 +210,10 @@ def speedup_png(result: LabResult) -> bytes:
 
 
 def _write_report(report: Report, directory: Path) -> list[Path]:
-    written = [report.save(directory / "report.json")]
-    try:
-        from roofline.render.findings import render_findings
+    from roofline.render.findings import render_findings
+    from roofline.render.html import render_html
 
-        text = render_findings(report.findings)
-    except ImportError:
-        text = "\n".join(f"{f.rule}: {f.title}" for f in report.findings) + "\n"
-    written.append(atomic_write_text(directory / "findings.txt", text))
-    try:
-        from roofline.render.html import render_html
-    except ImportError:
-        return written
+    written = [report.save(directory / "report.json")]
+    written.append(atomic_write_text(directory / "findings.txt", render_findings(report.findings)))
     written.append(atomic_write_text(directory / "report.html", render_html(report)))
     return written
