@@ -5,7 +5,9 @@ lands under OUT/<stage>/ with its log, and the whole folder is packed into OUT/<
 back at most 8 files). The last lines printed are a short table of what each stage did.
 
     PYTHONPATH=src python3 benchmarks/gpu_suite.py analyze  $OUT     # ceilings, analyze, doctor, harness, cuda tests
-    PYTHONPATH=src python3 benchmarks/gpu_suite.py lab      $OUT     # the case study (llama-tiny, -1b, -8b)
+    PYTHONPATH=src python3 benchmarks/gpu_suite.py lab-1b   $OUT     # the case study, one model a call
+                                                        # (lab-tiny, lab-1b, lab-8b; `lab` runs all three)
+    Carry .whl (the msgspec wheel: the GPU image lacks it) and .data (WikiText-2, copied from ../shared/data).
     PYTHONPATH=src python3 benchmarks/gpu_suite.py ddp      $OUT     # ceilings again, the 2-GPU DDP run
 """
 
@@ -46,11 +48,15 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
             ("harness_overhead", [PY, "benchmarks/harness_overhead.py", str(out / "harness_overhead.json")], 300),
             ("cuda_tests", [PY, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider", "tests"], 300),
         ]
-    if suite == "lab":
+    if suite.startswith("lab"):
         data = os.environ.get("ROOFLINE_DATA", ".data/wikitext-2")
-        return [
-            ("env", ["nvidia-smi"], 30),
-            ("lab_gpu", [PY, "benchmarks/lab_gpu.py", "-o", str(out / "lab"), "--data", data], 560),
+        models = {"lab": ["llama-tiny", "llama-1b", "llama-8b"], "lab-tiny": ["llama-tiny"],
+                  "lab-1b": ["llama-1b"], "lab-8b": ["llama-8b"]}.get(suite)
+        if models is None:
+            raise SystemExit(f"unknown suite {suite!r}: lab, lab-tiny, lab-1b or lab-8b")
+        return [("env", ["nvidia-smi"], 30)] + [
+            (f"lab_{m}", [PY, "benchmarks/lab_gpu.py", "-o", str(out / "lab"), "--data", data, "--models", m], 560)
+            for m in models
         ]
     if suite == "ddp":
         return [
@@ -58,7 +64,7 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
             ("ceilings", RL + ["ceilings", "--device", "cuda", "--remeasure", "--json", str(out / "ceilings_h200.json")], 120),
             ("ddp_gpu", [PY, "benchmarks/ddp_gpu.py", str(out / "ddp"), "--timeout", "150"], 480),
         ]
-    raise SystemExit(f"unknown suite {suite!r}: analyze or lab")
+    raise SystemExit(f"unknown suite {suite!r}: analyze, lab, lab-tiny, lab-1b, lab-8b or ddp")
 
 
 def run_stage(name: str, argv: list[str], timeout: int, out: Path) -> dict:
