@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import gzip
-import json
 import math
 import os
 import platform
@@ -322,8 +321,8 @@ class Report:
         try:
             if raw[:2] == b"\x1f\x8b":
                 raw = gzip.decompress(raw)
-            data = json.loads(raw)
-        except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            data = msgspec.json.decode(raw)
+        except (OSError, EOFError, UnicodeDecodeError, msgspec.DecodeError) as exc:
             raise RooflineError(f"cannot parse report {path}: {exc}") from None
         return cls.from_dict(data)
 
@@ -356,31 +355,35 @@ def _build(cls: type, data: Any) -> Any:
     """Rebuild nested dataclasses from plain JSON data, ignoring unknown keys written by newer minor versions."""
     if data is None:
         return None
-    hints = _field_types(cls)
-    kwargs = {}
-    for name, value in data.items():
-        if name not in hints:
-            continue
-        kwargs[name] = _coerce(hints[name], value)
+    fields, nested = _plan(cls)
+    kwargs = {name: value for name, value in data.items() if name in fields}
+    for name, (many, klass) in nested.items():
+        value = kwargs.get(name)
+        if value is not None:
+            kwargs[name] = [_build(klass, v) for v in value] if many else _build(klass, value)
     return cls(**kwargs)
 
 
 _NESTED: dict[str, type] = {}
+_PLANS: dict[type, tuple[frozenset[str], dict[str, tuple[bool, type]]]] = {}
 
 
-def _field_types(cls: type) -> dict[str, str]:
-    return {f.name: str(f.type) for f in dataclasses.fields(cls)}
+def _plan(cls: type) -> tuple[frozenset[str], dict[str, tuple[bool, type]]]:
+    """Per class, once: its field names, and which fields hold a nested dataclass (or a list of them).
 
-
-def _coerce(type_text: str, value: Any) -> Any:
-    if value is None:
-        return None
-    for name, klass in _NESTED.items():
-        if type_text == name or type_text == f"{name} | None":
-            return _build(klass, value)
-        if type_text == f"list[{name}]":
-            return [_build(klass, v) for v in value]
-    return value
+    Loading a report of 100,000+ ops must not re-inspect annotations for every op."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        nested: dict[str, tuple[bool, type]] = {}
+        for f in dataclasses.fields(cls):
+            text = str(f.type).removesuffix(" | None")
+            for name, klass in _NESTED.items():
+                if text == name:
+                    nested[f.name] = (False, klass)
+                elif text == f"list[{name}]":
+                    nested[f.name] = (True, klass)
+        plan = _PLANS[cls] = (frozenset(f.name for f in dataclasses.fields(cls)), nested)
+    return plan
 
 
 _NESTED.update(
