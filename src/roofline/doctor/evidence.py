@@ -111,15 +111,29 @@ def output_dtype(op: OpRecord) -> str:
     return norm_dtype(op.dtype)
 
 
+_TENSOR_INPUTS: dict[tuple[int, int, int], list[tuple[list[int], str, list[int]]]] = {}
+
+
 def tensor_inputs(op: OpRecord) -> list[tuple[list[int], str, list[int]]]:
-    """(shape, dtype, strides) for each input that is a tensor of at least one dimension (read-only lists)."""
-    dtypes, strides = op.input_dtypes, op.input_strides
-    nd, ns = len(dtypes), len(strides)
-    return [
-        (shape, norm_dtype(dtypes[i]) if i < nd else "", (strides[i] or []) if i < ns else [])
-        for i, shape in enumerate(op.input_shapes)
-        if shape and isinstance(shape, (list, tuple))
-    ]
+    """(shape, dtype, strides) for each input that is a tensor of at least one dimension (read-only lists).
+
+    Reports share argument lists between identical calls, and every rule asks again: within one diagnose()
+    the answer is memoised by those lists' identities (cleared by ``clear_caches`` so ids are never reused)."""
+    key = (id(op.input_shapes), id(op.input_dtypes), id(op.input_strides))
+    found = _TENSOR_INPUTS.get(key)
+    if found is None:
+        dtypes, strides = op.input_dtypes, op.input_strides
+        nd, ns = len(dtypes), len(strides)
+        found = _TENSOR_INPUTS[key] = [
+            (shape, norm_dtype(dtypes[i]) if i < nd else "", (strides[i] or []) if i < ns else [])
+            for i, shape in enumerate(op.input_shapes)
+            if shape and isinstance(shape, (list, tuple))
+        ]
+    return found
+
+
+def clear_caches() -> None:
+    _TENSOR_INPUTS.clear()
 
 
 def is_floating(dtype: str) -> bool:

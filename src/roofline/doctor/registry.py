@@ -41,20 +41,26 @@ def diagnose(report: Report, *, rules: Iterable[str] | None = None) -> list[Find
     Pure: reads the report, never changes it. A rule that fails on odd evidence does not hide the others' findings;
     its failure becomes an 'info' finding that says so.
     """
+    from roofline.doctor.evidence import clear_caches
+
     selected = _select(rules)
     findings: list[Finding] = []
-    for rule in selected:
-        try:
-            produced = rule.check(report)
-        except Exception as exc:  # noqa: BLE001 - one rule's bug must not cost the user every other finding
-            produced = [Finding(
-                rule=rule.name, title=f"rule {rule.name} could not run on this report", category="doctor",
-                evidence={"error": f"{type(exc).__name__}: {exc}"}, severity="info",
-                savings_method="not estimated: the rule failed",
-            )]
-        for finding in produced:
-            finding.rule = rule.name
-        findings.extend(produced)
+    clear_caches()
+    try:
+        for rule in selected:
+            try:
+                produced = rule.check(report)
+            except Exception as exc:  # noqa: BLE001 - one rule's bug must not cost the user every other finding
+                produced = [Finding(
+                    rule=rule.name, title=f"rule {rule.name} could not run on this report", category="doctor",
+                    evidence={"error": f"{type(exc).__name__}: {exc}"}, severity="info",
+                    savings_method="not estimated: the rule failed",
+                )]
+            for finding in produced:
+                finding.rule = rule.name
+            findings.extend(produced)
+    finally:
+        clear_caches()
     return rank(findings)
 
 
