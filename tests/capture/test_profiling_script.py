@@ -125,6 +125,30 @@ def test_optimizer_step_outranks_forward_once_seen() -> None:
     assert len(steps) == 1 + 4, "the first forward counts before the optimizer is seen, then one per step"
 
 
+def test_switching_boundaries_tells_the_harness_before_the_partial_step_ends() -> None:
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    events: list[str] = []
+    with StepFinder(lambda: events.append("step"), on_switch=lambda: events.append("switch")):
+        for _ in range(3):
+            model(torch.randn(2, 4)).sum().backward()
+            opt.step()
+    assert events == ["step", "switch", "step", "step", "step"]
+
+
+def test_extend_wait_turns_the_partial_step_into_a_waiting_one() -> None:
+    from roofline.capture.profiling import ProfilingContext
+
+    ctx = ProfilingContext(wait=1, warmup=1, active=2, device="cpu")
+    assert (ctx.first_timed, ctx.total_steps) == (1, 1 + 2 + 1 + 2)
+    ctx.steps_done = 1
+    ctx.extend_wait()
+    assert ctx.wait == 2 and ctx.first_timed == 2
+    ctx.steps_done = 3
+    ctx.extend_wait()
+    assert ctx.wait == 2, "once steps are being timed, the schedule no longer moves"
+
+
 def test_the_scripts_own_profiler_is_a_stand_in_whose_steps_count() -> None:
     real = torch.profiler.profile
     steps: list[int] = []

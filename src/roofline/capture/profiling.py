@@ -138,6 +138,12 @@ class ProfilingContext:
     def total_steps(self) -> int:
         return self.first_active + self.active
 
+    def extend_wait(self) -> None:
+        """Count the step about to end as one more waiting step, if no step has been timed yet: a step finder
+        that switched boundaries mid-iteration (forward -> optimizer.step) would otherwise time a partial step."""
+        if self.steps_done <= self.wait:
+            self.wait += 1
+
     @property
     def finished(self) -> bool:
         return self._closed

@@ -30,8 +30,9 @@ class StopScript(BaseException):
 class StepFinder:
     """Calls ``on_step()`` at each step boundary of code that never calls it itself."""
 
-    def __init__(self, on_step: Callable[[], None]) -> None:
+    def __init__(self, on_step: Callable[[], None], on_switch: Callable[[], None] | None = None) -> None:
         self.on_step = on_step
+        self.on_switch = on_switch
         self.source: str | None = None
         self.counts = {name: 0 for name in _RANK}
         self._depth = 0
@@ -63,10 +64,15 @@ class StepFinder:
             self._saved_profile = None
 
     def _fire(self, source: str) -> None:
+        """A boundary of ``source``. When a better kind of boundary shows up (an optimizer step after forwards
+        were taken as steps), the step that ends here began mid-iteration: ``on_switch`` is told first."""
         self.counts[source] += 1
-        if self.source is None or _RANK[source] > _RANK[self.source]:
+        switched = self.source is not None and _RANK[source] > _RANK[self.source]
+        if self.source is None or switched:
             self.source = source
         if source == self.source:
+            if switched and self.on_switch is not None:
+                self.on_switch()
             self.on_step()
 
     def _after_optimizer_step(self, *_: Any) -> None:

@@ -134,7 +134,7 @@ def _profile_script(args: argparse.Namespace, context: Any) -> BaseException | N
         if context.steps_done >= context.total_steps and not args.run_to_end:
             raise StopScript()
 
-    finder = StepFinder(on_step if not args.whole else (lambda: None))
+    finder = StepFinder(on_step if not args.whole else (lambda: None), on_switch=context.extend_wait)
     error: BaseException | None = None
     try:
         with context, finder:
