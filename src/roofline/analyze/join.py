@@ -57,13 +57,6 @@ def roots_by_step(trace: Trace) -> dict[int | None, list[int]]:
     return roots
 
 
-def step_roots(trace: Trace, step: int | None) -> list[int]:
-    """Top-level events of one step (None: every root of the trace)."""
-    if step is None:
-        return sorted((i for idx in roots_by_step(trace).values() for i in idx), key=lambda i: trace.ops[i].ts_us)
-    return roots_by_step(trace).get(step, [])
-
-
 def choose_without_recording(trace: Trace, roots: Iterable[int], children: dict[int, list[int]],
                              is_modeled) -> list[Chosen]:
     chosen: list[Chosen] = []

@@ -23,19 +23,17 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from roofline.capture.syncs import user_location
-from roofline.capture.trace_memory import (  # noqa: F401 - re-exported: the trace side lives there
+from roofline.capture.trace_memory import (  # noqa: F401 - the trace-side names are re-exported for callers
+    COUNTER_CUDA_ALLOCATED,
+    COUNTER_DISPATCH,
+    COUNTER_PROFILER,
     MemoryEvent,
-    summarize_memory,
-    _downsample,
+    REFERENCE_CUDA,
     memory_events_from_trace,
     memory_from_trace,
-    COUNTER_DISPATCH,
-    COUNTER_CUDA_ALLOCATED,
-    COUNTER_PROFILER,
-    REFERENCE_CUDA,
-    _DEVICE_TYPES,
+    summarize_memory,
 )
-from roofline.report import LiveTensor, MemorySummary
+from roofline.report import MemorySummary
 
 
 

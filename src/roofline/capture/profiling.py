@@ -333,7 +333,7 @@ class ProfilingContext:
             )
         from roofline.analyze.pipeline import report_from_trace, run_doctor
         from roofline.capture.kineto import load_trace
-        from roofline.capture.memory import memory_from_trace
+        from roofline.capture.trace_memory import memory_from_trace
 
         ceilings = ceilings or self.ceilings or _default_ceilings(self.device)
         trace = load_trace(self.trace_path)
@@ -384,7 +384,7 @@ class ProfilingContext:
 def _trace_syncs(trace: Any) -> list[Any]:
     """Kineto's own cuda_sync view, kept beside the live detector's for cross-checking; the context syncs
     with no op are the harness's own step boundaries, left out."""
-    from roofline.capture.syncs import syncs_from_trace
+    from roofline.capture.trace_syncs import syncs_from_trace
 
     sites = syncs_from_trace(trace) if trace.syncs else []
     return [s for s in sites if not (s.kind == "cuda.synchronize" and s.location == "<unknown>")]

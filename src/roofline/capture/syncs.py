@@ -28,20 +28,9 @@ from typing import Any, Callable
 
 import torch
 
-from roofline.capture.trace_syncs import (  # noqa: F401 - re-exported: the trace side lives there
+from roofline.capture.trace_syncs import (  # noqa: F401 - the trace-side names are re-exported for callers
     _Site,
-    sync_kind,
-    TraceSync,
-    sites_from_trace_syncs,
     syncs_from_trace,
-    _read_json_trace,
-    trace_syncs_from_trace,
-    trace_syncs_from_events,
-    _step_of,
-    python_places,
-    _place_from_stack,
-    _is_library_frame,
-    _KIND_BY_OP,
 )
 from roofline.report import SyncSite
 

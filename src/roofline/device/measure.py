@@ -118,7 +118,6 @@ def measure_peak_bandwidth(
     for name, (fn, moved) in kernels.items():
         progress(f"bandwidth: {name} over {nbytes / 2**20:.0f} MiB")
         rates[name] = moved / statistics.median(time_fn(fn, dev, warmup=2, repeats=repeats))
-    del src, dst
     timer = "CUDA events" if dev.type == "cuda" else "synchronised perf_counter"
     method = (
         f"fp32 buffers of {nbytes / 2**20:.0f} MiB ({nbytes / last_level_cache_bytes(dev):.0f}x the last-level cache), "
