@@ -81,10 +81,24 @@ class PeakDecode:
     prefill_tokens_per_s: float
     prefill_ms: float
     compiled: bool
+    tuned: "TunedDecode | None" = None
     method: str = (
         "batch-1 decode reads every weight (embedding table excepted: one row per token) and the KV cache of the "
         "context once per token; theoretical tokens/s = measured bandwidth / those bytes"
     )
+
+
+@dataclass
+class TunedDecode:
+    """The same batch-1 decode with the next tuning a bandwidth-bound decoder gets (gpt-fast's recipe)."""
+
+    changes: list[str]
+    tokens_per_s: float = float("nan")
+    ms_per_token: float = float("nan")
+    share_of_memory_roof: float = float("nan")
+    same_tokens: int = 0
+    compared_tokens: int = 0
+    error: str = ""
 
 
 def _sync(device: torch.device) -> None:
@@ -124,15 +138,35 @@ def count_syncs(run: Callable[[], Any]) -> int | None:
 
 def count_bytes(run: Callable[[], Any], model: torch.nn.Module) -> float | None:
     """Minimum bytes moved by every aten op of one run, from roofline's per-op byte formulas."""
-    from roofline.capture.op_recorder import record_ops
+    from roofline.capture.traffic import count_traffic
 
-    recording = record_ops(run, root=model)
-    return sum(op.cost.bytes for op in recording.ops if op.cost.modeled and math.isfinite(op.cost.bytes))
+    return count_traffic(run).bytes
 
 
 def compile_decode(device: torch.device) -> DecodeStep:
     mode = "reduce-overhead" if device.type == "cuda" else None
     return torch.compile(decode_one_token, mode=mode, fullgraph=True)
+
+
+# gpt-fast's Inductor settings: coordinate-descent tuning also makes Inductor write matrix-vector products
+# (the batch-1 decode's matmuls) as tuned Triton reductions instead of calling cuBLAS.
+TUNED_OPTIONS = {"triton.cudagraphs": True, "coordinate_descent_tuning": True}
+TUNED_CHANGES = [
+    "q/k/v and gate/up weights stacked (one matrix-vector product each instead of three and two)",
+    "Inductor coordinate-descent tuning (matrix-vector products as tuned Triton reductions)",
+    "CUDA graphs (as reduce-overhead), fullgraph, static shapes",
+]
+
+
+def compile_tuned_decode(device: torch.device) -> DecodeStep:
+    """The decode step compiled with TUNED_OPTIONS, in its own Dynamo cache (its own code object)."""
+
+    def tuned_decode_step(model, token, input_pos, pad):
+        return decode_one_token(model, token, input_pos, pad)
+
+    if device.type != "cuda":
+        return torch.compile(tuned_decode_step, fullgraph=True, dynamic=False)
+    return torch.compile(tuned_decode_step, fullgraph=True, dynamic=False, options=TUNED_OPTIONS)
 
 
 def run_stage(
@@ -228,14 +262,18 @@ def crossing_batch(model: Transformer, ridge: float, limit: int = 1 << 16) -> in
 
 
 def _decode_time(model: Transformer, decode_step: DecodeStep, batch: int, context: int, steps: int,
-                 warmup: int) -> float:
-    """Seconds for ``steps`` decode steps at ``batch``, after a prompt of ``context`` tokens in the cache."""
+                 warmup: int) -> tuple[float, torch.Tensor]:
+    """Seconds for ``steps`` decode steps at ``batch`` after a prompt of ``context`` tokens, and their tokens.
+
+    The prompt is the same for every call (seeded), so two decode steps' tokens can be compared.
+    """
     device = model.output.weight.device
     if model.max_batch < batch or model.max_seq < context + steps + warmup + 1:
         model.setup_caches(max(batch, model.max_batch), max(model.max_seq, context + steps + warmup + 1))
     generator = torch.Generator(device="cpu").manual_seed(1)
     tokens = torch.randint(0, model.config.vocab_size, (batch, context), generator=generator).to(device)
     pad = torch.zeros(batch, dtype=torch.long, device=device)
+    out: list[torch.Tensor] = []
     with torch.no_grad():
         input_pos = torch.arange(context, device=device)
         model(tokens, input_pos, mask=padded_causal_mask(input_pos, pad, model.max_seq))
@@ -244,14 +282,18 @@ def _decode_time(model: Transformer, decode_step: DecodeStep, batch: int, contex
         for _ in range(warmup):
             token = decode_step(model, token, pos, pad).clone()[:, None]
         _sync(device)
-        timing = time_runs(lambda: _decode_steps(model, decode_step, token, pos, pad, steps), device, 0, 1)
-    return timing.median_s
+        timing = time_runs(lambda: out.append(_decode_steps(model, decode_step, token, pos, pad, steps)),
+                           device, 0, 1)
+    return timing.median_s, out[-1]
 
 
-def _decode_steps(model, decode_step, token, pos, pad, steps) -> None:
+def _decode_steps(model, decode_step, token, pos, pad, steps) -> torch.Tensor:
+    generated = []
     for _ in range(steps):
         token = decode_step(model, token, pos, pad).clone()[:, None]
+        generated.append(token)
         pos = pos + 1
+    return torch.cat(generated, dim=1)
 
 
 def batch_sweep(
@@ -272,7 +314,7 @@ def batch_sweep(
     sweep = Sweep(dtype=dtype, ridge_point=ridge, crossing_batch=crossing_batch(model, ridge), compiled=compiled)
     for batch in batches:
         progress(f"batch sweep: batch {batch}")
-        seconds = _decode_time(model, decode_step, batch, context, steps, warmup)
+        seconds, _ = _decode_time(model, decode_step, batch, context, steps, warmup)
         flops, moved = decode_matmul_intensity(model, batch)
         intensity = flops / moved
         sweep.points.append(
@@ -306,11 +348,16 @@ def peak_decode(
     steps: int,
     warmup: int,
     compiled: bool,
+    tuned_step: DecodeStep | None = None,
 ) -> PeakDecode:
-    """Batch-1 decode throughput against bandwidth / bytes per token; prefill of the same prompt too."""
+    """Batch-1 decode throughput against bandwidth / bytes per token; prefill of the same prompt too.
+
+    With ``tuned_step``, the same decode is measured again with the projections fused (TunedDecode), and its
+    tokens compared with the plain step's.
+    """
     configure(model, Fixes.all())
     device = model.output.weight.device
-    seconds = _decode_time(model, decode_step, 1, context, steps, warmup)
+    seconds, reference = _decode_time(model, decode_step, 1, context, steps, warmup)
     bytes_per_token = decode_bytes(model, 1, context + steps // 2)
     bandwidth = ceilings.memory_bandwidth_bytes_per_s
     tokens_per_s = steps / seconds
@@ -325,6 +372,10 @@ def peak_decode(
             model(prompt, input_pos, mask=padded_causal_mask(input_pos, pad, model.max_seq))
 
     prefill_timing = time_runs(prefill, device, warmup=2, reps=5)
+    tuned = None
+    if tuned_step is not None:
+        tuned = _tuned_decode(model, tuned_step, reference, context=context, steps=steps, warmup=warmup,
+                              theoretical=theoretical)
     return PeakDecode(
         tokens_per_s=tokens_per_s,
         ms_per_token=1e3 / tokens_per_s,
@@ -336,7 +387,29 @@ def peak_decode(
         prefill_tokens_per_s=context / prefill_timing.median_s,
         prefill_ms=1e3 * prefill_timing.median_s,
         compiled=compiled,
+        tuned=tuned,
     )
+
+
+def _tuned_decode(model: Transformer, tuned_step: DecodeStep, reference: torch.Tensor, *, context: int,
+                  steps: int, warmup: int, theoretical: float) -> TunedDecode:
+    from roofline.lab.model import fused_projections
+
+    result = TunedDecode(changes=list(TUNED_CHANGES))
+    try:
+        with fused_projections(model):
+            seconds, tokens = _decode_time(model, tuned_step, 1, context, steps, warmup)
+    except Exception as exc:  # noqa: BLE001 - a failed tuning is reported beside the plain figure
+        result.error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+        return result
+    result.tokens_per_s = steps / seconds
+    result.ms_per_token = 1e3 * seconds / steps
+    if theoretical == theoretical:
+        result.share_of_memory_roof = result.tokens_per_s / theoretical
+    same = (tokens[0] == reference[0]).tolist()
+    result.compared_tokens = len(same)
+    result.same_tokens = same.index(False) if False in same else len(same)
+    return result
 
 
 __all__ = [
@@ -344,9 +417,11 @@ __all__ = [
     "PeakDecode",
     "StageResult",
     "Sweep",
+    "TunedDecode",
     "SweepPoint",
     "batch_sweep",
     "compile_decode",
+    "compile_tuned_decode",
     "count_bytes",
     "count_syncs",
     "crossing_batch",

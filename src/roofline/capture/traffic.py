@@ -1,0 +1,69 @@
+"""Total FLOPs and minimum bytes of everything a callable runs, without recording each op.
+
+The case study counts the traffic of whole generation runs: hundreds of thousands of ops on a 1B model. The
+full recorder (op_recorder) keeps module paths and source lines per op; this counter keeps two sums, and
+remembers each (op, signature of its arguments and outputs) it has costed, since a decode loop repeats the same shapes.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from roofline.count.counting import count_op, to_meta
+
+
+def _signature(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return (tuple(value.shape), value.dtype, value.stride() if value.layout == torch.strided else None)
+    if isinstance(value, (list, tuple)):
+        return tuple(_signature(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _signature(v)) for k, v in value.items()))
+    return value
+
+
+class TrafficCounter(TorchDispatchMode):
+    """A dispatch mode summing roofline's per-op counts: ``flops``, ``bytes``, ``ops`` and ``unmodeled``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flops = 0.0
+        self.bytes = 0.0
+        self.ops = 0
+        self.unmodeled = 0
+        self._costs: dict[Any, tuple[float, float] | None] = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        self.ops += 1
+        try:
+            key = (func, _signature(args), _signature(kwargs), _signature(out))
+            cost = self._costs[key] if key in self._costs else self._cost(key, func, args, kwargs, out)
+        except TypeError:  # an argument that cannot be hashed: cost this call alone
+            cost = self._cost(None, func, args, kwargs, out)
+        if cost is None:
+            self.unmodeled += 1
+        else:
+            self.flops += cost[0]
+            self.bytes += cost[1]
+        return out
+
+    def _cost(self, key, func, args, kwargs, out) -> tuple[float, float] | None:
+        outputs = list(out) if isinstance(out, (tuple, list)) else [out]
+        cost = count_op(func, to_meta(list(args)), to_meta(dict(kwargs)), to_meta(outputs))
+        result = (cost.flops, cost.bytes) if cost.modeled and math.isfinite(cost.bytes) else None
+        if key is not None:
+            self._costs[key] = result
+        return result
+
+
+def count_traffic(run: Callable[[], Any]) -> TrafficCounter:
+    """Run ``run()`` under a TrafficCounter and return the counter."""
+    with TrafficCounter() as counter:
+        run()
+    return counter
