@@ -44,6 +44,7 @@ def main() -> int:
         result = run_lab(LabOptions(model=model, device="cuda", quick=args.quick, data=args.data), progress)
         write_lab(result, out / model)
         stages = result.stages
+        tuned = result.peak is not None and result.peak.tuned is not None and not result.peak.tuned.error
         summary["models"][model] = {
             "stages": [(s.title, round(s.tokens_per_s, 1), round(s.speedup_cumulative, 2)) for s in stages],
             "cumulative_speedup": stages[-1].speedup_cumulative if stages else None,
@@ -51,6 +52,9 @@ def main() -> int:
                                     if len(stages) > 1 and "compile" in stages[-1].title else None),
             "batch1_decode_tokens_per_s": result.peak.tokens_per_s if result.peak else None,
             "batch1_share_of_memory_roof": result.peak.share_of_memory_roof if result.peak else None,
+            "tuned_batch1_decode_tokens_per_s": result.peak.tuned.tokens_per_s if tuned else None,
+            "tuned_batch1_share_of_memory_roof": result.peak.tuned.share_of_memory_roof if tuned else None,
+            "tuned_error": result.peak.tuned.error if result.peak and result.peak.tuned else None,
             "prefill_ms": result.peak.prefill_ms if result.peak else None,
             "crossing_batch": result.sweep.crossing_batch if result.sweep else None,
             "bandwidth_bytes_per_s": result.ceilings.memory_bandwidth_bytes_per_s,
@@ -60,11 +64,13 @@ def main() -> int:
         }
         (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
 
-    print(f"\n{'model':12s} {'cumulative':>10s} {'compiled/fixed':>15s} {'b1 tok/s':>9s} {'% roof':>7s}")
+    print(f"\n{'model':12s} {'cumulative':>10s} {'compiled/fixed':>15s} {'b1 tok/s':>9s} {'% roof':>7s} "
+          f"{'tuned tok/s':>11s} {'% roof':>7s}")
     for model, s in summary["models"].items():
         share = s["batch1_share_of_memory_roof"]
         print(f"{model:12s} {s['cumulative_speedup'] or 0:10.2f} {s['compiled_over_fixed'] or 0:15.2f} "
-              f"{s['batch1_decode_tokens_per_s'] or 0:9.1f} {100 * (share or 0):6.1f}%")
+              f"{s['batch1_decode_tokens_per_s'] or 0:9.1f} {100 * (share or 0):6.1f}% "
+              f"{s['tuned_batch1_decode_tokens_per_s'] or 0:11.1f} {100 * (s['tuned_batch1_share_of_memory_roof'] or 0):6.1f}%")
     return 0
 
 

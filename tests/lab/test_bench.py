@@ -42,3 +42,59 @@ def test_stage_measures_syncs_and_traffic(tiny_model, prompts, cpu_ceilings):
     assert naive.syncs_per_token == 1.0 and fixed.syncs_per_token == 0.0
     assert naive.bytes_per_token > fixed.bytes_per_token > 0
     assert 0 < fixed.memory_roof_share and math.isfinite(fixed.tokens_per_s)
+
+
+def test_fused_projections_give_the_same_logits_and_restore_the_model(tiny_model, prompts):
+    import torch
+
+    from roofline.lab.model import fused_projections
+    from roofline.models.llama import Attention, FeedForward
+
+    tokens = torch.tensor([prompts[0]])
+    params = {name: p.data_ptr() for name, p in tiny_model.named_parameters()}
+    with torch.no_grad():
+        plain = tiny_model(tokens)
+        with fused_projections(tiny_model) as fused_model:
+            assert type(fused_model.layers[0].attention).__name__ == "FusedAttention"
+            assert {n for n, _ in fused_model.named_parameters()} > set(params)
+            fused = fused_model(tokens)
+    torch.testing.assert_close(fused, plain, rtol=1e-5, atol=1e-5)
+    assert type(tiny_model.layers[0].attention) is Attention and type(tiny_model.layers[0].feed_forward) is FeedForward
+    assert {n: p.data_ptr() for n, p in tiny_model.named_parameters()} == params
+
+
+def test_fused_projections_restore_the_model_when_the_block_raises(tiny_model):
+    import pytest
+
+    from roofline.lab.model import fused_projections
+    from roofline.models.llama import Attention
+
+    with pytest.raises(RuntimeError, match="user code"):
+        with fused_projections(tiny_model):
+            raise RuntimeError("user code")
+    assert all(type(layer.attention) is Attention for layer in tiny_model.layers)
+    assert not any(n.endswith(("wqkv", "w13")) for n, _ in tiny_model.named_parameters())
+
+
+def test_peak_decode_measures_the_tuned_variant_and_compares_its_tokens(tiny_model, cpu_ceilings):
+    tiny_model.setup_caches(1, 64)
+    peak = bench.peak_decode(tiny_model, decode_one_token, cpu_ceilings, context=8, steps=6, warmup=1,
+                             compiled=False, tuned_step=decode_one_token)
+    tuned = peak.tuned
+    assert tuned is not None and tuned.error == ""
+    assert tuned.compared_tokens == 6 and tuned.same_tokens == 6
+    assert math.isfinite(tuned.tokens_per_s) and tuned.share_of_memory_roof > 0
+    assert any("stacked" in change for change in tuned.changes)
+
+
+def test_peak_decode_reports_a_failing_tuned_step_instead_of_raising(tiny_model, cpu_ceilings):
+    tiny_model.setup_caches(1, 64)
+
+    def broken(*args):
+        raise RuntimeError("inductor blew up\nsecond line")
+
+    peak = bench.peak_decode(tiny_model, decode_one_token, cpu_ceilings, context=8, steps=4, warmup=0,
+                             compiled=False, tuned_step=broken)
+    assert peak.tuned.error == "RuntimeError: inductor blew up"
+    assert math.isfinite(peak.tokens_per_s)
+    assert type(tiny_model.layers[0].attention).__name__ == "Attention"

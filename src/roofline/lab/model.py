@@ -10,12 +10,15 @@ the parameters stay the same objects, so every variant runs the same weights.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, fields, replace
+from typing import Iterator
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
-from roofline.models.llama import Attention, RMSNorm, Transformer, apply_rope, attention
+from roofline.models.llama import Attention, FeedForward, RMSNorm, Transformer, apply_rope, attention
 
 
 @dataclass(frozen=True)
@@ -108,3 +111,57 @@ def configure(model: Transformer, fixes: Fixes) -> Transformer:
         _switch(layer.ffn_norm, norm_cls)
     _switch(model.norm, norm_cls)
     return model
+
+
+class FusedAttention(Attention):
+    """Attention whose q, k and v come from one matmul over ``wqkv`` (their weights stacked)."""
+
+    def forward(self, x, cos, sin, mask=None, input_pos=None) -> torch.Tensor:
+        batch, seq, _ = x.shape
+        kv_width = self.n_kv_heads * self.head_dim
+        q, k, v = F.linear(x, self.wqkv).split([self.n_heads * self.head_dim, kv_width, kv_width], dim=-1)
+        q = q.view(batch, seq, self.n_heads, self.head_dim)
+        k = k.view(batch, seq, self.n_kv_heads, self.head_dim)
+        v = v.view(batch, seq, self.n_kv_heads, self.head_dim)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+        if self.kv_cache is not None and input_pos is not None:
+            k, v = self.kv_cache.update(input_pos, k, v)
+        y = attention(q, k, v, mask)
+        return self.wo(y.transpose(1, 2).contiguous().view(batch, seq, self.n_heads * self.head_dim))
+
+
+class FusedFeedForward(FeedForward):
+    """SwiGLU whose gate and up projections are one matmul over ``w13``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate, up = F.linear(x, self.w13).chunk(2, dim=-1)
+        return self.w2(F.silu(gate) * up)
+
+
+@contextlib.contextmanager
+def fused_projections(model: Transformer) -> Iterator[Transformer]:
+    """Stack q/k/v and gate/up weights into one matrix each (gpt-fast's layout), for as long as the block runs.
+
+    A batch-1 decode step is a chain of matrix-vector products, each a kernel; one product over the stacked
+    matrix reads the same bytes in one kernel instead of three (two). The stacked copies are parameters, not
+    buffers, so that CUDA graphs treat them as static inputs; count bytes before entering (they would be seen
+    twice). On exit, also when the block raises, they are dropped and the plain modules restored.
+    """
+    saved: list[tuple[nn.Module, type[nn.Module]]] = []
+    try:
+        with torch.no_grad():
+            for layer in model.layers:
+                attn, ffn = layer.attention, layer.feed_forward
+                stacked_qkv = torch.cat([attn.wq.weight, attn.wk.weight, attn.wv.weight])
+                stacked_13 = torch.cat([ffn.w1.weight, ffn.w3.weight])
+                attn.wqkv = nn.Parameter(stacked_qkv, requires_grad=False)
+                ffn.w13 = nn.Parameter(stacked_13, requires_grad=False)
+                saved += [(attn, type(attn)), (ffn, type(ffn))]
+                attn.__class__, ffn.__class__ = FusedAttention, FusedFeedForward
+        yield model
+    finally:
+        for module, cls in saved:
+            module.__class__ = cls
+            for name in ("wqkv", "w13"):
+                module._parameters.pop(name, None)

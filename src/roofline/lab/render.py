@@ -149,6 +149,13 @@ def lab_markdown(result: LabResult) -> str:
             f"- prefill of a {p.context}-token prompt: {p.prefill_ms:.2f} ms ({p.prefill_tokens_per_s:,.0f} tokens/s)",
             f"- method: {p.method}",
         ]
+        if p.tuned is not None:
+            t = p.tuned
+            parts.append(f"- tuned further ({'; '.join(t.changes)}): " + (
+                f"failed, {t.error}" if t.error else
+                f"{t.tokens_per_s:,.1f} tokens/s ({t.ms_per_token:.3f} ms/token): **{100 * t.share_of_memory_roof:.1f}%"
+                f" of the memory roof**; the first {t.same_tokens} of {t.compared_tokens} tokens are the same as the "
+                "plain compiled step's"))
     if result.sweep is not None:
         s = result.sweep
         crossing = f"batch {s.crossing_batch}" if s.crossing_batch else "beyond batch 65536"

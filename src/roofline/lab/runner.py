@@ -193,9 +193,17 @@ def _run_stages(options: LabOptions, plan: LabPlan, config: LlamaConfig, dtype: 
     agreement = [_agreement(r.title, outputs[0], out) for r, out in zip(results, outputs)]
 
     decode_step = compiled_step or eager
-    progress("peak decode: batch 1, fixed" + (" and compiled" if compiled_step else ""))
+    # The tuned variant only on CUDA: its point is the GPU's memory roof, and on CPU it would only add a build.
+    tuned_step = bench.compile_tuned_decode(device) if compiled_step and device.type == "cuda" else None
+    progress("peak decode: batch 1, fixed" + (" and compiled, then tuned" if tuned_step else
+                                              " and compiled" if compiled_step else ""))
     peak = bench.peak_decode(model, decode_step, ceilings, context=plan.sweep_context, steps=plan.sweep_steps,
-                             warmup=plan.warmup + 2, compiled=compiled_step is not None)
+                             warmup=plan.warmup + 2, compiled=compiled_step is not None, tuned_step=tuned_step)
+    if peak.tuned is not None:
+        t = peak.tuned
+        progress(f"  tuned: {t.error}" if t.error else
+                 f"  plain {100 * peak.share_of_memory_roof:.1f}%, tuned {100 * t.share_of_memory_roof:.1f}% of the "
+                 "memory roof")
     progress("batch-size sweep of the fixed decode")
     sweep = bench.batch_sweep(model, decode_step, ceilings, plan.sweep_batches, context=plan.sweep_context,
                               steps=plan.sweep_steps, warmup=plan.warmup + 2, compiled=compiled_step is not None,
