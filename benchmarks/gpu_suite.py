@@ -9,6 +9,8 @@ back at most 8 files). The last lines printed are a short table of what each sta
                                                         # (lab-tiny, lab-1b, lab-8b; `lab` runs all three)
     Carry .whl (the msgspec wheel: the GPU image lacks it) and .data (WikiText-2, copied from ../shared/data).
     PYTHONPATH=src python3 benchmarks/gpu_suite.py ddp      $OUT     # ceilings again, the 2-GPU DDP run
+    PYTHONPATH=src python3 benchmarks/gpu_suite.py decode-roof $OUT  # batch-1 decode three ways (decode_roof.py)
+    Suites join with '+': lab-tiny+decode-roof+cuda-tests runs the three in one call.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ RL = [PY, "-m", "roofline"]
 
 def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
     """(name, argv, timeout_s) for each stage of a suite."""
+    if "+" in suite:
+        return [stage for part in suite.split("+") for stage in stages(part, out)]
     a = out / "analyze"
     if suite == "analyze":
         return [
@@ -58,6 +62,11 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
             (f"lab_{m}", [PY, "benchmarks/lab_gpu.py", "-o", str(out / "lab"), "--data", data, "--models", m], 560)
             for m in models
         ]
+    if suite == "decode-roof":
+        return [("decode_roof", [PY, "benchmarks/decode_roof.py", "--models", "llama-1b", "-o",
+                                 str(out / "decode_roof_h200.json")], 420)]
+    if suite == "cuda-tests":
+        return [("cuda_tests", [PY, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider", "tests"], 300)]
     if suite == "ddp":
         return [
             ("env", ["nvidia-smi"], 30),

@@ -1,8 +1,9 @@
 import math
+import pytest
 
 from roofline.lab import bench
 from roofline.lab.generate import decode_one_token
-from roofline.lab.model import Fixes
+from roofline.lab.model import Fixes, configure
 
 
 def test_crossing_batch_is_the_first_batch_at_the_ridge(tiny_model):
@@ -98,3 +99,24 @@ def test_peak_decode_reports_a_failing_tuned_step_instead_of_raising(tiny_model,
     assert peak.tuned.error == "RuntimeError: inductor blew up"
     assert math.isfinite(peak.tokens_per_s)
     assert type(tiny_model.layers[0].attention).__name__ == "Attention"
+
+
+def test_graphed_decoder_gives_the_plain_loops_tokens_on_cpu(tiny_model, cpu_ceilings):
+    tiny_model.setup_caches(1, 64)
+    configure(tiny_model, Fixes.all())
+    _, plain = bench._decode_time(tiny_model, decode_one_token, 1, 8, 8, 1)
+    _, graphed = bench._graphed_decode_time(tiny_model, decode_one_token, 8, 8, 1, reps=2)
+    assert graphed.tolist() == plain.tolist()
+
+
+@pytest.mark.cuda
+def test_graphed_decoder_replays_the_same_tokens_on_cuda(tiny_config):
+    import torch
+
+    from roofline.models.llama import build_llama
+
+    model = configure(build_llama(tiny_config, dtype=torch.float16, device="cuda"), Fixes.all())
+    model.setup_caches(1, 128)
+    _, plain = bench._decode_time(model, decode_one_token, 1, 16, 32, 1)
+    _, graphed = bench._graphed_decode_time(model, decode_one_token, 16, 32, 1, reps=2)
+    assert graphed.tolist() == plain.tolist()

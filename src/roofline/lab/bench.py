@@ -148,13 +148,18 @@ def compile_decode(device: torch.device) -> DecodeStep:
     return torch.compile(decode_one_token, mode=mode, fullgraph=True)
 
 
-# gpt-fast's Inductor settings: coordinate-descent tuning also makes Inductor write matrix-vector products
-# (the batch-1 decode's matmuls) as tuned Triton reductions instead of calling cuBLAS.
-TUNED_OPTIONS = {"triton.cudagraphs": True, "coordinate_descent_tuning": True}
+# gpt-fast's Inductor setting: coordinate-descent tuning also makes Inductor write matrix-vector products
+# (the batch-1 decode's matmuls) as tuned Triton reductions instead of calling cuBLAS. No cudagraphs option:
+# the tuned loop captures its own graphs of several steps (lab/graphed.py).
+TUNED_OPTIONS = {"coordinate_descent_tuning": True}
+GRAPH_STEPS = 16
+PEAK_REPS = 3
 TUNED_CHANGES = [
     "q/k/v and gate/up weights stacked (one matrix-vector product each instead of three and two)",
-    "Inductor coordinate-descent tuning (matrix-vector products as tuned Triton reductions)",
-    "CUDA graphs (as reduce-overhead), fullgraph, static shapes",
+    "Inductor coordinate-descent tuning (matrix-vector products as tuned Triton reductions), fullgraph, "
+    "static shapes",
+    f"the loop captured as CUDA graphs of up to {GRAPH_STEPS} decode steps each, so the host does no work "
+    "between steps",
 ]
 
 
@@ -262,29 +267,62 @@ def crossing_batch(model: Transformer, ridge: float, limit: int = 1 << 16) -> in
 
 
 def _decode_time(model: Transformer, decode_step: DecodeStep, batch: int, context: int, steps: int,
-                 warmup: int) -> tuple[float, torch.Tensor]:
-    """Seconds for ``steps`` decode steps at ``batch`` after a prompt of ``context`` tokens, and their tokens.
+                 warmup: int, reps: int = 1) -> tuple[float, torch.Tensor]:
+    """Median seconds for ``steps`` decode steps at ``batch`` after a prompt of ``context`` tokens, and their tokens.
 
-    The prompt is the same for every call (seeded), so two decode steps' tokens can be compared.
+    The prompt is the same for every call (seeded) and the warm-up steps only repeat the first step, so the
+    tokens are the greedy continuation of that prompt: two decode steps' tokens can be compared.
     """
     device = model.output.weight.device
-    if model.max_batch < batch or model.max_seq < context + steps + warmup + 1:
-        model.setup_caches(max(batch, model.max_batch), max(model.max_seq, context + steps + warmup + 1))
-    generator = torch.Generator(device="cpu").manual_seed(1)
-    tokens = torch.randint(0, model.config.vocab_size, (batch, context), generator=generator).to(device)
-    pad = torch.zeros(batch, dtype=torch.long, device=device)
+    _ensure_cache(model, batch, context + steps + 1)
+    tokens, pad = _prompt(model, batch, context)
     out: list[torch.Tensor] = []
     with torch.no_grad():
-        input_pos = torch.arange(context, device=device)
-        model(tokens, input_pos, mask=padded_causal_mask(input_pos, pad, model.max_seq))
+        _prefill(model, tokens, pad)
         token = tokens[:, -1:]
-        pos = input_pos[-1:] + 1
+        pos = torch.tensor([context], device=device)
         for _ in range(warmup):
-            token = decode_step(model, token, pos, pad).clone()[:, None]
+            decode_step(model, token, pos, pad)
         _sync(device)
         timing = time_runs(lambda: out.append(_decode_steps(model, decode_step, token, pos, pad, steps)),
-                           device, 0, 1)
+                           device, 0, reps)
     return timing.median_s, out[-1]
+
+
+def _graphed_decode_time(model: Transformer, decode_step: DecodeStep, context: int, steps: int, warmup: int,
+                         reps: int) -> tuple[float, torch.Tensor]:
+    """As _decode_time at batch 1, with the steps replayed as CUDA graphs of several steps (GraphedDecoder)."""
+    from roofline.lab.graphed import GraphedDecoder
+
+    device = model.output.weight.device
+    _ensure_cache(model, 1, context + steps + 1)
+    tokens, pad = _prompt(model, 1, context)
+    per_graph = math.gcd(steps, GRAPH_STEPS)
+    out: list[torch.Tensor] = []
+    with torch.no_grad():
+        # Built first: its warm-up steps write cache slots from 0, which the prefill then overwrites.
+        decoder = GraphedDecoder(model, decode_step, pad, per_graph, warmup=max(warmup, 1))
+        _prefill(model, tokens, pad)
+        _sync(device)
+        timing = time_runs(lambda: out.append(decoder.run(tokens[:, -1:], context, steps)), device, 0, reps)
+    return timing.median_s, out[-1]
+
+
+def _ensure_cache(model: Transformer, batch: int, seq: int) -> None:
+    if model.max_batch < batch or model.max_seq < seq:
+        model.setup_caches(max(batch, model.max_batch), max(model.max_seq, seq))
+
+
+def _prompt(model: Transformer, batch: int, context: int) -> tuple[torch.Tensor, torch.Tensor]:
+    device = model.output.weight.device
+    generator = torch.Generator(device="cpu").manual_seed(1)
+    tokens = torch.randint(0, model.config.vocab_size, (batch, context), generator=generator).to(device)
+    return tokens, torch.zeros(batch, dtype=torch.long, device=device)
+
+
+def _prefill(model: Transformer, tokens: torch.Tensor, pad: torch.Tensor) -> None:
+    input_pos = torch.arange(tokens.shape[1], device=tokens.device)
+    model(tokens, input_pos, mask=padded_causal_mask(input_pos, pad, model.max_seq))
 
 
 def _decode_steps(model, decode_step, token, pos, pad, steps) -> torch.Tensor:
@@ -357,7 +395,7 @@ def peak_decode(
     """
     configure(model, Fixes.all())
     device = model.output.weight.device
-    seconds, reference = _decode_time(model, decode_step, 1, context, steps, warmup)
+    seconds, reference = _decode_time(model, decode_step, 1, context, steps, warmup, reps=PEAK_REPS)
     bytes_per_token = decode_bytes(model, 1, context + steps // 2)
     bandwidth = ceilings.memory_bandwidth_bytes_per_s
     tokens_per_s = steps / seconds
@@ -398,7 +436,7 @@ def _tuned_decode(model: Transformer, tuned_step: DecodeStep, reference: torch.T
     result = TunedDecode(changes=list(TUNED_CHANGES))
     try:
         with fused_projections(model):
-            seconds, tokens = _decode_time(model, tuned_step, 1, context, steps, warmup)
+            seconds, tokens = _graphed_decode_time(model, tuned_step, context, steps, warmup, reps=PEAK_REPS)
     except Exception as exc:  # noqa: BLE001 - a failed tuning is reported beside the plain figure
         result.error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
         return result
