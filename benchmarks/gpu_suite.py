@@ -95,17 +95,19 @@ def run_stage(name: str, argv: list[str], timeout: int, out: Path) -> dict:
 
 
 def main() -> int:
-    suite, out = sys.argv[1], Path(sys.argv[2]) / sys.argv[1]
+    suite = sys.argv[1]
+    name = suite.replace("+", "_and_")  # the device tool brings back only plain names
+    out = Path(sys.argv[2]) / name
     out.mkdir(parents=True, exist_ok=True)
     budget = float(os.environ.get("SUITE_BUDGET_S", "540"))
     start = time.perf_counter()
     results = []
-    for name, argv, timeout in stages(suite, out):
+    for stage, argv, timeout in stages(suite, out):
         left = budget - (time.perf_counter() - start)
         if left < 20:
-            results.append({"stage": name, "rc": "skipped", "seconds": 0, "last_line": "suite budget spent"})
+            results.append({"stage": stage, "rc": "skipped", "seconds": 0, "last_line": "suite budget spent"})
             continue
-        results.append(run_stage(name, argv, int(min(timeout, left - 10)), out))
+        results.append(run_stage(stage, argv, int(min(timeout, left - 10)), out))
         print(f"[{time.perf_counter() - start:6.1f}s] {results[-1]}", flush=True)
     (out / "suite.json").write_text(json.dumps({"suite": suite, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
                                                 "stages": results}, indent=1))
@@ -114,8 +116,8 @@ def main() -> int:
     for trace in out.rglob("trace.json.gz"):
         if trace.stat().st_size > 2 * 2**20:
             trace.unlink()
-    with tarfile.open(Path(sys.argv[2]) / f"{suite}.tgz", "w:gz") as tar:
-        tar.add(out, arcname=suite)
+    with tarfile.open(Path(sys.argv[2]) / f"{name}.tgz", "w:gz") as tar:
+        tar.add(out, arcname=name)
     print(f"{'stage':22} {'rc':>8} {'s':>7}  last line")
     for r in results:
         print(f"{r['stage']:22} {str(r['rc']):>8} {r['seconds']:7.1f}  {r['last_line']}")

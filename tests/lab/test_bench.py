@@ -120,3 +120,23 @@ def test_graphed_decoder_replays_the_same_tokens_on_cuda(tiny_config):
     _, plain = bench._decode_time(model, decode_one_token, 1, 16, 32, 1)
     _, graphed = bench._graphed_decode_time(model, decode_one_token, 16, 32, 1, reps=2)
     assert graphed.tolist() == plain.tolist()
+
+
+def test_timed_decode_steps_never_recompile_after_the_warm_up(tiny_model):
+    import torch
+
+    compiles = []
+
+    def counting_backend(graph_module, example_inputs):
+        compiles.append(len(example_inputs))
+        return graph_module.forward
+
+    tiny_model.setup_caches(4, 64)
+    configure(tiny_model, Fixes.all())
+    torch._dynamo.reset()
+    step = torch.compile(decode_one_token, backend=counting_backend, fullgraph=True, dynamic=False)
+    try:
+        bench._decode_time(tiny_model, step, 4, 8, 4, warmup=1)
+    finally:
+        torch._dynamo.reset()
+    assert len(compiles) == 1

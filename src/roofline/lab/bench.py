@@ -279,7 +279,9 @@ def _decode_time(model: Transformer, decode_step: DecodeStep, batch: int, contex
     out: list[torch.Tensor] = []
     with torch.no_grad():
         _prefill(model, tokens, pad)
-        token = tokens[:, -1:]
+        # Contiguous like every later step's token: a strided slice would fail Dynamo's stride guard and
+        # recompile inside the timed run (it did, for batch 4 of the H200 llama-8b sweep).
+        token = tokens[:, -1:].contiguous()
         pos = torch.tensor([context], device=device)
         for _ in range(warmup):
             decode_step(model, token, pos, pad)
@@ -304,7 +306,8 @@ def _graphed_decode_time(model: Transformer, decode_step: DecodeStep, context: i
         decoder = GraphedDecoder(model, decode_step, pad, per_graph, warmup=max(warmup, 1))
         _prefill(model, tokens, pad)
         _sync(device)
-        timing = time_runs(lambda: out.append(decoder.run(tokens[:, -1:], context, steps)), device, 0, reps)
+        timing = time_runs(lambda: out.append(decoder.run(tokens[:, -1:].contiguous(), context, steps)), device,
+                           0, reps)
     return timing.median_s, out[-1]
 
 
