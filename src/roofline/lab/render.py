@@ -70,7 +70,7 @@ def stage_table(result: LabResult) -> str:
     agreement = {a.stage: a for a in result.agreement}
     for s in result.stages:
         agree = agreement.get(s.title)
-        same = "-" if agree is None else ("yes" if agree.identical else f"diverge at token {agree.first_divergence}")
+        same = "-" if agree is None else ("yes" if agree.identical else _divergence(agree))
         lines.append(
             f"| {s.title} | {_fmt(s.tokens_per_s, ',.1f')} | {_fmt(s.ms_per_token, '.2f')} "
             f"| {_fmt(s.speedup_vs_previous, '.2f', 'x')} | {_fmt(s.speedup_cumulative, '.2f', 'x')} "
@@ -78,6 +78,13 @@ def stage_table(result: LabResult) -> str:
             f"| {_fmt(None if s.memory_roof_share is None else 100 * s.memory_roof_share, '.1f', '%')} | {same} |"
         )
     return "\n".join(lines)
+
+
+def _divergence(agree) -> str:
+    text = f"diverge at token {agree.first_divergence}"
+    if agree.logit_gap_ulps is not None:
+        text += f" (top-2 logits {agree.logit_gap_ulps:.1f} ulp apart there)"
+    return text
 
 
 def sweep_table(result: LabResult) -> str:
@@ -135,6 +142,16 @@ def lab_markdown(result: LabResult) -> str:
         f"{' (on CPU: calls that would synchronise on a GPU)' if result.device == 'cpu' else ''}. "
         f"Bytes: {result.bytes_method}. % of memory roof = bytes/token x tokens/s / measured bandwidth.",
     ]
+    if any(not a.identical for a in result.agreement):
+        parts += [
+            "",
+            "Where a stage's tokens diverge: a fix that changes the arithmetic (norms in the model's dtype, another "
+            "attention kernel, fused compiled kernels) rounds differently, and with random weights the two best "
+            "logits are often nearly tied, so the argmax flips and every later token differs. The gap shown is the "
+            "first stage's top-1 minus top-2 logit at that token (its model fed the reference tokens up to there), "
+            f"in units of {result.dtype}'s rounding step at the top logit; a gap of a few ulp is a near-tie, not "
+            "a bug. In float32 on CPU every stage gives the first stage's tokens exactly (tests/lab).",
+        ]
     if result.peak is not None:
         p = result.peak
         parts += [

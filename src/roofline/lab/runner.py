@@ -14,6 +14,7 @@ import torch
 
 from roofline.errors import RooflineError
 from roofline.lab import bench
+from roofline.lab.agreement import Agreement, compare_tokens, logit_gap
 from roofline.lab.data import UNK, load_wikitext, sentence_prompts
 from roofline.lab.diagnosis import diagnose, doctor_dtype, profile_generation
 from roofline.lab.generate import decode_one_token
@@ -57,14 +58,6 @@ class LabOptions:
     data: str | None = None
     doctor: bool = True
     plan: LabPlan | None = None
-
-
-@dataclass
-class Agreement:
-    stage: str
-    identical: bool
-    first_divergence: int | None
-    compared_tokens: int
 
 
 @dataclass
@@ -190,7 +183,9 @@ def _run_stages(options: LabOptions, plan: LabPlan, config: LlamaConfig, dtype: 
         outputs.append(tokens)
         progress(f"  {result.tokens_per_s:,.1f} tokens/s, {result.ms_per_token:.2f} ms/token")
     bench.fill_speedups(results)
-    agreement = [_agreement(r.title, outputs[0], out) for r, out in zip(results, outputs)]
+    agreement = [compare_tokens(r.title, outputs[0], out) for r, out in zip(results, outputs)]
+    if any(not a.identical for a in agreement):
+        _explain_divergences(model, stage_list[0][1], prompts, outputs[0], agreement)
 
     decode_step = compiled_step or eager
     # The tuned variant only on CUDA: its point is the GPU's memory roof, and on CPU it would only add a build.
@@ -264,17 +259,15 @@ def _doctor_runs(model: Transformer, config: LlamaConfig, dtype: torch.dtype, de
     return naive, fixed
 
 
-def _agreement(stage: str, reference: list[list[int]], tokens: list[list[int]]) -> Agreement:
-    first: int | None = None
-    compared = 0
-    for ref_row, row in zip(reference, tokens):
-        compared += min(len(ref_row), len(row))
-        for i, (a, b) in enumerate(zip(ref_row, row)):
-            if a != b:
-                first = i if first is None else min(first, i)
-                break
-        else:
-            if len(ref_row) != len(row):
-                n = min(len(ref_row), len(row))
-                first = n if first is None else min(first, n)
-    return Agreement(stage, first is None, first, compared)
+def _explain_divergences(model: Transformer, reference_fixes: Fixes, prompts: list[list[int]],
+                         reference: list[list[int]], agreement: list[Agreement]) -> None:
+    """Fill each divergence's logit gap, as the first stage's model sees it."""
+    from roofline.lab.model import configure
+
+    configure(model, reference_fixes)
+    for a in agreement:
+        if a.identical or a.divergent_prompt is None or a.first_divergence is None:
+            continue
+        row = reference[a.divergent_prompt]
+        if a.first_divergence < len(row):
+            a.logit_gap, a.logit_gap_ulps = logit_gap(model, prompts[a.divergent_prompt], row, a.first_divergence)
