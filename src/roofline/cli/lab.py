@@ -49,6 +49,11 @@ def run(args: argparse.Namespace) -> int:
     if result.peak is not None:
         print(f"\nbatch-1 decode: {result.peak.tokens_per_s:,.1f} tokens/s = "
               f"{100 * result.peak.share_of_memory_roof:.1f}% of the memory roof")
+        tuned = result.peak.tuned
+        if tuned is not None:
+            print(f"tuned batch-1 decode: failed ({tuned.error})" if tuned.error else
+                  f"tuned batch-1 decode (stacked projections, tuned kernels, graphed loop): "
+                  f"{tuned.tokens_per_s:,.1f} tokens/s = {100 * tuned.share_of_memory_roof:.1f}% of the memory roof")
     if result.naive_report is not None:
         print(f"doctor, naive model: {', '.join(sorted({f.rule for f in result.naive_report.findings}))}")
     print(f"wrote {len(written)} files to {args.output} in {time.perf_counter() - began:.0f} s")
