@@ -72,9 +72,7 @@ def stages(include_compile: bool = True) -> list[tuple[str, Fixes]]:
 class LlamaAttention(Attention):
     def forward(self, x, cos, sin, mask=None, input_pos=None) -> torch.Tensor:
         batch, seq, _ = x.shape
-        q = self.wq(x).view(batch, seq, self.n_heads, self.head_dim)
-        k = self.wk(x).view(batch, seq, self.n_kv_heads, self.head_dim)
-        v = self.wv(x).view(batch, seq, self.n_kv_heads, self.head_dim)
+        q, k, v = self.project_qkv(x)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         q = q.transpose(1, 2).contiguous()
         k = k.transpose(1, 2).contiguous()
@@ -116,19 +114,12 @@ def configure(model: Transformer, fixes: Fixes) -> Transformer:
 class FusedAttention(Attention):
     """Attention whose q, k and v come from one matmul over ``wqkv`` (their weights stacked)."""
 
-    def forward(self, x, cos, sin, mask=None, input_pos=None) -> torch.Tensor:
+    def project_qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         batch, seq, _ = x.shape
         kv_width = self.n_kv_heads * self.head_dim
         q, k, v = F.linear(x, self.wqkv).split([self.n_heads * self.head_dim, kv_width, kv_width], dim=-1)
-        q = q.view(batch, seq, self.n_heads, self.head_dim)
-        k = k.view(batch, seq, self.n_kv_heads, self.head_dim)
-        v = v.view(batch, seq, self.n_kv_heads, self.head_dim)
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-        if self.kv_cache is not None and input_pos is not None:
-            k, v = self.kv_cache.update(input_pos, k, v)
-        y = attention(q, k, v, mask)
-        return self.wo(y.transpose(1, 2).contiguous().view(batch, seq, self.n_heads * self.head_dim))
+        return (q.view(batch, seq, self.n_heads, self.head_dim), k.view(batch, seq, self.n_kv_heads, self.head_dim),
+                v.view(batch, seq, self.n_kv_heads, self.head_dim))
 
 
 class FusedFeedForward(FeedForward):

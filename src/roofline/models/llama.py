@@ -111,9 +111,7 @@ class Attention(nn.Module):
         input_pos: torch.Tensor | None = None,
     ) -> torch.Tensor:
         batch, seq, _ = x.shape
-        q = self.wq(x).view(batch, seq, self.n_heads, self.head_dim)
-        k = self.wk(x).view(batch, seq, self.n_kv_heads, self.head_dim)
-        v = self.wv(x).view(batch, seq, self.n_kv_heads, self.head_dim)
+        q, k, v = self.project_qkv(x)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
 
@@ -122,6 +120,14 @@ class Attention(nn.Module):
         y = attention(q, k, v, mask)
         y = y.transpose(1, 2).contiguous().view(batch, seq, self.n_heads * self.head_dim)
         return self.wo(y)
+
+    def project_qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """q (batch, seq, heads, head_dim), k and v (batch, seq, kv_heads, head_dim)."""
+        batch, seq, _ = x.shape
+        q = self.wq(x).view(batch, seq, self.n_heads, self.head_dim)
+        k = self.wk(x).view(batch, seq, self.n_kv_heads, self.head_dim)
+        v = self.wv(x).view(batch, seq, self.n_kv_heads, self.head_dim)
+        return q, k, v
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
