@@ -41,7 +41,8 @@ def main() -> int:
         def progress(message: str, model: str = model) -> None:
             print(f"[{time.perf_counter() - began:7.1f}s] {model}: {message}", file=sys.stderr, flush=True)
 
-        result = run_lab(LabOptions(model=model, device="cuda", quick=args.quick, data=args.data), progress)
+        result = run_lab(LabOptions(model=model, device="cuda", quick=args.quick, data=args.data), progress,
+                         checkpoint=lambda partial, model=model: write_lab(partial, out / model))
         write_lab(result, out / model)
         stages = result.stages
         tuned = result.peak is not None and result.peak.tuned is not None and not result.peak.tuned.error

@@ -32,3 +32,37 @@ def test_lab_without_data_is_one_clear_error(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("ROOFLINE_DATA", raising=False)
     assert main(["lab", "--quick", "--device", "cpu", "--data", str(tmp_path), "-o", str(tmp_path / "o")]) == 2
     assert "WikiText-2" in capsys.readouterr().err
+
+
+def _tiny_plan():
+    return runner.LabPlan(2, 8, 4, 1, 0, False, [1, 2], 8, 4,
+                          config_overrides={"dim": 64, "n_layers": 1, "n_heads": 4, "n_kv_heads": 2, "ffn_dim": 128,
+                                            "vocab_size": 1024})
+
+
+def test_a_stopped_lab_keeps_the_sections_it_finished(tmp_path, monkeypatch, wikitext_dir, cpu_ceilings):
+    from roofline.lab import bench
+
+    monkeypatch.setattr(runner, "make_plan", lambda model, device, quick: _tiny_plan())
+    monkeypatch.setattr(runner, "measured_ceilings", lambda device, quick, progress: cpu_ceilings)
+
+    def interrupted_sweep(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bench, "batch_sweep", interrupted_sweep)
+    out = tmp_path / "lab"
+    assert main(["lab", "--quick", "--device", "cpu", "--no-doctor", "--data", str(wikitext_dir), "-o", str(out)]) == 130
+    data = json.loads((out / "lab.json").read_text())
+    assert data["pending"] == ["batch-size sweep"] and data["peak"] is not None and data["sweep"] is None
+    assert len(data["stages"]) == 6
+    assert "**Partial result**: the run stopped before batch-size sweep." in (out / "lab.md").read_text()
+
+
+def test_checkpoints_name_what_is_still_to_come_and_the_end_has_nothing_pending(wikitext_dir, cpu_ceilings,
+                                                                                 monkeypatch):
+    monkeypatch.setattr(runner, "measured_ceilings", lambda device, quick, progress: cpu_ceilings)
+    seen = []
+    options = runner.LabOptions(device="cpu", data=str(wikitext_dir), doctor=False, plan=_tiny_plan())
+    result = runner.run_lab(options, checkpoint=lambda partial: seen.append(list(partial.pending)))
+    assert seen == [["batch-1 peak decode", "batch-size sweep"], ["batch-size sweep"], []]
+    assert result.pending == [] and result.peak is not None and result.sweep is not None

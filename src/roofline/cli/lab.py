@@ -41,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
 
     options = LabOptions(model=args.model, device=device, dtype=args.dtype, quick=args.quick, data=args.data,
                          doctor=not args.no_doctor)
-    result = run_lab(options, progress)
+    # Each finished section is written at once: a long GPU run that is stopped keeps what it measured.
+    result = run_lab(options, progress, checkpoint=lambda partial: write_lab(partial, args.output))
     written = write_lab(result, args.output)
     from roofline.lab.render import stage_table
 

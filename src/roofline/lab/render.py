@@ -132,6 +132,7 @@ def lab_markdown(result: LabResult) -> str:
         f"Ceilings ({ceil.source}): memory {ceil.memory_bandwidth_bytes_per_s / 1e9:,.1f} GB/s; "
         + ", ".join(f"{d} {v / 1e12:,.2f} TFLOP/s" for d, v in ceil.peak_flops_per_s.items()) + ".",
         "",
+        *([f"**Partial result**: the run stopped before {', '.join(result.pending)}.", ""] if result.pending else []),
         "## Stages (each fix added to the ones above it)",
         "",
         stage_table(result),

@@ -24,6 +24,7 @@ from roofline.models.workloads import parse_device, parse_dtype
 from roofline.report import Ceilings, Environment, Report
 
 Progress = Callable[[str], None]
+Checkpoint = Callable[["LabResult"], None]
 MODELS = ("llama-tiny", "llama-1b", "llama-8b")
 # Naive llama-8b (one prompt at a time, the prefix recomputed per token) would take far too long: its lab runs
 # the fixed decode, eager then compiled.
@@ -80,6 +81,8 @@ class LabResult:
     timing_method: str = ""
     bytes_method: str = bench.BYTES_METHOD
     notes: list[str] = field(default_factory=list)
+    # Sections not measured yet: non-empty only in the partial results handed to a checkpoint.
+    pending: list[str] = field(default_factory=list)
 
 
 def make_plan(model: str, device: torch.device, quick: bool) -> LabPlan:
@@ -103,7 +106,10 @@ def lab_config(model: str, plan: LabPlan) -> LlamaConfig:
     return dataclasses.replace(CONFIGS[model], **plan.config_overrides)
 
 
-def run_lab(options: LabOptions, progress: Progress = lambda _: None) -> LabResult:
+def run_lab(options: LabOptions, progress: Progress = lambda _: None,
+            checkpoint: Checkpoint | None = None) -> LabResult:
+    """The whole lab. ``checkpoint`` gets the partial result after the stages, the peak decode and the sweep
+    (``pending`` names what is still to come), so a long run that is stopped keeps what it measured."""
     device = parse_device(options.device)
     dtype = parse_dtype(options.dtype or ("float16" if device.type == "cuda" else "float32"))
     plan = options.plan or make_plan(options.model, device, options.quick)
@@ -128,7 +134,7 @@ def run_lab(options: LabOptions, progress: Progress = lambda _: None) -> LabResu
                        max(plan.prompt_words + plan.max_new_tokens, plan.sweep_context + plan.sweep_steps + 8))
     with _compile_settings(plan.compile):
         return _run_stages(options, plan, config, dtype, device, model, corpus, word_prompts, prompts, eos_id,
-                           ceilings, progress)
+                           ceilings, progress, checkpoint or (lambda _: None))
 
 
 @contextlib.contextmanager
@@ -152,7 +158,8 @@ def _compile_settings(enabled: bool) -> Iterator[None]:
 
 def _run_stages(options: LabOptions, plan: LabPlan, config: LlamaConfig, dtype: torch.dtype,
                 device: torch.device, model: Transformer, corpus: Any, word_prompts: list[list[int]],
-                prompts: list[list[int]], eos_id: int, ceilings: Ceilings, progress: Progress) -> LabResult:
+                prompts: list[list[int]], eos_id: int, ceilings: Ceilings, progress: Progress,
+                checkpoint: Checkpoint) -> LabResult:
     eager = decode_one_token
     compiled_step = bench.compile_decode(device) if plan.compile else None
 
@@ -187,6 +194,27 @@ def _run_stages(options: LabOptions, plan: LabPlan, config: LlamaConfig, dtype: 
     if any(not a.identical for a in agreement):
         _explain_divergences(model, stage_list[0][1], prompts, outputs[0], agreement)
 
+    doctor = options.doctor and options.model not in FIXED_ONLY
+    result = LabResult(
+        model=options.model,
+        config=dataclasses.asdict(config),
+        device=str(device),
+        dtype=str(dtype).replace("torch.", ""),
+        plan=plan,
+        ceilings=ceilings,
+        environment=Environment.capture(ceilings.device_name),
+        prompts=[" ".join(corpus.vocab.decode(p)) for p in word_prompts],
+        sample_output=" ".join(corpus.vocab.decode(outputs[0][0])) if outputs else "",
+        stages=results,
+        agreement=agreement,
+        sweep=None,
+        peak=None,
+        timing_method=results[0].timing.method if results else "",
+        notes=notes,
+        pending=["batch-1 peak decode", "batch-size sweep"] + (["doctor"] if doctor else []),
+    )
+    checkpoint(result)
+
     decode_step = compiled_step or eager
     # The tuned variant only on CUDA: its point is the GPU's memory roof, and on CPU it would only add a build.
     tuned_step = bench.compile_tuned_decode(device) if compiled_step and device.type == "cuda" else None
@@ -199,44 +227,31 @@ def _run_stages(options: LabOptions, plan: LabPlan, config: LlamaConfig, dtype: 
         progress(f"  tuned: {t.error}" if t.error else
                  f"  plain {100 * peak.share_of_memory_roof:.1f}%, tuned {100 * t.share_of_memory_roof:.1f}% of the "
                  "memory roof")
+    result.peak = peak
+    result.pending.remove("batch-1 peak decode")
+    checkpoint(result)
     progress("batch-size sweep of the fixed decode")
     sweep = bench.batch_sweep(model, decode_step, ceilings, plan.sweep_batches, context=plan.sweep_context,
                               steps=plan.sweep_steps, warmup=plan.warmup + 2, compiled=compiled_step is not None,
                               progress=progress)
+    result.sweep = sweep
+    result.pending.remove("batch-size sweep")
+    checkpoint(result)
 
     shares = [r.memory_roof_share or 0.0 for r in results] + [peak.share_of_memory_roof]
     if max(shares) > 1.0:
         notes.append("a share of the memory roof above 100% means the bytes were served from caches, not DRAM: "
                      "the weights of this model fit in the last-level cache, so the DRAM roof does not bind")
-    naive_report = fixed_report = None
-    if options.doctor and options.model not in FIXED_ONLY:
+    if doctor:
         try:
-            naive_report, fixed_report = _doctor_runs(model, config, dtype, device, prompts, eos_id, plan,
-                                                      ceilings, progress)
+            result.naive_report, result.fixed_report = _doctor_runs(
+                model, config, dtype, device, prompts, eos_id, plan, ceilings, progress)
         except Exception as exc:  # noqa: BLE001 - the measured stages are still worth writing out
             message = f"doctor run failed: {type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
             progress(message)
             notes.append(message)
-
-    return LabResult(
-        model=options.model,
-        config=dataclasses.asdict(config),
-        device=str(device),
-        dtype=str(dtype).replace("torch.", ""),
-        plan=plan,
-        ceilings=ceilings,
-        environment=Environment.capture(ceilings.device_name),
-        prompts=[" ".join(corpus.vocab.decode(p)) for p in word_prompts],
-        sample_output=" ".join(corpus.vocab.decode(outputs[0][0])) if outputs else "",
-        stages=results,
-        agreement=agreement,
-        sweep=sweep,
-        peak=peak,
-        naive_report=naive_report,
-        fixed_report=fixed_report,
-        timing_method=results[0].timing.method if results else "",
-        notes=notes,
-    )
+    result.pending.clear()
+    return result
 
 
 def measured_ceilings(device: torch.device, *, quick: bool, progress: Progress) -> Ceilings:
