@@ -55,7 +55,9 @@ def test_a_stopped_lab_keeps_the_sections_it_finished(tmp_path, monkeypatch, wik
     data = json.loads((out / "lab.json").read_text())
     assert data["pending"] == ["batch-size sweep"] and data["peak"] is not None and data["sweep"] is None
     assert len(data["stages"]) == 6
-    assert "**Partial result**: the run stopped before batch-size sweep." in (out / "lab.md").read_text()
+    markdown = (out / "lab.md").read_text()
+    assert "**Partial result**: the run stopped before batch-size sweep." in markdown
+    assert "memory 10 GB/s; float32 100 GFLOP/s" in markdown
 
 
 def test_checkpoints_name_what_is_still_to_come_and_the_end_has_nothing_pending(wikitext_dir, cpu_ceilings,

@@ -14,6 +14,7 @@ from typing import Any
 
 from roofline.io import atomic_write_bytes, atomic_write_text
 from roofline.lab.runner import LabResult
+from roofline.render.units import fmt_rate
 from roofline.report import Report, finite_for_json
 
 DOCTOR_RULES_OF_INTEREST = ("host-device-sync", "recomputation", "layout-copy", "precision-island", "unbatched-loop")
@@ -129,8 +130,8 @@ def lab_markdown(result: LabResult) -> str:
         f"{plan.max_new_tokens} new tokens each, greedy. torch {result.environment.torch_version}, "
         f"{result.environment.timestamp}.",
         "",
-        f"Ceilings ({ceil.source}): memory {ceil.memory_bandwidth_bytes_per_s / 1e9:,.1f} GB/s; "
-        + ", ".join(f"{d} {v / 1e12:,.2f} TFLOP/s" for d, v in ceil.peak_flops_per_s.items()) + ".",
+        f"Ceilings ({ceil.source}): memory {fmt_rate(ceil.memory_bandwidth_bytes_per_s, 'B/s')}; "
+        + ", ".join(f"{d} {fmt_rate(v, 'FLOP/s')}" for d, v in ceil.peak_flops_per_s.items()) + ".",
         "",
         *([f"**Partial result**: the run stopped before {', '.join(result.pending)}.", ""] if result.pending else []),
         "## Stages (each fix added to the ones above it)",
