@@ -29,6 +29,7 @@ def main() -> int:
 
     from roofline.device import get_ceilings
     from roofline.lab import bench
+    from roofline.lab.agreement import compare_tokens
     from roofline.lab.generate import decode_one_token
     from roofline.lab.model import Fixes, configure, fused_projections
     from roofline.models.llama import CONFIGS, build_llama
@@ -53,8 +54,8 @@ def main() -> int:
             rate = args.steps / seconds
             same = None
             if reference is not None:
-                flags = (tokens[0] == reference[0]).tolist()
-                same = flags.index(False) if False in flags else len(flags)
+                agreement = compare_tokens(label, reference.tolist(), tokens.tolist())
+                same = agreement.compared_tokens if agreement.identical else agreement.first_divergence
             rows[label] = {"tokens_per_s": rate, "ms_per_token": 1e3 / rate, "share_of_memory_roof": rate / roof,
                            "same_tokens_as_plain": same}
             print(f"{name:10s} {label:9s} {rate:9.1f} tok/s {1e3 / rate:7.3f} ms/token "

@@ -14,8 +14,10 @@ from typing import Any, Callable
 
 import torch
 
+from roofline.lab.agreement import compare_tokens
 from roofline.lab.generate import DecodeStep, decode_one_token, generate, generate_ids, padded_causal_mask
-from roofline.lab.model import Fixes, configure
+from roofline.lab.graphed import GraphedDecoder
+from roofline.lab.model import Fixes, configure, fused_projections
 from roofline.models.llama import Transformer
 from roofline.report import Ceilings, Timing
 
@@ -136,7 +138,7 @@ def count_syncs(run: Callable[[], Any]) -> int | None:
     return total() if callable(total) else total
 
 
-def count_bytes(run: Callable[[], Any], model: torch.nn.Module) -> float | None:
+def count_bytes(run: Callable[[], Any]) -> float:
     """Minimum bytes moved by every aten op of one run, from roofline's per-op byte formulas."""
     from roofline.capture.traffic import count_traffic
 
@@ -203,7 +205,7 @@ def run_stage(
     if measure_traffic:
         # Counted on the eager ops: compiled kernels fuse some of them, so they move less.
         syncs = count_syncs(lambda: loop_on_device(decode_one_token))
-        bytes_moved = count_bytes(lambda: loop_on_device(decode_one_token), model)
+        bytes_moved = count_bytes(lambda: loop_on_device(decode_one_token))
         if fixes.compiled:
             note = "syncs and bytes counted on the eager ops of the same loop (compiled kernels fuse, so move less)"
     tokens = sum(len(t) for t in tokens_out)
@@ -294,8 +296,6 @@ def _decode_time(model: Transformer, decode_step: DecodeStep, batch: int, contex
 def _graphed_decode_time(model: Transformer, decode_step: DecodeStep, context: int, steps: int, warmup: int,
                          reps: int) -> tuple[float, torch.Tensor]:
     """As _decode_time at batch 1, with the steps replayed as CUDA graphs of several steps (GraphedDecoder)."""
-    from roofline.lab.graphed import GraphedDecoder
-
     device = model.output.weight.device
     _ensure_cache(model, 1, context + steps + 1)
     tokens, pad = _prompt(model, 1, context)
@@ -403,16 +403,9 @@ def peak_decode(
     bandwidth = ceilings.memory_bandwidth_bytes_per_s
     tokens_per_s = steps / seconds
     theoretical = bandwidth / bytes_per_token if bandwidth > 0 else float("nan")
-    prompt = torch.randint(0, model.config.vocab_size, (1, context), generator=torch.Generator().manual_seed(2))
-    prompt = prompt.to(device)
-    input_pos = torch.arange(context, device=device)
-    pad = torch.zeros(1, dtype=torch.long, device=device)
-
-    def prefill() -> None:
-        with torch.no_grad():
-            model(prompt, input_pos, mask=padded_causal_mask(input_pos, pad, model.max_seq))
-
-    prefill_timing = time_runs(prefill, device, warmup=2, reps=5)
+    prompt, pad = _prompt(model, 1, context)
+    with torch.no_grad():
+        prefill_timing = time_runs(lambda: _prefill(model, prompt, pad), device, warmup=2, reps=5)
     tuned = None
     if tuned_step is not None:
         tuned = _tuned_decode(model, tuned_step, reference, context=context, steps=steps, warmup=warmup,
@@ -434,8 +427,6 @@ def peak_decode(
 
 def _tuned_decode(model: Transformer, tuned_step: DecodeStep, reference: torch.Tensor, *, context: int,
                   steps: int, warmup: int, theoretical: float) -> TunedDecode:
-    from roofline.lab.model import fused_projections
-
     result = TunedDecode(changes=list(TUNED_CHANGES))
     try:
         with fused_projections(model):
@@ -447,9 +438,9 @@ def _tuned_decode(model: Transformer, tuned_step: DecodeStep, reference: torch.T
     result.ms_per_token = 1e3 * seconds / steps
     if theoretical == theoretical:
         result.share_of_memory_roof = result.tokens_per_s / theoretical
-    same = (tokens[0] == reference[0]).tolist()
-    result.compared_tokens = len(same)
-    result.same_tokens = same.index(False) if False in same else len(same)
+    agreement = compare_tokens("tuned", reference.tolist(), tokens.tolist())
+    result.compared_tokens = agreement.compared_tokens
+    result.same_tokens = agreement.compared_tokens if agreement.identical else agreement.first_divergence
     return result
 
 

@@ -9,13 +9,10 @@ must already be compiled (the warm-up calls compile it, before capture).
 
 from __future__ import annotations
 
-from typing import Callable
-
 import torch
 
+from roofline.lab.generate import DecodeStep
 from roofline.models.llama import Transformer
-
-DecodeStep = Callable[[Transformer, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 class GraphedDecoder:

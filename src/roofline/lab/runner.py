@@ -18,7 +18,7 @@ from roofline.lab.agreement import Agreement, compare_tokens, logit_gap
 from roofline.lab.data import UNK, load_wikitext, sentence_prompts
 from roofline.lab.diagnosis import diagnose, doctor_dtype, profile_generation
 from roofline.lab.generate import decode_one_token
-from roofline.lab.model import Fixes, stages
+from roofline.lab.model import Fixes, configure, stages
 from roofline.models.llama import CONFIGS, LlamaConfig, Transformer, build_llama
 from roofline.models.workloads import parse_device, parse_dtype
 from roofline.report import Ceilings, Environment, Report
@@ -277,8 +277,6 @@ def _doctor_runs(model: Transformer, config: LlamaConfig, dtype: torch.dtype, de
 def _explain_divergences(model: Transformer, reference_fixes: Fixes, prompts: list[list[int]],
                          reference: list[list[int]], agreement: list[Agreement]) -> None:
     """Fill each divergence's logit gap, as the first stage's model sees it."""
-    from roofline.lab.model import configure
-
     configure(model, reference_fixes)
     for a in agreement:
         if a.identical or a.divergent_prompt is None or a.first_divergence is None:
