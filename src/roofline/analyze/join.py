@@ -81,14 +81,30 @@ def choose_without_recording(trace: Trace, roots: Iterable[int], children: dict[
     return chosen
 
 
+@dataclass
+class RecordedIndex:
+    """What matching needs of a recording, built once per trace (not once per profiled step)."""
+
+    names: set[str]
+    holds_named: set[int]
+    by_name: dict[str, list[int]]
+
+    @classmethod
+    def build(cls, trace: Trace, recorded_names: list[str]) -> "RecordedIndex":
+        names = set(recorded_names)
+        by_name: dict[str, list[int]] = defaultdict(list)
+        for rec_idx, name in enumerate(recorded_names):
+            by_name[name].append(rec_idx)
+        return cls(names, _ancestors_of_named(trace, names), dict(by_name))
+
+
 def choose_with_recording(trace: Trace, roots: Iterable[int], children: dict[int, list[int]],
-                          recorded_names: list[str], is_modeled) -> tuple[list[Chosen], int]:
+                          index: RecordedIndex, is_modeled) -> tuple[list[Chosen], int]:
     """Match recorded ops to trace events; events outside every match fall back to the trace-only rule.
 
     Returns the chosen events and how many recorded ops found no event.
     """
-    names = set(recorded_names)
-    holds_named = _ancestors_of_named(trace, names)
+    names, holds_named, by_name = index.names, index.holds_named, index.by_name
     candidates: list[int] = []
     leftovers: list[int] = []
     stack = list(reversed(list(roots)))
@@ -105,9 +121,6 @@ def choose_with_recording(trace: Trace, roots: Iterable[int], children: dict[int
         else:
             leftovers.append(idx)
     candidates.sort(key=lambda i: trace.ops[i].ts_us)
-    by_name: dict[str, list[int]] = defaultdict(list)
-    for rec_idx, name in enumerate(recorded_names):
-        by_name[name].append(rec_idx)
     seen: dict[str, int] = defaultdict(int)
     chosen: list[Chosen] = []
     for idx in candidates:

@@ -13,6 +13,7 @@ from typing import Any
 
 from roofline.analyze.join import (
     Chosen,
+    RecordedIndex,
     children_index,
     choose_with_recording,
     choose_without_recording,
@@ -146,9 +147,9 @@ def report_from_trace(
         per_rec_cpu: dict[int, list[float]] = defaultdict(list)
         rep_events: dict[int, int] = {}
         extras: list[Chosen] = []
-        rec_names = [r.name for r in recording.ops]
+        recorded = RecordedIndex.build(trace, [r.name for r in recording.ops])
         for pos, step in enumerate(steps):
-            chosen, missing = choose_with_recording(trace, roots.get(step, []), children, rec_names, is_modeled)
+            chosen, missing = choose_with_recording(trace, roots.get(step, []), children, recorded, is_modeled)
             last = pos == len(steps) - 1
             for c in chosen:
                 if c.recorded is not None:
@@ -187,7 +188,7 @@ def report_from_trace(
     for i, op in enumerate(ops):
         place_op(op, ceilings, idle_before_s=idle_before.get(i))
 
-    share, kernel_total, idle = _kernel_stats(trace, timeline_steps if recording is None else steps)
+    share, kernel_total, idle = _kernel_stats(trace, steps)
     timing = (
         "device time: sum of the CUDA kernels each op launched (Kineto/CUPTI, kernel -> op by correlation id)"
         if trace.has_gpu
