@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import shutil
 import tempfile
 import time
@@ -407,7 +406,3 @@ def profile_steps(
             fn()
             context.step()
     return context
-
-
-def env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")

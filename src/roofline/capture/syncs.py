@@ -80,10 +80,6 @@ def _short_path(filename: str) -> str:
     return filename if relative.startswith(".." + os.sep + "..") else relative
 
 
-def _is_device(tensor: Any) -> bool:
-    return isinstance(tensor, torch.Tensor) and tensor.device.type not in ("cpu", "meta")
-
-
 def _targets_cpu(args: tuple, kwargs: dict) -> bool:
     """Whether Tensor.to(*args, **kwargs) moves to the host."""
     target = kwargs.get("device")
@@ -317,12 +313,3 @@ class SyncDetector:
             warnings._filters_mutated() if hasattr(warnings, "_filters_mutated") else None
 
         self._restore.append(undo)
-
-
-def patched_names() -> list[str]:
-    """Names on torch.Tensor, torch and torch.cuda that a running SyncDetector replaces (for leak checks)."""
-    tensor = ["item", "tolist", "numpy", "cpu", "__bool__", "__int__", "__float__", "to", "__getitem__",
-              "__setitem__", "nonzero", "masked_select", "multinomial", "unique", "argwhere", "repeat_interleave"]
-    return [f"Tensor.{n}" for n in tensor] + [
-        f"torch.{n}" for n in ("nonzero", "masked_select", "multinomial", "unique", "argwhere", "repeat_interleave")
-    ] + ["torch.cuda.synchronize", "torch.cuda.Event.synchronize", "torch.cuda.Stream.synchronize"]

@@ -92,10 +92,7 @@ def _downsample(points: list[list[float]], limit: int) -> list[list[float]]:
     return [max(points[i : i + size], key=lambda p: p[1]) for i in range(0, len(points), size)]
 
 
-# -- producer 1: live, through a dispatch mode ------------------------------------------------------------
-
-
-# -- producer 2: torch.profiler [memory] events -------------------------------------------------------------
+# -- torch.profiler [memory] events -------------------------------------------------------------
 
 _DEVICE_TYPES = {0: "cpu", 1: "cuda"}
 

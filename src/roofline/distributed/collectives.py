@@ -124,9 +124,6 @@ class CollectiveCeilings:
                f"{self.data.get('world_size')} ranks ({self.origin})")
         return float(row["busbw_bytes_per_s"]), how
 
-    def peak(self, kind: str) -> float | None:
-        return self.data.get("peak_busbw_bytes_per_s", {}).get(kind)
-
     def summary(self) -> dict[str, Any]:
         return {"backend": self.data.get("backend"), "world_size": self.data.get("world_size"),
                 "device_name": self.data.get("device_name"), "origin": self.origin,

@@ -27,10 +27,6 @@ class RankInfo:
     world_size: int
     local_rank: int
 
-    @property
-    def dir_name(self) -> str:
-        return f"rank{self.rank}"
-
 
 def current_rank(environ: dict[str, str] | None = None) -> RankInfo | None:
     """This process's rank in a torchrun job, or None outside one."""

@@ -136,10 +136,6 @@ def clear_caches() -> None:
     _TENSOR_INPUTS.clear()
 
 
-def is_floating(dtype: str) -> bool:
-    return dtype.startswith("float") or dtype in HALF_DTYPES
-
-
 def is_contiguous(shape: Sequence[int], strides: Sequence[int]) -> bool:
     """Row-major contiguity, ignoring size-1 dimensions; unknown strides count as contiguous (no evidence)."""
     if not strides or len(strides) != len(shape):

@@ -243,14 +243,3 @@ def build_llama(
     model.rope_cos = model.rope_cos.to(dtype)
     model.rope_sin = model.rope_sin.to(dtype)
     return model.eval()
-
-
-def param_bytes(model: nn.Module) -> int:
-    return sum(p.numel() * p.element_size() for p in model.parameters())
-
-
-def flops_per_token(config: LlamaConfig) -> float:
-    """2 x weights touched per token (matmuls only; attention over the context excluded), as nanoGPT counts."""
-    attention = config.dim * config.head_dim * (2 * config.n_heads + 2 * config.n_kv_heads)
-    per_layer = attention + 3 * config.dim * config.ffn_dim
-    return 2.0 * (config.n_layers * per_layer + config.dim * config.vocab_size)

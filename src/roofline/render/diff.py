@@ -28,10 +28,6 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value:+.1f}%"
 
 
-def _delta_style(seconds: float) -> str:
-    return "red" if seconds > 0 else "green" if seconds < 0 else ""
-
-
 def render_diff_console(diff: ReportDiff, top: int = 15, width: int = 140) -> str:
     """The diff as console text (ANSI colour when ``color``); callers print it."""
     buf = io.StringIO()

@@ -51,13 +51,6 @@ def render_html(report: Report, embed: bool = False) -> str:
     return embed_in_iframe(page) if embed else page
 
 
-def render_diff_html(diff) -> str:
-    """The page of a ``roofline.analyze.diff.ReportDiff`` (lives in render/diff.py; here for discoverability)."""
-    from roofline.render.diff import render_diff_html as render
-
-    return render(diff)
-
-
 def embed_in_iframe(page: str, height_px: int = 900) -> str:
     return (
         f'<iframe srcdoc="{_html.escape(page, quote=True)}" '

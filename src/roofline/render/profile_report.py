@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from roofline.render.chrome_trace import (
     chrome_trace_from_report,
@@ -148,8 +148,3 @@ def _syncs(r: Report) -> list[str]:
         per_step = f"{s.per_step:.3g}" if s.per_step is not None else "-"
         lines.append(f"  {s.kind:<24} {per_step:>8} {s.count:>6} {fmt_time(s.stall_s):>10}  {s.location}")
     return lines
-
-
-def write_profile_outputs(report: Report, out_dir: str | os.PathLike[str], trace: Any = None,
-                          console: TextIO | Any = None) -> dict[str, Path]:
-    return ProfileReport(report, trace).generate(out_dir, console=console)
