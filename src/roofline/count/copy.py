@@ -13,7 +13,7 @@ from __future__ import annotations
 from math import prod
 from typing import Any
 
-from roofline.count.meta import TensorMeta, dtype_name
+from roofline.count.meta import TensorMeta, dtype_name, itemsize_of, unknown_dtype_note
 from roofline.count.registry import Call, OpCost, nbytes, register
 from roofline.count.shapes import broadcast_shapes
 
@@ -37,7 +37,7 @@ def to_copy(call: Call) -> OpCost:
     """(self, dtype, layout, device, pin_memory, non_blocking, memory_format): written at dtype."""
     self_ = call.tensor(0, "self")
     dtype = dtype_name(call.arg(1, "dtype")) or self_.dtype
-    written = nbytes(call.outputs) if call.outputs is not None else self_.numel * TensorMeta((), dtype).itemsize
+    written = nbytes(call.outputs) if call.outputs is not None else self_.numel * itemsize_of(dtype)
     return _copy_cost(self_, written)
 
 
@@ -65,7 +65,7 @@ def to(call: Call) -> OpCost:
     dtype, force_copy = _to_target_dtype(call, self_)
     if (dtype is None or dtype == self_.dtype) and not force_copy:
         return OpCost(0.0, 0.0, True, note="to: nothing to convert, returns self (a device move would copy)")
-    return _copy_cost(self_, self_.numel * TensorMeta((), dtype or self_.dtype).itemsize)
+    return _copy_cost(self_, self_.numel * itemsize_of(dtype or self_.dtype))
 
 
 @register("aten::clone", "aten::lift_fresh_copy", "aten::_pin_memory", "aten::pin_memory", "aten::flip",
@@ -109,7 +109,7 @@ def cat(call: Call) -> OpCost:
     if not isinstance(tensors, (list, tuple)) or not tensors or \
             not all(isinstance(t, TensorMeta) for t in tensors):
         raise ValueError("the tensor list's shapes were not recorded")
-    note = "tensor-list dtype not recorded: 4 bytes an element assumed" if tensors[0].dtype == "unknown" else ""
+    note = unknown_dtype_note(tensors)
     read = nbytes(tensors)
     if call.outputs is not None:
         written = nbytes(call.outputs)

@@ -47,26 +47,25 @@ def allocation(call: Call) -> OpCost:
 
 @register("aten::zeros", "aten::ones", "aten::rand", "aten::randn", "aten::scalar_tensor")
 def sized_fill(call: Call) -> OpCost:
-    fallback = None
-    if call.outputs is None:
-        fallback = TensorMeta(_sizes(call.arg(0, "size")), _dtype_arg(call, 1))
-    return OpCost(0.0, float(nbytes(_outputs_or(call, fallback))), True)
+    return _new_tensor(call, size_index=0, dtype_index=1)
 
 
 @register("aten::full")
 def full(call: Call) -> OpCost:
-    fallback = None
-    if call.outputs is None:
-        fallback = TensorMeta(_sizes(call.arg(0, "size")), _dtype_arg(call, 2))
-    return OpCost(0.0, float(nbytes(_outputs_or(call, fallback))), True)
+    return _new_tensor(call, size_index=0, dtype_index=2)
 
 
 @register("aten::randint")
 def randint(call: Call) -> OpCost:
+    size_index = 1 if isinstance(call.arg(1), (list, tuple)) else 2
+    return _new_tensor(call, size_index, size_index + 1, default_dtype="int64")
+
+
+def _new_tensor(call: Call, size_index: int, dtype_index: int, default_dtype: str = "float32") -> OpCost:
+    """A freshly made tensor: its bytes written; from (size, dtype) arguments when the output is unknown."""
     fallback = None
     if call.outputs is None:
-        size_index = 1 if isinstance(call.arg(1), (list, tuple)) else 2
-        fallback = TensorMeta(_sizes(call.arg(size_index, "size")), _dtype_arg(call, size_index + 1, default="int64"))
+        fallback = TensorMeta(_sizes(call.arg(size_index, "size")), _dtype_arg(call, dtype_index, default=default_dtype))
     return OpCost(0.0, float(nbytes(_outputs_or(call, fallback))), True)
 
 

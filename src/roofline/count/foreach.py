@@ -12,7 +12,7 @@ A trace records no shapes for long tensor lists: such an op is unmodeled (its no
 from __future__ import annotations
 
 from roofline.count.elementwise import FLOPS_PER_ELEMENT, ONE_FLOP_BOOL
-from roofline.count.meta import TensorMeta
+from roofline.count.meta import TensorMeta, unknown_dtype_note
 from roofline.count.registry import Call, OpCost, flatten_metas, nbytes, register
 
 _PER_ELEMENT: dict[str, float] = {k: v for k, v in FLOPS_PER_ELEMENT.items() if k not in ONE_FLOP_BOOL}
@@ -28,10 +28,6 @@ def _self_list(call: Call) -> list[TensorMeta]:
     return list(first)
 
 
-def _note(tensors: list[TensorMeta]) -> str:
-    return "tensor-list dtype not recorded: 4 bytes an element assumed" if tensors[0].dtype == "unknown" else ""
-
-
 def foreach_cost(call: Call) -> OpCost:
     base = call.name[len("aten::_foreach_"):].rstrip("_")
     per_element = _PER_ELEMENT.get(base)
@@ -42,10 +38,10 @@ def foreach_cost(call: Call) -> OpCost:
     targets = _self_list(call)
     elements = sum(t.numel for t in targets)
     if base == "zero":
-        return OpCost(0.0, float(nbytes(targets)), True, note=_note(targets))
+        return OpCost(0.0, float(nbytes(targets)), True, note=unknown_dtype_note(targets))
     if base == "copy":
         sources = flatten_metas(call.arg(1, "src"))
-        return OpCost(0.0, float(nbytes(sources) + nbytes(targets)), True, note=_note(targets))
+        return OpCost(0.0, float(nbytes(sources) + nbytes(targets)), True, note=unknown_dtype_note(targets))
     reads = nbytes(call.input_metas())
     if base in ("norm", "max"):
         written = nbytes(call.outputs) if call.outputs is not None else len(targets) * targets[0].itemsize
@@ -53,7 +49,7 @@ def foreach_cost(call: Call) -> OpCost:
         written = nbytes(call.outputs)
     else:
         written = nbytes(targets)
-    return OpCost(float(per_element * elements), float(reads + written), True, note=_note(targets))
+    return OpCost(float(per_element * elements), float(reads + written), True, note=unknown_dtype_note(targets))
 
 
 _FOREACH_BASES = sorted(b for b in _PER_ELEMENT if not b.startswith("_") and not b.endswith("backward"))
@@ -78,7 +74,7 @@ def fused_optimizer(call: Call) -> OpCost:
         per_element = 14 if "adamw" in call.name else 13
     grads = lists[0]
     traffic = nbytes(params) * 2 + nbytes(grads) + nbytes(states) * 2
-    return OpCost(float(per_element * elements), float(traffic), True, note=_note(params))
+    return OpCost(float(per_element * elements), float(traffic), True, note=unknown_dtype_note(params))
 
 
 @register("aten::_amp_foreach_non_finite_check_and_unscale_")
@@ -86,7 +82,7 @@ def amp_unscale(call: Call) -> OpCost:
     """(self list, found_inf, inv_scale): each gradient read, checked and multiplied in place: 2 FLOPs/elt."""
     grads = _self_list(call)
     scalars = nbytes([call.maybe_tensor(1, "found_inf"), call.maybe_tensor(2, "inv_scale")])
-    return OpCost(2.0 * sum(t.numel for t in grads), float(2 * nbytes(grads) + scalars), True, note=_note(grads))
+    return OpCost(2.0 * sum(t.numel for t in grads), float(2 * nbytes(grads) + scalars), True, note=unknown_dtype_note(grads))
 
 
 @register("aten::_amp_update_scale_")

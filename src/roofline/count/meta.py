@@ -53,13 +53,9 @@ def itemsize_of(dtype: str) -> int:
     return DTYPE_ITEMSIZE.get(dtype, 4)
 
 
-def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides = []
-    running = 1
-    for size in reversed(shape):
-        strides.append(running)
-        running *= max(size, 1)
-    return tuple(reversed(strides))
+def unknown_dtype_note(tensors: list["TensorMeta"]) -> str:
+    """The caveat for a tensor list read from a trace, whose members carry no dtype."""
+    return "tensor-list dtype not recorded: 4 bytes an element assumed" if tensors[0].dtype == UNKNOWN_DTYPE else ""
 
 
 @dataclass(frozen=True, slots=True)

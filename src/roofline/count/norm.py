@@ -52,9 +52,10 @@ def native_layer_norm(call: Call) -> OpCost:
     return OpCost(float(flops), float(nbytes([x, weight, bias]) + _writes(call, [x, stats, stats])), True)
 
 
-@register("aten::layer_norm", composite=True)
-def layer_norm(call: Call) -> OpCost:
-    """Composite (-> native_layer_norm): its output only."""
+@register("aten::layer_norm", "aten::group_norm", composite=True)
+def composite_norm(call: Call) -> OpCost:
+    """Composite (-> native_layer_norm / native_group_norm): its output only. Both take (input, shape or
+    num_groups, weight, bias, eps, ...)."""
     x = call.tensor(0, "input")
     weight, bias = call.maybe_tensor(2, "weight"), call.maybe_tensor(3, "bias")
     flops = (5 + _affine_flops(weight, bias)) * x.numel
@@ -186,15 +187,6 @@ def native_group_norm(call: Call) -> OpCost:
     stats = TensorMeta((n, groups), acc_dtype(x.dtype))
     flops = (5 + _affine_flops(weight, bias)) * x.numel
     return OpCost(float(flops), float(nbytes([x, weight, bias]) + _writes(call, [x, stats, stats])), True)
-
-
-@register("aten::group_norm", composite=True)
-def group_norm(call: Call) -> OpCost:
-    """Composite (-> native_group_norm). (input, num_groups, weight, bias, eps, cudnn_enabled)."""
-    x = call.tensor(0, "input")
-    weight, bias = call.maybe_tensor(2, "weight"), call.maybe_tensor(3, "bias")
-    flops = (5 + _affine_flops(weight, bias)) * x.numel
-    return OpCost(float(flops), float(nbytes([x, weight, bias]) + _writes(call, [x])), True)
 
 
 @register("aten::native_group_norm_backward")
