@@ -20,8 +20,7 @@ import weakref
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-
+from roofline.capture.dispatch import EagerDispatchMode
 from roofline.capture.syncs import user_location
 from roofline.capture.trace_memory import (  # noqa: F401 - the trace-side names are re-exported for callers
     COUNTER_CUDA_ALLOCATED,
@@ -38,7 +37,7 @@ from roofline.report import MemorySummary
 
 
 
-class MemoryTracker(TorchDispatchMode):
+class MemoryTracker(EagerDispatchMode):
     """Record every tensor storage made while active, and when it is freed.
 
     ``with MemoryTracker() as mem: model(x)`` then ``mem.summary()``. Storages that existed before (weights,
@@ -46,11 +45,6 @@ class MemoryTracker(TorchDispatchMode):
     On CUDA the summary uses the allocator's counter and the window's torch.cuda.max_memory_allocated() as
     the reference.
     """
-
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        """Leave __torch_dispatch__ unwrapped: torch's wrapper imports torch._dynamo (seconds) on first use."""
-        return False
 
     def __init__(self, *, record_source: bool = True) -> None:
         super().__init__()

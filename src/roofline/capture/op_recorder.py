@@ -15,9 +15,8 @@ from types import FrameType
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-
-from roofline.count.counting import count_op, normalize_op_name, to_meta
+from roofline.capture.dispatch import EagerDispatchMode, op_cost
+from roofline.count.counting import normalize_op_name
 from roofline.capture.recording import OpRecording, RecordedOp, op_dtype  # noqa: F401 - re-exported
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -50,7 +49,7 @@ def _short_path(filename: str) -> str:
     return filename
 
 
-class _Recorder(TorchDispatchMode):
+class _Recorder(EagerDispatchMode):
     def __init__(self, recording: OpRecording, tracker: Any, root_prefix: Callable[[], str]):
         super().__init__()
         self.recording = recording
@@ -61,10 +60,7 @@ class _Recorder(TorchDispatchMode):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         name = normalize_op_name(func)
-        meta_args = to_meta(list(args))
-        meta_kwargs = to_meta(dict(kwargs))
-        meta_out = to_meta(list(out) if isinstance(out, (tuple, list)) else [out])
-        cost = count_op(name, meta_args, meta_kwargs, meta_out)
+        meta_args, _, meta_out, cost = op_cost(name, args, kwargs, out)
         module, phase = self._module()
         self.recording.ops.append(
             RecordedOp(name, meta_args, meta_out, cost, op_dtype(meta_args, meta_out), module, phase,

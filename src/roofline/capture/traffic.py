@@ -7,13 +7,11 @@ remembers each (op, signature of its arguments and outputs) it has costed, since
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
-from roofline.count.counting import count_op, to_meta
+from roofline.capture.dispatch import EagerDispatchMode, op_cost
 
 
 def _signature(value: Any) -> Any:
@@ -26,7 +24,7 @@ def _signature(value: Any) -> Any:
     return value
 
 
-class TrafficCounter(TorchDispatchMode):
+class TrafficCounter(EagerDispatchMode):
     """A dispatch mode summing roofline's per-op counts: ``flops``, ``bytes``, ``ops`` and ``unmodeled``."""
 
     def __init__(self) -> None:
@@ -54,9 +52,8 @@ class TrafficCounter(TorchDispatchMode):
         return out
 
     def _cost(self, key, func, args, kwargs, out) -> tuple[float, float] | None:
-        outputs = list(out) if isinstance(out, (tuple, list)) else [out]
-        cost = count_op(func, to_meta(list(args)), to_meta(dict(kwargs)), to_meta(outputs))
-        result = (cost.flops, cost.bytes) if cost.modeled and math.isfinite(cost.bytes) else None
+        cost = op_cost(func, args, kwargs, out)[3]
+        result = (cost.flops, cost.bytes) if cost.modeled else None
         if key is not None:
             self._costs[key] = result
         return result
