@@ -11,7 +11,10 @@ from roofline.errors import RooflineError
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically; gzip-compressed when the name ends in .gz."""
     path = Path(path)
+    if path.suffix == ".gz":
+        data = gzip.compress(data, compresslevel=6)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -41,8 +44,4 @@ def _umask() -> int:
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
-    path = Path(path)
-    data = text.encode()
-    if path.suffix == ".gz":
-        data = gzip.compress(data, compresslevel=6)
-    return atomic_write_bytes(path, data)
+    return atomic_write_bytes(path, text.encode())

@@ -14,6 +14,7 @@ import gzip
 import math
 import os
 import platform
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,8 @@ import msgspec
 
 from roofline.errors import RooflineError
 from roofline.io import atomic_write_bytes
+
+_REPORT_HEAD = re.compile(rb'\s*\{\s*"schema_version"\s*:')
 
 SCHEMA_VERSION = 1
 
@@ -302,12 +305,22 @@ class Report:
             raise RooflineError(f"malformed roofline report: {exc}") from None
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        path = Path(path)
-        payload = msgspec.json.encode(self)
-        if path.suffix == ".gz":
-            payload = gzip.compress(payload, compresslevel=6)
-        atomic_write_bytes(path, payload)
-        return path
+        """JSON (gzip-compressed for a .gz name); schema_version is always the first field written."""
+        return atomic_write_bytes(path, msgspec.json.encode(self))
+
+    @staticmethod
+    def is_report_file(path: str | os.PathLike[str]) -> bool:
+        """Whether ``path`` holds a roofline report rather than a trace, from its first bytes only (a trace
+        can be gigabytes): a report's JSON opens with its schema_version field."""
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(2)
+            opener = gzip.open if head == b"\x1f\x8b" else open
+            with opener(path, "rb") as fh:
+                head = fh.read(256)
+        except (OSError, EOFError):
+            return False
+        return _REPORT_HEAD.match(head) is not None
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "Report":

@@ -102,3 +102,22 @@ def test_save_is_atomic_and_keeps_the_old_file_on_failure(tmp_path, monkeypatch)
         Report(workload="other").save(path)
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_is_report_file_reads_only_the_head_of_reports_and_traces(tmp_path):
+    import gzip
+    import json
+
+    from roofline.report import Report
+
+    report = Report()
+    assert Report.is_report_file(report.save(tmp_path / "r.json"))
+    assert Report.is_report_file(report.save(tmp_path / "r.json.gz"))
+    (tmp_path / "pretty.json").write_text(report.to_json(indent=2))
+    assert Report.is_report_file(tmp_path / "pretty.json")
+    trace = {"schemaVersion": 1, "traceEvents": []}
+    (tmp_path / "t.json").write_text(json.dumps(trace))
+    (tmp_path / "t.json.gz").write_bytes(gzip.compress(json.dumps(trace).encode()))
+    assert not Report.is_report_file(tmp_path / "t.json")
+    assert not Report.is_report_file(tmp_path / "t.json.gz")
+    assert not Report.is_report_file(tmp_path / "missing.json")

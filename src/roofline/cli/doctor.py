@@ -90,30 +90,12 @@ def _report_for(args: argparse.Namespace) -> Any:
 
 
 def _load_report_or_trace(path: Path, ceilings_file: str | None) -> Any:
+    from roofline.cli.trace import analyze_trace_file
     from roofline.report import Report
 
-    try:
+    if Report.is_report_file(path):
         return Report.load(path)
-    except RooflineError as exc:
-        if "not a roofline report" not in str(exc):
-            raise
-    from roofline.analyze.pipeline import report_from_trace
-    from roofline.capture.kineto import load_trace
-
-    trace = load_trace(path)
-    return report_from_trace(trace, _trace_ceilings(trace, ceilings_file), diagnose=False)
-
-
-def _trace_ceilings(trace: Any, ceilings_file: str | None) -> Any:
-    from roofline.device import ceilings_for_device_name, load_ceilings
-
-    if ceilings_file:
-        return load_ceilings(ceilings_file)
-    found = ceilings_for_device_name(trace.device_name)
-    if found is None:
-        raise RooflineError(f"no ceilings known for device {trace.device_name or '(unnamed)'}: pass --ceilings FILE "
-                            "(from `roofline ceilings --json FILE` on that machine)")
-    return found
+    return analyze_trace_file(path, ceilings_file, diagnose=False)
 
 
 def _device_ceilings(args: argparse.Namespace, device: Any) -> Any:

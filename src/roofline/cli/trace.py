@@ -45,7 +45,8 @@ def ceilings_for_trace(trace, ceilings_file: str | None):
     return ceilings
 
 
-def analyze_trace_file(path: str | Path, ceilings_file: str | None = None):
+def analyze_trace_file(path: str | Path, ceilings_file: str | None = None, *, diagnose: bool = True):
+    """The Report of one trace file; ``diagnose=False`` leaves the doctor to the caller."""
     from roofline.analyze.pipeline import report_from_trace, run_doctor
     from roofline.capture.kineto import load_trace
 
@@ -53,7 +54,8 @@ def analyze_trace_file(path: str | Path, ceilings_file: str | None = None):
     ceilings = ceilings_for_trace(trace, ceilings_file)
     report = report_from_trace(trace, ceilings, kind="trace", workload=Path(path).name, diagnose=False)
     del trace  # the doctor reads only the Report: free the parsed trace first (big traces)
-    run_doctor(report)
+    if diagnose:
+        run_doctor(report)
     return report
 
 

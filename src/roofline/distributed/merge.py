@@ -77,7 +77,7 @@ def merge_trace_files(paths: list[str | os.PathLike[str]], ceilings_file: str | 
     inputs = []
     for position, path in enumerate(paths):
         timeline = read_timeline(path)
-        report = analyze_trace_file(path, ceilings_file)
+        report = analyze_trace_file(path, ceilings_file, diagnose=False)  # merge_ranks diagnoses the merge
         rank = _rank_of_trace(timeline, path, position)
         info = timeline.metadata.get("distributedInfo")
         if isinstance(info, dict):
