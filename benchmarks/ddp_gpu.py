@@ -20,7 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+from roofline.distributed.rank import MULTICAST_OFF, multicast_off_env
+
 GPU_MODELS = {"llama-tiny": {"batch": 8, "seq": 512, "no_stack": False},
               "llama-1b": {"batch": 2, "seq": 1024, "no_stack": True}}
 CPU_MODELS = {"llama-tiny": {"batch": 1, "seq": 32, "no_stack": False}}
@@ -54,7 +55,8 @@ def train(args: argparse.Namespace) -> None:
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ, **MULTICAST_OFF, PYTHONUNBUFFERED="1")
+    env = multicast_off_env()
+    env["PYTHONUNBUFFERED"] = "1"
     src = str(Path(__file__).resolve().parents[1] / "src")
     env["PYTHONPATH"] = os.pathsep.join([src] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     return env

@@ -24,6 +24,8 @@ import tarfile
 import time
 from pathlib import Path
 
+from roofline.distributed.rank import multicast_off_env
+
 PY = sys.executable
 RL = [PY, "-m", "roofline"]
 
@@ -79,8 +81,7 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
 def run_stage(name: str, argv: list[str], timeout: int, out: Path) -> dict:
     log = out / "logs" / f"{name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1",
-               ROOFLINE_CACHE_DIR=str(out / "cache"), PYTHONUNBUFFERED="1")
+    env = dict(multicast_off_env(), ROOFLINE_CACHE_DIR=str(out / "cache"), PYTHONUNBUFFERED="1")
     t0 = time.perf_counter()
     with log.open("w") as fh:
         fh.write("$ " + " ".join(argv) + "\n")

@@ -19,6 +19,7 @@ from typing import Any
 
 from roofline.distributed.collectives import find_collective_ceilings
 from roofline.distributed.comm import (
+    _int,
     Breakdown,
     CollectiveCall,
     RankTimeline,
@@ -96,13 +97,6 @@ def _rank_of_trace(timeline: RankTimeline, path: Any, position: int) -> int:
         return int(info["rank"])
     match = re.search(r"rank[_-]?(\d+)", str(path))
     return int(match.group(1)) if match else position
-
-
-def _int(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def merge_ranks(inputs: list[RankInput], *, ceilings_file: str | None = None,
