@@ -258,6 +258,12 @@ class Summary:
     timing_method: str = ""
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def reference_time_s(self) -> float | None:
+        """What findings' shares of time are taken against: the profiled wall time when known, else the ops'
+        summed time (which, for launch-bound or merged reports, is not the run's length)."""
+        return self.wall_time_s or self.total_time_s or None
+
 
 @dataclass(slots=True)
 class Report:

@@ -55,6 +55,6 @@ def run(args: argparse.Namespace) -> int:
             status.update("writing report.json, roofline.png, report.html, trace.json.gz")
             written, _ = write_outputs(report, args.output, raw_trace=raw, html=not args.no_html)
     sys.stdout.write(render_report(report, top=args.top))
-    sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.wall_time_s or report.summary.total_time_s, top=5))
+    sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.reference_time_s, top=5))
     print("wrote " + ", ".join(str(p) for p in written))
     return 0

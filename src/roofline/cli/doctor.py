@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     rules = [r.strip() for r in args.rules.split(",") if r.strip()] if args.rules else None
     report = _report_for(args)
     report.findings = diagnose(report, rules=rules)
-    sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.wall_time_s or report.summary.total_time_s or None, top=args.top))
+    sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.reference_time_s, top=args.top))
     if args.output:
         from roofline.render.outputs import write_outputs
 

@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     report = merge_run_dir(args.run_dir, ceilings_file=args.ceilings, threshold=threshold)
     written = write_merged(report, args.output or args.run_dir, png=not args.no_png, html=not args.no_html)
     sys.stdout.write(distributed_text(report))
-    sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.wall_time_s or report.summary.total_time_s, top=10))
+    sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.reference_time_s, top=10))
     print(f"wrote {written}")
     return 0
 

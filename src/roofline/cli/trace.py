@@ -68,17 +68,13 @@ def run(args: argparse.Namespace) -> int:
         from roofline.distributed.merge import merge_trace_files
 
         report = merge_trace_files(args.paths, ceilings_file=args.ceilings)
-        written, _ = write_outputs(report, args.output, png=False, html=not args.no_html)
-        sys.stdout.write(render_report(report, top=args.top))
-        sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.wall_time_s or report.summary.total_time_s, top=10))
-        print("wrote " + ", ".join(str(p) for p in written))
-        return 0
-    path = args.paths[0]
-    report = analyze_trace_file(path, args.ceilings)
-    written, problems = write_outputs(report, args.output, raw_trace=path, html=not args.no_html)
+        written, problems = write_outputs(report, args.output, png=False, html=not args.no_html)
+    else:
+        report = analyze_trace_file(args.paths[0], args.ceilings)
+        written, problems = write_outputs(report, args.output, raw_trace=args.paths[0], html=not args.no_html)
     sys.stdout.write(render_report(report, top=args.top))
     for problem in problems:
         print(f"note: {problem}")
-    sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.wall_time_s or report.summary.total_time_s, top=10))
+    sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.reference_time_s, top=10))
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
