@@ -91,18 +91,13 @@ def _ceilings(path: str | None, device: Any) -> Any:
 
 
 def _profile_model(args: argparse.Namespace, device: Any, context: Any) -> BaseException | None:
+    from roofline.analyze.live import make_step
     from roofline.models import get_workload
 
     dtype = normalize_dtype(args.dtype)
     workload = get_workload(args.model, batch=args.batch, seq=args.seq, dtype=dtype, device=device,
                             backward=args.backward)
-    model, inputs = workload.model, workload.inputs
-
-    def one_step() -> None:
-        out = model(*inputs)
-        if args.backward:
-            loss = workload.loss_fn(out) if workload.loss_fn is not None else _first_tensor(out).float().mean()
-            loss.backward()
+    one_step = make_step(workload.model, workload.inputs, backward=args.backward, loss_fn=workload.loss_fn)
 
     import torch
 
@@ -114,16 +109,6 @@ def _profile_model(args: argparse.Namespace, device: Any, context: Any) -> BaseE
     except Exception as exc:  # noqa: BLE001 - reported in one line below, outputs kept
         return exc
     return None
-
-
-def _first_tensor(out: Any) -> Any:
-    if hasattr(out, "float"):
-        return out
-    if isinstance(out, (list, tuple)):
-        return _first_tensor(out[0])
-    if isinstance(out, dict):
-        return _first_tensor(next(iter(out.values())))
-    return _first_tensor(getattr(out, "last_hidden_state", None) or out[0])
 
 
 def _profile_script(args: argparse.Namespace, context: Any) -> BaseException | None:
