@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from roofline.render.units import fmt_bytes, fmt_time
+from roofline.render.units import fmt_bytes, fmt_rate, fmt_time
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -67,20 +67,10 @@ def distributed_text(report: Any) -> str:
             ceiling = c.get("ceiling_busbw_bytes_per_s")
             lines.append(
                 f"  {c['kind']:<15} {fmt_bytes(c['bytes']):>10} x{c['calls_per_step']:g}  {fmt_time(c['time_s']):>9}  "
-                f"busbw {(_bytes(bw) + '/s') if bw else '-':>12}"
-                + (f"  ceiling {_bytes(ceiling)}/s ({c['ceiling_share']:.0%})"
+                f"busbw {fmt_rate(bw, 'B/s') if bw else '-':>12}"
+                + (f"  ceiling {fmt_rate(ceiling, 'B/s')} ({c['ceiling_share']:.0%})"
                    if ceiling and c.get("ceiling_share") else "")
             )
     if info.get("collective_ceiling_note"):
         lines.append(f"note: {info['collective_ceiling_note']}")
     return "\n".join(lines) + "\n\n"
-
-
-def _bytes(value: float | None) -> str:
-    if value is None:
-        return "?"
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(value) < 1000 or unit == "TB":
-            return f"{value:.3g} {unit}"
-        value /= 1000
-    return str(value)

@@ -53,15 +53,6 @@ def _fmt(value: float | None, spec: str, unit: str = "") -> str:
     return f"{value:{spec}}{unit}"
 
 
-def _fmt_bytes(value: float | None) -> str:
-    if value is None or not math.isfinite(value):
-        return "-"
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if value >= scale:
-            return f"{value / scale:.2f} {unit}"
-    return f"{value:.0f} B"
-
-
 def stage_table(result: LabResult) -> str:
     lines = [
         "| stage | tokens/s | ms/token | speed-up vs previous | cumulative | syncs/token | bytes moved/token "
@@ -75,7 +66,7 @@ def stage_table(result: LabResult) -> str:
         lines.append(
             f"| {s.title} | {_fmt(s.tokens_per_s, ',.1f')} | {_fmt(s.ms_per_token, '.2f')} "
             f"| {_fmt(s.speedup_vs_previous, '.2f', 'x')} | {_fmt(s.speedup_cumulative, '.2f', 'x')} "
-            f"| {_fmt(s.syncs_per_token, '.2f')} | {_fmt_bytes(s.bytes_per_token)} "
+            f"| {_fmt(s.syncs_per_token, '.2f')} | {fmt_rate(s.bytes_per_token, 'B')} "
             f"| {_fmt(None if s.memory_roof_share is None else 100 * s.memory_roof_share, '.1f', '%')} | {same} |"
         )
     return "\n".join(lines)
@@ -162,7 +153,7 @@ def lab_markdown(result: LabResult) -> str:
             "",
             f"- decode: {p.tokens_per_s:,.1f} tokens/s ({p.ms_per_token:.3f} ms/token), "
             f"{'compiled' if p.compiled else 'eager'}, context {p.context} tokens",
-            f"- bytes per token: {_fmt_bytes(p.bytes_per_token)}; at {p.bandwidth_bytes_per_s / 1e9:,.1f} GB/s the "
+            f"- bytes per token: {fmt_rate(p.bytes_per_token, 'B')}; at {fmt_rate(p.bandwidth_bytes_per_s, 'B/s')} the "
             f"roof allows {p.theoretical_tokens_per_s:,.1f} tokens/s: **{100 * p.share_of_memory_roof:.1f}% of the "
             "memory roof**",
             f"- prefill of a {p.context}-token prompt: {p.prefill_ms:.2f} ms ({p.prefill_tokens_per_s:,.0f} tokens/s)",
