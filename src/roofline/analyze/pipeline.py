@@ -22,10 +22,10 @@ from roofline.analyze.join import (
     subtree,
 )
 from roofline.analyze.roofline import place_op, summarize
-from roofline.capture.recording import OpRecording, RecordedOp, flat_metas, op_dtype
+from roofline.capture.recording import OpRecording, RecordedOp, op_dtype
 from roofline.capture.trace_model import CpuOp, Trace
 from roofline.count.counting import count_op
-from roofline.count.registry import OpCost
+from roofline.count.registry import OpCost, flatten_metas
 from roofline.count.trace_args import args_from_trace
 from roofline.report import Ceilings, Environment, KernelRecord, OpRecord, Report
 
@@ -68,10 +68,8 @@ class _TraceCounter:
                 hit = _Counted(OpCost(0.0, 0.0, False, note="trace has no shapes for this op"), "", [], [], [])
             else:
                 args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
-                inputs = flat_metas(args)
                 hit = _Counted(count_op(op.name, args, None, None), op_dtype(args, []),
-                               [list(t.shape) for t in inputs], [t.dtype for t in inputs],
-                               [list(t.strides) if t.strides is not None else [] for t in inputs])
+                               *_shape_fields(flatten_metas(args)))
             self._cache[key] = hit
         self._by_event[op.index] = hit
         return hit
@@ -259,7 +257,7 @@ def _op_from_recording(trace: Trace, rec: RecordedOp, rec_index: int, times_us: 
                        tf32_matmul: bool) -> OpRecord:
     ev = trace.ops[event] if event is not None else None
     kernels = _kernel_names(trace, subtree(event, children)) if event is not None else []
-    inputs = rec.input_tensors
+    input_shapes, input_dtypes, input_strides = _shape_fields(rec.input_tensors)
     return OpRecord(
         name=rec.name,
         module=rec.module,
@@ -269,9 +267,9 @@ def _op_from_recording(trace: Trace, rec: RecordedOp, rec_index: int, times_us: 
         time_s=statistics.median(times_us) / 1e6 if times_us else 0.0,
         source=rec.source,
         phase=rec.phase,
-        input_shapes=[list(t.shape) for t in inputs],
-        input_dtypes=[t.dtype for t in inputs],
-        input_strides=[list(t.strides) if t.strides is not None else [] for t in inputs],
+        input_shapes=input_shapes,
+        input_dtypes=input_dtypes,
+        input_strides=input_strides,
         output_shapes=[list(t.shape) for t in rec.output_tensors],
         output_dtypes=[t.dtype for t in rec.output_tensors],
         modeled=rec.cost.modeled,
@@ -372,3 +370,9 @@ def __getattr__(name: str):
 
         return getattr(live, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _shape_fields(metas: list) -> tuple[list[list[int]], list[str], list[list[int]]]:
+    """(shapes, dtypes, strides) of tensors, as a Report's op rows hold them (no strides: [])."""
+    return ([list(t.shape) for t in metas], [t.dtype for t in metas],
+            [list(t.strides) if t.strides is not None else [] for t in metas])

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roofline.count.meta import TensorMeta
-from roofline.count.registry import OpCost
+from roofline.count.registry import OpCost, flatten_metas
 
 
 @dataclass
@@ -22,11 +22,11 @@ class RecordedOp:
 
     @property
     def input_tensors(self) -> list[TensorMeta]:
-        return flat_metas(self.args)
+        return flatten_metas(self.args)
 
     @property
     def output_tensors(self) -> list[TensorMeta]:
-        return flat_metas(self.outputs)
+        return flatten_metas(self.outputs)
 
 
 @dataclass
@@ -41,24 +41,12 @@ class OpRecording:
 
 def op_dtype(args: list[Any], outputs: list[Any]) -> str:
     """The dtype an op computes in: its first floating-point input, else its first output, else its first input."""
-    inputs = flat_metas(args)
+    inputs = flatten_metas(args)
     for t in inputs:
         if t.dtype.startswith(("float", "bfloat", "complex")):
             return t.dtype
-    for t in flat_metas(outputs) + inputs:
+    for t in flatten_metas(outputs) + inputs:
         return t.dtype
     return ""
 
 
-def flat_metas(obj: Any) -> list[TensorMeta]:
-    out: list[TensorMeta] = []
-    stack = [obj]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, TensorMeta):
-            out.append(item)
-        elif isinstance(item, (list, tuple)):
-            stack.extend(reversed(item))
-        elif isinstance(item, dict):
-            stack.extend(reversed(list(item.values())))
-    return out

@@ -73,14 +73,18 @@ def register_prefix(prefix: str) -> Callable[[Formula], Formula]:
 
 
 def flatten_metas(obj: Any) -> list[TensorMeta]:
-    if isinstance(obj, TensorMeta):
-        return [obj]
-    if isinstance(obj, (list, tuple)):
-        found: list[TensorMeta] = []
-        for item in obj:
-            found.extend(flatten_metas(item))
-        return found
-    return []
+    """Every TensorMeta in ``obj`` (nested lists, tuples and dict values), in order."""
+    out: list[TensorMeta] = []
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, TensorMeta):
+            out.append(item)
+        elif isinstance(item, (list, tuple)):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+    return out
 
 
 _OUT_KWARGS = frozenset({"grad_input", "output", "total_weight", "save_mean", "save_invstd", "values", "indices"})
