@@ -26,12 +26,9 @@ _MATMULS = ("mm", "bmm", "addmm", "baddbmm")
 _LONGEST_OP_NAME = 6  # in underscore-separated parts
 
 
-def fused_op_names(kernel_name: str) -> list[str]:
-    """The aten ops an Inductor kernel's name lists, e.g. "..._fused_add_mean_mul_pow_rsqrt_3" -> [add, mean, ...]."""
-    match = _KERNEL.match(kernel_name)
-    if not match:
-        return []
-    parts = match.group(2).split("_")
+def fused_op_names(fused: str) -> list[str]:
+    """The aten ops the fused part of an Inductor kernel's name lists: "add_mean_mul_pow_rsqrt" -> [add, mean, ...]."""
+    parts = fused.split("_")
     found: list[str] = []
     i = 0
     while i < len(parts):
@@ -53,8 +50,8 @@ def inductor_kernel(call: Call) -> OpCost:
     buffers = call.input_metas()
     if not buffers:
         raise ValueError("kernel buffers not recorded")
-    ops = fused_op_names(call.name)
-    kind = _KERNEL.match(call.name).group(1) if _KERNEL.match(call.name) else ""
+    match = _KERNEL.match(call.name)
+    kind, ops = (match.group(1), fused_op_names(match.group(2))) if match else ("", [])
     if kind == "tem" and any(op in _MATMULS for op in ops) and len(buffers) >= 2:
         out, a = buffers[-1], buffers[0]
         m = out.numel // out.shape[-1] if out.shape and out.shape[-1] else 0
