@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from roofline.capture.trace_model import Trace
+from roofline.intervals import clip, length, union
 
 _TOP_NAMES = 20
 
@@ -162,27 +163,8 @@ def _step_stats(trace: Trace, launch_ts: dict) -> list[StepStats]:
         intervals.sort()
         start = step.ts_us
         end = max([step.end_us] + [e for _, e in intervals])
-        busy = _union_length(intervals, start, end)
+        busy = length(union(clip(intervals, start, end)))
         window = end - start
         kernel_us = sum(e - s for s, e in intervals)
         result.append(StepStats(step.number, window, kernel_us, busy, max(window - busy, 0.0), len(intervals)))
     return result
-
-
-def _union_length(intervals: list[tuple[float, float]], lo: float, hi: float) -> float:
-    """Length of the union of sorted intervals, clipped to [lo, hi]."""
-    total = 0.0
-    cur_s = cur_e = None
-    for s, e in intervals:
-        s, e = max(s, lo), min(e, hi)
-        if e <= s:
-            continue
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                total += cur_e - cur_s
-            cur_s, cur_e = s, e
-        elif e > cur_e:
-            cur_e = e
-    if cur_e is not None:
-        total += cur_e - cur_s
-    return total
