@@ -8,45 +8,16 @@ distort the measured times.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
-from types import FrameType
 from typing import Any
 
 import torch
+
 from roofline.capture.dispatch import EagerDispatchMode, op_cost
+from roofline.capture.syncs import user_location
 from roofline.count.counting import normalize_op_name
 from roofline.capture.recording import OpRecording, RecordedOp, op_dtype  # noqa: F401 - re-exported
-
-_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_ROOFLINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-# Built-in workloads and the case study are user code as far as source lines go.
-_ROOFLINE_USER_DIRS = tuple(_ROOFLINE_DIR + d + os.sep for d in ("models", "lab"))
-
-
-def user_source(frame: FrameType | None) -> str | None:
-    """file:line of the first frame outside torch and roofline's own machinery."""
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        internal = filename.startswith(_TORCH_DIR) or (
-            filename.startswith(_ROOFLINE_DIR) and not filename.startswith(_ROOFLINE_USER_DIRS)
-        )
-        if not internal and not filename.startswith("<"):
-            return f"{_short_path(filename)}:{frame.f_lineno}"
-        frame = frame.f_back
-    return None
-
-
-def _short_path(filename: str) -> str:
-    cwd = os.getcwd() + os.sep
-    if filename.startswith(cwd):
-        return filename[len(cwd):]
-    for marker in ("site-packages" + os.sep, "src" + os.sep):
-        idx = filename.rfind(marker)
-        if idx >= 0:
-            return filename[idx + len(marker):]
-    return filename
 
 
 class _Recorder(EagerDispatchMode):
@@ -64,7 +35,7 @@ class _Recorder(EagerDispatchMode):
         module, phase = self._module()
         self.recording.ops.append(
             RecordedOp(name, meta_args, meta_out, cost, op_dtype(meta_args, meta_out), module, phase,
-                       user_source(sys._getframe(1)))
+                       user_location(sys._getframe(1), unknown=None))
         )
         return out
 

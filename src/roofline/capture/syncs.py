@@ -47,17 +47,18 @@ class SyncWarning(UserWarning):
     """A host-device synchronisation at a user source line (raised instead of warned in mode "error")."""
 
 
-def user_location() -> str:
-    """file:line of the innermost frame outside torch and roofline (the user's code), or "<unknown>".
+def user_location(frame: Any = None, unknown: Any = "<unknown>") -> Any:
+    """file:line of the innermost frame outside torch and roofline (the user's code), or ``unknown``.
 
-    roofline's built-in workloads (roofline/models, roofline/lab) count as user code."""
-    frame: Any = sys._getframe(1)
+    The walk starts at ``frame`` (default: the caller's). roofline's built-in workloads (roofline/models,
+    roofline/lab) count as user code."""
+    frame = sys._getframe(1) if frame is None else frame
     while frame is not None:
         filename = frame.f_code.co_filename
         if not (filename.startswith(_TORCH_DIR) or _is_roofline_machinery(filename) or _is_library(filename)):
             return f"{_short_path(filename)}:{frame.f_lineno}"
         frame = frame.f_back
-    return "<unknown>"
+    return unknown
 
 
 _STDLIB_PLUMBING = tuple(os.sep + name for name in ("runpy.py", "contextlib.py", "warnings.py", "functools.py"))
