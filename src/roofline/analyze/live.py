@@ -16,6 +16,7 @@ import torch
 
 from roofline.analyze.pipeline import report_from_trace
 from roofline.capture.op_recorder import record_ops
+from roofline.device.measure import time_fn
 from roofline.report import Ceilings, Report, Timing
 
 
@@ -59,19 +60,7 @@ def _sync(device: torch.device) -> None:
 
 def time_steps(step: Callable[[], Any], device: torch.device, iters: int) -> Timing:
     """True step time, without any profiler: device events on CUDA, a synchronised perf_counter on CPU."""
-    samples = []
-    for _ in range(iters):
-        if device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            step()
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end) / 1e3)
-        else:
-            t0 = time.perf_counter()
-            step()
-            samples.append(time.perf_counter() - t0)
+    samples = time_fn(step, device, warmup=0, repeats=iters)
     method = "CUDA events around each step" if device.type == "cuda" else "perf_counter around each step"
     return Timing.from_samples(samples, f"{method}, no profiler; median of {iters} after warm-up")
 

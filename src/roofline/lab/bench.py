@@ -8,12 +8,12 @@ time.perf_counter on CPU (generation ends with a copy of the tokens to the host,
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
 
+from roofline.device.measure import time_fn
 from roofline.lab.agreement import compare_tokens
 from roofline.lab.generate import DecodeStep, decode_one_token, generate, generate_ids, padded_causal_mask
 from roofline.lab.graphed import GraphedDecoder
@@ -109,22 +109,7 @@ def _sync(device: torch.device) -> None:
 
 
 def time_runs(run: Callable[[], Any], device: torch.device, warmup: int, reps: int) -> Timing:
-    for _ in range(warmup):
-        run()
-    _sync(device)
-    samples = []
-    for _ in range(reps):
-        if device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            run()
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end) / 1e3)
-        else:
-            began = time.perf_counter()
-            run()
-            samples.append(time.perf_counter() - began)
+    samples = time_fn(run, device, warmup=warmup, repeats=reps)
     return Timing.from_samples(samples, TIMING_METHOD_CUDA if device.type == "cuda" else TIMING_METHOD_CPU)
 
 
