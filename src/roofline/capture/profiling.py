@@ -333,8 +333,9 @@ class ProfilingContext:
         from roofline.analyze.pipeline import report_from_trace, run_doctor
         from roofline.capture.kineto import load_trace
         from roofline.capture.trace_memory import memory_from_trace
+        from roofline.device import ceilings_for_run
 
-        ceilings = ceilings or self.ceilings or _default_ceilings(self.device)
+        ceilings = ceilings or self.ceilings or ceilings_for_run(self.device)
         trace = load_trace(self.trace_path)
         report = report_from_trace(trace, ceilings, None, kind="profile", workload=self.workload, diagnose=False)
         report.memory = memory_from_trace(trace, reference_peak_bytes=self.reference_peak_bytes)
@@ -387,12 +388,6 @@ def _trace_syncs(trace: Any) -> list[Any]:
 
     sites = syncs_from_trace(trace) if trace.syncs else []
     return [s for s in sites if not (s.kind == "cuda.synchronize" and s.location == "<unknown>")]
-
-
-def _default_ceilings(device: torch.device) -> Ceilings:
-    from roofline.device.ceilings import get_ceilings
-
-    return get_ceilings(device, quick=device.type == "cpu")
 
 
 def profile_steps(

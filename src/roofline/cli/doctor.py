@@ -98,26 +98,17 @@ def _load_report_or_trace(path: Path, ceilings_file: str | None) -> Any:
     return analyze_trace_file(path, ceilings_file, diagnose=False)
 
 
-def _device_ceilings(args: argparse.Namespace, device: Any) -> Any:
-    if args.ceilings:
-        from roofline.device import load_ceilings
-
-        return load_ceilings(args.ceilings)
-    from roofline.device import get_ceilings
-
-    return get_ceilings(device, quick=device.type == "cpu")
-
-
 def _analyze_model(args: argparse.Namespace) -> Any:
     from roofline.analyze.pipeline import analyze_model
-    from roofline.device import resolve_device
+    from roofline.device import ceilings_for_run, resolve_device
     from roofline.models import get_workload
 
     device = resolve_device(args.device)
     dtype = normalize_dtype(args.dtype)
     workload = get_workload(args.model, batch=args.batch, seq=args.seq, dtype=dtype, device=device,
                             backward=args.backward)
-    return analyze_model(workload.model, workload.inputs, device=device, ceilings=_device_ceilings(args, device),
+    ceilings = ceilings_for_run(device, args.ceilings)
+    return analyze_model(workload.model, workload.inputs, device=device, ceilings=ceilings,
                          backward=args.backward, loss_fn=workload.loss_fn, workload=args.model,
                          progress=lambda msg: print(f"roofline: {msg}", file=sys.stderr))
 
@@ -126,10 +117,10 @@ def _profile_script(args: argparse.Namespace) -> Any:
     from roofline.capture.profiling import ProfilingContext
     from roofline.capture.script_runner import script_error_line
     from roofline.cli.profile import _profile_script as profile_script
-    from roofline.device import resolve_device
+    from roofline.device import ceilings_for_run, resolve_device
 
     device = resolve_device(args.device)
-    context = ProfilingContext(device=device, ceilings=_device_ceilings(args, device), workload=Path(args.target).name)
+    context = ProfilingContext(device=device, ceilings=ceilings_for_run(device, args.ceilings), workload=Path(args.target).name)
     run_args = argparse.Namespace(script=args.target, script_args=args.script_args, run_to_end=False)
     error = profile_script(run_args, context)
     if error is not None:

@@ -56,10 +56,11 @@ def run(args: argparse.Namespace) -> int:
 
     prepare_rank(args)
     from roofline.capture.profiling import ProfilingContext
+    from roofline.device import ceilings_for_run
     from roofline.device.resolve import resolve_device
 
     device = resolve_device(args.device)
-    ceilings = _ceilings(args.ceilings, device)
+    ceilings = ceilings_for_run(device, args.ceilings)
     context = ProfilingContext(
         wait=args.wait, warmup=args.warmup, active=args.active, timed=args.timed, device=device,
         with_stack=not args.no_stack, sync_mode=args.sync_mode, ceilings=ceilings,
@@ -78,16 +79,6 @@ def run(args: argparse.Namespace) -> int:
                 "else its profiler's step()); lower --wait/--timed/--warmup/--active, or use --whole"
             )
     return _write(context, args.output, error, label)
-
-
-def _ceilings(path: str | None, device: Any) -> Any:
-    if path:
-        from roofline.device.ceilings import load_ceilings
-
-        return load_ceilings(path)
-    from roofline.device.ceilings import get_ceilings
-
-    return get_ceilings(device, quick=device.type == "cpu")
 
 
 def _profile_model(args: argparse.Namespace, device: Any, context: Any) -> BaseException | None:

@@ -16,6 +16,7 @@ _EXPORTS = {
     "ceilings_for_device_name": "roofline.device.cache",
     "load_ceilings": "roofline.device.cache",
     "save_ceilings": "roofline.device.cache",
+    "ceilings_for_run": "roofline.device.ceilings",
     "get_ceilings": "roofline.device.ceilings",
     "measure_ceilings": "roofline.device.ceilings",
     "measure_launch_overhead": "roofline.device.measure",

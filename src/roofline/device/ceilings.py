@@ -76,3 +76,11 @@ def get_ceilings(
     return ceilings
 
 
+def ceilings_for_run(device: str | torch.device | None, ceilings_file: str | None = None) -> Ceilings:
+    """What a profiling run measures against: a --ceilings FILE when given, else the device's cached ceilings
+    (measured on first use; quick on a CPU, whose roofs are only for scale)."""
+    if ceilings_file:
+        return load_ceilings(ceilings_file)
+    return get_ceilings(device, quick=resolve_device(device).type == "cpu")
+
+
