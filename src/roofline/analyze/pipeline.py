@@ -120,11 +120,13 @@ def report_from_trace(
     kind: str = "trace",
     workload: str = "",
     diagnose: bool = True,
+    reference_peak_bytes: int | None = None,
 ) -> Report:
     """The per-op roofline Report of a trace.
 
     Without a recording, ops of every profiled step are kept (``op.step``) and totals cover all steps. With a
     recording of one step, each recorded op gets the median of its time over the profiled steps.
+    ``reference_peak_bytes``: the allocator's own peak over the run, set beside the trace's memory summary.
     """
     _ensure_attributed(trace)
     children = children_index(trace)
@@ -216,7 +218,7 @@ def report_from_trace(
     report.extra["trace"] = {"path": trace.path, "device_name": trace.device_name,
                              "compute_capability": list(trace.compute_capability) if trace.compute_capability else None,
                              "has_gpu": trace.has_gpu, "steps": len(trace.steps)}
-    _fill_syncs_and_memory(report, trace)
+    _fill_syncs_and_memory(report, trace, reference_peak_bytes)
     if diagnose:
         run_doctor(report)
     return report
@@ -242,14 +244,14 @@ def run_doctor(report: Report) -> None:
     report.findings = doctor_diagnose(report)
 
 
-def _fill_syncs_and_memory(report: Report, trace: Trace) -> None:
+def _fill_syncs_and_memory(report: Report, trace: Trace, reference_peak_bytes: int | None) -> None:
     from roofline.capture.trace_memory import memory_from_trace
     from roofline.capture.trace_syncs import syncs_from_trace
 
     if trace.syncs:
         report.syncs = syncs_from_trace(trace)
-    if trace.memory:
-        report.memory = memory_from_trace(trace)
+    if trace.memory or reference_peak_bytes is not None:
+        report.memory = memory_from_trace(trace, reference_peak_bytes=reference_peak_bytes)
 
 
 def _op_from_recording(trace: Trace, rec: RecordedOp, rec_index: int, times_us: list[float], cpu_us: list[float],

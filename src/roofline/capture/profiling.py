@@ -332,13 +332,15 @@ class ProfilingContext:
             )
         from roofline.analyze.pipeline import report_from_trace, run_doctor
         from roofline.capture.kineto import load_trace
-        from roofline.capture.trace_memory import memory_from_trace
         from roofline.device import ceilings_for_run
 
         ceilings = ceilings or self.ceilings or ceilings_for_run(self.device)
         trace = load_trace(self.trace_path)
-        report = report_from_trace(trace, ceilings, None, kind="profile", workload=self.workload, diagnose=False)
-        report.memory = memory_from_trace(trace, reference_peak_bytes=self.reference_peak_bytes)
+        report = report_from_trace(trace, ceilings, None, kind="profile", workload=self.workload, diagnose=False,
+                                   reference_peak_bytes=self.reference_peak_bytes)
+        # Kineto's own cuda_sync view, kept beside the live detector's for cross-checking; context syncs with
+        # no op are the harness's own step boundaries, left out.
+        trace_syncs = [s for s in report.syncs if not (s.kind == "cuda.synchronize" and s.location == "<unknown>")]
         self._fill_timing_and_syncs(report)
         run_doctor(report)
         report.extra["profile"] = {
@@ -346,7 +348,7 @@ class ProfilingContext:
             "steps_seen": self.steps_done,
             "whole_block": self.whole_block,
             "device": str(self.device),
-            "syncs_from_trace": [dataclasses.asdict(s) for s in _trace_syncs(trace)],
+            "syncs_from_trace": [dataclasses.asdict(s) for s in trace_syncs],
             "error": f"{type(self.error).__name__}: {self.error}" if self.error is not None else None,
         }
         report.extra["chrome_trace"] = str(self.trace_path)
@@ -379,15 +381,6 @@ class ProfilingContext:
                 report.summary.notes.append(
                     "syncs found on CPU tensors: sites that would synchronise host and device on an accelerator"
                 )
-
-
-def _trace_syncs(trace: Any) -> list[Any]:
-    """Kineto's own cuda_sync view, kept beside the live detector's for cross-checking; the context syncs
-    with no op are the harness's own step boundaries, left out."""
-    from roofline.capture.trace_syncs import syncs_from_trace
-
-    sites = syncs_from_trace(trace) if trace.syncs else []
-    return [s for s in sites if not (s.kind == "cuda.synchronize" and s.location == "<unknown>")]
 
 
 def profile_steps(
