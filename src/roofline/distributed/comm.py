@@ -153,8 +153,10 @@ def _take(timeline: RankTimeline, ev: _Event) -> None:
     elif ev.cat in _HOST_CATEGORIES:
         if _STEP.match(ev.name):
             timeline.steps.append(Span(ev.name, start, end, ev.tid))
-        elif ev.cat != "user_annotation" or is_communication_op(ev.name):
-            timeline.host.append(Span(ev.name, start, end, ev.tid, is_communication_op(ev.name), ev.args))
+        else:
+            communication = is_communication_op(ev.name)
+            if ev.cat != "user_annotation" or communication:
+                timeline.host.append(Span(ev.name, start, end, ev.tid, communication, ev.args))
     elif ev.cat == "python_function" and ev.name.startswith("<built-in") and ev.dur >= MIN_GAP_CALL_US:
         timeline.builtin_calls.append(Span(ev.name, start, end, ev.tid, False, ev.args))
 
@@ -184,15 +186,15 @@ class Breakdown:
 
 def window(timeline: RankTimeline) -> tuple[float, float, int]:
     """The profiled window: first ProfilerStep start to the later of the last step's end and the last event."""
-    events = timeline.device + timeline.host
     if timeline.steps:
         lo = min(s.start_us for s in timeline.steps)
         hi = max(s.end_us for s in timeline.steps)
-        hi = max([hi] + [e.end_us for e in timeline.device if e.start_us < hi])
+        hi = max(hi, max((e.end_us for e in timeline.device if e.start_us < hi), default=hi))
         return lo, hi, len(timeline.steps)
-    if not events:
+    if not (timeline.device or timeline.host):
         return 0.0, 0.0, 1
-    return min(e.start_us for e in events), max(e.end_us for e in events), 1
+    events = (timeline.device, timeline.host)
+    return (min(e.start_us for part in events for e in part), max(e.end_us for part in events for e in part), 1)
 
 
 def breakdown(timeline: RankTimeline) -> Breakdown:

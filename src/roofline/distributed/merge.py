@@ -19,17 +19,17 @@ from typing import Any
 
 from roofline.distributed.collectives import find_collective_ceilings
 from roofline.distributed.comm import (
-    _int,
     Breakdown,
     CollectiveCall,
     RankTimeline,
+    Straggler,
+    _int,
     breakdown,
     collective_calls,
     find_stragglers,
     host_call_costs,
     is_communication_op,
     read_timeline,
-    slowest_cost,
     summarize_collectives,
     syncs_near_collectives,
 )
@@ -113,9 +113,9 @@ def merge_ranks(inputs: list[RankInput], *, ceilings_file: str | None = None,
     median_step = statistics.median(b.step_time_s for b in breakdowns.values())
     stragglers = find_stragglers({r: b.busy_time_s for r, b in breakdowns.items()}, costs, threshold=threshold,
                                  min_excess_s=STRAGGLER_MIN_SHARE * median_step)
-    straggling = {s.rank for s in stragglers}
+    straggling = {s.rank: s for s in stragglers}
     calls = {i.rank: collective_calls(i.timeline, world) for i in inputs}
-    rows = [_rank_row(i, breakdowns[i.rank], costs, i.rank in straggling, calls[i.rank]) for i in inputs]
+    rows = [_rank_row(i, breakdowns[i.rank], straggling.get(i.rank), calls[i.rank]) for i in inputs]
 
     base = copy.deepcopy(inputs[0].report)
     device_name = base.environment.device_name or base.ceilings.device_name
@@ -149,11 +149,10 @@ def merge_ranks(inputs: list[RankInput], *, ceilings_file: str | None = None,
     return base
 
 
-def _rank_row(item: RankInput, b: Breakdown, costs: dict[int, dict[str, float]], straggler: bool,
+def _rank_row(item: RankInput, b: Breakdown, straggler: Straggler | None,
               calls: list[CollectiveCall]) -> dict[str, Any]:
     """One rank's row; ``slowest_op`` only for a straggler (on the others the largest difference is waiting)."""
     env, report = item.report.environment, item.report
-    op, excess = slowest_cost(item.rank, costs) if straggler else (None, None)
     return {
         "rank": item.rank,
         "hostname": env.hostname,
@@ -166,9 +165,9 @@ def _rank_row(item: RankInput, b: Breakdown, costs: dict[int, dict[str, float]],
         "hidden_communication_share": b.hidden_communication_share,
         "idle_time_s": b.idle_time_s,
         "busy_time_s": b.busy_time_s,
-        "straggler": straggler,
-        "slowest_op": op,
-        "slowest_op_excess_s": excess,
+        "straggler": straggler is not None,
+        "slowest_op": straggler.slowest_op if straggler else None,
+        "slowest_op_excess_s": straggler.slowest_op_excess_s if straggler else None,
         "collectives_per_step": len(calls) / max(b.steps, 1),
         "profiled_steps": b.steps,
     }
