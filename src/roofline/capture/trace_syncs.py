@@ -77,36 +77,35 @@ def sites_from_trace_syncs(syncs: Iterable[TraceSync], steps: int | None = None)
 def syncs_from_trace(trace: Any) -> list[SyncSite]:
     """SyncSites from a trace's cuda_sync events, located at the launching op's user source line (else module).
 
-    ``trace``: a raw Chrome trace dict (or its event list) as torch.profiler exports it, a path to one, or a
-    roofline.capture.kineto Trace. Syncs outside the profiled steps (the profiler's own stop) are left out
-    when the trace has steps.
+    ``trace``: a roofline.capture.kineto Trace, a path to a trace file, or a raw Chrome trace dict (or its
+    event list) as torch.profiler exports it; the last two are read by kineto's streaming loader. Syncs outside
+    the profiled steps (the profiler's own stop) are left out when the trace has steps.
     """
-    if isinstance(trace, (str, os.PathLike)):
-        trace = _read_json_trace(trace)
-    if isinstance(trace, dict):
-        events = trace.get("traceEvents", [])
-    elif isinstance(trace, list):
-        events = trace
-    else:
-        syncs, steps = trace_syncs_from_trace(trace)
-        return sites_from_trace_syncs(syncs, steps)
-    syncs, steps = trace_syncs_from_events(events)
+    if isinstance(trace, (str, os.PathLike, dict, list)):
+        trace = _load(trace)
+    syncs, steps = trace_syncs_from_trace(trace)
     return sites_from_trace_syncs(syncs, steps)
 
 
-def _read_json_trace(path: str | os.PathLike[str]) -> dict:
-    import gzip
-    import json
+def _load(source: Any) -> Any:
+    from roofline.capture.kineto import load_trace
 
-    with open(path, "rb") as fh:
-        raw = fh.read()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    return json.loads(raw)
+    if isinstance(source, (str, os.PathLike)):
+        return load_trace(source)
+    import json
+    import tempfile
+
+    document = {"traceEvents": source} if isinstance(source, list) else source
+    with tempfile.TemporaryDirectory(prefix="roofline-syncs-") as tmp:
+        path = os.path.join(tmp, "trace.json")
+        with open(path, "w") as fh:
+            json.dump(document, fh)
+        return load_trace(path)
 
 
 def trace_syncs_from_trace(trace: Any) -> tuple[list[TraceSync], int | None]:
-    """The same join over roofline.capture.kineto's Trace: sync -> op by External id, op.source / op.module."""
+    """Each sync joined to the op that waited (External id), located at its source line, else its module, and
+    to the copy it waited for; the number of profiled steps."""
     op_by_ext = {op.external_id: op for op in trace.ops if op.external_id is not None and not op.is_annotation}
     memcpy_by_ext = {k.external_id: k.name for k in trace.kernels if k.category == "gpu_memcpy"}
     result = []
@@ -119,99 +118,3 @@ def trace_syncs_from_trace(trace: Any) -> tuple[list[TraceSync], int | None]:
         kind = sync_kind(op.name if op is not None else None, memcpy_by_ext.get(sync.external_id))
         result.append(TraceSync(kind, location, sync.dur_us * 1e-6, step))
     return result, (len(trace.steps) or None)
-
-
-def trace_syncs_from_events(events: list[dict]) -> tuple[list[TraceSync], int | None]:
-    """Join each cuda_sync event to its cpu_op (External id), the copy it waited for, the user's Python frame
-    and module around that op (with_stack traces), and the ProfilerStep it fell in."""
-    ops: dict[Any, dict] = {}
-    memcpy_by_ext: dict[Any, str] = {}
-    frames_by_thread: dict[tuple, list[dict]] = {}
-    steps: list[dict] = []
-    sync_events: list[dict] = []
-    for event in events:
-        if event.get("ph") != "X":
-            continue
-        cat = event.get("cat")
-        args = event.get("args") or {}
-        if cat == "cpu_op":
-            ops[args.get("External id")] = event
-        elif cat == "cuda_sync":
-            sync_events.append(event)
-        elif cat == "gpu_memcpy":
-            memcpy_by_ext.setdefault(args.get("External id"), str(event.get("name", "")))
-        elif cat == "python_function":
-            frames_by_thread.setdefault((event.get("pid"), event.get("tid")), []).append(event)
-        elif cat == "user_annotation" and str(event.get("name", "")).startswith("ProfilerStep#"):
-            steps.append(event)
-    launching = {id(ops[e["args"].get("External id")]): ops[e["args"].get("External id")]
-                 for e in sync_events if (e.get("args") or {}).get("External id") in ops}
-    places = python_places(list(launching.values()), frames_by_thread)
-    result = []
-    for event in sync_events:
-        ext = (event.get("args") or {}).get("External id")
-        op = ops.get(ext)
-        step = _step_of(op if op is not None else event, steps)
-        if steps and step is None:
-            continue
-        location = places.get(id(op), "<unknown>") if op is not None else "<unknown>"
-        kind = sync_kind(op.get("name") if op is not None else None, memcpy_by_ext.get(ext))
-        result.append(TraceSync(kind, location, float(event.get("dur", 0.0)) * 1e-6, step))
-    return result, (len(steps) or None)
-
-
-def _step_of(event: dict, steps: list[dict]) -> int | None:
-    ts = float(event.get("ts", 0.0))
-    for step in steps:
-        start = float(step["ts"])
-        if start <= ts <= start + float(step.get("dur", 0.0)):
-            name = str(step["name"])
-            return int(name.split("#", 1)[1]) if name.split("#", 1)[1].isdigit() else None
-    return None
-
-
-def python_places(targets: list[dict], frames_by_thread: dict[tuple, list[dict]]) -> dict[int, str]:
-    """For each target op: the user source line ("file:line") of the Python frames around it, else its module.
-
-    One sweep per thread over frames and targets sorted by start, keeping the stack of open frames.
-    """
-    places: dict[int, str] = {}
-    by_thread: dict[tuple, list[dict]] = {}
-    for op in targets:
-        by_thread.setdefault((op.get("pid"), op.get("tid")), []).append(op)
-    for thread, thread_targets in by_thread.items():
-        frames = frames_by_thread.get(thread, [])
-        merged = [(float(f["ts"]), -float(f.get("dur", 0.0)), 0, i) for i, f in enumerate(frames)]
-        merged += [(float(t["ts"]), -float(t.get("dur", 0.0)), 1, i) for i, t in enumerate(thread_targets)]
-        merged.sort()
-        stack: list[dict] = []
-        for ts, _, is_target, i in merged:
-            while stack and float(stack[-1]["ts"]) + float(stack[-1].get("dur", 0.0)) < ts:
-                stack.pop()
-            if is_target:
-                places[id(thread_targets[i])] = _place_from_stack(stack)
-            else:
-                stack.append(frames[i])
-    return places
-
-
-def _place_from_stack(stack: list[dict]) -> str:
-    module = ""
-    for frame in reversed(stack):
-        name = str(frame.get("name", ""))
-        call_from = (frame.get("args") or {}).get("CallFrom")
-        if call_from and not _is_library_frame(str(call_from)):
-            return str(call_from)
-        if name.startswith("nn.Module: "):
-            module = module or name[len("nn.Module: "):]
-            continue
-        if name.startswith("<") or _is_library_frame(name):
-            continue
-        file_part, _, rest = name.partition("(")
-        line = rest.partition(")")[0]
-        return f"{file_part}:{line}" if line.isdigit() else name
-    return module or "<unknown>"
-
-
-def _is_library_frame(name: str) -> bool:
-    return name.startswith(("torch/", "<", "enum.py", "typing.py", "contextlib.py", "runpy.py")) or "/torch/" in name
