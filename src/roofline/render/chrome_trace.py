@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from roofline.errors import RooflineError
 from roofline.io import atomic_write_text
 
 _KNOWN_PHASES = set("XiIMstfCbenNODPRcpv")
@@ -212,12 +213,24 @@ def chrome_trace_from_report(report: Any) -> dict:
 # -- files ------------------------------------------------------------------------------------------------
 
 
-def read_chrome_trace(path: str | os.PathLike[str]) -> dict:
-    raw = Path(path).read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    data = json.loads(raw)
-    return data if isinstance(data, dict) else {"traceEvents": data}
+def read_chrome_trace(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A .json / .json.gz Chrome trace as a dict with traceEvents (a bare event list is wrapped)."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise RooflineError(f"cannot read trace {path}: {exc.strerror or exc}") from None
+    try:
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        data = json.loads(raw)
+    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RooflineError(f"cannot parse trace {path}: {exc}") from None
+    if isinstance(data, list):
+        data = {"traceEvents": data}
+    if not isinstance(data, dict):
+        raise RooflineError(f"{path} is not a Chrome trace (expected an object with traceEvents)")
+    return data
 
 
 def write_chrome_trace(obj: dict, path: str | os.PathLike[str]) -> Path:

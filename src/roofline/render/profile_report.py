@@ -16,7 +16,6 @@ from roofline.render.chrome_trace import (
     chrome_trace_from_report,
     normalize_chrome_trace,
     read_chrome_trace,
-    write_chrome_trace,
 )
 from roofline.render.units import fmt_bytes, fmt_time
 from roofline.report import OpRecord, Report, Timing
@@ -35,16 +34,11 @@ class ProfileReport:
 
         ``console``: a rich Console, a text stream, or False for no printing (default: stdout).
         """
-        from roofline.io import atomic_write_text
-        from roofline.render.html import render_html
-        from roofline.render.png import plot_roofline
-        from roofline.render.trace_augment import augment_trace
+        from roofline.render.outputs import write_outputs
 
-        out = Path(out_dir)
-        written = {"report": self.report.save(out / "report.json")}
-        written["trace"] = write_chrome_trace(augment_trace(self._chrome_trace(), self.report), out / "trace.json.gz")
-        written["roofline"] = plot_roofline(self.report, out / "roofline.png")
-        written["html"] = atomic_write_text(out / "report.html", render_html(self.report))
+        paths, _ = write_outputs(self.report, out_dir, raw_trace=self._chrome_trace())
+        keys = {"report.json": "report", "trace.json.gz": "trace", "roofline.png": "roofline", "report.html": "html"}
+        written = {keys[p.name]: p for p in paths}
         if console is not False:
             self.print(console)
         return written

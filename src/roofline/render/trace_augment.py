@@ -12,7 +12,6 @@ args are namespaced ``roofline.*`` so they never overwrite Kineto's own (memcpy 
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 from roofline.errors import RooflineError
 from roofline.io import atomic_write_text
+from roofline.render.chrome_trace import read_chrome_trace
 from roofline.report import OpRecord, Report
 
 DEVICE_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset"}
@@ -29,7 +29,7 @@ FLOPS_TRACK = "roofline achieved FLOP/s (TFLOP/s)"
 
 def augment_trace(trace: str | os.PathLike[str] | dict[str, Any], report: Report) -> dict[str, Any]:
     """A copy of the trace (a path to .json/.json.gz, or its parsed dict) with roofline args and counter tracks."""
-    data = load_trace_json(trace) if not isinstance(trace, dict) else json.loads(json.dumps(trace))
+    data = read_chrome_trace(trace) if not isinstance(trace, dict) else json.loads(json.dumps(trace))
     events = data.get("traceEvents")
     if not isinstance(events, list):
         raise RooflineError("not a Chrome trace: no traceEvents list")
@@ -83,25 +83,6 @@ def op_args(op: OpRecord) -> dict[str, Any]:
         "roofline.device_time_us": round(op.time_s * 1e6, 3),
         "roofline.predicted_us": round(op.predicted_time_s * 1e6, 3),
     }
-
-
-def load_trace_json(path: str | os.PathLike[str]) -> dict[str, Any]:
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise RooflineError(f"cannot read trace {path}: {exc.strerror or exc}") from None
-    try:
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-        data = json.loads(raw)
-    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RooflineError(f"cannot parse trace {path}: {exc}") from None
-    if isinstance(data, list):
-        data = {"traceEvents": data}
-    if not isinstance(data, dict):
-        raise RooflineError(f"{path} is not a Chrome trace (expected an object with traceEvents)")
-    return data
 
 
 def _external_id(event: dict[str, Any]) -> int | None:
