@@ -53,6 +53,31 @@ def itemsize_of(dtype: str) -> int:
     return DTYPE_ITEMSIZE.get(dtype, 4)
 
 
+# Spellings other than torch's own names that reports, traces and users give a dtype (lower case).
+_DTYPE_ALIASES = {
+    "half": "float16", "fp16": "float16", "c10::half": "float16",
+    "bf16": "bfloat16", "c10::bfloat16": "bfloat16",
+    "float": "float32", "fp32": "float32", "double": "float64",
+    "long": "int64", "long int": "int64", "int": "int32", "short": "int16",
+    "unsigned char": "uint8", "byte": "uint8", "signed char": "int8", "char": "int8",
+}
+
+
+def canonical_dtype(dtype: str | None) -> str:
+    """torch's name for a dtype however it is spelled ("torch.half", "c10::Half", "fp16" -> "float16"); "" for none."""
+    if not dtype:
+        return ""
+    text = dtype.strip().lower()
+    if text.startswith("torch."):
+        text = text[len("torch."):]
+    return _DTYPE_ALIASES.get(text, text)
+
+
+def dtype_itemsize(dtype: str | None) -> int:
+    """Bytes per element of a dtype in any spelling canonical_dtype knows; 4 when unknown."""
+    return DTYPE_ITEMSIZE.get(canonical_dtype(dtype), 4)
+
+
 def unknown_dtype_note(tensors: list["TensorMeta"]) -> str:
     """The caveat for a tensor list read from a trace, whose members carry no dtype."""
     return "tensor-list dtype not recorded: 4 bytes an element assumed" if tensors[0].dtype == UNKNOWN_DTYPE else ""

@@ -26,6 +26,7 @@ from typing import Any
 import msgspec
 
 from roofline.capture.event_stream import EventStream
+from roofline.count.meta import dtype_itemsize as itemsize
 from roofline.intervals import clip, intersection, length, union  # noqa: F401 - union, intersection re-exported
 from roofline.report import Report
 
@@ -39,10 +40,6 @@ _STEP = re.compile(r"ProfilerStep#(\d+)$")
 _KINDS = (("allreduce", "all_reduce"), ("allgather", "all_gather"), ("reducescatter", "reduce_scatter"),
           ("alltoall", "all_to_all"), ("broadcast", "broadcast"), ("barrier", "barrier"), ("sendrecv", "send_recv"),
           ("send", "send"), ("recv", "recv"), ("reduce", "reduce"), ("gather", "gather"), ("scatter", "scatter"))
-_ITEMSIZE = {"float": 4, "float32": 4, "float16": 2, "half": 2, "bfloat16": 2, "double": 8, "float64": 8,
-             "long int": 8, "long": 8, "int64": 8, "int": 4, "int32": 4, "short": 2, "int16": 2, "char": 1,
-             "signed char": 1, "unsigned char": 1, "int8": 1, "uint8": 1, "bool": 1, "byte": 1,
-             "c10::half": 2, "c10::bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
 MIN_GAP_CALL_US = 100.0
 
 
@@ -70,12 +67,6 @@ def bus_factor(kind: str, world_size: int) -> float:
     if kind in ("all_gather", "reduce_scatter", "all_to_all"):
         return (n - 1) / n
     return 1.0
-
-
-def itemsize(dtype: str | None) -> int:
-    if not dtype:
-        return 4
-    return _ITEMSIZE.get(dtype.strip().lower().replace("torch.", ""), 4)
 
 
 # -- reading one trace -------------------------------------------------------------------------------------

@@ -11,20 +11,8 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
+from roofline.count.meta import canonical_dtype, dtype_itemsize
 from roofline.report import OpRecord, Report
-
-_DTYPE_ALIASES = {
-    "half": "float16", "float16": "float16", "fp16": "float16", "c10::half": "float16",
-    "bfloat16": "bfloat16", "bf16": "bfloat16", "c10::bfloat16": "bfloat16",
-    "float": "float32", "float32": "float32", "fp32": "float32",
-    "double": "float64", "float64": "float64",
-    "long": "int64", "int64": "int64", "long int": "int64", "int": "int32", "int32": "int32",
-    "bool": "bool", "unsigned char": "uint8", "uint8": "uint8", "signed char": "int8", "int8": "int8",
-    "short": "int16", "int16": "int16",
-}
-
-ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int64": 8, "int32": 4, "int16": 2,
-            "int8": 1, "uint8": 1, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1}
 
 HALF_DTYPES = ("float16", "bfloat16")
 
@@ -75,18 +63,8 @@ def op_kind(name: str) -> str:
     return base
 
 
-@functools.lru_cache(maxsize=256)
-def norm_dtype(dtype: str | None) -> str:
-    if not dtype:
-        return ""
-    text = dtype.strip().lower()
-    if text.startswith("torch."):
-        text = text[len("torch."):]
-    return _DTYPE_ALIASES.get(text, text)
-
-
-def itemsize(dtype: str | None) -> int:
-    return ITEMSIZE.get(norm_dtype(dtype), 4)
+norm_dtype = functools.lru_cache(maxsize=256)(canonical_dtype)
+itemsize = dtype_itemsize
 
 
 def numel(shape: Sequence[int] | None) -> int:
