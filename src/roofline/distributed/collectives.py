@@ -35,6 +35,13 @@ def cache_file(backend: str, world_size: int, device_name: str) -> Path:
     return cache_dir() / f"collectives-{backend}-{world_size}-{_slug(device_name)}.json"
 
 
+def _on_gpu(device: str | None) -> bool:
+    """Whether collectives are measured over GPUs (NCCL): asked for, or by default when CUDA is present."""
+    import torch
+
+    return (device or ("cuda" if torch.cuda.is_available() else "cpu")).startswith("cuda")
+
+
 def measure_collectives(*, device: str | None = None, nproc: int | None = None, quick: bool = False,
                         timeout_s: float = 900.0) -> dict[str, Any]:
     """Launch the measuring job and return its results (also cached); needs >= 2 GPUs, or runs gloo on the CPU."""
@@ -43,7 +50,7 @@ def measure_collectives(*, device: str | None = None, nproc: int | None = None, 
     from roofline.distributed.launch import run_torchrun
     from roofline.io import atomic_write_text
 
-    on_gpu = (device or ("cuda" if torch.cuda.is_available() else "cpu")).startswith("cuda")
+    on_gpu = _on_gpu(device)
     if on_gpu:
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if count < 2:
@@ -71,18 +78,11 @@ def collectives_command(args: Any) -> int:
     from roofline.device.resolve import device_name
     from roofline.io import atomic_write_text
 
-    on_gpu = (args.device or ("cuda" if torch.cuda.is_available() else "cpu")).startswith("cuda")
+    on_gpu = _on_gpu(args.device)
     world = torch.cuda.device_count() if on_gpu and torch.cuda.is_available() else 2
     name = device_name(torch.device("cuda:0" if on_gpu else "cpu")) if (not on_gpu or world) else ""
-    cached = cache_file("nccl" if on_gpu else "gloo", world, name)
-    results = None
-    if not args.remeasure and not args.quick and cached.is_file():
-        try:
-            results = json.loads(cached.read_text())
-        except ValueError:
-            results = None
-        if results is not None and results.get("quick"):
-            results = None
+    found = None if args.remeasure or args.quick else find_collective_ceilings("nccl" if on_gpu else "gloo", world, name)
+    results = found.data if found is not None and not found.data.get("quick") else None
     if results is None:
         print(f"measuring collectives over {world} {'GPUs (NCCL)' if on_gpu else 'CPU processes (gloo)'}...",
               file=sys.stderr)
