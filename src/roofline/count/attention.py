@@ -63,6 +63,16 @@ def _dims_varlen(q: TensorMeta, k: TensorMeta, v: TensorMeta, cu_seq_q: TensorMe
                  v.shape[2])
 
 
+_VARLEN_NOTE = "variable-length batch: equal sequence lengths assumed"
+
+
+def _flash_dims(q: TensorMeta, k: TensorMeta, v: TensorMeta, cu_seq_q: TensorMeta | None) -> tuple[_Dims, str]:
+    """Flash attention's tensors: (total_tokens, heads, dim) with cumulative lengths, else (b, s, h, d)."""
+    if cu_seq_q is not None and q.ndim == 3:
+        return _dims_varlen(q, k, v, cu_seq_q), _VARLEN_NOTE
+    return _dims_bshd(q, k, v), ""
+
+
 def forward_flops(d: _Dims) -> int:
     scores = d.batch * d.heads_q * d.seq_q * d.seq_k
     return 2 * scores * d.dim_qk + 2 * scores * d.dim_v
@@ -97,19 +107,20 @@ def causal_fraction(seq_q: int, seq_k: int, bottom_right: bool = False) -> float
     return kept / (seq_q * seq_k)
 
 
-def _causal_note(d: _Dims, fraction: float) -> str:
-    return (f"causal: only {fraction:.3f} of the {d.seq_q}x{d.seq_k} score matrix is computed; FlopCounterMode "
-            "counts it all")
+def _causal_scaled(flops: float, d: _Dims, causal: bool, bottom_right: bool, notes: list[str]) -> float:
+    """``flops`` of the full score matrix, cut to the causal part (and noted) when the op is causal."""
+    if not causal:
+        return flops
+    fraction = causal_fraction(d.seq_q, d.seq_k, bottom_right)
+    notes.append(f"causal: only {fraction:.3f} of the {d.seq_q}x{d.seq_k} score matrix is computed; "
+                 "FlopCounterMode counts it all")
+    return flops * fraction
 
 
 def _forward_cost(call: Call, d: _Dims, q: TensorMeta, reads: list[TensorMeta | None], causal: bool,
                   bottom_right: bool = False, writes_lse: bool = True, note: str = "") -> OpCost:
-    flops = float(forward_flops(d))
     notes = [note] if note else []
-    if causal:
-        fraction = causal_fraction(d.seq_q, d.seq_k, bottom_right)
-        flops *= fraction
-        notes.append(_causal_note(d, fraction))
+    flops = _causal_scaled(float(forward_flops(d)), d, causal, bottom_right, notes)
     if call.outputs is not None:
         written = nbytes(call.outputs)
     else:
@@ -121,12 +132,8 @@ def _forward_cost(call: Call, d: _Dims, q: TensorMeta, reads: list[TensorMeta | 
 
 def _backward_cost(call: Call, d: _Dims, reads: list[TensorMeta | None], grads_like: list[TensorMeta],
                    causal: bool, bottom_right: bool = False, note: str = "") -> OpCost:
-    flops = float(backward_flops(d))
     notes = [note] if note else []
-    if causal:
-        fraction = causal_fraction(d.seq_q, d.seq_k, bottom_right)
-        flops *= fraction
-        notes.append(_causal_note(d, fraction))
+    flops = _causal_scaled(float(backward_flops(d)), d, causal, bottom_right, notes)
     written = nbytes(call.outputs) if call.outputs is not None else nbytes(grads_like)
     return OpCost(flops, float(nbytes(reads) + written), True, note="; ".join(notes))
 
@@ -174,13 +181,7 @@ def sdpa_entry(call: Call) -> OpCost:
 def flash_forward(call: Call) -> OpCost:
     """Args: query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, ... (b, s, h, d)."""
     q, k, v = _qkv(call)
-    cu_seq_q = call.maybe_tensor(3, "cum_seq_q")
-    note = ""
-    if cu_seq_q is not None and q.ndim == 3:
-        dims = _dims_varlen(q, k, v, cu_seq_q)
-        note = "variable-length batch: equal sequence lengths assumed"
-    else:
-        dims = _dims_bshd(q, k, v)
+    dims, note = _flash_dims(q, k, v, call.maybe_tensor(3, "cum_seq_q"))
     return _forward_cost(call, dims, q, [q, k, v], bool(call.arg(8, "is_causal", False)), note=note)
 
 
@@ -197,7 +198,7 @@ def efficient_forward(call: Call) -> OpCost:
     if cu_seq_q is not None:
         dims = _Dims(max(cu_seq_q.numel - 1, 1), dims.heads_q, max(q.shape[1] // max(cu_seq_q.numel - 1, 1), 1),
                      max(k.shape[1] // max(cu_seq_q.numel - 1, 1), 1), dims.dim_qk, dims.dim_v)
-        note += "; variable-length batch: equal sequence lengths assumed"
+        note += "; " + _VARLEN_NOTE
     return _forward_cost(call, dims, q, [q, k, v, bias], mask_type in (1, 2), bottom_right=mask_type == 2,
                          note=note)
 
@@ -231,13 +232,7 @@ def flash_backward(call: Call) -> OpCost:
     is_causal, ... Tensors are (b, s, h, d)."""
     grad_out = call.tensor(0, "grad_out")
     q, k, v = _qkv(call, 1)
-    cu_seq_q = call.maybe_tensor(6, "cum_seq_q")
-    note = ""
-    if cu_seq_q is not None and q.ndim == 3:
-        dims = _dims_varlen(q, k, v, cu_seq_q)
-        note = "variable-length batch: equal sequence lengths assumed"
-    else:
-        dims = _dims_bshd(q, k, v)
+    dims, note = _flash_dims(q, k, v, call.maybe_tensor(6, "cum_seq_q"))
     reads = [grad_out, q, k, v, call.maybe_tensor(4, "out"), call.maybe_tensor(5, "logsumexp")]
     return _backward_cost(call, dims, reads, [q, k, v], bool(call.arg(11, "is_causal", False)), note=note)
 

@@ -21,12 +21,9 @@ from roofline.count.registry import Call, OpCost, nbytes, register
 from roofline.count.shapes import acc_dtype
 
 
-def _norm_axes(x: TensorMeta, normalized_shape: object) -> int:
-    if isinstance(normalized_shape, int):
-        return 1
-    if isinstance(normalized_shape, (list, tuple)):
-        return len(normalized_shape)
-    return 1
+def _norm_axes(normalized_shape: object) -> int:
+    """How many trailing axes a layer norm normalises over (an int shape is one axis)."""
+    return len(normalized_shape) if isinstance(normalized_shape, (list, tuple)) else 1
 
 
 def _stats_shape(x: TensorMeta, axes: int) -> tuple[int, ...]:
@@ -46,7 +43,7 @@ def native_layer_norm(call: Call) -> OpCost:
     """(input, normalized_shape, weight, bias, eps) -> (out, mean, rstd)."""
     x = call.tensor(0, "input")
     weight, bias = call.maybe_tensor(2, "weight"), call.maybe_tensor(3, "bias")
-    axes = _norm_axes(x, call.arg(1, "normalized_shape"))
+    axes = _norm_axes(call.arg(1, "normalized_shape"))
     stats = TensorMeta(_stats_shape(x, axes), acc_dtype(x.dtype))
     flops = (5 + _affine_flops(weight, bias)) * x.numel
     return OpCost(float(flops), float(nbytes([x, weight, bias]) + _writes(call, [x, stats, stats])), True)
@@ -95,7 +92,7 @@ def _backward(call: Call, grad_out: TensorMeta, x: TensorMeta, extra_reads: list
 def fused_rms_norm(call: Call) -> OpCost:
     """(input, normalized_shape, weight, eps) -> (out, rstd)."""
     x, weight = call.tensor(0, "input"), call.maybe_tensor(2, "weight")
-    axes = _norm_axes(x, call.arg(1, "normalized_shape"))
+    axes = _norm_axes(call.arg(1, "normalized_shape"))
     rstd = TensorMeta(_stats_shape(x, axes), acc_dtype(x.dtype))
     flops = (3 + (1 if weight is not None else 0)) * x.numel
     return OpCost(float(flops), float(nbytes([x, weight]) + _writes(call, [x, rstd])), True)
