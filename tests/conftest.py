@@ -35,3 +35,16 @@ def _quick_ceilings_for_cli(_isolated_cache):
     if not full.exists():
         save_ceilings(quick, full)
     yield
+
+
+@pytest.fixture
+def one_thread():
+    """torch on one thread for the test (the 2-core CI machine runs tests and torch's pool side by side)."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)

@@ -12,14 +12,7 @@ import torch.nn.functional as F
 from count_recording import OpCollector, unmodeled
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 class RMSNorm(nn.Module):

@@ -12,13 +12,8 @@ TINY = LlamaConfig(dim=64, n_layers=2, n_heads=4, n_kv_heads=2, ffn_dim=128, voc
 
 
 @pytest.fixture(autouse=True)
-def _one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
+def _one_thread(one_thread):
+    yield
 
 
 @pytest.fixture(scope="session")
