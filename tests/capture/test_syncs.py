@@ -196,3 +196,12 @@ def test_cuda_syncs_are_real_not_simulated_and_implicit_ones_are_caught() -> Non
     assert sites.get(("item", item_line)) == 1
     assert sites.get(("implicit (inside torch)", equal_line)) == 1, sites
     assert sum(sites.values()) == 2, sites
+
+
+def test_user_location_without_a_python_frame_is_unknown():
+    """A CUDA backward runs dispatch hooks on autograd's device thread, where nothing is below the hook's frame."""
+    from roofline.capture.syncs import user_location
+
+    assert user_location(None, unknown=None) is None
+    assert user_location(None) == "<unknown>"
+    assert user_location().startswith("tests")

@@ -35,7 +35,7 @@ class _Recorder(EagerDispatchMode):
         module, phase = self._module()
         self.recording.ops.append(
             RecordedOp(name, meta_args, meta_out, cost, op_dtype(meta_args, meta_out), module, phase,
-                       user_location(sys._getframe(1), unknown=None))
+                       user_location(sys._getframe().f_back, unknown=None))
         )
         return out
 

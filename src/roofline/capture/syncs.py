@@ -47,12 +47,16 @@ class SyncWarning(UserWarning):
     """A host-device synchronisation at a user source line (raised instead of warned in mode "error")."""
 
 
-def user_location(frame: Any = None, unknown: Any = "<unknown>") -> Any:
+_CALLER = object()
+
+
+def user_location(frame: Any = _CALLER, unknown: Any = "<unknown>") -> Any:
     """file:line of the innermost frame outside torch and roofline (the user's code), or ``unknown``.
 
-    The walk starts at ``frame`` (default: the caller's). roofline's built-in workloads (roofline/models,
-    roofline/lab) count as user code."""
-    frame = sys._getframe(1) if frame is None else frame
+    The walk starts at ``frame`` (default: the caller's; None, as on the thread autograd runs a CUDA backward
+    on, where no Python frame is below the hook, gives ``unknown``). roofline's built-in workloads
+    (roofline/models, roofline/lab) count as user code."""
+    frame = sys._getframe(1) if frame is _CALLER else frame
     while frame is not None:
         filename = frame.f_code.co_filename
         if not (filename.startswith(_TORCH_DIR) or _is_roofline_machinery(filename) or _is_library(filename)):
