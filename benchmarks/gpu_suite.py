@@ -10,6 +10,7 @@ back at most 8 files). The last lines printed are a short table of what each sta
     Carry .whl (the msgspec wheel: the GPU image lacks it) and .data (WikiText-2, copied from ../shared/data).
     PYTHONPATH=src python3 benchmarks/gpu_suite.py ddp      $OUT     # ceilings again, the 2-GPU DDP run
     PYTHONPATH=src python3 benchmarks/gpu_suite.py decode-roof $OUT  # batch-1 decode three ways (decode_roof.py)
+    PYTHONPATH=src python3 benchmarks/gpu_suite.py decode-breakdown $OUT  # its kernel time by class
     Suites join with '+': lab-tiny+decode-roof+cuda-tests runs the three in one call.
 """
 
@@ -67,6 +68,9 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
     if suite == "decode-roof":
         return [("decode_roof", [PY, "benchmarks/decode_roof.py", "--models", "llama-1b", "-o",
                                  str(out / "decode_roof_h200.json")], 420)]
+    if suite == "decode-breakdown":
+        return [("decode_breakdown", [PY, "benchmarks/decode_breakdown.py", "--models", "llama-1b", "llama-8b", "-o",
+                                      str(out / "decode_breakdown_h200.json")], 480)]
     if suite == "cuda-tests":
         return [("cuda_tests", [PY, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider", "tests"], 300)]
     if suite == "ddp":
@@ -75,7 +79,8 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
             ("ceilings", RL + ["ceilings", "--device", "cuda", "--remeasure", "--json", str(out / "ceilings_h200.json")], 120),
             ("ddp_gpu", [PY, "benchmarks/ddp_gpu.py", str(out / "ddp"), "--timeout", "150"], 480),
         ]
-    raise SystemExit(f"unknown suite {suite!r}: analyze, lab, lab-tiny, lab-1b, lab-8b or ddp")
+    raise SystemExit(f"unknown suite {suite!r}: analyze, lab, lab-tiny, lab-1b, lab-8b, decode-roof, decode-breakdown, "
+                     "cuda-tests or ddp")
 
 
 def run_stage(name: str, argv: list[str], timeout: int, out: Path) -> dict:
