@@ -205,3 +205,23 @@ def test_user_location_without_a_python_frame_is_unknown():
     assert user_location(None, unknown=None) is None
     assert user_location(None) == "<unknown>"
     assert user_location().startswith("tests")
+
+
+def test_trace_frames_and_live_frames_spell_a_file_alike(tmp_path, monkeypatch):
+    """torch's Python tracer writes files relative to their sys.path entry; sync sites relative to the cwd."""
+    from roofline.capture.source_paths import local_trace_path, short_path
+
+    package = tmp_path / "src" / "mypkg"
+    package.mkdir(parents=True)
+    (package / "model.py").write_text("x = 1\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path / "src"))
+    expected = str(Path("src") / "mypkg" / "model.py")
+    assert short_path(str(package / "model.py")) == expected
+    assert local_trace_path("mypkg/model.py") == expected
+    assert local_trace_path("otherpkg/elsewhere.py") == "otherpkg/elsewhere.py"
+    installed = tmp_path / ".venv" / "lib" / "site-packages"
+    (installed / "thirdparty").mkdir(parents=True)
+    (installed / "thirdparty" / "layers.py").write_text("y = 2\n")
+    monkeypatch.syspath_prepend(str(installed))
+    assert local_trace_path("thirdparty/layers.py") == "thirdparty/layers.py"

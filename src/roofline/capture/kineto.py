@@ -19,6 +19,7 @@ import msgspec
 import numpy as np
 
 from roofline.capture.event_stream import EventStream
+from roofline.capture.source_paths import local_trace_path
 from roofline.capture.trace_model import CpuOp, GpuEvent, Launch, MemoryEvent, Step, SyncEvent, Trace
 from roofline.errors import RooflineError
 
@@ -428,7 +429,7 @@ def _classify_frame(name: str) -> tuple[int, str] | None:
     top = file.split("/", 1)[0]
     if top.removesuffix(".py") in _STDLIB_WRAPPERS:
         return None
-    return (1, f"{file}:{match.group(2)}")
+    return (1, f"{local_trace_path(file)}:{match.group(2)}")
 
 
 def _sweep(order: list[int], objs: list, ts: list[float], ends: list[float], ranks: list[int],

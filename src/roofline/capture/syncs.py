@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 import torch
 
+from roofline.capture.source_paths import short_path
 from roofline.capture.trace_syncs import (  # noqa: F401 - the trace-side names are re-exported for callers
     _Site,
     syncs_from_trace,
@@ -60,7 +61,7 @@ def user_location(frame: Any = _CALLER, unknown: Any = "<unknown>") -> Any:
     while frame is not None:
         filename = frame.f_code.co_filename
         if not (filename.startswith(_TORCH_DIR) or _is_roofline_machinery(filename) or _is_library(filename)):
-            return f"{_short_path(filename)}:{frame.f_lineno}"
+            return f"{short_path(filename)}:{frame.f_lineno}"
         frame = frame.f_back
     return unknown
 
@@ -75,14 +76,6 @@ def _is_roofline_machinery(filename: str) -> bool:
 
 def _is_library(filename: str) -> bool:
     return filename.startswith("<frozen") or filename.endswith(_STDLIB_PLUMBING)
-
-
-def _short_path(filename: str) -> str:
-    try:
-        relative = os.path.relpath(filename)
-    except ValueError:
-        return filename
-    return filename if relative.startswith(".." + os.sep + "..") else relative
 
 
 def _targets_cpu(args: tuple, kwargs: dict) -> bool:
