@@ -1,3 +1,4 @@
+import dataclasses
 import math
 import pytest
 
@@ -140,3 +141,15 @@ def test_timed_decode_steps_never_recompile_after_the_warm_up(tiny_model):
     finally:
         torch._dynamo.reset()
     assert len(compiles) == 1
+
+
+def test_above_roof_note_names_the_cache_or_a_stale_ceiling(cpu_ceilings):
+    from roofline.lab.runner import above_roof_note
+
+    fits = above_roof_note(4e6, 32 * 2**20, cpu_ceilings)
+    assert "fits in the 33.6 MB last-level cache" in fits and "remeasure" not in fits
+    stale = above_roof_note(42.3e6, 8 * 2**20, cpu_ceilings)
+    assert "more than the 8.4 MB last-level cache" in stale
+    assert "10.00 GB/s, test" in stale and "`roofline ceilings --device cpu --remeasure`" in stale
+    quick = dataclasses.replace(cpu_ceilings, source="measured (quick)")
+    assert "`roofline ceilings --device cpu --remeasure --quick`" in above_roof_note(42.3e6, 8 * 2**20, quick)

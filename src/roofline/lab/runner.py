@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
+from roofline.device.resolve import last_level_cache_bytes
 from roofline.errors import RooflineError
 from roofline.lab import bench
 from roofline.lab.agreement import Agreement, compare_tokens, logit_gap
@@ -240,8 +241,7 @@ def _run_stages(options: LabOptions, plan: LabPlan, config: LlamaConfig, dtype: 
 
     shares = [r.memory_roof_share or 0.0 for r in results] + [peak.share_of_memory_roof]
     if max(shares) > 1.0:
-        notes.append("a share of the memory roof above 100% means the bytes were served from caches, not DRAM: "
-                     "the weights of this model fit in the last-level cache, so the DRAM roof does not bind")
+        notes.append(above_roof_note(peak.bytes_per_token, last_level_cache_bytes(device), ceilings))
     if doctor:
         try:
             result.naive_report, result.fixed_report = _doctor_runs(
@@ -252,6 +252,22 @@ def _run_stages(options: LabOptions, plan: LabPlan, config: LlamaConfig, dtype: 
             notes.append(message)
     result.pending.clear()
     return result
+
+
+def above_roof_note(bytes_per_token: float, cache_bytes: int, ceilings: Ceilings) -> str:
+    """Why a share of the memory roof came out above 100%: the bytes fit in the last-level cache, or the
+    bandwidth ceiling is too low (a cached measurement from a busy machine)."""
+    head = "a share of the memory roof above 100%: "
+    reads, cache = f"{bytes_per_token / 1e6:,.1f} MB", f"{cache_bytes / 1e6:,.1f} MB"
+    if bytes_per_token <= cache_bytes:
+        return (head + f"the batch-1 decode reads {reads} per token, which fits in the {cache} last-level cache, "
+                "so those bytes come from the cache, not DRAM, and the DRAM roof does not bind")
+    when = f" at {ceilings.measured_at}" if ceilings.measured_at else ""
+    command = f"roofline ceilings --device {ceilings.device} --remeasure" + (
+        " --quick" if "(quick)" in ceilings.source else "")
+    return (head + f"the batch-1 decode reads {reads} per token, more than the {cache} last-level cache, so the "
+            f"bandwidth ceiling ({ceilings.memory_bandwidth_bytes_per_s / 1e9:,.2f} GB/s, {ceilings.source}{when}) "
+            f"is too low, likely measured on a busy machine: re-measure it with `{command}`")
 
 
 def measured_ceilings(device: torch.device, *, quick: bool, progress: Progress) -> Ceilings:
