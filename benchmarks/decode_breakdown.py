@@ -28,20 +28,22 @@ from collections import defaultdict
 
 MATMUL = re.compile(r"gemm|gemv|nvjet|cutlass|xmma|splitk", re.I)
 ATTENTION = re.compile(r"flash|fmha|attention|sdpa|softmax", re.I)
-TRITON_MM = re.compile(r"_mm(_|$)|addmm")
 
 
 def kernel_class(name: str) -> str:
-    """matmul, attention or other, from the kernel's name (Inductor names its kernels after the ops they fuse).
+    """matmul, attention or other, from the kernel's name.
 
-    Inductor: triton_tem_* are matmul templates; triton_red_/triton_per_ reductions that fuse an mm are the
-    matrix-vector products coordinate-descent tuning writes, those fusing a bmm or softmax are attention;
-    triton_poi_* are pointwise (RoPE, casts, the KV cache write) whatever ops their names list."""
-    if name.startswith("triton_"):
-        kind = name.split("_")[1]
-        if kind == "tem" or (kind in ("red", "per") and TRITON_MM.search(name)):
+    Inductor names its kernels after the ops they fuse (count.inductor parses them): tem/mm/bmm kernels are
+    matmul templates; reductions fusing an mm are the matrix-vector products coordinate-descent tuning writes,
+    those fusing a bmm or softmax are attention; pointwise kernels (RoPE, casts, the KV cache write) are other,
+    whatever ops their names list. Library kernels go by their names' usual words."""
+    from roofline.count.inductor import kernel_kind_and_ops
+
+    kind, ops = kernel_kind_and_ops(name)
+    if kind:
+        if kind in ("tem", "mm", "bmm") or (kind in ("red", "per") and {"mm", "addmm"} & set(ops)):
             return "matmul"
-        if kind in ("red", "per") and ("bmm" in name or ATTENTION.search(name)):
+        if kind in ("red", "per") and {"bmm", "softmax", "_softmax"} & set(ops):
             return "attention"
         return "other"
     if ATTENTION.search(name):
@@ -88,6 +90,7 @@ def main() -> int:
     import torch
 
     from roofline.device import get_ceilings
+    from roofline.io import atomic_write_text
     from roofline.lab import bench
     from roofline.lab.generate import decode_one_token
     from roofline.lab.model import Fixes, configure, fused_projections
@@ -167,7 +170,7 @@ def main() -> int:
         del model
         if device.type == "cuda":
             torch.cuda.empty_cache()
-        _write(args.output, results)
+        atomic_write_text(args.output, json.dumps(results, indent=1))
     return 0
 
 
@@ -175,13 +178,6 @@ def _compiled_graphs() -> int:
     from torch._dynamo.utils import counters
 
     return int(counters["stats"]["unique_graphs"])
-
-
-def _write(path: str, data: dict) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w") as fh:
-        json.dump(data, fh, indent=1)
-    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

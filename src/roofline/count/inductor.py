@@ -45,13 +45,18 @@ def fused_op_names(fused: str) -> list[str]:
     return found
 
 
+def kernel_kind_and_ops(name: str) -> tuple[str, list[str]]:
+    """("red", ["add", "mean", "mm", ...]) for an Inductor kernel's name; ("", []) for any other kernel."""
+    match = _KERNEL.match(name)
+    return (match.group(1), fused_op_names(match.group(2))) if match else ("", [])
+
+
 @register_prefix("triton_")
 def inductor_kernel(call: Call) -> OpCost:
     buffers = call.input_metas()
     if not buffers:
         raise ValueError("kernel buffers not recorded")
-    match = _KERNEL.match(call.name)
-    kind, ops = (match.group(1), fused_op_names(match.group(2))) if match else ("", [])
+    kind, ops = kernel_kind_and_ops(call.name)
     if kind == "tem" and any(op in _MATMULS for op in ops) and len(buffers) >= 2:
         out, a = buffers[-1], buffers[0]
         m = out.numel // out.shape[-1] if out.shape and out.shape[-1] else 0
