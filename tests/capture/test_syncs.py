@@ -220,6 +220,7 @@ def test_trace_frames_and_live_frames_spell_a_file_alike(tmp_path, monkeypatch):
     assert short_path(str(package / "model.py")) == expected
     assert local_trace_path("mypkg/model.py") == expected
     assert local_trace_path("otherpkg/elsewhere.py") == "otherpkg/elsewhere.py"
+    assert local_trace_path(str(package / "model.py")) == expected
     installed = tmp_path / ".venv" / "lib" / "site-packages"
     (installed / "thirdparty").mkdir(parents=True)
     (installed / "thirdparty" / "layers.py").write_text("y = 2\n")

@@ -23,8 +23,9 @@ def short_path(filename: str) -> str:
 
 
 def local_trace_path(file: str) -> str:
-    """A trace frame's file relative to the working directory, when it is a project file found there through a
-    sys.path entry (as `src/roofline/lab/generate.py` for the trace's `roofline/lab/generate.py`).
+    """A trace frame's file relative to the working directory, as short_path spells live frames' files: an
+    absolute path shortened alike, a project file found through a sys.path entry spelled from the working
+    directory (`src/roofline/lab/generate.py` for the trace's `roofline/lab/generate.py`).
 
     Installed packages, a trace recorded elsewhere and files this machine lacks keep the trace's spelling."""
     return _local_trace_path(file, os.getcwd())
@@ -32,7 +33,9 @@ def local_trace_path(file: str) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _local_trace_path(file: str, cwd: str) -> str:
-    if os.path.isabs(file) or os.path.isfile(os.path.join(cwd, file)):
+    if os.path.isabs(file):
+        return short_path(file)
+    if os.path.isfile(os.path.join(cwd, file)):
         return file
     for entry in sys.path:
         candidate = os.path.abspath(os.path.join(entry or cwd, file))
