@@ -99,6 +99,8 @@ class Ceilings:
     method: str = ""
     torch_version: str = ""
     measured_at: str = ""
+    threads: int | None = None
+    load_average: list[float] = field(default_factory=list)
 
     def peak_for(self, dtype: str) -> float:
         """Peak FLOP/s for an op of this dtype; integer and unknown dtypes fall back to float32's roof."""

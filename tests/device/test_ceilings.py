@@ -25,7 +25,23 @@ def test_cpu_ceilings_are_positive_and_plausible(cpu_ceilings):
     assert 1e9 < c.peak_flops_per_s["float32"] < 1e14
     assert 1e-8 < c.launch_overhead_s < 1e-3
     assert c.launch_overhead_graph_s is None
-    assert "median" in c.method and "random" in c.method
+    assert "best of" in c.method and "random" in c.method and f"{c.threads} threads" in c.method
+    assert c.threads >= 1 and len(c.load_average) == 3
+
+
+@pytest.mark.parametrize("available_gib", [1, 6, 24, 512])
+@pytest.mark.parametrize("reported_llc_mib", [1, 32, 480, 4096])
+def test_cpu_bandwidth_buffers_are_bounded_by_available_memory_not_the_reported_cache(
+        monkeypatch, available_gib, reported_llc_mib):
+    import torch
+
+    from roofline.device import measure
+
+    monkeypatch.setattr(measure, "available_memory_bytes", lambda: available_gib * 2**30)
+    monkeypatch.setattr(measure, "last_level_cache_bytes", lambda dev: reported_llc_mib * 2**20)
+    for quick in (False, True):
+        both_buffers = 2 * 4 * measure._bandwidth_buffer_elems(torch.device("cpu"), quick)
+        assert both_buffers <= min(2 * 2**30, available_gib * 2**30 // 8)
 
 
 def test_ceilings_round_trip_through_the_cache(cpu_ceilings):

@@ -14,7 +14,7 @@ def test_roofline_lab_quick_writes_table_chart_and_doctor_reports(tmp_path, monk
                           config_overrides={"dim": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "ffn_dim": 128,
                                             "vocab_size": 2048})
     monkeypatch.setattr(runner, "make_plan", lambda model, device, quick: tiny)
-    monkeypatch.setattr(runner, "measured_ceilings", lambda device, quick, progress: cpu_ceilings)
+    monkeypatch.setattr(runner, "measured_ceilings", lambda device, ceilings_file, progress: cpu_ceilings)
     out = tmp_path / "lab"
     assert main(["lab", "--quick", "--device", "cpu", "--data", str(wikitext_dir), "-o", str(out)]) == 0
     data = json.loads((out / "lab.json").read_text())
@@ -44,7 +44,7 @@ def test_a_stopped_lab_keeps_the_sections_it_finished(tmp_path, monkeypatch, wik
     from roofline.lab import bench
 
     monkeypatch.setattr(runner, "make_plan", lambda model, device, quick: _tiny_plan())
-    monkeypatch.setattr(runner, "measured_ceilings", lambda device, quick, progress: cpu_ceilings)
+    monkeypatch.setattr(runner, "measured_ceilings", lambda device, ceilings_file, progress: cpu_ceilings)
 
     def interrupted_sweep(*args, **kwargs):
         raise KeyboardInterrupt
@@ -62,7 +62,7 @@ def test_a_stopped_lab_keeps_the_sections_it_finished(tmp_path, monkeypatch, wik
 
 def test_checkpoints_name_what_is_still_to_come_and_the_end_has_nothing_pending(wikitext_dir, cpu_ceilings,
                                                                                  monkeypatch):
-    monkeypatch.setattr(runner, "measured_ceilings", lambda device, quick, progress: cpu_ceilings)
+    monkeypatch.setattr(runner, "measured_ceilings", lambda device, ceilings_file, progress: cpu_ceilings)
     seen = []
     options = runner.LabOptions(device="cpu", data=str(wikitext_dir), doctor=False, plan=_tiny_plan())
     result = runner.run_lab(options, checkpoint=lambda partial: seen.append(list(partial.pending)))

@@ -7,7 +7,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from roofline.cli.common import add_output_option, add_workload_options, normalize_dtype
+from roofline.cli.common import (
+    add_ceilings_option,
+    add_output_option,
+    add_workload_options,
+    normalize_dtype,
+    run_ceilings,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,6 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--model", help="a built-in workload: matmul, layernorm, llama-tiny, llama-1b, resnet50, bert-base, ...")
     add_workload_options(p)
     add_output_option(p)
+    add_ceilings_option(p)
     p.add_argument("--iters", type=int, default=5, help="profiled steps to take the median over (default 5)")
     p.add_argument("--warmup", type=int, default=2, help="warm-up steps before timing (default 2)")
     p.add_argument("--top", type=int, default=15, help="ops to print (default 15)")
@@ -33,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
     from roofline.analyze.live import analyze_model
     from roofline.cli.targets import load_target
-    from roofline.device import get_ceilings, resolve_device
+    from roofline.device import resolve_device
     from roofline.render.console import render_report
     from roofline.render.findings import render_findings
     from roofline.render.outputs import write_outputs
@@ -41,9 +48,9 @@ def run(args: argparse.Namespace) -> int:
     device = resolve_device(args.device)
     workload = load_target(args.target, args.model, batch=args.batch, seq=args.seq,
                            dtype=normalize_dtype(args.dtype), device=str(device), backward=args.backward)
+    ceilings = run_ceilings(device, args.ceilings)
     err = Console(stderr=True)
-    with err.status("measuring ceilings (cached after the first run)") as status:
-        ceilings = get_ceilings(device, progress=lambda m: status.update(f"ceilings: {m}"))
+    with err.status("profiling") as status:
         with tempfile.TemporaryDirectory(prefix="roofline-") as tmp:
             raw = Path(tmp) / "trace.json"
             report = analyze_model(

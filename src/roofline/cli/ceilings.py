@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from roofline.cli.common import add_device_option
+from roofline.cli.common import add_device_option, progress_reporter
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,16 +28,13 @@ def run(args: argparse.Namespace) -> int:
         from roofline.distributed.collectives import collectives_command
 
         return collectives_command(args)
-    from rich.console import Console
-
     from roofline.device import get_ceilings, save_ceilings
     from roofline.render.console import render_ceilings
 
     wanted = _wanted_dtypes(args.dtypes, args.device)
-    err = Console(stderr=True)
-    with err.status("measuring ceilings...") as status:
+    with progress_reporter("ceilings: reading the cache") as progress:
         ceilings = get_ceilings(
-            args.device, remeasure=args.remeasure, quick=args.quick, progress=lambda msg: status.update(f"measuring {msg}")
+            args.device, remeasure=args.remeasure, quick=args.quick, progress=lambda msg: progress(f"measuring {msg}")
         )
     if wanted:
         ceilings.peak_flops_per_s = {d: v for d, v in ceilings.peak_flops_per_s.items() if d in wanted}

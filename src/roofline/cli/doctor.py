@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from roofline.cli.common import add_workload_options, normalize_dtype
+from roofline.cli.common import add_ceilings_option, add_workload_options, normalize_dtype, run_ceilings
 from roofline.errors import RooflineError
 
 SEVERITIES = ("info", "warning", "critical")
@@ -33,7 +33,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--top", type=int, default=None, help="show only the N largest findings")
     parser.add_argument("--fail-on", choices=SEVERITIES, default=None,
                         help="exit 1 when a finding of this severity or worse is found (for CI)")
-    parser.add_argument("--ceilings", metavar="FILE", help="ceilings JSON (roofline ceilings --json) instead of the cache")
+    add_ceilings_option(parser)
     add_workload_options(parser)
     parser.add_argument("-o", "--output", default=None, help="write DIR/report.json (with the findings), roofline.png and report.html")
     parser.set_defaults(func=run, parser=parser)
@@ -100,14 +100,14 @@ def _load_report_or_trace(path: Path, ceilings_file: str | None) -> Any:
 
 def _analyze_model(args: argparse.Namespace) -> Any:
     from roofline.analyze.pipeline import analyze_model
-    from roofline.device import ceilings_for_run, resolve_device
+    from roofline.device import resolve_device
     from roofline.models import get_workload
 
     device = resolve_device(args.device)
     dtype = normalize_dtype(args.dtype)
     workload = get_workload(args.model, batch=args.batch, seq=args.seq, dtype=dtype, device=device,
                             backward=args.backward)
-    ceilings = ceilings_for_run(device, args.ceilings)
+    ceilings = run_ceilings(device, args.ceilings)
     return analyze_model(workload.model, workload.inputs, device=device, ceilings=ceilings,
                          backward=args.backward, loss_fn=workload.loss_fn, workload=args.model,
                          progress=lambda msg: print(f"roofline: {msg}", file=sys.stderr))
@@ -117,10 +117,10 @@ def _profile_script(args: argparse.Namespace) -> Any:
     from roofline.capture.profiling import ProfilingContext
     from roofline.capture.script_runner import script_error_line
     from roofline.cli.profile import _profile_script as profile_script
-    from roofline.device import ceilings_for_run, resolve_device
+    from roofline.device import resolve_device
 
     device = resolve_device(args.device)
-    context = ProfilingContext(device=device, ceilings=ceilings_for_run(device, args.ceilings), workload=Path(args.target).name)
+    context = ProfilingContext(device=device, ceilings=run_ceilings(device, args.ceilings), workload=Path(args.target).name)
     run_args = argparse.Namespace(script=args.target, script_args=args.script_args, run_to_end=False)
     error = profile_script(run_args, context)
     if error is not None:

@@ -6,6 +6,8 @@ import argparse
 import sys
 import time
 
+from roofline.cli.common import add_ceilings_option
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -23,6 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--dtype", default=None, help="default float16 on CUDA, float32 on CPU")
     parser.add_argument("--data", default=None, help="folder with WikiText-2 test.txt/valid.txt ($ROOFLINE_DATA)")
     parser.add_argument("--no-doctor", action="store_true", help="skip the doctor's profiling runs")
+    add_ceilings_option(parser)
     parser.add_argument("-o", "--output", required=True, help="output folder")
     parser.set_defaults(func=run)
 
@@ -40,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"[{time.perf_counter() - began:6.1f}s] {message}", file=sys.stderr, flush=True)
 
     options = LabOptions(model=args.model, device=device, dtype=args.dtype, quick=args.quick, data=args.data,
-                         doctor=not args.no_doctor)
+                         doctor=not args.no_doctor, ceilings=args.ceilings)
     # Each finished section is written at once: a long GPU run that is stopped keeps what it measured.
     result = run_lab(options, progress, checkpoint=lambda partial: write_lab(partial, args.output))
     written = write_lab(result, args.output)

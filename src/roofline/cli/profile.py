@@ -7,7 +7,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from roofline.cli.common import add_output_option, add_workload_options, normalize_dtype
+from roofline.cli.common import (
+    add_ceilings_option,
+    add_output_option,
+    add_workload_options,
+    normalize_dtype,
+    run_ceilings,
+)
 from roofline.errors import RooflineError
 
 
@@ -34,7 +40,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--whole", action="store_true",
                         help="profile the whole script as one step (no step detection, no true step time)")
     parser.add_argument("--run-to-end", action="store_true", help="let the script finish after the profiled steps")
-    parser.add_argument("--ceilings", metavar="FILE", help="ceilings JSON (roofline ceilings --json) instead of the cache")
+    add_ceilings_option(parser)
     parser.add_argument("--nproc", type=int, default=None, metavar="N",
                         help="run SCRIPT under torchrun with N processes, each rank profiled into OUTPUT/rank{r}/, "
                              "then merged into OUTPUT/report.json")
@@ -56,11 +62,10 @@ def run(args: argparse.Namespace) -> int:
 
     prepare_rank(args)
     from roofline.capture.profiling import ProfilingContext
-    from roofline.device import ceilings_for_run
     from roofline.device.resolve import resolve_device
 
     device = resolve_device(args.device)
-    ceilings = ceilings_for_run(device, args.ceilings)
+    ceilings = run_ceilings(device, args.ceilings)
     context = ProfilingContext(
         wait=args.wait, warmup=args.warmup, active=args.active, timed=args.timed, device=device,
         with_stack=not args.no_stack, sync_mode=args.sync_mode, ceilings=ceilings,

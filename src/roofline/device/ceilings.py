@@ -4,6 +4,7 @@ datasheet entry."""
 from __future__ import annotations
 
 import datetime as _dt
+import os
 
 import torch
 
@@ -31,8 +32,11 @@ from roofline.report import Ceilings
 def measure_ceilings(
     device: str | torch.device | None = None, *, quick: bool = False, progress: Progress = _noop
 ) -> Ceilings:
+    """Measure the device's roofs, recording when, with how many threads and under what load (the 1/5/15-minute
+    load average before measuring: a loaded machine measures low roofs, which later runs see as ops above them)."""
     dev = resolve_device(device)
     name = device_name(dev)
+    load = _load_average()
     bw = measure_peak_bandwidth(dev, quick=quick, progress=progress)
     flops = {d: measure_peak_flops(dev, d, quick=quick, progress=progress) for d in supported_dtypes(dev)}
     launch = measure_launch_overhead(dev, quick=quick, progress=progress)
@@ -54,7 +58,16 @@ def measure_ceilings(
         method=method,
         torch_version=str(torch.__version__),
         measured_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        threads=torch.get_num_threads() if dev.type == "cpu" else None,
+        load_average=load,
     )
+
+
+def _load_average() -> list[float]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (OSError, AttributeError):
+        return []
 
 
 def get_ceilings(
@@ -76,11 +89,11 @@ def get_ceilings(
     return ceilings
 
 
-def ceilings_for_run(device: str | torch.device | None, ceilings_file: str | None = None) -> Ceilings:
-    """What a profiling run measures against: a --ceilings FILE when given, else the device's cached ceilings
-    (measured on first use; quick on a CPU, whose roofs are only for scale)."""
+def ceilings_for_run(
+    device: str | torch.device | None, ceilings_file: str | None = None, *, progress: Progress = _noop
+) -> Ceilings:
+    """What every run on this machine measures against: a --ceilings FILE when given, else the device's one set of
+    cached ceilings (measured in full on first use, the same for analyze, profile, doctor and lab)."""
     if ceilings_file:
         return load_ceilings(ceilings_file)
-    return get_ceilings(device, quick=resolve_device(device).type == "cpu")
-
-
+    return get_ceilings(device, progress=progress)

@@ -126,6 +126,6 @@ def _shared_cpu_ceilings(args: Any, run_dir: Path) -> str | None:
     device = resolve_device(getattr(args, "device", None))
     if device.type != "cpu":
         return None
-    from roofline.device.ceilings import get_ceilings, save_ceilings
+    from roofline.device.ceilings import ceilings_for_run, save_ceilings
 
-    return str(save_ceilings(get_ceilings(device, quick=True), run_dir / "ceilings.json"))
+    return str(save_ceilings(ceilings_for_run(device, getattr(args, "ceilings", None)), run_dir / "ceilings.json"))

@@ -60,6 +60,7 @@ class LabOptions:
     data: str | None = None
     doctor: bool = True
     plan: LabPlan | None = None
+    ceilings: str | None = None
 
 
 @dataclass
@@ -126,7 +127,7 @@ def run_lab(options: LabOptions, progress: Progress = lambda _: None,
     eos_id = corpus.eos_id
 
     progress(f"ceilings of {device} (measured once, then cached)")
-    ceilings = measured_ceilings(device, quick=options.quick, progress=progress)
+    ceilings = measured_ceilings(device, options.ceilings, progress=progress)
 
     progress(f"building {options.model} ({dtype}) on {device} with random weights")
     model = build_llama(config, dtype=dtype, device=device)
@@ -270,11 +271,12 @@ def above_roof_note(bytes_per_token: float, cache_bytes: int, ceilings: Ceilings
             f"is too low, likely measured on a busy machine: re-measure it with `{command}`")
 
 
-def measured_ceilings(device: torch.device, *, quick: bool, progress: Progress) -> Ceilings:
-    """The device's roofs from roofline.device (cached after the first measurement)."""
-    from roofline.device import get_ceilings
+def measured_ceilings(device: torch.device, ceilings_file: str | None, *, progress: Progress) -> Ceilings:
+    """The device's roofs: a --ceilings FILE, else the one cached set every run on this machine uses (a --quick lab
+    still measures against the full ceilings, so its shares match `analyze` and `profile`)."""
+    from roofline.device import ceilings_for_run
 
-    return get_ceilings(device, quick=quick and device.type == "cpu", progress=progress)
+    return ceilings_for_run(device, ceilings_file, progress=progress)
 
 
 def _doctor_runs(model: Transformer, config: LlamaConfig, dtype: torch.dtype, device: torch.device,
