@@ -174,6 +174,7 @@ class Finding:
     savings_method: str = ""
     fix: str = ""
     severity: str = "warning"
+    share_of_time: float | None = None
 
 
 @dataclass(slots=True)
@@ -259,6 +260,8 @@ class Summary:
     ops_above_roof: int = 0
     timing_method: str = ""
     notes: list[str] = field(default_factory=list)
+    stale_ceilings: str | None = None
+    share_by_bound: dict[str, float] = field(default_factory=dict)
 
     @property
     def reference_time_s(self) -> float | None:

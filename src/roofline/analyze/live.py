@@ -80,7 +80,7 @@ def profile_steps(step: Callable[[], Any], device: torch.device, iters: int, tra
         prof.export_chrome_trace(str(trace_path))
 
     with profile(activities=activities, schedule=schedule(wait=0, warmup=1, active=iters, repeat=1),
-                 on_trace_ready=export, record_shapes=record_shapes) as prof:
+                 on_trace_ready=export, record_shapes=record_shapes, profile_memory=True) as prof:
         for i in range(1 + iters):
             t0 = time.perf_counter()
             step()

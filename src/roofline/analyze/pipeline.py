@@ -22,6 +22,7 @@ from roofline.analyze.join import (
     subtree,
 )
 from roofline.analyze.roofline import place_op, summarize
+from roofline.analyze.stale import stale_ceilings_note
 from roofline.capture.recording import OpRecording, RecordedOp, op_dtype
 from roofline.capture.trace_model import CpuOp, Trace
 from roofline.count.counting import count_op
@@ -200,6 +201,7 @@ def report_from_trace(
         timing += f"; totals cover all {len(steps)} profiled steps"
     summary = summarize(ops, timing_method=timing, kernel_share=share, kernel_total_s=kernel_total, idle_s=idle)
     summary.wall_time_s = _wall_time_s(trace, recording is not None)
+    summary.stale_ceilings = stale_ceilings_note(ops, ceilings)
     if missing:
         summary.notes.append(f"{missing} recorded op(s) found no event in the timed trace (time counted as 0)")
     summary.notes.extend(trace.warnings)
@@ -250,8 +252,8 @@ def _fill_syncs_and_memory(report: Report, trace: Trace, reference_peak_bytes: i
 
     if trace.syncs:
         report.syncs = syncs_from_trace(trace)
-    if trace.memory or reference_peak_bytes is not None:
-        report.memory = memory_from_trace(trace, reference_peak_bytes=reference_peak_bytes)
+    # Always filled: with no [memory] events the summary says why it has no peak (never a bare 0 B).
+    report.memory = memory_from_trace(trace, reference_peak_bytes=reference_peak_bytes)
 
 
 def _op_from_recording(trace: Trace, rec: RecordedOp, rec_index: int, times_us: list[float], cpu_us: list[float],

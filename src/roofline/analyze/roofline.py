@@ -91,6 +91,7 @@ def summarize(ops: list[OpRecord], *, timing_method: str = "", kernel_share: flo
         total_bytes=nbytes,
         predicted_total_s=predicted,
         time_by_bound_s=dict(by_bound),
+        share_by_bound={b: t / total for b, t in by_bound.items()} if total else {},
         time_by_module_s=dict(sorted(by_module.items(), key=lambda kv: -kv[1])),
         time_by_op_s=dict(sorted(by_op.items(), key=lambda kv: -kv[1])),
         unmodeled_time_share=unmodeled / total if total else 0.0,

@@ -11,6 +11,7 @@ import importlib
 import os
 import pkgutil
 import sys
+import warnings
 
 from roofline.errors import RooflineError
 
@@ -25,6 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
     from roofline import __version__
 
     parser.add_argument("--version", action="version", version=f"roofline {__version__}")
+    parser.add_argument("--verbose", action="store_true",
+                        help="let Kineto's log lines and third-party warnings through to stderr (default: kept off)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if info.name.startswith("_") or info.name in _NOT_COMMANDS:
@@ -35,11 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # Kineto logs profiler start/stop and, on a CUDA build without a GPU, a device-count error to stderr;
-    # none of it is for the user. Must be set before torch loads Kineto.
-    os.environ.setdefault("KINETO_LOG_LEVEL", "5")
     parser = build_parser()
     args = parser.parse_args(argv)
+    if not args.verbose:
+        quiet_third_party()
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -51,6 +53,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("roofline: interrupted", file=sys.stderr)
         return 130
+
+
+def quiet_third_party() -> None:
+    """Keep Kineto's log lines (USDT profiler_start/stop; on a CUDA build without a GPU, a device-count error) and
+    torch's warnings about its own internals off the user's stderr. The Kineto level must be set before torch
+    loads Kineto; 6 is above its highest level (USDT, 5)."""
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
+    warnings.filterwarnings("ignore", module=r"torch(\.|$)")
+    warnings.filterwarnings("ignore", message=r".*(allocator|profiler|Profiler).*")
 
 
 def run() -> None:

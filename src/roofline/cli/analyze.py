@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from roofline.analyze.live import analyze_model
     from roofline.cli.targets import load_target
     from roofline.device import resolve_device
-    from roofline.render.console import render_report
+    from roofline.render.console import fit, render_report
     from roofline.render.findings import render_findings
     from roofline.render.outputs import write_outputs
 
@@ -63,5 +63,5 @@ def run(args: argparse.Namespace) -> int:
             written, _ = write_outputs(report, args.output, raw_trace=raw, html=not args.no_html)
     sys.stdout.write(render_report(report, top=args.top))
     sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.reference_time_s, top=5))
-    print("wrote " + ", ".join(str(p) for p in written))
+    print(fit("wrote " + ", ".join(str(p) for p in written)))
     return 0

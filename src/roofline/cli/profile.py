@@ -151,7 +151,9 @@ def _write(context: Any, output: str, error: BaseException | None, label: str) -
         rank = current_rank()
         quiet = rank is not None and rank.rank != 0
         written = ProfileReport(report).generate(output, console=False if quiet else None)
-        print(f"wrote {written['report']} and {written['trace']}", file=sys.stderr)
+        from roofline.render.console import fit
+
+        print(fit("wrote " + ", ".join(str(p) for p in written.values())), file=sys.stderr)
     if error is not None:
         from roofline.capture.script_runner import script_error_line
 

@@ -60,7 +60,7 @@ def analyze_trace_file(path: str | Path, ceilings_file: str | None = None, *, di
 
 
 def run(args: argparse.Namespace) -> int:
-    from roofline.render.console import render_report
+    from roofline.render.console import fit, render_report
     from roofline.render.findings import render_findings
     from roofline.render.outputs import write_outputs
 
@@ -76,5 +76,5 @@ def run(args: argparse.Namespace) -> int:
     for problem in problems:
         print(f"note: {problem}")
     sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.reference_time_s, top=10))
-    print("wrote " + ", ".join(str(p) for p in written))
+    print(fit("wrote " + ", ".join(str(p) for p in written)))
     return 0

@@ -38,7 +38,8 @@ def register(name: str, summary: str) -> Callable[[Check], Check]:
 def diagnose(report: Report, *, rules: Iterable[str] | None = None) -> list[Finding]:
     """Run the rules over the report's evidence; findings ranked by estimated savings, largest first.
 
-    Pure: reads the report, never changes it. A rule that fails on odd evidence does not hide the others' findings;
+    Pure: reads the report, never changes it. Each finding's share_of_time is its saving over the summary's
+    reference time, the one figure every view shows. A rule that fails on odd evidence does not hide the others' findings;
     its failure becomes an 'info' finding that says so.
     """
     from roofline.doctor.evidence import clear_caches
@@ -61,6 +62,9 @@ def diagnose(report: Report, *, rules: Iterable[str] | None = None) -> list[Find
             findings.extend(produced)
     finally:
         clear_caches()
+    base = report.summary.reference_time_s
+    for finding in findings:
+        finding.share_of_time = finding.estimated_savings_s / base if base else None
     return rank(findings)
 
 

@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
+from roofline.analyze.stale import remeasure_command
 from roofline.device.resolve import last_level_cache_bytes
 from roofline.errors import RooflineError
 from roofline.lab import bench
@@ -264,8 +265,7 @@ def above_roof_note(bytes_per_token: float, cache_bytes: int, ceilings: Ceilings
         return (head + f"the batch-1 decode reads {reads} per token, which fits in the {cache} last-level cache, "
                 "so those bytes come from the cache, not DRAM, and the DRAM roof does not bind")
     when = f" at {ceilings.measured_at}" if ceilings.measured_at else ""
-    command = f"roofline ceilings --device {ceilings.device} --remeasure" + (
-        " --quick" if "(quick)" in ceilings.source else "")
+    command = remeasure_command(ceilings)
     return (head + f"the batch-1 decode reads {reads} per token, more than the {cache} last-level cache, so the "
             f"bandwidth ceiling ({ceilings.memory_bandwidth_bytes_per_s / 1e9:,.2f} GB/s, {ceilings.source}{when}) "
             f"is too low, likely measured on a busy machine: re-measure it with `{command}`")

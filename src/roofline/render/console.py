@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import shutil
+import textwrap
 
 from rich.console import Console
 from rich.table import Table
@@ -13,7 +15,28 @@ from roofline.report import Ceilings, Report
 BOUND_STYLE = {"compute": "red", "memory": "blue", "launch": "grey50", "unmodeled": "yellow"}
 
 
-def to_text(*renderables, width: int = 120) -> str:
+def terminal_width() -> int:
+    """Columns of the user's terminal ($COLUMNS first; 120 when output is not a terminal)."""
+    return max(40, shutil.get_terminal_size((120, 24)).columns)
+
+
+def fit(text: str, width: int | None = None) -> str:
+    """Each line wrapped at word boundaries to the width (continuations keep the line's indent); words are never
+    split, so only a single word longer than the width can overflow."""
+    width = width or terminal_width()
+    out = []
+    for line in text.splitlines():
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = " " * (len(line) - len(line.lstrip()) + 2)
+        out.extend(textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=False,
+                                 break_on_hyphens=False) or [line])
+    return "\n".join(out) + ("\n" if text.endswith("\n") else "")
+
+
+def to_text(*renderables, width: int | None = None) -> str:
+    width = width or terminal_width()
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=False, color_system=None, highlight=False)
     for r in renderables:
@@ -49,39 +72,61 @@ def ceilings_table(c: Ceilings) -> Table:
 def render_ceilings(c: Ceilings) -> str:
     text = to_text(ceilings_table(c))
     note = f"How: {c.method}" if c.method else ""
+    if c.measured_at:
+        load = f", load average {' / '.join(f'{x:g}' for x in c.load_average)} (1/5/15 min)" if c.load_average else ""
+        threads = f", {c.threads} threads" if c.threads else ""
+        note += f"\nMeasured: {c.measured_at}{threads}{load}"
     if c.datasheet:
         note += f"\nDatasheet: {c.datasheet.source}"
-    return text + note + "\n"
+    return text + fit(note) + "\n"
 
 
-def ops_table(report: Report, top: int = 15) -> Table:
+# Columns of the op table, most important first; a narrow terminal drops them from the end rather than breaking
+# words (source, bytes, FLOP... go before op, time, share, % of roof and bound).
+_OP_COLUMNS = ("op", "time", "share", "% of roof", "bound", "module", "dtype", "achieved", "FLOP/B", "FLOP",
+               "bytes", "source")
+_RIGHT = {"time", "share", "FLOP", "bytes", "FLOP/B", "achieved", "% of roof"}
+
+
+def ops_table(report: Report, top: int = 15, width: int | None = None) -> Table:
+    """The top ops; with the columns that fit in `width` (all when None), never wrapping a cell."""
     total = report.summary.total_time_s or sum(op.time_s for op in report.ops) or 1.0
     ops = sorted(report.ops, key=lambda op: op.time_s, reverse=True)[:top]
-    table = Table(title=f"Top {len(ops)} ops by device time (of {len(report.ops)})", title_justify="left")
-    for col, justify in (
-        ("op", "left"), ("module", "left"), ("dtype", "left"), ("time", "right"), ("share", "right"),
-        ("FLOP", "right"), ("bytes", "right"), ("FLOP/B", "right"), ("achieved", "right"),
-        ("% of roof", "right"), ("bound", "left"), ("source", "left"),
-    ):
-        table.add_column(col, justify=justify, overflow="fold", no_wrap=col in ("source", "op"))
-    for op in ops:
-        style = BOUND_STYLE.get(op.bound, "")
-        flag = " (above roof!)" if op.above_roof else ""
-        table.add_row(
-            op.name.removeprefix("aten::"),
-            op.module or "-",
-            op.dtype or "-",
-            fmt_time(op.time_s),
-            fmt_pct(op.time_s / total),
-            fmt_count(op.flops),
-            fmt_bytes(op.bytes),
-            f"{op.arithmetic_intensity:.3g}" if op.modeled else "-",
-            fmt_rate(op.achieved_flops_per_s, "FLOP/s") if op.flops else fmt_rate(op.achieved_bytes_per_s, "B/s"),
-            fmt_pct(op.efficiency) + flag if op.modeled else "-",
-            f"[{style}]{op.bound}[/{style}]" if style else op.bound,
-            _short_source(op.source),
-        )
-    return table
+    rows = [_op_cells(op, total) for op in ops]
+    columns = list(_OP_COLUMNS)
+    while True:
+        table = Table(title=f"Top {len(ops)} ops by device time (of {len(report.ops)})", title_justify="left")
+        for col in columns:
+            table.add_column(col, justify="right" if col in _RIGHT else "left", no_wrap=True,
+                             overflow="ellipsis", max_width=28 if col == "module" else None)
+        for cells in rows:
+            table.add_row(*(cells[c] for c in columns))
+        if width is None or len(columns) <= 3 or _table_width(table) <= width:
+            return table
+        columns = columns[:-1]
+
+
+def _table_width(table: Table) -> int:
+    console = Console(width=10_000, file=io.StringIO())
+    return console.measure(table).maximum
+
+
+def _op_cells(op, total: float) -> dict[str, str]:
+    style = BOUND_STYLE.get(op.bound, "")
+    return {
+        "op": op.name.removeprefix("aten::"),
+        "module": op.module or "-",
+        "dtype": op.dtype or "-",
+        "time": fmt_time(op.time_s),
+        "share": fmt_pct(op.time_s / total),
+        "FLOP": fmt_count(op.flops),
+        "bytes": fmt_bytes(op.bytes),
+        "FLOP/B": f"{op.arithmetic_intensity:.3g}" if op.modeled else "-",
+        "achieved": fmt_rate(op.achieved_flops_per_s, "FLOP/s") if op.flops else fmt_rate(op.achieved_bytes_per_s, "B/s"),
+        "% of roof": (fmt_pct(op.efficiency) + (" (above!)" if op.above_roof else "")) if op.modeled else "-",
+        "bound": f"[{style}]{op.bound}[/{style}]" if style else op.bound,
+        "source": _short_source(op.source),
+    }
 
 
 def _short_source(source: str | None) -> str:
@@ -102,9 +147,9 @@ def summary_table(report: Report) -> Table:
     table.add_column("share", justify="right")
     for bound in ("compute", "memory", "launch", "unmodeled"):
         t = s.time_by_bound_s.get(bound, 0.0)
-        table.add_row(bound, fmt_time(t), fmt_pct(t / total))
+        table.add_row(bound, fmt_time(t), fmt_pct(s.share_by_bound.get(bound, t / total)))
     table.add_row("total (sum of ops)", fmt_time(s.total_time_s), "100%")
-    table.add_row("predicted (roofline estimate)", fmt_time(s.predicted_total_s),
+    table.add_row("predicted (roofline)", fmt_time(s.predicted_total_s),
                   fmt_pct(s.predicted_total_s / total) if s.total_time_s else "-")
     return table
 
@@ -121,7 +166,10 @@ def render_report(report: Report, top: int = 15) -> str:
         + ", ".join(f"{d} {fmt_rate(v, 'FLOP/s')}" for d, v in c.peak_flops_per_s.items())
         + f", launch {fmt_time(c.launch_overhead_s)} ({c.source})"
     )
-    body = to_text(summary_table(report), ops_table(report, top), width=160)
+    width = terminal_width()
+    if s.stale_ceilings:
+        lines.append(f"Warning: {s.stale_ceilings}")
+    body = to_text(summary_table(report), ops_table(report, top, width=width), width=width)
     notes = []
     if s.timing_method:
         notes.append(f"Timing: {s.timing_method}")
@@ -134,4 +182,4 @@ def render_report(report: Report, top: int = 15) -> str:
         notes.append(f"True step time (no profiler): {fmt_time(report.step_time.median_s)} "
                      f"(median of {report.step_time.n}, spread {fmt_time(report.step_time.spread_s)})")
     notes.extend(s.notes)
-    return "\n".join(lines) + "\n" + body + "\n".join(notes) + "\n"
+    return fit("\n".join(lines), width) + "\n" + body + fit("\n".join(notes), width) + "\n"

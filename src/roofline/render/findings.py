@@ -10,27 +10,35 @@ from typing import Any
 
 from rich.table import Table
 
-from roofline.render.console import to_text
-from roofline.render.units import fmt_bytes, fmt_time
+from roofline.render.console import fit, terminal_width, to_text
+from roofline.render.units import fmt_bytes, fmt_pct, fmt_time
 from roofline.report import Finding
 
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "grey50"}
 
 
-def findings_table(findings: Sequence[Finding], *, total_time_s: float | None = None) -> Table:
+def findings_table(findings: Sequence[Finding], *, total_time_s: float | None = None,
+                   width: int | None = None) -> Table:
+    """Ranked findings; below 100 columns the severity column (repeated in the details) is left out."""
+    narrow = width is not None and width < 100
     table = Table(title=f"Doctor: {len(findings)} finding(s), largest estimated saving first", title_justify="left")
-    table.add_column("#", justify="right")
-    table.add_column("severity")
-    table.add_column("est. saving", justify="right")
-    if total_time_s:
-        table.add_column("of profiled time", justify="right")
-    table.add_column("rule")
-    table.add_column("finding", overflow="fold")
+    table.add_column("#", justify="right", no_wrap=True)
+    if not narrow:
+        table.add_column("severity", no_wrap=True)
+    table.add_column("saving", justify="right", no_wrap=True)
+    shares = any(f.share_of_time is not None for f in findings) or bool(total_time_s)
+    if shares:
+        table.add_column("of time", justify="right", no_wrap=True)
+    table.add_column("rule", no_wrap=True)
+    table.add_column("finding", overflow="fold", ratio=1)
     for rank, f in enumerate(findings, 1):
         style = SEVERITY_STYLE.get(f.severity, "")
-        row = [str(rank), f"[{style}]{f.severity}[/{style}]" if style else f.severity, fmt_time(f.estimated_savings_s)]
-        if total_time_s:
-            row.append(f"{100 * f.estimated_savings_s / total_time_s:.1f}%")
+        row = [str(rank)] + ([] if narrow else [f"[{style}]{f.severity}[/{style}]" if style else f.severity])
+        row.append(fmt_time(f.estimated_savings_s))
+        if shares:
+            share = f.share_of_time if f.share_of_time is not None else (
+                f.estimated_savings_s / total_time_s if total_time_s else None)
+            row.append(fmt_pct(share) if share is not None else "-")
         row += [f.rule, f.title]
         table.add_row(*row)
     return table
@@ -62,11 +70,12 @@ def finding_details(rank: int, f: Finding) -> str:
 
 
 def render_findings(findings: Sequence[Finding], *, total_time_s: float | None = None, top: int | None = None,
-                    width: int = 120) -> str:
+                    width: int | None = None) -> str:
     if not findings:
         return "Doctor: no findings.\n"
     shown = list(findings)[:top] if top else list(findings)
-    text = to_text(findings_table(shown, total_time_s=total_time_s), width=width)
-    details = "\n\n".join(finding_details(i, f) for i, f in enumerate(shown, 1))
+    width = width or terminal_width()
+    text = to_text(findings_table(shown, total_time_s=total_time_s, width=width), width=width)
+    details = fit("\n\n".join(finding_details(i, f) for i, f in enumerate(shown, 1)), width)
     more = f"\n\n({len(findings) - len(shown)} more finding(s) not shown; --top to see them)" if len(shown) < len(findings) else ""
     return text + "\n" + details + more + "\n"

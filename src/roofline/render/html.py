@@ -30,6 +30,7 @@ from collections import defaultdict
 from importlib import resources
 from typing import Any
 
+from roofline.render.colors import BOUND_COLORS
 from roofline.report import OpRecord, Report, finite_for_json
 
 _INFS = (float("inf"), float("-inf"))
@@ -61,7 +62,7 @@ def embed_in_iframe(page: str, height_px: int = 900) -> str:
 
 def page_html(payload: dict[str, Any], title: str, script: str = "report.js") -> str:
     css = _asset("report.css")
-    js = _asset("common.js") + "\n" + _asset(script)
+    js = _asset("common.js").replace("__BOUND_COLORS__", json.dumps(BOUND_COLORS)) + "\n" + _asset(script)
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'

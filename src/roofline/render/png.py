@@ -18,10 +18,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from roofline.io import atomic_write_bytes  # noqa: E402
-from roofline.render.units import fmt_pct  # noqa: E402
+from roofline.render.colors import BOUND_COLORS  # noqa: E402
+from roofline.render.units import fmt_pct, fmt_rate  # noqa: E402
 from roofline.report import Report  # noqa: E402
 
-COLORS = {"compute": "#d62728", "memory": "#1f77b4", "launch": "#7f7f7f", "unmodeled": "#bcbd22"}
+COLORS = BOUND_COLORS
 DTYPE_STYLES = ["-", "--", "-.", ":"]
 MAX_POINTS = 3000
 
@@ -33,6 +34,7 @@ def render_png(report: Report, *, top_labels: int = 8, title: str | None = None)
               and op.achieved_flops_per_s > 0 and math.isfinite(op.arithmetic_intensity)]
     skipped = len(report.ops) - len(points)
     total = sum(op.time_s for op in report.ops) or 1.0
+    share = report.summary.share_by_bound
 
     fig, ax = plt.subplots(figsize=(10, 6.5), dpi=110)
     ax.set_xscale("log")
@@ -43,15 +45,19 @@ def render_png(report: Report, *, top_labels: int = 8, title: str | None = None)
     hi = max(intensities + ridges + [1.0]) * 4
     bw = c.memory_bandwidth_bytes_per_s
     dtypes = [d for d in c.peak_flops_per_s if any(op.dtype == d for op in points)] or list(c.peak_flops_per_s)[:1]
+    # Roofs are named in the legend, not on the plot, so their labels cannot collide at the ridge.
+    ridges_drawn = [c.peak_flops_per_s[d] / bw for d in dtypes] if bw else []
+    if bw:
+        top = max(ridges_drawn)
+        ax.plot([lo, top], [lo * bw, top * bw], color="black", linewidth=1.4,
+                label=f"memory roof {fmt_rate(bw, 'B/s')} ({c.source})")
     for i, dtype in enumerate(dtypes):
         peak = c.peak_flops_per_s[dtype]
-        ridge = peak / bw if bw else hi
-        style = DTYPE_STYLES[i % len(DTYPE_STYLES)]
-        ax.plot([lo, ridge], [lo * bw, peak], color="black", linestyle=style, linewidth=1.4)
+        ridge = peak / bw if bw else lo
+        style = DTYPE_STYLES[(i + 1) % len(DTYPE_STYLES)]
         ax.plot([ridge, hi], [peak, peak], color="black", linestyle=style, linewidth=1.4,
-                label=f"{dtype} roof {peak / 1e12:.3g} TFLOP/s, ridge {ridge:.3g} FLOP/B")
+                label=f"{dtype} roof {fmt_rate(peak, 'FLOP/s')}, ridge {ridge:.3g} FLOP/B")
         ax.scatter([ridge], [peak], marker="D", color="black", s=30, zorder=5)
-    ax.plot([], [], color="white", label=f"memory roof {bw / 1e9:.4g} GB/s ({c.source})")
 
     merged_note = ""
     for bound, color in COLORS.items():
@@ -64,36 +70,49 @@ def render_png(report: Report, *, top_labels: int = 8, title: str | None = None)
         ax.scatter(
             xs, ys, s=[20 + 600 * t / total for t in times],
             color=color, alpha=0.65, edgecolors="white", linewidths=0.5,
-            label=f"{bound}-bound ({fmt_pct(sum(op.time_s for op in group) / total)} of time)",
+            label=f"{bound}-bound ({fmt_pct(share.get(bound, 0.0))} of op time)",
         )
-    placed: list[tuple[float, float]] = []
-    for op in sorted(points, key=lambda o: o.time_s, reverse=True):
-        if len(placed) >= top_labels:
-            break
-        x, y = math.log10(op.arithmetic_intensity), math.log10(max(op.achieved_flops_per_s, 1e-30))
-        if any(abs(x - px) < 0.25 and abs(y - py) < 0.12 for px, py in placed):
-            continue
-        placed.append((x, y))
-        label = op.name.removeprefix("aten::")
-        if op.module:
-            label += f" @ {op.module.split('.')[-1] if len(op.module) > 24 else op.module}"
-        ax.annotate(label, (op.arithmetic_intensity, op.achieved_flops_per_s), fontsize=7,
-                    xytext=(4, 4), textcoords="offset points")
+    above = [op for op in points if op.above_roof]
+    if above:
+        ax.scatter([op.arithmetic_intensity for op in above], [op.achieved_flops_per_s for op in above],
+                   s=[20 + 600 * op.time_s / total for op in above], facecolors="none", edgecolors="black",
+                   linewidths=1.2, label=f"above the roof ({len(above)} ops, outlined)", zorder=4)
 
     ax.set_xlim(lo, hi)
+    _label_points(fig, ax, points, top_labels)
     ax.set_xlabel("arithmetic intensity (FLOP / byte, minimum bytes moved)")
     ax.set_ylabel("achieved performance (FLOP/s)")
     ax.set_title(title or f"Roofline: {report.workload or report.kind} on {c.device_name or c.device}", fontsize=11)
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=7, loc="lower right")
-    caption = (f"{len(points)} ops with FLOPs plotted, sized by share of time; {skipped} ops without FLOPs "
-               f"(copies, casts, views) not plottable on a FLOP/s axis.{merged_note} Roofs: {c.method[:120] or c.source}")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc="lower right")
+    caption = (f"{len(points)} of {len(report.ops)} ops drawn, sized by share of time; {skipped} not drawn (no FLOPs: "
+               f"copies, casts, views have no place on a FLOP/s axis).{merged_note} Roofs: {c.method[:120] or c.source}")
     fig.text(0.01, 0.005, caption, fontsize=6, wrap=True)
     fig.subplots_adjust(left=0.08, right=0.98, top=0.94, bottom=0.12)
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     plt.close(fig)
     return buf.getvalue()
+
+
+def _label_points(fig, ax, points: list, top_labels: int) -> None:
+    """Name the ops with the most time, skipping any label whose box would overlap one already placed."""
+    renderer = fig.canvas.get_renderer()
+    boxes = []
+    for op in sorted(points, key=lambda o: o.time_s, reverse=True)[: 4 * top_labels]:
+        if len(boxes) >= top_labels:
+            break
+        label = op.name.removeprefix("aten::")
+        if op.module:
+            label += f" @ {op.module.split('.')[-1] if len(op.module) > 24 else op.module}"
+        text = ax.annotate(label, (op.arithmetic_intensity, op.achieved_flops_per_s), fontsize=7,
+                           xytext=(4, 4), textcoords="offset points")
+        box = text.get_window_extent(renderer).expanded(1.05, 1.15)
+        if any(box.overlaps(b) for b in boxes):
+            text.remove()
+            continue
+        boxes.append(box)
 
 
 def _points(ops: list) -> tuple[list[float], list[float], list[float]]:

@@ -61,20 +61,26 @@ class ProfileReport:
             console.write(text)
 
     def text(self) -> str:
-        return "\n".join(self._sections()) + "\n"
+        from roofline.render.console import fit
+
+        return fit("\n".join(self._sections()) + "\n")
 
     def _sections(self) -> list[str]:
         r = self.report
         head = f"roofline profile: {r.workload or 'script'} on {r.ceilings.device_name or r.ceilings.device}"
+        # Without a GPU an op's device time is its host time: the CPU-time table would repeat the first.
+        has_gpu = bool(r.extra.get("trace", {}).get("has_gpu", True))
+        cpu_table = [*_top_ops(r.ops, "CPU time", lambda o: o.cpu_time_s,
+                               "host duration of each op in the profiler trace"), ""] if has_gpu else []
         return [
             head,
             "=" * len(head),
+            *([f"Warning: {r.summary.stale_ceilings}", ""] if r.summary.stale_ceilings else []),
             *_step_times(r),
             "",
-            *_top_ops(r.ops, "device time", lambda o: o.time_s, r.summary.timing_method),
+            *_top_ops(r.ops, "device time" if has_gpu else "time", lambda o: o.time_s, r.summary.timing_method),
             "",
-            *_top_ops(r.ops, "CPU time", lambda o: o.cpu_time_s, "host duration of each op in the profiler trace"),
-            "",
+            *cpu_table,
             *_memory(r),
             "",
             *_syncs(r),
@@ -119,7 +125,9 @@ def _top_ops(ops: list[OpRecord], what: str, key: Any, how: str) -> list[str]:
 
 def _memory(r: Report) -> list[str]:
     m = r.memory
-    lines = [f"Memory peak: {fmt_bytes(m.peak_allocated_bytes)} ({m.counter or 'counter not stated'})"]
+    measured = m.peak_allocated_bytes > 0 or bool(m.timeline)
+    lines = [f"Memory peak: {fmt_bytes(m.peak_allocated_bytes)} ({m.counter or 'counter not stated'})" if measured
+             else f"Memory peak: not measured ({m.counter or 'no memory counter in this report'})"]
     if m.peak_reserved_bytes is not None:
         lines.append(f"  reserved by the caching allocator at most: {fmt_bytes(m.peak_reserved_bytes)}")
     if m.reference_peak_bytes is not None:

@@ -112,7 +112,7 @@ var R = (function () {
   function readData() {
     return JSON.parse(document.getElementById("roofline-data").textContent);
   }
-  var BOUND_COLORS = { compute: "#8250df", memory: "#0969da", launch: "#d4a72c", unmodeled: "#8c959f" };
+  var BOUND_COLORS = __BOUND_COLORS__;  /* roofline/render/colors.py, spliced in by html.page_html */
   function boundColor(b) { return BOUND_COLORS[b] || BOUND_COLORS.unmodeled; }
 
   return {

@@ -61,29 +61,30 @@
         s.unmodeled_time_share > 0.1 ? "warn" : ""),
       R.stat("Ops above the roof", String(s.ops_above_roof || 0), "cache reuse or a counting error", s.ops_above_roof ? "warn" : ""));
     sec.appendChild(stats);
-    var bar = boundBar(s.time_by_bound_s || {});
+    var bar = boundBar(s.time_by_bound_s || {}, s.share_by_bound || {});
     if (bar) sec.appendChild(bar);
+    if (s.stale_ceilings) sec.appendChild(el("p", { "class": "error stale-ceilings", text: s.stale_ceilings }));
     if (s.notes && s.notes.length) sec.appendChild(el("ul", { "class": "notes" }, s.notes.map(function (n) { return el("li", { text: n }); })));
     return sec;
   }
 
-  function boundBar(byBound) {
-    var keys = Object.keys(byBound).filter(function (k) { return byBound[k] > 0; });
-    var total = keys.reduce(function (a, k) { return a + byBound[k]; }, 0);
-    if (!total) return null;
+  function boundBar(byBound, share) {
+    var keys = Object.keys(byBound).filter(function (k) { return byBound[k] > 0 && share[k] !== undefined; });
+    if (!keys.length) return null;
     keys.sort(function (a, b) { return byBound[b] - byBound[a]; });
     return el("div", { "class": "boundbar-wrap" },
       el("div", { "class": "boundbar" }, keys.map(function (k) {
-        return el("div", { "class": "seg", style: "width:" + (100 * byBound[k] / total).toFixed(2) + "%;background:" + R.boundColor(k),
-          title: k + ": " + R.time(byBound[k]) + " (" + R.pct(byBound[k] / total) + ")" });
+        return el("div", { "class": "seg", style: "width:" + (100 * share[k]).toFixed(2) + "%;background:" + R.boundColor(k),
+          title: k + ": " + R.time(byBound[k]) + " (" + R.pct(share[k]) + ")" });
       })),
       el("div", { "class": "legend" }, keys.map(function (k) {
-        return el("span", null, el("i", { style: "background:" + R.boundColor(k) }), k + " " + R.pct(byBound[k] / total) + " · " + R.time(byBound[k]));
+        return el("span", null, el("i", { style: "background:" + R.boundColor(k) }), k + " " + R.pct(share[k]) + " · " + R.time(byBound[k]));
       })));
   }
 
   /* ---------- roofline chart ---------- */
-  var ROOF_COLORS = ["#1f2328", "#bc4c00", "#1a7f37", "#8250df", "#0550ae", "#cf222e", "#6e7781"];
+  /* Roof lines avoid the bound colours (red, blue, gray), so a roof is never read as a class of points. */
+  var ROOF_COLORS = ["#1f2328", "#bc4c00", "#1a7f37", "#6f42c1", "#8a6d00", "#0e7c7b"];
 
   function rooflineSection() {
     var c = D.ceilings, ch = D.chart;
@@ -106,11 +107,14 @@
       el("button", { type: "button", id: "zoom-reset", title: "reset", onclick: function () { chart.reset(); }, text: "reset" }));
     sec.appendChild(el("div", { "class": "chart-controls" }, toggles, buttons));
     sec.appendChild(chart.node);
-    var legend = el("div", { "class": "legend" }, Object.keys(R.BOUND_COLORS).map(function (k) {
-      return el("span", null, el("i", { style: "background:" + R.BOUND_COLORS[k] }), k);
-    }));
+    var share = D.summary.share_by_bound || {};
+    var legend = el("div", { "class": "legend" }, Object.keys(R.BOUND_COLORS).filter(function (k) { return share[k] > 0; }).map(function (k) {
+      return el("span", null, el("i", { style: "background:" + R.BOUND_COLORS[k] }), k + "-bound (" + R.pct(share[k]) + " of op time)");
+    }).concat(ch.points.some(function (p) { return p.above_roof; }) ? [el("span", null, el("i", { "class": "above-key" }), "above the roof (outlined)")] : []));
     sec.appendChild(legend);
-    var notes = [];
+    var notes = [ch.points.length.toLocaleString() + " op group(s) drawn as points" +
+      (ch.bins.length ? ", " + ch.bins.length + " merged squares" : "") +
+      (ch.not_plotted.n ? "; " + ch.not_plotted.n.toLocaleString() + " op call(s) not drawn" : "; every op drawn") + "."];
     if (ch.bins.length) notes.push(ch.n_groups.toLocaleString() + " op groups: the " + ch.points.length.toLocaleString() +
       " with most time are drawn as points, the rest merged into " + ch.bins.length + " squares by dtype, bound and position.");
     if (ch.not_plotted.n) notes.push(ch.not_plotted.n.toLocaleString() + " op calls with zero FLOPs or bytes (copies, views, unmodeled) are not on the chart: " +
@@ -183,13 +187,18 @@
           maxRidge = Math.max(maxRidge, peak / bw);
         });
         if (maxRidge) plot.appendChild(svg("polyline", { "class": "roof mem-roof", points: pts([[xa, xa * bw], [maxRidge, maxRidge * bw]]) }));
+        var lastLabelY = null;
         roofs.forEach(function (r) {
           var ridge = r.peak / bw, lx = X(ridge);
+          /* roofs come highest first: a label too close to the one above moves down, never onto it */
+          var ly = Y(r.peak) - 7;
+          if (lastLabelY !== null && ly - lastLabelY < 14) ly = lastLabelY + 14;
+          lastLabelY = ly;
           plot.appendChild(svg("polyline", { "class": "roof", stroke: r.color, "data-roof": r.names.join(" "), points: pts([[ridge, r.peak], [xb, r.peak]]) }));
           plot.appendChild(svg("circle", { "class": "ridge", cx: lx, cy: Y(r.peak), r: 4.5, stroke: r.color },
             svg("title", { text: r.names.join(", ") + " ridge point: " + R.plain(ridge) + " FLOP/B" })));
           var right = lx + 8 > M.l + pw - 320;
-          plot.appendChild(svg("text", { "class": "roof-label", x: right ? Math.min(lx - 8, M.l + pw - 6) : Math.max(lx + 8, M.l + 8), y: Y(r.peak) - 7, fill: r.color,
+          plot.appendChild(svg("text", { "class": "roof-label", x: right ? Math.min(lx - 8, M.l + pw - 6) : Math.max(lx + 8, M.l + 8), y: ly, fill: r.color,
             "text-anchor": right ? "end" : "start",
             text: r.names.join(" / ") + " " + R.si(r.peak, "FLOP/s") + " · ridge " + R.plain(ridge) + " FLOP/B" }));
         });
@@ -287,15 +296,13 @@
   function findingsSection() {
     var sec = R.section("findings", "Doctor's findings", "Ranked by estimated savings; each states how the saving was estimated.");
     if (!D.findings.length) { sec.appendChild(el("p", { "class": "muted", text: "No findings: the doctor found nothing to fix in this report." })); return sec; }
-    var wall = D.summary.wall_time_s;
-    var step = (D.meta.steps > 1 && wall) || (D.step_time && D.step_time.median_s) || wall || TOTAL;
     D.findings.forEach(function (f, i) {
       var ev = Object.keys(f.evidence || {});
       sec.appendChild(el("article", { "class": "finding sev-" + String(f.severity || "").replace(/[^a-z]/g, "") },
         el("div", { "class": "f-head" },
           el("span", { "class": "rank", text: "#" + (i + 1) }),
           el("h3", { text: f.title }),
-          el("span", { "class": "saving", text: "saves ≈ " + R.time(f.estimated_savings_s) + (step ? " (" + R.pct(f.estimated_savings_s / step) + ")" : "") })),
+          el("span", { "class": "saving", text: "saves ≈ " + R.time(f.estimated_savings_s) + (f.share_of_time !== null && f.share_of_time !== undefined ? " (" + R.pct(f.share_of_time) + " of time)" : "") })),
         el("div", { "class": "f-meta" }, el("span", { "class": "pill", text: f.category }), el("span", { "class": "pill sev sev-" + String(f.severity || "").replace(/[^a-z]/g, ""), text: f.severity }),
           el("code", { text: f.rule })),
         f.fix ? el("div", { "class": "fix" }, el("strong", { text: "Fix: " }), f.fix) : null,
@@ -498,8 +505,9 @@
   function memorySection() {
     var m = D.memory;
     var sec = R.section("memory", "Memory", m.counter ? "Counter: " + m.counter : null);
+    var measured = m.peak_allocated_bytes > 0 || (m.timeline && m.timeline.length > 0);
     sec.appendChild(el("div", { "class": "stats" },
-      R.stat("Peak allocated", R.si(m.peak_allocated_bytes, "B")),
+      R.stat("Peak allocated", measured ? R.si(m.peak_allocated_bytes, "B") : "not measured", measured ? null : (m.counter || "no memory counter in this report")),
       m.peak_reserved_bytes !== null && m.peak_reserved_bytes !== undefined ? R.stat("Peak reserved", R.si(m.peak_reserved_bytes, "B")) : null,
       m.reference_peak_bytes !== null && m.reference_peak_bytes !== undefined ? R.stat("Reference peak", R.si(m.reference_peak_bytes, "B"), m.reference_counter) : null));
     var tl = (m.timeline || []).filter(function (p) { return p && p.length >= 2 && isFinite(p[0]) && isFinite(p[1]); });
