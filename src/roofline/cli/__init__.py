@@ -18,6 +18,28 @@ from roofline.errors import RooflineError
 _NOT_COMMANDS = {"common", "targets"}
 
 
+class DefaultsFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default, unless the help already states it: a flag's is "off", an
+    option left unset "not set"."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if (action.default is argparse.SUPPRESS or "default" in text.lower() or not action.option_strings
+                or text is argparse.SUPPRESS or isinstance(action, (argparse._HelpAction, argparse._VersionAction))):
+            return text
+        if action.default is False or action.nargs == 0:
+            return f"{text} (default: off)"
+        if action.default is None:
+            return f"{text} (default: not set)"
+        return f"{text} (default: %(default)s)"
+
+
+class _SubcommandParser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", DefaultsFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="roofline",
@@ -28,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"roofline {__version__}")
     parser.add_argument("--verbose", action="store_true",
                         help="let Kineto's log lines and third-party warnings through to stderr (default: kept off)")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_SubcommandParser)
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if info.name.startswith("_") or info.name in _NOT_COMMANDS:
             continue

@@ -9,7 +9,11 @@ from roofline.cli.common import add_device_option, progress_reporter
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("ceilings", help="measure the device's memory bandwidth, FLOP/s per dtype and launch overhead")
+    p = subparsers.add_parser(
+        "ceilings", help="measure the device's memory bandwidth, FLOP/s per dtype and launch overhead",
+        description="Measure this machine's roofs once (about 20 s on a CPU, bounded to 1/8 of free memory) and "
+                    "cache them for every later command; print them, with when, under what load and with how many "
+                    "threads they were measured. --remeasure measures again on a quiet machine.")
     add_device_option(p)
     p.add_argument("--json", metavar="PATH", help="also write the ceilings as JSON (the Report's `ceilings` fields)")
     p.add_argument("--remeasure", action="store_true", help="measure again instead of using the cache")

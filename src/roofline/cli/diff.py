@@ -14,7 +14,10 @@ from roofline.report import Report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("diff", help="compare two reports: per op, module and bound class; CI gate")
+    parser = subparsers.add_parser(
+        "diff", help="compare two reports: per op, module and bound class; CI gate",
+        description="Compare report B against baseline A (two report.json files): total device time, each op, "
+                    "module and bound class, with the change in time; --fail-above makes it a CI gate.")
     parser.add_argument("a", help="the baseline report.json")
     parser.add_argument("b", help="the new report.json")
     parser.add_argument("--html", default=None, metavar="OUT", help="also write the diff as a self-contained HTML page")

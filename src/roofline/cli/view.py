@@ -10,7 +10,10 @@ from roofline.report import Report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("view", help="render a saved report.json as a self-contained report.html")
+    parser = subparsers.add_parser(
+        "view", help="render a saved report.json as a self-contained report.html",
+        description="Write the self-contained HTML page (roofline chart, ops, modules, findings, memory, syncs) of "
+                    "a report.json written earlier by analyze, profile, trace or doctor; it opens offline.")
     parser.add_argument("report", help="report.json (or .json.gz) written by analyze, profile, trace or doctor")
     parser.add_argument("-o", "--output", default=None, help="HTML file to write (default: report.html next to the report)")
     parser.set_defaults(func=run)
