@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import time
 
 import torch
 
@@ -31,8 +32,10 @@ from roofline.device.resolve import device_name, resolve_device
 from roofline.report import Ceilings
 
 # A CPU is measured in passes spread over the whole measurement, keeping each figure's best: a neighbour busy for a
-# few seconds slows one pass, not all of them.
+# few seconds slows one pass, not all of them. Another pass starts only while the measurement is predicted to end
+# within the time budget, so a loaded machine gets fewer passes, never a longer wait.
 CPU_PASSES = 3
+CPU_TIME_BUDGET_S = 20.0
 
 
 def measure_ceilings(
@@ -46,14 +49,21 @@ def measure_ceilings(
     passes = CPU_PASSES if dev.type == "cpu" and not quick else 1
     bw: BandwidthResult | None = None
     flops: dict[str, FlopsResult] = {}
-    for n in range(passes):
-        def step(msg: str, n: int = n) -> None:
+    began = time.perf_counter()
+    done = 0
+    while done < passes:
+        if done and (time.perf_counter() - began) * (done + 1) / done > CPU_TIME_BUDGET_S:
+            break
+
+        def step(msg: str, n: int = done) -> None:
             progress(f"pass {n + 1}/{passes}: {msg}" if passes > 1 else msg)
 
         bw = _best_bandwidth(bw, measure_peak_bandwidth(dev, quick=quick, progress=step))
         for d in supported_dtypes(dev):
             flops[d] = _best_flops(flops.get(d), measure_peak_flops(dev, d, quick=quick, progress=step))
+        done += 1
     assert bw is not None
+    passes = done
     if passes > 1:
         bw.method += f"; best of {passes} passes spread over the whole measurement"
         for r in flops.values():

@@ -36,8 +36,8 @@ _CPU_BUFFER_TARGET_BYTES = 256 * 2**20
 _CPU_BUFFER_QUICK_BYTES = 128 * 2**20
 # Seconds of timed samples per figure on a CPU (each matmul size, each bandwidth round): enough repeats that the
 # best one is reached on a busy 2-core machine, while a full measurement stays well under 30 s.
-_CPU_FLOPS_BUDGET_S = 0.4
-_CPU_BANDWIDTH_ROUNDS = 3
+_CPU_FLOPS_BUDGET_S = 0.3
+_CPU_BANDWIDTH_ROUNDS = 2
 
 FLOAT_DTYPES = ("float32", "tfloat32", "float16", "bfloat16", "float8_e4m3fn")
 

@@ -28,6 +28,15 @@ MAX_POINTS = 3000
 
 
 def render_png(report: Report, *, top_labels: int = 8, title: str | None = None) -> bytes:
+    fig = draw_roofline(report, top_labels=top_labels, title=title)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def draw_roofline(report: Report, *, top_labels: int = 8, title: str | None = None):
+    """The chart as a matplotlib Figure (the caller saves and closes it)."""
     c = report.ceilings
     points = [op for op in report.ops
               if op.flops > 0 and op.bytes > 0 and op.time_s > 0 and op.arithmetic_intensity > 0
@@ -90,10 +99,7 @@ def render_png(report: Report, *, top_labels: int = 8, title: str | None = None)
                f"copies, casts, views have no place on a FLOP/s axis).{merged_note} Roofs: {c.method[:120] or c.source}")
     fig.text(0.01, 0.005, caption, fontsize=6, wrap=True)
     fig.subplots_adjust(left=0.08, right=0.98, top=0.94, bottom=0.12)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    return buf.getvalue()
+    return fig
 
 
 def _label_points(fig, ax, points: list, top_labels: int) -> None:
