@@ -94,3 +94,16 @@ def test_a_cpu_report_states_its_memory_peak_or_why_not(report):
     assert m.counter, "the memory summary must name its counter, or say why there is none"
     if m.peak_allocated_bytes == 0:
         assert m.counter.startswith("none")
+
+
+def test_the_console_fits_80_columns_without_breaking_words(report, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    text = render_report(report) + render_findings(report.findings, total_time_s=report.summary.reference_time_s)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    header = next(line for line in lines if line.startswith("┃ op"))
+    columns = [c.strip() for c in header.split("┃")[1:-1]]
+    assert {"op", "time", "share", "bound"} <= set(columns)
+    at = columns.index("bound") + 1
+    rows = [line for line in lines[lines.index(header):] if line.startswith("│")][:15]
+    assert rows and all(row.split("│")[at].strip() in {"compute", "memory", "launch", "unmodeled"} for row in rows)

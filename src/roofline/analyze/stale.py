@@ -23,7 +23,8 @@ def remeasure_command(ceilings: Ceilings) -> str:
 
 
 def stale_ceilings_note(ops: list[OpRecord], ceilings: Ceilings) -> str | None:
-    """A one-paragraph note naming the evidence and the command, or None when the roofs look sound."""
+    """A note naming the evidence, then the command on a line of its own (so no wrapping splits it), or None when
+    the roofs look sound."""
     if not ceilings.source.startswith("measured"):
         return None
     total = sum(op.time_s for op in ops)
@@ -44,5 +45,5 @@ def stale_ceilings_note(ops: list[OpRecord], ceilings: Ceilings) -> str | None:
     load = (f" (load average {ceilings.load_average[0]:g}" + (f", {ceilings.threads} threads)" if ceilings.threads else ")")
             if ceilings.load_average else "")
     return (f"ceilings look stale: {len(found)} op(s), {100 * sum(share[b] for b in stale):.1f}% of op time, run up to "
-            f"{100 * worst:.0f}% of the {roofs} roof measured{when}{load}. Re-measure on a quiet machine: "
-            f"{remeasure_command(ceilings)}")
+            f"{100 * worst:.0f}% of the {roofs} roof measured{when}{load}. Re-measure on a quiet machine:\n"
+            f"    {remeasure_command(ceilings)}")

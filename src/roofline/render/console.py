@@ -22,7 +22,7 @@ def terminal_width() -> int:
 
 def fit(text: str, width: int | None = None) -> str:
     """Each line wrapped at word boundaries to the width (continuations keep the line's indent); words are never
-    split, so only a single word longer than the width can overflow."""
+    split: one longer than a whole line (a kernel name, say) is shortened with an ellipsis instead."""
     width = width or terminal_width()
     out = []
     for line in text.splitlines():
@@ -30,6 +30,8 @@ def fit(text: str, width: int | None = None) -> str:
             out.append(line)
             continue
         indent = " " * (len(line) - len(line.lstrip()) + 2)
+        room = width - len(indent)
+        line = " ".join(w if len(w) <= room else w[: room - 1] + "…" for w in line.split(" "))
         out.extend(textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=False,
                                  break_on_hyphens=False) or [line])
     return "\n".join(out) + ("\n" if text.endswith("\n") else "")

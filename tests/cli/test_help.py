@@ -1,0 +1,32 @@
+"""Every subcommand explains itself in --help, and every option states its default."""
+
+from __future__ import annotations
+
+import argparse
+
+from roofline.cli import build_parser
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def test_every_subcommand_has_a_description_and_every_option_its_default():
+    for name, sub in _subcommands().items():
+        assert sub.description, f"`roofline {name} --help` has no description"
+        text = sub.format_help().replace("\n", " ")
+        for action in sub._actions:
+            if not action.option_strings or isinstance(action, argparse._HelpAction) or action.help == argparse.SUPPRESS:
+                continue
+            formatted = sub._get_formatter()._get_help_string(action) or ""
+            assert "default" in formatted.lower(), f"roofline {name} {action.option_strings[-1]}: no default in help"
+        assert text
+
+
+def test_the_commands_that_place_ops_on_a_roofline_all_take_ceilings():
+    subs = _subcommands()
+    for name in ("analyze", "profile", "trace", "doctor", "lab"):
+        options = {o for a in subs[name]._actions for o in a.option_strings}
+        assert "--ceilings" in options, name
