@@ -265,11 +265,13 @@ def measure_peak_flops(
 
 
 def _cpu_matmul_rates(dev: torch.device, dtype: str, quick: bool, progress: Progress) -> dict[int, float]:
-    """Best rate per size, growing the size while the next product is predicted (8x the last) to stay fast."""
+    """Best rate per size, growing the size while the next product is predicted (8x the last) to stay fast. The
+    two smallest sizes are always measured: on a loaded machine the smallest product alone can come out slow
+    (its threads wait for a core), which must not end the sweep."""
     budget = _CPU_FLOPS_BUDGET_S / 4 if quick else _CPU_FLOPS_BUDGET_S
     rates: dict[int, float] = {}
     for size in _matmul_sizes(dev, quick):
-        if rates and 2 * size**3 / rates[max(rates)] > _SLOW_PRODUCT_S:
+        if len(rates) >= 2 and 2 * size**3 / rates[max(rates)] > _SLOW_PRODUCT_S:
             break
         progress(f"matmul {dtype} {size}^3")
         fn = _matmul_fn(dev, dtype, size)
