@@ -263,6 +263,11 @@ class Summary:
     stale_ceilings: str | None = None
     share_by_bound: dict[str, float] = field(default_factory=dict)
 
+    def fill_shares(self) -> None:
+        """share_by_bound for a report written before it was a field (every view reads the field)."""
+        if not self.share_by_bound and self.total_time_s:
+            self.share_by_bound = {b: t / self.total_time_s for b, t in self.time_by_bound_s.items()}
+
     @property
     def reference_time_s(self) -> float | None:
         """What findings' shares of time are taken against: the profiled wall time when known, else the ops'
@@ -311,9 +316,11 @@ class Report:
                 f"report schema_version {version!r} is newer than this roofline understands ({SCHEMA_VERSION}); upgrade roofline"
             )
         try:
-            return _build(cls, data)
+            report = _build(cls, data)
         except (TypeError, ValueError, KeyError) as exc:
             raise RooflineError(f"malformed roofline report: {exc}") from None
+        report.summary.fill_shares()
+        return report
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """JSON (gzip-compressed for a .gz name); schema_version is always the first field written."""

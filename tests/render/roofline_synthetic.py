@@ -98,6 +98,7 @@ def _assemble(ops: list[OpRecord], rng: random.Random) -> Report:
         kernels=[KernelRecord(name=op.kernels[0], start_s=op.start_s or 0.0, dur_s=op.time_s, stream=7, device=0, op_index=op.index) for op in ops[:200]],
         summary=Summary(total_time_s=total, total_flops=sum(o.flops for o in ops), total_bytes=sum(o.bytes for o in ops),
                         predicted_total_s=sum(o.predicted_time_s for o in ops), time_by_bound_s=by_bound,
+                        share_by_bound={b: t / total for b, t in by_bound.items()} if total else {},
                         unmodeled_time_share=by_bound.get("unmodeled", 0.0) / total if total else 0.0,
                         kernel_time_attributed_share=0.993, idle_time_s=total * 0.04,
                         timing_method="CUDA kernel time from torch.profiler (CUPTI), one representative step"),
