@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from roofline.analyze.stale import remeasure_command, stale_ceilings_note
+from roofline.analyze.stale import stale_ceilings_note
+from roofline.device.cache import remeasure_command
 from roofline.report import Ceilings, OpRecord
 
 

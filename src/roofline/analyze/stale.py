@@ -7,19 +7,13 @@ there counts. Datasheet ceilings are not measurements and are never called stale
 
 from __future__ import annotations
 
+from roofline.device.cache import remeasure_command
 from roofline.report import Ceilings, OpRecord
 
 CLEARLY_ABOVE = 1.15
 COMPUTE_SHARE = 0.01
 COMPUTE_OPS = 5
 MEMORY_SHARE = 0.25
-
-
-def remeasure_command(ceilings: Ceilings) -> str:
-    """The exact command that measures these ceilings again on the machine they describe."""
-    device = ceilings.device or "cpu"
-    quick = " --quick" if "(quick)" in ceilings.source else ""
-    return f"roofline ceilings --device {device} --remeasure{quick}"
 
 
 def stale_ceilings_note(ops: list[OpRecord], ceilings: Ceilings) -> str | None:

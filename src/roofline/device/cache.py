@@ -40,6 +40,13 @@ def cache_path(name: str, torch_version: str | None = None, quick: bool = False)
     return cache_dir() / f"ceilings-{_slug(name)}-torch{_slug(version)}{suffix}.json"
 
 
+def remeasure_command(ceilings: Ceilings) -> str:
+    """The exact command that measures these ceilings again on the machine they describe."""
+    device = ceilings.device or "cpu"
+    quick = " --quick" if "(quick)" in ceilings.source else ""
+    return f"roofline ceilings --device {device} --remeasure{quick}"
+
+
 def save_ceilings(ceilings: Ceilings, path: str | os.PathLike[str]) -> Path:
     return atomic_write_text(Path(path), msgspec.json.format(msgspec.json.encode(ceilings), indent=1).decode() + "\n")
 

@@ -15,6 +15,7 @@ from roofline.device.cache import (  # noqa: F401 - the cache half, re-exported 
     cache_path,
     ceilings_for_device_name,
     load_ceilings,
+    remeasure_command,
     save_ceilings,
 )
 from roofline.device.datasheet import lookup_datasheet
@@ -74,6 +75,12 @@ def measure_ceilings(
         + [f"{d}: {r.method}" for d, r in flops.items()]
         + [f"launch: {launch.method}"]
     )
+    cores = os.cpu_count() or 1
+    source = "measured" + (" (quick)" if quick else "")
+    if dev.type == "cpu" and load and load[0] > 0.5 * cores:
+        again = remeasure_command(Ceilings(device=str(dev), source=source))
+        method = (f"measured on a busy machine (load average {load[0]:g} on {cores} cores): the roofs may come out "
+                  f"low; re-measure when it is quiet ({again}). " + method)
     return Ceilings(
         device=str(dev),
         device_name=name,
@@ -83,7 +90,7 @@ def measure_ceilings(
         launch_overhead_graph_s=launch.graph_s,
         datasheet=lookup_datasheet(name) if dev.type == "cuda" else None,
         bandwidth_by_kernel_bytes_per_s=bw.by_kernel_bytes_per_s,
-        source="measured" + (" (quick)" if quick else ""),
+        source=source,
         method=method,
         torch_version=str(torch.__version__),
         measured_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

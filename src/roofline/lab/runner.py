@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from roofline.analyze.stale import remeasure_command
+from roofline.device.cache import remeasure_command
 from roofline.device.resolve import last_level_cache_bytes
 from roofline.errors import RooflineError
 from roofline.lab import bench
