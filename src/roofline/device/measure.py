@@ -29,6 +29,9 @@ Progress = Callable[[str], None]
 # without matrix units runs at a few GFLOP/s), and the best rate has already been seen.
 _SLOW_PRODUCT_S = 0.3
 
+# The CPU sweep stops before a size whose one product is predicted (from the best rate so far) to take longer.
+_CPU_NEXT_PRODUCT_S = 0.5
+
 # CPU buffers: at most this much in all, and at most 1/8 of the memory the OS calls available, whatever cache size a
 # VM reports (some report hundreds of MiB of L3, which a "16x the cache" rule turned into 15 GB of buffers).
 _CPU_BUFFER_CAP_BYTES = 2 * 2**30
@@ -198,7 +201,9 @@ def measure_peak_bandwidth(
 def _matmul_sizes(device: torch.device, quick: bool) -> list[int]:
     if device.type == "cuda":
         return [4096, 8192] if quick else [4096, 8192, 12288]
-    return [256, 512] if quick else [256, 512, 1024]
+    # 1024 even when quick: on a loaded CPU small products mostly measure threads waiting for a core (a 256^3
+    # product ran at 1 GFLOP/s, a 1024^3 one at 30, on a 2-core machine at load average 5).
+    return [256, 512, 1024]
 
 
 def supported_dtypes(device: torch.device) -> list[str]:
@@ -271,7 +276,7 @@ def _cpu_matmul_rates(dev: torch.device, dtype: str, quick: bool, progress: Prog
     budget = _CPU_FLOPS_BUDGET_S / 4 if quick else _CPU_FLOPS_BUDGET_S
     rates: dict[int, float] = {}
     for size in _matmul_sizes(dev, quick):
-        if len(rates) >= 2 and 2 * size**3 / rates[max(rates)] > _SLOW_PRODUCT_S:
+        if len(rates) >= 2 and 2 * size**3 / max(rates.values()) > _CPU_NEXT_PRODUCT_S:
             break
         progress(f"matmul {dtype} {size}^3")
         fn = _matmul_fn(dev, dtype, size)
