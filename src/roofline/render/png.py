@@ -103,8 +103,10 @@ def draw_roofline(report: Report, *, top_labels: int = 8, title: str | None = No
 
 
 def _label_points(fig, ax, points: list, top_labels: int) -> None:
-    """Name the ops with the most time, skipping any label whose box would overlap one already placed."""
+    """Name the ops with the most time, skipping any label whose box would overlap one already placed; a label that
+    would run off the right of the plot is put on the point's left."""
     renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
     boxes = []
     for op in sorted(points, key=lambda o: o.time_s, reverse=True)[: 4 * top_labels]:
         if len(boxes) >= top_labels:
@@ -114,7 +116,12 @@ def _label_points(fig, ax, points: list, top_labels: int) -> None:
             label += f" @ {op.module.split('.')[-1] if len(op.module) > 24 else op.module}"
         text = ax.annotate(label, (op.arithmetic_intensity, op.achieved_flops_per_s), fontsize=7,
                            xytext=(4, 4), textcoords="offset points")
-        box = text.get_window_extent(renderer).expanded(1.05, 1.15)
+        box = text.get_window_extent(renderer)
+        if box.x1 > frame.x1:
+            text.set_position((-4, 4))
+            text.set_horizontalalignment("right")
+            box = text.get_window_extent(renderer)
+        box = box.expanded(1.05, 1.15)
         if any(box.overlaps(b) for b in boxes):
             text.remove()
             continue
