@@ -29,7 +29,7 @@ _REPORT_HEAD = re.compile(rb'\s*\{\s*"schema_version"\s*:')
 
 SCHEMA_VERSION = 1
 
-BOUNDS = ("compute", "memory", "launch", "unmodeled")
+BOUNDS = ("compute", "memory", "launch", "unmodeled", "unknown")
 
 
 @dataclass(slots=True)

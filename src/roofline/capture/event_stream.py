@@ -22,7 +22,7 @@ from roofline.errors import RooflineError
 
 BLOCK_BYTES = 16 << 20
 _READ_BYTES = 4 << 20
-_END_TRIES = 16
+_END_TRIES = 4096
 _CUT_TRIES = 4
 _WHITESPACE = b" \t\r\n"
 _SYNTAX_ERRORS = (msgspec.DecodeError, RecursionError)
@@ -42,6 +42,7 @@ class EventStream:
         self._decode_one = msgspec.json.Decoder(event_type).decode
         self._block_bytes = block_bytes
         self._input_cut = False
+        self.cut = False
 
     def __iter__(self) -> Iterator[list]:
         blocks = self._blocks()
@@ -95,7 +96,7 @@ class EventStream:
             try:
                 out += inflater.decompress(data)
             except zlib.error as exc:
-                self._input_cut = True
+                self._input_cut = self.cut = True
                 self.warnings.append(f"corrupt gzip data ({exc}): events after it are missing")
                 break
             if inflater.eof:
@@ -112,7 +113,7 @@ class EventStream:
                 yield bytes(out)
                 out.clear()
         if inflater is not None and not self._input_cut:
-            self._input_cut = True
+            self._input_cut = self.cut = True
             self.warnings.append("the gzip stream ends early (truncated file): events after the cut are missing")
         if out:
             yield bytes(out)
@@ -185,17 +186,12 @@ class EventStream:
         return []
 
     def _finish(self, pending: bytearray) -> Iterator[list]:
-        end = len(pending)
-        for _ in range(_END_TRIES):
-            pos = pending.rfind(b"]", 0, end)
-            if pos < 0:
-                break
+        for pos in self._list_ends(pending):
             events = self._decode_chunk(pending, pos + 1, closed=True)
             if events is not None:
                 yield events
                 self._suffix(bytes(pending[pos + 1 :]))
                 return
-            end = pos
         while pending:
             events = self._cut(pending)
             if not events:
@@ -204,10 +200,30 @@ class EventStream:
         if self.events_read == 0:
             what = "gzip file" if self._input_cut else "JSON"
             raise RooflineError(f"{self.path} is not valid {what} (truncated or corrupt?): no complete trace event")
+        self.cut = True
         if not self._input_cut:
             self.warnings.append(
                 f"the trace ends early or is corrupt after {self.events_read} events: the rest is missing"
             )
+
+    @staticmethod
+    def _list_ends(pending: bytearray) -> Iterator[int]:
+        """Candidate positions of the ']' closing the event list, last first: one that follows an event's '}'
+        (or the '[' of an empty list) and is followed by ',' '}' or the end. Kineto writes metadata after the
+        list (an INFO block of log lines full of ']'), which these rules step over."""
+        end = len(pending)
+        for _ in range(_END_TRIES):
+            pos = pending.rfind(b"]", 0, end)
+            if pos < 0:
+                return
+            end = pos
+            i = pos - 1
+            while i >= 0 and pending[i] in _WHITESPACE:
+                i -= 1
+            before = bytes(pending[i : i + 1]) if i >= 0 else b""
+            after = bytes(pending[pos + 1 : pos + 64]).lstrip(_WHITESPACE)[:1]
+            if before in (b"}", b"[") and after in (b",", b"}", b""):
+                yield pos
 
     def _suffix(self, text: bytes) -> None:
         text = text.strip(_WHITESPACE)

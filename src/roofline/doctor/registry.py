@@ -45,6 +45,7 @@ def diagnose(report: Report, *, rules: Iterable[str] | None = None) -> list[Find
 
     selected = _select(rules)
     findings: list[Finding] = []
+    cap = profiled_time_s(report)
     clear_caches()
     try:
         for rule in selected:
@@ -58,10 +59,25 @@ def diagnose(report: Report, *, rules: Iterable[str] | None = None) -> list[Find
                 )]
             for finding in produced:
                 finding.rule = rule.name
+                _bound_savings(finding, cap)
             findings.extend(produced)
     finally:
         clear_caches()
     return rank(findings)
+
+
+def profiled_time_s(report: Report) -> float:
+    """The longest honest reading of how long the profile covers: the steps' wall time, the ops' summed time,
+    or the span of the device timeline. No finding can save more than this."""
+    kernels = report.kernels
+    span = (max(k.start_s + k.dur_s for k in kernels) - min(k.start_s for k in kernels)) if kernels else 0.0
+    return max(report.summary.wall_time_s or 0.0, report.summary.total_time_s, span)
+
+
+def _bound_savings(finding: Finding, cap: float) -> None:
+    if cap > 0 and (finding.estimated_savings_s or 0.0) > cap:
+        finding.estimated_savings_s = cap
+        finding.savings_method += " (capped at the profiled time)"
 
 
 def rank(findings: list[Finding]) -> list[Finding]:

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from roofline.render.units import fmt_bytes, fmt_count, fmt_pct, fmt_rate, fmt_time
-from roofline.report import Ceilings, Report
+from roofline.report import BOUNDS, Ceilings, Report
 
 BOUND_STYLE = {"compute": "red", "memory": "blue", "launch": "grey50", "unmodeled": "yellow"}
 
@@ -100,8 +100,10 @@ def summary_table(report: Report) -> Table:
     table.add_column("class")
     table.add_column("time", justify="right")
     table.add_column("share", justify="right")
-    for bound in ("compute", "memory", "launch", "unmodeled"):
+    for bound in BOUNDS:
         t = s.time_by_bound_s.get(bound, 0.0)
+        if bound == "unknown" and not t:
+            continue
         table.add_row(bound, fmt_time(t), fmt_pct(t / total))
     table.add_row("total (sum of ops)", fmt_time(s.total_time_s), "100%")
     table.add_row("predicted (roofline estimate)", fmt_time(s.predicted_total_s),
@@ -116,11 +118,16 @@ def render_report(report: Report, top: int = 15) -> str:
     lines.append(f"roofline report: {report.workload or report.kind} on {env.device_name or report.ceilings.device} "
                  f"(torch {env.torch_version})")
     c = report.ceilings
-    lines.append(
-        f"Roofs: memory {fmt_rate(c.memory_bandwidth_bytes_per_s, 'B/s')}, "
-        + ", ".join(f"{d} {fmt_rate(v, 'FLOP/s')}" for d, v in c.peak_flops_per_s.items())
-        + f", launch {fmt_time(c.launch_overhead_s)} ({c.source})"
-    )
+    if report.extra.get("partial"):
+        lines.insert(0, "PARTIAL REPORT: the trace is cut short; what follows covers only the events read before the cut")
+    if c.memory_bandwidth_bytes_per_s > 0 and c.peak_flops_per_s:
+        lines.append(
+            f"Roofs: memory {fmt_rate(c.memory_bandwidth_bytes_per_s, 'B/s')}, "
+            + ", ".join(f"{d} {fmt_rate(v, 'FLOP/s')}" for d, v in c.peak_flops_per_s.items())
+            + f", launch {fmt_time(c.launch_overhead_s)} ({c.source})"
+        )
+    else:
+        lines.append("Roofs: none known for this device (times and findings only; see the warning below)")
     body = to_text(summary_table(report), ops_table(report, top), width=160)
     notes = []
     if s.timing_method:

@@ -21,7 +21,7 @@ from roofline.io import atomic_write_bytes  # noqa: E402
 from roofline.render.units import fmt_pct  # noqa: E402
 from roofline.report import Report  # noqa: E402
 
-COLORS = {"compute": "#d62728", "memory": "#1f77b4", "launch": "#7f7f7f", "unmodeled": "#bcbd22"}
+COLORS = {"compute": "#d62728", "memory": "#1f77b4", "launch": "#7f7f7f", "unmodeled": "#bcbd22", "unknown": "#9467bd"}
 DTYPE_STYLES = ["-", "--", "-.", ":"]
 MAX_POINTS = 3000
 

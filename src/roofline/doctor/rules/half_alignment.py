@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from roofline.doctor.evidence import (CONV_KINDS, HALF_DTYPES, MATMUL_KINDS, is_gpu_report, matmul_operands,
+from roofline.doctor.evidence import (has_roofs, CONV_KINDS, HALF_DTYPES, MATMUL_KINDS, is_gpu_report, matmul_operands,
                                       norm_dtype, op_kind, roofline_time_of, severity_for, tensor_inputs,
                                       top_locations)
 from roofline.doctor.registry import register
@@ -41,7 +41,7 @@ def misaligned_dims(op: OpRecord) -> tuple[int, int] | None:
 
 @register(RULE, "half-precision matmul dims not a multiple of 8")
 def check(report: Report) -> list[Finding]:
-    if not is_gpu_report(report):
+    if not is_gpu_report(report) or not has_roofs(report):
         return []
     hits = [(op, dims) for op in report.ops if (dims := misaligned_dims(op))]
     if not hits:
