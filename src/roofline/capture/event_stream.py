@@ -208,21 +208,17 @@ class EventStream:
 
     @staticmethod
     def _list_ends(pending: bytearray) -> Iterator[int]:
-        """Candidate positions of the ']' closing the event list, last first: one that follows an event's '}'
-        (or the '[' of an empty list) and is followed by ',' '}' or the end. Kineto writes metadata after the
-        list (an INFO block of log lines full of ']'), which these rules step over."""
+        """Candidate positions of the ']' closing the event list, last first: one followed by ',' '}' or the
+        end. Kineto writes metadata after the list (an INFO block of log lines full of ']'); the ']'s inside
+        those strings are followed by text and are stepped over without a decode."""
         end = len(pending)
         for _ in range(_END_TRIES):
             pos = pending.rfind(b"]", 0, end)
             if pos < 0:
                 return
             end = pos
-            i = pos - 1
-            while i >= 0 and pending[i] in _WHITESPACE:
-                i -= 1
-            before = bytes(pending[i : i + 1]) if i >= 0 else b""
             after = bytes(pending[pos + 1 : pos + 64]).lstrip(_WHITESPACE)[:1]
-            if before in (b"}", b"[") and after in (b",", b"}", b""):
+            if after in (b",", b"}", b""):
                 yield pos
 
     def _suffix(self, text: bytes) -> None:

@@ -126,14 +126,14 @@ def _from_props(props: dict[str, Any]) -> DeviceIdentity | None:
     if name and not _GENERIC_NAMES.match(name):
         key = datasheet_key(name, memory)
         vendor = "amd" if amd else ("nvidia" if re.search(r"nvidia|tesla|geforce|quadro|rtx", name, re.I) else "")
+        how = f"deviceProperties names it {name!r}"
         if re.search(r"ARTEMIS|MTIA", name, re.I):
             vendor, name = "meta", f"Meta MTIA ({name})"
         elif not vendor and cc and not amd:
             vendor = "nvidia"
         kind = "gpu" if vendor in ("nvidia", "amd") or key else "accelerator"
         return DeviceIdentity(kind=kind, vendor=vendor, name=name, arch=_nvidia_arch(cc) if vendor == "nvidia" else "",
-                              compute_capability=cc, memory_bytes=memory, datasheet_key=key,
-                              how=f"deviceProperties names it {name!r}")
+                              compute_capability=cc, memory_bytes=memory, datasheet_key=key, how=how)
     if amd:
         cus = props.get("numSms") if isinstance(props.get("numSms"), int) else None
         gfx = _GFX.search(str(props.get("gcnArchName") or name))
