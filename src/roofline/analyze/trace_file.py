@@ -131,3 +131,30 @@ def _describe_missing(report: Report, trace) -> None:
     if trace.kernels and not trace.ops:
         report.summary.notes.append(f"ops are absent (no cpu_op events): a kernel-level report of "
                                     f"{len(trace.kernels)} device events")
+    if trace.ops and not report.ops:
+        report.summary.notes.append(f"none of the trace's {len(trace.ops)} host events is an op with recorded work "
+                                    "inside the profiled steps: nothing to place on a roofline")
+    collectives = _collectives_note(trace)
+    if collectives:
+        report.summary.notes.append(collectives)
+
+
+def _collectives_note(trace) -> str:
+    """The job's collectives in one line (host calls such as gloo:all_reduce, which CPU traces carry)."""
+    from roofline.distributed.comm import is_communication_op
+
+    calls: dict[str, list[float]] = {}
+    for op in trace.ops:
+        outer = op.parent < 0 or not is_communication_op(trace.ops[op.parent].name)
+        if is_communication_op(op.name) and outer:
+            calls.setdefault(op.name, []).append(op.dur_us)
+    if not calls:
+        return ""
+    info = trace.metadata.get("distributedInfo")
+    job = ""
+    if isinstance(info, dict) and info.get("backend"):
+        job = f" (backend {info['backend']}" + (f", rank {info['rank']} of {info['world_size']}"
+                                                if "rank" in info and "world_size" in info else "") + ")"
+    top = sorted(calls.items(), key=lambda kv: -sum(kv[1]))[:4]
+    listed = ", ".join(f"{name} x{len(durs)} ({sum(durs) / 1e6:.3g} s host time)" for name, durs in top)
+    return f"collectives{job}: {listed}"
