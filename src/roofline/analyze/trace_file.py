@@ -30,6 +30,11 @@ def ceilings_for_trace(trace, ceilings_file: str | None = None, identity: Device
         return load_ceilings(ceilings_file)
     if identity.kind == "cpu":
         return _cpu_ceilings(identity)
+    if identity.kind == "gpu" and not trace.kernels:
+        return no_ceilings(identity, f"no roofs: the trace names {identity.name} but holds no device activity "
+                                     "(kernels were not recorded), so op times are host times and are not judged "
+                                     "against a device's roofs; record with ProfilerActivity.CUDA for device times, or pass "
+                                     "--ceilings FILE to judge them anyway")
     if identity.name and not identity.assumed:
         cached = cached_ceilings(identity.name)
         if cached is not None:

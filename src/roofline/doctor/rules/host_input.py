@@ -50,21 +50,24 @@ def _warmup_in(report: Report, step: int | None, end: float) -> float:
     """Time of CUDA lazy initialisation (analyze/warmup.py) inside [0, end) of a step's clock."""
     spent = 0.0
     for e in report.extra.get("warmup") or []:
-        if e.get("step") == step:
+        if e.get("step") == step and e.get("kind") == "cuda-lazy-init":
             spent += max(0.0, min(e["start_s"] + e["dur_s"], end) - max(e["start_s"], 0.0))
     return spent
 
 
 def _step_leads(report: Report) -> list[tuple[float, float, OpRecord]]:
     """Per step: (host time from the step's start to the first op that launched device work, less any CUDA lazy
-    initialisation in it, step span, that op)."""
+    initialisation in it, step span, that op). The first iterations (warm-up) are left out."""
     by_step: dict[int | None, list[OpRecord]] = {}
     for op in report.ops:
         if op.start_s is not None:
             by_step.setdefault(op.step, []).append(op)
     measured = report.profiled_step_time.median_s if report.profiled_step_time else 0.0
     leads = []
-    for ops in by_step.values():
+    warmup_steps = {e.get("step") for e in report.extra.get("warmup") or [] if e.get("kind") == "first-iteration"}
+    for step, ops in by_step.items():
+        if step is not None and step in warmup_steps:
+            continue
         launching = [op for op in ops if op.kernels]
         if not launching:
             continue
