@@ -122,16 +122,29 @@ def check(report: Report) -> list[Finding]:
                   "FLOP/s), never below their memory-roof time; memory-bound ones gain nothing")
     else:
         savings, method = 0.0, "not estimated: the ceilings hold no TF32 peak for this device"
+    on = tf32_ops(report)
+    if on:
+        title = (f"TF32 is on ({on} fp32 matmul/conv ops ran TF32 kernels), but {len(ops)} ran plain fp32 kernels "
+                 "that cuBLAS/cuDNN chose for their shapes")
+        fix = ("these shapes get no tensor-core kernel: pad dimensions to multiples of 8 (16 better), batch the "
+               "small or skinny matmuls, or run them in bf16/fp16 with autocast")
+    else:
+        title = f"{len(ops)} fp32 matmul/conv ops run without TF32 on a compute capability {cc:g} GPU"
+        fix = ("enable TF32 tensor cores: torch.backends.cuda.matmul.allow_tf32 = True and "
+               "torch.backends.cudnn.allow_tf32 = True (or torch.set_float32_matmul_precision('high')), "
+               "or run the model in bf16/fp16 with autocast")
     return [Finding(
-        rule=RULE, category="precision",
-        title=f"{len(ops)} fp32 matmul/conv ops run without TF32 on a compute capability {cc:g} GPU",
-        evidence={"ops": len(ops), "compute_bound_ops": len(bound), "time_s": time,
+        rule=RULE, category="precision", title=title,
+        evidence={"ops": len(ops), "compute_bound_ops": len(bound), "time_s": time, "tf32_ops": on,
                   "op_kinds": sorted({op_kind(op.name) for op in ops}),
                   "kernels": sorted({k for op in ops for k in op.kernels})[:3],
                   "fp32_peak_flops_per_s": slow, "tf32_peak_flops_per_s": fast},
-        locations=top_locations(ops), estimated_savings_s=savings, savings_method=method,
-        fix=("enable TF32 tensor cores: torch.backends.cuda.matmul.allow_tf32 = True and "
-             "torch.backends.cudnn.allow_tf32 = True (or torch.set_float32_matmul_precision('high')), "
-             "or run the model in bf16/fp16 with autocast"),
+        locations=top_locations(ops), estimated_savings_s=savings, savings_method=method, fix=fix,
         severity=severity_for(report, savings),
     )]
+
+
+def tf32_ops(report: Report) -> int:
+    """fp32 matmul/conv ops that ran TF32 kernels: TF32 is already enabled in that process."""
+    return sum(1 for op in report.ops
+               if (op_kind(op.name) in MATMUL_KINDS or op_kind(op.name) in CONV_KINDS) and any_tf32(op.kernels))
