@@ -22,7 +22,8 @@ from roofline.errors import RooflineError
 
 BLOCK_BYTES = 16 << 20
 _READ_BYTES = 4 << 20
-_END_TRIES = 4096
+_END_TRIES = 16
+_END_SCAN = 1 << 16
 _CUT_TRIES = 4
 _WHITESPACE = b" \t\r\n"
 _SYNTAX_ERRORS = (msgspec.DecodeError, RecursionError)
@@ -209,17 +210,23 @@ class EventStream:
     @staticmethod
     def _list_ends(pending: bytearray) -> Iterator[int]:
         """Candidate positions of the ']' closing the event list, last first: one followed by ',' '}' or the
-        end. Kineto writes metadata after the list (an INFO block of log lines full of ']'); the ']'s inside
-        those strings are followed by text and are stepped over without a decode."""
+        end (and, past the last few, following an event's '}'). Kineto writes metadata after the list (an INFO
+        block of log lines full of ']'); the ']'s inside those strings are followed by text and are stepped over
+        without a decode. At most _END_TRIES candidates are decoded, so a cut file costs a bounded time."""
         end = len(pending)
-        for _ in range(_END_TRIES):
+        tries = 0
+        for seen in range(_END_SCAN):
             pos = pending.rfind(b"]", 0, end)
-            if pos < 0:
+            if pos < 0 or tries >= _END_TRIES:
                 return
             end = pos
             after = bytes(pending[pos + 1 : pos + 64]).lstrip(_WHITESPACE)[:1]
-            if after in (b",", b"}", b""):
-                yield pos
+            if after not in (b",", b"}", b""):
+                continue
+            if seen >= _END_TRIES and _before(pending, pos) not in (b"}", b"["):
+                continue
+            tries += 1
+            yield pos
 
     def _suffix(self, text: bytes) -> None:
         text = text.strip(_WHITESPACE)
@@ -253,6 +260,14 @@ class EventStream:
             except (msgspec.ValidationError, *_SYNTAX_ERRORS):
                 self.skipped += 1
         return events
+
+
+def _before(data: bytearray, pos: int) -> bytes:
+    """The last non-space byte before ``pos``."""
+    i = pos - 1
+    while i >= 0 and data[i] in _WHITESPACE:
+        i -= 1
+    return bytes(data[i : i + 1]) if i >= 0 else b""
 
 
 def _skip_space(data: bytearray, i: int) -> int:
