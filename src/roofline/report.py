@@ -100,6 +100,10 @@ class Ceilings:
     torch_version: str = ""
     measured_at: str = ""
 
+    def has_roofs(self) -> bool:
+        """Whether there is a roofline to judge against: a memory roof and at least one compute roof."""
+        return self.memory_bandwidth_bytes_per_s > 0 and bool(self.peak_flops_per_s)
+
     def peak_for(self, dtype: str) -> float:
         """Peak FLOP/s for an op of this dtype; integer and unknown dtypes fall back to float32's roof."""
         if dtype in self.peak_flops_per_s:

@@ -61,7 +61,7 @@ def classify(op: OpRecord, ceilings: Ceilings, idle_before_s: float | None = Non
     launch = ceilings.launch_overhead_s
     if op.flops == 0 and op.bytes == 0:
         return "launch"
-    if ceilings.memory_bandwidth_bytes_per_s <= 0 or not ceilings.peak_flops_per_s:
+    if not ceilings.has_roofs():
         return "unknown"
     if op.time_s <= LAUNCH_CLOSE * launch:
         return "launch"

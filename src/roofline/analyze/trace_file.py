@@ -21,7 +21,7 @@ _HOW_TO_SUPPLY = ("write them with `roofline ceilings --json FILE` on that machi
 
 
 def ceilings_for_trace(trace, ceilings_file: str | None = None, identity: DeviceIdentity | None = None) -> Ceilings:
-    """The roofs to judge ``trace`` against (``source == "none"`` when no roof is known: see ``has_roofs``)."""
+    """The roofs to judge ``trace`` against (``source == "none"`` when no roof is known: ``has_roofs()`` false)."""
     from roofline.device.cache import cached_ceilings, load_ceilings
     from roofline.device.datasheet import DATASHEET
 
@@ -45,10 +45,6 @@ def ceilings_for_trace(trace, ceilings_file: str | None = None, identity: Device
     return no_ceilings(identity, f"no roofs known for {what}: its memory bandwidth and peak FLOP/s per dtype are "
                                  "missing, so ops get no roofline bound and findings that need a roof are left out; "
                                  + _HOW_TO_SUPPLY)
-
-
-def has_roofs(ceilings: Ceilings) -> bool:
-    return ceilings.memory_bandwidth_bytes_per_s > 0 and bool(ceilings.peak_flops_per_s)
 
 
 def no_ceilings(identity: DeviceIdentity, why: str) -> Ceilings:
@@ -124,7 +120,7 @@ def _describe_device(report: Report, identity: DeviceIdentity, ceilings: Ceiling
     report.environment.hostname = identity.host_name
     report.environment.platform = ""
     report.summary.notes.insert(0, f"Device: {identity.name} ({identity.how}); roofs: {roofs}")
-    if not has_roofs(ceilings):
+    if not ceilings.has_roofs():
         report.summary.notes.insert(1, f"warning: {ceilings.method}")
 
 

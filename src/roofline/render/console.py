@@ -64,6 +64,7 @@ def ops_table(report: Report, top: int = 15) -> Table:
         ("% of roof", "right"), ("bound", "left"), ("source", "left"),
     ):
         table.add_column(col, justify=justify, overflow="fold", no_wrap=col in ("source", "op"))
+    roofs = report.ceilings.has_roofs()
     for op in ops:
         style = BOUND_STYLE.get(op.bound, "")
         flag = " (above roof!)" if op.above_roof else ""
@@ -77,7 +78,7 @@ def ops_table(report: Report, top: int = 15) -> Table:
             fmt_bytes(op.bytes),
             f"{op.arithmetic_intensity:.3g}" if op.modeled else "-",
             fmt_rate(op.achieved_flops_per_s, "FLOP/s") if op.flops else fmt_rate(op.achieved_bytes_per_s, "B/s"),
-            fmt_pct(op.efficiency) + flag if op.modeled else "-",
+            fmt_pct(op.efficiency) + flag if op.modeled and roofs else "-",
             f"[{style}]{op.bound}[/{style}]" if style else op.bound,
             _short_source(op.source),
         )
@@ -106,8 +107,9 @@ def summary_table(report: Report) -> Table:
             continue
         table.add_row(bound, fmt_time(t), fmt_pct(t / total))
     table.add_row("total (sum of ops)", fmt_time(s.total_time_s), "100%")
-    table.add_row("predicted (roofline estimate)", fmt_time(s.predicted_total_s),
-                  fmt_pct(s.predicted_total_s / total) if s.total_time_s else "-")
+    if report.ceilings.has_roofs():
+        table.add_row("predicted (roofline estimate)", fmt_time(s.predicted_total_s),
+                      fmt_pct(s.predicted_total_s / total) if s.total_time_s else "-")
     return table
 
 
@@ -120,7 +122,7 @@ def render_report(report: Report, top: int = 15) -> str:
     c = report.ceilings
     if report.extra.get("partial"):
         lines.insert(0, "PARTIAL REPORT: the trace is cut short; what follows covers only the events read before the cut")
-    if c.memory_bandwidth_bytes_per_s > 0 and c.peak_flops_per_s:
+    if c.has_roofs():
         lines.append(
             f"Roofs: memory {fmt_rate(c.memory_bandwidth_bytes_per_s, 'B/s')}, "
             + ", ".join(f"{d} {fmt_rate(v, 'FLOP/s')}" for d, v in c.peak_flops_per_s.items())

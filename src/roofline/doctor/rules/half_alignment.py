@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import math
 
-from roofline.doctor.evidence import (has_roofs, CONV_KINDS, HALF_DTYPES, MATMUL_KINDS, is_gpu_report, matmul_operands,
-                                      norm_dtype, op_kind, roofline_time_of, severity_for, tensor_inputs,
-                                      top_locations)
+from roofline.doctor.evidence import (CONV_KINDS, HALF_DTYPES, MATMUL_KINDS, has_roofs, is_gpu_report, matmul_operands,
+                                      norm_dtype, op_kind, roofline_time_of, severity_for, tensor_inputs, top_locations)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from roofline.doctor.evidence import (has_roofs, MATMUL_KINDS, blas_compatible, generic_module, input_dtype,
+from roofline.doctor.evidence import (MATMUL_KINDS, blas_compatible, generic_module, has_roofs, input_dtype,
                                       is_contiguous, is_dense_permutation, location, matmul_operands, op_kind,
                                       ordered_ops, output_dtype, roofline_time, severity_for, tensor_bytes,
                                       top_locations)

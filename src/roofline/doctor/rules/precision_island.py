@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from roofline.doctor.evidence import (has_roofs, ATTENTION_KINDS, CONV_KINDS, ELEMENTWISE_KINDS, HALF_DTYPES, MATMUL_KINDS, VIEW_KINDS,
-                                      generic_module, input_dtype, is_aten_like, itemsize, location, op_kind, ordered_ops, output_dtype,
-                                      severity_for, tensor_inputs, top_locations)
+from roofline.doctor.evidence import (ATTENTION_KINDS, CONV_KINDS, ELEMENTWISE_KINDS, HALF_DTYPES, MATMUL_KINDS,
+                                      VIEW_KINDS, generic_module, has_roofs, input_dtype, is_aten_like, itemsize,
+                                      location, op_kind, ordered_ops, output_dtype, severity_for, tensor_inputs,
+                                      top_locations)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
 
