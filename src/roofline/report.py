@@ -29,7 +29,7 @@ _REPORT_HEAD = re.compile(rb'\s*\{\s*"schema_version"\s*:')
 
 SCHEMA_VERSION = 1
 
-BOUNDS = ("compute", "memory", "launch", "unmodeled")
+BOUNDS = ("compute", "memory", "launch", "unmodeled", "unknown")
 
 
 @dataclass(slots=True)
@@ -101,6 +101,10 @@ class Ceilings:
     measured_at: str = ""
     threads: int | None = None
     load_average: list[float] = field(default_factory=list)
+
+    def has_roofs(self) -> bool:
+        """Whether there is a roofline to judge against: a memory roof and at least one compute roof."""
+        return self.memory_bandwidth_bytes_per_s > 0 and bool(self.peak_flops_per_s)
 
     def peak_for(self, dtype: str) -> float:
         """Peak FLOP/s for an op of this dtype; integer and unknown dtypes fall back to float32's roof."""

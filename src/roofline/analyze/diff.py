@@ -100,6 +100,7 @@ class ReportDiff:
     b_flops: float = 0.0
     a_bytes: float = 0.0
     b_bytes: float = 0.0
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def bound_changes(self) -> list[RowDelta]:
@@ -121,7 +122,21 @@ def diff_reports(a: Report, b: Report, a_label: str = "A", b_label: str = "B", f
         b_flops=sum(op.flops for op in b.ops),
         a_bytes=sum(op.bytes for op in a.ops),
         b_bytes=sum(op.bytes for op in b.ops),
+        warnings=device_warnings(a, b),
     )
+
+
+def device_name_of(report: Report) -> str:
+    return report.environment.device_name or report.ceilings.device_name or report.ceilings.device
+
+
+def device_warnings(a: Report, b: Report) -> list[str]:
+    """A line when the two runs ran on different devices: their times then differ by hardware, not only code."""
+    da, db = device_name_of(a), device_name_of(b)
+    if not da or not db or da == db:
+        return []
+    return [f"the runs are on different devices (A: {da}; B: {db}): time changes reflect the hardware as well as "
+            "the code"]
 
 
 def total_verdict(a: Report, b: Report, fail_above_pct: float | None = None) -> TotalVerdict:

@@ -21,8 +21,10 @@ from roofline.analyze.join import (
     roots_by_step,
     subtree,
 )
+from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.roofline import place_op, summarize
 from roofline.analyze.stale import stale_ceilings_note
+from roofline.analyze.warmup import warmup_events
 from roofline.capture.recording import OpRecording, RecordedOp, op_dtype
 from roofline.capture.trace_model import CpuOp, Trace
 from roofline.count.counting import count_op
@@ -104,7 +106,7 @@ def _roof_dtype(dtype: str, name: str, kernels: list[str], tf32_matmul: bool, on
     """fp32 matmuls that ran on TF32 tensor cores are judged against the TF32 roof."""
     if dtype != "float32" or name not in _MATMUL_FAMILY:
         return dtype
-    if any("tf32" in k.lower() for k in kernels) or (on_gpu and tf32_matmul and not kernels):
+    if any_tf32(kernels) or (on_gpu and tf32_matmul and not kernels):
         return "tfloat32"
     return dtype
 
@@ -220,6 +222,9 @@ def report_from_trace(
     report.extra["trace"] = {"path": trace.path, "device_name": trace.device_name,
                              "compute_capability": list(trace.compute_capability) if trace.compute_capability else None,
                              "has_gpu": trace.has_gpu, "steps": len(trace.steps)}
+    warmup = warmup_events(trace)
+    if warmup:
+        report.extra["warmup"] = warmup
     _fill_syncs_and_memory(report, trace, reference_peak_bytes)
     if diagnose:
         run_doctor(report)

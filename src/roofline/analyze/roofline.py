@@ -15,7 +15,8 @@ Classification rules, applied in order:
    exists, the device sat idle before the op's kernels longer than they ran and the op took under
    ``LAUNCH_IDLE_FACTOR`` times the launch overhead. Views and other metadata-only ops (no FLOPs, no bytes) are
    launch-bound by definition: all they cost is dispatch.
-3. ``memory`` when I is below the ridge point (peak / roof) of the op's dtype, else ``compute``.
+3. ``unknown`` when the device's roofs are not known (a trace from a device with no ceilings or datasheet).
+4. ``memory`` when I is below the ridge point (peak / roof) of the op's dtype, else ``compute``.
 An op whose achieved rate exceeds its attainable rate is flagged ``above_roof`` (data served from cache, or a
 counting error): it is shown, never hidden.
 """
@@ -60,6 +61,8 @@ def classify(op: OpRecord, ceilings: Ceilings, idle_before_s: float | None = Non
     launch = ceilings.launch_overhead_s
     if op.flops == 0 and op.bytes == 0:
         return "launch"
+    if not ceilings.has_roofs():
+        return "unknown"
     if op.time_s <= LAUNCH_CLOSE * launch:
         return "launch"
     if idle_before_s is not None and idle_before_s > op.time_s and op.time_s < LAUNCH_IDLE_FACTOR * launch:

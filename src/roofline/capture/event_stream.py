@@ -23,6 +23,7 @@ from roofline.errors import RooflineError
 BLOCK_BYTES = 16 << 20
 _READ_BYTES = 4 << 20
 _END_TRIES = 16
+_END_SCAN = 1 << 16
 _CUT_TRIES = 4
 _WHITESPACE = b" \t\r\n"
 _SYNTAX_ERRORS = (msgspec.DecodeError, RecursionError)
@@ -42,6 +43,7 @@ class EventStream:
         self._decode_one = msgspec.json.Decoder(event_type).decode
         self._block_bytes = block_bytes
         self._input_cut = False
+        self.cut = False
 
     def __iter__(self) -> Iterator[list]:
         blocks = self._blocks()
@@ -95,7 +97,7 @@ class EventStream:
             try:
                 out += inflater.decompress(data)
             except zlib.error as exc:
-                self._input_cut = True
+                self._input_cut = self.cut = True
                 self.warnings.append(f"corrupt gzip data ({exc}): events after it are missing")
                 break
             if inflater.eof:
@@ -112,7 +114,7 @@ class EventStream:
                 yield bytes(out)
                 out.clear()
         if inflater is not None and not self._input_cut:
-            self._input_cut = True
+            self._input_cut = self.cut = True
             self.warnings.append("the gzip stream ends early (truncated file): events after the cut are missing")
         if out:
             yield bytes(out)
@@ -185,17 +187,12 @@ class EventStream:
         return []
 
     def _finish(self, pending: bytearray) -> Iterator[list]:
-        end = len(pending)
-        for _ in range(_END_TRIES):
-            pos = pending.rfind(b"]", 0, end)
-            if pos < 0:
-                break
+        for pos in self._list_ends(pending):
             events = self._decode_chunk(pending, pos + 1, closed=True)
             if events is not None:
                 yield events
                 self._suffix(bytes(pending[pos + 1 :]))
                 return
-            end = pos
         while pending:
             events = self._cut(pending)
             if not events:
@@ -204,10 +201,32 @@ class EventStream:
         if self.events_read == 0:
             what = "gzip file" if self._input_cut else "JSON"
             raise RooflineError(f"{self.path} is not valid {what} (truncated or corrupt?): no complete trace event")
+        self.cut = True
         if not self._input_cut:
             self.warnings.append(
                 f"the trace ends early or is corrupt after {self.events_read} events: the rest is missing"
             )
+
+    @staticmethod
+    def _list_ends(pending: bytearray) -> Iterator[int]:
+        """Candidate positions of the ']' closing the event list, last first: one followed by ',' '}' or the
+        end (and, past the last few, following an event's '}'). Kineto writes metadata after the list (an INFO
+        block of log lines full of ']'); the ']'s inside those strings are followed by text and are stepped over
+        without a decode. At most _END_TRIES candidates are decoded, so a cut file costs a bounded time."""
+        end = len(pending)
+        tries = 0
+        for seen in range(_END_SCAN):
+            pos = pending.rfind(b"]", 0, end)
+            if pos < 0 or tries >= _END_TRIES:
+                return
+            end = pos
+            after = bytes(pending[pos + 1 : pos + 64]).lstrip(_WHITESPACE)[:1]
+            if after not in (b",", b"}", b""):
+                continue
+            if seen >= _END_TRIES and _before(pending, pos) not in (b"}", b"["):
+                continue
+            tries += 1
+            yield pos
 
     def _suffix(self, text: bytes) -> None:
         text = text.strip(_WHITESPACE)
@@ -241,6 +260,14 @@ class EventStream:
             except (msgspec.ValidationError, *_SYNTAX_ERRORS):
                 self.skipped += 1
         return events
+
+
+def _before(data: bytearray, pos: int) -> bytes:
+    """The last non-space byte before ``pos``."""
+    i = pos - 1
+    while i >= 0 and data[i] in _WHITESPACE:
+        i -= 1
+    return bytes(data[i : i + 1]) if i >= 0 else b""
 
 
 def _skip_space(data: bytearray, i: int) -> int:

@@ -110,6 +110,8 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
         builder.trace.metadata = stream.metadata
         builder.trace.warnings.extend(stream.warnings)
         builder.skipped += stream.skipped
+        builder.trace.cut = stream.cut
+        builder.trace.events_read = stream.events_read
         return builder.finish()
     finally:
         if gc_was_enabled:
@@ -299,6 +301,7 @@ class _TraceBuilder:
         trace.has_stack = any(f[3] == 1 for f in self.frames)
         trace.has_modules = any(f[3] == 0 for f in self.frames)
         trace.skipped_events = self.skipped + self.bad_times
+        trace.categories = {c for c in self.kinds if c not in _CATEGORY_KIND}
         self._device_info()
         self._warn()
         return trace

@@ -146,6 +146,9 @@ class Trace:
     has_stack: bool = False
     has_modules: bool = False
     skipped_events: int = 0
+    cut: bool = False
+    events_read: int = 0
+    categories: set[str] = field(default_factory=set)
     attribution: Any = None
     _step_starts: list[float] = field(default_factory=list, repr=False, compare=False)
 

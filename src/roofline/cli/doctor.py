@@ -90,7 +90,7 @@ def _report_for(args: argparse.Namespace) -> Any:
 
 
 def _load_report_or_trace(path: Path, ceilings_file: str | None) -> Any:
-    from roofline.cli.trace import analyze_trace_file
+    from roofline.analyze.trace_file import analyze_trace_file
     from roofline.report import Report
 
     if Report.is_report_file(path):

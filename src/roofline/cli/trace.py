@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 from roofline.cli.common import add_ceilings_option, add_output_option
-from roofline.errors import RooflineError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,44 +21,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_output_option(p)
     p.add_argument("--top", type=int, default=15, help="ops to print (default 15)")
     p.add_argument("--no-html", action="store_true", help="skip report.html")
+    p.add_argument("--partial", action="store_true",
+                   help="report what was read from a trace that is cut short (refused otherwise)")
     p.set_defaults(func=run)
 
 
-def ceilings_for_trace(trace, ceilings_file: str | None):
-    from roofline.device.cache import ceilings_for_device_name, load_ceilings
-
-    if ceilings_file:
-        return load_ceilings(ceilings_file)
-    if trace.device_name:
-        found = ceilings_for_device_name(trace.device_name)
-        if found is None:
-            raise RooflineError(
-                f"no ceilings known for {trace.device_name!r}: run `roofline ceilings --json FILE` on that machine "
-                "and pass --ceilings FILE"
-            )
-        return found
-    from roofline.device.ceilings import get_ceilings
-
-    ceilings = get_ceilings("cpu")
-    ceilings.method = "the trace names no GPU: ceilings of this machine's CPU. " + ceilings.method
-    return ceilings
-
-
-def analyze_trace_file(path: str | Path, ceilings_file: str | None = None, *, diagnose: bool = True):
-    """The Report of one trace file; ``diagnose=False`` leaves the doctor to the caller."""
-    from roofline.analyze.pipeline import report_from_trace, run_doctor
-    from roofline.capture.kineto import load_trace
-
-    trace = load_trace(path)
-    ceilings = ceilings_for_trace(trace, ceilings_file)
-    report = report_from_trace(trace, ceilings, kind="trace", workload=Path(path).name, diagnose=False)
-    del trace  # the doctor reads only the Report: free the parsed trace first (big traces)
-    if diagnose:
-        run_doctor(report)
-    return report
-
-
 def run(args: argparse.Namespace) -> int:
+    from roofline.analyze.trace_file import analyze_trace_file
     from roofline.render.console import fit, render_report
     from roofline.render.findings import render_findings
     from roofline.render.outputs import write_outputs
@@ -67,11 +35,14 @@ def run(args: argparse.Namespace) -> int:
     if len(args.paths) > 1:
         from roofline.distributed.merge import merge_trace_files
 
-        report = merge_trace_files(args.paths, ceilings_file=args.ceilings)
+        report = merge_trace_files(args.paths, ceilings_file=args.ceilings, partial=args.partial)
         written, problems = write_outputs(report, args.output, png=False, html=not args.no_html)
     else:
-        report = analyze_trace_file(args.paths[0], args.ceilings)
-        written, problems = write_outputs(report, args.output, raw_trace=args.paths[0], html=not args.no_html)
+        report = analyze_trace_file(args.paths[0], args.ceilings, partial=args.partial)
+        raw = None if report.extra.get("partial") else args.paths[0]
+        written, problems = write_outputs(report, args.output, raw_trace=raw, html=not args.no_html)
+        if raw is None:
+            problems.append("trace.json.gz not written: the trace is cut short (open the original in Perfetto)")
     sys.stdout.write(render_report(report, top=args.top))
     for problem in problems:
         print(f"note: {problem}")

@@ -76,14 +76,28 @@ def load_ceilings(path: str | os.PathLike[str], *, missing_ok: bool = False) -> 
         raise RooflineError(f"malformed ceilings file {path}: {exc}") from None
 
 
+def cached_ceilings(name: str | None, *, allow_quick: bool = False) -> Ceilings | None:
+    """Measured ceilings of a device by name from the cache (never measures), full ones before quick ones."""
+    if not name:
+        return None
+    quick = None
+    for candidate in sorted(cache_dir().glob(f"ceilings-{_slug(name)}-torch*.json"), reverse=True):
+        cached = load_ceilings(candidate, missing_ok=True)
+        if cached is None:
+            continue
+        if not cached.source.endswith("(quick)"):
+            return cached
+        quick = quick or cached
+    return quick if allow_quick else None
+
+
 def ceilings_for_device_name(name: str | None) -> Ceilings | None:
     """Ceilings for a device seen only by name (e.g. in a trace): a measured cache entry, else the datasheet."""
     if not name:
         return None
-    for candidate in sorted(cache_dir().glob(f"ceilings-{_slug(name)}-torch*.json"), reverse=True):
-        cached = load_ceilings(candidate, missing_ok=True)
-        if cached is not None and not cached.source.endswith("(quick)"):
-            return cached
+    cached = cached_ceilings(name)
+    if cached is not None:
+        return cached
     sheet = lookup_datasheet(name)
     if sheet is None:
         return None

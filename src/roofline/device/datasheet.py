@@ -1,8 +1,14 @@
-"""Vendor datasheet peaks for common GPUs: dense figures only, never the with-sparsity ones.
+"""Vendor datasheet peaks for the GPUs people bring traces from: dense figures only, never the with-sparsity ones.
 
-Each entry names its source. These are leads, shown beside measured ceilings ("measured vs spec") and used
-for traces from a GPU that was never measured here. Tensor-core figures are for dense matrices; fp16/bf16 are
-with fp32 accumulate where the vendor lists both.
+Each entry names its source. These are leads, shown beside measured ceilings ("measured vs spec") and used for
+traces from a device that was never measured here. Tensor-core figures are for dense matrices (the sparsity
+figures that vendors print beside them are halved); fp16/bf16 are with fp32 accumulate where the vendor lists
+both. For AMD CDNA parts, ``float32`` is the matrix-core (MFMA) fp32 figure, which fp32 GEMMs use; MI250/MI250X
+figures are per GCD (one graphics compute die: what the trace, torch and ROCm call one device).
+
+``lookup_datasheet`` tolerates the spellings traces use ("Tesla V100-SXM2-16GB", "NVIDIA A100-SXM4-80GB",
+"NVIDIA A100-PG509-200", "AMD Instinct MI250X", "NVIDIA GH200 480GB") and takes the device memory, when
+known, to pick between variants the name leaves open (A100 40 vs 80 GB).
 """
 
 from __future__ import annotations
@@ -11,65 +17,177 @@ import re
 
 from roofline.report import DatasheetEntry
 
+GB = 1e9
 TB = 1e12
 TF = 1e12
 
-_HOPPER_SXM = {"float32": 67 * TF, "tfloat32": 494.7 * TF, "float16": 989.4 * TF, "bfloat16": 989.4 * TF,
-               "float8_e4m3fn": 1978.9 * TF}
-_A100 = {"float32": 19.5 * TF, "tfloat32": 156 * TF, "float16": 312 * TF, "bfloat16": 312 * TF}
+
+def _nv(fp32: float, tf32: float | None, half: float, bf16: bool = True, fp8: float | None = None) -> dict[str, float]:
+    peaks = {"float32": fp32 * TF, "float16": half * TF}
+    if tf32:
+        peaks["tfloat32"] = tf32 * TF
+    if bf16:
+        peaks["bfloat16"] = half * TF
+    if fp8:
+        peaks["float8_e4m3fn"] = fp8 * TF
+        peaks["float8_e5m2"] = fp8 * TF
+    return peaks
+
+
+_V100_SHEET = "NVIDIA Tesla V100 GPU datasheet (2020), {col} column; fp16 is the Tensor Core figure"
+_A100_SHEET = "NVIDIA A100 Tensor Core GPU datasheet (2021), {col} column, dense (the '*' sparsity figures are 2x)"
+_H100_SHEET = "NVIDIA H100 Tensor Core GPU datasheet (2023), {col} column, dense (sparsity figures halved)"
+_H200_SHEET = "NVIDIA H200 Tensor Core GPU datasheet (2024), {col} column, dense (sparsity figures halved)"
+_HOPPER_SXM = _nv(67, 494.7, 989.4, fp8=1978.9)
+_HOPPER_NVL = _nv(60, 417.5, 835.5, fp8=1670.5)
+_A100 = _nv(19.5, 156, 312)
+_MI300 = {"float32": 163.4 * TF, "tfloat32": 653.7 * TF, "float16": 1307.4 * TF, "bfloat16": 1307.4 * TF,
+          "float8_e4m3fnuz": 2614.9 * TF, "float8_e4m3fn": 2614.9 * TF}
+
+
+def _entry(name: str, bandwidth: float, peaks: dict[str, float], source: str, memory_gb: float) -> DatasheetEntry:
+    return DatasheetEntry(name, bandwidth, peaks, source, memory_gb * GB)
+
 
 DATASHEET: dict[str, DatasheetEntry] = {
-    "A100 40GB": DatasheetEntry(
-        "NVIDIA A100 40GB (SXM4)", 1555e9, dict(_A100),
-        "NVIDIA A100 Tensor Core GPU datasheet (2021), dense figures (the '*' sparsity figures are 2x)", 40e9),
-    "A100 80GB": DatasheetEntry(
-        "NVIDIA A100 80GB (SXM4)", 2039e9, dict(_A100),
-        "NVIDIA A100 Tensor Core GPU datasheet (2021), dense figures; PCIe 80GB lists 1935 GB/s", 80e9),
-    "H100 SXM": DatasheetEntry(
-        "NVIDIA H100 SXM5 80GB", 3.35 * TB, dict(_HOPPER_SXM),
-        "NVIDIA H100 Tensor Core GPU datasheet (2023), SXM column, dense (sparsity figures halved)", 80e9),
-    "H100 PCIe": DatasheetEntry(
-        "NVIDIA H100 PCIe 80GB", 2.0 * TB,
-        {"float32": 51 * TF, "tfloat32": 378 * TF, "float16": 756 * TF, "bfloat16": 756 * TF,
-         "float8_e4m3fn": 1513 * TF},
-        "NVIDIA H100 Tensor Core GPU datasheet (2023), PCIe column, dense (sparsity figures halved)", 80e9),
-    "H200": DatasheetEntry(
-        "NVIDIA H200 SXM 141GB", 4.8 * TB, dict(_HOPPER_SXM),
-        "NVIDIA H200 Tensor Core GPU datasheet (2024), SXM column, dense (sparsity figures halved)", 141e9),
-    "L4": DatasheetEntry(
-        "NVIDIA L4", 300e9,
-        {"float32": 30.3 * TF, "tfloat32": 60 * TF, "float16": 121 * TF, "bfloat16": 121 * TF,
-         "float8_e4m3fn": 242.5 * TF},
-        "NVIDIA L4 Tensor Core GPU datasheet (2023), dense (sparsity figures halved)", 24e9),
-    "A10G": DatasheetEntry(
-        "NVIDIA A10G", 600e9,
-        {"float32": 31.2 * TF, "tfloat32": 62.5 * TF, "float16": 125 * TF, "bfloat16": 125 * TF},
-        "NVIDIA A10 Tensor Core GPU datasheet (2021), dense; A10G is AWS's A10 variant (600 GB/s GDDR6), "
-        "NVIDIA publishes no separate A10G sheet", 24e9),
-    "RTX 4090": DatasheetEntry(
-        "NVIDIA GeForce RTX 4090", 1008e9,
-        {"float32": 82.6 * TF, "tfloat32": 82.6 * TF, "float16": 165.2 * TF, "bfloat16": 165.2 * TF},
-        "NVIDIA Ada Lovelace architecture whitepaper (2022), RTX 4090, dense tensor figures with FP32 accumulate",
-        24e9),
+    "V100 SXM2 16GB": _entry("NVIDIA Tesla V100 SXM2 16GB", 900 * GB, _nv(15.7, None, 125, bf16=False),
+                             _V100_SHEET.format(col="SXM2"), 16),
+    "V100 SXM2 32GB": _entry("NVIDIA Tesla V100 SXM2 32GB", 900 * GB, _nv(15.7, None, 125, bf16=False),
+                             _V100_SHEET.format(col="SXM2"), 32),
+    "V100 PCIe 16GB": _entry("NVIDIA Tesla V100 PCIe 16GB", 900 * GB, _nv(14, None, 112, bf16=False),
+                             _V100_SHEET.format(col="PCIe"), 16),
+    "V100 PCIe 32GB": _entry("NVIDIA Tesla V100 PCIe 32GB", 900 * GB, _nv(14, None, 112, bf16=False),
+                             _V100_SHEET.format(col="PCIe"), 32),
+    "V100S PCIe": _entry("NVIDIA Tesla V100S PCIe 32GB", 1134 * GB, _nv(16.4, None, 130, bf16=False),
+                         _V100_SHEET.format(col="V100S PCIe"), 32),
+    "T4": _entry("NVIDIA T4", 320 * GB, _nv(8.1, None, 65, bf16=False),
+                 "NVIDIA T4 Tensor Core GPU datasheet (2019); fp16 is the mixed-precision Tensor Core figure", 16),
+    "A100 40GB": _entry("NVIDIA A100 40GB (SXM4)", 1555 * GB, dict(_A100), _A100_SHEET.format(col="40GB SXM"), 40),
+    "A100 40GB PCIe": _entry("NVIDIA A100 40GB PCIe", 1555 * GB, dict(_A100), _A100_SHEET.format(col="40GB PCIe"), 40),
+    "A100 80GB": _entry("NVIDIA A100 80GB (SXM4)", 2039 * GB, dict(_A100), _A100_SHEET.format(col="80GB SXM"), 80),
+    "A100 80GB PCIe": _entry("NVIDIA A100 80GB PCIe", 1935 * GB, dict(_A100), _A100_SHEET.format(col="80GB PCIe"), 80),
+    "A10": _entry("NVIDIA A10", 600 * GB, _nv(31.2, 62.5, 125),
+                  "NVIDIA A10 Tensor Core GPU datasheet (2021), dense (sparsity figures halved)", 24),
+    "A10G": _entry("NVIDIA A10G", 600 * GB, _nv(31.2, 62.5, 125),
+                   "NVIDIA A10 Tensor Core GPU datasheet (2021), dense; A10G is AWS's A10 variant (600 GB/s GDDR6), "
+                   "NVIDIA publishes no separate A10G sheet", 24),
+    "L4": _entry("NVIDIA L4", 300 * GB, _nv(30.3, 60, 121, fp8=242.5),
+                 "NVIDIA L4 Tensor Core GPU datasheet (2023), dense (sparsity figures halved)", 24),
+    "L40S": _entry("NVIDIA L40S", 864 * GB, _nv(91.6, 183, 362.05, fp8=733),
+                   "NVIDIA L40S GPU datasheet (2023), dense (the '*' sparsity figures halved)", 48),
+    "RTX 3090": _entry("NVIDIA GeForce RTX 3090", 936 * GB, _nv(35.6, 35.6, 71),
+                       "NVIDIA Ampere GA102 GPU architecture whitepaper (2020), RTX 3090 column, dense Tensor figures "
+                       "with FP32 accumulate", 24),
+    "RTX 4090": _entry("NVIDIA GeForce RTX 4090", 1008 * GB, _nv(82.6, 82.6, 165.2, fp8=330.3),
+                       "NVIDIA Ada Lovelace architecture whitepaper (2022), RTX 4090, dense Tensor figures with FP32 "
+                       "accumulate", 24),
+    "H100 SXM": _entry("NVIDIA H100 SXM5 80GB", 3.35 * TB, dict(_HOPPER_SXM), _H100_SHEET.format(col="SXM"), 80),
+    "H100 PCIe": _entry("NVIDIA H100 PCIe 80GB", 2.0 * TB, _nv(51, 378, 756, fp8=1513),
+                        _H100_SHEET.format(col="PCIe"), 80),
+    "H100 NVL": _entry("NVIDIA H100 NVL 94GB", 3.9 * TB, dict(_HOPPER_NVL), _H100_SHEET.format(col="H100 NVL"), 94),
+    "H200": _entry("NVIDIA H200 SXM 141GB", 4.8 * TB, dict(_HOPPER_SXM), _H200_SHEET.format(col="SXM"), 141),
+    "H200 NVL": _entry("NVIDIA H200 NVL 141GB", 4.8 * TB, dict(_HOPPER_NVL), _H200_SHEET.format(col="NVL"), 141),
+    "GH200 96GB": _entry("NVIDIA GH200 Grace Hopper (H100 96GB HBM3)", 4.0 * TB, dict(_HOPPER_SXM),
+                         "NVIDIA GH200 Grace Hopper Superchip datasheet (2023), HBM3 96GB variant, GPU figures dense",
+                         96),
+    "GH200 144GB": _entry("NVIDIA GH200 Grace Hopper (H200 144GB HBM3e)", 4.9 * TB, dict(_HOPPER_SXM),
+                          "NVIDIA GH200 Grace Hopper Superchip datasheet (2024), HBM3e 144GB variant, GPU figures "
+                          "dense", 144),
+    "B200": _entry("NVIDIA B200 (HGX B200)", 8.0 * TB, _nv(75, 1125, 2250, fp8=4500),
+                   "NVIDIA HGX B200 datasheet (2024), 8-GPU figures divided by 8, dense (sparsity figures halved)",
+                   180),
+    "GB200": _entry("NVIDIA B200 in GB200 (per GPU)", 8.0 * TB, _nv(90, 1250, 2500, fp8=5000),
+                    "NVIDIA GB200 NVL72 datasheet (2024), per-superchip figures divided by its 2 GPUs, dense "
+                    "(sparsity figures halved)", 186),
+    "MI210": _entry("AMD Instinct MI210", 1.6 * TB,
+                    {"float32": 45.3 * TF, "float16": 181.0 * TF, "bfloat16": 181.0 * TF},
+                    "AMD Instinct MI210 accelerator datasheet (2022); float32 is the FP32 matrix figure", 64),
+    "MI250 GCD": _entry("AMD Instinct MI250 (one GCD)", 1.6 * TB,
+                        {"float32": 45.25 * TF, "float16": 181.05 * TF, "bfloat16": 181.05 * TF},
+                        "AMD Instinct MI250 accelerator datasheet (2021), OAM figures halved per GCD (3.2 TB/s, 90.5 "
+                        "FP32-matrix and 362.1 FP16 TFLOPS per OAM)", 64),
+    "MI250X GCD": _entry("AMD Instinct MI250X (one GCD)", 1.6 * TB,
+                         {"float32": 47.85 * TF, "float16": 191.5 * TF, "bfloat16": 191.5 * TF},
+                         "AMD Instinct MI250X accelerator datasheet (2021), OAM figures halved per GCD (3.2 TB/s, "
+                         "95.7 FP32-matrix and 383 FP16 TFLOPS per OAM)", 64),
+    "MI300X": _entry("AMD Instinct MI300X", 5.3 * TB, dict(_MI300),
+                     "AMD Instinct MI300X accelerator datasheet (2023), dense (sparsity figures halved)", 192),
+    "MI325X": _entry("AMD Instinct MI325X", 6.0 * TB, dict(_MI300),
+                     "AMD Instinct MI325X accelerator datasheet (2024), dense (sparsity figures halved)", 256),
+    "MI355X": _entry("AMD Instinct MI355X", 8.0 * TB,
+                     {"float32": 157.3 * TF, "float16": 2516.6 * TF, "bfloat16": 2516.6 * TF,
+                      "float8_e4m3fn": 5033.2 * TF},
+                     "AMD Instinct MI355X accelerator datasheet (2025), dense (sparsity figures halved); CDNA 4 lists "
+                     "no TF32", 288),
 }
 
-_MATCHERS: list[tuple[re.Pattern[str], str]] = [
+_GB_IN_NAME = re.compile(r"(\d+)\s*G(?:B|iB)?\b", re.I)
+
+
+def _size_gb(name: str, memory_bytes: float | None) -> float | None:
+    """Device memory in GB: from the trace's totalGlobalMem when known, else a '80GB' in the name."""
+    if memory_bytes:
+        return memory_bytes / GB
+    match = _GB_IN_NAME.search(name)
+    return float(match.group(1)) if match else None
+
+
+def _v100(name: str, gb: float | None) -> str:
+    if re.search(r"V100S", name, re.I):
+        return "V100S PCIe"
+    size = "32GB" if gb and gb > 20 else "16GB"
+    return f"V100 {'PCIe' if re.search('PCI', name, re.I) else 'SXM2'} {size}"
+
+
+def _a100(name: str, gb: float | None) -> str:
+    big = bool(gb and gb > 48)
+    pcie = bool(re.search("PCI", name, re.I))
+    return ("A100 80GB" if big else "A100 40GB") + (" PCIe" if pcie else "")
+
+
+def _gh200(name: str, gb: float | None) -> str:
+    return "GH200 144GB" if gb and gb > 110 and not re.search(r"\b96\s*GB", name, re.I) else "GH200 96GB"
+
+
+_MATCHERS: list[tuple[re.Pattern[str], object]] = [
+    (re.compile(r"GH200", re.I), _gh200),
+    (re.compile(r"GB200|GB300", re.I), "GB200"),
+    (re.compile(r"\bB200|\bB100", re.I), "B200"),
+    (re.compile(r"H200.*NVL", re.I), "H200 NVL"),
     (re.compile(r"H200", re.I), "H200"),
+    (re.compile(r"H100.*NVL", re.I), "H100 NVL"),
     (re.compile(r"H100.*PCI", re.I), "H100 PCIe"),
-    (re.compile(r"H100", re.I), "H100 SXM"),
-    (re.compile(r"A100.*80\s*GB", re.I), "A100 80GB"),
-    (re.compile(r"A100", re.I), "A100 40GB"),
+    (re.compile(r"H100|H800", re.I), "H100 SXM"),
+    (re.compile(r"A100|A800", re.I), _a100),
     (re.compile(r"A10G", re.I), "A10G"),
+    (re.compile(r"\bA10\b", re.I), "A10"),
+    (re.compile(r"L40S", re.I), "L40S"),
     (re.compile(r"\bL4\b", re.I), "L4"),
+    (re.compile(r"\bT4\b", re.I), "T4"),
+    (re.compile(r"3090", re.I), "RTX 3090"),
     (re.compile(r"4090", re.I), "RTX 4090"),
+    (re.compile(r"V100", re.I), _v100),
+    (re.compile(r"MI355", re.I), "MI355X"),
+    (re.compile(r"MI325", re.I), "MI325X"),
+    (re.compile(r"MI300X", re.I), "MI300X"),
+    (re.compile(r"MI250X", re.I), "MI250X GCD"),
+    (re.compile(r"MI250", re.I), "MI250 GCD"),
+    (re.compile(r"MI210", re.I), "MI210"),
 ]
 
 
-def lookup_datasheet(device_name: str | None) -> DatasheetEntry | None:
-    """The datasheet entry for a device name as torch or a trace spells it ('NVIDIA H200'), or None."""
+def datasheet_key(device_name: str | None, memory_bytes: float | None = None) -> str | None:
+    """The DATASHEET key for a device name as torch or a trace spells it, or None."""
     if not device_name:
         return None
+    gb = _size_gb(device_name, memory_bytes)
     for pattern, key in _MATCHERS:
         if pattern.search(device_name):
-            return DATASHEET[key]
+            return key(device_name, gb) if callable(key) else key
     return None
+
+
+def lookup_datasheet(device_name: str | None, memory_bytes: float | None = None) -> DatasheetEntry | None:
+    """The datasheet entry for a device name ('NVIDIA H200', 'Tesla V100-SXM2-16GB'), or None."""
+    key = datasheet_key(device_name, memory_bytes)
+    return DATASHEET[key] if key else None

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import platform
 import re
 from pathlib import Path
 
 import torch
 
+from roofline.device.host import cpu_name
 from roofline.errors import RooflineError
 
 _DEVICE_RE = re.compile(r"^(cpu|cuda)(?::(\d+))?$")
@@ -38,16 +38,6 @@ def device_name(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     return cpu_name()
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "cpu"
 
 
 def last_level_cache_bytes(device: torch.device) -> int:

@@ -70,15 +70,15 @@ def merge_run_dir(run_dir: str | os.PathLike[str], ceilings_file: str | None = N
 
 
 def merge_trace_files(paths: list[str | os.PathLike[str]], ceilings_file: str | None = None, *,
-                      threshold: float = STRAGGLER_THRESHOLD) -> Report:
+                      threshold: float = STRAGGLER_THRESHOLD, partial: bool = False) -> Report:
     """Merge the torch.profiler traces of one job's ranks (rank from the trace's distributedInfo, else a
     'rank<N>' in its path, else its position)."""
-    from roofline.cli.trace import analyze_trace_file
+    from roofline.analyze.trace_file import analyze_trace_file
 
     inputs = []
     for position, path in enumerate(paths):
         timeline = read_timeline(path)
-        report = analyze_trace_file(path, ceilings_file, diagnose=False)  # merge_ranks diagnoses the merge
+        report = analyze_trace_file(path, ceilings_file, diagnose=False, partial=partial)  # merge_ranks diagnoses the merge
         rank = _rank_of_trace(timeline, path, position)
         info = timeline.metadata.get("distributedInfo")
         if isinstance(info, dict):

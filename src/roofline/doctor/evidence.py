@@ -212,7 +212,7 @@ def roofline_time_of(report: Report, flops: float, nbytes: float, dtype: str) ->
 
 
 def has_roofs(report: Report) -> bool:
-    return report.ceilings.memory_bandwidth_bytes_per_s > 0 and bool(report.ceilings.peak_flops_per_s)
+    return report.ceilings.has_roofs()
 
 
 def is_gpu_report(report: Report) -> bool:

@@ -46,6 +46,7 @@ def diagnose(report: Report, *, rules: Iterable[str] | None = None) -> list[Find
 
     selected = _select(rules)
     findings: list[Finding] = []
+    cap = profiled_time_s(report)
     clear_caches()
     try:
         for rule in selected:
@@ -59,6 +60,7 @@ def diagnose(report: Report, *, rules: Iterable[str] | None = None) -> list[Find
                 )]
             for finding in produced:
                 finding.rule = rule.name
+                _bound_savings(finding, cap)
             findings.extend(produced)
     finally:
         clear_caches()
@@ -66,6 +68,30 @@ def diagnose(report: Report, *, rules: Iterable[str] | None = None) -> list[Find
     for finding in findings:
         finding.share_of_time = finding.estimated_savings_s / base if base else None
     return rank(findings)
+
+
+def profiled_time_s(report: Report) -> float:
+    """The longest honest reading of how long the profile covers: the steps' wall time, the ops' summed time,
+    the host span of each step's ops, the measured step time, or the span of the device timeline (op time and
+    measured sync stalls together when nothing else is known). No finding can save more than this."""
+    kernels = report.kernels
+    span = (max(k.start_s + k.dur_s for k in kernels) - min(k.start_s for k in kernels)) if kernels else 0.0
+    first: dict[int | None, float] = {}
+    last: dict[int | None, float] = {}
+    for op in report.ops:
+        if op.start_s is not None:
+            first[op.step] = min(first.get(op.step, 0.0), op.start_s)
+            last[op.step] = max(last.get(op.step, 0.0), op.start_s + max(op.cpu_time_s, op.time_s))
+    host = sum(last[s] - first[s] for s in last)
+    stalls = sum(site.stall_s for site in report.syncs)
+    timed = [t.median_s * max(report.steps, 1) for t in (report.step_time, report.profiled_step_time) if t]
+    return max(report.summary.wall_time_s or 0.0, report.summary.total_time_s + stalls, span, host, *timed)
+
+
+def _bound_savings(finding: Finding, cap: float) -> None:
+    if cap > 0 and (finding.estimated_savings_s or 0.0) > cap:
+        finding.estimated_savings_s = cap
+        finding.savings_method += " (capped at the profiled time)"
 
 
 def rank(findings: list[Finding]) -> list[Finding]:

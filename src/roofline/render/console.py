@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from roofline.render.units import fmt_bytes, fmt_count, fmt_pct, fmt_rate, fmt_time
-from roofline.report import Ceilings, Report
+from roofline.report import BOUNDS, Ceilings, Report
 
 BOUND_STYLE = {"compute": "red", "memory": "blue", "launch": "grey50", "unmodeled": "yellow"}
 
@@ -94,7 +94,8 @@ def ops_table(report: Report, top: int = 15, width: int | None = None) -> Table:
     """The top ops; with the columns that fit in `width` (all when None), never wrapping a cell."""
     total = report.summary.total_time_s or sum(op.time_s for op in report.ops) or 1.0
     ops = sorted(report.ops, key=lambda op: op.time_s, reverse=True)[:top]
-    rows = [_op_cells(op, total) for op in ops]
+    roofs = report.ceilings.has_roofs()
+    rows = [_op_cells(op, total, roofs) for op in ops]
     columns = list(_OP_COLUMNS)
     while True:
         table = Table(title=f"Top {len(ops)} ops by device time (of {len(report.ops)})", title_justify="left")
@@ -113,7 +114,7 @@ def _table_width(table: Table) -> int:
     return console.measure(table).maximum
 
 
-def _op_cells(op, total: float) -> dict[str, str]:
+def _op_cells(op, total: float, roofs: bool = True) -> dict[str, str]:
     style = BOUND_STYLE.get(op.bound, "")
     return {
         "op": op.name.removeprefix("aten::"),
@@ -125,7 +126,7 @@ def _op_cells(op, total: float) -> dict[str, str]:
         "bytes": fmt_bytes(op.bytes),
         "FLOP/B": f"{op.arithmetic_intensity:.3g}" if op.modeled else "-",
         "achieved": fmt_rate(op.achieved_flops_per_s, "FLOP/s") if op.flops else fmt_rate(op.achieved_bytes_per_s, "B/s"),
-        "% of roof": (fmt_pct(op.efficiency) + (" (above!)" if op.above_roof else "")) if op.modeled else "-",
+        "% of roof": (fmt_pct(op.efficiency) + (" (above!)" if op.above_roof else "")) if op.modeled and roofs else "-",
         "bound": f"[{style}]{op.bound}[/{style}]" if style else op.bound,
         "source": _short_source(op.source),
     }
@@ -147,12 +148,15 @@ def summary_table(report: Report) -> Table:
     table.add_column("class")
     table.add_column("time", justify="right")
     table.add_column("share", justify="right")
-    for bound in ("compute", "memory", "launch", "unmodeled"):
+    for bound in BOUNDS:
         t = s.time_by_bound_s.get(bound, 0.0)
+        if bound == "unknown" and not t:
+            continue
         table.add_row(bound, fmt_time(t), fmt_pct(s.share_by_bound.get(bound, t / total)))
     table.add_row("total (sum of ops)", fmt_time(s.total_time_s), "100%")
-    table.add_row("predicted (roofline)", fmt_time(s.predicted_total_s),
-                  fmt_pct(s.predicted_total_s / total) if s.total_time_s else "-")
+    if report.ceilings.has_roofs():
+        table.add_row("predicted (roofline)", fmt_time(s.predicted_total_s),
+                      fmt_pct(s.predicted_total_s / total) if s.total_time_s else "-")
     return table
 
 
@@ -163,11 +167,16 @@ def render_report(report: Report, top: int = 15) -> str:
     lines.append(f"roofline report: {report.workload or report.kind} on {env.device_name or report.ceilings.device} "
                  f"(torch {env.torch_version})")
     c = report.ceilings
-    lines.append(
-        f"Roofs: memory {fmt_rate(c.memory_bandwidth_bytes_per_s, 'B/s')}, "
-        + ", ".join(f"{d} {fmt_rate(v, 'FLOP/s')}" for d, v in c.peak_flops_per_s.items())
-        + f", launch {fmt_time(c.launch_overhead_s)} ({c.source})"
-    )
+    if report.extra.get("partial"):
+        lines.insert(0, "PARTIAL REPORT: the trace is cut short; what follows covers only the events read before the cut")
+    if c.has_roofs():
+        lines.append(
+            f"Roofs: memory {fmt_rate(c.memory_bandwidth_bytes_per_s, 'B/s')}, "
+            + ", ".join(f"{d} {fmt_rate(v, 'FLOP/s')}" for d, v in c.peak_flops_per_s.items())
+            + f", launch {fmt_time(c.launch_overhead_s)} ({c.source})"
+        )
+    else:
+        lines.append("Roofs: none known for this device (times and findings only; see the warning below)")
     width = terminal_width()
     if s.stale_ceilings:
         lines.append(f"Warning: {s.stale_ceilings}")

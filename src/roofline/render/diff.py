@@ -39,6 +39,8 @@ def render_diff_console(diff: ReportDiff, top: int = 15, width: int = 140) -> st
         f"({_signed_ms(t.delta_s)}, {_pct(t.delta_pct)})"
     )
     console.print(f"run-to-run noise: {_ms(t.noise_s)} ({t.noise_method})", markup=False)
+    for warning in diff.warnings:
+        console.print(f"warning: {warning}", markup=False)
     console.print(
         f"FLOPs: {diff.a_flops:.4g} -> {diff.b_flops:.4g}   bytes: {diff.a_bytes:.4g} -> {diff.b_bytes:.4g}"
     )
@@ -103,6 +105,7 @@ def diff_payload(diff: ReportDiff, max_rows: int = 2000) -> dict[str, Any]:
         "a_label": diff.a_label,
         "b_label": diff.b_label,
         "total": {**dataclasses.asdict(t), "delta_s": t.delta_s, "delta_pct": t.delta_pct},
+        "warnings": list(diff.warnings),
         "work": {"a_flops": diff.a_flops, "b_flops": diff.b_flops, "a_bytes": diff.a_bytes, "b_bytes": diff.b_bytes},
         "classes": rows(diff.classes),
         "ops": rows(diff.ops),

@@ -16,13 +16,18 @@ from roofline.report import Report
 AUGMENT_LIMIT_BYTES = 192 * 2**20
 
 
+# deflate never compresses better than about 1032:1: a larger recorded size is not a gzip trailer (a cut file)
+_MAX_DEFLATE_RATIO = 1032
+
+
 def uncompressed_size(path: Path) -> int:
-    """A trace's JSON size; for .gz, the size gzip records in its trailer (modulo 4 GiB)."""
+    """A trace's JSON size; for .gz, the size gzip records in its trailer (modulo 4 GiB), when it can be one."""
     size = path.stat().st_size
     if path.suffix == ".gz" and size >= 4:
         with path.open("rb") as fh:
             fh.seek(-4, os.SEEK_END)
-            return max(size, int.from_bytes(fh.read(4), "little"))
+            recorded = int.from_bytes(fh.read(4), "little")
+        return max(size, recorded) if recorded <= size * _MAX_DEFLATE_RATIO else size
     return size
 
 

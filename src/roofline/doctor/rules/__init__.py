@@ -11,6 +11,7 @@ from roofline.doctor.rules import (  # noqa: F401
     tf32,
     half_alignment,
     host_input,
+    warm_up,
     exposed_communication,
     straggler,
     tiny_collectives,

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import math
 
-from roofline.doctor.evidence import (CONV_KINDS, HALF_DTYPES, MATMUL_KINDS, is_gpu_report, matmul_operands,
-                                      norm_dtype, op_kind, roofline_time_of, severity_for, tensor_inputs,
-                                      top_locations)
+from roofline.doctor.evidence import (CONV_KINDS, HALF_DTYPES, MATMUL_KINDS, has_roofs, is_gpu_report, matmul_operands,
+                                      norm_dtype, op_kind, roofline_time_of, severity_for, tensor_inputs, top_locations)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
 
@@ -41,7 +40,7 @@ def misaligned_dims(op: OpRecord) -> tuple[int, int] | None:
 
 @register(RULE, "half-precision matmul dims not a multiple of 8")
 def check(report: Report) -> list[Finding]:
-    if not is_gpu_report(report):
+    if not is_gpu_report(report) or not has_roofs(report):
         return []
     hits = [(op, dims) for op in report.ops if (dims := misaligned_dims(op))]
     if not hits:

@@ -46,22 +46,36 @@ def check_copies(report: Report) -> list[Finding]:
     )]
 
 
+def _warmup_in(report: Report, step: int | None, end: float) -> float:
+    """Time of CUDA lazy initialisation (analyze/warmup.py) inside [0, end) of a step's clock."""
+    spent = 0.0
+    for e in report.extra.get("warmup") or []:
+        if e.get("step") == step and e.get("kind") == "cuda-lazy-init":
+            spent += max(0.0, min(e["start_s"] + e["dur_s"], end) - max(e["start_s"], 0.0))
+    return spent
+
+
 def _step_leads(report: Report) -> list[tuple[float, float, OpRecord]]:
-    """Per step: (host time from the step's start to the first op that launched device work, step span, that op)."""
+    """Per step: (host time from the step's start to the first op that launched device work, less any CUDA lazy
+    initialisation in it, step span, that op). The first iterations (warm-up) are left out."""
     by_step: dict[int | None, list[OpRecord]] = {}
     for op in report.ops:
         if op.start_s is not None:
             by_step.setdefault(op.step, []).append(op)
     measured = report.profiled_step_time.median_s if report.profiled_step_time else 0.0
     leads = []
-    for ops in by_step.values():
+    warmup_steps = {e.get("step") for e in report.extra.get("warmup") or [] if e.get("kind") == "first-iteration"}
+    for step, ops in by_step.items():
+        if step is not None and step in warmup_steps:
+            continue
         launching = [op for op in ops if op.kernels]
         if not launching:
             continue
         first = min(launching, key=lambda op: op.start_s)
         span = measured or max(op.start_s + max(op.cpu_time_s, op.time_s) for op in ops)
         if span > 0:
-            leads.append((max(first.start_s, 0.0), span, first))
+            lead = max(first.start_s, 0.0)
+            leads.append((max(lead - _warmup_in(report, first.step, lead), 0.0), span, first))
     return leads
 
 
@@ -84,7 +98,8 @@ def check_idle(report: Report) -> list[Finding]:
                   "first_device_op": firsts[0].name},
         locations=top_locations(firsts), estimated_savings_s=sum(l for l, _, _ in leads),
         savings_method=("host time from each step's start to the first op that launched device work (nothing "
-                        "is queued on the GPU before it), hidden when the next input is prepared ahead"),
+                        "is queued on the GPU before it), less CUDA lazy initialisation, hidden when the next input "
+                        "is prepared ahead"),
         fix=("prepare the next input while the GPU works: DataLoader workers with pin_memory=True and prefetching, "
              "non_blocking copies, no host-side preprocessing between steps; make tensors on the device"),
         severity=severity_for(report, sum(l for l, _, _ in leads)),

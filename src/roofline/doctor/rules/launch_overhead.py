@@ -18,6 +18,9 @@ MIN_STRETCH_KERNELS = 10
 MIN_LAUNCH_BOUND_OPS = 10
 MIN_SHARE = 0.05
 LAUNCH_FACTOR = 2.0
+# A gap before a tiny kernel counts as launch cost only up to this: eager PyTorch spends some 5-50 us per op.
+MAX_LAUNCH_GAP_S = 100e-6
+GAP_CAP_FACTOR = 20.0
 
 FIX = ("capture the repeated step in a CUDA graph (torch.compile(mode='reduce-overhead') or torch.cuda.CUDAGraph), "
        "or fuse the small ops with torch.compile; on the CPU, torch.compile fuses them into fewer, larger kernels")
@@ -57,15 +60,19 @@ def _gpu_stretches(report: Report, kernels: list[KernelRecord]) -> list[Finding]
     if span <= 0 or gaps / span < MIN_SHARE:
         return []
     graph = report.ceilings.launch_overhead_graph_s or 0.0
-    savings = max(gaps - n * graph, 0.0)
+    gap_cap = max(GAP_CAP_FACTOR * overhead, MAX_LAUNCH_GAP_S)
+    removable = sum(min(g, gap_cap) for s in stretches for _, g in s)
+    savings = min(max(removable - n * graph, 0.0), gaps)
     method = ("device idle between the stretches' kernels (gaps on the kernel timeline), which a CUDA graph replay "
-              "removes" + (f", less the measured graph launch cost per kernel ({graph:.3g} s x {n})" if graph else ""))
+              f"removes, each gap counted up to {gap_cap * 1e6:.3g} us (a longer gap is host work or a wait, not "
+              "the launch)" + (f", less the measured graph launch cost per kernel ({graph:.3g} s x {n})" if graph else ""))
     op_ids = {k.op_index for s in stretches for k, _ in s if k.op_index is not None}
     ops = [report.ops[i] for i in op_ids if 0 <= i < len(report.ops)]
     return [Finding(
         rule=RULE, category="launch",
         title=f"launch-bound: {n} short kernels in {len(stretches)} stretch(es), device idle {gaps / span:.0%} of the span",
-        evidence={"kernels": n, "stretches": len(stretches), "idle_s": gaps, "busy_s": busy, "span_s": span,
+        evidence={"kernels": n, "stretches": len(stretches), "idle_s": gaps, "removable_idle_s": removable,
+                  "busy_s": busy, "span_s": span,
                   "median_kernel_s": sorted(k.dur_s for s in stretches for k, _ in s)[n // 2],
                   "launch_overhead_s": overhead},
         locations=top_locations(ops), estimated_savings_s=savings, savings_method=method, fix=FIX,

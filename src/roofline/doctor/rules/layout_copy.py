@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from roofline.doctor.evidence import (MATMUL_KINDS, blas_compatible, generic_module, input_dtype,
+from roofline.doctor.evidence import (MATMUL_KINDS, blas_compatible, generic_module, has_roofs, input_dtype,
                                       is_contiguous, is_dense_permutation, location, matmul_operands, op_kind,
                                       ordered_ops, output_dtype, roofline_time, severity_for, tensor_bytes,
                                       top_locations)
@@ -115,6 +115,8 @@ def recurring_copies(report: Report) -> list[OpRecord]:
 
 @register(RULE, "copies of transposed/permuted views; matmuls on strided operands")
 def check(report: Report) -> list[Finding]:
+    if not has_roofs(report):
+        return []
     groups: dict[str, list[OpRecord]] = defaultdict(list)
     for op in recurring_copies(report):
         groups[generic_module(op.module) or op.source or ""].append(op)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from roofline.doctor.evidence import (ATTENTION_KINDS, CONV_KINDS, ELEMENTWISE_KINDS, HALF_DTYPES, MATMUL_KINDS, VIEW_KINDS,
-                                      generic_module, input_dtype, is_aten_like, itemsize, location, op_kind, ordered_ops, output_dtype,
-                                      severity_for, tensor_inputs, top_locations)
+from roofline.doctor.evidence import (ATTENTION_KINDS, CONV_KINDS, ELEMENTWISE_KINDS, HALF_DTYPES, MATMUL_KINDS,
+                                      VIEW_KINDS, generic_module, has_roofs, input_dtype, is_aten_like, itemsize,
+                                      location, op_kind, ordered_ops, output_dtype, severity_for, tensor_inputs,
+                                      top_locations)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
 
@@ -110,6 +111,8 @@ def _fp32_savings(report: Report, op: OpRecord, half: str) -> float:
 
 @register(RULE, "fp32 ops and cast pairs inside an fp16/bf16 model")
 def check(report: Report) -> list[Finding]:
+    if not has_roofs(report):
+        return []
     half = model_dtype(report)
     if half not in HALF_DTYPES:
         return []

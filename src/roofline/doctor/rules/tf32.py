@@ -1,13 +1,15 @@
 """fp32 matmuls and convolutions with TF32 off on a GPU with TF32 tensor cores (Ampere, compute capability 8.0+).
 
-Evidence: fp32 matmul/conv ops whose kernels were recorded and none of them is a TF32 kernel ('tf32' in its
-name), on a device the report names as Ampere or newer (report.extra['compute_capability'], else the device name).
+Evidence: fp32 matmul/conv ops whose kernels were recorded and none of them is a TF32 kernel (judged per kernel
+from its name: analyze/kernel_names.py), on an NVIDIA device the report names as Ampere or newer
+(report.extra['compute_capability'], else the device name). Other vendors get no TF32 advice.
 """
 
 from __future__ import annotations
 
 import re
 
+from roofline.analyze.kernel_names import any_tf32
 from roofline.doctor.evidence import (CONV_KINDS, MATMUL_KINDS, op_kind, roofline_time_of, severity_for,
                                       tensor_inputs, top_locations)
 from roofline.doctor.registry import register
@@ -21,9 +23,22 @@ _AMPERE_OR_NEWER = re.compile(
     r"H20|GH200|B100|B200|GB200|B300|GB300|RTX\s*PRO|Ada)\b", re.I)
 
 
+_OTHER_VENDOR = re.compile(r"\bAMD\b|Radeon|Instinct|\bMI\d{3}|MTIA|ARTEMIS|Intel|Gaudi", re.I)
+
+
+def is_nvidia(report: Report) -> bool:
+    """TF32 is NVIDIA's: a device identified as another vendor's, or named as one, gets no TF32 advice."""
+    device = report.extra.get("device") if isinstance(report.extra.get("device"), dict) else {}
+    if device.get("vendor"):
+        return device["vendor"] == "nvidia"
+    names = [report.ceilings.device_name, report.environment.device_name]
+    return not any(_OTHER_VENDOR.search(n or "") for n in names)
+
+
 def compute_capability(report: Report) -> float | None:
     trace = report.extra.get("trace") if isinstance(report.extra.get("trace"), dict) else {}
-    cc = report.extra.get("compute_capability") or trace.get("compute_capability")
+    device = report.extra.get("device") if isinstance(report.extra.get("device"), dict) else {}
+    cc = report.extra.get("compute_capability") or trace.get("compute_capability") or device.get("compute_capability")
     if isinstance(cc, (list, tuple)) and len(cc) >= 2:
         return float(cc[0]) + float(cc[1]) / 10
     if isinstance(cc, (int, float, str)):
@@ -66,7 +81,7 @@ def fp32_matmuls_without_tf32(report: Report) -> list[OpRecord]:
         floats = [d for _, d, _ in tensor_inputs(op) if d.startswith("float")]
         if not floats or floats[0] != "float32":
             continue
-        if any("tf32" in k.lower() for k in op.kernels):
+        if any_tf32(op.kernels):
             continue
         key = (tuple(op.kernels), op.start_s, op.step)
         if key in seen:
@@ -86,6 +101,8 @@ def _compute_bound(report: Report, op: OpRecord) -> bool:
 
 @register(RULE, "fp32 matmuls with TF32 off on Ampere or newer")
 def check(report: Report) -> list[Finding]:
+    if not is_nvidia(report):
+        return []
     cc = compute_capability(report)
     if cc is None or cc < 8.0:
         return []
@@ -105,16 +122,29 @@ def check(report: Report) -> list[Finding]:
                   "FLOP/s), never below their memory-roof time; memory-bound ones gain nothing")
     else:
         savings, method = 0.0, "not estimated: the ceilings hold no TF32 peak for this device"
+    on = tf32_ops(report)
+    if on:
+        title = (f"TF32 is on ({on} fp32 matmul/conv ops ran TF32 kernels), but {len(ops)} ran plain fp32 kernels "
+                 "that cuBLAS/cuDNN chose for their shapes")
+        fix = ("these shapes get no tensor-core kernel: pad dimensions to multiples of 8 (16 better), batch the "
+               "small or skinny matmuls, or run them in bf16/fp16 with autocast")
+    else:
+        title = f"{len(ops)} fp32 matmul/conv ops run without TF32 on a compute capability {cc:g} GPU"
+        fix = ("enable TF32 tensor cores: torch.backends.cuda.matmul.allow_tf32 = True and "
+               "torch.backends.cudnn.allow_tf32 = True (or torch.set_float32_matmul_precision('high')), "
+               "or run the model in bf16/fp16 with autocast")
     return [Finding(
-        rule=RULE, category="precision",
-        title=f"{len(ops)} fp32 matmul/conv ops run without TF32 on a compute capability {cc:g} GPU",
-        evidence={"ops": len(ops), "compute_bound_ops": len(bound), "time_s": time,
+        rule=RULE, category="precision", title=title,
+        evidence={"ops": len(ops), "compute_bound_ops": len(bound), "time_s": time, "tf32_ops": on,
                   "op_kinds": sorted({op_kind(op.name) for op in ops}),
                   "kernels": sorted({k for op in ops for k in op.kernels})[:3],
                   "fp32_peak_flops_per_s": slow, "tf32_peak_flops_per_s": fast},
-        locations=top_locations(ops), estimated_savings_s=savings, savings_method=method,
-        fix=("enable TF32 tensor cores: torch.backends.cuda.matmul.allow_tf32 = True and "
-             "torch.backends.cudnn.allow_tf32 = True (or torch.set_float32_matmul_precision('high')), "
-             "or run the model in bf16/fp16 with autocast"),
+        locations=top_locations(ops), estimated_savings_s=savings, savings_method=method, fix=fix,
         severity=severity_for(report, savings),
     )]
+
+
+def tf32_ops(report: Report) -> int:
+    """fp32 matmul/conv ops that ran TF32 kernels: TF32 is already enabled in that process."""
+    return sum(1 for op in report.ops
+               if (op_kind(op.name) in MATMUL_KINDS or op_kind(op.name) in CONV_KINDS) and any_tf32(op.kernels))

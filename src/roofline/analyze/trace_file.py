@@ -1,0 +1,167 @@
+"""A trace file a user brings: which device it ran on, which roofs it is judged against, and its Report.
+
+The roofs come from, in order: ``--ceilings FILE``; this machine's measured ceilings from the cache, only for a
+device of this machine (a GPU named in the trace and measured here, or a CPU trace whose ``host_name`` is this
+host); the datasheet of the device the trace names or its kernels imply. Nothing is ever measured here: a trace
+recorded elsewhere is never judged against this machine. A device with no known roofs still gets a report
+(times, breakdown, attribution and every finding that needs no roof) with one note saying what is missing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from roofline.device.identify import DeviceIdentity, identify_trace
+from roofline.errors import RooflineError
+from roofline.report import Ceilings, Report
+
+ASSUMED_LAUNCH_S = 5e-6
+_HOW_TO_SUPPLY = ("write them with `roofline ceilings --json FILE` on that machine (or by hand: "
+                  "memory_bandwidth_bytes_per_s and peak_flops_per_s per dtype) and pass --ceilings FILE")
+
+
+def ceilings_for_trace(trace, ceilings_file: str | None = None, identity: DeviceIdentity | None = None) -> Ceilings:
+    """The roofs to judge ``trace`` against (``source == "none"`` when no roof is known: ``has_roofs()`` false)."""
+    from roofline.device.cache import cached_ceilings, load_ceilings
+    from roofline.device.datasheet import DATASHEET
+
+    identity = identity or identify_trace(trace)
+    if ceilings_file:
+        return load_ceilings(ceilings_file)
+    if identity.kind == "cpu":
+        return _cpu_ceilings(identity)
+    if identity.kind == "gpu" and not trace.kernels:
+        return no_ceilings(identity, f"no roofs: the trace names {identity.name} but holds no device activity "
+                                     "(kernels were not recorded), so op times are host times and are not judged "
+                                     "against a device's roofs; record with ProfilerActivity.CUDA for device times, or pass "
+                                     "--ceilings FILE to judge them anyway")
+    if identity.name and not identity.assumed:
+        cached = cached_ceilings(identity.name)
+        if cached is not None:
+            return cached
+    if identity.datasheet_key:
+        return _from_datasheet(identity, DATASHEET[identity.datasheet_key])
+    what = identity.name or "this device"
+    return no_ceilings(identity, f"no roofs known for {what}: its memory bandwidth and peak FLOP/s per dtype are "
+                                 "missing, so ops get no roofline bound and findings that need a roof are left out; "
+                                 + _HOW_TO_SUPPLY)
+
+
+def no_ceilings(identity: DeviceIdentity, why: str) -> Ceilings:
+    device = {"gpu": "cuda", "cpu": "cpu"}.get(identity.kind, identity.vendor or "unknown")
+    return Ceilings(device=device, device_name=identity.name, source="none", method=why)
+
+
+def _from_datasheet(identity: DeviceIdentity, sheet) -> Ceilings:
+    assumed = (f"; the part is assumed from the architecture ({identity.arch or identity.compute_capability}): "
+               "pass --ceilings FILE if it was another" if identity.assumed else "")
+    return Ceilings(
+        device="cuda",
+        device_name=identity.name,
+        memory_bandwidth_bytes_per_s=sheet.memory_bandwidth_bytes_per_s,
+        peak_flops_per_s=dict(sheet.peak_flops_per_s),
+        launch_overhead_s=ASSUMED_LAUNCH_S,
+        datasheet=sheet,
+        source="datasheet (assumed part)" if identity.assumed else "datasheet",
+        method=(f"datasheet peaks of the {sheet.name} ({sheet.source}); launch overhead assumed "
+                f"{ASSUMED_LAUNCH_S * 1e6:g} us (not measured on this GPU){assumed}"),
+    )
+
+
+def _cpu_ceilings(identity: DeviceIdentity) -> Ceilings:
+    from roofline.device.cache import cached_ceilings
+    from roofline.device.host import cpu_name, host_name
+
+    here = host_name()
+    if identity.host_name and identity.host_name == here:
+        cached = cached_ceilings(cpu_name(), allow_quick=True)
+        if cached is not None:
+            cached.method = f"the trace was recorded on this host ({here}): its cached CPU ceilings. {cached.method}"
+            return cached
+        return no_ceilings(identity, f"no roofs: this host's CPU ceilings are not measured yet; run `roofline "
+                                     "ceilings` once (then traces recorded here use them), or pass --ceilings FILE")
+    where = f"on {identity.host_name}" if identity.host_name else "on a host the trace does not name"
+    return no_ceilings(identity, f"no roofs: a CPU trace recorded {where} is not judged against this machine's CPU; "
+                                 "for roofs, " + _HOW_TO_SUPPLY)
+
+
+def analyze_trace_file(path: str | Path, ceilings_file: str | None = None, *, diagnose: bool = True,
+                       partial: bool = False) -> Report:
+    """The Report of one trace file; ``diagnose=False`` leaves the doctor to the caller.
+
+    A trace cut short (truncated gzip, JSON that stops mid-list) is refused unless ``partial``: then its report
+    says so first."""
+    from roofline.analyze.pipeline import report_from_trace, run_doctor
+    from roofline.capture.kineto import load_trace
+
+    trace = load_trace(path)
+    if trace.cut and not partial:
+        raise RooflineError(f"{path} is cut short ({'; '.join(trace.warnings[-1:])}; {trace.events_read} events "
+                            "read): pass --partial for a report of what was read")
+    identity = identify_trace(trace)
+    ceilings = ceilings_for_trace(trace, ceilings_file, identity)
+    report = report_from_trace(trace, ceilings, kind="trace", workload=Path(path).name, diagnose=False)
+    _describe_device(report, identity, ceilings, ceilings_file)
+    if trace.cut:
+        report.extra["partial"] = {"events_read": trace.events_read, "why": trace.warnings[-1:]}
+        report.summary.notes.insert(0, f"PARTIAL: the trace is cut short; this report covers the {trace.events_read} "
+                                       "events read before the cut")
+    _describe_missing(report, trace)
+    del trace  # the doctor reads only the Report: free the parsed trace first (big traces)
+    if diagnose:
+        run_doctor(report)
+    return report
+
+
+def _describe_device(report: Report, identity: DeviceIdentity, ceilings: Ceilings, ceilings_file: str | None) -> None:
+    roofs = f"--ceilings {ceilings_file}" if ceilings_file else ceilings.source
+    report.extra["device"] = {**identity.to_dict(), "roofs": roofs}
+    report.environment.device_name = identity.name or report.environment.device_name
+    report.environment.hostname = identity.host_name
+    report.environment.platform = ""
+    report.summary.notes.insert(0, f"Device: {identity.name} ({identity.how}); roofs: {roofs}")
+    if not ceilings.has_roofs():
+        report.summary.notes.insert(1, f"warning: {ceilings.method}")
+
+
+def _describe_missing(report: Report, trace) -> None:
+    """What the trace lacks, said once (the reader's own warnings cover shapes, steps and launches)."""
+    if not trace.kernels and trace.launches and "cuda_profiler_range" in trace.categories:
+        report.summary.notes.append("the trace holds CUPTI range-profiler events but no kernel activity: device "
+                                    "times, idle time and kernel attribution are unavailable")
+    if trace.kernels and not trace.ops:
+        by_name: dict[str, float] = {}
+        for k in trace.kernels:
+            by_name[k.name] = by_name.get(k.name, 0.0) + k.dur_us
+        top = sorted(by_name.items(), key=lambda kv: -kv[1])[:5]
+        listed = "; ".join(f"{name[:60]} {us / 1e3:.3g} ms" for name, us in top)
+        report.summary.notes.append(f"ops are absent (no cpu_op events): a kernel-level report of "
+                                    f"{len(trace.kernels)} device events ({sum(by_name.values()) / 1e3:.3g} ms); "
+                                    f"by time: {listed}")
+    if trace.ops and not report.ops:
+        report.summary.notes.append(f"none of the trace's {len(trace.ops)} host events is an op with recorded work "
+                                    "inside the profiled steps: nothing to place on a roofline")
+    collectives = _collectives_note(trace)
+    if collectives:
+        report.summary.notes.append(collectives)
+
+
+def _collectives_note(trace) -> str:
+    """The job's collectives in one line (host calls such as gloo:all_reduce, which CPU traces carry)."""
+    from roofline.distributed.comm import is_communication_op
+
+    calls: dict[str, list[float]] = {}
+    for op in trace.ops:
+        outer = op.parent < 0 or not is_communication_op(trace.ops[op.parent].name)
+        if is_communication_op(op.name) and outer:
+            calls.setdefault(op.name, []).append(op.dur_us)
+    if not calls:
+        return ""
+    info = trace.metadata.get("distributedInfo")
+    job = ""
+    if isinstance(info, dict) and info.get("backend"):
+        job = f" (backend {info['backend']}" + (f", rank {info['rank']} of {info['world_size']}"
+                                                if "rank" in info and "world_size" in info else "") + ")"
+    top = sorted(calls.items(), key=lambda kv: -sum(kv[1]))[:4]
+    listed = ", ".join(f"{name} x{len(durs)} ({sum(durs) / 1e6:.3g} s host time)" for name, durs in top)
+    return f"collectives{job}: {listed}"

@@ -1,0 +1,113 @@
+"""The public HTA corpus (../shared/fixtures/public-traces/hta, see its README) as a test: every Kineto trace gives
+a report, with its device identified from the trace, no false TF32 / ends-early / input-idle findings, and no
+saving larger than the time it could remove."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, SHARED
+from roofline.analyze.trace_file import analyze_trace_file
+from roofline.doctor.registry import profiled_time_s
+from roofline.errors import RooflineError
+
+CORPUS = SHARED / "fixtures" / "public-traces" / "hta"
+FILES = sorted(str(p.relative_to(CORPUS)) for p in CORPUS.rglob("*") if p.name.endswith((".json", ".json.gz"))) \
+    if CORPUS.is_dir() else ["(corpus absent)"]
+needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"public trace corpus not present at {CORPUS} "
+                                                               "(../shared is absent in this checkout)")
+
+# file (prefix) -> (device kind, vendor, datasheet key or None); unlisted files only need a report
+DEVICES = {
+    "amd_trace/": ("gpu", "amd", "MI250 GCD"),
+    "call_stack/": ("gpu", "nvidia", "A100 40GB"),
+    "cpu_only/": ("cpu", "", None),
+    "df_index_resolver/": ("gpu", "nvidia", "V100 SXM2 32GB"),
+    "ns_resolution_trace/": ("gpu", "nvidia", "V100 SXM2 32GB"),
+    "trace_diff/test/": ("gpu", "nvidia", "V100 SXM2 16GB"),
+    "trace_diff/control/": ("gpu", "nvidia", "A100 40GB"),
+    "negative_queue_length_values_check/": ("gpu", "nvidia", "A100 80GB"),
+    "timeline_analysis/": ("gpu", "nvidia", "A100 40GB"),
+    "trace_filter/": ("gpu", "nvidia", "A100 40GB"),
+    "mtia_": ("accelerator", "meta", None),
+    "rank_non_gpu/": ("cpu", "", None),
+    "mixed_files/": ("cpu", "", None),
+    "trace_file_list/": ("gpu", "nvidia", "V100 SXM2 16GB"),
+}
+
+
+def _expected_device(name: str):
+    return next((v for k, v in DEVICES.items() if name.startswith(k)), None)
+
+
+@needs_corpus
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FILES)
+def test_public_trace_gives_an_honest_report(name):
+    path = CORPUS / name
+    if name.endswith("_et.json.gz"):
+        with pytest.raises(RooflineError, match="not a Chrome/Kineto trace"):
+            analyze_trace_file(path)
+        return
+    report = analyze_trace_file(path)
+    device = report.extra["device"]
+    expected = _expected_device(name)
+    if expected:
+        kind, vendor, sheet = expected
+        assert (device["kind"], device["vendor"], device["datasheet"]) == (kind, vendor, sheet), device
+    assert device["how"]
+    assert report.ceilings.source != "measured", "a trace from elsewhere was judged against this machine"
+    notes = " ".join(report.summary.notes)
+    assert "ends early" not in notes and "PARTIAL" not in notes
+    rules = {f.rule for f in report.findings}
+    if device["vendor"] != "nvidia":
+        assert "tf32-off" not in rules
+    for f in report.findings:
+        if f.rule == "tf32-off":
+            assert not any("s1688" in k or "tf32" in k.lower() for k in f.evidence["kernels"]), f.evidence
+        if f.rule == "launch-overhead":
+            assert f.estimated_savings_s <= f.evidence["idle_s"] + f.evidence["busy_s"]
+        assert f.estimated_savings_s <= profiled_time_s(report) * (1 + 1e-9), (f.rule, f.estimated_savings_s)
+    if name.startswith("critical_path/alexnet"):
+        assert "input-idle" not in rules and "warm-up" in rules
+    if name.startswith("mtia_"):
+        assert report.ceilings.source == "none" and "--ceilings FILE" in notes
+        assert sum(1 for n in report.summary.notes if n.startswith("warning:")) == 1
+    if name.startswith("trace_file_list/"):
+        assert "ops are absent" in notes
+    if name.startswith("cpu_only/"):
+        assert "gloo:all_reduce" in notes
+
+
+@needs_corpus
+@pytest.mark.slow
+def test_roofline_diff_says_the_devices_differ():
+    from roofline.analyze.diff import diff_reports
+
+    a = analyze_trace_file(CORPUS / "trace_diff" / "control" / "control.json.gz", diagnose=False)
+    b = analyze_trace_file(CORPUS / "trace_diff" / "test" / "test.json.gz", diagnose=False)
+    warnings = diff_reports(a, b).warnings
+    assert any("different devices" in w and "A100" in w and "V100" in w for w in warnings)
+
+
+@needs_corpus
+@pytest.mark.slow
+def test_largest_corpus_trace_stays_under_a_gigabyte(tmp_path):
+    """Peak RSS of the whole `roofline trace` command on the corpus's heaviest file (VmHWM of a fresh process)."""
+    hwm = tmp_path / "hwm"
+    code = ("import atexit, runpy, sys\n"
+            f"atexit.register(lambda: open({str(hwm)!r}, 'w').write([l.split()[1] for l in open('/proc/self/status')"
+            " if l.startswith('VmHWM')][0]))\n"
+            "sys.argv = ['roofline'] + sys.argv[1:]\n"
+            "runpy.run_module('roofline', run_name='__main__')\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    trace = CORPUS / "mtia_trace_single_rank" / "mtia_rank_0.json.gz"
+    proc = subprocess.run([sys.executable, "-c", code, "trace", str(trace), "-o", str(tmp_path / "out"), "--no-html"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert int(hwm.read_text()) * 1024 <= 2**30
