@@ -435,7 +435,7 @@ def _classify_frame(name: str) -> tuple[int, str] | None:
 def _sweep(order: list[int], objs: list, ts: list[float], ends: list[float], ranks: list[int],
            threads: list[int]) -> None:
     """Assign parents, depth, flags, module and source to ops, and the enclosing op to launches and memory."""
-    flags_of: dict[str, tuple[bool, bool]] = {}
+    flags_of: dict[str, tuple[bool, bool, bool]] = {}
     ops: list[CpuOp] = []
     op_ends: list[float] = []
     modules: list[tuple[float, str]] = []
@@ -465,7 +465,12 @@ def _sweep(order: list[int], objs: list, ts: list[float], ends: list[float], ran
             name = obj.name
             flags = flags_of.get(name)
             if flags is None:
-                flags = flags_of[name] = (_is_backward_name(name), name.startswith("Optimizer.step#"))
+                flags = flags_of[name] = (_is_backward_name(name), name.startswith("Optimizer.step#"),
+                                          obj.is_annotation and _STEP.match(name) is not None)
+            if flags[2]:
+                # A step boundary nests under nothing: a span still open when profiler.step() ran (the
+                # optimizer's own, when steps end at optimizer.step()) would otherwise hold every later step.
+                ops, op_ends = [], []
             if ops:
                 parent = ops[-1]
                 obj.parent = parent.index
@@ -473,7 +478,7 @@ def _sweep(order: list[int], objs: list, ts: list[float], ends: list[float], ran
                 obj.is_backward = parent.is_backward or flags[0]
                 obj.is_optimizer = parent.is_optimizer or flags[1]
             else:
-                obj.is_backward, obj.is_optimizer = flags
+                obj.is_backward, obj.is_optimizer = flags[0], flags[1]
             ops.append(obj)
             op_ends.append(ends[j])
         elif rank == _RANK_FRAME:

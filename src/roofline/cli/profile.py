@@ -66,11 +66,15 @@ def run(args: argparse.Namespace) -> int:
         with_stack=not args.no_stack, sync_mode=args.sync_mode, ceilings=ceilings,
         workload=args.model or Path(args.script).name, whole_block=bool(args.whole and not args.model),
     )
+    step_source = None
     if args.model:
         error = _profile_model(args, device, context)
         label = args.model
     else:
-        error = _profile_script(args, context)
+        from roofline.capture.script_runner import profile_script
+
+        run_ = profile_script(context, args.script, args.script_args, whole=args.whole, run_to_end=args.run_to_end)
+        error, step_source = run_.error, run_.step_source
         label = args.script
         if error is None and context.trace_path is None:
             raise RooflineError(
@@ -78,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{context.total_steps} (a step: optimizer.step(), else a top-level forward of its largest module, "
                 "else its profiler's step()); lower --wait/--timed/--warmup/--active, or use --whole"
             )
-    return _write(context, args.output, error, label)
+    return _write(context, args.output, error, label, step_source)
 
 
 def _profile_model(args: argparse.Namespace, device: Any, context: Any) -> BaseException | None:
@@ -102,32 +106,7 @@ def _profile_model(args: argparse.Namespace, device: Any, context: Any) -> BaseE
     return None
 
 
-def _profile_script(args: argparse.Namespace, context: Any) -> BaseException | None:
-    from roofline.capture.script_runner import StepFinder, StopScript, run_script
-
-    def on_step() -> None:
-        context.step()
-        if context.steps_done >= context.total_steps and not args.run_to_end:
-            raise StopScript()
-
-    finder = StepFinder(on_step if not args.whole else (lambda: None), on_switch=context.extend_wait)
-    error: BaseException | None = None
-    try:
-        with context, finder:
-            run_script(args.script, list(args.script_args))
-    except StopScript:
-        context.error = None
-    except (RooflineError, KeyboardInterrupt):
-        raise
-    except BaseException as exc:  # noqa: BLE001 - the script's own error: one line, outputs kept
-        error = exc
-    finally:
-        context.close()
-        context.step_source = finder.source
-    return error
-
-
-def _write(context: Any, output: str, error: BaseException | None, label: str) -> int:
+def _write(context: Any, output: str, error: BaseException | None, label: str, step_source: str | None) -> int:
     from roofline.render.profile_report import ProfileReport
 
     report = None
@@ -140,7 +119,7 @@ def _write(context: Any, output: str, error: BaseException | None, label: str) -
         if error is None:
             raise
     if report is not None:
-        report.extra.setdefault("profile", {})["step_source"] = getattr(context, "step_source", None)
+        report.extra.setdefault("profile", {})["step_source"] = step_source
         from roofline.distributed.rank import current_rank
 
         rank = current_rank()
@@ -152,5 +131,5 @@ def _write(context: Any, output: str, error: BaseException | None, label: str) -
 
         line = script_error_line(error, label) if label.endswith(".py") else f"{label}: {type(error).__name__}: {error}"
         print(f"roofline: error: {line}", file=sys.stderr)
-        return 1
+        return 2
     return 0
