@@ -17,8 +17,16 @@ from roofline.errors import RooflineError
 _NOT_COMMANDS = {"common", "targets"}
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage mistakes are one line and exit 2, as every other bad input (argparse prints usage on two)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        command = self.prog.removeprefix("roofline").strip()
+        raise RooflineError(f"{command + ': ' if command else ''}{message} (see `{self.prog} --help`)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="roofline",
         description="Where does my PyTorch model's time go, and how far is each op from the hardware's roof?",
     )
@@ -39,11 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     # none of it is for the user. Must be set before torch loads Kineto.
     os.environ.setdefault("KINETO_LOG_LEVEL", "5")
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
     try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
         return int(args.func(args) or 0)
     except RooflineError as exc:
         print(f"roofline: error: {exc}", file=sys.stderr)

@@ -7,7 +7,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from roofline.cli.common import add_output_option, add_workload_options, normalize_dtype
+from roofline.cli.common import (
+    add_output_option,
+    add_workload_options,
+    non_negative_int,
+    normalize_dtype,
+    positive_int,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,9 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--model", help="a built-in workload: matmul, layernorm, llama-tiny, llama-1b, resnet50, bert-base, ...")
     add_workload_options(p)
     add_output_option(p)
-    p.add_argument("--iters", type=int, default=5, help="profiled steps to take the median over (default 5)")
-    p.add_argument("--warmup", type=int, default=2, help="warm-up steps before timing (default 2)")
-    p.add_argument("--top", type=int, default=15, help="ops to print (default 15)")
+    p.add_argument("--iters", type=positive_int, default=5, help="profiled steps to take the median over (default 5)")
+    p.add_argument("--warmup", type=non_negative_int, default=2, help="warm-up steps before timing (default 2)")
+    p.add_argument("--top", type=non_negative_int, default=15, help="ops to print (default 15)")
     p.add_argument("--no-html", action="store_true", help="skip report.html")
     p.set_defaults(func=run)
 

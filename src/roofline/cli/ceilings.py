@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from roofline.cli.common import add_device_option
+from roofline.cli.common import add_device_option, output_file
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("ceilings", help="measure the device's memory bandwidth, FLOP/s per dtype and launch overhead")
     add_device_option(p)
-    p.add_argument("--json", metavar="PATH", help="also write the ceilings as JSON (the Report's `ceilings` fields)")
+    p.add_argument("--json", type=output_file, metavar="PATH", help="also write the ceilings as JSON (the Report's `ceilings` fields)")
     p.add_argument("--remeasure", action="store_true", help="measure again instead of using the cache")
     p.add_argument("--quick", action="store_true", help="smaller buffers and fewer repeats (less accurate, cached apart)")
     p.add_argument("--dtypes", metavar="LIST",

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from roofline.cli.common import add_workload_options, normalize_dtype
+from roofline.cli.common import add_workload_options, non_negative_int, normalize_dtype, output_dir
 from roofline.errors import RooflineError
 
 SEVERITIES = ("info", "warning", "critical")
@@ -30,12 +30,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--model", help="a built-in workload: llama-tiny, resnet50, bert-base, bad-syncs, ...")
     parser.add_argument("--rules", help="comma-separated rule names to run (default: all; see --list-rules)")
     parser.add_argument("--list-rules", action="store_true", help="list the rules and exit")
-    parser.add_argument("--top", type=int, default=None, help="show only the N largest findings")
+    parser.add_argument("--top", type=non_negative_int, default=None, help="show only the N largest findings")
     parser.add_argument("--fail-on", choices=SEVERITIES, default=None,
                         help="exit 1 when a finding of this severity or worse is found (for CI)")
     parser.add_argument("--ceilings", metavar="FILE", help="ceilings JSON (roofline ceilings --json) instead of the cache")
     add_workload_options(parser)
-    parser.add_argument("-o", "--output", default=None, help="write DIR/report.json (with the findings), roofline.png and report.html")
+    parser.add_argument("-o", "--output", type=output_dir, default=None, help="write DIR/report.json (with the findings), roofline.png and report.html")
     parser.set_defaults(func=run, parser=parser)
 
 

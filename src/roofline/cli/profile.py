@@ -7,7 +7,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from roofline.cli.common import add_output_option, add_workload_options, normalize_dtype
+from roofline.cli.common import (
+    add_output_option,
+    add_workload_options,
+    non_negative_int,
+    normalize_dtype,
+    positive_int,
+)
 from roofline.errors import RooflineError
 
 
@@ -24,10 +30,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("script", nargs="?", help="the Python script to run, as `python SCRIPT ARGS...` would")
     parser.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     parser.add_argument("--model", help="a built-in workload instead of a script: resnet50, bert-base, bad-syncs, llama-tiny, ...")
-    parser.add_argument("--wait", type=int, default=1, help="steps run untouched first (default 1; at least 1)")
-    parser.add_argument("--timed", type=int, default=None, help="steps timed without the profiler (default: --active)")
-    parser.add_argument("--warmup", type=int, default=1, help="profiled steps thrown away (default 1)")
-    parser.add_argument("--active", type=int, default=3, help="profiled steps kept (default 3)")
+    parser.add_argument("--wait", type=positive_int, default=1, help="steps run untouched first (default 1; at least 1)")
+    parser.add_argument("--timed", type=non_negative_int, default=None, help="steps timed without the profiler (default: --active)")
+    parser.add_argument("--warmup", type=non_negative_int, default=1, help="profiled steps thrown away (default 1)")
+    parser.add_argument("--active", type=positive_int, default=3, help="profiled steps kept (default 3)")
     parser.add_argument("--sync-mode", choices=("warn", "error", "silent"), default="silent",
                         help="what a host-device sync does while profiling (default: silent, listed in the report)")
     parser.add_argument("--no-stack", action="store_true", help="do not record Python stacks (less overhead, no source lines)")
@@ -35,7 +41,7 @@ def register(subparsers: Any) -> None:
                         help="profile the whole script as one step (no step detection, no true step time)")
     parser.add_argument("--run-to-end", action="store_true", help="let the script finish after the profiled steps")
     parser.add_argument("--ceilings", metavar="FILE", help="ceilings JSON (roofline ceilings --json) instead of the cache")
-    parser.add_argument("--nproc", type=int, default=None, metavar="N",
+    parser.add_argument("--nproc", type=positive_int, default=None, metavar="N",
                         help="run SCRIPT under torchrun with N processes, each rank profiled into OUTPUT/rank{r}/, "
                              "then merged into OUTPUT/report.json")
     add_workload_options(parser)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from roofline.cli.common import add_output_option
+from roofline.cli.common import add_output_option, non_negative_int
 from roofline.errors import RooflineError
 
 
@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="trace file(s); several files of one job are ranks")
     p.add_argument("--ceilings", metavar="FILE", help="ceilings JSON (from `roofline ceilings --json`) to use")
     add_output_option(p)
-    p.add_argument("--top", type=int, default=15, help="ops to print (default 15)")
+    p.add_argument("--top", type=non_negative_int, default=15, help="ops to print (default 15)")
     p.add_argument("--no-html", action="store_true", help="skip report.html")
     p.set_defaults(func=run)
 
