@@ -212,3 +212,22 @@ def profile_script(context: "ProfilingContext", script: str | os.PathLike[str], 
     finally:
         context.close()
     return ScriptRun(error, finder.source, context.steps_done)
+
+
+def user_error_line(exc: BaseException, what: str) -> str:
+    """One line for an error raised by the user's code called from roofline (a factory, a model's forward): the
+    error and the innermost line outside torch and roofline where it was raised."""
+    from roofline.capture.source_paths import short_path
+    from roofline.capture.syncs import is_user_file
+
+    where = ""
+    tb = exc.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if is_user_file(filename):
+            where = f" (at {short_path(filename)}:{tb.tb_lineno})"
+        tb = tb.tb_next
+    if isinstance(exc, SystemExit):
+        return f"{what} called sys.exit({exc.code!r}){where}"
+    message = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{what} raised {type(exc).__name__}{': ' + message if message else ''}{where}"

@@ -59,11 +59,15 @@ def user_location(frame: Any = _CALLER, unknown: Any = "<unknown>") -> Any:
     (roofline/models, roofline/lab) count as user code."""
     frame = sys._getframe(1) if frame is _CALLER else frame
     while frame is not None:
-        filename = frame.f_code.co_filename
-        if not (filename.startswith(_TORCH_DIR) or _is_roofline_machinery(filename) or _is_library(filename)):
-            return f"{short_path(filename)}:{frame.f_lineno}"
+        if is_user_file(frame.f_code.co_filename):
+            return f"{short_path(frame.f_code.co_filename)}:{frame.f_lineno}"
         frame = frame.f_back
     return unknown
+
+
+def is_user_file(filename: str) -> bool:
+    """Code outside torch, roofline's machinery and Python's own plumbing (installed packages count as user's)."""
+    return not (filename.startswith(_TORCH_DIR) or _is_roofline_machinery(filename) or _is_library(filename))
 
 
 _STDLIB_PLUMBING = tuple(os.sep + name for name in ("runpy.py", "contextlib.py", "warnings.py", "functools.py"))

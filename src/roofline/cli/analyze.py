@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from roofline.analyze.live import analyze_model
-    from roofline.cli.targets import load_target
+    from roofline.cli.targets import load_target, user_code
     from roofline.device import get_ceilings, resolve_device
     from roofline.render.console import render_report
     from roofline.render.findings import render_findings
@@ -52,11 +52,12 @@ def run(args: argparse.Namespace) -> int:
         ceilings = get_ceilings(device, progress=lambda m: status.update(f"ceilings: {m}"))
         with tempfile.TemporaryDirectory(prefix="roofline-") as tmp:
             raw = Path(tmp) / "trace.json"
-            report = analyze_model(
-                workload.model, workload.inputs, device=device, ceilings=ceilings, backward=args.backward,
-                loss_fn=workload.loss_fn, warmup=args.warmup, iters=args.iters, workload=workload.name,
-                trace_path=raw, progress=status.update,
-            )
+            with user_code(f"{workload.name}'s step"):
+                report = analyze_model(
+                    workload.model, workload.inputs, device=device, ceilings=ceilings, backward=args.backward,
+                    loss_fn=workload.loss_fn, warmup=args.warmup, iters=args.iters, workload=workload.name,
+                    trace_path=raw, progress=status.update,
+                )
             report.extra["workload_description"] = workload.description
             status.update("writing report.json, roofline.png, report.html, trace.json.gz")
             written, _ = write_outputs(report, args.output, raw_trace=raw, html=not args.no_html)
