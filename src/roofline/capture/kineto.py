@@ -357,11 +357,17 @@ class _TraceBuilder:
         _sweep(order, objs, ts, ends, ranks, threads)
 
     def _backward_modules(self) -> None:
-        """Backward ops run on the autograd thread, outside any Python frame: borrow the forward op's module."""
+        """A backward op borrows the module and source line of the forward op whose autograd node it runs (by
+        sequence number): on a GPU it runs on the autograd thread, outside any Python frame, and on the CPU its
+        frames say only `loss.backward()`.
+
+        Several forward ops can carry one sequence number (the profiler records the counter on entry, before the
+        node is made): ops that make no node (eval dropout, detach) share it with the next op that does, and that
+        op, the last of them, is the one whose node it is."""
         forward: dict[int, CpuOp] = {}
         for op in self.ops:
-            if op.sequence_number is not None and not op.is_backward and op.module is not None:
-                forward.setdefault(op.sequence_number, op)
+            if op.sequence_number is not None and not op.is_backward:
+                forward[op.sequence_number] = op
         if not forward:
             return
         ops = self.ops
@@ -372,13 +378,13 @@ class _TraceBuilder:
                     parent = ops[op.parent]
                     if parent.is_backward and parent.module is not None:
                         op.module = parent.module
-                        op.source = op.source or parent.source
+                        op.source = parent.source or op.source
                         continue
                     seq = parent.sequence_number
                 fwd = forward.get(seq) if seq is not None else None
                 if fwd is not None:
                     op.module = fwd.module
-                    op.source = op.source or fwd.source
+                    op.source = fwd.source or op.source
 
     def _device_info(self) -> None:
         trace = self.trace
@@ -425,6 +431,8 @@ def _classify_frame(name: str) -> tuple[int, str] | None:
         return None
     file = match.group(1)
     if any(part in file for part in _LIBRARY_PARTS) and not any(part in file for part in _ROOFLINE_USER_PARTS):
+        return None
+    if "/bin/" in file and not file.endswith(".py"):  # a console-script launcher (.venv/bin/roofline)
         return None
     top = file.split("/", 1)[0]
     if top.removesuffix(".py") in _STDLIB_WRAPPERS:
