@@ -2,31 +2,21 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-from pathlib import Path
 
 import pytest
+from benchmark_scripts import load_benchmark
 
 from roofline.errors import RooflineError
 from roofline.io import atomic_directory
 from roofline.render.outputs import OUTPUT_FILES, write_outputs
 from roofline.report import OpRecord, Report
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def _bad_inputs():
-    spec = importlib.util.spec_from_file_location("bad_inputs", BENCH / "bad_inputs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.mark.slow
 def test_every_listed_bad_input_is_one_line_and_exit_2(tmp_path, monkeypatch, one_thread):
-    bad = _bad_inputs()
+    bad = load_benchmark("bad_inputs")
     bad._files(tmp_path)
     monkeypatch.chdir(tmp_path)
     failures = []

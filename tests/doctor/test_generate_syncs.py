@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
+from benchmark_scripts import BENCHMARKS, load_benchmark
 
 pytest.importorskip("transformers")
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def _checker():
-    spec = importlib.util.spec_from_file_location("generate_syncs", BENCH / "generate_syncs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.slow
@@ -25,10 +15,10 @@ def test_doctor_names_generates_per_token_sync_with_file_line(tmp_path, capsys, 
     from roofline.cli import main
 
     out = tmp_path / "doctor"
-    assert main(["doctor", "--device", "cpu", "-o", str(out), str(BENCH / "hf_generate.py"), "--tokens", "12"]) == 0
+    assert main(["doctor", "--device", "cpu", "-o", str(out), str(BENCHMARKS / "hf_generate.py"), "--tokens", "12"]) == 0
     report = json.loads((out / "report.json").read_text())
     assert report["extra"]["profile"]["step_source"] == "forward"
     assert not [s for s in report["syncs"] if s["kind"] == "to(cpu)"], "x.to(y.device) moves nothing"
-    (finding,) = _checker().per_token_sync_findings(report)
+    (finding,) = load_benchmark("generate_syncs").per_token_sync_findings(report)
     assert finding["locations"][0].startswith("transformers/generation/")
     assert "every forward" in capsys.readouterr().out

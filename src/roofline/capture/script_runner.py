@@ -159,17 +159,33 @@ def run_script(path: str | os.PathLike[str], args: list[str]) -> None:
 
 def script_error_line(exc: BaseException, script: str | os.PathLike[str]) -> str:
     """One line naming the error and the deepest line of the script it came from."""
+    target = str(Path(script).resolve())
+    name = Path(script).name
+    return _error_line(exc, name, lambda filename: str(Path(filename).resolve()) == target, lambda filename: name)
+
+
+def user_error_line(exc: BaseException, what: str) -> str:
+    """One line for an error raised by the user's code called from roofline (a factory, a model's forward): the
+    error and the innermost line outside torch and roofline where it was raised."""
+    from roofline.capture.source_paths import short_path
+    from roofline.capture.syncs import is_user_file
+
+    return _error_line(exc, what, is_user_file, short_path)
+
+
+def _error_line(exc: BaseException, what: str, counts: Callable[[str], bool], spell: Callable[[str], str]) -> str:
+    """'WHAT raised Type: first line (at FILE:LINE)' with the innermost traceback frame whose file ``counts``."""
     where = ""
     tb = exc.__traceback__
-    target = str(Path(script).resolve())
     while tb is not None:
-        if str(Path(tb.tb_frame.f_code.co_filename).resolve()) == target:
-            where = f" (at {Path(script).name}:{tb.tb_lineno})"
+        filename = tb.tb_frame.f_code.co_filename
+        if counts(filename):
+            where = f" (at {spell(filename)}:{tb.tb_lineno})"
         tb = tb.tb_next
     if isinstance(exc, SystemExit):
-        return f"{Path(script).name} called sys.exit({exc.code!r}){where}"
+        return f"{what} called sys.exit({exc.code!r}){where}"
     message = str(exc).splitlines()[0] if str(exc) else ""
-    return f"{Path(script).name} raised {type(exc).__name__}{': ' + message if message else ''}{where}"
+    return f"{what} raised {type(exc).__name__}{': ' + message if message else ''}{where}"
 
 
 @dataclass
@@ -212,22 +228,3 @@ def profile_script(context: "ProfilingContext", script: str | os.PathLike[str], 
     finally:
         context.close()
     return ScriptRun(error, finder.source, context.steps_done)
-
-
-def user_error_line(exc: BaseException, what: str) -> str:
-    """One line for an error raised by the user's code called from roofline (a factory, a model's forward): the
-    error and the innermost line outside torch and roofline where it was raised."""
-    from roofline.capture.source_paths import short_path
-    from roofline.capture.syncs import is_user_file
-
-    where = ""
-    tb = exc.__traceback__
-    while tb is not None:
-        filename = tb.tb_frame.f_code.co_filename
-        if is_user_file(filename):
-            where = f" (at {short_path(filename)}:{tb.tb_lineno})"
-        tb = tb.tb_next
-    if isinstance(exc, SystemExit):
-        return f"{what} called sys.exit({exc.code!r}){where}"
-    message = str(exc).splitlines()[0] if str(exc) else ""
-    return f"{what} raised {type(exc).__name__}{': ' + message if message else ''}{where}"

@@ -39,23 +39,23 @@ def non_empty(text: str) -> str:
 
 def output_dir(text: str) -> str:
     """An output directory that can be one: not an existing file, under a writable folder."""
-    from roofline.errors import RooflineError
     from roofline.io import check_output_dir
 
-    try:
-        check_output_dir(text)
-    except RooflineError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
+    return _checked_path(check_output_dir, text)
 
 
 def output_file(text: str) -> str:
     """An output file name that is not a directory, under a folder that can be made."""
-    from roofline.errors import RooflineError
     from roofline.io import check_output_file
 
+    return _checked_path(check_output_file, text)
+
+
+def _checked_path(check, text: str) -> str:
+    from roofline.errors import RooflineError
+
     try:
-        check_output_file(text)
+        check(text)
     except RooflineError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return text
