@@ -4,7 +4,7 @@ Runs `roofline doctor -o OUT/<arch> benchmarks/hf_generate.py --arch <arch>` for
 OUT/generate_syncs.json: per model, the exit code, the sync sites of the report and the host-device-sync
 findings that say "in every forward" with a file:line location. Exit 0 when every model has one.
 
-    PYTHONPATH=src python3 benchmarks/generate_syncs.py OUT [--device cuda]
+    PYTHONPATH=src python3 benchmarks/generate_syncs.py OUT [--device cuda] [--ceilings FILE]
 """
 
 from __future__ import annotations
@@ -31,12 +31,14 @@ def main() -> int:
     parser.add_argument("out")
     parser.add_argument("--device", default=None)
     parser.add_argument("--archs", nargs="+", default=["gpt2", "llama"])
+    parser.add_argument("--ceilings", default=None, help="ceilings JSON (skips measuring them; syncs need no roofs)")
     args = parser.parse_args()
     out = Path(args.out)
     results = {}
     for arch in args.archs:
         target = out / arch
         device = ["--device", args.device] if args.device else []
+        device += ["--ceilings", args.ceilings] if args.ceilings else []
         done = subprocess.run([sys.executable, "-m", "roofline", "doctor", *device, "-o", str(target), str(SCRIPT),
                                "--arch", arch], capture_output=True, text=True, timeout=400)
         entry: dict = {"rc": done.returncode, "stderr_tail": done.stderr.strip().splitlines()[-3:]}

@@ -74,8 +74,8 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
                                       str(out / "decode_breakdown_h200.json")], 480)]
     if suite == "issue15-doctor":
         return [("env", ["nvidia-smi"], 30),
-                ("generate_syncs", [PY, "benchmarks/generate_syncs.py", str(out / "generate_syncs"), "--device", "cuda"],
-                 420)]
+                ("generate_syncs", [PY, "benchmarks/generate_syncs.py", str(out / "generate_syncs"), "--device", "cuda",
+                                    "--ceilings", "benchmarks/results/ceilings_h200.json"], 420)]
     if suite == "cuda-tests":
         return [("cuda_tests", [PY, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider", "tests"], 300)]
     if suite == "ddp":
