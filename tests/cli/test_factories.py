@@ -89,3 +89,18 @@ def test_a_hugging_face_model_with_dict_inputs_runs_backward_without_a_loss_fn(t
     assert {"forward", "backward"} <= phases
     names = {op["name"] for op in report["ops"]}
     assert ("aten::nll_loss_forward" in names) == (factory == "gpt2_labels"), "the model's own loss when it has one"
+
+
+def test_the_python_api_takes_dict_inputs_as_keyword_arguments(one_thread):
+    from roofline.api import count_flops_per_op
+
+    class Keywords(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, input_ids, scale):
+            return self.lin(input_ids) * scale
+
+    ops = count_flops_per_op(Keywords(), {"input_ids": torch.ones(2, 4), "scale": 2.0})
+    assert [op.name for op in ops if op.name == "aten::addmm"] == ["aten::addmm"]

@@ -64,8 +64,8 @@ def load_factory(target: str, device: str | None = None):
 
 
 def check_factory_result(made: Any, target: str) -> tuple[Any, tuple | dict]:
-    """(model, inputs) from what a factory returned: inputs a tensor, a tuple/list of positional arguments or a
-    dict of keyword arguments (``model(**inputs)``, the Hugging Face way), holding at least one tensor."""
+    """(model, inputs) from what a factory returned: inputs a tensor or a list (one argument), a tuple of positional
+    arguments or a dict of keyword arguments (``model(**inputs)``, the Hugging Face way), holding a tensor."""
     import torch
 
     if not (isinstance(made, (tuple, list)) and len(made) == 2):
@@ -73,10 +73,8 @@ def check_factory_result(made: Any, target: str) -> tuple[Any, tuple | dict]:
     model, inputs = made
     if not isinstance(model, torch.nn.Module):
         raise RooflineError(f"{target} returned {_describe(model)} as the model: expected a torch.nn.Module")
-    if isinstance(inputs, torch.Tensor):
-        inputs = (inputs,)
-    elif isinstance(inputs, list):
-        inputs = tuple(inputs)
+    if isinstance(inputs, (torch.Tensor, list)):
+        inputs = (inputs,)  # a list is one argument (torchvision detection models take a list of images)
     elif isinstance(inputs, Mapping):
         if not all(isinstance(k, str) for k in inputs):
             raise RooflineError(f"{target} returned a dict of inputs whose keys are not all argument names")
@@ -84,7 +82,8 @@ def check_factory_result(made: Any, target: str) -> tuple[Any, tuple | dict]:
     elif not isinstance(inputs, tuple):
         raise RooflineError(f"{target} returned {_describe(inputs)} as the inputs: expected a tensor, a tuple of "
                             "arguments or a dict of keyword arguments")
-    values = inputs.values() if isinstance(inputs, dict) else inputs
+    values = list(inputs.values()) if isinstance(inputs, dict) else list(inputs)
+    values += [x for v in values if isinstance(v, (list, tuple)) for x in v]
     if not any(isinstance(v, torch.Tensor) for v in values):
         raise RooflineError(f"{target} returned inputs with no tensor in them ({_describe(inputs)})")
     return model, inputs
@@ -94,6 +93,8 @@ def _to_device(model: Any, inputs: tuple | dict, device: str, target: str) -> tu
     import torch
 
     def move(x: Any) -> Any:
+        if isinstance(x, (list, tuple)):
+            return type(x)(move(v) for v in x)
         return x.to(device) if isinstance(x, torch.Tensor) else x
 
     try:
