@@ -143,6 +143,6 @@ def _sigint_held() -> Iterator[None]:
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
         if caught:
             raise KeyboardInterrupt
