@@ -11,6 +11,7 @@ back at most 8 files). The last lines printed are a short table of what each sta
     PYTHONPATH=src python3 benchmarks/gpu_suite.py ddp      $OUT     # ceilings again, the 2-GPU DDP run
     PYTHONPATH=src python3 benchmarks/gpu_suite.py decode-roof $OUT  # batch-1 decode three ways (decode_roof.py)
     PYTHONPATH=src python3 benchmarks/gpu_suite.py decode-breakdown $OUT  # its kernel time by class
+    PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-doctor $OUT    # doctor names HF generate()'s per-token syncs
     Suites join with '+': lab-tiny+decode-roof+cuda-tests runs the three in one call.
 """
 
@@ -71,6 +72,10 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
     if suite == "decode-breakdown":
         return [("decode_breakdown", [PY, "benchmarks/decode_breakdown.py", "--models", "llama-1b", "llama-8b", "-o",
                                       str(out / "decode_breakdown_h200.json")], 480)]
+    if suite == "issue15-doctor":
+        return [("env", ["nvidia-smi"], 30),
+                ("generate_syncs", [PY, "benchmarks/generate_syncs.py", str(out / "generate_syncs"), "--device", "cuda",
+                                    "--ceilings", "benchmarks/results/ceilings_h200.json"], 420)]
     if suite == "cuda-tests":
         return [("cuda_tests", [PY, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider", "tests"], 300)]
     if suite == "ddp":
@@ -80,7 +85,7 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
             ("ddp_gpu", [PY, "benchmarks/ddp_gpu.py", str(out / "ddp"), "--timeout", "150"], 480),
         ]
     raise SystemExit(f"unknown suite {suite!r}: analyze, lab, lab-tiny, lab-1b, lab-8b, decode-roof, decode-breakdown, "
-                     "cuda-tests or ddp")
+                     "cuda-tests, issue15-doctor or ddp")
 
 
 def run_stage(name: str, argv: list[str], timeout: int, out: Path) -> dict:

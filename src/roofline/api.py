@@ -31,8 +31,9 @@ class RooflineAnalyzer:
                              workload=name or type(model).__name__)
 
 
-def _as_tuple(inputs: Any) -> tuple:
-    return inputs if isinstance(inputs, tuple) else (inputs,)
+def _as_tuple(inputs: Any) -> tuple | dict:
+    """Positional arguments as a tuple; a dict stays keyword arguments (``model(**inputs)``, Hugging Face style)."""
+    return inputs if isinstance(inputs, (tuple, dict)) else (inputs,)
 
 
 def _counted_ops(model: torch.nn.Module, inputs: Any, backward: bool) -> list[OpRecord]:

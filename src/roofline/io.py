@@ -1,11 +1,18 @@
-"""File output that never leaves a half-written file behind: write to a temporary sibling, then rename."""
+"""File output that never leaves a half-written file or directory behind: write to a temporary sibling, then
+rename; and the checks that refuse an unusable output path before any work is done."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
+import shutil
+import signal
 import tempfile
+import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from roofline.errors import RooflineError
 
@@ -45,3 +52,97 @@ def _umask() -> int:
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     return atomic_write_bytes(path, text.encode())
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike[str], owned: Iterable[str]) -> Iterator[Path]:
+    """Fill a directory whole or not at all: yields a temporary sibling to write into; on success its files take
+    their places in ``path`` together, on any error (Ctrl-C included) it is removed and ``path`` is as it was.
+
+    ``owned``: the names this kind of output writes. When ``path`` holds nothing else it is swapped for the new
+    directory (two renames); otherwise the new files replace their namesakes one rename each and owned names the
+    run did not write (a previous run's trace beside this run's report) are removed. Ctrl-C is held off while the
+    renames run, so no mix of two runs is ever left behind.
+    """
+    target = Path(path)
+    check_output_dir(target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    except OSError as exc:
+        raise RooflineError(f"cannot write {target}: {exc.strerror or exc}") from None
+    try:
+        yield tmp
+        os.chmod(tmp, 0o777 & ~_umask())
+        with _sigint_held():
+            _commit(tmp, target, set(owned))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_output_dir(path: str | os.PathLike[str]) -> Path:
+    """Refuse, before any work, an output directory that cannot be one (an existing file, a file on its way)."""
+    target = Path(path)
+    if str(path) == "":
+        raise RooflineError("the output directory name is empty")
+    if target.exists() and not target.is_dir():
+        raise RooflineError(f"output directory {target} is an existing file")
+    for parent in target.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise RooflineError(f"output directory {target}: {parent} is a file")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise RooflineError(f"output directory {target}: {parent} is not writable")
+            break
+    return target
+
+
+def check_output_file(path: str | os.PathLike[str]) -> Path:
+    """Refuse, before any work, an output file name that is a directory or whose folder cannot be made."""
+    target = Path(path)
+    if str(path) == "" or target.is_dir():
+        raise RooflineError(f"output file {str(path)!r} is a directory" if str(path) else "the output file name is empty")
+    check_output_dir(target.parent if str(target.parent) else ".")
+    return target
+
+
+def _commit(tmp: Path, target: Path, owned: set[str]) -> None:
+    target = target.resolve()
+    new = {entry.name for entry in tmp.iterdir()}
+    if not target.exists():
+        os.rename(tmp, target)
+        return
+    old = {entry.name for entry in target.iterdir()}
+    if old <= owned and target != Path.cwd().resolve():
+        aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+        os.rename(target, aside / target.name)
+        os.rename(tmp, target)
+        shutil.rmtree(aside, ignore_errors=True)
+        return
+    for name in sorted(new):
+        dest = target / name
+        if dest.is_dir() and not dest.is_symlink():
+            shutil.rmtree(dest)
+        os.replace(tmp / name, dest)
+    for name in sorted((old & owned) - new):
+        stale = target / name
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _sigint_held() -> Iterator[None]:
+    """Defer Ctrl-C until the block is done (main thread only; elsewhere signals cannot be handled anyway)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[Any] = []
+    previous = signal.signal(signal.SIGINT, lambda *frame: caught.append(frame))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+        if caught:
+            raise KeyboardInterrupt

@@ -386,38 +386,93 @@ def finite_for_json(obj: Any) -> Any:
     return obj
 
 
-def _build(cls: type, data: Any) -> Any:
-    """Rebuild nested dataclasses from plain JSON data, ignoring unknown keys written by newer minor versions."""
+def _build(cls: type, data: Any, where: str = "report") -> Any:
+    """Rebuild nested dataclasses from plain JSON data, ignoring unknown keys written by newer minor versions.
+
+    Scalar fields are checked against their declared type (a number where a number is meant, never negative for
+    counts, FLOPs, bytes and times), so a hand-edited or foreign file fails here in one line, not in a renderer."""
     if data is None:
         return None
-    fields, nested = _plan(cls)
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} is {_shown(data)}, expected an object")
+    fields, nested, scalars = _plan(cls)
     kwargs = {name: value for name, value in data.items() if name in fields}
+    for name, value in kwargs.items():
+        kind = scalars.get(name)
+        if kind is not None:
+            kwargs[name] = _checked(kind, value, f"{where}.{name}", name in _NON_NEGATIVE)
     for name, (many, klass) in nested.items():
         value = kwargs.get(name)
-        if value is not None:
-            kwargs[name] = [_build(klass, v) for v in value] if many else _build(klass, value)
+        if value is None:
+            continue
+        if many:
+            if not isinstance(value, list):
+                raise ValueError(f"{where}.{name} is {_shown(value)}, expected a list")
+            kwargs[name] = [_build(klass, v, f"{where}.{name}[{i}]") for i, v in enumerate(value)]
+        else:
+            kwargs[name] = _build(klass, value, f"{where}.{name}")
     return cls(**kwargs)
 
 
+_NON_NEGATIVE = frozenset({"flops", "bytes", "time_s", "cpu_time_s", "predicted_time_s", "dur_s", "stall_s", "count",
+                           "steps"})
+_SCALAR_KINDS = {"float": float, "int": int, "str": str, "bool": bool}
+
+
+def _checked(kind: tuple[type, bool], value: Any, where: str, non_negative: bool) -> Any:
+    expected, optional = kind
+    if value is None:
+        if optional or expected is float:  # non-finite floats are written as null
+            return None if optional else math.nan
+        raise ValueError(f"{where} is null, expected {expected.__name__}")
+    if expected is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif expected is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, expected)
+    if not ok:
+        name = "a number" if expected in (int, float) else expected.__name__
+        raise ValueError(f"{where} is {_shown(value)}, expected {name}")
+    if non_negative and expected in (int, float) and value < 0:
+        raise ValueError(f"{where} is {value}, expected 0 or more")
+    return value
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"a {type(value).__name__}"
+
+
 _NESTED: dict[str, type] = {}
-_PLANS: dict[type, tuple[frozenset[str], dict[str, tuple[bool, type]]]] = {}
+_PLANS: dict[type, tuple[frozenset[str], dict[str, tuple[bool, type]], dict[str, tuple[type, bool]]]] = {}
 
 
-def _plan(cls: type) -> tuple[frozenset[str], dict[str, tuple[bool, type]]]:
-    """Per class, once: its field names, and which fields hold a nested dataclass (or a list of them).
+def _plan(cls: type) -> tuple[frozenset[str], dict[str, tuple[bool, type]], dict[str, tuple[type, bool]]]:
+    """Per class, once: its field names, which fields hold a nested dataclass (or a list of them), and the
+    scalar/list/dict type of the others (with whether None is allowed).
 
     Loading a report of 100,000+ ops must not re-inspect annotations for every op."""
     plan = _PLANS.get(cls)
     if plan is None:
         nested: dict[str, tuple[bool, type]] = {}
+        scalars: dict[str, tuple[type, bool]] = {}
         for f in dataclasses.fields(cls):
-            text = str(f.type).removesuffix(" | None")
+            full = str(f.type)
+            text = full.removesuffix(" | None")
             for name, klass in _NESTED.items():
                 if text == name:
                     nested[f.name] = (False, klass)
                 elif text == f"list[{name}]":
                     nested[f.name] = (True, klass)
-        plan = _PLANS[cls] = (frozenset(f.name for f in dataclasses.fields(cls)), nested)
+            if f.name in nested:
+                continue
+            base = _SCALAR_KINDS.get(text)
+            if base is None and text.startswith(("list[", "dict[")):
+                base = list if text.startswith("list[") else dict
+            if base is not None:
+                scalars[f.name] = (base, full != text)
+        plan = _PLANS[cls] = (frozenset(f.name for f in dataclasses.fields(cls)), nested, scalars)
     return plan
 
 

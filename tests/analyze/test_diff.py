@@ -88,3 +88,22 @@ def test_gate_without_spread_says_so():
     verdict = total_verdict(report(BASE), report({k: 2 * v for k, v in BASE.items()}), 5.0)
     assert verdict.failed and verdict.noise_s == 0.0
     assert "no run-to-run spread" in verdict.noise_method
+
+
+def test_diff_says_plainly_when_the_workloads_differ():
+    from roofline.analyze.diff import diff_reports
+    from roofline.report import OpRecord, Report
+
+    def run(workload, names):
+        return Report(workload=workload, ops=[OpRecord(name=n, module="m", time_s=1e-3) for n in names])
+
+    same = diff_reports(run("train.py", ["aten::mm", "aten::add"]), run("train.py", ["aten::mm", "aten::add"]))
+    assert same.warnings == []
+    unrelated = diff_reports(run("train.py", ["aten::mm"]), run("gen.py", ["aten::conv2d"]))
+    assert len(unrelated.warnings) == 1 and "different workloads (train.py vs gen.py)" in unrelated.warnings[0]
+    assert "unrelated runs" in unrelated.warnings[0]
+    renamed = diff_reports(run("v1.py", ["aten::mm"]), run("v2.py", ["aten::mm"]))
+    assert "100% of their time is in ops both have" in renamed.warnings[0]
+    from roofline.render.diff import render_diff_console
+
+    assert "warning: A and B are different workloads" in render_diff_console(unrelated)

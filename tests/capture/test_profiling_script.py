@@ -76,7 +76,7 @@ def test_a_script_that_raises_gives_one_line_keeps_outputs_and_fails(tmp_path: P
     script = tmp_path / "train.py"
     script.write_text(TRAIN)
     done = _profile(tmp_path, str(script), "3", "fail", extra=("--run-to-end",))
-    assert done.returncode == 1
+    assert done.returncode == 2
     errors = [line for line in done.stderr.splitlines() if line.startswith("roofline: error:")]
     assert errors == ["roofline: error: train.py raised ValueError: the script's own bug (at train.py:15)"]
     assert "Traceback" not in done.stderr
@@ -168,3 +168,65 @@ def test_script_error_line_names_the_scripts_line(tmp_path: Path) -> None:
     with pytest.raises(ZeroDivisionError) as info:
         run_script(script, [])
     assert script_error_line(info.value, script) == "bad.py raised ZeroDivisionError: division by zero (at bad.py:2)"
+
+
+def _cpu_ceilings():
+    from roofline.report import Ceilings
+
+    return Ceilings(device="cpu", device_name="test cpu", memory_bandwidth_bytes_per_s=2e10,
+                    peak_flops_per_s={"float32": 1e11}, launch_overhead_s=5e-6)
+
+
+def test_steps_ending_at_optimizer_step_are_each_counted_once(tmp_path: Path, one_thread) -> None:
+    """The optimizer's own profiler span is still open when its post-hook ends the step: step k of N used to hold
+    every later step (each op, FLOP and second counted about N-k times)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from roofline.capture.profiling import ProfilingContext
+    from roofline.capture.script_runner import profile_script
+
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN.replace('print("loss", loss.item())', "pass"))
+    active = 3
+    context = ProfilingContext(wait=1, timed=1, warmup=0, active=active, device="cpu", ceilings=_cpu_ceilings(),
+                               whole_block=False, detect_syncs=False)
+    run = profile_script(context, script, ["20"])
+    assert run.error is None and run.step_source == "optimizer"
+    report = context.report()
+    per_step = {step: [op for op in report.ops if op.step == step] for step in range(active)}
+    assert [sorted(o.name for o in ops) for ops in per_step.values()].count(sorted(o.name for o in per_step[0])) == active
+    assert all(o.phase == "optimizer" for o in report.ops if o.name == "aten::add_" and "Linear" not in o.module)
+
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    x, y = torch.randn(8, 16), torch.randint(0, 4, (8,))
+    with FlopCounterMode(display=False) as counter:
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+    matmul = sum(o.flops for o in report.ops if o.name in ("aten::addmm", "aten::mm"))
+    assert matmul == active * counter.get_total_flops()
+
+
+def test_doctor_runs_a_script_in_process_with_its_step_source(tmp_path: Path, capsys) -> None:
+    from roofline.cli import main
+
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN)
+    out = tmp_path / "doc"
+    assert main(["doctor", "--device", "cpu", "--ceilings", str(_ceilings(tmp_path)), "-o", str(out),
+                 str(script), "30"]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["extra"]["profile"]["step_source"] == "optimizer"
+    assert "roofline: error" not in capsys.readouterr().err
+
+
+def test_a_script_calling_sys_exit_is_one_line_with_its_line_and_exit_2(tmp_path: Path, capsys) -> None:
+    from roofline.cli import main
+
+    script = tmp_path / "quits.py"
+    script.write_text("import sys\n\nsys.exit(5)\n")
+    for command in ("doctor", "profile"):
+        code = main([command, "--device", "cpu", "--ceilings", str(_ceilings(tmp_path)), "-o", str(tmp_path / command),
+                     str(script)])
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert [line for line in err.splitlines() if line.startswith("roofline: error:")] == [
+            "roofline: error: quits.py called sys.exit(5) (at quits.py:3)"]

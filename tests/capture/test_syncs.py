@@ -75,6 +75,16 @@ def test_to_a_dtype_or_the_same_device_by_dtype_is_not_a_sync() -> None:
     assert detector.sites() == []
 
 
+def test_to_where_the_data_already_is_is_not_a_sync_but_to_cpu_is() -> None:
+    x, y = torch.randn(4), torch.randn(4)
+    with SyncDetector("silent", simulated=True) as detector:
+        x.to(y.device)
+        x.to(y)
+        x.to(device=y.device, dtype=torch.float16)
+        x.to("cpu"); line = _here()  # noqa: E702
+    assert _sites(detector) == {("to(cpu)", line): 1}
+
+
 def test_explicit_cuda_synchronize_calls_are_recorded() -> None:
     with SyncDetector("silent", simulated=True) as detector:
         line = ""

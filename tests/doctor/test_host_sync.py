@@ -47,3 +47,16 @@ def test_on_a_gpu_report_a_scalar_read_of_a_cpu_tensor_is_not_a_sync():
         if o.name == "aten::_local_scalar_dense":
             o.kernels = ["Memcpy DtoH (Device -> Pageable)"]
     assert len(diagnose(r, rules=["host-device-sync"])) == 1
+
+
+def test_a_sync_in_every_forward_is_the_finding_when_steps_are_forwards():
+    """A generation loop profiled one decode step (one forward) per step: one sync per step is one per token."""
+    r = _generation_loop(4, with_item=False)
+    r.syncs = [SyncSite(kind="bool", location="transformers/generation/utils.py:396", count=4, stall_s=0.0,
+                        per_step=1.0)]
+    r.steps = 4
+    assert diagnose(r, rules=["host-device-sync"]) == [], "once per training step and cheap: not a finding"
+    r.extra["profile"] = {"step_source": "forward"}
+    (finding,) = diagnose(r, rules=["host-device-sync"])
+    assert finding.evidence["every_forward"] and finding.severity == "warning"
+    assert finding.locations == ["transformers/generation/utils.py:396"] and "every forward" in finding.title

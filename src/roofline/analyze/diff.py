@@ -122,7 +122,7 @@ def diff_reports(a: Report, b: Report, a_label: str = "A", b_label: str = "B", f
         b_flops=sum(op.flops for op in b.ops),
         a_bytes=sum(op.bytes for op in a.ops),
         b_bytes=sum(op.bytes for op in b.ops),
-        warnings=device_warnings(a, b),
+        warnings=device_warnings(a, b) + workload_warnings(a, b),
     )
 
 
@@ -137,6 +137,35 @@ def device_warnings(a: Report, b: Report) -> list[str]:
         return []
     return [f"the runs are on different devices (A: {da}; B: {db}): time changes reflect the hardware as well as "
             "the code"]
+
+
+
+# Below this share of time in op groups (name @ module) both runs have, two runs are not one workload changed.
+SHARED_TIME_FLOOR = 0.2
+
+
+def workload_warnings(a: Report, b: Report) -> list[str]:
+    """What makes A and B not one workload measured twice: few ops in common (by time), or different names."""
+    named = f" ({a.workload} vs {b.workload})" if a.workload and b.workload and a.workload != b.workload else ""
+    shared = _shared_time_share(a, b)
+    if shared is not None and shared < SHARED_TIME_FLOOR:
+        return [f"A and B are different workloads{named}: only {shared:.0%} of their time is in ops (name @ module) "
+                "both have; the changes below compare unrelated runs, not one workload before and after a change"]
+    if named:
+        share = f"{shared:.0%} of their time is in ops both have" if shared is not None else "no ops to compare"
+        return [f"A and B are different workloads{named}; {share}"]
+    return []
+
+
+def _shared_time_share(a: Report, b: Report) -> float | None:
+    keys_a = {(op.name, op.module) for op in a.ops}
+    keys_b = {(op.name, op.module) for op in b.ops}
+    total = sum(op.time_s for op in a.ops) + sum(op.time_s for op in b.ops)
+    if not total:
+        return None
+    shared = (sum(op.time_s for op in a.ops if (op.name, op.module) in keys_b)
+              + sum(op.time_s for op in b.ops if (op.name, op.module) in keys_a))
+    return shared / total
 
 
 def total_verdict(a: Report, b: Report, fail_above_pct: float | None = None) -> TotalVerdict:

@@ -5,8 +5,11 @@ holds ``aten::copy_``. Counting each level would count the same work twice, so a
 from a root to a leaf, exactly one event:
 
 - with a counting pass (live runs): the outermost event whose name the dispatch-level recorder saw, matched to
-  the recorded op by name and occurrence order (both passes run the same step, so the k-th ``aten::addmm`` of
-  the timed step is the k-th of the counted one);
+  the recorded op by occurrence order among ops of the same name, phase (forward/backward) and input shapes
+  (both passes run the same step, so the k-th ``aten::addmm`` of shapes S in the timed step's forward is the k-th
+  of the counted one); what that leaves unmatched is paired by name and phase, then by name alone, in order.
+  Keying by name alone let one op the recorder saw and the trace did not (or the reverse) shift every later
+  pairing of that name: a GPT-2 backward's 201 ms embedding-gradient add carried another add's FLOPs;
 - without one (trace files): the outermost event that has a formula, except composite ops that show their
   children (their work is their children's), else a leaf. Annotations with kernels of their own (Triton kernels
   under a compiled graph) become ops named after the annotation.
@@ -81,30 +84,40 @@ def choose_without_recording(trace: Trace, roots: Iterable[int], children: dict[
     return chosen
 
 
+Key = tuple
+
+
 @dataclass
 class RecordedIndex:
-    """What matching needs of a recording, built once per trace (not once per profiled step)."""
+    """What matching needs of a recording, built once per trace (not once per profiled step).
+
+    ``keys[i]``: recorded op i's (name, phase, input shapes); ``by_key``: the recorded ops of each key, in order."""
 
     names: set[str]
     holds_named: set[int]
-    by_name: dict[str, list[int]]
+    keys: list[Key]
+    by_key: dict[Key, list[int]]
 
     @classmethod
-    def build(cls, trace: Trace, recorded_names: list[str]) -> "RecordedIndex":
+    def build(cls, trace: Trace, recorded_names: list[str], phases: list[str] | None = None,
+              shapes: list[tuple] | None = None) -> "RecordedIndex":
         names = set(recorded_names)
-        by_name: dict[str, list[int]] = defaultdict(list)
-        for rec_idx, name in enumerate(recorded_names):
-            by_name[name].append(rec_idx)
-        return cls(names, _ancestors_of_named(trace, names), dict(by_name))
+        n = len(recorded_names)
+        keys = [(recorded_names[i], phases[i] if phases else "", shapes[i] if shapes else ()) for i in range(n)]
+        by_key: dict[Key, list[int]] = defaultdict(list)
+        for rec_idx, key in enumerate(keys):
+            by_key[key].append(rec_idx)
+        return cls(names, _ancestors_of_named(trace, names), keys, dict(by_key))
 
 
 def choose_with_recording(trace: Trace, roots: Iterable[int], children: dict[int, list[int]],
-                          index: RecordedIndex, is_modeled) -> tuple[list[Chosen], int]:
+                          index: RecordedIndex, is_modeled, shapes_of=None) -> tuple[list[Chosen], int]:
     """Match recorded ops to trace events; events outside every match fall back to the trace-only rule.
 
+    ``shapes_of(event)``: the event's input shapes, as the recording's keys hold them (None: match without shapes).
     Returns the chosen events and how many recorded ops found no event.
     """
-    names, holds_named, by_name = index.names, index.holds_named, index.by_name
+    names, holds_named = index.names, index.holds_named
     candidates: list[int] = []
     leftovers: list[int] = []
     stack = list(reversed(list(roots)))
@@ -121,21 +134,47 @@ def choose_with_recording(trace: Trace, roots: Iterable[int], children: dict[int
         else:
             leftovers.append(idx)
     candidates.sort(key=lambda i: trace.ops[i].ts_us)
-    seen: dict[str, int] = defaultdict(int)
-    chosen: list[Chosen] = []
-    for idx in candidates:
-        name = trace.ops[idx].name
-        k = seen[name]
-        seen[name] += 1
-        recs = by_name.get(name, [])
-        chosen.append(Chosen(idx, recs[k] if k < len(recs) else None))
-    missing = sum(max(0, len(recs) - seen.get(name, 0)) for name, recs in by_name.items())
+    with_shapes = shapes_of is not None and any(key[2] for key in index.keys)
+    event_keys = [(trace.ops[i].name, _recorded_phase(trace.ops[i]), shapes_of(trace.ops[i]) if with_shapes else ())
+                  for i in candidates]
+    recorded_keys = index.keys if with_shapes else [(k[0], k[1], ()) for k in index.keys]
+    pairs: dict[int, int] = {}
+    taken: set[int] = set()
+    for coarsen in (lambda k: k, lambda k: k[:2], lambda k: k[:1]):
+        _pair_in_order(candidates, event_keys, recorded_keys, coarsen, pairs, taken)
+    chosen = [Chosen(idx, pairs.get(pos)) for pos, idx in enumerate(candidates)]
+    missing = len(index.keys) - len(taken)
     for idx in leftovers:
         if idx in holds_named:
             chosen.append(Chosen(idx, self_only=True))
         else:
             chosen.extend(choose_without_recording(trace, [idx], children, is_modeled))
     return chosen, missing
+
+
+def _pair_in_order(candidates: list[int], event_keys: list[Key], recorded_keys: list[Key], coarsen,
+                   pairs: dict[int, int], taken: set[int]) -> None:
+    """Pair the k-th still-unpaired event of each (coarsened) key with the k-th still-unpaired recorded op of it."""
+    free: dict[Key, list[int]] = defaultdict(list)
+    for rec_idx, key in enumerate(recorded_keys):
+        if rec_idx not in taken:
+            free[coarsen(key)].append(rec_idx)
+    seen: dict[Key, int] = defaultdict(int)
+    for pos in range(len(candidates)):
+        if pos in pairs:
+            continue
+        key = coarsen(event_keys[pos])
+        recs = free.get(key)
+        k = seen[key]
+        if recs is not None and k < len(recs):
+            seen[key] = k + 1
+            pairs[pos] = recs[k]
+            taken.add(recs[k])
+
+
+def _recorded_phase(op: CpuOp) -> str:
+    """The phase as the counting pass names it (it runs no optimizer: an optimizer's ops count as forward)."""
+    return "backward" if op.is_backward else "forward"
 
 
 def _ancestors_of_named(trace: Trace, names: set[str]) -> set[int]:

@@ -17,6 +17,7 @@ import torch
 from roofline.analyze.pipeline import report_from_trace
 from roofline.capture.op_recorder import record_ops
 from roofline.device.measure import time_fn
+from roofline.errors import RooflineError
 from roofline.report import Ceilings, Report, Timing
 
 
@@ -24,33 +25,66 @@ def _noop(_: str) -> None:
     pass
 
 
-def make_step(model: torch.nn.Module, inputs: tuple, *, backward: bool = False,
+Inputs = tuple | dict
+
+
+def call_model(model: torch.nn.Module, inputs: Inputs) -> Any:
+    """``model(*inputs)``, or ``model(**inputs)`` for a dict of keyword arguments (Hugging Face style)."""
+    return model(**inputs) if isinstance(inputs, dict) else model(*inputs)
+
+
+def make_step(model: torch.nn.Module, inputs: Inputs, *, backward: bool = False,
               loss_fn: Callable[[Any], torch.Tensor] | None = None) -> Callable[[], Any]:
-    """One step of work: a forward (no grad), or forward + loss + backward."""
+    """One step of work: a forward (no grad), or forward + loss + backward (``default_loss`` without a loss_fn)."""
     if not backward:
         def forward() -> Any:
             with torch.no_grad():
-                return model(*inputs)
+                return call_model(model, inputs)
         return forward
 
     def train_step() -> Any:
         model.zero_grad(set_to_none=True)
-        out = model(*inputs)
-        loss = loss_fn(out) if loss_fn is not None else _default_loss(out)
+        out = call_model(model, inputs)
+        loss = loss_fn(out) if loss_fn is not None else default_loss(out)
         loss.backward()
         return loss
 
     return train_step
 
 
-def _default_loss(out: Any) -> torch.Tensor:
-    if isinstance(out, torch.Tensor):
-        return out.float().mean()
-    if hasattr(out, "last_hidden_state"):
-        return out.last_hidden_state.float().mean()
-    if isinstance(out, (tuple, list)) and out and isinstance(out[0], torch.Tensor):
-        return out[0].float().mean()
-    raise TypeError("cannot make a loss from the model's output: pass loss_fn")
+_PREFERRED_OUTPUTS = ("logits", "last_hidden_state", "prediction_logits", "pooler_output")
+
+
+def default_loss(out: Any) -> torch.Tensor:
+    """A scalar to run backward from when no loss_fn is given: the model's own ``loss`` when it computed one (a
+    Hugging Face model given labels), else the mean of its main tensor output (logits, last_hidden_state, the
+    output itself, or the first floating tensor in a tuple/dict)."""
+    loss = getattr(out, "loss", None)
+    if isinstance(loss, torch.Tensor) and loss.numel() == 1 and loss.requires_grad:
+        return loss
+    tensor = _main_tensor(out)
+    if tensor is None:
+        raise RooflineError(f"cannot make a loss from the model's output ({type(out).__name__}): it holds no "
+                            "floating-point tensor that requires grad")
+    return tensor.float().mean()
+
+
+def _main_tensor(out: Any) -> torch.Tensor | None:
+    def usable(x: Any) -> bool:
+        return isinstance(x, torch.Tensor) and x.is_floating_point() and x.requires_grad
+
+    if usable(out):
+        return out
+    for name in _PREFERRED_OUTPUTS:
+        value = out.get(name) if isinstance(out, dict) else getattr(out, name, None)
+        if usable(value):
+            return value
+    values = list(out.values()) if isinstance(out, dict) else list(out) if isinstance(out, (tuple, list)) else []
+    for value in values:
+        found = _main_tensor(value)
+        if found is not None:
+            return found
+    return None
 
 
 def _sync(device: torch.device) -> None:
@@ -93,7 +127,7 @@ def profile_steps(step: Callable[[], Any], device: torch.device, iters: int, tra
 
 def analyze_model(
     model: torch.nn.Module,
-    inputs: tuple,
+    inputs: Inputs,
     *,
     device: str | torch.device | None = None,
     ceilings: Ceilings | None = None,
@@ -122,6 +156,9 @@ def analyze_model(
     true_time = time_steps(step, dev, iters)
     progress("counting pass (every aten op, shapes, module, source line)")
     recording = record_ops(step, root=model)
+    if not recording.ops:
+        raise RooflineError(f"{workload or type(model).__name__} ran no torch operation in a step: nothing to count "
+                            "or time (an empty model, or inputs that skip all its work)")
     _sync(dev)
     progress(f"timed pass ({iters} steps under torch.profiler)")
     with tempfile.TemporaryDirectory(prefix="roofline-") as tmp:

@@ -150,9 +150,15 @@ def report_from_trace(
         per_rec_cpu: dict[int, list[float]] = defaultdict(list)
         rep_events: dict[int, int] = {}
         extras: list[Chosen] = []
-        recorded = RecordedIndex.build(trace, [r.name for r in recording.ops])
+        recorded = RecordedIndex.build(trace, [r.name for r in recording.ops], [r.phase for r in recording.ops],
+                                       [_shape_key(r.input_tensors) for r in recording.ops])
+
+        def shapes_of(op: CpuOp) -> tuple:
+            return tuple(map(tuple, counter(op).input_shapes))
+
         for pos, step in enumerate(steps):
-            chosen, missing = choose_with_recording(trace, roots.get(step, []), children, recorded, is_modeled)
+            chosen, missing = choose_with_recording(trace, roots.get(step, []), children, recorded, is_modeled,
+                                                    shapes_of=shapes_of)
             last = pos == len(steps) - 1
             for c in chosen:
                 if c.recorded is not None:
@@ -379,6 +385,10 @@ def __getattr__(name: str):
 
         return getattr(live, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _shape_key(metas: list) -> tuple:
+    return tuple(tuple(t.shape) for t in metas)
 
 
 def _shape_fields(metas: list) -> tuple[list[list[int]], list[str], list[list[int]]]:

@@ -360,11 +360,17 @@ class _TraceBuilder:
         _sweep(order, objs, ts, ends, ranks, threads)
 
     def _backward_modules(self) -> None:
-        """Backward ops run on the autograd thread, outside any Python frame: borrow the forward op's module."""
+        """A backward op borrows the module and source line of the forward op whose autograd node it runs (by
+        sequence number): on a GPU it runs on the autograd thread, outside any Python frame, and on the CPU its
+        frames say only `loss.backward()`.
+
+        Several forward ops can carry one sequence number (the profiler records the counter on entry, before the
+        node is made): ops that make no node (eval dropout, detach) share it with the next op that does, and that
+        op, the last of them, is the one whose node it is."""
         forward: dict[int, CpuOp] = {}
         for op in self.ops:
-            if op.sequence_number is not None and not op.is_backward and op.module is not None:
-                forward.setdefault(op.sequence_number, op)
+            if op.sequence_number is not None and not op.is_backward:
+                forward[op.sequence_number] = op
         if not forward:
             return
         ops = self.ops
@@ -375,13 +381,13 @@ class _TraceBuilder:
                     parent = ops[op.parent]
                     if parent.is_backward and parent.module is not None:
                         op.module = parent.module
-                        op.source = op.source or parent.source
+                        op.source = parent.source or op.source
                         continue
                     seq = parent.sequence_number
                 fwd = forward.get(seq) if seq is not None else None
                 if fwd is not None:
                     op.module = fwd.module
-                    op.source = op.source or fwd.source
+                    op.source = fwd.source or op.source
 
     def _device_info(self) -> None:
         trace = self.trace
@@ -429,6 +435,8 @@ def _classify_frame(name: str) -> tuple[int, str] | None:
     file = match.group(1)
     if any(part in file for part in _LIBRARY_PARTS) and not any(part in file for part in _ROOFLINE_USER_PARTS):
         return None
+    if "/bin/" in file and not file.endswith(".py"):  # a console-script launcher (.venv/bin/roofline)
+        return None
     top = file.split("/", 1)[0]
     if top.removesuffix(".py") in _STDLIB_WRAPPERS:
         return None
@@ -438,7 +446,7 @@ def _classify_frame(name: str) -> tuple[int, str] | None:
 def _sweep(order: list[int], objs: list, ts: list[float], ends: list[float], ranks: list[int],
            threads: list[int]) -> None:
     """Assign parents, depth, flags, module and source to ops, and the enclosing op to launches and memory."""
-    flags_of: dict[str, tuple[bool, bool]] = {}
+    flags_of: dict[str, tuple[bool, bool, bool]] = {}
     ops: list[CpuOp] = []
     op_ends: list[float] = []
     modules: list[tuple[float, str]] = []
@@ -468,7 +476,12 @@ def _sweep(order: list[int], objs: list, ts: list[float], ends: list[float], ran
             name = obj.name
             flags = flags_of.get(name)
             if flags is None:
-                flags = flags_of[name] = (_is_backward_name(name), name.startswith("Optimizer.step#"))
+                flags = flags_of[name] = (_is_backward_name(name), name.startswith("Optimizer.step#"),
+                                          obj.is_annotation and _STEP.match(name) is not None)
+            if flags[2]:
+                # A step boundary nests under nothing: a span still open when profiler.step() ran (the
+                # optimizer's own, when steps end at optimizer.step()) would otherwise hold every later step.
+                ops, op_ends = [], []
             if ops:
                 parent = ops[-1]
                 obj.parent = parent.index
@@ -476,7 +489,7 @@ def _sweep(order: list[int], objs: list, ts: list[float], ends: list[float], ran
                 obj.is_backward = parent.is_backward or flags[0]
                 obj.is_optimizer = parent.is_optimizer or flags[1]
             else:
-                obj.is_backward, obj.is_optimizer = flags
+                obj.is_backward, obj.is_optimizer = flags[0], flags[1]
             ops.append(obj)
             op_ends.append(ends[j])
         elif rank == _RANK_FRAME:

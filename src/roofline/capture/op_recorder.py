@@ -20,22 +20,39 @@ from roofline.count.counting import normalize_op_name
 from roofline.capture.recording import OpRecording, RecordedOp, op_dtype  # noqa: F401 - re-exported
 
 
+_current_node = getattr(torch._C, "_current_autograd_node", None)
+_sequence_nr = getattr(getattr(torch._C, "_autograd", None), "_get_sequence_nr", None)
+
+
 class _Recorder(EagerDispatchMode):
+    """Records each dispatched op. A backward op takes the module and source line of the forward op that made its
+    autograd node (matched by the node's sequence number): hooks on module outputs cannot tell, as an identity
+    module (eval Dropout, nn.Identity) returns its input and would claim every backward op after it."""
+
     def __init__(self, recording: OpRecording, tracker: Any, root_prefix: Callable[[], str]):
         super().__init__()
         self.recording = recording
         self.tracker = tracker
         self.root_prefix = root_prefix
+        self.forward_of: dict[int, tuple[str, str | None]] = {}
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         name = normalize_op_name(func)
         meta_args, _, meta_out, cost = op_cost(name, args, kwargs, out)
-        module, phase = self._module()
+        node = _current_node() if _current_node is not None else None
+        if node is not None:
+            module, source = self.forward_of.get(node._sequence_nr(), ("", None))
+            phase = "backward"
+        else:
+            module, phase = self._module()
+            source = user_location(sys._getframe().f_back, unknown=None)
+            if _sequence_nr is not None and torch.is_grad_enabled():
+                # below autograd: the node this op made (if any) took the number just before the counter
+                self.forward_of.setdefault(_sequence_nr() - 1, (module, source))
         self.recording.ops.append(
-            RecordedOp(name, meta_args, meta_out, cost, op_dtype(meta_args, meta_out), module, phase,
-                       user_location(sys._getframe().f_back, unknown=None))
+            RecordedOp(name, meta_args, meta_out, cost, op_dtype(meta_args, meta_out), module, phase, source)
         )
         return out
 

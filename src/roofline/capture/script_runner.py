@@ -15,10 +15,15 @@ from __future__ import annotations
 import os
 import runpy
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
+
+if TYPE_CHECKING:
+    from roofline.capture.profiling import ProfilingContext
 
 _RANK = {"profiler": 1, "forward": 2, "optimizer": 3}
 
@@ -154,12 +159,72 @@ def run_script(path: str | os.PathLike[str], args: list[str]) -> None:
 
 def script_error_line(exc: BaseException, script: str | os.PathLike[str]) -> str:
     """One line naming the error and the deepest line of the script it came from."""
+    target = str(Path(script).resolve())
+    name = Path(script).name
+    return _error_line(exc, name, lambda filename: str(Path(filename).resolve()) == target, lambda filename: name)
+
+
+def user_error_line(exc: BaseException, what: str) -> str:
+    """One line for an error raised by the user's code called from roofline (a factory, a model's forward): the
+    error and the innermost line outside torch and roofline where it was raised."""
+    from roofline.capture.source_paths import short_path
+    from roofline.capture.syncs import is_user_file
+
+    return _error_line(exc, what, is_user_file, short_path)
+
+
+def _error_line(exc: BaseException, what: str, counts: Callable[[str], bool], spell: Callable[[str], str]) -> str:
+    """'WHAT raised Type: first line (at FILE:LINE)' with the innermost traceback frame whose file ``counts``."""
     where = ""
     tb = exc.__traceback__
-    target = str(Path(script).resolve())
     while tb is not None:
-        if str(Path(tb.tb_frame.f_code.co_filename).resolve()) == target:
-            where = f" (at {Path(script).name}:{tb.tb_lineno})"
+        filename = tb.tb_frame.f_code.co_filename
+        if counts(filename):
+            where = f" (at {spell(filename)}:{tb.tb_lineno})"
         tb = tb.tb_next
+    if isinstance(exc, SystemExit):
+        return f"{what} called sys.exit({exc.code!r}){where}"
     message = str(exc).splitlines()[0] if str(exc) else ""
-    return f"{Path(script).name} raised {type(exc).__name__}{': ' + message if message else ''}{where}"
+    return f"{what} raised {type(exc).__name__}{': ' + message if message else ''}{where}"
+
+
+@dataclass
+class ScriptRun:
+    """How a profiled script ended: its own error (None when it finished or was stopped after the profiled steps)
+    and which boundary its steps were found at (``StepFinder.source``; None when no step was found)."""
+
+    error: BaseException | None
+    step_source: str | None
+    steps_seen: int
+
+
+def profile_script(context: "ProfilingContext", script: str | os.PathLike[str], script_args: Sequence[str] = (),
+                   *, whole: bool = False, run_to_end: bool = False) -> ScriptRun:
+    """Run ``script`` unchanged under ``context`` (not yet entered), one context step per step the finder sees.
+
+    ``whole``: no step detection (the context's whole-block recording is the profile). ``run_to_end``: let the
+    script finish after the profiled steps instead of stopping it there. The script's own exception is returned,
+    not raised, so the steps profiled before it still make a report; a RooflineError or Ctrl-C propagates.
+    The context is closed on return.
+    """
+    from roofline.errors import RooflineError
+
+    def on_step() -> None:
+        context.step()
+        if context.steps_done >= context.total_steps and not run_to_end:
+            raise StopScript()
+
+    finder = StepFinder((lambda: None) if whole else on_step, on_switch=context.extend_wait)
+    error: BaseException | None = None
+    try:
+        with context, finder:
+            run_script(script, list(script_args))
+    except StopScript:
+        context.error = None
+    except (RooflineError, KeyboardInterrupt):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the script's own error (SystemExit included): one line, outputs kept
+        error = exc
+    finally:
+        context.close()
+    return ScriptRun(error, finder.source, context.steps_done)

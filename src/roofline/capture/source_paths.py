@@ -13,8 +13,16 @@ import os
 import sys
 
 
+_PACKAGE_DIRS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+
+
 def short_path(filename: str) -> str:
-    """``filename`` relative to the working directory, unless that climbs more than one level out of it."""
+    """``filename`` relative to the working directory, unless that climbs more than one level out of it; an
+    installed package's file from its package on (``transformers/generation/utils.py``), as traces spell it."""
+    for marker in _PACKAGE_DIRS:
+        at = filename.rfind(marker)
+        if at >= 0:
+            return filename[at + len(marker):]
     try:
         relative = os.path.relpath(filename)
     except ValueError:

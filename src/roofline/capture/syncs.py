@@ -59,11 +59,15 @@ def user_location(frame: Any = _CALLER, unknown: Any = "<unknown>") -> Any:
     (roofline/models, roofline/lab) count as user code."""
     frame = sys._getframe(1) if frame is _CALLER else frame
     while frame is not None:
-        filename = frame.f_code.co_filename
-        if not (filename.startswith(_TORCH_DIR) or _is_roofline_machinery(filename) or _is_library(filename)):
-            return f"{short_path(filename)}:{frame.f_lineno}"
+        if is_user_file(frame.f_code.co_filename):
+            return f"{short_path(frame.f_code.co_filename)}:{frame.f_lineno}"
         frame = frame.f_back
     return unknown
+
+
+def is_user_file(filename: str) -> bool:
+    """Code outside torch, roofline's machinery and Python's own plumbing (installed packages count as user's)."""
+    return not (filename.startswith(_TORCH_DIR) or _is_roofline_machinery(filename) or _is_library(filename))
 
 
 _STDLIB_PLUMBING = tuple(os.sep + name for name in ("runpy.py", "contextlib.py", "warnings.py", "functools.py"))
@@ -78,21 +82,27 @@ def _is_library(filename: str) -> bool:
     return filename.startswith("<frozen") or filename.endswith(_STDLIB_PLUMBING)
 
 
-def _targets_cpu(args: tuple, kwargs: dict) -> bool:
-    """Whether Tensor.to(*args, **kwargs) moves to the host."""
+def _moves_to_host(tensor: Any, args: tuple, kwargs: dict, simulated: bool) -> bool:
+    """Whether ``tensor.to(*args, **kwargs)`` copies device data to the host.
+
+    On an accelerator: the tensor is on it and the target is the CPU. Simulated (a CPU tensor standing for a device
+    one): only a target spelled ``"cpu"`` counts; a device read off another tensor (``x.to(y.device)``,
+    ``x.to(y)``) is where the data already lives on the real device too, so no copy and no sync."""
     target = kwargs.get("device")
     if target is None and args:
         first = args[0]
-        if isinstance(first, torch.Tensor):
-            target = first.device
-        elif isinstance(first, (str, torch.device)):
+        if isinstance(first, (torch.Tensor, str, torch.device)):
             target = first
     if target is None:
         return False
-    try:
-        return torch.device(target).type == "cpu"
-    except (RuntimeError, TypeError):
-        return False
+    if isinstance(target, torch.Tensor):
+        target = target.device
+    if tensor.device.type != "cpu":
+        try:
+            return torch.device(target).type == "cpu"
+        except (RuntimeError, TypeError):
+            return False
+    return simulated and isinstance(target, str) and target.split(":")[0] == "cpu"
 
 
 def _has_bool_mask(index: Any) -> bool:
@@ -261,11 +271,25 @@ class SyncDetector:
 
         self._patch(owner, name, make)
 
+    def _install_to(self) -> None:
+        detector = self
+
+        def make(original: Callable) -> Callable:
+            @functools.wraps(original)
+            def patched(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+                if detector._counts(tensor) and _moves_to_host(tensor, args, kwargs, detector.simulated):
+                    return detector._call("to(cpu)", original, (tensor, *args), kwargs)
+                return original(tensor, *args, **kwargs)
+
+            return patched
+
+        self._patch(torch.Tensor, "to", make)
+
     def _install(self) -> None:
         for name, kind in (("item", "item"), ("tolist", "tolist"), ("numpy", "numpy"), ("cpu", "cpu"),
                            ("__bool__", "bool"), ("__int__", "int"), ("__float__", "float")):
             self._tensor_method(name, kind)
-        self._tensor_method("to", "to(cpu)", when=_targets_cpu)
+        self._install_to()
         self._tensor_method("__getitem__", "boolean-mask indexing", when=lambda a, k: bool(a) and _has_bool_mask(a[0]))
         self._tensor_method("__setitem__", "boolean-mask assignment", when=lambda a, k: bool(a) and _has_bool_mask(a[0]))
         no_output_size = lambda a, k: k.get("output_size") is None  # noqa: E731

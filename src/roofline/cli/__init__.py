@@ -18,6 +18,14 @@ from roofline.errors import RooflineError
 _NOT_COMMANDS = {"common", "targets"}
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage mistakes are one line and exit 2, as every other bad input (argparse prints usage on two)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        command = self.prog.removeprefix("roofline").strip()
+        raise RooflineError(f"{command + ': ' if command else ''}{message} (see `{self.prog} --help`)")
+
+
 class DefaultsFormatter(argparse.HelpFormatter):
     """Every option's help ends with its default, unless the help already states it: a flag's is "off", an
     option left unset "not set"."""
@@ -34,14 +42,14 @@ class DefaultsFormatter(argparse.HelpFormatter):
         return f"{text} (default: %(default)s)"
 
 
-class _SubcommandParser(argparse.ArgumentParser):
+class _SubcommandParser(_Parser):
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("formatter_class", DefaultsFormatter)
         super().__init__(*args, **kwargs)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="roofline",
         description="Where does my PyTorch model's time go, and how far is each op from the hardware's roof?",
     )
@@ -61,13 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if not args.verbose:
-        quiet_third_party()
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
     try:
+        args = parser.parse_args(argv)
+        if not args.verbose:
+            quiet_third_party()
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
         return int(args.func(args) or 0)
     except RooflineError as exc:
         print(f"roofline: error: {exc}", file=sys.stderr)

@@ -11,7 +11,9 @@ from roofline.cli.common import (
     add_ceilings_option,
     add_output_option,
     add_workload_options,
+    non_negative_int,
     normalize_dtype,
+    positive_int,
     run_ceilings,
 )
 
@@ -28,9 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_workload_options(p)
     add_output_option(p)
     add_ceilings_option(p)
-    p.add_argument("--iters", type=int, default=5, help="profiled steps to take the median over (default 5)")
-    p.add_argument("--warmup", type=int, default=2, help="warm-up steps before timing (default 2)")
-    p.add_argument("--top", type=int, default=15, help="ops to print (default 15)")
+    p.add_argument("--iters", type=positive_int, default=5, help="profiled steps to take the median over (default 5)")
+    p.add_argument("--warmup", type=non_negative_int, default=2, help="warm-up steps before timing (default 2)")
+    p.add_argument("--top", type=non_negative_int, default=15, help="ops to print (default 15)")
     p.add_argument("--no-html", action="store_true", help="skip report.html")
     p.set_defaults(func=run)
 
@@ -39,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from roofline.analyze.live import analyze_model
-    from roofline.cli.targets import load_target
+    from roofline.cli.targets import load_target, user_code
     from roofline.device import resolve_device
     from roofline.render.console import fit, render_report
     from roofline.render.findings import render_findings
@@ -53,11 +55,12 @@ def run(args: argparse.Namespace) -> int:
     with err.status("profiling") as status:
         with tempfile.TemporaryDirectory(prefix="roofline-") as tmp:
             raw = Path(tmp) / "trace.json"
-            report = analyze_model(
-                workload.model, workload.inputs, device=device, ceilings=ceilings, backward=args.backward,
-                loss_fn=workload.loss_fn, warmup=args.warmup, iters=args.iters, workload=workload.name,
-                trace_path=raw, progress=status.update,
-            )
+            with user_code(f"{workload.name}'s step"):
+                report = analyze_model(
+                    workload.model, workload.inputs, device=device, ceilings=ceilings, backward=args.backward,
+                    loss_fn=workload.loss_fn, warmup=args.warmup, iters=args.iters, workload=workload.name,
+                    trace_path=raw, progress=status.update,
+                )
             report.extra["workload_description"] = workload.description
             status.update("writing report.json, roofline.png, report.html, trace.json.gz")
             written, _ = write_outputs(report, args.output, raw_trace=raw, html=not args.no_html)

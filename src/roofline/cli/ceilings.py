@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from roofline.cli.common import add_device_option, progress_reporter
+from roofline.cli.common import add_device_option, output_file, progress_reporter
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -15,7 +15,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "cache them for every later command; print them, with when, under what load and with how many "
                     "threads they were measured. --remeasure measures again on a quiet machine.")
     add_device_option(p)
-    p.add_argument("--json", metavar="PATH", help="also write the ceilings as JSON (the Report's `ceilings` fields)")
+    p.add_argument("--json", type=output_file, metavar="PATH", help="also write the ceilings as JSON (the Report's `ceilings` fields)")
     p.add_argument("--remeasure", action="store_true", help="measure again instead of using the cache")
     p.add_argument("--quick", action="store_true", help="smaller buffers and fewer repeats (less accurate, cached apart)")
     p.add_argument("--dtypes", metavar="LIST",

@@ -1,4 +1,5 @@
-"""Options shared by several subcommands, typed once."""
+"""Options shared by several subcommands, typed once, and the argparse types that refuse bad values at parse time
+(before any work): a count that must be positive, an output path that cannot be written."""
 
 from __future__ import annotations
 
@@ -12,23 +13,77 @@ from typing import Any
 DTYPE_CHOICES = ("float32", "float16", "bfloat16", "fp32", "fp16", "bf16")
 
 
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
+def positive_int(text: str) -> int:
+    """A count that must be at least 1 (steps to time, processes, sizes)."""
+    value = _int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """A count that may be 0 (warm-up steps, rows to show)."""
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def non_empty(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
+def output_dir(text: str) -> str:
+    """An output directory that can be one: not an existing file, under a writable folder."""
+    from roofline.io import check_output_dir
+
+    return _checked_path(check_output_dir, text)
+
+
+def output_file(text: str) -> str:
+    """An output file name that is not a directory, under a folder that can be made."""
+    from roofline.io import check_output_file
+
+    return _checked_path(check_output_file, text)
+
+
+def _checked_path(check, text: str) -> str:
+    from roofline.errors import RooflineError
+
+    try:
+        check(text)
+    except RooflineError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def add_device_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--device", default=None, help="cpu, cuda or cuda:N (default: cuda when present, else cpu)"
+        "--device", type=non_empty, default=None, help="cpu, cuda or cuda:N (default: cuda when present, else cpu)"
     )
 
 
 def add_workload_options(parser: argparse.ArgumentParser) -> None:
     """--batch/--seq/--dtype/--device/--backward, as `analyze`, `profile` and `doctor` take them."""
-    parser.add_argument("--batch", type=int, default=None, help="batch size (default: per workload)")
-    parser.add_argument("--seq", type=int, default=None, help="sequence length or matrix size (default: per workload)")
+    parser.add_argument("--batch", type=positive_int, default=None, help="batch size (default: per workload)")
+    parser.add_argument("--seq", type=positive_int, default=None,
+                        help="sequence length or matrix size (default: per workload)")
     parser.add_argument("--dtype", default="float32", choices=DTYPE_CHOICES, help="model dtype (default float32)")
     add_device_option(parser)
     parser.add_argument("--backward", action="store_true", help="also run and measure the backward pass")
 
 
 def add_output_option(parser: argparse.ArgumentParser, default: str | None = "roofline-out") -> None:
-    parser.add_argument("-o", "--output", default=default, help=f"output directory (default: {default})")
+    parser.add_argument("-o", "--output", type=output_dir, default=default, help=f"output directory (default: {default})")
 
 
 def normalize_dtype(name: str) -> str:

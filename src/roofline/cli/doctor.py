@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from roofline.cli.common import add_ceilings_option, add_workload_options, normalize_dtype, run_ceilings
+from roofline.cli.common import add_ceilings_option, add_workload_options, non_negative_int, normalize_dtype, output_dir, run_ceilings
 from roofline.errors import RooflineError
 
 SEVERITIES = ("info", "warning", "critical")
@@ -30,12 +30,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--model", help="a built-in workload: llama-tiny, resnet50, bert-base, bad-syncs, ...")
     parser.add_argument("--rules", help="comma-separated rule names to run (default: all; see --list-rules)")
     parser.add_argument("--list-rules", action="store_true", help="list the rules and exit")
-    parser.add_argument("--top", type=int, default=None, help="show only the N largest findings")
+    parser.add_argument("--top", type=non_negative_int, default=None, help="show only the N largest findings")
     parser.add_argument("--fail-on", choices=SEVERITIES, default=None,
                         help="exit 1 when a finding of this severity or worse is found (for CI)")
     add_ceilings_option(parser)
     add_workload_options(parser)
-    parser.add_argument("-o", "--output", default=None, help="write DIR/report.json (with the findings), roofline.png and report.html")
+    parser.add_argument("-o", "--output", type=output_dir, default=None, help="write DIR/report.json (with the findings), roofline.png and report.html")
     parser.set_defaults(func=run, parser=parser)
 
 
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.target) == bool(args.model):
         raise RooflineError("give one of: --model NAME, a script.py, a report.json or a trace file")
     rules = [r.strip() for r in args.rules.split(",") if r.strip()] if args.rules else None
-    report = _report_for(args)
+    report, script_error = _report_for(args)
     report.findings = diagnose(report, rules=rules)
     sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.reference_time_s, top=args.top))
     if args.output:
@@ -71,6 +71,9 @@ def run(args: argparse.Namespace) -> int:
 
         written, _ = write_outputs(report, args.output)
         print("wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
+    if script_error is not None:
+        print(f"roofline: error: {script_error}", file=sys.stderr)
+        return 2
     if args.fail_on:
         worst = SEVERITIES.index(args.fail_on)
         if any(SEVERITIES.index(f.severity) >= worst for f in report.findings if f.severity in SEVERITIES):
@@ -78,15 +81,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report_for(args: argparse.Namespace) -> Any:
+def _report_for(args: argparse.Namespace) -> tuple[Any, str | None]:
+    """The report to diagnose, and the user script's own error line when it raised (the report is of the steps
+    profiled before it)."""
     if args.model:
-        return _analyze_model(args)
+        return _analyze_model(args), None
     target = Path(args.target)
     if target.suffix == ".py":
+        if not target.is_file():
+            raise RooflineError(f"script not found: {target}")
         return _profile_script(args)
     if not target.exists():
         raise RooflineError(f"file not found: {target}")
-    return _load_report_or_trace(target, args.ceilings)
+    return _load_report_or_trace(target, args.ceilings), None
 
 
 def _load_report_or_trace(path: Path, ceilings_file: str | None) -> Any:
@@ -113,16 +120,21 @@ def _analyze_model(args: argparse.Namespace) -> Any:
                          progress=lambda msg: print(f"roofline: {msg}", file=sys.stderr))
 
 
-def _profile_script(args: argparse.Namespace) -> Any:
+def _profile_script(args: argparse.Namespace) -> tuple[Any, str | None]:
+    """The report of the script's profiled steps, and the one line naming the script's own error if it raised."""
     from roofline.capture.profiling import ProfilingContext
-    from roofline.capture.script_runner import script_error_line
-    from roofline.cli.profile import _profile_script as profile_script
+    from roofline.capture.script_runner import profile_script, script_error_line
     from roofline.device import resolve_device
 
     device = resolve_device(args.device)
     context = ProfilingContext(device=device, ceilings=run_ceilings(device, args.ceilings), workload=Path(args.target).name)
-    run_args = argparse.Namespace(script=args.target, script_args=args.script_args, run_to_end=False)
-    error = profile_script(run_args, context)
-    if error is not None:
-        print(f"roofline: error: {script_error_line(error, args.target)}", file=sys.stderr)
-    return context.report()
+    run = profile_script(context, args.target, args.script_args)
+    error = script_error_line(run.error, args.target) if run.error is not None else None
+    try:
+        report = context.report()
+    except RooflineError:
+        if error is None:
+            raise
+        raise RooflineError(error) from None
+    report.extra.setdefault("profile", {})["step_source"] = run.step_source
+    return report, error

@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 
-from roofline.cli.common import add_ceilings_option
+from roofline.cli.common import add_ceilings_option, non_empty, output_dir
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,14 +20,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument("--quick", action="store_true", help="a small run (about a minute on a 2-core CPU)")
-    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
+    parser.add_argument("--device", type=non_empty, default=None, help="cpu or cuda (default: cuda when present)")
     parser.add_argument("--model", default="llama-tiny", choices=["llama-tiny", "llama-1b", "llama-8b"],
                         help="the LLaMA size to run")
     parser.add_argument("--dtype", default=None, help="default float16 on CUDA, float32 on CPU")
     parser.add_argument("--data", default=None, help="folder with WikiText-2 test.txt/valid.txt ($ROOFLINE_DATA)")
     parser.add_argument("--no-doctor", action="store_true", help="skip the doctor's profiling runs")
     add_ceilings_option(parser)
-    parser.add_argument("-o", "--output", required=True, help="output folder")
+    parser.add_argument("-o", "--output", type=output_dir, required=True, help="output folder")
     parser.set_defaults(func=run)
 
 

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from roofline.cli.common import output_dir
 from roofline.render.units import fmt_bytes, fmt_rate, fmt_time
 
 
@@ -19,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("run_dir", metavar="RUN_DIR",
                    help="directory holding rank0/, rank1/, ... (report.json + trace.json.gz)")
-    p.add_argument("-o", "--output", default=None, help="output directory (default: RUN_DIR)")
+    p.add_argument("-o", "--output", type=output_dir, default=None, help="output directory (default: RUN_DIR)")
     p.add_argument("--ceilings", metavar="FILE",
                    help="collective ceilings JSON (`roofline ceilings --collectives --json`)")
     p.add_argument("--threshold", type=float, default=None,

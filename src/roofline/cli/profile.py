@@ -11,7 +11,9 @@ from roofline.cli.common import (
     add_ceilings_option,
     add_output_option,
     add_workload_options,
+    non_negative_int,
     normalize_dtype,
+    positive_int,
     run_ceilings,
 )
 from roofline.errors import RooflineError
@@ -30,10 +32,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("script", nargs="?", help="the Python script to run, as `python SCRIPT ARGS...` would")
     parser.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     parser.add_argument("--model", help="a built-in workload instead of a script: resnet50, bert-base, bad-syncs, llama-tiny, ...")
-    parser.add_argument("--wait", type=int, default=1, help="steps run untouched first (default 1; at least 1)")
-    parser.add_argument("--timed", type=int, default=None, help="steps timed without the profiler (default: --active)")
-    parser.add_argument("--warmup", type=int, default=1, help="profiled steps thrown away (default 1)")
-    parser.add_argument("--active", type=int, default=3, help="profiled steps kept (default 3)")
+    parser.add_argument("--wait", type=positive_int, default=1, help="steps run untouched first (default 1; at least 1)")
+    parser.add_argument("--timed", type=non_negative_int, default=None, help="steps timed without the profiler (default: --active)")
+    parser.add_argument("--warmup", type=non_negative_int, default=1, help="profiled steps thrown away (default 1)")
+    parser.add_argument("--active", type=positive_int, default=3, help="profiled steps kept (default 3)")
     parser.add_argument("--sync-mode", choices=("warn", "error", "silent"), default="silent",
                         help="what a host-device sync does while profiling (default: silent, listed in the report)")
     parser.add_argument("--no-stack", action="store_true", help="do not record Python stacks (less overhead, no source lines)")
@@ -41,7 +43,7 @@ def register(subparsers: Any) -> None:
                         help="profile the whole script as one step (no step detection, no true step time)")
     parser.add_argument("--run-to-end", action="store_true", help="let the script finish after the profiled steps")
     add_ceilings_option(parser)
-    parser.add_argument("--nproc", type=int, default=None, metavar="N",
+    parser.add_argument("--nproc", type=positive_int, default=None, metavar="N",
                         help="run SCRIPT under torchrun with N processes, each rank profiled into OUTPUT/rank{r}/, "
                              "then merged into OUTPUT/report.json")
     add_workload_options(parser)
@@ -71,11 +73,15 @@ def run(args: argparse.Namespace) -> int:
         with_stack=not args.no_stack, sync_mode=args.sync_mode, ceilings=ceilings,
         workload=args.model or Path(args.script).name, whole_block=bool(args.whole and not args.model),
     )
+    step_source = None
     if args.model:
         error = _profile_model(args, device, context)
         label = args.model
     else:
-        error = _profile_script(args, context)
+        from roofline.capture.script_runner import profile_script
+
+        run_ = profile_script(context, args.script, args.script_args, whole=args.whole, run_to_end=args.run_to_end)
+        error, step_source = run_.error, run_.step_source
         label = args.script
         if error is None and context.trace_path is None:
             raise RooflineError(
@@ -83,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{context.total_steps} (a step: optimizer.step(), else a top-level forward of its largest module, "
                 "else its profiler's step()); lower --wait/--timed/--warmup/--active, or use --whole"
             )
-    return _write(context, args.output, error, label)
+    return _write(context, args.output, error, label, step_source)
 
 
 def _profile_model(args: argparse.Namespace, device: Any, context: Any) -> BaseException | None:
@@ -107,32 +113,7 @@ def _profile_model(args: argparse.Namespace, device: Any, context: Any) -> BaseE
     return None
 
 
-def _profile_script(args: argparse.Namespace, context: Any) -> BaseException | None:
-    from roofline.capture.script_runner import StepFinder, StopScript, run_script
-
-    def on_step() -> None:
-        context.step()
-        if context.steps_done >= context.total_steps and not args.run_to_end:
-            raise StopScript()
-
-    finder = StepFinder(on_step if not args.whole else (lambda: None), on_switch=context.extend_wait)
-    error: BaseException | None = None
-    try:
-        with context, finder:
-            run_script(args.script, list(args.script_args))
-    except StopScript:
-        context.error = None
-    except (RooflineError, KeyboardInterrupt):
-        raise
-    except BaseException as exc:  # noqa: BLE001 - the script's own error: one line, outputs kept
-        error = exc
-    finally:
-        context.close()
-        context.step_source = finder.source
-    return error
-
-
-def _write(context: Any, output: str, error: BaseException | None, label: str) -> int:
+def _write(context: Any, output: str, error: BaseException | None, label: str, step_source: str | None) -> int:
     from roofline.render.profile_report import ProfileReport
 
     report = None
@@ -145,7 +126,7 @@ def _write(context: Any, output: str, error: BaseException | None, label: str) -
         if error is None:
             raise
     if report is not None:
-        report.extra.setdefault("profile", {})["step_source"] = getattr(context, "step_source", None)
+        report.extra.setdefault("profile", {})["step_source"] = step_source
         from roofline.distributed.rank import current_rank
 
         rank = current_rank()
@@ -159,5 +140,5 @@ def _write(context: Any, output: str, error: BaseException | None, label: str) -
 
         line = script_error_line(error, label) if label.endswith(".py") else f"{label}: {type(error).__name__}: {error}"
         print(f"roofline: error: {line}", file=sys.stderr)
-        return 1
+        return 2
     return 0

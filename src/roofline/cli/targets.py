@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Iterator
 
 from roofline.errors import RooflineError
 
@@ -38,8 +41,10 @@ def load_factory(target: str, device: str | None = None):
     sys.path.insert(0, str(path.parent.resolve()))
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:  # noqa: BLE001 - the user's file: report it in one line
-        raise RooflineError(f"{path} raised {type(exc).__name__} on import: {exc}") from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's file: report it in one line
+        from roofline.capture.script_runner import user_error_line
+
+        raise RooflineError(user_error_line(exc, f"importing {path}")) from None
     finally:
         sys.path.pop(0)
     factory = getattr(module, func_name, None)
@@ -47,17 +52,78 @@ def load_factory(target: str, device: str | None = None):
         raise RooflineError(f"{path} has no callable {func_name!r}")
     try:
         made = factory()
-    except Exception as exc:  # noqa: BLE001
-        raise RooflineError(f"{target} raised {type(exc).__name__}: {exc}") from None
-    if not (isinstance(made, tuple) and len(made) == 2):
-        raise RooflineError(f"{target} must return (model, inputs), got {type(made).__name__}")
-    model, inputs = made
-    if not isinstance(inputs, tuple):
-        inputs = (inputs,)
-    if device is not None:
-        import torch
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's code: one line naming its line
+        from roofline.capture.script_runner import user_error_line
 
-        model = model.to(device)
-        inputs = tuple(x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs)
+        raise RooflineError(user_error_line(exc, target)) from None
+    model, inputs = check_factory_result(made, target)
+    if device is not None:
+        model, inputs = _to_device(model, inputs, device, target)
     return SimpleNamespace(name=f"{path.name}:{func_name}", model=model, inputs=inputs, loss_fn=None,
                            description=f"{target} (user factory)")
+
+
+def check_factory_result(made: Any, target: str) -> tuple[Any, tuple | dict]:
+    """(model, inputs) from what a factory returned: inputs a tensor or a list (one argument), a tuple of positional
+    arguments or a dict of keyword arguments (``model(**inputs)``, the Hugging Face way), holding a tensor."""
+    import torch
+
+    if not (isinstance(made, (tuple, list)) and len(made) == 2):
+        raise RooflineError(f"{target} must return (model, inputs), got {_describe(made)}")
+    model, inputs = made
+    if not isinstance(model, torch.nn.Module):
+        raise RooflineError(f"{target} returned {_describe(model)} as the model: expected a torch.nn.Module")
+    if isinstance(inputs, (torch.Tensor, list)):
+        inputs = (inputs,)  # a list is one argument (torchvision detection models take a list of images)
+    elif isinstance(inputs, Mapping):
+        if not all(isinstance(k, str) for k in inputs):
+            raise RooflineError(f"{target} returned a dict of inputs whose keys are not all argument names")
+        inputs = dict(inputs)
+    elif not isinstance(inputs, tuple):
+        raise RooflineError(f"{target} returned {_describe(inputs)} as the inputs: expected a tensor, a tuple of "
+                            "arguments or a dict of keyword arguments")
+    values = list(inputs.values()) if isinstance(inputs, dict) else list(inputs)
+    values += [x for v in values if isinstance(v, (list, tuple)) for x in v]
+    if not any(isinstance(v, torch.Tensor) for v in values):
+        raise RooflineError(f"{target} returned inputs with no tensor in them ({_describe(inputs)})")
+    return model, inputs
+
+
+def _to_device(model: Any, inputs: tuple | dict, device: str, target: str) -> tuple[Any, tuple | dict]:
+    import torch
+
+    def move(x: Any) -> Any:
+        if isinstance(x, (list, tuple)):
+            return type(x)(move(v) for v in x)
+        return x.to(device) if isinstance(x, torch.Tensor) else x
+
+    try:
+        model = model.to(device)
+        moved = {k: move(v) for k, v in inputs.items()} if isinstance(inputs, dict) else tuple(move(x) for x in inputs)
+    except (RuntimeError, AssertionError) as exc:
+        raise RooflineError(f"{target}: cannot move the model or its inputs to {device}: "
+                            f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    return model, moved
+
+
+def _describe(value: Any) -> str:
+    text = repr(value) if isinstance(value, (int, float, str, bool, type(None))) else type(value).__name__
+    if isinstance(value, (tuple, list)):
+        text = f"a {type(value).__name__} of {len(value)} ({', '.join(_describe(v) for v in value[:4])})"
+    return text[:80]
+
+
+@contextlib.contextmanager
+def user_code(what: str) -> Iterator[None]:
+    """Errors raised in the user's model while it runs under roofline become one line naming where they were
+    raised (set ROOFLINE_DEBUG=1 for the full traceback)."""
+    try:
+        yield
+    except (RooflineError, KeyboardInterrupt):
+        raise
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's code: one line, exit 2
+        if os.environ.get("ROOFLINE_DEBUG"):
+            raise
+        from roofline.capture.script_runner import user_error_line
+
+        raise RooflineError(user_error_line(exc, what)) from None

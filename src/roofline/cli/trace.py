@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from roofline.cli.common import add_ceilings_option, add_output_option
+from roofline.cli.common import add_ceilings_option, add_output_option, non_negative_int
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="trace file(s); several files of one job are ranks")
     add_ceilings_option(p)
     add_output_option(p)
-    p.add_argument("--top", type=int, default=15, help="ops to print (default 15)")
+    p.add_argument("--top", type=non_negative_int, default=15, help="ops to print (default 15)")
     p.add_argument("--no-html", action="store_true", help="skip report.html")
     p.add_argument("--partial", action="store_true",
                    help="report what was read from a trace that is cut short (refused otherwise)")

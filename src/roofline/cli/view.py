@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from roofline.cli.common import output_file
 from roofline.io import atomic_write_text
 from roofline.report import Report
 
@@ -15,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Write the self-contained HTML page (roofline chart, ops, modules, findings, memory, syncs) of "
                     "a report.json written earlier by analyze, profile, trace or doctor; it opens offline.")
     parser.add_argument("report", help="report.json (or .json.gz) written by analyze, profile, trace or doctor")
-    parser.add_argument("-o", "--output", default=None, help="HTML file to write (default: report.html next to the report)")
+    parser.add_argument("-o", "--output", type=output_file, default=None, help="HTML file to write (default: report.html next to the report)")
     parser.set_defaults(func=run)
 
 

@@ -71,7 +71,7 @@ def load_ceilings(path: str | os.PathLike[str], *, missing_ok: bool = False) -> 
             return None
         raise RooflineError(f"{path} holds no ceilings (no memory_bandwidth_bytes_per_s field)")
     try:
-        return _build(Ceilings, data)
+        return _build(Ceilings, data, "ceilings")
     except (TypeError, ValueError) as exc:
         raise RooflineError(f"malformed ceilings file {path}: {exc}") from None
 

@@ -56,6 +56,10 @@ class MatMul(nn.Module):
         return a @ b
 
 
+def _itemsize(dtype: torch.dtype) -> int:
+    return torch.empty((), dtype=dtype).element_size()
+
+
 def parse_dtype(dtype: str | torch.dtype) -> torch.dtype:
     if isinstance(dtype, torch.dtype):
         return dtype
@@ -88,22 +92,42 @@ def _sizes(device: torch.device, cuda: _Size, cpu: _Size, batch: int | None, seq
     return _Size(batch or default.batch, seq or default.seq)
 
 
-def _check_fits_in_host_memory(name: str, needed_bytes: int, device: torch.device) -> None:
+def available_bytes(device: torch.device) -> int | None:
+    """Memory free for new tensors on ``device`` now: the GPU's free memory, or the host's MemAvailable."""
+    if device.type == "cuda":
+        try:
+            return int(torch.cuda.mem_get_info(device)[0])
+        except (RuntimeError, AssertionError):
+            return None
     if device.type != "cpu":
-        return
+        return None
     try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
     except (ValueError, OSError, AttributeError):
-        return
-    if needed_bytes > 0.8 * total:
+        return None
+
+
+def _check_fits(name: str, needed_bytes: float, device: torch.device, what: str = "its tensors") -> None:
+    """Refuse before allocating a workload whose tensors alone would not fit in the device's free memory."""
+    free = available_bytes(device)
+    if free is not None and needed_bytes > 0.9 * free:
+        where = "GPU" if device.type == "cuda" else "host"
         raise RooflineError(
-            f"{name} needs {needed_bytes / 2**30:.0f} GiB of weights, more than this machine's memory "
-            f"({total / 2**30:.0f} GiB); use --device cuda or a smaller model (llama-tiny)"
+            f"{name} needs about {needed_bytes / 2**30:.1f} GiB for {what}, more than the {free / 2**30:.1f} GiB "
+            f"free on this {where}; use a smaller --batch/--seq"
         )
 
 
 def _matmul(name, device, dtype, batch, seq) -> Workload:
     size = _sizes(device, _Size(1, 8192), _Size(1, 1024), batch, seq).seq
+    _check_fits(name, size * size * (3 * _itemsize(dtype) + 4), device, f"a, b and a @ b ({size}x{size})")
     generator = torch.Generator(device="cpu").manual_seed(SEED)
     a = torch.randn(size, size, generator=generator).to(device=device, dtype=dtype)
     b = torch.randn(size, size, generator=generator).to(device=device, dtype=dtype)
@@ -112,6 +136,7 @@ def _matmul(name, device, dtype, batch, seq) -> Workload:
 
 def _layernorm(name, device, dtype, batch, seq) -> Workload:
     size = _sizes(device, _Size(1, 8192), _Size(1, 2048), batch, seq).seq
+    _check_fits(name, size * size * (2 * _itemsize(dtype) + 4), device, f"the input and output ({size}x{size})")
     generator = torch.Generator(device="cpu").manual_seed(SEED)
     x = torch.randn(size, size, generator=generator).to(device=device, dtype=dtype)
     model = nn.LayerNorm(size).to(device=device, dtype=dtype)
@@ -126,7 +151,8 @@ def _llama(name, device, dtype, batch, seq) -> Workload:
     n_params = config.n_layers * (
         config.dim * config.head_dim * (2 * config.n_heads + 2 * config.n_kv_heads) + 3 * config.dim * config.ffn_dim
     ) + 2 * config.vocab_size * config.dim
-    _check_fits_in_host_memory(name, n_params * torch.finfo(dtype).bits // 8, device)
+    _check_fits(name, n_params * _itemsize(dtype) + size.batch * size.seq * config.vocab_size * 4 * 2, device,
+                "its weights and logits")
     model = build_llama(config, dtype=dtype, device=device, seed=SEED)
     generator = torch.Generator(device="cpu").manual_seed(SEED + 1)
     tokens = torch.randint(0, config.vocab_size, (size.batch, size.seq), generator=generator).to(device)
@@ -149,6 +175,9 @@ def _resnet50(name, device, dtype, batch, seq) -> Workload:
     except ImportError:
         raise RooflineError("the resnet50 workload needs torchvision: pip install 'roofline[zoo]'") from None
     size = _sizes(device, _Size(32, 224), _Size(2, 224), batch, None)
+    # about 25.6 M weights; the largest activations of one image are about 40 MB in fp32
+    _check_fits(name, 25.6e6 * _itemsize(dtype) + size.batch * 40e6 * _itemsize(dtype) / 4 * 3, device,
+                "its weights and activations")
     torch.manual_seed(SEED)
     model = torchvision.models.resnet50(weights=None).to(device=device, dtype=dtype).eval()
     generator = torch.Generator(device="cpu").manual_seed(SEED + 1)
@@ -171,6 +200,8 @@ def _bert_base(name, device, dtype, batch, seq) -> Workload:
     config = BertConfig()
     if size.seq > config.max_position_embeddings:
         raise RooflineError(f"--seq {size.seq} is longer than BERT's {config.max_position_embeddings} positions")
+    _check_fits(name, 110e6 * _itemsize(dtype) + size.batch * size.seq * (config.hidden_size * 8 * _itemsize(dtype)
+                + config.num_attention_heads * size.seq * 4), device, "its weights and activations")
     torch.manual_seed(SEED)
     model = BertModel(config).to(device=device, dtype=dtype).eval()
     generator = torch.Generator(device="cpu").manual_seed(SEED + 1)
@@ -185,6 +216,7 @@ def _bert_base(name, device, dtype, batch, seq) -> Workload:
 
 def _bad_syncs(name, device, dtype, batch, seq) -> Workload:
     size = _sizes(device, _Size(8192, 1024), _Size(256, 1024), batch, None)
+    _check_fits(name, size.batch * 1024 * (4 * _itemsize(dtype) + 4), device, "its activations")
     torch.manual_seed(SEED)
     model = BadSyncs(width=1024, iterations=10).to(device=device, dtype=dtype).eval()
     generator = torch.Generator(device="cpu").manual_seed(SEED + 1)
@@ -225,7 +257,16 @@ def get_workload(
     if name not in _BUILDERS:
         raise RooflineError(f"unknown workload {name!r}; choose one of: {', '.join(_BUILDERS)}")
     torch_dtype, torch_device = parse_dtype(dtype), parse_device(device)
-    workload = _BUILDERS[name](name, torch_device, torch_dtype, batch, seq)
+    try:
+        workload = _BUILDERS[name](name, torch_device, torch_dtype, batch, seq)
+    except torch.OutOfMemoryError:
+        raise RooflineError(f"{name} does not fit in {torch_device}'s memory at this size; use a smaller "
+                            "--batch/--seq") from None
+    except RuntimeError as exc:
+        if "alloc" not in str(exc).lower():
+            raise
+        raise RooflineError(f"{name} could not allocate its tensors ({str(exc).splitlines()[0]}); use a smaller "
+                            "--batch/--seq") from None
     workload.model.requires_grad_(backward)
     if backward:
         for tensor in workload.inputs:

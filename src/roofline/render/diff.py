@@ -34,6 +34,8 @@ def render_diff_console(diff: ReportDiff, top: int = 15, width: int = 140) -> st
     console = Console(file=buf, width=width, force_terminal=False, color_system=None, highlight=False)
     t = diff.total
     console.print(f"[bold]roofline diff[/bold]  A = {escape(diff.a_label)}   B = {escape(diff.b_label)}")
+    for warning in diff.warnings:
+        console.print(f"warning: {warning}", markup=False)
     console.print(
         f"{t.quantity}: A {_ms(t.a_total_s)} -> B {_ms(t.b_total_s)}  "
         f"({_signed_ms(t.delta_s)}, {_pct(t.delta_pct)})"
@@ -110,6 +112,7 @@ def diff_payload(diff: ReportDiff, max_rows: int = 2000) -> dict[str, Any]:
         "classes": rows(diff.classes),
         "ops": rows(diff.ops),
         "modules": rows(diff.modules),
+        "warnings": list(diff.warnings),
         "n_ops": len(diff.ops),
         "n_modules": len(diff.modules),
         "findings_appeared": [dataclasses.asdict(f) for f in diff.findings_appeared],

@@ -1,8 +1,8 @@
 """The files every report-producing command writes into its output directory, in one place.
 
 report.json (the Report), roofline.png, report.html and trace.json.gz (the Chrome trace augmented with each
-op's roofline figures, for Perfetto). Each file is written atomically; one renderer failing does not lose the
-others, and the failure is named in the returned notes.
+op's roofline figures, for Perfetto). The directory is written whole or not at all (roofline.io.atomic_directory):
+a failure or Ctrl-C part-way leaves the previous run's files as they were, never a mix of two runs.
 """
 
 from __future__ import annotations
@@ -10,7 +10,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from roofline.io import atomic_directory
 from roofline.report import Report
+
+OUTPUT_FILES = ("report.json", "roofline.png", "report.html", "trace.json.gz")
 
 # Augmenting reads the whole trace as JSON objects (about 10x its size in memory): above this, say so and skip.
 AUGMENT_LIMIT_BYTES = 192 * 2**20
@@ -34,23 +37,29 @@ def uncompressed_size(path: Path) -> int:
 def write_outputs(report: Report, out_dir: str | os.PathLike[str], *, raw_trace: str | os.PathLike[str] | dict | None = None,
                   png: bool = True, html: bool = True) -> tuple[list[Path], list[str]]:
     out = Path(out_dir)
-    written: list[Path] = [report.save(out / "report.json")]
+    names: list[str] = []
     problems: list[str] = []
-    if png:
-        from roofline.render.png import plot_roofline
+    with atomic_directory(out, OUTPUT_FILES) as tmp:
+        report.save(tmp / "report.json")
+        names.append("report.json")
+        if png:
+            from roofline.render.png import plot_roofline
 
-        written.append(plot_roofline(report, out / "roofline.png"))
-    if raw_trace is not None:
-        from roofline.render.trace_augment import write_augmented_trace
+            plot_roofline(report, tmp / "roofline.png")
+            names.append("roofline.png")
+        if raw_trace is not None:
+            from roofline.render.trace_augment import write_augmented_trace
 
-        if isinstance(raw_trace, dict) or uncompressed_size(Path(raw_trace)) <= AUGMENT_LIMIT_BYTES:
-            written.append(write_augmented_trace(raw_trace, report, out / "trace.json.gz"))
-        else:
-            problems.append(f"trace.json.gz not written: the trace is over {AUGMENT_LIMIT_BYTES >> 20} MiB of JSON; "
-                            "open the original in Perfetto, the report carries the per-op figures")
-    if html:
-        from roofline.io import atomic_write_text
-        from roofline.render.html import render_html
+            if isinstance(raw_trace, dict) or uncompressed_size(Path(raw_trace)) <= AUGMENT_LIMIT_BYTES:
+                write_augmented_trace(raw_trace, report, tmp / "trace.json.gz")
+                names.append("trace.json.gz")
+            else:
+                problems.append(f"trace.json.gz not written: the trace is over {AUGMENT_LIMIT_BYTES >> 20} MiB of "
+                                "JSON; open the original in Perfetto, the report carries the per-op figures")
+        if html:
+            from roofline.io import atomic_write_text
+            from roofline.render.html import render_html
 
-        written.append(atomic_write_text(out / "report.html", render_html(report)))
-    return written, problems
+            atomic_write_text(tmp / "report.html", render_html(report))
+            names.append("report.html")
+    return [out / name for name in names], problems

@@ -3,8 +3,10 @@
 Evidence: the sync detector's SyncSites (with their stall time) when it ran; otherwise the ops that always sync
 (aten::_local_scalar_dense behind .item(), nonzero, masked_select, unique...) or whose kernels copy device -> host,
 grouped by location.
-A site that syncs more than once per step sits inside a loop: the costly case. A site syncing once per step
-(reading the step's result) is reported only when its cost reaches a 'warning' share of the time.
+A site that syncs more than once per step sits inside a loop: the costly case. So does a site syncing in every
+step when each step is one forward of the model (the profiler found steps at forwards: a generation loop's decode
+steps, an inference loop's batches): the host waits for each token before it can launch the next. A site syncing
+once per training step (reading the step's result) is reported only when its cost reaches a 'warning' share.
 """
 
 from __future__ import annotations
@@ -40,10 +42,16 @@ def _sync_ops_by_location(report: Report) -> dict[str, list[OpRecord]]:
     return by_loc
 
 
+def _steps_are_forwards(report: Report) -> bool:
+    profile = report.extra.get("profile")
+    return isinstance(profile, dict) and profile.get("step_source") == "forward"
+
+
 @register(RULE, "host-device syncs, above all inside loops")
 def check(report: Report) -> list[Finding]:
     findings = []
     steps = max(report.steps, 1)
+    per_forward = _steps_are_forwards(report)
     for site in report.syncs:
         if site.count <= 0:
             continue
@@ -51,6 +59,7 @@ def check(report: Report) -> list[Finding]:
         stall = max(site.stall_s, 0.0)
         findings.append(_finding(
             report, kinds=[site.kind], where=site.location, count=site.count, per_step=per_step, savings=stall,
+            per_forward=per_forward,
             method=("the sync detector's measured stall at this site (host blocked waiting for the device), "
                     "which a sync-free loop overlaps with device work" if stall > 0 else
                     "not estimated: the sync detector measured no stall at this site"),
@@ -66,18 +75,25 @@ def check(report: Report) -> list[Finding]:
                   "also drains the queue and idles the device until the host launches again")
         findings.append(_finding(
             report, kinds=sorted({op_kind(op.name) for op in ops}), where=loc, count=len(ops), per_step=per_step,
-            savings=blocked, method=method, ops=ops,
+            savings=blocked, method=method, ops=ops, per_forward=per_forward,
         ))
     return [f for f in findings if f.evidence["in_loop"] or f.severity != "info"]
 
 
 def _finding(report: Report, *, kinds: list[str], where: str, count: int, per_step: float, savings: float,
-             method: str, ops: list[OpRecord] | None = None) -> Finding:
-    in_loop = per_step > 1
+             method: str, ops: list[OpRecord] | None = None, per_forward: bool = False) -> Finding:
+    every_forward = per_forward and per_step >= 1
+    in_loop = per_step > 1 or every_forward
     what = ", ".join(kinds)
-    title = (f"host-device sync ({what}) inside a loop: {per_step:g} per step at {where}" if in_loop
-             else f"host-device sync ({what}) at {where}")
-    evidence = {"sync_kinds": kinds, "count": count, "per_step": per_step, "in_loop": in_loop}
+    if every_forward:
+        title = (f"host-device sync ({what}) in every forward (each decode step of a generation loop): "
+                 f"{per_step:g} per forward at {where}")
+    elif in_loop:
+        title = f"host-device sync ({what}) inside a loop: {per_step:g} per step at {where}"
+    else:
+        title = f"host-device sync ({what}) at {where}"
+    evidence = {"sync_kinds": kinds, "count": count, "per_step": per_step, "in_loop": in_loop,
+                "every_forward": every_forward}
     if ops:
         evidence["ops"] = sorted({op.name for op in ops})
         evidence["time_s"] = sum(op.time_s for op in ops)

@@ -8,6 +8,7 @@
     R.clear(app);
     app.appendChild(el("header", { "class": "top" }, el("div", { "class": "brand", text: "roofline diff" }),
       el("h1", null, D.a_label, el("span", { "class": "muted", text: "  →  " }), D.b_label)));
+    (D.warnings || []).forEach(function (w) { app.appendChild(el("p", { "class": "bad", text: "warning: " + w })); });
     app.appendChild(totalSection());
     app.appendChild(rowsSection("classes", "By bound class", D.classes, D.classes.length));
     app.appendChild(rowsSection("ops", "Ops (name @ module)", D.ops, D.n_ops));

@@ -1,0 +1,106 @@
+"""User factories (`analyze file.py:factory`): Hugging Face style dict inputs, backward without a loss_fn."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+import torch
+
+from roofline.analyze.live import default_loss, make_step
+from roofline.cli.targets import check_factory_result
+from roofline.errors import RooflineError
+
+HF_FACTORY = textwrap.dedent(
+    """\
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+
+    def gpt2(labels=False):
+        torch.manual_seed(0)
+        model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_head=2, n_embd=32, vocab_size=64, n_positions=32))
+        ids = torch.randint(0, 64, (1, 8))
+        inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+        if labels:
+            inputs["labels"] = ids
+        return model, inputs
+
+
+    def gpt2_labels():
+        return gpt2(labels=True)
+    """
+)
+
+
+class _Output(dict):
+    """What a Hugging Face ModelOutput looks like to us: a dict whose keys are also attributes."""
+
+    def __getattr__(self, name):
+        return self.get(name)
+
+
+def test_default_loss_prefers_the_models_own_loss_then_logits():
+    w = torch.randn(3, requires_grad=True)
+    own = (w * 2).sum()
+    assert default_loss(_Output(loss=own, logits=w * 3)) is own
+    logits = w * 3
+    assert torch.equal(default_loss(_Output(loss=None, logits=logits)), logits.float().mean())
+    assert torch.equal(default_loss((torch.ones(2), logits)), logits.float().mean()), "first tensor needing grad"
+    with pytest.raises(RooflineError, match="no floating-point tensor"):
+        default_loss({"ids": torch.ones(2, dtype=torch.long)})
+
+
+def test_dict_inputs_are_keyword_arguments():
+    class Keywords(torch.nn.Module):
+        def forward(self, input_ids, scale=1.0):
+            return input_ids * scale
+
+    model, inputs = check_factory_result((Keywords(), {"input_ids": torch.ones(2), "scale": 3.0}), "f.py:f")
+    assert torch.equal(make_step(model, inputs)(), torch.full((2,), 3.0))
+
+
+@pytest.mark.parametrize("made, message", [
+    ((42, torch.ones(1)), "returned 42 as the model"),
+    ((torch.nn.Linear(2, 2), None), "returned None as the inputs"),
+    ((torch.nn.Linear(2, 2), {"x": 1}), "no tensor"),
+    (torch.nn.Linear(2, 2), "must return \\(model, inputs\\)"),
+    ((torch.nn.Linear(2, 2), {1: torch.ones(1)}), "keys are not all argument names"),
+])
+def test_junk_from_a_factory_is_one_clear_error(made, message):
+    with pytest.raises(RooflineError, match=message):
+        check_factory_result(made, "f.py:f")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("factory", ["gpt2", "gpt2_labels"])
+def test_a_hugging_face_model_with_dict_inputs_runs_backward_without_a_loss_fn(tmp_path, factory, one_thread):
+    pytest.importorskip("transformers")
+    from roofline.cli import main
+
+    path = tmp_path / "hf.py"
+    path.write_text(HF_FACTORY)
+    out = tmp_path / "out"
+    assert main(["analyze", f"{path}:{factory}", "--backward", "--device", "cpu", "--iters", "1", "--warmup", "0",
+                 "-o", str(out), "--no-html"]) == 0
+    report = json.loads((out / "report.json").read_text())
+    phases = {op["phase"] for op in report["ops"]}
+    assert {"forward", "backward"} <= phases
+    names = {op["name"] for op in report["ops"]}
+    assert ("aten::nll_loss_forward" in names) == (factory == "gpt2_labels"), "the model's own loss when it has one"
+
+
+def test_the_python_api_takes_dict_inputs_as_keyword_arguments(one_thread):
+    from roofline.api import count_flops_per_op
+
+    class Keywords(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, input_ids, scale):
+            return self.lin(input_ids) * scale
+
+    ops = count_flops_per_op(Keywords(), {"input_ids": torch.ones(2, 4), "scale": 2.0})
+    assert [op.name for op in ops if op.name == "aten::addmm"] == ["aten::addmm"]
