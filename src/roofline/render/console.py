@@ -54,6 +54,9 @@ def render_ceilings(c: Ceilings) -> str:
     return text + note + "\n"
 
 
+UNKNOWN = "?"  # an unmodelled op's work is unknown, never zero
+
+
 def ops_table(report: Report, top: int = 15) -> Table:
     total = report.summary.total_time_s or sum(op.time_s for op in report.ops) or 1.0
     ops = sorted(report.ops, key=lambda op: op.time_s, reverse=True)[:top]
@@ -73,10 +76,11 @@ def ops_table(report: Report, top: int = 15) -> Table:
             op.dtype or "-",
             fmt_time(op.time_s),
             fmt_pct(op.time_s / total),
-            fmt_count(op.flops),
-            fmt_bytes(op.bytes),
+            fmt_count(op.flops) if op.modeled else UNKNOWN,
+            fmt_bytes(op.bytes) if op.modeled else UNKNOWN,
             f"{op.arithmetic_intensity:.3g}" if op.modeled else "-",
-            fmt_rate(op.achieved_flops_per_s, "FLOP/s") if op.flops else fmt_rate(op.achieved_bytes_per_s, "B/s"),
+            (fmt_rate(op.achieved_flops_per_s, "FLOP/s") if op.flops else fmt_rate(op.achieved_bytes_per_s, "B/s"))
+            if op.modeled else UNKNOWN,
             fmt_pct(op.efficiency) + flag if op.modeled else "-",
             f"[{style}]{op.bound}[/{style}]" if style else op.bound,
             _short_source(op.source),
