@@ -11,7 +11,7 @@ back at most 8 files). The last lines printed are a short table of what each sta
     PYTHONPATH=src python3 benchmarks/gpu_suite.py ddp      $OUT     # ceilings again, the 2-GPU DDP run
     PYTHONPATH=src python3 benchmarks/gpu_suite.py decode-roof $OUT  # batch-1 decode three ways (decode_roof.py)
     PYTHONPATH=src python3 benchmarks/gpu_suite.py decode-breakdown $OUT  # its kernel time by class
-    PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15 $OUT      # no op above its roof, no unmodelled time
+    PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-roofs $OUT  # no op above its roof, no unmodelled time (built-ins, ViT-B/16)
     Suites join with '+': lab-tiny+decode-roof+cuda-tests runs the three in one call.
 """
 
@@ -72,7 +72,7 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
     if suite == "decode-breakdown":
         return [("decode_breakdown", [PY, "benchmarks/decode_breakdown.py", "--models", "llama-1b", "llama-8b", "-o",
                                       str(out / "decode_breakdown_h200.json")], 480)]
-    if suite == "issue15":
+    if suite == "issue15-roofs":
         return [
             ("env", ["nvidia-smi"], 30),
             ("ceilings", RL + ["ceilings", "--device", "cuda", "--remeasure", "--json", str(out / "ceilings_h200.json")], 240),
@@ -87,7 +87,7 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
             ("ddp_gpu", [PY, "benchmarks/ddp_gpu.py", str(out / "ddp"), "--timeout", "150"], 480),
         ]
     raise SystemExit(f"unknown suite {suite!r}: analyze, lab, lab-tiny, lab-1b, lab-8b, decode-roof, decode-breakdown, "
-                     "cuda-tests, issue15 or ddp")
+                     "cuda-tests, issue15-roofs or ddp")
 
 
 def run_stage(name: str, argv: list[str], timeout: int, out: Path) -> dict:
