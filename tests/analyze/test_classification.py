@@ -80,3 +80,19 @@ def test_mobilenet_style_1x1_conv_is_not_above_the_tf32_roof():
     op32 = place_op(OpRecord(name="aten::convolution", dtype="float32", flops=118e12 * 1e-4, bytes=1e8,
                              time_s=1e-4), H200)
     assert op32.above_roof
+
+
+def test_live_report_records_the_tf32_flags(cpu_ceilings):
+    import torch
+
+    from roofline.analyze.live import analyze_model
+
+    previous = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        report = analyze_model(torch.nn.Linear(8, 8), (torch.randn(4, 8),), device="cpu", ceilings=cpu_ceilings,
+                               iters=1, warmup=0)
+    finally:
+        torch.backends.cudnn.allow_tf32 = previous
+    assert report.extra["tf32"] == {"cuda_matmul": torch.backends.cuda.matmul.allow_tf32
+                                    or torch.get_float32_matmul_precision() != "highest", "cudnn": False}
