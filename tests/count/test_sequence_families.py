@@ -143,3 +143,19 @@ def test_embedding_bag_with_per_sample_weights_forward_and_backward():
     costs = {op.name: op.cost() for op in collector.ops}
     assert costs["aten::_embedding_bag"].flops == 2 * 6 * 4
     assert costs["aten::_embedding_bag_per_sample_weights_backward"].flops == 2 * 6 * 4
+
+
+def test_grid_sample_and_unfold_fold_forward_and_backward_fully_modeled():
+    import torch.nn.functional as F
+
+    x = torch.randn(2, 3, 8, 8, requires_grad=True)
+    grid = torch.rand(2, 5, 6, 2, requires_grad=True) * 2 - 1
+    with OpCollector() as collector:
+        out = F.grid_sample(x, grid, align_corners=False)
+        cols = F.unfold(x, 3, padding=1)
+        (out.sum() + F.fold(cols, (8, 8), 3, padding=1).sum()).backward()
+    assert unmodeled(collector.ops) == {}
+    sample = next(op.cost() for op in collector.ops if op.name == "aten::grid_sampler_2d")
+    assert sample.flops == 7 * 2 * 3 * 5 * 6 + 4 * 2 * 5 * 6
+    inferred = count_op("aten::grid_sampler_2d", [TensorMeta((2, 3, 8, 8), "float32"), TensorMeta((2, 5, 6, 2), "float32"), 0, 0, False])
+    assert inferred.bytes == sample.bytes
