@@ -159,3 +159,11 @@ def test_grid_sample_and_unfold_fold_forward_and_backward_fully_modeled():
     assert sample.flops == 7 * 2 * 3 * 5 * 6 + 4 * 2 * 5 * 6
     inferred = count_op("aten::grid_sampler_2d", [TensorMeta((2, 3, 8, 8), "float32"), TensorMeta((2, 5, 6, 2), "float32"), 0, 0, False])
     assert inferred.bytes == sample.bytes
+
+
+def test_weight_norm_forward_and_backward_fully_modeled():
+    conv = nn.utils.parametrizations.weight_norm(nn.Conv1d(4, 8, 3))
+    with OpCollector() as collector:
+        conv(torch.randn(2, 4, 10)).sum().backward()
+    assert unmodeled(collector.ops) == {}
+    assert any(op.name == "aten::_weight_norm_interface" for op in collector.ops)

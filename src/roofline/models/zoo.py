@@ -257,8 +257,53 @@ def _clip(device: torch.device):
             {"input_ids": torch.randint(0, 128, (2, 10)), "pixel_values": torch.randn(2, 3, 32, 32)})
 
 
+_TEXT = dict(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4)
+
+
+def _more_huggingface() -> dict[str, Callable[[], tuple[nn.Module, tuple, dict]]]:
+    """Further architectures beyond the issue's list, each a different building block (MoE routing, selective
+    scan, conv feature extractor with weight norm, relative-position attention, windowed attention...)."""
+    import transformers as t
+
+    ids = (torch.randint(0, 128, (2, 12)),)
+    image = (torch.randn(1, 3, 32, 32),)
+    return {
+        "distilbert": lambda: (t.DistilBertModel(t.DistilBertConfig(vocab_size=128, dim=32, hidden_dim=64, n_layers=2,
+                                                                    n_heads=4)), ids, {}),
+        "roberta": lambda: (t.RobertaModel(t.RobertaConfig(**_TEXT, max_position_embeddings=64)), ids, {}),
+        "bart": lambda: (t.BartModel(t.BartConfig(vocab_size=128, d_model=32, encoder_layers=1, decoder_layers=1,
+                                                  encoder_attention_heads=4, decoder_attention_heads=4,
+                                                  encoder_ffn_dim=64, decoder_ffn_dim=64,
+                                                  max_position_embeddings=64)), ids, {}),
+        "qwen2": lambda: (t.Qwen2ForCausalLM(t.Qwen2Config(**_TEXT, num_key_value_heads=2)), ids, {}),
+        "phi": lambda: (t.PhiForCausalLM(t.PhiConfig(**_TEXT)), ids, {}),
+        "gemma": lambda: (t.GemmaForCausalLM(t.GemmaConfig(**_TEXT, num_key_value_heads=2, head_dim=8)), ids, {}),
+        "falcon": lambda: (t.FalconForCausalLM(t.FalconConfig(vocab_size=128, hidden_size=32, num_hidden_layers=2,
+                                                              num_attention_heads=4)), ids, {}),
+        "gpt_neox": lambda: (t.GPTNeoXForCausalLM(t.GPTNeoXConfig(**_TEXT)), ids, {}),
+        "deberta_v2": lambda: (t.DebertaV2Model(t.DebertaV2Config(**_TEXT, max_position_embeddings=64)), ids, {}),
+        "qwen3_moe": lambda: (t.Qwen3MoeForCausalLM(t.Qwen3MoeConfig(**_TEXT, num_key_value_heads=2, num_experts=4,
+                                                                     num_experts_per_tok=2, moe_intermediate_size=32)),
+                              ids, {}),
+        "mamba": lambda: (t.MambaModel(t.MambaConfig(vocab_size=128, hidden_size=32, num_hidden_layers=2,
+                                                     state_size=4)), ids, {}),
+        "wav2vec2": lambda: (t.Wav2Vec2Model(t.Wav2Vec2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                                              intermediate_size=64, conv_dim=(16, 16), conv_stride=(5, 2),
+                                                              conv_kernel=(10, 3), num_conv_pos_embeddings=8,
+                                                              num_conv_pos_embedding_groups=4)),
+                             (torch.randn(1, 800),), {}),
+        "swin (hf)": lambda: (t.SwinModel(t.SwinConfig(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1],
+                                                       num_heads=[2, 2], window_size=4)), image, {}),
+        "convnext (hf)": lambda: (t.ConvNextModel(t.ConvNextConfig(hidden_sizes=[8, 16], depths=[1, 1], num_stages=2)),
+                                  image, {}),
+    }
+
+
 def huggingface_entries() -> list[ZooEntry]:
-    return [
+    more = [ZooEntry(name, "huggingface", lambda device, name=name: _more_huggingface()[name]())
+            for name in ("distilbert", "roberta", "bart", "qwen2", "phi", "gemma", "falcon", "gpt_neox", "deberta_v2",
+                         "qwen3_moe", "mamba", "wav2vec2", "swin (hf)", "convnext (hf)")]
+    return more + [
         ZooEntry("bert", "huggingface", _bert),
         ZooEntry("gpt2", "huggingface", _gpt2),
         ZooEntry("t5", "huggingface", _t5),
@@ -318,6 +363,23 @@ def _torchvision_small(name: str, size: int, **kwargs) -> Callable:
     return build
 
 
+def _raft_small(device: torch.device):
+    import torchvision
+
+    frames = (torch.randn(1, 3, 128, 128), torch.randn(1, 3, 128, 128))
+    return torchvision.models.optical_flow.raft_small(weights=None), frames, {"num_flow_updates": 2}
+
+
+def _video(name: str, frames: int, size: int) -> Callable:
+    def build(device: torch.device):
+        import torchvision
+
+        model = torchvision.models.get_model(name, weights=None)
+        return model, (torch.randn(1, 3, frames, size, size),), {}
+
+    return build
+
+
 def torch_entries() -> list[ZooEntry]:
     return [
         ZooEntry("nn.Transformer", "torch.nn", _nn_transformer),
@@ -330,6 +392,10 @@ def torch_entries() -> list[ZooEntry]:
         ZooEntry("vit_b_16 (cpu, 32px)", "torchvision", _torchvision_small("vit_b_16", 32, image_size=32)),
         ZooEntry("resnet18 (cpu, 64px)", "torchvision", _torchvision_small("resnet18", 64)),
         ZooEntry("mobilenet_v3_small (cpu, 64px)", "torchvision", _torchvision_small("mobilenet_v3_small", 64)),
+        ZooEntry("raft_small (optical flow)", "torchvision", _raft_small),
+        ZooEntry("r3d_18 (video)", "torchvision", _video("r3d_18", 8, 32), device="meta"),
+        ZooEntry("mvit_v2_s (video)", "torchvision", _video("mvit_v2_s", 16, 224), device="meta"),
+        ZooEntry("swin3d_t (video)", "torchvision", _video("swin3d_t", 8, 32), device="meta"),
     ]
 
 
