@@ -46,7 +46,7 @@ def _torchvision(name: str, device: str, dtype: torch.dtype, batch: int):
 
     torch.manual_seed(0)
     model = torchvision.models.get_model(name, weights=None).to(device, dtype).eval()
-    return model, (torch.randn(batch, 3, 224, 224, device=device, dtype=dtype),), False
+    return model, (torch.randn(batch, 3, 224, 224, device=device, dtype=dtype),), False, None
 
 
 def footprint_bytes(op) -> float:
@@ -100,9 +100,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         started = time.perf_counter()
         try:
-            model, inputs, backward = build()
-            report = analyze_model(model, inputs, device=device, ceilings=ceilings, backward=backward, iters=5,
-                                   workload=name)
+            model, inputs, backward, loss_fn = build()
+            report = analyze_model(model, inputs, device=device, ceilings=ceilings, backward=backward,
+                                   loss_fn=loss_fn, iters=5, workload=name)
             results.append(summarize(name, report, l2_bytes) | {"seconds": time.perf_counter() - started})
             r = results[-1]
             print(f"{name}: ops={r['ops']} unmodelled={r['unmodeled_time_share']:.4f} above_roof={r['ops_above_roof']}",
@@ -125,7 +125,7 @@ def _workload(workload: str, dtype: str, batch, seq, backward: bool, device: str
         batch, seq = (None, 256) if workload == "matmul" else (None, None)
         dtype = "fp32"
     w = get_workload(workload, batch=batch, seq=seq, dtype=dtype, device=device, backward=backward)
-    return w.model, w.inputs, backward
+    return w.model, w.inputs, backward, w.loss_fn
 
 
 if __name__ == "__main__":
