@@ -167,3 +167,9 @@ def test_weight_norm_forward_and_backward_fully_modeled():
         conv(torch.randn(2, 4, 10)).sum().backward()
     assert unmodeled(collector.ops) == {}
     assert any(op.name == "aten::_weight_norm_interface" for op in collector.ops)
+
+
+def test_nested_tensor_meta_has_exact_elements():
+    nested = torch.nested.nested_tensor([torch.randn(3, 8), torch.randn(5, 8)])
+    meta = TensorMeta.from_tensor(nested)
+    assert meta.shape == (8, 8) and meta.numel == 64 and meta.nbytes == 256

@@ -354,6 +354,14 @@ def _encoder_fast_path(device: torch.device):
     return nn.TransformerEncoder(layer, 2, enable_nested_tensor=False), (torch.randn(2, 10, 32),), {}
 
 
+def _encoder_nested(device: torch.device):
+    """Eval with a padding mask: the encoder packs the batch into a nested (ragged) tensor."""
+    layer = nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
+    mask = torch.zeros(2, 10, dtype=torch.bool)
+    mask[1, 6:] = True
+    return nn.TransformerEncoder(layer, 2), (torch.randn(2, 10, 32),), {"src_key_padding_mask": mask}
+
+
 def _torchvision_small(name: str, size: int, **kwargs) -> Callable:
     def build(device: torch.device):
         import torchvision
@@ -384,6 +392,7 @@ def torch_entries() -> list[ZooEntry]:
     return [
         ZooEntry("nn.Transformer", "torch.nn", _nn_transformer),
         ZooEntry("nn.TransformerEncoder (fast path)", "torch.nn", _encoder_fast_path),
+        ZooEntry("nn.TransformerEncoder (nested, padding mask)", "torch.nn", _encoder_nested),
         ZooEntry("lstm", "torch.nn", lambda d: (Recurrent(nn.LSTM), (torch.randn(4, 20, 16),), {})),
         ZooEntry("gru", "torch.nn", lambda d: (Recurrent(nn.GRU), (torch.randn(4, 20, 16),), {})),
         ZooEntry("lstm (training)", "torch.nn", lambda d: (Recurrent(nn.LSTM), (torch.randn(4, 20, 16),), {}),
