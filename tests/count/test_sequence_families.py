@@ -88,6 +88,11 @@ def test_cudnn_rnn_counts_the_stack_from_its_hyperparameters():
             TensorMeta((4, 3, 12), "float16"), 2, 12, 0, 2, False, 0.0, False, True, [], None]
     cost = count_op("aten::_cudnn_rnn", args)
     assert cost.modeled and cost.flops == _lstm_hand_count(21, 16, 12, 2, 2)
+    state = 4 * 3 * 12 * 2
+    assert cost.bytes == 7 * 3 * 16 * 2 + 10 * 2 + 2 * state + 21 * 12 * 2 * 2 + 2 * state
+    with_list = list(args)
+    with_list[1] = [TensorMeta((48, 16), "unknown")] * 4  # views into weight_buf: not read twice
+    assert count_op("aten::_cudnn_rnn", with_list).bytes == cost.bytes
     gru = list(args)
     gru[6] = 3
     assert count_op("aten::_cudnn_rnn", gru).flops < cost.flops

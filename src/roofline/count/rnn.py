@@ -95,16 +95,29 @@ _STACK_ARGS = {
 
 @register(*_STACK_ARGS)
 def cudnn_rnn(call: Call) -> OpCost:
-    """(input, weight[], weight_stride0, [weight_buf,] hx, cx, mode, hidden_size, ...): the whole stack,
-    its weights' shapes from the hyperparameters."""
+    """(input, weight[], weight_stride0, [weight_buf,] hx, cx, mode, hidden_size, ...): the whole stack, its
+    weights' shapes from the hyperparameters. The weight list is views into weight_buf: read once, as the
+    buffer when it is there."""
     mode_i, hidden_i, proj_i, layers_i, bidir_i = _STACK_ARGS[call.name]
     x = call.tensor(0, "input")
     mode = int(call.arg(mode_i, "mode"))
+    hidden = int(call.arg(hidden_i, "hidden_size"))
     proj = int(call.arg(proj_i, "proj_size", 0)) if proj_i is not None else 0
-    weights = stack_weights(x.shape[-1], int(call.arg(hidden_i, "hidden_size")), proj,
-                            int(call.arg(layers_i, "num_layers", 1)), 2 if call.arg(bidir_i, "bidirectional") else 1,
-                            mode)
-    return _cost(call, _rnn_flops(_tokens(x), weights, mode, call.name.endswith("_backward")))
+    directions = 2 if call.arg(bidir_i, "bidirectional") else 1
+    weights = stack_weights(x.shape[-1], hidden, proj, int(call.arg(layers_i, "num_layers", 1)), directions, mode)
+    backward = call.name.endswith("_backward")
+    has_buffer = call.name.startswith("aten::_cudnn") or backward
+    buffer = call.maybe_tensor(3, "weight_buf") if has_buffer else None
+    weight_list = flatten_metas(call.arg(1, "weight")) if buffer is None else []
+    state_start = 4 if has_buffer else 3
+    reads = [x, buffer, *weight_list] + [m for m in flatten_metas(call.args[state_start:]) if m is not x]
+    if call.outputs is not None:
+        written = nbytes(call.outputs)
+    elif backward:
+        written = x.nbytes + sum(w.numel for w in weights) * x.itemsize
+    else:
+        written = _tokens(x) * (proj or hidden) * directions * x.itemsize + 2 * nbytes([call.maybe_tensor(state_start)])
+    return OpCost(_rnn_flops(_tokens(x), weights, mode, backward), float(nbytes(reads) + written), True)
 
 
 @register("aten::mkldnn_rnn_layer")
