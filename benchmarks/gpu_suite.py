@@ -12,6 +12,7 @@ back at most 8 files). The last lines printed are a short table of what each sta
     PYTHONPATH=src python3 benchmarks/gpu_suite.py decode-roof $OUT  # batch-1 decode three ways (decode_roof.py)
     PYTHONPATH=src python3 benchmarks/gpu_suite.py decode-breakdown $OUT  # its kernel time by class
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-doctor $OUT    # doctor names HF generate()'s per-token syncs
+    PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-roofs $OUT  # no op above its roof, no unmodelled time (built-ins, ViT-B/16)
     Suites join with '+': lab-tiny+decode-roof+cuda-tests runs the three in one call.
 """
 
@@ -76,6 +77,12 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
         return [("env", ["nvidia-smi"], 30),
                 ("generate_syncs", [PY, "benchmarks/generate_syncs.py", str(out / "generate_syncs"), "--device", "cuda",
                                     "--ceilings", "benchmarks/results/ceilings_h200.json"], 420)]
+    if suite == "issue15-roofs":
+        return [
+            ("env", ["nvidia-smi"], 30),
+            ("ceilings", RL + ["ceilings", "--device", "cuda", "--remeasure", "--json", str(out / "ceilings_h200.json")], 240),
+            ("issue15_roofs", [PY, "benchmarks/issue15_roofs.py", str(out / "issue15_roofs.json")], 480),
+        ]
     if suite == "cuda-tests":
         return [("cuda_tests", [PY, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider", "tests"], 300)]
     if suite == "ddp":
@@ -85,7 +92,7 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
             ("ddp_gpu", [PY, "benchmarks/ddp_gpu.py", str(out / "ddp"), "--timeout", "150"], 480),
         ]
     raise SystemExit(f"unknown suite {suite!r}: analyze, lab, lab-tiny, lab-1b, lab-8b, decode-roof, decode-breakdown, "
-                     "cuda-tests, issue15-doctor or ddp")
+                     "cuda-tests, issue15-doctor, issue15-roofs or ddp")
 
 
 def run_stage(name: str, argv: list[str], timeout: int, out: Path) -> dict:

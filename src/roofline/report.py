@@ -299,13 +299,19 @@ class Report:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready data; non-finite floats become None (JSON has no NaN or Infinity)."""
-        return finite_for_json(msgspec.to_builtins(self))
+        """Plain JSON-ready data; non-finite floats become None (JSON has no NaN or Infinity); an unmodelled
+        op's FLOPs, bytes and intensity are None (unknown, never zero)."""
+        return finite_for_json(_null_unknown_work(msgspec.to_builtins(self)))
+
+    def _json_bytes(self) -> bytes:
+        if all(op.modeled for op in self.ops):
+            return msgspec.json.encode(self)
+        return msgspec.json.encode(_null_unknown_work(msgspec.to_builtins(self)))
 
     def to_json(self, indent: int | None = None) -> str:
         """JSON text; non-finite floats become null. msgspec encodes dataclasses directly, which keeps a
         report of 100,000+ ops fast to write (dataclasses.asdict deep-copies every field)."""
-        data = msgspec.json.encode(self)
+        data = self._json_bytes()
         if indent:
             data = msgspec.json.format(data, indent=indent)
         return data.decode()
@@ -328,7 +334,7 @@ class Report:
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """JSON (gzip-compressed for a .gz name); schema_version is always the first field written."""
-        return atomic_write_bytes(path, msgspec.json.encode(self))
+        return atomic_write_bytes(path, self._json_bytes())
 
     @staticmethod
     def is_report_file(path: str | os.PathLike[str]) -> bool:
@@ -386,17 +392,31 @@ def finite_for_json(obj: Any) -> Any:
     return obj
 
 
+UNKNOWN_WORK_FIELDS = ("flops", "bytes", "arithmetic_intensity")
+
+
+def _null_unknown_work(data: dict[str, Any]) -> dict[str, Any]:
+    """An unmodelled op's work is unknown: null in JSON, not 0 (the report's plain data, changed in place)."""
+    for op in data.get("ops") or ():
+        if not op.get("modeled", True):
+            for name in UNKNOWN_WORK_FIELDS:
+                op[name] = None
+    return data
+
+
 def _build(cls: type, data: Any, where: str = "report") -> Any:
     """Rebuild nested dataclasses from plain JSON data, ignoring unknown keys written by newer minor versions.
 
     Scalar fields are checked against their declared type (a number where a number is meant, never negative for
-    counts, FLOPs, bytes and times), so a hand-edited or foreign file fails here in one line, not in a renderer."""
+    counts, FLOPs, bytes and times), so a hand-edited or foreign file fails here in one line, not in a renderer.
+    A null where the field is a number (an unmodelled op's FLOPs) takes the field's default."""
     if data is None:
         return None
     if not isinstance(data, dict):
         raise ValueError(f"{where} is {_shown(data)}, expected an object")
     fields, nested, scalars = _plan(cls)
-    kwargs = {name: value for name, value in data.items() if name in fields}
+    kwargs = {name: value for name, value in data.items()
+              if name in fields and not (value is None and name in UNKNOWN_WORK_FIELDS)}
     for name, value in kwargs.items():
         kind = scalars.get(name)
         if kind is not None:

@@ -10,6 +10,9 @@ from a root to a leaf, exactly one event:
   of the counted one); what that leaves unmatched is paired by name and phase, then by name alone, in order.
   Keying by name alone let one op the recorder saw and the trace did not (or the reverse) shift every later
   pairing of that name: a GPT-2 backward's 201 ms embedding-gradient add carried another add's FLOPs;
+- autograd engine frames (``AddBackward0``, ``autograd::engine::evaluate_function: ...``) are never ops: like
+  annotations, their children are; a node with no children (AddBackward0 passes its gradient through) is
+  dropped, its host time being the engine's bookkeeping;
 - without one (trace files): the outermost event that has a formula, except composite ops that show their
   children (their work is their children's), else a leaf. Annotations with kernels of their own (Triton kernels
   under a compiled graph) become ops named after the annotation.
@@ -23,7 +26,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from roofline.capture.trace_model import CpuOp, Trace
+from roofline.capture.trace_model import CpuOp, Trace, is_autograd_frame
 from roofline.count.counting import is_composite_op
 
 
@@ -68,7 +71,7 @@ def choose_without_recording(trace: Trace, roots: Iterable[int], children: dict[
         idx = stack.pop()
         op = trace.ops[idx]
         kids = children.get(idx, [])
-        if op.is_annotation:
+        if op.is_annotation or is_autograd_frame(op.name):
             if op.self_kernel_us > 0:
                 chosen.append(Chosen(idx, self_only=True))
             stack.extend(reversed(kids))

@@ -25,7 +25,7 @@ from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.roofline import place_op, summarize
 from roofline.analyze.stale import stale_ceilings_note
 from roofline.analyze.warmup import warmup_events
-from roofline.capture.recording import OpRecording, RecordedOp, op_dtype
+from roofline.capture.recording import OpRecording, RecordedOp, Tf32Flags, op_dtype
 from roofline.capture.trace_model import CpuOp, Trace
 from roofline.count.counting import count_op
 from roofline.count.registry import OpCost, flatten_metas
@@ -33,8 +33,14 @@ from roofline.count.trace_args import args_from_trace
 from roofline.report import Ceilings, Environment, KernelRecord, OpRecord, Report
 
 _MATMUL_FAMILY = frozenset({
-    "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
-    "aten::convolution", "aten::_convolution", "aten::cudnn_convolution", "aten::conv2d",
+    "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear", "aten::addbmm",
+    "aten::_addmm_activation", "aten::addmv", "aten::mv",
+})
+_CONV_FAMILY = frozenset({
+    "aten::convolution", "aten::_convolution", "aten::cudnn_convolution", "aten::cudnn_convolution_transpose",
+    "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv_transpose1d", "aten::conv_transpose2d",
+    "aten::conv_transpose3d", "aten::convolution_backward", "aten::cudnn_convolution_relu",
+    "aten::cudnn_convolution_add_relu",
 })
 
 
@@ -102,11 +108,19 @@ def _kernel_names(trace: Trace, events: list[int]) -> list[str]:
     return names
 
 
-def _roof_dtype(dtype: str, name: str, kernels: list[str], tf32_matmul: bool, on_gpu: bool) -> str:
-    """fp32 matmuls that ran on TF32 tensor cores are judged against the TF32 roof."""
-    if dtype != "float32" or name not in _MATMUL_FAMILY:
+def _roof_dtype(dtype: str, name: str, kernels: list[str], tf32: "Tf32Flags", on_gpu: bool) -> str:
+    """fp32 matmuls and convolutions that ran on TF32 tensor cores are judged against the TF32 roof: from their
+    kernels' names when the trace has kernels, else from the flags of the live run (cuBLAS's for matmuls,
+    cuDNN's for convolutions)."""
+    if dtype != "float32":
         return dtype
-    if any_tf32(kernels) or (on_gpu and tf32_matmul and not kernels):
+    if name in _MATMUL_FAMILY:
+        allowed = tf32.matmul
+    elif name in _CONV_FAMILY:
+        allowed = tf32.cudnn
+    else:
+        return dtype
+    if any_tf32(kernels) or (on_gpu and allowed and not kernels):
         return "tfloat32"
     return dtype
 
@@ -173,12 +187,12 @@ def report_from_trace(
             times = per_rec_times.get(i, [])
             event = rep_events.get(i)
             ops.append(_op_from_recording(trace, rec, i, times, per_rec_cpu.get(i, []), event, rep_step,
-                                          children, recording.tf32_matmul))
+                                          children, recording.tf32))
             if event is not None:
                 event_to_report[event] = len(ops) - 1
         for c in extras:
             events = [c.event] if c.self_only else subtree(c.event, children)
-            ops.append(_op_from_event(trace, c, counter, children, rep_step, recording.tf32_matmul, events))
+            ops.append(_op_from_event(trace, c, counter, children, rep_step, recording.tf32, events))
             event_to_report.setdefault(c.event, len(ops) - 1)
         timeline_steps = [rep_step]
     else:
@@ -187,7 +201,7 @@ def report_from_trace(
                 if _is_idle_marker(trace, c):
                     continue
                 events = [c.event] if c.self_only else subtree(c.event, children)
-                ops.append(_op_from_event(trace, c, counter, children, step, False, events))
+                ops.append(_op_from_event(trace, c, counter, children, step, Tf32Flags(), events))
                 event_to_report.setdefault(c.event, len(ops) - 1)
         timeline_steps = steps
     for i, op in enumerate(ops):
@@ -231,6 +245,8 @@ def report_from_trace(
     warmup = warmup_events(trace)
     if warmup:
         report.extra["warmup"] = warmup
+    if recording is not None:
+        report.extra["tf32"] = {"cuda_matmul": recording.tf32.matmul, "cudnn": recording.tf32.cudnn}
     _fill_syncs_and_memory(report, trace, reference_peak_bytes)
     if diagnose:
         run_doctor(report)
@@ -269,14 +285,14 @@ def _fill_syncs_and_memory(report: Report, trace: Trace, reference_peak_bytes: i
 
 def _op_from_recording(trace: Trace, rec: RecordedOp, rec_index: int, times_us: list[float], cpu_us: list[float],
                        event: int | None, step: int | None, children: dict[int, list[int]],
-                       tf32_matmul: bool) -> OpRecord:
+                       tf32: Tf32Flags) -> OpRecord:
     ev = trace.ops[event] if event is not None else None
     kernels = _kernel_names(trace, subtree(event, children)) if event is not None else []
     input_shapes, input_dtypes, input_strides = _shape_fields(rec.input_tensors)
     return OpRecord(
         name=rec.name,
         module=rec.module,
-        dtype=_roof_dtype(rec.dtype, rec.name, kernels, tf32_matmul, trace.has_gpu),
+        dtype=_roof_dtype(rec.dtype, rec.name, kernels, tf32, trace.has_gpu),
         flops=rec.cost.flops,
         bytes=rec.cost.bytes,
         time_s=statistics.median(times_us) / 1e6 if times_us else 0.0,
@@ -296,14 +312,14 @@ def _op_from_recording(trace: Trace, rec: RecordedOp, rec_index: int, times_us: 
 
 
 def _op_from_event(trace: Trace, c: Chosen, counter: _TraceCounter, children: dict[int, list[int]],
-                   step: int | None, tf32_matmul: bool, events: list[int]) -> OpRecord:
+                   step: int | None, tf32: Tf32Flags, events: list[int]) -> OpRecord:
     ev = trace.ops[c.event]
     counted = _NOT_COUNTED if c.self_only or ev.is_annotation else counter(ev)
     kernels = _kernel_names(trace, events)
     return OpRecord(
         name=ev.name,
         module=ev.module or "",
-        dtype=_roof_dtype(counted.dtype, ev.name, kernels, tf32_matmul, trace.has_gpu),
+        dtype=_roof_dtype(counted.dtype, ev.name, kernels, tf32, trace.has_gpu),
         flops=counted.cost.flops,
         bytes=counted.cost.bytes,
         time_s=_event_time_us(trace, c.event, c.self_only, children) / 1e6,

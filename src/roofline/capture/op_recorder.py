@@ -17,7 +17,7 @@ import torch
 from roofline.capture.dispatch import EagerDispatchMode, op_cost
 from roofline.capture.syncs import user_location
 from roofline.count.counting import normalize_op_name
-from roofline.capture.recording import OpRecording, RecordedOp, op_dtype  # noqa: F401 - re-exported
+from roofline.capture.recording import OpRecording, RecordedOp, Tf32Flags, op_dtype  # noqa: F401 - re-exported
 
 
 _current_node = getattr(torch._C, "_current_autograd_node", None)
@@ -74,7 +74,7 @@ def record_ops(step: Callable[[], Any], root: torch.nn.Module | None = None) -> 
     """Run ``step()`` once under the recorder and return every aten op it dispatched, in order."""
     from torch.utils.module_tracker import ModuleTracker
 
-    recording = OpRecording(tf32_matmul=_tf32_matmul_enabled())
+    recording = OpRecording(tf32=Tf32Flags(matmul=_tf32_matmul_enabled(), cudnn=_tf32_cudnn_enabled()))
     tracker = ModuleTracker()
     root_name = type(root).__name__ if root is not None else ""
     with tracker, _Recorder(recording, tracker, lambda: root_name):
@@ -86,4 +86,11 @@ def _tf32_matmul_enabled() -> bool:
     try:
         return bool(torch.backends.cuda.matmul.allow_tf32) or torch.get_float32_matmul_precision() != "highest"
     except Exception:  # noqa: BLE001 - older torch without the precision API
+        return False
+
+
+def _tf32_cudnn_enabled() -> bool:
+    try:
+        return bool(torch.backends.cudnn.allow_tf32)
+    except Exception:  # noqa: BLE001 - a torch build without cuDNN
         return False

@@ -29,10 +29,23 @@ class RecordedOp:
         return flatten_metas(self.outputs)
 
 
+@dataclass(frozen=True)
+class Tf32Flags:
+    """Whether the live run let fp32 matmuls (torch.backends.cuda.matmul.allow_tf32, or
+    float32_matmul_precision below 'highest') and cuDNN convolutions (torch.backends.cudnn.allow_tf32) use TF32."""
+
+    matmul: bool = False
+    cudnn: bool = False
+
+
 @dataclass
 class OpRecording:
     ops: list[RecordedOp] = field(default_factory=list)
-    tf32_matmul: bool = False
+    tf32: Tf32Flags = field(default_factory=Tf32Flags)
+
+    @property
+    def tf32_matmul(self) -> bool:
+        return self.tf32.matmul
 
     @property
     def names(self) -> frozenset[str]:

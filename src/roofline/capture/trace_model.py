@@ -16,12 +16,21 @@ events' ops, launch sites); ``roofline.analyze.attribution.attribute`` then link
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+_AUTOGRAD_NODE = re.compile(r"^(autograd::engine::evaluate_function: .*|torch::autograd::\w+|\w+Backward\d*)$")
+
+
+def is_autograd_frame(name: str) -> bool:
+    """True for the autograd engine's frames ("autograd::engine::evaluate_function: AddBackward0",
+    "AddBackward0", "torch::autograd::AccumulateGrad"): the aten ops inside them are the work; a node with
+    none (AddBackward0 passes its gradient through) did nothing but bookkeeping."""
+    return _AUTOGRAD_NODE.match(name) is not None
 
 
 class CpuOp(msgspec.Struct, gc=False):

@@ -15,6 +15,7 @@ from roofline.count import (  # noqa: F401  (importing a family registers its fo
     elementwise,
     embedding,
     factory,
+    fft,
     foreach,
     indexing,
     inductor,
@@ -23,7 +24,9 @@ from roofline.count import (  # noqa: F401  (importing a family registers its fo
     norm,
     pooling,
     reduction,
+    rnn,
     softmax,
+    transformer,
     views,
 )
 from roofline.count.counting import (

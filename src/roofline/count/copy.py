@@ -192,3 +192,21 @@ def pad_nd(call: Call) -> OpCost:
 def pad(call: Call) -> OpCost:
     """Composite (-> constant_pad_nd / reflection / replication)."""
     return pad_nd(call)
+
+
+@register("aten::_nested_tensor_from_mask", "aten::to_padded_tensor", "aten::_nested_from_padded",
+          "aten::_nested_from_padded_and_nested_example")
+def nested_repack(call: Call) -> OpCost:
+    """Padded <-> nested (ragged) copies: the kept elements read (the padded side at most), the result
+    written, the mask read. Without recorded outputs the result is taken as large as the input."""
+    source = call.tensor(0, "t")
+    mask = call.maybe_tensor(1, "mask")
+    outputs = call.outputs if call.outputs is not None else [source]
+    moved = min(source.nbytes, nbytes(outputs)) + nbytes(outputs)
+    return OpCost(0.0, float(moved + (mask.nbytes if mask is not None else 0)), True)
+
+
+@register("aten::_nested_tensor_from_mask_left_aligned")
+def nested_mask_check(call: Call) -> OpCost:
+    """Whether a padding mask is left-aligned: the mask read, a bool returned."""
+    return OpCost(0.0, float(call.tensor(1, "mask").nbytes), True)

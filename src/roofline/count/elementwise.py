@@ -11,6 +11,9 @@ FLOPs per OUTPUT element (our convention; torch's FlopCounterMode counts none of
   hardware instructions each; counted as 4 so that a transcendental-heavy op is not mistaken for a free one.
 - 5: silu (sigmoid + mul), elu/selu/celu.  8: gelu (erf or tanh form), silu_backward.
   9: mish.  12: gelu_backward.  14: mish_backward.
+Complex outputs: each complex element is two real lanes: 2x the count above, except mul (6 when both
+operands are complex: 4 multiplies and 2 adds; 2 when one is real) and div (11 by a complex divisor, 2 by
+a real one).
 Bytes: each input tensor read once at its own size (a broadcast operand is read at its small size, a
 scalar not at all), the output written once. In-place ops (add_, mul_, ...) read their inputs, self
 included, and write self once. Without recorded outputs the output is the broadcast of the inputs, its dtype
@@ -69,7 +72,21 @@ def elementwise_cost(call: Call, flops_per_element: float, bool_output: bool = F
         dtype = "bool" if bool_output else promote_dtypes(inputs)
         outputs = [TensorMeta(shape, dtype)]
     elements = max((m.numel for m in outputs), default=0)
+    if any(m.dtype.startswith("complex") for m in outputs):
+        flops_per_element *= _complex_factor(call, inputs)
     return OpCost(float(flops_per_element * elements), float(nbytes(inputs) + nbytes(outputs)), True)
+
+
+def _complex_factor(call: Call, inputs: list[TensorMeta]) -> float:
+    """Real FLOPs per counted FLOP when the result is complex (see the module docstring)."""
+    base = call.name.rsplit("::", 1)[-1].rstrip("_")
+    complex_inputs = [m.dtype.startswith("complex") for m in inputs]
+    if base == "mul":
+        return 6.0 if len(complex_inputs) >= 2 and all(complex_inputs) else 2.0
+    if base in ("div", "true_divide"):
+        divisor = call.arg(1, "other")
+        return 11.0 if isinstance(divisor, TensorMeta) and divisor.dtype.startswith("complex") else 2.0
+    return 2.0
 
 
 def _fixed(flops_per_element: float, bool_output: bool = False):

@@ -1,7 +1,9 @@
 """Embedding lookups and their backward.
 
-FLOPs: a lookup is 0 (a gather); embedding_bag's sum/mean mode 1 per gathered element; the dense backward
-1 per element of grad_output (an accumulate into its row).
+FLOPs: a lookup is 0 (a gather); embedding_bag's sum/mean mode 1 per gathered element, 2 with per-sample
+weights (a multiply and an add); the dense backward 1 per element of grad_output (an accumulate into its
+row), 2 with per-sample weights; the per-sample weights' own gradient a dot product of a gathered row with
+its bag's gradient row, 2 per gathered element.
 Bytes: a lookup reads only the rows it gathers (indices.numel * row size) plus the indices, and writes the
 output; never the whole table. The dense backward reads grad_output and indices and writes the whole
 (num_weights, dim) gradient table once (it is zero-filled, then accumulated into).
@@ -56,4 +58,31 @@ def embedding_bag(call: Call) -> OpCost:
     out = TensorMeta((bags, row), weight.dtype)
     written = nbytes(call.outputs) if call.outputs is not None else out.nbytes
     reads = gathered * weight.itemsize + nbytes([indices, offsets, per_sample])
-    return OpCost(float(gathered), float(reads + written), True)
+    return OpCost(float(gathered * (2 if per_sample is not None else 1)), float(reads + written), True)
+
+
+@register("aten::_embedding_bag_backward", "aten::_embedding_bag_dense_backward",
+          "aten::_embedding_bag_sparse_backward")
+def embedding_bag_backward(call: Call) -> OpCost:
+    """(grad, indices, [offsets,] offset2bag, bag_size, [maximum_indices,] num_weights, ...,
+    per_sample_weights, padding_idx): scatter-add of each bag's gradient row into the rows it gathered."""
+    grad, indices = call.tensor(0, "grad"), call.tensor(1, "indices")
+    num_weights = next(a for a in call.args[4:] if isinstance(a, int) and not isinstance(a, bool))
+    per_sample = next((a for a in call.args[7:] if isinstance(a, TensorMeta)), None)
+    row = prod(grad.shape[1:])
+    scattered = indices.numel * row
+    table = TensorMeta((num_weights, row), grad.dtype)
+    written = nbytes(call.outputs) if call.outputs is not None else table.nbytes
+    reads = scattered * grad.itemsize + nbytes([indices, per_sample])
+    return OpCost(float(scattered * (2 if per_sample is not None else 1)), float(reads + written), True)
+
+
+@register("aten::_embedding_bag_per_sample_weights_backward")
+def embedding_bag_per_sample_weights_backward(call: Call) -> OpCost:
+    """(grad, weight, indices, offsets, offset2bag, mode, padding_idx): one dot product per index."""
+    grad, weight, indices = call.tensor(0, "grad"), call.tensor(1, "weight"), call.tensor(2, "indices")
+    gathered = indices.numel * prod(weight.shape[1:])
+    out = TensorMeta((indices.numel,), grad.dtype)
+    written = nbytes(call.outputs) if call.outputs is not None else out.nbytes
+    reads = 2 * gathered * weight.itemsize + nbytes([indices, call.maybe_tensor(4, "offset2bag")])
+    return OpCost(2.0 * gathered, float(reads + written), True)

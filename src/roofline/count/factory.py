@@ -169,3 +169,21 @@ def _ranged_output(call: Call) -> TensorMeta:
         sum(max(0, col - max(0, r + offset)) for r in range(row))
     return TensorMeta((2, count), "int64")
 
+
+
+_WINDOW_FLOPS = {"aten::hann_window": 5, "aten::hamming_window": 5, "aten::blackman_window": 9,
+                 "aten::bartlett_window": 2, "aten::kaiser_window": 12}
+
+
+@register(*_WINDOW_FLOPS)
+def window(call: Call) -> OpCost:
+    """(window_length, [periodic, params...], dtype...): a cosine (4) and a scale-shift per sample; the
+    output written once."""
+    length = call.arg(0, "window_length")
+    if call.outputs is not None:
+        out = call.outputs
+    elif isinstance(length, int):
+        out = [TensorMeta((length,), "float32")]
+    else:
+        raise ValueError("window length not recorded")
+    return OpCost(float(_WINDOW_FLOPS[call.name] * sum(m.numel for m in out)), float(nbytes(out)), True)

@@ -2,8 +2,8 @@
 
 Their arguments are the kernel's buffers (inputs and outputs) followed by scalar sizes. These are ESTIMATES,
 and each OpCost says so in its note:
-- bytes = every tensor buffer once (an upper bound when a buffer is only partly read, e.g. an embedding
-  table fused into the kernel);
+- bytes = every tensor buffer once (an upper bound when a buffer is only partly read), except an embedding
+  table fused into the kernel (``embedding`` in its name): only the rows its index buffer gathers;
 - FLOPs of a template (``tem``) kernel whose name holds mm/bmm/addmm: 2*m*n*k, with (m, n) the last buffer
   (the output) and k = first buffer's numel / m;
 - FLOPs of a pointwise/reduction kernel: the sum of the per-element counts of the aten ops named in the
@@ -68,4 +68,19 @@ def inductor_kernel(call: Call) -> OpCost:
         flops = float(per_element * max(m.numel for m in buffers))
         how = f"{per_element} FLOP/elt from the fused op names"
     note = f"Inductor kernel, estimated: bytes = each buffer once, FLOPs {how}"
-    return OpCost(flops, float(nbytes(buffers)), True, note=note)
+    moved = float(nbytes(buffers))
+    if "embedding" in call.name:
+        moved -= _unread_table_bytes(buffers)
+        note += "; embedding table: gathered rows only"
+    return OpCost(flops, moved, True, note=note)
+
+
+def _unread_table_bytes(buffers: list) -> int:
+    """Bytes of the largest 2-D float buffer (the table) beyond the rows the integer index buffer gathers."""
+    indices = [b for b in buffers if b.dtype.startswith(("int", "uint"))]
+    tables = [b for b in buffers if b.ndim == 2 and not b.dtype.startswith(("int", "uint", "bool"))]
+    if not indices or not tables:
+        return 0
+    table = max(tables, key=lambda b: b.numel)
+    gathered = max(i.numel for i in indices) * table.shape[1] * table.itemsize
+    return max(table.nbytes - gathered, 0)

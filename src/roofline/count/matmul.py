@@ -121,6 +121,28 @@ def scaled_mm(call: Call) -> OpCost:
     return _cost(call, 2 * m * n * k, TensorMeta((m, n), out_dtype), reads)
 
 
+@register("aten::_grouped_mm", "aten::_scaled_grouped_mm")
+def grouped_mm(call: Call) -> OpCost:
+    """Mixture-of-experts matmul: groups of rows (2-D @ 3-D), of columns (3-D @ 2-D) or of the shared dim
+    (2-D @ 2-D, a weight gradient) each multiplied by their own matrix, or a batch (3-D @ 3-D): 2 FLOPs per
+    multiply-add actually done, whatever the split (``offs``)."""
+    a, b = call.tensor(0, "self"), call.tensor(1, "mat2")
+    if a.ndim == 2 and b.ndim == 3:  # (tokens, k) @ (groups, k, n) -> (tokens, n)
+        flops, out = 2 * a.shape[0] * a.shape[1] * b.shape[2], (a.shape[0], b.shape[2])
+    elif a.ndim == 3 and b.ndim == 2:  # (groups, m, k) @ (k, n_total) -> (m, n_total)
+        flops, out = 2 * a.shape[1] * a.shape[2] * b.shape[1], (a.shape[1], b.shape[1])
+    elif a.ndim == 2 and b.ndim == 2:  # (m, k_total) @ (k_total, n) -> (groups, m, n)
+        offs = call.maybe_tensor(2 if call.name == "aten::_grouped_mm" else 4, "offs")
+        groups = offs.numel if offs is not None else 1
+        flops, out = 2 * a.shape[0] * a.shape[1] * b.shape[1], (groups, a.shape[0], b.shape[1])
+    else:
+        batch, m, k, n = _bmm_shapes(a, b)
+        flops, out = 2 * batch * m * n * k, (batch, m, n)
+    out_dtype = dtype_name(call.arg(4 if call.name == "aten::_grouped_mm" else 7, "out_dtype")) or a.dtype
+    reads = [a, b] + [t for t in call.input_metas()[2:]]
+    return _cost(call, flops, TensorMeta(out, out_dtype), reads)
+
+
 @register("aten::_int_mm")
 def int_mm(call: Call) -> OpCost:
     a, b = call.tensor(0, "self"), call.tensor(1, "mat2")

@@ -133,8 +133,26 @@ class TensorMeta:
         dtype = str(t.dtype)
         if dtype.startswith("torch."):
             dtype = dtype[6:]
+        if getattr(t, "is_nested", False):
+            return cls(_nested_shape(t), dtype, None)
         try:
             strides: tuple[int, ...] | None = tuple(t.stride())
         except (RuntimeError, NotImplementedError, TypeError):
             strides = None  # sparse / nested tensors have no strides
         return cls(tuple(int(s) for s in t.shape), dtype, strides)
+
+
+def _nested_shape(t: Any) -> tuple[int, ...]:
+    """A nested (ragged) tensor as one dense tensor of its components stacked along their first dim: (sum of
+    the components' lengths, *their other dims), so its numel and bytes are exact. Its shapes are not: a batch
+    of sequences reads as one long sequence."""
+    try:
+        sizes = [tuple(int(v) for v in row) for row in t._nested_tensor_size().tolist()]
+    except (AttributeError, RuntimeError, TypeError):
+        return (int(t.numel()),)
+    if not sizes or not sizes[0]:
+        return (len(sizes),)
+    rest = sizes[0][1:]
+    if any(s[1:] != rest for s in sizes):
+        return (sum(prod(s) for s in sizes),)
+    return (sum(s[0] for s in sizes),) + rest

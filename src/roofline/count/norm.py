@@ -6,6 +6,8 @@ FLOPs per element of the input:
   (multiply weight, add bias) when present: 7 with weight and bias, 5 without.
 - batch_norm in eval (running statistics): 2 to normalize (subtract, multiply) + 2 affine = 4.
 - rms_norm: 3 (square, sum, multiply by rstd) + 1 for the weight = 4.
+- weight_norm (w = g * v / ||v||): 3 per element of v (square, sum, scale); backward 5 (the dot product of
+  grad_w with v, 2, and the projection, 3).
 - backward: grad_input 8 (layer/group/batch in training; rms 6; batch in eval 2), grad_weight 2
   (multiply by x_hat, accumulate), grad_bias 1 (accumulate), each only when its output_mask is set.
 Bytes: input, weight, bias (and running stats) read once; the output written once, plus the per-row
@@ -194,3 +196,27 @@ def native_group_norm_backward(call: Call) -> OpCost:
     extra = [call.maybe_tensor(2), call.maybe_tensor(3), weight]
     return _backward(call, grad_out, x, extra, weight, weight, call.arg(9, "output_mask"), 8)
 
+
+
+@register("aten::_weight_norm_interface")
+def weight_norm(call: Call) -> OpCost:
+    """(v, g, dim) -> (w, norms): v and g read, w (v's shape) and the norms (g's shape, float32) written."""
+    v, g = call.tensor(0, "v"), call.tensor(1, "g")
+    fallback = [v.with_shape(v.shape), TensorMeta(g.shape, acc_dtype(v.dtype))]
+    return OpCost(3.0 * v.numel, float(v.nbytes + g.nbytes + _writes(call, fallback)), True)
+
+
+@register("aten::_weight_norm_interface_backward")
+def weight_norm_backward(call: Call) -> OpCost:
+    """(grad_w, saved_v, saved_g, saved_norms, dim) -> (grad_v, grad_g)."""
+    grad, v, g = call.tensor(0, "grad_w"), call.tensor(1, "saved_v"), call.tensor(2, "saved_g")
+    norms = call.maybe_tensor(3, "saved_norms")
+    reads = grad.nbytes + v.nbytes + g.nbytes + (norms.nbytes if norms is not None else 0)
+    return OpCost(5.0 * v.numel, float(reads + _writes(call, [v, g])), True)
+
+
+@register("aten::_weight_norm", composite=True)
+def weight_norm_entry(call: Call) -> OpCost:
+    """Composite (-> _weight_norm_interface, or norm_except_dim and a division): (v, g, dim) -> w."""
+    v, g = call.tensor(0, "v"), call.tensor(1, "g")
+    return OpCost(3.0 * v.numel, float(v.nbytes + g.nbytes + _writes(call, [v.with_shape(v.shape)])), True)

@@ -1,9 +1,14 @@
-"""Pooling (max, avg, adaptive) and upsampling, forward and backward.
+"""Pooling (max, avg, adaptive), upsampling, grid sampling and im2col/col2im (unfold/fold), forward and backward.
 
 FLOPs: max/avg pooling 1 per window element per output (a compare or an add; avg's divide not counted);
 adaptive avg 1 per input element; nearest upsampling 0; bilinear 7 per output element (4 weights
 applied, 3 adds), bicubic 31 (16 weights, 15 adds). Backward: 1 per grad_output window element.
-Bytes: input read once, output (and max pooling's int64 indices) written once. Backward reads grad_output
+grid_sample: as upsampling per output element (bilinear 7 / trilinear 15, bicubic 31, nearest 0) plus 4
+per output location for the source coordinates (unnormalize and clip, shared by the channels); backward 2x
+the forward (the input gradient scattered, the grid gradient from the same taps). im2col 0 (a copy);
+col2im 1 per input element (overlapping patches summed).
+Bytes: input read once, output (and max pooling's int64 indices) written once. A grid sample reads the grid
+and at most the taps it gathers (never more than the input). Backward reads grad_output
 (and the indices for max) and writes grad_input; ``self`` is passed for its shape only and is not read.
 """
 
@@ -173,3 +178,57 @@ def upsample_backward(call: Call) -> OpCost:
         written = prod(int(s) for s in size) * grad.itemsize
     flops = max(_UPSAMPLE_FLOPS[_upsample_kind(call.name)], 1) * grad.numel
     return OpCost(float(flops), float(grad.nbytes + written), True)
+
+
+_GRID_MODES = {0: "bilinear", 1: "nearest", 2: "bicubic"}
+_TAPS = {"bilinear": 4, "nearest": 1, "bicubic": 16}
+GRID_COORDINATE_FLOPS = 4
+
+
+def _grid_sample_cost(x: TensorMeta, grid: TensorMeta, mode: int) -> tuple[float, float, TensorMeta]:
+    kind = _GRID_MODES.get(mode, "bilinear")
+    spatial = grid.numel // grid.shape[-1]
+    out = TensorMeta((x.shape[0], x.shape[1]) + tuple(grid.shape[1:-1]), x.dtype)
+    if kind == "bilinear" and grid.shape[-1] == 3:
+        kind, taps = "trilinear", 8
+    else:
+        taps = _TAPS[kind]
+    flops = _UPSAMPLE_FLOPS[kind] * out.numel + GRID_COORDINATE_FLOPS * spatial
+    gathered = min(x.nbytes, out.numel * taps * x.itemsize)
+    return float(flops), float(gathered + grid.nbytes), out
+
+
+@register("aten::grid_sampler_2d", "aten::grid_sampler_3d", "aten::grid_sampler", "aten::cudnn_grid_sampler",
+          "aten::_grid_sampler_2d_cpu_fallback")
+def grid_sampler(call: Call) -> OpCost:
+    """(input, grid, interpolation_mode (0 bilinear, 1 nearest, 2 bicubic), padding_mode, align_corners)."""
+    x, grid = call.tensor(0, "input"), call.tensor(1, "grid")
+    flops, reads, out = _grid_sample_cost(x, grid, int(call.arg(2, "interpolation_mode", 0)))
+    written = nbytes(call.outputs) if call.outputs is not None else out.nbytes
+    return OpCost(flops, reads + written, True)
+
+
+@register("aten::grid_sampler_2d_backward", "aten::grid_sampler_3d_backward")
+def grid_sampler_backward(call: Call) -> OpCost:
+    """(grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask)."""
+    grad, x, grid = call.tensor(0, "grad_output"), call.tensor(1, "input"), call.tensor(2, "grid")
+    flops, reads, _ = _grid_sample_cost(x, grid, int(call.arg(3, "interpolation_mode", 0)))
+    written = nbytes(call.outputs) if call.outputs is not None else x.nbytes + grid.nbytes
+    return OpCost(2 * flops, reads + grad.nbytes + written, True)
+
+
+@register("aten::im2col", "aten::col2im")
+def im2col(call: Call) -> OpCost:
+    """im2col(self, kernel_size, dilation, padding, stride): a copy into patch columns;
+    col2im(self, output_size, kernel_size, ...): the columns summed back into an image."""
+    x = call.tensor(0, "self")
+    if call.outputs is not None:
+        written = nbytes(call.outputs)
+    elif call.name == "aten::col2im":
+        batch = x.shape[0] if x.ndim == 3 else 1
+        channels = x.shape[-2] // prod(int(k) for k in call.arg(2, "kernel_size"))
+        written = batch * channels * prod(int(v) for v in call.arg(1, "output_size")) * x.itemsize
+    else:
+        raise ValueError("im2col output not recorded")
+    flops = float(x.numel) if call.name == "aten::col2im" else 0.0
+    return OpCost(flops, float(x.nbytes + written), True)

@@ -128,3 +128,16 @@ def topk(call: Call) -> OpCost:
         outputs = [TensorMeta(shape, self_.dtype), TensorMeta(shape, "int64")]
     flops = self_.numel * max(log2(max(int(k), 2)), 1.0) if n > 1 else 0.0
     return OpCost(float(flops), float(self_.nbytes + nbytes(outputs)), True)
+
+
+@register("aten::histc", "aten::bincount", "aten::histogram")
+def histogram(call: Call) -> OpCost:
+    """2 FLOPs an input element (bin index: scale and floor, then an increment); input read, bins written."""
+    x = call.tensor(0, "self")
+    reads = call.input_metas()
+    if call.outputs is not None:
+        written = nbytes(call.outputs)
+    else:
+        bins = call.arg(1, "bins", 100)
+        written = (bins if isinstance(bins, int) else 100) * (8 if call.name == "aten::bincount" else x.itemsize)
+    return OpCost(2.0 * x.numel, float(nbytes(reads) + written), True)

@@ -23,7 +23,8 @@ VIEW_NAMES = (
     "refine_names", "rename", "atleast_1d", "atleast_2d", "atleast_3d", "matrix_H", "_nested_view_from_buffer",
     "resize_", "resize_as_", "_resize_output_", "set_", "result_type", "size", "stride", "numel", "dim",
     "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "storage_offset", "is_contiguous",
-    "is_same_size", "is_nonzero", "_has_compatible_shallow_copy_type", "_shape_as_tensor", "requires_grad_",
+    "is_same_size", "cudnn_is_acceptable", "_use_cudnn_rnn_flatten_weight", "_use_cudnn_ctc_loss",
+    "is_nonzero", "_has_compatible_shallow_copy_type", "_shape_as_tensor", "requires_grad_",
     "retain_grad", "_version", "output_nr", "_fw_primal", "_make_dual", "_unpack_dual", "data", "set_data",
     "record_stream", "is_pinned", "_is_zerotensor", "is_floating_point", "is_complex",
     "can_cast", "promote_types", "_assert_async", "_assert_tensor_metadata", "sym_constrain_range_for_size",
@@ -47,3 +48,4 @@ register(*(f"aten::{name}" for name in MAYBE_COPYING_VIEWS), view=True, composit
 def profiler_marker(call: Call) -> OpCost:
     """record_function's enter/exit markers: no kernel, no work."""
     return zero_cost("profiler marker")
+

@@ -201,7 +201,8 @@ def chrome_trace_from_report(report: Any) -> dict:
         dur = max(op.time_s, op.cpu_time_s) * 1e6
         cursor = max(cursor, start + dur)
         events.append({"ph": "X", "name": op.name, "cat": "op", "pid": 0, "tid": 0, "ts": start, "dur": dur,
-                       "args": {"module": op.module, "bound": op.bound, "flops": op.flops, "bytes": op.bytes,
+                       "args": {"module": op.module, "bound": op.bound,
+                                "flops": op.flops if op.modeled else None, "bytes": op.bytes if op.modeled else None,
                                 "source": op.source, "step": op.step}})
     for kernel in report.kernels:
         events.append({"ph": "X", "name": kernel.name, "cat": kernel.category, "pid": 1,

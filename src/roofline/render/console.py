@@ -83,6 +83,9 @@ def render_ceilings(c: Ceilings) -> str:
     return text + fit(note) + "\n"
 
 
+UNKNOWN = "?"  # an unmodelled op's work is unknown, never zero
+
+
 # Columns of the op table, most important first; a narrow terminal drops them from the end rather than breaking
 # words (source, bytes, FLOP... go before op, time, share, % of roof and bound).
 _OP_COLUMNS = ("op", "time", "share", "% of roof", "bound", "module", "dtype", "achieved", "FLOP/B", "FLOP",
@@ -122,10 +125,11 @@ def _op_cells(op, total: float, roofs: bool = True) -> dict[str, str]:
         "dtype": op.dtype or "-",
         "time": fmt_time(op.time_s),
         "share": fmt_pct(op.time_s / total),
-        "FLOP": fmt_count(op.flops),
-        "bytes": fmt_bytes(op.bytes),
+        "FLOP": fmt_count(op.flops) if op.modeled else UNKNOWN,
+        "bytes": fmt_bytes(op.bytes) if op.modeled else UNKNOWN,
         "FLOP/B": f"{op.arithmetic_intensity:.3g}" if op.modeled else "-",
-        "achieved": fmt_rate(op.achieved_flops_per_s, "FLOP/s") if op.flops else fmt_rate(op.achieved_bytes_per_s, "B/s"),
+        "achieved": (fmt_rate(op.achieved_flops_per_s, "FLOP/s") if op.flops else fmt_rate(op.achieved_bytes_per_s, "B/s"))
+        if op.modeled else UNKNOWN,
         "% of roof": (fmt_pct(op.efficiency) + (" (above!)" if op.above_roof else "")) if op.modeled and roofs else "-",
         "bound": f"[{style}]{op.bound}[/{style}]" if style else op.bound,
         "source": _short_source(op.source),

@@ -112,7 +112,6 @@ def diff_payload(diff: ReportDiff, max_rows: int = 2000) -> dict[str, Any]:
         "classes": rows(diff.classes),
         "ops": rows(diff.ops),
         "modules": rows(diff.modules),
-        "warnings": list(diff.warnings),
         "n_ops": len(diff.ops),
         "n_modules": len(diff.modules),
         "findings_appeared": [dataclasses.asdict(f) for f in diff.findings_appeared],

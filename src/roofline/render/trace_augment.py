@@ -73,9 +73,9 @@ def write_augmented_trace(src: str | os.PathLike[str] | dict[str, Any], report: 
 def op_args(op: OpRecord) -> dict[str, Any]:
     return {
         "roofline.module": op.module,
-        "roofline.flops": op.flops,
-        "roofline.bytes": op.bytes,
-        "roofline.arithmetic_intensity": _finite(op.arithmetic_intensity),
+        "roofline.flops": op.flops if op.modeled else None,
+        "roofline.bytes": op.bytes if op.modeled else None,
+        "roofline.arithmetic_intensity": _finite(op.arithmetic_intensity) if op.modeled else None,
         "roofline.bound": op.bound,
         "roofline.pct_of_roof": round(100.0 * op.efficiency, 2),
         "roofline.achieved_TFLOP_per_s": round(op.achieved_flops_per_s / 1e12, 6),

@@ -350,8 +350,10 @@
     function select(id, all, values) {
       return el("select", { id: id }, el("option", { value: "", text: all }), values.map(function (v) { return el("option", { value: v, text: v }); }));
     }
+    var WORK_COLUMNS = { flops: 1, bytes: 1, intensity: 1, flops_per_s: 1, efficiency: 1 };
     function cell(key, i) {
       var v = T[key][i];
+      if (WORK_COLUMNS[key] && S[T.bound[i]] === "unmodeled") return el("td", { "class": "n", title: "no formula for this op: its work is unknown", text: "?" });
       switch (key) {
         case "name": return el("td", { "class": "opname", text: S[v] });
         case "module": return el("td", { "class": "mod", title: S[v], text: S[v] || "(top level)" });

@@ -1,0 +1,39 @@
+"""An unmodelled op's FLOPs and bytes are unknown, never zero: null in JSON, "?" on the console and in HTML."""
+
+from __future__ import annotations
+
+import json
+
+from roofline.report import Ceilings, OpRecord, Report, Summary
+
+
+def _report() -> Report:
+    ops = [OpRecord(name="aten::mm", flops=100.0, bytes=10.0, time_s=1e-3, bound="compute"),
+           OpRecord(name="aten::mystery", time_s=2e-3, modeled=False, bound="unmodeled")]
+    return Report(kind="trace", ceilings=Ceilings(device_name="cpu", memory_bandwidth_bytes_per_s=1e10,
+                                                  peak_flops_per_s={"float32": 1e11}),
+                  ops=ops, summary=Summary(total_time_s=3e-3))
+
+
+def test_json_writes_null_and_reads_back(tmp_path):
+    report = _report()
+    data = json.loads(report.to_json())
+    mystery = data["ops"][1]
+    assert mystery["flops"] is None and mystery["bytes"] is None
+    assert data["ops"][0]["flops"] == 100.0
+    assert report.to_dict()["ops"][1]["bytes"] is None
+    path = report.save(tmp_path / "r.json")
+    back = Report.load(path)
+    assert back.ops[1].flops == 0.0 and not back.ops[1].modeled and back.ops[0].flops == 100.0
+
+
+def test_console_shows_a_question_mark():
+    from rich.console import Console
+
+    from roofline.render.console import ops_table
+
+    console = Console(width=250, record=True)
+    console.print(ops_table(_report()))
+    row = next(line for line in console.export_text().splitlines() if "mystery" in line)
+    cells = [c.strip() for c in row.split("│")]
+    assert "?" in cells and "0" not in cells and "0 B" not in cells
