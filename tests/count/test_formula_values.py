@@ -1,0 +1,265 @@
+"""Formula VALUES, family by family, against an independent figure: FlopCounterMode where it counts (matmul,
+conv, attention), the family's hand-derived per-element rule elsewhere; bytes against the minimum-traffic rule
+(each input read once at its own size, each output written once) computed here from the tensors torch really
+returns, never from count_op. Shapes are drawn by hypothesis; each call is counted twice: with the recorded
+outputs (live path) and without (trace path, the formula infers the output)."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from torch.utils.flop_counter import FlopCounterMode
+
+import roofline.count as count_pkg
+from roofline.count import count_op, normalize_op_name, to_meta
+from roofline.count.registry import FORMULAS
+
+aten = torch.ops.aten
+FAST = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+dims = st.integers(1, 9)
+
+
+def _flat(obj) -> list[torch.Tensor]:
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [t for item in obj for t in _flat(item)]
+    return []
+
+
+def _min_traffic(args, outputs) -> int:
+    seen, total = set(), 0
+    for t in _flat(args):
+        if t.dim() == 0 or id(t) in seen:
+            continue
+        seen.add(id(t))
+        total += t.numel() * t.element_size()
+    return total + sum(t.numel() * t.element_size() for t in _flat(outputs))
+
+
+def _count_both(op, args, outputs):
+    name = normalize_op_name(op)
+    live = count_op(name, to_meta(args), None, to_meta(_flat(outputs)))
+    trace = count_op(name, to_meta(args))
+    return live, trace
+
+
+def _check(op, *args, flops_per_out=None, flops_per_in=None, flops=None, counter=False):
+    """Run ``op`` for real, and compare both countings with the independent figures."""
+    if counter:
+        with FlopCounterMode(display=False) as fc:
+            out = op(*args)
+        flops = fc.get_total_flops()
+    else:
+        out = op(*args)
+    outs = _flat(out)
+    if flops_per_out is not None:
+        flops = flops_per_out * outs[0].numel()
+    if flops_per_in is not None:
+        flops = flops_per_in * args[0].numel()
+    expected_bytes = _min_traffic(args, out)
+    for cost in _count_both(op, args, out):
+        assert cost.modeled
+        assert cost.flops == flops, (op, cost)
+        assert cost.bytes == expected_bytes, (op, cost)
+
+
+@FAST
+@given(m=dims, k=dims, n=dims, b=st.integers(1, 4))
+def test_matmul_family(m, k, n, b):
+    r = torch.randn
+    _check(aten.mm.default, r(m, k), r(k, n), counter=True)
+    _check(aten.addmm.default, r(n), r(m, k), r(k, n), counter=True)
+    _check(aten.bmm.default, r(b, m, k), r(b, k, n), counter=True)
+    _check(aten.baddbmm.default, r(b, m, n), r(b, m, k), r(b, k, n), counter=True)
+    assert count_op("aten::mm", to_meta((r(m, k), r(k, n)))).flops == 2 * m * k * n
+
+
+@FAST
+@given(n=st.integers(1, 3), cin=st.integers(1, 4), cout=st.integers(1, 4), h=st.integers(5, 12),
+       kh=st.integers(1, 3), stride=st.integers(1, 2), pad=st.integers(0, 1), groups=st.sampled_from([1, 2]))
+def test_convolution_family(n, cin, cout, h, kh, stride, pad, groups):
+    x = torch.randn(n, cin * groups, h, h + 1)
+    w = torch.randn(cout * groups, cin, kh, kh)
+    bias = torch.randn(cout * groups)
+    args = (x, w, bias, [stride, stride], [pad, pad], [1, 1], False, [0, 0], groups)
+    _check(aten.convolution.default, *args, counter=True)
+    out = aten.convolution.default(*args)
+    expected = 2 * n * w.numel() * out.shape[2] * out.shape[3]
+    assert count_op("aten::convolution", to_meta(args)).flops == expected
+    # conv2d (the composite a trace shows) infers the same output and so the same bytes
+    conv2d = count_op("aten::conv2d", to_meta((x, w, bias, [stride, stride], [pad, pad], [1, 1], groups)))
+    assert conv2d.bytes == _min_traffic(args, out)
+
+
+@FAST
+@given(b=st.integers(1, 2), h=st.integers(1, 3), sq=st.integers(1, 12), sk=st.integers(1, 12),
+       d=st.sampled_from([8, 16]))
+def test_attention_family(b, h, sq, sk, d):
+    q, k, v = (torch.empty(b, h, s, d, device="meta", dtype=torch.float16) for s in (sq, sk, sk))
+    with FlopCounterMode(display=False) as fc:
+        out = aten._scaled_dot_product_flash_attention.default(q, k, v, 0.0, False)
+    live, trace = _count_both(aten._scaled_dot_product_flash_attention.default, (q, k, v, 0.0, False), out)
+    assert live.flops == trace.flops == fc.get_total_flops() == 4 * b * h * sq * sk * d
+    lse = b * h * sq * 4
+    assert trace.bytes == 2 * (b * h * (sq + 2 * sk) * d) + 2 * b * h * sq * d + lse
+
+
+shapes = st.lists(st.integers(1, 7), min_size=1, max_size=4)
+
+
+@FAST
+@given(shape=shapes)
+def test_elementwise_family(shape):
+    x, y = torch.randn(*shape), torch.randn(*shape)
+    row = torch.randn(shape[-1])
+    for op in (aten.add.Tensor, aten.mul.Tensor, aten.sub.Tensor, aten.div.Tensor, aten.maximum.default):
+        _check(op, x, y, flops_per_out=1)
+        _check(op, x, row, flops_per_out=1)  # broadcast operand read at its own size
+    for op, per in ((aten.relu.default, 1), (aten.neg.default, 1), (aten.exp.default, 4), (aten.tanh.default, 4),
+                    (aten.sigmoid.default, 4), (aten.silu.default, 5), (aten.gelu.default, 8)):
+        _check(op, x, flops_per_out=per)
+    _check(aten.addcmul.default, x, y, row, flops_per_out=2)
+    _check(aten.lerp.Tensor, x, y, row, flops_per_out=3)
+    _check(aten.lt.Tensor, x, y, flops_per_out=1)  # bool output: 1 byte per element
+
+
+@FAST
+@given(shape=st.lists(st.integers(1, 7), min_size=2, max_size=4))
+def test_softmax_family(shape):
+    x = torch.randn(*shape)
+    for op in (aten._softmax.default, aten._log_softmax.default):
+        _check(op, x, -1, False, flops_per_in=5)
+    y = aten._softmax.default(x, -1, False)
+    _check(aten._softmax_backward_data.default, torch.randn_like(y), y, -1, torch.float32, flops_per_in=4)
+    assert count_op("aten::softmax", to_meta((x, -1))).flops == 5 * x.numel()
+
+
+@FAST
+@given(shape=st.lists(st.integers(1, 7), min_size=2, max_size=4), keep=st.booleans())
+def test_reduction_family(shape, keep):
+    x = torch.randn(*shape)
+    for op in (aten.sum.dim_IntList, aten.mean.dim, aten.amax.default):
+        _check(op, x, [-1], keep, flops_per_in=1)
+    _check(aten.var.dim, x, [-1], True, keep, flops_per_in=3)
+
+
+@FAST
+@given(rows=st.integers(1, 8), d=st.integers(2, 16))
+def test_norm_family(rows, d):
+    x, w, b = torch.randn(rows, d), torch.randn(d), torch.randn(d)
+    out = aten.native_layer_norm.default(x, [d], w, b, 1e-5)
+    live, trace = _count_both(aten.native_layer_norm.default, (x, [d], w, b, 1e-5), out)
+    for cost in (live, trace):
+        assert cost.flops == 7 * x.numel()
+        assert cost.bytes == _min_traffic((x, w, b), out)  # output + float32 mean and rstd per row
+    rms = count_op("aten::_fused_rms_norm", to_meta((x, [d], w, 1e-5))) if "aten::_fused_rms_norm" in FORMULAS \
+        else count_op("aten::rms_norm", to_meta((x, [d], w, 1e-5)))
+    assert rms.flops == 4 * x.numel()
+
+
+@FAST
+@given(n=st.integers(1, 2), c=st.integers(1, 3), h=st.integers(4, 10), k=st.integers(1, 3))
+def test_pooling_family(n, c, h, k):
+    x = torch.randn(n, c, h, h)
+    out, idx = aten.max_pool2d_with_indices.default(x, [k, k], [k, k])
+    live, trace = _count_both(aten.max_pool2d_with_indices.default, (x, [k, k], [k, k]), (out, idx))
+    for cost in (live, trace):
+        assert cost.flops == out.numel() * k * k
+        assert cost.bytes == _min_traffic((x,), (out, idx))
+    _check(aten.avg_pool2d.default, x, [k, k], [k, k], flops_per_out=k * k)
+
+
+@FAST
+@given(shape=shapes)
+def test_copy_family(shape):
+    x = torch.randn(*shape)
+    _check(aten.clone.default, x, flops=0)
+    half = aten._to_copy.default(x, dtype=torch.float16)
+    cast = count_op("aten::_to_copy", to_meta((x,)), to_meta({"dtype": torch.float16}), to_meta([half]))
+    assert cast.flops == 0 and cast.bytes == x.numel() * (4 + 2)
+    _check(aten.cat.default, [x, x + 1], 0, flops=0)
+    dst = torch.empty(*shape, dtype=torch.float16)
+    cost = count_op("aten::copy_", to_meta((dst, x)))
+    assert cost.flops == 0 and cost.bytes == x.numel() * (4 + 2)
+
+
+@FAST
+@given(vocab=st.integers(2, 50), d=st.integers(1, 16), n=st.integers(1, 20))
+def test_indexing_and_embedding_families(vocab, d, n):
+    table = torch.randn(vocab, d)
+    idx = torch.randint(0, vocab, (n,))
+    # a lookup reads the rows it gathers, never the whole table
+    for cost in _count_both(aten.embedding.default, (table, idx), aten.embedding.default(table, idx)):
+        assert cost.flops == 0 and cost.bytes == n * d * 4 + n * 8 + n * d * 4
+    for cost in _count_both(aten.index_select.default, (table, 0, idx), aten.index_select.default(table, 0, idx)):
+        assert cost.flops == 0 and cost.bytes == n * d * 4 + n * 8 + n * d * 4
+
+
+@FAST
+@given(n=st.integers(1, 16), c=st.integers(2, 12))
+def test_loss_family(n, c):
+    x = torch.randn(n, c)
+    target = torch.randint(0, c, (n,))
+    cost = count_op("aten::nll_loss_forward", to_meta((x, target, None, 1, -100)))
+    assert cost.flops == n
+    assert cost.bytes == n * 4 + n * 8 + 4 + 4  # gathered log-probs, target; loss and total_weight written
+    y = torch.randn(n, c)
+    _check(aten.mse_loss.default, x, y, 1, flops_per_in=3)
+
+
+@FAST
+@given(shape=shapes)
+def test_factory_and_view_families(shape):
+    x = torch.randn(*shape)
+    assert count_op("aten::empty", to_meta((list(shape),))).bytes == 0
+    zeros = count_op("aten::zeros", to_meta((list(shape),)), None, to_meta([torch.zeros(*shape)]))
+    assert zeros.flops == 0 and zeros.bytes == x.numel() * 4
+    fill = count_op("aten::fill_", to_meta((x, 1.0)))
+    assert fill.bytes == x.numel() * 4  # written, not read
+    for name in ("aten::view", "aten::t", "aten::expand", "aten::permute", "aten::slice"):
+        cost = count_op(name, to_meta((x,)))
+        assert cost.flops == 0 and cost.bytes == 0 and cost.is_view
+
+
+@FAST
+@given(sizes=st.lists(st.integers(1, 30), min_size=1, max_size=4))
+def test_foreach_family(sizes):
+    a = [torch.randn(s) for s in sizes]
+    b = [torch.randn(s) for s in sizes]
+    numel = sum(sizes)
+    cost = count_op("aten::_foreach_add_", to_meta((a, b)))
+    assert cost.flops == numel and cost.bytes == 3 * numel * 4  # read both lists, write self's
+    cost = count_op("aten::_foreach_mul", to_meta((a, b)))
+    assert cost.flops == numel and cost.bytes == 3 * numel * 4
+
+
+def test_inductor_kernel_names_get_the_table_figure():
+    from roofline.count import inductor
+
+    assert inductor._EXTRA_FLOPS["softmax"] == 5
+
+
+FAMILY_TESTS = {
+    "matmul": test_matmul_family, "conv": test_convolution_family, "attention": test_attention_family,
+    "elementwise": test_elementwise_family, "softmax": test_softmax_family, "reduction": test_reduction_family,
+    "norm": test_norm_family, "pooling": test_pooling_family, "copy": test_copy_family,
+    "indexing": test_indexing_and_embedding_families, "embedding": test_indexing_and_embedding_families,
+    "loss": test_loss_family, "factory": test_factory_and_view_families, "views": test_factory_and_view_families,
+    "foreach": test_foreach_family, "inductor": test_inductor_kernel_names_get_the_table_figure,
+}
+
+
+def test_every_formula_family_has_a_value_test():
+    families = set()
+    for info in pkgutil.iter_modules(count_pkg.__path__):
+        module = importlib.import_module(f"roofline.count.{info.name}")
+        if any(inspect.getmodule(f) is module for f in FORMULAS.values()) or info.name == "inductor":
+            families.add(info.name)
+    assert families <= set(FAMILY_TESTS), sorted(families - set(FAMILY_TESTS))
