@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import pkgutil
 
 import pytest
@@ -21,7 +22,8 @@ from roofline.count import count_op, normalize_op_name, to_meta
 from roofline.count.registry import FORMULAS
 
 aten = torch.ops.aten
-FAST = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# ROOFLINE_HYPOTHESIS_EXAMPLES: fewer shapes for the mutation runs (each mutant reruns this file)
+FAST = settings(max_examples=int(os.environ.get("ROOFLINE_HYPOTHESIS_EXAMPLES", "20")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 dims = st.integers(1, 9)
 
 
