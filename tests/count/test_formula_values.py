@@ -141,6 +141,12 @@ def test_softmax_family(shape):
     y = aten._softmax.default(x, -1, False)
     _check(aten._softmax_backward_data.default, torch.randn_like(y), y, -1, torch.float32, flops_per_in=4)
     assert count_op("aten::softmax", to_meta((x, -1))).flops == 5 * x.numel()
+    half = x.to(device="meta", dtype=torch.float16)
+    upcast = aten._softmax.default(half, -1, True)  # half_to_float: a float16 read, a float32 write
+    for cost in _count_both(aten._softmax.default, (half, -1, True), upcast):
+        assert cost.bytes == half.numel() * (2 + 4)
+    same = count_op("aten::_softmax", to_meta((half, -1, False)))
+    assert same.bytes == half.numel() * (2 + 2)
 
 
 @FAST

@@ -102,3 +102,13 @@ def test_unfused_chain_needs_three_memory_bound_ops(length, fires):
     chain = [op("aten::mul", [(X, "float32"), (X, "float32")], out=X, module="norm", time=2e-5)
              for _ in range(length)]
     assert bool(diagnose(report(chain), rules=["unfused-chain"])) is fires
+
+
+@pytest.mark.parametrize("share,fires", [(0.099, False), (0.101, True)])
+def test_input_idle_needs_a_tenth_of_the_step(share, fires):
+    from roofline.doctor.rules import host_input
+    from test_host_input import _idle_report
+
+    assert host_input.MIN_IDLE_SHARE == 0.1
+    findings = diagnose(_idle_report(first_launch_at=share * 2e-3), rules=["input-idle"])
+    assert bool(findings) is fires
