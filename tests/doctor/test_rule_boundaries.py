@@ -112,3 +112,25 @@ def test_input_idle_needs_a_tenth_of_the_step(share, fires):
     assert host_input.MIN_IDLE_SHARE == 0.1
     findings = diagnose(_idle_report(first_launch_at=share * 2e-3), rules=["input-idle"])
     assert bool(findings) is fires
+
+
+def _collectives(*, bytes_: float = 4096.0, calls: int = 40, per_step_s: float = 0.002):
+    from roofline.report import Report
+
+    report = Report(ranks=[{"rank": 0, "step_time_s": 0.01}, {"rank": 1, "step_time_s": 0.01}])
+    report.extra["distributed"] = {"steps": 3, "collectives": [
+        {"kind": "all_reduce", "bytes": bytes_, "calls_per_step": calls, "time_s": 50e-6,
+         "total_time_per_step_s": per_step_s, "algbw_bytes_per_s": 1e8, "example": "ncclDevKernel_AllReduce"}]}
+    return diagnose(report, rules=["tiny-collectives"])
+
+
+def test_tiny_collectives_thresholds():
+    from roofline.doctor.rules import tiny_collectives as rule
+
+    assert (rule.TINY_BYTES, rule.MIN_CALLS_PER_STEP, rule.MIN_SHARE) == (1 << 20, 8, 0.02)
+    assert _collectives(bytes_=(1 << 20) - 1)
+    assert _collectives(bytes_=1 << 20) == []
+    assert _collectives(calls=8)
+    assert _collectives(calls=7) == []
+    assert _collectives(per_step_s=0.0201 * 0.01)
+    assert _collectives(per_step_s=0.0199 * 0.01) == []
