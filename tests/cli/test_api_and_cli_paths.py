@@ -41,7 +41,7 @@ def test_the_readme_entry_point_has_its_documented_methods():
 
 
 def _ceilings_file(tmp_path) -> tuple[Path, Ceilings]:
-    c = Ceilings(device="cuda", device_name="Pinned GPU", memory_bandwidth_bytes_per_s=1.234e12,
+    c = Ceilings(device="cuda", device_name="NVIDIA H200", memory_bandwidth_bytes_per_s=1.234e12,
                  peak_flops_per_s={"float32": 4.321e13, "bfloat16": 3.21e14, "float16": 3.21e14},
                  launch_overhead_s=7e-6, source="measured", method="written by the test")
     path = tmp_path / "ceil.json"
