@@ -95,6 +95,17 @@ def test_convolution_family(n, cin, cout, h, kh, stride, pad, groups):
     out = aten.convolution.default(*args)
     expected = 2 * n * w.numel() * out.shape[2] * out.shape[3]
     assert count_op("aten::convolution", to_meta(args)).flops == expected
+    # transposed: output (i - 1) * s - 2 * p + (k - 1) + output_padding + 1, FLOPs over the input's spatial size
+    out_pad = min(stride - 1, 1)
+    wt = torch.randn(cin * groups, cout, kh, kh)
+    targs = (torch.randn(n, cin * groups, h, h), wt, None, [stride, stride], [pad, pad], [1, 1], True,
+             [out_pad, out_pad], groups)
+    _check(aten.convolution.default, *targs, counter=True)
+    for padding in (0, 2):
+        targs = targs[:4] + ([padding, padding],) + targs[5:]
+        tout = aten.convolution.default(*targs)
+        assert tout.shape[2] == (h - 1) * stride - 2 * padding + kh + out_pad
+        assert count_op("aten::convolution", to_meta(targs)).bytes == _min_traffic(targs, tout)
     # conv2d (the composite a trace shows) infers the same output and so the same bytes
     conv2d = count_op("aten::conv2d", to_meta((x, w, bias, [stride, stride], [pad, pad], [1, 1], groups)))
     assert conv2d.bytes == _min_traffic(args, out)
@@ -111,6 +122,17 @@ def test_attention_family(b, h, sq, sk, d):
     assert live.flops == trace.flops == fc.get_total_flops() == 4 * b * h * sq * sk * d
     lse = b * h * sq * 4
     assert trace.bytes == 2 * (b * h * (sq + 2 * sk) * d) + 2 * b * h * sq * d + lse
+
+
+def test_causal_fraction_by_hand():
+    from roofline.count.attention import causal_fraction
+
+    # top-left: query row i keeps keys 0..i; bottom-right: shifted by seq_k - seq_q
+    assert causal_fraction(8, 8) == causal_fraction(8, 8, bottom_right=True) == 36 / 64
+    assert causal_fraction(4, 16) == (1 + 2 + 3 + 4) / 64
+    assert causal_fraction(4, 16, bottom_right=True) == (13 + 14 + 15 + 16) / 64
+    assert causal_fraction(16, 4) == (1 + 2 + 3 + 4 * 13) / 64
+    assert causal_fraction(0, 4) == 0.0
 
 
 shapes = st.lists(st.integers(1, 7), min_size=1, max_size=4)
@@ -193,6 +215,14 @@ def test_copy_family(shape):
     cast = count_op("aten::_to_copy", to_meta((x,)), to_meta({"dtype": torch.float16}), to_meta([half]))
     assert cast.flops == 0 and cast.bytes == x.numel() * (4 + 2)
     _check(aten.cat.default, [x, x + 1], 0, flops=0)
+    other = torch.empty(1, dtype=torch.float16)
+    to_other = count_op("aten::to", to_meta((x, other, False, False, None)))
+    assert to_other.flops == 0 and to_other.bytes == x.numel() * (4 + 2)
+    assert count_op("aten::to", to_meta((x, torch.empty(1), False, False, None))).bytes == 0  # nothing changes
+    for repeats in (1, 3):
+        out = aten.repeat_interleave.self_int(x, repeats, 0)
+        cost = count_op("aten::repeat_interleave", to_meta((x, repeats, 0, None)))
+        assert cost.bytes == x.numel() * 4 + out.numel() * 4
     dst = torch.empty(*shape, dtype=torch.float16)
     cost = count_op("aten::copy_", to_meta((dst, x)))
     assert cost.flops == 0 and cost.bytes == x.numel() * (4 + 2)
@@ -256,6 +286,7 @@ def test_inductor_kernel_names_get_the_table_figure():
 
 FAMILY_TESTS = {
     "matmul": test_matmul_family, "conv": test_convolution_family, "attention": test_attention_family,
+    "attention:causal": test_causal_fraction_by_hand,
     "elementwise": test_elementwise_family, "softmax": test_softmax_family, "reduction": test_reduction_family,
     "norm": test_norm_family, "pooling": test_pooling_family, "copy": test_copy_family,
     "indexing": test_indexing_and_embedding_families, "embedding": test_indexing_and_embedding_families,
