@@ -16,6 +16,7 @@ many were run: a partial run is a sample, not a score for the whole module.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import random
@@ -85,18 +86,46 @@ def _env(workdir: Path, cache: Path) -> dict[str, str]:
                 ROOFLINE_HYPOTHESIS_EXAMPLES="5", OMP_NUM_THREADS="1")
 
 
-def _sample(db_path: Path, n: int, seed: int) -> int:
-    """Mark all but n random pending mutants as skipped; returns how many mutants the module has."""
+def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Where type annotations sit. Every module here has ``from __future__ import annotations``: annotations are
+    never evaluated, so a mutant inside one (``X | None`` -> ``X & None``) is equivalent by construction."""
+    spans = []
+    for node in ast.walk(ast.parse(source)):
+        targets = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            targets.append(node.returns)
+        elif isinstance(node, ast.arg):
+            targets.append(node.annotation)
+        elif isinstance(node, ast.AnnAssign):
+            targets.append(node.annotation)
+        for t in targets:
+            if t is not None:
+                spans.append(((t.lineno, t.col_offset), (t.end_lineno, t.end_col_offset)))
+    return spans
+
+
+def in_annotation(pos: tuple[int, int], spans) -> bool:
+    return any(start <= tuple(pos) < end for start, end in spans)
+
+
+def _sample(db_path: Path, source: str, n: int, seed: int) -> tuple[int, int]:
+    """Skip mutants inside annotations (equivalent), then all but n random others; returns (mutants, in
+    annotations)."""
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import WorkerOutcome, WorkResult
 
+    spans = annotation_spans(source)
     with use_db(str(db_path), WorkDB.Mode.open) as db:
         items = list(db.work_items)
-        if n and len(items) > n:
-            keep = set(random.Random(seed).sample([i.job_id for i in items], n))
-            skip = [i.job_id for i in items if i.job_id not in keep]
-            db.set_multiple_results(skip, WorkResult(worker_outcome=WorkerOutcome.SKIPPED))
-        return len(items)
+        annotated = [i.job_id for i in items if in_annotation(i.mutations[0].start_pos, spans)]
+        skip = set(annotated)
+        rest = [i.job_id for i in items if i.job_id not in skip]
+        if n and len(rest) > n:
+            keep = set(random.Random(seed).sample(rest, n))
+            skip.update(j for j in rest if j not in keep)
+        if skip:
+            db.set_multiple_results(sorted(skip), WorkResult(worker_outcome=WorkerOutcome.SKIPPED))
+        return len(items), len(annotated)
 
 
 def _results(db_path: Path) -> list[dict]:
@@ -145,8 +174,8 @@ def run(modules: list[tuple[str, str]], budget_s: float, sample: dict[str, int],
             db = workdir / f"{rel.replace('/', '_')}.sqlite"
             subprocess.run([CR, "init", str(cfg), str(db)], cwd=workdir, env=env, check=True,
                            capture_output=True)
-            total = _sample(db, sample.get(package, sample.get("", 0)), seed)
             original = (workdir / "src" / "roofline" / rel).read_bytes()
+            total, annotated = _sample(db, original.decode(), sample.get(package, sample.get("", 0)), seed)
             began = time.monotonic()
             try:
                 subprocess.run(["nice", "-n", "19", CR, "exec", str(cfg), str(db)], cwd=workdir, env=env,
@@ -160,7 +189,8 @@ def run(modules: list[tuple[str, str]], budget_s: float, sample: dict[str, int],
             counts = defaultdict(int)
             for r in rows:
                 counts[r["outcome"]] += 1
-            per_module[rel] = {"package": package, "tests": tests, "mutants": total, "run": len(rows),
+            per_module[rel] = {"package": package, "tests": tests, "mutants": total,
+                               "equivalent_annotation": annotated, "run": len(rows),
                                "killed": counts["killed"], "survived": counts["survived"],
                                "incompetent": counts["incompetent"], "timeout": counts["timeout"],
                                "other": len(rows) - counts["killed"] - counts["survived"] - counts["incompetent"]
@@ -185,6 +215,97 @@ def run(modules: list[tuple[str, str]], budget_s: float, sample: dict[str, int],
             "packages": {k: dict(v) for k, v in packages.items()}, "modules": per_module}
 
 
+# Survivors judged by hand: "module:line:operator" -> why the mutant cannot change a result.
+EQUIVALENT = {
+    "count/counting.py:40:ReplaceComparisonOperator_Lt_NotEq":
+        "the name cache's size guard: past 100,000 names it only stops caching; every count is the same",
+}
+
+
+def _apply(text: str, survivor: dict) -> str | None:
+    """The module's text with the survivor's one-line change applied, or None when the line no longer matches."""
+    minus = [l[1:] for l in survivor["diff"].splitlines() if l.startswith("-")]
+    plus = [l[1:] for l in survivor["diff"].splitlines() if l.startswith("+")]
+    lines = text.splitlines(keepends=True)
+    i = survivor["line"] - 1
+    if len(minus) != 1 or len(plus) != 1 or i >= len(lines) or lines[i].rstrip("\n") != minus[0]:
+        return None
+    lines[i] = plus[0] + "\n"
+    return "".join(lines)
+
+
+def review(report: dict, budget_s: float) -> dict:
+    """Judge every survivor again: equivalent (inside an annotation, or listed in EQUIVALENT), or re-planted into
+    a copy of today's source and its module's test subset re-run (``killed_now`` when today's tests kill it)."""
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="roofline-mutation-review-") as tmp:
+        workdir = Path(tmp) / "repo"
+        for name in ("src", "tests"):
+            shutil.copytree(REPO / name, workdir / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        shared = (REPO.parent / "shared").resolve()
+        if shared.exists():
+            (Path(tmp) / "shared").symlink_to(shared)
+        env = _env(workdir, Path(tmp) / "cache")
+        for rel, m in report["modules"].items():
+            path = workdir / "src" / "roofline" / rel
+            if not path.exists():
+                continue
+            original = path.read_text()
+            spans = annotation_spans(original)
+            for sv in m.get("survivors", []):
+                key = f"{rel}:{sv['line']}:{sv['operator']}"
+                if in_annotation((sv["line"], _column(original, sv)), spans):
+                    sv["review"] = "equivalent: inside a type annotation (never evaluated)"
+                elif key in EQUIVALENT:
+                    sv["review"] = "equivalent: " + EQUIVALENT[key]
+                elif time.monotonic() - start > budget_s:
+                    sv["review"] = "not re-checked (review budget spent)"
+                else:
+                    mutated = _apply(original, sv)
+                    if mutated is None:
+                        sv["review"] = "not re-checked (source line changed since the run)"
+                        continue
+                    try:
+                        path.write_text(mutated)
+                        cmd = f"nice -n 19 {PYTEST} {_tests_for(m['package'], rel)}"
+                        rc = subprocess.run(cmd, shell=True, cwd=workdir, env=env, capture_output=True).returncode
+                    finally:
+                        path.write_text(original)
+                    sv["review"] = "killed_now: today's tests fail on it" if rc not in (0, 5) else "still survives"
+    _tally(report)
+    return report
+
+
+def _column(text: str, survivor: dict) -> int:
+    """Column of the first changed character on the survivor's line (where cosmic-ray's mutation starts)."""
+    minus = next((l[1:] for l in survivor["diff"].splitlines() if l.startswith("-")), "")
+    plus = next((l[1:] for l in survivor["diff"].splitlines() if l.startswith("+")), "")
+    return next((i for i, (a, b) in enumerate(zip(minus, plus)) if a != b), 0)
+
+
+def _tally(report: dict) -> None:
+    for p in report["packages"].values():
+        for key in ("equivalent", "killed_after_review", "survived_after_review"):
+            p[key] = 0
+    for m in report["modules"].values():
+        p = report["packages"][m["package"]]
+        killed, survived, equivalent = m.get("killed", 0) + m.get("timeout", 0), 0, 0
+        for sv in m.get("survivors", []):
+            verdict = sv.get("review", "")
+            if verdict.startswith("equivalent"):
+                equivalent += 1
+            elif verdict.startswith("killed_now"):
+                killed += 1
+            else:
+                survived += 1
+        p["equivalent"] += equivalent
+        p["killed_after_review"] += killed
+        p["survived_after_review"] += survived
+    for p in report["packages"].values():
+        judged = p["killed_after_review"] + p["survived_after_review"]
+        p["score_after_review"] = round(p["killed_after_review"] / judged, 3) if judged else None
+
+
 def _version() -> str:
     try:
         from importlib.metadata import version
@@ -203,14 +324,24 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds per test run (a hang is a kill)")
     parser.add_argument("--only", nargs="*", help="module paths under src/roofline to run (prefixes)")
     parser.add_argument("-o", "--out", default=str(REPO / "benchmarks" / "results" / "mutation.json"))
+    parser.add_argument("--review-only", action="store_true",
+                        help="re-judge the survivors of the report at --out (no new mutants)")
+    parser.add_argument("--review-budget-s", type=float, default=900.0)
     args = parser.parse_args()
+    if args.review_only:
+        report = review(json.loads(Path(args.out).read_text()), args.review_budget_s)
+        atomic_write_text(args.out, json.dumps(report, indent=1) + "\n")
+        for name, p in report["packages"].items():
+            print(f"{name:20s} killed {p['killed_after_review']} survived {p['survived_after_review']} "
+                  f"equivalent {p['equivalent']} score {p['score_after_review']}")
+        return 0
     if shutil.which(CR) is None:
         raise SystemExit("mutation: cosmic-ray is not installed (pip install -e '.[dev]')")
     sample = {}
     for item in args.sample:
         package, _, n = item.rpartition("=")
         sample[package] = int(n)
-    result = run(_modules(args.only), args.budget_s, sample, args.seed, args.timeout)
+    result = review(run(_modules(args.only), args.budget_s, sample, args.seed, args.timeout), args.review_budget_s)
     atomic_write_text(args.out, json.dumps(result, indent=1) + "\n")
     for name, p in result["packages"].items():
         print(f"{name:20s} run {p['run']}/{p['mutants']} killed {p['killed']} survived {p['survived']} "
