@@ -278,6 +278,46 @@ def test_foreach_family(sizes):
     assert cost.flops == numel and cost.bytes == 3 * numel * 4
 
 
+def test_less_common_ops_by_hand_in_both_paths():
+    """Ops whose trace-path branch (no recorded outputs) infers shapes from arguments: pow's exponent, dropout's
+    mask, max of two tensors vs over a dim, embedding_bag's bags, arange's length, new_zeros' dtype."""
+    x = torch.randn(4, 6)
+    _check(aten.pow.Tensor_Scalar, x, 2, flops_per_out=1)
+    _check(aten.pow.Tensor_Scalar, x, 2.5, flops_per_out=4)
+    _check(aten.pow.Tensor_Scalar, x, -4, flops_per_out=4)
+    assert count_op("aten::pow", to_meta((x, True))).flops == 4 * x.numel()  # a bool exponent is no integer
+    _check(aten.native_dropout.default, x, 0.5, True, flops_per_in=2)  # output + bool mask written
+    assert count_op("aten::native_dropout", to_meta((x, 0.5, False))).flops == 0
+    _check(aten.maximum.default, x, x.flip(0), flops_per_out=1)
+    _check(aten.max.other, x, x.flip(0), flops_per_out=1)
+    _check(aten.max.dim, x, 1, False, flops_per_in=1)
+    table = torch.randn(10, 3)
+    bags2d = torch.randint(0, 10, (4, 5))
+    cost = count_op("aten::embedding_bag", to_meta((table, bags2d, None, False, 0)))
+    assert cost.flops == 20 * 3 and cost.bytes == 20 * 3 * 4 + bags2d.numel() * 8 + 4 * 3 * 4
+    flat_idx, offsets = torch.randint(0, 10, (7,)), torch.tensor([0, 2, 5])
+    cost = count_op("aten::embedding_bag", to_meta((table, flat_idx, offsets, False, 0)))
+    assert cost.bytes == 7 * 3 * 4 + 7 * 8 + 3 * 8 + 3 * 3 * 4
+    last = count_op("aten::embedding_bag", to_meta((table, flat_idx, offsets, False, 0, False, None, True)))
+    assert last.bytes == 7 * 3 * 4 + 7 * 8 + 3 * 8 + 2 * 3 * 4
+    for args in ((10,), (2, 10), (1, 10, 3), (0.0, 1.0, 0.25), (5, 2, -1), (7.0,)):
+        out = torch.arange(*args)
+        assert count_op("aten::arange", list(args)).bytes == out.numel() * out.element_size(), args
+    made = torch.empty(3, dtype=torch.float16).new_zeros((2, 5))
+    assert count_op("aten::new_zeros", to_meta((torch.empty(3, dtype=torch.float16), [2, 5]))).bytes == made.numel() * 2
+    assert count_op("aten::new_zeros", to_meta((x, [2, 5], torch.int8))).bytes == 10
+
+
+def test_fused_adamw_reads_params_grads_and_states():
+    params = [torch.randn(5), torch.randn(3, 2)]
+    grads, m, v = ([torch.randn_like(p) for p in params] for _ in range(3))
+    steps = [torch.tensor(1.0) for _ in params]
+    cost = count_op("aten::_fused_adamw_", to_meta((params, grads, m, v, [], steps)))
+    n = 11
+    assert cost.flops == 14 * n
+    assert cost.bytes == (2 * n + n + 2 * 2 * n) * 4  # params and both moments read + written, grads read
+
+
 def test_inductor_kernel_names_get_the_table_figure():
     from roofline.count import inductor
 
@@ -291,7 +331,8 @@ FAMILY_TESTS = {
     "norm": test_norm_family, "pooling": test_pooling_family, "copy": test_copy_family,
     "indexing": test_indexing_and_embedding_families, "embedding": test_indexing_and_embedding_families,
     "loss": test_loss_family, "factory": test_factory_and_view_families, "views": test_factory_and_view_families,
-    "foreach": test_foreach_family, "inductor": test_inductor_kernel_names_get_the_table_figure,
+    "foreach": test_foreach_family, "foreach:fused": test_fused_adamw_reads_params_grads_and_states,
+    "elementwise:trace": test_less_common_ops_by_hand_in_both_paths, "inductor": test_inductor_kernel_names_get_the_table_figure,
 }
 
 
