@@ -246,7 +246,8 @@ def review(report: dict, budget_s: float) -> dict:
         if shared.exists():
             (Path(tmp) / "shared").symlink_to(shared)
         env = _env(workdir, Path(tmp) / "cache")
-        for rel, m in report["modules"].items():
+        order = {"analyze": 0, "capture/kineto.py": 1, "count": 2, "doctor": 3}  # the targets first
+        for rel, m in sorted(report["modules"].items(), key=lambda kv: order.get(kv[1]["package"], 9)):
             path = workdir / "src" / "roofline" / rel
             if not path.exists():
                 continue
