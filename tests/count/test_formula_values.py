@@ -308,6 +308,26 @@ def test_less_common_ops_by_hand_in_both_paths():
     assert count_op("aten::new_zeros", to_meta((x, [2, 5], torch.int8))).bytes == 10
 
 
+def test_foreach_variants_and_index_writes_by_hand():
+    a = [torch.randn(5), torch.randn(2, 3)]
+    b = [torch.randn(5), torch.randn(2, 3)]
+    n = 11
+    assert count_op("aten::_foreach_copy_", to_meta((a, b))).bytes == 2 * n * 4
+    zero = count_op("aten::_foreach_zero_", to_meta((a,)))
+    assert zero.flops == 0 and zero.bytes == n * 4
+    assert count_op("aten::_foreach_pow", to_meta((a, 2))).flops == n
+    assert count_op("aten::_foreach_pow", to_meta((a, 2.5))).flops == 4 * n
+    assert count_op("aten::_foreach_pow", to_meta((a, b))).flops == 4 * n
+    x, idx = torch.randn(6, 4), torch.tensor([0, 2, 5])
+    out = torch.take(x, idx)
+    for cost in _count_both(aten.take.default, (x, idx), out):
+        assert cost.bytes == 2 * out.numel() * 4 + idx.numel() * 8
+    fill = count_op("aten::index_fill_", to_meta((x, 0, idx, 1.0)))
+    assert fill.flops == 0 and fill.bytes == idx.numel() * 8 + 3 * 4 * 4  # three rows of four written
+    fill_cols = count_op("aten::index_fill_", to_meta((x, 1, idx, 1.0)))
+    assert fill_cols.bytes == idx.numel() * 8 + 3 * 6 * 4
+
+
 def test_fused_adamw_reads_params_grads_and_states():
     params = [torch.randn(5), torch.randn(3, 2)]
     grads, m, v = ([torch.randn_like(p) for p in params] for _ in range(3))
@@ -332,7 +352,8 @@ FAMILY_TESTS = {
     "indexing": test_indexing_and_embedding_families, "embedding": test_indexing_and_embedding_families,
     "loss": test_loss_family, "factory": test_factory_and_view_families, "views": test_factory_and_view_families,
     "foreach": test_foreach_family, "foreach:fused": test_fused_adamw_reads_params_grads_and_states,
-    "elementwise:trace": test_less_common_ops_by_hand_in_both_paths, "inductor": test_inductor_kernel_names_get_the_table_figure,
+    "elementwise:trace": test_less_common_ops_by_hand_in_both_paths,
+    "indexing:writes": test_foreach_variants_and_index_writes_by_hand, "inductor": test_inductor_kernel_names_get_the_table_figure,
 }
 
 
