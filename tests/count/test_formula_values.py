@@ -340,8 +340,19 @@ def test_fused_adamw_reads_params_grads_and_states():
 
 def test_inductor_kernel_names_get_the_table_figure():
     from roofline.count import inductor
+    from roofline.count.meta import TensorMeta
 
     assert inductor._EXTRA_FLOPS["softmax"] == 5
+    assert inductor.fused_op_names("add_mean_mul_pow_rsqrt") == ["add", "mean", "mul", "pow", "rsqrt"]
+    a, b, out = TensorMeta((64, 32), "float16"), TensorMeta((32, 16), "float16"), TensorMeta((64, 16), "float16")
+    tem = count_op("triton_tem_fused_mm_0", [a, b, out])
+    assert tem.flops == 2 * 64 * 16 * 32 and tem.bytes == (64 * 32 + 32 * 16 + 64 * 16) * 2
+    x, w, y = TensorMeta((8, 256), "float32"), TensorMeta((256,), "float32"), TensorMeta((8, 256), "float32")
+    red = count_op("triton_red_fused_add_mean_mul_pow_rsqrt_0", [x, w, y])
+    assert red.flops == 5 * 8 * 256  # add, mean, mul, pow (a square in an RMS norm: 1), rsqrt
+    assert red.bytes == (2 * 8 * 256 + 256) * 4
+    poi = count_op("triton_poi_fused_add_mul_3", [x, y])
+    assert poi.flops == 2 * 8 * 256
 
 
 FAMILY_TESTS = {
