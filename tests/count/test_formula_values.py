@@ -328,6 +328,58 @@ def test_foreach_variants_and_index_writes_by_hand():
     assert fill_cols.bytes == idx.numel() * 8 + 3 * 6 * 4
 
 
+def test_loss_matmul_norm_pooling_variants_by_hand():
+    """The rarer overloads of each family, each against its docstring's rule worked out by hand."""
+    from roofline.count.meta import TensorMeta
+
+    x, target = torch.randn(6, 5), torch.randint(0, 5, (6,))
+    none = count_op("aten::nll_loss_forward", to_meta((x, target, None, 0, -100)))
+    assert none.bytes == 6 * 8 + 6 * 4 + (6 + 1) * 4  # target, gathered log-probs; 6 losses + total_weight
+    ce = count_op("aten::cross_entropy_loss", to_meta((x, target, None, 1, -100, 0.0)))
+    assert ce.flops == 5 * 30 + 6 and ce.bytes == 2 * 30 * 4 + 6 * 8 + 6 * 4 + 2 * 4
+    y = torch.randn(6, 5)
+    back = count_op("aten::mse_loss_backward", to_meta((torch.tensor(1.0), x, y, 1)))
+    assert back.flops == 3 * 30 and back.bytes == 4 + 30 * 4 * 2 + 30 * 4
+    a, v, b = torch.randn(7, 3), torch.randn(3), torch.randn(7)
+    _check(aten.mv.default, a, v, flops=2 * 7 * 3)
+    _check(aten.addmv.default, b, a, v, flops=2 * 7 * 3)
+    _check(aten.dot.default, v, v.flip(0), flops=2 * 3)
+    _check(aten.outer.default, b, v, flops=7 * 3)
+    _check(aten.addr.default, torch.randn(7, 3), b, v, flops=2 * 7 * 3)
+    ai, bi = torch.randint(-5, 5, (32, 16), dtype=torch.int8), torch.randint(-5, 5, (16, 8), dtype=torch.int8)
+    assert count_op("aten::_int_mm", to_meta((ai, bi))).flops == 2 * 32 * 16 * 8
+    assert count_op("aten::_int_mm", to_meta((ai, bi))).bytes == 32 * 16 + 16 * 8 + 32 * 8 * 4
+    m1, m2 = torch.randn(4, 5), torch.randn(5, 6)
+    assert count_op("aten::einsum", ["ij,jk->ik", to_meta([m1, m2])]).flops == 2 * 4 * 5 * 6
+    assert count_op("aten::einsum", ["ij,ij->ij", to_meta([m1, m1])]).flops == 4 * 5  # no index contracted
+    assert [TensorMeta((2,), d).nbytes for d in ("complex128", "complex64", "complex32", "float8_e5m2fnuz")] == \
+        [32, 16, 8, 2]
+    assert TensorMeta((4, 1, 3), "float32", (3, 99, 1)).is_contiguous
+    assert not TensorMeta((4, 1, 3), "float32", (1, 1, 4)).is_contiguous
+    xs, w = torch.randn(6, 8), torch.randn(8)
+    for weight, per in ((w, 4), (None, 3)):
+        rms = count_op("aten::rms_norm", to_meta((xs, [8], weight, 1e-6)))
+        assert rms.modeled and rms.flops == per * 48
+        assert rms.bytes == 48 * 4 * 2 + (32 if weight is not None else 0)
+        fused = count_op("aten::_fused_rms_norm", to_meta((xs, [8], weight, 1e-6)))
+        assert fused.modeled and fused.flops == per * 48
+        assert fused.bytes == 48 * 4 * 2 + (32 if weight is not None else 0) + 6 * 4  # + float32 rstd per row
+    mean, rstd = torch.randn(6, 1), torch.randn(6, 1)
+    grad = count_op("aten::native_layer_norm_backward",
+                    to_meta((xs, xs, [8], mean, rstd, w, w, [True, True, True])))
+    assert grad.flops == (8 + 2 + 1) * 48
+    only_input = count_op("aten::native_layer_norm_backward",
+                          to_meta((xs, xs, [8], mean, rstd, w, w, [True, False, False])))
+    assert only_input.flops == 8 * 48
+    img = torch.randn(1, 2, 4, 4)
+    for name, per in (("aten::upsample_nearest2d", 0), ("aten::upsample_bilinear2d", 7)):
+        up = count_op(name, to_meta((img, [8, 8], False)))
+        assert up.flops == per * 2 * 64 and up.bytes == (32 + 2 * 64) * 4
+    out, idx = aten.max_pool2d_with_indices.default(img, [2], [2])  # one value stands for every spatial dim
+    cost = count_op("aten::max_pool2d_with_indices", to_meta((img, [2], [2])))
+    assert cost.flops == out.numel() * 4 and cost.bytes == _min_traffic((img,), (out, idx))
+
+
 def test_fused_adamw_reads_params_grads_and_states():
     params = [torch.randn(5), torch.randn(3, 2)]
     grads, m, v = ([torch.randn_like(p) for p in params] for _ in range(3))
@@ -364,7 +416,8 @@ FAMILY_TESTS = {
     "loss": test_loss_family, "factory": test_factory_and_view_families, "views": test_factory_and_view_families,
     "foreach": test_foreach_family, "foreach:fused": test_fused_adamw_reads_params_grads_and_states,
     "elementwise:trace": test_less_common_ops_by_hand_in_both_paths,
-    "indexing:writes": test_foreach_variants_and_index_writes_by_hand, "inductor": test_inductor_kernel_names_get_the_table_figure,
+    "indexing:writes": test_foreach_variants_and_index_writes_by_hand,
+    "loss:variants": test_loss_matmul_norm_pooling_variants_by_hand, "inductor": test_inductor_kernel_names_get_the_table_figure,
 }
 
 
