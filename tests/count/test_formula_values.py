@@ -162,7 +162,11 @@ def test_softmax_family(shape):
         _check(op, x, -1, False, flops_per_in=5)
     y = aten._softmax.default(x, -1, False)
     _check(aten._softmax_backward_data.default, torch.randn_like(y), y, -1, torch.float32, flops_per_in=4)
-    assert count_op("aten::softmax", to_meta((x, -1))).flops == 5 * x.numel()
+    entry = count_op("aten::softmax", to_meta((x, -1)))
+    assert entry.flops == 5 * x.numel() and entry.bytes == 2 * x.numel() * 4
+    mask = torch.zeros(*shape, dtype=torch.bool)
+    masked = count_op("aten::_masked_softmax", to_meta((x, mask, -1)))
+    assert masked.flops == 5 * x.numel() and masked.bytes == x.numel() * (4 + 1 + 4)
     half = x.to(device="meta", dtype=torch.float16)
     upcast = aten._softmax.default(half, -1, True)  # half_to_float: a float16 read, a float32 write
     for cost in _count_both(aten._softmax.default, (half, -1, True), upcast):
@@ -380,6 +384,49 @@ def test_loss_matmul_norm_pooling_variants_by_hand():
     assert cost.flops == out.numel() * 4 and cost.bytes == _min_traffic((img,), (out, idx))
 
 
+@FAST
+@given(shape=st.lists(st.integers(1, 6), min_size=1, max_size=3), k=st.integers(1, 3), dim=st.integers(-3, 2))
+def test_sort_and_topk_by_hand(shape, k, dim):
+    from math import log2
+
+    x = torch.randn(*shape)
+    dim = dim % x.dim()
+    n = shape[dim]
+    values, indices = torch.sort(x, dim)
+    for cost in _count_both(aten.sort.default, (x, dim, False), (values, indices)):
+        assert cost.flops == (x.numel() * log2(n) if n > 1 else 0)
+        assert cost.bytes == x.numel() * (4 + 4 + 8)
+    if k <= n:
+        out = torch.topk(x, k, dim)
+        for cost in _count_both(aten.topk.default, (x, k, dim), tuple(out)):
+            assert cost.bytes == _min_traffic((x,), tuple(out))
+            assert cost.flops == (x.numel() * max(log2(max(k, 2)), 1.0) if n > 1 else 0)
+    last = count_op("aten::sort", to_meta((x,)))  # dim defaults to the last
+    assert last.flops == (x.numel() * log2(shape[-1]) if shape[-1] > 1 else 0)
+
+
+def test_promotion_broadcast_registry_and_trace_args_by_hand():
+    from roofline.count.meta import TensorMeta
+    from roofline.count.registry import VIEW_OPS, Call
+    from roofline.count.shapes import broadcast_shapes, promote_dtypes
+    from roofline.count.trace_args import args_from_trace
+
+    assert broadcast_shapes([(3, 1, 5), (4, 1), (1,)]) == (3, 4, 5)
+    assert broadcast_shapes([(2, 1), (1, 7)]) == (2, 7)
+    t = lambda shape, dtype: TensorMeta(shape, dtype)  # noqa: E731
+    assert promote_dtypes([t((4,), "int32"), t((4,), "int64")]) == "int64"
+    assert promote_dtypes([t((4,), "float16"), t((), "float32")]) == "float16"  # a 0-dim tensor does not win
+    assert promote_dtypes([t((4,), "int64"), t((4,), "float16")]) == "float16"
+    assert promote_dtypes([t((4,), "bool"), t((4,), "uint8")]) == "uint8"
+    assert promote_dtypes([t((4,), "float16"), t((4,), "bfloat16")]) == "float32"
+    assert promote_dtypes([t((), "int64"), t((), "float64")]) == "float64"
+    assert "aten::view" in VIEW_OPS and "aten::mm" not in VIEW_OPS
+    assert Call("aten::add_", [], None, None).inplace and not Call("aten::add", [], None, None).inplace
+    assert not Call("aten::__iand__", [], None, None).inplace
+    args = args_from_trace([[2, 3], [2, 3]], ["float", "c10::Half"], [[3, 1], [1]])
+    assert args[0].strides == (3, 1) and args[1].dtype == "float16" and args[1].strides is None
+
+
 def test_fused_adamw_reads_params_grads_and_states():
     params = [torch.randn(5), torch.randn(3, 2)]
     grads, m, v = ([torch.randn_like(p) for p in params] for _ in range(3))
@@ -417,7 +464,8 @@ FAMILY_TESTS = {
     "foreach": test_foreach_family, "foreach:fused": test_fused_adamw_reads_params_grads_and_states,
     "elementwise:trace": test_less_common_ops_by_hand_in_both_paths,
     "indexing:writes": test_foreach_variants_and_index_writes_by_hand,
-    "loss:variants": test_loss_matmul_norm_pooling_variants_by_hand, "inductor": test_inductor_kernel_names_get_the_table_figure,
+    "loss:variants": test_loss_matmul_norm_pooling_variants_by_hand,
+    "reduction:sort": test_sort_and_topk_by_hand, "shapes": test_promotion_broadcast_registry_and_trace_args_by_hand, "inductor": test_inductor_kernel_names_get_the_table_figure,
 }
 
 
