@@ -425,6 +425,14 @@ def test_promotion_broadcast_registry_and_trace_args_by_hand():
     assert not Call("aten::__iand__", [], None, None).inplace
     args = args_from_trace([[2, 3], [2, 3]], ["float", "c10::Half"], [[3, 1], [1]])
     assert args[0].strides == (3, 1) and args[1].dtype == "float16" and args[1].strides is None
+    assert args_from_trace([[2, 3]], ["float"], [[3, 1, 1]])[0].strides is None  # a stride per dim, or none
+    assert args_from_trace([[2, 3], [4]], ["float", "float"], [[3, 1]])[1].strides is None
+    listed = args_from_trace([[2, 3], [[4], [5, 6]], []], ["float", "TensorList", "Scalar"],
+                             [[3, 1], [[1], [6, 1, 1]], []], ["", "", "2.5"])
+    assert [m.shape for m in listed[1]] == [(4,), (5, 6)]
+    assert [m.strides for m in listed[1]] == [(1,), None] and listed[2] == 2.5
+    assert args_from_trace([[2], []], ["float", "Scalar"], None, ["", "3"])[1] == 3
+    assert "aten::reshape" in VIEW_OPS and count_op("aten::flatten", to_meta((torch.randn(2, 3),))).is_view
 
 
 def test_fused_adamw_reads_params_grads_and_states():
