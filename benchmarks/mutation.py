@@ -221,6 +221,8 @@ EQUIVALENT = {
         "the name cache's size guard: past 100,000 names it only stops caching; every count is the same",
     ("count/foreach.py", '_PER_ELEMENT.update({"pow": 4, "norm": 2, "max": 1, "copy": 0, "zero": -1})'):
         "_foreach_zero_'s per-element figure is only checked for presence; its branch returns 0 FLOPs",
+    ("analyze/attribution.py", "target = ext_op.get(external_id, - 2)"):
+        "the default only has to be negative: every negative target is 'unattributed'",
     ("count/loss.py", "loss_elements = target.numel if reduction is _REDUCTION_NONE else 1"):
         "reduction is a small int (0, 1, 2): CPython interns those, so `is` and `==` agree",
     ("count/inductor.py", "out, a = buffers[1], buffers[0]"):

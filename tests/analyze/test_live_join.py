@@ -33,3 +33,4 @@ def test_each_repeated_layer_gets_its_own_nonzero_time(stacked_report):
     starts = [by_module[m].start_s for m in ("0", "1", "2")]
     assert None not in starts and starts == sorted(starts) and len(set(starts)) == 3
     assert not any("found no event" in note for note in stacked_report.summary.notes)
+    assert "perf_counter" in stacked_report.step_time.method and "CUDA" not in stacked_report.step_time.method
