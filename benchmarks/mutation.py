@@ -223,6 +223,8 @@ EQUIVALENT = {
         "_foreach_zero_'s per-element figure is only checked for presence; its branch returns 0 FLOPs",
     ("analyze/attribution.py", "target = ext_op.get(external_id, - 2)"):
         "the default only has to be negative: every negative target is 'unattributed'",
+    ("analyze/pipeline.py", 'return trace.has_gpu and ev.total_kernel_us <= 0 and not ev.name.startswith("aten::")'):
+        "an event's kernel time sums durations, and the reader drops events whose dur is not >= 0: never below 0",
     ("count/loss.py", "loss_elements = target.numel if reduction is _REDUCTION_NONE else 1"):
         "reduction is a small int (0, 1, 2): CPython interns those, so `is` and `==` agree",
     ("count/inductor.py", "out, a = buffers[1], buffers[0]"):

@@ -53,6 +53,9 @@ def test_the_first_event_of_a_trace_is_a_target(tmp_path):
     assert trace.ops[0].name == "aten::add"
     assert [k.op for k in trace.kernels] == [0, 0]
     assert stats.by_correlation == 1 and stats.by_external_id == 1 and stats.share == 1.0
+    report = report_from_trace(trace, CEIL, diagnose=False)
+    assert [k.op_index for k in report.kernels] == [0, 0]
+    assert report.ops[0].time_s == pytest.approx(6e-6)
 
 
 def test_recorded_ops_without_an_event_are_counted_exactly(tmp_path):

@@ -433,6 +433,8 @@ def test_promotion_broadcast_registry_and_trace_args_by_hand():
     assert [m.strides for m in listed[1]] == [(1,), None] and listed[2] == 2.5
     assert args_from_trace([[2], []], ["float", "Scalar"], None, ["", "3"])[1] == 3
     assert "aten::reshape" in VIEW_OPS and count_op("aten::flatten", to_meta((torch.randn(2, 3),))).is_view
+    marker = count_op("profiler::_record_function_enter_new", ["my_block", None])
+    assert marker.modeled and marker.flops == 0 and marker.bytes == 0
 
 
 def test_fused_adamw_reads_params_grads_and_states():
