@@ -134,3 +134,14 @@ def test_tiny_collectives_thresholds():
     assert _collectives(calls=7) == []
     assert _collectives(per_step_s=0.0201 * 0.01)
     assert _collectives(per_step_s=0.0199 * 0.01) == []
+
+
+def test_half_alignment_savings_are_the_time_above_the_padded_roofline_time():
+    k, n = 60, 70  # padded to 64 x 72
+    mm = _half_mm(k, n)
+    mm.bytes = 2.0 * (64 * k + k * n + 64 * n)
+    (finding,) = diagnose(report([mm], ceil=GPU), rules=["half-matmul-alignment"])
+    grow = (64 * 72) / (k * n)
+    padded = max(mm.flops * grow / 989e12, mm.bytes * grow / 4.8e12)
+    assert finding.estimated_savings_s == pytest.approx(mm.time_s - padded)
+    assert finding.evidence["dims_k_n"] == [(60, 70)]
