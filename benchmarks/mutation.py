@@ -88,7 +88,7 @@ def _config(workdir: Path, rel: str, tests: str, timeout: float) -> Path:
 
 
 def _env(workdir: Path, cache: Path) -> dict[str, str]:
-    return dict(os.environ, PYTHONPATH=str(workdir / "src"), ROOFLINE_CACHE_DIR=str(cache),
+    return dict(os.environ, PYTHONPATH=str(workdir / "src"), ROOFLINE_CACHE_DIR=str(cache), PYTHONDONTWRITEBYTECODE="1",
                 ROOFLINE_HYPOTHESIS_EXAMPLES="5", OMP_NUM_THREADS="1")
 
 
@@ -231,6 +231,16 @@ EQUIVALENT = {
         "the default only has to be negative: every negative target is 'unattributed'",
     ("analyze/pipeline.py", 'return trace.has_gpu and ev.total_kernel_us <= 0 and not ev.name.startswith("aten::")'):
         "an event's kernel time sums durations, and the reader drops events whose dur is not >= 0: never below 0",
+    ("count/embedding.py", "if indices.ndim >= 2:"):
+        "embedding_bag takes 1-D or 2-D indices only: >= 2 and == 2 agree on every valid call",
+    ("count/foreach.py", "lists = [flatten_metas(call.arg(i)) for i in range( 0, 5)]"):
+        "reads params as grads: a fused optimizer's grads have the params' shapes and dtypes, so the bytes agree",
+    ("count/reduction.py", 'if call.name >= "aten::topk" and index is not None:'):
+        "no other name this formula is registered for (kthvalue, median, nanmedian, mode) sorts after aten::topk",
+    ("count/reduction.py", '"aten::sum": (1, 2, 1), "aten::mean": (1, 1, 1), "aten::nansum": (1, 2, 1), "aten::nanmean": (1, 2, 1),'):
+        "keepdim read from the dims list: keepdim changes the output's shape, never its size, FLOPs or bytes",
+    ("count/shapes.py", "in_cat = [m for m in metas if _category(m.dtype) >= best_cat]"):
+        "best_cat is the maximum category, so >= best_cat and == best_cat select the same tensors",
     ("count/loss.py", "loss_elements = target.numel if reduction is _REDUCTION_NONE else 1"):
         "reduction is a small int (0, 1, 2): CPython interns those, so `is` and `==` agree",
     ("count/inductor.py", "out, a = buffers[1], buffers[0]"):

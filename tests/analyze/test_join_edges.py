@@ -84,3 +84,23 @@ def test_nested_ops_in_a_trace_without_steps_share_out_the_kernels(tmp_path):
     report = report_from_trace(_linear_then_relu(tmp_path), CEIL, diagnose=False)
     assert sum(op.time_s for op in report.ops) == pytest.approx(8e-6)
     assert {op.name: op.time_s for op in report.ops}["aten::relu"] == pytest.approx(2e-6)
+
+
+def test_an_unmodeled_op_with_children_keeps_its_own_sub_microsecond_kernel(tmp_path):
+    trace = _trace(tmp_path, [
+        _x("cpu_op", "aten::no_formula_for_this", 0, 30, **{"External id": 1}),
+        _x("cuda_runtime", "cudaLaunchKernel", 2, 1, correlation=41, **{"External id": 1}),
+        _x("cpu_op", "aten::relu", 10, 10, **{"External id": 2, "Input Dims": [[8, 16]], "Input type": ["float"]}),
+        _x("cuda_runtime", "cudaLaunchKernel", 12, 1, correlation=42, **{"External id": 2}),
+        _x("kernel", "own_kernel", 5, 0.5, pid=0, tid=7, correlation=41, device=0, stream=7),
+        _x("kernel", "relu_kernel", 15, 2, pid=0, tid=7, correlation=42, device=0, stream=7),
+    ])
+    report = report_from_trace(trace, CEIL, diagnose=False)
+    times = {op.name: op.time_s for op in report.ops}
+    assert times == pytest.approx({"aten::no_formula_for_this": 0.5e-6, "aten::relu": 2e-6})
+
+
+def test_an_empty_report_has_no_unmodeled_share():
+    from roofline.analyze.roofline import summarize
+
+    assert summarize([]).unmodeled_time_share == 0.0

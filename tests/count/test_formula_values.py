@@ -276,6 +276,8 @@ def test_foreach_family(sizes):
     a = [torch.randn(s) for s in sizes]
     b = [torch.randn(s) for s in sizes]
     numel = sum(sizes)
+    halves = [t.half() for t in b]
+    assert count_op("aten::_foreach_copy_", to_meta((a, halves))).bytes == numel * (4 + 2)
     cost = count_op("aten::_foreach_add_", to_meta((a, b)))
     assert cost.flops == numel and cost.bytes == 3 * numel * 4  # read both lists, write self's
     cost = count_op("aten::_foreach_mul", to_meta((a, b)))
@@ -350,6 +352,10 @@ def test_loss_matmul_norm_pooling_variants_by_hand():
     _check(aten.dot.default, v, v.flip(0), flops=2 * 3)
     _check(aten.outer.default, b, v, flops=7 * 3)
     _check(aten.addr.default, torch.randn(7, 3), b, v, flops=2 * 7 * 3)
+    fa, fb = TensorMeta((16, 32), "float8_e4m3fn"), TensorMeta((32, 8), "float8_e4m3fn")
+    scale = TensorMeta((), "float32")
+    scaled = count_op("aten::_scaled_mm", [fa, fb, scale, scale, None, None, "bfloat16"])
+    assert scaled.flops == 2 * 16 * 8 * 32 and scaled.bytes == 16 * 32 + 32 * 8 + 2 * 4 + 16 * 8 * 2
     ai, bi = torch.randint(-5, 5, (32, 16), dtype=torch.int8), torch.randint(-5, 5, (16, 8), dtype=torch.int8)
     assert count_op("aten::_int_mm", to_meta((ai, bi))).flops == 2 * 32 * 16 * 8
     assert count_op("aten::_int_mm", to_meta((ai, bi))).bytes == 32 * 16 + 16 * 8 + 32 * 8 * 4
@@ -379,6 +385,13 @@ def test_loss_matmul_norm_pooling_variants_by_hand():
     for name, per in (("aten::upsample_nearest2d", 0), ("aten::upsample_bilinear2d", 7)):
         up = count_op(name, to_meta((img, [8, 8], False)))
         assert up.flops == per * 2 * 64 and up.bytes == (32 + 2 * 64) * 4
+    for size in (5, 6, 7):
+        odd = torch.randn(1, 1, size, size)
+        for pad in (0, 1):
+            args = (odd, [3, 3], [2, 2], [pad, pad], [1, 1], True)  # ceil_mode: a last, partial window
+            pooled = aten.max_pool2d_with_indices.default(*args)
+            cost = count_op("aten::max_pool2d_with_indices", to_meta(args))
+            assert cost.bytes == _min_traffic((odd,), pooled), (size, pad)
     out, idx = aten.max_pool2d_with_indices.default(img, [2], [2])  # one value stands for every spatial dim
     cost = count_op("aten::max_pool2d_with_indices", to_meta((img, [2], [2])))
     assert cost.flops == out.numel() * 4 and cost.bytes == _min_traffic((img,), (out, idx))
@@ -423,6 +436,10 @@ def test_promotion_broadcast_registry_and_trace_args_by_hand():
     assert "aten::view" in VIEW_OPS and "aten::mm" not in VIEW_OPS
     assert Call("aten::add_", [], None, None).inplace and not Call("aten::add", [], None, None).inplace
     assert not Call("aten::__iand__", [], None, None).inplace
+    assert not Call("triton_poi_fused_add_0", [], None, None).inplace  # a name without "::"
+    assert promote_dtypes([t((4,), "float16"), t((4,), "float32")]) == "float32"
+    assert promote_dtypes([t((4,), "float64"), t((4,), "float32")]) == "float64"
+    assert promote_dtypes([t((4,), "int64"), t((4,), "int8")]) == "int64"
     args = args_from_trace([[2, 3], [2, 3]], ["float", "c10::Half"], [[3, 1], [1]])
     assert args[0].strides == (3, 1) and args[1].dtype == "float16" and args[1].strides is None
     assert args_from_trace([[2, 3]], ["float"], [[3, 1, 1]])[0].strides is None  # a stride per dim, or none
