@@ -241,7 +241,7 @@ EQUIVALENT = {
         "keepdim read from the dims list: keepdim changes the output's shape, never its size, FLOPs or bytes",
     ("count/shapes.py", "in_cat = [m for m in metas if _category(m.dtype) >= best_cat]"):
         "best_cat is the maximum category, so >= best_cat and == best_cat select the same tensors",
-    ("analyze/roofline.py", "if op.flops <= 0 and op.bytes <= 0:"):
+    ("analyze/roofline.py", "if op.flops <= 0 and op.bytes == 0:"):
         "FLOPs and bytes are counts, never below 0: <= 0 and == 0 agree",
     ("count/loss.py", "loss_elements = target.numel if reduction is _REDUCTION_NONE else 1"):
         "reduction is a small int (0, 1, 2): CPython interns those, so `is` and `==` agree",
