@@ -145,3 +145,22 @@ def test_half_alignment_savings_are_the_time_above_the_padded_roofline_time():
     padded = max(mm.flops * grow / 989e12, mm.bytes * grow / 4.8e12)
     assert finding.estimated_savings_s == pytest.approx(mm.time_s - padded)
     assert finding.evidence["dims_k_n"] == [(60, 70)]
+
+
+def _exposed(exposed_s: float):
+    from roofline.report import Report
+
+    rows = [{"rank": r, "step_time_s": 1.0, "exposed_communication_s": exposed_s, "communication_time_s": exposed_s,
+             "hidden_communication_share": 0.0} for r in (0, 1)]
+    report = Report(ranks=rows)
+    report.extra["distributed"] = {"steps": 2, "collectives": []}
+    return diagnose(report, rules=["exposed-communication"])
+
+
+def test_exposed_communication_fires_from_five_percent_of_the_step():
+    from roofline.doctor.rules import exposed_communication as rule
+
+    assert rule.MIN_SHARE == 0.05
+    (finding,) = _exposed(0.05)
+    assert "(5% of the step)" in finding.title
+    assert _exposed(0.0499) == []
