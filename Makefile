@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # does not import beside the CPU-only 2.13.0 wheel), so the venv pins that pair.
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 
-.PHONY: venv demo test test-browser clean browser-deps
+.PHONY: venv demo test test-browser clean browser-deps mutation plant-bugs
 
 venv: $(STAMP)
 
@@ -27,6 +27,15 @@ demo: venv
 
 test: venv browser-deps
 	$(BIN)/python -m pytest -q -ra
+
+# Not part of `make test`: CPU-heavy. A seeded sample of mutants per module within MUTATION_BUDGET seconds.
+MUTATION_BUDGET ?= 3600
+MUTATION_SAMPLE ?= count=8 analyze=15 capture/kineto.py=40 doctor=6
+mutation: venv
+	nice -n 19 $(BIN)/python benchmarks/mutation.py --budget-s $(MUTATION_BUDGET) --sample $(MUTATION_SAMPLE)
+
+plant-bugs: venv
+	nice -n 19 $(BIN)/python benchmarks/plant_bugs.py
 
 clean:
 	rm -rf $(VENV) demo-out .pytest_cache

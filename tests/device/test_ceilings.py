@@ -24,6 +24,13 @@ def test_cpu_ceilings_are_positive_and_plausible(cpu_ceilings):
     assert c.memory_bandwidth_bytes_per_s == max(c.bandwidth_by_kernel_bytes_per_s.values())
     assert 1e9 < c.peak_flops_per_s["float32"] < 1e14
     assert 1e-8 < c.launch_overhead_s < 1e-3
+    # Unit-free relations, far tighter than the absolute ranges: every CPU's fp32 ridge lies between a few tenths
+    # and a few hundred FLOP/B; one memory system serves copy, read and fill at rates within 10x of each other; a
+    # launch overhead lasts as long as moving 100 B..10 MB. A slip of 1e3 (us vs ms, GB vs MB) breaks each.
+    assert 0.3 < c.ridge_point("float32") < 300
+    rates = c.bandwidth_by_kernel_bytes_per_s
+    assert max(rates["copy"], rates["read"], rates["write"]) / min(rates["copy"], rates["read"], rates["write"]) < 10
+    assert 1e2 < c.launch_overhead_s * c.memory_bandwidth_bytes_per_s < 1e7
     assert c.launch_overhead_graph_s is None
     assert "best of" in c.method and "random" in c.method and f"{c.threads} threads" in c.method
     assert c.threads >= 1 and len(c.load_average) == 3

@@ -18,15 +18,12 @@ FIVE = {"recomputation", "layout-copy", "host-device-sync", "precision-island", 
 
 
 def _lab_report(fixed: bool):
-    try:
-        from roofline.analyze.pipeline import profile_steps, report_from_trace
-        from roofline.capture.kineto import load_trace
-        from roofline.capture.op_recorder import record_ops
-        from roofline.lab.generate import generate
-        from roofline.lab.model import Fixes, configure
-        from roofline.models.llama import LlamaConfig, build_llama
-    except ImportError as exc:
-        pytest.skip(f"lab or pipeline not available: {exc}")
+    from roofline.analyze.pipeline import profile_steps, report_from_trace
+    from roofline.capture.kineto import load_trace
+    from roofline.capture.op_recorder import record_ops
+    from roofline.lab.generate import generate
+    from roofline.lab.model import Fixes, configure
+    from roofline.models.llama import LlamaConfig, build_llama
     from doctor_cases import ceilings
 
     torch.manual_seed(0)

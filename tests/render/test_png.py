@@ -1,5 +1,6 @@
 from roofline.analyze.roofline import place_op
-from roofline.render.png import plot_roofline, render_png
+from png_checks import assert_roofline_png
+from roofline.render.png import COLORS, plot_roofline, render_png
 from roofline.report import Ceilings, OpRecord, Report
 
 
@@ -18,11 +19,21 @@ def synthetic_report() -> Report:
 
 
 def test_png_renderer_draws_a_valid_png(tmp_path):
-    data = render_png(synthetic_report())
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+    report = synthetic_report()
+    bounds = {op.bound for op in report.ops if op.flops > 0}
+    assert {"compute", "memory", "launch"} <= bounds
+    data = render_png(report)
+    assert_roofline_png(data, bounds={"compute", "memory", "launch"}, absent={"unmodeled"})
     path = plot_roofline(synthetic_report(), tmp_path / "sub" / "r.png")
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert_roofline_png(path.read_bytes(), bounds={"compute", "memory"})
+
+
+def test_png_of_a_memory_bound_only_report_has_no_compute_colour():
+    report = synthetic_report()
+    report.ops = [op for op in report.ops if op.bound == "memory"]
+    assert_roofline_png(render_png(report), bounds={"memory"}, absent={"compute", "launch"})
 
 
 def test_png_renderer_copes_with_an_empty_report():
-    assert render_png(Report(ceilings=synthetic_report().ceilings))[:4] == b"\x89PNG"
+    data = render_png(Report(ceilings=synthetic_report().ceilings))
+    assert_roofline_png(data, bounds=set(), absent=set(COLORS))

@@ -142,7 +142,7 @@ def ranged(call: Call) -> OpCost:
 def _ranged_output(call: Call) -> TensorMeta:
     numbers = [a for a in call.args if isinstance(a, (int, float)) and not isinstance(a, bool)]
     if call.name == "aten::arange":
-        start, end, step = 0.0, 0.0, 1.0
+        start, end, step = 0, 0, 1
         # arange(end, dtype...) / arange.start(start, end, ...) / arange.start_step(start, end, step, ...)
         if len(call.args) >= 3 and isinstance(call.args[2], (int, float)) and not isinstance(call.args[2], bool) \
                 and isinstance(call.args[1], (int, float)) and not isinstance(call.args[1], bool):

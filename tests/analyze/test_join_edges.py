@@ -1,0 +1,106 @@
+"""Edges of attribution and the join, on small hand-written traces: the first event of a trace (index 0) is a
+target like any other, sub-microsecond kernels of an annotation still count, recorded ops without an event are
+counted exactly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from roofline.analyze.attribution import attribute
+from roofline.analyze.join import RecordedIndex, children_index, choose_with_recording, roots_by_step
+from roofline.analyze.pipeline import report_from_trace
+from roofline.capture.kineto import load_trace
+from roofline.report import Ceilings
+
+CEIL = Ceilings(device="cuda", device_name="NVIDIA H200", memory_bandwidth_bytes_per_s=4.8e12,
+                peak_flops_per_s={"float32": 67e12}, launch_overhead_s=5e-6)
+
+
+def _x(cat, name, ts, dur, pid=1, tid=1, **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+
+def _trace(tmp_path, events):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return load_trace(path)
+
+
+def _linear_then_relu(tmp_path):
+    """No ProfilerStep: aten::linear (index 0) holds aten::addmm; then aten::relu; one kernel each."""
+    dims = {"Input Dims": [[8, 16], [16, 16]], "Input type": ["float", "float"]}
+    return _trace(tmp_path, [
+        _x("cpu_op", "aten::linear", 0, 30, **{"External id": 1}),
+        _x("cpu_op", "aten::addmm", 2, 20, **{"External id": 2}, **dims),
+        _x("cuda_runtime", "cudaLaunchKernel", 4, 2, correlation=21, **{"External id": 2}),
+        _x("cpu_op", "aten::relu", 40, 10, **{"External id": 3, "Input Dims": [[8, 16]], "Input type": ["float"]}),
+        _x("cuda_runtime", "cudaLaunchKernel", 42, 2, correlation=22, **{"External id": 3}),
+        _x("kernel", "gemm", 10, 6, pid=0, tid=7, correlation=21, device=0, stream=7),
+        _x("kernel", "relu_kernel", 50, 2, pid=0, tid=7, correlation=22, device=0, stream=7),
+    ])
+
+
+def test_the_first_event_of_a_trace_is_a_target(tmp_path):
+    trace = _trace(tmp_path, [
+        _x("cpu_op", "aten::add", 0, 10, **{"External id": 1}),
+        _x("cuda_runtime", "cudaLaunchKernel", 2, 2, correlation=11, **{"External id": 1}),
+        _x("kernel", "add_kernel", 5, 3, pid=0, tid=7, correlation=11, device=0, stream=7),
+        _x("kernel", "by_external_id", 9, 3, pid=0, tid=7, device=0, stream=7, **{"External id": 1}),
+    ])
+    stats = attribute(trace)
+    assert trace.ops[0].name == "aten::add"
+    assert [k.op for k in trace.kernels] == [0, 0]
+    assert stats.by_correlation == 1 and stats.by_external_id == 1 and stats.share == 1.0
+    report = report_from_trace(trace, CEIL, diagnose=False)
+    assert [k.op_index for k in report.kernels] == [0, 0]
+    assert report.ops[0].time_s == pytest.approx(6e-6)
+
+
+def test_recorded_ops_without_an_event_are_counted_exactly(tmp_path):
+    trace = _linear_then_relu(tmp_path)
+    attribute(trace)
+    index = RecordedIndex.build(trace, ["aten::addmm", "aten::relu", "aten::relu", "aten::softmax"])
+    assert index.holds_named == {0}  # linear (index 0) holds a recorded name
+    roots = roots_by_step(trace)[None]
+    chosen, missing = choose_with_recording(trace, roots, children_index(trace), index, lambda op: True)
+    assert missing == 2  # the second relu and the softmax found no event
+    assert sorted(c.recorded for c in chosen if c.recorded is not None) == [0, 1]
+
+
+def test_sub_microsecond_kernels_of_an_annotation_count(tmp_path):
+    trace = _trace(tmp_path, [
+        _x("user_annotation", "triton_poi_fused_add_0", 0, 10, **{"External id": 1}),
+        _x("cuda_runtime", "cuLaunchKernel", 2, 1, correlation=31, **{"External id": 1}),
+        _x("kernel", "triton_poi_fused_add_0", 4, 0.5, pid=0, tid=7, correlation=31, device=0, stream=7),
+    ])
+    report = report_from_trace(trace, CEIL, diagnose=False)
+    assert [op.name for op in report.ops] == ["triton_poi_fused_add_0"]
+    assert report.ops[0].time_s == pytest.approx(0.5e-6)
+
+
+def test_nested_ops_in_a_trace_without_steps_share_out_the_kernels(tmp_path):
+    report = report_from_trace(_linear_then_relu(tmp_path), CEIL, diagnose=False)
+    assert sum(op.time_s for op in report.ops) == pytest.approx(8e-6)
+    assert {op.name: op.time_s for op in report.ops}["aten::relu"] == pytest.approx(2e-6)
+
+
+def test_an_unmodeled_op_with_children_keeps_its_own_sub_microsecond_kernel(tmp_path):
+    trace = _trace(tmp_path, [
+        _x("cpu_op", "aten::no_formula_for_this", 0, 30, **{"External id": 1}),
+        _x("cuda_runtime", "cudaLaunchKernel", 2, 1, correlation=41, **{"External id": 1}),
+        _x("cpu_op", "aten::relu", 10, 10, **{"External id": 2, "Input Dims": [[8, 16]], "Input type": ["float"]}),
+        _x("cuda_runtime", "cudaLaunchKernel", 12, 1, correlation=42, **{"External id": 2}),
+        _x("kernel", "own_kernel", 5, 0.5, pid=0, tid=7, correlation=41, device=0, stream=7),
+        _x("kernel", "relu_kernel", 15, 2, pid=0, tid=7, correlation=42, device=0, stream=7),
+    ])
+    report = report_from_trace(trace, CEIL, diagnose=False)
+    times = {op.name: op.time_s for op in report.ops}
+    assert times == pytest.approx({"aten::no_formula_for_this": 0.5e-6, "aten::relu": 2e-6})
+
+
+def test_an_empty_report_has_no_unmodeled_share():
+    from roofline.analyze.roofline import summarize
+
+    assert summarize([]).unmodeled_time_share == 0.0

@@ -1,0 +1,36 @@
+"""The live join: every recorded op finds its own timed event, so repeated layers each get their own time."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from roofline.analyze.live import analyze_model
+
+
+@pytest.fixture(scope="module")
+def stacked_report(cpu_ceilings):
+    torch.manual_seed(0)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        model = torch.nn.Sequential(torch.nn.Linear(64, 96), torch.nn.Linear(96, 128), torch.nn.Linear(128, 32))
+        return analyze_model(model, (torch.randn(16, 64),), device="cpu", ceilings=cpu_ceilings, warmup=1, iters=2)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def test_each_repeated_layer_gets_its_own_nonzero_time(stacked_report):
+    gemms = [op for op in stacked_report.ops if op.name in ("aten::addmm", "aten::linear")]
+    by_module = {op.module: op for op in gemms}
+    assert sorted(by_module) == ["0", "1", "2"]
+    for module, (k, n) in {"0": (64, 96), "1": (96, 128), "2": (128, 32)}.items():
+        op = by_module[module]
+        assert op.flops == 2 * 16 * k * n
+        assert op.time_s > 0, module
+        assert op.cpu_time_s > 0, module
+    # each layer is timed by its own event: their start times differ and follow the layer order
+    starts = [by_module[m].start_s for m in ("0", "1", "2")]
+    assert None not in starts and starts == sorted(starts) and len(set(starts)) == 3
+    assert not any("found no event" in note for note in stacked_report.summary.notes)
+    assert "perf_counter" in stacked_report.step_time.method and "CUDA" not in stacked_report.step_time.method
