@@ -1,0 +1,182 @@
+"""Measure every configuration the three views need (lab/views.py), in interleaved passes, within a time budget.
+
+Configurations: the naive model, the fully fixed one (eager, and compiled), each fix alone on the naive model,
+the fixed model with each fix taken out, and the cumulative stages between. They are measured in that order of
+priority. Pass 1 gives each one its warm-up (a short run; for the compiled step also its compile and CUDA-graph
+capture), its evidence (syncs, bytes, FLOPs, kernel launches per token, counted on a short run of the eager ops)
+and its first timed run; passes 2..reps add one timed run each, so every configuration's runs are spread over the
+whole measurement and slow drift of the machine hits all of them alike. With a budget, a run that would not fit
+in what is left is not started, and the result says what was cut.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from roofline.device.measure import time_fn
+from roofline.lab import views
+from roofline.lab.agreement import compare_tokens
+from roofline.lab.generate import DecodeStep, decode_one_token, generate, generate_ids
+from roofline.lab.model import STAGE_ORDER, Fixes, configure
+from roofline.models.llama import Transformer
+from roofline.report import Ceilings
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class Ablation:
+    workload: str
+    reps: int
+    evidence_tokens: int
+    budget_s: float | None
+    order: list[str]
+    configs: list[views.Config] = field(default_factory=list)
+    rows: list[views.Row] = field(default_factory=list)
+    spent_s: float = 0.0
+    cut: list[str] = field(default_factory=list)
+    method: str = ""
+
+
+def configurations(include_compile: bool) -> list[list[str]]:
+    """Fix lists of every configuration the views need, most important first, each once."""
+    five = list(views.FIVE)
+    wanted = [[], five] + ([five + ["compiled"]] if include_compile else [])
+    wanted += [[f for f in five if f != fix] for fix in ("kv_cache", "sync_free", "contiguous_layout",
+                                                          "norms_in_model_dtype", "batched")]
+    wanted += [[fix] for fix in ("batched", "sync_free", "contiguous_layout", "norms_in_model_dtype", "kv_cache")]
+    for pairs in views.view_pairs(STAGE_ORDER, include_compile).values():
+        wanted += [after for _, _, after in pairs]
+    seen, result = set(), []
+    for fixes in wanted:
+        key = views.config_key(views.canonical(fixes))
+        if key not in seen:
+            seen.add(key)
+            result.append(views.canonical(fixes))
+    return result
+
+
+def _fixes(names: list[str]) -> Fixes:
+    return Fixes(**{name: True for name in names})
+
+
+def count_evidence(model: Transformer, prompts: list[list[int]], new_tokens: int, eos_id: int, fixes: Fixes,
+                   compiled: bool) -> views.Evidence:
+    """Syncs (roofline's SyncDetector) and per-op FLOPs, bytes and kernel launches (its TrafficCounter) of one
+    short run of the eager ops; the tokens are left on the device (the one final copy is not part of the loop)."""
+    from roofline.capture.syncs import SyncDetector
+    from roofline.capture.traffic import count_traffic
+
+    out: list[torch.Tensor] = []
+    with SyncDetector(mode="silent") as detector:
+        counter = count_traffic(lambda: out.append(
+            generate_ids(model, prompts, new_tokens, eos_id, fixes, decode_one_token)))
+    syncs = detector.total_count
+    syncs = syncs() if callable(syncs) else syncs
+    tokens = max(out[0].numel(), 1)
+    return views.Evidence(new_tokens, syncs / tokens, counter.bytes / tokens, counter.flops / tokens,
+                          None if compiled else counter.kernels / tokens, counter.unmodeled)
+
+
+def run_ablation(model: Transformer, prompts: list[list[int]], max_new_tokens: int, eos_id: int,
+                 ceilings: Ceilings, *, reps: int, evidence_tokens: int, budget_s: float | None,
+                 compiled_step: DecodeStep | None, workload: str, progress: Progress,
+                 checkpoint: Callable[[Ablation], None]) -> tuple[Ablation, dict[str, list[list[int]]]]:
+    """Measure every configuration (see the module docstring); ``checkpoint`` gets the Ablation after each
+    configuration of pass 1 and after each later pass. Returns it and each configuration's greedy tokens."""
+    device = model.output.weight.device
+    dtype = str(model.output.weight.dtype).replace("torch.", "")
+    began = time.perf_counter()
+    include_compile = compiled_step is not None
+    ablation = Ablation(workload, reps, evidence_tokens, budget_s, list(STAGE_ORDER), method=views.SPREAD_METHOD)
+    configs: dict[str, views.Config] = {}
+    tokens_out: dict[str, list[list[int]]] = {}
+    last_run_s: dict[str, float] = {}
+
+    def left() -> float:
+        return float("inf") if budget_s is None else budget_s - (time.perf_counter() - began)
+
+    def finish() -> None:
+        ablation.configs = list(configs.values())
+        ablation.rows = views.build_rows(configs, STAGE_ORDER, include_compile, ceilings, dtype)
+        ablation.spent_s = time.perf_counter() - began
+        checkpoint(ablation)
+
+    def runner(names: list[str]) -> Callable[[], list[list[int]]]:
+        fixes = _fixes(names)
+        step = compiled_step if fixes.compiled else decode_one_token
+
+        def run() -> list[list[int]]:
+            configure(model, fixes)
+            return generate(model, prompts, max_new_tokens, eos_id, fixes, step)
+
+        return run
+
+    def timed(key: str, names: list[str]) -> None:
+        kept: list[list[list[int]]] = []
+        run = runner(names)
+        [seconds] = time_fn(lambda: kept.append(run()), device, warmup=0, repeats=1)
+        configs[key].samples_s.append(seconds)
+        last_run_s[key] = seconds
+        tokens_out.setdefault(key, kept[0])
+
+    plan = configurations(include_compile)
+    for i, names in enumerate(plan):
+        key = views.config_key(names)
+        similar = [s for k, s in last_run_s.items() if ("batched" in k) == ("batched" in names)]
+        if similar and left() < 1.5 * max(similar):
+            ablation.cut.append(f"{views.config_title(names)}: not measured (budget spent)")
+            continue
+        progress(f"configuration {i + 1}/{len(plan)}: {views.config_title(names)}")
+        config = views.Config(key, views.config_title(names), names)
+        configs[key] = config
+        fixes = _fixes(names)
+        short = Fixes(**{n: True for n in names if n != "compiled"})
+        try:
+            configure(model, fixes)
+            for _ in range(2 if fixes.compiled else 1):
+                generate(model, prompts, evidence_tokens, eos_id, fixes,
+                         compiled_step if fixes.compiled else decode_one_token)
+            _sync(device)
+            timed(key, names)
+        except Exception as exc:  # noqa: BLE001 - a failed compile is reported; the eager views stand
+            if not fixes.compiled:
+                raise
+            del configs[key]
+            ablation.cut.append(f"{config.title}: failed, {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+            include_compile, compiled_step = False, None
+            continue
+        config.tokens = sum(len(t) for t in tokens_out[key])
+        config.evidence = count_evidence(model, prompts, evidence_tokens, eos_id, short, fixes.compiled)
+        if fixes.compiled:
+            config.note = "evidence counted on the eager ops of the same loop (compiled kernels fuse, so move less)"
+        progress(f"  {config.tokens_per_s:,.1f} tokens/s ({config.ms_per_token():.3f} ms/token)")
+        finish()
+
+    for rep in range(2, reps + 1):
+        progress(f"timed pass {rep}/{reps}")
+        for key, config in configs.items():
+            if left() < 1.2 * last_run_s[key]:
+                continue
+            timed(key, config.fixes)
+        finish()
+    short_runs = [c.title for c in configs.values() if len(c.samples_s) < reps]
+    if short_runs:
+        ablation.cut.append(f"fewer than {reps} timed runs (budget spent): " + ", ".join(
+            f"{c.title} ({len(c.samples_s)})" for c in configs.values() if len(c.samples_s) < reps))
+    naive = tokens_out.get("naive")
+    if naive is not None:
+        for key, config in configs.items():
+            config.agreement = compare_tokens(config.title, naive, tokens_out[key])
+    configure(model, Fixes.all())
+    finish()
+    return ablation, tokens_out
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
