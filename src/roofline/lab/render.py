@@ -206,7 +206,13 @@ def lab_markdown(result: LabResult) -> str:
 def _ms_range(c: views.Config) -> str:
     if not c.samples_s:
         return "not measured"
-    return f"{c.ms_per_token():.3g} ({c.ms_per_token(min):.3g}-{c.ms_per_token(max):.3g})"
+    return f"{c.ms_per_token():.3g} ({c.ms_per_token(0.25):.3g}-{c.ms_per_token(0.75):.3g})"
+
+
+def _min_max(c: views.Config) -> str:
+    if not c.samples_s or not c.tokens:
+        return "-"
+    return f"{1e3 * min(c.samples_s) / c.tokens:.3g}-{1e3 * max(c.samples_s) / c.tokens:.3g}"
 
 
 def _speedup(row: views.Row) -> str:
@@ -226,7 +232,7 @@ VIEW_HEADINGS = {
 def view_table(result: LabResult, view: str) -> str:
     ablation = result.ablation
     configs = {c.key: c for c in ablation.configs}
-    lines = ["| fix | before | after | ms/token before, median (min-max) | ms/token after | speed-up (range) "
+    lines = ["| fix | before | after | ms/token before, median (IQR) | ms/token after | speed-up (range) "
              "| verdict | same tokens as naive (after) |", "|---|---|---|---:|---:|---:|---|---|"]
     for row in (r for r in ablation.rows if r.view == view):
         b, a = configs.get(row.before), configs.get(row.after)
@@ -240,9 +246,9 @@ def view_table(result: LabResult, view: str) -> str:
 
 
 def evidence_table(result: LabResult) -> str:
-    lines = ["| configuration | timed runs | tokens/s (median) | ms/token, median (min-max) | syncs/token "
+    lines = ["| configuration | timed runs | tokens/s (median) | ms/token, median (IQR) | min-max | syncs/token "
              "| kernel launches/token | bytes/token | FLOPs/token | floors launch / memory / compute (ms/token) "
-             "| bound |", "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+             "| bound |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for c in result.ablation.configs:
         e = c.evidence
         f = views.floors(c, result.ceilings, result.dtype)
@@ -250,6 +256,7 @@ def evidence_table(result: LabResult) -> str:
                                             f"{f.memory_ms:.3g} / {f.compute_ms:.3g}")
         lines.append(
             f"| {c.title} | {len(c.samples_s)} | {_fmt(c.tokens_per_s, ',.1f')} | {_ms_range(c)} "
+            f"| {_min_max(c)} "
             f"| {_fmt(e.syncs_per_token if e else None, '.2f')} "
             f"| {'graph replay' if e and e.launches_per_token is None else _fmt(e.launches_per_token if e else None, ',.0f')} "
             f"| {fmt_rate(e.bytes_per_token if e else None, 'B')} | {fmt_rate(e.flops_per_token if e else None, 'FLOP')} "
@@ -268,8 +275,9 @@ def views_section(result: LabResult) -> list[str]:
         "## Method",
         "",
         f"Every configuration is timed {ablation.reps} times, each run one whole generation of all prompts "
-        f"({result.timing_method}); the warm-up run (a few tokens) also compiles the decode step and "
-        "captures its CUDA graphs, so neither is timed. Runs are interleaved: pass 1 warms up and times every "
+        f"({result.timing_method}), after one whole untimed warm-up run (the first pass through each sequence "
+        "length grows the allocator's pool and picks kernels; for the compiled step it also compiles and captures "
+        "the CUDA graphs, so neither is timed). Runs are interleaved: pass 1 warms up and times every "
         "configuration once, each later pass times every configuration once more, so a slow drift of the machine "
         f"hits all alike. ms/token = a run's time / the tokens it generated; median over the runs; "
         f"{views.SPREAD_METHOD}. Evidence (roofline's SyncDetector and per-op counts over a run of the first "
@@ -281,7 +289,8 @@ def views_section(result: LabResult) -> list[str]:
         "the largest names the bound. Time per kernel class is in the doctor's reports (doctor/) of the naive "
         "and fixed runs. Views are measured on eager configurations; torch.compile is measured once, on the fully "
         "fixed model (its leave-one-out row is fixed eager vs fixed compiled; it compiles the KV-cache decode "
-        "step, so it has no isolated row).",
+        "step, so it has no isolated row); the sync is also put back into the compiled loop (same graph, no "
+        "compile), the one bug that can be taken out of the compiled model at no compile cost.",
     ]
     if ablation.budget_s is not None:
         parts += ["", f"Budget: {ablation.budget_s:.0f} s for the configurations, {ablation.spent_s:.0f} s spent."]
@@ -311,7 +320,10 @@ def views_png(result: LabResult) -> bytes:
     try:
         width = 0.8 / len(views.VIEWS)
         for j, view in enumerate(views.VIEWS):
-            by_fix = {r.fix: r for r in rows if r.view == view and r.speedup is not None}
+            by_fix: dict[str, views.Row] = {}
+            for r in rows:
+                if r.view == view and r.speedup is not None:
+                    by_fix.setdefault(r.fix, r)
             xs = [i + (j - 1) * width for i, f in enumerate(fixes) if f in by_fix]
             ys = [by_fix[f].speedup for f in fixes if f in by_fix]
             low = [by_fix[f].speedup - by_fix[f].low for f in fixes if f in by_fix]
@@ -321,7 +333,7 @@ def views_png(result: LabResult) -> bytes:
         ax.set_yscale("log")
         ax.set_xticks(range(len(fixes)))
         ax.set_xticklabels([views.SHORT[f] for f in fixes], rotation=20, ha="right", fontsize=8)
-        ax.set_ylabel("speed-up of the fix (tokens/s), min-max range")
+        ax.set_ylabel("speed-up of the fix (tokens/s), IQR range")
         ax.legend(fontsize=8)
         ax.set_title(f"roofline lab, three views: {result.model}, {result.dtype}, "
                      f"{result.ceilings.device_name or result.device}")

@@ -117,7 +117,7 @@ def ablation_plan(model: str, device: torch.device, quick: bool) -> LabPlan:
     if device.type == "cuda" and not quick:
         n, lo, hi, new = WORKLOADS.get(model, WORKLOADS["llama-1b"])
         return LabPlan(n, hi, new, 5, 0, True, [1, 4, 16, 64, 256], 256, 64, ablation=True, min_prompt_words=lo,
-                       workload=WORKLOAD_WHY.format(lo=lo, hi=hi, new=new, n=n))
+                       evidence_tokens=4, workload=WORKLOAD_WHY.format(lo=lo, hi=hi, new=new, n=n))
     if device.type == "cuda":
         return LabPlan(4, 96, 32, 5, 0, True, [1, 16], 128, 32, ablation=True, min_prompt_words=48,
                        workload="NOT REPRESENTATIVE (--quick): " + WORKLOAD_WHY.format(lo=48, hi=96, new=32, n=4))
