@@ -61,7 +61,7 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
         data = os.environ.get("ROOFLINE_DATA", ".data/wikitext-2")
         # (model, seconds of configurations, stage limit): the limits leave room for the start, the ceilings, the
         # model build and the doctor; together they stay under the suite's 540 s.
-        plan = [("llama-tiny", 170, 210), ("llama-1b", 300, 320)]
+        plan = [("llama-tiny", 200, 235), ("llama-1b", 285, 300)]
         return [("env", ["nvidia-smi"], 30)] + [
             (f"views_{m}", [PY, "benchmarks/lab_gpu.py", "--views", "--budget", str(budget), "-o", str(out / "lab"),
                             "--data", data, "--models", m], limit)

@@ -360,10 +360,9 @@ def _measure_views(result: LabResult, model: Transformer, prompts: list[list[int
     divergent = [c.agreement for c in ablation.configs if c.agreement is not None and not c.agreement.identical]
     if naive is not None and divergent:
         _explain_divergences(model, Fixes(), prompts, naive, divergent)
-    sequence = [views.config_key([])] + [views.config_key(views.canonical(after)) for _, _, after in
-                                         views.view_pairs(ablation.order, compiled_step is not None)["cumulative"]]
-    titles = ["naive"] + [f"+ {FIX_TITLES[fix]}" for fix, _, _ in
-                          views.view_pairs(ablation.order, compiled_step is not None)["cumulative"]]
+    steps = [p for p in views.view_pairs(ablation.order, compiled_step is not None)["cumulative"] if p[0] != "total"]
+    sequence = [views.config_key([])] + [views.config_key(views.canonical(after)) for _, _, after in steps]
+    titles = ["naive"] + [f"+ {FIX_TITLES[fix]}" for fix, _, _ in steps]
     for key, title in zip(sequence, titles):
         c = configs.get(key)
         if c is None or not c.samples_s:

@@ -23,6 +23,7 @@ SHORT = {
     "norms_in_model_dtype": "norms in model dtype",
     "kv_cache": "KV cache",
     "compiled": "compiled",
+    "total": "all fixes (naive to last stage)",
 }
 VIEWS = ("cumulative", "isolated", "leave-one-out")
 WITHIN_NOISE = "within noise"
@@ -134,6 +135,7 @@ def view_pairs(order: tuple[str, ...], include_compile: bool) -> dict[str, list[
         after = current + [fix]
         cumulative.append((fix, list(current), list(after)))
         current = after
+    cumulative.append(("total", [], list(current)))
     full = [f for f in FIVE]
     isolated = [(fix, [], [fix]) for fix in FIVE]
     leave_one_out = [(fix, [f for f in full if f != fix], full) for fix in FIVE]
