@@ -6,8 +6,10 @@ priority. Pass 1 gives each one its warm-up (one whole untimed run: its first pa
 grows the allocator's pool and picks kernels, and for the compiled step it compiles and captures the CUDA graphs;
 on the H200 such a first run took up to 3x a later one), its evidence (syncs, bytes, FLOPs, kernel launches per
 token, counted on a short run of the eager ops) and its first timed run; passes 2..reps add one timed run each, so
-every configuration's runs are spread over the whole measurement and slow drift of the machine hits all alike. With a budget, a run that would not fit
-in what is left is not started, and the result says what was cut.
+every configuration's runs are spread over the whole measurement and slow drift of the machine hits all alike.
+With a budget, a run that would not fit in what is left (judged by the last run of the same configuration, or of
+the same kind, batched or not) is not started, and the result says what was cut; the first configuration of each
+kind has no estimate yet and is always measured once.
 """
 
 from __future__ import annotations
@@ -161,8 +163,7 @@ def run_ablation(model: Transformer, prompts: list[list[int]], max_new_tokens: i
                 continue
             timed(key, config.fixes)
         finish()
-    short_runs = [c.title for c in configs.values() if len(c.samples_s) < reps]
-    if short_runs:
+    if any(len(c.samples_s) < reps for c in configs.values()):
         ablation.cut.append(f"fewer than {reps} timed runs (budget spent): " + ", ".join(
             f"{c.title} ({len(c.samples_s)})" for c in configs.values() if len(c.samples_s) < reps))
     naive = tokens_out.get("naive")

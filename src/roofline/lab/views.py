@@ -228,6 +228,8 @@ def explain(fix: str, before: Config, after: Config, verdict: str, ceilings: Cei
                  f"{100 * share:.0f}% of the time)")
     saved = {name: fb.of(name) - fa.of(name) for name in ("launch", "memory", "compute")
              if not (name == "launch" and (fb.launch_ms is None or fa.launch_ms is None))}
+    # A floor counts as lowered only by more than 1% of the token's time (byte counts differ by rounding).
+    saved = {n: v if abs(v) > 0.01 * t_before else 0.0 for n, v in saved.items()}
     main = max(saved, key=lambda n: saved[n]) if saved else None
     gpu_ms = max(fb.memory_ms, fb.compute_ms)
     if verdict == "faster":
