@@ -94,3 +94,18 @@ def test_a_spent_budget_leaves_configurations_unmeasured_and_says_so(tiny_model,
     assert any("not measured (budget spent)" in line for line in result.cut)
     assert any(line.startswith("fewer than 5 timed runs") for line in result.cut)
     assert {r.verdict for r in result.rows} <= {"not measured", "no spread (under 3 runs)"}
+
+
+def test_evidence_spreads_the_prefill_over_the_whole_run(tiny_model, prompts):
+    from roofline.lab.model import Fixes, configure
+
+    fixed = Fixes.all()
+    configure(tiny_model, fixed)
+    tiny_model.setup_caches(len(prompts), 32)
+    whole = ablation.count_evidence(tiny_model, prompts, 6, 0, fixed, False, 6)
+    extrapolated = ablation.count_evidence(tiny_model, prompts, 2, 0, fixed, False, 6)
+    # Every cached decode step reads the same static cache, so two tokens predict six exactly.
+    assert extrapolated.flops_per_token == pytest.approx(whole.flops_per_token, rel=1e-6)
+    assert extrapolated.launches_per_token == pytest.approx(whole.launches_per_token, rel=1e-6)
+    short = ablation.count_evidence(tiny_model, prompts, 2, 0, fixed, False, 2)
+    assert short.flops_per_token > 1.5 * whole.flops_per_token  # the prefill charged to two tokens

@@ -17,7 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "(speedup.png) and the doctor's reports (doctor/) to -o DIR. Needs WikiText-2 (--data or ROOFLINE_DATA)."
         ),
     )
-    parser.add_argument("--quick", action="store_true", help="a small run (about a minute on a 2-core CPU)")
+    parser.add_argument("--quick", action="store_true", help="a small run, not representative (a few minutes on a 2-core CPU)")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
     parser.add_argument("--model", default="llama-tiny", choices=["llama-tiny", "llama-1b", "llama-8b"])
     parser.add_argument("--dtype", default=None, help="default float16 on CUDA, float32 on CPU")

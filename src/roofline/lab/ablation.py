@@ -5,7 +5,7 @@ the fixed model with each fix taken out, and the cumulative stages between. They
 priority. Pass 1 gives each one its warm-up (one whole untimed run: its first pass through each sequence length
 grows the allocator's pool and picks kernels, and for the compiled step it compiles and captures the CUDA graphs;
 on the H200 such a first run took up to 3x a later one), its evidence (syncs, bytes, FLOPs, kernel launches per
-token, counted on a short run of the eager ops) and its first timed run; passes 2..reps add one timed run each, so
+token of a whole run, extrapolated from two short counted runs of the eager ops) and its first timed run; passes 2..reps add one timed run each, so
 every configuration's runs are spread over the whole measurement and slow drift of the machine hits all alike.
 With a budget, a run that would not fit in what is left (judged by the last run of the same configuration, or of
 the same kind, batched or not) is not started, and the result says what was cut; the first configuration of each
@@ -69,22 +69,35 @@ def _fixes(names: list[str]) -> Fixes:
     return Fixes(**{name: True for name in names})
 
 
-def count_evidence(model: Transformer, prompts: list[list[int]], new_tokens: int, eos_id: int, fixes: Fixes,
-                   compiled: bool) -> views.Evidence:
-    """Syncs (roofline's SyncDetector) and per-op FLOPs, bytes and kernel launches (its TrafficCounter) of one
-    short run of the eager ops; the tokens are left on the device (the one final copy is not part of the loop)."""
+def _count(model: Transformer, prompts: list[list[int]], new_tokens: int, eos_id: int,
+           fixes: Fixes) -> tuple[float, float, float, float, int]:
+    """(syncs, bytes, FLOPs, kernel launches, unmodeled ops) of one run of the eager ops, tokens left on the
+    device (the one final copy to the host is not part of the loop)."""
     from roofline.capture.syncs import SyncDetector
     from roofline.capture.traffic import count_traffic
 
-    out: list[torch.Tensor] = []
     with SyncDetector(mode="silent") as detector:
-        counter = count_traffic(lambda: out.append(
-            generate_ids(model, prompts, new_tokens, eos_id, fixes, decode_one_token)))
+        counter = count_traffic(lambda: generate_ids(model, prompts, new_tokens, eos_id, fixes, decode_one_token))
     syncs = detector.total_count
     syncs = syncs() if callable(syncs) else syncs
-    tokens = max(out[0].numel(), 1)
-    return views.Evidence(new_tokens, syncs / tokens, counter.bytes / tokens, counter.flops / tokens,
-                          None if compiled else counter.kernels / tokens, counter.unmodeled)
+    return float(syncs), counter.bytes, counter.flops, float(counter.kernels), counter.unmodeled
+
+
+def count_evidence(model: Transformer, prompts: list[list[int]], new_tokens: int, eos_id: int, fixes: Fixes,
+                   compiled: bool, max_new_tokens: int) -> views.Evidence:
+    """Per generated token of a whole run of ``max_new_tokens``, from two short counted runs: one new token (the
+    prefill, or the first recomputation) and ``new_tokens``; their difference gives one step, and the whole run
+    is the first plus ``max_new_tokens - 1`` such steps. Counting a whole run op by op would take longer than
+    timing it; a short run alone would charge the prefill to a few tokens. For the recomputing loop, whose steps
+    grow with the context, the extrapolation uses the steps just after the prompt, so it understates the later
+    ones by about (new tokens / 2) / prompt length."""
+    new_tokens = max(new_tokens, 2)
+    first = _count(model, prompts, 1, eos_id, fixes)
+    short = _count(model, prompts, new_tokens, eos_id, fixes)
+    whole = [a + (b - a) / (new_tokens - 1) * (max_new_tokens - 1) for a, b in zip(first[:4], short[:4])]
+    tokens = len(prompts) * max_new_tokens
+    syncs, moved, flops, launches = (max(v, 0.0) / tokens for v in whole)
+    return views.Evidence(new_tokens, syncs, moved, flops, None if compiled else launches, short[4])
 
 
 def run_ablation(model: Transformer, prompts: list[list[int]], max_new_tokens: int, eos_id: int,
@@ -150,7 +163,8 @@ def run_ablation(model: Transformer, prompts: list[list[int]], max_new_tokens: i
             include_compile, compiled_step = False, None
             continue
         config.tokens = sum(len(t) for t in tokens_out[key])
-        config.evidence = count_evidence(model, prompts, evidence_tokens, eos_id, short, fixes.compiled)
+        config.evidence = count_evidence(model, prompts, evidence_tokens, eos_id, short, fixes.compiled,
+                                         max_new_tokens)
         if fixes.compiled:
             config.note = "evidence counted on the eager ops of the same loop (compiled kernels fuse, so move less)"
         progress(f"  {config.tokens_per_s:,.1f} tokens/s ({config.ms_per_token():.3f} ms/token)")

@@ -123,7 +123,7 @@ def ablation_plan(model: str, device: torch.device, quick: bool) -> LabPlan:
                        workload="NOT REPRESENTATIVE (--quick): " + WORKLOAD_WHY.format(lo=48, hi=96, new=32, n=4))
     if quick:
         return LabPlan(
-            3, 32, 8, 5, 0, False, [1, 4, 16], 16, 8, ablation=True, min_prompt_words=16, evidence_tokens=4,
+            3, 32, 8, 5, 0, False, [1, 4, 16], 16, 8, ablation=True, min_prompt_words=16, evidence_tokens=2,
             config_overrides={"dim": 256, "n_layers": 2, "n_heads": 4, "n_kv_heads": 4, "ffn_dim": 688,
                               "vocab_size": 8192},
             workload="NOT REPRESENTATIVE (--quick on CPU, a smoke test of the method): "

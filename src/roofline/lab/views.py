@@ -37,7 +37,8 @@ SPREAD_METHOD = (
 
 @dataclass
 class Evidence:
-    """Per generated token, over one run of the first ``new_tokens`` tokens of every prompt (eager ops)."""
+    """Per generated token of a whole run, extrapolated from counted runs of 1 and ``new_tokens`` new tokens of
+    every prompt (eager ops; lab/ablation.py's count_evidence)."""
 
     new_tokens: int
     syncs_per_token: float
