@@ -308,7 +308,8 @@ def views_section(result: LabResult) -> list[str]:
     return parts
 
 
-def views_png(result: LabResult) -> bytes:
+def _png(draw, figsize: tuple[float, float]) -> bytes:
+    """A PNG of one matplotlib Axes drawn by ``draw(ax)`` (Agg backend; the figure is closed, also on error)."""
     import io
 
     import matplotlib
@@ -316,30 +317,9 @@ def views_png(result: LabResult) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = result.ablation.rows
-    fixes = list(dict.fromkeys(r.fix for r in rows))
-    colors = {"cumulative": "#4c72b0", "isolated": "#dd8452", "leave-one-out": "#55a868"}
-    fig, ax = plt.subplots(figsize=(9, 4.8), dpi=120)
+    fig, ax = plt.subplots(figsize=figsize, dpi=120)
     try:
-        width = 0.8 / len(views.VIEWS)
-        for j, view in enumerate(views.VIEWS):
-            by_fix: dict[str, views.Row] = {}
-            for r in rows:
-                if r.view == view and r.speedup is not None:
-                    by_fix.setdefault(r.fix, r)
-            xs = [i + (j - 1) * width for i, f in enumerate(fixes) if f in by_fix]
-            ys = [by_fix[f].speedup for f in fixes if f in by_fix]
-            low = [by_fix[f].speedup - by_fix[f].low for f in fixes if f in by_fix]
-            high = [by_fix[f].high - by_fix[f].speedup for f in fixes if f in by_fix]
-            ax.bar(xs, ys, width, yerr=[low, high], capsize=2, color=colors[view], label=view)
-        ax.axhline(1.0, color="black", linewidth=0.8)
-        ax.set_yscale("log")
-        ax.set_xticks(range(len(fixes)))
-        ax.set_xticklabels([views.SHORT[f] for f in fixes], rotation=20, ha="right", fontsize=8)
-        ax.set_ylabel("speed-up of the fix (tokens/s), IQR range")
-        ax.legend(fontsize=8)
-        ax.set_title(f"roofline lab, three views: {result.model}, {result.dtype}, "
-                     f"{result.ceilings.device_name or result.device}")
+        draw(ax)
         fig.tight_layout()
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png")
@@ -348,18 +328,40 @@ def views_png(result: LabResult) -> bytes:
         plt.close(fig)
 
 
+def views_png(result: LabResult) -> bytes:
+    rows = result.ablation.rows
+    fixes = list(dict.fromkeys(r.fix for r in rows))
+    colors = {"cumulative": "#4c72b0", "isolated": "#dd8452", "leave-one-out": "#55a868"}
+
+    def draw(ax) -> None:
+        width = 0.8 / len(views.VIEWS)
+        for j, view in enumerate(views.VIEWS):
+            by_fix: dict[str, views.Row] = {}
+            for r in rows:
+                if r.view == view and r.speedup is not None:
+                    by_fix.setdefault(r.fix, r)
+            shown = [f for f in fixes if f in by_fix]
+            ax.bar([fixes.index(f) + (j - 1) * width for f in shown], [by_fix[f].speedup for f in shown], width,
+                   yerr=[[by_fix[f].speedup - by_fix[f].low for f in shown],
+                         [by_fix[f].high - by_fix[f].speedup for f in shown]],
+                   capsize=2, color=colors[view], label=view)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(fixes)))
+        ax.set_xticklabels([views.SHORT[f] for f in fixes], rotation=20, ha="right", fontsize=8)
+        ax.set_ylabel("speed-up of the fix (tokens/s), IQR range")
+        ax.legend(fontsize=8)
+        ax.set_title(f"roofline lab, three views: {result.model}, {result.dtype}, "
+                     f"{result.ceilings.device_name or result.device}")
+
+    return _png(draw, (9, 4.8))
+
+
 def speedup_png(result: LabResult) -> bytes:
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     titles = [s.title for s in result.stages]
     values = [s.speedup_cumulative for s in result.stages]
-    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
-    try:
+
+    def draw(ax) -> None:
         bars = ax.bar(range(len(values)), values, color="#4c72b0")
         for bar, value in zip(bars, values):
             ax.annotate(f"{value:.1f}x", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
@@ -370,12 +372,8 @@ def speedup_png(result: LabResult) -> bytes:
         if max(values, default=1) > 20:
             ax.set_yscale("log")
         ax.set_title(f"roofline lab: {result.model}, {result.dtype}, {result.ceilings.device_name or result.device}")
-        fig.tight_layout()
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png")
-        return buffer.getvalue()
-    finally:
-        plt.close(fig)
+
+    return _png(draw, (8, 4.5))
 
 
 def _write_report(report: Report, directory: Path) -> list[Path]:

@@ -80,8 +80,7 @@ class Floors:
     compute_ms: float
 
     def bound(self) -> str:
-        options = {"launch": self.launch_ms or 0.0, "memory": self.memory_ms, "compute": self.compute_ms}
-        return max(options, key=options.get)
+        return max(("launch", "memory", "compute"), key=self.of)
 
     def of(self, name: str) -> float:
         return {"launch": self.launch_ms or 0.0, "memory": self.memory_ms, "compute": self.compute_ms}[name]
