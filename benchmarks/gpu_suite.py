@@ -8,6 +8,8 @@ back at most 8 files). The last lines printed are a short table of what each sta
     PYTHONPATH=src python3 benchmarks/gpu_suite.py lab-1b   $OUT     # the case study, one model a call
                                                         # (lab-tiny, lab-1b, lab-8b; `lab` runs all three)
     Carry .whl (the msgspec wheel: the GPU image lacks it) and .data (WikiText-2, copied from ../shared/data).
+    PYTHONPATH=src python3 benchmarks/gpu_suite.py lab-views $OUT    # three views of each fix, llama-tiny and llama-1b,
+                                                        # in one call of at most 9 minutes (budgets below)
     PYTHONPATH=src python3 benchmarks/gpu_suite.py ddp      $OUT     # ceilings again, the 2-GPU DDP run
     PYTHONPATH=src python3 benchmarks/gpu_suite.py decode-roof $OUT  # batch-1 decode three ways (decode_roof.py)
     PYTHONPATH=src python3 benchmarks/gpu_suite.py decode-breakdown $OUT  # its kernel time by class
@@ -57,6 +59,16 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
             ("harness_overhead", [PY, "benchmarks/harness_overhead.py", str(out / "harness_overhead.json")], 300),
             ("cuda_tests", [PY, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider", "tests"], 300),
         ]
+    if suite == "lab-views":
+        data = os.environ.get("ROOFLINE_DATA", ".data/wikitext-2")
+        # (model, seconds of configurations, stage limit): the limits leave room for the start, the ceilings, the
+        # model build and the doctor; together they stay under the suite's 540 s.
+        plan = [("llama-tiny", 200, 235), ("llama-1b", 285, 300)]
+        return [("env", ["nvidia-smi"], 30)] + [
+            (f"views_{m}", [PY, "benchmarks/lab_gpu.py", "--views", "--budget", str(budget), "-o", str(out / "lab"),
+                            "--data", data, "--models", m], limit)
+            for m, budget, limit in plan
+        ]
     if suite.startswith("lab"):
         data = os.environ.get("ROOFLINE_DATA", ".data/wikitext-2")
         models = {"lab": ["llama-tiny", "llama-1b", "llama-8b"], "lab-tiny": ["llama-tiny"],
@@ -91,7 +103,7 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
             ("ceilings", RL + ["ceilings", "--device", "cuda", "--remeasure", "--json", str(out / "ceilings_h200.json")], 120),
             ("ddp_gpu", [PY, "benchmarks/ddp_gpu.py", str(out / "ddp"), "--timeout", "150"], 480),
         ]
-    raise SystemExit(f"unknown suite {suite!r}: analyze, lab, lab-tiny, lab-1b, lab-8b, decode-roof, decode-breakdown, "
+    raise SystemExit(f"unknown suite {suite!r}: analyze, lab, lab-tiny, lab-1b, lab-8b, lab-views, decode-roof, decode-breakdown, "
                      "cuda-tests, issue15-doctor, issue15-roofs or ddp")
 
 

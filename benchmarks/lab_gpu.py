@@ -4,11 +4,18 @@
 
 Each model's outputs land in OUT/<model>/ (lab.md, lab.json, speedup.png, doctor/); OUT/summary.json and a short
 table printed last collect the headline figures. --quick runs the small plan of each (a smoke test).
+
+    PYTHONPATH=src python3 benchmarks/lab_gpu.py --views --models llama-tiny --budget 150 -o OUT
+
+--views measures the three views of each fix (cumulative, isolated, leave-one-out; lab/ablation.py) alone, without
+the peak decode and the batch sweep, within --budget seconds of configurations per model (runs that would not fit
+are not started and lab.md says so); each configuration is checkpointed to OUT/<model>/ as it finishes.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -23,12 +30,14 @@ def main() -> int:
     parser.add_argument("--data", default=None)
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--views", action="store_true", help="the three views only (no peak decode, no sweep)")
+    parser.add_argument("--budget", type=float, default=None, help="seconds of configurations per model (--views)")
     args = parser.parse_args()
 
     import torch
 
     from roofline.lab.render import write_lab
-    from roofline.lab.runner import LabOptions, run_lab
+    from roofline.lab.runner import LabOptions, make_plan, run_lab
 
     if not torch.cuda.is_available():
         print("lab_gpu.py needs a CUDA GPU", file=sys.stderr)
@@ -41,8 +50,12 @@ def main() -> int:
         def progress(message: str, model: str = model) -> None:
             print(f"[{time.perf_counter() - began:7.1f}s] {model}: {message}", file=sys.stderr, flush=True)
 
-        result = run_lab(LabOptions(model=model, device="cuda", quick=args.quick, data=args.data), progress,
-                         checkpoint=lambda partial, model=model: write_lab(partial, out / model))
+        plan = None
+        if args.views:
+            plan = dataclasses.replace(make_plan(model, torch.device("cuda"), args.quick), peak=False, sweep=False,
+                                       budget_s=args.budget)
+        result = run_lab(LabOptions(model=model, device="cuda", quick=args.quick, data=args.data, plan=plan),
+                         progress, checkpoint=lambda partial, model=model: write_lab(partial, out / model))
         write_lab(result, out / model)
         stages = result.stages
         tuned = result.peak is not None and result.peak.tuned is not None and not result.peak.tuned.error
@@ -62,6 +75,10 @@ def main() -> int:
             "tokens_identical": {a.stage: (a.identical, a.first_divergence) for a in result.agreement},
             "doctor_naive": sorted({f.rule for f in result.naive_report.findings}) if result.naive_report else None,
             "doctor_fixed": sorted({f.rule for f in result.fixed_report.findings}) if result.fixed_report else None,
+            "views": [(r.view, r.fix, None if r.speedup is None else round(r.speedup, 3),
+                       None if r.low is None else round(r.low, 3), None if r.high is None else round(r.high, 3),
+                       r.verdict) for r in result.ablation.rows] if result.ablation else None,
+            "cut": result.ablation.cut if result.ablation else None,
         }
         (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
 

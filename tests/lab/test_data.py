@@ -37,3 +37,16 @@ def test_missing_data_says_how_to_get_it(tmp_path, monkeypatch):
         load_wikitext(None)
     with pytest.raises(RooflineError, match="--data"):
         load_wikitext(tmp_path)
+
+
+def test_passages_are_hundreds_of_words_of_running_text_of_spread_lengths(wikitext_dir):
+    from roofline.lab.data import passage_prompts
+
+    corpus = load_wikitext(wikitext_dir)
+    prompts = passage_prompts(corpus, 4, min_words=200, max_words=320)
+    assert [len(p) for p in prompts] == [200, 240, 280, 320]
+    words = corpus.vocab.decode(prompts[0])
+    assert words[0] != "=" and "=" not in words[:3]
+    assert corpus.vocab.decode(prompts[1])[:5] != words[:5]
+    with pytest.raises(RooflineError, match="too little text"):
+        passage_prompts(corpus, 10_000, min_words=500, max_words=600)

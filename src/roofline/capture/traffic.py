@@ -25,7 +25,8 @@ def _signature(value: Any) -> Any:
 
 
 class TrafficCounter(EagerDispatchMode):
-    """A dispatch mode summing roofline's per-op counts: ``flops``, ``bytes``, ``ops`` and ``unmodeled``."""
+    """A dispatch mode summing roofline's per-op counts: ``flops``, ``bytes``, ``ops``, ``unmodeled`` and
+    ``kernels`` (the ops that are not views: on a GPU each launches at least one kernel, in eager mode)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -33,12 +34,16 @@ class TrafficCounter(EagerDispatchMode):
         self.bytes = 0.0
         self.ops = 0
         self.unmodeled = 0
+        self.kernels = 0
+        self._views: dict[Any, bool] = {}
         self._costs: dict[Any, tuple[float, float] | None] = {}
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         self.ops += 1
+        if not self._is_view(func):
+            self.kernels += 1
         try:
             key = (func, _signature(args), _signature(kwargs), _signature(out))
             cost = self._costs[key] if key in self._costs else self._cost(key, func, args, kwargs, out)
@@ -50,6 +55,14 @@ class TrafficCounter(EagerDispatchMode):
             self.flops += cost[0]
             self.bytes += cost[1]
         return out
+
+    def _is_view(self, func) -> bool:
+        """An op whose outputs alias its inputs without writing them (view, transpose, slice...): no kernel."""
+        if func not in self._views:
+            returns = func._schema.returns
+            self._views[func] = bool(returns) and all(
+                r.alias_info is not None and not r.alias_info.is_write for r in returns)
+        return self._views[func]
 
     def _cost(self, key, func, args, kwargs, out) -> tuple[float, float] | None:
         cost = op_cost(func, args, kwargs, out)[3]

@@ -19,13 +19,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "(speedup.png) and the doctor's reports (doctor/) to -o DIR. Needs WikiText-2 (--data or ROOFLINE_DATA)."
         ),
     )
-    parser.add_argument("--quick", action="store_true", help="a small run (about a minute on a 2-core CPU)")
+    parser.add_argument("--quick", action="store_true", help="a small run, not representative (a few minutes on a 2-core CPU)")
     parser.add_argument("--device", type=non_empty, default=None, help="cpu or cuda (default: cuda when present)")
     parser.add_argument("--model", default="llama-tiny", choices=["llama-tiny", "llama-1b", "llama-8b"],
                         help="the LLaMA size to run")
     parser.add_argument("--dtype", default=None, help="default float16 on CUDA, float32 on CPU")
     parser.add_argument("--data", default=None, help="folder with WikiText-2 test.txt/valid.txt ($ROOFLINE_DATA)")
     parser.add_argument("--no-doctor", action="store_true", help="skip the doctor's profiling runs")
+    parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                        help="time for the configurations of the three views; runs that would not fit are not "
+                             "started, and lab.md says what was cut")
     add_ceilings_option(parser)
     parser.add_argument("-o", "--output", type=output_dir, required=True, help="output folder")
     parser.set_defaults(func=run)
@@ -44,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"[{time.perf_counter() - began:6.1f}s] {message}", file=sys.stderr, flush=True)
 
     options = LabOptions(model=args.model, device=device, dtype=args.dtype, quick=args.quick, data=args.data,
-                         doctor=not args.no_doctor, ceilings=args.ceilings)
+                         doctor=not args.no_doctor, ceilings=args.ceilings, budget_s=args.budget)
     # Each finished section is written at once: a long GPU run that is stopped keeps what it measured.
     result = run_lab(options, progress, checkpoint=lambda partial: write_lab(partial, args.output))
     written = write_lab(result, args.output)

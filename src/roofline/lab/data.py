@@ -109,3 +109,30 @@ def sentence_prompts(corpus: WikiText, count: int, *, min_words: int = 4, max_wo
     if not prompts:
         raise RooflineError(f"no prompts of {min_words}+ words in {corpus.directory / 'test.txt'}: {HOW_TO_GET}")
     return prompts
+
+
+def passage_prompts(corpus: WikiText, count: int, *, min_words: int, max_words: int) -> list[list[int]]:
+    """``count`` passages of running article text from test.txt, of lengths spread evenly over
+    [min_words, max_words]: each starts at a paragraph and runs on through the next ones (headings skipped,
+    ``<eos>`` between paragraphs as in the corpus) until it is long enough. Hundreds of words of real text make a
+    prompt whose recomputation costs what it costs in practice; different lengths make a batch need padding."""
+    if count < 1 or not 1 <= min_words <= max_words:
+        raise RooflineError(f"passage prompts need count >= 1 and 1 <= min_words <= max_words, got {count}, "
+                            f"{min_words}, {max_words}")
+    step = (max_words - min_words) / max(count - 1, 1)
+    targets = [round(min_words + i * step) for i in range(count)]
+    paragraphs = [words for words in corpus.lines if len(words) > 1 and words[0] != "="]
+    prompts: list[list[int]] = []
+    start = 0
+    for target in targets:
+        passage: list[str] = []
+        while len(passage) < target and start < len(paragraphs):
+            passage += paragraphs[start]
+            start += 1
+        if len(passage) < target:
+            break
+        prompts.append(corpus.vocab.encode(passage[:target]))
+    if len(prompts) < count:
+        raise RooflineError(f"{corpus.directory / 'test.txt'} holds too little text for {count} prompts of "
+                            f"{min_words}-{max_words} words: {HOW_TO_GET}")
+    return prompts

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.io import atomic_write_bytes, atomic_write_text
+from roofline.lab import views
 from roofline.lab.runner import LabResult
 from roofline.render.units import fmt_rate
 from roofline.report import Report, finite_for_json
@@ -28,6 +29,8 @@ def write_lab(result: LabResult, out_dir: str | os.PathLike[str]) -> list[Path]:
     ]
     if result.stages:
         written.append(atomic_write_bytes(out / "speedup.png", speedup_png(result)))
+    if result.ablation is not None and any(r.speedup is not None for r in result.ablation.rows):
+        written.append(atomic_write_bytes(out / "views.png", views_png(result)))
     for name, report in (("naive", result.naive_report), ("fixed", result.fixed_report)):
         if report is not None:
             written += _write_report(report, out / "doctor" / name)
@@ -116,25 +119,29 @@ def lab_markdown(result: LabResult) -> str:
         f"# roofline lab: {result.model} on {ceil.device_name or result.device} ({result.dtype})",
         "",
         f"Model: LLaMA dim {c['dim']}, {c['n_layers']} layers, {c['n_heads']} heads, {c['n_kv_heads']} KV heads, "
-        f"FFN {c['ffn_dim']}, vocab {c['vocab_size']}, random weights (seeded). Prompts: the first sentence of "
-        f"{len(result.prompts)} WikiText-2 test paragraphs (up to {plan.prompt_words} words), "
-        f"{plan.max_new_tokens} new tokens each, greedy. torch {result.environment.torch_version}, "
+        f"FFN {c['ffn_dim']}, vocab {c['vocab_size']}, random weights (seeded). Prompts: "
+        + (f"{len(result.prompts)} passages of WikiText-2 test text ({plan.min_prompt_words}-{plan.prompt_words} "
+           "words)" if plan.min_prompt_words else
+           f"the first sentence of {len(result.prompts)} WikiText-2 test paragraphs (up to {plan.prompt_words} words)")
+        + f", {plan.max_new_tokens} new tokens each, greedy. torch {result.environment.torch_version}, "
         f"{result.environment.timestamp}.",
         "",
         f"Ceilings ({ceil.source}): memory {fmt_rate(ceil.memory_bandwidth_bytes_per_s, 'B/s')}; "
         + ", ".join(f"{d} {fmt_rate(v, 'FLOP/s')}" for d, v in ceil.peak_flops_per_s.items()) + ".",
         "",
         *([f"**Partial result**: the run stopped before {', '.join(result.pending)}.", ""] if result.pending else []),
-        "## Stages (each fix added to the ones above it)",
-        "",
-        stage_table(result),
-        "",
-        f"Timing: {result.timing_method}; {plan.reps} timed run(s) per stage, median. tokens/s counts every "
-        "generated token of every prompt; ms/token = 1000 / tokens/s. Syncs: roofline's SyncDetector over one "
-        "run of the loop, tokens left on the device (the one final copy to the host not counted)"
-        f"{' (on CPU: calls that would synchronise on a GPU)' if result.device == 'cpu' else ''}. "
-        f"Bytes: {result.bytes_method}. % of memory roof = bytes/token x tokens/s / measured bandwidth.",
     ]
+    if result.ablation is not None:
+        parts += views_section(result)
+    else:
+        parts += [
+            "## Stages (each fix added to the ones above it)", "", stage_table(result), "",
+            f"Timing: {result.timing_method}; {plan.reps} timed run(s) per stage, median. tokens/s counts every "
+            "generated token of every prompt; ms/token = 1000 / tokens/s. Syncs: roofline's SyncDetector over one "
+            "run of the loop, tokens left on the device (the one final copy to the host not counted)"
+            f"{' (on CPU: calls that would synchronise on a GPU)' if result.device == 'cpu' else ''}. "
+            f"Bytes: {result.bytes_method}. % of memory roof = bytes/token x tokens/s / measured bandwidth.",
+        ]
     if any(not a.identical for a in result.agreement):
         parts += [
             "",
@@ -196,7 +203,113 @@ def lab_markdown(result: LabResult) -> str:
     return "\n".join(parts) + "\n"
 
 
-def speedup_png(result: LabResult) -> bytes:
+def _ms_range(c: views.Config) -> str:
+    if not c.samples_s:
+        return "not measured"
+    return f"{c.ms_per_token():.3g} ({c.ms_per_token(0.25):.3g}-{c.ms_per_token(0.75):.3g})"
+
+
+def _min_max(c: views.Config) -> str:
+    if not c.samples_s or not c.tokens:
+        return "-"
+    return f"{1e3 * min(c.samples_s) / c.tokens:.3g}-{1e3 * max(c.samples_s) / c.tokens:.3g}"
+
+
+def _speedup(row: views.Row) -> str:
+    if row.speedup is None:
+        return "-"
+    text = f"{row.speedup:.2f}x ({row.low:.2f}-{row.high:.2f})"
+    return f"{text}, within noise" if row.verdict == views.WITHIN_NOISE else text
+
+
+VIEW_HEADINGS = {
+    "cumulative": "Cumulative: each fix added to the ones before it",
+    "isolated": "Isolated: the naive model with only that fix",
+    "leave-one-out": "Leave-one-out: the fixed model with only that bug put back",
+}
+
+
+def view_table(result: LabResult, view: str) -> str:
+    ablation = result.ablation
+    configs = {c.key: c for c in ablation.configs}
+    lines = ["| fix | before | after | ms/token before, median (IQR) | ms/token after | speed-up (range) "
+             "| verdict | same tokens as naive (after) |", "|---|---|---|---:|---:|---:|---|---|"]
+    for row in (r for r in ablation.rows if r.view == view):
+        b, a = configs.get(row.before), configs.get(row.after)
+        agree = a.agreement if a is not None else None
+        same = "-" if agree is None else ("yes" if agree.identical else _divergence(agree))
+        lines.append(f"| {views.SHORT[row.fix]} | {b.title if b else views.config_title(row.before.split('+'))} "
+                     f"| {a.title if a else views.config_title(row.after.split('+'))} "
+                     f"| {_ms_range(b) if b else 'not measured'} | {_ms_range(a) if a else 'not measured'} "
+                     f"| {_speedup(row)} | {row.verdict} | {same} |")
+    return "\n".join(lines)
+
+
+def evidence_table(result: LabResult) -> str:
+    lines = ["| configuration | timed runs | tokens/s (median) | ms/token, median (IQR) | min-max | syncs/token "
+             "| kernel launches/token | bytes/token | FLOPs/token | floors launch / memory / compute (ms/token) "
+             "| bound |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+    for c in result.ablation.configs:
+        e = c.evidence
+        f = views.floors(c, result.ceilings, result.dtype)
+        floor_text = "-" if f is None else (f"{'-' if f.launch_ms is None else f'{f.launch_ms:.3g}'} / "
+                                            f"{f.memory_ms:.3g} / {f.compute_ms:.3g}")
+        lines.append(
+            f"| {c.title} | {len(c.samples_s)} | {_fmt(c.tokens_per_s, ',.1f')} | {_ms_range(c)} "
+            f"| {_min_max(c)} "
+            f"| {_fmt(e.syncs_per_token if e else None, '.2f')} "
+            f"| {'graph replay' if e and e.launches_per_token is None else _fmt(e.launches_per_token if e else None, ',.0f')} "
+            f"| {fmt_rate(e.bytes_per_token if e else None, 'B')} | {fmt_rate(e.flops_per_token if e else None, 'FLOP')} "
+            f"| {floor_text} | {f.bound() if f else '-'} |")
+    return "\n".join(lines)
+
+
+def views_section(result: LabResult) -> list[str]:
+    ablation = result.ablation
+    c = result.ceilings
+    parts = [
+        "## Workload",
+        "",
+        ablation.workload or "(not stated)",
+        "",
+        "## Method",
+        "",
+        f"Every configuration is timed {ablation.reps} times, each run one whole generation of all prompts "
+        f"({result.timing_method}), after one whole untimed warm-up run (the first pass through each sequence "
+        "length grows the allocator's pool and picks kernels; for the compiled step it also compiles and captures "
+        "the CUDA graphs, so neither is timed). Runs are interleaved: pass 1 warms up and times every "
+        "configuration once, each later pass times every configuration once more, so a slow drift of the machine "
+        f"hits all alike. ms/token = a run's time / the tokens it generated; median over the runs; "
+        f"{views.SPREAD_METHOD}. Evidence (roofline's SyncDetector and per-op counts on the eager ops, over runs "
+        f"of 1 and {ablation.evidence_tokens} new tokens of every prompt: their difference is one decode step, and "
+        "a whole run is the first token plus the rest at that step's cost, so the prefill is spread over every "
+        "new token; for the recomputing loop, whose steps grow with the context, this understates the later steps "
+        "by about (new tokens / 2) / prompt length; "
+        f"{' on CPU, syncs are calls that would synchronise on a GPU' if result.device == 'cpu' else 'tokens left on the device'}): syncs, kernel launches (aten "
+        "ops that are not views), minimum bytes and FLOPs per generated token. Floors = the least time per token "
+        f"each resource needs on this device: launches x the measured launch overhead "
+        f"({c.launch_overhead_s * 1e6:.3g} us), bytes / measured bandwidth, FLOPs / peak {result.dtype} FLOP/s; "
+        "the largest names the bound. Time per kernel class is in the doctor's reports (doctor/) of the naive "
+        "and fixed runs. Views are measured on eager configurations; torch.compile is measured once, on the fully "
+        "fixed model (its leave-one-out row is fixed eager vs fixed compiled; it compiles the KV-cache decode "
+        "step, so it has no isolated row); the sync is also put back into the compiled loop (same graph, no "
+        "compile), the one bug that can be taken out of the compiled model at no compile cost.",
+    ]
+    if ablation.budget_s is not None:
+        parts += ["", f"Budget: {ablation.budget_s:.0f} s for the configurations, {ablation.spent_s:.0f} s spent."]
+    if ablation.cut:
+        parts += ["", "**Cut by the budget or failed:**", ""] + [f"- {line}" for line in ablation.cut]
+    for view in views.VIEWS:
+        parts += ["", f"## {VIEW_HEADINGS[view]}", "", view_table(result, view), "", "Why, from the evidence:", ""]
+        for row in (r for r in ablation.rows if r.view == view):
+            parts.append(f"- **{views.SHORT[row.fix]}** ({row.verdict}): {row.explanation or 'not measured'}")
+    parts += ["", "## Evidence per configuration", "", evidence_table(result), "",
+              "Charts: views.png (speed-up of each fix in each view, with its range), speedup.png (cumulative).", ""]
+    return parts
+
+
+def _png(draw, figsize: tuple[float, float]) -> bytes:
+    """A PNG of one matplotlib Axes drawn by ``draw(ax)`` (Agg backend; the figure is closed, also on error)."""
     import io
 
     import matplotlib
@@ -204,10 +317,51 @@ def speedup_png(result: LabResult) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    fig, ax = plt.subplots(figsize=figsize, dpi=120)
+    try:
+        draw(ax)
+        fig.tight_layout()
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png")
+        return buffer.getvalue()
+    finally:
+        plt.close(fig)
+
+
+def views_png(result: LabResult) -> bytes:
+    rows = result.ablation.rows
+    fixes = list(dict.fromkeys(r.fix for r in rows))
+    colors = {"cumulative": "#4c72b0", "isolated": "#dd8452", "leave-one-out": "#55a868"}
+
+    def draw(ax) -> None:
+        width = 0.8 / len(views.VIEWS)
+        for j, view in enumerate(views.VIEWS):
+            by_fix: dict[str, views.Row] = {}
+            for r in rows:
+                if r.view == view and r.speedup is not None:
+                    by_fix.setdefault(r.fix, r)
+            shown = [f for f in fixes if f in by_fix]
+            ax.bar([fixes.index(f) + (j - 1) * width for f in shown], [by_fix[f].speedup for f in shown], width,
+                   yerr=[[by_fix[f].speedup - by_fix[f].low for f in shown],
+                         [by_fix[f].high - by_fix[f].speedup for f in shown]],
+                   capsize=2, color=colors[view], label=view)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(fixes)))
+        ax.set_xticklabels([views.SHORT[f] for f in fixes], rotation=20, ha="right", fontsize=8)
+        ax.set_ylabel("speed-up of the fix (tokens/s), IQR range")
+        ax.legend(fontsize=8)
+        ax.set_title(f"roofline lab, three views: {result.model}, {result.dtype}, "
+                     f"{result.ceilings.device_name or result.device}")
+
+    return _png(draw, (9, 4.8))
+
+
+def speedup_png(result: LabResult) -> bytes:
     titles = [s.title for s in result.stages]
     values = [s.speedup_cumulative for s in result.stages]
-    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
-    try:
+
+    def draw(ax) -> None:
         bars = ax.bar(range(len(values)), values, color="#4c72b0")
         for bar, value in zip(bars, values):
             ax.annotate(f"{value:.1f}x", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
@@ -218,12 +372,8 @@ def speedup_png(result: LabResult) -> bytes:
         if max(values, default=1) > 20:
             ax.set_yscale("log")
         ax.set_title(f"roofline lab: {result.model}, {result.dtype}, {result.ceilings.device_name or result.device}")
-        fig.tight_layout()
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png")
-        return buffer.getvalue()
-    finally:
-        plt.close(fig)
+
+    return _png(draw, (8, 4.5))
 
 
 def _write_report(report: Report, directory: Path) -> list[Path]:

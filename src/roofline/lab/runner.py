@@ -15,15 +15,16 @@ import torch
 from roofline.device.cache import remeasure_command
 from roofline.device.resolve import last_level_cache_bytes
 from roofline.errors import RooflineError
-from roofline.lab import bench
+from roofline.lab import bench, views
+from roofline.lab.ablation import Ablation, run_ablation
 from roofline.lab.agreement import Agreement, compare_tokens, logit_gap
-from roofline.lab.data import UNK, load_wikitext, sentence_prompts
+from roofline.lab.data import UNK, load_wikitext, passage_prompts, sentence_prompts
 from roofline.lab.diagnosis import diagnose, doctor_dtype, profile_generation
 from roofline.lab.generate import decode_one_token
-from roofline.lab.model import Fixes, configure, stages
+from roofline.lab.model import FIX_TITLES, Fixes, configure, stages
 from roofline.models.llama import CONFIGS, LlamaConfig, Transformer, build_llama
 from roofline.models.workloads import parse_device, parse_dtype
-from roofline.report import Ceilings, Environment, Report
+from roofline.report import Ceilings, Environment, Report, Timing
 
 Progress = Callable[[str], None]
 Checkpoint = Callable[["LabResult"], None]
@@ -50,6 +51,15 @@ class LabPlan:
     doctor_new_tokens: int = 6
     config_overrides: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # The three views (lab/ablation.py) instead of the cumulative stages alone.
+    ablation: bool = False
+    # > 0: prompts are passages of min_prompt_words..prompt_words words of running text, not first sentences.
+    min_prompt_words: int = 0
+    evidence_tokens: int = 8
+    budget_s: float | None = None
+    peak: bool = True
+    sweep: bool = True
+    workload: str = ""
 
 
 @dataclass
@@ -62,6 +72,8 @@ class LabOptions:
     doctor: bool = True
     plan: LabPlan | None = None
     ceilings: str | None = None
+    # Seconds for the views' configurations; runs that would not fit are not started, and the result says so.
+    budget_s: float | None = None
 
 
 @dataclass
@@ -86,20 +98,54 @@ class LabResult:
     notes: list[str] = field(default_factory=list)
     # Sections not measured yet: non-empty only in the partial results handed to a checkpoint.
     pending: list[str] = field(default_factory=list)
+    ablation: Ablation | None = None
+    sample_tokens: list[int] = field(default_factory=list)
+
+
+# The workload of the three views, per model on a GPU: (prompts, min words, max words, new tokens). Chosen so each
+# seeded bug has something to cost: passages of hundreds of words (recomputing the prefix costs hundreds of times
+# a cached step's FLOPs), 128 new tokens (the cache pays over the whole continuation), a batch of prompts of
+# different lengths (padding and one-at-a-time both matter). llama-1b gets fewer new tokens only to fit its 22
+# eager layers (~20 ms per launch-bound step on the H200 host) into one call of the GPU budget.
+WORKLOADS = {"llama-tiny": (4, 192, 320, 128), "llama-1b": (4, 192, 320, 64)}
+WORKLOAD_WHY = (
+    "passages of running WikiText-2 text of {lo}-{hi} words (the recomputed prefix costs that many tokens' FLOPs "
+    "and bytes per new token), {new} new tokens each (the KV cache pays over the whole continuation), {n} prompts "
+    "of different lengths in one left-padded batch (against one prompt at a time)"
+)
+
+
+def ablation_plan(model: str, device: torch.device, quick: bool) -> LabPlan:
+    if device.type == "cuda" and not quick:
+        n, lo, hi, new = WORKLOADS.get(model, WORKLOADS["llama-1b"])
+        return LabPlan(n, hi, new, 5, 0, True, [1, 4, 16, 64, 256], 256, 64, ablation=True, min_prompt_words=lo,
+                       evidence_tokens=4, workload=WORKLOAD_WHY.format(lo=lo, hi=hi, new=new, n=n))
+    if device.type == "cuda":
+        return LabPlan(4, 96, 32, 5, 0, True, [1, 16], 128, 32, ablation=True, min_prompt_words=48,
+                       workload="NOT REPRESENTATIVE (--quick): " + WORKLOAD_WHY.format(lo=48, hi=96, new=32, n=4))
+    if quick:
+        return LabPlan(
+            3, 32, 8, 5, 0, False, [1, 4, 16], 16, 8, ablation=True, min_prompt_words=16, evidence_tokens=2,
+            config_overrides={"dim": 256, "n_layers": 2, "n_heads": 4, "n_kv_heads": 4, "ffn_dim": 688,
+                              "vocab_size": 8192},
+            workload="NOT REPRESENTATIVE (--quick on CPU, a smoke test of the method): "
+                     + WORKLOAD_WHY.format(lo=16, hi=32, new=8, n=3),
+            notes=["--quick on CPU: llama-tiny's shape cut to dim 256, 2 layers and the first 8192 words of the "
+                   "vocabulary (later words read as <unk>), 3 prompts x 8 new tokens; torch.compile skipped (Inductor's C++ "
+                   "build takes minutes on a small CPU). Not representative of any real decode: it only shows the "
+                   "method runs"],
+        )
+    return LabPlan(4, 128, 32, 5, 1, True, [1, 2, 4, 8, 16, 32], 32, 16, ablation=True, min_prompt_words=64,
+                   workload=WORKLOAD_WHY.format(lo=64, hi=128, new=32, n=4))
 
 
 def make_plan(model: str, device: torch.device, quick: bool) -> LabPlan:
+    if model not in FIXED_ONLY:
+        return ablation_plan(model, device, quick)
     if device.type == "cuda":
         if quick:
             return LabPlan(4, 24, 32, 1, 0, True, [1, 16], 128, 32)
         return LabPlan(8, 24, 32, 3, 0, True, [1, 4, 16, 64, 256], 256, 64)
-    if quick:
-        return LabPlan(
-            3, 12, 8, 3, 0, False, [1, 4, 16], 16, 8, config_overrides={"n_layers": 2, "vocab_size": 8192},
-            notes=["--quick on CPU: llama-tiny's shape cut to 2 layers and the first 8192 words of the vocabulary "
-                   "(later words read as <unk>), 3 prompts x 8 new tokens, 3 timed runs per stage; torch.compile "
-                   "skipped (Inductor's C++ build takes minutes on a small CPU)"],
-        )
     return LabPlan(4, 16, 16, 2, 1, True, [1, 2, 4, 8, 16, 32], 32, 16)
 
 
@@ -116,6 +162,10 @@ def run_lab(options: LabOptions, progress: Progress = lambda _: None,
     device = parse_device(options.device)
     dtype = parse_dtype(options.dtype or ("float16" if device.type == "cuda" else "float32"))
     plan = options.plan or make_plan(options.model, device, options.quick)
+    if options.budget_s is not None:
+        if options.budget_s <= 0:
+            raise RooflineError(f"--budget must be a positive number of seconds, got {options.budget_s:g}")
+        plan = dataclasses.replace(plan, budget_s=options.budget_s)
     config = lab_config(options.model, plan)
     if device.type == "cpu" and options.model != "llama-tiny" and not options.plan:
         raise RooflineError(f"{options.model} is too big for the CPU lab; use --model llama-tiny or --device cuda")
@@ -123,7 +173,11 @@ def run_lab(options: LabOptions, progress: Progress = lambda _: None,
     progress("loading WikiText-2 and building the word vocabulary")
     corpus = load_wikitext(options.data)
     unk = corpus.vocab.word_to_id.get(UNK, 0)
-    word_prompts = sentence_prompts(corpus, plan.prompts, max_words=plan.prompt_words)
+    if plan.min_prompt_words:
+        word_prompts = passage_prompts(corpus, plan.prompts, min_words=plan.min_prompt_words,
+                                       max_words=plan.prompt_words)
+    else:
+        word_prompts = sentence_prompts(corpus, plan.prompts, max_words=plan.prompt_words)
     prompts = [[i if i < config.vocab_size else unk for i in p] for p in word_prompts]
     eos_id = corpus.eos_id
 
@@ -165,39 +219,8 @@ def _run_stages(options: LabOptions, plan: LabPlan, config: LlamaConfig, dtype: 
                 checkpoint: Checkpoint) -> LabResult:
     eager = decode_one_token
     compiled_step = bench.compile_decode(device) if plan.compile else None
-
-    notes = list(plan.notes)
-    stage_list = stages(include_compile=compiled_step is not None)
-    if options.model in FIXED_ONLY:
-        stage_list = [s for s in stage_list if s[1].names() and set(s[1].names()) >= {
-            "kv_cache", "contiguous_layout", "sync_free", "norms_in_model_dtype", "batched"}]
-        notes.append(f"{options.model}: fixed decode only (eager, then compiled); the naive stages would take hours")
-
-    results: list[bench.StageResult] = []
-    outputs: list[list[list[int]]] = []
-    for i, (title, fixes) in enumerate(stage_list):
-        progress(f"stage {i + 1}/{len(stage_list)}: {title}")
-        step = compiled_step if fixes.compiled else eager
-        try:
-            result, tokens = bench.run_stage(
-                model, prompts, plan.max_new_tokens, eos_id, title, fixes, ceilings,
-                warmup=plan.warmup + (2 if fixes.compiled else 0), reps=plan.reps, decode_step=step,
-            )
-        except Exception as exc:  # noqa: BLE001 - a failed compile is reported, the rest of the lab stands
-            if not fixes.compiled:
-                raise
-            notes.append(f"torch.compile stage skipped: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
-            compiled_step = None
-            continue
-        results.append(result)
-        outputs.append(tokens)
-        progress(f"  {result.tokens_per_s:,.1f} tokens/s, {result.ms_per_token:.2f} ms/token")
-    bench.fill_speedups(results)
-    agreement = [compare_tokens(r.title, outputs[0], out) for r, out in zip(results, outputs)]
-    if any(not a.identical for a in agreement):
-        _explain_divergences(model, stage_list[0][1], prompts, outputs[0], agreement)
-
     doctor = options.doctor and options.model not in FIXED_ONLY
+    views_on = plan.ablation and options.model not in FIXED_ONLY
     result = LabResult(
         model=options.model,
         config=dataclasses.asdict(config),
@@ -207,53 +230,166 @@ def _run_stages(options: LabOptions, plan: LabPlan, config: LlamaConfig, dtype: 
         ceilings=ceilings,
         environment=Environment.capture(ceilings.device_name),
         prompts=[" ".join(corpus.vocab.decode(p)) for p in word_prompts],
-        sample_output=" ".join(corpus.vocab.decode(outputs[0][0])) if outputs else "",
-        stages=results,
-        agreement=agreement,
+        sample_output="",
+        stages=[],
+        agreement=[],
         sweep=None,
         peak=None,
-        timing_method=results[0].timing.method if results else "",
-        notes=notes,
-        pending=["batch-1 peak decode", "batch-size sweep"] + (["doctor"] if doctor else []),
+        timing_method=bench.TIMING_METHOD_CUDA if device.type == "cuda" else bench.TIMING_METHOD_CPU,
+        notes=list(plan.notes),
+        pending=(["configurations"] if views_on else [])
+        + (["batch-1 peak decode"] if plan.peak else []) + (["batch-size sweep"] if plan.sweep else [])
+        + (["doctor"] if doctor else []),
     )
+    if views_on:
+        compiled_step = _measure_views(result, model, prompts, eos_id, ceilings, compiled_step, progress, checkpoint)
+    else:
+        compiled_step = _measure_stages(result, options, model, prompts, eos_id, ceilings, compiled_step, progress)
+    if result.stages:
+        result.sample_output = " ".join(corpus.vocab.decode(result.sample_tokens)) if result.sample_tokens else ""
     checkpoint(result)
+    if not _budget_left(result, plan, progress, "the peak decode, the sweep and the doctor"):
+        result.pending.clear()
+        return result
 
     decode_step = compiled_step or eager
-    # The tuned variant only on CUDA: its point is the GPU's memory roof, and on CPU it would only add a build.
-    tuned_step = bench.compile_tuned_decode(device) if compiled_step and device.type == "cuda" else None
-    progress("peak decode: batch 1, fixed" + (" and compiled, then tuned" if tuned_step else
-                                              " and compiled" if compiled_step else ""))
-    peak = bench.peak_decode(model, decode_step, ceilings, context=plan.sweep_context, steps=plan.sweep_steps,
-                             warmup=plan.warmup + 2, compiled=compiled_step is not None, tuned_step=tuned_step)
-    if peak.tuned is not None:
-        t = peak.tuned
-        progress(f"  tuned: {t.error}" if t.error else
-                 f"  plain {100 * peak.share_of_memory_roof:.1f}%, tuned {100 * t.share_of_memory_roof:.1f}% of the "
-                 "memory roof")
-    result.peak = peak
-    result.pending.remove("batch-1 peak decode")
-    checkpoint(result)
-    progress("batch-size sweep of the fixed decode")
-    sweep = bench.batch_sweep(model, decode_step, ceilings, plan.sweep_batches, context=plan.sweep_context,
-                              steps=plan.sweep_steps, warmup=plan.warmup + 2, compiled=compiled_step is not None,
-                              progress=progress)
-    result.sweep = sweep
-    result.pending.remove("batch-size sweep")
-    checkpoint(result)
+    peak = None
+    if plan.peak:
+        # The tuned variant only on CUDA: its point is the GPU's memory roof, and on CPU it would only add a build.
+        tuned_step = bench.compile_tuned_decode(device) if compiled_step and device.type == "cuda" else None
+        progress("peak decode: batch 1, fixed" + (" and compiled, then tuned" if tuned_step else
+                                                  " and compiled" if compiled_step else ""))
+        peak = bench.peak_decode(model, decode_step, ceilings, context=plan.sweep_context, steps=plan.sweep_steps,
+                                 warmup=plan.warmup + 2, compiled=compiled_step is not None, tuned_step=tuned_step)
+        if peak.tuned is not None:
+            t = peak.tuned
+            progress(f"  tuned: {t.error}" if t.error else
+                     f"  plain {100 * peak.share_of_memory_roof:.1f}%, tuned {100 * t.share_of_memory_roof:.1f}% of "
+                     "the memory roof")
+        result.peak = peak
+        result.pending.remove("batch-1 peak decode")
+        checkpoint(result)
+    if plan.sweep:
+        progress("batch-size sweep of the fixed decode")
+        sweep = bench.batch_sweep(model, decode_step, ceilings, plan.sweep_batches, context=plan.sweep_context,
+                                  steps=plan.sweep_steps, warmup=plan.warmup + 2,
+                                  compiled=compiled_step is not None, progress=progress)
+        result.sweep = sweep
+        result.pending.remove("batch-size sweep")
+        checkpoint(result)
 
-    shares = [r.memory_roof_share or 0.0 for r in results] + [peak.share_of_memory_roof]
-    if max(shares) > 1.0:
-        notes.append(above_roof_note(peak.bytes_per_token, last_level_cache_bytes(device), ceilings))
-    if doctor:
+    shares = [r.memory_roof_share or 0.0 for r in result.stages] + ([peak.share_of_memory_roof] if peak else [])
+    if shares and max(shares) > 1.0 and peak is not None:
+        result.notes.append(above_roof_note(peak.bytes_per_token, last_level_cache_bytes(device), ceilings))
+    if doctor and _budget_left(result, plan, progress, "the doctor"):
         try:
             result.naive_report, result.fixed_report = _doctor_runs(
                 model, config, dtype, device, prompts, eos_id, plan, ceilings, progress)
         except Exception as exc:  # noqa: BLE001 - the measured stages are still worth writing out
             message = f"doctor run failed: {type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
             progress(message)
-            notes.append(message)
+            result.notes.append(message)
     result.pending.clear()
     return result
+
+
+def _budget_left(result: LabResult, plan: LabPlan, progress: Progress, what: str) -> bool:
+    """False (and a note) when the views spent the run's budget: what follows is skipped, not cut short."""
+    ablation = result.ablation
+    if plan.budget_s is None or ablation is None or ablation.spent_s < plan.budget_s:
+        return True
+    message = f"{what} skipped: the budget of {plan.budget_s:.0f} s was spent on the configurations"
+    progress(message)
+    result.notes.append(message)
+    return False
+
+
+def _measure_stages(result: LabResult, options: LabOptions, model: Transformer, prompts: list[list[int]],
+                    eos_id: int, ceilings: Ceilings, compiled_step: Any, progress: Progress) -> Any:
+    """The cumulative stages alone, one after the other (llama-8b's fixed decode, and plans without views)."""
+    plan = result.plan
+    stage_list = stages(include_compile=compiled_step is not None)
+    if options.model in FIXED_ONLY:
+        stage_list = [s for s in stage_list if s[1].names() and set(s[1].names()) >= {
+            "kv_cache", "contiguous_layout", "sync_free", "norms_in_model_dtype", "batched"}]
+        result.notes.append(f"{options.model}: fixed decode only (eager, then compiled); the naive stages would "
+                            "take hours")
+    outputs: list[list[list[int]]] = []
+    for i, (title, fixes) in enumerate(stage_list):
+        progress(f"stage {i + 1}/{len(stage_list)}: {title}")
+        step = compiled_step if fixes.compiled else decode_one_token
+        try:
+            stage, tokens = bench.run_stage(
+                model, prompts, plan.max_new_tokens, eos_id, title, fixes, ceilings,
+                warmup=plan.warmup + (2 if fixes.compiled else 0), reps=plan.reps, decode_step=step,
+            )
+        except Exception as exc:  # noqa: BLE001 - a failed compile is reported, the rest of the lab stands
+            if not fixes.compiled:
+                raise
+            result.notes.append(f"torch.compile stage skipped: {type(exc).__name__}: "
+                                f"{str(exc).splitlines()[0][:200]}")
+            compiled_step = None
+            continue
+        result.stages.append(stage)
+        outputs.append(tokens)
+        progress(f"  {stage.tokens_per_s:,.1f} tokens/s, {stage.ms_per_token:.2f} ms/token")
+    bench.fill_speedups(result.stages)
+    result.agreement = [compare_tokens(r.title, outputs[0], out) for r, out in zip(result.stages, outputs)]
+    if any(not a.identical for a in result.agreement):
+        _explain_divergences(model, stage_list[0][1], prompts, outputs[0], result.agreement)
+    result.sample_tokens = outputs[0][0] if outputs else []
+    return compiled_step
+
+
+def _measure_views(result: LabResult, model: Transformer, prompts: list[list[int]], eos_id: int,
+                   ceilings: Ceilings, compiled_step: Any, progress: Progress, checkpoint: Checkpoint) -> Any:
+    """Every configuration of the three views; the cumulative ones also fill ``result.stages``."""
+    plan = result.plan
+
+    def keep(partial: Ablation) -> None:
+        result.ablation = partial
+        checkpoint(result)
+
+    ablation, outputs = run_ablation(
+        model, prompts, plan.max_new_tokens, eos_id, ceilings, reps=plan.reps, evidence_tokens=plan.evidence_tokens,
+        budget_s=plan.budget_s, compiled_step=compiled_step, workload=plan.workload, progress=progress,
+        checkpoint=keep)
+    result.ablation = ablation
+    configs = {c.key: c for c in ablation.configs}
+    if not any(c.fixes == ["compiled"] or "compiled" in c.fixes for c in ablation.configs):
+        compiled_step = None
+    naive = outputs.get("naive")
+    divergent = [c.agreement for c in ablation.configs if c.agreement is not None and not c.agreement.identical]
+    if naive is not None and divergent:
+        _explain_divergences(model, Fixes(), prompts, naive, divergent)
+    steps = [p for p in views.view_pairs(ablation.order, compiled_step is not None)["cumulative"] if p[0] != "total"]
+    sequence = [views.config_key([])] + [views.config_key(views.canonical(after)) for _, _, after in steps]
+    titles = ["naive"] + [f"+ {FIX_TITLES[fix]}" for fix, _, _ in steps]
+    for key, title in zip(sequence, titles):
+        c = configs.get(key)
+        if c is None or not c.samples_s:
+            continue
+        result.stages.append(_stage_of(c, title, ceilings, result.timing_method))
+        if c.agreement is not None:
+            result.agreement.append(dataclasses.replace(c.agreement, stage=title))
+    bench.fill_speedups(result.stages)
+    result.pending.remove("configurations")
+    if naive:
+        result.sample_tokens = naive[0]
+    return compiled_step
+
+
+def _stage_of(c: views.Config, title: str, ceilings: Ceilings, method: str) -> bench.StageResult:
+    e = c.evidence
+    tokens_per_s = c.tokens_per_s
+    bytes_per_token = e.bytes_per_token if e else None
+    share = (bytes_per_token * tokens_per_s / ceilings.memory_bandwidth_bytes_per_s
+             if bytes_per_token is not None and ceilings.memory_bandwidth_bytes_per_s > 0 else None)
+    return bench.StageResult(
+        title=title, fixes=list(c.fixes), tokens=c.tokens, tokens_per_s=tokens_per_s,
+        ms_per_token=c.ms_per_token(), speedup_vs_previous=1.0, speedup_cumulative=1.0,
+        syncs_per_token=e.syncs_per_token if e else None, bytes_per_token=bytes_per_token,
+        memory_roof_share=share, timing=Timing.from_samples(c.samples_s, method), note=c.note)
 
 
 def above_roof_note(bytes_per_token: float, cache_bytes: int, ceilings: Ceilings) -> str:
