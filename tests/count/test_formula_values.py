@@ -481,6 +481,9 @@ def test_inductor_kernel_names_get_the_table_figure():
     assert poi.flops == 2 * 8 * 256
 
 
+# The fast-path, recurrent and FFT families are checked against hand counts in test_sequence_families.py.
+import test_sequence_families as sequence_families  # noqa: E402 (a module, so its tests are not collected twice)
+
 FAMILY_TESTS = {
     "matmul": test_matmul_family, "conv": test_convolution_family, "attention": test_attention_family,
     "attention:causal": test_causal_fraction_by_hand,
@@ -492,6 +495,9 @@ FAMILY_TESTS = {
     "elementwise:trace": test_less_common_ops_by_hand_in_both_paths,
     "indexing:writes": test_foreach_variants_and_index_writes_by_hand,
     "loss:variants": test_loss_matmul_norm_pooling_variants_by_hand,
+    "fft": sequence_families.test_fft_counts_five_n_log_n,
+    "rnn": sequence_families.test_lstm_counts_its_gate_products_and_cells,
+    "transformer": sequence_families.test_mha_fast_path_counts_at_least_the_unfused_matmuls,
     "reduction:sort": test_sort_and_topk_by_hand, "shapes": test_promotion_broadcast_registry_and_trace_args_by_hand, "inductor": test_inductor_kernel_names_get_the_table_figure,
 }
 

@@ -22,7 +22,7 @@ TRACES = ["bad_syncs_fwd_fp32.json.gz", "resnet50_fwd_fp32_b32.json.gz", "bert_b
 
 
 def _trace_report(name: str) -> Report:
-    from roofline.cli.trace import analyze_trace_file
+    from roofline.analyze.trace_file import analyze_trace_file
 
     return analyze_trace_file(H200 / name)
 
