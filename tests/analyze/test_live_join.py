@@ -34,3 +34,16 @@ def test_each_repeated_layer_gets_its_own_nonzero_time(stacked_report):
     assert None not in starts and starts == sorted(starts) and len(set(starts)) == 3
     assert not any("found no event" in note for note in stacked_report.summary.notes)
     assert "perf_counter" in stacked_report.step_time.method and "CUDA" not in stacked_report.step_time.method
+
+
+def test_identical_repeated_layers_each_get_their_own_event(cpu_ceilings, one_thread):
+    """Same op, same shapes, three times: only the order tells the events apart, so the k-th event must go to the
+    k-th recorded op (pairing every event with the first recorded one leaves layers 1 and 2 without time)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*(torch.nn.Linear(64, 64) for _ in range(3)))
+    report = analyze_model(model, (torch.randn(16, 64),), device="cpu", ceilings=cpu_ceilings, warmup=1, iters=2)
+    gemms = {op.module: op for op in report.ops if op.name in ("aten::addmm", "aten::linear")}
+    assert sorted(gemms) == ["0", "1", "2"]
+    starts = [gemms[m].start_s for m in ("0", "1", "2")]
+    assert all(gemms[m].time_s > 0 for m in gemms)
+    assert None not in starts and starts == sorted(starts) and len(set(starts)) == 3

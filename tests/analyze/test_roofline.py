@@ -39,6 +39,18 @@ def test_idle_device_around_a_short_op_makes_it_launch_bound():
     assert place_op(op, CEIL, idle_before_s=1e-6).bound == "memory"
 
 
+def test_idle_before_makes_launch_bound_only_under_the_idle_factor_times_the_launch_overhead():
+    """Far above its roofline time, after an idle stretch longer than itself, but too long to be launch cost."""
+    from roofline.analyze.roofline import LAUNCH_IDLE_FACTOR
+
+    launch = CEIL.launch_overhead_s
+    slow = OpRecord(name="aten::add", dtype="float32", flops=1e6, bytes=1.2e7, time_s=1.05 * LAUNCH_IDLE_FACTOR * launch)
+    fast = OpRecord(name="aten::add", dtype="float32", flops=1e6, bytes=1.2e7, time_s=0.95 * LAUNCH_IDLE_FACTOR * launch)
+    assert slow.time_s > LAUNCH_CLOSE * launch
+    assert place_op(slow, CEIL, idle_before_s=1e-3).bound == "memory"
+    assert place_op(fast, CEIL, idle_before_s=1e-3).bound == "launch"
+
+
 def test_ops_above_the_roof_are_flagged_not_hidden():
     op = place_op(OpRecord(name="aten::add", dtype="float32", flops=1e6, bytes=1e9, time_s=1e-4), CEIL)
     assert op.efficiency > 1 and op.above_roof and op.bound == "memory"
