@@ -407,7 +407,8 @@ class _TraceBuilder:
         if self.bad_times:
             warn(f"{self.bad_times} events without a usable ts/dur skipped")
         if not trace.has_gpu:
-            warn("no GPU kernels (nor other accelerator kernels) in the trace: a CPU-only profile, or the device's activity was not recorded")
+            warn("no GPU kernels (nor other accelerator kernels) in the trace: a CPU-only profile, or the device's "
+                 "activity was not recorded")
         if not self.ops:
             warn("no cpu_op events: kernels cannot be attributed to ops")
         elif not trace.has_shapes:
