@@ -7,7 +7,6 @@ transformers) import their package only when asked for.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Callable
 
@@ -15,6 +14,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from roofline.device.measure import available_memory_bytes
 from roofline.errors import RooflineError
 from roofline.models.bad_syncs import BadSyncs
 from roofline.models.llama import CONFIGS, build_llama
@@ -101,17 +101,7 @@ def available_bytes(device: torch.device) -> int | None:
             return None
     if device.type != "cpu":
         return None
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return None
+    return available_memory_bytes()
 
 
 def _check_fits(name: str, needed_bytes: float, device: torch.device, what: str = "its tensors") -> None:
