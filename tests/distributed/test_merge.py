@@ -7,7 +7,8 @@ import json
 import pytest
 
 from roofline.distributed.comm import RankTimeline, Span, syncs_near_collectives
-from roofline.distributed.launch import forwarded_profile_args, torchrun_command
+from roofline.cli.profile import forwarded_profile_args
+from roofline.distributed.launch import torchrun_command
 from roofline.distributed.merge import RankInput, merge_ranks, merge_trace_files
 from roofline.distributed.rank import MULTICAST_OFF, current_rank, multicast_off_env, prepare_rank, stamp_rank
 from roofline.doctor import diagnose

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     if args.nproc:
         from roofline.distributed.launch import launch_profile
 
-        return launch_profile(args)
+        return launch_profile(args, forwarded_profile_args(args))
     from roofline.distributed.rank import prepare_rank
 
     prepare_rank(args)
@@ -142,3 +142,33 @@ def _write(context: Any, output: str, error: BaseException | None, label: str, s
         print(f"roofline: error: {line}", file=sys.stderr)
         return 2
     return 0
+
+
+_NOT_FORWARDED = {"nproc", "output", "help", "script", "script_args", "ceilings"}
+
+
+def forwarded_profile_args(args: argparse.Namespace) -> list[str]:
+    """The `roofline profile` options the user gave, back as command-line words (less --nproc and -o)."""
+    from roofline.cli import build_parser
+
+    parser = _subparser(build_parser(), "profile")
+    words: list[str] = []
+    for action in parser._actions:
+        if not action.option_strings or action.dest in _NOT_FORWARDED:
+            continue
+        value = getattr(args, action.dest, action.default)
+        if value == action.default or value is None:
+            continue
+        flag = max(action.option_strings, key=len)
+        if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+            words.append(flag)
+        else:
+            words += [flag, str(value)]
+    return words
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+            return action.choices[name]
+    raise RooflineError(f"no `roofline {name}` command in this installation")

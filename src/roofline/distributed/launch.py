@@ -19,7 +19,6 @@ from typing import Any
 from roofline.distributed.rank import find_rank_dirs, multicast_off_env
 from roofline.errors import RooflineError
 
-_NOT_FORWARDED = {"nproc", "output", "help", "script", "script_args", "ceilings"}
 
 
 def torchrun_command(nproc: int, module_args: list[str], *, module: str = "roofline") -> list[str]:
@@ -63,35 +62,11 @@ def _kill_group(pgid: int, sig: int) -> None:
         pass
 
 
-def forwarded_profile_args(args: argparse.Namespace) -> list[str]:
-    """The `roofline profile` options the user gave, back as command-line words (less --nproc and -o)."""
-    from roofline.cli import build_parser
+def launch_profile(args: argparse.Namespace, forwarded: list[str]) -> int:
+    """`roofline profile --nproc N SCRIPT`: the script under torchrun, each rank profiled, then the merge.
 
-    parser = _subparser(build_parser(), "profile")
-    words: list[str] = []
-    for action in parser._actions:
-        if not action.option_strings or action.dest in _NOT_FORWARDED:
-            continue
-        value = getattr(args, action.dest, action.default)
-        if value == action.default or value is None:
-            continue
-        flag = max(action.option_strings, key=len)
-        if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
-            words.append(flag)
-        else:
-            words += [flag, str(value)]
-    return words
-
-
-def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction) and name in action.choices:
-            return action.choices[name]
-    raise RooflineError(f"no `roofline {name}` command in this installation")
-
-
-def launch_profile(args: argparse.Namespace) -> int:
-    """`roofline profile --nproc N SCRIPT`: the script under torchrun, each rank profiled, then the merge."""
+    `forwarded` is the user's `roofline profile` options as words, built by the CLI that owns the parser.
+    """
     if not args.script:
         raise RooflineError("--nproc runs a script under torchrun: give the script (not --model)")
     if not Path(args.script).is_file():
@@ -99,7 +74,7 @@ def launch_profile(args: argparse.Namespace) -> int:
     run_dir = Path(args.output)
     run_dir.mkdir(parents=True, exist_ok=True)
     ceilings = args.ceilings or _shared_cpu_ceilings(args, run_dir)
-    words = forwarded_profile_args(args)
+    words = list(forwarded)
     if ceilings:
         words += ["--ceilings", str(ceilings)]
     words += ["-o", str(run_dir), str(args.script), *list(args.script_args or [])]

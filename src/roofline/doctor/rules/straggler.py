@@ -4,7 +4,7 @@ host call where the straggler spends the most time beyond the other ranks."""
 
 from __future__ import annotations
 
-from roofline.distributed.doctor_evidence import distributed_info, median_step_s, profiled_steps, step_severity
+from roofline.doctor.distributed_evidence import distributed_info, median_step_s, profiled_steps, step_severity
 from roofline.doctor.registry import register
 from roofline.report import Finding, Report
 

@@ -7,7 +7,7 @@ else the best call in the job) plus one call's latency.
 
 from __future__ import annotations
 
-from roofline.distributed.doctor_evidence import distributed_info, median_step_s, profiled_steps, step_severity
+from roofline.doctor.distributed_evidence import distributed_info, median_step_s, profiled_steps, step_severity
 from roofline.doctor.registry import register
 from roofline.report import Finding, Report
 
