@@ -13,6 +13,7 @@ import pytest
 
 from conftest import REPO, SHARED
 from roofline.analyze.trace_file import analyze_trace_file
+from roofline.doctor import diagnose
 from roofline.doctor.registry import profiled_time_s
 from roofline.errors import RooflineError
 
@@ -55,6 +56,7 @@ def test_public_trace_gives_an_honest_report(name):
             analyze_trace_file(path)
         return
     report = analyze_trace_file(path)
+    report.findings = diagnose(report)
     device = report.extra["device"]
     expected = _expected_device(name)
     if expected:
@@ -89,8 +91,8 @@ def test_public_trace_gives_an_honest_report(name):
 def test_roofline_diff_says_the_devices_differ():
     from roofline.analyze.diff import diff_reports
 
-    a = analyze_trace_file(CORPUS / "trace_diff" / "control" / "control.json.gz", diagnose=False)
-    b = analyze_trace_file(CORPUS / "trace_diff" / "test" / "test.json.gz", diagnose=False)
+    a = analyze_trace_file(CORPUS / "trace_diff" / "control" / "control.json.gz")
+    b = analyze_trace_file(CORPUS / "trace_diff" / "test" / "test.json.gz")
     warnings = diff_reports(a, b).warnings
     assert any("different devices" in w and "A100" in w and "V100" in w for w in warnings)
 

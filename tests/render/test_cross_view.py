@@ -24,7 +24,11 @@ TRACES = ["bad_syncs_fwd_fp32.json.gz", "resnet50_fwd_fp32_b32.json.gz", "bert_b
 def _trace_report(name: str) -> Report:
     from roofline.analyze.trace_file import analyze_trace_file
 
-    return analyze_trace_file(H200 / name)
+    from roofline.doctor import diagnose
+
+    report = analyze_trace_file(H200 / name)
+    report.findings = diagnose(report)
+    return report
 
 
 def _cpu_report(cpu_ceilings) -> Report:

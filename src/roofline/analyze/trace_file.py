@@ -85,13 +85,12 @@ def _cpu_ceilings(identity: DeviceIdentity) -> Ceilings:
                                  "for roofs, " + _HOW_TO_SUPPLY)
 
 
-def analyze_trace_file(path: str | Path, ceilings_file: str | None = None, *, diagnose: bool = True,
-                       partial: bool = False) -> Report:
-    """The Report of one trace file; ``diagnose=False`` leaves the doctor to the caller.
+def analyze_trace_file(path: str | Path, ceilings_file: str | None = None, *, partial: bool = False) -> Report:
+    """The Report of one trace file, undiagnosed: the entry point that asked for it runs the doctor.
 
     A trace cut short (truncated gzip, JSON that stops mid-list) is refused unless ``partial``: then its report
     says so first."""
-    from roofline.analyze.pipeline import report_from_trace, run_doctor
+    from roofline.analyze.pipeline import report_from_trace
     from roofline.capture.kineto import load_trace
 
     trace = load_trace(path)
@@ -107,9 +106,6 @@ def analyze_trace_file(path: str | Path, ceilings_file: str | None = None, *, di
         report.summary.notes.insert(0, f"PARTIAL: the trace is cut short; this report covers the {trace.events_read} "
                                        "events read before the cut")
     _describe_missing(report, trace)
-    del trace  # the doctor reads only the Report: free the parsed trace first (big traces)
-    if diagnose:
-        run_doctor(report)
     return report
 
 

@@ -102,7 +102,7 @@ def _load_report_or_trace(path: Path, ceilings_file: str | None) -> Any:
 
     if Report.is_report_file(path):
         return Report.load(path)
-    return analyze_trace_file(path, ceilings_file, diagnose=False)
+    return analyze_trace_file(path, ceilings_file)
 
 
 def _analyze_model(args: argparse.Namespace) -> Any:

@@ -37,7 +37,10 @@ def run(args: argparse.Namespace) -> int:
         report = merge_trace_files(args.paths, ceilings_file=args.ceilings, partial=args.partial)
         written, problems = write_outputs(report, args.output, png=False, html=not args.no_html)
     else:
+        from roofline.doctor import diagnose
+
         report = analyze_trace_file(args.paths[0], args.ceilings, partial=args.partial)
+        report.findings = diagnose(report)
         raw = None if report.extra.get("partial") else args.paths[0]
         written, problems = write_outputs(report, args.output, raw_trace=raw, html=not args.no_html)
         if raw is None:

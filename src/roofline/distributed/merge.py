@@ -78,7 +78,7 @@ def merge_trace_files(paths: list[str | os.PathLike[str]], ceilings_file: str | 
     inputs = []
     for position, path in enumerate(paths):
         timeline = read_timeline(path)
-        report = analyze_trace_file(path, ceilings_file, diagnose=False, partial=partial)  # merge_ranks diagnoses the merge
+        report = analyze_trace_file(path, ceilings_file, partial=partial)
         rank = _rank_of_trace(timeline, path, position)
         info = timeline.metadata.get("distributedInfo")
         if isinstance(info, dict):
