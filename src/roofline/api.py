@@ -25,10 +25,13 @@ class RooflineAnalyzer:
     def analyze(self, model: torch.nn.Module, inputs: Any, *, backward: bool = False,
                 loss_fn: Callable[[Any], torch.Tensor] | None = None, name: str = "") -> Report:
         from roofline.analyze.live import analyze_model
+        from roofline.doctor import diagnose
 
-        return analyze_model(model, _as_tuple(inputs), device=self.device, ceilings=self.ceilings,
-                             backward=backward, loss_fn=loss_fn, warmup=self.warmup, iters=self.iters,
-                             workload=name or type(model).__name__)
+        report = analyze_model(model, _as_tuple(inputs), device=self.device, ceilings=self.ceilings,
+                               backward=backward, loss_fn=loss_fn, warmup=self.warmup, iters=self.iters,
+                               workload=name or type(model).__name__)
+        report.findings = diagnose(report)
+        return report
 
 
 def _as_tuple(inputs: Any) -> tuple | dict:

@@ -32,7 +32,7 @@ def test_residual_backward_has_no_unmodelled_autograd_rows(tmp_path, cpu_ceiling
     prof.export_chrome_trace(str(path))
     trace = load_trace(str(path))
     assert any(op.name == "AddBackward0" for op in trace.ops)
-    report = report_from_trace(trace, cpu_ceilings, diagnose=False)
+    report = report_from_trace(trace, cpu_ceilings)
     names = [op.name for op in report.ops]
     assert not [n for n in names if is_autograd_frame(n)], names
     assert [op.name for op in report.ops if not op.modeled] == []

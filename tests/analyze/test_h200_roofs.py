@@ -21,7 +21,7 @@ ELEMENTWISE = {"aten::relu_", "aten::add_", "aten::add", "aten::mul"}
 
 
 def _report(name: str):
-    return report_from_trace(load_trace(str(H200 / f"{name}.json.gz")), load_ceilings(CEILINGS), diagnose=False)
+    return report_from_trace(load_trace(str(H200 / f"{name}.json.gz")), load_ceilings(CEILINGS))
 
 
 def test_resnet50_convs_ran_tf32_and_sit_under_that_roof():

@@ -53,7 +53,7 @@ def test_the_first_event_of_a_trace_is_a_target(tmp_path):
     assert trace.ops[0].name == "aten::add"
     assert [k.op for k in trace.kernels] == [0, 0]
     assert stats.by_correlation == 1 and stats.by_external_id == 1 and stats.share == 1.0
-    report = report_from_trace(trace, CEIL, diagnose=False)
+    report = report_from_trace(trace, CEIL)
     assert [k.op_index for k in report.kernels] == [0, 0]
     assert report.ops[0].time_s == pytest.approx(6e-6)
 
@@ -75,13 +75,13 @@ def test_sub_microsecond_kernels_of_an_annotation_count(tmp_path):
         _x("cuda_runtime", "cuLaunchKernel", 2, 1, correlation=31, **{"External id": 1}),
         _x("kernel", "triton_poi_fused_add_0", 4, 0.5, pid=0, tid=7, correlation=31, device=0, stream=7),
     ])
-    report = report_from_trace(trace, CEIL, diagnose=False)
+    report = report_from_trace(trace, CEIL)
     assert [op.name for op in report.ops] == ["triton_poi_fused_add_0"]
     assert report.ops[0].time_s == pytest.approx(0.5e-6)
 
 
 def test_nested_ops_in_a_trace_without_steps_share_out_the_kernels(tmp_path):
-    report = report_from_trace(_linear_then_relu(tmp_path), CEIL, diagnose=False)
+    report = report_from_trace(_linear_then_relu(tmp_path), CEIL)
     assert sum(op.time_s for op in report.ops) == pytest.approx(8e-6)
     assert {op.name: op.time_s for op in report.ops}["aten::relu"] == pytest.approx(2e-6)
 
@@ -95,7 +95,7 @@ def test_an_unmodeled_op_with_children_keeps_its_own_sub_microsecond_kernel(tmp_
         _x("kernel", "own_kernel", 5, 0.5, pid=0, tid=7, correlation=41, device=0, stream=7),
         _x("kernel", "relu_kernel", 15, 2, pid=0, tid=7, correlation=42, device=0, stream=7),
     ])
-    report = report_from_trace(trace, CEIL, diagnose=False)
+    report = report_from_trace(trace, CEIL)
     times = {op.name: op.time_s for op in report.ops}
     assert times == pytest.approx({"aten::no_formula_for_this": 0.5e-6, "aten::relu": 2e-6})
 

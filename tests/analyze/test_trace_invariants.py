@@ -63,7 +63,7 @@ def _load(path: Path):
     if path not in _CACHE:
         trace = load_trace(path)
         ceilings = H200_CEILINGS if trace.has_gpu else CPU_CEILINGS
-        _CACHE[path] = (trace, report_from_trace(trace, ceilings, diagnose=False))
+        _CACHE[path] = (trace, report_from_trace(trace, ceilings))
     return _CACHE[path]
 
 

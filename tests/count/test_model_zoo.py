@@ -62,7 +62,7 @@ def test_profiled_reports_have_no_unmodelled_time(name, cpu_ceilings, tmp_path):
         model(*args)
     path = tmp_path / "trace.json"
     prof.export_chrome_trace(str(path))
-    report = report_from_trace(load_trace(str(path)), cpu_ceilings, diagnose=False)
+    report = report_from_trace(load_trace(str(path)), cpu_ceilings)
     assert report.summary.unmodeled_time_share <= MAX_UNMODELED, [op.name for op in report.ops if not op.modeled]
     assert report.summary.total_flops > 0
 

@@ -18,7 +18,7 @@ def _report(name: str):
     if not path.exists():
         pytest.skip(f"fixture {path.name} not present")
     trace = load_trace(path)
-    return report_from_trace(trace, ceilings_for_device_name(trace.device_name), diagnose=False)
+    return report_from_trace(trace, ceilings_for_device_name(trace.device_name))
 
 
 def test_bad_syncs_trace_yields_a_sync_finding_with_its_count_per_step():

@@ -42,7 +42,7 @@ def _lab_report(fixed: bool):
         profile_steps(step, torch.device("cpu"), 1, Path(tmp) / "trace.json")
         trace = load_trace(Path(tmp) / "trace.json")
     roofs = ceilings(bandwidth=2e10, peaks={"float32": 5e10, "float16": 5e9}, launch=5e-6)
-    return report_from_trace(trace, roofs, recording, diagnose=False)
+    return report_from_trace(trace, roofs, recording)
 
 
 def test_the_doctor_names_all_five_seeded_bugs_with_file_and_line():

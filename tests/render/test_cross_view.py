@@ -36,8 +36,12 @@ def _cpu_report(cpu_ceilings) -> Report:
     from roofline.models import get_workload
 
     workload = get_workload("llama-tiny", batch=1, seq=32, device="cpu")
-    return analyze_model(workload.model, workload.inputs, device="cpu", ceilings=cpu_ceilings, warmup=1, iters=2,
-                         workload="llama-tiny")
+    from roofline.doctor import diagnose
+
+    report = analyze_model(workload.model, workload.inputs, device="cpu", ceilings=cpu_ceilings, warmup=1, iters=2,
+                           workload="llama-tiny")
+    report.findings = diagnose(report)
+    return report
 
 
 @pytest.fixture(scope="module", params=TRACES + ["cpu-llama-tiny"])

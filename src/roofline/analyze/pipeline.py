@@ -136,7 +136,6 @@ def report_from_trace(
     *,
     kind: str = "trace",
     workload: str = "",
-    diagnose: bool = True,
     reference_peak_bytes: int | None = None,
 ) -> Report:
     """The per-op roofline Report of a trace.
@@ -144,6 +143,7 @@ def report_from_trace(
     Without a recording, ops of every profiled step are kept (``op.step``) and totals cover all steps. With a
     recording of one step, each recorded op gets the median of its time over the profiled steps.
     ``reference_peak_bytes``: the allocator's own peak over the run, set beside the trace's memory summary.
+    The Report is undiagnosed: the entry point that asked for it runs the doctor, once.
     """
     _ensure_attributed(trace)
     children = children_index(trace)
@@ -248,8 +248,6 @@ def report_from_trace(
     if recording is not None:
         report.extra["tf32"] = {"cuda_matmul": recording.tf32.matmul, "cudnn": recording.tf32.cudnn}
     _fill_syncs_and_memory(report, trace, reference_peak_bytes)
-    if diagnose:
-        run_doctor(report)
     return report
 
 

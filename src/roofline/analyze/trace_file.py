@@ -99,7 +99,7 @@ def analyze_trace_file(path: str | Path, ceilings_file: str | None = None, *, pa
                             "read): pass --partial for a report of what was read")
     identity = identify_trace(trace)
     ceilings = ceilings_for_trace(trace, ceilings_file, identity)
-    report = report_from_trace(trace, ceilings, kind="trace", workload=Path(path).name, diagnose=False)
+    report = report_from_trace(trace, ceilings, kind="trace", workload=Path(path).name)
     _describe_device(report, identity, ceilings, ceilings_file)
     if trace.cut:
         report.extra["partial"] = {"events_read": trace.events_read, "why": trace.warnings[-1:]}

@@ -336,7 +336,7 @@ class ProfilingContext:
 
         ceilings = ceilings or self.ceilings or ceilings_for_run(self.device)
         trace = load_trace(self.trace_path)
-        report = report_from_trace(trace, ceilings, None, kind="profile", workload=self.workload, diagnose=False,
+        report = report_from_trace(trace, ceilings, None, kind="profile", workload=self.workload,
                                    reference_peak_bytes=self.reference_peak_bytes)
         # Kineto's own cuda_sync view, kept beside the live detector's for cross-checking; context syncs with
         # no op are the harness's own step boundaries, left out.

@@ -43,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from roofline.analyze.live import analyze_model
     from roofline.cli.targets import load_target, user_code
     from roofline.device import resolve_device
+    from roofline.doctor import diagnose
     from roofline.render.console import fit, render_report
     from roofline.render.findings import render_findings
     from roofline.render.outputs import write_outputs
@@ -62,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
                     trace_path=raw, progress=status.update,
                 )
             report.extra["workload_description"] = workload.description
+            report.findings = diagnose(report)
             status.update("writing report.json, roofline.png, report.html, trace.json.gz")
             written, _ = write_outputs(report, args.output, raw_trace=raw, html=not args.no_html)
     sys.stdout.write(render_report(report, top=args.top))
