@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from roofline.distributed.comm import RankTimeline, Span, syncs_near_collectives
 from roofline.cli.profile import forwarded_profile_args
+from roofline.distributed.comm import RankTimeline, Span, syncs_near_collectives
 from roofline.distributed.launch import torchrun_command
 from roofline.distributed.merge import RankInput, merge_ranks, merge_trace_files
 from roofline.distributed.rank import MULTICAST_OFF, current_rank, multicast_off_env, prepare_rank, stamp_rank
@@ -34,6 +34,7 @@ def test_merge_names_the_straggler_and_fills_rank_rows():
     fast = _rank(0, compute_us=500, comm_us=1200)
     slow = _rank(1, compute_us=500, sleep_us=1000, comm_us=200)
     merged = merge_ranks([slow, fast])
+    merged.findings = diagnose(merged)
     assert [r["rank"] for r in merged.ranks] == [0, 1]
     rows = {r["rank"]: r for r in merged.ranks}
     assert rows[1]["straggler"] and not rows[0]["straggler"]
@@ -56,6 +57,7 @@ def test_merge_names_the_straggler_and_fills_rank_rows():
 
 def test_exposed_communication_rule_takes_the_least_exposed_rank():
     merged = merge_ranks([_rank(0, compute_us=500, comm_us=600), _rank(1, compute_us=520, comm_us=580)])
+    merged.findings = diagnose(merged)
     (finding,) = [f for f in merged.findings if f.rule == "exposed-communication"]
     assert finding.evidence["exposed_communication_s"] == pytest.approx(580e-6)
     assert not [f for f in merged.findings if f.rule == "straggler"]

@@ -32,10 +32,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from roofline.distributed.merge import STRAGGLER_THRESHOLD, merge_run_dir, write_merged
+    from roofline.doctor import diagnose
     from roofline.render.findings import render_findings
 
     threshold = STRAGGLER_THRESHOLD if args.threshold is None else args.threshold
     report = merge_run_dir(args.run_dir, ceilings_file=args.ceilings, threshold=threshold)
+    report.findings = diagnose(report)
     written = write_merged(report, args.output or args.run_dir, png=not args.no_png, html=not args.no_html)
     sys.stdout.write(distributed_text(report))
     sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.reference_time_s, top=10))

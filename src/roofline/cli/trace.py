@@ -27,6 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from roofline.analyze.trace_file import analyze_trace_file
+    from roofline.doctor import diagnose
     from roofline.render.console import fit, render_report
     from roofline.render.findings import render_findings
     from roofline.render.outputs import write_outputs
@@ -35,10 +36,9 @@ def run(args: argparse.Namespace) -> int:
         from roofline.distributed.merge import merge_trace_files
 
         report = merge_trace_files(args.paths, ceilings_file=args.ceilings, partial=args.partial)
+        report.findings = diagnose(report)
         written, problems = write_outputs(report, args.output, png=False, html=not args.no_html)
     else:
-        from roofline.doctor import diagnose
-
         report = analyze_trace_file(args.paths[0], args.ceilings, partial=args.partial)
         report.findings = diagnose(report)
         raw = None if report.extra.get("partial") else args.paths[0]

@@ -84,8 +84,10 @@ def launch_profile(args: argparse.Namespace, forwarded: list[str]) -> int:
     if not ranks:
         raise RooflineError(f"no rank wrote a report into {run_dir} (torchrun exit code {code})")
     from roofline.distributed.merge import merge_run_dir, write_merged
+    from roofline.doctor import diagnose
 
     report = merge_run_dir(run_dir, ceilings_file=args.ceilings)
+    report.findings = diagnose(report)
     written = write_merged(report, run_dir)
     print(f"merged {len(ranks)} rank(s) into {written}", file=sys.stderr)
     if len(ranks) < int(args.nproc):
