@@ -265,12 +265,6 @@ def _is_idle_marker(trace: Trace, c: Chosen) -> bool:
     return trace.has_gpu and ev.total_kernel_us == 0 and not ev.name.startswith("aten::")
 
 
-def run_doctor(report: Report) -> None:
-    from roofline.doctor import diagnose as doctor_diagnose
-
-    report.findings = doctor_diagnose(report)
-
-
 def _fill_syncs_and_memory(report: Report, trace: Trace, reference_peak_bytes: int | None) -> None:
     from roofline.capture.trace_memory import memory_from_trace
     from roofline.capture.trace_syncs import syncs_from_trace

@@ -117,6 +117,7 @@ class ProfilingContext:
         self._open = False
         self._closed = False
         self._report: Report | None = None
+        self._diagnosed = False
         self._dir = Path(tempfile.mkdtemp(prefix="roofline-profile-"))
         weakref.finalize(self, shutil.rmtree, str(self._dir), True)
 
@@ -321,7 +322,18 @@ class ProfilingContext:
         return self.steps_done == 0 or not self.profiled_step_s
 
     def report(self, ceilings: Ceilings | None = None) -> Report:
-        """The per-op roofline Report of the profiled steps, with syncs, memory and true vs profiled time."""
+        """The per-op roofline Report of the profiled steps, with syncs, memory and true vs profiled time, and the
+        doctor's findings: the public entry point, which runs the doctor once (``build_report`` does not)."""
+        report = self.build_report(ceilings)
+        if not self._diagnosed:
+            from roofline.doctor import diagnose
+
+            report.findings = diagnose(report)
+            self._diagnosed = True
+        return report
+
+    def build_report(self, ceilings: Ceilings | None = None) -> Report:
+        """The Report of the profiled steps, undiagnosed (for entry points that run the doctor themselves)."""
         if self._report is not None:
             return self._report
         self.close()
@@ -330,7 +342,7 @@ class ProfilingContext:
                 "nothing was profiled: call step() after each step, enough times for the schedule "
                 f"({self.total_steps}), or use ProfilingContext(whole_block=True) to profile a block without steps"
             )
-        from roofline.analyze.pipeline import report_from_trace, run_doctor
+        from roofline.analyze.pipeline import report_from_trace
         from roofline.capture.kineto import load_trace
         from roofline.device import ceilings_for_run
 
@@ -342,7 +354,6 @@ class ProfilingContext:
         # no op are the harness's own step boundaries, left out.
         trace_syncs = [s for s in report.syncs if not (s.kind == "cuda.synchronize" and s.location == "<unknown>")]
         self._fill_timing_and_syncs(report)
-        run_doctor(report)
         report.extra["profile"] = {
             "schedule": {"wait": self.wait, "timed": self.timed, "warmup": self.warmup, "active": self.active},
             "steps_seen": self.steps_done,

@@ -131,7 +131,7 @@ def _profile_script(args: argparse.Namespace) -> tuple[Any, str | None]:
     run = profile_script(context, args.target, args.script_args)
     error = script_error_line(run.error, args.target) if run.error is not None else None
     try:
-        report = context.report()
+        report = context.build_report()
     except RooflineError:
         if error is None:
             raise

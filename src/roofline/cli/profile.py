@@ -118,8 +118,11 @@ def _write(context: Any, output: str, error: BaseException | None, label: str, s
 
     report = None
     try:
-        report = context.report()
         from roofline.distributed.rank import stamp_rank
+        from roofline.doctor import diagnose
+
+        report = context.build_report()
+        report.findings = diagnose(report)
 
         stamp_rank(report)
     except RooflineError:

@@ -41,7 +41,7 @@ def profile_generation(
 
     context = profile_steps(run, wait=1, warmup=0, active=1, timed=0, device=device, ceilings=ceilings,
                             workload=WORKLOAD)
-    return context.report()
+    return context.build_report()
 
 
 def diagnose(report: Report) -> Report:
