@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from roofline.analyze.communication import is_communication_kernel, is_communication_op
 from roofline.distributed.comm import (
     RankTimeline,
     Span,
@@ -15,8 +16,6 @@ from roofline.distributed.comm import (
     find_stragglers,
     host_call_costs,
     intersection,
-    is_communication_kernel,
-    is_communication_op,
     read_timeline,
     union,
 )

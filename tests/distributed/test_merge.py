@@ -7,11 +7,12 @@ import json
 import pytest
 
 from roofline.cli.profile import forwarded_profile_args
-from roofline.distributed.comm import RankTimeline, Span, syncs_near_collectives
+from roofline.distributed.comm import RankTimeline, Span
 from roofline.distributed.launch import torchrun_command
 from roofline.distributed.merge import RankInput, merge_ranks, merge_trace_files
 from roofline.distributed.rank import MULTICAST_OFF, current_rank, multicast_off_env, prepare_rank, stamp_rank
 from roofline.doctor import diagnose
+from roofline.doctor.distributed_evidence import syncs_near_collectives
 from roofline.report import Environment, OpRecord, Report, Timing
 
 

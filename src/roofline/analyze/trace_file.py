@@ -144,7 +144,7 @@ def _describe_missing(report: Report, trace) -> None:
 
 def _collectives_note(trace) -> str:
     """The job's collectives in one line (host calls such as gloo:all_reduce, which CPU traces carry)."""
-    from roofline.distributed.comm import is_communication_op
+    from roofline.analyze.communication import is_communication_op
 
     calls: dict[str, list[float]] = {}
     for op in trace.ops:

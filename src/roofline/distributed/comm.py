@@ -25,13 +25,11 @@ from typing import Any
 
 import msgspec
 
+from roofline.analyze.communication import is_communication_kernel, is_communication_op
 from roofline.capture.event_stream import EventStream
 from roofline.count.meta import dtype_itemsize as itemsize
 from roofline.intervals import clip, intersection, length, union  # noqa: F401 - union, intersection re-exported
-from roofline.report import Report
 
-_COMM_OP_PREFIXES = ("c10d::", "c10d_functional::", "_c10d_functional::", "nccl:", "gloo:", "mpi:", "ucc:",
-                     "record_param_comms", "ProcessGroupNCCL", "ProcessGroupGloo")
 _BACKEND_SPAN_PREFIXES = ("gloo:", "mpi:", "ucc:")
 _GPU_CATEGORIES = {"kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "gpu_memcpy", "Memcpy": "gpu_memcpy",
                    "gpu_memset": "gpu_memset", "Memset": "gpu_memset"}
@@ -41,14 +39,6 @@ _KINDS = (("allreduce", "all_reduce"), ("allgather", "all_gather"), ("reducescat
           ("alltoall", "all_to_all"), ("broadcast", "broadcast"), ("barrier", "barrier"), ("sendrecv", "send_recv"),
           ("send", "send"), ("recv", "recv"), ("reduce", "reduce"), ("gather", "gather"), ("scatter", "scatter"))
 MIN_GAP_CALL_US = 100.0
-
-
-def is_communication_kernel(name: str) -> bool:
-    return "nccl" in name.lower()
-
-
-def is_communication_op(name: str) -> bool:
-    return name.startswith(_COMM_OP_PREFIXES)
 
 
 def collective_kind(name: str) -> str:
@@ -440,31 +430,3 @@ def _call_label(call: Span) -> str:
     label = match.group(1) if match else name
     where = call.args.call_from if call.args is not None else None
     return f"{label} (host call at {where})" if where else f"{label} (host call)"
-
-
-# -- host syncs beside collectives ---------------------------------------------------------------------
-
-
-def syncs_near_collectives(report: Report, reach: int = 2) -> list[dict[str, Any]]:
-    """Host syncs (ops that wait on the device, barriers) within ``reach`` ops of a collective call, by site."""
-    from roofline.doctor.evidence import SYNC_KINDS, location, op_kind, ordered_ops
-
-    ops = ordered_ops(report)
-    comm_positions = [i for i, op in enumerate(ops) if is_communication_op(op.name) and "barrier" not in op.name]
-    sites: dict[str, dict[str, Any]] = {}
-    for i, op in enumerate(ops):
-        barrier = is_communication_op(op.name) and "barrier" in op.name
-        if not barrier and op_kind(op.name) not in SYNC_KINDS:
-            continue
-        near = [ops[j].name for j in comm_positions if abs(j - i) <= reach and ops[j].step == op.step]
-        if not near and not barrier:
-            continue
-        where = location(op)
-        site = sites.setdefault(where, {"location": where, "ops": set(), "collectives": set(), "count": 0,
-                                        "time_s": 0.0})
-        site["ops"].add(op.name)
-        site["collectives"].update(near)
-        site["count"] += 1
-        site["time_s"] += max(op.time_s, op.cpu_time_s)
-    return [{**s, "ops": sorted(s["ops"]), "collectives": sorted(s["collectives"]),
-             "per_step": s["count"] / max(report.steps, 1)} for s in sites.values()]

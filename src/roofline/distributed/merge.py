@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.distributed.collectives import find_collective_ceilings
+from roofline.analyze.communication import is_communication_op
 from roofline.distributed.comm import (
     Breakdown,
     CollectiveCall,
@@ -28,12 +29,11 @@ from roofline.distributed.comm import (
     collective_calls,
     find_stragglers,
     host_call_costs,
-    is_communication_op,
     read_timeline,
     summarize_collectives,
-    syncs_near_collectives,
 )
 from roofline.distributed.rank import find_rank_dirs
+from roofline.doctor.distributed_evidence import syncs_near_collectives
 from roofline.errors import RooflineError
 from roofline.report import Report
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from roofline.analyze.communication import is_communication_op
+from roofline.doctor.evidence import SYNC_KINDS, location, op_kind, ordered_ops
 from roofline.report import Report
 
 
@@ -34,3 +36,26 @@ def step_severity(per_step_s: float, step_s: float) -> str:
     if share >= 0.05:
         return "warning"
     return "info"
+
+
+def syncs_near_collectives(report: Report, reach: int = 2) -> list[dict[str, Any]]:
+    """Host syncs (ops that wait on the device, barriers) within ``reach`` ops of a collective call, by site."""
+    ops = ordered_ops(report)
+    comm_positions = [i for i, op in enumerate(ops) if is_communication_op(op.name) and "barrier" not in op.name]
+    sites: dict[str, dict[str, Any]] = {}
+    for i, op in enumerate(ops):
+        barrier = is_communication_op(op.name) and "barrier" in op.name
+        if not barrier and op_kind(op.name) not in SYNC_KINDS:
+            continue
+        near = [ops[j].name for j in comm_positions if abs(j - i) <= reach and ops[j].step == op.step]
+        if not near and not barrier:
+            continue
+        where = location(op)
+        site = sites.setdefault(where, {"location": where, "ops": set(), "collectives": set(), "count": 0,
+                                        "time_s": 0.0})
+        site["ops"].add(op.name)
+        site["collectives"].update(near)
+        site["count"] += 1
+        site["time_s"] += max(op.time_s, op.cpu_time_s)
+    return [{**s, "ops": sorted(s["ops"]), "collectives": sorted(s["collectives"]),
+             "per_step": s["count"] / max(report.steps, 1)} for s in sites.values()]

@@ -8,7 +8,7 @@ per-rank lists when present, else from this report's own ops (a single rank's pr
 
 from __future__ import annotations
 
-from roofline.distributed.comm import syncs_near_collectives
+from roofline.doctor.distributed_evidence import syncs_near_collectives
 from roofline.doctor.evidence import severity_for
 from roofline.doctor.registry import register
 from roofline.report import Finding, Report
