@@ -87,9 +87,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def quiet_third_party() -> None:
     """Keep Kineto's log lines (USDT profiler_start/stop; on a CUDA build without a GPU, a device-count error) and
-    torch's warnings about its own internals off the user's stderr. The Kineto level must be set before torch
-    loads Kineto; 6 is above its highest level (USDT, 5)."""
+    torch's warnings about its own internals (Python warnings, and c10's C++ log lines such as the CPU allocator's
+    "Memory block of unknown size" while profiling) off the user's stderr. Both levels must be set before torch
+    loads; Kineto's 6 is above its highest level (USDT, 5)."""
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
     warnings.filterwarnings("ignore", module=r"torch(\.|$)")
     warnings.filterwarnings("ignore", message=r".*(allocator|profiler|Profiler).*")
 
