@@ -71,3 +71,14 @@ def test_console_and_html_escape_user_strings():
     page = render_diff_html(d)
     assert "<script>alert(1)" not in page
     assert safe_json(evil) in page
+
+
+
+def test_each_warning_is_printed_once():
+    a, b = _report(10e-3, 1e-5), _report(9e-3, 1e-5, module="encoder.block")
+    a.workload, b.workload = "resnet50", "bert-base"
+    diff = diff_reports(a, b)
+    assert diff.warnings
+    text = render_diff_console(diff)
+    for warning in diff.warnings:
+        assert text.count(warning[:60]) == 1, text

@@ -41,8 +41,6 @@ def render_diff_console(diff: ReportDiff, top: int = 15, width: int = 140) -> st
         f"({_signed_ms(t.delta_s)}, {_pct(t.delta_pct)})"
     )
     console.print(f"run-to-run noise: {_ms(t.noise_s)} ({t.noise_method})", markup=False)
-    for warning in diff.warnings:
-        console.print(f"warning: {warning}", markup=False)
     console.print(
         f"FLOPs: {diff.a_flops:.4g} -> {diff.b_flops:.4g}   bytes: {diff.a_bytes:.4g} -> {diff.b_bytes:.4g}"
     )
