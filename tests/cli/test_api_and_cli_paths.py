@@ -16,8 +16,7 @@ from roofline.report import Ceilings, Report
 
 REPO = Path(__file__).resolve().parents[2]
 H200 = REPO / "tests" / "data" / "h200"
-RANKS = [REPO.parent / "shared" / "fixtures" / "public-traces" / "hta" / "trace_filter" / f"sampled_rank-{r}.json.gz"
-         for r in (0, 1)]
+RANKS = [REPO / "tests" / "data" / "hta" / "trace_filter" / f"sampled_rank-{r}.json.gz" for r in (0, 1)]
 
 
 def test_every_name_of_the_lazy_export_table_imports():
@@ -65,7 +64,7 @@ def test_trace_with_a_ceilings_file_uses_its_figures(tmp_path, capsys):
 
 def test_trace_of_several_rank_files_merges_them(tmp_path, capsys):
     if not all(p.exists() for p in RANKS):
-        pytest.fail("shared/fixtures/public-traces/hta/trace_filter rank traces missing")
+        pytest.fail("tests/data/hta/trace_filter rank traces missing")
     path, _ = _ceilings_file(tmp_path)
     out = tmp_path / "out"
     assert main(["trace", *map(str, RANKS), "--ceilings", str(path), "-o", str(out), "--no-html"]) == 0
