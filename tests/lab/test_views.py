@@ -18,23 +18,35 @@ def test_each_view_has_a_row_per_fix_and_leave_one_out_puts_back_exactly_one_bug
     pairs = views.view_pairs(STAGE_ORDER, include_compile=True)
     assert [fix for fix, _, _ in pairs["isolated"]] == list(views.FIVE)
     assert all(before == [] and after == [fix] for fix, before, after in pairs["isolated"])
-    eager = [p for p in pairs["leave-one-out"] if "compiled" not in p[2]]
+    loo = pairs["leave-one-out"]
+    # Each bug goes back into the fully fixed, compiled model; compile's own row is fixed eager vs compiled.
+    assert [fix for fix, _, _ in loo] == [*views.FIVE, "compiled"]
+    full = [*views.FIVE, "compiled"]
+    assert all(after == full and set(after) - set(before) == {fix} for fix, before, after in loo)
+    eager = views.view_pairs(STAGE_ORDER, include_compile=False)["leave-one-out"]
     assert [fix for fix, _, _ in eager] == list(views.FIVE)
-    assert all(set(after) - set(before) == {fix} and len(after) == 5 for fix, before, after in eager)
-    compiled = [p for p in pairs["leave-one-out"] if "compiled" in p[2]]
-    assert [fix for fix, _, _ in compiled] == ["compiled", "sync_free"]
+    assert all(set(after) - set(before) == {fix} and after == list(views.FIVE) for fix, before, after in eager)
     cumulative = pairs["cumulative"]
     assert [fix for fix, _, _ in cumulative][:-1] == list(STAGE_ORDER) and cumulative[-1][0] == "total"
     assert cumulative[-1][1] == [] and set(cumulative[-1][2]) == set(STAGE_ORDER)
     assert "compiled" not in {fix for p in views.view_pairs(STAGE_ORDER, False).values() for fix, _, _ in p}
 
 
-def test_configurations_are_each_measured_once_with_six_one_prompt_at_a_time():
+def test_configurations_come_in_two_tiers_each_measured_once():
     plain, with_compile = ablation.configurations(False), ablation.configurations(True)
-    assert len({views.config_key(c) for c in plain}) == len(plain) == 14
-    assert len(with_compile) == 16
-    assert plain[0] == [] and plain[1] == list(views.FIVE)
-    assert sum("batched" not in c for c in plain) == 6
+    flat = [c for tier in plain for c in tier]
+    assert len({views.config_key(c) for c in flat}) == len(flat) == 14
+    assert plain[0][0] == [] and plain[0][1] == list(views.FIVE)
+    assert sum("batched" not in c for c in flat) == 6
+    # Tier 2 is the isolated view's slow one-prompt-at-a-time configurations, nothing else.
+    assert all(len(c) == 1 and "batched" not in c for tier in (plain, with_compile) for c in tier[1])
+    compiled = [c for tier in with_compile for c in tier]
+    assert len(compiled) == 16 and with_compile[0][2] == [*views.FIVE, "compiled"]
+    # Everything the leave-one-out and cumulative views compare is in tier 1.
+    pairs = views.view_pairs(STAGE_ORDER, True)
+    needed = {views.config_key(views.canonical(n)) for view in ("leave-one-out", "cumulative")
+              for _, before, after in pairs[view] for n in (before, after)}
+    assert needed <= {views.config_key(c) for c in with_compile[0]}
 
 
 def test_overlapping_interquartile_ranges_are_within_noise_and_separated_ones_are_not():
@@ -109,3 +121,47 @@ def test_evidence_spreads_the_prefill_over_the_whole_run(tiny_model, prompts):
     assert extrapolated.launches_per_token == pytest.approx(whole.launches_per_token, rel=1e-6)
     short = ablation.count_evidence(tiny_model, prompts, 2, 0, fixed, False, 2)
     assert short.flops_per_token > 1.5 * whole.flops_per_token  # the prefill charged to two tokens
+
+
+def test_leave_one_out_puts_each_bug_back_into_the_compiled_model(tiny_model, prompts, cpu_ceilings):
+    import torch
+
+    from roofline.lab.generate import decode_one_token, recompute_one_token
+
+    # Dynamo with its eager backend: the same graphs, guards and recompiles as on a GPU, without Inductor's build.
+    torch._dynamo.reset()
+    try:
+        step = torch.compile(decode_one_token, backend="eager", fullgraph=True)
+        recompute = torch.compile(recompute_one_token, backend="eager", dynamic=True, fullgraph=True)
+        result, _ = ablation.run_ablation(
+            tiny_model, prompts, 4, 0, cpu_ceilings, reps=3, evidence_tokens=2, budget_s=None, compiled_step=step,
+            workload="test", progress=lambda _: None, checkpoint=lambda a: None, compiled_recompute=recompute)
+    finally:
+        torch._dynamo.reset()
+    by_key = {c.key: c for c in result.configs}
+    assert len(by_key) == 16 and all(len(c.samples_s) == 3 for c in result.configs)
+    assert all(c.agreement.identical for c in result.configs)
+    loo = [r for r in result.rows if r.view == "leave-one-out"]
+    assert [r.fix for r in loo] == [*views.FIVE, "compiled"]
+    assert all(r.speedup is not None and r.explanation for r in loo)
+    without_cache = by_key[views.config_key([f for f in views.FIVE if f != "kv_cache"] + ["compiled"])]
+    assert "dynamic shapes" in without_cache.note and without_cache.launches_text.startswith("Inductor")
+    # Its evidence is its eager twin's (the recomputing loop's FLOPs), launches not counted one by one.
+    twin = by_key[views.config_key([f for f in views.FIVE if f != "kv_cache"])]
+    assert without_cache.evidence.flops_per_token == twin.evidence.flops_per_token
+    assert without_cache.evidence.launches_per_token is None and twin.evidence.launches_per_token > 0
+    # Every compile happened in a warm-up run, none inside a timed one.
+    assert not any(ablation.COMPILED_WHILE_TIMED in c.note for c in result.configs)
+
+
+def test_a_fixed_model_that_fails_to_compile_leaves_the_eager_leave_one_out(tiny_model, prompts, cpu_ceilings):
+    def broken(*args):
+        raise RuntimeError("inductor said no\nsecond line")
+
+    result, _ = ablation.run_ablation(
+        tiny_model, prompts, 3, 0, cpu_ceilings, reps=3, evidence_tokens=2, budget_s=None, compiled_step=broken,
+        workload="test", progress=lambda _: None, checkpoint=lambda a: None, compiled_recompute=broken)
+    assert any("failed, RuntimeError: inductor said no" in line for line in result.cut)
+    assert not any("compiled" in c.fixes for c in result.configs) and len(result.configs) == 14
+    loo = [r for r in result.rows if r.view == "leave-one-out"]
+    assert [r.fix for r in loo] == list(views.FIVE) and all(r.speedup is not None for r in loo)

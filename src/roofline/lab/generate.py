@@ -16,6 +16,7 @@ from roofline.lab.model import Fixes
 from roofline.models.llama import Transformer
 
 DecodeStep = Callable[[Transformer, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+RecomputeStep = Callable[[Transformer, torch.Tensor, "torch.Tensor | None"], torch.Tensor]
 
 
 def padded_causal_mask(input_pos: torch.Tensor, pad: torch.Tensor, n_keys: int) -> torch.Tensor:
@@ -42,6 +43,19 @@ def decode_one_token(
     """One cached decode step, (batch, 1) -> next token (batch,): every shape fixed, so it compiles to one graph."""
     mask = padded_causal_mask(input_pos, pad, model.max_seq)
     logits = model(token, input_pos, positions=padded_positions(input_pos, pad), mask=mask)
+    return logits[:, -1].argmax(dim=-1)
+
+
+def recompute_one_token(model: Transformer, tokens: torch.Tensor, pad: torch.Tensor | None) -> torch.Tensor:
+    """The naive step: the whole sequence (batch, seq) re-run -> next token (batch,). ``pad`` is None for rows
+    of one length (plain causal attention), else each row's left padding. Its shapes grow every token, so it
+    compiles only with dynamic shapes, and without CUDA graphs (a graph is captured for fixed shapes)."""
+    if pad is None:
+        logits = model(tokens)
+    else:
+        slots = torch.arange(tokens.shape[1], device=tokens.device)
+        mask = padded_causal_mask(slots, pad, tokens.shape[1])
+        logits = model(tokens, positions=padded_positions(slots, pad), mask=mask)
     return logits[:, -1].argmax(dim=-1)
 
 
@@ -79,9 +93,10 @@ def generate(
     eos_id: int,
     fixes: Fixes,
     decode_step: DecodeStep = decode_one_token,
+    recompute_step: RecomputeStep = recompute_one_token,
 ) -> list[list[int]]:
     """Greedy continuation of each prompt, cut after its first ``eos_id``, on the host."""
-    ids = generate_ids(model, prompts, max_new_tokens, eos_id, fixes, decode_step)
+    ids = generate_ids(model, prompts, max_new_tokens, eos_id, fixes, decode_step, recompute_step)
     return [_cut_after_eos(row, eos_id) for row in ids.tolist()]
 
 
@@ -93,29 +108,32 @@ def generate_ids(
     eos_id: int,
     fixes: Fixes,
     decode_step: DecodeStep = decode_one_token,
+    recompute_step: RecomputeStep = recompute_one_token,
 ) -> torch.Tensor:
-    """(prompts, max_new_tokens) greedy token ids, left on the model's device; ``eos_id`` after a row's first."""
+    """(prompts, max_new_tokens) greedy token ids, left on the model's device; ``eos_id`` after a row's first.
+    ``decode_step`` runs the cached steps (``fixes.kv_cache``), ``recompute_step`` the recomputing ones."""
     prepare(model, prompts, max_new_tokens, fixes)
+    step = decode_step if fixes.kv_cache else recompute_step
     if fixes.batched:
-        return _generate_batch(model, prompts, max_new_tokens, eos_id, fixes, decode_step)
+        return _generate_batch(model, prompts, max_new_tokens, eos_id, fixes, step)
     rows = []
     for prompt in prompts:
-        row = _generate_batch(model, [prompt], max_new_tokens, eos_id, fixes, decode_step)
+        row = _generate_batch(model, [prompt], max_new_tokens, eos_id, fixes, step)
         rest = torch.full((1, max_new_tokens - row.shape[1]), eos_id, dtype=row.dtype, device=row.device)
         rows.append(torch.cat([row, rest], dim=1))
     return torch.cat(rows)
 
 
-def _generate_batch(model, prompts, max_new_tokens, eos_id, fixes, decode_step) -> torch.Tensor:
+def _generate_batch(model, prompts, max_new_tokens, eos_id, fixes, step) -> torch.Tensor:
     device = model.output.weight.device
     tokens, pad = left_pad(prompts, eos_id, device)
     finished = torch.zeros(len(prompts), dtype=torch.bool, device=device)
     generated: list[torch.Tensor] = []
     if fixes.kv_cache:
-        steps = _cached_steps(model, tokens, pad, max_new_tokens, decode_step)
+        steps = _cached_steps(model, tokens, pad, max_new_tokens, step)
     else:
         padded = len({len(p) for p in prompts}) > 1
-        steps = _recomputed_steps(model, tokens, pad, max_new_tokens, padded)
+        steps = _recomputed_steps(model, tokens, pad if padded else None, max_new_tokens, step)
     for next_token in steps:
         next_token = torch.where(finished, eos_id, next_token)
         finished |= next_token == eos_id
@@ -125,15 +143,9 @@ def _generate_batch(model, prompts, max_new_tokens, eos_id, fixes, decode_step) 
     return torch.stack(generated, dim=1)
 
 
-def _recomputed_steps(model, tokens, pad, max_new_tokens, padded):
+def _recomputed_steps(model, tokens, pad, max_new_tokens, recompute_step):
     for _ in range(max_new_tokens):
-        if padded:
-            slots = torch.arange(tokens.shape[1], device=tokens.device)
-            mask = padded_causal_mask(slots, pad, tokens.shape[1])
-            logits = model(tokens, positions=padded_positions(slots, pad), mask=mask)
-        else:
-            logits = model(tokens)
-        next_token = logits[:, -1].argmax(dim=-1)
+        next_token = recompute_step(model, tokens, pad)
         yield next_token
         tokens = torch.cat([tokens, next_token[:, None]], dim=1)
 

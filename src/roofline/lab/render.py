@@ -225,7 +225,7 @@ def _speedup(row: views.Row) -> str:
 VIEW_HEADINGS = {
     "cumulative": "Cumulative: each fix added to the ones before it",
     "isolated": "Isolated: the naive model with only that fix",
-    "leave-one-out": "Leave-one-out: the fixed model with only that bug put back",
+    "leave-one-out": "Leave-one-out: the fully fixed model with only that bug put back",
 }
 
 
@@ -258,7 +258,7 @@ def evidence_table(result: LabResult) -> str:
             f"| {c.title} | {len(c.samples_s)} | {_fmt(c.tokens_per_s, ',.1f')} | {_ms_range(c)} "
             f"| {_min_max(c)} "
             f"| {_fmt(e.syncs_per_token if e else None, '.2f')} "
-            f"| {'graph replay' if e and e.launches_per_token is None else _fmt(e.launches_per_token if e else None, ',.0f')} "
+            f"| {c.launches_text or _fmt(e.launches_per_token if e else None, ',.0f')} "
             f"| {fmt_rate(e.bytes_per_token if e else None, 'B')} | {fmt_rate(e.flops_per_token if e else None, 'FLOP')} "
             f"| {floor_text} | {f.bound() if f else '-'} |")
     return "\n".join(lines)
@@ -286,14 +286,24 @@ def views_section(result: LabResult) -> list[str]:
         "new token; for the recomputing loop, whose steps grow with the context, this understates the later steps "
         "by about (new tokens / 2) / prompt length; "
         f"{' on CPU, syncs are calls that would synchronise on a GPU' if result.device == 'cpu' else 'tokens left on the device'}): syncs, kernel launches (aten "
-        "ops that are not views), minimum bytes and FLOPs per generated token. Floors = the least time per token "
+        "ops that are not views), minimum bytes and FLOPs per generated token; a compiled configuration shows its eager "
+        "twin's counts (compiled kernels fuse ops, so they move less; its launches are graph replays or Inductor's "
+        "kernels). Floors = the least time per token "
         f"each resource needs on this device: launches x the measured launch overhead "
         f"({c.launch_overhead_s * 1e6:.3g} us), bytes / measured bandwidth, FLOPs / peak {result.dtype} FLOP/s; "
         "the largest names the bound. Time per kernel class is in the doctor's reports (doctor/) of the naive "
-        "and fixed runs. Views are measured on eager configurations; torch.compile is measured once, on the fully "
-        "fixed model (its leave-one-out row is fixed eager vs fixed compiled; it compiles the KV-cache decode "
-        "step, so it has no isolated row); the sync is also put back into the compiled loop (same graph, no "
-        "compile), the one bug that can be taken out of the compiled model at no compile cost.",
+        "and fixed runs. " + (
+            "Leave-one-out puts each bug back into the fully fixed, compiled model: the decode step "
+            "(torch.compile, reduce-overhead: CUDA graphs) is recompiled for the bug's module classes or batch "
+            "size; without the KV cache the recomputing step is compiled with dynamic shapes and without CUDA "
+            "graphs (its shapes change every token, and a graph is captured for fixed shapes); every compile and "
+            "capture happens in the warm-up run, and a timed run during which Dynamo compiled is noted on its "
+            "configuration. torch.compile's own row is fixed eager vs fixed compiled (it compiles the KV-cache "
+            "decode step, so it has no isolated row). Cumulative and isolated views are eager until the compiled "
+            "stage. Configurations come in two tiers: the leave-one-out and cumulative ones first, each with all "
+            "its runs, then the isolated view's one-prompt-at-a-time ones as the budget allows."
+            if any("compiled" in r.after.split("+") for r in ablation.rows if r.view == "leave-one-out") else
+            "Views are measured on eager configurations (no torch.compile in this run)."),
     ]
     if ablation.budget_s is not None:
         parts += ["", f"Budget: {ablation.budget_s:.0f} s for the configurations, {ablation.spent_s:.0f} s spent."]
@@ -303,7 +313,10 @@ def views_section(result: LabResult) -> list[str]:
         parts += ["", f"## {VIEW_HEADINGS[view]}", "", view_table(result, view), "", "Why, from the evidence:", ""]
         for row in (r for r in ablation.rows if r.view == view):
             parts.append(f"- **{views.SHORT[row.fix]}** ({row.verdict}): {row.explanation or 'not measured'}")
-    parts += ["", "## Evidence per configuration", "", evidence_table(result), "",
+    parts += ["", "## Evidence per configuration", "", evidence_table(result), ""]
+    parts += [f"- {c.title}: {c.note}" for c in ablation.configs if c.note] + ([""] if any(
+        c.note for c in ablation.configs) else [])
+    parts += [
               "Charts: views.png (speed-up of each fix in each view, with its range), speedup.png (cumulative).", ""]
     return parts
 

@@ -16,7 +16,7 @@ from roofline.device.cache import remeasure_command
 from roofline.device.resolve import last_level_cache_bytes
 from roofline.errors import RooflineError
 from roofline.lab import bench, views
-from roofline.lab.ablation import Ablation, run_ablation
+from roofline.lab.ablation import Ablation, compile_recompute, run_ablation
 from roofline.lab.agreement import Agreement, compare_tokens, logit_gap
 from roofline.lab.data import UNK, load_wikitext, passage_prompts, sentence_prompts
 from roofline.lab.diagnosis import diagnose, doctor_dtype, profile_generation
@@ -103,15 +103,19 @@ class LabResult:
 
 
 # The workload of the three views, per model on a GPU: (prompts, min words, max words, new tokens). Chosen so each
-# seeded bug has something to cost: passages of hundreds of words (recomputing the prefix costs hundreds of times
-# a cached step's FLOPs), 128 new tokens (the cache pays over the whole continuation), a batch of prompts of
-# different lengths (padding and one-at-a-time both matter). llama-1b gets fewer new tokens only to fit its 22
-# eager layers (~20 ms per launch-bound step on the H200 host) into one call of the GPU budget.
-WORKLOADS = {"llama-tiny": (4, 192, 320, 128), "llama-1b": (4, 192, 320, 64)}
+# seeded bug has something to cost, and stated in lab.md: passages of 512-1024 words (a page of an article, the
+# prompt of a summary or a question about a document; left-padded to the longest, recomputing the prefix costs
+# ~1,000 tokens' FLOPs per new token, which is what a model without a KV cache pays at such a context), a batch of
+# prompts of different lengths (padding and one-at-a-time both matter). llama-tiny generates 128 new tokens;
+# llama-1b 64, only to fit its one-prompt-at-a-time eager configurations (~16 ms per launch-bound step on the H200
+# host) into one call of the GPU budget: the KV cache's worth at this context is set by the prompt, not by the
+# number of new tokens.
+WORKLOADS = {"llama-tiny": (4, 512, 1024, 128), "llama-1b": (4, 512, 1024, 64)}
 WORKLOAD_WHY = (
-    "passages of running WikiText-2 text of {lo}-{hi} words (the recomputed prefix costs that many tokens' FLOPs "
-    "and bytes per new token), {new} new tokens each (the KV cache pays over the whole continuation), {n} prompts "
-    "of different lengths in one left-padded batch (against one prompt at a time)"
+    "passages of running WikiText-2 text of {lo}-{hi} words (a page of an article, as the prompt of a summary or "
+    "of a question about a document gives; without a KV cache every new token recomputes the whole prefix, up to "
+    "{hi} + {new} tokens), {new} new tokens each, {n} prompts of different lengths in one left-padded batch "
+    "(against one prompt at a time)"
 )
 
 
@@ -219,6 +223,7 @@ def _run_stages(options: LabOptions, plan: LabPlan, config: LlamaConfig, dtype: 
                 checkpoint: Checkpoint) -> LabResult:
     eager = decode_one_token
     compiled_step = bench.compile_decode(device) if plan.compile else None
+    compiled_recompute = compile_recompute() if plan.compile else None
     doctor = options.doctor and options.model not in FIXED_ONLY
     views_on = plan.ablation and options.model not in FIXED_ONLY
     result = LabResult(
@@ -242,7 +247,8 @@ def _run_stages(options: LabOptions, plan: LabPlan, config: LlamaConfig, dtype: 
         + (["doctor"] if doctor else []),
     )
     if views_on:
-        compiled_step = _measure_views(result, model, prompts, eos_id, ceilings, compiled_step, progress, checkpoint)
+        compiled_step = _measure_views(result, model, prompts, eos_id, ceilings, compiled_step, compiled_recompute,
+                                       progress, checkpoint)
     else:
         compiled_step = _measure_stages(result, options, model, prompts, eos_id, ceilings, compiled_step, progress)
     if result.stages:
@@ -342,7 +348,8 @@ def _measure_stages(result: LabResult, options: LabOptions, model: Transformer, 
 
 
 def _measure_views(result: LabResult, model: Transformer, prompts: list[list[int]], eos_id: int,
-                   ceilings: Ceilings, compiled_step: Any, progress: Progress, checkpoint: Checkpoint) -> Any:
+                   ceilings: Ceilings, compiled_step: Any, compiled_recompute: Any, progress: Progress,
+                   checkpoint: Checkpoint) -> Any:
     """Every configuration of the three views; the cumulative ones also fill ``result.stages``."""
     plan = result.plan
 
@@ -353,7 +360,7 @@ def _measure_views(result: LabResult, model: Transformer, prompts: list[list[int
     ablation, outputs = run_ablation(
         model, prompts, plan.max_new_tokens, eos_id, ceilings, reps=plan.reps, evidence_tokens=plan.evidence_tokens,
         budget_s=plan.budget_s, compiled_step=compiled_step, workload=plan.workload, progress=progress,
-        checkpoint=keep)
+        checkpoint=keep, compiled_recompute=compiled_recompute)
     result.ablation = ablation
     configs = {c.key: c for c in ablation.configs}
     if not any(c.fixes == ["compiled"] or "compiled" in c.fixes for c in ablation.configs):
