@@ -37,6 +37,8 @@ from roofline.models.llama import Transformer
 from roofline.report import Ceilings
 
 Progress = Callable[[str], None]
+CUDAGRAPHS_SKIPPED = ("Inductor skipped CUDA graphs for this decode step (its log says why): its kernels were "
+                      "launched one by one, so its time holds launch overhead the others do not")
 COMPILED_WHILE_TIMED = "Dynamo compiled a graph during a timed run: that run's time includes the compile"
 
 
@@ -197,6 +199,7 @@ def run_ablation(model: Transformer, prompts: list[list[int]], max_new_tokens: i
         config = views.Config(key, title, names)
         configs[key] = config
         eager_names = [n for n in names if n != "compiled"]
+        skips = _cudagraph_skips()
         try:
             tokens_out[key] = runner(names)()
             _sync(device)
@@ -217,6 +220,8 @@ def run_ablation(model: Transformer, prompts: list[list[int]], max_new_tokens: i
                                                   max_new_tokens)
         evidence = eager_evidence[twin]
         config.evidence = dataclasses.replace(evidence, launches_per_token=None) if fixes.compiled else evidence
+        if fixes.compiled and fixes.kv_cache and _cudagraph_skips() != skips:
+            config.note = "; ".join(filter(None, [CUDAGRAPHS_SKIPPED, config.note]))
         if fixes.compiled and not fixes.kv_cache:
             config.note = "; ".join(filter(None, [
                 "the recomputing step compiled with dynamic shapes and without CUDA graphs (its shapes change "
@@ -260,13 +265,23 @@ def run_ablation(model: Transformer, prompts: list[list[int]], max_new_tokens: i
     return ablation, tokens_out
 
 
-def _graphs_compiled() -> int:
-    """Graphs Dynamo has compiled in this process so far (0 where the counter is missing)."""
+def _counter(group: str, name: str) -> int:
+    """One of torch._dynamo's process-wide counters (0 where it is missing)."""
     try:
         from torch._dynamo.utils import counters
     except ImportError:
         return 0
-    return int(counters["stats"]["unique_graphs"])
+    return int(counters[group][name])
+
+
+def _graphs_compiled() -> int:
+    """Graphs Dynamo has compiled in this process so far."""
+    return _counter("stats", "unique_graphs")
+
+
+def _cudagraph_skips() -> int:
+    """Graphs for which Inductor gave up CUDA graphs (and ran its kernels one launch at a time) so far."""
+    return _counter("inductor", "cudagraph_skips")
 
 
 def _sync(device: torch.device) -> None:
