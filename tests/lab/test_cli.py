@@ -70,33 +70,14 @@ def test_checkpoints_name_what_is_still_to_come_and_the_end_has_nothing_pending(
     assert result.pending == [] and result.peak is not None and result.sweep is not None
 
 
-def test_a_views_run_writes_three_tables_their_chart_and_the_cut(tmp_path, monkeypatch, wikitext_dir, cpu_ceilings):
-    import dataclasses
-
-    plan = dataclasses.replace(_tiny_plan(), ablation=True, min_prompt_words=6, evidence_tokens=2, reps=3,
-                               peak=False, sweep=False, workload="a test workload")
-    monkeypatch.setattr(runner, "make_plan", lambda model, device, quick: plan)
-    monkeypatch.setattr(runner, "measured_ceilings", lambda device, quick, progress: cpu_ceilings)
-    out = tmp_path / "lab"
-    assert main(["lab", "--quick", "--device", "cpu", "--no-doctor", "--data", str(wikitext_dir), "-o", str(out)]) == 0
-    markdown = (out / "lab.md").read_text()
-    for heading in ("## Cumulative", "## Isolated", "## Leave-one-out", "## Evidence per configuration",
-                    "## Workload", "a test workload", "interquartile range"):
-        assert heading in markdown
-    data = json.loads((out / "lab.json").read_text())
-    assert len(data["ablation"]["configs"]) == 14 and len(data["stages"]) == 6
-    assert data["peak"] is None and data["sweep"] is None and data["pending"] == []
-    assert (out / "views.png").read_bytes()[:4] == b"\x89PNG"
-
-
 def test_a_budget_that_is_not_positive_is_one_clear_error(tmp_path, wikitext_dir, capsys):
     assert main(["lab", "--quick", "--device", "cpu", "--budget", "0", "--data", str(wikitext_dir),
                  "-o", str(tmp_path / "o")]) == 2
     assert "--budget must be a positive number" in capsys.readouterr().err
 
 
-def test_a_compiled_views_run_credits_each_fix_against_the_compiled_model(tmp_path, monkeypatch, wikitext_dir,
-                                                                           cpu_ceilings):
+def test_a_views_run_writes_three_tables_crediting_each_fix_against_the_compiled_model(tmp_path, monkeypatch,
+                                                                                       wikitext_dir, cpu_ceilings):
     import dataclasses
 
     import torch
@@ -117,9 +98,14 @@ def test_a_compiled_views_run_credits_each_fix_against_the_compiled_model(tmp_pa
     out = tmp_path / "lab"
     assert main(["lab", "--quick", "--device", "cpu", "--no-doctor", "--data", str(wikitext_dir), "-o", str(out)]) == 0
     markdown = (out / "lab.md").read_text()
+    for heading in ("## Cumulative", "## Isolated", "## Leave-one-out", "## Evidence per configuration",
+                    "## Workload", "a test workload", "interquartile range"):
+        assert heading in markdown
     assert "Leave-one-out puts each bug back into the fully fixed, compiled model" in markdown
     loo = markdown.split("## Leave-one-out")[1].split("Why, from the evidence")[0]
     assert loo.count("| fixed, compiled |") == 6 and "fixed, compiled, without KV cache" in loo
     assert "Inductor kernels, no CUDA graph" in markdown and "dynamic shapes" in markdown
     data = json.loads((out / "lab.json").read_text())
     assert len(data["ablation"]["configs"]) == 16 and data["stages"][-1]["title"].endswith("torch.compile decode step")
+    assert data["peak"] is None and data["sweep"] is None and data["pending"] == []
+    assert (out / "views.png").read_bytes()[:4] == b"\x89PNG"
