@@ -85,7 +85,10 @@ class DatasheetEntry:
 
 @dataclass(slots=True)
 class Ceilings:
-    """The device's roofs. Measured ones state how; the datasheet entry, when known, sits beside them."""
+    """The device's roofs. Measured ones state how; the datasheet entry, when known, sits beside them.
+
+    ``cache_bandwidth_bytes_per_s`` is the last-level cache's roof and ``cache_bytes`` that cache's size (0: not
+    known, as in ceilings written before the cache roof existed and in datasheet ceilings)."""
 
     device: str = "cpu"
     device_name: str = ""
@@ -101,6 +104,8 @@ class Ceilings:
     measured_at: str = ""
     threads: int | None = None
     load_average: list[float] = field(default_factory=list)
+    cache_bandwidth_bytes_per_s: float = 0.0
+    cache_bytes: int = 0
 
     def has_roofs(self) -> bool:
         """Whether there is a roofline to judge against: a memory roof and at least one compute roof."""
@@ -121,7 +126,9 @@ class Ceilings:
 
 @dataclass(slots=True)
 class OpRecord:
-    """One op call in one representative step, joined with its measured device time."""
+    """One op call in one representative step, joined with its measured device time. ``roof`` names the memory
+    roof it was judged against: ``dram``, ``cache`` (served from the last-level cache) or ``cache-unknown``
+    (served from cache, no cache roof known); analyze/roofline.py states the rule."""
 
     name: str
     module: str = ""
@@ -152,6 +159,7 @@ class OpRecord:
     count: int = 1
     external_id: int | None = None
     output_dtypes: list[str] = field(default_factory=list)
+    roof: str = "dram"
 
 
 @dataclass(slots=True)
@@ -266,6 +274,7 @@ class Summary:
     notes: list[str] = field(default_factory=list)
     stale_ceilings: str | None = None
     share_by_bound: dict[str, float] = field(default_factory=dict)
+    ops_from_cache: int = 0
 
     def fill_shares(self) -> None:
         """share_by_bound for a report written before it was a field (every view reads the field)."""

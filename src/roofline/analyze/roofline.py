@@ -25,6 +25,18 @@ Before rules 3-5: ``unknown`` when the device's roofs are not known (a trace fro
 5. ``memory`` when I is below the ridge point (peak / roof) of the op's dtype, else ``compute``.
 An op whose achieved rate exceeds its attainable rate is flagged ``above_roof`` (data served from cache, or a
 counting error): it is shown, never hidden.
+
+Which memory roof (``OpRecord.roof``; the hierarchical roofline, two levels). Every op is judged against the DRAM
+roof (``dram``) unless both hold: its distinct footprint fits in the last-level cache (``Ceilings.cache_bytes``;
+the footprint is its counted bytes less an in-place op's write back to the input it read), and its measured time
+beats the DRAM roof (achieved bytes/s above the DRAM bandwidth: proof that its data came from the cache, e.g. a
+tensor the previous kernel just wrote). Such an op is judged against the measured cache roof (``cache``): its
+attainable rate, efficiency, roofline time, predicted time, bound and ``above_roof`` all use the cache bandwidth.
+When the ceilings have no cache roof (a datasheet, or a ceilings file written before it existed) the op is marked
+``cache-unknown``: served from cache, with no roof to measure it against, so its efficiency is set to 1 (it is at
+least on the DRAM roof it beats), ``above_roof`` is not set, and views say "from cache" instead of a percentage.
+When the cache size is unknown too, nothing tells cache reuse from a counting error: the op stays on the DRAM roof,
+flagged above it (datasheet ceilings carry the L2 size where a source gives it, device/datasheet.py).
 """
 
 from __future__ import annotations
@@ -32,7 +44,9 @@ from __future__ import annotations
 import functools
 import math
 from collections import defaultdict
+from math import prod
 
+from roofline.count.meta import dtype_itemsize
 from roofline.report import Ceilings, OpRecord, Summary
 
 LAUNCH_CLOSE = 1.5
@@ -40,9 +54,13 @@ ROOF_FACTOR = 2.0
 LAUNCH_IDLE_FACTOR = 2.0
 
 
+ROOFS = ("dram", "cache", "cache-unknown")
+
+
 def place_op(op: OpRecord, ceilings: Ceilings, *, idle_before_s: float | None = None) -> OpRecord:
     """Fill the roofline fields of one op in place (and return it)."""
-    bw = ceilings.memory_bandwidth_bytes_per_s
+    op.roof = judged_roof(op, ceilings)
+    bw = memory_roof(op, ceilings)
     peak = ceilings.peak_for(op.dtype)
     launch = ceilings.launch_overhead_s
     op.predicted_time_s = max(roofline_time_s(op, ceilings), launch)
@@ -56,9 +74,43 @@ def place_op(op: OpRecord, ceilings: Ceilings, *, idle_before_s: float | None = 
     else:
         op.attainable_flops_per_s = 0.0
         op.efficiency = op.achieved_bytes_per_s / bw if bw and op.bytes > 0 else 0.0
+    if op.roof == "cache-unknown":
+        op.efficiency = 1.0
     op.above_roof = op.modeled and op.efficiency > 1.0
     op.bound = classify(op, ceilings, idle_before_s)
     return op
+
+
+def footprint_bytes(op: OpRecord) -> float:
+    """Distinct bytes an op touches: its counted bytes, less the write of an in-place op (``relu_``, ``add_``)
+    back to its first input when the count includes reading that input too (a write-only ``copy_``/``fill_``
+    counts no read of it, so nothing is taken off)."""
+    name = op.name.rsplit("::", 1)[-1].split(".", 1)[0]
+    if not name.endswith("_") or name.startswith("_") or not op.input_shapes:
+        return op.bytes
+    sizes = [prod(shape) * dtype_itemsize(op.input_dtypes[i] if i < len(op.input_dtypes) else op.dtype)
+             for i, shape in enumerate(op.input_shapes)]
+    self_bytes = sizes[0]
+    if self_bytes > 0 and op.bytes >= sum(sizes) + self_bytes:
+        return op.bytes - self_bytes
+    return op.bytes
+
+
+def judged_roof(op: OpRecord, ceilings: Ceilings) -> str:
+    """``dram``, ``cache`` or ``cache-unknown`` by the rule in the module docstring."""
+    dram = ceilings.memory_bandwidth_bytes_per_s
+    if not op.modeled or op.time_s <= 0 or op.bytes <= 0 or dram <= 0 or op.bytes / op.time_s <= dram:
+        return "dram"
+    if ceilings.cache_bytes <= 0 or footprint_bytes(op) > ceilings.cache_bytes:
+        return "dram"
+    return "cache" if ceilings.cache_bandwidth_bytes_per_s > 0 else "cache-unknown"
+
+
+def memory_roof(op: OpRecord, ceilings: Ceilings) -> float:
+    """The memory bandwidth an op is judged against: the cache roof when ``op.roof`` is ``cache``, else DRAM's."""
+    if op.roof == "cache" and ceilings.cache_bandwidth_bytes_per_s > 0:
+        return ceilings.cache_bandwidth_bytes_per_s
+    return ceilings.memory_bandwidth_bytes_per_s
 
 
 def classify(op: OpRecord, ceilings: Ceilings, idle_before_s: float | None = None) -> str:
@@ -76,13 +128,15 @@ def classify(op: OpRecord, ceilings: Ceilings, idle_before_s: float | None = Non
             return "launch"
         if idle_before_s is not None and idle_before_s > op.time_s and op.time_s < LAUNCH_IDLE_FACTOR * launch:
             return "launch"
-    return "memory" if op.arithmetic_intensity < ceilings.ridge_point(op.dtype) else "compute"
+    bw = memory_roof(op, ceilings)
+    ridge = ceilings.peak_for(op.dtype) / bw if bw > 0 else math.inf
+    return "memory" if op.arithmetic_intensity < ridge else "compute"
 
 
 def roofline_time_s(op: OpRecord, ceilings: Ceilings) -> float:
-    """The op's time if it ran exactly on its roof: max(FLOPs / peak of its dtype, bytes / memory roof)."""
+    """The op's time if it ran exactly on its roof: max(FLOPs / peak of its dtype, bytes / its memory roof)."""
     peak = ceilings.peak_for(op.dtype)
-    bw = ceilings.memory_bandwidth_bytes_per_s
+    bw = memory_roof(op, ceilings)
     return max(op.flops / peak if peak else 0.0, op.bytes / bw if bw else 0.0)
 
 
@@ -92,8 +146,9 @@ def summarize(ops: list[OpRecord], *, timing_method: str = "", kernel_share: flo
     by_module: dict[str, float] = defaultdict(float)
     by_op: dict[str, float] = defaultdict(float)
     total = flops = nbytes = predicted = 0.0
-    above = 0
+    above = from_cache = 0
     for op in ops:
+        from_cache += op.roof != "dram"
         total += op.time_s
         flops += op.flops
         nbytes += op.bytes
@@ -118,6 +173,7 @@ def summarize(ops: list[OpRecord], *, timing_method: str = "", kernel_share: flo
         kernel_time_total_s=kernel_total_s,
         idle_time_s=idle_s,
         ops_above_roof=above,
+        ops_from_cache=from_cache,
         timing_method=timing_method,
     )
 

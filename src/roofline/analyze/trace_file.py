@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from roofline.device.datasheet import with_datasheet_cache
 from roofline.device.identify import DeviceIdentity, identify_trace
 from roofline.errors import RooflineError
 from roofline.report import Ceilings, Report
@@ -55,7 +56,7 @@ def no_ceilings(identity: DeviceIdentity, why: str) -> Ceilings:
 def _from_datasheet(identity: DeviceIdentity, sheet) -> Ceilings:
     assumed = (f"; the part is assumed from the architecture ({identity.arch or identity.compute_capability}): "
                "pass --ceilings FILE if it was another" if identity.assumed else "")
-    return Ceilings(
+    return with_datasheet_cache(Ceilings(
         device="cuda",
         device_name=identity.name,
         memory_bandwidth_bytes_per_s=sheet.memory_bandwidth_bytes_per_s,
@@ -65,7 +66,7 @@ def _from_datasheet(identity: DeviceIdentity, sheet) -> Ceilings:
         source="datasheet (assumed part)" if identity.assumed else "datasheet",
         method=(f"datasheet peaks of the {sheet.name} ({sheet.source}); launch overhead assumed "
                 f"{ASSUMED_LAUNCH_S * 1e6:g} us (not measured on this GPU){assumed}"),
-    )
+    ))
 
 
 def _cpu_ceilings(identity: DeviceIdentity) -> Ceilings:

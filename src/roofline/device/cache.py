@@ -12,7 +12,7 @@ from pathlib import Path
 
 import msgspec
 
-from roofline.device.datasheet import lookup_datasheet
+from roofline.device.datasheet import lookup_datasheet, with_datasheet_cache
 from roofline.errors import RooflineError
 from roofline.io import atomic_write_text
 from roofline.report import Ceilings, _build
@@ -101,7 +101,7 @@ def ceilings_for_device_name(name: str | None) -> Ceilings | None:
     sheet = lookup_datasheet(name)
     if sheet is None:
         return None
-    return Ceilings(
+    return with_datasheet_cache(Ceilings(
         device="cuda",
         device_name=name,
         memory_bandwidth_bytes_per_s=sheet.memory_bandwidth_bytes_per_s,
@@ -110,4 +110,4 @@ def ceilings_for_device_name(name: str | None) -> Ceilings | None:
         datasheet=sheet,
         source="datasheet",
         method=f"datasheet peaks ({sheet.source}); launch overhead assumed 5 us (not measured on this GPU)",
-    )
+    ))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from roofline.report import DatasheetEntry
+from roofline.report import Ceilings, DatasheetEntry
 
 GB = 1e9
 TB = 1e12
@@ -191,3 +191,40 @@ def lookup_datasheet(device_name: str | None, memory_bytes: float | None = None)
     """The datasheet entry for a device name ('NVIDIA H200', 'Tesla V100-SXM2-16GB'), or None."""
     key = datasheet_key(device_name, memory_bytes)
     return DATASHEET[key] if key else None
+
+
+_V100_L2 = "NVIDIA Tesla V100 GPU Architecture whitepaper (2017): 6144 KB L2"
+_A100_L2 = "NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): 40 MB L2"
+_H100_L2 = "NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022): 50 MB L2 on H100 SXM5 and PCIe"
+_H200_L2 = ("L2_cache_size that torch.cuda.get_device_properties reported on an H200 SXM "
+            "(benchmarks/results/h200/issue15/issue15_roofs.json): 60 MiB")
+
+# Last-level (L2) cache sizes, by DATASHEET key, where a source gives them: the cache roof's rule (analyze/roofline.py)
+# needs the size to tell an op served from cache from a counting error in a trace judged by datasheet figures.
+L2_CACHE_BYTES: dict[str, tuple[int, str]] = {
+    **{k: (6 * 2**20, _V100_L2) for k in ("V100 SXM2 16GB", "V100 SXM2 32GB", "V100 PCIe 16GB", "V100 PCIe 32GB")},
+    **{k: (40 * 2**20, _A100_L2) for k in ("A100 40GB", "A100 40GB PCIe", "A100 80GB", "A100 80GB PCIe")},
+    **{k: (50 * 2**20, _H100_L2) for k in ("H100 SXM", "H100 PCIe")},
+    "H200": (60 * 2**20, _H200_L2),
+}
+
+
+def datasheet_cache_bytes(entry: DatasheetEntry | None) -> tuple[int, str]:
+    """(L2 bytes, source) for a datasheet entry, (0, "") when no source gives its size."""
+    if entry is None:
+        return 0, ""
+    for key, sheet in DATASHEET.items():
+        if sheet is entry or sheet.name == entry.name:
+            return L2_CACHE_BYTES.get(key, (0, ""))
+    return 0, ""
+
+
+def with_datasheet_cache(ceilings: Ceilings) -> Ceilings:
+    """Datasheet ceilings given the L2 size where a source gives it (no cache bandwidth: datasheets give none), the
+    method saying so; ops served from that cache are then marked as such, not as above the roof."""
+    size, source = datasheet_cache_bytes(ceilings.datasheet)
+    if size and not ceilings.cache_bytes:
+        ceilings.cache_bytes = size
+        ceilings.method += (f"; cache: L2 size {size / 2**20:g} MiB ({source}); no cache bandwidth known (datasheets "
+                            "give none): ops that fit in it and beat the DRAM roof are marked as served from cache")
+    return ceilings

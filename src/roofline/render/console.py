@@ -63,6 +63,8 @@ def ceilings_table(c: Ceilings) -> Table:
         row(f"  {kernel}", rate, None, "B/s")
     for dtype, rate in c.peak_flops_per_s.items():
         row(f"peak {dtype}", rate, sheet.peak_flops_per_s.get(dtype) if sheet else None, "FLOP/s")
+    if c.cache_bandwidth_bytes_per_s > 0:
+        row(f"cache bandwidth (last level, {fmt_bytes(c.cache_bytes)})", c.cache_bandwidth_bytes_per_s, None, "B/s")
     table.add_row("launch overhead (eager)", fmt_time(c.launch_overhead_s), "-", "-")
     if c.launch_overhead_graph_s is not None:
         table.add_row("launch overhead (CUDA graph)", fmt_time(c.launch_overhead_graph_s), "-", "-")
@@ -130,10 +132,18 @@ def _op_cells(op, total: float, roofs: bool = True) -> dict[str, str]:
         "FLOP/B": f"{op.arithmetic_intensity:.3g}" if op.modeled else "-",
         "achieved": (fmt_rate(op.achieved_flops_per_s, "FLOP/s") if op.flops else fmt_rate(op.achieved_bytes_per_s, "B/s"))
         if op.modeled else UNKNOWN,
-        "% of roof": (fmt_pct(op.efficiency) + (" (above!)" if op.above_roof else "")) if op.modeled and roofs else "-",
+        "% of roof": _roof_cell(op) if op.modeled and roofs else "-",
         "bound": f"[{style}]{op.bound}[/{style}]" if style else op.bound,
         "source": _short_source(op.source),
     }
+
+
+def _roof_cell(op) -> str:
+    """Efficiency against the roof the analysis judged the op by (analyze/roofline.py), naming the cache roof."""
+    if op.roof == "cache-unknown":
+        return "from cache"
+    text = fmt_pct(op.efficiency) + (" cache" if op.roof == "cache" else "")
+    return text + (" (above!)" if op.above_roof else "")
 
 
 def _short_source(source: str | None) -> str:
@@ -178,6 +188,8 @@ def render_report(report: Report, top: int = 15) -> str:
             f"Roofs: memory {fmt_rate(c.memory_bandwidth_bytes_per_s, 'B/s')}, "
             + ", ".join(f"{d} {fmt_rate(v, 'FLOP/s')}" for d, v in c.peak_flops_per_s.items())
             + f", launch {fmt_time(c.launch_overhead_s)} ({c.source})"
+            + (f"; cache roof {fmt_rate(c.cache_bandwidth_bytes_per_s, 'B/s')} ({fmt_bytes(c.cache_bytes)} last-level cache)"
+               if c.cache_bandwidth_bytes_per_s > 0 else "")
         )
     else:
         lines.append("Roofs: none known for this device (times and findings only; see the warning below)")
@@ -191,6 +203,12 @@ def render_report(report: Report, top: int = 15) -> str:
     if s.kernel_time_attributed_share is not None:
         notes.append(f"Kernel time attributed to an op: {fmt_pct(s.kernel_time_attributed_share)}")
     notes.append(f"Unmodeled ops' share of time: {fmt_pct(s.unmodeled_time_share)}")
+    if s.ops_from_cache:
+        notes.append(f"{s.ops_from_cache} op(s) beat the DRAM roof with data that fits in the last-level cache: served "
+                     + ("from cache, judged against the cache roof (% of roof marked 'cache')"
+                        if c.cache_bandwidth_bytes_per_s > 0 else
+                        "from cache; these ceilings have no cache roof, so their % of roof is not shown (re-measure the "
+                        "ceilings on that device for one)"))
     if s.ops_above_roof:
         notes.append(f"{s.ops_above_roof} op(s) measured above the roof (cache reuse or a counting error): flagged, not hidden")
     if report.step_time is not None and report.step_time.n:

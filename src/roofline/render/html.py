@@ -34,7 +34,7 @@ from roofline.render.colors import BOUND_COLORS
 from roofline.report import OpRecord, Report, finite_for_json
 
 _INFS = (float("inf"), float("-inf"))
-_INT_COLUMNS = {"index", "name", "module", "phase", "dtype", "shapes", "source", "bound", "above_roof", "count"}
+_INT_COLUMNS = {"index", "name", "module", "phase", "dtype", "shapes", "source", "bound", "above_roof", "count", "roof"}
 
 MAX_POINTS = 2500
 BIN_STEPS_PER_DECADE = 8
@@ -197,6 +197,7 @@ def _op_columns(ops: list[OpRecord], names: _Interner) -> _RawColumns:
         cols["predicted_s"].append(op.predicted_time_s)
         cols["above_roof"].append(1 if op.above_roof else 0)
         cols["count"].append(op.count)
+        cols["roof"].append(names(op.roof))
     return _RawColumns(dict(cols))
 
 
@@ -216,7 +217,7 @@ def chart_points(ops: list[OpRecord]) -> dict[str, Any]:
             g = groups[key] = {
                 "name": op.name, "module": op.module, "shapes": key[2], "dtype": op.dtype, "phase": op.phase,
                 "source": op.source or "", "time_s": 0.0, "flops": 0.0, "bytes": 0.0, "predicted_s": 0.0,
-                "n": 0, "_eff": 0.0, "_bound": defaultdict(float), "above_roof": False,
+                "n": 0, "_eff": 0.0, "_bound": defaultdict(float), "above_roof": False, "roof": op.roof,
             }
         g["time_s"] += op.time_s
         g["flops"] += op.flops
@@ -226,6 +227,8 @@ def chart_points(ops: list[OpRecord]) -> dict[str, Any]:
         g["_eff"] += op.efficiency * op.time_s
         g["_bound"][op.bound] += op.time_s
         g["above_roof"] = g["above_roof"] or op.above_roof
+        if op.roof != "dram":
+            g["roof"] = op.roof
     points = [_finish_group(g) for g in groups.values()]
     points.sort(key=lambda p: -p["time_s"])
     shown, rest = points[:MAX_POINTS], points[MAX_POINTS:]

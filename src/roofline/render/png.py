@@ -1,4 +1,5 @@
-"""The roofline chart as a PNG (matplotlib, Agg backend): log-log, one memory roof, one compute roof per dtype.
+"""The roofline chart as a PNG (matplotlib, Agg backend): log-log, the DRAM roof (and the last-level cache roof,
+dashed, when measured), one compute roof per dtype; ops the analysis judged against the cache roof are squared.
 
 Each op is a point at (arithmetic intensity, achieved FLOP/s), coloured by what bounds it (red compute, blue
 memory, gray launch overhead), sized by its share of time; ridge points are marked and the top ops labelled.
@@ -60,6 +61,11 @@ def draw_roofline(report: Report, *, top_labels: int = 8, title: str | None = No
         top = max(ridges_drawn)
         ax.plot([lo, top], [lo * bw, top * bw], color="black", linewidth=1.4,
                 label=f"memory roof {fmt_rate(bw, 'B/s')} ({c.source})")
+    cache_bw = c.cache_bandwidth_bytes_per_s
+    if bw and cache_bw > bw:
+        top = max(c.peak_flops_per_s[d] / cache_bw for d in dtypes)
+        ax.plot([lo, top], [lo * cache_bw, top * cache_bw], color="gray", linestyle="--", linewidth=1.1,
+                label=f"cache roof {fmt_rate(cache_bw, 'B/s')} (last-level cache; ops that fit and beat DRAM)")
     for i, dtype in enumerate(dtypes):
         peak = c.peak_flops_per_s[dtype]
         ridge = peak / bw if bw else lo
@@ -87,6 +93,12 @@ def draw_roofline(report: Report, *, top_labels: int = 8, title: str | None = No
                    s=[20 + 600 * op.time_s / total for op in above], facecolors="none", edgecolors="black",
                    linewidths=1.2, label=f"above the roof ({len(above)} ops, outlined)", zorder=4)
 
+    cached = [op for op in points if op.roof != "dram"]
+    if cached:
+        ax.scatter([op.arithmetic_intensity for op in cached], [op.achieved_flops_per_s for op in cached],
+                   s=[30 + 600 * op.time_s / total for op in cached], marker="s", facecolors="none",
+                   edgecolors="gray", linewidths=0.9, zorder=4,
+                   label=f"served from cache ({len(cached)} ops, squared: judged against the cache roof)")
     ax.set_xlim(lo, hi)
     _label_points(fig, ax, points, top_labels)
     ax.set_xlabel("arithmetic intensity (FLOP / byte, minimum bytes moved)")

@@ -78,6 +78,7 @@ def op_args(op: OpRecord) -> dict[str, Any]:
         "roofline.arithmetic_intensity": _finite(op.arithmetic_intensity) if op.modeled else None,
         "roofline.bound": op.bound,
         "roofline.pct_of_roof": round(100.0 * op.efficiency, 2),
+        "roofline.roof": op.roof,
         "roofline.achieved_TFLOP_per_s": round(op.achieved_flops_per_s / 1e12, 6),
         "roofline.achieved_GB_per_s": round(op.achieved_bytes_per_s / 1e9, 6),
         "roofline.device_time_us": round(op.time_s * 1e6, 3),

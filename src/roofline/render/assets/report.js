@@ -187,6 +187,12 @@
           maxRidge = Math.max(maxRidge, peak / bw);
         });
         if (maxRidge) plot.appendChild(svg("polyline", { "class": "roof mem-roof", points: pts([[xa, xa * bw], [maxRidge, maxRidge * bw]]) }));
+        var cbw = c.cache_bandwidth_bytes_per_s || 0;
+        if (maxRidge && cbw > bw) {
+          var cacheRidge = maxRidge * bw / cbw;
+          plot.appendChild(svg("polyline", { "class": "roof cache-roof", points: pts([[xa, xa * cbw], [cacheRidge, cacheRidge * cbw]]) },
+            svg("title", { text: "cache roof " + R.si(cbw, "B/s") + " (last-level cache, " + R.si(c.cache_bytes, "B") + "): ops that fit in it and beat the DRAM roof are judged against it" })));
+        }
         var lastLabelY = null;
         roofs.forEach(function (r) {
           var ridge = r.peak / bw, lx = X(ridge);
@@ -237,7 +243,7 @@
           ["calls", String(p.n)], ["device time", R.time(p.time_s) + (TOTAL ? " (" + R.pct(p.time_s / TOTAL) + ")" : "")],
           ["FLOPs", R.si(p.flops, "FLOP")], ["bytes", R.si(p.bytes, "B")], ["intensity", R.plain(p.intensity) + " FLOP/B"],
           ["achieved", R.si(p.flops_per_s, "FLOP/s") + " · " + R.si(p.bytes_per_s, "B/s")],
-          ["efficiency", R.pct(p.efficiency) + " of roof" + (p.above_roof ? " (above the roof!)" : "")], ["bound", p.bound],
+          ["efficiency", p.roof === "cache-unknown" ? "served from cache (no cache roof known)" : R.pct(p.efficiency) + " of " + (p.roof === "cache" ? "the cache roof" : "roof") + (p.above_roof ? " (above the roof!)" : "")], ["bound", p.bound],
           ["predicted", R.time(p.predicted_s)], ["source", p.source || "—"]];
       } else if (t.hasAttribute && t.hasAttribute("data-bin")) {
         var b = ch.bins[+t.getAttribute("data-bin")];
@@ -318,9 +324,15 @@
   var COLUMNS = [
     ["index", "#", "num"], ["name", "Op", "str"], ["module", "Module", "str"], ["phase", "Phase", "str"], ["dtype", "dtype", "str"],
     ["shapes", "Input shapes", "str"], ["time_s", "Time", "num"], ["flops", "FLOPs", "num"], ["bytes", "Bytes", "num"],
-    ["intensity", "FLOP/B", "num"], ["flops_per_s", "Achieved", "num"], ["efficiency", "% of roof", "num"], ["bound", "Bound", "str"],
+    ["intensity", "FLOP/B", "num"], ["flops_per_s", "Achieved", "num"], ["efficiency", "% of roof", "num"], ["roof", "Roof", "str"], ["bound", "Bound", "str"],
     ["predicted_s", "Predicted", "num"], ["source", "Source", "str"]
   ];
+
+  var ROOF_TITLES = {
+    dram: "judged against the DRAM roof",
+    cache: "beat the DRAM roof with data that fits in the last-level cache: judged against the measured cache roof",
+    "cache-unknown": "beat the DRAM roof with data that fits in the last-level cache; these ceilings have no cache roof, so no % of roof"
+  };
 
   function opTableSection() {
     var sec = R.section("ops", "Ops", NOPS.toLocaleString() + " op calls of one step. Click a header to sort; the filter matches op, module, shapes and source.");
@@ -358,6 +370,7 @@
         case "name": return el("td", { "class": "opname", text: S[v] });
         case "module": return el("td", { "class": "mod", title: S[v], text: S[v] || "(top level)" });
         case "phase": case "dtype": case "shapes": return el("td", { "class": key, text: S[v] });
+        case "roof": return el("td", { "class": "roof", title: ROOF_TITLES[S[v]] || "", text: S[v] === undefined ? "dram" : S[v] });
         case "source": return el("td", { "class": "src", title: S[v], text: S[v] });
         case "bound": return el("td", null, R.badge(S[v]));
         case "time_s": return el("td", { "class": "n" }, R.time(v), TOTAL ? el("span", { "class": "share", text: R.pct(v / TOTAL) }) : null);
@@ -366,7 +379,8 @@
         case "bytes": return el("td", { "class": "n", text: R.si(v, "B") });
         case "intensity": return el("td", { "class": "n", text: R.plain(v) });
         case "flops_per_s": return el("td", { "class": "n", title: R.si(T.bytes_per_s[i], "B/s"), text: R.si(v, "FLOP/s") });
-        case "efficiency": return el("td", { "class": "n eff" }, el("span", { "class": "effbar" + (T.above_roof[i] ? " above" : ""), style: "width:" + Math.min(100, v * 100).toFixed(0) + "%" }),
+        case "efficiency": if (T.roof && S[T.roof[i]] === "cache-unknown") return el("td", { "class": "n", title: ROOF_TITLES["cache-unknown"], text: "from cache" });
+          return el("td", { "class": "n eff" }, el("span", { "class": "effbar" + (T.above_roof[i] ? " above" : ""), style: "width:" + Math.min(100, v * 100).toFixed(0) + "%" }),
           el("span", { "class": "efftext", text: R.pct(v, 0) }));
         default: return el("td", { "class": "n", text: String(v) });
       }
@@ -618,6 +632,7 @@
       var m = (c.peak_flops_per_s || {})[d], v = ds ? ds.peak_flops_per_s[d] : undefined;
       ceilRows.push(["peak " + d, m !== undefined ? R.si(m, "FLOP/s") : "—", v !== undefined ? R.si(v, "FLOP/s") : "—", m && v ? R.pct(m / v, 0) : "—"]);
     });
+    if (c.cache_bandwidth_bytes_per_s) ceilRows.push(["cache bandwidth (last level, " + R.si(c.cache_bytes, "B") + ")", R.si(c.cache_bandwidth_bytes_per_s, "B/s"), "—", "—"]);
     ceilRows.push(["launch overhead", R.time(c.launch_overhead_s), "—", "—"]);
     if (c.launch_overhead_graph_s !== null && c.launch_overhead_graph_s !== undefined) ceilRows.push(["launch overhead (CUDA graph)", R.time(c.launch_overhead_graph_s), "—", "—"]);
     Object.keys(c.bandwidth_by_kernel_bytes_per_s || {}).forEach(function (k) {
