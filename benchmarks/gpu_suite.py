@@ -14,7 +14,7 @@ back at most 8 files). The last lines printed are a short table of what each sta
     PYTHONPATH=src python3 benchmarks/gpu_suite.py decode-roof $OUT  # batch-1 decode three ways (decode_roof.py)
     PYTHONPATH=src python3 benchmarks/gpu_suite.py decode-breakdown $OUT  # its kernel time by class
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-doctor $OUT    # doctor names HF generate()'s per-token syncs
-    PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-roofs $OUT  # no op above its roof, no unmodelled time (built-ins, ViT-B/16)
+    PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-roofs $OUT  # ceilings with the cache roof, then no op above its own roof (DRAM or cache), no unmodelled time (built-ins, ViT-B/16)
     Suites join with '+': lab-tiny+decode-roof+cuda-tests runs the three in one call.
 """
 
@@ -94,7 +94,8 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
         return [
             ("env", ["nvidia-smi"], 30),
             ("ceilings", RL + ["ceilings", "--device", "cuda", "--remeasure", "--json", str(out / "ceilings_h200.json")], 240),
-            ("issue15_roofs", [PY, "benchmarks/issue15_roofs.py", str(out / "issue15_roofs.json")], 480),
+            ("issue15_roofs", [PY, "benchmarks/issue15_roofs.py", str(out / "issue15_roofs.json"),
+                               "--ceilings", str(out / "ceilings_h200.json")], 300),
         ]
     if suite == "cuda-tests":
         return [("cuda_tests", [PY, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider", "tests"], 300)]

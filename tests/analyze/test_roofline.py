@@ -1,3 +1,4 @@
+import dataclasses
 import math
 
 import pytest
@@ -78,3 +79,62 @@ def test_module_totals_roll_up_the_tree():
     s = summarize(ops)
     assert s.time_by_module_s["layers"] == 3.0 and s.time_by_module_s["layers.0"] == 1.0
     assert s.time_by_op_s == {"b": 2.0, "a": 1.0}
+
+
+# The H200's figures: DRAM 4.66 TB/s, L2 60 MiB; an in-place relu_ on [32, 1024, 14, 14] fp32 (25.7 MB, read and
+# written back: 51.4 MB counted) took 9.70 us there, 114% of the DRAM roof.
+H200 = Ceilings(device="cuda", memory_bandwidth_bytes_per_s=4.66e12, peak_flops_per_s={"float32": 5.08e13},
+                launch_overhead_s=6.4e-6, cache_bandwidth_bytes_per_s=7.0e12, cache_bytes=60 * 2**20)
+RELU_SHAPE = [32, 1024, 14, 14]
+RELU_BYTES = 2 * 4 * 32 * 1024 * 14 * 14
+
+
+def _relu(time_s=9.696e-6, shape=RELU_SHAPE, name="aten::relu_"):
+    n = math.prod(shape)
+    return OpRecord(name=name, dtype="float32", flops=n, bytes=2 * 4 * n, time_s=time_s,
+                    input_shapes=[shape], input_dtypes=["float32"])
+
+
+def test_an_op_that_fits_in_cache_and_beats_dram_is_judged_against_the_cache_roof():
+    op = place_op(_relu(), H200)
+    assert op.roof == "cache" and not op.above_roof and op.bound == "memory"
+    assert op.efficiency == pytest.approx(RELU_BYTES / 9.696e-6 / 7.0e12)
+    assert op.predicted_time_s == pytest.approx(RELU_BYTES / 7.0e12)
+    same_on_dram = place_op(_relu(), dataclasses.replace(H200, cache_bandwidth_bytes_per_s=0.0, cache_bytes=0))
+    assert same_on_dram.roof == "dram" and same_on_dram.above_roof and same_on_dram.efficiency > 1.13
+
+
+def test_the_cache_roof_needs_both_a_fitting_footprint_and_a_time_that_beats_dram():
+    slow = place_op(_relu(time_s=2 * 9.696e-6), H200)
+    assert slow.roof == "dram" and slow.efficiency < 1
+    big = [32, 1024, 28, 28]  # 103 MB: cannot have been served from a 60 MiB cache
+    too_big = place_op(_relu(time_s=4 * 9.0e-6, shape=big), H200)
+    assert too_big.roof == "dram" and too_big.above_roof
+
+
+def test_an_op_above_even_the_cache_roof_is_flagged():
+    op = place_op(_relu(time_s=5e-6), H200)
+    assert op.roof == "cache" and op.above_roof and op.efficiency > 1
+
+
+def test_footprint_takes_off_an_in_place_write_back_only():
+    from roofline.analyze.roofline import footprint_bytes
+
+    n = 4 * math.prod(RELU_SHAPE)
+    assert footprint_bytes(_relu()) == n
+    add_ = OpRecord(name="aten::add_", dtype="float32", bytes=3 * n, input_shapes=[RELU_SHAPE, RELU_SHAPE],
+                    input_dtypes=["float32", "float32"])
+    assert footprint_bytes(add_) == 2 * n
+    copy_ = OpRecord(name="aten::copy_", dtype="float32", bytes=2 * n, input_shapes=[RELU_SHAPE, RELU_SHAPE],
+                     input_dtypes=["float32", "float32"])
+    assert footprint_bytes(copy_) == 2 * n  # writes self without reading it: nothing to take off
+    assert footprint_bytes(_relu(name="aten::relu")) == 2 * n
+
+
+def test_without_a_cache_roof_a_cache_served_op_is_marked_never_above_100_percent():
+    sheet = Ceilings(device="cuda", memory_bandwidth_bytes_per_s=4.8e12, peak_flops_per_s={"float32": 6.7e13},
+                     launch_overhead_s=5e-6, cache_bytes=60 * 2**20, source="datasheet")
+    op = place_op(_relu(time_s=9.0e-6), sheet)
+    assert op.roof == "cache-unknown" and op.efficiency == 1.0 and not op.above_roof
+    summary = summarize([op, place_op(_relu(time_s=2e-5), sheet)])
+    assert summary.ops_from_cache == 1 and summary.ops_above_roof == 0

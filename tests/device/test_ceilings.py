@@ -1,5 +1,6 @@
 import json
 
+import msgspec
 import pytest
 
 from roofline.cli import main
@@ -138,3 +139,54 @@ def test_cli_ceilings_dtypes_filter(capsys, cpu_ceilings):
     assert main(["ceilings", "--device", "cpu", "--quick", "--dtypes", "float32"]) == 0
     out = capsys.readouterr().out
     assert "peak float32" in out and "peak bfloat16" not in out
+
+
+def test_cpu_ceilings_carry_a_measured_cache_roof_above_dram(cpu_ceilings):
+    from roofline.device.resolve import last_level_cache_bytes
+
+    c = cpu_ceilings
+    assert c.cache_bytes == last_level_cache_bytes(resolve_device("cpu")) > 0
+    # Buffers of at most half the cache, resident between calls: faster than streaming from memory, and within
+    # what one memory system can do (a unit slip of 1e3 breaks the upper bound).
+    assert c.memory_bandwidth_bytes_per_s < c.cache_bandwidth_bytes_per_s < 1000 * c.memory_bandwidth_bytes_per_s
+    assert "cache: copy and in-place multiply" in c.method and "last-level cache" in c.method
+
+
+def test_cached_ceilings_without_a_cache_roof_gain_one_measured_alone(monkeypatch, tmp_path):
+    """A cache entry written before the cache roof existed is completed by measuring that roof only, then saved."""
+    from roofline.device import ceilings as ceilings_module
+    from roofline.device.cache_bandwidth import CacheBandwidthResult
+    from roofline.report import Ceilings
+
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
+    dev = resolve_device("cpu")
+    old = Ceilings(device="cpu", device_name=ceilings_module.device_name(dev), memory_bandwidth_bytes_per_s=1e10,
+                   peak_flops_per_s={"float32": 1e11}, launch_overhead_s=1e-5, source="measured (quick)",
+                   method="bandwidth: old")
+    path = cache_path(old.device_name, quick=True)
+    data = msgspec.to_builtins(old)
+    for key in ("cache_bandwidth_bytes_per_s", "cache_bytes"):
+        data.pop(key)
+    path.write_text(json.dumps(data))
+    monkeypatch.setattr(ceilings_module, "measure_ceilings", lambda *a, **k: pytest.fail("measured everything again"))
+    monkeypatch.setattr(ceilings_module, "measure_cache_bandwidth",
+                        lambda *a, **k: CacheBandwidthResult(3e11, 2**25, {"copy@4MiB": 3e11}, "stub method"))
+    got = get_ceilings("cpu", quick=True)
+    assert (got.cache_bandwidth_bytes_per_s, got.cache_bytes) == (3e11, 2**25)
+    assert got.memory_bandwidth_bytes_per_s == 1e10 and "after the other roofs" in got.method
+    assert load_ceilings(path).cache_bandwidth_bytes_per_s == 3e11
+
+
+def test_a_ceilings_file_without_the_cache_fields_still_loads(tmp_path):
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"device": "cuda", "memory_bandwidth_bytes_per_s": 4e12,
+                                "peak_flops_per_s": {"float32": 5e13}}))
+    c = load_ceilings(path)
+    assert c.cache_bandwidth_bytes_per_s == 0 and c.cache_bytes == 0
+
+
+def test_datasheet_ceilings_carry_sourced_l2_sizes_and_no_cache_bandwidth():
+    h100 = ceilings_for_device_name("NVIDIA H100 80GB HBM3")
+    assert h100.cache_bytes == 50 * 2**20 and h100.cache_bandwidth_bytes_per_s == 0
+    assert "whitepaper" in h100.method
+    assert ceilings_for_device_name("NVIDIA L4").cache_bytes == 0  # no source given: no size claimed
