@@ -190,3 +190,19 @@ def test_datasheet_ceilings_carry_sourced_l2_sizes_and_no_cache_bandwidth():
     assert h100.cache_bytes == 50 * 2**20 and h100.cache_bandwidth_bytes_per_s == 0
     assert "whitepaper" in h100.method
     assert ceilings_for_device_name("NVIDIA L4").cache_bytes == 0  # no source given: no size claimed
+
+
+@pytest.mark.cuda
+def test_gpu_cache_roof_is_measured_above_the_dram_roof():
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from roofline.device.cache_bandwidth import measure_cache_bandwidth
+    from roofline.device.measure import measure_peak_bandwidth
+
+    dev = resolve_device("cuda")
+    cache = measure_cache_bandwidth(dev, quick=True)
+    dram = measure_peak_bandwidth(dev, quick=True)
+    assert cache.cache_bytes > 0 and "CUDA graph" in cache.method
+    assert dram.best_bytes_per_s < cache.best_bytes_per_s < 20 * dram.best_bytes_per_s

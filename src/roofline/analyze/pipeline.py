@@ -22,6 +22,7 @@ from roofline.analyze.join import (
     subtree,
 )
 from roofline.analyze.kernel_names import any_tf32
+from roofline.analyze.optimizer_lists import FOREACH_PREFIX, OptimizerLists, with_lists
 from roofline.analyze.roofline import place_op, summarize
 from roofline.analyze.stale import stale_ceilings_note
 from roofline.analyze.warmup import warmup_events
@@ -29,7 +30,7 @@ from roofline.capture.recording import OpRecording, RecordedOp, Tf32Flags, op_dt
 from roofline.capture.trace_model import CpuOp, Trace
 from roofline.count.counting import count_op
 from roofline.count.registry import OpCost, flatten_metas
-from roofline.count.trace_args import args_from_trace
+from roofline.count.trace_args import LIST_TYPES, args_from_trace
 from roofline.report import Ceilings, Environment, KernelRecord, OpRecord, Report
 
 _MATMUL_FAMILY = frozenset({
@@ -62,14 +63,20 @@ class _TraceCounter:
     """FLOPs and bytes of trace events from their recorded shapes. The reader shares identical argument lists
     between events, so events with the same name and the same list objects are counted once."""
 
-    def __init__(self) -> None:
+    def __init__(self, lists: OptimizerLists | None = None) -> None:
         self._cache: dict[tuple, _Counted] = {}
         self._by_event: dict[int, _Counted] = {}
+        self._lists = lists
 
     def __call__(self, op: CpuOp) -> _Counted:
         by_event = self._by_event.get(op.index)
         if by_event is not None:
             return by_event
+        if self._lists is not None and op.name.startswith(FOREACH_PREFIX):
+            counted = self._optimizer_op(op)
+            if counted is not None:
+                self._by_event[op.index] = counted
+                return counted
         key = (op.name, id(op.input_dims), id(op.input_types), id(op.input_strides), id(op.concrete_inputs))
         hit = self._cache.get(key)
         if hit is None:
@@ -82,6 +89,25 @@ class _TraceCounter:
             self._cache[key] = hit
         self._by_event[op.index] = hit
         return hit
+
+    def _optimizer_op(self, op: CpuOp) -> _Counted | None:
+        """A foreach optimizer op whose lists the trace left empty, counted over the step's parameters
+        (analyze/optimizer_lists.py); None when its own recorded shapes suffice or nothing stands in for them."""
+        args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
+        if not any(a is None and t in LIST_TYPES for a, t in zip(args, op.input_types or ())):
+            return None
+        params, why = self._lists.for_op(op)
+        if params is None:
+            if not why:
+                return None
+            note = f"tensor list shapes not recorded, and the step's parameters cannot stand in: {why}"
+            return _Counted(OpCost(0.0, 0.0, False, note=note), "", [], [], [])
+        args = with_lists(args, op.input_types, params)
+        cost = count_op(op.name, args, None, None)
+        if cost.modeled:
+            cost.note = "; ".join(filter(None, [cost.note, f"tensor lists not recorded: the step's {len(params)} "
+                                                              "parameters (from AccumulateGrad events) stand in"]))
+        return _Counted(cost, op_dtype(args, []), *_shape_fields(flatten_metas(args)))
 
 
 def _ensure_attributed(trace: Trace) -> None:
@@ -147,7 +173,7 @@ def report_from_trace(
     """
     _ensure_attributed(trace)
     children = children_index(trace)
-    counter = _TraceCounter()
+    counter = _TraceCounter(OptimizerLists(trace))
 
     def is_modeled(op: CpuOp) -> bool:
         return counter(op).cost.modeled

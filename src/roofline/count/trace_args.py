@@ -25,7 +25,7 @@ TRACE_DTYPES: dict[str, str] = {
     "c10::Float8_e8m0fnu": "float8_e8m0fnu", "c10::qint8": "qint8", "c10::quint8": "quint8",
     "c10::qint32": "qint32", "uint16_t": "uint16", "uint32_t": "uint32", "uint64_t": "uint64",
 }
-_LIST_TYPES = ("TensorList", "GenericList", "OptionalTensorList", "TensorList?")
+LIST_TYPES = ("TensorList", "GenericList", "OptionalTensorList", "TensorList?")
 
 
 def parse_scalar(text: Any) -> Any:
@@ -87,7 +87,7 @@ def args_from_trace(input_dims: Sequence[Any] | None, input_types: Sequence[Any]
                 continue
             stride = _shape(_strides(input_strides, i))
             args.append(TensorMeta(shape, dtype, stride if stride is not None and len(stride) == len(shape) else None))
-        elif kind in _LIST_TYPES:
+        elif kind in LIST_TYPES:
             args.append(_tensor_list(dims, _strides(input_strides, i)))
         else:
             text = concrete_inputs[i] if i < len(concrete_inputs) else ""
