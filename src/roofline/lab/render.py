@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from roofline.io import atomic_write_bytes, atomic_write_text
+from roofline.io import atomic_directory, atomic_write_bytes, atomic_write_text
 from roofline.lab import views
 from roofline.lab.runner import LabResult
 from roofline.render.units import fmt_rate
@@ -21,21 +21,29 @@ from roofline.report import Report, finite_for_json
 DOCTOR_RULES_OF_INTEREST = ("host-device-sync", "recomputation", "layout-copy", "precision-island", "unbatched-loop")
 
 
-def write_lab(result: LabResult, out_dir: str | os.PathLike[str]) -> list[Path]:
-    out = Path(out_dir)
-    written = [
-        atomic_write_text(out / "lab.json", json.dumps(lab_payload(result), indent=1, allow_nan=False) + "\n"),
-        atomic_write_text(out / "lab.md", lab_markdown(result)),
-    ]
-    if result.stages:
-        written.append(atomic_write_bytes(out / "speedup.png", speedup_png(result)))
-    if result.ablation is not None and any(r.speedup is not None for r in result.ablation.rows):
-        written.append(atomic_write_bytes(out / "views.png", views_png(result)))
-    for name, report in (("naive", result.naive_report), ("fixed", result.fixed_report)):
-        if report is not None:
-            written += _write_report(report, out / "doctor" / name)
-    return written
+# What a lab run writes in its output folder: a checkpoint replaces all of them together (a previous run's
+# views.png or doctor/ never sits beside this run's lab.json).
+LAB_FILES = ("lab.json", "lab.md", "speedup.png", "views.png", "doctor")
 
+
+def write_lab(result: LabResult, out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Write the lab's files whole or not at all (roofline.io.atomic_directory): each checkpoint and the final
+    write replace the folder's lab files together, so a run stopped at any moment leaves one consistent set."""
+    out = Path(out_dir)
+    with atomic_directory(out, LAB_FILES) as tmp:
+        written = [
+            atomic_write_text(tmp / "lab.json", json.dumps(lab_payload(result), indent=1, allow_nan=False) + "\n"),
+            atomic_write_text(tmp / "lab.md", lab_markdown(result)),
+        ]
+        if result.stages:
+            written.append(atomic_write_bytes(tmp / "speedup.png", speedup_png(result)))
+        if result.ablation is not None and any(r.speedup is not None for r in result.ablation.rows):
+            written.append(atomic_write_bytes(tmp / "views.png", views_png(result)))
+        for name, report in (("naive", result.naive_report), ("fixed", result.fixed_report)):
+            if report is not None:
+                written += _write_report(report, tmp / "doctor" / name)
+        written = [out / path.relative_to(tmp) for path in written]
+    return written
 
 
 def lab_payload(result: LabResult) -> dict[str, Any]:
