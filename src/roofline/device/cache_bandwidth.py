@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from roofline.device.measure import Progress, _noop, best_time_fn, time_fn
+from roofline.device.measure import Progress, _noop, best_time_fn, capture_graph, time_fn
 from roofline.device.resolve import last_level_cache_bytes, resolve_device
 
 # Footprint of the largest buffer set as a share of the cache: half leaves room for whatever else is resident
@@ -64,15 +64,12 @@ def _kernels(footprint: int, device: torch.device) -> dict[str, tuple[Callable[[
 
 def _gpu_seconds_per_call(fn: Callable[[], object], device: torch.device) -> float:
     """Median seconds per call over replays of one CUDA graph of _GRAPH_CALLS back-to-back calls."""
-    stream = torch.cuda.Stream(device)
-    stream.wait_stream(torch.cuda.current_stream(device))
-    with torch.cuda.stream(stream):
-        fn()
-    torch.cuda.current_stream(device).wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+
+    def calls() -> None:
         for _ in range(_GRAPH_CALLS):
             fn()
+
+    graph = capture_graph(calls, device)
     samples = time_fn(graph.replay, device, warmup=2, repeats=_GPU_REPLAYS)
     return statistics.median(samples) / _GRAPH_CALLS
 

@@ -316,17 +316,23 @@ def measure_launch_overhead(
     eager = (statistics.median(samples) if dev.type == "cuda" else min(samples)) / n
     graph_s: float | None = None
     if dev.type == "cuda":
-        stream = torch.cuda.Stream(dev)
-        stream.wait_stream(torch.cuda.current_stream(dev))
-        with torch.cuda.stream(stream):
-            loop()
-        torch.cuda.current_stream(dev).wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            loop()
+        graph = capture_graph(loop, dev)
         graph_s = statistics.median(time_fn(graph.replay, dev, warmup=2, repeats=5 if quick else 10)) / n
     timer = "CUDA events" if dev.type == "cuda" else "synchronised perf_counter"
     method = f"x.add_(1) on 16 floats, {n} per timed loop from Python; {timer}, {'median' if dev.type == 'cuda' else 'best'} per op"
     if graph_s is not None:
         method += f"; graph: the same {n} ops captured in one CUDA graph and replayed"
     return LaunchResult(eager, graph_s, method)
+
+
+def capture_graph(fn: Callable[[], object], device: torch.device) -> "torch.cuda.CUDAGraph":
+    """fn captured in one CUDA graph, after the warm-up call on a side stream that capture requires."""
+    stream = torch.cuda.Stream(device)
+    stream.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(stream):
+        fn()
+    torch.cuda.current_stream(device).wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return graph
