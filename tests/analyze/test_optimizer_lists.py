@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -13,8 +14,8 @@ from roofline.analyze.pipeline import report_from_trace
 from roofline.capture.kineto import load_trace
 from roofline.report import Ceilings
 
-from conftest import DATA
 
+REPO = Path(__file__).resolve().parents[2]
 CEIL = Ceilings(device="cuda", device_name="NVIDIA H200", memory_bandwidth_bytes_per_s=4.8e12,
                 peak_flops_per_s={"float32": 67e12, "float16": 989e12}, launch_overhead_s=5e-6)
 PARAMS = [[256, 128], [128]]
@@ -78,8 +79,8 @@ def test_h200_llama_training_trace_counts_its_optimizer():
     plausible share of the DRAM roof (the whole parameter list, not more: an overcount would read above 100%)."""
     from roofline.analyze.trace_file import analyze_trace_file
 
-    report = analyze_trace_file(DATA / "h200" / "llama_tiny_train_fp16_b2_s256.json.gz",
-                                str(DATA.parent.parent / "benchmarks" / "results" / "ceilings_h200.json"))
+    report = analyze_trace_file(REPO / "tests" / "data" / "h200" / "llama_tiny_train_fp16_b2_s256.json.gz",
+                                str(REPO / "benchmarks" / "results" / "ceilings_h200.json"))
     foreach = [op for op in report.ops if op.name.startswith("aten::_foreach_")]
     assert len(foreach) == 16 and all(op.modeled for op in foreach)
     assert report.summary.unmodeled_time_share == 0

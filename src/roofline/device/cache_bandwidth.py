@@ -36,7 +36,7 @@ _GRAPH_CALLS = 40
 _GPU_REPLAYS = 7
 # A slope more than this many times the kernel's best per-call rate is taken for noise, not kept.
 _SLOPE_CAP = 2.0
-_CPU_BUDGET_S = 0.04
+_CPU_BUDGET_S = 0.025
 # CPU rounds over all sizes and kernels, keeping each one's fastest: a neighbour's burst slows one round, not both.
 _CPU_ROUNDS = 2
 _CPU_MAX_FOOTPRINT = 64 * 2**20

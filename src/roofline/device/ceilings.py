@@ -18,7 +18,7 @@ from roofline.device.cache import (  # noqa: F401 - the cache half, re-exported 
     remeasure_command,
     save_ceilings,
 )
-from roofline.device.cache_bandwidth import measure_cache_bandwidth
+from roofline.device.cache_bandwidth import CacheBandwidthResult, measure_cache_bandwidth
 from roofline.device.datasheet import lookup_datasheet
 from roofline.device.measure import (
     BandwidthResult,
@@ -50,6 +50,7 @@ def measure_ceilings(
     load = _load_average()
     passes = CPU_PASSES if dev.type == "cpu" and not quick else 1
     bw: BandwidthResult | None = None
+    cache: CacheBandwidthResult | None = None
     flops: dict[str, FlopsResult] = {}
     began = time.perf_counter()
     done = 0
@@ -61,17 +62,17 @@ def measure_ceilings(
             progress(f"pass {n + 1}/{passes}: {msg}" if passes > 1 else msg)
 
         bw = _best_bandwidth(bw, measure_peak_bandwidth(dev, quick=quick, progress=step))
+        cache = _best_cache(cache, measure_cache_bandwidth(dev, quick=quick, progress=step))
         for d in supported_dtypes(dev):
             flops[d] = _best_flops(flops.get(d), measure_peak_flops(dev, d, quick=quick, progress=step))
         done += 1
-    assert bw is not None
+    assert bw is not None and cache is not None
     passes = done
     if passes > 1:
-        bw.method += f"; best of {passes} passes spread over the whole measurement"
-        for r in flops.values():
+        for r in [bw, cache, *flops.values()]:
             r.method += f"; best of {passes} passes spread over the whole measurement"
+    _cache_not_below_dram(cache, bw.best_bytes_per_s)
     launch = measure_launch_overhead(dev, quick=quick, progress=progress)
-    cache = measure_cache_bandwidth(dev, quick=quick, progress=progress)
     method = "; ".join(
         [f"bandwidth: {bw.method}"]
         + [f"{d}: {r.method}" for d, r in flops.items()]
@@ -108,6 +109,7 @@ def add_cache_roof(ceilings: Ceilings, device: torch.device, *, quick: bool = Fa
     """Ceilings cached before the cache roof existed, completed by measuring that roof alone (about a second),
     rather than all of them again; the method says it was measured later."""
     cache = measure_cache_bandwidth(device, quick=quick, progress=progress)
+    _cache_not_below_dram(cache, ceilings.memory_bandwidth_bytes_per_s)
     ceilings.cache_bandwidth_bytes_per_s = cache.best_bytes_per_s
     ceilings.cache_bytes = cache.cache_bytes
     when = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -120,6 +122,22 @@ def _best_bandwidth(a: BandwidthResult | None, b: BandwidthResult) -> BandwidthR
         return b
     kernels = {k: max(a.by_kernel_bytes_per_s.get(k, 0.0), v) for k, v in b.by_kernel_bytes_per_s.items()}
     return BandwidthResult(max(kernels.values()), kernels, b.buffer_bytes, b.method)
+
+
+def _best_cache(a: CacheBandwidthResult | None, b: CacheBandwidthResult) -> CacheBandwidthResult:
+    if a is None:
+        return b
+    kernels = {k: max(a.by_kernel_bytes_per_s.get(k, 0.0), v) for k, v in b.by_kernel_bytes_per_s.items()}
+    return CacheBandwidthResult(max(a.best_bytes_per_s, b.best_bytes_per_s), b.cache_bytes, kernels, b.method)
+
+
+def _cache_not_below_dram(cache: CacheBandwidthResult, dram_bytes_per_s: float) -> None:
+    """Data in the cache is never slower to reach than data in DRAM: a cache figure below the DRAM roof (short
+    calls on a busy machine wait for a core) is replaced by the DRAM roof, and the method says so."""
+    if cache.best_bytes_per_s < dram_bytes_per_s:
+        cache.method += (f"; measured {cache.best_bytes_per_s / 1e9:,.1f} GB/s, below the DRAM roof (short calls on a "
+                         "busy machine wait for a core): the DRAM roof is kept as the cache roof")
+        cache.best_bytes_per_s = dram_bytes_per_s
 
 
 def _best_flops(a: FlopsResult | None, b: FlopsResult) -> FlopsResult:
