@@ -1,0 +1,252 @@
+"""Batch-1 decode with hand-written Triton kernels (lab/decode_fast.py) against the current best, on one GPU.
+
+    PYTHONPATH=src python3 benchmarks/decode_fast.py --models llama-8b llama-1b llama-tiny -o OUT.json --budget 470
+
+For each model (fp16, random weights, the lab's fixed model, a 256-token prompt):
+- "+ Triton GEMV": FastDecode, 5 kernels a layer (norm-fused products with split-K, fused SiLU*mul and residual
+  adds, fused RoPE + KV-cache write + flash-decoding attention), its tiles tuned once per weight shape;
+- "tuned (compiled + graphed)": the repo's best so far (decode_roof.py's "tuned": stacked projections,
+  Inductor coordinate-descent tuning), skipped with a note when the budget left cannot pay its compile;
+both captured as CUDA graphs of 16 steps (lab/graphed.py) and timed in alternating runs (median and spread).
+Tokens are compared with the eager fixed model's greedy tokens; at a divergence, the eager model's top-two logit
+gap there (in ulps) says whether it was a tie. Each variant's kernel time is split by class (matrix products,
+attention, other; decode_breakdown.py's classes) from a profiled Python-loop run, with each class's bandwidth
+and the time between kernels (graphed wall time - kernel time).
+
+On CPU (``--device cpu``, a smoke test of this script) the products run as the kernels' torch twins, or as the
+Triton kernels under TRITON_INTERPRET=1; the JSON's "backend" says which, and no such figure is a GPU's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+BUDGET_FOR_BASELINE_S = {"llama-8b": 200, "llama-1b": 140}  # the tuned compile took 169 s and 114 s on the H200
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=["llama-1b"])
+    parser.add_argument("--context", type=int, default=256)
+    parser.add_argument("--steps", type=int, default=64)
+    parser.add_argument("--reps", type=int, default=5, help="alternating timed runs of each variant")
+    parser.add_argument("--baseline", choices=["tuned", "none"], default="tuned")
+    parser.add_argument("--no-tune", action="store_true", help="default tiles instead of tuning them")
+    parser.add_argument("--budget", type=float, default=470.0, help="seconds; baselines are skipped past it")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("-o", "--output", required=True)
+    args = parser.parse_args(argv)
+
+    import torch
+
+    from roofline.device import get_ceilings
+    from roofline.io import atomic_write_text
+
+    began = time.perf_counter()
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        print("decode_fast.py: error: no CUDA GPU (use --device cpu for the smoke test)", file=sys.stderr)
+        return 2
+    bandwidth = get_ceilings(device, quick=device.type != "cuda").memory_bandwidth_bytes_per_s
+    results = {"gpu": torch.cuda.get_device_name() if device.type == "cuda" else "cpu", "torch": torch.__version__,
+               "triton": _triton_version(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+               "command": " ".join(sys.argv), "bandwidth_bytes_per_s": bandwidth, "context": args.context,
+               "steps": args.steps, "reps": args.reps, "models": {}}
+    for name in args.models:
+        try:
+            results["models"][name] = measure_model(name, args, device, bandwidth, began)
+        except Exception as exc:  # noqa: BLE001 - one model's failure is recorded; the others still run
+            traceback.print_exc()
+            results["models"][name] = {"error": f"{type(exc).__name__}: {str(exc)[:500]}"}
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        atomic_write_text(args.output, json.dumps(results, indent=1))
+    results["seconds"] = time.perf_counter() - began
+    atomic_write_text(args.output, json.dumps(results, indent=1))
+    print(f"decode_fast.py: {len(results['models'])} models in {results['seconds']:.0f} s -> {args.output}")
+    return 0
+
+
+def measure_model(name: str, args, device, bandwidth: float, began: float) -> dict:
+    import torch
+
+    from roofline.lab import bench
+    from roofline.lab.decode_fast import FastDecode, tune
+    from roofline.lab.generate import decode_one_token
+    from roofline.lab.graphed import GraphedDecoder
+    from roofline.lab.model import Fixes, configure, fused_projections
+    from roofline.models.llama import CONFIGS, build_llama
+
+    t0 = time.perf_counter()
+    torch._dynamo.reset()
+    model = configure(build_llama(_config(name), dtype=torch.float16, device=device), Fixes.all())
+    model.setup_caches(1, args.context + args.steps + 8)
+    roof_bytes = bench.decode_bytes(model, 1, args.context + args.steps // 2)
+    config = model.config
+    kv_bytes = 2 * 2 * config.n_layers * config.n_kv_heads * config.head_dim * (args.context + args.steps // 2)
+    row = {"roof_bytes_per_token": roof_bytes, "roof_tokens_per_s": bandwidth / roof_bytes,
+           "kv_cache_bytes_per_token": kv_bytes, "variants": {}, "notes": []}
+    prompt, pad = bench._prompt(model, 1, args.context)
+    with torch.no_grad():
+        bench._prefill(model, prompt, pad)
+        token = prompt[:, -1:].contiguous()
+        pos = torch.tensor([args.context], device=device)
+        reference = bench._decode_steps(model, decode_one_token, token, pos, pad, args.steps)[0].tolist()
+    print(f"{name}: built, eager reference tokens in {time.perf_counter() - t0:.0f} s", flush=True)
+
+    with fused_projections(model):
+        fast = FastDecode(model)
+        if not args.no_tune:
+            tune(fast, progress=lambda m: print(f"  {name} {m}", flush=True))
+        steps = {"+ Triton GEMV": fast.step}
+        row["fast"] = {"backend": fast.backend, "tuning": fast.tuning.as_dict(),
+                       "kernels_per_layer": 5, "matrix_bytes": fast.weight_bytes()}
+        if args.baseline == "tuned":
+            left = args.budget - (time.perf_counter() - began)
+            if left < BUDGET_FOR_BASELINE_S.get(name, 60):
+                row["notes"].append(f"tuned baseline skipped: {left:.0f} s of budget left")
+            elif device.type == "cuda":
+                steps["tuned (compiled + graphed)"] = bench.compile_tuned_decode(device)
+            else:
+                steps["eager stand-in for tuned (cpu smoke)"] = decode_one_token
+        decoders = {}
+        for label, step in steps.items():
+            t1 = time.perf_counter()
+            decoders[label] = GraphedDecoder(model, step, pad, math.gcd(args.steps, bench.GRAPH_STEPS), warmup=2)
+            print(f"  {name} {label}: built and captured in {time.perf_counter() - t1:.0f} s", flush=True)
+        with torch.no_grad():
+            bench._prefill(model, prompt, pad)
+        # Every variant is fed the prompt's last token again at slot `context` (bench's convention), so the
+        # sequence behind generated token i is the prompt, that token, and the reference's first i tokens.
+        fed = prompt[0].tolist() + [prompt[0, -1].item()]
+        times = {label: [] for label in decoders}
+        tokens = {}
+        for _ in range(args.reps + 1):  # the first round warms up and is dropped
+            for label, decoder in decoders.items():
+                seconds, out = _timed(lambda d=decoder: d.run(token, args.context, args.steps), device)
+                times[label].append(seconds)
+                tokens[label] = out[0].tolist()
+        for label, samples in times.items():
+            samples = samples[1:]
+            median = statistics.median(samples)
+            rate = args.steps / median
+            variant = {"tokens_per_s": rate, "ms_per_token": 1e3 / rate, "share_of_memory_roof": rate * roof_bytes / bandwidth,
+                       "runs_tokens_per_s": [args.steps / s for s in samples],
+                       "spread_tokens_per_s": [args.steps / max(samples), args.steps / min(samples)],
+                       "tokens": agreement(model, fed, reference, tokens[label])}
+            variant["breakdown"] = breakdown(model, steps[label], token, pos, pad, args.steps, device,
+                                             1e6 * median / args.steps, fast.weight_bytes(), kv_bytes)
+            row["variants"][label] = variant
+            same = variant["tokens"]
+            print(f"{name:10s} {label:32s} {rate:9.1f} tok/s {1e3 / rate:7.3f} ms/token "
+                  f"{100 * variant['share_of_memory_roof']:5.1f}% of roof (runs {min(variant['runs_tokens_per_s']):.1f}-"
+                  f"{max(variant['runs_tokens_per_s']):.1f})  tokens: {same['same']}/{same['compared']} as eager, "
+                  f"first divergence {same['first_divergence']} gap {same.get('logit_gap_ulps')} ulp", flush=True)
+            _print_breakdown(variant["breakdown"])
+    row["seconds"] = time.perf_counter() - t0
+    del model
+    return row
+
+
+def _config(name: str):
+    from roofline.models.llama import CONFIGS, LlamaConfig
+
+    if name == "llama-micro":  # the CPU smoke test's model: every code path, seconds on CPU
+        return LlamaConfig(dim=128, n_layers=2, n_heads=4, n_kv_heads=2, ffn_dim=192, vocab_size=256)
+    return CONFIGS[name]
+
+
+def _timed(run, device) -> tuple[float, object]:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        out = run()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3, out
+    t = time.perf_counter()
+    out = run()
+    return time.perf_counter() - t, out
+
+
+def agreement(model, prompt: list[int], reference: list[int], tokens: list[int]) -> dict:
+    """Tokens equal to the eager model's, and at the first divergence the eager model's top-two logit gap."""
+    from roofline.lab.agreement import compare_tokens, logit_gap
+
+    found = compare_tokens("x", [reference], [tokens])
+    result = {"compared": found.compared_tokens, "first_divergence": found.first_divergence,
+              "same": found.compared_tokens if found.identical else found.first_divergence}
+    if found.first_divergence is not None:
+        gap, ulps = logit_gap(model, prompt, reference, found.first_divergence)
+        result.update(logit_gap=gap, logit_gap_ulps=ulps, reference_token=reference[found.first_divergence],
+                      token=tokens[found.first_divergence])
+    return result
+
+
+def breakdown(model, step, token, pos, pad, steps: int, device, wall_us: float, matrix_bytes: int,
+              kv_bytes: int) -> dict:
+    """Kernel time per token by class from a profiled Python-loop run of ``step``, against the graphed wall time."""
+    import torch
+
+    from decode_breakdown import kernel_breakdown
+    from roofline.lab import bench
+
+    with torch.no_grad():
+        bench._decode_steps(model, step, token, pos, pad, 4)
+        bench._sync(device)
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if device.type == "cuda":
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        with torch.profiler.profile(activities=activities) as prof:
+            bench._decode_steps(model, step, token, pos, pad, steps)
+            bench._sync(device)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(path)
+        result = kernel_breakdown(path, steps)
+    classes = result["classes"]
+    for cls, moved in (("matmul", matrix_bytes), ("attention", kv_bytes)):
+        us = classes.get(cls, {}).get("us_per_token", 0.0)
+        if cls in classes:
+            classes[cls]["bytes_per_token"] = moved
+            classes[cls]["achieved_bytes_per_s"] = moved / (us * 1e-6) if us else None
+    result["graphed_wall_us_per_token"] = wall_us
+    result["gap_us_per_token"] = wall_us - result["kernel_us_per_token"]
+    return result
+
+
+def _print_breakdown(b: dict) -> None:
+    parts = []
+    for cls, v in b["classes"].items():
+        bw = v.get("achieved_bytes_per_s")
+        parts.append(f"{cls} {v['us_per_token']:.0f} us ({v['kernels_per_token']:.0f})"
+                     + (f" {bw / 1e12:.2f} TB/s" if bw else ""))
+    print(f"    kernels {b['kernel_us_per_token']:.0f} us in {b['kernels_per_token']:.0f}: {'; '.join(parts)}; "
+          f"between kernels {b['gap_us_per_token']:.0f} us", flush=True)
+    for k in b["top_kernels"][:4]:
+        print(f"      {k['us_per_token']:7.1f} us x{k['calls_per_token']:.0f} [{k['class']}] {k['name'][:80]}")
+
+
+def _triton_version() -> str | None:
+    try:
+        import triton
+    except Exception:  # noqa: BLE001
+        return None
+    return triton.__version__
+
+
+if __name__ == "__main__":
+    sys.exit(main())

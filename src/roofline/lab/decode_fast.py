@@ -1,0 +1,202 @@
+"""A batch-1 decode step of the lab's fixed model written as five hand-written kernels per layer.
+
+Per layer: RMSNorm + stacked q/k/v product (gemv), RoPE + KV-cache write + attention (decode_attention), wo
+product + residual add, RMSNorm + stacked gate/up product + SiLU*mul, w2 product + residual add; then the
+final norm + output head and an argmax. Every buffer is allocated once and the position is read on the device,
+so ``GraphedDecoder`` captures the whole step (lab/graphed.py) and no host work or eager op runs between
+kernels. Each product's tile (rows per program, K per iteration, split-K, warps) is chosen once per weight shape
+by ``tune`` on the device, outside any timed region: every candidate is timed over all layers' weights of that
+shape (more bytes than the L2 holds, so no candidate is timed from cache), replayed as a CUDA graph.
+
+Where Triton cannot run (no CUDA and no TRITON_INTERPRET=1) the same step runs the kernels' torch twins, and
+``backend`` says so: the figures of such a run are not the kernels'.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from roofline.lab.kernels import interpreting, triton_available
+from roofline.lab.kernels.attention import attention_torch, decode_attention, scratch_floats, splits_for
+from roofline.lab.kernels.gemv import GemvConfig, Scratch, candidate_configs, gemv, gemv_torch
+from roofline.models.llama import Transformer
+
+ROLES = ("qkv", "wo", "w13", "w2", "head")
+BACKEND_TRITON = "triton"
+BACKEND_TORCH = "torch twins (Triton unavailable here: not the kernels' figures)"
+T_PER_SPLIT = 64
+
+
+@dataclass
+class Tuning:
+    """The tile chosen for each product, and every candidate's time (us per product) that chose it."""
+
+    configs: dict[str, GemvConfig]
+    candidates_us: dict[str, list[tuple[dict, float]]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict:
+        return {"configs": {r: c.as_dict() for r, c in self.configs.items()},
+                "candidates_us": {r: [{**c, "us": us} for c, us in rows] for r, rows in self.candidates_us.items()},
+                "seconds": self.seconds}
+
+
+def default_config(rows: int, k: int, sm_count: int = 132) -> GemvConfig:
+    """A tile without tuning: 8 rows per program, split-K until about two programs per multiprocessor."""
+    blocks = -(-rows // 8)
+    split = 1
+    while blocks * split < 2 * sm_count and k // (2 * split) >= 512:
+        split *= 2
+    return GemvConfig(8, 512 if k >= 512 else 256, split, 4)
+
+
+class FastDecode:
+    """``step(model, token, input_pos, pad)`` -> next token (1,), a DecodeStep for batch 1 without padding.
+
+    The stacked q/k/v and gate/up weights are taken from the model when ``fused_projections`` is active (shared
+    with the tuned Inductor step) and concatenated once here otherwise.
+    """
+
+    def __init__(self, model: Transformer, tuning: Tuning | None = None, backend: str | None = None) -> None:
+        if model.max_batch < 1 or model.layers[0].attention.kv_cache is None:
+            raise ValueError("FastDecode needs the model's KV cache (model.setup_caches)")
+        self.model = model
+        weight = model.output.weight
+        self.device, self.dtype = weight.device, weight.dtype
+        if backend is None:
+            usable = triton_available() and (self.device.type == "cuda" or interpreting())
+            backend = BACKEND_TRITON if usable else BACKEND_TORCH
+        self.backend = backend
+        cfg = model.config
+        self.n_heads, self.n_kv_heads, self.head_dim = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+        self.eps = cfg.norm_eps
+        with torch.no_grad():
+            self.layers = [self._weights(layer) for layer in model.layers]
+        sm_count = torch.cuda.get_device_properties(self.device).multi_processor_count if self.device.type == "cuda" else 132
+        self.tuning = tuning or Tuning({role: default_config(*self.shape(role), sm_count) for role in ROLES})
+        self.h = torch.zeros(cfg.dim, dtype=self.dtype, device=self.device)
+        self.qkv = torch.zeros((cfg.n_heads + 2 * cfg.n_kv_heads) * cfg.head_dim, dtype=self.dtype, device=self.device)
+        self.o = torch.zeros(cfg.n_heads * cfg.head_dim, dtype=self.dtype, device=self.device)
+        self.m = torch.zeros(cfg.ffn_dim, dtype=self.dtype, device=self.device)
+        self.logits = torch.zeros(cfg.vocab_size, dtype=self.dtype, device=self.device)
+        max_rows = max(self.shape(r)[0] for r in ROLES)
+        splits = splits_for(model.max_seq, T_PER_SPLIT)
+        floats = max(8 * max_rows, scratch_floats(cfg.n_kv_heads, cfg.n_heads, cfg.head_dim, splits))
+        self.scratch = Scratch(self.device, floats, max(1 << 14, max_rows))
+
+    def _weights(self, layer) -> dict[str, torch.Tensor]:
+        attn, ffn = layer.attention, layer.feed_forward
+        wqkv = getattr(attn, "wqkv", None)
+        w13 = getattr(ffn, "w13", None)
+        return {
+            "qkv": (wqkv if wqkv is not None else torch.cat([attn.wq.weight, attn.wk.weight, attn.wv.weight])).detach(),
+            "w13": (w13 if w13 is not None else torch.cat([ffn.w1.weight, ffn.w3.weight])).detach(),
+            "wo": attn.wo.weight.detach(), "w2": ffn.w2.weight.detach(),
+            "attention_norm": layer.attention_norm.weight.detach(), "ffn_norm": layer.ffn_norm.weight.detach(),
+            "cache": attn.kv_cache,
+        }
+
+    def shape(self, role: str) -> tuple[int, int]:
+        """(output rows, K) of a role's product (w13: the SiLU*mul output's rows)."""
+        if role == "head":
+            return tuple(self.model.output.weight.shape)
+        rows, k = self.layers[0][role].shape
+        return (rows // 2 if role == "w13" else rows), k
+
+    def weight_bytes(self) -> int:
+        """Bytes of every matrix the products read per token."""
+        per_layer = sum(self.layers[0][r].numel() for r in ("qkv", "wo", "w13", "w2"))
+        return self.model.output.weight.element_size() * (len(self.layers) * per_layer + self.model.output.weight.numel())
+
+    def product(self, role: str, w, x, out, *, norm=None, residual=None, config: GemvConfig | None = None):
+        halves = 2 if role == "w13" else 1
+        if self.backend != BACKEND_TRITON:
+            return gemv_torch(w, x, out, halves=halves, norm_weight=norm, eps=self.eps, residual=residual)
+        return gemv(w, x, out, config=config or self.tuning.configs[role], scratch=self.scratch, halves=halves,
+                    norm_weight=norm, eps=self.eps, residual=residual)
+
+    def attend(self, layer: dict, pos: torch.Tensor) -> None:
+        cache = layer["cache"]
+        args = (self.qkv, cache.k_cache, cache.v_cache, self.model.rope_cos, self.model.rope_sin, pos, self.o)
+        if self.backend != BACKEND_TRITON:
+            attention_torch(*args, n_heads=self.n_heads, n_kv_heads=self.n_kv_heads)
+        else:
+            decode_attention(*args, n_heads=self.n_heads, n_kv_heads=self.n_kv_heads, scratch=self.scratch,
+                             t_per_split=T_PER_SPLIT)
+
+    @torch.no_grad()
+    def step(self, model: Transformer, token: torch.Tensor, input_pos: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+        torch.index_select(model.tok_embeddings.weight, 0, token.view(-1), out=self.h.view(1, -1))
+        for layer in self.layers:
+            self.product("qkv", layer["qkv"], self.h, self.qkv, norm=layer["attention_norm"])
+            self.attend(layer, input_pos)
+            self.product("wo", layer["wo"], self.o, self.h, residual=self.h)
+            self.product("w13", layer["w13"], self.h, self.m, norm=layer["ffn_norm"])
+            self.product("w2", layer["w2"], self.m, self.h, residual=self.h)
+        self.product("head", model.output.weight, self.h, self.logits, norm=model.norm.weight)
+        return self.logits.argmax().view(1)
+
+    __call__ = step
+
+
+def tune(decode: FastDecode, configs: Callable[[int, int], list[GemvConfig]] | None = None, *,
+         replays: int = 5, progress: Callable[[str], None] = lambda _: None) -> Tuning:
+    """Time every candidate tile of each role's product over all its weights, keep the fastest (CUDA only).
+
+    A candidate that fails to compile or launch is skipped (recorded with time inf)."""
+    import time
+
+    began = time.perf_counter()
+    if decode.device.type != "cuda" or decode.backend != BACKEND_TRITON:
+        return decode.tuning
+    sm_count = torch.cuda.get_device_properties(decode.device).multi_processor_count
+    configs = configs or (lambda rows, k: candidate_configs(rows, k, sm_count))
+    chosen, timings = {}, {}
+    for role in ROLES:
+        rows, k = decode.shape(role)
+        weights = [decode.model.output.weight] if role == "head" else [layer[role] for layer in decode.layers]
+        if role == "head":
+            weights = weights * 4  # one matrix: repeated, it is still bigger than the L2 for every model here
+        x = torch.randn(k, dtype=decode.dtype, device=decode.device) * 0.1
+        out = torch.zeros(rows, dtype=decode.dtype, device=decode.device)
+        res = torch.zeros(rows, dtype=decode.dtype, device=decode.device)
+        norm = torch.ones(k, dtype=decode.dtype, device=decode.device) if role in ("qkv", "w13", "head") else None
+        residual = res if role in ("wo", "w2") else None
+        rows_us = []
+        for config in configs(rows, k):
+            try:
+                us = _time_products(decode, role, weights, x, out, norm, residual, config, replays)
+            except Exception as exc:  # noqa: BLE001 - a tile that does not compile is not a candidate
+                progress(f"tune {role}: {config} failed: {type(exc).__name__}: {str(exc)[:120]}")
+                us = float("inf")
+            rows_us.append((config.as_dict(), us))
+        best = min(rows_us, key=lambda r: r[1])
+        chosen[role] = GemvConfig(**best[0]) if best[1] < float("inf") else decode.tuning.configs[role]
+        timings[role] = rows_us
+        progress(f"tune {role} ({rows}x{k}): {chosen[role]} {best[1]:.2f} us of {len(rows_us)} candidates")
+    decode.tuning = Tuning(chosen, timings, time.perf_counter() - began)
+    return decode.tuning
+
+
+def _time_products(decode, role, weights, x, out, norm, residual, config, replays) -> float:
+    """Microseconds per product: the products over ``weights`` captured as one CUDA graph, replayed."""
+    def launch_all():
+        for w in weights:
+            decode.product(role, w, x, out, norm=norm, residual=residual, config=config)
+
+    launch_all()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        launch_all()
+    graph.replay()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(replays):
+        graph.replay()
+    end.record()
+    end.synchronize()
+    return 1e3 * start.elapsed_time(end) / (replays * len(weights))

@@ -1,0 +1,68 @@
+"""One token's attention for a batch-1 decode step, with RoPE and the KV-cache write fused in.
+
+Input: the stacked q/k/v projection of the token (one vector, q heads then k heads then v heads, as
+model.FusedAttention splits it). Each program takes one KV head and its GROUP query heads (grouped-query
+attention: the cache is read once per KV head) over one slice of the cache (flash-decoding: the sequence is
+split so that more than KV_HEADS programs read it); the program of the first slice rotates the new key, writes
+it and the value into the cache at ``pos`` and adds the token itself to its softmax (so no program reads a slot
+that is being written). The last program of a head to arrive merges the slices' partial softmaxes in a fixed
+order, as gemv's split-K does. ``pos`` is a device tensor: the same launch serves every step of a CUDA graph.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from roofline.lab.kernels import triton_available
+from roofline.lab.kernels.gemv import Scratch
+from roofline.models.llama import apply_rope, attention
+
+
+def attention_torch(qkv, k_cache, v_cache, cos, sin, pos, out, *, n_heads: int, n_kv_heads: int) -> torch.Tensor:
+    """The torch twin: models/llama.py's ops for one token at slot ``pos`` (batch 1, no padding)."""
+    head_dim = k_cache.shape[-1]
+    q, k, v = qkv.split([n_heads * head_dim, n_kv_heads * head_dim, n_kv_heads * head_dim])
+    q = q.view(1, 1, n_heads, head_dim)
+    k = k.view(1, 1, n_kv_heads, head_dim)
+    c, s = cos[pos][None], sin[pos][None]
+    q, k = apply_rope(q, c, s), apply_rope(k, c, s)
+    k_cache[:1, :, pos] = k.transpose(1, 2)
+    v_cache[:1, :, pos] = v.view(1, 1, n_kv_heads, head_dim).transpose(1, 2)
+    mask = (torch.arange(k_cache.shape[2], device=qkv.device) <= pos)[None, None, None]
+    y = attention(q.transpose(1, 2), k_cache[:1], v_cache[:1], mask)
+    return out.copy_(y.transpose(1, 2).reshape(-1))
+
+
+def splits_for(max_seq: int, t_per_split: int) -> int:
+    return -(-max_seq // t_per_split)
+
+
+def scratch_floats(n_kv_heads: int, n_heads: int, head_dim: int, splits: int) -> int:
+    group_pad = max(16, 1 << (n_heads // n_kv_heads - 1).bit_length())
+    return n_kv_heads * splits * group_pad * (2 + head_dim)
+
+
+def decode_attention(qkv: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cos: torch.Tensor,
+                     sin: torch.Tensor, pos: torch.Tensor, out: torch.Tensor, *, n_heads: int, n_kv_heads: int,
+                     scratch: Scratch, t_per_split: int = 64, block_t: int = 32, num_warps: int = 4) -> torch.Tensor:
+    """The Triton kernel, launched once: out (n_heads * head_dim,) for the token whose q/k/v is ``qkv``."""
+    if not triton_available():
+        raise RuntimeError("decode_attention: Triton is not installed (use attention_torch)")
+    from roofline.lab.kernels.triton_attention import decode_attention_kernel
+
+    head_dim = k_cache.shape[-1]
+    max_seq = k_cache.shape[2]
+    if not (k_cache.is_contiguous() and v_cache.is_contiguous()) or t_per_split % block_t:
+        raise ValueError("decode_attention: contiguous caches and t_per_split a multiple of block_t needed")
+    group = n_heads // n_kv_heads
+    splits = splits_for(max_seq, t_per_split)
+    if scratch.partial.numel() < scratch_floats(n_kv_heads, n_heads, head_dim, splits):
+        raise ValueError("decode_attention: Scratch too small for the partial softmaxes")
+    decode_attention_kernel[(n_kv_heads, splits)](
+        qkv, k_cache, v_cache, cos, sin, pos, out, scratch.partial, scratch.counters, 1.0 / math.sqrt(head_dim),
+        max_seq, Q_HEADS=n_heads, KV_HEADS=n_kv_heads, GROUP=group, GROUP_PAD=max(16, 1 << (group - 1).bit_length()),
+        HEAD_DIM=head_dim, HALF=head_dim // 2, BLOCK_T=block_t, T_PER_SPLIT=t_per_split, SPLITS=splits, num_warps=num_warps,
+    )
+    return out

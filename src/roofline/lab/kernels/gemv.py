@@ -1,0 +1,123 @@
+"""y = W x for one token (W [rows, K] as nn.Linear stores it), with the decode step's neighbours fused in.
+
+Prologue: the RMSNorm that feeds the product (``norm_weight``): every program reads the whole input vector (a
+few KB, from L2) for its mean square, so no kernel of its own writes the normed vector. Epilogue: the residual
+add after ``wo`` and ``w2`` (``residual``), or SiLU(gate) * up after the stacked gate/up weight (``halves=2``:
+rows [0, N) are the gate, [N, 2N) the up projection, and each program reads both for its N-range).
+
+Split-K for short outputs (``wo`` and ``w2`` have only ``dim`` rows): the K range is cut into ``split_k`` parts,
+each program writes an fp32 partial sum, and the last program of each row block to arrive (an atomic counter
+per block, reset by that program) adds the partials in a fixed order and runs the epilogue, so the result does
+not depend on the order the programs ran in and no second kernel is launched.
+
+Roundings follow the eager model's fp16/bf16 ops (the norm's square, mean, rsqrt and products, the product's
+output, SiLU and the add each rounded to the model dtype), so tokens match the eager model's wherever the
+fp32 sums inside the products agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+
+from roofline.lab.kernels import triton_available
+
+
+@dataclass(frozen=True)
+class GemvConfig:
+    block_n: int = 8
+    block_k: int = 512
+    split_k: int = 1
+    num_warps: int = 4
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def candidate_configs(rows: int, k: int, sm_count: int = 132) -> list[GemvConfig]:
+    """A few tiles for a (rows, K) product (each is a compile, so few): 4, 8 or 16 rows by 256-1024 of K.
+
+    Each tile gets the smallest split-K that gives about two programs per multiprocessor (``wo`` and ``w2``
+    have few rows), and the 4-row tile is also tried unsplit."""
+    found: list[GemvConfig] = []
+    for block_n in (4, 8, 16):
+        for block_k in (256, 512, 1024) if k >= 4096 else (256, 512):
+            if block_k > max(256, _pow2_at_least(k)):
+                continue
+            blocks = -(-rows // block_n)
+            split = 1
+            while blocks * split < 2 * sm_count and k // (2 * split) >= block_k:
+                split *= 2
+            found.append(GemvConfig(block_n, block_k, split, 4))
+            if split > 1 and block_n == 4:
+                found.append(GemvConfig(block_n, block_k, 1, 4))
+    found.append(GemvConfig(16, 512 if k >= 512 else 256, found[-1].split_k, 8))
+    return list(dict.fromkeys(found))
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+class Scratch:
+    """fp32 partial sums and zeroed arrival counters that split-K products share (kernels run one at a time)."""
+
+    def __init__(self, device: torch.device, floats: int = 1 << 20, counters: int = 1 << 14) -> None:
+        self.partial = torch.empty(floats, dtype=torch.float32, device=device)
+        self.counters = torch.zeros(counters, dtype=torch.int32, device=device)
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """models/llama.py's RMSNorm, op for op (so in the model's dtype)."""
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
+def gemv_torch(w, x, out, *, halves=1, norm_weight=None, eps=1e-5, residual=None) -> torch.Tensor:
+    """The torch twin: the eager model's ops in the model's dtype."""
+    if norm_weight is not None:
+        x = rms_norm(x, norm_weight, eps)
+    y = F.linear(x, w)
+    if halves == 2:
+        gate, up = y.chunk(2, dim=-1)
+        y = F.silu(gate) * up
+    if residual is not None:
+        y = residual + y
+    return out.copy_(y)
+
+
+def gemv(w: torch.Tensor, x: torch.Tensor, out: torch.Tensor, *, config: GemvConfig, scratch: Scratch | None = None,
+         halves: int = 1, norm_weight: torch.Tensor | None = None, eps: float = 1e-5,
+         residual: torch.Tensor | None = None) -> torch.Tensor:
+    """out = epilogue(W prologue(x)), x (K,), out (rows // halves,); the Triton kernel, launched once."""
+    rows, k = w.shape
+    n = rows // halves
+    if x.numel() != k or out.numel() != n or not w.is_contiguous():
+        raise ValueError(f"gemv: W {tuple(w.shape)} x {tuple(x.shape)} -> out {tuple(out.shape)} (halves={halves})")
+    split = config.split_k
+    blocks = -(-n // config.block_n)
+    per_split = -(-(-(-k // split)) // config.block_k) * config.block_k
+    if split > 1:
+        if scratch is None or scratch.partial.numel() < split * rows or scratch.counters.numel() < blocks:
+            raise ValueError("gemv: split-K needs a Scratch big enough for its partial sums and counters")
+    partial = scratch.partial if scratch is not None else out
+    counters = scratch.counters if scratch is not None else out
+    _kernel()[(blocks, split)](
+        w, x, out, residual if residual is not None else out, norm_weight if norm_weight is not None else x,
+        partial, counters, n, k, eps,
+        HALVES=halves, NORM=norm_weight is not None, RESIDUAL=residual is not None,
+        SPLIT_K=split, BLOCK_N=config.block_n, BLOCK_K=config.block_k, K_PER_SPLIT=per_split,
+        EVEN_K=k % config.block_k == 0 and per_split * split == k, EVEN_N=n % config.block_n == 0,
+        NORM_BLOCK=_pow2_at_least(k), num_warps=config.num_warps,
+    )
+    return out
+
+
+def _kernel():
+    """The jitted kernel, imported on first use so that importing this module never needs Triton."""
+    if not triton_available():
+        raise RuntimeError("gemv: Triton is not installed (use gemv_torch)")
+    from roofline.lab.kernels.triton_gemv import gemv_kernel
+
+    return gemv_kernel

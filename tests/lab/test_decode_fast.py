@@ -1,0 +1,222 @@
+"""The hand-written decode kernels (lab/kernels) and the decode step built from them (lab/decode_fast.py).
+
+Triton's kernels are checked against their torch twins on CPU under TRITON_INTERPRET=1 (in a subprocess: the
+interpreter is chosen when Triton is first imported), and on the GPU in cuda-marked tests; the step built from
+the twins must give the eager model's greedy tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from roofline.lab.decode_fast import BACKEND_TORCH, FastDecode, default_config
+from roofline.lab.generate import decode_one_token
+from roofline.lab.graphed import GraphedDecoder
+from roofline.lab.kernels import triton_available
+from roofline.lab.kernels.gemv import candidate_configs
+from roofline.lab.model import Fixes, configure, fused_projections
+from roofline.models.llama import LlamaConfig, build_llama
+
+from benchmark_scripts import load_benchmark
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+MICRO = LlamaConfig(dim=128, n_layers=2, n_heads=4, n_kv_heads=2, ffn_dim=192, vocab_size=256)
+
+INTERPRETED_KERNELS = """
+import torch
+from roofline.lab.kernels.attention import attention_torch, decode_attention
+from roofline.lab.kernels.gemv import GemvConfig, Scratch, gemv, gemv_torch
+from roofline.models.llama import LlamaConfig, rope_tables
+
+torch.manual_seed(0)
+dt = torch.float16
+worst = {}
+cases = [  # rows, K, halves, norm, residual, tile: plain, split-K with every fusion, uneven K and rows
+    (64, 256, 1, False, False, GemvConfig(8, 128, 1)), (64, 256, 1, True, True, GemvConfig(8, 64, 2)),
+    (96, 344, 2, True, False, GemvConfig(16, 64, 3)), (40, 200, 1, False, True, GemvConfig(16, 128, 2))]
+for i, (rows, k, halves, norm, res, cfg) in enumerate(cases):
+    w = torch.randn(rows, k, dtype=dt) * 0.05
+    x, g = torch.randn(k, dtype=dt), torch.rand(k, dtype=dt) + 0.5
+    r = torch.randn(rows // halves, dtype=dt)
+    out, ref = torch.empty(rows // halves, dtype=dt), torch.empty(rows // halves, dtype=dt)
+    s = Scratch(torch.device("cpu"), 4096, 64)
+    kw = dict(halves=halves, norm_weight=g if norm else None, residual=r.clone() if res else None)
+    gemv(w, x, out, config=cfg, scratch=s, **kw)
+    gemv_torch(w, x, ref, **kw)
+    worst[f"gemv{i}"] = [(out.float() - ref.float()).abs().max().item(), int(s.counters.abs().sum())]
+for i, (h, hkv, d, seq, pos, per) in enumerate([(4, 2, 32, 48, 37, 16), (8, 8, 64, 40, 20, 64), (4, 1, 32, 70, 69, 32)]):
+    cos, sin = (t.to(dt) for t in rope_tables(LlamaConfig(h * d, 1, h, hkv, 64, 10), 128))
+    kc, vc = torch.randn(1, hkv, seq, d, dtype=dt), torch.randn(1, hkv, seq, d, dtype=dt)
+    kc2, vc2 = kc.clone(), vc.clone()
+    qkv, p = torch.randn((h + 2 * hkv) * d, dtype=dt), torch.tensor([pos])
+    out, ref = torch.empty(h * d, dtype=dt), torch.empty(h * d, dtype=dt)
+    s = Scratch(torch.device("cpu"), 1 << 16, 64)
+    decode_attention(qkv, kc, vc, cos, sin, p, out, n_heads=h, n_kv_heads=hkv, scratch=s, t_per_split=per, block_t=16)
+    attention_torch(qkv, kc2, vc2, cos, sin, p, ref, n_heads=h, n_kv_heads=hkv)
+    worst[f"attention{i}"] = [(out.float() - ref.float()).abs().max().item(), int(s.counters.abs().sum()),
+                              (kc.float() - kc2.float()).abs().max().item() + (vc.float() - vc2.float()).abs().max().item()]
+print("RESULT", __import__("json").dumps(worst))
+"""
+
+
+def _interpret(script: str, timeout: int = 240) -> dict:
+    if not triton_available():
+        pytest.skip("Triton is not installed")
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(SRC), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        if "interpret" in done.stderr.lower() and "not supported" in done.stderr.lower():
+            pytest.skip("Triton's interpreter cannot run here: " + done.stderr.strip().splitlines()[-1])
+        raise AssertionError(done.stderr[-3000:])
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def test_triton_kernels_match_their_torch_twins_in_the_interpreter():
+    worst = _interpret(INTERPRETED_KERNELS)
+    for name, (error, counters, *cache) in worst.items():
+        assert counters == 0, f"{name}: split-K/attention arrival counters were not reset"
+        if name.startswith("gemv"):
+            assert error == 0.0, f"{name}: the product is not the eager ops' (max error {error})"
+        else:
+            assert error < 2e-3, f"{name}: attention differs by {error}"
+            assert cache == [0.0], f"{name}: the KV-cache write differs"
+
+
+def _micro_model():
+    model = configure(build_llama(MICRO, dtype=torch.float16, seed=3), Fixes.all())
+    model.setup_caches(1, 48)
+    return model
+
+
+def _eager_tokens(model, token, pos, steps):
+    out, pad = [], torch.zeros(1, dtype=torch.long, device=token.device)
+    for i in range(steps):
+        token = decode_one_token(model, token, torch.tensor([pos + i], device=token.device), pad)[:, None]
+        out.append(token.item())
+    return out
+
+
+@torch.no_grad()
+def test_the_step_built_from_the_twins_gives_the_eager_models_tokens():
+    model = _micro_model()
+    prompt = torch.randint(0, MICRO.vocab_size, (1, 20), generator=torch.Generator().manual_seed(0))
+    model(prompt, torch.arange(20))
+    reference = _eager_tokens(model, prompt[:, -1:], 20, 8)
+    model(prompt, torch.arange(20))
+    with fused_projections(model):
+        fast = FastDecode(model, backend=BACKEND_TORCH)
+        assert fast.layers[0]["qkv"].data_ptr() == model.layers[0].attention.wqkv.data_ptr()  # shared, not copied
+        decoder = GraphedDecoder(model, fast.step, torch.zeros(1, dtype=torch.long), steps_per_graph=4)
+        tokens = decoder.run(prompt[:, -1:], 20, 8)[0].tolist()
+    assert tokens == reference
+    assert fast.weight_bytes() == 2 * sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
+
+
+def test_the_triton_step_in_the_interpreter_gives_the_eager_models_tokens():
+    result = _interpret(f"""
+        import torch
+        from roofline.lab.decode_fast import BACKEND_TRITON, FastDecode
+        from roofline.lab.generate import decode_one_token
+        from roofline.lab.model import Fixes, configure
+        from roofline.models.llama import LlamaConfig, build_llama
+
+        model = configure(build_llama(LlamaConfig(**{MICRO.__dict__!r}), dtype=torch.float16, seed=3), Fixes.all())
+        model.setup_caches(1, 48)
+        prompt = torch.randint(0, 256, (1, 20), generator=torch.Generator().manual_seed(0))
+        pad = torch.zeros(1, dtype=torch.long)
+        runs = {{}}
+        with torch.no_grad():
+            for name, step in (("eager", decode_one_token), ("fast", FastDecode(model).step)):
+                model(prompt, torch.arange(20))
+                token, out = prompt[:, -1:], []
+                for i in range(3):
+                    token = step(model, token, torch.tensor([20 + i]), pad)[:, None]
+                    out.append(token.item())
+                runs[name] = out
+        runs["backend"] = FastDecode(model).backend == BACKEND_TRITON
+        print("RESULT", __import__("json").dumps(runs))
+    """)
+    assert result["backend"], "under TRITON_INTERPRET=1 the step must run the Triton kernels"
+    assert result["fast"] == result["eager"]
+
+
+def test_tiles_split_k_only_where_rows_are_too_few_to_fill_the_gpu():
+    for rows, k in [(2048, 5632), (4096, 14336), (14336, 4096), (128256, 4096), (512, 1376)]:
+        configs = candidate_configs(rows, k, sm_count=132)
+        assert configs and len(set(configs)) == len(configs)
+        for c in configs:
+            assert c.split_k == 1 or -(-rows // c.block_n) < 2 * 132, (rows, k, c)
+            assert k // c.split_k >= min(c.block_k, k) // 2
+    assert any(c.split_k > 1 for c in candidate_configs(2048, 5632))
+    assert all(c.split_k == 1 for c in candidate_configs(128256, 4096))
+    assert default_config(2048, 2048).split_k > 1 and default_config(128256, 4096).split_k == 1
+
+
+def test_fast_decode_refuses_a_model_without_a_kv_cache():
+    with pytest.raises(ValueError, match="KV cache"):
+        FastDecode(configure(build_llama(MICRO, dtype=torch.float16), Fixes.all()))
+
+
+def test_the_benchmark_script_runs_end_to_end_on_cpu(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path / "cache"))
+    script = load_benchmark("decode_fast")
+    out = tmp_path / "fast.json"
+    assert script.main(["--device", "cpu", "--models", "llama-micro", "--context", "16", "--steps", "8",
+                        "--reps", "1", "-o", str(out)]) == 0
+    data = json.loads(out.read_text())
+    row = data["models"]["llama-micro"]
+    assert "error" not in row, row
+    assert row["fast"]["backend"] in (BACKEND_TORCH, "triton")
+    assert set(row["variants"]) == {"+ Triton GEMV", "eager stand-in for tuned (cpu smoke)"}
+    for variant in row["variants"].values():
+        assert variant["tokens"]["same"] == variant["tokens"]["compared"] == 8
+        assert len(variant["runs_tokens_per_s"]) == 1 and variant["tokens_per_s"] > 0
+        assert {"kernel_us_per_token", "gap_us_per_token", "classes"} <= set(variant["breakdown"])
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available() or not triton_available(), reason="needs a CUDA GPU and Triton")
+def test_kernels_match_torch_on_the_gpu_for_the_models_shapes():
+    from roofline.lab.kernels.gemv import Scratch, gemv, gemv_torch
+
+    torch.manual_seed(0)
+    scratch = Scratch(torch.device("cuda"), 1 << 22, 1 << 15)
+    for rows, k, halves, norm, res in [(2560, 2048, 1, True, False), (2048, 5632, 1, False, True),
+                                       (11264, 2048, 2, True, False), (4096, 14336, 1, False, True),
+                                       (512, 1376, 1, False, True)]:
+        w = torch.randn(rows, k, dtype=torch.float16, device="cuda") * 0.02
+        x = torch.randn(k, dtype=torch.float16, device="cuda")
+        g = torch.rand(k, dtype=torch.float16, device="cuda") + 0.5
+        r = torch.randn(rows // halves, dtype=torch.float16, device="cuda")
+        ref = gemv_torch(w, x, torch.empty_like(r), halves=halves, norm_weight=g if norm else None,
+                         residual=r if res else None)
+        for config in candidate_configs(rows // halves, k):
+            out = gemv(w, x, torch.empty_like(r), config=config, scratch=scratch, halves=halves,
+                       norm_weight=g if norm else None, residual=r if res else None)
+            torch.testing.assert_close(out, ref, atol=2e-2, rtol=1e-2, msg=f"{rows}x{k} {config}")
+        assert int(scratch.counters.abs().sum()) == 0
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available() or not triton_available(), reason="needs a CUDA GPU and Triton")
+@torch.no_grad()
+def test_graphed_triton_step_gives_the_eager_tokens_on_the_gpu():
+    model = configure(build_llama(MICRO, dtype=torch.float16, device="cuda", seed=3), Fixes.all())
+    model.setup_caches(1, 96)
+    prompt = torch.randint(0, MICRO.vocab_size, (1, 40), generator=torch.Generator().manual_seed(0)).cuda()
+    model(prompt, torch.arange(40, device="cuda"))
+    reference = _eager_tokens(model, prompt[:, -1:], 40, 16)
+    fast = FastDecode(model)
+    decoder = GraphedDecoder(model, fast.step, torch.zeros(1, dtype=torch.long, device="cuda"), steps_per_graph=8)
+    model(prompt, torch.arange(40, device="cuda"))
+    assert decoder.run(prompt[:, -1:], 40, 16)[0].tolist() == reference
