@@ -5,6 +5,8 @@
 For each model (fp16, random weights, the lab's fixed model, a 256-token prompt):
 - "+ Triton GEMV": FastDecode, 5 kernels a layer (norm-fused products with split-K, fused SiLU*mul and residual
   adds, fused RoPE + KV-cache write + flash-decoding attention), its tiles tuned once per weight shape;
+- "+ Triton GEMV + PDL": the same kernels launched with programmatic dependent launch (each reads its first
+  weight tile while the kernel before it drains); left out with a note where Triton or the driver refuse it;
 - "tuned (compiled + graphed)": the repo's best so far (decode_roof.py's "tuned": stacked projections,
   Inductor coordinate-descent tuning), skipped with a note when the budget left cannot pay its compile;
 both captured as CUDA graphs of 16 steps (lab/graphed.py) and timed in alternating runs (median and spread).
@@ -42,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=5, help="alternating timed runs of each variant")
     parser.add_argument("--baseline", choices=["tuned", "none"], default="tuned")
     parser.add_argument("--no-tune", action="store_true", help="default tiles instead of tuning them")
+    parser.add_argument("--no-pdl", dest="pdl", action="store_false",
+                        help="leave out the variant launched with programmatic dependent launch")
     parser.add_argument("--budget", type=float, default=470.0, help="seconds; baselines are skipped past it")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("-o", "--output", required=True)
@@ -64,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
                "steps": args.steps, "reps": args.reps, "models": {}}
     for name in args.models:
         try:
-            results["models"][name] = measure_model(name, args, device, bandwidth, began)
+            results["models"][name] = measure_model(name, args, device, bandwidth, began, checkpoint=lambda row, n=name: (
+                results["models"].__setitem__(n, row), atomic_write_text(args.output, json.dumps(results, indent=1))))
         except Exception as exc:  # noqa: BLE001 - one model's failure is recorded; the others still run
             traceback.print_exc()
             results["models"][name] = {"error": f"{type(exc).__name__}: {str(exc)[:500]}"}
@@ -77,15 +82,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def measure_model(name: str, args, device, bandwidth: float, began: float) -> dict:
+def measure_model(name: str, args, device, bandwidth: float, began: float, checkpoint=lambda row: None) -> dict:
+    """The model's row: the Triton step alone first (checkpointed), then alternating with the baseline."""
     import torch
 
     from roofline.lab import bench
     from roofline.lab.decode_fast import FastDecode, tune
     from roofline.lab.generate import decode_one_token
-    from roofline.lab.graphed import GraphedDecoder
     from roofline.lab.model import Fixes, configure, fused_projections
-    from roofline.models.llama import CONFIGS, build_llama
+    from roofline.models.llama import build_llama
 
     t0 = time.perf_counter()
     torch._dynamo.reset()
@@ -103,59 +108,115 @@ def measure_model(name: str, args, device, bandwidth: float, began: float) -> di
         pos = torch.tensor([args.context], device=device)
         reference = bench._decode_steps(model, decode_one_token, token, pos, pad, args.steps)[0].tolist()
     print(f"{name}: built, eager reference tokens in {time.perf_counter() - t0:.0f} s", flush=True)
+    # Every variant is fed the prompt's last token again at slot `context` (bench's convention), so the
+    # sequence behind generated token i is the prompt, that token, and the reference's first i tokens.
+    fed = prompt[0].tolist() + [prompt[0, -1].item()]
+    context = Run(model, prompt, pad, token, pos, reference, fed, roof_bytes, kv_bytes, bandwidth, args, device)
 
     with fused_projections(model):
         fast = FastDecode(model)
         if not args.no_tune:
             tune(fast, progress=lambda m: print(f"  {name} {m}", flush=True))
-        steps = {"+ Triton GEMV": fast.step}
-        row["fast"] = {"backend": fast.backend, "tuning": fast.tuning.as_dict(),
-                       "kernels_per_layer": 5, "matrix_bytes": fast.weight_bytes()}
+        row["fast"] = {"backend": fast.backend, "tuning": fast.tuning.as_dict(), "kernels_per_layer": 5,
+                       "matrix_bytes": fast.weight_bytes()}
+        context.matrix_bytes = fast.weight_bytes()
+        steps = {FAST: fast.step}
+        decoders = context.build(steps, name)
+        if args.pdl and fast.pdl is False and fast.backend == "triton" and device.type == "cuda":
+            try:
+                with_pdl = FastDecode(model, tuning=fast.tuning, pdl=True)
+                decoders.update(context.build({FAST_PDL: with_pdl.step}, name))
+                steps[FAST_PDL] = with_pdl.step
+            except Exception as exc:  # noqa: BLE001 - a Triton or driver without PDL: the plain kernels stand
+                row["notes"].append(f"PDL variant failed: {type(exc).__name__}: {str(exc)[:300]}")
+                print(f"  {name}: {row['notes'][-1]}", flush=True)
+        elif args.pdl:
+            row["notes"].append("PDL variant needs the Triton kernels on a CUDA GPU: not run")
+        row["variants"] = context.measure(steps, decoders, name)
+        row["seconds"] = time.perf_counter() - t0
+        checkpoint(row)
+        baseline = None
         if args.baseline == "tuned":
             left = args.budget - (time.perf_counter() - began)
             if left < BUDGET_FOR_BASELINE_S.get(name, 60):
-                row["notes"].append(f"tuned baseline skipped: {left:.0f} s of budget left")
+                row["notes"].append(f"tuned baseline skipped: {left:.0f} s of the budget left")
+                print(f"  {name}: {row['notes'][-1]}", flush=True)
             elif device.type == "cuda":
-                steps["tuned (compiled + graphed)"] = bench.compile_tuned_decode(device)
+                baseline = ("tuned (compiled + graphed)", bench.compile_tuned_decode(device))
             else:
-                steps["eager stand-in for tuned (cpu smoke)"] = decode_one_token
+                baseline = ("eager stand-in for tuned (cpu smoke)", decode_one_token)
+        if baseline is not None:
+            alone = row["variants"][FAST]
+            steps[baseline[0]] = baseline[1]
+            decoders.update(context.build({baseline[0]: baseline[1]}, name))
+            row["variants"] = context.measure(steps, decoders, name)
+            row["variants"][FAST]["alone_before_baseline"] = {k: alone[k] for k in ("tokens_per_s", "runs_tokens_per_s")}
+    if FAST_PDL in row["variants"]:
+        row["notes"].append("PDL: programmatic dependent launch; each kernel reads its first weight tile while the "
+                            "previous one finishes")
+    row["seconds"] = time.perf_counter() - t0
+    del model, decoders, fast
+    return row
+
+
+FAST = "+ Triton GEMV"
+FAST_PDL = "+ Triton GEMV + PDL"
+
+
+class Run:
+    """One model's fixed inputs, and the graphed decoders' timing in alternating rounds."""
+
+    def __init__(self, model, prompt, pad, token, pos, reference, fed, roof_bytes, kv_bytes, bandwidth, args, device):
+        self.model, self.prompt, self.pad, self.token, self.pos = model, prompt, pad, token, pos
+        self.reference, self.fed, self.roof_bytes, self.kv_bytes = reference, fed, roof_bytes, kv_bytes
+        self.bandwidth, self.args, self.device = bandwidth, args, device
+        self.matrix_bytes = 0
+
+    def build(self, steps: dict, name: str) -> dict:
+        import torch
+
+        from roofline.lab import bench
+        from roofline.lab.graphed import GraphedDecoder
+
         decoders = {}
         for label, step in steps.items():
             t1 = time.perf_counter()
-            decoders[label] = GraphedDecoder(model, step, pad, math.gcd(args.steps, bench.GRAPH_STEPS), warmup=2)
+            decoders[label] = GraphedDecoder(self.model, step, self.pad, math.gcd(self.args.steps, bench.GRAPH_STEPS),
+                                             warmup=2)
             print(f"  {name} {label}: built and captured in {time.perf_counter() - t1:.0f} s", flush=True)
-        with torch.no_grad():
-            bench._prefill(model, prompt, pad)
-        # Every variant is fed the prompt's last token again at slot `context` (bench's convention), so the
-        # sequence behind generated token i is the prompt, that token, and the reference's first i tokens.
-        fed = prompt[0].tolist() + [prompt[0, -1].item()]
+        with torch.no_grad():  # the decoders' warm-up steps wrote cache slots from 0
+            bench._prefill(self.model, self.prompt, self.pad)
+        return decoders
+
+    def measure(self, steps: dict, decoders: dict, name: str) -> dict:
+        args = self.args
         times = {label: [] for label in decoders}
         tokens = {}
         for _ in range(args.reps + 1):  # the first round warms up and is dropped
             for label, decoder in decoders.items():
-                seconds, out = _timed(lambda d=decoder: d.run(token, args.context, args.steps), device)
+                seconds, out = _timed(lambda d=decoder: d.run(self.token, args.context, args.steps), self.device)
                 times[label].append(seconds)
                 tokens[label] = out[0].tolist()
+        variants = {}
         for label, samples in times.items():
             samples = samples[1:]
             median = statistics.median(samples)
             rate = args.steps / median
-            variant = {"tokens_per_s": rate, "ms_per_token": 1e3 / rate, "share_of_memory_roof": rate * roof_bytes / bandwidth,
+            variant = {"tokens_per_s": rate, "ms_per_token": 1e3 / rate,
+                       "share_of_memory_roof": rate * self.roof_bytes / self.bandwidth,
                        "runs_tokens_per_s": [args.steps / s for s in samples],
                        "spread_tokens_per_s": [args.steps / max(samples), args.steps / min(samples)],
-                       "tokens": agreement(model, fed, reference, tokens[label])}
-            variant["breakdown"] = breakdown(model, steps[label], token, pos, pad, args.steps, device,
-                                             1e6 * median / args.steps, fast.weight_bytes(), kv_bytes)
-            row["variants"][label] = variant
+                       "tokens": agreement(self.model, self.fed, self.reference, tokens[label])}
+            variant["breakdown"] = breakdown(self.model, steps[label], self.token, self.pos, self.pad, args.steps,
+                                             self.device, 1e6 * median / args.steps, self.matrix_bytes, self.kv_bytes)
+            variants[label] = variant
             same = variant["tokens"]
             print(f"{name:10s} {label:32s} {rate:9.1f} tok/s {1e3 / rate:7.3f} ms/token "
                   f"{100 * variant['share_of_memory_roof']:5.1f}% of roof (runs {min(variant['runs_tokens_per_s']):.1f}-"
                   f"{max(variant['runs_tokens_per_s']):.1f})  tokens: {same['same']}/{same['compared']} as eager, "
                   f"first divergence {same['first_divergence']} gap {same.get('logit_gap_ulps')} ulp", flush=True)
             _print_breakdown(variant["breakdown"])
-    row["seconds"] = time.perf_counter() - t0
-    del model
-    return row
+        return variants
 
 
 def _config(name: str):

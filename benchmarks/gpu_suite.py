@@ -13,6 +13,8 @@ back at most 8 files). The last lines printed are a short table of what each sta
     PYTHONPATH=src python3 benchmarks/gpu_suite.py ddp      $OUT     # ceilings again, the 2-GPU DDP run
     PYTHONPATH=src python3 benchmarks/gpu_suite.py decode-roof $OUT  # batch-1 decode three ways (decode_roof.py)
     PYTHONPATH=src python3 benchmarks/gpu_suite.py decode-breakdown $OUT  # its kernel time by class
+    PYTHONPATH=src python3 benchmarks/gpu_suite.py decode-fast $OUT  # Triton decode kernels vs the tuned step, then
+                                                        # their cuda tests (issue 19; one call under 9 minutes)
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-doctor $OUT    # doctor names HF generate()'s per-token syncs
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-roofs $OUT  # ceilings with the cache roof, then no op above its own roof (DRAM or cache), no unmodelled time (built-ins, ViT-B/16)
     Suites join with '+': lab-tiny+decode-roof+cuda-tests runs the three in one call.
@@ -86,6 +88,14 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
     if suite == "decode-breakdown":
         return [("decode_breakdown", [PY, "benchmarks/decode_breakdown.py", "--models", "llama-1b", "llama-8b", "-o",
                                       str(out / "decode_breakdown_h200.json")], 480)]
+    if suite == "decode-fast":
+        # 8b first (the 80% aim), then 1b, then tiny; decode_fast.py skips a baseline whose compile (169 s for 8b,
+        # 114 s for 1b on the H200) would not fit its --budget, and writes its JSON after every variant.
+        return [("env", ["nvidia-smi"], 20),
+                ("decode_fast", [PY, "benchmarks/decode_fast.py", "--models", "llama-8b", "llama-1b", "llama-tiny",
+                                 "--budget", "420", "-o", str(out / "decode_fast_h200.json")], 470),
+                ("cuda_tests_decode_fast", [PY, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider",
+                                            "tests/lab/test_decode_fast.py"], 120)]
     if suite == "issue15-doctor":
         return [("env", ["nvidia-smi"], 30),
                 ("generate_syncs", [PY, "benchmarks/generate_syncs.py", str(out / "generate_syncs"), "--device", "cuda",
@@ -105,7 +115,7 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
             ("ceilings", RL + ["ceilings", "--device", "cuda", "--remeasure", "--json", str(out / "ceilings_h200.json")], 120),
             ("ddp_gpu", [PY, "benchmarks/ddp_gpu.py", str(out / "ddp"), "--timeout", "150"], 480),
         ]
-    raise SystemExit(f"unknown suite {suite!r}: analyze, lab, lab-tiny, lab-1b, lab-8b, lab-views, decode-roof, decode-breakdown, "
+    raise SystemExit(f"unknown suite {suite!r}: analyze, lab, lab-tiny, lab-1b, lab-8b, lab-views, decode-roof, decode-breakdown, decode-fast, "
                      "cuda-tests, issue15-doctor, issue15-roofs or ddp")
 
 

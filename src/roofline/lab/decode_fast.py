@@ -57,10 +57,13 @@ class FastDecode:
     """``step(model, token, input_pos, pad)`` -> next token (1,), a DecodeStep for batch 1 without padding.
 
     The stacked q/k/v and gate/up weights are taken from the model when ``fused_projections`` is active (shared
-    with the tuned Inductor step) and concatenated once here otherwise.
+    with the tuned Inductor step) and concatenated once here otherwise. ``pdl``: every Triton kernel launched
+    with programmatic dependent launch (Hopper and later), so each starts reading its weights while the kernel
+    before it finishes; it waits for that kernel before reading anything the step writes.
     """
 
-    def __init__(self, model: Transformer, tuning: Tuning | None = None, backend: str | None = None) -> None:
+    def __init__(self, model: Transformer, tuning: Tuning | None = None, backend: str | None = None,
+                 pdl: bool = False) -> None:
         if model.max_batch < 1 or model.layers[0].attention.kv_cache is None:
             raise ValueError("FastDecode needs the model's KV cache (model.setup_caches)")
         self.model = model
@@ -70,6 +73,7 @@ class FastDecode:
             usable = triton_available() and (self.device.type == "cuda" or interpreting())
             backend = BACKEND_TRITON if usable else BACKEND_TORCH
         self.backend = backend
+        self.pdl = pdl and backend == BACKEND_TRITON
         cfg = model.config
         self.n_heads, self.n_kv_heads, self.head_dim = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
         self.eps = cfg.norm_eps
@@ -116,7 +120,7 @@ class FastDecode:
         if self.backend != BACKEND_TRITON:
             return gemv_torch(w, x, out, halves=halves, norm_weight=norm, eps=self.eps, residual=residual)
         return gemv(w, x, out, config=config or self.tuning.configs[role], scratch=self.scratch, halves=halves,
-                    norm_weight=norm, eps=self.eps, residual=residual)
+                    norm_weight=norm, eps=self.eps, residual=residual, pdl=self.pdl)
 
     def attend(self, layer: dict, pos: torch.Tensor) -> None:
         cache = layer["cache"]
@@ -125,7 +129,7 @@ class FastDecode:
             attention_torch(*args, n_heads=self.n_heads, n_kv_heads=self.n_kv_heads)
         else:
             decode_attention(*args, n_heads=self.n_heads, n_kv_heads=self.n_kv_heads, scratch=self.scratch,
-                             t_per_split=T_PER_SPLIT)
+                             t_per_split=T_PER_SPLIT, pdl=self.pdl)
 
     @torch.no_grad()
     def step(self, model: Transformer, token: torch.Tensor, input_pos: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
@@ -142,7 +146,7 @@ class FastDecode:
     __call__ = step
 
 
-def tune(decode: FastDecode, configs: Callable[[int, int], list[GemvConfig]] | None = None, *,
+def tune(decode: FastDecode, configs: Callable[[int, int, int], list[GemvConfig]] | None = None, *,
          replays: int = 5, progress: Callable[[str], None] = lambda _: None) -> Tuning:
     """Time every candidate tile of each role's product over all its weights, keep the fastest (CUDA only).
 
@@ -153,7 +157,7 @@ def tune(decode: FastDecode, configs: Callable[[int, int], list[GemvConfig]] | N
     if decode.device.type != "cuda" or decode.backend != BACKEND_TRITON:
         return decode.tuning
     sm_count = torch.cuda.get_device_properties(decode.device).multi_processor_count
-    configs = configs or (lambda rows, k: candidate_configs(rows, k, sm_count))
+    configs = configs or (lambda rows, k, halves: candidate_configs(rows, k, sm_count, halves))
     chosen, timings = {}, {}
     for role in ROLES:
         rows, k = decode.shape(role)
@@ -166,7 +170,7 @@ def tune(decode: FastDecode, configs: Callable[[int, int], list[GemvConfig]] | N
         norm = torch.ones(k, dtype=decode.dtype, device=decode.device) if role in ("qkv", "w13", "head") else None
         residual = res if role in ("wo", "w2") else None
         rows_us = []
-        for config in configs(rows, k):
+        for config in configs(rows, k, 2 if role == "w13" else 1):
             try:
                 us = _time_products(decode, role, weights, x, out, norm, residual, config, replays)
             except Exception as exc:  # noqa: BLE001 - a tile that does not compile is not a candidate

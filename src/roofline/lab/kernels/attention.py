@@ -6,7 +6,8 @@ attention: the cache is read once per KV head) over one slice of the cache (flas
 split so that more than KV_HEADS programs read it); the program of the first slice rotates the new key, writes
 it and the value into the cache at ``pos`` and adds the token itself to its softmax (so no program reads a slot
 that is being written). The last program of a head to arrive merges the slices' partial softmaxes in a fixed
-order, as gemv's split-K does. ``pos`` is a device tensor: the same launch serves every step of a CUDA graph.
+order, as gemv's split-K does. Under programmatic dependent launch (``pdl``) it waits for the previous kernel
+before reading q/k/v. ``pos`` is a device tensor: the same launch serves every step of a CUDA graph.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def scratch_floats(n_kv_heads: int, n_heads: int, head_dim: int, splits: int) ->
 
 def decode_attention(qkv: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cos: torch.Tensor,
                      sin: torch.Tensor, pos: torch.Tensor, out: torch.Tensor, *, n_heads: int, n_kv_heads: int,
-                     scratch: Scratch, t_per_split: int = 64, block_t: int = 32, num_warps: int = 4) -> torch.Tensor:
+                     scratch: Scratch, t_per_split: int = 64, block_t: int = 32, num_warps: int = 4,
+                     pdl: bool = False) -> torch.Tensor:
     """The Triton kernel, launched once: out (n_heads * head_dim,) for the token whose q/k/v is ``qkv``."""
     if not triton_available():
         raise RuntimeError("decode_attention: Triton is not installed (use attention_torch)")
@@ -63,6 +65,7 @@ def decode_attention(qkv: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Te
     decode_attention_kernel[(n_kv_heads, splits)](
         qkv, k_cache, v_cache, cos, sin, pos, out, scratch.partial, scratch.counters, 1.0 / math.sqrt(head_dim),
         max_seq, Q_HEADS=n_heads, KV_HEADS=n_kv_heads, GROUP=group, GROUP_PAD=max(16, 1 << (group - 1).bit_length()),
-        HEAD_DIM=head_dim, HALF=head_dim // 2, BLOCK_T=block_t, T_PER_SPLIT=t_per_split, SPLITS=splits, num_warps=num_warps,
+        HEAD_DIM=head_dim, HALF=head_dim // 2, BLOCK_T=block_t, T_PER_SPLIT=t_per_split, SPLITS=splits, PDL=pdl, num_warps=num_warps,
+        **({"launch_pdl": True} if pdl else {}),
     )
     return out

@@ -36,15 +36,16 @@ class GemvConfig:
         return asdict(self)
 
 
-def candidate_configs(rows: int, k: int, sm_count: int = 132) -> list[GemvConfig]:
+def candidate_configs(rows: int, k: int, sm_count: int = 132, halves: int = 1) -> list[GemvConfig]:
     """A few tiles for a (rows, K) product (each is a compile, so few): 4, 8 or 16 rows by 256-1024 of K.
 
     Each tile gets the smallest split-K that gives about two programs per multiprocessor (``wo`` and ``w2``
-    have few rows), and the 4-row tile is also tried unsplit."""
+    have few rows), and the 4-row tile is also tried unsplit. With ``halves=2`` (gate and up rows, two
+    accumulators) the 16x1024 tile is left out: it spills registers on sm_90."""
     found: list[GemvConfig] = []
     for block_n in (4, 8, 16):
         for block_k in (256, 512, 1024) if k >= 4096 else (256, 512):
-            if block_k > max(256, _pow2_at_least(k)):
+            if block_k > max(256, _pow2_at_least(k)) or block_n * block_k * halves > 8192:
                 continue
             blocks = -(-rows // block_n)
             split = 1
@@ -89,8 +90,11 @@ def gemv_torch(w, x, out, *, halves=1, norm_weight=None, eps=1e-5, residual=None
 
 def gemv(w: torch.Tensor, x: torch.Tensor, out: torch.Tensor, *, config: GemvConfig, scratch: Scratch | None = None,
          halves: int = 1, norm_weight: torch.Tensor | None = None, eps: float = 1e-5,
-         residual: torch.Tensor | None = None) -> torch.Tensor:
-    """out = epilogue(W prologue(x)), x (K,), out (rows // halves,); the Triton kernel, launched once."""
+         residual: torch.Tensor | None = None, pdl: bool = False) -> torch.Tensor:
+    """out = epilogue(W prologue(x)), x (K,), out (rows // halves,); the Triton kernel, launched once.
+
+    ``pdl``: launched with programmatic dependent launch (Hopper on): its first weight tile is read while the
+    previous kernel finishes, and it waits for that kernel before reading anything else."""
     rows, k = w.shape
     n = rows // halves
     if x.numel() != k or out.numel() != n or not w.is_contiguous():
@@ -109,7 +113,7 @@ def gemv(w: torch.Tensor, x: torch.Tensor, out: torch.Tensor, *, config: GemvCon
         HALVES=halves, NORM=norm_weight is not None, RESIDUAL=residual is not None,
         SPLIT_K=split, BLOCK_N=config.block_n, BLOCK_K=config.block_k, K_PER_SPLIT=per_split,
         EVEN_K=k % config.block_k == 0 and per_split * split == k, EVEN_N=n % config.block_n == 0,
-        NORM_BLOCK=_pow2_at_least(k), num_warps=config.num_warps,
+        NORM_BLOCK=_pow2_at_least(k), PDL=pdl, num_warps=config.num_warps, **({"launch_pdl": True} if pdl else {}),
     )
     return out
 

@@ -3,6 +3,8 @@
 import triton
 import triton.language as tl
 
+from roofline.lab.kernels.triton_gemv import gdc_launch_dependents, gdc_wait
+
 
 @triton.jit
 def _rope(x1, x2, c, s, dt: tl.constexpr):
@@ -16,7 +18,7 @@ def _rope(x1, x2, c, s, dt: tl.constexpr):
 def decode_attention_kernel(QKV, KC, VC, COS, SIN, POS, OUT, PARTIAL, COUNTERS, scale, max_seq,
                             Q_HEADS: tl.constexpr, KV_HEADS: tl.constexpr, GROUP: tl.constexpr,
                             GROUP_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, HALF: tl.constexpr, BLOCK_T: tl.constexpr,
-                            T_PER_SPLIT: tl.constexpr, SPLITS: tl.constexpr):
+                            T_PER_SPLIT: tl.constexpr, SPLITS: tl.constexpr, PDL: tl.constexpr):
     dt = KC.dtype.element_ty
     kh = tl.program_id(0)
     sp = tl.program_id(1)
@@ -27,6 +29,9 @@ def decode_attention_kernel(QKV, KC, VC, COS, SIN, POS, OUT, PARTIAL, COUNTERS, 
     d = tl.arange(0, HEAD_DIM)
     c = tl.load(COS + pos * HALF + d1).to(tl.float32)
     s = tl.load(SIN + pos * HALF + d1).to(tl.float32)
+    if PDL:  # pos and the tables were written two kernels back or never; q/k/v by the kernel before this one
+        gdc_wait()
+        gdc_launch_dependents()
     q_rows = (kh * GROUP + g)[:, None] * HEAD_DIM
     q1 = tl.load(QKV + q_rows + d1[None, :], mask=g_mask[:, None], other=0.0).to(tl.float32)
     q2 = tl.load(QKV + q_rows + HALF + d1[None, :], mask=g_mask[:, None], other=0.0).to(tl.float32)

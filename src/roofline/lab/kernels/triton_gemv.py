@@ -19,10 +19,46 @@ def _finish(y, y2, rows, row_mask, OUT, RES, HALVES: tl.constexpr, RESIDUAL: tl.
     tl.store(OUT + rows, y.to(dt), mask=row_mask)
 
 @triton.jit
+def gdc_wait():
+    """griddepcontrol.wait: under programmatic dependent launch, block until the previous kernel is done."""
+    tl.inline_asm_elementwise("griddepcontrol.wait; // dummy $0", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
+def gdc_launch_dependents():
+    """griddepcontrol.launch_dependents: let the next kernel's programs start (they run up to their wait)."""
+    tl.inline_asm_elementwise("griddepcontrol.launch_dependents; // dummy $0", "=r", [], dtype=tl.int32,
+                              is_pure=False, pack=1)
+
+
+@triton.jit
+def _load_w(W, w_rows, ks, K, ROW_OFFSET, EVEN_K: tl.constexpr):
+    ptrs = W + (w_rows[:, None].to(tl.int64) + ROW_OFFSET) * K + ks[None, :]
+    if EVEN_K:
+        return tl.load(ptrs)
+    return tl.load(ptrs, mask=(ks < K)[None, :], other=0.0)
+
+
+@triton.jit
+def _load_x(X, GAMMA, ks, K, inv, NORM: tl.constexpr, EVEN_K: tl.constexpr, dt: tl.constexpr):
+    if EVEN_K:
+        x = tl.load(X + ks).to(tl.float32)
+    else:
+        x = tl.load(X + ks, mask=ks < K, other=0.0).to(tl.float32)
+    if NORM:
+        if EVEN_K:
+            g = tl.load(GAMMA + ks).to(tl.float32)
+        else:
+            g = tl.load(GAMMA + ks, mask=ks < K, other=0.0).to(tl.float32)
+        x = ((x * inv).to(dt).to(tl.float32) * g).to(dt).to(tl.float32)
+    return x
+
+
+@triton.jit
 def gemv_kernel(W, X, OUT, RES, GAMMA, PARTIAL, COUNTERS, N, K, eps,
                 HALVES: tl.constexpr, NORM: tl.constexpr, RESIDUAL: tl.constexpr, SPLIT_K: tl.constexpr,
                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, K_PER_SPLIT: tl.constexpr,
-                EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, NORM_BLOCK: tl.constexpr):
+                EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, NORM_BLOCK: tl.constexpr, PDL: tl.constexpr):
     dt = OUT.dtype.element_ty
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
@@ -32,6 +68,17 @@ def gemv_kernel(W, X, OUT, RES, GAMMA, PARTIAL, COUNTERS, N, K, eps,
         w_rows = rows
     else:
         w_rows = tl.where(row_mask, rows, 0)
+    # The first tile of weights is loaded before anything the previous kernel writes is read: under
+    # programmatic dependent launch these loads overlap that kernel's tail.
+    k_start = pid_k * K_PER_SPLIT
+    ks = k_start + tl.arange(0, BLOCK_K)
+    w = _load_w(W, w_rows, ks, K, 0, EVEN_K)
+    w2 = w
+    if HALVES == 2:
+        w2 = _load_w(W, w_rows, ks, K, N, EVEN_K)
+    if PDL:
+        gdc_wait()
+        gdc_launch_dependents()
     inv = 1.0
     if NORM:
         ks_all = tl.arange(0, NORM_BLOCK)
@@ -39,32 +86,17 @@ def gemv_kernel(W, X, OUT, RES, GAMMA, PARTIAL, COUNTERS, N, K, eps,
         sq = (xa * xa).to(dt).to(tl.float32)
         mean = (tl.sum(sq, axis=0) / K).to(dt).to(tl.float32)
         inv = (1.0 / tl.sqrt((mean + eps).to(dt).to(tl.float32))).to(dt).to(tl.float32)
-    acc = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
-    acc2 = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
-    k_start = pid_k * K_PER_SPLIT
-    for k0 in range(0, K_PER_SPLIT, BLOCK_K):
+    x = _load_x(X, GAMMA, ks, K, inv, NORM, EVEN_K, dt)
+    acc = w.to(tl.float32) * x[None, :]
+    acc2 = w2.to(tl.float32) * x[None, :]
+    for k0 in range(BLOCK_K, K_PER_SPLIT, BLOCK_K):
         ks = k_start + k0 + tl.arange(0, BLOCK_K)
-        w_ptrs = W + w_rows[:, None].to(tl.int64) * K + ks[None, :]
-        if EVEN_K:
-            x = tl.load(X + ks).to(tl.float32)
-            w = tl.load(w_ptrs)
-        else:
-            k_mask = ks < K
-            x = tl.load(X + ks, mask=k_mask, other=0.0).to(tl.float32)
-            w = tl.load(w_ptrs, mask=k_mask[None, :], other=0.0)
-        if NORM:
-            if EVEN_K:
-                g = tl.load(GAMMA + ks).to(tl.float32)
-            else:
-                g = tl.load(GAMMA + ks, mask=ks < K, other=0.0).to(tl.float32)
-            x = ((x * inv).to(dt).to(tl.float32) * g).to(dt).to(tl.float32)
+        w = _load_w(W, w_rows, ks, K, 0, EVEN_K)
+        if HALVES == 2:
+            w2 = _load_w(W, w_rows, ks, K, N, EVEN_K)
+        x = _load_x(X, GAMMA, ks, K, inv, NORM, EVEN_K, dt)
         acc += w.to(tl.float32) * x[None, :]
         if HALVES == 2:
-            w2_ptrs = W + (w_rows[:, None].to(tl.int64) + N) * K + ks[None, :]
-            if EVEN_K:
-                w2 = tl.load(w2_ptrs)
-            else:
-                w2 = tl.load(w2_ptrs, mask=(ks < K)[None, :], other=0.0)
             acc2 += w2.to(tl.float32) * x[None, :]
     y = tl.sum(acc, axis=1)
     y2 = tl.sum(acc2, axis=1)
