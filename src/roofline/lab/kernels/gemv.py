@@ -31,6 +31,7 @@ class GemvConfig:
     block_k: int = 512
     split_k: int = 1
     num_warps: int = 4
+    reduce_each: bool = False  # sum every tile at once (fewer registers, more loads in flight) or at the end
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -40,7 +41,8 @@ def candidate_configs(rows: int, k: int, sm_count: int = 132, halves: int = 1) -
     """A few tiles for a (rows, K) product (each is a compile, so few): 4, 8 or 16 rows by 256-1024 of K.
 
     Each tile gets the smallest split-K that gives about two programs per multiprocessor (``wo`` and ``w2``
-    have few rows), and the 4-row tile is also tried unsplit. With ``halves=2`` (gate and up rows, two
+    have few rows), and the 4-row tile is also tried unsplit. The widest tiles are tried again summing each
+    tile at once (``reduce_each``). With ``halves=2`` (gate and up rows, two
     accumulators) the 16x1024 tile is left out: it spills registers on sm_90."""
     found: list[GemvConfig] = []
     for block_n in (4, 8, 16):
@@ -55,6 +57,8 @@ def candidate_configs(rows: int, k: int, sm_count: int = 132, halves: int = 1) -
             if split > 1 and block_n == 4:
                 found.append(GemvConfig(block_n, block_k, 1, 4))
     found.append(GemvConfig(16, 512 if k >= 512 else 256, found[-1].split_k, 8))
+    wide = [c for c in found if c.num_warps == 4 and c.block_n * c.block_k >= 4096 and c.block_k >= 512]
+    found += [GemvConfig(c.block_n, c.block_k, c.split_k, c.num_warps, True) for c in wide]
     return list(dict.fromkeys(found))
 
 
@@ -113,7 +117,7 @@ def gemv(w: torch.Tensor, x: torch.Tensor, out: torch.Tensor, *, config: GemvCon
         HALVES=halves, NORM=norm_weight is not None, RESIDUAL=residual is not None,
         SPLIT_K=split, BLOCK_N=config.block_n, BLOCK_K=config.block_k, K_PER_SPLIT=per_split,
         EVEN_K=k % config.block_k == 0 and per_split * split == k, EVEN_N=n % config.block_n == 0,
-        NORM_BLOCK=_pow2_at_least(k), PDL=pdl, num_warps=config.num_warps, **({"launch_pdl": True} if pdl else {}),
+        NORM_BLOCK=_pow2_at_least(k), PDL=pdl, REDUCE_EACH=config.reduce_each, num_warps=config.num_warps, **({"launch_pdl": True} if pdl else {}),
     )
     return out
 

@@ -58,7 +58,8 @@ def _load_x(X, GAMMA, ks, K, inv, NORM: tl.constexpr, EVEN_K: tl.constexpr, dt: 
 def gemv_kernel(W, X, OUT, RES, GAMMA, PARTIAL, COUNTERS, N, K, eps,
                 HALVES: tl.constexpr, NORM: tl.constexpr, RESIDUAL: tl.constexpr, SPLIT_K: tl.constexpr,
                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, K_PER_SPLIT: tl.constexpr,
-                EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, NORM_BLOCK: tl.constexpr, PDL: tl.constexpr):
+                EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, NORM_BLOCK: tl.constexpr, PDL: tl.constexpr,
+                REDUCE_EACH: tl.constexpr):
     dt = OUT.dtype.element_ty
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
@@ -87,19 +88,31 @@ def gemv_kernel(W, X, OUT, RES, GAMMA, PARTIAL, COUNTERS, N, K, eps,
         mean = (tl.sum(sq, axis=0) / K).to(dt).to(tl.float32)
         inv = (1.0 / tl.sqrt((mean + eps).to(dt).to(tl.float32))).to(dt).to(tl.float32)
     x = _load_x(X, GAMMA, ks, K, inv, NORM, EVEN_K, dt)
-    acc = w.to(tl.float32) * x[None, :]
-    acc2 = w2.to(tl.float32) * x[None, :]
+    # REDUCE_EACH: sum each tile's products at once (a [BLOCK_N] accumulator; registers free for more loads in
+    # flight) instead of keeping a [BLOCK_N, BLOCK_K] accumulator and summing once at the end.
+    if REDUCE_EACH:
+        y = tl.sum(w.to(tl.float32) * x[None, :], axis=1)
+        y2 = tl.sum(w2.to(tl.float32) * x[None, :], axis=1)
+    else:
+        acc = w.to(tl.float32) * x[None, :]
+        acc2 = w2.to(tl.float32) * x[None, :]
     for k0 in range(BLOCK_K, K_PER_SPLIT, BLOCK_K):
         ks = k_start + k0 + tl.arange(0, BLOCK_K)
         w = _load_w(W, w_rows, ks, K, 0, EVEN_K)
         if HALVES == 2:
             w2 = _load_w(W, w_rows, ks, K, N, EVEN_K)
         x = _load_x(X, GAMMA, ks, K, inv, NORM, EVEN_K, dt)
-        acc += w.to(tl.float32) * x[None, :]
-        if HALVES == 2:
-            acc2 += w2.to(tl.float32) * x[None, :]
-    y = tl.sum(acc, axis=1)
-    y2 = tl.sum(acc2, axis=1)
+        if REDUCE_EACH:
+            y += tl.sum(w.to(tl.float32) * x[None, :], axis=1)
+            if HALVES == 2:
+                y2 += tl.sum(w2.to(tl.float32) * x[None, :], axis=1)
+        else:
+            acc += w.to(tl.float32) * x[None, :]
+            if HALVES == 2:
+                acc2 += w2.to(tl.float32) * x[None, :]
+    if not REDUCE_EACH:
+        y = tl.sum(acc, axis=1)
+        y2 = tl.sum(acc2, axis=1)
     if SPLIT_K == 1:
         _finish(y, y2, rows, row_mask, OUT, RES, HALVES, RESIDUAL)
     else:
