@@ -16,4 +16,5 @@ from roofline.doctor.rules import (  # noqa: F401
     straggler,
     tiny_collectives,
     collective_host_sync,
+    undersized_memory_bound,
 )

@@ -1,0 +1,81 @@
+"""Memory-bound ops far below the memory roof because each is too small to fill the GPU.
+
+A kernel that reads a few MB needs only microseconds at the roof (8 MB: 1.7 us on an H200), about what it takes
+to launch its programs, ramp the memory pipe and drain the last wave: batch-1 decode's matrix-vector products
+on 1-23 MB weights reached 1.9-2.4 TB/s of a 4.6 TB/s roof on the H200 (issue 19). Evidence: GPU ops the analysis
+calls memory-bound, each moving few bytes (at the roof they would take under SMALL_ROOF_S; below MIN_BYTES the
+launch dominates and the launch-overhead rule speaks) and running at under SLOW_SHARE of the measured bandwidth. The saving is their time above the roof; the fix gives each kernel more of
+the GPU or removes kernels: split-K or a tuned matrix-vector kernel, fusing the neighbours in, a CUDA graph with
+programmatic dependent launch so one kernel's loads overlap the last one's tail.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from roofline.doctor.evidence import (VIEW_KINDS, device_time_share, is_gpu_report, op_bytes, op_kind,
+                                      severity_for, top_locations)
+from roofline.doctor.registry import register
+from roofline.report import Finding, OpRecord, Report
+
+RULE = "undersized-memory-bound"
+SMALL_ROOF_S = 20e-6  # at the roof, under this: a kernel this short is dominated by ramp-up and tail
+SLOW_SHARE = 0.6
+MIN_BYTES = 256 * 1024  # below this the launch itself dominates: the launch-overhead rule's ground
+MIN_OPS = 4
+MIN_SHARE = 0.05
+MATMULS = {"mm", "addmm", "linear", "matmul", "bmm", "baddbmm", "addmv", "mv"}
+
+FIX = ("give each kernel enough work to fill the GPU, or fewer kernels: for matrix-vector products (batch-1 "
+       "decode) a tuned GEMV with split-K so short outputs still spread over every SM (Inductor's "
+       "coordinate_descent_tuning, or a Triton kernel), stack weights that read the same input (q/k/v, gate/up) "
+       "into one product, fuse the norm before and the residual add or activation after into the same kernel "
+       "(torch.compile), and capture the step in a CUDA graph, with programmatic dependent launch where the "
+       "kernels allow it, so each kernel's loads start while the previous one drains; batching more rows per call "
+       "raises the bytes per kernel too")
+
+
+@register(RULE, "memory-bound ops too small to reach the memory roof")
+def check(report: Report) -> list[Finding]:
+    bandwidth = report.ceilings.memory_bandwidth_bytes_per_s
+    if bandwidth <= 0 or not is_gpu_report(report):
+        return []
+    ops = [op for op in report.ops if _undersized(op, bandwidth)]
+    if len(ops) < MIN_OPS:
+        return []
+    spent = sum(op.time_s for op in ops)
+    if device_time_share(report, spent) < MIN_SHARE:
+        return []
+    moved = sum(op_bytes(op) for op in ops)
+    at_roof = moved / bandwidth
+    savings = max(spent - at_roof, 0.0)
+    matmuls = [op for op in ops if op_kind(op.name) in MATMULS]
+    achieved = moved / spent
+    kinds = sorted({op_kind(op.name) for op in ops})
+    what = f"{len(matmuls)} of them matrix products" if matmuls else "none of them matrix products"
+    return [Finding(
+        rule=RULE, category="memory",
+        title=(f"{len(ops)} small memory-bound ops reach {achieved / bandwidth:.0%} of the memory roof "
+               f"({_mb(statistics.median(op_bytes(op) for op in ops))} each, median; {what}): too small to fill the GPU"),
+        evidence={"ops": len(ops), "matmul_ops": len(matmuls), "time_s": spent, "bytes": moved,
+                  "achieved_bytes_per_s": achieved, "memory_bandwidth_bytes_per_s": bandwidth,
+                  "median_op_bytes": statistics.median(op_bytes(op) for op in ops),
+                  "median_op_s": statistics.median(op.time_s for op in ops),
+                  "share_of_roof": achieved / bandwidth, "op_kinds": kinds[:12],
+                  "small_roof_s": SMALL_ROOF_S, "slow_share": SLOW_SHARE},
+        locations=top_locations(sorted(ops, key=lambda o: -o.time_s)), estimated_savings_s=savings,
+        savings_method=(f"their time less their bytes at the measured memory bandwidth ({bandwidth / 1e12:.3g} TB/s): "
+                        "what they would take at the roof; the roof is an upper bound no real kernel reaches"),
+        fix=FIX, severity=severity_for(report, savings),
+    )]
+
+
+def _undersized(op: OpRecord, bandwidth: float) -> bool:
+    if op.bound != "memory" or op.time_s <= 0 or op_kind(op.name) in VIEW_KINDS:
+        return False
+    moved = op_bytes(op)
+    return MIN_BYTES <= moved < SMALL_ROOF_S * bandwidth and moved / op.time_s < SLOW_SHARE * bandwidth
+
+
+def _mb(nbytes: float) -> str:
+    return f"{nbytes / 1e6:.3g} MB" if nbytes >= 1e5 else f"{nbytes / 1e3:.3g} KB"

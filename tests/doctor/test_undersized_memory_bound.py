@@ -1,0 +1,57 @@
+"""The undersized-memory-bound rule on reports shaped like the H200's batch-1 decode (issue 19)."""
+
+import pytest
+
+from doctor_cases import ceilings, linear, op, report
+from roofline.doctor import diagnose
+
+H200 = dict(device="cuda", device_name="NVIDIA H200", bandwidth=4.6e12, launch=5e-6)
+RULE = "undersized-memory-bound"
+
+
+def _decode_products(bytes_per_s: float, layers: int = 22) -> list:
+    """A 1.1B decoder's per-layer matrix-vector products at batch 1 (2-23 MB of fp16 weight each)."""
+    ops = []
+    for i in range(layers):
+        for name, n, k in (("wq", 2048, 2048), ("wk", 256, 2048), ("wv", 256, 2048), ("wo", 2048, 2048),
+                           ("w1", 5632, 2048), ("w3", 5632, 2048), ("w2", 2048, 5632)):
+            o = linear([1, 1, k], features=k, out_features=n, dtype="float16", module=f"layers.{i}.{name}")
+            o.time_s = o.bytes / bytes_per_s
+            ops.append(o)
+    return ops
+
+
+def test_decode_products_at_half_the_roof_are_named_with_the_fix():
+    ops = _decode_products(2.36e12)
+    findings = diagnose(report(ops, ceil=ceilings(**H200)), rules=[RULE])
+    assert len(findings) == 1
+    f = findings[0]
+    assert f.evidence["ops"] == len(ops) == f.evidence["matmul_ops"]
+    assert f.evidence["share_of_roof"] == pytest.approx(2.36 / 4.6)
+    spent = sum(o.time_s for o in ops)
+    assert f.estimated_savings_s == pytest.approx(spent - sum(o.bytes for o in ops) / 4.6e12)
+    assert "split-K" in f.fix and "CUDA graph" in f.fix and "fuse" in f.fix
+    assert f.locations and "layers" in f.locations[0]
+
+
+def test_products_near_the_roof_big_matrices_tiny_ops_and_cpu_reports_are_silent():
+    near_roof = _decode_products(4.2e12)
+    assert diagnose(report(near_roof, ceil=ceilings(**H200)), rules=[RULE]) == []
+    # A 234 MB gate/up product (Llama-3-8B) at half the roof is slow, but not because it is small.
+    big = [linear([1, 1, 4096], features=4096, out_features=28672, dtype="float16", module=f"layers.{i}.w13")
+           for i in range(8)]
+    for o in big:
+        o.time_s = o.bytes / 2.3e12
+    assert diagnose(report(big, ceil=ceilings(**H200)), rules=[RULE]) == []
+    tiny = [op("aten::add", [([4096], "float16"), ([4096], "float16")], out=[4096], time=4e-6, nbytes=24576)
+            for _ in range(50)]
+    assert diagnose(report(tiny, ceil=ceilings(**H200)), rules=[RULE]) == []
+    slow = _decode_products(2.36e12)
+    assert diagnose(report(slow, ceil=ceilings(device="cpu", bandwidth=4.6e12)), rules=[RULE]) == []
+
+
+def test_a_few_slow_products_among_long_work_are_not_worth_a_finding():
+    ops = _decode_products(2.36e12, layers=1)[:3]
+    ops.append(op("aten::mm", [([8192, 8192], "float16"), ([8192, 8192], "float16")], out=[8192, 8192],
+                  time=2e-3, flops=2 * 8192**3, bound="compute"))
+    assert diagnose(report(ops, ceil=ceilings(**H200)), rules=[RULE]) == []
