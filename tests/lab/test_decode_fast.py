@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from roofline.lab.agreement import logit_gap
 from roofline.lab.decode_fast import BACKEND_TORCH, FastDecode, default_config
 from roofline.lab.generate import decode_one_token
 from roofline.lab.graphed import GraphedDecoder
@@ -221,4 +222,9 @@ def test_graphed_triton_step_gives_the_eager_tokens_on_the_gpu():
     fast = FastDecode(model)
     decoder = GraphedDecoder(model, fast.step, torch.zeros(1, dtype=torch.long, device="cuda"), steps_per_graph=8)
     model(prompt, torch.arange(40, device="cuda"))
-    assert decoder.run(prompt[:, -1:], 40, 16)[0].tolist() == reference
+    tokens = decoder.run(prompt[:, -1:], 40, 16)[0].tolist()
+    if tokens != reference:  # another summation order may flip a near-tie, and nothing else
+        first = next(i for i, (a, b) in enumerate(zip(tokens, reference)) if a != b)
+        fed = prompt[0].tolist() + [prompt[0, -1].item()]
+        _, ulps = logit_gap(model, fed, reference, first)
+        assert ulps <= 2, f"token {first} differs where the eager model's top two logits are {ulps} ulp apart"

@@ -20,7 +20,9 @@ def _finish(y, y2, rows, row_mask, OUT, RES, HALVES: tl.constexpr, RESIDUAL: tl.
 
 @triton.jit
 def gdc_wait():
-    """griddepcontrol.wait: under programmatic dependent launch, block until the previous kernel is done."""
+    """griddepcontrol.wait: under programmatic dependent launch, block until the previous kernel is done.
+
+    The PTX Triton's own gdc_wait emits, written here so that every Triton 3 version compiles it."""
     tl.inline_asm_elementwise("griddepcontrol.wait; // dummy $0", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
 
 
