@@ -48,8 +48,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="leave out the variant launched with programmatic dependent launch")
     parser.add_argument("--budget", type=float, default=470.0, help="seconds; baselines are skipped past it")
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("-o", "--output", required=True)
+    parser.add_argument("-o", "--output")
+    parser.add_argument("--table", nargs="+", metavar="JSON", help="print the markdown tables of earlier runs' JSON")
     args = parser.parse_args(argv)
+    if args.table:
+        print(table(args.table))
+        return 0
+    if not args.output:
+        parser.error("-o/--output is required")
 
     import torch
 
@@ -313,6 +319,42 @@ def _print_breakdown(b: dict) -> None:
           f"between kernels {b['gap_us_per_token']:.0f} us", flush=True)
     for k in b["top_kernels"][:4]:
         print(f"      {k['us_per_token']:7.1f} us x{k['calls_per_token']:.0f} [{k['class']}] {k['name'][:80]}")
+
+
+def table(paths: list[str]) -> str:
+    """Markdown: one row per model and variant (speed, share of the roof, tokens), then the kernel classes."""
+    lines = ["| model | variant | tokens/s (runs) | ms/token | bytes/token | % of measured roof | same tokens as eager |",
+             "|---|---|---:|---:|---:|---:|---|"]
+    classes = ["| model | variant | wall / token | kernels | matrix products (bandwidth) | attention (bandwidth) "
+               "| other | between kernels |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for path in paths:
+        with open(path) as fh:
+            data = json.load(fh)
+        for model, row in data["models"].items():
+            for label, v in row.get("variants", {}).items():
+                runs = v["runs_tokens_per_s"]
+                tokens = v.get("tokens") or {}
+                same = (f"{tokens['same']}/{tokens['compared']}" if tokens else "not compared")
+                if tokens.get("first_divergence") is not None:
+                    same += f" (first differs at {tokens['first_divergence']}: eager's top-2 gap {tokens['logit_gap_ulps']:.1f} ulp)"
+                lines.append(f"| {model} | {label} | {v['tokens_per_s']:,.1f} ({min(runs):,.1f}-{max(runs):,.1f}) | "
+                             f"{v['ms_per_token']:.3f} | {row['roof_bytes_per_token'] / 1e9:.2f} GB | "
+                             f"{100 * v['share_of_memory_roof']:.1f}% | {same} |")
+                b = v.get("breakdown", {})
+                c = b.get("classes", {})
+
+                def cell(name):
+                    x = c.get(name)
+                    if not x:
+                        return "-"
+                    bw = x.get("achieved_bytes_per_s")
+                    return f"{x['us_per_token']:,.0f} us ({x['kernels_per_token']:.0f})" + (f" {bw / 1e12:.2f} TB/s" if bw else "")
+                classes.append(f"| {model} | {label} | {b.get('graphed_wall_us_per_token', 0):,.0f} us | "
+                               f"{b.get('kernel_us_per_token', 0):,.0f} us ({b.get('kernels_per_token', 0):.0f}) | "
+                               f"{cell('matmul')} | {cell('attention')} | {cell('other')} | {b.get('gap_us_per_token', 0):,.0f} us |")
+            for note in row.get("notes", []) + ([row["error"]] if "error" in row else []):
+                lines.append(f"| {model} | note: {note} | | | | | |")
+    return "\n".join(lines + [""] + classes)
 
 
 def _triton_version() -> str | None:

@@ -169,7 +169,7 @@ def test_fast_decode_refuses_a_model_without_a_kv_cache():
         FastDecode(configure(build_llama(MICRO, dtype=torch.float16), Fixes.all()))
 
 
-def test_the_benchmark_script_runs_end_to_end_on_cpu(tmp_path, monkeypatch):
+def test_the_benchmark_script_runs_end_to_end_on_cpu(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path / "cache"))
     script = load_benchmark("decode_fast")
     out = tmp_path / "fast.json"
@@ -184,6 +184,8 @@ def test_the_benchmark_script_runs_end_to_end_on_cpu(tmp_path, monkeypatch):
         assert variant["tokens"]["same"] == variant["tokens"]["compared"] == 8
         assert len(variant["runs_tokens_per_s"]) == 1 and variant["tokens_per_s"] > 0
         assert {"kernel_us_per_token", "gap_us_per_token", "classes"} <= set(variant["breakdown"])
+    assert script.main(["--table", str(out)]) == 0
+    assert "| llama-micro | + Triton GEMV |" in capsys.readouterr().out
 
 
 @pytest.mark.cuda
