@@ -42,7 +42,7 @@ dt = torch.float16
 worst = {}
 cases = [  # rows, K, halves, norm, residual, tile: plain, split-K with every fusion, uneven K and rows
     (64, 256, 1, False, False, GemvConfig(8, 128, 1)), (64, 256, 1, True, True, GemvConfig(8, 64, 2)),
-    (96, 256, 2, True, True, GemvConfig(8, 64, 2, 4, True)),
+    (96, 256, 2, True, True, GemvConfig(8, 64, 2, 4, True)), (64, 512, 1, True, True, GemvConfig(4, 64, 2, 4, False, 2)),
     (96, 344, 2, True, False, GemvConfig(16, 64, 3)), (40, 200, 1, False, True, GemvConfig(16, 128, 2))]
 for i, (rows, k, halves, norm, res, cfg) in enumerate(cases):
     w = torch.randn(rows, k, dtype=dt) * 0.05

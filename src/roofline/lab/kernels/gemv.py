@@ -31,34 +31,46 @@ class GemvConfig:
     block_k: int = 512
     split_k: int = 1
     num_warps: int = 4
-    reduce_each: bool = False  # sum every tile at once (fewer registers, more loads in flight) or at the end
+    reduce_each: bool = False  # sum every tile at once (fewer registers, more programs resident) or at the end
+    unroll: int = 1  # iterations unrolled, so that ptxas can issue their loads together
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
+# (rows per program, K per iteration, warps, sum each tile at once, unroll): chosen from sm_90 builds: with a
+# [rows, K] accumulator the 4x512 and 8x512 tiles take 96-104 registers and unrolled by 2 ptxas issues both
+# iterations' loads before the first FMA (two tiles in flight); summing each tile at once takes 48-56 registers
+# (more programs resident) but keeps one tile in flight. 16x256 unrolled and 16x1024 spill, so they are left out.
+TILES = (
+    (4, 512, 4, False, 1), (8, 512, 4, False, 1), (16, 512, 8, False, 1),
+    (4, 256, 4, False, 2), (4, 512, 4, False, 2), (8, 256, 4, False, 2),
+    (4, 1024, 4, False, 1), (8, 1024, 4, False, 1),
+    (8, 512, 4, True, 1), (8, 1024, 4, True, 1),
+)
+
+
 def candidate_configs(rows: int, k: int, sm_count: int = 132, halves: int = 1) -> list[GemvConfig]:
-    """A few tiles for a (rows, K) product (each is a compile, so few): 4, 8 or 16 rows by 256-1024 of K.
+    """The tiles of TILES that suit a (rows, K) product (each is a compile, so few).
 
     Each tile gets the smallest split-K that gives about two programs per multiprocessor (``wo`` and ``w2``
-    have few rows), and the 4-row tile is also tried unsplit. The widest tiles are tried again summing each
-    tile at once (``reduce_each``). With ``halves=2`` (gate and up rows, two
-    accumulators) the 16x1024 tile is left out: it spills registers on sm_90."""
+    have few rows), and the 4-row tiles are also tried unsplit. 1024-wide tiles only where K >= 4096; with
+    ``halves=2`` (gate and up rows: two accumulators) no tile above 4096 elements per accumulator or unrolled
+    8-row tile (they spill or nearly)."""
     found: list[GemvConfig] = []
-    for block_n in (4, 8, 16):
-        for block_k in (256, 512, 1024) if k >= 4096 else (256, 512):
-            if block_k > max(256, _pow2_at_least(k)) or block_n * block_k * halves > 8192:
-                continue
-            blocks = -(-rows // block_n)
-            split = 1
-            while blocks * split < 2 * sm_count and k // (2 * split) >= block_k:
-                split *= 2
-            found.append(GemvConfig(block_n, block_k, split, 4))
-            if split > 1 and block_n == 4:
-                found.append(GemvConfig(block_n, block_k, 1, 4))
-    found.append(GemvConfig(16, 512 if k >= 512 else 256, found[-1].split_k, 8))
-    wide = [c for c in found if c.num_warps == 4 and c.block_n * c.block_k >= 4096 and c.block_k >= 512]
-    found += [GemvConfig(c.block_n, c.block_k, c.split_k, c.num_warps, True) for c in wide]
+    for block_n, block_k, warps, reduce_each, unroll in TILES:
+        if block_k == 1024 and k < 4096:
+            continue
+        if halves == 2 and not reduce_each and (block_n * block_k > 4096 or (unroll > 1 and block_n > 4)):
+            continue
+        block_k = min(block_k, max(256, _pow2_at_least(k)))
+        blocks = -(-rows // block_n)
+        split = 1
+        while blocks * split < 2 * sm_count and k // (2 * split) >= block_k:
+            split *= 2
+        found.append(GemvConfig(block_n, block_k, split, warps, reduce_each, unroll))
+        if split > 1 and block_n == 4:
+            found.append(GemvConfig(block_n, block_k, 1, warps, reduce_each, unroll))
     return list(dict.fromkeys(found))
 
 
@@ -117,7 +129,7 @@ def gemv(w: torch.Tensor, x: torch.Tensor, out: torch.Tensor, *, config: GemvCon
         HALVES=halves, NORM=norm_weight is not None, RESIDUAL=residual is not None,
         SPLIT_K=split, BLOCK_N=config.block_n, BLOCK_K=config.block_k, K_PER_SPLIT=per_split,
         EVEN_K=k % config.block_k == 0 and per_split * split == k, EVEN_N=n % config.block_n == 0,
-        NORM_BLOCK=_pow2_at_least(k), PDL=pdl, REDUCE_EACH=config.reduce_each, num_warps=config.num_warps, **({"launch_pdl": True} if pdl else {}),
+        NORM_BLOCK=_pow2_at_least(k), PDL=pdl, REDUCE_EACH=config.reduce_each, UNROLL=config.unroll, num_warps=config.num_warps, **({"launch_pdl": True} if pdl else {}),
     )
     return out
 
