@@ -230,3 +230,29 @@ def test_graphed_triton_step_gives_the_eager_tokens_on_the_gpu():
         fed = prompt[0].tolist() + [prompt[0, -1].item()]
         _, ulps = logit_gap(model, fed, reference, first)
         assert ulps <= 2, f"token {first} differs where the eager model's top two logits are {ulps} ulp apart"
+
+
+def test_tuning_keeps_each_roles_fastest_tile_and_survives_a_failing_one(monkeypatch):
+    import types
+
+    from roofline.lab import decode_fast
+
+    fast = FastDecode(_micro_model(), backend=decode_fast.BACKEND_TRITON)
+    timed = []
+
+    def fake_time(decode, role, weights, x, out, norm, residual, config, replays):
+        timed.append((role, config, len(weights), norm is not None, residual is not None))
+        if config.unroll == 2:
+            raise RuntimeError("does not compile")
+        return 1.0 / config.block_n  # the widest row block wins
+
+    monkeypatch.setattr(decode_fast, "_time_products", fake_time)
+    monkeypatch.setattr(fast, "device", types.SimpleNamespace(type="cuda"))
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _: types.SimpleNamespace(multi_processor_count=132))
+    tuning = decode_fast.tune(fast)
+    assert set(tuning.configs) == set(decode_fast.ROLES)
+    assert all(c.block_n == max(t[1].block_n for t in timed if t[0] == role) for role, c in tuning.configs.items())
+    assert {t[0] for t in timed if t[3]} == {"qkv", "w13", "head"} and {t[0] for t in timed if t[4]} == {"wo", "w2"}
+    assert all(t[2] == MICRO.n_layers for t in timed if t[0] != "head")
+    assert any(us == float("inf") for rows in tuning.candidates_us.values() for _, us in rows)
+    assert json.dumps(tuning.as_dict())

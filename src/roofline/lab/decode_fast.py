@@ -159,15 +159,16 @@ def tune(decode: FastDecode, configs: Callable[[int, int, int], list[GemvConfig]
     sm_count = torch.cuda.get_device_properties(decode.device).multi_processor_count
     configs = configs or (lambda rows, k, halves: candidate_configs(rows, k, sm_count, halves))
     chosen, timings = {}, {}
+    device = decode.model.output.weight.device
     for role in ROLES:
         rows, k = decode.shape(role)
         weights = [decode.model.output.weight] if role == "head" else [layer[role] for layer in decode.layers]
         if role == "head":
             weights = weights * 4  # one matrix: repeated, it is still bigger than the L2 for every model here
-        x = torch.randn(k, dtype=decode.dtype, device=decode.device) * 0.1
-        out = torch.zeros(rows, dtype=decode.dtype, device=decode.device)
-        res = torch.zeros(rows, dtype=decode.dtype, device=decode.device)
-        norm = torch.ones(k, dtype=decode.dtype, device=decode.device) if role in ("qkv", "w13", "head") else None
+        x = torch.randn(k, dtype=decode.dtype, device=device) * 0.1
+        out = torch.zeros(rows, dtype=decode.dtype, device=device)
+        res = torch.zeros(rows, dtype=decode.dtype, device=device)
+        norm = torch.ones(k, dtype=decode.dtype, device=device) if role in ("qkv", "w13", "head") else None
         residual = res if role in ("wo", "w2") else None
         rows_us = []
         for config in configs(rows, k, 2 if role == "w13" else 1):
