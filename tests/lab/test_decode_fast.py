@@ -247,10 +247,12 @@ def test_tuning_keeps_each_roles_fastest_tile_and_survives_a_failing_one(monkeyp
         return 1.0 / config.block_n  # the widest row block wins
 
     monkeypatch.setattr(decode_fast, "_time_products", fake_time)
+    monkeypatch.setattr(decode_fast, "_time_launches", lambda launch_all, n, replays: 100.0 / n)
     monkeypatch.setattr(fast, "device", types.SimpleNamespace(type="cuda"))
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _: types.SimpleNamespace(multi_processor_count=132))
     tuning = decode_fast.tune(fast)
     assert set(tuning.configs) == set(decode_fast.ROLES)
+    assert tuning.t_per_split == decode_fast.T_PER_SPLITS[0] and len(tuning.candidates_us["attention"]) == 3
     assert all(c.block_n == max(t[1].block_n for t in timed if t[0] == role) for role, c in tuning.configs.items())
     assert {t[0] for t in timed if t[3]} == {"qkv", "w13", "head"} and {t[0] for t in timed if t[4]} == {"wo", "w2"}
     assert all(t[2] == MICRO.n_layers for t in timed if t[0] != "head")

@@ -27,7 +27,7 @@ from roofline.models.llama import Transformer
 ROLES = ("qkv", "wo", "w13", "w2", "head")
 BACKEND_TRITON = "triton"
 BACKEND_TORCH = "torch twins (Triton unavailable here: not the kernels' figures)"
-T_PER_SPLIT = 64
+T_PER_SPLITS = (32, 64, 128)  # cache slots per attention program: the tuning's candidates
 
 
 @dataclass
@@ -37,9 +37,10 @@ class Tuning:
     configs: dict[str, GemvConfig]
     candidates_us: dict[str, list[tuple[dict, float]]] = field(default_factory=dict)
     seconds: float = 0.0
+    t_per_split: int = 64
 
     def as_dict(self) -> dict:
-        return {"configs": {r: c.as_dict() for r, c in self.configs.items()},
+        return {"configs": {r: c.as_dict() for r, c in self.configs.items()}, "attention_t_per_split": self.t_per_split,
                 "candidates_us": {r: [{**c, "us": us} for c, us in rows] for r, rows in self.candidates_us.items()},
                 "seconds": self.seconds}
 
@@ -87,7 +88,7 @@ class FastDecode:
         self.m = torch.zeros(cfg.ffn_dim, dtype=self.dtype, device=self.device)
         self.logits = torch.zeros(cfg.vocab_size, dtype=self.dtype, device=self.device)
         max_rows = max(self.shape(r)[0] for r in ROLES)
-        splits = splits_for(model.max_seq, T_PER_SPLIT)
+        splits = splits_for(model.max_seq, min(T_PER_SPLITS))
         floats = max(8 * max_rows, scratch_floats(cfg.n_kv_heads, cfg.n_heads, cfg.head_dim, splits))
         self.scratch = Scratch(self.device, floats, max(1 << 14, max_rows))
 
@@ -122,14 +123,14 @@ class FastDecode:
         return gemv(w, x, out, config=config or self.tuning.configs[role], scratch=self.scratch, halves=halves,
                     norm_weight=norm, eps=self.eps, residual=residual, pdl=self.pdl)
 
-    def attend(self, layer: dict, pos: torch.Tensor) -> None:
+    def attend(self, layer: dict, pos: torch.Tensor, t_per_split: int | None = None) -> None:
         cache = layer["cache"]
         args = (self.qkv, cache.k_cache, cache.v_cache, self.model.rope_cos, self.model.rope_sin, pos, self.o)
         if self.backend != BACKEND_TRITON:
             attention_torch(*args, n_heads=self.n_heads, n_kv_heads=self.n_kv_heads)
         else:
             decode_attention(*args, n_heads=self.n_heads, n_kv_heads=self.n_kv_heads, scratch=self.scratch,
-                             t_per_split=T_PER_SPLIT, pdl=self.pdl)
+                             t_per_split=t_per_split or self.tuning.t_per_split, pdl=self.pdl)
 
     @torch.no_grad()
     def step(self, model: Transformer, token: torch.Tensor, input_pos: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
@@ -182,8 +183,33 @@ def tune(decode: FastDecode, configs: Callable[[int, int, int], list[GemvConfig]
         chosen[role] = GemvConfig(**best[0]) if best[1] < float("inf") else decode.tuning.configs[role]
         timings[role] = rows_us
         progress(f"tune {role} ({rows}x{k}): {chosen[role]} {best[1]:.2f} us of {len(rows_us)} candidates")
-    decode.tuning = Tuning(chosen, timings, time.perf_counter() - began)
+    per_split, timings["attention"] = _tune_attention(decode, device, replays, progress)
+    decode.tuning = Tuning(chosen, timings, time.perf_counter() - began, per_split)
     return decode.tuning
+
+
+def _tune_attention(decode, device, replays, progress) -> tuple[int, list[tuple[dict, float]]]:
+    """The attention kernel's cache slots per program, timed over every layer's cache at the last slot.
+
+    It writes each cache's last slot, which no prefill or decode step of the caller has reached yet."""
+    pos = torch.tensor([decode.model.max_seq - 1], device=device)
+    decode.qkv.copy_(torch.randn_like(decode.qkv) * 0.1)
+    rows = []
+    for per_split in T_PER_SPLITS:
+        def launch_all(per_split=per_split):
+            for layer in decode.layers:
+                decode.attend(layer, pos, per_split)
+
+        try:
+            us = _time_launches(launch_all, len(decode.layers), replays)
+        except Exception as exc:  # noqa: BLE001
+            progress(f"tune attention: {per_split} slots per program failed: {type(exc).__name__}: {str(exc)[:120]}")
+            us = float("inf")
+        rows.append(({"t_per_split": per_split}, us))
+    best = min(rows, key=lambda r: r[1])
+    chosen = best[0]["t_per_split"] if best[1] < float("inf") else decode.tuning.t_per_split
+    progress(f"tune attention: {chosen} cache slots per program, {best[1]:.2f} us")
+    return chosen, rows
 
 
 def _time_products(decode, role, weights, x, out, norm, residual, config, replays) -> float:
@@ -192,6 +218,11 @@ def _time_products(decode, role, weights, x, out, norm, residual, config, replay
         for w in weights:
             decode.product(role, w, x, out, norm=norm, residual=residual, config=config)
 
+    return _time_launches(launch_all, len(weights), replays)
+
+
+def _time_launches(launch_all, launches: int, replays: int) -> float:
+    """Microseconds per launch of ``launch_all``'s kernels, captured as one CUDA graph and replayed."""
     launch_all()
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
@@ -204,4 +235,4 @@ def _time_products(decode, role, weights, x, out, norm, residual, config, replay
         graph.replay()
     end.record()
     end.synchronize()
-    return 1e3 * start.elapsed_time(end) / (replays * len(weights))
+    return 1e3 * start.elapsed_time(end) / (replays * launches)
