@@ -172,7 +172,6 @@ def measure_model(name: str, args, device, bandwidth: float, began: float, check
                             "previous one finishes")
     context.compare_tokens(row["variants"], name)
     row["seconds"] = time.perf_counter() - t0
-    del model, decoders, fast
     return row
 
 
