@@ -136,7 +136,11 @@ def measure_model(name: str, args, device, bandwidth: float, began: float, check
         decoders = context.build(steps, name)
         row["variants"] = context.measure(steps, decoders, name)
         row["seconds"] = time.perf_counter() - t0
-        checkpoint(row)  # (tokens not yet compared: "generated" holds them)
+        generated = row["variants"][FAST]["generated"]
+        row["variants"][FAST]["tokens"] = {"compared": len(reference), "same": _same_prefix(reference, generated),
+                                           "first_divergence": None if generated == reference else
+                                           _same_prefix(reference, generated), "note": "logit gap not yet measured"}
+        checkpoint(row)
         more = {}
         if args.pdl and fast.backend == "triton" and device.type == "cuda":
             more[FAST_PDL] = lambda: FastDecode(model, tuning=fast.tuning, pdl=True).step
@@ -247,6 +251,10 @@ class Run:
             same = variant["tokens"]
             print(f"{name:10s} {label:32s} tokens: {same['same']}/{same['compared']} as eager, first divergence "
                   f"{same['first_divergence']}, eager's top-2 gap there {same.get('logit_gap_ulps')} ulp", flush=True)
+
+
+def _same_prefix(a: list, b: list) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
 def _config(name: str):
