@@ -61,10 +61,11 @@ class FastDecode:
     with the tuned Inductor step) and concatenated once here otherwise. ``pdl``: every Triton kernel launched
     with programmatic dependent launch (Hopper and later), so each starts reading its weights while the kernel
     before it finishes; it waits for that kernel before reading anything the step writes.
+    ``triton_attention=False``: attention as the torch twin's eager ops (a fallback, many more kernels).
     """
 
     def __init__(self, model: Transformer, tuning: Tuning | None = None, backend: str | None = None,
-                 pdl: bool = False) -> None:
+                 pdl: bool = False, triton_attention: bool = True) -> None:
         if model.max_batch < 1 or model.layers[0].attention.kv_cache is None:
             raise ValueError("FastDecode needs the model's KV cache (model.setup_caches)")
         self.model = model
@@ -75,6 +76,7 @@ class FastDecode:
             backend = BACKEND_TRITON if usable else BACKEND_TORCH
         self.backend = backend
         self.pdl = pdl and backend == BACKEND_TRITON
+        self.triton_attention = triton_attention and backend == BACKEND_TRITON
         cfg = model.config
         self.n_heads, self.n_kv_heads, self.head_dim = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
         self.eps = cfg.norm_eps
@@ -126,7 +128,7 @@ class FastDecode:
     def attend(self, layer: dict, pos: torch.Tensor, t_per_split: int | None = None) -> None:
         cache = layer["cache"]
         args = (self.qkv, cache.k_cache, cache.v_cache, self.model.rope_cos, self.model.rope_sin, pos, self.o)
-        if self.backend != BACKEND_TRITON:
+        if not self.triton_attention:
             attention_torch(*args, n_heads=self.n_heads, n_kv_heads=self.n_kv_heads)
         else:
             decode_attention(*args, n_heads=self.n_heads, n_kv_heads=self.n_kv_heads, scratch=self.scratch,
@@ -183,7 +185,8 @@ def tune(decode: FastDecode, configs: Callable[[int, int, int], list[GemvConfig]
         chosen[role] = GemvConfig(**best[0]) if best[1] < float("inf") else decode.tuning.configs[role]
         timings[role] = rows_us
         progress(f"tune {role} ({rows}x{k}): {chosen[role]} {best[1]:.2f} us of {len(rows_us)} candidates")
-    per_split, timings["attention"] = _tune_attention(decode, device, replays, progress)
+    per_split, timings["attention"] = (_tune_attention(decode, device, replays, progress) if decode.triton_attention
+                                       else (decode.tuning.t_per_split, []))
     decode.tuning = Tuning(chosen, timings, time.perf_counter() - began, per_split)
     return decode.tuning
 
