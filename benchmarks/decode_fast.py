@@ -370,7 +370,9 @@ def table(paths: list[str]) -> str:
                 tokens = v.get("tokens") or {}
                 same = (f"{tokens['same']}/{tokens['compared']}" if tokens else "not compared")
                 if tokens.get("first_divergence") is not None:
-                    same += f" (first differs at {tokens['first_divergence']}: eager's top-2 gap {tokens['logit_gap_ulps']:.1f} ulp)"
+                    gap = tokens.get("logit_gap_ulps")
+                    same += f" (first differs at {tokens['first_divergence']}" + (
+                        f": eager's top-2 gap {gap:.1f} ulp)" if gap is not None else ": gap not measured)")
                 lines.append(f"| {model} | {label} | {v['tokens_per_s']:,.1f} ({min(runs):,.1f}-{max(runs):,.1f}) | "
                              f"{v['ms_per_token']:.3f} | {row['roof_bytes_per_token'] / 1e9:.2f} GB | "
                              f"{100 * v['share_of_memory_roof']:.1f}% | {same} |")
