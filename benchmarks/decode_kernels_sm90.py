@@ -1,0 +1,125 @@
+"""Compile the decode kernels (lab/kernels) for the H200's sm_90a on a machine without a GPU, and report spills.
+
+    PYTHONPATH=src python3 benchmarks/decode_kernels_sm90.py            # every tuning candidate, 3 models' shapes
+    PYTHONPATH=/path/to/triton-3.6:src python3 benchmarks/decode_kernels_sm90.py   # the device's Triton version
+
+Triton lowers to PTX and its bundled ptxas assembles it without a device, so a change that does not compile, or
+that spills registers, shows here before a GPU call is spent on it. Each line: kernel, shape, tile, registers,
+spill bytes; the exit status is 1 when any candidate fails or spills.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+# (rows, K, halves, norm, residual) of every product of llama-tiny, llama-1b and llama-8b
+SHAPES = [
+    (1536, 512, 1, True, False), (512, 512, 1, False, True), (1376, 512, 2, True, False), (512, 1376, 1, False, True),
+    (32000, 512, 1, True, False),
+    (2560, 2048, 1, True, False), (2048, 2048, 1, False, True), (5632, 2048, 2, True, False),
+    (2048, 5632, 1, False, True), (32000, 2048, 1, True, False),
+    (6144, 4096, 1, True, False), (4096, 4096, 1, False, True), (14336, 4096, 2, True, False),
+    (4096, 14336, 1, False, True), (128256, 4096, 1, True, False),
+]
+ATTENTION = [(8, 8, 64), (32, 4, 64), (32, 8, 128)]  # (heads, kv heads, head dim)
+
+
+def compile_gemv(rows: int, k: int, halves: int, norm: bool, residual: bool, config, pdl: bool):
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from roofline.lab.kernels.gemv import _pow2_at_least
+    from roofline.lab.kernels.triton_gemv import gemv_kernel
+
+    per = -(-(-(-k // config.split_k)) // config.block_k) * config.block_k
+    consts = dict(HALVES=halves, NORM=norm, RESIDUAL=residual, SPLIT_K=config.split_k, BLOCK_N=config.block_n,
+                  BLOCK_K=config.block_k, K_PER_SPLIT=per, EVEN_K=k % config.block_k == 0 and per * config.split_k == k,
+                  EVEN_N=rows % config.block_n == 0, NORM_BLOCK=_pow2_at_least(k), PDL=pdl,
+                  REDUCE_EACH=config.reduce_each, UNROLL=config.unroll)
+    signature = {"W": "*fp16", "X": "*fp16", "OUT": "*fp16", "RES": "*fp16", "GAMMA": "*fp16", "PARTIAL": "*fp32",
+                 "COUNTERS": "*i32", "N": "i32", "K": "i32", "eps": "fp32", **{c: "constexpr" for c in consts}}
+    attrs = {(i,): [["tt.divisibility", 16]] for i in range(9)}  # pointers and sizes, as Triton specialises them
+    return triton.compile(ASTSource(gemv_kernel, signature, constexprs=consts, attrs=attrs),
+                          target=GPUTarget("cuda", 90, 64), options={"num_warps": config.num_warps, "launch_pdl": pdl})
+
+
+def compile_attention(heads: int, kv_heads: int, head_dim: int, t_per_split: int, pdl: bool, max_seq: int = 328):
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from roofline.lab.kernels.triton_attention import decode_attention_kernel
+
+    group = heads // kv_heads
+    consts = dict(Q_HEADS=heads, KV_HEADS=kv_heads, GROUP=group, GROUP_PAD=max(16, 1 << (group - 1).bit_length()),
+                  HEAD_DIM=head_dim, HALF=head_dim // 2, BLOCK_T=32, T_PER_SPLIT=t_per_split,
+                  SPLITS=-(-max_seq // t_per_split), PDL=pdl)
+    signature = {"QKV": "*fp16", "KC": "*fp16", "VC": "*fp16", "COS": "*fp16", "SIN": "*fp16", "POS": "*i64",
+                 "OUT": "*fp16", "PARTIAL": "*fp32", "COUNTERS": "*i32", "scale": "fp32", "max_seq": "i32",
+                 **{c: "constexpr" for c in consts}}
+    return triton.compile(ASTSource(decode_attention_kernel, signature, constexprs=consts),
+                          target=GPUTarget("cuda", 90, 64), options={"num_warps": 4, "launch_pdl": pdl})
+
+
+def registers_and_spills(kernel) -> tuple[int, int]:
+    """ptxas -v of the kernel's PTX for sm_90a: (registers per thread, spill-store bytes)."""
+    import triton
+
+    ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+    with tempfile.TemporaryDirectory() as tmp:
+        ptx = os.path.join(tmp, "k.ptx")
+        with open(ptx, "w") as fh:
+            fh.write(kernel.asm["ptx"])
+        done = subprocess.run([ptxas, "-v", "-arch=sm_90a", ptx, "-o", os.path.join(tmp, "k.cubin")],
+                              capture_output=True, text=True, check=True)
+    regs = re.findall(r"Used (\d+) registers", done.stderr)
+    spills = re.findall(r"(\d+) bytes spill stores", done.stderr)
+    return int(regs[0]) if regs else -1, int(spills[0]) if spills else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one tile per shape kind (a few seconds)")
+    args = parser.parse_args(argv)
+    import triton
+
+    from roofline.lab.decode_fast import T_PER_SPLITS
+    from roofline.lab.kernels.gemv import candidate_configs
+
+    print(f"triton {triton.__version__}, target sm_90a")
+    problems = 0
+    shapes = SHAPES[5:9] if args.quick else SHAPES
+    for rows, k, halves, norm, residual in shapes:
+        configs = candidate_configs(rows, k, 132, halves)
+        for config in configs[:1] if args.quick else configs:
+            for pdl in (False, True):
+                try:
+                    regs, spills = registers_and_spills(compile_gemv(rows, k, halves, norm, residual, config, pdl))
+                except Exception as exc:  # noqa: BLE001 - reported, counted, the next compiled
+                    regs, spills = -1, -1
+                    print(f"gemv {rows}x{k} {config} pdl={pdl}: {type(exc).__name__}: {str(exc)[:200]}")
+                problems += spills != 0
+                print(f"gemv {rows}x{k} halves={halves} {config} pdl={pdl}: {regs} registers, {spills} spill bytes")
+    for heads, kv_heads, head_dim in ATTENTION[1:2] if args.quick else ATTENTION:
+        for per_split in T_PER_SPLITS[1:2] if args.quick else T_PER_SPLITS:
+            for pdl in (False, True):
+                try:
+                    regs, spills = registers_and_spills(compile_attention(heads, kv_heads, head_dim, per_split, pdl))
+                except Exception as exc:  # noqa: BLE001
+                    regs, spills = -1, -1
+                    print(f"attention {heads}/{kv_heads}x{head_dim}: {type(exc).__name__}: {str(exc)[:200]}")
+                problems += spills != 0
+                print(f"attention {heads}/{kv_heads}x{head_dim} {per_split} slots pdl={pdl}: {regs} registers, "
+                      f"{spills} spill bytes")
+    print(f"{problems} kernels failed or spilled")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
