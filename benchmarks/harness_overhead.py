@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import torch
 
-from roofline.capture.profiling import ProfilingContext
+from roofline.api import ProfilingContext
 from roofline.device.ceilings import ceilings_for_device_name, get_ceilings, load_ceilings
 from roofline.io import atomic_write_text
 from roofline.models import get_workload

@@ -27,7 +27,7 @@ _EXPORTS = {
     "Ceilings": "roofline.report",
     "Finding": "roofline.report",
     "RooflineError": "roofline.errors",
-    "ProfilingContext": "roofline.capture.profiling",
+    "ProfilingContext": "roofline.api",
     "MemoryTracker": "roofline.capture.memory",
     "SyncDetector": "roofline.capture.syncs",
     "SyncWarning": "roofline.capture.syncs",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from roofline.capture.profiling import ProfilingContext
+from roofline.api import ProfilingContext
 from roofline.render.chrome_trace import normalize_chrome_trace, read_chrome_trace, validate_chrome_trace
 from roofline.report import Ceilings
 

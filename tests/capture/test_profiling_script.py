@@ -137,7 +137,7 @@ def test_switching_boundaries_tells_the_harness_before_the_partial_step_ends() -
 
 
 def test_extend_wait_turns_the_partial_step_into_a_waiting_one() -> None:
-    from roofline.capture.profiling import ProfilingContext
+    from roofline.api import ProfilingContext
 
     ctx = ProfilingContext(wait=1, warmup=1, active=2, device="cpu")
     assert (ctx.first_timed, ctx.total_steps) == (1, 1 + 2 + 1 + 2)
@@ -182,7 +182,7 @@ def test_steps_ending_at_optimizer_step_are_each_counted_once(tmp_path: Path, on
     every later step (each op, FLOP and second counted about N-k times)."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from roofline.capture.profiling import ProfilingContext
+    from roofline.api import ProfilingContext
     from roofline.capture.script_runner import profile_script
 
     script = tmp_path / "train.py"

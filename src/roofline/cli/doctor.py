@@ -122,16 +122,17 @@ def _analyze_model(args: argparse.Namespace) -> Any:
 
 def _profile_script(args: argparse.Namespace) -> tuple[Any, str | None]:
     """The report of the script's profiled steps, and the one line naming the script's own error if it raised."""
-    from roofline.capture.profiling import ProfilingContext
+    from roofline.analyze.profiled import report_from_profile
+    from roofline.capture.profiling import StepProfiler
     from roofline.capture.script_runner import profile_script, script_error_line
     from roofline.device import resolve_device
 
     device = resolve_device(args.device)
-    context = ProfilingContext(device=device, ceilings=run_ceilings(device, args.ceilings), workload=Path(args.target).name)
+    context = StepProfiler(device=device, ceilings=run_ceilings(device, args.ceilings), workload=Path(args.target).name)
     run = profile_script(context, args.target, args.script_args)
     error = script_error_line(run.error, args.target) if run.error is not None else None
     try:
-        report = context.build_report()
+        report = report_from_profile(context.record())
     except RooflineError:
         if error is None:
             raise
