@@ -376,11 +376,6 @@ class Report:
             raise RooflineError(f"cannot parse report {path}: {exc}") from None
         return cls.from_dict(data)
 
-    def _repr_html_(self) -> str:
-        from roofline.render.html import render_html
-
-        return render_html(self, embed=True)
-
     def to_pandas(self):
         """The ops as a pandas DataFrame (one row per op call). Needs pandas."""
         try:
