@@ -1,17 +1,15 @@
 """A profiled run's raw record (capture.profiling.ProfileRecord) -> its Report, undiagnosed.
 
 The per-op roofline comes from the exported trace (report_from_trace); this module adds what only the live run
-knows: true vs profiled step time, the live sync sites, and how the schedule went (``extra["profile"]``).
+knows: true vs profiled step time, the live sync sites, and how the schedule went (``Report.profile``).
 """
 
 from __future__ import annotations
 
-import dataclasses
-
 from roofline.analyze.pipeline import report_from_trace
 from roofline.capture.kineto import load_trace
 from roofline.capture.profiling import ProfileRecord
-from roofline.report import Ceilings, Report, Timing
+from roofline.report import Ceilings, ProfileInfo, Report, Timing
 
 TIMING_METHOD = (
     "wall time between step() calls (time.perf_counter), the device synchronised at each boundary; "
@@ -38,14 +36,9 @@ def report_from_profile(record: ProfileRecord, ceilings: Ceilings | None = None)
     # no op are the harness's own step boundaries, left out.
     trace_syncs = [s for s in report.syncs if not (s.kind == "cuda.synchronize" and s.location == "<unknown>")]
     _fill_timing_and_syncs(report, record)
-    report.extra["profile"] = {
-        "schedule": dict(record.schedule),
-        "steps_seen": record.steps_seen,
-        "whole_block": record.whole_block,
-        "device": record.device,
-        "syncs_from_trace": [dataclasses.asdict(s) for s in trace_syncs],
-        "error": record.error,
-    }
+    report.profile = ProfileInfo(schedule=dict(record.schedule), steps_seen=record.steps_seen,
+                                 whole_block=record.whole_block, device=record.device,
+                                 syncs_from_trace=trace_syncs, error=record.error)
     report.extra["chrome_trace"] = str(record.trace_path)
     return report
 

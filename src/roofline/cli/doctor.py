@@ -137,5 +137,6 @@ def _profile_script(args: argparse.Namespace) -> tuple[Any, str | None]:
         if error is None:
             raise
         raise RooflineError(error) from None
-    report.extra.setdefault("profile", {})["step_source"] = run.step_source
+    if report.profile is not None:
+        report.profile.step_source = run.step_source
     return report, error

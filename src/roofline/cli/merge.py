@@ -47,33 +47,34 @@ def run(args: argparse.Namespace) -> int:
 
 def distributed_text(report: Any) -> str:
     """The ranks, stragglers and collectives of a merged report, as text (formatting only)."""
-    info = report.extra.get("distributed", {})
-    lines = [f"{len(report.ranks)} rank(s), {info.get('backend')} backend, per step:",
+    info = report.distributed
+    lines = [f"{len(report.ranks)} rank(s), {info.backend if info else None} backend, per step:",
              f"  {'rank':>4}  {'step':>9}  {'compute':>9}  {'comm':>9}  {'exposed':>9}  {'hidden':>6}  {'idle':>9}"]
     for row in report.ranks:
-        hidden = row.get("hidden_communication_share")
+        hidden = row.hidden_communication_share
         lines.append(
-            f"  {row['rank']:>4}  {fmt_time(row['step_time_s']):>9}  {fmt_time(row['compute_time_s']):>9}  "
-            f"{fmt_time(row['communication_time_s']):>9}  {fmt_time(row['exposed_communication_s']):>9}  "
-            f"{(f'{hidden:.0%}' if hidden is not None else '-'):>6}  {fmt_time(row['idle_time_s']):>9}"
-            + ("  straggler" if row.get("straggler") else "")
+            f"  {row.rank:>4}  {fmt_time(row.step_time_s):>9}  {fmt_time(row.compute_time_s):>9}  "
+            f"{fmt_time(row.communication_time_s):>9}  {fmt_time(row.exposed_communication_s):>9}  "
+            f"{(f'{hidden:.0%}' if hidden is not None else '-'):>6}  {fmt_time(row.idle_time_s):>9}"
+            + ("  straggler" if row.straggler else "")
         )
-    for s in info.get("stragglers", []):
-        lines.append(f"straggler: rank {s['rank']} busy {fmt_time(s['busy_time_s'])} per step, "
-                     f"{fmt_time(s['excess_s'])} above the other ranks' median; "
-                     f"slowest: {s['slowest_op'] or 'unknown'}")
-    collectives = info.get("collectives", [])
-    if collectives:
+    if info is None:
+        return "\n".join(lines) + "\n\n"
+    for s in info.stragglers:
+        lines.append(f"straggler: rank {s.rank} busy {fmt_time(s.busy_time_s)} per step, "
+                     f"{fmt_time(s.excess_s)} above the other ranks' median; "
+                     f"slowest: {s.slowest_op or 'unknown'}")
+    if info.collectives:
         lines.append("collectives (per step; bus bandwidth vs the measured ceiling):")
-        for c in collectives[:8]:
-            bw = c.get("busbw_bytes_per_s")
-            ceiling = c.get("ceiling_busbw_bytes_per_s")
+        for c in info.collectives[:8]:
+            bw = c.busbw_bytes_per_s
+            ceiling = c.ceiling_busbw_bytes_per_s
             lines.append(
-                f"  {c['kind']:<15} {fmt_bytes(c['bytes']):>10} x{c['calls_per_step']:g}  {fmt_time(c['time_s']):>9}  "
+                f"  {c.kind:<15} {fmt_bytes(c.bytes):>10} x{c.calls_per_step:g}  {fmt_time(c.time_s):>9}  "
                 f"busbw {fmt_rate(bw, 'B/s') if bw else '-':>12}"
-                + (f"  ceiling {fmt_rate(ceiling, 'B/s')} ({c['ceiling_share']:.0%})"
-                   if ceiling and c.get("ceiling_share") else "")
+                + (f"  ceiling {fmt_rate(ceiling, 'B/s')} ({c.ceiling_share:.0%})"
+                   if ceiling and c.ceiling_share else "")
             )
-    if info.get("collective_ceiling_note"):
-        lines.append(f"note: {info['collective_ceiling_note']}")
+    if info.collective_ceiling_note:
+        lines.append(f"note: {info.collective_ceiling_note}")
     return "\n".join(lines) + "\n\n"

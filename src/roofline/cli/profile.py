@@ -130,7 +130,8 @@ def _write(context: Any, output: str, error: BaseException | None, label: str, s
         if error is None:
             raise
     if report is not None:
-        report.extra.setdefault("profile", {})["step_source"] = step_source
+        if report.profile is not None:
+            report.profile.step_source = step_source
         from roofline.distributed.rank import current_rank
 
         rank = current_rank()
