@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+import msgspec
 import torch
 
 from roofline.api import ProfilingContext
@@ -137,7 +138,7 @@ def bench_workload(name: str, device: torch.device, small: bool, steps: int, cei
                                if memory.reference_peak_bytes else None),
         "syncs": [{"kind": s.kind, "location": s.location, "count": s.count, "per_step": s.per_step,
                    "stall_s": s.stall_s} for s in report.syncs],
-        "syncs_from_kineto": report.extra.get("profile", {}).get("syncs_from_trace", []),
+        "syncs_from_kineto": msgspec.to_builtins(report.profile.syncs_from_trace) if report.profile else [],
         "syncs_per_step": sum(s.per_step or 0 for s in report.syncs),
     }
 

@@ -82,7 +82,7 @@ def test_patches_restored_and_outputs_kept_when_user_code_raises(model: torch.nn
             raise RuntimeError("user bug")
     assert vars(torch.Tensor).get("item") is item
     report = prof.report()
-    assert "user bug" in report.extra["profile"]["error"] and report.ops
+    assert "user bug" in report.profile.error and report.ops
 
 
 def test_without_the_whole_block_fallback_nothing_runs_before_the_true_steps(model: torch.nn.Module) -> None:
