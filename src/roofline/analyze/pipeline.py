@@ -31,6 +31,7 @@ from roofline.capture.trace_model import CpuOp, Trace
 from roofline.count.counting import count_op
 from roofline.count.registry import OpCost, flatten_metas
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
+from roofline.analyze.environment import trace_environment
 from roofline.report import Ceilings, Environment, KernelRecord, OpRecord, Report
 
 _MATMUL_FAMILY = frozenset({
@@ -163,8 +164,12 @@ def report_from_trace(
     kind: str = "trace",
     workload: str = "",
     reference_peak_bytes: int | None = None,
+    environment: Environment | None = None,
 ) -> Report:
     """The per-op roofline Report of a trace.
+
+    ``environment``: where the run happened, for a trace recorded by this process (``Environment.capture()``);
+    by default what the trace's own metadata says (analyze/environment.py), never this machine.
 
     Without a recording, ops of every profiled step are kept (``op.step``) and totals cover all steps. With a
     recording of one step, each recorded op gets the median of its time over the profiled steps.
@@ -254,7 +259,7 @@ def report_from_trace(
         summary.notes.append(f"{missing} recorded op(s) found no event in the timed trace (time counted as 0)")
     summary.notes.extend(trace.warnings)
 
-    env = Environment.capture(trace.device_name or ceilings.device_name)
+    env = environment or trace_environment(trace, ceilings.device_name)
     report = Report(
         kind=kind,
         workload=workload,

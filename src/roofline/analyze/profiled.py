@@ -9,7 +9,7 @@ from __future__ import annotations
 from roofline.analyze.pipeline import report_from_trace
 from roofline.capture.kineto import load_trace
 from roofline.capture.profiling import ProfileRecord
-from roofline.report import Ceilings, ProfileInfo, Report, Timing
+from roofline.report import Ceilings, Environment, ProfileInfo, Report, Timing
 
 TIMING_METHOD = (
     "wall time between step() calls (time.perf_counter), the device synchronised at each boundary; "
@@ -30,8 +30,10 @@ def report_from_profile(record: ProfileRecord, ceilings: Ceilings | None = None)
         from roofline.device import ceilings_for_run
 
         ceilings = ceilings_for_run(record.device)
-    report = report_from_trace(load_trace(record.trace_path), ceilings, None, kind="profile",
-                               workload=record.workload, reference_peak_bytes=record.reference_peak_bytes)
+    trace = load_trace(record.trace_path)
+    report = report_from_trace(trace, ceilings, None, kind="profile", workload=record.workload,
+                               reference_peak_bytes=record.reference_peak_bytes,
+                               environment=Environment.capture(trace.device_name or ceilings.device_name))
     # Kineto's own cuda_sync view, kept beside the live detector's for cross-checking; context syncs with
     # no op are the harness's own step boundaries, left out.
     trace_syncs = [s for s in report.syncs if not (s.kind == "cuda.synchronize" and s.location == "<unknown>")]

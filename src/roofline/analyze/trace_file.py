@@ -114,8 +114,8 @@ def _describe_device(report: Report, identity: DeviceIdentity, ceilings: Ceiling
     roofs = f"--ceilings {ceilings_file}" if ceilings_file else ceilings.source
     report.extra["device"] = {**identity.to_dict(), "roofs": roofs}
     report.environment.device_name = identity.name or report.environment.device_name
-    report.environment.hostname = identity.host_name
-    report.environment.platform = ""
+    if "device_name" in report.environment.unknown and report.environment.device_name:
+        report.environment.unknown.remove("device_name")
     report.summary.notes.insert(0, f"Device: {identity.name} ({identity.how}); roofs: {roofs}")
     if not ceilings.has_roofs():
         report.summary.notes.insert(1, f"warning: {ceilings.method}")

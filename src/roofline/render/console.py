@@ -179,7 +179,7 @@ def render_report(report: Report, top: int = 15) -> str:
     lines = []
     env = report.environment
     lines.append(f"roofline report: {report.workload or report.kind} on {env.device_name or report.ceilings.device} "
-                 f"(torch {env.torch_version})")
+                 f"(torch {env.torch_version or 'unknown'})")
     c = report.ceilings
     if report.extra.get("partial"):
         lines.insert(0, "PARTIAL REPORT: the trace is cut short; what follows covers only the events read before the cut")
