@@ -119,12 +119,17 @@ def _trace(path, rank, compute_us, comm_us):
     return str(path)
 
 
-def test_merge_trace_files_reads_ranks_from_distributed_info(tmp_path, cpu_ceilings):
+def test_merge_trace_files_reads_ranks_from_distributed_info(tmp_path, cpu_ceilings, monkeypatch):
+    from roofline.capture import kineto
     from roofline.device import save_ceilings
 
     ceilings = save_ceilings(cpu_ceilings, tmp_path / "ceilings.json")
     paths = [_trace(tmp_path / "b.json.gz", 1, 2000, 100), _trace(tmp_path / "a.json.gz", 0, 500, 1600)]
+    reads = []
+    load = kineto.load_trace
+    monkeypatch.setattr(kineto, "load_trace", lambda path: reads.append(path) or load(path))
     merged = merge_trace_files(paths, ceilings_file=str(ceilings))
+    assert sorted(reads) == sorted(paths)  # each rank's trace parsed once, by the one Kineto reader
     assert [r.rank for r in merged.ranks] == [0, 1]
     assert merged.distributed.stragglers[0].rank == 1
 

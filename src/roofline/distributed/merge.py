@@ -31,6 +31,7 @@ from roofline.distributed.comm import (
     host_call_costs,
     read_timeline,
     summarize_collectives,
+    timeline_of,
 )
 from roofline.distributed.rank import find_rank_dirs
 from roofline.doctor.distributed_evidence import syncs_near_collectives
@@ -81,12 +82,15 @@ def merge_trace_files(paths: list[str | os.PathLike[str]], ceilings_file: str | 
                       threshold: float = STRAGGLER_THRESHOLD, partial: bool = False) -> Report:
     """Merge the torch.profiler traces of one job's ranks (rank from the trace's distributedInfo, else a
     'rank<N>' in its path, else its position)."""
-    from roofline.analyze.trace_file import analyze_trace_file
+    from roofline.analyze.trace_file import analyze_trace
+    from roofline.capture.kineto import load_trace
 
     inputs = []
     for position, path in enumerate(paths):
-        timeline = read_timeline(path)
-        report = analyze_trace_file(path, ceilings_file, partial=partial)
+        trace = load_trace(path)
+        timeline = timeline_of(trace)
+        report = analyze_trace(trace, ceilings_file, partial=partial)
+        del trace
         rank = _rank_of_trace(timeline, path, position)
         info = timeline.metadata.get("distributedInfo")
         if isinstance(info, dict):
