@@ -87,7 +87,9 @@ def add_output_option(parser: argparse.ArgumentParser, default: str | None = "ro
 
 
 def normalize_dtype(name: str) -> str:
-    return {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}.get(name, name)
+    from roofline.count.meta import canonical_dtype
+
+    return canonical_dtype(name)
 
 
 def add_ceilings_option(parser: argparse.ArgumentParser) -> None:
