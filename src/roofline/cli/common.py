@@ -36,6 +36,14 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def add_findings_option(parser: argparse.ArgumentParser, *aliases: str) -> None:
+    """The one findings cut-off, with the same default for every command that prints findings."""
+    from roofline.render.findings import FINDINGS_SHOWN
+
+    parser.add_argument("--findings", *aliases, dest="findings", type=non_negative_int, default=FINDINGS_SHOWN,
+                        metavar="N", help=f"findings to print, largest saving first (default {FINDINGS_SHOWN}; 0: all)")
+
+
 def non_empty(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("must not be empty")

@@ -227,7 +227,7 @@ def matched_calls(calls: dict[int, list[CollectiveCall]]) -> list[CollectiveCall
 
 
 def write_merged(report: Report, out_dir: str | os.PathLike[str], *, png: bool = True, html: bool = True) -> Path:
-    from roofline.render.outputs import write_outputs
+    from roofline.render.outputs import report_renderers, write_outputs
 
-    written, _ = write_outputs(report, Path(out_dir), png=png, html=html)
+    written, _ = write_outputs(report, Path(out_dir), report_renderers(png=png, html=html))
     return written[0]

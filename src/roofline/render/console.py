@@ -216,3 +216,15 @@ def render_report(report: Report, top: int = 15) -> str:
                      f"(median of {report.step_time.n}, spread {fmt_time(report.step_time.spread_s)})")
     notes.extend(s.notes)
     return fit("\n".join(lines), width) + "\n" + body + fit("\n".join(notes), width) + "\n"
+
+
+class ConsoleRenderer:
+    """The report's console text: roofs, where the time goes, the ``top`` ops, notes."""
+
+    file_name = "report.txt"
+
+    def __init__(self, top: int = 15) -> None:
+        self.top = top
+
+    def render(self, report: Report) -> str:
+        return render_report(report, self.top)

@@ -34,9 +34,9 @@ class ProfileReport:
 
         ``console``: a rich Console, a text stream, or False for no printing (default: stdout).
         """
-        from roofline.render.outputs import write_outputs
+        from roofline.render.outputs import report_renderers, write_outputs
 
-        paths, _ = write_outputs(self.report, out_dir, raw_trace=self._chrome_trace())
+        paths, _ = write_outputs(self.report, out_dir, report_renderers(raw_trace=self._chrome_trace()))
         keys = {"report.json": "report", "trace.json.gz": "trace", "roofline.png": "roofline", "report.html": "html"}
         written = {keys[p.name]: p for p in paths}
         if console is not False:
