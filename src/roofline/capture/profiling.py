@@ -17,7 +17,7 @@ If ``step()`` is never called, the whole block is one profiled step (``whole_blo
 profiler runs from ``__enter__`` until the first ``step()``, and that recording is used when no scheduled step
 got profiled; the first step then counts as a wait step. But steps timed after a profiler has run in the same
 process were seen slower on the H200 in some runs (ResNet-50: 5.4 -> 8.3 ms per step in one run, unchanged in
-another), so code that calls ``step()`` should pass ``whole_block=False`` (the decorator, ``profile_steps`` and
+another), so code that calls ``step()`` should pass ``whole_block=False`` (the decorator, ``profile_schedule`` and
 the CLI do): then nothing is profiled before the true steps are timed.
 """
 
@@ -358,7 +358,7 @@ class StepProfiler:
         )
 
 
-def profile_steps(
+def profile_schedule(
     fn: Callable[[], Any], *, wait: int = 1, warmup: int = 1, active: int = 3, timed: int | None = None, **options: Any
 ) -> StepProfiler:
     """Run ``fn`` as many times as the schedule needs, under a StepProfiler; returns the closed context."""
