@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from roofline.capture.kineto import load_trace
 from roofline.capture.trace_model import CommArgs, Trace
 from roofline.count.meta import dtype_itemsize as itemsize
 from roofline.intervals import clip, intersection, length, union  # noqa: F401 - union, intersection re-exported
+from roofline.report import StragglerRecord
 
 _BACKEND_SPAN_PREFIXES = ("gloo:", "mpi:", "ucc:")
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
@@ -319,21 +320,8 @@ def summarize_collectives(calls: list[CollectiveCall], steps: int,
 # -- stragglers --------------------------------------------------------------------------------------------
 
 
-@dataclass
-class Straggler:
-    rank: int
-    busy_time_s: float
-    median_busy_time_s: float
-    excess_s: float
-    slowest_op: str | None
-    slowest_op_excess_s: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 def find_stragglers(busy_s: dict[int, float], costs: dict[int, dict[str, float]], *, threshold: float = 0.1,
-                    min_excess_s: float = 0.0) -> list[Straggler]:
+                    min_excess_s: float = 0.0) -> list[StragglerRecord]:
     """Ranks whose busy time per step exceeds the median of the other ranks' by more than ``threshold`` (a
     fraction) and by at least ``min_excess_s``; each names the op (or host call) where it spends the most time
     per step beyond the other ranks' median. Busy time = step time less the communication the rank waited on, so
@@ -348,7 +336,7 @@ def find_stragglers(busy_s: dict[int, float], costs: dict[int, dict[str, float]]
         if excess <= threshold * median or excess < min_excess_s:
             continue
         op, op_excess = slowest_cost(rank, costs)
-        out.append(Straggler(rank, busy, median, excess, op, op_excess))
+        out.append(StragglerRecord(rank, busy, median, excess, op, op_excess))
     return out
 
 

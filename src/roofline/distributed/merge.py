@@ -23,7 +23,6 @@ from roofline.distributed.comm import (
     Breakdown,
     CollectiveCall,
     RankTimeline,
-    Straggler,
     _int,
     breakdown,
     collective_calls,
@@ -142,7 +141,7 @@ def merge_ranks(inputs: list[RankInput], *, ceilings_file: str | None = None,
     base.distributed = DistributedInfo(
         world_size=world, backend=backend, ranks_merged=[i.rank for i in inputs],
         base_rank=inputs[0].rank, steps=steps,
-        stragglers=[StragglerRecord(**s.to_dict()) for s in stragglers], straggler_threshold=threshold,
+        stragglers=stragglers, straggler_threshold=threshold,
         straggler_method=BUSY_METHOD,
         breakdown_method=breakdowns[inputs[0].rank].source + "; per-step means over the profiled window",
         collectives=[CollectiveRecord(**c) for c in collectives], collective_method=COLLECTIVE_METHOD,
@@ -158,7 +157,7 @@ def merge_ranks(inputs: list[RankInput], *, ceilings_file: str | None = None,
     return base
 
 
-def _rank_row(item: RankInput, b: Breakdown, straggler: Straggler | None,
+def _rank_row(item: RankInput, b: Breakdown, straggler: StragglerRecord | None,
               calls: list[CollectiveCall]) -> RankRecord:
     """One rank's row; ``slowest_op`` only for a straggler (on the others the largest difference is waiting)."""
     env, report = item.report.environment, item.report
