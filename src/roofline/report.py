@@ -468,6 +468,7 @@ class Report(Struct):
                     self.distributed = from_builtins(DistributedInfo, self.extra.pop("distributed"))
             except msgspec.ValidationError as exc:
                 raise RooflineError(f"malformed roofline report: {exc}") from None
+            self.extra.pop("chrome_trace", None)  # the path of a temporary file, gone once its run ended
             self.schema_version = SCHEMA_VERSION
         self.summary.fill_shares()
         return self

@@ -45,7 +45,7 @@ def test_scheduled_steps_give_true_and_profiled_time_syncs_and_memory(model: tor
     assert {op.step for op in report.ops} == {0, 1}
     assert report.memory.peak_allocated_bytes > 0 and report.memory.counter
     assert report.memory.peak_live_tensors
-    assert validate_chrome_trace(normalize_chrome_trace(read_chrome_trace(report.extra["chrome_trace"]))) == []
+    assert validate_chrome_trace(normalize_chrome_trace(read_chrome_trace(prof.trace_path))) == []
 
 
 def test_without_step_calls_the_whole_block_is_one_step(model: torch.nn.Module) -> None:

@@ -41,7 +41,6 @@ def report_from_profile(record: ProfileRecord, ceilings: Ceilings | None = None)
     report.profile = ProfileInfo(schedule=dict(record.schedule), steps_seen=record.steps_seen,
                                  whole_block=record.whole_block, device=record.device,
                                  syncs_from_trace=trace_syncs, error=record.error)
-    report.extra["chrome_trace"] = str(record.trace_path)
     return report
 
 

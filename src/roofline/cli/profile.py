@@ -136,7 +136,7 @@ def _write(context: Any, output: str, error: BaseException | None, label: str, s
 
         rank = current_rank()
         quiet = rank is not None and rank.rank != 0
-        written = ProfileReport(report).generate(output, console=False if quiet else None)
+        written = ProfileReport(report, trace=context.trace_path).generate(output, console=False if quiet else None)
         from roofline.render.console import fit
 
         print(fit("wrote " + ", ".join(str(p) for p in written.values())), file=sys.stderr)
