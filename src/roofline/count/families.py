@@ -35,3 +35,16 @@ def op_kind(name: str) -> str:
     if base == "copy_":
         return "copy"
     return base
+
+
+def _view_kinds() -> frozenset[str]:
+    from roofline.count import counting  # noqa: F401 - importing it registers every formula, views included
+    from roofline.count.registry import VIEW_OPS
+
+    return frozenset(op_kind(name) for name in VIEW_OPS) | ALLOCATION
+
+
+# Allocations move no data either (their memory is written by the op that fills it).
+ALLOCATION = frozenset({"empty", "empty_like", "empty_strided"})
+# Ops that move no data: the views and metadata queries count registers as such (view=True), and allocations.
+VIEW = _view_kinds()

@@ -11,7 +11,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
-from roofline.count.families import ATTENTION, CONV, MATMUL, op_kind  # noqa: F401 - op_kind re-exported for rules
+from roofline.count.families import ATTENTION, CONV, MATMUL, VIEW, op_kind  # noqa: F401 - op_kind re-exported for rules
 from roofline.count.meta import canonical_dtype, dtype_itemsize
 from roofline.report import OpRecord, Report
 
@@ -20,12 +20,8 @@ HALF_DTYPES = ("float16", "bfloat16")
 # The op families are count/families.py's (one table for analysis and the doctor).
 MATMUL_KINDS, CONV_KINDS, ATTENTION_KINDS = MATMUL, CONV, ATTENTION
 
-# Ops that move no data: views and allocations. They neither break nor join a chain of real work.
-VIEW_KINDS = frozenset({"view", "_unsafe_view", "_reshape_alias", "as_strided", "expand", "expand_as", "unsqueeze",
-                        "squeeze", "transpose", "t", "permute", "slice", "select", "narrow", "alias", "detach",
-                        "unflatten", "view_as", "split", "chunk", "unbind", "split_with_sizes", "lift_fresh",
-                        "empty", "empty_like", "empty_strided", "resolve_conj", "resolve_neg", "numpy_T",
-                        "result_type", "reshape", "flatten", "size", "stride", "dim", "is_floating_point", "_has_compatible_shallow_copy_type"})
+# Ops that move no data: count/families.py's VIEW (count's own view marks, and allocations).
+VIEW_KINDS = VIEW
 
 ELEMENTWISE_KINDS = frozenset({
     "add", "sub", "mul", "div", "neg", "pow", "rsqrt", "sqrt", "exp", "log", "tanh", "sigmoid", "silu", "gelu",
