@@ -137,12 +137,14 @@ def _model_result(run_dir: Path, code: int, secs: float, size: dict, argv: list[
               "command": " ".join(argv), "report": str(run_dir / "report.json")}
     if not (run_dir / "report.json").is_file():
         return result
+    import msgspec
+
     from roofline.report import Report
 
     report = Report.load(run_dir / "report.json")
-    info = report.extra.get("distributed", {})
+    info = msgspec.to_builtins(report.distributed) if report.distributed else {}
     result.update({
-        "ranks": report.ranks, "stragglers": info.get("stragglers"), "collectives": info.get("collectives", [])[:6],
+        "ranks": msgspec.to_builtins(report.ranks), "stragglers": info.get("stragglers"), "collectives": info.get("collectives", [])[:6],
         "collective_ceiling": info.get("collective_ceiling"), "breakdown_method": info.get("breakdown_method"),
         "findings": [{"rule": f.rule, "severity": f.severity, "title": f.title} for f in report.findings[:8]],
     })

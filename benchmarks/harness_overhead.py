@@ -20,9 +20,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+import msgspec
 import torch
 
-from roofline.capture.profiling import ProfilingContext
+from roofline.api import ProfilingContext
 from roofline.device.ceilings import ceilings_for_device_name, get_ceilings, load_ceilings
 from roofline.io import atomic_write_text
 from roofline.models import get_workload
@@ -137,7 +138,7 @@ def bench_workload(name: str, device: torch.device, small: bool, steps: int, cei
                                if memory.reference_peak_bytes else None),
         "syncs": [{"kind": s.kind, "location": s.location, "count": s.count, "per_step": s.per_step,
                    "stall_s": s.stall_s} for s in report.syncs],
-        "syncs_from_kineto": report.extra.get("profile", {}).get("syncs_from_trace", []),
+        "syncs_from_kineto": msgspec.to_builtins(report.profile.syncs_from_trace) if report.profile else [],
         "syncs_per_step": sum(s.per_step or 0 for s in report.syncs),
     }
 

@@ -10,6 +10,7 @@ Names are imported lazily so that `import roofline` stays cheap.
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 __version__ = "0.1.0"
@@ -27,7 +28,7 @@ _EXPORTS = {
     "Ceilings": "roofline.report",
     "Finding": "roofline.report",
     "RooflineError": "roofline.errors",
-    "ProfilingContext": "roofline.capture.profiling",
+    "ProfilingContext": "roofline.api",
     "MemoryTracker": "roofline.capture.memory",
     "SyncDetector": "roofline.capture.syncs",
     "SyncWarning": "roofline.capture.syncs",
@@ -37,6 +38,19 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext roofline``: Reports display as their HTML page."""
+    from roofline.notebook import register
+
+    register(ipython)
+
+
+if "IPython" in sys.modules:  # in a notebook: Reports display as HTML (roofline.notebook)
+    from roofline.notebook import register as _register_display
+
+    _register_display()
 
 
 def __getattr__(name: str) -> Any:

@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from roofline.capture.profiling import StepProfiler
 from roofline.report import Ceilings, OpRecord, Report
 
 
@@ -32,6 +33,39 @@ class RooflineAnalyzer:
                                workload=name or type(model).__name__)
         report.findings = diagnose(report)
         return report
+
+
+class ProfilingContext(StepProfiler):
+    """``with ProfilingContext(...) as prof: for ...: train_step(); prof.step()`` then ``prof.report()``.
+
+    Also a decorator: ``@ProfilingContext(wait=1, warmup=1, active=3)`` on a step function makes each call a
+    step (``fn.profiler.report()``); the context opens on the first call and closes once the active steps are
+    done. The capture is roofline.capture.profiling.StepProfiler's; this class adds the Report and the doctor.
+    """
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._report: Report | None = None
+        self._diagnosed = False
+
+    def report(self, ceilings: Ceilings | None = None) -> Report:
+        """The per-op roofline Report of the profiled steps, with syncs, memory and true vs profiled time, and the
+        doctor's findings: the public entry point, which runs the doctor once (``build_report`` does not)."""
+        report = self.build_report(ceilings)
+        if not self._diagnosed:
+            from roofline.doctor import diagnose
+
+            report.findings = diagnose(report)
+            self._diagnosed = True
+        return report
+
+    def build_report(self, ceilings: Ceilings | None = None) -> Report:
+        """The Report of the profiled steps, undiagnosed (for callers that run the doctor themselves)."""
+        if self._report is None:
+            from roofline.analyze.profiled import report_from_profile
+
+            self._report = report_from_profile(self.record(), ceilings)
+        return self._report
 
 
 def _as_tuple(inputs: Any) -> tuple | dict:

@@ -8,7 +8,6 @@ so reports written by an older version still load.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 import gzip
 import math
@@ -16,24 +15,30 @@ import os
 import platform
 import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
+from msgspec import Struct, field
 
 from roofline.errors import RooflineError
 from roofline.io import atomic_write_bytes
 
 _REPORT_HEAD = re.compile(rb'\s*\{\s*"schema_version"\s*:')
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+# Checked when a report is loaded (a hand-edited or foreign file fails there in one line, not in a renderer).
+NonNegative = Annotated[float, msgspec.Meta(ge=0)]
+Count = Annotated[int, msgspec.Meta(ge=0)]
 
 BOUNDS = ("compute", "memory", "launch", "unmodeled", "unknown")
 
 
-@dataclass(slots=True)
-class Environment:
+class Environment(Struct):
+    """Where a report's run happened. For a report read from a trace file, what the trace's own metadata says
+    (never the analyst's machine); ``unknown`` names the fields the source did not record (left empty)."""
+
     torch_version: str = ""
     device_name: str = ""
     python_version: str = ""
@@ -44,6 +49,7 @@ class Environment:
     rank: int | None = None
     world_size: int | None = None
     backend: str | None = None
+    unknown: list[str] = field(default_factory=list)
 
     @classmethod
     def capture(cls, device_name: str = "") -> "Environment":
@@ -72,8 +78,7 @@ def _torch_version() -> str:
         return "unknown"
 
 
-@dataclass(slots=True)
-class DatasheetEntry:
+class DatasheetEntry(Struct):
     """A vendor's dense (never with-sparsity) peak figures for one GPU, with where they come from."""
 
     name: str
@@ -83,8 +88,7 @@ class DatasheetEntry:
     memory_bytes: float | None = None
 
 
-@dataclass(slots=True)
-class Ceilings:
+class Ceilings(Struct):
     """The device's roofs. Measured ones state how; the datasheet entry, when known, sits beside them.
 
     ``cache_bandwidth_bytes_per_s`` is the last-level cache's roof and ``cache_bytes`` that cache's size (0: not
@@ -124,8 +128,7 @@ class Ceilings:
         return self.peak_for(dtype) / self.memory_bandwidth_bytes_per_s
 
 
-@dataclass(slots=True)
-class OpRecord:
+class OpRecord(Struct):
     """One op call in one representative step, joined with its measured device time. ``roof`` names the memory
     roof it was judged against: ``dram``, ``cache`` (served from the last-level cache) or ``cache-unknown``
     (served from cache, no cache roof known); analyze/roofline.py states the rule."""
@@ -133,9 +136,9 @@ class OpRecord:
     name: str
     module: str = ""
     dtype: str = ""
-    flops: float = 0.0
-    bytes: float = 0.0
-    time_s: float = 0.0
+    flops: NonNegative = 0.0
+    bytes: NonNegative = 0.0
+    time_s: NonNegative = 0.0
     arithmetic_intensity: float = 0.0
     achieved_flops_per_s: float = 0.0
     achieved_bytes_per_s: float = 0.0
@@ -148,35 +151,33 @@ class OpRecord:
     input_dtypes: list[str] = field(default_factory=list)
     input_strides: list[list[int]] = field(default_factory=list)
     output_shapes: list[list[int]] = field(default_factory=list)
-    predicted_time_s: float = 0.0
+    predicted_time_s: NonNegative = 0.0
     above_roof: bool = False
     modeled: bool = True
     kernels: list[str] = field(default_factory=list)
     start_s: float | None = None
-    cpu_time_s: float = 0.0
+    cpu_time_s: NonNegative = 0.0
     index: int = 0
     step: int | None = None
-    count: int = 1
+    count: Count = 1
     external_id: int | None = None
     output_dtypes: list[str] = field(default_factory=list)
     roof: str = "dram"
 
 
-@dataclass(slots=True)
-class KernelRecord:
+class KernelRecord(Struct):
     """One device-side event (kernel, memcpy, memset) of the representative step, on the report's timeline."""
 
     name: str
     start_s: float = 0.0
-    dur_s: float = 0.0
+    dur_s: NonNegative = 0.0
     stream: int | None = None
     device: int | None = None
     category: str = "kernel"
     op_index: int | None = None
 
 
-@dataclass(slots=True)
-class Finding:
+class Finding(Struct):
     rule: str
     title: str
     category: str
@@ -189,17 +190,15 @@ class Finding:
     share_of_time: float | None = None
 
 
-@dataclass(slots=True)
-class SyncSite:
+class SyncSite(Struct):
     kind: str
     location: str
-    count: int = 0
-    stall_s: float = 0.0
+    count: Count = 0
+    stall_s: NonNegative = 0.0
     per_step: float | None = None
 
 
-@dataclass(slots=True)
-class LiveTensor:
+class LiveTensor(Struct):
     bytes: int
     shape: list[int] = field(default_factory=list)
     dtype: str = ""
@@ -208,8 +207,7 @@ class LiveTensor:
     source: str | None = None
 
 
-@dataclass(slots=True)
-class MemorySummary:
+class MemorySummary(Struct):
     """Memory over the profiled window. ``counter`` names what was counted (allocated vs reserved)."""
 
     peak_allocated_bytes: int = 0
@@ -221,8 +219,7 @@ class MemorySummary:
     reference_counter: str = ""
 
 
-@dataclass(slots=True)
-class Timing:
+class Timing(Struct):
     """A timed quantity with every sample kept, so spread can be judged (torch.utils.benchmark's habit)."""
 
     median_s: float = 0.0
@@ -251,8 +248,7 @@ def _quantile(ordered: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
-@dataclass(slots=True)
-class Summary:
+class Summary(Struct):
     """Totals over the report's ops. Shares are fractions of ``total_time_s`` (the ops' summed time);
     ``wall_time_s`` is the wall-clock span of the profiled steps those ops cover (None when the trace has no steps),
     the fair base for savings that are not op time (launch gaps, syncs, idle)."""
@@ -288,8 +284,120 @@ class Summary:
         return self.wall_time_s or self.total_time_s or None
 
 
-@dataclass(slots=True)
-class Report:
+class RankRecord(Struct):
+    """One rank of a merged multi-rank job, per profiled step (the Ranks table of the HTML page)."""
+
+    rank: int
+    hostname: str = ""
+    device_name: str = ""
+    step_time_s: float = 0.0
+    true_step_time_s: float | None = None
+    compute_time_s: float = 0.0
+    communication_time_s: float = 0.0
+    exposed_communication_s: float = 0.0
+    hidden_communication_share: float | None = None
+    idle_time_s: float = 0.0
+    busy_time_s: float = 0.0
+    straggler: bool = False
+    slowest_op: str | None = None
+    slowest_op_excess_s: float | None = None
+    collectives_per_step: float = 0.0
+    profiled_steps: int = 0
+
+
+class StragglerRecord(Struct):
+    """A rank whose busy time per step exceeds the other ranks' median by more than the merge's threshold."""
+
+    rank: int
+    busy_time_s: float
+    median_busy_time_s: float
+    excess_s: float
+    slowest_op: str | None = None
+    slowest_op_excess_s: float | None = None
+
+
+class CollectiveRecord(Struct):
+    """One kind of collective at one message size: calls, median time and bus bandwidth, and its ceiling."""
+
+    kind: str
+    bytes: float | None = None
+    calls: int = 0
+    calls_per_step: float = 0.0
+    time_s: float = 0.0
+    total_time_per_step_s: float = 0.0
+    busbw_bytes_per_s: float | None = None
+    algbw_bytes_per_s: float | None = None
+    dtype: str | None = None
+    example: str = ""
+    ceiling_busbw_bytes_per_s: float | None = None
+    ceiling_share: float | None = None
+    ceiling_method: str | None = None
+
+
+class CollectiveCeilingRecord(Struct):
+    """The measured collective bandwidths the collectives were judged against, and where they come from."""
+
+    backend: str | None = None
+    world_size: int | None = None
+    device_name: str | None = None
+    origin: str = ""
+    peak_busbw_bytes_per_s: dict[str, float] = field(default_factory=dict)
+    method: str | None = None
+
+
+class CollectiveSyncSite(Struct):
+    """Host syncs (device waits, barriers) beside collective calls at one source location."""
+
+    location: str
+    ops: list[str] = field(default_factory=list)
+    collectives: list[str] = field(default_factory=list)
+    count: int = 0
+    time_s: float = 0.0
+    per_step: float = 0.0
+
+
+class RankSyncs(Struct):
+    rank: int | None
+    sites: list[CollectiveSyncSite] = field(default_factory=list)
+
+
+class DistributedInfo(Struct):
+    """The multi-rank merge's evidence (distributed/merge.py), read by the distributed doctor rules."""
+
+    world_size: int
+    backend: str | None = None
+    ranks_merged: list[int] = field(default_factory=list)
+    base_rank: int = 0
+    steps: float = 0.0
+    stragglers: list[StragglerRecord] = field(default_factory=list)
+    straggler_threshold: float | None = None
+    straggler_method: str = ""
+    breakdown_method: str = ""
+    collectives: list[CollectiveRecord] = field(default_factory=list)
+    collective_method: str = ""
+    collective_ceiling: CollectiveCeilingRecord | None = None
+    collective_ceiling_note: str | None = None
+    syncs_near_collectives: list[RankSyncs] | None = None
+
+
+class ProfileInfo(Struct):
+    """How a profiled run went (``roofline profile``, ProfilingContext): its schedule, the steps seen, the
+    syncs Kineto recorded (beside the live detector's ``Report.syncs``) and the user code's own error."""
+
+    schedule: dict[str, int] = field(default_factory=dict)
+    steps_seen: int = 0
+    whole_block: bool = False
+    device: str = ""
+    syncs_from_trace: list[SyncSite] = field(default_factory=list)
+    error: str | None = None
+    step_source: str | None = None
+
+
+class Report(Struct):
+    """Schema 2 (this version) types what schema 1 kept as dicts: ``ranks`` are RankRecords, and the merge's
+    evidence and a profiled run's details, schema 1's ``extra["distributed"]`` and ``extra["profile"]``, are the
+    ``distributed`` and ``profile`` fields (same keys inside). Schema 1 reports load into schema 2."""
+
     schema_version: int = SCHEMA_VERSION
     kind: str = "analyze"
     workload: str = ""
@@ -303,9 +411,11 @@ class Report:
     memory: MemorySummary = field(default_factory=MemorySummary)
     step_time: Timing | None = None
     profiled_step_time: Timing | None = None
-    steps: int = 1
-    ranks: list[dict[str, Any]] = field(default_factory=list)
+    steps: Count = 1
+    ranks: list[RankRecord] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    distributed: DistributedInfo | None = None
+    profile: ProfileInfo | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data; non-finite floats become None (JSON has no NaN or Infinity); an unmodelled
@@ -318,28 +428,50 @@ class Report:
         return msgspec.json.encode(_null_unknown_work(msgspec.to_builtins(self)))
 
     def to_json(self, indent: int | None = None) -> str:
-        """JSON text; non-finite floats become null. msgspec encodes dataclasses directly, which keeps a
-        report of 100,000+ ops fast to write (dataclasses.asdict deep-copies every field)."""
+        """JSON text; non-finite floats become null. msgspec encodes the records directly, which keeps a
+        report of 100,000+ ops fast to write."""
         data = self._json_bytes()
         if indent:
             data = msgspec.json.format(data, indent=indent)
         return data.decode()
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Report":
+    def from_dict(cls, data: Any) -> "Report":
+        """A Report from plain JSON data of any schema up to this one (schema 1's dicts become typed records)."""
         if not isinstance(data, dict) or "schema_version" not in data:
             raise RooflineError("not a roofline report: no schema_version field")
-        version = data["schema_version"]
-        if not isinstance(version, int) or version > SCHEMA_VERSION:
-            raise RooflineError(
-                f"report schema_version {version!r} is newer than this roofline understands ({SCHEMA_VERSION}); upgrade roofline"
-            )
+        _check_version(data["schema_version"])
         try:
-            report = _build(cls, data)
-        except (TypeError, ValueError, KeyError) as exc:
+            report = from_builtins(Report, data)
+        except msgspec.ValidationError as exc:
             raise RooflineError(f"malformed roofline report: {exc}") from None
-        report.summary.fill_shares()
-        return report
+        return report._upgraded()
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> "Report":
+        """Decoded by msgspec straight into the types; a file with nulls where numbers go (non-finite values,
+        an unmodelled op's unknown work) or of an older schema takes the plain-data route of from_dict."""
+        try:
+            report = msgspec.json.decode(raw, type=Report)
+        except msgspec.ValidationError:
+            return cls.from_dict(msgspec.json.decode(raw))
+        _check_version(report.schema_version)
+        return report._upgraded()
+
+    def _upgraded(self) -> "Report":
+        """A schema 1 report as schema 2: its ``extra["profile"]``/``extra["distributed"]`` become typed fields."""
+        if self.schema_version < 2:
+            try:
+                if isinstance(self.extra.get("profile"), dict):
+                    self.profile = msgspec.convert(self.extra.pop("profile"), ProfileInfo)
+                if isinstance(self.extra.get("distributed"), dict):
+                    self.distributed = from_builtins(DistributedInfo, self.extra.pop("distributed"))
+            except msgspec.ValidationError as exc:
+                raise RooflineError(f"malformed roofline report: {exc}") from None
+            self.extra.pop("chrome_trace", None)  # the path of a temporary file, gone once its run ended
+            self.schema_version = SCHEMA_VERSION
+        self.summary.fill_shares()
+        return self
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """JSON (gzip-compressed for a .gz name); schema_version is always the first field written."""
@@ -371,15 +503,11 @@ class Report:
         try:
             if raw[:2] == b"\x1f\x8b":
                 raw = gzip.decompress(raw)
-            data = msgspec.json.decode(raw)
-        except (OSError, EOFError, UnicodeDecodeError, msgspec.DecodeError) as exc:
+            return cls.from_json(raw)
+        except (OSError, EOFError, UnicodeDecodeError) as exc:
             raise RooflineError(f"cannot parse report {path}: {exc}") from None
-        return cls.from_dict(data)
-
-    def _repr_html_(self) -> str:
-        from roofline.render.html import render_html
-
-        return render_html(self, embed=True)
+        except msgspec.DecodeError as exc:
+            raise RooflineError(f"cannot parse report {path}: {exc}") from None
 
     def to_pandas(self):
         """The ops as a pandas DataFrame (one row per op call). Needs pandas."""
@@ -413,110 +541,64 @@ def _null_unknown_work(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _build(cls: type, data: Any, where: str = "report") -> Any:
-    """Rebuild nested dataclasses from plain JSON data, ignoring unknown keys written by newer minor versions.
-
-    Scalar fields are checked against their declared type (a number where a number is meant, never negative for
-    counts, FLOPs, bytes and times), so a hand-edited or foreign file fails here in one line, not in a renderer.
-    A null where the field is a number (an unmodelled op's FLOPs) takes the field's default."""
-    if data is None:
-        return None
-    if not isinstance(data, dict):
-        raise ValueError(f"{where} is {_shown(data)}, expected an object")
-    fields, nested, scalars = _plan(cls)
-    kwargs = {name: value for name, value in data.items()
-              if name in fields and not (value is None and name in UNKNOWN_WORK_FIELDS)}
-    for name, value in kwargs.items():
-        kind = scalars.get(name)
-        if kind is not None:
-            kwargs[name] = _checked(kind, value, f"{where}.{name}", name in _NON_NEGATIVE)
-    for name, (many, klass) in nested.items():
-        value = kwargs.get(name)
-        if value is None:
-            continue
-        if many:
-            if not isinstance(value, list):
-                raise ValueError(f"{where}.{name} is {_shown(value)}, expected a list")
-            kwargs[name] = [_build(klass, v, f"{where}.{name}[{i}]") for i, v in enumerate(value)]
-        else:
-            kwargs[name] = _build(klass, value, f"{where}.{name}")
-    return cls(**kwargs)
+def _check_version(version: Any) -> None:
+    if not isinstance(version, int) or isinstance(version, bool) or version > SCHEMA_VERSION:
+        raise RooflineError(
+            f"report schema_version {version!r} is newer than this roofline understands ({SCHEMA_VERSION}); upgrade roofline"
+        )
 
 
-_NON_NEGATIVE = frozenset({"flops", "bytes", "time_s", "cpu_time_s", "predicted_time_s", "dur_s", "stall_s", "count",
-                           "steps"})
-_SCALAR_KINDS = {"float": float, "int": int, "str": str, "bool": bool}
+def from_builtins(cls: type, data: Any) -> Any:
+    """A record of type ``cls`` from plain JSON data, decoded and checked by msgspec from the type itself.
+
+    A null where ``cls`` (or a record nested in it) has a plain number is removed first (changing ``data``), so
+    the field takes its default: JSON writes non-finite floats as null, and an unmodelled op's unknown work is
+    null. Unknown keys (a newer minor version's) are ignored. Raises msgspec.ValidationError."""
+    _drop_nulls(data, msgspec.inspect.type_info(cls))
+    return msgspec.convert(data, cls)
 
 
-def _checked(kind: tuple[type, bool], value: Any, where: str, non_negative: bool) -> Any:
-    expected, optional = kind
-    if value is None:
-        if optional or expected is float:  # non-finite floats are written as null
-            return None if optional else math.nan
-        raise ValueError(f"{where} is null, expected {expected.__name__}")
-    if expected is float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    elif expected is int:
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    else:
-        ok = isinstance(value, expected)
-    if not ok:
-        name = "a number" if expected in (int, float) else expected.__name__
-        raise ValueError(f"{where} is {_shown(value)}, expected {name}")
-    if non_negative and expected in (int, float) and value < 0:
-        raise ValueError(f"{where} is {value}, expected 0 or more")
-    return value
+_NUMBERS = (msgspec.inspect.FloatType, msgspec.inspect.IntType)
+_PLANS: dict[type, tuple[tuple[str, ...], tuple[tuple[str, Any], ...]]] = {}
 
 
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else f"a {type(value).__name__}"
+def _drop_nulls(data: Any, info: Any) -> None:
+    if isinstance(info, msgspec.inspect.UnionType):
+        for member in info.types:
+            if not isinstance(member, msgspec.inspect.NoneType):
+                _drop_nulls(data, member)
+    elif isinstance(info, msgspec.inspect.ListType) and isinstance(data, list):
+        item = info.item_type
+        if _holds_records(item):
+            for value in data:
+                _drop_nulls(value, item)
+    elif isinstance(info, msgspec.inspect.StructType) and isinstance(data, dict):
+        numbers, nested = _plan(info)
+        for name in numbers:
+            if name in data and data[name] is None:
+                del data[name]
+        for name, sub in nested:
+            value = data.get(name)
+            if value is not None:
+                _drop_nulls(value, sub)
 
 
-_NESTED: dict[str, type] = {}
-_PLANS: dict[type, tuple[frozenset[str], dict[str, tuple[bool, type]], dict[str, tuple[type, bool]]]] = {}
+def _holds_records(info: Any) -> bool:
+    if isinstance(info, msgspec.inspect.StructType):
+        return True
+    if isinstance(info, msgspec.inspect.ListType):
+        return _holds_records(info.item_type)
+    if isinstance(info, msgspec.inspect.UnionType):
+        return any(_holds_records(t) for t in info.types)
+    return False
 
 
-def _plan(cls: type) -> tuple[frozenset[str], dict[str, tuple[bool, type]], dict[str, tuple[type, bool]]]:
-    """Per class, once: its field names, which fields hold a nested dataclass (or a list of them), and the
-    scalar/list/dict type of the others (with whether None is allowed).
-
-    Loading a report of 100,000+ ops must not re-inspect annotations for every op."""
-    plan = _PLANS.get(cls)
+def _plan(info: Any) -> tuple[tuple[str, ...], tuple[tuple[str, Any], ...]]:
+    """Per record type, once: its plain-number fields, and the fields that hold records (a 100,000-op report
+    must not inspect the op type per op)."""
+    plan = _PLANS.get(info.cls)
     if plan is None:
-        nested: dict[str, tuple[bool, type]] = {}
-        scalars: dict[str, tuple[type, bool]] = {}
-        for f in dataclasses.fields(cls):
-            full = str(f.type)
-            text = full.removesuffix(" | None")
-            for name, klass in _NESTED.items():
-                if text == name:
-                    nested[f.name] = (False, klass)
-                elif text == f"list[{name}]":
-                    nested[f.name] = (True, klass)
-            if f.name in nested:
-                continue
-            base = _SCALAR_KINDS.get(text)
-            if base is None and text.startswith(("list[", "dict[")):
-                base = list if text.startswith("list[") else dict
-            if base is not None:
-                scalars[f.name] = (base, full != text)
-        plan = _PLANS[cls] = (frozenset(f.name for f in dataclasses.fields(cls)), nested, scalars)
+        numbers = tuple(f.encode_name for f in info.fields if isinstance(f.type, _NUMBERS))
+        nested = tuple((f.encode_name, f.type) for f in info.fields if _holds_records(f.type))
+        plan = _PLANS[info.cls] = (numbers, nested)
     return plan
-
-
-_NESTED.update(
-    {
-        "Environment": Environment,
-        "DatasheetEntry": DatasheetEntry,
-        "Ceilings": Ceilings,
-        "OpRecord": OpRecord,
-        "Finding": Finding,
-        "KernelRecord": KernelRecord,
-        "SyncSite": SyncSite,
-        "LiveTensor": LiveTensor,
-        "MemorySummary": MemorySummary,
-        "Timing": Timing,
-        "Summary": Summary,
-    }
-)

@@ -1,6 +1,6 @@
-import dataclasses
 import math
 
+import msgspec
 import pytest
 import torch
 
@@ -100,7 +100,7 @@ def test_an_op_that_fits_in_cache_and_beats_dram_is_judged_against_the_cache_roo
     assert op.roof == "cache" and not op.above_roof and op.bound == "memory"
     assert op.efficiency == pytest.approx(RELU_BYTES / 9.696e-6 / 7.0e12)
     assert op.predicted_time_s == pytest.approx(RELU_BYTES / 7.0e12)
-    same_on_dram = place_op(_relu(), dataclasses.replace(H200, cache_bandwidth_bytes_per_s=0.0, cache_bytes=0))
+    same_on_dram = place_op(_relu(), msgspec.structs.replace(H200, cache_bandwidth_bytes_per_s=0.0, cache_bytes=0))
     assert same_on_dram.roof == "dram" and same_on_dram.above_roof and same_on_dram.efficiency > 1.13
 
 

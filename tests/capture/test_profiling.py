@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from roofline.capture.profiling import ProfilingContext
+from roofline.api import ProfilingContext
 from roofline.render.chrome_trace import normalize_chrome_trace, read_chrome_trace, validate_chrome_trace
 from roofline.report import Ceilings
 
@@ -45,7 +45,7 @@ def test_scheduled_steps_give_true_and_profiled_time_syncs_and_memory(model: tor
     assert {op.step for op in report.ops} == {0, 1}
     assert report.memory.peak_allocated_bytes > 0 and report.memory.counter
     assert report.memory.peak_live_tensors
-    assert validate_chrome_trace(normalize_chrome_trace(read_chrome_trace(report.extra["chrome_trace"]))) == []
+    assert validate_chrome_trace(normalize_chrome_trace(read_chrome_trace(prof.trace_path))) == []
 
 
 def test_without_step_calls_the_whole_block_is_one_step(model: torch.nn.Module) -> None:
@@ -82,7 +82,7 @@ def test_patches_restored_and_outputs_kept_when_user_code_raises(model: torch.nn
             raise RuntimeError("user bug")
     assert vars(torch.Tensor).get("item") is item
     report = prof.report()
-    assert "user bug" in report.extra["profile"]["error"] and report.ops
+    assert "user bug" in report.profile.error and report.ops
 
 
 def test_without_the_whole_block_fallback_nothing_runs_before_the_true_steps(model: torch.nn.Module) -> None:

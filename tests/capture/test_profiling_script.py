@@ -63,7 +63,7 @@ def test_profile_runs_an_unmodified_training_script(tmp_path: Path) -> None:
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert (tmp_path / "out" / "trace.json.gz").stat().st_size > 0
     assert report["kind"] == "profile" and report["steps"] == 2
-    assert report["extra"]["profile"]["step_source"] == "optimizer"
+    assert report["profile"]["step_source"] == "optimizer"
     assert report["step_time"]["n"] == 1 and report["profiled_step_time"]["n"] == 2
     (site,) = report["syncs"]
     assert site["kind"] == "item" and site["location"].endswith("train.py:13") and site["per_step"] == 1
@@ -81,7 +81,7 @@ def test_a_script_that_raises_gives_one_line_keeps_outputs_and_fails(tmp_path: P
     assert errors == ["roofline: error: train.py raised ValueError: the script's own bug (at train.py:15)"]
     assert "Traceback" not in done.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert "the script's own bug" in report["extra"]["profile"]["error"]
+    assert "the script's own bug" in report["profile"]["error"]
 
 
 @pytest.mark.slow
@@ -137,7 +137,7 @@ def test_switching_boundaries_tells_the_harness_before_the_partial_step_ends() -
 
 
 def test_extend_wait_turns_the_partial_step_into_a_waiting_one() -> None:
-    from roofline.capture.profiling import ProfilingContext
+    from roofline.api import ProfilingContext
 
     ctx = ProfilingContext(wait=1, warmup=1, active=2, device="cpu")
     assert (ctx.first_timed, ctx.total_steps) == (1, 1 + 2 + 1 + 2)
@@ -182,7 +182,7 @@ def test_steps_ending_at_optimizer_step_are_each_counted_once(tmp_path: Path, on
     every later step (each op, FLOP and second counted about N-k times)."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from roofline.capture.profiling import ProfilingContext
+    from roofline.api import ProfilingContext
     from roofline.capture.script_runner import profile_script
 
     script = tmp_path / "train.py"
@@ -214,7 +214,7 @@ def test_doctor_runs_a_script_in_process_with_its_step_source(tmp_path: Path, ca
     assert main(["doctor", "--device", "cpu", "--ceilings", str(_ceilings(tmp_path)), "-o", str(out),
                  str(script), "30"]) == 0
     report = json.loads((out / "report.json").read_text())
-    assert report["extra"]["profile"]["step_source"] == "optimizer"
+    assert report["profile"]["step_source"] == "optimizer"
     assert "roofline: error" not in capsys.readouterr().err
 
 

@@ -117,17 +117,11 @@ def test_collective_sizes_and_bus_bandwidth_from_nccl_kernel_args(tmp_path):
 
 
 def test_gloo_sizes_from_input_dims():
-    timeline = RankTimeline("cpu", host=[Span("gloo:all_gather", 0, 10, tid=5, communication=True, args=_Args(
-        input_dims=b"[[256]]", input_type=b'["float"]'))], steps=[Span("ProfilerStep#0", 0, 20)])
+    timeline = RankTimeline("cpu", host=[Span("gloo:all_gather", 0, 10, tid=5, communication=True,
+                                              input_dims=[[256]], input_types=["float"])],
+                            steps=[Span("ProfilerStep#0", 0, 20)])
     (call,) = collective_calls(timeline, world_size=4)
     assert call.kind == "all_gather" and call.bytes == 256 * 4 * 4
-
-
-class _Args:
-    def __init__(self, **kw):
-        self.external_id = self.collective = self.in_nelems = self.out_nelems = self.group_size = None
-        self.dtype = self.input_dims = self.input_type = self.call_from = None
-        self.__dict__.update(kw)
 
 
 def test_straggler_found_and_its_op_named():
@@ -150,6 +144,6 @@ def test_two_ranks_compare_with_the_other_rank_not_their_mean():
 
 def test_host_calls_outside_ops_are_costs():
     timeline = RankTimeline("cpu", host=[Span("aten::mm", 0, 100, tid=1)], steps=[Span("ProfilerStep#0", 0, 1000)],
-                            builtin_calls=[Span("<built-in function sleep>", 200, 900, tid=1, args=_Args(call_from="t.py:9")),
-                                           Span("<built-in method mm>", 0, 100, tid=1, args=_Args())])
+                            builtin_calls=[Span("<built-in function sleep>", 200, 900, tid=1, call_from="t.py:9"),
+                                           Span("<built-in method mm>", 0, 100, tid=1)])
     assert host_call_costs(timeline) == {"sleep (host call at t.py:9)": pytest.approx(700e-6)}

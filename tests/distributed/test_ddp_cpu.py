@@ -29,15 +29,15 @@ def test_ddp_job_profiled_merged_and_straggler_named(tmp_path, cpu_ceilings):
 
     merged = Report.load(run_dir / "report.json")
     assert (run_dir / "report.html").is_file()
-    assert [r["rank"] for r in merged.ranks] == [0, 1]
+    assert [r.rank for r in merged.ranks] == [0, 1]
     assert merged.environment.world_size == 2 and merged.environment.backend == "gloo"
     slow = merged.ranks[1]
-    assert slow["straggler"] and not merged.ranks[0]["straggler"]
-    assert "sleep" in slow["slowest_op"] and "ddp_tiny.py" in slow["slowest_op"]
-    assert merged.ranks[0]["communication_time_s"] > 0
-    assert merged.ranks[0]["exposed_communication_s"] > merged.ranks[1]["exposed_communication_s"]
-    (collective,) = [c for c in merged.extra["distributed"]["collectives"] if c["kind"] == "all_reduce"]
-    assert collective["bytes"] == (32 * 64 + 64 + 64 * 4 + 4) * 4 and collective["busbw_bytes_per_s"] > 0
+    assert slow.straggler and not merged.ranks[0].straggler
+    assert "sleep" in slow.slowest_op and "ddp_tiny.py" in slow.slowest_op
+    assert merged.ranks[0].communication_time_s > 0
+    assert merged.ranks[0].exposed_communication_s > merged.ranks[1].exposed_communication_s
+    (collective,) = [c for c in merged.distributed.collectives if c.kind == "all_reduce"]
+    assert collective.bytes == (32 * 64 + 64 + 64 * 4 + 4) * 4 and collective.busbw_bytes_per_s > 0
     (finding,) = [f for f in merged.findings if f.rule == "straggler"]
     assert "rank 1" in finding.title and "sleep" in finding.title
 
@@ -50,7 +50,7 @@ def test_ddp_job_profiled_merged_and_straggler_named(tmp_path, cpu_ceilings):
     from roofline.distributed.merge import merge_trace_files
 
     from_traces = merge_trace_files(traces, ceilings_file=str(run_dir / "ceilings.json"))
-    assert [r["rank"] for r in from_traces.ranks] == [0, 1] and from_traces.ranks[1]["straggler"]
+    assert [r.rank for r in from_traces.ranks] == [0, 1] and from_traces.ranks[1].straggler
 
 
 def test_nproc_needs_a_script(tmp_path):

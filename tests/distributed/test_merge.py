@@ -13,7 +13,15 @@ from roofline.distributed.merge import RankInput, merge_ranks, merge_trace_files
 from roofline.distributed.rank import MULTICAST_OFF, current_rank, multicast_off_env, prepare_rank, stamp_rank
 from roofline.doctor import diagnose
 from roofline.doctor.distributed_evidence import syncs_near_collectives
-from roofline.report import Environment, OpRecord, Report, Timing
+from roofline.report import (
+    CollectiveRecord,
+    DistributedInfo,
+    Environment,
+    OpRecord,
+    RankRecord,
+    Report,
+    Timing,
+)
 
 
 def _rank(rank, *, compute_us, sleep_us=0, comm_us=100):
@@ -36,24 +44,25 @@ def test_merge_names_the_straggler_and_fills_rank_rows():
     slow = _rank(1, compute_us=500, sleep_us=1000, comm_us=200)
     merged = merge_ranks([slow, fast])
     merged.findings = diagnose(merged)
-    assert [r["rank"] for r in merged.ranks] == [0, 1]
-    rows = {r["rank"]: r for r in merged.ranks}
-    assert rows[1]["straggler"] and not rows[0]["straggler"]
-    assert rows[1]["slowest_op"].startswith("sleep")
-    assert rows[0]["exposed_communication_s"] == pytest.approx(1200e-6)
-    assert rows[0]["hidden_communication_share"] == 0.0
+    assert [r.rank for r in merged.ranks] == [0, 1]
+    rows = {r.rank: r for r in merged.ranks}
+    assert rows[1].straggler and not rows[0].straggler
+    assert rows[1].slowest_op.startswith("sleep")
+    assert rows[0].exposed_communication_s == pytest.approx(1200e-6)
+    assert rows[0].hidden_communication_share == 0.0
+    row = json.loads(merged.to_json())["ranks"][0]
     for key in ("step_time_s", "compute_time_s", "communication_time_s", "idle_time_s", "hostname", "device_name"):
-        assert key in rows[0]
+        assert key in row
     assert merged.environment.world_size == 2 and merged.environment.backend == "nccl"
-    info = merged.extra["distributed"]
-    assert info["stragglers"][0]["rank"] == 1
-    (collective,) = info["collectives"]
-    assert collective["kind"] == "all_reduce" and collective["time_s"] == pytest.approx(200e-6)
+    info = merged.distributed
+    assert info.stragglers[0].rank == 1
+    (collective,) = info.collectives
+    assert collective.kind == "all_reduce" and collective.time_s == pytest.approx(200e-6)
     rules = {f.rule: f for f in merged.findings}
     assert "straggler" in rules and "rank 1" in rules["straggler"].title
     assert "sleep" in rules["straggler"].title
     roundtrip = Report.from_dict(json.loads(merged.to_json()))
-    assert roundtrip.ranks == json.loads(json.dumps(merged.ranks))
+    assert roundtrip.ranks == merged.ranks and roundtrip.distributed == merged.distributed
 
 
 def test_exposed_communication_rule_takes_the_least_exposed_rank():
@@ -65,10 +74,10 @@ def test_exposed_communication_rule_takes_the_least_exposed_rank():
 
 
 def test_tiny_collectives_rule():
-    report = Report(ranks=[{"rank": 0, "step_time_s": 0.01}, {"rank": 1, "step_time_s": 0.01}])
-    report.extra["distributed"] = {"steps": 3, "collectives": [
-        {"kind": "all_reduce", "bytes": 4096.0, "calls_per_step": 40, "time_s": 50e-6, "total_time_per_step_s": 0.002,
-         "algbw_bytes_per_s": 1e8, "example": "ncclDevKernel_AllReduce_Sum_f32_RING_LL"}]}
+    report = Report(ranks=[RankRecord(0, step_time_s=0.01), RankRecord(1, step_time_s=0.01)])
+    report.distributed = DistributedInfo(world_size=2, steps=3, collectives=[
+        CollectiveRecord(kind="all_reduce", bytes=4096.0, calls_per_step=40, time_s=50e-6, total_time_per_step_s=0.002,
+                         algbw_bytes_per_s=1e8, example="ncclDevKernel_AllReduce_Sum_f32_RING_LL")])
     (finding,) = diagnose(report, rules=["tiny-collectives"])
     assert finding.evidence["calls_per_step"] == 40
     assert 0 < finding.estimated_savings_s < 3 * 0.002
@@ -79,8 +88,8 @@ def test_host_sync_beside_a_collective_is_found_in_a_single_rank_report():
            OpRecord(name="aten::_local_scalar_dense", step=0, index=2, source="train.py:42", cpu_time_s=1e-3),
            OpRecord(name="aten::mm", step=1, index=3), OpRecord(name="c10d::barrier", step=1, index=4)]
     report = Report(ops=ops, steps=2)
-    sites = {s["location"]: s for s in syncs_near_collectives(report)}
-    assert sites["train.py:42"]["collectives"] == ["c10d::allreduce_"]
+    sites = {s.location: s for s in syncs_near_collectives(report)}
+    assert sites["train.py:42"].collectives == ["c10d::allreduce_"]
     assert "c10d::barrier" in sites
     findings = diagnose(report, rules=["collective-host-sync"])
     assert {f.locations[0] for f in findings} == {"train.py:42", "c10d::barrier"}
@@ -110,14 +119,19 @@ def _trace(path, rank, compute_us, comm_us):
     return str(path)
 
 
-def test_merge_trace_files_reads_ranks_from_distributed_info(tmp_path, cpu_ceilings):
+def test_merge_trace_files_reads_ranks_from_distributed_info(tmp_path, cpu_ceilings, monkeypatch):
+    from roofline.capture import kineto
     from roofline.device import save_ceilings
 
     ceilings = save_ceilings(cpu_ceilings, tmp_path / "ceilings.json")
     paths = [_trace(tmp_path / "b.json.gz", 1, 2000, 100), _trace(tmp_path / "a.json.gz", 0, 500, 1600)]
+    reads = []
+    load = kineto.load_trace
+    monkeypatch.setattr(kineto, "load_trace", lambda path: reads.append(path) or load(path))
     merged = merge_trace_files(paths, ceilings_file=str(ceilings))
-    assert [r["rank"] for r in merged.ranks] == [0, 1]
-    assert merged.extra["distributed"]["stragglers"][0]["rank"] == 1
+    assert sorted(reads) == sorted(paths)  # each rank's trace parsed once, by the one Kineto reader
+    assert [r.rank for r in merged.ranks] == [0, 1]
+    assert merged.distributed.stragglers[0].rank == 1
 
 
 def test_rank_environment_and_output_dir(tmp_path):

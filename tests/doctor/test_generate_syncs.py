@@ -17,7 +17,7 @@ def test_doctor_names_generates_per_token_sync_with_file_line(tmp_path, capsys, 
     out = tmp_path / "doctor"
     assert main(["doctor", "--device", "cpu", "-o", str(out), str(BENCHMARKS / "hf_generate.py"), "--tokens", "12"]) == 0
     report = json.loads((out / "report.json").read_text())
-    assert report["extra"]["profile"]["step_source"] == "forward"
+    assert report["profile"]["step_source"] == "forward"
     assert not [s for s in report["syncs"] if s["kind"] == "to(cpu)"], "x.to(y.device) moves nothing"
     (finding,) = load_benchmark("generate_syncs").per_token_sync_findings(report)
     assert finding["locations"][0].startswith("transformers/generation/")

@@ -2,7 +2,7 @@ import pytest
 
 from doctor_cases import op, report
 from roofline.doctor import diagnose
-from roofline.report import SyncSite
+from roofline.report import ProfileInfo, SyncSite
 
 
 def _generation_loop(tokens: int, with_item: bool):
@@ -56,7 +56,7 @@ def test_a_sync_in_every_forward_is_the_finding_when_steps_are_forwards():
                         per_step=1.0)]
     r.steps = 4
     assert diagnose(r, rules=["host-device-sync"]) == [], "once per training step and cheap: not a finding"
-    r.extra["profile"] = {"step_source": "forward"}
+    r.profile = ProfileInfo(step_source="forward")
     (finding,) = diagnose(r, rules=["host-device-sync"])
     assert finding.evidence["every_forward"] and finding.severity == "warning"
     assert finding.locations == ["transformers/generation/utils.py:396"] and "every forward" in finding.title

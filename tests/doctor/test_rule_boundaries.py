@@ -115,12 +115,12 @@ def test_input_idle_needs_a_tenth_of_the_step(share, fires):
 
 
 def _collectives(*, bytes_: float = 4096.0, calls: int = 40, per_step_s: float = 0.002):
-    from roofline.report import Report
+    from roofline.report import CollectiveRecord, DistributedInfo, RankRecord, Report
 
-    report = Report(ranks=[{"rank": 0, "step_time_s": 0.01}, {"rank": 1, "step_time_s": 0.01}])
-    report.extra["distributed"] = {"steps": 3, "collectives": [
-        {"kind": "all_reduce", "bytes": bytes_, "calls_per_step": calls, "time_s": 50e-6,
-         "total_time_per_step_s": per_step_s, "algbw_bytes_per_s": 1e8, "example": "ncclDevKernel_AllReduce"}]}
+    report = Report(ranks=[RankRecord(0, step_time_s=0.01), RankRecord(1, step_time_s=0.01)])
+    report.distributed = DistributedInfo(world_size=2, steps=3, collectives=[
+        CollectiveRecord(kind="all_reduce", bytes=bytes_, calls_per_step=calls, time_s=50e-6,
+                         total_time_per_step_s=per_step_s, algbw_bytes_per_s=1e8, example="ncclDevKernel_AllReduce")])
     return diagnose(report, rules=["tiny-collectives"])
 
 
@@ -148,12 +148,12 @@ def test_half_alignment_savings_are_the_time_above_the_padded_roofline_time():
 
 
 def _exposed(exposed_s: float):
-    from roofline.report import Report
+    from roofline.report import DistributedInfo, RankRecord, Report
 
-    rows = [{"rank": r, "step_time_s": 1.0, "exposed_communication_s": exposed_s, "communication_time_s": exposed_s,
-             "hidden_communication_share": 0.0} for r in (0, 1)]
+    rows = [RankRecord(r, step_time_s=1.0, exposed_communication_s=exposed_s, communication_time_s=exposed_s,
+                       hidden_communication_share=0.0) for r in (0, 1)]
     report = Report(ranks=rows)
-    report.extra["distributed"] = {"steps": 2, "collectives": []}
+    report.distributed = DistributedInfo(world_size=2, steps=2)
     return diagnose(report, rules=["exposed-communication"])
 
 

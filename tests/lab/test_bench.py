@@ -1,5 +1,6 @@
-import dataclasses
 import math
+
+import msgspec
 import pytest
 
 from roofline.lab import bench
@@ -151,5 +152,5 @@ def test_above_roof_note_names_the_cache_or_a_stale_ceiling(cpu_ceilings):
     stale = above_roof_note(42.3e6, 8 * 2**20, cpu_ceilings)
     assert "more than the 8.4 MB last-level cache" in stale
     assert "10.00 GB/s, test" in stale and "`roofline ceilings --device cpu --remeasure`" in stale
-    quick = dataclasses.replace(cpu_ceilings, source="measured (quick)")
+    quick = msgspec.structs.replace(cpu_ceilings, source="measured (quick)")
     assert "`roofline ceilings --device cpu --remeasure --quick`" in above_roof_note(42.3e6, 8 * 2**20, quick)

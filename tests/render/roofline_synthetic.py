@@ -16,6 +16,7 @@ from roofline.report import (
     LiveTensor,
     MemorySummary,
     OpRecord,
+    RankRecord,
     Report,
     Summary,
     SyncSite,
@@ -134,8 +135,8 @@ def make_big_report(n_ops: int = 100_000, seed: int = 1) -> Report:
 
 
 def with_ranks(report: Report) -> Report:
-    report.ranks = [
+    report.ranks = [RankRecord(**row) for row in [
         {"rank": 0, "step_time_s": 0.0101, "compute_time_s": 0.0072, "communication_time_s": 0.0021, "idle_time_s": 0.0008, "hidden_communication_share": 0.6, "straggler": False},
         {"rank": 1, "step_time_s": 0.0139, "compute_time_s": 0.0071, "communication_time_s": 0.0022, "idle_time_s": 0.0046, "hidden_communication_share": 0.55, "straggler": True, "slowest_op": "aten::mm"},
-    ]
+    ]]
     return report

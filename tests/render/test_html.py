@@ -52,7 +52,20 @@ def test_embed_is_an_iframe_fragment():
     frag = render_html(report, embed=True)
     assert frag.startswith("<iframe srcdoc=") and frag.endswith("</iframe>")
     assert "<script" not in frag and XSS not in frag
-    assert report._repr_html_() == frag
+
+
+def test_a_report_displays_as_its_page_in_ipython():
+    interactiveshell = pytest.importorskip("IPython.core.interactiveshell")
+    from roofline.notebook import register
+
+    report = make_report(10)
+    shell = interactiveshell.InteractiveShell.instance()
+    try:
+        assert register(shell)
+        data, _ = shell.display_formatter.format(report)
+    finally:
+        interactiveshell.InteractiveShell.clear_instance()
+    assert data["text/html"] == render_html(report, embed=True)
 
 
 def test_to_pandas_has_one_row_per_op():

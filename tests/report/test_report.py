@@ -136,3 +136,47 @@ def test_committed_reports_written_before_the_cache_roof_load_with_its_defaults(
         assert {op.roof for op in report.ops} == {"dram"}, path
         assert report.ceilings.cache_bandwidth_bytes_per_s == 0 and report.ceilings.cache_bytes == 0
         assert report.summary.ops_from_cache == 0
+
+
+def test_a_schema_1_report_loads_as_schema_2_with_typed_records():
+    from roofline.report import DistributedInfo, ProfileInfo, RankRecord
+
+    old = json.loads(full_report().to_json())
+    old["schema_version"] = 1
+    old["ranks"] = [{"rank": 0, "step_time_s": 0.01, "straggler": False, "slowest_op": None},
+                    {"rank": 1, "step_time_s": 0.02, "straggler": True, "slowest_op": "aten::mm at x.py:3"}]
+    old["extra"] = {"trace": {"steps": 3},
+                    "profile": {"schedule": {"wait": 1, "timed": 3, "warmup": 1, "active": 3}, "steps_seen": 8,
+                                "whole_block": False, "device": "cuda:0", "error": None, "step_source": "forward",
+                                "syncs_from_trace": [{"kind": "item", "location": "a.py:1", "count": 3,
+                                                      "stall_s": 1e-5, "per_step": 1.0}]},
+                    "distributed": {"world_size": 2, "backend": "nccl", "steps": 2.0,
+                                    "stragglers": [{"rank": 1, "busy_time_s": 0.02, "median_busy_time_s": 0.01,
+                                                    "excess_s": 0.01, "slowest_op": None,
+                                                    "slowest_op_excess_s": None}],
+                                    "collectives": [{"kind": "all_reduce", "bytes": 4096.0, "calls": 2}],
+                                    "syncs_near_collectives": [{"rank": 0, "sites": []}]}}
+    report = Report.from_dict(old)
+    assert report.schema_version == SCHEMA_VERSION == 2
+    assert report.ranks[1] == RankRecord(1, step_time_s=0.02, straggler=True, slowest_op="aten::mm at x.py:3")
+    assert isinstance(report.profile, ProfileInfo) and report.profile.step_source == "forward"
+    assert report.profile.syncs_from_trace == [SyncSite("item", "a.py:1", 3, 1e-5, 1.0)]
+    assert isinstance(report.distributed, DistributedInfo) and report.distributed.stragglers[0].rank == 1
+    assert report.extra == {"trace": {"steps": 3}}
+    again = json.loads(report.to_json())
+    assert again["profile"]["step_source"] == "forward" and again["distributed"]["collectives"][0]["calls"] == 2
+
+
+def test_nulls_where_numbers_go_take_the_default_and_bad_numbers_fail_in_one_line(tmp_path):
+    report = Report(ops=[OpRecord(name="x", flops=2.0, bytes=0.0, efficiency=math.nan)],
+                    summary=full_report().summary)
+    report.ops[0].arithmetic_intensity = math.inf
+    back = Report.load(report.save(tmp_path / "r.json"))
+    assert back.ops[0].flops == 2.0 and back.ops[0].arithmetic_intensity == 0.0 and back.ops[0].efficiency == 0.0
+    data = json.loads(full_report().to_json())
+    data["ops"][0]["time_s"] = -1.0
+    with pytest.raises(RooflineError, match=r"malformed roofline report: .*ops\[0\]\.time_s"):
+        Report.from_dict(data)
+    data["ops"][0]["time_s"] = "fast"
+    with pytest.raises(RooflineError, match="malformed roofline report: Expected `float`"):
+        Report.from_dict(data)

@@ -18,7 +18,7 @@ from roofline.analyze.pipeline import report_from_trace
 from roofline.capture.op_recorder import record_ops
 from roofline.device.measure import time_fn
 from roofline.errors import RooflineError
-from roofline.report import Ceilings, Report, Timing
+from roofline.report import Ceilings, Environment, Report, Timing
 
 
 def _noop(_: str) -> None:
@@ -166,7 +166,8 @@ def analyze_model(
         profiled = profile_steps(step, dev, iters, raw)
         progress("joining counts with timings")
         trace = load_trace(raw)
-    report = report_from_trace(trace, ceilings, recording, kind="analyze", workload=workload)
+    report = report_from_trace(trace, ceilings, recording, kind="analyze", workload=workload,
+                               environment=Environment.capture(trace.device_name or ceilings.device_name))
     report.step_time = true_time
     report.profiled_step_time = profiled
     report.extra["backward"] = backward

@@ -28,21 +28,15 @@ from roofline.analyze.stale import stale_ceilings_note
 from roofline.analyze.warmup import warmup_events
 from roofline.capture.recording import OpRecording, RecordedOp, Tf32Flags, op_dtype
 from roofline.capture.trace_model import CpuOp, Trace
+from roofline.count import families
 from roofline.count.counting import count_op
 from roofline.count.registry import OpCost, flatten_metas
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
+from roofline.analyze.environment import trace_environment
 from roofline.report import Ceilings, Environment, KernelRecord, OpRecord, Report
 
-_MATMUL_FAMILY = frozenset({
-    "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear", "aten::addbmm",
-    "aten::_addmm_activation", "aten::addmv", "aten::mv",
-})
-_CONV_FAMILY = frozenset({
-    "aten::convolution", "aten::_convolution", "aten::cudnn_convolution", "aten::cudnn_convolution_transpose",
-    "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv_transpose1d", "aten::conv_transpose2d",
-    "aten::conv_transpose3d", "aten::convolution_backward", "aten::cudnn_convolution_relu",
-    "aten::cudnn_convolution_add_relu",
-})
+_MATMUL_FAMILY = families.MATMUL | families.MATVEC  # cuBLAS: TF32 as torch.backends.cuda.matmul allows
+_CONV_FAMILY = families.CONV | families.CONV_OTHER  # cuDNN: TF32 as torch.backends.cudnn allows
 
 
 @dataclass(slots=True)
@@ -140,9 +134,10 @@ def _roof_dtype(dtype: str, name: str, kernels: list[str], tf32: "Tf32Flags", on
     cuDNN's for convolutions)."""
     if dtype != "float32":
         return dtype
-    if name in _MATMUL_FAMILY:
+    kind = families.op_kind(name)
+    if kind in _MATMUL_FAMILY:
         allowed = tf32.matmul
-    elif name in _CONV_FAMILY:
+    elif kind in _CONV_FAMILY:
         allowed = tf32.cudnn
     else:
         return dtype
@@ -163,8 +158,12 @@ def report_from_trace(
     kind: str = "trace",
     workload: str = "",
     reference_peak_bytes: int | None = None,
+    environment: Environment | None = None,
 ) -> Report:
     """The per-op roofline Report of a trace.
+
+    ``environment``: where the run happened, for a trace recorded by this process (``Environment.capture()``);
+    by default what the trace's own metadata says (analyze/environment.py), never this machine.
 
     Without a recording, ops of every profiled step are kept (``op.step``) and totals cover all steps. With a
     recording of one step, each recorded op gets the median of its time over the profiled steps.
@@ -254,7 +253,7 @@ def report_from_trace(
         summary.notes.append(f"{missing} recorded op(s) found no event in the timed trace (time counted as 0)")
     summary.notes.extend(trace.warnings)
 
-    env = Environment.capture(trace.device_name or ceilings.device_name)
+    env = environment or trace_environment(trace, ceilings.device_name)
     report = Report(
         kind=kind,
         workload=workload,

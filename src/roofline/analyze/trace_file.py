@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from roofline.capture.trace_model import Trace
 from roofline.device.datasheet import with_datasheet_cache
 from roofline.device.identify import DeviceIdentity, identify_trace
 from roofline.errors import RooflineError
@@ -91,10 +92,16 @@ def analyze_trace_file(path: str | Path, ceilings_file: str | None = None, *, pa
 
     A trace cut short (truncated gzip, JSON that stops mid-list) is refused unless ``partial``: then its report
     says so first."""
-    from roofline.analyze.pipeline import report_from_trace
     from roofline.capture.kineto import load_trace
 
-    trace = load_trace(path)
+    return analyze_trace(load_trace(path), ceilings_file, partial=partial)
+
+
+def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bool = False) -> Report:
+    """``analyze_trace_file`` of a trace already loaded (the distributed merge reads each rank's trace once)."""
+    from roofline.analyze.pipeline import report_from_trace
+
+    path = trace.path
     if trace.cut and not partial:
         raise RooflineError(f"{path} is cut short ({'; '.join(trace.warnings[-1:])}; {trace.events_read} events "
                             "read): pass --partial for a report of what was read")
@@ -114,8 +121,8 @@ def _describe_device(report: Report, identity: DeviceIdentity, ceilings: Ceiling
     roofs = f"--ceilings {ceilings_file}" if ceilings_file else ceilings.source
     report.extra["device"] = {**identity.to_dict(), "roofs": roofs}
     report.environment.device_name = identity.name or report.environment.device_name
-    report.environment.hostname = identity.host_name
-    report.environment.platform = ""
+    if "device_name" in report.environment.unknown and report.environment.device_name:
+        report.environment.unknown.remove("device_name")
     report.summary.notes.insert(0, f"Device: {identity.name} ({identity.how}); roofs: {roofs}")
     if not ceilings.has_roofs():
         report.summary.notes.insert(1, f"warning: {ceilings.method}")

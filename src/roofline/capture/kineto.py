@@ -20,7 +20,17 @@ import numpy as np
 
 from roofline.capture.event_stream import EventStream
 from roofline.capture.source_paths import local_trace_path
-from roofline.capture.trace_model import CpuOp, GpuEvent, Launch, MemoryEvent, Step, SyncEvent, Trace
+from roofline.capture.trace_model import (
+    CommArgs,
+    CpuOp,
+    GpuEvent,
+    HostCall,
+    Launch,
+    MemoryEvent,
+    Step,
+    SyncEvent,
+    Trace,
+)
 from roofline.errors import RooflineError
 
 _Raw = msgspec.Raw
@@ -44,6 +54,12 @@ class _Args(msgspec.Struct, gc=False):
     device_type: int | None = msgspec.field(default=None, name="Device Type")
     device_id: int | None = msgspec.field(default=None, name="Device Id")
     sync_kind: str | None = msgspec.field(default=None, name="cuda_sync_kind")
+    collective: Any = msgspec.field(default=None, name="Collective name")
+    in_nelems: Any = msgspec.field(default=None, name="In msg nelems")
+    out_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
+    group_size: Any = msgspec.field(default=None, name="Group size")
+    dtype: Any = None
+    call_from: Any = msgspec.field(default=None, name="CallFrom")
 
 
 class _Event(msgspec.Struct, gc=False):
@@ -78,6 +94,8 @@ _CATEGORY_KIND = {
 }
 _GPU_CATEGORY = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset"}
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
+# Built-in calls at least this long are kept (Trace.host_calls): the distributed merge names a straggler's sleep.
+MIN_HOST_CALL_US = 100.0
 _FRAME = re.compile(r"^(.*?)\((\d+)\): ")
 _LIBRARY_PARTS = (
     "torch/", "site-packages/", "dist-packages/", "<built-in", "<frozen", "roofline/", "/lib/python",
@@ -211,6 +229,8 @@ class _TraceBuilder:
                     match = step_match(name)
                     if match:
                         self.step_ops.append((int(match.group(1)), op))
+                if args is not None and (args.collective is not None or args.in_nelems is not None):
+                    op.comm = _comm(args)
                 ops_append(op)
             elif kind == _PYTHON:
                 self._frame(ev, ts, dur)
@@ -244,6 +264,10 @@ class _TraceBuilder:
     def _frame(self, ev: _Event, ts: float, dur: float) -> None:
         kinds = self.frame_kinds
         name = ev.name
+        if dur >= MIN_HOST_CALL_US and name.startswith("<built-in"):
+            call_from = ev.args.call_from if ev.args is not None else None
+            self.trace.host_calls.append(HostCall(self._intern(name), ts, dur, self.ids.setdefault(ev.tid, ev.tid),
+                                                  call_from if isinstance(call_from, str) else None))
         kind = kinds.get(name, 0)
         if kind == 0:
             kind = kinds[name] = _classify_frame(name)
@@ -259,7 +283,7 @@ class _TraceBuilder:
                 args.device if args.device is not None else ev.pid,
                 args.stream if args.stream is not None else ev.tid,
                 args.correlation, args.external_id, category, -1,
-                args.bytes,
+                args.bytes, _comm(args),
             )
         )
 
@@ -417,6 +441,12 @@ class _TraceBuilder:
             warn("no ProfilerStep#N annotations (no profiler schedule): steps unknown")
         if trace.has_gpu and not self.launches:
             warn("no runtime launch events: kernels are attributed by External id only")
+
+
+def _comm(args: _Args) -> CommArgs | None:
+    if args.collective is None and args.in_nelems is None and args.out_nelems is None:
+        return None
+    return CommArgs(args.collective, args.in_nelems, args.out_nelems, args.group_size, args.dtype)
 
 
 def _category_kind(cat: str) -> int:

@@ -1,4 +1,5 @@
-"""ProfilingContext: torch.profiler with a schedule, true (unprofiled) step times, memory and sync points.
+"""StepProfiler, the capture half of roofline.ProfilingContext: torch.profiler with a schedule, true (unprofiled)
+step times, memory and sync points, handed on as a ProfileRecord.
 
 Steps are counted by ``step()`` calls (or by calls of a decorated function). For step ``i``:
 
@@ -16,7 +17,7 @@ If ``step()`` is never called, the whole block is one profiled step (``whole_blo
 profiler runs from ``__enter__`` until the first ``step()``, and that recording is used when no scheduled step
 got profiled; the first step then counts as a wait step. But steps timed after a profiler has run in the same
 process were seen slower on the H200 in some runs (ResNet-50: 5.4 -> 8.3 ms per step in one run, unchanged in
-another), so code that calls ``step()`` should pass ``whole_block=False`` (the decorator, ``profile_steps`` and
+another), so code that calls ``step()`` should pass ``whole_block=False`` (the decorator, ``profile_schedule`` and
 the CLI do): then nothing is profiled before the true steps are timed.
 """
 
@@ -37,17 +38,31 @@ from torch.profiler import profile as torch_profile
 
 from roofline.capture.syncs import SyncDetector
 from roofline.errors import RooflineError
-from roofline.report import Ceilings, Report, Timing
+from roofline.report import Ceilings, SyncSite
 
-TIMING_METHOD = (
-    "wall time between step() calls (time.perf_counter), the device synchronised at each boundary; "
-    "the true steps ran without the profiler or any detector"
-)
 
-_AFTER_PROFILER_CAVEAT = (
-    "; caveat: timed after the whole-block profiler had run in this process (whole_block=True); on the H200, "
-    "steps timed after a profiler had run were seen slower in some runs: use whole_block=False"
-)
+@dataclasses.dataclass
+class ProfileRecord:
+    """A profiled run as raw data: the exported Kineto trace, the step times (true and profiled), the live sync
+    sites and how the schedule went. Nothing here is analysed; ``error`` is the user code's own error, if any."""
+
+    trace_path: Path
+    device: str
+    workload: str
+    ceilings: Ceilings | None
+    schedule: dict[str, int]
+    steps_seen: int
+    whole_block: bool
+    block_s: float
+    true_step_s: list[float]
+    profiled_step_s: list[float]
+    timed_after_profiler: bool
+    reference_peak_bytes: int | None
+    syncs: list[SyncSite] | None
+    sync_steps: int
+    syncs_in_warmup: bool
+    syncs_simulated: bool
+    error: str | None
 
 
 def _experimental_config() -> Any:
@@ -61,10 +76,11 @@ def _experimental_config() -> Any:
         return None
 
 
-class ProfilingContext:
-    """``with ProfilingContext(...) as prof: for ...: train_step(); prof.step()`` then ``prof.report()``.
+class StepProfiler:
+    """``with StepProfiler(...) as prof: for ...: train_step(); prof.step()`` then ``prof.record()``.
 
-    Also a decorator: ``@ProfilingContext(wait=1, warmup=1, active=3)`` on a step function makes each call a
+    Capture only: the Report (and the doctor) come from roofline.ProfilingContext, this class with ``report()``.
+    Also a decorator: ``@StepProfiler(wait=1, warmup=1, active=3)`` on a step function makes each call a
     step; the context opens on the first call and closes once the active steps are done.
     """
 
@@ -116,8 +132,6 @@ class ProfilingContext:
         self._block_reference: int | None = None
         self._open = False
         self._closed = False
-        self._report: Report | None = None
-        self._diagnosed = False
         self._dir = Path(tempfile.mkdtemp(prefix="roofline-profile-"))
         weakref.finalize(self, shutil.rmtree, str(self._dir), True)
 
@@ -172,7 +186,7 @@ class ProfilingContext:
             self._synchronize()
 
     # -- context manager -----------------------------------------------------------------------------------
-    def __enter__(self) -> "ProfilingContext":
+    def __enter__(self) -> "StepProfiler":
         if self._open or self._closed:
             raise RooflineError("a ProfilingContext runs once: make a new one for another run")
         self._open = True
@@ -321,85 +335,35 @@ class ProfilingContext:
         """True when the recording is the whole block (step() never called, or no step got profiled)."""
         return self.steps_done == 0 or not self.profiled_step_s
 
-    def report(self, ceilings: Ceilings | None = None) -> Report:
-        """The per-op roofline Report of the profiled steps, with syncs, memory and true vs profiled time, and the
-        doctor's findings: the public entry point, which runs the doctor once (``build_report`` does not)."""
-        report = self.build_report(ceilings)
-        if not self._diagnosed:
-            from roofline.doctor import diagnose
-
-            report.findings = diagnose(report)
-            self._diagnosed = True
-        return report
-
-    def build_report(self, ceilings: Ceilings | None = None) -> Report:
-        """The Report of the profiled steps, undiagnosed (for entry points that run the doctor themselves)."""
-        if self._report is not None:
-            return self._report
+    def record(self) -> ProfileRecord:
+        """What the run left behind, unanalysed (closes the context first); roofline.analyze.profiled turns it
+        into a Report."""
         self.close()
         if self.trace_path is None:
             raise RooflineError(
                 "nothing was profiled: call step() after each step, enough times for the schedule "
                 f"({self.total_steps}), or use ProfilingContext(whole_block=True) to profile a block without steps"
             )
-        from roofline.analyze.pipeline import report_from_trace
-        from roofline.capture.kineto import load_trace
-        from roofline.device import ceilings_for_run
-
-        ceilings = ceilings or self.ceilings or ceilings_for_run(self.device)
-        trace = load_trace(self.trace_path)
-        report = report_from_trace(trace, ceilings, None, kind="profile", workload=self.workload,
-                                   reference_peak_bytes=self.reference_peak_bytes)
-        # Kineto's own cuda_sync view, kept beside the live detector's for cross-checking; context syncs with
-        # no op are the harness's own step boundaries, left out.
-        trace_syncs = [s for s in report.syncs if not (s.kind == "cuda.synchronize" and s.location == "<unknown>")]
-        self._fill_timing_and_syncs(report)
-        report.extra["profile"] = {
-            "schedule": {"wait": self.wait, "timed": self.timed, "warmup": self.warmup, "active": self.active},
-            "steps_seen": self.steps_done,
-            "whole_block": self.whole_block,
-            "device": str(self.device),
-            "syncs_from_trace": [dataclasses.asdict(s) for s in trace_syncs],
-            "error": f"{type(self.error).__name__}: {self.error}" if self.error is not None else None,
-        }
-        report.extra["chrome_trace"] = str(self.trace_path)
-        self._report = report
-        return report
-
-    def _fill_timing_and_syncs(self, report: Report) -> None:
-        if self.whole_block:
-            report.profiled_step_time = Timing.from_samples(
-                [self._block_s], "wall time of the block (step() never called, or no step reached the profiler)"
-            )
-            report.step_time = None
-            report.steps = 1
-            report.summary.notes.append(
-                "true step time not measured: call step() between steps so steps can be timed without the profiler"
-            )
-        else:
-            method = TIMING_METHOD + (_AFTER_PROFILER_CAVEAT if self._cuda and self._block_profiler is not None else "")
-            report.step_time = Timing.from_samples(self.true_step_s, method) if self.true_step_s else None
-            report.profiled_step_time = Timing.from_samples(self.profiled_step_s, TIMING_METHOD.split(";")[0])
-            report.steps = len(self.profiled_step_s)
-        if self.syncs is not None:
-            report.syncs = self.syncs.sites(steps=max(self.sync_steps, 1))
-            report.summary.notes.append(
-                f"syncs: counted live over {self.sync_steps} step(s) "
-                + ("(the warmup steps, so the kept profile is free of the detector's cost)" if self.warmup and
-                   not self.whole_block else "(the profiled steps)")
-            )
-            if self.syncs.simulated:
-                report.summary.notes.append(
-                    "syncs found on CPU tensors: sites that would synchronise host and device on an accelerator"
-                )
+        return ProfileRecord(
+            trace_path=self.trace_path, device=str(self.device), workload=self.workload, ceilings=self.ceilings,
+            schedule={"wait": self.wait, "timed": self.timed, "warmup": self.warmup, "active": self.active},
+            steps_seen=self.steps_done, whole_block=self.whole_block, block_s=self._block_s,
+            true_step_s=list(self.true_step_s), profiled_step_s=list(self.profiled_step_s),
+            timed_after_profiler=self._cuda and self._block_profiler is not None,
+            reference_peak_bytes=self.reference_peak_bytes,
+            syncs=self.syncs.sites(steps=max(self.sync_steps, 1)) if self.syncs is not None else None,
+            sync_steps=self.sync_steps, syncs_in_warmup=bool(self.warmup) and not self.whole_block,
+            syncs_simulated=self.syncs is not None and self.syncs.simulated,
+            error=f"{type(self.error).__name__}: {self.error}" if self.error is not None else None,
+        )
 
 
-def profile_steps(
+def profile_schedule(
     fn: Callable[[], Any], *, wait: int = 1, warmup: int = 1, active: int = 3, timed: int | None = None, **options: Any
-) -> ProfilingContext:
-    """Run ``fn`` as many times as the schedule needs, under a ProfilingContext; returns the closed context."""
+) -> StepProfiler:
+    """Run ``fn`` as many times as the schedule needs, under a StepProfiler; returns the closed context."""
     options.setdefault("whole_block", False)
-    context = ProfilingContext(wait=wait, warmup=warmup, active=active, timed=timed, **options)
+    context = StepProfiler(wait=wait, warmup=warmup, active=active, timed=timed, **options)
     with context:
         for _ in range(context.total_steps):
             fn()

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 
 if TYPE_CHECKING:
-    from roofline.capture.profiling import ProfilingContext
+    from roofline.capture.profiling import StepProfiler
 
 _RANK = {"profiler": 1, "forward": 2, "optimizer": 3}
 
@@ -198,7 +198,7 @@ class ScriptRun:
     steps_seen: int
 
 
-def profile_script(context: "ProfilingContext", script: str | os.PathLike[str], script_args: Sequence[str] = (),
+def profile_script(context: "StepProfiler", script: str | os.PathLike[str], script_args: Sequence[str] = (),
                    *, whole: bool = False, run_to_end: bool = False) -> ScriptRun:
     """Run ``script`` unchanged under ``context`` (not yet entered), one context step per step the finder sees.
 

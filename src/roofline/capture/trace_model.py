@@ -33,6 +33,31 @@ def is_autograd_frame(name: str) -> bool:
     return _AUTOGRAD_NODE.match(name) is not None
 
 
+class CommArgs(msgspec.Struct, gc=False):
+    """What an event says about the collective it is (NCCL kernels, c10d ops, ``record_param_comms``), as
+    written: the communication analysis checks the values. Only events that carry any of it have one."""
+
+    collective: Any = None
+    in_nelems: Any = None
+    out_nelems: Any = None
+    group_size: Any = None
+    dtype: Any = None
+
+
+class HostCall(msgspec.Struct, gc=False):
+    """A long call of a Python built-in (``time.sleep``, a blocking read) on the host: time no op shows."""
+
+    name: str
+    ts_us: float
+    dur_us: float
+    tid: Any
+    call_from: str | None = None
+
+    @property
+    def end_us(self) -> float:
+        return self.ts_us + self.dur_us
+
+
 class CpuOp(msgspec.Struct, gc=False):
     """A host-side op (cat ``cpu_op``) or a ``record_function`` annotation (``is_annotation``)."""
 
@@ -59,6 +84,7 @@ class CpuOp(msgspec.Struct, gc=False):
     kernel_ids: list[int] | tuple = ()
     self_kernel_us: float = 0.0
     total_kernel_us: float = 0.0
+    comm: CommArgs | None = None
 
     @property
     def end_us(self) -> float:
@@ -83,6 +109,7 @@ class GpuEvent(msgspec.Struct, gc=False):
     category: str
     op: int = -1
     bytes: int | None = None
+    comm: CommArgs | None = None
 
     @property
     def end_us(self) -> float:
@@ -151,6 +178,7 @@ class Trace:
     memory: list[MemoryEvent] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
     launches: list[Launch] = field(default_factory=list)
+    host_calls: list[HostCall] = field(default_factory=list)
     has_shapes: bool = False
     has_stack: bool = False
     has_modules: bool = False

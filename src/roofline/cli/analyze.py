@@ -9,6 +9,7 @@ from pathlib import Path
 
 from roofline.cli.common import (
     add_ceilings_option,
+    add_findings_option,
     add_output_option,
     add_workload_options,
     non_negative_int,
@@ -33,6 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--iters", type=positive_int, default=5, help="profiled steps to take the median over (default 5)")
     p.add_argument("--warmup", type=non_negative_int, default=2, help="warm-up steps before timing (default 2)")
     p.add_argument("--top", type=non_negative_int, default=15, help="ops to print (default 15)")
+    add_findings_option(p)
     p.add_argument("--no-html", action="store_true", help="skip report.html")
     p.set_defaults(func=run)
 
@@ -44,9 +46,9 @@ def run(args: argparse.Namespace) -> int:
     from roofline.cli.targets import load_target, user_code
     from roofline.device import resolve_device
     from roofline.doctor import diagnose
-    from roofline.render.console import fit, render_report
-    from roofline.render.findings import render_findings
-    from roofline.render.outputs import write_outputs
+    from roofline.render.console import ConsoleRenderer, fit
+    from roofline.render.findings import FindingsRenderer
+    from roofline.render.outputs import report_renderers, write_outputs
 
     device = resolve_device(args.device)
     workload = load_target(args.target, args.model, batch=args.batch, seq=args.seq,
@@ -65,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
             report.extra["workload_description"] = workload.description
             report.findings = diagnose(report)
             status.update("writing report.json, roofline.png, report.html, trace.json.gz")
-            written, _ = write_outputs(report, args.output, raw_trace=raw, html=not args.no_html)
-    sys.stdout.write(render_report(report, top=args.top))
-    sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.reference_time_s, top=5))
+            written, _ = write_outputs(report, args.output, report_renderers(raw_trace=raw, html=not args.no_html))
+    sys.stdout.write(ConsoleRenderer(args.top).render(report))
+    sys.stdout.write(FindingsRenderer(args.findings).render(report))
     print(fit("wrote " + ", ".join(str(p) for p in written)))
     return 0

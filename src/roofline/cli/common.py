@@ -36,6 +36,14 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def add_findings_option(parser: argparse.ArgumentParser, *aliases: str) -> None:
+    """The one findings cut-off, with the same default for every command that prints findings."""
+    from roofline.render.findings import FINDINGS_SHOWN
+
+    parser.add_argument("--findings", *aliases, dest="findings", type=non_negative_int, default=FINDINGS_SHOWN,
+                        metavar="N", help=f"findings to print, largest saving first (default {FINDINGS_SHOWN}; 0: all)")
+
+
 def non_empty(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("must not be empty")
@@ -87,7 +95,9 @@ def add_output_option(parser: argparse.ArgumentParser, default: str | None = "ro
 
 
 def normalize_dtype(name: str) -> str:
-    return {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}.get(name, name)
+    from roofline.count.meta import canonical_dtype
+
+    return canonical_dtype(name)
 
 
 def add_ceilings_option(parser: argparse.ArgumentParser) -> None:

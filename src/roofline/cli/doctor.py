@@ -8,7 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from roofline.cli.common import add_ceilings_option, add_workload_options, non_negative_int, normalize_dtype, output_dir, run_ceilings
+from roofline.cli.common import (
+    add_ceilings_option,
+    add_findings_option,
+    add_workload_options,
+    normalize_dtype,
+    output_dir,
+    run_ceilings,
+)
 from roofline.errors import RooflineError
 
 SEVERITIES = ("info", "warning", "critical")
@@ -30,7 +37,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--model", help="a built-in workload: llama-tiny, resnet50, bert-base, bad-syncs, ...")
     parser.add_argument("--rules", help="comma-separated rule names to run (default: all; see --list-rules)")
     parser.add_argument("--list-rules", action="store_true", help="list the rules and exit")
-    parser.add_argument("--top", type=non_negative_int, default=None, help="show only the N largest findings")
+    add_findings_option(parser, "--top")
     parser.add_argument("--fail-on", choices=SEVERITIES, default=None,
                         help="exit 1 when a finding of this severity or worse is found (for CI)")
     add_ceilings_option(parser)
@@ -53,7 +60,7 @@ def _options_after_target(args: argparse.Namespace) -> argparse.Namespace:
 
 def run(args: argparse.Namespace) -> int:
     from roofline.doctor import RULES, diagnose
-    from roofline.render.findings import render_findings
+    from roofline.render.findings import FindingsRenderer
 
     args = _options_after_target(args)
     if args.list_rules:
@@ -65,11 +72,11 @@ def run(args: argparse.Namespace) -> int:
     rules = [r.strip() for r in args.rules.split(",") if r.strip()] if args.rules else None
     report, script_error = _report_for(args)
     report.findings = diagnose(report, rules=rules)
-    sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.reference_time_s, top=args.top))
+    sys.stdout.write(FindingsRenderer(args.findings).render(report))
     if args.output:
-        from roofline.render.outputs import write_outputs
+        from roofline.render.outputs import report_renderers, write_outputs
 
-        written, _ = write_outputs(report, args.output)
+        written, _ = write_outputs(report, args.output, report_renderers())
         print("wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
     if script_error is not None:
         print(f"roofline: error: {script_error}", file=sys.stderr)
@@ -122,19 +129,21 @@ def _analyze_model(args: argparse.Namespace) -> Any:
 
 def _profile_script(args: argparse.Namespace) -> tuple[Any, str | None]:
     """The report of the script's profiled steps, and the one line naming the script's own error if it raised."""
-    from roofline.capture.profiling import ProfilingContext
+    from roofline.analyze.profiled import report_from_profile
+    from roofline.capture.profiling import StepProfiler
     from roofline.capture.script_runner import profile_script, script_error_line
     from roofline.device import resolve_device
 
     device = resolve_device(args.device)
-    context = ProfilingContext(device=device, ceilings=run_ceilings(device, args.ceilings), workload=Path(args.target).name)
+    context = StepProfiler(device=device, ceilings=run_ceilings(device, args.ceilings), workload=Path(args.target).name)
     run = profile_script(context, args.target, args.script_args)
     error = script_error_line(run.error, args.target) if run.error is not None else None
     try:
-        report = context.build_report()
+        report = report_from_profile(context.record())
     except RooflineError:
         if error is None:
             raise
         raise RooflineError(error) from None
-    report.extra.setdefault("profile", {})["step_source"] = run.step_source
+    if report.profile is not None:
+        report.profile.step_source = run.step_source
     return report, error

@@ -63,12 +63,12 @@ def run(args: argparse.Namespace) -> int:
     from roofline.distributed.rank import prepare_rank
 
     prepare_rank(args)
-    from roofline.capture.profiling import ProfilingContext
+    from roofline.capture.profiling import StepProfiler
     from roofline.device.resolve import resolve_device
 
     device = resolve_device(args.device)
     ceilings = run_ceilings(device, args.ceilings)
-    context = ProfilingContext(
+    context = StepProfiler(
         wait=args.wait, warmup=args.warmup, active=args.active, timed=args.timed, device=device,
         with_stack=not args.no_stack, sync_mode=args.sync_mode, ceilings=ceilings,
         workload=args.model or Path(args.script).name, whole_block=bool(args.whole and not args.model),
@@ -118,10 +118,11 @@ def _write(context: Any, output: str, error: BaseException | None, label: str, s
 
     report = None
     try:
+        from roofline.analyze.profiled import report_from_profile
         from roofline.distributed.rank import stamp_rank
         from roofline.doctor import diagnose
 
-        report = context.build_report()
+        report = report_from_profile(context.record())
         report.findings = diagnose(report)
 
         stamp_rank(report)
@@ -129,12 +130,13 @@ def _write(context: Any, output: str, error: BaseException | None, label: str, s
         if error is None:
             raise
     if report is not None:
-        report.extra.setdefault("profile", {})["step_source"] = step_source
+        if report.profile is not None:
+            report.profile.step_source = step_source
         from roofline.distributed.rank import current_rank
 
         rank = current_rank()
         quiet = rank is not None and rank.rank != 0
-        written = ProfileReport(report).generate(output, console=False if quiet else None)
+        written = ProfileReport(report, trace=context.trace_path).generate(output, console=False if quiet else None)
         from roofline.render.console import fit
 
         print(fit("wrote " + ", ".join(str(p) for p in written.values())), file=sys.stderr)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from roofline.cli.common import add_ceilings_option, add_output_option, non_negative_int
+from roofline.cli.common import add_ceilings_option, add_findings_option, add_output_option, non_negative_int
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,6 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_ceilings_option(p)
     add_output_option(p)
     p.add_argument("--top", type=non_negative_int, default=15, help="ops to print (default 15)")
+    add_findings_option(p)
     p.add_argument("--no-html", action="store_true", help="skip report.html")
     p.add_argument("--partial", action="store_true",
                    help="report what was read from a trace that is cut short (refused otherwise)")
@@ -28,26 +29,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from roofline.analyze.trace_file import analyze_trace_file
     from roofline.doctor import diagnose
-    from roofline.render.console import fit, render_report
-    from roofline.render.findings import render_findings
-    from roofline.render.outputs import write_outputs
+    from roofline.render.console import ConsoleRenderer, fit
+    from roofline.render.findings import FindingsRenderer
+    from roofline.render.outputs import report_renderers, write_outputs
 
     if len(args.paths) > 1:
         from roofline.distributed.merge import merge_trace_files
 
         report = merge_trace_files(args.paths, ceilings_file=args.ceilings, partial=args.partial)
         report.findings = diagnose(report)
-        written, problems = write_outputs(report, args.output, png=False, html=not args.no_html)
+        written, problems = write_outputs(report, args.output, report_renderers(png=False, html=not args.no_html))
     else:
         report = analyze_trace_file(args.paths[0], args.ceilings, partial=args.partial)
         report.findings = diagnose(report)
         raw = None if report.extra.get("partial") else args.paths[0]
-        written, problems = write_outputs(report, args.output, raw_trace=raw, html=not args.no_html)
+        written, problems = write_outputs(report, args.output, report_renderers(raw_trace=raw, html=not args.no_html))
         if raw is None:
             problems.append("trace.json.gz not written: the trace is cut short (open the original in Perfetto)")
-    sys.stdout.write(render_report(report, top=args.top))
+    sys.stdout.write(ConsoleRenderer(args.top).render(report))
     for problem in problems:
         print(f"note: {problem}")
-    sys.stdout.write(render_findings(report.findings, total_time_s=report.summary.reference_time_s, top=10))
+    sys.stdout.write(FindingsRenderer(args.findings).render(report))
     print(fit("wrote " + ", ".join(str(p) for p in written)))
     return 0

@@ -32,20 +32,13 @@ SCALAR_TYPE_CODES: dict[int, str] = {
     25: "float8_e5m2fnuz", 26: "float8_e4m3fnuz", 27: "uint16", 28: "uint32", 29: "uint64",
 }
 
-_ALIASES = {"float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32",
-            "short": "int16", "cfloat": "complex64", "cdouble": "complex128"}
-
-
 def dtype_name(obj: Any) -> str | None:
     """A dtype given as torch.dtype, "torch.float16", "float16" or a ScalarType code -> "float16"; else None."""
     if obj is None or isinstance(obj, bool):
         return None
     if isinstance(obj, int):
         return SCALAR_TYPE_CODES.get(obj)
-    text = str(obj)
-    if text.startswith("torch."):
-        text = text[6:]
-    text = _ALIASES.get(text, text)
+    text = canonical_dtype(str(obj))
     return text if text in DTYPE_ITEMSIZE else None
 
 
@@ -60,6 +53,7 @@ _DTYPE_ALIASES = {
     "float": "float32", "fp32": "float32", "double": "float64",
     "long": "int64", "long int": "int64", "int": "int32", "short": "int16",
     "unsigned char": "uint8", "byte": "uint8", "signed char": "int8", "char": "int8",
+    "cfloat": "complex64", "cdouble": "complex128",
 }
 
 

@@ -15,7 +15,7 @@ import msgspec
 from roofline.device.datasheet import lookup_datasheet, with_datasheet_cache
 from roofline.errors import RooflineError
 from roofline.io import atomic_write_text
-from roofline.report import Ceilings, _build
+from roofline.report import Ceilings, from_builtins
 
 
 def cache_dir() -> Path:
@@ -71,8 +71,8 @@ def load_ceilings(path: str | os.PathLike[str], *, missing_ok: bool = False) -> 
             return None
         raise RooflineError(f"{path} holds no ceilings (no memory_bandwidth_bytes_per_s field)")
     try:
-        return _build(Ceilings, data, "ceilings")
-    except (TypeError, ValueError) as exc:
+        return from_builtins(Ceilings, data)
+    except msgspec.ValidationError as exc:
         raise RooflineError(f"malformed ceilings file {path}: {exc}") from None
 
 

@@ -15,30 +15,25 @@ algbw * (n-1)/n for all-gather and reduce-scatter (bytes: the whole gathered / s
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from roofline.analyze.communication import is_communication_kernel, is_communication_op
-from roofline.capture.event_stream import EventStream
+from roofline.capture.kineto import load_trace
+from roofline.capture.trace_model import CommArgs, Trace
 from roofline.count.meta import dtype_itemsize as itemsize
 from roofline.intervals import clip, intersection, length, union  # noqa: F401 - union, intersection re-exported
+from roofline.report import StragglerRecord
 
 _BACKEND_SPAN_PREFIXES = ("gloo:", "mpi:", "ucc:")
-_GPU_CATEGORIES = {"kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "gpu_memcpy", "Memcpy": "gpu_memcpy",
-                   "gpu_memset": "gpu_memset", "Memset": "gpu_memset"}
-_HOST_CATEGORIES = {"cpu_op", "operator", "Operator", "user_annotation"}
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
 _KINDS = (("allreduce", "all_reduce"), ("allgather", "all_gather"), ("reducescatter", "reduce_scatter"),
           ("alltoall", "all_to_all"), ("broadcast", "broadcast"), ("barrier", "barrier"), ("sendrecv", "send_recv"),
           ("send", "send"), ("recv", "recv"), ("reduce", "reduce"), ("gather", "gather"), ("scatter", "scatter"))
-MIN_GAP_CALL_US = 100.0
 
 
 def collective_kind(name: str) -> str:
@@ -62,36 +57,21 @@ def bus_factor(kind: str, world_size: int) -> float:
 # -- reading one trace -------------------------------------------------------------------------------------
 
 
-class _Args(msgspec.Struct, gc=False):
-    external_id: Any = msgspec.field(default=None, name="External id")
-    collective: Any = msgspec.field(default=None, name="Collective name")
-    in_nelems: Any = msgspec.field(default=None, name="In msg nelems")
-    out_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
-    group_size: Any = msgspec.field(default=None, name="Group size")
-    dtype: Any = None
-    input_dims: msgspec.Raw = msgspec.field(default=None, name="Input Dims")
-    input_type: msgspec.Raw = msgspec.field(default=None, name="Input type")
-    call_from: Any = msgspec.field(default=None, name="CallFrom")
-
-
-class _Event(msgspec.Struct, gc=False):
-    ph: str = ""
-    cat: str = ""
-    name: str = ""
-    tid: Any = None
-    ts: Any = None
-    dur: Any = None
-    args: _Args | None = None
-
-
 @dataclass
 class Span:
+    """One event of a rank's timeline; ``comm`` is what it says about its collective, ``input_dims``/``input_types``
+    its shapes (a gloo span's size), ``call_from`` where a host call was made."""
+
     name: str
     start_us: float
     end_us: float
     tid: Any = None
     communication: bool = False
-    args: Any = None
+    comm: CommArgs | None = None
+    external_id: int | None = None
+    input_dims: list | None = None
+    input_types: list | None = None
+    call_from: str | None = None
 
     @property
     def dur_us(self) -> float:
@@ -115,31 +95,26 @@ class RankTimeline:
 
 
 def read_timeline(path: str | Path) -> RankTimeline:
-    """One streaming pass over a Chrome trace (.json / .json.gz), keeping only what the comm analysis needs."""
-    timeline = RankTimeline(str(path))
-    stream = EventStream(path, _Event)
-    for chunk in stream:
-        for ev in chunk:
-            _take(timeline, ev)
-    timeline.metadata = stream.metadata
+    """The timeline of one rank's trace file (read by capture/kineto.py, the one trace reader)."""
+    return timeline_of(load_trace(path))
+
+
+def timeline_of(trace: Trace) -> RankTimeline:
+    """What the comm analysis needs of a loaded trace: device events, host ops (annotations only when they are
+    communication), the ProfilerStep spans and long built-in calls."""
+    timeline = RankTimeline(trace.path, metadata=trace.metadata)
+    timeline.device = [Span(k.name, k.ts_us, k.end_us, None, is_communication_kernel(k.name), k.comm, k.external_id)
+                       for k in trace.kernels]
+    for op in trace.ops:
+        if op.is_annotation and _STEP.match(op.name):
+            timeline.steps.append(Span(op.name, op.ts_us, op.end_us, op.tid))
+            continue
+        communication = is_communication_op(op.name)
+        if not op.is_annotation or communication:
+            timeline.host.append(Span(op.name, op.ts_us, op.end_us, op.tid, communication, op.comm, op.external_id,
+                                      op.input_dims, op.input_types))
+    timeline.builtin_calls = [Span(c.name, c.ts_us, c.end_us, c.tid, call_from=c.call_from) for c in trace.host_calls]
     return timeline
-
-
-def _take(timeline: RankTimeline, ev: _Event) -> None:
-    if ev.ph != "X" or not isinstance(ev.ts, (int, float)) or not isinstance(ev.dur, (int, float)):
-        return
-    start, end = float(ev.ts), float(ev.ts) + max(float(ev.dur), 0.0)
-    if ev.cat in _GPU_CATEGORIES:
-        timeline.device.append(Span(ev.name, start, end, None, is_communication_kernel(ev.name), ev.args))
-    elif ev.cat in _HOST_CATEGORIES:
-        if _STEP.match(ev.name):
-            timeline.steps.append(Span(ev.name, start, end, ev.tid))
-        else:
-            communication = is_communication_op(ev.name)
-            if ev.cat != "user_annotation" or communication:
-                timeline.host.append(Span(ev.name, start, end, ev.tid, communication, ev.args))
-    elif ev.cat == "python_function" and ev.name.startswith("<built-in") and ev.dur >= MIN_GAP_CALL_US:
-        timeline.builtin_calls.append(Span(ev.name, start, end, ev.tid, False, ev.args))
 
 
 # -- one rank's breakdown ----------------------------------------------------------------------------------
@@ -255,8 +230,8 @@ def collective_calls(timeline: RankTimeline, world_size: int) -> list[Collective
     """The transfers of the window, once each: NCCL kernels on a GPU, else the backend's spans (gloo:*), else
     the c10d ops. Sizes from the event's own collective args, else its launching op's, else its input shapes."""
     lo, hi, _ = window(timeline)
-    by_external = {_ext(s.args): s.args for s in timeline.host
-                   if s.communication and s.args is not None and s.args.in_nelems is not None and _ext(s.args)}
+    by_external = {s.external_id: s for s in timeline.host
+                   if s.communication and s.comm is not None and s.comm.in_nelems is not None and s.external_id}
     if timeline.has_gpu:
         spans = [e for e in timeline.device if e.communication]
     else:
@@ -266,21 +241,17 @@ def collective_calls(timeline: RankTimeline, world_size: int) -> list[Collective
     for span in spans:
         if not (lo <= span.start_us < hi):
             continue
-        args = span.args
-        if (args is None or args.in_nelems is None) and args is not None and _ext(args) in by_external:
-            args = by_external[_ext(args)]
-        named = args is not None and args.collective
-        kind = collective_kind(str(args.collective) if named else span.name)
-        group = _int(args.group_size) if args is not None else None
+        source = span
+        if (span.comm is None or span.comm.in_nelems is None) and span.external_id in by_external:
+            source = by_external[span.external_id]
+        comm = source.comm
+        kind = collective_kind(str(comm.collective) if comm is not None and comm.collective else span.name)
+        group = _int(comm.group_size) if comm is not None else None
         n = group or world_size
-        size, dtype = _message_bytes(kind, args, n)
+        size, dtype = _message_bytes(kind, source, n)
         calls.append(CollectiveCall(kind, span.name, size, span.dur_us / 1e6, span.start_us, bus_factor(kind, n),
                                     dtype))
     return calls
-
-
-def _ext(args: Any) -> int | None:
-    return _int(args.external_id) if args is not None else None
 
 
 def _int(value: Any) -> int | None:
@@ -290,15 +261,14 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def _message_bytes(kind: str, args: Any, n: int) -> tuple[float | None, str | None]:
-    if args is None:
-        return None, None
-    in_n, out_n = _int(args.in_nelems), _int(args.out_nelems)
-    dtype = str(args.dtype) if args.dtype else None
+def _message_bytes(kind: str, span: Span, n: int) -> tuple[float | None, str | None]:
+    comm = span.comm
+    in_n, out_n = (_int(comm.in_nelems), _int(comm.out_nelems)) if comm is not None else (None, None)
+    dtype = str(comm.dtype) if comm is not None and comm.dtype else None
     if in_n is not None or out_n is not None:
         elems = (out_n if kind == "all_gather" else in_n) or max(in_n or 0, out_n or 0)
         return float(elems * itemsize(dtype)), dtype
-    dims, types = _decode(args.input_dims), _decode(args.input_type)
+    dims, types = span.input_dims, span.input_types
     if not isinstance(dims, list):
         return None, None
     total = 0.0
@@ -313,15 +283,6 @@ def _message_bytes(kind: str, args: Any, n: int) -> tuple[float | None, str | No
     if total <= 0:
         return None, dtype
     return (total * n if kind == "all_gather" else total), dtype
-
-
-def _decode(raw: Any) -> Any:
-    if raw is None:
-        return None
-    try:
-        return json.loads(bytes(raw))
-    except (ValueError, TypeError):
-        return None
 
 
 def summarize_collectives(calls: list[CollectiveCall], steps: int,
@@ -359,21 +320,8 @@ def summarize_collectives(calls: list[CollectiveCall], steps: int,
 # -- stragglers --------------------------------------------------------------------------------------------
 
 
-@dataclass
-class Straggler:
-    rank: int
-    busy_time_s: float
-    median_busy_time_s: float
-    excess_s: float
-    slowest_op: str | None
-    slowest_op_excess_s: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 def find_stragglers(busy_s: dict[int, float], costs: dict[int, dict[str, float]], *, threshold: float = 0.1,
-                    min_excess_s: float = 0.0) -> list[Straggler]:
+                    min_excess_s: float = 0.0) -> list[StragglerRecord]:
     """Ranks whose busy time per step exceeds the median of the other ranks' by more than ``threshold`` (a
     fraction) and by at least ``min_excess_s``; each names the op (or host call) where it spends the most time
     per step beyond the other ranks' median. Busy time = step time less the communication the rank waited on, so
@@ -388,7 +336,7 @@ def find_stragglers(busy_s: dict[int, float], costs: dict[int, dict[str, float]]
         if excess <= threshold * median or excess < min_excess_s:
             continue
         op, op_excess = slowest_cost(rank, costs)
-        out.append(Straggler(rank, busy, median, excess, op, op_excess))
+        out.append(StragglerRecord(rank, busy, median, excess, op, op_excess))
     return out
 
 
@@ -428,5 +376,5 @@ def _call_label(call: Span) -> str:
     name = call.name
     match = re.match(r"<built-in (?:function|method) (\w+)", name)
     label = match.group(1) if match else name
-    where = call.args.call_from if call.args is not None else None
+    where = call.call_from
     return f"{label} (host call at {where})" if where else f"{label} (host call)"

@@ -3,7 +3,7 @@ communication hidden under compute, stragglers and what makes them slow, and eac
 against the measured ceiling.
 
 The merged Report is the lowest rank's (its ops, kernels and roofline), with ``ranks`` (one row per rank, the
-keys the HTML page shows side by side) and ``extra["distributed"]`` (the evidence the distributed doctor rules
+keys the HTML page shows side by side) and ``distributed`` (the evidence the distributed doctor rules
 read); its findings are diagnosed again with that evidence.
 """
 
@@ -23,7 +23,6 @@ from roofline.distributed.comm import (
     Breakdown,
     CollectiveCall,
     RankTimeline,
-    Straggler,
     _int,
     breakdown,
     collective_calls,
@@ -31,11 +30,20 @@ from roofline.distributed.comm import (
     host_call_costs,
     read_timeline,
     summarize_collectives,
+    timeline_of,
 )
 from roofline.distributed.rank import find_rank_dirs
 from roofline.doctor.distributed_evidence import syncs_near_collectives
 from roofline.errors import RooflineError
-from roofline.report import Report
+from roofline.report import (
+    CollectiveCeilingRecord,
+    CollectiveRecord,
+    DistributedInfo,
+    RankRecord,
+    RankSyncs,
+    Report,
+    StragglerRecord,
+)
 
 STRAGGLER_THRESHOLD = 0.1
 STRAGGLER_MIN_SHARE = 0.02
@@ -73,12 +81,15 @@ def merge_trace_files(paths: list[str | os.PathLike[str]], ceilings_file: str | 
                       threshold: float = STRAGGLER_THRESHOLD, partial: bool = False) -> Report:
     """Merge the torch.profiler traces of one job's ranks (rank from the trace's distributedInfo, else a
     'rank<N>' in its path, else its position)."""
-    from roofline.analyze.trace_file import analyze_trace_file
+    from roofline.analyze.trace_file import analyze_trace
+    from roofline.capture.kineto import load_trace
 
     inputs = []
     for position, path in enumerate(paths):
-        timeline = read_timeline(path)
-        report = analyze_trace_file(path, ceilings_file, partial=partial)
+        trace = load_trace(path)
+        timeline = timeline_of(trace)
+        report = analyze_trace(trace, ceilings_file, partial=partial)
+        del trace
         rank = _rank_of_trace(timeline, path, position)
         info = timeline.metadata.get("distributedInfo")
         if isinstance(info, dict):
@@ -127,18 +138,18 @@ def merge_ranks(inputs: list[RankInput], *, ceilings_file: str | None = None,
     base.environment.world_size = world
     base.environment.backend = backend
     base.extra.pop("rank", None)
-    base.extra["distributed"] = {
-        "world_size": world, "backend": backend, "ranks_merged": [i.rank for i in inputs],
-        "base_rank": inputs[0].rank, "steps": steps,
-        "stragglers": [s.to_dict() for s in stragglers], "straggler_threshold": threshold,
-        "straggler_method": BUSY_METHOD,
-        "breakdown_method": breakdowns[inputs[0].rank].source + "; per-step means over the profiled window",
-        "collectives": collectives, "collective_method": COLLECTIVE_METHOD,
-        "collective_ceiling": ceiling.summary() if ceiling else None,
-        "collective_ceiling_note": None if ceiling else
+    base.distributed = DistributedInfo(
+        world_size=world, backend=backend, ranks_merged=[i.rank for i in inputs],
+        base_rank=inputs[0].rank, steps=steps,
+        stragglers=stragglers, straggler_threshold=threshold,
+        straggler_method=BUSY_METHOD,
+        breakdown_method=breakdowns[inputs[0].rank].source + "; per-step means over the profiled window",
+        collectives=[CollectiveRecord(**c) for c in collectives], collective_method=COLLECTIVE_METHOD,
+        collective_ceiling=CollectiveCeilingRecord(**ceiling.summary()) if ceiling else None,
+        collective_ceiling_note=None if ceiling else
             "no measured collective bandwidth for this backend and world size: run `roofline ceilings --collectives`",
-        "syncs_near_collectives": [{"rank": i.rank, "sites": syncs_near_collectives(i.report)} for i in inputs],
-    }
+        syncs_near_collectives=[RankSyncs(i.rank, syncs_near_collectives(i.report)) for i in inputs],
+    )
     base.summary.notes.append(
         f"merged {len(inputs)} rank(s) of a {world}-rank {backend} job: ops, kernels and roofline are rank "
         f"{inputs[0].rank}'s; the Ranks table has every rank"
@@ -146,28 +157,28 @@ def merge_ranks(inputs: list[RankInput], *, ceilings_file: str | None = None,
     return base
 
 
-def _rank_row(item: RankInput, b: Breakdown, straggler: Straggler | None,
-              calls: list[CollectiveCall]) -> dict[str, Any]:
+def _rank_row(item: RankInput, b: Breakdown, straggler: StragglerRecord | None,
+              calls: list[CollectiveCall]) -> RankRecord:
     """One rank's row; ``slowest_op`` only for a straggler (on the others the largest difference is waiting)."""
     env, report = item.report.environment, item.report
-    return {
-        "rank": item.rank,
-        "hostname": env.hostname,
-        "device_name": env.device_name or report.ceilings.device_name,
-        "step_time_s": b.step_time_s,
-        "true_step_time_s": report.step_time.median_s if report.step_time else None,
-        "compute_time_s": b.compute_time_s,
-        "communication_time_s": b.communication_time_s,
-        "exposed_communication_s": b.exposed_communication_s,
-        "hidden_communication_share": b.hidden_communication_share,
-        "idle_time_s": b.idle_time_s,
-        "busy_time_s": b.busy_time_s,
-        "straggler": straggler is not None,
-        "slowest_op": straggler.slowest_op if straggler else None,
-        "slowest_op_excess_s": straggler.slowest_op_excess_s if straggler else None,
-        "collectives_per_step": len(calls) / max(b.steps, 1),
-        "profiled_steps": b.steps,
-    }
+    return RankRecord(
+        rank=item.rank,
+        hostname=env.hostname,
+        device_name=env.device_name or report.ceilings.device_name,
+        step_time_s=b.step_time_s,
+        true_step_time_s=report.step_time.median_s if report.step_time else None,
+        compute_time_s=b.compute_time_s,
+        communication_time_s=b.communication_time_s,
+        exposed_communication_s=b.exposed_communication_s,
+        hidden_communication_share=b.hidden_communication_share,
+        idle_time_s=b.idle_time_s,
+        busy_time_s=b.busy_time_s,
+        straggler=straggler is not None,
+        slowest_op=straggler.slowest_op if straggler else None,
+        slowest_op_excess_s=straggler.slowest_op_excess_s if straggler else None,
+        collectives_per_step=len(calls) / max(b.steps, 1),
+        profiled_steps=b.steps,
+    )
 
 
 IDLE_COST = "idle: no op and no communication running (host work outside ops, data loading, waiting)"
@@ -215,7 +226,7 @@ def matched_calls(calls: dict[int, list[CollectiveCall]]) -> list[CollectiveCall
 
 
 def write_merged(report: Report, out_dir: str | os.PathLike[str], *, png: bool = True, html: bool = True) -> Path:
-    from roofline.render.outputs import write_outputs
+    from roofline.render.outputs import report_renderers, write_outputs
 
-    written, _ = write_outputs(report, Path(out_dir), png=png, html=html)
+    written, _ = write_outputs(report, Path(out_dir), report_renderers(png=png, html=html))
     return written[0]

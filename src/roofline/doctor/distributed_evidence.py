@@ -1,4 +1,4 @@
-"""What the distributed doctor rules read from a merged Report (``extra["distributed"]`` and ``ranks``)."""
+"""What the distributed doctor rules read from a merged Report (``distributed`` and ``ranks``)."""
 
 from __future__ import annotations
 
@@ -7,25 +7,24 @@ from typing import Any
 
 from roofline.analyze.communication import is_communication_op
 from roofline.doctor.evidence import SYNC_KINDS, location, op_kind, ordered_ops
-from roofline.report import Report
+from roofline.report import CollectiveSyncSite, DistributedInfo, Report
 
 
-def distributed_info(report: Report) -> dict[str, Any] | None:
+def distributed_info(report: Report) -> DistributedInfo | None:
     """The merge's evidence, or None for a report of one rank (the rules then have nothing to compare)."""
-    info = report.extra.get("distributed")
-    if not isinstance(info, dict) or len(report.ranks) < 2:
+    if report.distributed is None or len(report.ranks) < 2:
         return None
-    return info
+    return report.distributed
 
 
 def median_step_s(report: Report) -> float:
-    steps = [r.get("step_time_s") for r in report.ranks if r.get("step_time_s")]
+    steps = [r.step_time_s for r in report.ranks if r.step_time_s]
     return statistics.median(steps) if steps else 0.0
 
 
 def profiled_steps(report: Report) -> float:
-    info = report.extra.get("distributed") or {}
-    return float(info.get("steps") or max(report.steps, 1))
+    steps = report.distributed.steps if report.distributed is not None else 0
+    return float(steps or max(report.steps, 1))
 
 
 def step_severity(per_step_s: float, step_s: float) -> str:
@@ -38,7 +37,7 @@ def step_severity(per_step_s: float, step_s: float) -> str:
     return "info"
 
 
-def syncs_near_collectives(report: Report, reach: int = 2) -> list[dict[str, Any]]:
+def syncs_near_collectives(report: Report, reach: int = 2) -> list[CollectiveSyncSite]:
     """Host syncs (ops that wait on the device, barriers) within ``reach`` ops of a collective call, by site."""
     ops = ordered_ops(report)
     comm_positions = [i for i, op in enumerate(ops) if is_communication_op(op.name) and "barrier" not in op.name]
@@ -57,5 +56,5 @@ def syncs_near_collectives(report: Report, reach: int = 2) -> list[dict[str, Any
         site["collectives"].update(near)
         site["count"] += 1
         site["time_s"] += max(op.time_s, op.cpu_time_s)
-    return [{**s, "ops": sorted(s["ops"]), "collectives": sorted(s["collectives"]),
-             "per_step": s["count"] / max(report.steps, 1)} for s in sites.values()]
+    return [CollectiveSyncSite(s["location"], sorted(s["ops"]), sorted(s["collectives"]), s["count"], s["time_s"],
+                               s["count"] / max(report.steps, 1)) for s in sites.values()]

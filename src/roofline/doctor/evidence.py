@@ -11,25 +11,17 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
+from roofline.count.families import ATTENTION, CONV, MATMUL, VIEW, op_kind  # noqa: F401 - op_kind re-exported for rules
 from roofline.count.meta import canonical_dtype, dtype_itemsize
 from roofline.report import OpRecord, Report
 
 HALF_DTYPES = ("float16", "bfloat16")
 
-MATMUL_KINDS = frozenset({"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addbmm", "_addmm_activation"})
-CONV_KINDS = frozenset({"convolution", "_convolution", "conv1d", "conv2d", "conv3d", "cudnn_convolution",
-                        "mkldnn_convolution", "_slow_conv2d_forward", "conv_transpose2d", "convolution_overrideable"})
-ATTENTION_KINDS = frozenset({"scaled_dot_product_attention", "_scaled_dot_product_flash_attention",
-                             "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
-                             "_scaled_dot_product_flash_attention_for_cpu", "_efficient_attention_forward",
-                             "_flash_attention_forward"})
+# The op families are count/families.py's (one table for analysis and the doctor).
+MATMUL_KINDS, CONV_KINDS, ATTENTION_KINDS = MATMUL, CONV, ATTENTION
 
-# Ops that move no data: views and allocations. They neither break nor join a chain of real work.
-VIEW_KINDS = frozenset({"view", "_unsafe_view", "_reshape_alias", "as_strided", "expand", "expand_as", "unsqueeze",
-                        "squeeze", "transpose", "t", "permute", "slice", "select", "narrow", "alias", "detach",
-                        "unflatten", "view_as", "split", "chunk", "unbind", "split_with_sizes", "lift_fresh",
-                        "empty", "empty_like", "empty_strided", "resolve_conj", "resolve_neg", "numpy_T",
-                        "result_type", "reshape", "flatten", "size", "stride", "dim", "is_floating_point", "_has_compatible_shallow_copy_type"})
+# Ops that move no data: count/families.py's VIEW (count's own view marks, and allocations).
+VIEW_KINDS = VIEW
 
 ELEMENTWISE_KINDS = frozenset({
     "add", "sub", "mul", "div", "neg", "pow", "rsqrt", "sqrt", "exp", "log", "tanh", "sigmoid", "silu", "gelu",
@@ -45,22 +37,6 @@ NORM_KINDS = frozenset({"mean", "sum", "var", "var_mean", "std", "softmax", "_so
 
 SYNC_KINDS = frozenset({"_local_scalar_dense", "item", "nonzero", "masked_select", "unique", "_unique", "_unique2",
                         "unique_consecutive", "is_nonzero", "equal", "tolist", "nonzero_static_sync", "repeat_interleave"})
-
-
-@functools.lru_cache(maxsize=4096)
-def op_kind(name: str) -> str:
-    """'aten::add_' / 'aten.add_.Tensor' / 'add' -> 'add'; in-place and overload spellings fold together."""
-    base = name.strip()
-    for prefix in ("aten::", "aten.", "prims::", "prims."):
-        if base.startswith(prefix):
-            base = base[len(prefix):]
-            break
-    base = base.split(".", 1)[0]
-    if base.endswith("_") and not base.endswith("__") and len(base) > 1 and base != "copy_":
-        base = base[:-1]
-    if base == "copy_":
-        return "copy"
-    return base
 
 
 norm_dtype = functools.lru_cache(maxsize=256)(canonical_dtype)

@@ -27,11 +27,12 @@ def profile_generation(
     ceilings: Ceilings | None,
     trace_dir: str | None = None,
 ) -> Report:
-    """One generation run profiled by ProfilingContext (one untimed run first, to warm up), as a Report.
+    """One generation run profiled by the harness (one untimed run first, to warm up), as a Report.
 
     The tokens stay on the device, as a server streaming them would leave them to another thread: the one copy
     to the host that any generation needs is not part of the loop under study."""
-    from roofline.capture.profiling import profile_steps
+    from roofline.analyze.profiled import report_from_profile
+    from roofline.capture.profiling import profile_schedule
 
     configure(model, fixes)
     device = model.output.weight.device
@@ -39,9 +40,9 @@ def profile_generation(
     def run() -> None:
         generate_ids(model, prompts, max_new_tokens, eos_id, fixes)
 
-    context = profile_steps(run, wait=1, warmup=0, active=1, timed=0, device=device, ceilings=ceilings,
+    context = profile_schedule(run, wait=1, warmup=0, active=1, timed=0, device=device, ceilings=ceilings,
                             workload=WORKLOAD)
-    return context.build_report()
+    return report_from_profile(context.record())
 
 
 def diagnose(report: Report) -> Report:

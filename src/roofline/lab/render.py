@@ -12,6 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from roofline.io import atomic_directory, atomic_write_bytes, atomic_write_text
 from roofline.lab import views
 from roofline.lab.runner import LabResult
@@ -49,10 +51,10 @@ def write_lab(result: LabResult, out_dir: str | os.PathLike[str]) -> list[Path]:
 def lab_payload(result: LabResult) -> dict[str, Any]:
     data = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)
             if f.name not in ("naive_report", "fixed_report")}
-    data = json.loads(json.dumps(data, default=lambda o: dataclasses.asdict(o) if dataclasses.is_dataclass(o)
-                                 else str(o)))
+    data = json.loads(json.dumps(data, default=lambda o: msgspec.to_builtins(o, enc_hook=str)
+                                 if dataclasses.is_dataclass(o) or isinstance(o, msgspec.Struct) else str(o)))
     data["doctor"] = {
-        name: [dataclasses.asdict(f) for f in report.findings] if report is not None else None
+        name: msgspec.to_builtins(report.findings) if report is not None else None
         for name, report in (("naive", result.naive_report), ("fixed", result.fixed_report))
     }
     return finite_for_json(data)

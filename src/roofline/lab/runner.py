@@ -23,7 +23,8 @@ from roofline.lab.diagnosis import diagnose, doctor_dtype, profile_generation
 from roofline.lab.generate import decode_one_token
 from roofline.lab.model import FIX_TITLES, Fixes, configure, stages
 from roofline.models.llama import CONFIGS, LlamaConfig, Transformer, build_llama
-from roofline.models.workloads import parse_device, parse_dtype
+from roofline.device.resolve import resolve_device
+from roofline.models.workloads import parse_dtype
 from roofline.report import Ceilings, Environment, Report, Timing
 
 Progress = Callable[[str], None]
@@ -163,7 +164,7 @@ def run_lab(options: LabOptions, progress: Progress = lambda _: None,
             checkpoint: Checkpoint | None = None) -> LabResult:
     """The whole lab. ``checkpoint`` gets the partial result after the stages, the peak decode and the sweep
     (``pending`` names what is still to come), so a long run that is stopped keeps what it measured."""
-    device = parse_device(options.device)
+    device = resolve_device(options.device)
     dtype = parse_dtype(options.dtype or ("float16" if device.type == "cuda" else "float32"))
     plan = options.plan or make_plan(options.model, device, options.quick)
     if options.budget_s is not None:

@@ -14,22 +14,16 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from roofline.count.meta import canonical_dtype
 from roofline.device.measure import available_memory_bytes
+from roofline.device.resolve import resolve_device
 from roofline.errors import RooflineError
 from roofline.models.bad_syncs import BadSyncs
 from roofline.models.llama import CONFIGS, build_llama
 
 SEED = 0
 
-_DTYPES = {
-    "float32": torch.float32,
-    "fp32": torch.float32,
-    "float16": torch.float16,
-    "fp16": torch.float16,
-    "half": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "bf16": torch.bfloat16,
-}
+_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 @dataclass
@@ -64,19 +58,9 @@ def parse_dtype(dtype: str | torch.dtype) -> torch.dtype:
     if isinstance(dtype, torch.dtype):
         return dtype
     try:
-        return _DTYPES[dtype.lower()]
+        return _DTYPES[canonical_dtype(dtype)]
     except KeyError:
         raise RooflineError(f"unknown dtype {dtype!r}; use one of float32, float16, bfloat16") from None
-
-
-def parse_device(device: str | torch.device) -> torch.device:
-    try:
-        device = torch.device(device)
-    except RuntimeError:
-        raise RooflineError(f"unknown device {device!r}; use cpu or cuda") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise RooflineError("--device cuda asked for, but this machine has no CUDA GPU; use --device cpu")
-    return device
 
 
 def _mean_square(output) -> torch.Tensor:
@@ -246,7 +230,7 @@ def get_workload(
     """Build a named workload on ``device`` in ``dtype``; with ``backward`` its parameters require grad."""
     if name not in _BUILDERS:
         raise RooflineError(f"unknown workload {name!r}; choose one of: {', '.join(_BUILDERS)}")
-    torch_dtype, torch_device = parse_dtype(dtype), parse_device(device)
+    torch_dtype, torch_device = parse_dtype(dtype), resolve_device(device)
     try:
         workload = _BUILDERS[name](name, torch_device, torch_dtype, batch, seq)
     except torch.OutOfMemoryError:

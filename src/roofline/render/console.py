@@ -179,7 +179,7 @@ def render_report(report: Report, top: int = 15) -> str:
     lines = []
     env = report.environment
     lines.append(f"roofline report: {report.workload or report.kind} on {env.device_name or report.ceilings.device} "
-                 f"(torch {env.torch_version})")
+                 f"(torch {env.torch_version or 'unknown'})")
     c = report.ceilings
     if report.extra.get("partial"):
         lines.insert(0, "PARTIAL REPORT: the trace is cut short; what follows covers only the events read before the cut")
@@ -216,3 +216,15 @@ def render_report(report: Report, top: int = 15) -> str:
                      f"(median of {report.step_time.n}, spread {fmt_time(report.step_time.spread_s)})")
     notes.extend(s.notes)
     return fit("\n".join(lines), width) + "\n" + body + fit("\n".join(notes), width) + "\n"
+
+
+class ConsoleRenderer:
+    """The report's console text: roofs, where the time goes, the ``top`` ops, notes."""
+
+    file_name = "report.txt"
+
+    def __init__(self, top: int = 15) -> None:
+        self.top = top
+
+    def render(self, report: Report) -> str:
+        return render_report(report, self.top)

@@ -6,6 +6,7 @@ import dataclasses
 import io
 from typing import Any
 
+import msgspec
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -112,8 +113,8 @@ def diff_payload(diff: ReportDiff, max_rows: int = 2000) -> dict[str, Any]:
         "modules": rows(diff.modules),
         "n_ops": len(diff.ops),
         "n_modules": len(diff.modules),
-        "findings_appeared": [dataclasses.asdict(f) for f in diff.findings_appeared],
-        "findings_gone": [dataclasses.asdict(f) for f in diff.findings_gone],
+        "findings_appeared": msgspec.to_builtins(diff.findings_appeared),
+        "findings_gone": msgspec.to_builtins(diff.findings_gone),
     }
 
 

@@ -12,9 +12,11 @@ from rich.table import Table
 
 from roofline.render.console import fit, terminal_width, to_text
 from roofline.render.units import fmt_bytes, fmt_pct, fmt_time
-from roofline.report import Finding
+from roofline.report import Finding, Report
 
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "grey50"}
+# How many findings every command prints by default (--findings N; 0 prints them all).
+FINDINGS_SHOWN = 10
 
 
 def findings_table(findings: Sequence[Finding], *, total_time_s: float | None = None,
@@ -77,5 +79,18 @@ def render_findings(findings: Sequence[Finding], *, total_time_s: float | None =
     width = width or terminal_width()
     text = to_text(findings_table(shown, total_time_s=total_time_s, width=width), width=width)
     details = fit("\n\n".join(finding_details(i, f) for i, f in enumerate(shown, 1)), width)
-    more = f"\n\n({len(findings) - len(shown)} more finding(s) not shown; --top to see them)" if len(shown) < len(findings) else ""
+    more = f"\n\n({len(findings) - len(shown)} more finding(s) not shown; --findings 0 to see all)" if len(shown) < len(findings) else ""
     return text + "\n" + details + more + "\n"
+
+
+class FindingsRenderer:
+    """The doctor's findings as text, the largest ``top`` (0 or None: all)."""
+
+    file_name = "findings.txt"
+
+    def __init__(self, top: int | None = FINDINGS_SHOWN, width: int | None = None) -> None:
+        self.top, self.width = top, width
+
+    def render(self, report: Report) -> str:
+        return render_findings(report.findings, total_time_s=report.summary.reference_time_s, top=self.top,
+                               width=self.width)

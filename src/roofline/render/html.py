@@ -14,21 +14,22 @@ What this module does beyond formatting is aggregation for display only:
 - the op table is sent column-wise with interned strings and paginated in the browser;
 - the module tree rolls each op's time up to every prefix of its dotted module path.
 
-Multi-rank reports (``Report.ranks``, filled by the distributed merge, issue 8) render as a side-by-side table
-and stacked bars. Known per-rank keys (all optional): ``rank``, ``step_time_s``, ``compute_time_s``,
+Multi-rank reports (``Report.ranks``, RankRecords filled by the distributed merge, issue 8) render as a
+side-by-side table and stacked bars. Known per-rank keys: ``rank``, ``step_time_s``, ``compute_time_s``,
 ``communication_time_s``, ``idle_time_s``, ``exposed_communication_s``, ``hidden_communication_share``,
 ``straggler`` (bool), ``slowest_op``, ``hostname``, ``device_name``. Any other scalar key is shown as a column.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import html as _html
 import json
 import math
 from collections import defaultdict
 from importlib import resources
 from typing import Any
+
+import msgspec
 
 from roofline.render.colors import BOUND_COLORS
 from roofline.report import OpRecord, Report, finite_for_json
@@ -118,17 +119,17 @@ def report_payload(report: Report) -> dict[str, Any]:
             "n_ops": len(ops),
             "n_kernels": len(report.kernels),
         },
-        "environment": dataclasses.asdict(report.environment),
-        "ceilings": dataclasses.asdict(report.ceilings),
-        "summary": dataclasses.asdict(report.summary),
+        "environment": msgspec.to_builtins(report.environment),
+        "ceilings": msgspec.to_builtins(report.ceilings),
+        "summary": msgspec.to_builtins(report.summary),
         "step_time": _timing(report.step_time),
         "profiled_step_time": _timing(report.profiled_step_time),
         "findings": [
-            dataclasses.asdict(f) for f in sorted(report.findings, key=lambda f: -f.estimated_savings_s)
+            msgspec.to_builtins(f) for f in sorted(report.findings, key=lambda f: -f.estimated_savings_s)
         ],
-        "syncs": [dataclasses.asdict(s) for s in sorted(report.syncs, key=lambda s: -s.stall_s)],
-        "memory": dataclasses.asdict(report.memory),
-        "ranks": [_scalar_dict(r) for r in report.ranks],
+        "syncs": [msgspec.to_builtins(s) for s in sorted(report.syncs, key=lambda s: -s.stall_s)],
+        "memory": msgspec.to_builtins(report.memory),
+        "ranks": [_scalar_dict(msgspec.structs.asdict(r)) for r in report.ranks],
         "table": _op_columns(ops, names),
         "chart": chart_points(ops),
         "modules": module_tree(ops),
@@ -140,7 +141,7 @@ def report_payload(report: Report) -> dict[str, Any]:
 def _timing(timing) -> dict[str, Any] | None:
     if timing is None:
         return None
-    data = dataclasses.asdict(timing)
+    data = msgspec.to_builtins(timing)
     data["samples_s"] = data["samples_s"][:200]
     return data
 

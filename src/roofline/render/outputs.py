@@ -8,9 +8,11 @@ a failure or Ctrl-C part-way leaves the previous run's files as they were, never
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
-from roofline.io import atomic_directory
+from roofline.io import atomic_directory, atomic_write_bytes
 from roofline.report import Report
 
 OUTPUT_FILES = ("report.json", "roofline.png", "report.html", "trace.json.gz")
@@ -34,32 +36,92 @@ def uncompressed_size(path: Path) -> int:
     return size
 
 
-def write_outputs(report: Report, out_dir: str | os.PathLike[str], *, raw_trace: str | os.PathLike[str] | dict | None = None,
-                  png: bool = True, html: bool = True) -> tuple[list[Path], list[str]]:
+class OutputSkipped(Exception):
+    """A renderer that cannot write its file for this report says why (the other files are still written)."""
+
+
+class Renderer(Protocol):
+    """pyinstrument's renderer contract: ``render(report)`` is the whole output, text or bytes, formatted from the
+    Report (never computed); ``file_name`` is the file write_outputs puts it in (its extension says the format)."""
+
+    file_name: str
+
+    def render(self, report: Report) -> str | bytes: ...
+
+
+class JsonRenderer:
+    file_name = "report.json"
+
+    def render(self, report: Report) -> bytes:
+        return report.to_json().encode()
+
+
+class PngRenderer:
+    file_name = "roofline.png"
+
+    def render(self, report: Report) -> bytes:
+        from roofline.render.png import render_png
+
+        return render_png(report)
+
+
+class HtmlRenderer:
+    file_name = "report.html"
+
+    def render(self, report: Report) -> str:
+        from roofline.render.html import render_html
+
+        return render_html(report)
+
+
+class TraceRenderer:
+    """The run's own Chrome trace (a path, or its parsed dict) with each op's roofline figures in its args."""
+
+    file_name = "trace.json.gz"
+
+    def __init__(self, raw_trace: str | os.PathLike[str] | dict) -> None:
+        self.raw_trace = raw_trace
+
+    def render(self, report: Report) -> str:
+        from roofline.render.trace_augment import augmented_trace_json
+
+        if not isinstance(self.raw_trace, dict) and uncompressed_size(Path(self.raw_trace)) > AUGMENT_LIMIT_BYTES:
+            raise OutputSkipped(f"trace.json.gz not written: the trace is over {AUGMENT_LIMIT_BYTES >> 20} MiB of "
+                                "JSON; open the original in Perfetto, the report carries the per-op figures")
+        return augmented_trace_json(self.raw_trace, report)
+
+
+def report_renderers(*, png: bool = True, html: bool = True,
+                     raw_trace: str | os.PathLike[str] | dict | None = None) -> list[Renderer]:
+    """The files of a report-producing command: report.json, then roofline.png, trace.json.gz, report.html."""
+    renderers: list[Renderer] = [JsonRenderer()]
+    if png:
+        renderers.append(PngRenderer())
+    if raw_trace is not None:
+        renderers.append(TraceRenderer(raw_trace))
+    if html:
+        renderers.append(HtmlRenderer())
+    return renderers
+
+
+def write_outputs(report: Report, out_dir: str | os.PathLike[str], renderers: Sequence[Renderer] | None = None, *,
+                  raw_trace: str | os.PathLike[str] | dict | None = None, png: bool = True,
+                  html: bool = True) -> tuple[list[Path], list[str]]:
+    """Every command's one way to write its files: each renderer's output into ``out_dir`` (whole or not at all),
+    by default ``report_renderers(png=, html=, raw_trace=)``. Returns the paths written and why any were not."""
+    if renderers is None:
+        renderers = report_renderers(png=png, html=html, raw_trace=raw_trace)
     out = Path(out_dir)
     names: list[str] = []
     problems: list[str] = []
     with atomic_directory(out, OUTPUT_FILES) as tmp:
-        report.save(tmp / "report.json")
-        names.append("report.json")
-        if png:
-            from roofline.render.png import plot_roofline
-
-            plot_roofline(report, tmp / "roofline.png")
-            names.append("roofline.png")
-        if raw_trace is not None:
-            from roofline.render.trace_augment import write_augmented_trace
-
-            if isinstance(raw_trace, dict) or uncompressed_size(Path(raw_trace)) <= AUGMENT_LIMIT_BYTES:
-                write_augmented_trace(raw_trace, report, tmp / "trace.json.gz")
-                names.append("trace.json.gz")
-            else:
-                problems.append(f"trace.json.gz not written: the trace is over {AUGMENT_LIMIT_BYTES >> 20} MiB of "
-                                "JSON; open the original in Perfetto, the report carries the per-op figures")
-        if html:
-            from roofline.io import atomic_write_text
-            from roofline.render.html import render_html
-
-            atomic_write_text(tmp / "report.html", render_html(report))
-            names.append("report.html")
+        for renderer in renderers:
+            try:
+                content = renderer.render(report)
+            except OutputSkipped as why:
+                problems.append(str(why))
+                continue
+            data = content.encode() if isinstance(content, str) else content
+            atomic_write_bytes(tmp / renderer.file_name, data)
+            names.append(renderer.file_name)
     return [out / name for name in names], problems

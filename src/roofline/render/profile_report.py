@@ -2,7 +2,8 @@
 
 ``ProfileReport(report, trace=...).generate(out_dir)`` writes ``report.json`` first (so a failure later loses
 nothing already measured), then ``trace.json.gz`` (the profiler's trace made valid Trace Event Format, or a
-view built from the Report when there is no trace), and prints the console report.
+view built from the Report when there is no trace), and prints the console report. The trace is passed in
+(``ProfilingContext.trace_path``): a Report never carries the path of a run's temporary files.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ TOP = 10
 class ProfileReport:
     def __init__(self, report: Report, trace: str | os.PathLike[str] | dict | None = None) -> None:
         self.report = report
-        self.trace = trace if trace is not None else report.extra.get("chrome_trace")
+        self.trace = trace
 
     def generate(self, out_dir: str | os.PathLike[str], console: Any = None) -> dict[str, Path]:
         """Write report.json, trace.json.gz (with each op's roofline figures in its args), roofline.png and
@@ -34,9 +35,9 @@ class ProfileReport:
 
         ``console``: a rich Console, a text stream, or False for no printing (default: stdout).
         """
-        from roofline.render.outputs import write_outputs
+        from roofline.render.outputs import report_renderers, write_outputs
 
-        paths, _ = write_outputs(self.report, out_dir, raw_trace=self._chrome_trace())
+        paths, _ = write_outputs(self.report, out_dir, report_renderers(raw_trace=self._chrome_trace()))
         keys = {"report.json": "report", "trace.json.gz": "trace", "roofline.png": "roofline", "report.html": "html"}
         written = {keys[p.name]: p for p in paths}
         if console is not False:

@@ -64,10 +64,14 @@ def augment_trace(trace: str | os.PathLike[str] | dict[str, Any], report: Report
     return data
 
 
+def augmented_trace_json(src: str | os.PathLike[str] | dict[str, Any], report: Report) -> str:
+    """The augmented trace as JSON text."""
+    return json.dumps(augment_trace(src, report), separators=(",", ":"), allow_nan=False, default=_default)
+
+
 def write_augmented_trace(src: str | os.PathLike[str] | dict[str, Any], report: Report, out_path: str | os.PathLike[str]) -> Path:
     """Write the augmented trace atomically; gzip when ``out_path`` ends in .gz (e.g. trace.json.gz)."""
-    data = augment_trace(src, report)
-    return atomic_write_text(out_path, json.dumps(data, separators=(",", ":"), allow_nan=False, default=_default))
+    return atomic_write_text(out_path, augmented_trace_json(src, report))
 
 
 def op_args(op: OpRecord) -> dict[str, Any]:

@@ -8,6 +8,8 @@ per-rank lists when present, else from this report's own ops (a single rank's pr
 
 from __future__ import annotations
 
+import msgspec
+
 from roofline.doctor.distributed_evidence import syncs_near_collectives
 from roofline.doctor.evidence import severity_for
 from roofline.doctor.registry import register
@@ -22,17 +24,17 @@ FIX = ("keep the host ahead of the device around collectives: drop per-step dist
 
 @register(RULE, "barriers and device waits beside collective calls")
 def check(report: Report) -> list[Finding]:
-    info = report.extra.get("distributed")
-    if isinstance(info, dict) and info.get("syncs_near_collectives") is not None:
-        per_rank = [(entry["rank"], entry["sites"]) for entry in info["syncs_near_collectives"]]
+    info = report.distributed
+    if info is not None and info.syncs_near_collectives is not None:
+        per_rank = [(entry.rank, entry.sites) for entry in info.syncs_near_collectives]
     else:
         per_rank = [(report.environment.rank, syncs_near_collectives(report))]
     merged: dict[str, dict] = {}
     for rank, sites in per_rank:
         for site in sites:
-            entry = merged.setdefault(site["location"], {**site, "ranks": []})
+            entry = merged.setdefault(site.location, {**msgspec.structs.asdict(site), "ranks": []})
             entry["ranks"].append(rank)
-            entry["time_s"] = max(entry["time_s"], site["time_s"])
+            entry["time_s"] = max(entry["time_s"], site.time_s)
     findings = []
     for where, site in merged.items():
         what = ", ".join(site["ops"])

@@ -26,26 +26,26 @@ def check(report: Report) -> list[Finding]:
     info = distributed_info(report)
     if info is None:
         return []
-    rows = [r for r in report.ranks if r.get("exposed_communication_s") is not None]
+    rows = [r for r in report.ranks if r.exposed_communication_s is not None]
     if not rows:
         return []
-    least = min(rows, key=lambda r: r["exposed_communication_s"])
-    exposed = least["exposed_communication_s"]
+    least = min(rows, key=lambda r: r.exposed_communication_s)
+    exposed = least.exposed_communication_s
     step = median_step_s(report)
     if step <= 0 or exposed / step < MIN_SHARE:
         return []
-    hidden = [r["hidden_communication_share"] for r in rows if r.get("hidden_communication_share") is not None]
-    comm = least.get("communication_time_s") or 0.0
+    hidden = [r.hidden_communication_share for r in rows if r.hidden_communication_share is not None]
+    comm = least.communication_time_s or 0.0
     steps = profiled_steps(report)
     return [Finding(
         rule=RULE, category="communication",
         title=(f"exposed communication: {exposed * 1e3:.3g} ms per step ({exposed / step:.0%} of the step) with no "
-               f"compute running, even on the least-exposed rank (rank {least['rank']})"),
+               f"compute running, even on the least-exposed rank (rank {least.rank})"),
         evidence={"exposed_communication_s": exposed, "communication_time_s": comm, "step_time_s": step,
-                  "rank": least["rank"], "hidden_share_by_rank": {str(r["rank"]): r.get("hidden_communication_share")
-                                                                 for r in rows},
-                  "min_hidden_share": min(hidden) if hidden else None, "backend": info.get("backend")},
-        locations=[c["example"] for c in info.get("collectives", [])[:3] if c.get("example")],
+                  "rank": least.rank, "hidden_share_by_rank": {str(r.rank): r.hidden_communication_share
+                                                               for r in rows},
+                  "min_hidden_share": min(hidden) if hidden else None, "backend": info.backend},
+        locations=[c.example for c in info.collectives[:3] if c.example],
         estimated_savings_s=exposed * steps,
         savings_method=(f"the least-exposed rank's communication time with no compute beside it, per step, times "
                         f"{steps:g} profiled steps: the most that overlapping it with compute could save"),

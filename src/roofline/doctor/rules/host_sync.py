@@ -43,8 +43,7 @@ def _sync_ops_by_location(report: Report) -> dict[str, list[OpRecord]]:
 
 
 def _steps_are_forwards(report: Report) -> bool:
-    profile = report.extra.get("profile")
-    return isinstance(profile, dict) and profile.get("step_source") == "forward"
+    return report.profile is not None and report.profile.step_source == "forward"
 
 
 @register(RULE, "host-device syncs, above all inside loops")

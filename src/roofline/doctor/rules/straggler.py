@@ -23,16 +23,16 @@ def check(report: Report) -> list[Finding]:
     step = median_step_s(report)
     steps = profiled_steps(report)
     findings = []
-    for s in info.get("stragglers", []):
-        cause = s.get("slowest_op")
-        excess, busy, median = s["excess_s"], s["busy_time_s"], s["median_busy_time_s"]
+    for s in info.stragglers:
+        cause = s.slowest_op
+        excess, busy, median = s.excess_s, s.busy_time_s, s.median_busy_time_s
         findings.append(Finding(
             rule=RULE, category="distributed",
-            title=(f"straggler: rank {s['rank']} works {excess * 1e3:.3g} ms per step longer than the other ranks "
+            title=(f"straggler: rank {s.rank} works {excess * 1e3:.3g} ms per step longer than the other ranks "
                    f"(median; {busy * 1e3:.3g} vs {median * 1e3:.3g} ms)" + (f"; slowest: {cause}" if cause else "")),
-            evidence={"rank": s["rank"], "busy_time_s": busy, "median_busy_time_s": median, "excess_s": excess,
-                      "slowest_op": cause, "slowest_op_excess_s": s.get("slowest_op_excess_s"),
-                      "threshold": info.get("straggler_threshold"), "method": info.get("straggler_method")},
+            evidence={"rank": s.rank, "busy_time_s": busy, "median_busy_time_s": median, "excess_s": excess,
+                      "slowest_op": cause, "slowest_op_excess_s": s.slowest_op_excess_s,
+                      "threshold": info.straggler_threshold, "method": info.straggler_method},
             locations=[cause] if cause else [],
             estimated_savings_s=excess * steps,
             savings_method=(f"the straggler's busy time above the other ranks' median, per step, times {steps:g} profiled "

@@ -623,6 +623,7 @@
   /* ---------- environment and ceilings ---------- */
   function environmentSection() {
     var env = D.environment, c = D.ceilings, ds = c.datasheet;
+    function envValue(k) { return env[k] || ((env.unknown || []).indexOf(k) >= 0 ? "not recorded in the trace" : ""); }
     var sec = R.section("environment", "Environment and ceilings", "The roofs every efficiency is measured against.");
     var ceilRows = [["memory bandwidth", R.si(c.memory_bandwidth_bytes_per_s, "B/s"), ds ? R.si(ds.memory_bandwidth_bytes_per_s, "B/s") : "—",
       ds && ds.memory_bandwidth_bytes_per_s ? R.pct(c.memory_bandwidth_bytes_per_s / ds.memory_bandwidth_bytes_per_s, 0) : "—"]];
@@ -645,8 +646,9 @@
         ds ? el("p", { "class": "method" }, el("strong", { text: "Datasheet: " }), ds.name + " — " + ds.source) : null,
         c.measured_at ? el("p", { "class": "method", text: "Measured " + c.measured_at + (c.torch_version ? " with torch " + c.torch_version : "") }) : null),
       el("div", null, el("h3", { text: "Environment" }), R.kv([
-        ["device", env.device_name || c.device_name || c.device], ["torch", env.torch_version], ["python", env.python_version],
-        ["platform", env.platform], ["host", env.hostname], ["time", env.timestamp],
+        ["device", env.device_name || c.device_name || c.device], ["torch", envValue("torch_version")],
+        ["python", envValue("python_version")], ["platform", envValue("platform")], ["host", envValue("hostname")],
+        ["time", envValue("timestamp")],
         env.world_size ? ["rank / world", (env.rank === null ? "?" : env.rank) + " / " + env.world_size + (env.backend ? " (" + env.backend + ")" : "")] : null,
         ["command", el("code", { text: env.command_line || "—" })]
       ])));

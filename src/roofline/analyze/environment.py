@@ -1,0 +1,50 @@
+"""The Environment of a report read from a trace file: what the trace's own metadata says about where it was
+recorded, never the machine reading it. Kineto records no torch or Python version, platform or command line;
+those stay empty and are named in ``Environment.unknown``."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any
+
+from roofline.capture.trace_model import Trace
+from roofline.report import Environment
+
+
+def trace_environment(trace: Trace, device_name: str = "") -> Environment:
+    meta = trace.metadata
+    info = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
+    env = Environment(
+        torch_version=_text(meta.get("pytorch_version") or meta.get("torch_version")),
+        device_name=trace.device_name or device_name,
+        timestamp=_recorded_at(meta.get("baseTimeNanoseconds")),
+        hostname=_text(meta.get("host_name") or meta.get("hostname")),
+        rank=_int(info.get("rank")),
+        world_size=_int(info.get("world_size")),
+        backend=_text(info.get("backend")) or None,
+    )
+    env.unknown = [name for name in ("torch_version", "device_name", "python_version", "command_line", "timestamp",
+                                     "platform", "hostname") if not getattr(env, name)]
+    return env
+
+
+def _recorded_at(base_ns: Any) -> str:
+    """Kineto's baseTimeNanoseconds, the wall-clock epoch its timestamps count from, as ISO time (UTC)."""
+    if not isinstance(base_ns, (int, float)) or isinstance(base_ns, bool) or base_ns <= 0:
+        return ""
+    try:
+        when = _dt.datetime.fromtimestamp(base_ns / 1e9, _dt.timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return ""
+    return when.isoformat(timespec="seconds")
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value) if value is not None and not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        return None

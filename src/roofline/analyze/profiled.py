@@ -1,0 +1,72 @@
+"""A profiled run's raw record (capture.profiling.ProfileRecord) -> its Report, undiagnosed.
+
+The per-op roofline comes from the exported trace (report_from_trace); this module adds what only the live run
+knows: true vs profiled step time, the live sync sites, and how the schedule went (``Report.profile``).
+"""
+
+from __future__ import annotations
+
+from roofline.analyze.pipeline import report_from_trace
+from roofline.capture.kineto import load_trace
+from roofline.capture.profiling import ProfileRecord
+from roofline.report import Ceilings, Environment, ProfileInfo, Report, Timing
+
+TIMING_METHOD = (
+    "wall time between step() calls (time.perf_counter), the device synchronised at each boundary; "
+    "the true steps ran without the profiler or any detector"
+)
+
+_AFTER_PROFILER_CAVEAT = (
+    "; caveat: timed after the whole-block profiler had run in this process (whole_block=True); on the H200, "
+    "steps timed after a profiler had run were seen slower in some runs: use whole_block=False"
+)
+
+
+def report_from_profile(record: ProfileRecord, ceilings: Ceilings | None = None) -> Report:
+    """The Report of the profiled steps, with syncs, memory and true vs profiled time; undiagnosed (the entry
+    point runs the doctor). Roofs: ``ceilings``, else the run's own, else this machine's for the run's device."""
+    ceilings = ceilings or record.ceilings
+    if ceilings is None:
+        from roofline.device import ceilings_for_run
+
+        ceilings = ceilings_for_run(record.device)
+    trace = load_trace(record.trace_path)
+    report = report_from_trace(trace, ceilings, None, kind="profile", workload=record.workload,
+                               reference_peak_bytes=record.reference_peak_bytes,
+                               environment=Environment.capture(trace.device_name or ceilings.device_name))
+    # Kineto's own cuda_sync view, kept beside the live detector's for cross-checking; context syncs with
+    # no op are the harness's own step boundaries, left out.
+    trace_syncs = [s for s in report.syncs if not (s.kind == "cuda.synchronize" and s.location == "<unknown>")]
+    _fill_timing_and_syncs(report, record)
+    report.profile = ProfileInfo(schedule=dict(record.schedule), steps_seen=record.steps_seen,
+                                 whole_block=record.whole_block, device=record.device,
+                                 syncs_from_trace=trace_syncs, error=record.error)
+    return report
+
+
+def _fill_timing_and_syncs(report: Report, record: ProfileRecord) -> None:
+    if record.whole_block:
+        report.profiled_step_time = Timing.from_samples(
+            [record.block_s], "wall time of the block (step() never called, or no step reached the profiler)"
+        )
+        report.step_time = None
+        report.steps = 1
+        report.summary.notes.append(
+            "true step time not measured: call step() between steps so steps can be timed without the profiler"
+        )
+    else:
+        method = TIMING_METHOD + (_AFTER_PROFILER_CAVEAT if record.timed_after_profiler else "")
+        report.step_time = Timing.from_samples(record.true_step_s, method) if record.true_step_s else None
+        report.profiled_step_time = Timing.from_samples(record.profiled_step_s, TIMING_METHOD.split(";")[0])
+        report.steps = len(record.profiled_step_s)
+    if record.syncs is not None:
+        report.syncs = record.syncs
+        report.summary.notes.append(
+            f"syncs: counted live over {record.sync_steps} step(s) "
+            + ("(the warmup steps, so the kept profile is free of the detector's cost)" if record.syncs_in_warmup
+               else "(the profiled steps)")
+        )
+        if record.syncs_simulated:
+            report.summary.notes.append(
+                "syncs found on CPU tensors: sites that would synchronise host and device on an accelerator"
+            )

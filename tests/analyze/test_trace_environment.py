@@ -1,0 +1,36 @@
+"""A report read from a trace file says where the trace was recorded (its own metadata), never where it is read:
+not this machine's host, Python or torch; what the trace does not record is named as unknown."""
+
+from __future__ import annotations
+
+import json
+import platform
+
+from roofline.analyze.trace_file import analyze_trace_file
+from roofline.render.console import render_report
+
+from test_trace_file import _trace
+
+
+def test_the_environment_of_a_trace_comes_from_its_metadata(tmp_path):
+    data = _trace({"name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "computeMinor": 0}, host="node-17")
+    data["distributedInfo"] = {"backend": "nccl", "rank": 3, "world_size": 8}
+    data["baseTimeNanoseconds"] = 1_790_857_026_000_000_000
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(data))
+    env = analyze_trace_file(str(path)).environment
+    assert (env.hostname, env.rank, env.world_size, env.backend) == ("node-17", 3, 8, "nccl")
+    assert env.device_name == "NVIDIA H100 80GB HBM3"
+    assert env.timestamp == "2026-10-01T12:17:06+00:00"
+    assert env.torch_version == env.python_version == env.platform == env.command_line == ""
+    assert env.unknown == ["torch_version", "python_version", "command_line", "platform"]
+
+
+def test_a_trace_without_metadata_says_what_is_unknown_not_this_machine(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(_trace(None, kernels=False)))
+    report = analyze_trace_file(str(path))
+    env = report.environment
+    assert env.hostname != platform.node() and env.python_version != platform.python_version()
+    assert {"torch_version", "python_version", "hostname", "timestamp", "platform"} <= set(env.unknown)
+    assert "(torch unknown)" in render_report(report).splitlines()[0]
