@@ -92,6 +92,8 @@ UNKNOWN = "?"  # an unmodelled op's work is unknown, never zero
 # words (source, bytes, FLOP... go before op, time, share, % of roof and bound).
 _OP_COLUMNS = ("op", "time", "share", "% of roof", "bound", "module", "dtype", "achieved", "FLOP/B", "FLOP",
                "bytes", "source")
+_ESSENTIAL = 5  # op, time, share, % of roof, bound: kept whatever the width; a long op name is cut instead
+_MIN_OP_WIDTH = 12
 _RIGHT = {"time", "share", "FLOP", "bytes", "FLOP/B", "achieved", "% of roof"}
 
 
@@ -102,16 +104,25 @@ def ops_table(report: Report, top: int = 15, width: int | None = None) -> Table:
     roofs = report.ceilings.has_roofs()
     rows = [_op_cells(op, total, roofs) for op in ops]
     columns = list(_OP_COLUMNS)
+    op_width = 40
     while True:
         table = Table(title=f"Top {len(ops)} ops by device time (of {len(report.ops)})", title_justify="left")
         for col in columns:
-            table.add_column(col, justify="right" if col in _RIGHT else "left", no_wrap=True,
-                             overflow="ellipsis", max_width=28 if col == "module" else None)
+            table.add_column(col, justify="right" if col in _RIGHT else "left", no_wrap=True, overflow="ellipsis",
+                             max_width={"module": 28, "op": op_width}.get(col))
         for cells in rows:
             table.add_row(*(cells[c] for c in columns))
-        if width is None or len(columns) <= 3 or _table_width(table) <= width:
+        if width is None:
             return table
-        columns = columns[:-1]
+        excess = _table_width(table) - width
+        if excess <= 0:
+            return table
+        if len(columns) > _ESSENTIAL:
+            columns = columns[:-1]
+        elif op_width > _MIN_OP_WIDTH:
+            op_width = max(_MIN_OP_WIDTH, op_width - excess)
+        else:
+            return table
 
 
 def _table_width(table: Table) -> int:
