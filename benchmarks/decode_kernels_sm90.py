@@ -54,12 +54,10 @@ def compile_attention(heads: int, kv_heads: int, head_dim: int, t_per_split: int
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
+    from roofline.lab.kernels.attention import launch_constants
     from roofline.lab.kernels.triton_attention import decode_attention_kernel
 
-    group = heads // kv_heads
-    consts = dict(Q_HEADS=heads, KV_HEADS=kv_heads, GROUP=group, GROUP_PAD=max(16, 1 << (group - 1).bit_length()),
-                  HEAD_DIM=head_dim, HALF=head_dim // 2, BLOCK_T=32, T_PER_SPLIT=t_per_split,
-                  SPLITS=-(-max_seq // t_per_split), PDL=pdl)
+    consts = {**launch_constants(heads, kv_heads, head_dim, max_seq, t_per_split, min(t_per_split, 64)), "PDL": pdl}
     signature = {"QKV": "*fp16", "KC": "*fp16", "VC": "*fp16", "COS": "*fp16", "SIN": "*fp16", "POS": "*i64",
                  "OUT": "*fp16", "PARTIAL": "*fp32", "COUNTERS": "*i32", "scale": "fp32", "max_seq": "i32",
                  **{c: "constexpr" for c in consts}}

@@ -55,7 +55,9 @@ for i, (rows, k, halves, norm, res, cfg) in enumerate(cases):
     gemv(w, x, out, config=cfg, scratch=s, **kw)
     gemv_torch(w, x, ref, **kw)
     worst[f"gemv{i}"] = [(out.float() - ref.float()).abs().max().item(), int(s.counters.abs().sum())]
-for i, (h, hkv, d, seq, pos, per) in enumerate([(4, 2, 32, 48, 37, 16), (8, 8, 64, 40, 20, 64), (4, 1, 32, 70, 69, 32)]):
+for i, (h, hkv, d, seq, pos, per) in enumerate([  # splits past pos, pos on a split's first slot, a group of 3
+        (4, 2, 32, 48, 37, 16), (8, 8, 64, 40, 20, 64), (4, 1, 32, 70, 69, 32), (4, 2, 32, 80, 32, 16),
+        (6, 2, 32, 48, 30, 16)]):
     cos, sin = (t.to(dt) for t in rope_tables(LlamaConfig(h * d, 1, h, hkv, 64, 10), 128))
     kc, vc = torch.randn(1, hkv, seq, d, dtype=dt), torch.randn(1, hkv, seq, d, dtype=dt)
     kc2, vc2 = kc.clone(), vc.clone()

@@ -27,7 +27,7 @@ from roofline.models.llama import Transformer
 ROLES = ("qkv", "wo", "w13", "w2", "head")
 BACKEND_TRITON = "triton"
 BACKEND_TORCH = "torch twins (Triton unavailable here: not the kernels' figures)"
-T_PER_SPLITS = (32, 64, 128)  # cache slots per attention program: the tuning's candidates
+T_PER_SPLITS = (16, 32, 64)  # cache slots per attention program: the tuning's candidates
 
 
 @dataclass
@@ -37,7 +37,7 @@ class Tuning:
     configs: dict[str, GemvConfig]
     candidates_us: dict[str, list[tuple[dict, float]]] = field(default_factory=dict)
     seconds: float = 0.0
-    t_per_split: int = 64
+    t_per_split: int = 32
 
     def as_dict(self) -> dict:
         return {"configs": {r: c.as_dict() for r, c in self.configs.items()}, "attention_t_per_split": self.t_per_split,

@@ -3,11 +3,13 @@
 Input: the stacked q/k/v projection of the token (one vector, q heads then k heads then v heads, as
 model.FusedAttention splits it). Each program takes one KV head and its GROUP query heads (grouped-query
 attention: the cache is read once per KV head) over one slice of the cache (flash-decoding: the sequence is
-split so that more than KV_HEADS programs read it); the program of the first slice rotates the new key, writes
-it and the value into the cache at ``pos`` and adds the token itself to its softmax (so no program reads a slot
-that is being written). The last program of a head to arrive merges the slices' partial softmaxes in a fixed
-order, as gemv's split-K does. Under programmatic dependent launch (``pdl``) it waits for the previous kernel
-before reading q/k/v. ``pos`` is a device tensor: the same launch serves every step of a CUDA graph.
+split so that many programs read it, each a few KB, all its loads issued at once); the program whose slice holds
+``pos`` rotates the new key, writes it and the value into the cache there and adds the token itself to its
+softmax (so no program reads a slot that is being written). Slices past ``pos`` stop before storing anything.
+The last program of a head to arrive merges the live slices' partial softmaxes in a fixed order, every slice's
+partial of a column chunk loaded at once (one round trip to L2, however many slices). Under programmatic
+dependent launch (``pdl``) the first block of the cache is read before waiting for the previous kernel, q/k/v
+after. ``pos`` is a device tensor: the same launch serves every step of a CUDA graph.
 """
 
 from __future__ import annotations
@@ -41,31 +43,48 @@ def splits_for(max_seq: int, t_per_split: int) -> int:
 
 
 def scratch_floats(n_kv_heads: int, n_heads: int, head_dim: int, splits: int) -> int:
-    group_pad = max(16, 1 << (n_heads // n_kv_heads - 1).bit_length())
-    return n_kv_heads * splits * group_pad * (2 + head_dim)
+    return n_kv_heads * splits * (n_heads // n_kv_heads) * (2 + head_dim)
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def launch_constants(n_heads: int, n_kv_heads: int, head_dim: int, max_seq: int, t_per_split: int,
+                     block_t: int) -> dict:
+    """The kernel's compile-time constants (shared with benchmarks/decode_kernels_sm90.py's compile check).
+
+    The combine reads [splits, CHUNK] partials at a time, CHUNK chosen so that is at most 2048 floats."""
+    group = n_heads // n_kv_heads
+    splits = splits_for(max_seq, t_per_split)
+    cols = _pow2(group * head_dim)
+    return dict(Q_HEADS=n_heads, KV_HEADS=n_kv_heads, GROUP=group, GROUP_PAD=max(16, _pow2(group)),
+                HEAD_DIM=head_dim, HALF=head_dim // 2, BLOCK_T=block_t, T_PER_SPLIT=t_per_split, SPLITS=splits,
+                SPLITS_PAD=_pow2(splits), COLS_PAD=cols, CHUNK=max(16, min(cols, 2048 // _pow2(splits))))
 
 
 def decode_attention(qkv: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cos: torch.Tensor,
                      sin: torch.Tensor, pos: torch.Tensor, out: torch.Tensor, *, n_heads: int, n_kv_heads: int,
-                     scratch: Scratch, t_per_split: int = 64, block_t: int = 32, num_warps: int = 4,
+                     scratch: Scratch, t_per_split: int = 32, block_t: int | None = None, num_warps: int = 4,
                      pdl: bool = False) -> torch.Tensor:
-    """The Triton kernel, launched once: out (n_heads * head_dim,) for the token whose q/k/v is ``qkv``."""
+    """The Triton kernel, launched once: out (n_heads * head_dim,) for the token whose q/k/v is ``qkv``.
+
+    ``block_t``: cache slots loaded at once (default: the whole slice up to 64, so a program makes one pass)."""
     if not triton_available():
         raise RuntimeError("decode_attention: Triton is not installed (use attention_torch)")
     from roofline.lab.kernels.triton_attention import decode_attention_kernel
 
     head_dim = k_cache.shape[-1]
     max_seq = k_cache.shape[2]
-    if not (k_cache.is_contiguous() and v_cache.is_contiguous()) or t_per_split % block_t:
-        raise ValueError("decode_attention: contiguous caches and t_per_split a multiple of block_t needed")
-    group = n_heads // n_kv_heads
-    splits = splits_for(max_seq, t_per_split)
+    block_t = block_t or min(t_per_split, 64)
+    if not (k_cache.is_contiguous() and v_cache.is_contiguous()) or t_per_split % block_t or block_t < 16:
+        raise ValueError("decode_attention: contiguous caches, block_t >= 16 and t_per_split a multiple of it needed")
+    consts = launch_constants(n_heads, n_kv_heads, head_dim, max_seq, t_per_split, block_t)
+    splits = consts["SPLITS"]
     if scratch.partial.numel() < scratch_floats(n_kv_heads, n_heads, head_dim, splits):
         raise ValueError("decode_attention: Scratch too small for the partial softmaxes")
     decode_attention_kernel[(n_kv_heads, splits)](
         qkv, k_cache, v_cache, cos, sin, pos, out, scratch.partial, scratch.counters, 1.0 / math.sqrt(head_dim),
-        max_seq, Q_HEADS=n_heads, KV_HEADS=n_kv_heads, GROUP=group, GROUP_PAD=max(16, 1 << (group - 1).bit_length()),
-        HEAD_DIM=head_dim, HALF=head_dim // 2, BLOCK_T=block_t, T_PER_SPLIT=t_per_split, SPLITS=splits, PDL=pdl, num_warps=num_warps,
-        **({"launch_pdl": True} if pdl else {}),
+        max_seq, **consts, PDL=pdl, num_warps=num_warps, **({"launch_pdl": True} if pdl else {}),
     )
     return out

@@ -15,10 +15,38 @@ def _rope(x1, x2, c, s, dt: tl.constexpr):
 
 
 @triton.jit
+def _load_kv(KC, VC, cache, t, pos, HEAD_DIM: tl.constexpr, HALF: tl.constexpr):
+    """One block of cache slots (only those before ``pos``: the slot at ``pos`` is this step's to write)."""
+    d1 = tl.arange(0, HALF)
+    d = tl.arange(0, HEAD_DIM)
+    t_mask = (t < pos)[:, None]
+    rows = cache + t[:, None].to(tl.int64) * HEAD_DIM
+    k1 = tl.load(KC + rows + d1[None, :], mask=t_mask, other=0.0)
+    k2 = tl.load(KC + rows + HALF + d1[None, :], mask=t_mask, other=0.0)
+    v = tl.load(VC + rows + d[None, :], mask=t_mask, other=0.0)
+    return k1, k2, v
+
+
+@triton.jit
+def _attend(r1, r2, k1, k2, v, t, pos, m, l, acc, scale, dt: tl.constexpr):
+    """Online softmax over one block of slots for the group's query heads."""
+    t_mask = t < pos
+    scores = (tl.dot(r1, tl.trans(k1)) + tl.dot(r2, tl.trans(k2))) * scale
+    scores = tl.where(t_mask[None, :], scores, -1.0e30)
+    m_new = tl.maximum(m, tl.max(scores, axis=1))
+    p = tl.where(t_mask[None, :], tl.exp(scores - m_new[:, None]), 0.0)
+    alpha = tl.exp(m - m_new)
+    l = l * alpha + tl.sum(p, axis=1)
+    acc = acc * alpha[:, None] + tl.dot(p.to(dt), v).to(tl.float32)
+    return m_new, l, acc
+
+
+@triton.jit
 def decode_attention_kernel(QKV, KC, VC, COS, SIN, POS, OUT, PARTIAL, COUNTERS, scale, max_seq,
                             Q_HEADS: tl.constexpr, KV_HEADS: tl.constexpr, GROUP: tl.constexpr,
                             GROUP_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, HALF: tl.constexpr, BLOCK_T: tl.constexpr,
-                            T_PER_SPLIT: tl.constexpr, SPLITS: tl.constexpr, PDL: tl.constexpr):
+                            T_PER_SPLIT: tl.constexpr, SPLITS: tl.constexpr, SPLITS_PAD: tl.constexpr,
+                            COLS_PAD: tl.constexpr, CHUNK: tl.constexpr, PDL: tl.constexpr):
     dt = KC.dtype.element_ty
     kh = tl.program_id(0)
     sp = tl.program_id(1)
@@ -27,9 +55,15 @@ def decode_attention_kernel(QKV, KC, VC, COS, SIN, POS, OUT, PARTIAL, COUNTERS, 
     g_mask = g < GROUP
     d1 = tl.arange(0, HALF)
     d = tl.arange(0, HEAD_DIM)
+    cache = kh.to(tl.int64) * max_seq * HEAD_DIM
+    t_start = sp * T_PER_SPLIT
+    # The first block of the cache is read before the wait: slots before pos were written by earlier steps'
+    # kernels, done before the previous kernel could start, so under PDL this overlaps that kernel's tail.
+    t = t_start + tl.arange(0, BLOCK_T)
+    k1, k2, v = _load_kv(KC, VC, cache, t, pos, HEAD_DIM, HALF)
     c = tl.load(COS + pos * HALF + d1).to(tl.float32)
     s = tl.load(SIN + pos * HALF + d1).to(tl.float32)
-    if PDL:  # pos and the tables were written two kernels back or never; q/k/v by the kernel before this one
+    if PDL:  # q/k/v were written by the kernel before this one
         gdc_wait()
         gdc_launch_dependents()
     q_rows = (kh * GROUP + g)[:, None] * HEAD_DIM
@@ -42,28 +76,17 @@ def decode_attention_kernel(QKV, KC, VC, COS, SIN, POS, OUT, PARTIAL, COUNTERS, 
     k2n = tl.load(QKV + k_off + HALF + d1).to(tl.float32)
     rk1, rk2 = _rope(k1n, k2n, c, s, dt)
     v_new = tl.load(QKV + v_off + d)
-    cache = kh.to(tl.int64) * max_seq * HEAD_DIM
 
     m = tl.full([GROUP_PAD], -1.0e30, dtype=tl.float32)
     l = tl.zeros([GROUP_PAD], dtype=tl.float32)
     acc = tl.zeros([GROUP_PAD, HEAD_DIM], dtype=tl.float32)
-    t_start = sp * T_PER_SPLIT
-    for t0 in range(0, T_PER_SPLIT, BLOCK_T):
+    m, l, acc = _attend(r1, r2, k1, k2, v, t, pos, m, l, acc, scale, dt)
+    for t0 in range(BLOCK_T, T_PER_SPLIT, BLOCK_T):
         t = t_start + t0 + tl.arange(0, BLOCK_T)
-        t_mask = t < pos
-        rows = cache + t[:, None].to(tl.int64) * HEAD_DIM
-        k1 = tl.load(KC + rows + d1[None, :], mask=t_mask[:, None], other=0.0)
-        k2 = tl.load(KC + rows + HALF + d1[None, :], mask=t_mask[:, None], other=0.0)
-        scores = (tl.dot(r1, tl.trans(k1)) + tl.dot(r2, tl.trans(k2))) * scale
-        scores = tl.where(t_mask[None, :], scores, -1.0e30)
-        m_new = tl.maximum(m, tl.max(scores, axis=1))
-        p = tl.where(t_mask[None, :], tl.exp(scores - m_new[:, None]), 0.0)
-        alpha = tl.exp(m - m_new)
-        l = l * alpha + tl.sum(p, axis=1)
-        v = tl.load(VC + rows + d[None, :], mask=t_mask[:, None], other=0.0)
-        acc = acc * alpha[:, None] + tl.dot(p.to(dt), v).to(tl.float32)
-        m = m_new
-    if sp == 0:
+        k1, k2, v = _load_kv(KC, VC, cache, t, pos, HEAD_DIM, HALF)
+        m, l, acc = _attend(r1, r2, k1, k2, v, t, pos, m, l, acc, scale, dt)
+    own = pos // T_PER_SPLIT  # the split whose slots hold pos: it writes the token and adds it to its softmax
+    if sp == own:
         tl.store(KC + cache + pos * HEAD_DIM + d1, rk1)
         tl.store(KC + cache + pos * HEAD_DIM + HALF + d1, rk2)
         tl.store(VC + cache + pos * HEAD_DIM + d, v_new)
@@ -75,31 +98,46 @@ def decode_attention_kernel(QKV, KC, VC, COS, SIN, POS, OUT, PARTIAL, COUNTERS, 
         l = l * alpha + p_cur
         acc = acc * alpha[:, None] + p_cur[:, None] * v_new.to(tl.float32)[None, :]
         m = m_new
-    out_ptrs = OUT + (kh * GROUP + g)[:, None] * HEAD_DIM + d[None, :]
     if SPLITS == 1:
+        out_ptrs = OUT + (kh * GROUP + g)[:, None] * HEAD_DIM + d[None, :]
         tl.store(out_ptrs, (acc / l[:, None]).to(dt), mask=g_mask[:, None])
-    else:
+    elif sp <= own:  # splits past pos hold nothing: they neither store nor arrive
+        # Partials: m and l [KV_HEADS, SPLITS, GROUP], then acc [KV_HEADS, SPLITS, GROUP * HEAD_DIM].
         slot = kh * SPLITS + sp
-        ml = PARTIAL + slot * (2 * GROUP_PAD)
-        tl.store(ml + g, m)
-        tl.store(ml + GROUP_PAD + g, l)
-        acc_base = PARTIAL + KV_HEADS * SPLITS * 2 * GROUP_PAD + slot * (GROUP_PAD * HEAD_DIM)
-        tl.store(acc_base + g[:, None] * HEAD_DIM + d[None, :], acc)
+        tl.store(PARTIAL + slot * GROUP + g, m, mask=g_mask)
+        tl.store(PARTIAL + KV_HEADS * SPLITS * GROUP + slot * GROUP + g, l, mask=g_mask)
+        acc_base = PARTIAL + 2 * KV_HEADS * SPLITS * GROUP + slot * (GROUP * HEAD_DIM)
+        tl.store(acc_base + g[:, None] * HEAD_DIM + d[None, :], acc, mask=g_mask[:, None])
         tl.debug_barrier()
         arrived = tl.atomic_add(COUNTERS + kh, 1, sem="acq_rel")
-        if arrived == SPLITS - 1:
+        if arrived == own:
             tl.debug_barrier()
-            top = tl.full([GROUP_PAD], -1.0e30, dtype=tl.float32)
-            for i in tl.static_range(SPLITS):
-                part = PARTIAL + (kh * SPLITS + i) * (2 * GROUP_PAD)
-                top = tl.maximum(top, tl.load(part + g, cache_modifier=".cg"))
-            total_l = tl.zeros([GROUP_PAD], dtype=tl.float32)
-            total = tl.zeros([GROUP_PAD, HEAD_DIM], dtype=tl.float32)
-            for i in tl.static_range(SPLITS):
-                part = PARTIAL + (kh * SPLITS + i) * (2 * GROUP_PAD)
-                weight = tl.exp(tl.load(part + g, cache_modifier=".cg") - top)
-                total_l += weight * tl.load(part + GROUP_PAD + g, cache_modifier=".cg")
-                part_acc = PARTIAL + KV_HEADS * SPLITS * 2 * GROUP_PAD + (kh * SPLITS + i) * (GROUP_PAD * HEAD_DIM)
-                total += weight[:, None] * tl.load(part_acc + g[:, None] * HEAD_DIM + d[None, :], cache_modifier=".cg")
-            tl.store(out_ptrs, (total / total_l[:, None]).to(dt), mask=g_mask[:, None])
+            _combine(PARTIAL, OUT, kh, own + 1, KV_HEADS, SPLITS, GROUP, HEAD_DIM, SPLITS_PAD, COLS_PAD, CHUNK, dt)
             tl.atomic_xchg(COUNTERS + kh, 0)
+
+
+@triton.jit
+def _combine(PARTIAL, OUT, kh, live, KV_HEADS: tl.constexpr, SPLITS: tl.constexpr, GROUP: tl.constexpr,
+             HEAD_DIM: tl.constexpr, SPLITS_PAD: tl.constexpr, COLS_PAD: tl.constexpr, CHUNK: tl.constexpr,
+             dt: tl.constexpr):
+    """Merge the ``live`` splits' partial softmaxes of one KV head, in split order, a chunk of columns at a time.
+
+    Every split's partials of a chunk are loaded at once (one round trip to L2, not one per split)."""
+    sp = tl.arange(0, SPLITS_PAD)
+    s_mask = (sp < live)[:, None]
+    slots = (kh * SPLITS + sp)[:, None]
+    for c0 in tl.static_range(0, COLS_PAD, CHUNK):
+        cols = c0 + tl.arange(0, CHUNK)
+        c_mask = (cols < GROUP * HEAD_DIM)[None, :]
+        head = (cols // HEAD_DIM)[None, :]
+        mask = s_mask & c_mask
+        m = tl.load(PARTIAL + slots * GROUP + head, mask=mask, other=-1.0e30, cache_modifier=".cg")
+        l = tl.load(PARTIAL + KV_HEADS * SPLITS * GROUP + slots * GROUP + head, mask=mask, other=0.0,
+                    cache_modifier=".cg")
+        a = tl.load(PARTIAL + 2 * KV_HEADS * SPLITS * GROUP + slots * (GROUP * HEAD_DIM) + cols[None, :], mask=mask,
+                    other=0.0, cache_modifier=".cg")
+        top = tl.max(m, axis=0)
+        weight = tl.exp(m - top[None, :])
+        total_l = tl.sum(weight * l, axis=0)
+        total = tl.sum(weight * a, axis=0)
+        tl.store(OUT + kh * (GROUP * HEAD_DIM) + cols, (total / total_l).to(dt), mask=cols < GROUP * HEAD_DIM)
