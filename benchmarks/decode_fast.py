@@ -13,7 +13,9 @@ both captured as CUDA graphs of 16 steps (lab/graphed.py) and timed in alternati
 Tokens are compared with the eager fixed model's greedy tokens; at a divergence, the eager model's top-two logit
 gap there (in ulps) says whether it was a tie. Each variant's kernel time is split by class (matrix products,
 attention, other; decode_breakdown.py's classes) from a profiled Python-loop run, with each class's bandwidth
-and the time between kernels (graphed wall time - kernel time).
+and the time between kernels (graphed wall time - time any kernel ran). Under PDL a kernel starts while the one
+before it runs and waits inside it: each kernel counts only from where the one before it ended, and the time
+they overlapped is given apart ("ran under an earlier kernel").
 
 On CPU (``--device cpu``, a smoke test of this script) the products run as the kernels' torch twins, or as the
 Triton kernels under TRITON_INTERPRET=1; the JSON's "backend" says which, and no such figure is a GPU's.
@@ -349,8 +351,11 @@ def _print_breakdown(b: dict) -> None:
         bw = v.get("achieved_bytes_per_s")
         parts.append(f"{cls} {v['us_per_token']:.0f} us ({v['kernels_per_token']:.0f})"
                      + (f" {bw / 1e12:.2f} TB/s" if bw else ""))
+    overlap = b.get("overlapped_us_per_token") or 0.0
     print(f"    kernels {b['kernel_us_per_token']:.0f} us in {b['kernels_per_token']:.0f}: {'; '.join(parts)}; "
-          f"between kernels {b['gap_us_per_token']:.0f} us", flush=True)
+          f"between kernels {b['gap_us_per_token']:.0f} us"
+          + (f"; {overlap:.0f} us more ran under an earlier kernel (PDL: early starts, waiting)" if overlap >= 0.5
+             else ""), flush=True)
     for k in b["top_kernels"][:4]:
         print(f"      {k['us_per_token']:7.1f} us x{k['calls_per_token']:.0f} [{k['class']}] {k['name'][:80]}")
 
@@ -360,10 +365,14 @@ def table(paths: list[str]) -> str:
     lines = ["| model | variant | tokens/s (runs) | ms/token | bytes/token | % of measured roof | same tokens as eager |",
              "|---|---|---:|---:|---:|---:|---|"]
     classes = ["| model | variant | wall / token | kernels | matrix products (bandwidth) | attention (bandwidth) "
-               "| other | between kernels |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+               "| other | between kernels | overlapped (PDL) |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    skipped = []
     for path in paths:
         with open(path) as fh:
             data = json.load(fh)
+        if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
+            skipped.append(os.path.basename(path))  # e.g. gpu_suite.py's suite.json beside the results
+            continue
         for model, row in data["models"].items():
             for label, v in row.get("variants", {}).items():
                 runs = v["runs_tokens_per_s"]
@@ -387,10 +396,20 @@ def table(paths: list[str]) -> str:
                     return f"{x['us_per_token']:,.0f} us ({x['kernels_per_token']:.0f})" + (f" {bw / 1e12:.2f} TB/s" if bw else "")
                 classes.append(f"| {model} | {label} | {b.get('graphed_wall_us_per_token', 0):,.0f} us | "
                                f"{b.get('kernel_us_per_token', 0):,.0f} us ({b.get('kernels_per_token', 0):.0f}) | "
-                               f"{cell('matmul')} | {cell('attention')} | {cell('other')} | {b.get('gap_us_per_token', 0):,.0f} us |")
+                               f"{cell('matmul')} | {cell('attention')} | {cell('other')} | {_gap_cell(b)} | "
+                               + (f"{b['overlapped_us_per_token']:,.0f} us |" if "overlapped_us_per_token" in b
+                                  else "not split out |"))
             for note in row.get("notes", []) + ([row["error"]] if "error" in row else []):
                 lines.append(f"| {model} | note: {note} | | | | | |")
-    return "\n".join(lines + [""] + classes)
+    notes = [f"(not decode_fast.py results, left out: {', '.join(skipped)})"] if skipped else []
+    return "\n".join(lines + [""] + classes + notes)
+
+
+def _gap_cell(b: dict) -> str:
+    gap = b.get("gap_us_per_token", 0)
+    if gap < 0 and "overlapped_us_per_token" not in b:  # runs before overlaps were split out summed PDL's waits
+        return f"{gap:,.0f} us (kernel times overlap: PDL's waits counted twice)"
+    return f"{gap:,.0f} us"
 
 
 def _triton_version() -> str | None:

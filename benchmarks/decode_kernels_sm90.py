@@ -65,6 +65,20 @@ def compile_attention(heads: int, kv_heads: int, head_dim: int, t_per_split: int
                           target=GPUTarget("cuda", 90, 64), options={"num_warps": 4, "launch_pdl": pdl})
 
 
+def compile_argmax(n: int, pdl: bool):
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from roofline.lab.kernels.argmax import BLOCK, WARPS
+    from roofline.lab.kernels.triton_argmax import argmax_kernel
+
+    consts = dict(BLOCK=min(BLOCK, 1 << (n - 1).bit_length()), PDL=pdl)
+    signature = {"X": "*fp16", "OUT": "*i64", "N": "i32", **{c: "constexpr" for c in consts}}
+    return triton.compile(ASTSource(argmax_kernel, signature, constexprs=consts), target=GPUTarget("cuda", 90, 64),
+                          options={"num_warps": min(WARPS, max(1, consts["BLOCK"] // 256)), "launch_pdl": pdl})
+
+
 def registers_and_spills(kernel) -> tuple[int, int]:
     """ptxas -v of the kernel's PTX for sm_90a: (registers per thread, spill-store bytes)."""
     import triton
@@ -84,17 +98,22 @@ def registers_and_spills(kernel) -> tuple[int, int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one tile per shape kind (a few seconds)")
+    parser.add_argument("--only-tiles", type=int, nargs="+", metavar="I",
+                        help="only the tiles at these indices of gemv.TILES (e.g. the ones just added)")
     args = parser.parse_args(argv)
     import triton
 
     from roofline.lab.decode_fast import T_PER_SPLITS
-    from roofline.lab.kernels.gemv import candidate_configs
+    from roofline.lab.kernels.gemv import TILES, candidate_configs
 
     print(f"triton {triton.__version__}, target sm_90a")
     problems = 0
     shapes = SHAPES[5:9] if args.quick else SHAPES
     for rows, k, halves, norm, residual in shapes:
         configs = candidate_configs(rows, k, 132, halves)
+        if args.only_tiles:
+            chosen = {TILES[i][:3] for i in args.only_tiles}
+            configs = [c for c in configs if (c.block_n, c.block_k, c.num_warps) in chosen]
         for config in configs[:1] if args.quick else configs:
             for pdl in (False, True):
                 try:
@@ -115,6 +134,15 @@ def main(argv: list[str] | None = None) -> int:
                 problems += spills != 0
                 print(f"attention {heads}/{kv_heads}x{head_dim} {per_split} slots pdl={pdl}: {regs} registers, "
                       f"{spills} spill bytes")
+    for vocab in sorted({rows for rows, _, _, norm, _ in SHAPES if rows >= 32000}):
+        for pdl in (False, True):
+            try:
+                regs, spills = registers_and_spills(compile_argmax(vocab, pdl))
+            except Exception as exc:  # noqa: BLE001
+                regs, spills = -1, -1
+                print(f"argmax {vocab}: {type(exc).__name__}: {str(exc)[:200]}")
+            problems += spills != 0
+            print(f"argmax {vocab} pdl={pdl}: {regs} registers, {spills} spill bytes")
     print(f"{problems} kernels failed or spilled")
     return 1 if problems else 0
 

@@ -35,6 +35,7 @@ MICRO = LlamaConfig(dim=128, n_layers=2, n_heads=4, n_kv_heads=2, ffn_dim=192, v
 INTERPRETED_KERNELS = """
 import torch
 from roofline.lab.kernels.attention import attention_torch, decode_attention
+from roofline.lab.kernels.argmax import argmax
 from roofline.lab.kernels.gemv import GemvConfig, Scratch, gemv, gemv_torch
 from roofline.models.llama import LlamaConfig, rope_tables
 
@@ -44,7 +45,8 @@ worst = {}
 cases = [  # rows, K, halves, norm, residual, tile: plain, split-K with every fusion, uneven K and rows
     (64, 256, 1, False, False, GemvConfig(8, 128, 1)), (64, 256, 1, True, True, GemvConfig(8, 64, 2)),
     (96, 256, 2, True, True, GemvConfig(8, 64, 2, 4, True)), (64, 512, 1, True, True, GemvConfig(4, 64, 2, 4, False, 2)),
-    (96, 344, 2, True, False, GemvConfig(16, 64, 3)), (40, 200, 1, False, True, GemvConfig(16, 128, 2))]
+    (96, 344, 2, True, False, GemvConfig(16, 64, 3)), (40, 200, 1, False, True, GemvConfig(16, 128, 2)),
+    (64, 256, 2, True, False, GemvConfig(2, 256, 1, 8))]  # a whole row per pass: no loop
 for i, (rows, k, halves, norm, res, cfg) in enumerate(cases):
     w = torch.randn(rows, k, dtype=dt) * 0.05
     x, g = torch.randn(k, dtype=dt), torch.rand(k, dtype=dt) + 0.5
@@ -68,6 +70,12 @@ for i, (h, hkv, d, seq, pos, per) in enumerate([  # splits past pos, pos on a sp
     attention_torch(qkv, kc2, vc2, cos, sin, p, ref, n_heads=h, n_kv_heads=hkv)
     worst[f"attention{i}"] = [(out.float() - ref.float()).abs().max().item(), int(s.counters.abs().sum()),
                               (kc.float() - kc2.float()).abs().max().item() + (vc.float() - vc2.float()).abs().max().item()]
+for n in (300, 40000):  # one pass, and five passes of the 8k block with a ragged end
+    logits = torch.randn(n, dtype=dt)
+    logits[n - 5] = logits[n // 3] = 9.0  # a tie: torch answers the first index
+    got = torch.full((1,), -1, dtype=torch.long)
+    argmax(logits, got)
+    worst[f"argmax{n}"] = [float(got.item() != logits.argmax().item()), 0, 0.0]
 print("RESULT", __import__("json").dumps(worst))
 """
 
@@ -90,7 +98,9 @@ def test_triton_kernels_match_their_torch_twins_in_the_interpreter():
     worst = _interpret(INTERPRETED_KERNELS)
     for name, (error, counters, *cache) in worst.items():
         assert counters == 0, f"{name}: split-K/attention arrival counters were not reset"
-        if name.startswith("gemv"):
+        if name.startswith("argmax"):
+            assert error == 0.0, f"{name}: not torch.argmax's index"
+        elif name.startswith("gemv"):
             assert error == 0.0, f"{name}: the product is not the eager ops' (max error {error})"
         else:
             assert error < 2e-3, f"{name}: attention differs by {error}"

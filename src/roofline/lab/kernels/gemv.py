@@ -42,11 +42,15 @@ class GemvConfig:
 # [rows, K] accumulator the 4x512 and 8x512 tiles take 96-104 registers and unrolled by 2 ptxas issues both
 # iterations' loads before the first FMA (two tiles in flight); summing each tile at once takes 48-56 registers
 # (more programs resident) but keeps one tile in flight. 16x256 unrolled and 16x1024 spill, so they are left out.
+# The last four are for 1-46 MB weights, where every first H200 tuning chose 4-row tiles (more programs won):
+# 2 rows per program, and tiles as wide as K = 2048 (a whole row pair in one pass: each thread's 16-byte loads
+# all issued at once, no loop), 8 warps where a program's tile is 4096+ elements.
 TILES = (
     (4, 512, 4, False, 1), (8, 512, 4, False, 1), (16, 512, 8, False, 1),
     (4, 256, 4, False, 2), (4, 512, 4, False, 2), (8, 256, 4, False, 2),
     (4, 1024, 4, False, 1), (8, 1024, 4, False, 1),
     (8, 512, 4, True, 1), (8, 1024, 4, True, 1),
+    (2, 1024, 4, False, 1), (4, 1024, 8, False, 1), (2, 2048, 8, False, 1), (4, 2048, 8, False, 1),
 )
 
 
@@ -54,14 +58,16 @@ def candidate_configs(rows: int, k: int, sm_count: int = 132, halves: int = 1) -
     """The tiles of TILES that suit a (rows, K) product (each is a compile, so few).
 
     Each tile gets the smallest split-K that gives about two programs per multiprocessor (``wo`` and ``w2``
-    have few rows), and the 4-row tiles are also tried unsplit. 1024-wide tiles only where K >= 4096; with
-    ``halves=2`` (gate and up rows: two accumulators) no tile above 4096 elements per accumulator or unrolled
-    8-row tile (they spill or nearly)."""
+    have few rows), and the 4-row tiles are also tried unsplit. The 4-warp 1024-wide tiles only where K >= 4096
+    and the 8-warp and 2-row wide tiles where K >= their width (they are for 2048-4096-wide rows); with
+    ``halves=2`` (gate and up rows: two accumulators) no tile above 32 elements per thread per accumulator or
+    unrolled 8-row tile (they spill or nearly)."""
     found: list[GemvConfig] = []
     for block_n, block_k, warps, reduce_each, unroll in TILES:
-        if block_k == 1024 and k < 4096:
+        if block_k >= 1024 and (k < block_k if (warps == 8 or block_n == 2) else k < 4096):
             continue
-        if halves == 2 and not reduce_each and (block_n * block_k > 4096 or (unroll > 1 and block_n > 4)):
+        per_thread = block_n * block_k // (32 * warps)
+        if halves == 2 and not reduce_each and (per_thread > 32 or block_n > 8 or (unroll > 1 and block_n > 4)):
             continue
         block_k = min(block_k, max(256, _pow2_at_least(k)))
         blocks = -(-rows // block_n)
@@ -69,7 +75,7 @@ def candidate_configs(rows: int, k: int, sm_count: int = 132, halves: int = 1) -
         while blocks * split < 2 * sm_count and k // (2 * split) >= block_k:
             split *= 2
         found.append(GemvConfig(block_n, block_k, split, warps, reduce_each, unroll))
-        if split > 1 and block_n == 4:
+        if split > 1 and block_n <= 4:
             found.append(GemvConfig(block_n, block_k, 1, warps, reduce_each, unroll))
     return list(dict.fromkeys(found))
 
