@@ -41,7 +41,8 @@ def compile_gemv(rows: int, k: int, halves: int, norm: bool, residual: bool, con
     consts = dict(HALVES=halves, NORM=norm, RESIDUAL=residual, SPLIT_K=config.split_k, BLOCK_N=config.block_n,
                   BLOCK_K=config.block_k, K_PER_SPLIT=per, EVEN_K=k % config.block_k == 0 and per * config.split_k == k,
                   EVEN_N=rows % config.block_n == 0, NORM_BLOCK=_pow2_at_least(k), PDL=pdl,
-                  REDUCE_EACH=config.reduce_each, UNROLL=config.unroll)
+                  REDUCE_EACH=config.reduce_each, UNROLL=config.unroll,
+                  STAGES=config.stages if config.stages > 1 else None)
     signature = {"W": "*fp16", "X": "*fp16", "OUT": "*fp16", "RES": "*fp16", "GAMMA": "*fp16", "PARTIAL": "*fp32",
                  "COUNTERS": "*i32", "N": "i32", "K": "i32", "eps": "fp32", **{c: "constexpr" for c in consts}}
     attrs = {(i,): [["tt.divisibility", 16]] for i in range(9)}  # pointers and sizes, as Triton specialises them
@@ -113,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
         configs = candidate_configs(rows, k, 132, halves)
         if args.only_tiles:
             chosen = {TILES[i][:3] for i in args.only_tiles}
-            configs = [c for c in configs if (c.block_n, c.block_k, c.num_warps) in chosen]
+            configs = [c for c in configs if (c.block_n, c.block_k, c.num_warps) in chosen and
+                       (c.stages > 1) == any(TILES[i][5] > 1 for i in args.only_tiles)]
         for config in configs[:1] if args.quick else configs:
             for pdl in (False, True):
                 try:

@@ -38,3 +38,26 @@ def test_breakdown_accounts_for_every_kernel_of_the_trace():
         breakdown["kernel_us_per_token"])
     assert sum(c["kernels_per_token"] for c in classes.values()) == breakdown["kernels_per_token"]
     assert breakdown["top_kernels"][0]["us_per_token"] >= breakdown["top_kernels"][-1]["us_per_token"]
+
+
+def test_kernels_started_early_under_pdl_count_once(tmp_path):
+    """A kernel launched with programmatic dependent launch starts inside the one before it and waits there:
+    each counts only past the previous one's end, and the overlap is reported apart (was: negative gaps)."""
+    import gzip
+    import json
+
+    def kernel(name, ts, dur, corr):
+        return {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur,
+                "args": {"device": 0, "stream": 7, "correlation": corr, "External id": corr}}
+
+    events = [kernel("gemv_kernel", 0, 10, 1), kernel("decode_attention_kernel", 6, 6, 2),  # 4 us under gemv
+              kernel("gemv_kernel", 12, 5, 3), kernel("void at::native::reduce_kernel", 20, 2, 4)]  # 3 us gap
+    path = tmp_path / "pdl.json.gz"
+    path.write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
+    breakdown = _script().kernel_breakdown(str(path), steps=1)
+    classes = breakdown["classes"]
+    assert classes["matmul"]["us_per_token"] == pytest.approx(15.0)
+    assert classes["attention"]["us_per_token"] == pytest.approx(2.0)
+    assert classes["attention"]["with_overlap_us_per_token"] == pytest.approx(6.0)
+    assert breakdown["kernel_us_per_token"] == pytest.approx(19.0)  # busy time: 22 us span less the 3 us gap
+    assert breakdown["overlapped_us_per_token"] == pytest.approx(4.0)

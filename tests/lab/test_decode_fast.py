@@ -46,7 +46,8 @@ cases = [  # rows, K, halves, norm, residual, tile: plain, split-K with every fu
     (64, 256, 1, False, False, GemvConfig(8, 128, 1)), (64, 256, 1, True, True, GemvConfig(8, 64, 2)),
     (96, 256, 2, True, True, GemvConfig(8, 64, 2, 4, True)), (64, 512, 1, True, True, GemvConfig(4, 64, 2, 4, False, 2)),
     (96, 344, 2, True, False, GemvConfig(16, 64, 3)), (40, 200, 1, False, True, GemvConfig(16, 128, 2)),
-    (64, 256, 2, True, False, GemvConfig(2, 256, 1, 8))]  # a whole row per pass: no loop
+    (64, 256, 2, True, False, GemvConfig(2, 256, 1, 8)),  # a whole row per pass: no loop
+    (64, 512, 1, True, True, GemvConfig(4, 64, 1, 4, False, 1, 3))]  # the loop pipelined (compiled only on a GPU)
 for i, (rows, k, halves, norm, res, cfg) in enumerate(cases):
     w = torch.randn(rows, k, dtype=dt) * 0.05
     x, g = torch.randn(k, dtype=dt), torch.rand(k, dtype=dt) + 0.5

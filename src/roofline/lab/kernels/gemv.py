@@ -33,24 +33,28 @@ class GemvConfig:
     num_warps: int = 4
     reduce_each: bool = False  # sum every tile at once (fewer registers, more programs resident) or at the end
     unroll: int = 1  # iterations unrolled, so that ptxas can issue their loads together
+    stages: int = 1  # > 1: the K loop software-pipelined that deep (cp.async copies of the next tiles)
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
-# (rows per program, K per iteration, warps, sum each tile at once, unroll): chosen from sm_90 builds: with a
-# [rows, K] accumulator the 4x512 and 8x512 tiles take 96-104 registers and unrolled by 2 ptxas issues both
-# iterations' loads before the first FMA (two tiles in flight); summing each tile at once takes 48-56 registers
-# (more programs resident) but keeps one tile in flight. 16x256 unrolled and 16x1024 spill, so they are left out.
-# The last four are for 1-46 MB weights, where every first H200 tuning chose 4-row tiles (more programs won):
-# 2 rows per program, and tiles as wide as K = 2048 (a whole row pair in one pass: each thread's 16-byte loads
-# all issued at once, no loop), 8 warps where a program's tile is 4096+ elements.
+# (rows per program, K per iteration, warps, sum each tile at once, unroll, stages): chosen from sm_90 builds:
+# with a [rows, K] accumulator the 4x512 and 8x512 tiles take 96-104 registers and unrolled by 2 ptxas issues
+# both iterations' loads before the first FMA (two tiles in flight); summing each tile at once takes 48-56
+# registers (more programs resident) but keeps one tile in flight. 16x256 unrolled and 16x1024 spill, so they
+# are left out. Without ``stages`` Triton does not pipeline these loops (no cp.async in the PTX): each iteration
+# waits for its own tiles, a DRAM round trip, so a 2048-wide row in 512-wide tiles costs four in a row.
+# The entries after the first ten are for 1-46 MB weights, where every first H200 tuning chose 4-row tiles:
+# 2 rows per program and tiles as wide as 2048 (a row pair in one pass: each thread's 16-byte loads all
+# issued at once, no loop), 8 warps where a tile is 4096+ elements, and loops pipelined 3 deep.
 TILES = (
-    (4, 512, 4, False, 1), (8, 512, 4, False, 1), (16, 512, 8, False, 1),
-    (4, 256, 4, False, 2), (4, 512, 4, False, 2), (8, 256, 4, False, 2),
-    (4, 1024, 4, False, 1), (8, 1024, 4, False, 1),
-    (8, 512, 4, True, 1), (8, 1024, 4, True, 1),
-    (2, 1024, 4, False, 1), (4, 1024, 8, False, 1), (2, 2048, 8, False, 1), (4, 2048, 8, False, 1),
+    (4, 512, 4, False, 1, 1), (8, 512, 4, False, 1, 1), (16, 512, 8, False, 1, 1),
+    (4, 256, 4, False, 2, 1), (4, 512, 4, False, 2, 1), (8, 256, 4, False, 2, 1),
+    (4, 1024, 4, False, 1, 1), (8, 1024, 4, False, 1, 1),
+    (8, 512, 4, True, 1, 1), (8, 1024, 4, True, 1, 1),
+    (2, 1024, 4, False, 1, 1), (4, 1024, 8, False, 1, 1), (2, 2048, 8, False, 1, 1), (4, 2048, 8, False, 1, 1),
+    (2, 4096, 8, False, 1, 1), (4, 512, 4, False, 1, 3), (8, 512, 4, False, 1, 3), (4, 1024, 8, False, 1, 3),
 )
 
 
@@ -59,12 +63,15 @@ def candidate_configs(rows: int, k: int, sm_count: int = 132, halves: int = 1) -
 
     Each tile gets the smallest split-K that gives about two programs per multiprocessor (``wo`` and ``w2``
     have few rows), and the 4-row tiles are also tried unsplit. The 4-warp 1024-wide tiles only where K >= 4096
-    and the 8-warp and 2-row wide tiles where K >= their width (they are for 2048-4096-wide rows); with
-    ``halves=2`` (gate and up rows: two accumulators) no tile above 32 elements per thread per accumulator or
-    unrolled 8-row tile (they spill or nearly)."""
+    and the 8-warp and 2-row wide tiles where K >= their width (they are for 2048-4096-wide rows); pipelined
+    tiles only where their loop has two or more iterations; with ``halves=2`` (gate and up rows: two
+    accumulators) no tile above 32 elements per thread per accumulator or unrolled 8-row tile (they spill or
+    nearly)."""
     found: list[GemvConfig] = []
-    for block_n, block_k, warps, reduce_each, unroll in TILES:
+    for block_n, block_k, warps, reduce_each, unroll, stages in TILES:
         if block_k >= 1024 and (k < block_k if (warps == 8 or block_n == 2) else k < 4096):
+            continue
+        if stages > 1 and k < 3 * block_k:
             continue
         per_thread = block_n * block_k // (32 * warps)
         if halves == 2 and not reduce_each and (per_thread > 32 or block_n > 8 or (unroll > 1 and block_n > 4)):
@@ -74,9 +81,9 @@ def candidate_configs(rows: int, k: int, sm_count: int = 132, halves: int = 1) -
         split = 1
         while blocks * split < 2 * sm_count and k // (2 * split) >= block_k:
             split *= 2
-        found.append(GemvConfig(block_n, block_k, split, warps, reduce_each, unroll))
+        found.append(GemvConfig(block_n, block_k, split, warps, reduce_each, unroll, stages))
         if split > 1 and block_n <= 4:
-            found.append(GemvConfig(block_n, block_k, 1, warps, reduce_each, unroll))
+            found.append(GemvConfig(block_n, block_k, 1, warps, reduce_each, unroll, stages))
     return list(dict.fromkeys(found))
 
 
@@ -135,7 +142,8 @@ def gemv(w: torch.Tensor, x: torch.Tensor, out: torch.Tensor, *, config: GemvCon
         HALVES=halves, NORM=norm_weight is not None, RESIDUAL=residual is not None,
         SPLIT_K=split, BLOCK_N=config.block_n, BLOCK_K=config.block_k, K_PER_SPLIT=per_split,
         EVEN_K=k % config.block_k == 0 and per_split * split == k, EVEN_N=n % config.block_n == 0,
-        NORM_BLOCK=_pow2_at_least(k), PDL=pdl, REDUCE_EACH=config.reduce_each, UNROLL=config.unroll, num_warps=config.num_warps, **({"launch_pdl": True} if pdl else {}),
+        NORM_BLOCK=_pow2_at_least(k), PDL=pdl, REDUCE_EACH=config.reduce_each, UNROLL=config.unroll,
+        STAGES=config.stages if config.stages > 1 else None, num_warps=config.num_warps, **({"launch_pdl": True} if pdl else {}),
     )
     return out
 

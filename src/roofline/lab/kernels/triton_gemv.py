@@ -61,7 +61,7 @@ def gemv_kernel(W, X, OUT, RES, GAMMA, PARTIAL, COUNTERS, N, K, eps,
                 HALVES: tl.constexpr, NORM: tl.constexpr, RESIDUAL: tl.constexpr, SPLIT_K: tl.constexpr,
                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, K_PER_SPLIT: tl.constexpr,
                 EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, NORM_BLOCK: tl.constexpr, PDL: tl.constexpr,
-                REDUCE_EACH: tl.constexpr, UNROLL: tl.constexpr):
+                REDUCE_EACH: tl.constexpr, UNROLL: tl.constexpr, STAGES: tl.constexpr):
     dt = OUT.dtype.element_ty
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
@@ -98,7 +98,9 @@ def gemv_kernel(W, X, OUT, RES, GAMMA, PARTIAL, COUNTERS, N, K, eps,
     else:
         acc = w.to(tl.float32) * x[None, :]
         acc2 = w2.to(tl.float32) * x[None, :]
-    for k0 in tl.range(BLOCK_K, K_PER_SPLIT, BLOCK_K, loop_unroll_factor=UNROLL):
+    # STAGES (None: Triton's default, no pipelining of these loads): the loop's weight tiles copied ahead into
+    # shared memory (cp.async), so a program has STAGES - 1 tiles in flight while it multiplies one.
+    for k0 in tl.range(BLOCK_K, K_PER_SPLIT, BLOCK_K, loop_unroll_factor=UNROLL, num_stages=STAGES):
         ks = k_start + k0 + tl.arange(0, BLOCK_K)
         w = _load_w(W, w_rows, ks, K, 0, EVEN_K)
         if HALVES == 2:
