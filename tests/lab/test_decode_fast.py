@@ -219,11 +219,44 @@ def test_kernels_match_torch_on_the_gpu_for_the_models_shapes():
         ref = gemv_torch(w, x, torch.empty_like(r), halves=halves, norm_weight=g if norm else None,
                          residual=r if res else None)
         configs = candidate_configs(rows // halves, k, halves=halves)
-        for config in configs[:2] + [c for c in configs if c.split_k > 1][:1]:
+        picked = configs[:2] + [c for c in configs if c.split_k > 1][:1] + [c for c in configs if c.stages > 1][:1]
+        for config in picked + [c for c in configs if c.block_k >= 2048][:1]:
             out = gemv(w, x, torch.empty_like(r), config=config, scratch=scratch, halves=halves,
                        norm_weight=g if norm else None, residual=r if res else None)
             torch.testing.assert_close(out, ref, atol=2e-2, rtol=1e-2, msg=f"{rows}x{k} {config}")
         assert int(scratch.counters.abs().sum()) == 0
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available() or not triton_available(), reason="needs a CUDA GPU and Triton")
+def test_attention_and_argmax_match_torch_on_the_gpu_at_the_models_shapes():
+    from roofline.lab.kernels.argmax import argmax
+    from roofline.lab.kernels.attention import attention_torch, decode_attention
+    from roofline.lab.kernels.gemv import Scratch
+    from roofline.models.llama import rope_tables
+
+    torch.manual_seed(0)
+    dt, dev = torch.float16, torch.device("cuda")
+    scratch = Scratch(dev, 1 << 22, 1 << 15)
+    for heads, kv_heads, head_dim in [(32, 4, 64), (32, 8, 128), (8, 8, 64)]:
+        cos, sin = (t.to(dev, dt) for t in rope_tables(LlamaConfig(heads * head_dim, 1, heads, kv_heads, 64, 10), 400))
+        for per_split, pos in [(16, 300), (32, 31), (64, 327)]:  # splits past pos; pos on a split's last slot
+            kc = torch.randn(1, kv_heads, 328, head_dim, dtype=dt, device=dev)
+            vc = torch.randn_like(kc)
+            kc2, vc2 = kc.clone(), vc.clone()
+            qkv = torch.randn((heads + 2 * kv_heads) * head_dim, dtype=dt, device=dev)
+            p = torch.tensor([pos], device=dev)
+            out = decode_attention(qkv, kc, vc, cos, sin, p, torch.empty(heads * head_dim, dtype=dt, device=dev),
+                                   n_heads=heads, n_kv_heads=kv_heads, scratch=scratch, t_per_split=per_split)
+            ref = attention_torch(qkv, kc2, vc2, cos, sin, p, torch.empty_like(out), n_heads=heads,
+                                  n_kv_heads=kv_heads)
+            torch.testing.assert_close(out, ref, atol=2e-3, rtol=1e-2, msg=f"{heads}/{kv_heads}x{head_dim} {per_split}")
+            assert torch.equal(kc, kc2) and torch.equal(vc, vc2)
+        assert int(scratch.counters.abs().sum()) == 0
+    for vocab in (32000, 128256):
+        logits = torch.randn(vocab, dtype=dt, device=dev)
+        logits[vocab - 7] = logits[vocab // 3] = 12.0
+        assert argmax(logits, torch.empty(1, dtype=torch.long, device=dev)).item() == vocab // 3
 
 
 @pytest.mark.cuda
