@@ -128,6 +128,69 @@ class Ceilings(Struct):
         return self.peak_for(dtype) / self.memory_bandwidth_bytes_per_s
 
 
+class MeasuredTraffic(Struct):
+    """What Nsight Compute measured for one op's kernels (summed over them), beside the modelled minimum ``bytes``.
+
+    Set only when ncu counters were joined (analyze/ncu_join.py says how). None: the counter was not collected.
+    ``excess_ratio`` is measured DRAM bytes over the modelled minimum; ``dram_intensity``/``l2_intensity`` are the
+    op's FLOPs over the bytes measured at that level (the hierarchical roofline's x positions)."""
+
+    dram_read_bytes: NonNegative = 0.0
+    dram_write_bytes: NonNegative = 0.0
+    dram_bytes: NonNegative = 0.0
+    l2_bytes: float | None = None
+    l2_hit_rate: float | None = None
+    l1_bytes: float | None = None
+    shared_bytes: float | None = None
+    sm_throughput_pct: float | None = None
+    memory_throughput_pct: float | None = None
+    achieved_occupancy_pct: float | None = None
+    tensor_pipe_pct: float | None = None
+    duration_s: NonNegative = 0.0
+    kernels: Count = 0
+    kernels_total: Count = 0
+    excess_ratio: float | None = None
+    dram_intensity: float | None = None
+    l2_intensity: float | None = None
+
+
+class TrafficGroup(Struct):
+    """Measured traffic summed over the ops of one module site (or op name) for the memory-access view."""
+
+    name: str
+    ops: Count = 0
+    time_s: NonNegative = 0.0
+    modelled_bytes: NonNegative = 0.0
+    dram_bytes: NonNegative = 0.0
+    l2_bytes: float | None = None
+    l2_hit_rate: float | None = None
+    excess_ratio: float | None = None
+
+
+class NcuSummary(Struct):
+    """How ncu's per-kernel counters were joined to the report's ops, and the totals (the memory-access view).
+
+    ``joined_share`` is the share of ncu's kernels matched to a kernel of an op; ``step_share`` the share of the
+    step's kernels that got counters."""
+
+    source: str = ""
+    method: str = ""
+    metrics: list[str] = field(default_factory=list)
+    kernels: Count = 0
+    kernels_joined: Count = 0
+    joined_share: float = 0.0
+    step_kernels: Count = 0
+    step_kernels_measured: Count = 0
+    step_share: float = 0.0
+    ops_measured: Count = 0
+    modelled_bytes: NonNegative = 0.0
+    dram_bytes: NonNegative = 0.0
+    l2_bytes: float | None = None
+    by_module: list[TrafficGroup] = field(default_factory=list)
+    by_op: list[TrafficGroup] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
 class OpRecord(Struct):
     """One op call in one representative step, joined with its measured device time. ``roof`` names the memory
     roof it was judged against: ``dram``, ``cache`` (served from the last-level cache) or ``cache-unknown``
@@ -163,6 +226,7 @@ class OpRecord(Struct):
     external_id: int | None = None
     output_dtypes: list[str] = field(default_factory=list)
     roof: str = "dram"
+    measured: MeasuredTraffic | None = None
 
 
 class KernelRecord(Struct):
@@ -416,6 +480,7 @@ class Report(Struct):
     extra: dict[str, Any] = field(default_factory=dict)
     distributed: DistributedInfo | None = None
     profile: ProfileInfo | None = None
+    ncu: NcuSummary | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data; non-finite floats become None (JSON has no NaN or Infinity); an unmodelled

@@ -21,6 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--top", type=non_negative_int, default=15, help="ops to print (default 15)")
     add_findings_option(p)
     p.add_argument("--no-html", action="store_true", help="skip report.html")
+    p.add_argument("--ncu", metavar="FILE.csv",
+                   help="Nsight Compute CSV of the same step (`ncu --csv --metrics ...`, .gz allowed): measured DRAM/L2 "
+                        "bytes per op beside the modelled minimum, the memory-access view and the hierarchical roofline")
     p.add_argument("--partial", action="store_true",
                    help="report what was read from a trace that is cut short (refused otherwise)")
     p.set_defaults(func=run)
@@ -33,6 +36,10 @@ def run(args: argparse.Namespace) -> int:
     from roofline.render.findings import FindingsRenderer
     from roofline.render.outputs import report_renderers, write_outputs
 
+    if len(args.paths) > 1 and args.ncu:
+        from roofline.errors import RooflineError
+
+        raise RooflineError("--ncu joins one trace file's step; pass one trace, not several ranks")
     if len(args.paths) > 1:
         from roofline.distributed.merge import merge_trace_files
 
@@ -41,6 +48,11 @@ def run(args: argparse.Namespace) -> int:
         written, problems = write_outputs(report, args.output, report_renderers(png=False, html=not args.no_html))
     else:
         report = analyze_trace_file(args.paths[0], args.ceilings, partial=args.partial)
+        if args.ncu:
+            from roofline.analyze.ncu_join import join_ncu
+            from roofline.capture.ncu_csv import read_ncu_csv
+
+            join_ncu(report, read_ncu_csv(args.ncu), source=args.ncu)
         report.findings = diagnose(report)
         raw = None if report.extra.get("partial") else args.paths[0]
         written, problems = write_outputs(report, args.output, report_renderers(raw_trace=raw, html=not args.no_html))
