@@ -36,6 +36,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--top", type=non_negative_int, default=15, help="ops to print (default 15)")
     add_findings_option(p)
     p.add_argument("--no-html", action="store_true", help="skip report.html")
+    p.add_argument("--ncu", action="store_true",
+                   help="also run one step under Nsight Compute (NVIDIA GPUs; ncu on PATH or in /opt/nvidia/"
+                        "nsight-compute): measured DRAM/L2 bytes per op beside the modelled minimum, the memory-access "
+                        "view, the hierarchical roofline")
+    p.add_argument("--ncu-metrics", default=None, metavar="SET",
+                   help="with --ncu: dram, memory or full (default full), or a comma-separated list of ncu metrics")
+    p.add_argument("--ncu-max-kernels", type=positive_int, default=None, metavar="N",
+                   help="with --ncu: profile at most N kernels of the step (ncu --launch-count)")
     p.set_defaults(func=run)
 
 
@@ -48,9 +56,14 @@ def run(args: argparse.Namespace) -> int:
     from roofline.doctor import diagnose
     from roofline.render.console import ConsoleRenderer, fit
     from roofline.render.findings import FindingsRenderer
-    from roofline.render.outputs import report_renderers, write_outputs
+    from roofline.render.outputs import TextFileRenderer, report_renderers, write_outputs
 
+    ncu_metrics = _ncu_preflight(args)
     device = resolve_device(args.device)
+    if ncu_metrics and device.type != "cuda":
+        from roofline.errors import RooflineError
+
+        raise RooflineError(f"--ncu needs an NVIDIA GPU: the run is on {device} (pass --device cuda on a machine with one)")
     workload = load_target(args.target, args.model, batch=args.batch, seq=args.seq,
                            dtype=normalize_dtype(args.dtype), device=str(device), backward=args.backward)
     ceilings = run_ceilings(device, args.ceilings)
@@ -65,10 +78,51 @@ def run(args: argparse.Namespace) -> int:
                     trace_path=raw, progress=status.update,
                 )
             report.extra["workload_description"] = workload.description
+            ncu_csv = None
+            if ncu_metrics:
+                status.update("one step under Nsight Compute (each kernel replayed per metric pass)")
+                ncu_csv = _ncu_join(report, args, device, ncu_metrics)
             report.findings = diagnose(report)
             status.update("writing report.json, roofline.png, report.html, trace.json.gz")
-            written, _ = write_outputs(report, args.output, report_renderers(raw_trace=raw, html=not args.no_html))
+            renderers = report_renderers(raw_trace=raw, html=not args.no_html)
+            if ncu_csv is not None:
+                renderers.append(TextFileRenderer("ncu.csv", ncu_csv))
+            written, _ = write_outputs(report, args.output, renderers)
     sys.stdout.write(ConsoleRenderer(args.top).render(report))
     sys.stdout.write(FindingsRenderer(args.findings).render(report))
     print(fit("wrote " + ", ".join(str(p) for p in written)))
     return 0
+
+
+def _ncu_preflight(args: argparse.Namespace) -> list[str] | None:
+    """The metrics --ncu will collect, after checking ncu is there (before any work); None without --ncu."""
+    from roofline.errors import RooflineError
+
+    if not args.ncu:
+        if args.ncu_metrics or args.ncu_max_kernels:
+            raise RooflineError("--ncu-metrics and --ncu-max-kernels need --ncu")
+        return None
+    from roofline.capture.ncu_metrics import DEFAULT_SET, metrics_for
+    from roofline.capture.ncu_run import find_ncu
+
+    metrics = metrics_for(args.ncu_metrics or DEFAULT_SET)
+    find_ncu()
+    return metrics
+
+
+def _ncu_join(report, args: argparse.Namespace, device, metrics: list[str]) -> str:
+    """Profile one step of the same workload under ncu, join its kernels to the report's ops; ncu's CSV text."""
+    from roofline.analyze.ncu_join import join_ncu
+    from roofline.capture.ncu_csv import parse_ncu_csv
+    from roofline.capture.ncu_metrics import METRIC_SETS
+    from roofline.capture.ncu_run import profile_step
+
+    spec = {"target": args.target, "model": args.model, "batch": args.batch, "seq": args.seq,
+            "dtype": normalize_dtype(args.dtype), "device": str(device), "backward": args.backward,
+            "warmup": max(1, args.warmup)}
+    run = profile_step(spec, metrics, max_kernels=args.ncu_max_kernels, fallback=METRIC_SETS["dram"])
+    summary = join_ncu(report, parse_ncu_csv(run.csv_text, "ncu's output"), source="roofline analyze --ncu",
+                       metrics=run.metrics)
+    summary.notes.extend(run.notes)
+    summary.method += "; ncu " + " ".join(run.command[1:run.command.index("--csv") + 1])
+    return run.csv_text

@@ -15,7 +15,7 @@ from typing import Protocol
 from roofline.io import atomic_directory, atomic_write_bytes
 from roofline.report import Report
 
-OUTPUT_FILES = ("report.json", "roofline.png", "report.html", "trace.json.gz")
+OUTPUT_FILES = ("report.json", "roofline.png", "report.html", "trace.json.gz", "ncu.csv")
 
 # Augmenting reads the whole trace as JSON objects (about 10x its size in memory): above this, say so and skip.
 AUGMENT_LIMIT_BYTES = 192 * 2**20
@@ -89,6 +89,17 @@ class TraceRenderer:
             raise OutputSkipped(f"trace.json.gz not written: the trace is over {AUGMENT_LIMIT_BYTES >> 20} MiB of "
                                 "JSON; open the original in Perfetto, the report carries the per-op figures")
         return augmented_trace_json(self.raw_trace, report)
+
+
+class TextFileRenderer:
+    """A file the run produced beside the report (ncu's CSV), written with the others, whole or not at all."""
+
+    def __init__(self, file_name: str, text: str) -> None:
+        self.file_name = file_name
+        self.text = text
+
+    def render(self, report: Report) -> str:
+        return self.text
 
 
 def report_renderers(*, png: bool = True, html: bool = True,

@@ -1,0 +1,185 @@
+"""Nsight Compute counters joined to ops, on the H200 ncu fixtures (tests/data/ncu_h200, made by its ncu_ops.py).
+
+The twelve streaming ops: the op's measured bytes are ncu's own figures and the modelled minimum is within 5% of
+them; cross_entropy's softmax and the 16384^3 matmul move more than their minimum and say by how much. The HF Llama
+forward's ncu kernels are joined to the Kineto trace of the same model (a separate process) by launch order."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import DATA, H200
+
+from roofline.analyze.ncu_join import join_ncu, kernel_key
+from roofline.capture.ncu_csv import parse_ncu_csv, read_ncu_csv
+from roofline.count.counting import count_op
+from roofline.count.meta import TensorMeta
+from roofline.report import KernelRecord, OpRecord, Report
+
+NCU = DATA / "ncu_h200"
+N = 16384
+H = "float16"
+
+
+def _t(*shape, dtype=H, strides=None):
+    return TensorMeta(tuple(shape), dtype, strides)
+
+
+def _dense(shape):
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= d
+    return tuple(reversed(strides))
+
+
+def _meta(*shape, dtype=H):
+    return TensorMeta(tuple(shape), dtype, _dense(shape))
+
+
+# (aten op, args, outputs, kernels it launched) per op of each case, in launch order (ncu_ops.py's cases, as the
+# CUDA dispatcher runs them on the H200: MANIFEST.json's aten_ops).
+CASES = {
+    "add": [("aten::add", [_meta(N, N), _meta(N, N)], [_meta(N, N)], 1)],
+    "gelu": [("aten::gelu", [_meta(N, N)], [_meta(N, N)], 1)],
+    "layer_norm": [("aten::native_layer_norm", [_meta(65536, 4096), [4096], _meta(4096), _meta(4096), 1e-5],
+                    [_meta(65536, 4096), _meta(65536, 1, dtype="float32"), _meta(65536, 1, dtype="float32")], 1)],
+    "rms_norm": [("aten::_fused_rms_norm", [_meta(65536, 4096), [4096], _meta(4096), None],
+                  [_meta(65536, 4096), _meta(65536, 1, dtype="float32")], 1)],
+    "softmax": [("aten::_softmax", [_meta(N, N), -1, False], [_meta(N, N)], 1)],
+    "sum_lastdim": [("aten::sum", [_meta(N, N), [-1]], [_meta(N)], 1)],
+    "transpose_copy": [("aten::t", [_meta(N, N)], [_t(N, N, strides=(1, N))], 0),
+                       ("aten::clone", [_t(N, N, strides=(1, N))], [_meta(N, N)], 1)],
+    "cat": [("aten::cat", [[_meta(8192, N), _meta(8192, N)]], [_meta(N, N)], 1)],
+    "embedding": [("aten::embedding", [_meta(131072, 4096), _meta(65536, dtype="int64")], [_meta(65536, 4096)], 1)],
+    "sdpa_causal": [("aten::_scaled_dot_product_cudnn_attention",
+                     [_meta(8, 16, 8192, 128)] * 3 + [None, False, 0.0, True, False], None, 1)],
+    "depthwise_conv": [("aten::convolution", [_meta(64, 256, 128, 128), _meta(256, 1, 3, 3), None, [1, 1], [1, 1],
+                                              [1, 1], False, [0, 0], 256], [_meta(64, 256, 128, 128)], 1)],
+    "to_fp32": [("aten::_to_copy", [_meta(N, N)], [_meta(N, N, dtype="float32")], 1)],
+}
+EXCESS = {
+    "cross_entropy": ([("aten::_log_softmax", [_meta(16384, 32768, dtype="float32"), 1, False],
+                        [_meta(16384, 32768, dtype="float32")], 1),
+                       ("aten::nll_loss_forward", [_meta(16384, 32768, dtype="float32"), _meta(16384, dtype="int64"),
+                                                   None, 1, -100], None, 1)], "aten::_log_softmax", 1.46),
+    "mm": ([("aten::mm", [_meta(N, N), _meta(N, N)], [_meta(N, N)], 1)], "aten::mm", 8.4),
+}
+
+
+def _report(case, ncu_names):
+    """A report of one step of the case's ops, with the case's kernels (named as ncu names them) on its timeline."""
+    ops, kernels, names = [], [], iter(ncu_names)
+    for i, (name, args, outputs, launched) in enumerate(case):
+        cost = count_op(name, args, None, outputs)
+        assert cost.modeled, (name, cost.note)
+        ops.append(OpRecord(name=name, flops=cost.flops, bytes=cost.bytes, time_s=1e-3, index=i))
+        for _ in range(launched):
+            kernels.append(KernelRecord(next(names), start_s=len(kernels) * 1e-3, dur_s=1e-4, op_index=i))
+    return Report(ops=ops, kernels=kernels)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_streaming_ops_measure_what_ncu_measured_and_the_model_is_within_5_percent(name):
+    ncu = read_ncu_csv(NCU / f"{name}.csv.gz")
+    report = _report(CASES[name], [k.name for k in ncu])
+    summary = join_ncu(report, ncu)
+    assert summary.kernels_joined == summary.kernels == len(ncu)
+    measured = [op for op in report.ops if op.measured is not None]
+    expected = sum(k.metrics["dram__bytes_read.sum"] + k.metrics["dram__bytes_write.sum"] for k in ncu)
+    assert sum(op.measured.dram_bytes for op in measured) == expected
+    assert summary.dram_bytes == expected
+    manifest = json.loads((NCU / "MANIFEST.json").read_text())["ops"][name]
+    assert expected == manifest["dram_read_bytes"] + manifest["dram_write_bytes"]
+    for op in measured:
+        assert 0.95 <= 1 / op.measured.excess_ratio <= 1.05, (op.name, op.bytes, op.measured.dram_bytes)
+
+
+@pytest.mark.parametrize("name", sorted(EXCESS))
+def test_ops_that_move_more_than_their_minimum_carry_the_excess_ratio(name):
+    case, op_name, ratio = EXCESS[name]
+    ncu = read_ncu_csv(NCU / f"{name}.csv.gz")
+    report = _report(case, [k.name for k in ncu])
+    join_ncu(report, ncu)
+    op = next(op for op in report.ops if op.name == op_name)
+    assert op.measured.excess_ratio == pytest.approx(ratio, abs=0.01)
+    assert op.measured.dram_intensity == pytest.approx(op.flops / op.measured.dram_bytes)
+    row = next(g for g in report.ncu.by_op if g.name == op_name)
+    assert row.excess_ratio == pytest.approx(ratio, abs=0.01)
+
+
+def test_the_llama_forward_joins_its_kernels_to_the_kineto_trace_of_the_same_model():
+    from roofline.analyze.trace_file import analyze_trace_file
+    from roofline.report import Ceilings
+
+    report = analyze_trace_file(H200 / "llama_tiny_fwd_fp16_b4_s512.json.gz")
+    assert isinstance(report.ceilings, Ceilings)
+    ncu = read_ncu_csv(NCU / "hf_llama_tiny_fwd_fp16_b4_s512.csv.gz")
+    summary = join_ncu(report, ncu)
+    assert summary.kernels == 343
+    assert summary.joined_share >= 0.98
+    assert summary.step_share >= 0.98
+    # Every join pairs kernels of the same name, and every op of the step has its kernels measured.
+    by_op = {}
+    for k in report.kernels:
+        if k.category == "kernel" and report.ops[k.op_index].step == report.ops[0].step:
+            by_op[k.op_index] = by_op.get(k.op_index, 0) + 1
+    for index, launched in by_op.items():
+        measured = report.ops[index].measured
+        assert measured is not None and measured.kernels == launched == measured.kernels_total
+    # The README's figure: 1.21 GB of DRAM traffic in the whole forward, below the modelled minimum (L2 keeps small
+    # outputs), and the report says why.
+    assert summary.dram_bytes == pytest.approx(1.21e9, rel=0.01)
+    assert summary.dram_bytes < summary.modelled_bytes
+    assert any("L2" in note for note in summary.notes)
+    assert sum(g.dram_bytes for g in summary.by_op) == pytest.approx(summary.dram_bytes)
+
+
+def test_reports_with_measured_traffic_round_trip_and_old_reports_load(tmp_path):
+    ncu = read_ncu_csv(NCU / "mm.csv.gz")
+    report = _report(EXCESS["mm"][0], [k.name for k in ncu])
+    join_ncu(report, ncu, source="mm.csv.gz")
+    path = report.save(tmp_path / "r.json")
+    again = Report.load(path)
+    assert again.ops[0].measured == report.ops[0].measured
+    assert again.ncu.source == "mm.csv.gz" and again.ncu.by_op[0].excess_ratio == report.ncu.by_op[0].excess_ratio
+    old = json.loads(path.read_text())
+    old.pop("ncu")
+    for op in old["ops"]:
+        op.pop("measured")
+    assert Report.from_dict(old).ops[0].measured is None
+
+
+def test_kernel_names_from_both_demanglers_share_a_key():
+    assert kernel_key("void at::<unnamed>::distribution_elementwise_grid_stride_kernel<unsigned int, 4>(long)") == \
+        "distribution_elementwise_grid_stride_kernel"
+    assert kernel_key("void at::native::(anonymous namespace)::CatArrayBatchedCopy<at::native::(anonymous "
+                      "namespace)::OpaqueType<2>, unsigned int>(int)") == "CatArrayBatchedCopy"
+    assert kernel_key("void unnamed>::cunn_SoftMaxForward<4, float>(T4 *, const T2 *, int)") == "cunn_SoftMaxForward"
+    assert kernel_key("nvjet_sm90_hsh_128x64_64x8_1x2_h_bz_TNT") == "nvjet_sm90_hsh_128x64_64x8_1x2_h_bz_TNT"
+
+
+def test_the_raw_page_layout_and_units_are_read():
+    text = "\n".join([
+        "==PROF== Connected to process 1",
+        'some program output',
+        '"ID","Process ID","Kernel Name","dram__bytes_read.sum","gpu__time_duration.sum","lts__t_sector_hit_rate.pct"',
+        '"","","","Mbyte","usecond","%"',
+        '"0","1","k1","1.5","2","50"',
+        '"1","1","k2","1,024","3.5","n/a"',
+    ])
+    kernels = parse_ncu_csv(text)
+    assert [k.name for k in kernels] == ["k1", "k2"]
+    assert kernels[0].metrics == {"dram__bytes_read.sum": 1.5e6, "gpu__time_duration.sum": 2e-6,
+                                  "lts__t_sector_hit_rate.pct": 50.0}
+    assert kernels[1].metrics["dram__bytes_read.sum"] == 1024e6 and "lts__t_sector_hit_rate.pct" not in kernels[1].metrics
+
+
+def test_output_without_a_table_is_one_clear_error(tmp_path):
+    from roofline.errors import RooflineError
+
+    with pytest.raises(RooflineError, match="no ncu CSV table"):
+        parse_ncu_csv("==PROF== Disconnected from process 1\n==ERROR== ERR_NVGPUCTRPERM\n")
+    with pytest.raises(RooflineError, match="not found"):
+        read_ncu_csv(tmp_path / "missing.csv")
