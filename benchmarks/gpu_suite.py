@@ -17,6 +17,8 @@ back at most 8 files). The last lines printed are a short table of what each sta
                                                         # their cuda tests (issue 19; one call under 9 minutes)
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-doctor $OUT    # doctor names HF generate()'s per-token syncs
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-roofs $OUT  # ceilings with the cache roof, then no op above its own roof (DRAM or cache), no unmodelled time (built-ins, ViT-B/16)
+    PYTHONPATH=src python3 benchmarks/gpu_suite.py ncu $OUT  # issue 20: analyze --ncu on llama-tiny (<= 300 s, >= 98% joined)
+                                                        # and on the byte model's ground-truth ops (ncu_gpu.py)
     Suites join with '+': lab-tiny+decode-roof+cuda-tests runs the three in one call.
 """
 
@@ -110,6 +112,11 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
             ("issue15_roofs", [PY, "benchmarks/issue15_roofs.py", str(out / "issue15_roofs.json"),
                                "--ceilings", str(out / "ceilings_h200.json")], 300),
         ]
+    if suite == "ncu":
+        return [
+            ("env", ["nvidia-smi"], 30),
+            ("ncu_gpu", [PY, "benchmarks/ncu_gpu.py", str(out / "ncu"), "--budget", "420"], 450),
+        ]
     if suite == "cuda-tests":
         return [("cuda_tests", [PY, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider", "tests"], 300)]
     if suite == "ddp":
@@ -119,7 +126,7 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
             ("ddp_gpu", [PY, "benchmarks/ddp_gpu.py", str(out / "ddp"), "--timeout", "150"], 480),
         ]
     raise SystemExit(f"unknown suite {suite!r}: analyze, lab, lab-tiny, lab-1b, lab-8b, lab-views, decode-roof, decode-breakdown, decode-fast, "
-                     "cuda-tests, issue15-doctor, issue15-roofs or ddp")
+                     "cuda-tests, issue15-doctor, issue15-roofs, ncu or ddp")
 
 
 def run_stage(name: str, argv: list[str], timeout: int, out: Path) -> dict:
@@ -134,6 +141,8 @@ def run_stage(name: str, argv: list[str], timeout: int, out: Path) -> dict:
             rc = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout, env=env).returncode
         except subprocess.TimeoutExpired:
             rc = "timeout"
+        except OSError as exc:
+            rc = f"cannot start: {exc}"
     elapsed = time.perf_counter() - t0
     tail = log.read_text(errors="replace").strip().splitlines()[-1:] or [""]
     return {"stage": name, "rc": rc, "seconds": round(elapsed, 1), "last_line": tail[0][:100]}

@@ -1,0 +1,140 @@
+"""`roofline trace --ncu FILE` and `roofline analyze --ncu` on a machine without ncu or a GPU (one line, exit 2);
+the ncu runner's plumbing against a stand-in ncu that answers as the real one does."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+from conftest import DATA, H200, REPO
+
+from roofline.errors import RooflineError
+
+NCU = DATA / "ncu_h200"
+
+
+def _cli(*argv, env=None, cwd=None):
+    full = dict(os.environ, PYTHONPATH=str(REPO / "src"), **(env or {}))
+    return subprocess.run([sys.executable, "-m", "roofline", *argv], capture_output=True, text=True, env=full,
+                          cwd=cwd, timeout=600)
+
+
+def _one_error_line(proc, match):
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("roofline: error:") and match in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def _fake_ncu(tmp_path, known=("dram__bytes_read", "dram__bytes_write", "gpu__time_duration", "lts__t_bytes"),
+              fail_with_many=False):
+    """An executable that answers --query-metrics with ``known`` and a profiling run with the add fixture's CSV
+    (failing, as ncu does on an unknown metric, when asked for more than three metrics and ``fail_with_many``)."""
+    csv_text = gzip.decompress((NCU / "add.csv.gz").read_bytes()).decode()
+    (tmp_path / "add.csv").write_text(csv_text)
+    script = tmp_path / "ncu"
+    script.write_text(f"""#!{sys.executable}
+import sys
+args = sys.argv[1:]
+open({str(tmp_path / 'calls.txt')!r}, 'a').write(' '.join(args) + '\\n')
+if '--query-metrics' in args:
+    print('Device NVIDIA H200 (GH100)')
+    for name in {list(known)!r}:
+        print(name + '    some description')
+    sys.exit(0)
+metrics = args[args.index('--metrics') + 1].split(',')
+if {fail_with_many!r} and len(metrics) > 3:
+    print('==ERROR== Failed to profile: unknown metric', file=sys.stderr)
+    sys.exit(1)
+sys.stdout.write(open({str(tmp_path / 'add.csv')!r}).read())
+""")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script
+
+
+def test_analyze_ncu_without_ncu_is_one_line_and_exit_2(tmp_path):
+    proc = _cli("analyze", "--model", "matmul", "--ncu", "-o", str(tmp_path / "o"), env={"PATH": "/nonexistent"},
+                cwd=tmp_path)
+    _one_error_line(proc, "needs Nsight Compute")
+
+
+def test_analyze_ncu_without_a_gpu_is_one_line_and_exit_2(tmp_path):
+    fake = _fake_ncu(tmp_path)
+    proc = _cli("analyze", "--model", "matmul", "--device", "cpu", "--ncu", "-o", str(tmp_path / "o"),
+                env={"ROOFLINE_NCU": str(fake)})
+    _one_error_line(proc, "needs an NVIDIA GPU")
+    assert not (tmp_path / "o").exists()
+
+
+def test_ncu_options_without_ncu_and_bad_metric_sets_are_refused(tmp_path):
+    proc = _cli("analyze", "--model", "matmul", "--ncu-max-kernels", "5", "-o", str(tmp_path / "o"))
+    _one_error_line(proc, "need --ncu")
+    proc = _cli("analyze", "--model", "matmul", "--ncu", "--ncu-metrics", "dram;rm -rf", "-o", str(tmp_path / "o"),
+                env={"ROOFLINE_NCU": str(_fake_ncu(tmp_path))})
+    _one_error_line(proc, "--ncu-metrics")
+
+
+def test_trace_with_an_ncu_csv_puts_measured_bytes_in_the_report(tmp_path):
+    out = tmp_path / "out"
+    proc = _cli("trace", str(H200 / "llama_tiny_fwd_fp16_b4_s512.json.gz"), "--ncu",
+                str(NCU / "hf_llama_tiny_fwd_fp16_b4_s512.csv.gz"), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["ncu"]["kernels"] == 343 and report["ncu"]["joined_share"] >= 0.98
+    assert sum(op["measured"] is not None for op in report["ops"]) >= 340
+    html = (out / "report.html").read_text()
+    assert "Memory access" in html
+    assert (out / "memory.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_trace_with_a_missing_ncu_csv_is_one_line_and_exit_2(tmp_path):
+    proc = _cli("trace", str(H200 / "llama_tiny_fwd_fp16_b4_s512.json.gz"), "--ncu", str(tmp_path / "nope.csv"),
+                "-o", str(tmp_path / "out"))
+    _one_error_line(proc, "ncu CSV not found")
+
+
+def test_the_runner_keeps_only_metrics_this_ncu_lists_and_runs_one_step_without_clock_control(tmp_path, monkeypatch):
+    from roofline.capture.ncu_csv import parse_ncu_csv
+    from roofline.capture.ncu_metrics import METRIC_SETS
+    from roofline.capture.ncu_run import profile_step
+
+    monkeypatch.setenv("ROOFLINE_NCU", str(_fake_ncu(tmp_path)))
+    run = profile_step({"model": "matmul"}, METRIC_SETS["full"], max_kernels=7)
+    assert run.metrics == ["dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum",
+                           "lts__t_bytes.sum"]
+    assert any("does not list" in note and "lts__t_sector_hit_rate.pct" in note for note in run.notes)
+    call = (tmp_path / "calls.txt").read_text().splitlines()[-1]
+    assert "--clock-control none" in call and "--profile-from-start off" in call and "--launch-count 7" in call
+    assert call.endswith(".json") and "roofline.cli._ncu_step" in call
+    assert parse_ncu_csv(run.csv_text)[0].metrics["dram__bytes_read.sum"] == 1073775616
+
+
+def test_a_failed_ncu_run_is_retried_with_dram_bytes_alone(tmp_path, monkeypatch):
+    from roofline.capture.ncu_metrics import METRIC_SETS
+    from roofline.capture.ncu_run import profile_step
+
+    fake = _fake_ncu(tmp_path, known=("dram__bytes_read", "dram__bytes_write", "gpu__time_duration", "lts__t_bytes",
+                                      "lts__t_sector_hit_rate"), fail_with_many=True)
+    monkeypatch.setenv("ROOFLINE_NCU", str(fake))
+    run = profile_step({"model": "matmul"}, METRIC_SETS["memory"], fallback=METRIC_SETS["dram"])
+    assert run.metrics == METRIC_SETS["dram"]
+    assert any("retried" in note for note in run.notes)
+    with pytest.raises(RooflineError, match="unknown metric"):
+        profile_step({"model": "matmul"}, METRIC_SETS["memory"])
+
+
+def test_the_gpu_script_writes_its_summary_when_every_run_fails(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), PATH="/nonexistent")
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "ncu_gpu.py"), str(tmp_path), "--budget", "200"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 1, proc.stderr
+    summary = json.loads((tmp_path / "ncu_summary.json").read_text())
+    assert summary["ok"] is False
+    assert summary["runs"]["llama_tiny_ncu"]["rc"] == 2
+    assert "needs Nsight Compute" in summary["runs"]["llama_tiny_ncu"]["error"]
+    assert summary["checks"]["llama_tiny_ncu.checked"] is False
