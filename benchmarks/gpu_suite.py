@@ -115,7 +115,7 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
     if suite == "ncu":
         return [
             ("env", ["nvidia-smi"], 30),
-            ("ncu_gpu", [PY, "benchmarks/ncu_gpu.py", str(out / "ncu"), "--budget", "420"], 450),
+            ("ncu_gpu", [PY, "benchmarks/ncu_gpu.py", str(out / "ncu"), "--budget", "430"], 450),
         ]
     if suite == "cuda-tests":
         return [("cuda_tests", [PY, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider", "tests"], 300)]

@@ -25,7 +25,8 @@ from pathlib import Path
 PY = sys.executable
 HERE = Path(__file__).resolve().parent
 DEFAULT_CEILINGS = HERE / "results" / "h200" / "issue15" / "run2_cache_roof" / "ceilings_h200.json"
-LLAMA_LIMIT_S = 300
+LLAMA_LIMIT_S = 300  # the issue's bar; the run itself may take a little longer so its outputs still come back
+LLAMA_RUN_S = 340
 STREAMING = ("add", "gelu", "layer_norm", "rms_norm", "softmax", "sum_lastdim", "transpose_copy", "cat", "embedding",
              "sdpa_causal", "depthwise_conv", "to_fp32")
 EXCESS = {"cross_entropy": "aten::_log_softmax", "mm": "aten::mm"}
@@ -36,7 +37,7 @@ def runs(out: Path, ceilings: Path | None) -> list[tuple[str, list[str], int]]:
     rl = [PY, "-m", "roofline", "analyze"]
     return [
         ("llama_tiny_ncu", rl + ["--model", "llama-tiny", "--dtype", "fp16", "--batch", "4", "--seq", "512",
-                                 "--device", "cuda", "--ncu", "-o", str(out / "llama_tiny_ncu")] + roofs, LLAMA_LIMIT_S),
+                                 "--device", "cuda", "--ncu", "-o", str(out / "llama_tiny_ncu")] + roofs, LLAMA_RUN_S),
         ("streaming_ncu", rl + [str(HERE / "ncu_streaming_ops.py") + ":factory", "--device", "cuda", "--iters", "3",
                                 "--warmup", "1", "--ncu", "-o", str(out / "streaming_ncu")] + roofs, 150),
     ]

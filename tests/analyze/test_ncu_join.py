@@ -9,81 +9,18 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import DATA, H200
+from conftest import H200
+from ncu_cases import CASES, EXCESS, NCU, report_of
 
 from roofline.analyze.ncu_join import join_ncu, kernel_key
 from roofline.capture.ncu_csv import parse_ncu_csv, read_ncu_csv
-from roofline.count.counting import count_op
-from roofline.count.meta import TensorMeta
-from roofline.report import KernelRecord, OpRecord, Report
-
-NCU = DATA / "ncu_h200"
-N = 16384
-H = "float16"
-
-
-def _t(*shape, dtype=H, strides=None):
-    return TensorMeta(tuple(shape), dtype, strides)
-
-
-def _dense(shape):
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc *= d
-    return tuple(reversed(strides))
-
-
-def _meta(*shape, dtype=H):
-    return TensorMeta(tuple(shape), dtype, _dense(shape))
-
-
-# (aten op, args, outputs, kernels it launched) per op of each case, in launch order (ncu_ops.py's cases, as the
-# CUDA dispatcher runs them on the H200: MANIFEST.json's aten_ops).
-CASES = {
-    "add": [("aten::add", [_meta(N, N), _meta(N, N)], [_meta(N, N)], 1)],
-    "gelu": [("aten::gelu", [_meta(N, N)], [_meta(N, N)], 1)],
-    "layer_norm": [("aten::native_layer_norm", [_meta(65536, 4096), [4096], _meta(4096), _meta(4096), 1e-5],
-                    [_meta(65536, 4096), _meta(65536, 1, dtype="float32"), _meta(65536, 1, dtype="float32")], 1)],
-    "rms_norm": [("aten::_fused_rms_norm", [_meta(65536, 4096), [4096], _meta(4096), None],
-                  [_meta(65536, 4096), _meta(65536, 1, dtype="float32")], 1)],
-    "softmax": [("aten::_softmax", [_meta(N, N), -1, False], [_meta(N, N)], 1)],
-    "sum_lastdim": [("aten::sum", [_meta(N, N), [-1]], [_meta(N)], 1)],
-    "transpose_copy": [("aten::t", [_meta(N, N)], [_t(N, N, strides=(1, N))], 0),
-                       ("aten::clone", [_t(N, N, strides=(1, N))], [_meta(N, N)], 1)],
-    "cat": [("aten::cat", [[_meta(8192, N), _meta(8192, N)]], [_meta(N, N)], 1)],
-    "embedding": [("aten::embedding", [_meta(131072, 4096), _meta(65536, dtype="int64")], [_meta(65536, 4096)], 1)],
-    "sdpa_causal": [("aten::_scaled_dot_product_cudnn_attention",
-                     [_meta(8, 16, 8192, 128)] * 3 + [None, False, 0.0, True, False], None, 1)],
-    "depthwise_conv": [("aten::convolution", [_meta(64, 256, 128, 128), _meta(256, 1, 3, 3), None, [1, 1], [1, 1],
-                                              [1, 1], False, [0, 0], 256], [_meta(64, 256, 128, 128)], 1)],
-    "to_fp32": [("aten::_to_copy", [_meta(N, N)], [_meta(N, N, dtype="float32")], 1)],
-}
-EXCESS = {
-    "cross_entropy": ([("aten::_log_softmax", [_meta(16384, 32768, dtype="float32"), 1, False],
-                        [_meta(16384, 32768, dtype="float32")], 1),
-                       ("aten::nll_loss_forward", [_meta(16384, 32768, dtype="float32"), _meta(16384, dtype="int64"),
-                                                   None, 1, -100], None, 1)], "aten::_log_softmax", 1.46),
-    "mm": ([("aten::mm", [_meta(N, N), _meta(N, N)], [_meta(N, N)], 1)], "aten::mm", 8.4),
-}
-
-
-def _report(case, ncu_names):
-    """A report of one step of the case's ops, with the case's kernels (named as ncu names them) on its timeline."""
-    ops, kernels, names = [], [], iter(ncu_names)
-    for i, (name, args, outputs, launched) in enumerate(case):
-        cost = count_op(name, args, None, outputs)
-        assert cost.modeled, (name, cost.note)
-        ops.append(OpRecord(name=name, flops=cost.flops, bytes=cost.bytes, time_s=1e-3, index=i))
-        for _ in range(launched):
-            kernels.append(KernelRecord(next(names), start_s=len(kernels) * 1e-3, dur_s=1e-4, op_index=i))
-    return Report(ops=ops, kernels=kernels)
+from roofline.report import Report
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_streaming_ops_measure_what_ncu_measured_and_the_model_is_within_5_percent(name):
     ncu = read_ncu_csv(NCU / f"{name}.csv.gz")
-    report = _report(CASES[name], [k.name for k in ncu])
+    report = report_of(CASES[name], [k.name for k in ncu])
     summary = join_ncu(report, ncu)
     assert summary.kernels_joined == summary.kernels == len(ncu)
     measured = [op for op in report.ops if op.measured is not None]
@@ -100,7 +37,7 @@ def test_streaming_ops_measure_what_ncu_measured_and_the_model_is_within_5_perce
 def test_ops_that_move_more_than_their_minimum_carry_the_excess_ratio(name):
     case, op_name, ratio = EXCESS[name]
     ncu = read_ncu_csv(NCU / f"{name}.csv.gz")
-    report = _report(case, [k.name for k in ncu])
+    report = report_of(case, [k.name for k in ncu])
     join_ncu(report, ncu)
     op = next(op for op in report.ops if op.name == op_name)
     assert op.measured.excess_ratio == pytest.approx(ratio, abs=0.01)
@@ -136,9 +73,9 @@ def test_the_llama_forward_joins_its_kernels_to_the_kineto_trace_of_the_same_mod
     assert sum(g.dram_bytes for g in summary.by_op) == pytest.approx(summary.dram_bytes)
 
 
-def test_reports_with_measured_traffic_round_trip_and_old_reports_load(tmp_path):
+def testreport_ofs_with_measured_traffic_round_trip_and_oldreport_ofs_load(tmp_path):
     ncu = read_ncu_csv(NCU / "mm.csv.gz")
-    report = _report(EXCESS["mm"][0], [k.name for k in ncu])
+    report = report_of(EXCESS["mm"][0], [k.name for k in ncu])
     join_ncu(report, ncu, source="mm.csv.gz")
     path = report.save(tmp_path / "r.json")
     again = Report.load(path)

@@ -88,7 +88,7 @@ def test_trace_with_an_ncu_csv_puts_measured_bytes_in_the_report(tmp_path):
     assert report["ncu"]["kernels"] == 343 and report["ncu"]["joined_share"] >= 0.98
     assert sum(op["measured"] is not None for op in report["ops"]) >= 340
     html = (out / "report.html").read_text()
-    assert "Memory access" in html
+    assert '"joined_share":' in html and html.count("data:image/png;base64,") == 2
     assert (out / "memory.png").read_bytes()[:4] == b"\x89PNG"
 
 

@@ -23,6 +23,7 @@ from roofline.report import MeasuredTraffic, NcuSummary, OpRecord, Report, Traff
 
 METHOD = ("ncu kernels matched to each step's Kineto kernels in launch order by normalised kernel name (difflib "
           "matching blocks); an op's counters are the sums over its matched kernels (percentages: duration-weighted)")
+_LAYER_INDEX = re.compile(r"(?<=\.)\d+(?=\.|$)|^\d+(?=\.|$)|_\d+(?=\.|$)")
 _ANON = re.compile(r"\(anonymous namespace\)|<unnamed>|\bunnamed>")
 TOP_GROUPS = 40
 
@@ -134,7 +135,7 @@ def _totals(summary: NcuSummary, ops: list[OpRecord]) -> None:
     summary.dram_bytes = sum(op.measured.dram_bytes for op in measured)
     l2 = [op.measured.l2_bytes for op in measured if op.measured.l2_bytes is not None]
     summary.l2_bytes = sum(l2) if l2 else None
-    summary.by_module = _groups(measured, lambda op: op.module or "(top level)")
+    summary.by_module = _groups(measured, lambda op: module_site(op.module))
     summary.by_op = _groups(measured, lambda op: op.name)
     if summary.kernels and summary.joined_share < 0.98:
         summary.notes.append(f"only {summary.kernels_joined} of {summary.kernels} ncu kernels matched a kernel of the "
@@ -144,6 +145,12 @@ def _totals(summary: NcuSummary, ops: list[OpRecord]) -> None:
             f"measured DRAM traffic ({summary.dram_bytes / 1e9:.3g} GB) is below the modelled minimum "
             f"({summary.modelled_bytes / 1e9:.3g} GB): outputs that fit in L2 are not written back while their kernel "
             "runs (ncu flushes caches before each kernel), so DRAM writes undercount small outputs")
+
+
+def module_site(module: str) -> str:
+    """One name for the same code in every layer: 'model.layers.3.attn' -> 'model.layers.*.attn',
+    'LlamaDecoderLayer_2.LlamaAttention_2' -> 'LlamaDecoderLayer*.LlamaAttention*'."""
+    return _LAYER_INDEX.sub("*", module) if module else "(top level)"
 
 
 def _groups(ops: list[OpRecord], key) -> list[TrafficGroup]:

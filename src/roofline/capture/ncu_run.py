@@ -18,10 +18,13 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from roofline.capture.ncu_metrics import METRIC_SETS
 from roofline.errors import RooflineError
 
+CORE = frozenset(METRIC_SETS["dram"])
+
 NCU_TIMEOUT_S = 1200
-QUERY_TIMEOUT_S = 120
+QUERY_TIMEOUT_S = 60
 _SEARCH = ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda/bin/ncu", "/usr/local/cuda*/bin/ncu",
            "/usr/local/cuda*/nsight-compute*/ncu")
 
@@ -54,7 +57,8 @@ def find_ncu() -> str:
 
 
 def available_metrics(ncu: str, wanted: list[str]) -> tuple[list[str], list[str]]:
-    """(kept, dropped): the wanted metrics whose base name this GPU's ncu lists; all kept if the query fails."""
+    """(kept, dropped): the wanted metrics whose base name this GPU's ncu lists. All are kept when the query fails
+    or names none of them (output not understood); the DRAM bytes and duration are never dropped."""
     try:
         out = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=QUERY_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired):
@@ -62,7 +66,10 @@ def available_metrics(ncu: str, wanted: list[str]) -> tuple[list[str], list[str]
     known = {line.split()[0] for line in out.stdout.splitlines() if line.strip() and "__" in line.split()[0]}
     if out.returncode != 0 or not known:
         return list(wanted), []
-    kept = [m for m in wanted if m.split(".", 1)[0] in known]
+    listed = [m for m in wanted if m.split(".", 1)[0] in known]
+    if not listed:
+        return list(wanted), []
+    kept = [m for m in wanted if m in listed or m in CORE]
     return kept, [m for m in wanted if m not in kept]
 
 
@@ -79,12 +86,16 @@ def profile_step(spec: dict, metrics: list[str], *, max_kernels: int | None = No
         spec_path = Path(tmp) / "spec.json"
         spec_path.write_text(json.dumps(spec))
         try:
-            return NcuRun(*_run(ncu, kept, spec_path, max_kernels, timeout_s), notes)
+            result = _run(ncu, kept, spec_path, max_kernels, timeout_s)
         except RooflineError as exc:
             if not fallback or fallback == kept:
                 raise
             notes.append(f"ncu failed with {len(kept)} metrics ({exc}); retried with {', '.join(fallback)}")
-            return NcuRun(*_run(ncu, fallback, spec_path, max_kernels, timeout_s), notes)
+            result = _run(ncu, fallback, spec_path, max_kernels, timeout_s)
+    csv_text, used, cmd, returncode, last = result
+    if returncode != 0:
+        notes.append(f"ncu exited with {returncode} after writing its table ({last})")
+    return NcuRun(csv_text, used, cmd, notes)
 
 
 def ncu_command(ncu: str, metrics: list[str], spec_path: Path, max_kernels: int | None) -> list[str]:
@@ -95,7 +106,7 @@ def ncu_command(ncu: str, metrics: list[str], spec_path: Path, max_kernels: int 
 
 
 def _run(ncu: str, metrics: list[str], spec_path: Path, max_kernels: int | None,
-         timeout_s: float) -> tuple[str, list[str], list[str]]:
+         timeout_s: float) -> tuple[str, list[str], list[str], int, str]:
     cmd = ncu_command(ncu, metrics, spec_path, max_kernels)
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=_child_env())
@@ -104,9 +115,9 @@ def _run(ncu: str, metrics: list[str], spec_path: Path, max_kernels: int | None,
                             "kernels, or --ncu-metrics dram for fewer replay passes)") from None
     except OSError as exc:
         raise RooflineError(f"cannot run {ncu}: {exc.strerror or exc}") from None
-    if out.returncode != 0 or '"Kernel Name"' not in out.stdout:
+    if '"Kernel Name"' not in out.stdout:
         raise RooflineError(f"ncu profiled no kernel (exit {out.returncode}): {_why(out.stdout + out.stderr)}")
-    return out.stdout, metrics, cmd
+    return out.stdout, metrics, cmd, out.returncode, _why(out.stdout + out.stderr)
 
 
 def _child_env() -> dict[str, str]:

@@ -135,7 +135,28 @@ def report_payload(report: Report) -> dict[str, Any]:
         "modules": module_tree(ops),
         "top_predicted": _top_predicted(ops),
         "strings": names.values,
+        "ncu": _ncu_payload(report),
     }
+
+
+def _ncu_payload(report: Report) -> dict[str, Any] | None:
+    """The memory-access section: report.ncu as the analysis set it, and its two charts as PNG data URIs (the
+    hierarchical roofline and the per-level bytes), drawn by the PNG renderers."""
+    if report.ncu is None:
+        return None
+    import base64
+
+    import msgspec
+
+    from roofline.render.memory_png import render_memory_png
+    from roofline.render.png import render_png
+
+    def uri(data: bytes) -> str:
+        return "data:image/png;base64," + base64.b64encode(data).decode()
+
+    payload = finite_for_json(msgspec.to_builtins(report.ncu))
+    payload["images"] = {"roofline": uri(render_png(report)), "memory": uri(render_memory_png(report))}
+    return payload
 
 
 def _timing(timing) -> dict[str, Any] | None:

@@ -1,6 +1,6 @@
 """The files every report-producing command writes into its output directory, in one place.
 
-report.json (the Report), roofline.png, report.html and trace.json.gz (the Chrome trace augmented with each
+report.json (the Report), roofline.png, memory.png (with Nsight Compute counters), report.html and trace.json.gz (the Chrome trace augmented with each
 op's roofline figures, for Perfetto). The directory is written whole or not at all (roofline.io.atomic_directory):
 a failure or Ctrl-C part-way leaves the previous run's files as they were, never a mix of two runs.
 """
@@ -15,7 +15,7 @@ from typing import Protocol
 from roofline.io import atomic_directory, atomic_write_bytes
 from roofline.report import Report
 
-OUTPUT_FILES = ("report.json", "roofline.png", "report.html", "trace.json.gz", "ncu.csv")
+OUTPUT_FILES = ("report.json", "roofline.png", "memory.png", "report.html", "trace.json.gz", "ncu.csv")
 
 # Augmenting reads the whole trace as JSON objects (about 10x its size in memory): above this, say so and skip.
 AUGMENT_LIMIT_BYTES = 192 * 2**20
@@ -38,6 +38,10 @@ def uncompressed_size(path: Path) -> int:
 
 class OutputSkipped(Exception):
     """A renderer that cannot write its file for this report says why (the other files are still written)."""
+
+
+class NotApplicable(OutputSkipped):
+    """The report has nothing for this file (memory.png without Nsight Compute counters): skipped silently."""
 
 
 class Renderer(Protocol):
@@ -63,6 +67,19 @@ class PngRenderer:
         from roofline.render.png import render_png
 
         return render_png(report)
+
+
+class MemoryPngRenderer:
+    """The memory-access view, for a report with Nsight Compute counters joined (``report.ncu``)."""
+
+    file_name = "memory.png"
+
+    def render(self, report: Report) -> bytes:
+        if report.ncu is None:
+            raise NotApplicable
+        from roofline.render.memory_png import render_memory_png
+
+        return render_memory_png(report)
 
 
 class HtmlRenderer:
@@ -104,10 +121,12 @@ class TextFileRenderer:
 
 def report_renderers(*, png: bool = True, html: bool = True,
                      raw_trace: str | os.PathLike[str] | dict | None = None) -> list[Renderer]:
-    """The files of a report-producing command: report.json, then roofline.png, trace.json.gz, report.html."""
+    """The files of a report-producing command: report.json, then roofline.png (and memory.png when the report has
+    Nsight Compute counters), trace.json.gz, report.html."""
     renderers: list[Renderer] = [JsonRenderer()]
     if png:
         renderers.append(PngRenderer())
+        renderers.append(MemoryPngRenderer())
     if raw_trace is not None:
         renderers.append(TraceRenderer(raw_trace))
     if html:
@@ -129,6 +148,8 @@ def write_outputs(report: Report, out_dir: str | os.PathLike[str], renderers: Se
         for renderer in renderers:
             try:
                 content = renderer.render(report)
+            except NotApplicable:
+                continue
             except OutputSkipped as why:
                 problems.append(str(why))
                 continue

@@ -4,6 +4,9 @@ dashed, when measured), one compute roof per dtype; ops the analysis judged agai
 Each op is a point at (arithmetic intensity, achieved FLOP/s), coloured by what bounds it (red compute, blue
 memory, gray launch overhead), sized by its share of time; ridge points are marked and the top ops labelled.
 Ops that do no FLOPs (copies, casts) have no place on a FLOP/s axis and are left out; the caption counts them.
+With Nsight Compute counters joined (``op.measured``) the chart is hierarchical (the Berkeley method, as Nsight
+Compute draws it for one kernel): each op also stands at its measured DRAM intensity (filled diamond) and L2
+intensity (hollow triangle), at the same FLOP/s, joined to its modelled point by a thin line.
 """
 
 from __future__ import annotations
@@ -49,7 +52,9 @@ def draw_roofline(report: Report, *, top_labels: int = 8, title: str | None = No
     fig, ax = plt.subplots(figsize=(10, 6.5), dpi=110)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    levels = _measured_levels(points)
     intensities = [op.arithmetic_intensity for op in points if math.isfinite(op.arithmetic_intensity)]
+    intensities += [x for _, xs in levels for x in xs.values()]
     ridges = [c.ridge_point(d) for d in c.peak_flops_per_s if math.isfinite(c.ridge_point(d))]
     lo = min(intensities + ridges + [1.0]) / 4
     hi = max(intensities + ridges + [1.0]) * 4
@@ -99,6 +104,7 @@ def draw_roofline(report: Report, *, top_labels: int = 8, title: str | None = No
                    s=[30 + 600 * op.time_s / total for op in cached], marker="s", facecolors="none",
                    edgecolors="gray", linewidths=0.9, zorder=4,
                    label=f"served from cache ({len(cached)} ops, squared: judged against the cache roof)")
+    _draw_levels(ax, levels)
     ax.set_xlim(lo, hi)
     _label_points(fig, ax, points, top_labels)
     ax.set_xlabel("arithmetic intensity (FLOP / byte, minimum bytes moved)")
@@ -112,6 +118,40 @@ def draw_roofline(report: Report, *, top_labels: int = 8, title: str | None = No
     fig.text(0.01, 0.005, caption, fontsize=6, wrap=True)
     fig.subplots_adjust(left=0.08, right=0.98, top=0.94, bottom=0.12)
     return fig
+
+
+LEVEL_MARKERS = {"dram": ("D", "DRAM"), "l2": ("^", "L2")}
+
+
+def _measured_levels(points: list) -> list[tuple[object, dict[str, float]]]:
+    """(op, {level: measured intensity}) for ops with ncu counters, as the analysis set them."""
+    levels = []
+    for op in points:
+        m = op.measured
+        if m is None:
+            continue
+        xs = {name: x for name, x in (("dram", m.dram_intensity), ("l2", m.l2_intensity))
+              if x is not None and x > 0 and math.isfinite(x)}
+        if xs:
+            levels.append((op, xs))
+    return levels
+
+
+def _draw_levels(ax, levels: list) -> None:
+    if not levels:
+        return
+    for op, xs in levels:
+        ax.plot([op.arithmetic_intensity, *xs.values()], [op.achieved_flops_per_s] * (1 + len(xs)), color="gray",
+                linewidth=0.4, alpha=0.6, zorder=2)
+    for level, (marker, label) in LEVEL_MARKERS.items():
+        at = [(xs[level], op.achieved_flops_per_s, COLORS.get(op.bound, "gray")) for op, xs in levels if level in xs]
+        if not at:
+            continue
+        xs_, ys, colors = zip(*at)
+        filled = level == "dram"
+        ax.scatter(xs_, ys, marker=marker, s=22, zorder=4, linewidths=0.9,
+                   facecolors=list(colors) if filled else "none", edgecolors=list(colors),
+                   label=f"{label} traffic measured by ncu ({len(at)} ops: FLOPs / {label} bytes)")
 
 
 def _label_points(fig, ax, points: list, top_labels: int) -> None:

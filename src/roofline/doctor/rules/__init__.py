@@ -17,4 +17,5 @@ from roofline.doctor.rules import (  # noqa: F401
     tiny_collectives,
     collective_host_sync,
     undersized_memory_bound,
+    excess_traffic,
 )

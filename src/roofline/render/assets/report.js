@@ -20,6 +20,7 @@
       ["ops", opTableSection()],
       ["modules", moduleSection()],
       ["timing", timingSection()],
+      ["traffic", D.ncu ? trafficSection() : null],
       ["memory", memorySection()],
       ["syncs", syncSection()],
       ["ranks", D.ranks && D.ranks.length ? rankSection() : null],
@@ -518,6 +519,37 @@
   }
 
   /* ---------- memory ---------- */
+  function trafficSection() {
+    var n = D.ncu;
+    var sec = R.section("traffic", "Memory access (Nsight Compute)", n.source ? "Counters from " + n.source : null);
+    sec.appendChild(el("div", { "class": "stats" },
+      R.stat("Kernels joined", R.pct(n.joined_share), n.kernels_joined + " of " + n.kernels + " ncu kernels"),
+      R.stat("DRAM bytes", R.si(n.dram_bytes, "B"), n.ops_measured + " ops measured"),
+      n.l2_bytes !== null && n.l2_bytes !== undefined ? R.stat("L2 bytes", R.si(n.l2_bytes, "B")) : null,
+      R.stat("Modelled minimum", R.si(n.modelled_bytes, "B"), "the same ops"));
+    (n.notes || []).forEach(function (t) { sec.appendChild(el("p", { "class": "note", text: t })); });
+    if (n.images) {
+      sec.appendChild(el("h3", { text: "Hierarchical roofline: each op at its modelled, DRAM and L2 intensity" }));
+      sec.appendChild(el("img", { src: n.images.roofline, alt: "hierarchical roofline", style: "max-width:100%" }));
+      sec.appendChild(el("h3", { text: "Bytes per level against the modelled minimum" }));
+      sec.appendChild(el("img", { src: n.images.memory, alt: "memory-access view", style: "max-width:100%" }));
+    }
+    var cols = ["name", "ops", "time", "modelled min", "DRAM", "L2", "DRAM / min", "L2 hit"];
+    function rows(groups) {
+      return groups.map(function (g) {
+        return [g.name, String(g.ops), R.time(g.time_s), R.si(g.modelled_bytes, "B"), R.si(g.dram_bytes, "B"),
+          g.l2_bytes === null || g.l2_bytes === undefined ? "-" : R.si(g.l2_bytes, "B"),
+          g.excess_ratio === null || g.excess_ratio === undefined ? "-" : "x" + g.excess_ratio.toFixed(2),
+          g.l2_hit_rate === null || g.l2_hit_rate === undefined ? "-" : R.pct(g.l2_hit_rate)];
+      });
+    }
+    sec.appendChild(el("h3", { text: "By op" }));
+    sec.appendChild(simpleTable(cols, rows(n.by_op || [])));
+    sec.appendChild(el("h3", { text: "By module" }));
+    sec.appendChild(simpleTable(cols, rows(n.by_module || [])));
+    sec.appendChild(el("p", { "class": "muted", text: n.method }));
+    return sec;
+  }
   function memorySection() {
     var m = D.memory;
     var sec = R.section("memory", "Memory", m.counter ? "Counter: " + m.counter : null);
