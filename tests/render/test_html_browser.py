@@ -217,3 +217,23 @@ def test_embed_fragment_runs_inside_a_page(driver, tmp_path):
     finally:
         driver.switch_to.default_content()
     assert console_problems(driver) == []
+
+
+def test_the_memory_access_section_shows_the_join_and_both_charts(driver, tmp_path):
+    from conftest import DATA, H200
+    from selenium.webdriver.common.by import By
+
+    from roofline.analyze.ncu_join import join_ncu
+    from roofline.analyze.trace_file import analyze_trace_file
+    from roofline.capture.ncu_csv import read_ncu_csv
+
+    joined = analyze_trace_file(H200 / "llama_tiny_fwd_fp16_b4_s512.json.gz")
+    join_ncu(joined, read_ncu_csv(DATA / "ncu_h200" / "hf_llama_tiny_fwd_fp16_b4_s512.csv.gz"))
+    open_page(driver, tmp_path, render_html(joined), "ncu.html")
+    assert console_problems(driver) == []
+    section = driver.find_element(By.ID, "traffic")
+    assert section.is_displayed()
+    assert "342 of 343 ncu kernels" in section.text and "LlamaDecoderLayer*" in section.text
+    widths = driver.execute_script("return Array.from(document.querySelectorAll('#traffic img')).map(i => i.naturalWidth)")
+    assert len(widths) == 2 and min(widths) > 500
+    save_screenshot(driver, "report_ncu.png")

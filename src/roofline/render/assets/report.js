@@ -526,7 +526,7 @@
       R.stat("Kernels joined", R.pct(n.joined_share), n.kernels_joined + " of " + n.kernels + " ncu kernels"),
       R.stat("DRAM bytes", R.si(n.dram_bytes, "B"), n.ops_measured + " ops measured"),
       n.l2_bytes !== null && n.l2_bytes !== undefined ? R.stat("L2 bytes", R.si(n.l2_bytes, "B")) : null,
-      R.stat("Modelled minimum", R.si(n.modelled_bytes, "B"), "the same ops"));
+      R.stat("Modelled minimum", R.si(n.modelled_bytes, "B"), "the same ops")));
     (n.notes || []).forEach(function (t) { sec.appendChild(el("p", { "class": "note", text: t })); });
     if (n.images) {
       sec.appendChild(el("h3", { text: "Hierarchical roofline: each op at its modelled, DRAM and L2 intensity" }));
