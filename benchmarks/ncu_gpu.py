@@ -2,10 +2,12 @@
 
     PYTHONPATH=src python3 benchmarks/ncu_gpu.py OUT_DIR [--ceilings FILE] [--budget S]
 
-1. llama-tiny fp16 forward (batch 4 x 512) through `roofline analyze --ncu`, timed (must finish in <= 300 s), with
-   >= 98% of ncu's kernels joined to ops.
+1. llama-tiny fp16 forward (batch 4 x 512) through `roofline analyze --ncu --ncu-metrics memory` (DRAM, L2, L1
+   bytes and the L2 hit rate: what the hierarchical roofline and the memory-access view need, in few replay
+   passes), timed (must finish in <= 300 s), with >= 98% of ncu's kernels joined to ops.
 2. The twelve streaming ops of tests/data/ncu_h200 plus cross_entropy and a 16384^3 matmul
-   (benchmarks/ncu_streaming_ops.py) through the same command: each op's measured DRAM bytes equal ncu's own
+   (benchmarks/ncu_streaming_ops.py) through the same command with the full metric set (throughput, occupancy,
+   tensor pipes too): each op's measured DRAM bytes equal ncu's own
    figures (the join redone from the CSV the run wrote), modelled/measured within 5% for the twelve, the excess
    ratios of the other two.
 Each run is a subprocess with its own time limit; OUT_DIR/ncu_summary.json is written whatever fails (exit 1 when
@@ -37,7 +39,8 @@ def runs(out: Path, ceilings: Path | None) -> list[tuple[str, list[str], int]]:
     rl = [PY, "-m", "roofline", "analyze"]
     return [
         ("llama_tiny_ncu", rl + ["--model", "llama-tiny", "--dtype", "fp16", "--batch", "4", "--seq", "512",
-                                 "--device", "cuda", "--ncu", "-o", str(out / "llama_tiny_ncu")] + roofs, LLAMA_RUN_S),
+                                 "--device", "cuda", "--ncu", "--ncu-metrics", "memory", "-o", str(out / "llama_tiny_ncu")] + roofs,
+         LLAMA_RUN_S),
         ("streaming_ncu", rl + [str(HERE / "ncu_streaming_ops.py") + ":factory", "--device", "cuda", "--iters", "3",
                                 "--warmup", "1", "--ncu", "-o", str(out / "streaming_ncu")] + roofs, 150),
     ]

@@ -17,6 +17,24 @@ from typing import Any
 from roofline.errors import RooflineError
 
 
+def read_maybe_gzip(path: str | os.PathLike[str], what: str) -> bytes:
+    """A file's bytes, gunzipped when it is gzip; a missing, unreadable or corrupt file is one RooflineError
+    naming ``what`` it should have been ("report", "trace", "ncu CSV")."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise RooflineError(f"{what} file not found: {path}") from None
+    except OSError as exc:
+        raise RooflineError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    if raw[:2] != b"\x1f\x8b":
+        return raw
+    try:
+        return gzip.decompress(raw)
+    except (OSError, EOFError) as exc:
+        raise RooflineError(f"cannot parse {what} {path}: {exc}") from None
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically; gzip-compressed when the name ends in .gz."""
     path = Path(path)

@@ -118,5 +118,5 @@ def test_output_without_a_table_is_one_clear_error(tmp_path):
 
     with pytest.raises(RooflineError, match="no ncu CSV table"):
         parse_ncu_csv("==PROF== Disconnected from process 1\n==ERROR== ERR_NVGPUCTRPERM\n")
-    with pytest.raises(RooflineError, match="not found"):
+    with pytest.raises(RooflineError, match="ncu CSV file not found"):
         read_ncu_csv(tmp_path / "missing.csv")

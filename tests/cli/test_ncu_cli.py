@@ -95,7 +95,7 @@ def test_trace_with_an_ncu_csv_puts_measured_bytes_in_the_report(tmp_path):
 def test_trace_with_a_missing_ncu_csv_is_one_line_and_exit_2(tmp_path):
     proc = _cli("trace", str(H200 / "llama_tiny_fwd_fp16_b4_s512.json.gz"), "--ncu", str(tmp_path / "nope.csv"),
                 "-o", str(tmp_path / "out"))
-    _one_error_line(proc, "ncu CSV not found")
+    _one_error_line(proc, "ncu CSV file not found")
 
 
 def test_the_runner_keeps_only_metrics_this_ncu_lists_and_runs_one_step_without_clock_control(tmp_path, monkeypatch):

@@ -9,12 +9,12 @@ output of the profiled program are skipped. Values are converted to bytes, secon
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from roofline.errors import RooflineError
+from roofline.io import read_maybe_gzip
 
 _BYTE_UNITS = {"byte": 1.0, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12,
                "kibyte": 2.0**10, "mibyte": 2.0**20, "gibyte": 2.0**30}
@@ -38,19 +38,7 @@ class NcuKernel:
 
 def read_ncu_csv(path: str | Path) -> list[NcuKernel]:
     """The kernels of an ncu CSV file (plain or .gz), in ncu's launch order."""
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise RooflineError(f"ncu CSV not found: {path}") from None
-    except OSError as exc:
-        raise RooflineError(f"cannot read ncu CSV {path}: {exc.strerror or exc}") from None
-    try:
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-        text = raw.decode("utf-8", errors="replace")
-    except (OSError, EOFError) as exc:
-        raise RooflineError(f"cannot read ncu CSV {path}: {exc}") from None
+    text = read_maybe_gzip(path, "ncu CSV").decode("utf-8", errors="replace")
     return parse_ncu_csv(text, str(path))
 
 

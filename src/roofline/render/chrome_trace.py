@@ -11,7 +11,6 @@ overruns and moves real partial overlaps to an extra lane of the same process.
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import os
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.errors import RooflineError
-from roofline.io import atomic_write_text
+from roofline.io import atomic_write_text, read_maybe_gzip
 
 _KNOWN_PHASES = set("XiIMstfCbenNODPRcpv")
 _EPSILON_US = 1e-6
@@ -217,15 +216,10 @@ def chrome_trace_from_report(report: Any) -> dict:
 def read_chrome_trace(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A .json / .json.gz Chrome trace as a dict with traceEvents (a bare event list is wrapped)."""
     path = Path(path)
+    raw = read_maybe_gzip(path, "trace")
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise RooflineError(f"cannot read trace {path}: {exc.strerror or exc}") from None
-    try:
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
         data = json.loads(raw)
-    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise RooflineError(f"cannot parse trace {path}: {exc}") from None
     if isinstance(data, list):
         data = {"traceEvents": data}
