@@ -138,3 +138,68 @@ def test_the_gpu_script_writes_its_summary_when_every_run_fails(tmp_path):
     assert summary["runs"]["llama_tiny_ncu"]["rc"] == 2
     assert "needs Nsight Compute" in summary["runs"]["llama_tiny_ncu"]["error"]
     assert summary["checks"]["llama_tiny_ncu.checked"] is False
+
+
+def test_the_profiled_child_runs_warm_up_then_exactly_one_step_inside_the_profiler_range(monkeypatch):
+    import torch
+
+    from roofline.cli import _ncu_step
+
+    events = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: events.append("sync"))
+    monkeypatch.setattr(torch.cuda.profiler, "start", lambda: events.append("start"))
+    monkeypatch.setattr(torch.cuda.profiler, "stop", lambda: events.append("stop"))
+    import roofline.analyze.live as live
+
+    real = live.make_step
+
+    def counting(*args, **kwargs):
+        step = real(*args, **kwargs)
+
+        def wrapped():
+            events.append("step")
+            return step()
+        return wrapped
+
+    monkeypatch.setattr(live, "make_step", counting)
+    _ncu_step.run_step({"model": "matmul", "seq": 64, "device": "cpu", "warmup": 2})
+    assert events == ["step", "step", "sync", "start", "step", "sync", "stop"]
+
+
+def test_the_child_reports_a_bad_workload_in_one_line(tmp_path):
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"model": "no-such-model", "device": "cpu"}))
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    proc = subprocess.run([sys.executable, "-m", "roofline.cli._ncu_step", str(spec)], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().startswith("roofline: error:") and "no-such-model" in proc.stderr
+
+
+def test_analyze_joins_what_the_runner_returns_and_says_how(monkeypatch):
+    import argparse
+
+    from roofline.analyze.trace_file import analyze_trace_file
+    from roofline.capture import ncu_run
+    from roofline.cli import analyze
+
+    csv_text = gzip.decompress((NCU / "hf_llama_tiny_fwd_fp16_b4_s512.csv.gz").read_bytes()).decode()
+    seen = {}
+
+    def fake_profile_step(spec, metrics, **kwargs):
+        seen.update(spec=spec, metrics=metrics, **kwargs)
+        return ncu_run.NcuRun(csv_text, metrics, ["ncu", "--clock-control", "none", "--metrics", "m", "--csv", "py"],
+                              ["a note"])
+
+    monkeypatch.setattr(ncu_run, "profile_step", fake_profile_step)
+    report = analyze_trace_file(H200 / "llama_tiny_fwd_fp16_b4_s512.json.gz")
+    args = argparse.Namespace(target=None, model="llama-tiny", batch=4, seq=512, dtype="fp16", backward=False,
+                              warmup=0, ncu_max_kernels=9)
+    text = analyze._ncu_join(report, args, "cuda:0", ["dram__bytes_read.sum"])
+    assert text == csv_text
+    assert seen["spec"] == {"target": None, "model": "llama-tiny", "batch": 4, "seq": 512, "dtype": "float16",
+                            "device": "cuda:0", "backward": False, "warmup": 1}
+    assert seen["max_kernels"] == 9 and seen["fallback"] == ["dram__bytes_read.sum", "dram__bytes_write.sum",
+                                                            "gpu__time_duration.sum"]
+    assert report.ncu.joined_share >= 0.98 and "a note" in report.ncu.notes
+    assert report.ncu.method.endswith("ncu --clock-control none --metrics m --csv")
