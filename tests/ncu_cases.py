@@ -3,12 +3,16 @@ join, doctor and view tests: a report of one step whose kernels carry the names 
 
 from __future__ import annotations
 
-from conftest import DATA
+from pathlib import Path
 
 from roofline.count.counting import count_op
 from roofline.count.meta import TensorMeta
 from roofline.report import KernelRecord, OpRecord, Report
 
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+DATA = TESTS / "data"
+H200 = DATA / "h200"
 NCU = DATA / "ncu_h200"
 N = 16384
 H = "float16"

@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import H200
-from ncu_cases import CASES, EXCESS, NCU, report_of
+from ncu_cases import CASES, EXCESS, H200, NCU, report_of
 
 from roofline.analyze.ncu_join import join_ncu, kernel_key
 from roofline.capture.ncu_csv import parse_ncu_csv, read_ncu_csv

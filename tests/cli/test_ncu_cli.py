@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import DATA, H200, REPO
+from ncu_cases import DATA, H200, REPO
 
 from roofline.errors import RooflineError
 

@@ -4,8 +4,7 @@ excess ratio and a saving no larger than their time above the roofline; the stre
 from __future__ import annotations
 
 import pytest
-from conftest import DATA
-from ncu_cases import CASES, EXCESS, report_of
+from ncu_cases import CASES, DATA, EXCESS, report_of
 
 from roofline.analyze.ncu_join import join_ncu
 from roofline.capture.ncu_csv import read_ncu_csv

@@ -220,7 +220,7 @@ def test_embed_fragment_runs_inside_a_page(driver, tmp_path):
 
 
 def test_the_memory_access_section_shows_the_join_and_both_charts(driver, tmp_path):
-    from conftest import DATA, H200
+    from ncu_cases import DATA, H200
     from selenium.webdriver.common.by import By
 
     from roofline.analyze.ncu_join import join_ncu

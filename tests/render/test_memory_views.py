@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import DATA, H200
+from ncu_cases import DATA, H200
 
 from roofline.analyze.ncu_join import join_ncu
 from roofline.capture.ncu_csv import read_ncu_csv
