@@ -18,10 +18,15 @@ from roofline.errors import RooflineError
 NCU = DATA / "ncu_h200"
 
 
-def _cli(*argv, env=None, cwd=None):
-    full = dict(os.environ, PYTHONPATH=str(REPO / "src"), **(env or {}))
-    return subprocess.run([sys.executable, "-m", "roofline", *argv], capture_output=True, text=True, env=full,
-                          cwd=cwd, timeout=600)
+def _cli(capsys, *argv):
+    """The CLI in this process (no interpreter start-up per case): its exit code and what it printed."""
+    from types import SimpleNamespace
+
+    from roofline.cli import main
+
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return SimpleNamespace(returncode=code, stdout=out, stderr=err)
 
 
 def _one_error_line(proc, match):
@@ -57,31 +62,32 @@ sys.stdout.write(open({str(tmp_path / 'add.csv')!r}).read())
     return script
 
 
-def test_analyze_ncu_without_ncu_is_one_line_and_exit_2(tmp_path):
-    proc = _cli("analyze", "--model", "matmul", "--ncu", "-o", str(tmp_path / "o"), env={"PATH": "/nonexistent"},
-                cwd=tmp_path)
+def test_analyze_ncu_without_ncu_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("ROOFLINE_NCU", raising=False)
+    monkeypatch.setattr("roofline.capture.ncu_run._SEARCH", ())
+    proc = _cli(capsys, "analyze", "--model", "matmul", "--ncu", "-o", tmp_path / "o")
     _one_error_line(proc, "needs Nsight Compute")
 
 
-def test_analyze_ncu_without_a_gpu_is_one_line_and_exit_2(tmp_path):
-    fake = _fake_ncu(tmp_path)
-    proc = _cli("analyze", "--model", "matmul", "--device", "cpu", "--ncu", "-o", str(tmp_path / "o"),
-                env={"ROOFLINE_NCU": str(fake)})
+def test_analyze_ncu_without_a_gpu_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ROOFLINE_NCU", str(_fake_ncu(tmp_path)))
+    proc = _cli(capsys, "analyze", "--model", "matmul", "--device", "cpu", "--ncu", "-o", tmp_path / "o")
     _one_error_line(proc, "needs an NVIDIA GPU")
     assert not (tmp_path / "o").exists()
 
 
-def test_ncu_options_without_ncu_and_bad_metric_sets_are_refused(tmp_path):
-    proc = _cli("analyze", "--model", "matmul", "--ncu-max-kernels", "5", "-o", str(tmp_path / "o"))
+def test_ncu_options_without_ncu_and_bad_metric_sets_are_refused(tmp_path, monkeypatch, capsys):
+    proc = _cli(capsys, "analyze", "--model", "matmul", "--ncu-max-kernels", "5", "-o", tmp_path / "o")
     _one_error_line(proc, "need --ncu")
-    proc = _cli("analyze", "--model", "matmul", "--ncu", "--ncu-metrics", "dram;rm -rf", "-o", str(tmp_path / "o"),
-                env={"ROOFLINE_NCU": str(_fake_ncu(tmp_path))})
+    monkeypatch.setenv("ROOFLINE_NCU", str(_fake_ncu(tmp_path)))
+    proc = _cli(capsys, "analyze", "--model", "matmul", "--ncu", "--ncu-metrics", "dram;rm -rf", "-o", tmp_path / "o")
     _one_error_line(proc, "--ncu-metrics")
 
 
-def test_trace_with_an_ncu_csv_puts_measured_bytes_in_the_report(tmp_path):
+def test_trace_with_an_ncu_csv_puts_measured_bytes_in_the_report(tmp_path, capsys):
     out = tmp_path / "out"
-    proc = _cli("trace", str(H200 / "llama_tiny_fwd_fp16_b4_s512.json.gz"), "--ncu",
+    proc = _cli(capsys, "trace", str(H200 / "llama_tiny_fwd_fp16_b4_s512.json.gz"), "--ncu",
                 str(NCU / "hf_llama_tiny_fwd_fp16_b4_s512.csv.gz"), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     report = json.loads((out / "report.json").read_text())
@@ -92,8 +98,8 @@ def test_trace_with_an_ncu_csv_puts_measured_bytes_in_the_report(tmp_path):
     assert (out / "memory.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_trace_with_a_missing_ncu_csv_is_one_line_and_exit_2(tmp_path):
-    proc = _cli("trace", str(H200 / "llama_tiny_fwd_fp16_b4_s512.json.gz"), "--ncu", str(tmp_path / "nope.csv"),
+def test_trace_with_a_missing_ncu_csv_is_one_line_and_exit_2(tmp_path, capsys):
+    proc = _cli(capsys, "trace", str(H200 / "llama_tiny_fwd_fp16_b4_s512.json.gz"), "--ncu", str(tmp_path / "nope.csv"),
                 "-o", str(tmp_path / "out"))
     _one_error_line(proc, "ncu CSV file not found")
 
