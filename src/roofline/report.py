@@ -22,7 +22,7 @@ import msgspec
 from msgspec import Struct, field
 
 from roofline.errors import RooflineError
-from roofline.io import atomic_write_bytes
+from roofline.io import atomic_write_bytes, read_maybe_gzip
 
 _REPORT_HEAD = re.compile(rb'\s*\{\s*"schema_version"\s*:')
 
@@ -558,20 +558,10 @@ class Report(Struct):
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "Report":
-        path = Path(path)
+        raw = read_maybe_gzip(path, "report")
         try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            raise RooflineError(f"report file not found: {path}") from None
-        except OSError as exc:
-            raise RooflineError(f"cannot read report {path}: {exc.strerror or exc}") from None
-        try:
-            if raw[:2] == b"\x1f\x8b":
-                raw = gzip.decompress(raw)
             return cls.from_json(raw)
-        except (OSError, EOFError, UnicodeDecodeError) as exc:
-            raise RooflineError(f"cannot parse report {path}: {exc}") from None
-        except msgspec.DecodeError as exc:
+        except (UnicodeDecodeError, msgspec.DecodeError) as exc:
             raise RooflineError(f"cannot parse report {path}: {exc}") from None
 
     def to_pandas(self):
