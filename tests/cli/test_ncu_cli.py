@@ -37,7 +37,7 @@ def _one_error_line(proc, match):
 
 
 def _fake_ncu(tmp_path, known=("dram__bytes_read", "dram__bytes_write", "gpu__time_duration", "lts__t_bytes"),
-              fail_with_many=False):
+              fail_with_many=False, to_stderr=False):
     """An executable that answers --query-metrics with ``known`` and a profiling run with the add fixture's CSV
     (failing, as ncu does on an unknown metric, when asked for more than three metrics and ``fail_with_many``)."""
     csv_text = gzip.decompress((NCU / "add.csv.gz").read_bytes()).decode()
@@ -56,7 +56,7 @@ metrics = args[args.index('--metrics') + 1].split(',')
 if {fail_with_many!r} and len(metrics) > 3:
     print('==ERROR== Failed to profile: unknown metric', file=sys.stderr)
     sys.exit(1)
-sys.stdout.write(open({str(tmp_path / 'add.csv')!r}).read())
+(sys.stderr if {to_stderr!r} else sys.stdout).write(open({str(tmp_path / 'add.csv')!r}).read())
 """)
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return script
@@ -178,7 +178,7 @@ def test_the_child_reports_a_bad_workload_in_one_line(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     proc = subprocess.run([sys.executable, "-m", "roofline.cli._ncu_step", str(spec)], capture_output=True, text=True,
                           env=env, timeout=300)
-    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.returncode == 2
     assert proc.stderr.strip().startswith("roofline: error:") and "no-such-model" in proc.stderr
 
 
@@ -209,3 +209,13 @@ def test_analyze_joins_what_the_runner_returns_and_says_how(monkeypatch):
                                                             "gpu__time_duration.sum"]
     assert report.ncu.joined_share >= 0.98 and "a note" in report.ncu.notes
     assert report.ncu.method.endswith("ncu --clock-control none --metrics m --csv")
+
+
+def test_a_table_that_arrives_on_stderr_is_found_too(tmp_path, monkeypatch):
+    from roofline.capture.ncu_csv import parse_ncu_csv
+    from roofline.capture.ncu_metrics import METRIC_SETS
+    from roofline.capture.ncu_run import profile_step
+
+    monkeypatch.setenv("ROOFLINE_NCU", str(_fake_ncu(tmp_path, to_stderr=True)))
+    run = profile_step({"model": "matmul"}, METRIC_SETS["dram"])
+    assert parse_ncu_csv(run.csv_text)[0].metrics["dram__bytes_write.sum"] == 519497216

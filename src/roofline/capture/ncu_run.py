@@ -115,9 +115,11 @@ def _run(ncu: str, metrics: list[str], spec_path: Path, max_kernels: int | None,
                             "kernels, or --ncu-metrics dram for fewer replay passes)") from None
     except OSError as exc:
         raise RooflineError(f"cannot run {ncu}: {exc.strerror or exc}") from None
-    if '"Kernel Name"' not in out.stdout:
+    # The table is on ncu's stdout; stderr is searched too, in case a build writes it through the target's streams.
+    text = out.stdout if '"Kernel Name"' in out.stdout else out.stdout + "\n" + out.stderr
+    if '"Kernel Name"' not in text:
         raise RooflineError(f"ncu profiled no kernel (exit {out.returncode}): {_why(out.stdout + out.stderr)}")
-    return out.stdout, metrics, cmd, out.returncode, _why(out.stdout + out.stderr)
+    return text, metrics, cmd, out.returncode, _why(out.stdout + out.stderr)
 
 
 def _child_env() -> dict[str, str]:

@@ -1,16 +1,15 @@
 """The process ncu profiles for `roofline analyze --ncu`: the same workload, warmed up, one step between
 cudaProfilerStart and cudaProfilerStop. Not a subcommand: capture/ncu_run.py starts it as
-``python -m roofline.cli._ncu_step SPEC.json``. Its own prints go to stderr (ncu writes its CSV on stdout)."""
+``python -m roofline.cli._ncu_step SPEC.json``. The model's own prints may share ncu's stdout: the CSV reader keeps
+only the table's rows."""
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 
 def main(argv: list[str]) -> int:
-    os.dup2(2, 1)
     from roofline.errors import RooflineError
 
     try:
