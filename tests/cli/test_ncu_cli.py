@@ -90,6 +90,7 @@ def test_trace_with_an_ncu_csv_puts_measured_bytes_in_the_report(tmp_path, capsy
     proc = _cli(capsys, "trace", str(H200 / "llama_tiny_fwd_fp16_b4_s512.json.gz"), "--ncu",
                 str(NCU / "hf_llama_tiny_fwd_fp16_b4_s512.csv.gz"), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
+    assert "Nsight Compute: 342 of 343 kernels joined" in " ".join(proc.stdout.split())
     report = json.loads((out / "report.json").read_text())
     assert report["ncu"]["kernels"] == 343 and report["ncu"]["joined_share"] >= 0.98
     assert sum(op["measured"] is not None for op in report["ops"]) >= 340

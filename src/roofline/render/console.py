@@ -225,6 +225,13 @@ def render_report(report: Report, top: int = 15) -> str:
     if report.step_time is not None and report.step_time.n:
         notes.append(f"True step time (no profiler): {fmt_time(report.step_time.median_s)} "
                      f"(median of {report.step_time.n}, spread {fmt_time(report.step_time.spread_s)})")
+    if report.ncu is not None:
+        n = report.ncu
+        l2 = f", L2 {fmt_bytes(n.l2_bytes)}" if n.l2_bytes is not None else ""
+        notes.append(f"Nsight Compute: {n.kernels_joined} of {n.kernels} kernels joined ({fmt_pct(n.joined_share)}); "
+                     f"DRAM {fmt_bytes(n.dram_bytes)}{l2} against a modelled minimum of {fmt_bytes(n.modelled_bytes)} "
+                     f"over {n.ops_measured} ops (memory.png, report.html)")
+        notes.extend(n.notes)
     notes.extend(s.notes)
     return fit("\n".join(lines), width) + "\n" + body + fit("\n".join(notes), width) + "\n"
 
