@@ -236,4 +236,6 @@ def test_the_memory_access_section_shows_the_join_and_both_charts(driver, tmp_pa
     assert "342 of 343 ncu kernels" in section.text and "LlamaDecoderLayer*" in section.text
     widths = driver.execute_script("return Array.from(document.querySelectorAll('#traffic img')).map(i => i.naturalWidth)")
     assert len(widths) == 2 and min(widths) > 500
+    heads = [th.text for th in driver.find_elements(By.CSS_SELECTOR, "#op-table th")]
+    assert heads[heads.index("Bytes") + 1:heads.index("Bytes") + 3] == ["DRAM (ncu)", "DRAM / min"]
     save_screenshot(driver, "report_ncu.png")

@@ -220,6 +220,11 @@ def _op_columns(ops: list[OpRecord], names: _Interner) -> _RawColumns:
         cols["above_roof"].append(1 if op.above_roof else 0)
         cols["count"].append(op.count)
         cols["roof"].append(names(op.roof))
+    if any(op.measured is not None for op in ops):
+        for op in ops:
+            m = op.measured
+            cols["dram_bytes"].append(m.dram_bytes if m is not None else 0.0)
+            cols["excess"].append((m.excess_ratio or 0.0) if m is not None else 0.0)
     return _RawColumns(dict(cols))
 
 

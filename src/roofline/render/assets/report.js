@@ -328,6 +328,7 @@
     ["intensity", "FLOP/B", "num"], ["flops_per_s", "Achieved", "num"], ["efficiency", "% of roof", "num"], ["roof", "Roof", "str"], ["bound", "Bound", "str"],
     ["predicted_s", "Predicted", "num"], ["source", "Source", "str"]
   ];
+  if (T.dram_bytes) COLUMNS.splice(9, 0, ["dram_bytes", "DRAM (ncu)", "num"], ["excess", "DRAM / min", "num"]);
 
   var ROOF_TITLES = {
     dram: "judged against the DRAM roof",
@@ -378,6 +379,8 @@
         case "predicted_s": return el("td", { "class": "n", text: R.time(v) });
         case "flops": return el("td", { "class": "n", text: R.si(v, "") });
         case "bytes": return el("td", { "class": "n", text: R.si(v, "B") });
+        case "dram_bytes": return el("td", { "class": "n", title: "DRAM bytes Nsight Compute measured for this op's kernels", text: v > 0 ? R.si(v, "B") : "-" });
+        case "excess": return el("td", { "class": "n", title: "measured DRAM bytes / modelled minimum", text: v > 0 ? "x" + v.toFixed(2) : "-" });
         case "intensity": return el("td", { "class": "n", text: R.plain(v) });
         case "flops_per_s": return el("td", { "class": "n", title: R.si(T.bytes_per_s[i], "B/s"), text: R.si(v, "FLOP/s") });
         case "efficiency": if (T.roof && S[T.roof[i]] === "cache-unknown") return el("td", { "class": "n", title: ROOF_TITLES["cache-unknown"], text: "from cache" });
