@@ -251,7 +251,12 @@ def test_attention_and_argmax_match_torch_on_the_gpu_at_the_models_shapes():
             ref = attention_torch(qkv, kc2, vc2, cos, sin, p, torch.empty_like(out), n_heads=heads,
                                   n_kv_heads=kv_heads)
             torch.testing.assert_close(out, ref, atol=2e-3, rtol=1e-2, msg=f"{heads}/{kv_heads}x{head_dim} {per_split}")
-            assert torch.equal(kc, kc2) and torch.equal(vc, vc2)
+            # Only the new position's row is written. Its rotated key may differ from torch's by about one fp16 ulp of
+            # the products in x*cos - y*sin (torch rounds each product to fp16, the kernel keeps fp32 and contracts):
+            # at most 2^-9 absolute on the H200, every other row bit-identical.
+            others = torch.arange(kc.shape[2], device=dev) != pos
+            assert torch.equal(kc[:, :, others], kc2[:, :, others]) and torch.equal(vc, vc2)
+            torch.testing.assert_close(kc[:, :, pos], kc2[:, :, pos], atol=2 ** -9, rtol=2 ** -10)
         assert int(scratch.counters.abs().sum()) == 0
     for vocab in (32000, 128256):
         logits = torch.randn(vocab, dtype=dt, device=dev)
