@@ -22,10 +22,14 @@ from roofline.report import Report  # noqa: E402
 
 GPU_GLOBS = ("benchmarks/results/h200/**/report.json*", "benchmarks/results/ddp_h200x2/**/report.json*",
              "docs/lab/h200/**/report.json*")
-CPU_RUNS = (("matmul", 1, 256, False), ("matmul", 1, 512, False), ("matmul", 1, 1024, False),
-            ("layernorm", 1, 512, False), ("layernorm", 1, 2048, False), ("llama-tiny", 2, 64, False),
-            ("llama-tiny", 2, 64, True), ("llama-tiny", 4, 128, False), ("resnet50", 1, None, False),
-            ("bert-base", 2, 64, False))
+# (workload, batch, seq, training, dtype)
+CPU_RUNS = (("matmul", 1, 256, False, "float32"), ("matmul", 1, 512, False, "float32"),
+            ("matmul", 1, 1024, False, "float32"), ("layernorm", 1, 512, False, "float32"),
+            ("layernorm", 1, 2048, False, "float32"), ("llama-tiny", 2, 64, False, "float32"),
+            ("llama-tiny", 2, 64, True, "float32"), ("llama-tiny", 4, 128, False, "float32"),
+            ("resnet50", 1, None, False, "float32"), ("bert-base", 2, 64, False, "float32"),
+            ("matmul", 1, 512, False, "bfloat16"), ("layernorm", 1, 1024, False, "bfloat16"),
+            ("llama-tiny", 2, 64, False, "bfloat16"))
 
 
 def committed_reports():
@@ -35,11 +39,7 @@ def committed_reports():
 
 
 def cpu_reports(keep: str | None):
-    """Measured now; with ``keep`` a folder, saved there and read back on the next run instead."""
-    if keep and Path(keep).is_dir() and any(Path(keep).glob("*.json")):
-        for path in sorted(Path(keep).glob("*.json")):
-            yield f"cpu:{path.stem}", Report.load(path)
-        return
+    """Measured now; with ``keep`` a folder, each saved there and read back on the next run instead."""
     import torch
 
     from roofline.analyze.live import analyze_model
@@ -47,15 +47,19 @@ def cpu_reports(keep: str | None):
     from roofline.models.workloads import get_workload
 
     ceilings = get_ceilings("cpu", quick=True)
-    for name, batch, seq, backward in CPU_RUNS:
-        torch.manual_seed(0)
-        w = get_workload(name, device="cpu", batch=batch, seq=seq, backward=backward)
-        label = f"cpu:{name} batch {batch} seq {seq}{' training' if backward else ''}"
+    for name, batch, seq, backward, dtype in CPU_RUNS:
+        label = f"cpu:{name} batch {batch} seq {seq} {dtype}{' training' if backward else ''}"
+        path = Path(keep) / f"{name}-b{batch}-s{seq}-{dtype}{'-train' if backward else ''}.json" if keep else None
+        if path is not None and path.exists():
+            yield label, Report.load(path)
+            continue
         print(label, file=sys.stderr)
+        torch.manual_seed(0)
+        w = get_workload(name, device="cpu", batch=batch, seq=seq, dtype=dtype, backward=backward)
         report = analyze_model(w.model, w.inputs, device="cpu", ceilings=ceilings, backward=backward,
                                loss_fn=w.loss_fn, warmup=1, iters=3, workload=name)
-        if keep:
-            report.save(Path(keep) / f"{name}-b{batch}-s{seq}{'-train' if backward else ''}.json")
+        if path is not None:
+            report.save(path)
         yield label, report
 
 

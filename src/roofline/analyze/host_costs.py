@@ -103,6 +103,18 @@ class _Block(nn.Module):
 
 
 def measure_host_costs(device: torch.device) -> HostCosts:
+    """On a CPU with one intra-op thread (restored after): a tiny op never gains from more, and on a loaded
+    machine a thread pool waking for a 64-element op measures the load, not the dispatch."""
+    threads = torch.get_num_threads()
+    if device.type == "cpu":
+        torch.set_num_threads(1)
+    try:
+        return _measure(device)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _measure(device: torch.device) -> HostCosts:
     spreads: list[float] = []
     dispatch: dict[str, float] = {}
     with torch.no_grad():
