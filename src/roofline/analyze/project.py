@@ -4,7 +4,7 @@ Shapes: in every recorded input and output shape, a dimension equal to old batch
 becomes new batch x new seq; a leading dimension equal to the old batch becomes the new batch (for batched matrix
 products, a leading dimension that is a multiple of it: batch x heads); a dimension equal to the old sequence
 length becomes the new one. The last dimension is a feature dimension and stays, unless the tensor is square in
-the sequence (attention scores); a forward matrix product's weight stays (``_shapes``); 1-d tensors (biases, norm
+the sequence (attention scores) or an operand of a batched product (K transposed ends in the sequence); a forward matrix product's weight stays (``_shapes``); 1-d tensors (biases, norm
 weights) keep their size under a batch change. A dtype change rewrites floating tensors of the report's model dtype. Ops none of whose
 shapes hold the batch or sequence (weights-only work such as an optimizer's update) are left as they are; a batch
 equal to the sequence length is ambiguous and refused by the caller.
@@ -63,7 +63,9 @@ def _dim(d: int, i: int, ndim: int, kind: str, change: Change, square: bool) -> 
 def _shape(shape: list[int], kind: str, change: Change, dims: int | None = None) -> list[int]:
     """``dims``: only the first ``dims`` dimensions may change (a matrix product's rows, a linear's batch dims)."""
     os_ = (change.seq or (0, 0))[0]
-    square = bool(os_) and sum(d == os_ for d in shape) >= 2
+    # Scores and masks are (batch, heads, seq, seq) or (seq, seq); a 3-d (batch, seq, hidden) with hidden equal to
+    # seq is activations (llama-tiny: dim 512 at seq 512).
+    square = kind in _BATCHED or (bool(os_) and len(shape) != 3 and sum(d == os_ for d in shape) >= 2)
     n = len(shape) if dims is None else dims
     return [_dim(d, i, len(shape), kind, change, square) if i < n else d for i, d in enumerate(shape)]
 
