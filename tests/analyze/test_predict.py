@@ -180,8 +180,10 @@ def test_cli_predict_projects_a_committed_h200_report_and_writes_json(tmp_path, 
     assert code == 0 and "batch 4 -> 16" in text and "dominant ops" in text
     p = msgspec.json.decode(out.read_bytes())
     assert p["step_time_s"] > 0 and p["low_s"] <= p["step_time_s"] <= p["high_s"] and p["ops"] == 598
-    assert main(["predict", str(H200_REPORT), "--device", "NVIDIA A100-SXM4-80GB"]) == 0
+    saved = tmp_path / "with_prediction.json"
+    assert main(["predict", str(H200_REPORT), "--device", "NVIDIA A100-SXM4-80GB", "--save", str(saved)]) == 0
     assert "A100" in capsys.readouterr().out
+    assert "A100" in Report.load(saved).prediction.scenario["device"]
 
 
 def test_cli_predict_learn_writes_a_user_table(tmp_path, capsys):

@@ -29,6 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="project to this GPU by name (measured cache, else the datasheet), e.g. 'NVIDIA A100'")
     target.add_argument("--ceilings", metavar="FILE", default=None, help="project to the device these ceilings describe")
     parser.add_argument("--json", type=output_file, default=None, metavar="FILE", help="also write the prediction as JSON")
+    parser.add_argument("--save", type=output_file, default=None, metavar="FILE",
+                        help="also write the report with its prediction (Report.prediction) to FILE")
     parser.add_argument("--table", default=None, metavar="FILE",
                         help="efficiency table to read (or, with --learn, to write; default: the user table in the "
                              "cache directory over the shipped one)")
@@ -59,6 +61,9 @@ def run(args: argparse.Namespace) -> int:
 
         atomic_write_text(args.json, msgspec.json.format(msgspec.json.encode(prediction), indent=1).decode() + "\n")
         print(f"wrote {args.json}")
+    if args.save:
+        report.save(args.save)
+        print(f"wrote {args.save}")
     return 0
 
 
