@@ -126,7 +126,7 @@ def _hf(kind: str, layers: int, hidden: int, heads: int) -> Callable:
 def cases(device: torch.device) -> tuple[list[Case], list[tuple[str, Case, Case, dict]]]:
     gpu = device.type == "cuda"
     low = "bfloat16"
-    s = (512 if gpu else 64)
+    s = (512 if gpu else 32)
     b = (8 if gpu else 2)
     hf_size = (12, 768, 12) if gpu else (2, 128, 4)
     workloads = [
@@ -192,10 +192,15 @@ def main() -> int:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--iters", type=int, default=None, help="steps per timing (default 20 GPU, 5 CPU)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU intra-op threads (default 1 on a CPU: a shared machine's other load then costs a "
+                             "step a core, not a stalled thread pool; GPU runs leave torch's default)")
     parser.add_argument("--only", default="", help="comma-separated substrings of workload names to run")
     args = parser.parse_args()
     device = torch.device(args.device)
     gpu = device.type == "cuda"
+    if args.threads or not gpu:
+        torch.set_num_threads(args.threads or 1)
     iters = args.iters or (20 if gpu else 5)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -266,6 +271,7 @@ def main() -> int:
             _fill(pair, samples[key])
 
     result = {"device": ceilings.device_name or str(device), "torch": str(torch.__version__),
+              "threads": torch.get_num_threads() if not gpu else None,
               "python": platform.python_version(), "repeats": args.repeats, "iters": iters,
               "host_costs": {"dispatch_median_s": statistics.median(host_costs.dispatch_s.values()),
                              "module_call_s": host_costs.module_call_s, "python_per_op_s": host_costs.python_per_op_s,
