@@ -16,7 +16,9 @@ from roofline.analyze.whatif import predict_report
 from roofline.cli import main
 from roofline.errors import RooflineError
 from roofline.report import Ceilings, HostCosts, OpRecord, Report, Timing
-from conftest import REPO
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]  # not `from conftest import`: tests/lab's conftest shadows it in a full run
 
 H200_REPORT = REPO / "benchmarks/results/h200/llama_tiny_fp16_b4_s512/report.json.gz"
 
