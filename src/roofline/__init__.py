@@ -35,6 +35,8 @@ _EXPORTS = {
     "ProfileReport": "roofline.render.profile_report",
     "diagnose": "roofline.doctor",
     "load_trace": "roofline.capture.kineto",
+    "predict_report": "roofline.analyze.whatif",
+    "learn_table": "roofline.analyze.efficiency",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

@@ -457,6 +457,78 @@ class ProfileInfo(Struct):
     step_source: str | None = None
 
 
+class HostCosts(Struct):
+    """What the host spends issuing one op, measured on one machine for one device (analyze/host_costs.py):
+    dispatch per op kind (a tiny op's call, enqueue only on a GPU), one nn.Module call, the framework's Python
+    left over per op in a reference block, and one backward op run by autograd's engine."""
+
+    device: str = "cpu"
+    device_name: str = ""
+    dispatch_s: dict[str, float] = field(default_factory=dict)
+    module_call_s: NonNegative = 0.0
+    python_per_op_s: NonNegative = 0.0
+    backward_per_op_s: NonNegative = 0.0
+    spread: NonNegative = 0.0
+    method: str = ""
+    torch_version: str = ""
+    measured_at: str = ""
+
+
+class PredictedOps(Struct):
+    """Ops of one name (and module) in a prediction: calls, predicted device and host time, their bound."""
+
+    name: str
+    module: str = ""
+    calls: Count = 0
+    device_time_s: NonNegative = 0.0
+    host_time_s: NonNegative = 0.0
+    measured_time_s: float | None = None
+    bound: str = ""
+
+
+class PredictedModule(Struct):
+    """One top-level module's predicted device and host time, beside its measured device time when known."""
+
+    module: str
+    device_time_s: NonNegative = 0.0
+    host_time_s: NonNegative = 0.0
+    measured_time_s: float | None = None
+
+
+class BoundChange(Struct):
+    """Ops (of one name and module) whose bound class changes from the measured run to the projected one."""
+
+    name: str
+    module: str = ""
+    calls: Count = 0
+    before: str = ""
+    after: str = ""
+
+
+class Prediction(Struct):
+    """A predicted step time (analyze/predict.py) and its breakdown: a host stream issuing ops and a device stream
+    running them, overlapped, with each sync making the host wait for the device (``bound``: ``host``, ``device``
+    or ``serial`` where one thread does both, as on a CPU). ``low_s``/``high_s`` are the range from the efficiency
+    table's quartiles and the host costs' spread. ``scenario`` names what was changed from the measured run."""
+
+    step_time_s: NonNegative = 0.0
+    low_s: NonNegative = 0.0
+    high_s: NonNegative = 0.0
+    host_time_s: NonNegative = 0.0
+    device_time_s: NonNegative = 0.0
+    bound: str = ""
+    syncs: Count = 0
+    ops: Count = 0
+    measured_step_time_s: float | None = None
+    scenario: dict[str, str] = field(default_factory=dict)
+    device_name: str = ""
+    dominant: list[PredictedOps] = field(default_factory=list)
+    modules: list[PredictedModule] = field(default_factory=list)
+    bound_changes: list[BoundChange] = field(default_factory=list)
+    method: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
 class Report(Struct):
     """Schema 2 (this version) types what schema 1 kept as dicts: ``ranks`` are RankRecords, and the merge's
     evidence and a profiled run's details, schema 1's ``extra["distributed"]`` and ``extra["profile"]``, are the
@@ -481,6 +553,7 @@ class Report(Struct):
     distributed: DistributedInfo | None = None
     profile: ProfileInfo | None = None
     ncu: NcuSummary | None = None
+    prediction: Prediction | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data; non-finite floats become None (JSON has no NaN or Infinity); an unmodelled

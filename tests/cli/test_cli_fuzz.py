@@ -40,8 +40,12 @@ OPTIONS = {
     "view": [("-o", OUTPUTS)],
     "merge": [("-o", OUTPUTS), ("--threshold", st.sampled_from(["-1", "x", "0.1"]))],
     "ceilings": [("--json", OUTPUTS), ("--device", st.sampled_from(["", "bogus", "cuda:7"]))],
+    "predict": [("--batch", COUNTS), ("--seq", COUNTS), ("--from-batch", COUNTS), ("--dtype", st.sampled_from(["bf16", "x"])),
+                ("--device", st.sampled_from(["", "bogus", "H200", "NVIDIA A100-SXM4-80GB"])), ("--ceilings", PATHS),
+                ("--json", OUTPUTS), ("--table", PATHS)],
 }
-POSITIONALS = {"analyze": 1, "profile": 1, "doctor": 1, "trace": 1, "diff": 2, "view": 1, "merge": 1, "ceilings": 0}
+POSITIONALS = {"analyze": 1, "profile": 1, "doctor": 1, "trace": 1, "diff": 2, "view": 1, "merge": 1, "ceilings": 0,
+               "predict": 1}
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,351 @@
+"""Validation of the execution time estimator (issue 21): predict, then measure, on workloads and what-if pairs.
+
+    PYTHONPATH=src python3 benchmarks/ete.py OUT [--device cuda|cpu] [--repeats N] [--only NAME,...]
+
+Per workload: `analyze_model` profiles one step (per-op device times under torch.profiler), `predict` turns the
+report into a step time (device and host streams, analyze/predict.py), then the true step time is measured
+without any profiler. What-if pairs: the source configuration's report is projected (`predict_report`: another
+batch, dtype or sequence length) and the target configuration's true step time is measured. All true-time
+measurements run in one sitting, alternating: repeat r times every workload and target in turn, so drift
+(other load, clocks) spreads over all of them; each figure is the median of the repeats' medians, with the spread
+(interquartile range over the repeats). The old estimator (sum of per-op roofline time + launch overhead,
+`Summary.predicted_total_s`) is shown beside.
+
+Writes OUT/ete.json and OUT/ete.md, and OUT.tgz of both. Sizes: small on a CPU (one sitting of a few minutes on
+two cores), realistic on a GPU (under 9 minutes on an H200). Anchor: Habitat (Yu et al., USENIX ATC 2021)
+reports 11.8% average error predicting training iteration time across GPUs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import tarfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "src"))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from roofline.analyze.efficiency import load_table  # noqa: E402
+from roofline.analyze.host_costs import get_host_costs  # noqa: E402
+from roofline.analyze.live import analyze_model, make_step, time_steps  # noqa: E402
+from roofline.analyze.whatif import predict_report  # noqa: E402
+from roofline.device import get_ceilings  # noqa: E402
+from roofline.io import atomic_write_text  # noqa: E402
+
+WITHIN = (0.85, 1.15)
+WHATIF_WITHIN = (0.8, 1.25)
+HABITAT = "Habitat (Yu et al., USENIX ATC 2021): 11.8% average error predicting training iteration time across GPUs"
+
+
+@dataclass
+class Built:
+    model: torch.nn.Module
+    inputs: Any
+    loss_fn: Callable | None = None
+
+
+@dataclass
+class Case:
+    name: str
+    build: Callable[[torch.device, torch.dtype, int, int], Built]
+    batch: int
+    seq: int
+    dtype: str = "float32"
+    backward: bool = False
+    compiled: bool = False
+    family: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+_DT = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def _ids(vocab: int, batch: int, seq: int, device: torch.device) -> torch.Tensor:
+    g = torch.Generator().manual_seed(0)
+    return torch.randint(0, vocab, (batch, seq), generator=g).to(device)
+
+
+def llama_tiny(device, dtype, batch, seq) -> Built:
+    from roofline.models.llama import CONFIGS, build_llama
+
+    model = build_llama(CONFIGS["llama-tiny"], dtype=dtype, device=device, seed=0)
+    return Built(model, (_ids(32000, batch, seq, device),), lambda logits: logits.float().square().mean())
+
+
+def mlp(device, dtype, batch, seq) -> Built:
+    dim = seq
+    model = torch.nn.Sequential(torch.nn.Linear(dim, 4 * dim), torch.nn.GELU(), torch.nn.Linear(4 * dim, dim),
+                                torch.nn.LayerNorm(dim)).to(device=device, dtype=dtype)
+    return Built(model, (torch.randn(batch, 64, dim, device=device, dtype=dtype),))
+
+
+def _tv(name: str, size: int) -> Callable:
+    def build(device, dtype, batch, seq) -> Built:
+        import torchvision
+
+        torch.manual_seed(0)
+        model = torchvision.models.get_model(name, weights=None).to(device=device, dtype=dtype).eval()
+        return Built(model, (torch.randn(batch, 3, size, size, device=device, dtype=dtype),),
+                     lambda out: out.float().square().mean())
+    return build
+
+
+def _hf(kind: str, layers: int, hidden: int, heads: int) -> Callable:
+    def build(device, dtype, batch, seq) -> Built:
+        import transformers as t
+
+        torch.manual_seed(0)
+        if kind == "gpt2":
+            config = t.GPT2Config(n_layer=layers, n_embd=hidden, n_head=heads, vocab_size=8192,
+                                  n_positions=max(seq, 1024))
+            model = t.GPT2LMHeadModel(config)
+        elif kind == "bert":
+            config = t.BertConfig(num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads,
+                                  intermediate_size=4 * hidden, vocab_size=8192, max_position_embeddings=max(seq, 512))
+            model = t.BertModel(config)
+        else:
+            config = t.LlamaConfig(num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads,
+                                   num_key_value_heads=heads, intermediate_size=4 * hidden, vocab_size=8192,
+                                   max_position_embeddings=max(seq, 2048))
+            model = t.LlamaForCausalLM(config)
+        model = model.to(device=device, dtype=dtype).eval()
+        return Built(model, {"input_ids": _ids(8192, batch, seq, device)})
+    return build
+
+
+def cases(device: torch.device) -> tuple[list[Case], list[tuple[str, Case, Case, dict]]]:
+    gpu = device.type == "cuda"
+    low = "bfloat16"
+    s = (512 if gpu else 32)
+    b = (8 if gpu else 2)
+    hf_size = (12, 768, 12) if gpu else (2, 128, 4)
+    workloads = [
+        Case("llama-tiny forward", llama_tiny, b, s, family="built-in"),
+        Case("llama-tiny forward bf16", llama_tiny, b, s, low, family="built-in"),
+        Case("llama-tiny training", llama_tiny, b, s, backward=True, family="built-in"),
+        Case("llama-tiny compiled", llama_tiny, b, s, compiled=True, family="built-in"),
+        Case("mlp forward", mlp, b, 1024 if gpu else 256, family="built-in"),
+        Case("resnet18 forward", _tv("resnet18", 224 if gpu else 64), 32 if gpu else 2, 0, family="torchvision"),
+        Case("resnet18 training", _tv("resnet18", 224 if gpu else 64), 32 if gpu else 2, 0, backward=True,
+             family="torchvision"),
+        Case("mobilenet_v3_small forward", _tv("mobilenet_v3_small", 224 if gpu else 96), 32 if gpu else 2, 0,
+             family="torchvision"),
+        Case("hf gpt2 forward", _hf("gpt2", *hf_size), b, s, family="huggingface"),
+        Case("hf bert forward", _hf("bert", *hf_size), b, s, family="huggingface"),
+        Case("hf llama forward bf16", _hf("llama", *hf_size), b, s, low, family="huggingface"),
+        Case("hf gpt2 training", _hf("gpt2", *hf_size), b, s, backward=True, family="huggingface"),
+    ]
+    small_b, big_b = 8, 32
+    short, long_ = (512, 2048) if gpu else (128, 512)
+    whatif = [
+        ("llama-tiny batch 8 -> 32", Case("llama-tiny b8", llama_tiny, small_b, 64 if not gpu else 256),
+         Case("llama-tiny b32", llama_tiny, big_b, 64 if not gpu else 256), {"batch": big_b}),
+        ("hf gpt2 batch 8 -> 32", Case("gpt2 b8", _hf("gpt2", *hf_size), small_b, 64 if not gpu else 256),
+         Case("gpt2 b32", _hf("gpt2", *hf_size), big_b, 64 if not gpu else 256), {"batch": big_b}),
+        ("llama-tiny fp32 -> bf16", Case("llama-tiny fp32", llama_tiny, b, s),
+         Case("llama-tiny bf16", llama_tiny, b, s, low), {"dtype": low}),
+        ("mlp fp32 -> bf16", Case("mlp fp32", mlp, b, 1024 if gpu else 256),
+         Case("mlp bf16", mlp, b, 1024 if gpu else 256, low), {"dtype": low}),
+        (f"llama-tiny seq {short} -> {long_}", Case("llama-tiny short", llama_tiny, 1, short),
+         Case("llama-tiny long", llama_tiny, 1, long_), {"seq": long_}),
+        (f"hf llama seq {short} -> {long_}", Case("hf llama short", _hf("llama", *hf_size), 1, short),
+         Case("hf llama long", _hf("llama", *hf_size), 1, long_), {"seq": long_}),
+    ]
+    return workloads, whatif
+
+
+def build(case: Case, device: torch.device):
+    built = case.build(device, _DT[case.dtype], case.batch, case.seq)
+    if case.backward:
+        built.model.train()
+    model = torch.compile(built.model) if case.compiled else built.model
+    return model, built
+
+
+def analyze(case: Case, device, ceilings, iters: int):
+    model, built = build(case, device)
+    inputs = built.inputs if isinstance(built.inputs, dict) else tuple(built.inputs)
+    report = analyze_model(model, inputs, device=device, ceilings=ceilings, backward=case.backward,
+                           loss_fn=built.loss_fn, warmup=3 if case.compiled else 2, iters=iters, workload=case.name)
+    report.extra.update(batch=case.batch, seq=case.seq or None)
+    step = make_step(model, inputs, backward=case.backward, loss_fn=built.loss_fn)
+    return report, step
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a and b else None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--iters", type=int, default=None, help="steps per timing (default 20 GPU, 5 CPU)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU intra-op threads (default 1 on a CPU: a shared machine's other load then costs a "
+                             "step a core, not a stalled thread pool; GPU runs leave torch's default)")
+    parser.add_argument("--only", default="", help="comma-separated substrings of workload names to run")
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    gpu = device.type == "cuda"
+    if args.threads or not gpu:
+        torch.set_num_threads(args.threads or 1)
+    iters = args.iters or (20 if gpu else 5)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    began = time.perf_counter()
+    ceilings = get_ceilings(device, quick=not gpu)
+    host_costs = get_host_costs(device)
+    table = load_table()
+    workloads, whatif = cases(device)
+    if args.only:
+        keys = [k.strip() for k in args.only.split(",") if k.strip()]
+        workloads = [c for c in workloads if any(k in c.name for k in keys)]
+        whatif = [w for w in whatif if any(k in w[0] for k in keys)]
+
+    rows: list[dict] = []
+    steps: dict[str, Callable] = {}
+    for case in workloads:
+        print(f"[{time.perf_counter() - began:6.1f}s] {case.name}", file=sys.stderr, flush=True)
+        try:
+            report, step = analyze(case, device, ceilings, iters)
+        except Exception as exc:  # noqa: BLE001 - one workload failing must not lose the others' figures
+            rows.append({"workload": case.name, "error": f"{type(exc).__name__}: {exc}"[:300]})
+            continue
+        p = predict_report(report, table=table, host_costs=host_costs)
+        steps[case.name] = step
+        rows.append({"workload": case.name, "family": case.family, "dtype": case.dtype,
+                     "mode": "training" if case.backward else "forward", "compiled": case.compiled,
+                     "batch": case.batch, "seq": case.seq, "ops": len(report.ops),
+                     "predicted_s": p.step_time_s, "low_s": p.low_s, "high_s": p.high_s, "bound": p.bound,
+                     "host_s": p.host_time_s, "device_s": p.device_time_s,
+                     "old_estimator_s": report.summary.predicted_total_s,
+                     "profiled_step_s": report.profiled_step_time.median_s if report.profiled_step_time else None,
+                     "dominant": [g.name for g in p.dominant[:3]]})
+
+    pairs: list[dict] = []
+    for label, src, dst, change in whatif:
+        print(f"[{time.perf_counter() - began:6.1f}s] what-if {label}", file=sys.stderr, flush=True)
+        try:
+            report, _ = analyze(src, device, ceilings, iters)
+            p = predict_report(report, table=table, host_costs=host_costs, batch=change.get("batch"),
+                               seq=change.get("seq"), dtype=change.get("dtype"))
+            same = predict_report(report, table=table, host_costs=host_costs)
+            model, built = build(dst, device)
+            inputs = built.inputs if isinstance(built.inputs, dict) else tuple(built.inputs)
+            steps[f"whatif:{label}"] = make_step(model, inputs, backward=dst.backward, loss_fn=built.loss_fn)
+            steps[f"whatif:{label}"]()
+        except Exception as exc:  # noqa: BLE001
+            pairs.append({"pair": label, "error": f"{type(exc).__name__}: {exc}"[:300]})
+            continue
+        pairs.append({"pair": label, "predicted_s": p.step_time_s, "low_s": p.low_s, "high_s": p.high_s,
+                      "bound": p.bound, "source_predicted_s": same.step_time_s,
+                      "bound_changes": len(p.bound_changes), "scenario": p.scenario})
+
+    print(f"[{time.perf_counter() - began:6.1f}s] true step times, {args.repeats} alternating repeats of "
+          f"{len(steps)} steps", file=sys.stderr, flush=True)
+    samples: dict[str, list[float]] = {name: [] for name in steps}
+    for name, step in steps.items():
+        step()
+    for _ in range(args.repeats):
+        for name, step in steps.items():
+            samples[name].append(time_steps(step, device, iters).median_s)
+    # The what-if pairs' sources were not kept: their true time is their own row's, measured in the same loop.
+    for row in rows:
+        if row["workload"] in samples:
+            _fill(row, samples[row["workload"]])
+    for pair in pairs:
+        key = f"whatif:{pair['pair']}"
+        if key in samples:
+            _fill(pair, samples[key])
+
+    result = {"device": ceilings.device_name or str(device), "torch": str(torch.__version__),
+              "threads": torch.get_num_threads() if not gpu else None,
+              "python": platform.python_version(), "repeats": args.repeats, "iters": iters,
+              "host_costs": {"dispatch_median_s": statistics.median(host_costs.dispatch_s.values()),
+                             "module_call_s": host_costs.module_call_s, "python_per_op_s": host_costs.python_per_op_s,
+                             "backward_per_op_s": host_costs.backward_per_op_s, "spread": host_costs.spread},
+              "workloads": rows, "whatif": pairs, "summary": _summary(rows, pairs), "anchor": HABITAT,
+              "wall_s": time.perf_counter() - began}
+    atomic_write_text(out / "ete.json", json.dumps(result, indent=1) + "\n")
+    atomic_write_text(out / "ete.md", render_md(result))
+    with tarfile.open(str(out) + ".tgz", "w:gz") as tar:
+        tar.add(out, arcname=out.name)
+    print(render_md(result))
+    return 0
+
+
+def _fill(row: dict, values: list[float]) -> None:
+    ordered = sorted(values)
+    q = statistics.quantiles(ordered, n=4, method="inclusive") if len(ordered) > 1 else [ordered[0]] * 3
+    row["true_s"] = statistics.median(ordered)
+    row["true_spread_s"] = q[2] - q[0]
+    row["ratio"] = _ratio(row.get("predicted_s"), row["true_s"])
+    if "old_estimator_s" in row:
+        row["old_ratio"] = _ratio(row["old_estimator_s"], row["true_s"])
+
+
+def _summary(rows: list[dict], pairs: list[dict]) -> dict:
+    ratios = [r["ratio"] for r in rows if r.get("ratio")]
+    old = [r["old_ratio"] for r in rows if r.get("old_ratio")]
+    what = [p["ratio"] for p in pairs if p.get("ratio")]
+    return {
+        "workloads": len(ratios), "within_15pct": sum(WITHIN[0] <= r <= WITHIN[1] for r in ratios),
+        "mean_abs_error": statistics.mean(abs(r - 1) for r in ratios) if ratios else None,
+        "old_within_15pct": sum(WITHIN[0] <= r <= WITHIN[1] for r in old),
+        "old_mean_abs_error": statistics.mean(abs(r - 1) for r in old) if old else None,
+        "whatif_pairs": len(what), "whatif_within": sum(WHATIF_WITHIN[0] <= r <= WHATIF_WITHIN[1] for r in what),
+        "whatif_mean_abs_error": statistics.mean(abs(r - 1) for r in what) if what else None,
+    }
+
+
+def _ms(x: float | None) -> str:
+    return "—" if x is None else f"{x * 1e3:.3g}"
+
+
+def render_md(result: dict) -> str:
+    s = result["summary"]
+    lines = [f"# ETE validation on {result['device']} (torch {result['torch']})", "",
+             f"{result['repeats']} alternating repeats of {result['iters']} steps; true = median of the repeats' "
+             "medians, no profiler; spread = interquartile range over the repeats.", "",
+             "| workload | bound | predicted ms (range) | true ms (spread) | predicted/true | old estimator/true |",
+             "|---|---|---|---|---|---|"]
+    for r in result["workloads"]:
+        if "error" in r:
+            lines.append(f"| {r['workload']} | error: {r['error']} | | | | |")
+            continue
+        ratio = f"{r['ratio']:.2f}" if r.get("ratio") else "—"
+        old = f"{r['old_ratio']:.2f}" if r.get("old_ratio") else "—"
+        lines.append(f"| {r['workload']} | {r['bound']} | {_ms(r['predicted_s'])} ({_ms(r['low_s'])}-"
+                     f"{_ms(r['high_s'])}) | {_ms(r.get('true_s'))} (±{_ms(r.get('true_spread_s'))}) | {ratio} | {old} |")
+    lines += ["", "| what-if | predicted ms (range) | measured ms (spread) | predicted/measured | ops changing bound |",
+              "|---|---|---|---|---|"]
+    for p in result["whatif"]:
+        if "error" in p:
+            lines.append(f"| {p['pair']} | error: {p['error']} | | | |")
+            continue
+        ratio = f"{p['ratio']:.2f}" if p.get("ratio") else "—"
+        lines.append(f"| {p['pair']} | {_ms(p['predicted_s'])} ({_ms(p['low_s'])}-{_ms(p['high_s'])}) | "
+                     f"{_ms(p.get('true_s'))} (±{_ms(p.get('true_spread_s'))}) | {ratio} | {p['bound_changes']} |")
+    mae = s["mean_abs_error"]
+    lines += ["", f"Within 0.85-1.15: {s['within_15pct']} of {s['workloads']} workloads (old estimator: "
+                  f"{s['old_within_15pct']}); mean |error| {mae:.1%}" if mae is not None else "no workload ran",
+              f"What-if within 0.8-1.25: {s['whatif_within']} of {s['whatif_pairs']} pairs"
+              + (f"; mean |error| {s['whatif_mean_abs_error']:.1%}" if s["whatif_mean_abs_error"] is not None else ""),
+              f"Anchor: {result['anchor']}.", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,224 @@
+"""The execution time estimator: a step's time from its ops, as a host stream and a device stream.
+
+Device side, per op: its measured time when nothing changes; projected to another batch, sequence or dtype, its
+measured time grown by the added roofline time at the efficiency table's figure for its new size and dtype (a
+latency-bound op's fixed cost does not grow), never slower than at its measured efficiency (``_scaled``); on
+another device, or with no measured time (a counted, untimed step), its roofline time on the target over the
+table's efficiency (analyze/efficiency.py). Host side, per op: this machine's dispatch cost for its
+kind, the Python a model spends per op, one module call per module entered, or autograd's cost per backward op
+(analyze/host_costs.py). Pipeline: on a GPU the host issues op i when its host time is spent, the device runs it
+when both it and the op are ready, and a sync (``.item()``, ``nonzero``...) makes the host wait for the device; the
+step ends when both streams have. On a CPU one thread does both: the step is their sum (the op's measured time
+already holds its aten-level dispatch, so only the Python and module calls are added). The range comes from the
+table's quartiles and the host costs' spread. No torch.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+
+import msgspec
+
+from roofline.analyze.efficiency import (MAX_EFFICIENCY, EfficiencyTable, bucket, device_class,
+                                         dram_roofline_time_s, keeps_time, lookup)
+from roofline.analyze.project import Change, project_op
+from roofline.analyze.roofline import classify, place_op
+from roofline.count.families import op_kind
+from roofline.report import (BoundChange, Ceilings, HostCosts, OpRecord, PredictedModule, PredictedOps, Prediction,
+                             Report)
+
+SYNC_KINDS = frozenset({"item", "_local_scalar_dense", "nonzero", "is_nonzero", "equal", "unique", "_unique2",
+                        "masked_select", "repeat_interleave"})
+# An op the table has no entry for runs at this fraction of its roof (the median efficiency of the committed
+# reports' mid-sized ops lies near it); said in the prediction's notes when used.
+DEFAULT_EFFICIENCY = 0.5
+MAX_HOST_SPREAD = 0.5
+TOP = 8
+
+
+@dataclass
+class _Timed:
+    op: OpRecord
+    projected: OpRecord
+    device_s: float
+    device_lo_s: float
+    device_hi_s: float
+    host_s: float
+    sync: bool
+
+
+def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | None,
+            ceilings: Ceilings | None = None, change: Change | None = None) -> Prediction:
+    """The predicted step time of ``report``'s ops under ``change`` on ``ceilings``' device (default: as measured)."""
+    change = change or Change()
+    source = report.ceilings
+    target = ceilings or source
+    same_device = ceilings is None or (target.device_name == source.device_name
+                                       and device_class(target) == device_class(source))
+    notes: list[str] = []
+    measured = any(op.time_s > 0 for op in report.ops)
+    timed = [_time_op(op, change, source, target, same_device, measured, table, notes) for op in report.ops]
+    serial = device_class(target) == "cpu"
+    _add_host(timed, host_costs, serial, notes)
+    spread = min(host_costs.spread if host_costs else 0.0, MAX_HOST_SPREAD)
+    step, host, device = _pipeline(timed, serial, "device_s", 1.0)
+    low = _pipeline(timed, serial, "device_lo_s", 1.0 - spread)[0]
+    high = _pipeline(timed, serial, "device_hi_s", 1.0 + spread)[0]
+    bound = "serial" if serial else ("host" if host > device else "device")
+    unchanged = change.is_identity() and same_device
+    return Prediction(
+        step_time_s=step, low_s=min(low, step), high_s=max(high, step), host_time_s=host, device_time_s=device,
+        bound=bound, syncs=sum(t.sync for t in timed), ops=len(timed),
+        measured_step_time_s=report.step_time.median_s if unchanged and report.step_time else None,
+        scenario=_scenario(change, source, target, same_device),
+        device_name=target.device_name or target.device,
+        dominant=_dominant(timed, bound), modules=_modules(timed),
+        bound_changes=[] if unchanged else _bound_changes(timed, target),
+        method=_method(serial, host_costs), notes=sorted(set(notes)),
+    )
+
+
+def _time_op(op: OpRecord, change: Change, source: Ceilings, target: Ceilings, same_device: bool, timed: bool,
+             table: EfficiencyTable, notes: list[str]) -> _Timed:
+    new = op if change.is_identity() else project_op(op, change)
+    calls = max(op.count, 1)
+    rt_old = dram_roofline_time_s(op, source) if op.modeled else 0.0
+    rt_new = dram_roofline_time_s(new, target) if new.modeled else 0.0
+    entry = lookup(table, target, new, rt_new / calls)
+    sync = op_kind(op.name) in SYNC_KINDS
+    new_small = keeps_time(bucket(rt_new / calls))
+    measured = timed and same_device
+    if measured and (new is op or rt_old <= 0 or (new_small and keeps_time(bucket(rt_old / calls)))):
+        return _Timed(op, new, op.time_s, op.time_s, op.time_s, 0.0, sync)
+    if new_small and (entry is not None or rt_new <= 0):
+        t = [entry.q25 * calls, entry.q50 * calls, entry.q75 * calls] if entry else [0.0, 0.0, 0.0]
+        if measured and op.time_s > 0:
+            t = [min(x, op.time_s) for x in t]
+        return _Timed(op, new, t[1], t[0], t[2], 0.0, sync)
+    if entry is None:
+        if timed and op.time_s > 0 and rt_old > 0:
+            notes.append("ops the table has no entry for on the target keep their measured efficiency")
+            t_mid = op.time_s * rt_new / rt_old
+            return _Timed(op, new, t_mid, t_mid, t_mid, 0.0, sync)
+        notes.append(f"ops the table has no entry for run at {DEFAULT_EFFICIENCY:.0%} of their roof")
+        t_mid = rt_new / DEFAULT_EFFICIENCY
+        return _Timed(op, new, t_mid, t_mid / 2, t_mid * 2, 0.0, sync)
+    if not (timed and same_device and op.time_s > 0):
+        return _Timed(op, new, rt_new / entry.q50, rt_new / max(entry.q75, 1e-9), rt_new / max(entry.q25, 1e-9), 0.0,
+                      sync)
+    mid, lo, hi = (_scaled(op.time_s, rt_old, rt_new, e) for e in (entry.q50, entry.q75, entry.q25))
+    return _Timed(op, new, mid, min(lo, mid), max(hi, mid), 0.0, sync)
+
+
+def _scaled(t_old: float, rt_old: float, rt_new: float, efficiency: float) -> float:
+    """A measured op's time at a new roofline time. Growing, the added roofline time runs at the table's
+    efficiency for the new size (a latency-bound op's fixed cost does not grow with it) but never slower than
+    keeping the op's measured efficiency; shrinking, it keeps its measured efficiency unless the table expects it
+    slower, never slower than it measured."""
+    efficiency = max(min(efficiency, MAX_EFFICIENCY), 1e-9)
+    proportional = t_old * rt_new / rt_old
+    if rt_new >= rt_old:
+        return min(proportional, t_old + (rt_new - rt_old) / efficiency)
+    return max(proportional, min(t_old, rt_new / efficiency))
+
+
+def _add_host(timed: list[_Timed], costs: HostCosts | None, serial: bool, notes: list[str]) -> None:
+    if costs is None:
+        notes.append("no host costs for this device on this machine: host time not modelled")
+        return
+    median_dispatch = statistics.median(costs.dispatch_s.values()) if costs.dispatch_s else 0.0
+    previous: tuple[str, ...] = ()
+    for t in timed:
+        calls = max(t.op.count, 1)
+        path = tuple(t.op.module.split(".")) if t.op.module else ()
+        shared = 0
+        while shared < min(len(path), len(previous)) and path[shared] == previous[shared]:
+            shared += 1
+        backward = t.op.phase == "backward"
+        entered = 0 if backward else len(path) - shared
+        previous = path
+        if backward:
+            per_call = costs.backward_per_op_s - (median_dispatch if serial else 0.0)
+        else:
+            dispatch = 0.0 if serial else costs.dispatch_s.get(op_kind(t.op.name), median_dispatch)
+            per_call = dispatch + costs.python_per_op_s
+        t.host_s = max(per_call, 0.0) * calls + entered * costs.module_call_s
+
+
+def _pipeline(timed: list[_Timed], serial: bool, device_field: str, host_scale: float) -> tuple[float, float, float]:
+    """(step, host busy, device busy) in seconds."""
+    host_busy = sum(t.host_s for t in timed) * host_scale
+    device_busy = sum(getattr(t, device_field) for t in timed)
+    if serial:
+        return host_busy + device_busy, host_busy, device_busy
+    h = d = 0.0
+    for t in timed:
+        h += t.host_s * host_scale
+        dur = getattr(t, device_field)
+        if dur > 0:
+            d = max(h, d) + dur
+        if t.sync:
+            h = max(h, d)
+    return max(h, d), host_busy, device_busy
+
+
+def _dominant(timed: list[_Timed], bound: str) -> list[PredictedOps]:
+    groups: dict[str, PredictedOps] = {}
+    for t in timed:
+        g = groups.setdefault(t.op.name, PredictedOps(t.op.name, measured_time_s=0.0))
+        g.calls += max(t.op.count, 1)
+        g.device_time_s += t.device_s
+        g.host_time_s += t.host_s
+        g.measured_time_s = (g.measured_time_s or 0.0) + t.op.time_s
+        g.bound = t.op.bound
+    if bound == "host":
+        key = lambda g: g.host_time_s  # noqa: E731
+    elif bound == "device":
+        key = lambda g: g.device_time_s  # noqa: E731
+    else:
+        key = lambda g: g.host_time_s + g.device_time_s  # noqa: E731
+    return sorted(groups.values(), key=key, reverse=True)[:TOP]
+
+
+def _modules(timed: list[_Timed]) -> list[PredictedModule]:
+    groups: dict[str, PredictedModule] = {}
+    for t in timed:
+        name = t.op.module.split(".", 1)[0] if t.op.module else "(top level)"
+        g = groups.setdefault(name, PredictedModule(name, measured_time_s=0.0))
+        g.device_time_s += t.device_s
+        g.host_time_s += t.host_s
+        g.measured_time_s = (g.measured_time_s or 0.0) + t.op.time_s
+    return sorted(groups.values(), key=lambda g: -(g.device_time_s + g.host_time_s))
+
+
+def _bound_changes(timed: list[_Timed], target: Ceilings) -> list[BoundChange]:
+    groups: dict[tuple[str, str, str, str], int] = defaultdict(int)
+    for t in timed:
+        if not t.op.modeled or t.device_s <= 0:
+            continue
+        placed = place_op(msgspec.structs.replace(t.projected, time_s=t.device_s), target)
+        after = classify(placed, target)
+        if after != t.op.bound and t.op.bound not in ("unknown", "unmodeled"):
+            groups[(t.op.name, t.op.module, t.op.bound, after)] += max(t.op.count, 1)
+    return [BoundChange(name, module, calls, before, after)
+            for (name, module, before, after), calls in sorted(groups.items(), key=lambda kv: -kv[1])]
+
+
+def _scenario(change: Change, source: Ceilings, target: Ceilings, same_device: bool) -> dict[str, str]:
+    out = {}
+    for label, pair in (("batch", change.batch), ("seq", change.seq), ("dtype", change.dtype)):
+        if pair is not None and pair[0] != pair[1]:
+            out[label] = f"{pair[0]} -> {pair[1]}"
+    if not same_device:
+        out["device"] = f"{source.device_name or source.device} -> {target.device_name or target.device}"
+    return out
+
+
+def _method(serial: bool, costs: HostCosts | None) -> str:
+    pipeline = ("one thread: step = sum of host and device time" if serial else
+                "two streams: the device runs an op once the host has issued it and the device is free; syncs "
+                "make the host wait; step = when both have finished")
+    host = f"host costs measured on {costs.device_name or costs.device}" if costs else "no host costs"
+    return f"per-op device time from measured time or roofline time / learned efficiency; {host}; {pipeline}"
