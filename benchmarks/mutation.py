@@ -54,14 +54,18 @@ TESTS = {
               "tests/count/test_flop_parity.py", "tests/count/test_interface.py",
               "tests/count/test_sequence_families.py", "tests/count/test_trace_fixtures.py",
               "tests/count/test_functional_coverage.py"],
-    "analyze": ["tests/analyze/test_trace_golden.py", "tests/analyze/test_trace_invariants.py",
+    "analyze": ["tests/analyze/test_trace_golden.py", "tests/analyze/test_roofline_values.py",
+                "tests/analyze/test_attribution_stats.py", "tests/analyze/test_recording_join.py",
+                "tests/analyze/test_trace_file_notes.py", "tests/analyze/test_live_pieces.py",
+                "tests/analyze/test_trace_invariants.py",
                 "tests/analyze/test_pinned_numbers.py", "tests/analyze/test_roofline.py",
                 "tests/analyze/test_attribution.py", "tests/analyze/test_diff.py", "tests/analyze/test_diff_values.py",
                 "tests/analyze/test_warmup.py", "tests/analyze/test_join_edges.py", "tests/analyze/test_live_join.py",
                 "tests/analyze/test_classification.py", "tests/analyze/test_trace_file.py",
                 "tests/analyze/test_stale_ceilings.py", "tests/analyze/test_autograd_frames.py",
                 "tests/analyze/test_backward_attribution.py", "tests/analyze/test_analyze_model.py"],
-    "capture/kineto.py": ["tests/capture/test_kineto_fields.py", "tests/analyze/test_trace_golden.py",
+    "capture/kineto.py": ["tests/capture/test_kineto_fields.py", "tests/analyze/test_attribution_stats.py",
+                          "tests/analyze/test_recording_join.py", "tests/analyze/test_trace_golden.py",
                           "tests/capture/test_kineto.py", "tests/capture/test_kineto_bad_input.py"],
     "doctor": ["tests/doctor", "tests/distributed/test_merge.py"],
 }
@@ -462,9 +466,37 @@ def _write(out: Path, report: dict) -> None:
                        "runner, per-function test selection)",
                   how="seeded uniform sample per target; killed = the tests that execute the mutated function (the "
                       "whole subset at module level) fail; score = killed / (run - equivalent), 95% Wilson interval")
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(report, indent=1) + "\n")
-    os.replace(tmp, out)
+    for path, text in ((out, json.dumps(report, indent=1) + "\n"), (out.with_suffix(".md"), _markdown(report))):
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+
+
+def _markdown(report: dict) -> str:
+    """The short human summary beside the JSON: one row per target, then every survivor and equivalent."""
+    lines = ["# Mutation testing (benchmarks/mutation.py)", "",
+             "A seeded uniform random sample of cosmic-ray's mutants per target (mutants inside type annotations left "
+             "out: never evaluated), each run against the target's test subset (TESTS in benchmarks/mutation.py): "
+             "the tests that execute the mutated function first, then, if they all pass, the whole subset. "
+             "Score = killed / (run - equivalent); 95% Wilson interval. Equivalent = a survivor checked by hand and "
+             "listed below with the reason; every other survivor counts against the score.", "",
+             "| target | mutants | run (fraction) | killed | survived | equivalent | raw killed/run | score | 95% CI |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, t in report["targets"].items():
+        ci = t["score_95ci_wilson"]
+        lines.append(f"| {name}{' (partial)' if t.get('partial') else ''} | {t['mutants']} | {t['run']} "
+                     f"({100 * t['fraction_run']:.1f}%) | {t['killed'] + t['timeout']} | {t['survived']} | "
+                     f"{t['equivalent']} | {t['raw_killed_of_run']} | {t['score']} | "
+                     f"{f'{ci[0]:.3f}-{ci[1]:.3f}' if ci else '-'} |")
+    for name, t in report["targets"].items():
+        lines += ["", f"## {name}: survivors ({len(t['survivors'])})", ""]
+        lines += [f"- {s['module']}:{s['line']} `{_plus(s['diff'])}`"
+                  + (" (no test of the subset executes this function)" if s.get("no_test_reaches") else "")
+                  for s in t["survivors"]] or ["- none"]
+        if t["equivalents"]:
+            lines += ["", f"Equivalent ({len(t['equivalents'])}):", ""]
+            lines += [f"- {e['module']}:{e['line']} `{_plus(e['diff'])}`: {e['equivalent']}" for e in t["equivalents"]]
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
