@@ -212,3 +212,51 @@ def test_which_frames_are_user_code(name, expected):
         assert got == expected
     else:
         assert got is not None and got[0] == 1 and got[1].endswith("roofline/models/llama.py:20")
+
+
+def test_other_backends_runtime_calls_are_launches_and_odd_values_are_read_or_skipped(tmp_path):
+    events = [
+        x("cpu_op", "aten::add", 0.0, 10.0, **{"External id": 1, "Input Dims": "[[2]]", "Input type": ["float"]}),
+        x("xpu_runtime", "urEnqueueKernelLaunch", 1.0, 1.0, correlation=5),
+        x("privateuse1_driver", "launch", 2.0, 1.0, correlation=6),
+        x("my_runtime_ish", "not a launch", 3.0, 1.0, correlation=7),
+        x("cuda_runtime", "cudaLaunchKernel", 4.0, 1.0),  # no correlation: not a launch
+        x("cpu_op", "aten::mul", 20, 5, **{"External id": 2, "Input Dims": [[2], [2]],
+                                           "Input type": ["float", "float"], "Input Strides": [[1], "bad"]}),
+        x("cpu_op", "aten::sub", "30.5", "2", **{"Input Dims": [[3]], "Concrete Inputs": "oops"}),
+        x("cpu_op", "aten::bad", [1], 2.0),
+        {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": "x",
+         "args": {"Bytes": 4}},
+        {"ph": "B", "cat": "cpu_op", "name": "aten::begin_only", "pid": 1, "tid": 1, "ts": 1.0},
+    ]
+    trace = load_trace(_write(tmp_path, events))
+    assert [l.name for l in trace.launches] == ["urEnqueueKernelLaunch", "launch"]
+    assert [l.op for l in trace.launches] == [0, 0]
+    add, mul, sub = trace.ops
+    assert add.input_dims is None  # Input Dims that is not a list is dropped
+    assert mul.input_dims == [[2], [2]] and mul.input_strides == [[1], "bad"] and (mul.ts_us, mul.dur_us) == (20.0, 5.0)
+    assert (sub.ts_us, sub.dur_us) == (30.5, 2.0) and sub.concrete_inputs is None
+    assert trace.skipped_events == 2 and trace.memory == []
+    assert trace.categories == {"my_runtime_ish", "cpu_instant_event"} | {"xpu_runtime", "privateuse1_driver"}
+
+
+def test_backward_ops_without_a_sequence_number_take_their_parents_module(tmp_path):
+    events = [
+        x("python_function", "nn.Module: Net_0", 0.0, 50.0),
+        x("cpu_op", "aten::linear", 1.0, 10.0, **{"Sequence number": 4}),
+        x("cpu_op", "aten::dropout", 12.0, 2.0, **{"Sequence number": 5}),
+        x("cpu_op", "aten::mul", 20.0, 2.0, **{"Sequence number": 5}),  # the last op of a shared number owns it
+        x("cpu_op", "autograd::engine::evaluate_function: LinearBackward0", 100.0, 10.0, tid=2),
+        x("cpu_op", "LinearBackward0", 101.0, 8.0, tid=2, **{"Sequence number": 4}),
+        x("cpu_op", "aten::mm", 102.0, 2.0, tid=2),
+        x("cpu_op", "MulBackward0", 120.0, 5.0, tid=2, **{"Sequence number": 5}),
+        x("cpu_op", "aten::mul", 121.0, 1.0, tid=2, **{"Sequence number": 9}),  # an unknown number: none
+        x("cpu_op", "UnknownBackward0", 130.0, 1.0, tid=2, **{"Sequence number": 77}),
+    ]
+    trace = load_trace(_write(tmp_path, events))
+    by = {(op.name, op.tid): op for op in trace.ops}
+    assert by[("LinearBackward0", 2)].module == "Net_0" and by[("aten::mm", 2)].module == "Net_0"
+    assert by[("autograd::engine::evaluate_function: LinearBackward0", 2)].module is None
+    assert by[("MulBackward0", 2)].module == "Net_0"
+    assert by[("aten::mul", 2)].module is None and by[("UnknownBackward0", 2)].module is None
+    assert all(op.is_backward for op in trace.ops if op.tid == 2)
