@@ -76,6 +76,10 @@ def test_cudnn_and_miopen_stacks():
     proj[8] = 2
     assert count_op("aten::_cudnn_rnn", proj).flops == 2 * 14 * (60 + 24 + 6) + 14 * 3 * 36
     assert count_op("aten::_cudnn_rnn", args, None, [f32(7, 2, 3)]).bytes == 280 + 400 + 48 + 168
+    # two projected layers (hidden 5, proj 4): the cell counts W_hh rows only, never W_hr's
+    deep = list(args)
+    deep[7], deep[8], deep[9] = 5, 4, 2
+    assert count_op("aten::_cudnn_rnn", deep).flops == 2 * 14 * (100 + 80 + 20 + 80 + 80 + 20) + 14 * 10 * 36
     mi = [X, lstm_params(), 4, H0, H0, GRU, 3, 1, False, 0.0, False, False, None, None]
     c = count_op("aten::miopen_rnn", mi)
     assert c.flops == 2 * 14 * (5 * 9 + 3 * 9) + 14 * 3 * 26
