@@ -90,8 +90,8 @@ EQUIVALENT = {
         "FLOPs and bytes are counts, never below 0: <= 0 and == 0 agree",
     ("count/loss.py", "loss_elements = target.numel if reduction is _REDUCTION_NONE else 1"):
         "reduction is a small int (0, 1, 2): CPython interns those, so `is` and `==` agree",
-    ("count/inductor.py", "(width != 1 and bare in FLOPS_PER_ELEMENT):"):
-        "width counts parts and is never below 1, so != 1 and > 1 agree",
+    ("count/indexing.py", 'self_ = call.tensor( -1, "self")'):
+        "_local_scalar_dense and item take one argument (self): args[-1] is args[0]",
 }
 
 

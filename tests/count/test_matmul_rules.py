@@ -111,7 +111,8 @@ def test_linear_and_einsum():
     assert cost("aten::linear", x, T((K,), "float32")) == (2 * B * M * K, (B * M * K + K + B * M) * F32)
     a, b = T((B, M, K), "float32"), T((B, K, N), "float32")
     assert cost("aten::einsum", "bmk,bkn->bmn", [a, b]) == (2 * B * M * K * N, (a.numel + b.numel + B * M * N) * F32)
-    assert cost("aten::einsum", "bmk, bkn", [a, b])[0] == 2 * B * M * K * N  # implicit output: bmn
+    assert cost("aten::einsum", "bmk, bkn", [a, b]) == (2 * B * M * K * N, (a.numel + b.numel + M * N) * F32)
+    # implicit output: the letters seen once, sorted (m, n); b and k appear twice and are summed
     u, v = T((M,), "float32"), T((N,), "float32")
     assert cost("aten::einsum", "i,j->ij", [u, v]) == (M * N, (M + N + M * N) * F32)
     assert cost("aten::einsum", "i->i", [u])[0] == M

@@ -97,16 +97,16 @@ def test_batch_norm_training_and_eval():
 
 def test_batch_norm_backward():
     g = X
-    w = T((C,), "float32")
+    w = T((C,), "float16")  # 6 bytes, apart from the float32 statistics
     s = T((C,), "float32")
     name = "aten::native_batch_norm_backward"
-    reads = 2 * XB + 5 * C * 4
-    assert cost(name, g, X, w, s, s, s, s, True, 1e-5, [True, True, True]) == (11 * E, reads + XB + 2 * C * 4)
+    reads = 2 * XB + 6 + 4 * C * 4
+    assert cost(name, g, X, w, s, s, s, s, True, 1e-5, [True, True, True]) == (11 * E, reads + XB + 2 * 6)
     assert cost(name, g, X, w, s, s, s, s, False, 1e-5, [True, False, False]) == (2 * E, reads + XB)
     assert cost(name, g, X, w, s, s, s, s)[0] == 11 * E  # train defaults to True, mask to all three
     assert cost("aten::batch_norm_backward", g, X, w, s, s, s, s, True, 1e-5, [True, True, False])[0] == 10 * E
     cud = "aten::cudnn_batch_norm_backward"
-    assert cost(cud, X, g, w, s, s, s, s, 1e-5, T((0,), "uint8")) == (11 * E, 2 * XB + 3 * C * 4 + XB + 2 * C * 4)
+    assert cost(cud, X, g, w, s, s, s, s, 1e-5, T((0,), "uint8")) == (11 * E, 2 * XB + 6 + 2 * C * 4 + XB + 2 * 6)
     assert cost("aten::miopen_batch_norm_backward", X, g, w, s, s, s, s, 1e-5)[0] == 11 * E
 
 
