@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from roofline.count import count_op
 from roofline.count.meta import TensorMeta as T
+from rules_helpers import cost
 
 X = T((2, 4, 11, 13), "float16")  # 1144 elements, 2288 bytes
 WG = T((6, 2, 3, 3), "float16")  # groups=2: 108 elements, 216 bytes
@@ -16,12 +17,6 @@ BIAS = T((6,), "float16")
 OUT = 2 * 6 * 6 * 9
 FG = 2 * 2 * 108 * 54
 F1 = 2 * 2 * 216 * 54
-
-
-def cost(name, *args, kwargs=None, outputs=None):
-    c = count_op(name, args, kwargs, outputs)
-    assert c.modeled, c.note
-    return c.flops, c.bytes
 
 
 def test_forward_argument_orders():

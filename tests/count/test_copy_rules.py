@@ -7,15 +7,10 @@ import pytest
 
 from roofline.count import count_op
 from roofline.count.meta import TensorMeta as T
+from rules_helpers import cost
 
 X = T((3, 5), "float16")  # 30 bytes
 Y = T((3, 5), "float32")  # 60 bytes
-
-
-def cost(name, *args, kwargs=None, outputs=None):
-    c = count_op(name, args, kwargs, outputs)
-    assert c.modeled, c.note
-    return c.flops, c.bytes
 
 
 def test_copies_and_casts():

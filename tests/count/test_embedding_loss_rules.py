@@ -7,16 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from roofline.count import count_op
 from roofline.count.meta import TensorMeta as T
+from rules_helpers import cost
 
 TABLE = T((50, 6), "float16")  # rows of 12 bytes
-
-
-def cost(name, *args, kwargs=None, outputs=None):
-    c = count_op(name, args, kwargs, outputs)
-    assert c.modeled, c.note
-    return c.flops, c.bytes
 
 
 def test_lookups_and_dense_backward():

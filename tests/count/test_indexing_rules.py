@@ -10,15 +10,10 @@ import pytest
 from roofline.count import count_op
 from roofline.count.indexing import indexed_shape
 from roofline.count.meta import TensorMeta as T
+from rules_helpers import cost
 
 S = T((7, 5, 3), "float16")  # 105 elements, 210 bytes
 I4 = T((4,), "int64")  # 32 bytes
-
-
-def cost(name, *args, kwargs=None, outputs=None):
-    c = count_op(name, args, kwargs, outputs)
-    assert c.modeled, c.note
-    return c.flops, c.bytes
 
 
 def test_gathers():

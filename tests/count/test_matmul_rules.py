@@ -8,15 +8,10 @@ import pytest
 
 from roofline.count import count_op
 from roofline.count.meta import TensorMeta as T
+from rules_helpers import cost
 
 M, K, N, B = 3, 5, 7, 11
 F32 = 4
-
-
-def cost(name, *args, kwargs=None, outputs=None):
-    c = count_op(name, args, kwargs, outputs)
-    assert c.modeled, c.note
-    return c.flops, c.bytes
 
 
 def test_mm_addmm_int_mm():

@@ -12,15 +12,10 @@ import pytest
 from roofline.count import count_op
 from roofline.count.inductor import fused_op_names, kernel_kind_and_ops
 from roofline.count.meta import TensorMeta as T
+from rules_helpers import cost
 
 A, B = T((3, 4), "float32"), T((5,), "float32")  # 12 + 5 elements, 68 bytes
 AH, BH = T((3, 4), "float16"), T((5,), "float16")
-
-
-def cost(name, *args, kwargs=None, outputs=None):
-    c = count_op(name, args, kwargs, outputs)
-    assert c.modeled, c.note
-    return c.flops, c.bytes
 
 
 @pytest.mark.parametrize("base, per", [("add", 1), ("mul", 1), ("sqrt", 1), ("addcmul", 2), ("lerp", 3),

@@ -4,19 +4,13 @@ fp16 input so the float32 statistics are told apart from the output."""
 
 from __future__ import annotations
 
-from roofline.count import count_op
 from roofline.count.meta import TensorMeta as T
+from rules_helpers import cost
 
 N, C, H, W = 2, 3, 5, 7
 E = N * C * H * W  # 210 elements
 X = T((N, C, H, W), "float16")
 XB = E * 2  # bytes of X
-
-
-def cost(name, *args, kwargs=None, outputs=None):
-    c = count_op(name, args, kwargs, outputs)
-    assert c.modeled, c.note
-    return c.flops, c.bytes
 
 
 def test_layer_norm_forward():

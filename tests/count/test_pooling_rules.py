@@ -6,15 +6,10 @@ from __future__ import annotations
 
 from roofline.count import count_op
 from roofline.count.meta import TensorMeta as T
+from rules_helpers import cost
 
 X = T((2, 3, 11, 13), "float16")  # 858 elements, 1716 bytes
 XB = 1716
-
-
-def cost(name, *args, kwargs=None, outputs=None):
-    c = count_op(name, args, kwargs, outputs)
-    assert c.modeled, c.note
-    return c.flops, c.bytes
 
 
 def test_max_pool_output_sizes_and_indices():

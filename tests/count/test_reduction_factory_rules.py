@@ -11,14 +11,9 @@ import pytest
 
 from roofline.count import count_op
 from roofline.count.meta import TensorMeta as T
+from rules_helpers import cost
 
 X = T((4, 6, 5), "float16")  # 120 elements, 240 bytes
-
-
-def cost(name, *args, kwargs=None, outputs=None):
-    c = count_op(name, args, kwargs, outputs)
-    assert c.modeled, c.note
-    return c.flops, c.bytes
 
 
 @pytest.mark.parametrize("name, per", [("aten::sum", 1), ("aten::mean", 1), ("aten::amax", 1), ("aten::prod", 1),
