@@ -315,7 +315,7 @@ def run_package(package: str, n: int, seed: int, timeout_factor: float, budget_s
             row["outcome"] = "not applied"
         else:
             row.update(_run_mutant(workdir, path, original, mutated, _select(m, bodies, cover, tests), tests,
-                                   durations, max(20.0, timeout_factor * base_s), confirm))
+                                   durations, max(120.0, timeout_factor * base_s), confirm))
         log(f"    {row['outcome']:9s} {row.get('seconds', 0):6.1f}s {m['module']}:{m['line']} {_plus(row['diff'])[:70]}")
         if row["outcome"] == "survived":
             key = (m["module"], _plus(row["diff"]))
@@ -428,7 +428,7 @@ def main() -> int:
     parser.add_argument("--sample", type=int, default=300, help="mutants per target, drawn uniformly (0: all)")
     parser.add_argument("--seed", type=int, default=16)
     parser.add_argument("--budget-s", type=float, default=3600.0, help="wall-clock budget per target")
-    parser.add_argument("--timeout-factor", type=float, default=4.0, help="a mutant's limit: this x the subset's time")
+    parser.add_argument("--timeout-factor", type=float, default=10.0, help="a mutant's limit: this x the subset's time")
     parser.add_argument("--only", nargs="*", default=["count", "analyze", "capture/kineto.py"],
                         help=f"targets among {', '.join(PACKAGES)}")
     parser.add_argument("--no-confirm", action="store_true",

@@ -108,6 +108,7 @@ def test_parse_scalar_and_args_from_trace():
     assert args_from_trace([[]], ["TensorList"]) == [None]  # long lists are left empty by the profiler
     assert args_from_trace([[[2], "x"]], ["GenericList"]) == [None]
     assert args_from_trace([[[2]]], ["TensorList"], [[[1, 1]]]) == [[T((2,), "unknown")]]
+    assert args_from_trace([[[2, 3]]], ["TensorList"], [[[1]]]) == [[T((2, 3), "unknown")]]  # too few strides
     assert args_from_trace(None, None, None, ["", "3"]) == [None, 3]
     assert args_from_trace([[2]], ["long int", "Scalar"], None, ["", "True"]) == [T((2,), "int64"), True]
     assert args_from_trace([[2], []], ["long int", "bool"], None, ["", "True"]) == [T((2,), "int64"), T((), "bool")]
