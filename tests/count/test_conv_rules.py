@@ -69,13 +69,14 @@ def test_transposed_forward():
     assert cost("aten::cudnn_convolution_transpose", x, w, [1, 1], [1, 1], [2, 2], [1, 1], 1, False, False, True) \
         == expected
     assert cost("aten::slow_conv_transpose2d", x, w, [3, 3], None, [2, 2], [1, 1], [1, 1], [1, 1]) == expected
-    # output_padding (0, 1) apart from padding (1, 1): H (5-1)*2-2+2+0+1 = 9, W 14
-    asym = (flops, 560 + 216 + 2 * 3 * 9 * 14 * 2)
-    assert cost("aten::conv_transpose2d", x, w, None, [2, 2], [1, 1], [0, 1], 1, [1, 1]) == asym
-    assert cost("aten::convolution", x, w, None, [2, 2], [1, 1], [1, 1], True, [0, 1], 1) == asym
-    assert cost("aten::cudnn_convolution_transpose", x, w, [1, 1], [0, 1], [2, 2], [1, 1], 1, False, False, True) \
+    # every parameter apart: padding (1, 1), output_padding (0, 1), dilation (2, 1):
+    # H (5-1)*2 - 2 + 2*2 + 0 + 1 = 11, W (7-1)*2 - 2 + 2 + 1 + 1 = 14
+    asym = (flops, 560 + 216 + 2 * 3 * 11 * 14 * 2)
+    assert cost("aten::conv_transpose2d", x, w, None, [2, 2], [1, 1], [0, 1], 1, [2, 1]) == asym
+    assert cost("aten::convolution", x, w, None, [2, 2], [1, 1], [2, 1], True, [0, 1], 1) == asym
+    assert cost("aten::cudnn_convolution_transpose", x, w, [1, 1], [0, 1], [2, 2], [2, 1], 1, False, False, True) \
         == asym
-    assert cost("aten::slow_conv_transpose2d", x, w, [3, 3], None, [2, 2], [1, 1], [0, 1], [1, 1]) == asym
+    assert cost("aten::slow_conv_transpose2d", x, w, [3, 3], None, [2, 2], [1, 1], [0, 1], [2, 1]) == asym
     wg = T((4, 3, 3, 3), "float16")
     assert cost("aten::conv_transpose2d", x, wg, None, 1, 0, 0, 2)[1] == 560 + 216 + 2 * 6 * 7 * 9 * 2  # groups 2: 6 out
     dilated = cost("aten::conv_transpose2d", x, w, None, 1, 0, 0, 1, 2)
