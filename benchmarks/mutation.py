@@ -91,6 +91,8 @@ EQUIVALENT = {
         "FLOPs and bytes are counts, never below 0: <= 0 and == 0 agree",
     ("count/loss.py", "loss_elements = target.numel if reduction is _REDUCTION_NONE else 1"):
         "reduction is a small int (0, 1, 2): CPython interns those, so `is` and `==` agree",
+    ("count/conv.py", "return conv_backward_costs(call.tensor(0), call.tensor(1), call.tensor(2), False, 0,"):
+        "groups is read only as `groups > 1`: 0 and 1 both mean ungrouped",
     ("count/indexing.py", 'self_ = call.tensor( -1, "self")'):
         "_local_scalar_dense and item take one argument (self): args[-1] is args[0]",
 }

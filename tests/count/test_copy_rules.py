@@ -81,6 +81,7 @@ def test_repeat_expand_interleave():
     col = T((3, 1), "float16")
     assert cost("aten::expand_copy", col, [3, 4]) == (0, 6 + 24)
     assert cost("aten::expand_copy", col, [2, -1, 4]) == (0, 6 + 48)
+    assert cost("aten::expand_copy", col, [5, 2, -1, 4]) == (0, 6 + 5 * 2 * 3 * 4 * 2)
     assert cost("aten::expand_copy", col, [3, 4], outputs=[T((3, 4), "float32")]) == (0, 6 + 48)
     assert not count_op("aten::expand_copy", (col, 3)).modeled
     assert cost("aten::repeat_interleave", X, 3) == (0, 30 + 90)

@@ -69,6 +69,30 @@ def test_dtype_name(spelling, name):
     assert dtype_name(spelling) == name
 
 
+def test_scalar_type_codes_follow_c10():
+    """c10::ScalarType's enum order, as traces record a dtype argument."""
+    from roofline.count.meta import SCALAR_TYPE_CODES
+
+    assert SCALAR_TYPE_CODES == {
+        0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16", 6: "float32", 7: "float64",
+        8: "complex32", 9: "complex64", 10: "complex128", 11: "bool", 12: "qint8", 13: "quint8", 14: "qint32",
+        15: "bfloat16", 16: "quint4x2", 17: "quint2x4", 23: "float8_e5m2", 24: "float8_e4m3fn",
+        25: "float8_e5m2fnuz", 26: "float8_e4m3fnuz", 27: "uint16", 28: "uint32", 29: "uint64"}
+
+
+def test_item_sizes_match_torch():
+    torch = pytest.importorskip("torch")
+    from roofline.count.meta import DTYPE_ITEMSIZE
+
+    checked = 0
+    for name, size in DTYPE_ITEMSIZE.items():
+        dtype = getattr(torch, name, None)
+        if isinstance(dtype, torch.dtype):
+            assert torch.empty(0, dtype=dtype).element_size() == size, name
+            checked += 1
+    assert checked >= 25
+
+
 def test_dtype_spellings_and_sizes():
     assert canonical_dtype("torch.half") == "float16" and canonical_dtype(" C10::BFloat16 ") == "bfloat16"
     assert canonical_dtype("fp32") == "float32" and canonical_dtype("") == "" and canonical_dtype(None) == ""

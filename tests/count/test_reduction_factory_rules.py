@@ -70,6 +70,7 @@ def test_scans_sorts_and_topk():
     assert cost("aten::median", T((7,), "float16"), 0)[1] == 14 + 10
     assert cost("aten::topk", X, 2, outputs=[T((4, 6, 2), "float16")]) == (120, 240 + 96)
     assert cost("aten::topk", T((1,), "float16"), 1)[0] == 0
+    assert cost("aten::topk", X, 3, "last") == (pytest.approx(120 * log2(3)), 240 + 2 + 8)  # an odd dim: the last
 
 
 def test_histograms():
