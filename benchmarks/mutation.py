@@ -93,6 +93,8 @@ EQUIVALENT = {
         "reduction is a small int (0, 1, 2): CPython interns those, so `is` and `==` agree",
     ("count/conv.py", "return conv_backward_costs(call.tensor(0), call.tensor(1), call.tensor(2), False, 0,"):
         "groups is read only as `groups > 1`: 0 and 1 both mean ungrouped",
+    ("count/inductor.py", "(width != 1 and bare in FLOPS_PER_ELEMENT):"):
+        "width runs from min(6, parts left) down to 1, never below: != 1 and > 1 agree",
     ("count/indexing.py", 'self_ = call.tensor( -1, "self")'):
         "_local_scalar_dense and item take one argument (self): args[-1] is args[0]",
 }
