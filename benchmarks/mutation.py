@@ -95,6 +95,13 @@ EQUIVALENT = {
         "groups is read only as `groups > 1`: 0 and 1 both mean ungrouped",
     ("count/inductor.py", "(width != 1 and bare in FLOPS_PER_ELEMENT):"):
         "width runs from min(6, parts left) down to 1, never below: != 1 and > 1 agree",
+    ("count/rnn.py", "hh = [w for w in weights if w.ndim == 2][ 0::2] if mode in GATES else []"):
+        "W_ih and W_hh both have gates*hidden rows: counting hidden units from either gives the same figure",
+    ("count/copy.py", "d = dim * (len(first) + 1)"):
+        "where stack inserts the new dim never changes the output's element count, the only thing bytes use",
+    ("count/conv.py", 'padding_ = [0] * dims if padding == "valid" else [d * (k - 0) // 2 for d, k in zip(dilation_, kernel)]'):
+        "torch takes only 'valid' and 'same' as padding strings; that list is built for 'same' only, and the "
+        "function returns before using it",
     ("count/indexing.py", 'self_ = call.tensor( -1, "self")'):
         "_local_scalar_dense and item take one argument (self): args[-1] is args[0]",
 }

@@ -29,6 +29,9 @@ def test_broadcast_and_promotion():
     assert promote_dtypes([T((), "float16"), T((), "float64")]) == "float64"
     assert promote_dtypes([T((2,), "int32"), T((), "float32")]) == "float32"  # a higher category does
     assert promote_dtypes([T((2,), "int8"), T((2,), "int64")]) == "int64"
+    assert promote_dtypes([T((2,), "int32"), T((2,), "int64")]) == "int64"
+    assert promote_dtypes([T((2,), "int16"), T((2,), "int32")]) == "int32"
+    assert promote_dtypes([T((2,), "float32"), T((2,), "float64")]) == "float64"
     assert promote_dtypes([T((2,), "bool"), T((2,), "uint8")]) == "uint8"
     assert promote_dtypes([T((2,), "float32"), T((2,), "complex64")]) == "complex64"
     assert promote_dtypes([T((2,), "float8_e4m3fn"), T((2,), "bfloat16")]) == "bfloat16"

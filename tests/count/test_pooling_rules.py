@@ -49,6 +49,8 @@ def test_avg_and_adaptive_pools():
     assert cost("aten::adaptive_avg_pool2d", X, [4, 5]) == (858, XB + 2 * 3 * 20 * 2)
     assert cost("aten::adaptive_avg_pool2d", X, [None, 5]) == (858, XB + 2 * 3 * 11 * 5 * 2)
     assert cost("aten::adaptive_avg_pool2d", X, 3) == (858, XB + 2 * 3 * 9 * 2)
+    cube = T((1, 2, 5, 6, 7), "float32")
+    assert cost("aten::adaptive_avg_pool3d", cube, [None, 3, None]) == (420, 420 * 4 + 2 * 5 * 3 * 7 * 4)
     assert cost("aten::adaptive_max_pool2d", X, [4, 5]) == (858, XB + 120 * 2 + 120 * 8)
     assert cost("aten::adaptive_avg_pool1d", T((2, 3, 11), "float32"), [4]) == (66, 66 * 4 + 24 * 4)
     assert cost("aten::adaptive_avg_pool2d", X, [4, 5], outputs=[X])[1] == 2 * XB
