@@ -102,6 +102,8 @@ EQUIVALENT = {
     ("count/conv.py", 'padding_ = [0] * dims if padding == "valid" else [d * (k - 0) // 2 for d, k in zip(dilation_, kernel)]'):
         "torch takes only 'valid' and 'same' as padding strings; that list is built for 'same' only, and the "
         "function returns before using it",
+    ("count/conv.py", "mask = list(mask) if isinstance(mask, (list, tuple)) and len(mask) >= 3 else [True, True, bias_sizes is not None]"):
+        "output_mask is bool[3] in every convolution backward's schema: >= 3 and == 3 agree on every valid call",
     ("count/indexing.py", 'self_ = call.tensor( -1, "self")'):
         "_local_scalar_dense and item take one argument (self): args[-1] is args[0]",
 }
