@@ -104,6 +104,10 @@ EQUIVALENT = {
         "function returns before using it",
     ("count/conv.py", "mask = list(mask) if isinstance(mask, (list, tuple)) and len(mask) >= 3 else [True, True, bias_sizes is not None]"):
         "output_mask is bool[3] in every convolution backward's schema: >= 3 and == 3 agree on every valid call",
+    ("count/factory.py", "elif len(call.args) >= 2 and isinstance(call.args[1], (int, float)) and not isinstance(call.args[ 0], bool):"):
+        "no arange overload takes a bool as its first or second argument (start/end, end or a dtype code)",
+    ("count/conv.py", 'if padding <= "same":'):
+        "padding strings are 'valid' or 'same' only, and 'valid' sorts after 'same': <= and == agree",
     ("count/indexing.py", 'self_ = call.tensor( -1, "self")'):
         "_local_scalar_dense and item take one argument (self): args[-1] is args[0]",
 }

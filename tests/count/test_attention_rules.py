@@ -70,7 +70,7 @@ def test_entry_points():
     extra = [T((2, 1, 4, 3, 8), "float16"), T((2, 1, 2, 5, 8), "float16"), T((2, 1, 2, 5, 6), "float16")]
     assert cost("aten::scaled_dot_product_attention", extra)[0] == FWD
     for bad in ([Q, T((2, 2, 5, 7), "float16"), V], [Q, K, T((2, 2, 4, 6), "float16")],
-                [Q, T((2, 3, 5, 8), "float16"), T((2, 3, 5, 6), "float16")]):
+                [Q, T((2, 3, 5, 8), "float16"), T((2, 3, 5, 6), "float16")], [Q, K, T((2, 2, 6, 6), "float16")]):
         assert not count_op("aten::scaled_dot_product_attention", bad).modeled
 
 

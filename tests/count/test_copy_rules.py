@@ -86,6 +86,7 @@ def test_repeat_expand_interleave():
     assert not count_op("aten::expand_copy", (col, 3)).modeled
     assert cost("aten::repeat_interleave", X, 3) == (0, 30 + 90)
     assert cost("aten::repeat_interleave", X, T((3,), "int64"), 0, 7) == (0, 30 + 7 * 2 * 5)
+    assert cost("aten::repeat_interleave", T((3,), "float16"), T((3,), "int64"), 0, 7) == (0, 6 + 7 * 2)
     assert cost("aten::repeat_interleave", X, outputs=[T((9, 5), "float16")]) == (0, 30 + 90)
     assert not count_op("aten::repeat_interleave", (X, T((3,), "int64"))).modeled
     assert not count_op("aten::repeat_interleave", (X, True)).modeled

@@ -100,6 +100,7 @@ def test_ffts():
     assert cost("aten::_fft_c2r", half, [1], 0, 16) == (pytest.approx(2.5 * 64 * 4), 288 + 64 * 4)
     assert cost("aten::_fft_c2r", half, [1], 0) == (pytest.approx(2.5 * 64 * 4), 288 + 256)  # 2*(9-1)
     assert cost("aten::_fft_c2r", T((4, 9), "complex128"), [1], 0, 16)[1] == 576 + 64 * 8
+    assert cost("aten::_fft_c2r", half, [0, 1], 0)[1] == 288 + 4 * 16 * 4  # the last transformed dim: 2*(9-1)
     assert "5 N log2 N" in count_op("aten::_fft_c2c", (x, [1], 0, True)).note
 
 

@@ -36,6 +36,7 @@ def test_reduction_dims_keepdim_and_dtypes():
     assert cost("aten::count_nonzero", X, [0, 2]) == (120, 240 + 6 * 8)
     assert cost("aten::all", X, 2) == (120, 240 + 24)
     assert cost("aten::any", X) == (120, 240 + 1)
+    assert cost("aten::any", X, 2) == (120, 240 + 24)
     ints = T((4, 6, 5), "int32")
     assert cost("aten::sum", ints, [2]) == (120, 480 + 24 * 8)
     assert cost("aten::prod", ints, [2]) == (120, 480 + 24 * 8)
