@@ -108,6 +108,14 @@ EQUIVALENT = {
         "no arange overload takes a bool as its first or second argument (start/end, end or a dtype code)",
     ("count/conv.py", 'if padding <= "same":'):
         "padding strings are 'valid' or 'same' only, and 'valid' sorts after 'same': <= and == agree",
+    ("capture/kineto.py", "op = CpuOp( -1, name, ts, dur, pid, tid, args.external_id,"):
+        "a placeholder index: finish() numbers every op after sorting them",
+    ("capture/kineto.py", "op = CpuOp( 1, name, ts, dur, pid, tid, args.external_id,"):
+        "a placeholder index: finish() numbers every op after sorting them",
+    ("capture/kineto.py", "class _Args(msgspec.Struct, gc=True):"):
+        "gc= only says whether the garbage collector tracks these structs: memory and speed, never a value",
+    ("capture/kineto.py", "class _Event(msgspec.Struct, gc=True):"):
+        "gc= only says whether the garbage collector tracks these structs: memory and speed, never a value",
     ("count/indexing.py", 'self_ = call.tensor( -1, "self")'):
         "_local_scalar_dense and item take one argument (self): args[-1] is args[0]",
 }

@@ -178,6 +178,12 @@ def test_a_cpu_only_trace_warns_about_each_missing_part(tmp_path):
     ]
 
 
+@pytest.mark.parametrize("props", [{"name": "NVIDIA H200"}, [1], [], "NVIDIA H200"])
+def test_device_properties_not_a_list_of_objects_are_ignored(tmp_path, props):
+    trace = load_trace(_write(tmp_path, [x("cpu_op", "aten::add", 1.0, 2.0)], deviceProperties=props))
+    assert trace.device_name is None and trace.compute_capability is None
+
+
 def test_kernels_without_ops_or_launches_warn(tmp_path):
     trace = load_trace(_write(tmp_path, [x("kernel", "k", 1.0, 2.0, pid=0, tid=7), x("bogus", "b", 0, 1)]))
     assert trace.warnings == ["no cpu_op events: kernels cannot be attributed to ops",
