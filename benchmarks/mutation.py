@@ -117,6 +117,10 @@ EQUIVALENT = {
         "gc= only says whether the garbage collector tracks these structs: memory and speed, never a value",
     ("capture/kineto.py", "class _Event(msgspec.Struct, gc=True):"):
         "gc= only says whether the garbage collector tracks these structs: memory and speed, never a value",
+    ("capture/kineto.py", "if type(value) == float or type(value) is int:"):
+        "for a type object, == and `is` are the same test",
+    ("capture/kineto.py", "if type(value) is float or type(value) == int:"):
+        "for a type object, == and `is` are the same test",
     ("count/indexing.py", 'self_ = call.tensor( -1, "self")'):
         "_local_scalar_dense and item take one argument (self): args[-1] is args[0]",
 }

@@ -222,6 +222,7 @@ def test_which_frames_are_user_code(name, expected):
 
 def test_other_backends_runtime_calls_are_launches_and_odd_values_are_read_or_skipped(tmp_path):
     events = [
+        {"ph": "B", "cat": "cpu_op", "name": "aten::begin_only", "pid": 1, "tid": 1, "ts": 1.0},  # skipped, not the end
         x("cpu_op", "aten::add", 0.0, 10.0, **{"External id": 1, "Input Dims": "[[2]]", "Input type": ["float"]}),
         x("xpu_runtime", "urEnqueueKernelLaunch", 1.0, 1.0, correlation=5),
         x("privateuse1_driver", "launch", 2.0, 1.0, correlation=6),
@@ -233,7 +234,6 @@ def test_other_backends_runtime_calls_are_launches_and_odd_values_are_read_or_sk
         x("cpu_op", "aten::bad", [1], 2.0),
         {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": "x",
          "args": {"Bytes": 4}},
-        {"ph": "B", "cat": "cpu_op", "name": "aten::begin_only", "pid": 1, "tid": 1, "ts": 1.0},
     ]
     trace = load_trace(_write(tmp_path, events))
     assert [l.name for l in trace.launches] == ["urEnqueueKernelLaunch", "launch"]
@@ -266,3 +266,23 @@ def test_backward_ops_without_a_sequence_number_take_their_parents_module(tmp_pa
     assert by[("MulBackward0", 2)].module == "Net_0"
     assert by[("aten::mul", 2)].module is None and by[("UnknownBackward0", 2)].module is None
     assert all(op.is_backward for op in trace.ops if op.tid == 2)
+
+
+def test_long_builtin_calls_back_to_back_ops_and_module_only_frames(tmp_path):
+    events = [
+        x("python_function", "<built-in method sleep of module object at 0x1>", 0.0, 150.0, CallFrom="train.py:9"),
+        x("python_function", "<built-in method sleep of module object at 0x2>", 200.0, 100.0),  # exactly 100 us
+        x("python_function", "<built-in method sleep of module object at 0x3>", 400.0, 99.0),
+        x("python_function", "<built-in method read>", 500.0, 120.0, CallFrom=7),
+        x("python_function", "nn.Module: Net_0", 0.0, 1000.0),
+        x("cpu_op", "aten::a", 10.0, 10.0),
+        x("cpu_op", "aten::b", 20.0, 5.0),  # starts as aten::a ends: a sibling, not a child
+    ]
+    trace = load_trace(_write(tmp_path, events))
+    sleep = "<built-in method sleep of module object at 0x{}>"
+    assert [(h.name, h.ts_us, h.dur_us, h.tid, h.call_from) for h in trace.host_calls] == [
+        (sleep.format(1), 0.0, 150.0, 1, "train.py:9"), (sleep.format(2), 200.0, 100.0, 1, None),
+        ("<built-in method read>", 500.0, 120.0, 1, None)]  # 99 us is too short; a non-text CallFrom is dropped
+    a, b = trace.ops
+    assert b.parent == -1 and b.depth == 0 and a.parent == -1
+    assert trace.has_modules and not trace.has_stack  # module frames only: no user source line
