@@ -50,6 +50,7 @@ EVENTS = [
     x("cpu_op", "Optimizer.step#SGD.step", 120.0, 20.0, **{"External id": 20}),
     x("cpu_op", "aten::add_", 121.0, 2.0, **{"External id": 21}),
     x("cpu_op", "aten::after", 200.0, 1.0),  # after the last step
+    x("cpu_op", "aten::at_end", 150.0, 1.0),  # starts as the last step ends: outside it
     x("hip_runtime", "hipLaunchKernel", 122.0, 1.0, correlation=71, **{"External id": 21}),
     x("kernel", "gemm", 20.0, 9.5, pid=0, tid=7, correlation=70, device=3, stream=13, **{"External id": 12}),
     x("Kernel", "add_kernel", 130.0, 1.0, pid=5, tid=9, correlation=71),
@@ -113,7 +114,7 @@ def test_steps_hold_the_ops_inside_their_span_only(trace):
     assert [(s.number, s.ts_us, s.dur_us) for s in trace.steps] == [(3, 0.0, 100.0), (4, 100.0, 50.0)]
     assert _op(trace, "aten::relu").step == 0 and _op(trace, "aten::add_").step == 1
     assert _op(trace, "AddmmBackward0").step == 1
-    assert _op(trace, "aten::after").step is None
+    assert _op(trace, "aten::after").step is None and _op(trace, "aten::at_end").step is None
 
 
 def test_modules_and_source_lines_from_enclosing_frames(trace):
