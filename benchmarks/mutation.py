@@ -428,6 +428,27 @@ def _score(package, tests, mutants, annotated, rows, seed, n, seconds) -> dict:
     }
 
 
+def rescore(report: dict) -> dict:
+    """Apply today's EQUIVALENT list to a report's survivors (a judgment, not a run): the score and interval are
+    recomputed; nothing else changes."""
+    for t in report["targets"].values():
+        still = []
+        for sv in t["survivors"]:
+            reason = EQUIVALENT.get((sv["module"], _plus(sv["diff"])))
+            if reason:
+                t["equivalents"].append({"module": sv["module"], "line": sv["line"], "diff": sv["diff"],
+                                         "equivalent": reason})
+            else:
+                still.append(sv)
+        t["survivors"] = still
+        t["equivalent"] = len(t["equivalents"])
+        killed = t["killed"] + t["timeout"]
+        judged = killed + t["survived"] - t["equivalent"]
+        t["score"] = round(killed / judged, 3) if judged else None
+        t["score_95ci_wilson"] = wilson(killed, judged)
+    return report
+
+
 def _prepare(tmp: Path) -> Path:
     workdir = tmp / "repo"
     workdir.mkdir()
@@ -465,7 +486,11 @@ def main() -> int:
     parser.add_argument("--no-confirm", action="store_true",
                         help="exploring: a survivor of the selected tests is not re-run on the whole subset")
     parser.add_argument("-o", "--out", default=str(REPO / "benchmarks" / "results" / "mutation.json"))
+    parser.add_argument("--rescore", action="store_true", help="re-apply EQUIVALENT to the report at --out; no run")
     args = parser.parse_args()
+    if args.rescore:
+        _write(Path(args.out), rescore(json.loads(Path(args.out).read_text())))
+        return 0
     if "roofline" in sys.modules:
         raise SystemExit("mutation: roofline must not be imported before the fork server starts")
     out = Path(args.out)
