@@ -287,3 +287,31 @@ def test_long_builtin_calls_back_to_back_ops_and_module_only_frames(tmp_path):
     a, b = trace.ops
     assert b.parent == -1 and b.depth == 0 and a.parent == -1
     assert trace.has_modules and not trace.has_stack  # module frames only: no user source line
+
+
+def test_collective_arguments_on_ops_and_kernels_and_the_first_device_named(tmp_path):
+    comm = {"Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024, "Group size": 8,
+            "dtype": "Float"}
+    events = [
+        x("cpu_op", "record_param_comms", 0.0, 10.0, **comm),
+        x("cpu_op", "c10d::allreduce_", 20.0, 10.0, **{"In msg nelems": 64}),
+        x("cpu_op", "aten::add", 40.0, 10.0),
+        x("kernel", "ncclDevKernel_AllReduce_Sum_f32", 5.0, 4.0, pid=0, tid=7, **comm),
+        x("kernel", "k", 50.0, 1.0, pid=0, tid=7, **{"Out msg nelems": 8}),
+        x("kernel", "plain", 60.0, 1.0, pid=0, tid=7, **{"Group size": 8}),
+        x("python_function", "m.py(3): f", 0.0, 100.0),
+        x("python_function", "m.py(4): g", 0.0, 30.0),
+        x("cpu_op", "aten::mul", 30.0, 5.0),  # starts as m.py(4) ends: its source is the outer frame
+    ]
+    trace = load_trace(_write(tmp_path, events, deviceProperties=[{"name": "GPU zero", "computeMajor": 8,
+                                                                   "computeMinor": 0},
+                                                                  {"name": "GPU one", "computeMajor": 9,
+                                                                   "computeMinor": 0}]))
+    rec, c10d, add, mul = (_op(trace, n) for n in ("record_param_comms", "c10d::allreduce_", "aten::add", "aten::mul"))
+    assert (rec.comm.collective, rec.comm.in_nelems, rec.comm.out_nelems, rec.comm.group_size, rec.comm.dtype) == \
+        ("allreduce", 1024, 1024, 8, "Float")
+    assert (c10d.comm.collective, c10d.comm.in_nelems) == (None, 64) and add.comm is None
+    nccl, k, plain = trace.kernels
+    assert nccl.comm.collective == "allreduce" and k.comm.out_nelems == 8 and plain.comm is None
+    assert trace.device_name == "GPU zero" and trace.compute_capability == (8, 0)
+    assert mul.source == "m.py:3"
