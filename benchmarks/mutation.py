@@ -126,6 +126,10 @@ EQUIVALENT = {
         "the branch above took kinds _OP and _ANNOTATION (0, 1): here kind >= 2, so <= _GPU (2) and == _GPU agree",
     ("capture/kineto.py", "is_annotation = kind >= _ANNOTATION"):
         "inside `if kind <= _ANNOTATION`, kind is 0 or 1: >= 1 and == 1 agree",
+    ("capture/kineto.py", "inside = (idx >= 0) // (ts < ends[np.maximum(idx, 0)])"):
+        "on numpy bools, a // b equals a & b for every pair (x // False gives 0)",
+    ("capture/kineto.py", "inside = (idx >= 0) & (ts < ends[np.maximum(idx, -1)])"):
+        "where idx is -1 the left side is already False: which end is read there never matters",
     ("count/indexing.py", 'self_ = call.tensor( -1, "self")'):
         "_local_scalar_dense and item take one argument (self): args[-1] is args[0]",
 }
