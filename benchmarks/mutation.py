@@ -130,6 +130,18 @@ EQUIVALENT = {
         "on numpy bools, a // b equals a & b for every pair (x // False gives 0)",
     ("capture/kineto.py", "inside = (idx >= 0) & (ts < ends[np.maximum(idx, -1)])"):
         "where idx is -1 the left side is already False: which end is read there never matters",
+    ("capture/kineto.py", "if type(ts) != float or type(dur) is not float:"):
+        "for a type object, != and `is not` are the same test",
+    ("capture/kineto.py", "elif rank is _RANK_FRAME:"):
+        "ranks are the small ints 0-3, which CPython interns: `is` and == agree",
+    ("capture/kineto.py", "elif kind is _RUNTIME:"):
+        "kinds are the small ints 0-6, which CPython interns: `is` and == agree",
+    ("capture/kineto.py", "if kind <= 0:"):
+        "a frame's kind is 0 (module) or 1 (source line): <= 0 and == 0 agree",
+    ("capture/kineto.py", "trace.has_stack = any(f[3] >= 1 for f in self.frames)"):
+        "a frame's kind is 0 (module) or 1 (source line): >= 1 and == 1 agree",
+    ("capture/kineto.py", "thread = - 2"):
+        "thread codes count from 0: any negative start differs from every code alike",
     ("count/indexing.py", 'self_ = call.tensor( -1, "self")'):
         "_local_scalar_dense and item take one argument (self): args[-1] is args[0]",
 }

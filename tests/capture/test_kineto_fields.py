@@ -278,13 +278,15 @@ def test_long_builtin_calls_back_to_back_ops_and_module_only_frames(tmp_path):
         x("python_function", "nn.Module: Net_0", 0.0, 1000.0),
         x("cpu_op", "aten::a", 10.0, 10.0),
         x("cpu_op", "aten::b", 20.0, 5.0),  # starts as aten::a ends: a sibling, not a child
+        x("cpu_op", "aten::instant", 30.0, 0.0),  # zero duration is a duration
     ]
     trace = load_trace(_write(tmp_path, events))
     sleep = "<built-in method sleep of module object at 0x{}>"
     assert [(h.name, h.ts_us, h.dur_us, h.tid, h.call_from) for h in trace.host_calls] == [
         (sleep.format(1), 0.0, 150.0, 1, "train.py:9"), (sleep.format(2), 200.0, 100.0, 1, None),
         ("<built-in method read>", 500.0, 120.0, 1, None)]  # 99 us is too short; a non-text CallFrom is dropped
-    a, b = trace.ops
+    a, b, instant = trace.ops
+    assert instant.dur_us == 0.0 and trace.skipped_events == 0
     assert b.parent == -1 and b.depth == 0 and a.parent == -1
     assert trace.has_modules and not trace.has_stack  # module frames only: no user source line
 
