@@ -142,6 +142,8 @@ EQUIVALENT = {
         "a frame's kind is 0 (module) or 1 (source line): >= 1 and == 1 agree",
     ("capture/kineto.py", "thread = - 2"):
         "thread codes count from 0: any negative start differs from every code alike",
+    ("analyze/pipeline.py", "last = pos >= len(steps) - 1"):
+        "pos runs over range(len(steps)): it reaches len(steps) - 1 and never passes it",
     ("count/indexing.py", 'self_ = call.tensor( -1, "self")'):
         "_local_scalar_dense and item take one argument (self): args[-1] is args[0]",
 }
