@@ -563,7 +563,7 @@ def _markdown(report: dict) -> str:
              "Cost per mutant: cosmic-ray's own executor (a fresh interpreter running the whole subset per mutant) "
              "took 6.4 s (count), 6.8 s (analyze), 7.7 s (kineto) each on this 2-core machine before; this runner's "
              "seconds per mutant (wall, niced, on a machine shared with four other jobs) are in the table.", "",
-             "| target | mutants | run (fraction) | killed | survived | equivalent | raw killed/run | score | 95% CI "
+             "| target | mutants | run (fraction) | killed | survived (with equivalents) | equivalent | raw killed/run | score | 95% CI "
              "| s/mutant |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for name, t in report["targets"].items():
