@@ -59,6 +59,7 @@ TESTS = {
                 "tests/analyze/test_trace_file_notes.py", "tests/analyze/test_live_pieces.py",
                 "tests/analyze/test_pipeline_edges.py", "tests/analyze/test_optimizer_lists.py",
                 "tests/analyze/test_trace_environment.py", "tests/capture/test_profiling.py",
+                "tests/analyze/test_ncu_join.py",
                 "tests/analyze/test_trace_invariants.py",
                 "tests/analyze/test_pinned_numbers.py", "tests/analyze/test_roofline.py",
                 "tests/analyze/test_attribution.py", "tests/analyze/test_diff.py", "tests/analyze/test_diff_values.py",
