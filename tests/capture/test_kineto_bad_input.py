@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 import json
 from pathlib import Path
 
@@ -192,7 +193,9 @@ def _mutate(node, path_choice: int, key: str, value):
 
 
 _DELETE = object()
-_SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# Fewer examples in mutation runs (benchmarks/mutation.py sets ROOFLINE_FUZZ_EXAMPLES): each mutant reruns this file.
+_SETTINGS = settings(max_examples=min(150, int(os.environ.get("ROOFLINE_FUZZ_EXAMPLES", 150))), deadline=None,
+                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 @_SETTINGS

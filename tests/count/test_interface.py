@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -67,12 +69,18 @@ def test_dtype_objects_from_live_recordings_are_understood():
 
 
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=True), st.text(max_size=4))
+def _fuzz(n: int) -> int:
+    """Fewer examples in mutation runs (benchmarks/mutation.py sets ROOFLINE_FUZZ_EXAMPLES), where each mutant
+    reruns this file."""
+    return min(n, int(os.environ.get("ROOFLINE_FUZZ_EXAMPLES", n)))
+
+
 _metas = st.builds(TensorMeta, st.lists(st.integers(0, 6), max_size=4).map(tuple),
                    st.sampled_from(["float32", "float16", "int64", "bool", "weird"]))
 _values = st.recursive(st.one_of(_scalars, _metas), lambda inner: st.lists(inner, max_size=3), max_leaves=8)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=_fuzz(300), deadline=None)
 @given(name=st.sampled_from(sorted(registered_ops())), args=st.lists(_values, max_size=8),
        outputs=st.one_of(st.none(), st.lists(_values, max_size=3)))
 def test_count_op_never_raises_on_garbage(name, args, outputs):
@@ -81,7 +89,7 @@ def test_count_op_never_raises_on_garbage(name, args, outputs):
     assert cost.modeled or cost.note
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=_fuzz(50), deadline=None)
 @given(name=st.one_of(st.text(max_size=20), st.integers()), args=st.one_of(st.none(), st.lists(_values, max_size=3)))
 def test_count_op_never_raises_on_garbage_names(name, args):
     assert isinstance(count_op(name, args), OpCost)
@@ -91,7 +99,7 @@ _trace_entries = st.one_of(st.none(), st.text(max_size=6), st.integers(), st.lis
                            st.lists(st.lists(st.integers(0, 5), max_size=3), max_size=3))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=_fuzz(200), deadline=None)
 @given(dims=st.lists(_trace_entries, max_size=6),
        types=st.lists(st.one_of(st.sampled_from(["float", "c10::Half", "long int", "TensorList", "Scalar",
                                                  "ScalarList", "", "bool"]), st.text(max_size=5)), max_size=6),

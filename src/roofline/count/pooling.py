@@ -26,7 +26,7 @@ def _per_dim(value: Any, dims: int, default: list[int]) -> list[int]:
         return list(default)
     if isinstance(value, int):
         return [value] * dims
-    values = [int(v) for v in value]
+    values = [None if v is None else int(v) for v in value]  # adaptive pools: None keeps the input's size
     return values * dims if len(values) == 1 else values
 
 
@@ -115,7 +115,9 @@ register(*_ADAPTIVE_COMPOSITES, composite=True)(adaptive_pool)
 def max_pool_backward(call: Call) -> OpCost:
     """(grad_output, self, ..., indices last): grad_output and indices read, grad_input written."""
     grad, x = call.tensor(0, "grad_output"), call.tensor(1, "self")
-    indices = call.args[-1] if call.args and isinstance(call.args[-1], TensorMeta) else call.maybe_tensor(99, "indices")
+    indices = call.maybe_tensor(99, "indices")
+    if indices is None and len(call.args) > 2 and isinstance(call.args[-1], TensorMeta):
+        indices = call.args[-1]
     written = nbytes(call.outputs) if call.outputs is not None else x.numel * grad.itemsize
     return OpCost(float(grad.numel), float(nbytes([grad, indices]) + written), True)
 

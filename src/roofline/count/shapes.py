@@ -53,7 +53,7 @@ def promote_dtypes(metas: Sequence[TensorMeta]) -> str:
     dtypes = {m.dtype for m in in_cat}
     if dtypes == {"float16", "bfloat16"}:
         return "float32"
-    return max(dtypes, key=lambda d: ranks.get(d, 0))
+    return max(sorted(dtypes), key=lambda d: ranks.get(d, 0))  # sorted: the same answer under any hash seed
 
 
 def normalize_dims(dims: Any, ndim: int) -> list[int] | None:

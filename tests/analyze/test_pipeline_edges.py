@@ -1,0 +1,34 @@
+"""report_from_trace's smaller rules: the TF32 roof from the live run's flags (cuBLAS's for matmuls, cuDNN's for
+convolutions) when no kernel name says, streams that are not numbers, and the live entry points reached lazily
+from the torch-free module."""
+
+from __future__ import annotations
+
+import pytest
+
+import roofline.analyze.pipeline as pipeline
+from roofline.analyze.pipeline import _int_or_none, _roof_dtype
+from roofline.capture.recording import Tf32Flags
+
+
+@pytest.mark.parametrize("dtype, name, kernels, flags, on_gpu, want", [
+    ("float32", "aten::mm", [], Tf32Flags(matmul=True), True, "tfloat32"),
+    ("float32", "aten::mm", [], Tf32Flags(cudnn=True), True, "float32"),
+    ("float32", "aten::convolution", [], Tf32Flags(cudnn=True), True, "tfloat32"),
+    ("float32", "aten::convolution", [], Tf32Flags(matmul=True), True, "float32"),
+    ("float32", "aten::mm", [], Tf32Flags(matmul=True), False, "float32"),  # CPU: no TF32
+    ("float32", "aten::mm", ["ampere_sgemm_128x64_nn"], Tf32Flags(matmul=True), True, "float32"),  # kernels say
+    ("float32", "aten::linear", ["sm80_xmma_gemm_tf32f32_tf32f32_f32"], Tf32Flags(), True, "tfloat32"),
+    ("float32", "aten::add", ["x_tf32_y"], Tf32Flags(matmul=True), True, "float32"),  # not a matmul or conv
+    ("float16", "aten::mm", [], Tf32Flags(matmul=True), True, "float16"),
+])
+def test_tf32_roof(dtype, name, kernels, flags, on_gpu, want):
+    assert _roof_dtype(dtype, name, kernels, flags, on_gpu) == want
+
+
+def test_streams_that_are_not_numbers_and_the_lazy_live_entry_points():
+    assert _int_or_none(7) == 7 and _int_or_none("7") == 7 and _int_or_none("s1") is None
+    assert _int_or_none(None) is None
+    assert callable(pipeline.analyze_model) and pipeline.make_step.__module__ == "roofline.analyze.live"
+    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+        pipeline.nope  # noqa: B018

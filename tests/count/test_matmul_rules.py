@@ -1,0 +1,120 @@
+"""Every matmul-family formula by hand, torch-free: 2*m*n*k on shapes whose dims are distinct primes (so a swapped
+dim changes the figure), operands read once at their own size, the result written once; in-place forms write
+self; with recorded outputs the written bytes are theirs."""
+
+from __future__ import annotations
+
+import pytest
+
+from roofline.count import count_op
+from roofline.count.meta import TensorMeta as T
+from rules_helpers import cost
+
+M, K, N, B = 3, 5, 7, 11
+F32 = 4
+
+
+def test_mm_addmm_int_mm():
+    a, b = T((M, K), "float32"), T((K, N), "float32")
+    assert cost("aten::mm", a, b) == (2 * M * N * K, (M * K + K * N + M * N) * F32)
+    assert cost("aten::mm", a, b, outputs=[T((M, N), "float16")]) == (2 * M * N * K, (M * K + K * N) * F32 + M * N * 2)
+    bias = T((N,), "float32")
+    assert cost("aten::addmm", bias, a, b) == (2 * M * N * K, (N + M * K + K * N + M * N) * F32)
+    assert cost("aten::_addmm_activation", bias, a, b) == (2 * M * N * K, (N + M * K + K * N + M * N) * F32)
+    full = T((M, N), "float32")
+    assert cost("aten::addmm_", full, a, b) == (2 * M * N * K, (2 * M * N + M * K + K * N) * F32)
+    assert count_op("aten::mm", (a, T((N, K), "float32"))).modeled is False  # inner dims differ
+    i8a, i8b = T((M, K), "int8"), T((K, N), "int8")
+    assert cost("aten::_int_mm", i8a, i8b) == (2 * M * N * K, M * K + K * N + M * N * 4)
+
+
+def test_batched_products():
+    a, b = T((B, M, K), "float32"), T((B, K, N), "float32")
+    reads = (B * M * K + B * K * N) * F32
+    assert cost("aten::bmm", a, b) == (2 * B * M * N * K, reads + B * M * N * F32)
+    bias = T((N,), "float32")
+    assert cost("aten::baddbmm", bias, a, b) == (2 * B * M * N * K, reads + N * F32 + B * M * N * F32)
+    full = T((B, M, N), "float32")
+    assert cost("aten::baddbmm_", full, a, b) == (2 * B * M * N * K, reads + 2 * B * M * N * F32)
+    assert cost("aten::addbmm", T((M, N), "float32"), a, b) == (2 * B * M * N * K, reads + 2 * M * N * F32)
+    assert count_op("aten::bmm", (a, T((B + 1, K, N), "float32"))).modeled is False
+    assert count_op("aten::bmm", (a, T((B, K + 1, N), "float32"))).modeled is False
+
+
+def test_vector_products():
+    a, v = T((M, K), "float32"), T((K,), "float32")
+    assert cost("aten::mv", a, v) == (2 * M * K, (M * K + K + M) * F32)
+    assert cost("aten::addmv", T((M,), "float32"), a, v) == (2 * M * K, (M + M * K + K + M) * F32)
+    x, y = T((K,), "float32"), T((K,), "float32")
+    for name in ("aten::dot", "aten::vdot", "aten::inner"):
+        assert cost(name, x, y) == (2 * K, (2 * K + 1) * F32)
+    u, w = T((M,), "float32"), T((N,), "float32")
+    assert cost("aten::outer", u, w) == (M * N, (M + N + M * N) * F32)
+    assert cost("aten::ger", u, w) == (M * N, (M + N + M * N) * F32)
+    assert cost("aten::addr", T((M, N), "float32"), u, w) == (2 * M * N, (M * N + M + N + M * N) * F32)
+
+
+def test_scaled_and_grouped_mm():
+    a, b = T((M, K), "float8_e4m3fn"), T((K, N), "float8_e4m3fn")
+    sa, sb = T((), "float32"), T((), "float32")
+    flops, nbytes = cost("aten::_scaled_mm", a, b, sa, sb, None, None, "bfloat16")
+    assert (flops, nbytes) == (2 * M * N * K, M * K + K * N + 4 + 4 + M * N * 2)
+    bias, sr = T((N,), "bfloat16"), T((), "float32")
+    assert cost("aten::_scaled_mm", a, b, sa, sb, bias, sr)[1] == M * K + K * N + 4 + 4 + 2 * N + 4 + M * N
+    G = 2
+    tokens, experts = T((M, K), "bfloat16"), T((G, K, N), "bfloat16")
+    offs = T((G,), "int32")
+    assert cost("aten::_grouped_mm", tokens, experts, offs) == (2 * M * K * N, (M * K + G * K * N + M * N) * 2 + G * 4)
+    rows, w = T((G, M, K), "bfloat16"), T((K, N), "bfloat16")
+    assert cost("aten::_grouped_mm", rows, w) == (2 * M * K * N, (G * M * K + K * N + M * N) * 2)
+    x, dy = T((M, K), "bfloat16"), T((K, N), "bfloat16")
+    assert cost("aten::_grouped_mm", x, dy, offs) == (2 * M * K * N, (M * K + K * N + G * M * N) * 2 + G * 4)
+    assert cost("aten::_grouped_mm", x, dy) == (2 * M * K * N, (M * K + K * N + M * N) * 2)
+    assert cost("aten::_scaled_grouped_mm", x, dy, sa, sb, offs)[1] == (M * K + K * N + G * M * N) * 2 + 8 + G * 4
+    ba, bb = T((G, M, K), "bfloat16"), T((G, K, N), "bfloat16")
+    assert cost("aten::_grouped_mm", ba, bb) == (2 * G * M * K * N, (G * M * K + G * K * N + G * M * N) * 2)
+    assert cost("aten::_grouped_mm", ba, bb, None, None, "float32")[1] == (G * M * K + G * K * N) * 2 + G * M * N * 4
+    assert cost("aten::_scaled_grouped_mm", ba, bb, sa, sb, None, None, None, "float32")[1] == \
+        (G * M * K + G * K * N) * 2 + 8 + G * M * N * 4
+
+
+@pytest.mark.parametrize("a, b, out, macs", [
+    ((K,), (K,), (), K),
+    ((M, K), (K,), (M,), M * K),
+    ((K,), (K, N), (N,), K * N),
+    ((M, K), (K, N), (M, N), M * K * N),
+    ((B, M, K), (K, N), (B, M, N), B * M * K * N),
+    ((2, 1, M, K), (B, K, N), (2, B, M, N), 2 * B * M * K * N),
+])
+def test_matmul_composite_follows_torch_matmul_shapes(a, b, out, macs):
+    x, y = T(a, "float32"), T(b, "float32")
+    n_out = 1
+    for d in out:
+        n_out *= d
+    assert cost("aten::matmul", x, y) == (2 * macs, (x.numel + y.numel + n_out) * F32)
+
+
+def test_matmul_composite_refuses_bad_shapes():
+    assert not count_op("aten::matmul", (T((), "float32"), T((K,), "float32"))).modeled
+    assert not count_op("aten::matmul", (T((M, K), "float32"), T((N, K), "float32"))).modeled
+
+
+def test_linear_and_einsum():
+    x, w, bias = T((B, M, K), "float32"), T((N, K), "float32"), T((N,), "float32")
+    assert cost("aten::linear", x, w, bias) == (2 * B * M * K * N, (B * M * K + N * K + N + B * M * N) * F32)
+    assert cost("aten::linear", x, w) == (2 * B * M * K * N, (B * M * K + N * K + B * M * N) * F32)
+    assert cost("aten::linear", x, T((K,), "float32")) == (2 * B * M * K, (B * M * K + K + B * M) * F32)
+    a, b = T((B, M, K), "float32"), T((B, K, N), "float32")
+    assert cost("aten::einsum", "bmk,bkn->bmn", [a, b]) == (2 * B * M * K * N, (a.numel + b.numel + B * M * N) * F32)
+    assert cost("aten::einsum", "bmk, bkn", [a, b]) == (2 * B * M * K * N, (a.numel + b.numel + M * N) * F32)
+    # implicit output: the letters seen once, sorted (m, n); b and k appear twice and are summed
+    u, v = T((M,), "float32"), T((N,), "float32")
+    assert cost("aten::einsum", "i,j->ij", [u, v]) == (M * N, (M + N + M * N) * F32)
+    assert cost("aten::einsum", "i->i", [u])[0] == M
+    three = [T((M, K), "float32"), T((K,), "float32"), T((M,), "float32")]
+    assert cost("aten::einsum", "ik,k,i->ik", three)[0] == 2 * M * K
+    for bad in (("...k,kn->...n", [a, b]), ("bmk,bkn->bmn", [a]), ("bmk,bk->bm", [a, b]), (None, [a, b]),
+                ("bmk,bkn->bmn", a)):
+        assert not count_op("aten::einsum", bad).modeled
+    broadcast = [T((1, K), "float32"), T((M, K), "float32")]
+    assert cost("aten::einsum", "ik,ik->ik", broadcast)[0] == M * K
