@@ -236,3 +236,51 @@ def test_trace_frames_and_live_frames_spell_a_file_alike(tmp_path, monkeypatch):
     (installed / "thirdparty" / "layers.py").write_text("y = 2\n")
     monkeypatch.syspath_prepend(str(installed))
     assert local_trace_path("thirdparty/layers.py") == "thirdparty/layers.py"
+
+
+def _user_code_cases() -> list[tuple[str, bool]]:
+    import os
+    import sysconfig
+
+    import roofline
+
+    package = os.path.dirname(roofline.__file__)
+    return [
+        ("/home/u/.venv/lib/python3.12/site-packages/transformers/generation/utils.py", True),
+        ("transformers/generation/utils.py", True),  # a trace's spelling, from its sys.path entry
+        ("/home/u/proj/train.py", True),
+        ("roofline/models/llama.py", True),  # roofline's built-in workloads are the code being profiled
+        (os.path.join(package, "lab", "generate.py"), True),
+        (torch.nn.modules.module.__file__, False),
+        ("torch/nn/modules/module.py", False),
+        (os.path.join(package, "cli", "trace.py"), False),
+        ("roofline/cli/trace.py", False),
+        (os.path.join(sysconfig.get_paths()["stdlib"], "threading.py"), False),
+        ("threading.py", False),
+        ("<string>", False),
+        ("<frozen runpy>", False),
+        ("/home/u/.venv/bin/roofline", False),
+    ]
+
+
+def test_live_frames_and_trace_frames_share_one_user_code_rule():
+    """The live walk (sync sites, recorded ops) and the trace's frames name the same files as user code: an
+    installed package's file is, as issue 15's generate() syncs need, in either spelling; torch, roofline's
+    machinery, the standard library and generated code are not."""
+    import sys
+
+    from roofline.capture.kineto import _classify_frame
+    from roofline.capture.source_paths import is_user_file, short_path
+    from roofline.capture.syncs import user_location
+
+    here = f"{short_path(__file__)}:"
+    for filename, user in _user_code_cases():
+        assert is_user_file(filename) is user, filename
+        assert (_classify_frame(f"{filename}(12): forward") is not None) is user, filename
+        namespace: dict = {}
+        exec(compile("\n\ndef inner(locate):\n    return locate()\n", filename, "exec"), namespace)
+        where = namespace["inner"](lambda: user_location(sys._getframe(1)))
+        if user:
+            assert where == f"{short_path(filename)}:4", filename
+        else:
+            assert where.startswith(here), (filename, where)

@@ -19,7 +19,7 @@ import msgspec
 import numpy as np
 
 from roofline.capture.event_stream import EventStream
-from roofline.capture.source_paths import local_trace_path
+from roofline.capture.source_paths import is_user_file, local_trace_path
 from roofline.capture.trace_model import (
     CommArgs,
     CpuOp,
@@ -97,18 +97,6 @@ _STEP = re.compile(r"ProfilerStep#(\d+)$")
 # Built-in calls at least this long are kept (Trace.host_calls): the distributed merge names a straggler's sleep.
 MIN_HOST_CALL_US = 100.0
 _FRAME = re.compile(r"^(.*?)\((\d+)\): ")
-_LIBRARY_PARTS = (
-    "torch/", "site-packages/", "dist-packages/", "<built-in", "<frozen", "roofline/", "/lib/python",
-    "<string>",
-)
-# Built-in workloads and the case study are user code as far as source lines go (as in op_recorder and syncs).
-_ROOFLINE_USER_PARTS = ("roofline/models/", "roofline/lab/")
-# Standard-library modules that wrap user code in traces; a bare "test.py" or "code.py" stays a user file.
-_STDLIB_WRAPPERS = frozenset({
-    "threading", "contextlib", "functools", "typing", "runpy", "dataclasses", "abc", "copy", "enum", "inspect",
-    "importlib", "collections", "concurrent", "asyncio", "weakref", "warnings", "json", "multiprocessing",
-    "unittest", "cProfile", "profile", "trace", "pdb", "bdb", "traceback", "logging", "tempfile", "os",
-})
 _MODULE_PREFIX = "nn.Module: "
 
 # Sweep order at equal timestamps: enclosing frames first, then ops (longest first), then what ops contain.
@@ -464,12 +452,7 @@ def _classify_frame(name: str) -> tuple[int, str] | None:
     if match is None:
         return None
     file = match.group(1)
-    if any(part in file for part in _LIBRARY_PARTS) and not any(part in file for part in _ROOFLINE_USER_PARTS):
-        return None
-    if "/bin/" in file and not file.endswith(".py"):  # a console-script launcher (.venv/bin/roofline)
-        return None
-    top = file.split("/", 1)[0]
-    if top.removesuffix(".py") in _STDLIB_WRAPPERS:
+    if not is_user_file(file):
         return None
     return (1, f"{local_trace_path(file)}:{match.group(2)}")
 

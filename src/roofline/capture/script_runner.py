@@ -148,7 +148,7 @@ def run_script(path: str | os.PathLike[str], args: list[str]) -> None:
     sys.argv = [str(script), *args]
     sys.path.insert(0, str(script.resolve().parent))
     try:
-        runpy.run_path(str(script), run_name="__main__")
+        runpy.run_path(str(script.resolve()), run_name="__main__")  # an absolute __file__, as `python script.py` gives
     except SystemExit as exc:
         if exc.code not in (None, 0):
             raise
@@ -167,8 +167,7 @@ def script_error_line(exc: BaseException, script: str | os.PathLike[str]) -> str
 def user_error_line(exc: BaseException, what: str) -> str:
     """One line for an error raised by the user's code called from roofline (a factory, a model's forward): the
     error and the innermost line outside torch and roofline where it was raised."""
-    from roofline.capture.source_paths import short_path
-    from roofline.capture.syncs import is_user_file
+    from roofline.capture.source_paths import is_user_file, short_path
 
     return _error_line(exc, what, is_user_file, short_path)
 

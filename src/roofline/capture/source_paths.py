@@ -10,10 +10,70 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
-
+import sysconfig
 
 _PACKAGE_DIRS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+_ROOFLINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# What follows a "roofline" path component in roofline's own files (its subpackages and modules).
+_ROOFLINE_ENTRIES = frozenset(name.removesuffix(".py") for name in os.listdir(_ROOFLINE_DIR))
+# roofline's built-in workloads and case study are the code being profiled, hence user code.
+_ROOFLINE_USER_PACKAGES = frozenset({"models", "lab"})
+# Standard-library modules that wrap user code, as a trace spells them (from their sys.path entry: "threading.py",
+# "concurrent/futures/thread.py"); a bare "test.py" or "code.py" stays a user file.
+_STDLIB_WRAPPERS = frozenset({
+    "threading", "contextlib", "functools", "typing", "runpy", "dataclasses", "abc", "copy", "enum", "inspect",
+    "importlib", "collections", "concurrent", "asyncio", "weakref", "warnings", "json", "multiprocessing",
+    "unittest", "cProfile", "profile", "trace", "pdb", "bdb", "traceback", "logging", "tempfile", "os",
+})
+_STDLIB_DIRS = tuple(
+    {os.path.normpath(d).replace(os.sep, "/") + "/" for d in (sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib")) if d}
+)
+_STDLIB_ANYWHERE = re.compile(r"/lib/python\d[^/]*/")  # a standard library, also another machine's
+
+
+@functools.lru_cache(maxsize=16384)
+def is_user_file(filename: str) -> bool:
+    """Whether a frame of ``filename`` is the user's code: the one test for live frames (absolute paths: sync
+    sites, recorded ops, allocations, a user error's line) and trace frames (torch's Python tracer spells a file
+    from its sys.path entry, ``transformers/generation/utils.py``; sometimes absolute). The innermost user frame
+    is the location a view names.
+
+    Not user code: torch (a ``torch`` path component), roofline's machinery (roofline's own files except its
+    built-in workloads and case study, ``roofline/models`` and ``roofline/lab``), Python's standard library,
+    generated or built-in code (``<frozen ...>``, ``<string>``, ``<built-in ...>``) and console-script
+    launchers (``.venv/bin/roofline``). Everything else is, installed packages included: a sync inside HF
+    generate() is reported at the library line that waits (``transformers/generation/utils.py:383``, once per
+    decode step), which is what the fix changes, not at the user's one call of generate()."""
+    path = filename.replace(os.sep, "/")
+    if not path or path.startswith("<"):
+        return False
+    if "/bin/" in path and not path.endswith(".py"):
+        return False
+    for marker in ("/site-packages/", "/dist-packages/"):
+        at = path.rfind(marker)
+        if at >= 0:
+            return _owned_by(path[at + len(marker):].split("/")) in (None, "user")
+    parts = path.split("/")
+    owner = _owned_by(parts)
+    if owner is not None:
+        return owner == "user"
+    if path.startswith(_STDLIB_DIRS) or _STDLIB_ANYWHERE.search(path):
+        return False
+    return os.path.isabs(filename) or parts[0].removesuffix(".py") not in _STDLIB_WRAPPERS
+
+
+def _owned_by(parts: list[str]) -> str | None:
+    """``torch``, ``roofline`` (its machinery) or ``user`` (its built-in workloads) when a path component says so,
+    else None: decided by components, so that a file spelled from its package (a trace's frame) and one spelled
+    in full (a live frame, or roofline installed under a lib/python directory) agree."""
+    for i, part in enumerate(parts[:-1]):
+        if part == "torch":
+            return "torch"
+        if part == "roofline" and parts[i + 1].removesuffix(".py") in _ROOFLINE_ENTRIES:
+            return "user" if parts[i + 1] in _ROOFLINE_USER_PACKAGES else "roofline"
+    return None
 
 
 def short_path(filename: str) -> str:

@@ -19,7 +19,6 @@ harness runs the detector only in its profiled steps, never in the steps it time
 from __future__ import annotations
 
 import functools
-import os
 import sys
 import threading
 import time
@@ -28,7 +27,7 @@ from typing import Any, Callable
 
 import torch
 
-from roofline.capture.source_paths import short_path
+from roofline.capture.source_paths import is_user_file, short_path
 from roofline.capture.trace_syncs import (  # noqa: F401 - the trace-side names are re-exported for callers
     _Site,
     syncs_from_trace,
@@ -37,9 +36,6 @@ from roofline.report import SyncSite
 
 MODES = ("warn", "error", "silent")
 
-_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_ROOFLINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_ROOFLINE_USER_CODE = tuple(_ROOFLINE_DIR + name + os.sep for name in ("models", "lab"))
 _SYNC_DEBUG_MESSAGE = "called a synchronizing CUDA operation"
 IMPLICIT = "implicit (inside torch)"
 
@@ -52,34 +48,16 @@ _CALLER = object()
 
 
 def user_location(frame: Any = _CALLER, unknown: Any = "<unknown>") -> Any:
-    """file:line of the innermost frame outside torch and roofline (the user's code), or ``unknown``.
+    """file:line of the innermost frame of user code (source_paths.is_user_file states the rule), or ``unknown``.
 
     The walk starts at ``frame`` (default: the caller's; None, as on the thread autograd runs a CUDA backward
-    on, where no Python frame is below the hook, gives ``unknown``). roofline's built-in workloads
-    (roofline/models, roofline/lab) count as user code."""
+    on, where no Python frame is below the hook, gives ``unknown``)."""
     frame = sys._getframe(1) if frame is _CALLER else frame
     while frame is not None:
         if is_user_file(frame.f_code.co_filename):
             return f"{short_path(frame.f_code.co_filename)}:{frame.f_lineno}"
         frame = frame.f_back
     return unknown
-
-
-def is_user_file(filename: str) -> bool:
-    """Code outside torch, roofline's machinery and Python's own plumbing (installed packages count as user's)."""
-    return not (filename.startswith(_TORCH_DIR) or _is_roofline_machinery(filename) or _is_library(filename))
-
-
-_STDLIB_PLUMBING = tuple(os.sep + name for name in ("runpy.py", "contextlib.py", "warnings.py", "functools.py"))
-
-
-def _is_roofline_machinery(filename: str) -> bool:
-    """roofline's own frames, except its built-in workloads and case study, which are user code here."""
-    return filename.startswith(_ROOFLINE_DIR) and not filename.startswith(_ROOFLINE_USER_CODE)
-
-
-def _is_library(filename: str) -> bool:
-    return filename.startswith("<frozen") or filename.endswith(_STDLIB_PLUMBING)
 
 
 def _moves_to_host(tensor: Any, args: tuple, kwargs: dict, simulated: bool) -> bool:
