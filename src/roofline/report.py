@@ -312,10 +312,56 @@ def _quantile(ordered: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
+class ModuleTotals(Struct):
+    """One node of the module tree: the op calls at this dotted module path or below it, summed (``n``: op
+    calls). The root, ``(model)``, holds every op, those with no module path too; children are sorted by time."""
+
+    name: str
+    time_s: NonNegative = 0.0
+    flops: NonNegative = 0.0
+    bytes: NonNegative = 0.0
+    n: Count = 0
+    children: list[ModuleTotals] = field(default_factory=list)
+
+
+def module_tree(ops: list[OpRecord]) -> ModuleTotals:
+    """Time, FLOPs, bytes and calls rolled up to every prefix of each op's module path (``layers.3.mlp`` counts
+    in ``layers``, ``layers.3`` and ``layers.3.mlp``). Summed in op index order, so a report loaded without the
+    tree gets the figures the run that wrote it would have."""
+    per_module: dict[str, list[float]] = {}
+    for op in sorted(ops, key=lambda op: op.index):
+        sums = per_module.setdefault(op.module or "", [0.0, 0.0, 0.0, 0])
+        sums[0] += op.time_s
+        sums[1] += op.flops
+        sums[2] += op.bytes
+        sums[3] += op.count
+    root: dict[str, Any] = {"sums": [0.0, 0.0, 0.0, 0], "children": {}}
+    for module, sums in per_module.items():
+        node = root
+        _add_sums(node["sums"], sums)
+        for part in [p for p in module.split(".") if p]:
+            node = node["children"].setdefault(part, {"sums": [0.0, 0.0, 0.0, 0], "children": {}})
+            _add_sums(node["sums"], sums)
+    return _module_node("(model)", root)
+
+
+def _add_sums(into: list[float], sums: list[float]) -> None:
+    for i, value in enumerate(sums):
+        into[i] += value
+
+
+def _module_node(name: str, node: dict[str, Any]) -> ModuleTotals:
+    time_s, flops, nbytes, n = node["sums"]
+    children = sorted((_module_node(k, v) for k, v in node["children"].items()), key=lambda c: -c.time_s)
+    return ModuleTotals(name, time_s, flops, nbytes, n, children)
+
+
 class Summary(Struct):
     """Totals over the report's ops. Shares are fractions of ``total_time_s`` (the ops' summed time);
     ``wall_time_s`` is the wall-clock span of the profiled steps those ops cover (None when the trace has no steps),
-    the fair base for savings that are not op time (launch gaps, syncs, idle)."""
+    the fair base for savings that are not op time (launch gaps, syncs, idle). ``module_tree``: time, FLOPs,
+    bytes and calls per module path prefix (the HTML page's module tree); a report written before it was a field
+    gets it on load."""
 
     total_time_s: float = 0.0
     total_flops: float = 0.0
@@ -335,6 +381,7 @@ class Summary(Struct):
     stale_ceilings: str | None = None
     share_by_bound: dict[str, float] = field(default_factory=dict)
     ops_from_cache: int = 0
+    module_tree: ModuleTotals | None = None
 
     def fill_shares(self) -> None:
         """share_by_bound for a report written before it was a field (every view reads the field)."""
@@ -597,7 +644,8 @@ class Report(Struct):
         return report._upgraded()
 
     def _upgraded(self) -> "Report":
-        """A schema 1 report as schema 2: its ``extra["profile"]``/``extra["distributed"]`` become typed fields."""
+        """A schema 1 report as schema 2: its ``extra["profile"]``/``extra["distributed"]`` become typed fields;
+        the summary's fields added since the file was written (shares, module tree) are filled from its ops."""
         if self.schema_version < 2:
             try:
                 if isinstance(self.extra.get("profile"), dict):
@@ -609,6 +657,8 @@ class Report(Struct):
             self.extra.pop("chrome_trace", None)  # the path of a temporary file, gone once its run ended
             self.schema_version = SCHEMA_VERSION
         self.summary.fill_shares()
+        if self.summary.module_tree is None:
+            self.summary.module_tree = module_tree(self.ops)
         return self
 
     def save(self, path: str | os.PathLike[str]) -> Path:

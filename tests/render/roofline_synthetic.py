@@ -21,6 +21,7 @@ from roofline.report import (
     Summary,
     SyncSite,
     Timing,
+    module_tree,
 )
 
 XSS = "</script><script>alert(1)</script>"
@@ -101,7 +102,7 @@ def _assemble(ops: list[OpRecord], rng: random.Random) -> Report:
                         predicted_total_s=sum(o.predicted_time_s for o in ops), time_by_bound_s=by_bound,
                         share_by_bound={b: t / total for b, t in by_bound.items()} if total else {},
                         unmodeled_time_share=by_bound.get("unmodeled", 0.0) / total if total else 0.0,
-                        kernel_time_attributed_share=0.993, idle_time_s=total * 0.04,
+                        kernel_time_attributed_share=0.993, idle_time_s=total * 0.04, module_tree=module_tree(ops),
                         timing_method="CUDA kernel time from torch.profiler (CUPTI), one representative step"),
         findings=[
             Finding(rule="host-sync", title="3 host syncs per step (.item() in the loop)", category="sync",

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from roofline.render import html as html_mod
-from roofline.render.html import chart_points, module_tree, render_html, report_payload, safe_json
-from roofline.report import Report
+from roofline.render.html import chart_points, render_html, report_payload, safe_json
+from roofline.report import ModuleTotals, Report, Summary
 
 from roofline_synthetic import XSS, make_big_report, make_report, with_ranks
 
@@ -97,13 +97,17 @@ def test_chart_bins_beyond_max_points(monkeypatch):
     assert sum(b["groups"] for b in chart["bins"]) == chart["n_groups"] - 50
 
 
-def test_module_tree_rolls_time_up():
+def test_module_tree_is_the_summarys():
+    """The page shows the Summary's module tree as it is: the renderer sums nothing (a tree that is not the ops'
+    sum shows unchanged; a report with none shows none)."""
     report = make_report(40)
-    tree = module_tree(report.ops)
-    assert tree["time_s"] == pytest.approx(sum(op.time_s for op in report.ops))
-    layers = tree["children"][0]
-    assert layers["name"] == "layers"
-    assert layers["time_s"] == pytest.approx(sum(c["time_s"] for c in layers["children"]))
+    report.summary.module_tree = ModuleTotals("(model)", time_s=7.0, n=3, children=[ModuleTotals("only", time_s=7.0, n=3)])
+    payload = report_payload(report)
+    assert payload["modules"] == {"name": "(model)", "time_s": 7.0, "flops": 0.0, "bytes": 0.0, "n": 3,
+                                  "children": [{"name": "only", "time_s": 7.0, "flops": 0.0, "bytes": 0.0, "n": 3, "children": []}]}
+    assert "module_tree" not in payload["summary"]
+    report.summary = Summary(total_time_s=1.0)
+    assert report_payload(report)["modules"] is None
 
 
 def test_ranks_and_empty_report_render():

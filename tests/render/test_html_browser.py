@@ -16,7 +16,7 @@ import pytest
 from roofline.analyze.diff import diff_reports
 from roofline.render.diff import render_diff_html
 from roofline.render.html import render_html
-from roofline.report import Report
+from roofline.report import Report, module_tree
 
 from roofline_synthetic import XSS, make_report, with_ranks
 
@@ -88,6 +88,7 @@ def save_screenshot(driver, name: str) -> Path:
 def report() -> Report:
     r = with_ranks(make_report(120))
     r.ops[3].module = XSS
+    r.summary.module_tree = module_tree(r.ops)
     return r
 
 

@@ -14,9 +14,14 @@ from roofline.report import (
     MemorySummary,
     OpRecord,
     Report,
+    Summary,
     SyncSite,
     Timing,
+    module_tree,
 )
+
+_OPS = [OpRecord(name="aten::mm", module="layers.0.mlp", dtype="bfloat16", flops=2e9, bytes=6e6, time_s=1e-5,
+                 bound="compute", source="model.py:12", input_shapes=[[8, 8], [8, 8]], kernels=["gemm"], step=0)]
 
 
 def full_report() -> Report:
@@ -26,8 +31,8 @@ def full_report() -> Report:
                           peak_flops_per_s={"bfloat16": 7.7e14, "float32": 5e13}, launch_overhead_s=5e-6,
                           launch_overhead_graph_s=9e-7,
                           datasheet=DatasheetEntry("H200", 4.8e12, {"bfloat16": 9.894e14}, "datasheet")),
-        ops=[OpRecord(name="aten::mm", module="layers.0.mlp", dtype="bfloat16", flops=2e9, bytes=6e6, time_s=1e-5,
-                      bound="compute", source="model.py:12", input_shapes=[[8, 8], [8, 8]], kernels=["gemm"], step=0)],
+        ops=list(_OPS),
+        summary=Summary(total_time_s=1e-5, module_tree=module_tree(_OPS)),
         kernels=[KernelRecord("gemm", 0.0, 1e-5, 7, 0, "kernel", 0)],
         findings=[Finding("sync", "a sync", "sync", {"count": 3}, ["model.py:3"], 1e-3, "stall time", "remove it")],
         syncs=[SyncSite("item", "model.py:3", 3, 1e-3, 1.5)],
@@ -180,3 +185,38 @@ def test_nulls_where_numbers_go_take_the_default_and_bad_numbers_fail_in_one_lin
     data["ops"][0]["time_s"] = "fast"
     with pytest.raises(RooflineError, match="malformed roofline report: Expected `float`"):
         Report.from_dict(data)
+
+
+def test_module_tree_is_built_with_the_summary_and_filled_on_load_for_older_reports():
+    """Summary.module_tree holds time, FLOPs, bytes and calls per module prefix (what the HTML tree shows); a file
+    written before it was a field, schema 1 or 2, gets the same tree when it loads."""
+    from roofline.analyze.roofline import summarize
+
+    modules = ["layers.0.mlp", "layers.0.attn", "layers.1.mlp", "", "layers.0.mlp", "head"]
+    ops = [OpRecord(name=f"aten::op{i}", module=m, flops=1e6 * (i + 1), bytes=1e3 * (i + 1), time_s=1e-6 * (i + 1),
+                    count=i + 1, index=i) for i, m in enumerate(modules)]
+    summary = summarize(ops)
+    tree = summary.module_tree
+
+    def node(path: str):
+        found = tree
+        for part in path.split("."):
+            (found,) = [c for c in found.children if c.name == part]
+        return found
+
+    assert tree.name == "(model)" and tree.n == sum(op.count for op in ops)
+    assert tree.time_s == pytest.approx(summary.total_time_s) and tree.flops == pytest.approx(summary.total_flops)
+    for prefix, time_s in summary.time_by_module_s.items():
+        if prefix != "(top level)":
+            under = [op for op in ops if f"{op.module}.".startswith(prefix + ".")]
+            assert node(prefix).time_s == pytest.approx(time_s)
+            assert (node(prefix).bytes, node(prefix).n) == (sum(o.bytes for o in under), sum(o.count for o in under))
+    assert [c.name for c in tree.children] == ["layers", "head"]  # by time
+    assert [c.name for c in node("layers.0").children] == ["mlp", "attn"]
+
+    written = json.loads(Report(ops=ops, summary=summary).to_json())
+    del written["summary"]["module_tree"]
+    for version in (1, 2):
+        older = dict(written, schema_version=version)
+        assert Report.from_json(json.dumps(older).encode()).summary.module_tree == tree
+        assert Report.from_dict(json.loads(json.dumps(older))).summary.module_tree == tree

@@ -47,7 +47,7 @@ from collections import defaultdict
 from math import prod
 
 from roofline.count.meta import dtype_itemsize
-from roofline.report import Ceilings, OpRecord, Summary
+from roofline.report import Ceilings, OpRecord, Summary, module_tree
 
 LAUNCH_CLOSE = 1.5
 ROOF_FACTOR = 2.0
@@ -175,6 +175,7 @@ def summarize(ops: list[OpRecord], *, timing_method: str = "", kernel_share: flo
         ops_above_roof=above,
         ops_from_cache=from_cache,
         timing_method=timing_method,
+        module_tree=module_tree(ops),
     )
 
 

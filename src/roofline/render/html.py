@@ -11,8 +11,8 @@ What this module does beyond formatting is aggregation for display only:
   smallest by time are merged into bins of (dtype, bound, log-intensity, log-performance) so a 100,000-op report
   stays responsive; a group's intensity is its summed FLOPs over summed bytes, its efficiency the time-weighted
   mean of its calls';
-- the op table is sent column-wise with interned strings and paginated in the browser;
-- the module tree rolls each op's time up to every prefix of its dotted module path.
+- the op table is sent column-wise with interned strings and paginated in the browser.
+The module tree is the Summary's (``Summary.module_tree``, built with the Summary), sent as it is.
 
 Multi-rank reports (``Report.ranks``, RankRecords filled by the distributed merge, issue 8) render as a
 side-by-side table and stacked bars. Known per-rank keys: ``rank``, ``step_time_s``, ``compute_time_s``,
@@ -109,6 +109,7 @@ class _RawColumns:
 def report_payload(report: Report) -> dict[str, Any]:
     names = _Interner()
     ops = sorted(report.ops, key=lambda op: op.index)
+    summary = msgspec.to_builtins(report.summary)
     return {
         "kind": "report",
         "meta": {
@@ -121,7 +122,7 @@ def report_payload(report: Report) -> dict[str, Any]:
         },
         "environment": msgspec.to_builtins(report.environment),
         "ceilings": msgspec.to_builtins(report.ceilings),
-        "summary": msgspec.to_builtins(report.summary),
+        "summary": summary,
         "step_time": _timing(report.step_time),
         "profiled_step_time": _timing(report.profiled_step_time),
         "findings": [
@@ -132,7 +133,7 @@ def report_payload(report: Report) -> dict[str, Any]:
         "ranks": [_scalar_dict(msgspec.structs.asdict(r)) for r in report.ranks],
         "table": _op_columns(ops, names),
         "chart": chart_points(ops),
-        "modules": module_tree(ops),
+        "modules": summary.pop("module_tree", None),
         "top_predicted": _top_predicted(ops),
         "strings": names.values,
         "ncu": _ncu_payload(report),
@@ -299,41 +300,6 @@ def _bins(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
         b["intensity"] = b["flops"] / b["bytes"]
         b["flops_per_s"] = b["flops"] / b["time_s"]
     return sorted(bins.values(), key=lambda b: -b["time_s"])
-
-
-def module_tree(ops: list[OpRecord]) -> dict[str, Any]:
-    """Time, FLOPs and bytes rolled up to every prefix of the dotted module path; children sorted by time."""
-    per_module: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0])
-    for op in ops:
-        sums = per_module[op.module or ""]
-        sums[0] += op.time_s
-        sums[1] += op.flops
-        sums[2] += op.bytes
-        sums[3] += op.count
-    root = _tree_node("(model)")
-    for module, sums in per_module.items():
-        node = root
-        _add(node, sums)
-        for part in [p for p in module.split(".") if p]:
-            node = node["children"].setdefault(part, _tree_node(part))
-            _add(node, sums)
-    return _freeze(root)
-
-
-def _tree_node(name: str) -> dict[str, Any]:
-    return {"name": name, "time_s": 0.0, "flops": 0.0, "bytes": 0.0, "n": 0, "children": {}}
-
-
-def _add(node: dict[str, Any], sums: list[float]) -> None:
-    node["time_s"] += sums[0]
-    node["flops"] += sums[1]
-    node["bytes"] += sums[2]
-    node["n"] += sums[3]
-
-
-def _freeze(node: dict[str, Any]) -> dict[str, Any]:
-    children = sorted(node["children"].values(), key=lambda c: -c["time_s"])
-    return {**node, "children": [_freeze(c) for c in children]}
 
 
 def _top_predicted(ops: list[OpRecord], n: int = 15) -> list[dict[str, Any]]:
