@@ -284,3 +284,11 @@ def test_live_frames_and_trace_frames_share_one_user_code_rule():
             assert where == f"{short_path(filename)}:4", filename
         else:
             assert where.startswith(here), (filename, where)
+
+
+def test_an_absolute_trace_frame_this_machine_lacks_keeps_its_spelling_whatever_the_working_directory(tmp_path):
+    from roofline.capture.source_paths import _local_trace_path
+
+    recorded = "/tmp/torchinductor_root/sh/not-on-this-machine.py"
+    assert _local_trace_path(recorded, str(tmp_path / "repo")) == recorded
+    assert _local_trace_path(recorded, "/tmp/clone") == recorded

@@ -102,7 +102,7 @@ def local_trace_path(file: str) -> str:
 @functools.lru_cache(maxsize=4096)
 def _local_trace_path(file: str, cwd: str) -> str:
     if os.path.isabs(file):
-        return short_path(file)
+        return short_path(file) if os.path.isfile(file) else file
     if os.path.isfile(os.path.join(cwd, file)):
         return file
     for entry in sys.path:
