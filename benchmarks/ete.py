@@ -275,7 +275,6 @@ def main() -> int:
               "python": platform.python_version(), "repeats": args.repeats, "iters": iters,
               "host_costs": {"dispatch_median_s": statistics.median(host_costs.dispatch_s.values()),
                              "module_call_s": host_costs.module_call_s, "python_per_op_s": host_costs.python_per_op_s,
-                             "profiler_per_op_s": host_costs.profiler_per_op_s,
                              "backward_per_op_s": host_costs.backward_per_op_s, "spread": host_costs.spread},
               "workloads": rows, "whatif": pairs, "summary": _summary(rows, pairs), "anchor": HABITAT,
               "wall_s": time.perf_counter() - began}

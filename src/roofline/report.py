@@ -507,8 +507,7 @@ class ProfileInfo(Struct):
 class HostCosts(Struct):
     """What the host spends issuing one op, measured on one machine for one device (analyze/host_costs.py):
     dispatch per op kind (a tiny op's call, enqueue only on a GPU), one nn.Module call, the framework's Python
-    left over per op in a reference block, one backward op run by autograd's engine, and what torch.profiler
-    (as ``analyze`` runs it) adds to the host time of one top-level op (0: not measured)."""
+    left over per op in a reference block, and one backward op run by autograd's engine."""
 
     device: str = "cpu"
     device_name: str = ""
@@ -516,7 +515,6 @@ class HostCosts(Struct):
     module_call_s: NonNegative = 0.0
     python_per_op_s: NonNegative = 0.0
     backward_per_op_s: NonNegative = 0.0
-    profiler_per_op_s: NonNegative = 0.0
     spread: NonNegative = 0.0
     method: str = ""
     torch_version: str = ""

@@ -17,9 +17,8 @@ def test_host_costs_are_measured_once_then_read_from_the_cache(tmp_path, monkeyp
     costs = get_host_costs("cpu")
     assert set(costs.dispatch_s) >= {"mm", "add", "layer_norm", "scaled_dot_product_attention"}
     assert all(v > 0 for v in costs.dispatch_s.values())
-    # the profiler records shapes and memory for every op: it always costs something
-    assert costs.profiler_per_op_s > 0 and costs.backward_per_op_s > 0
-    assert "profiler cost per op" in costs.method and costs.device == "cpu"
+    assert costs.backward_per_op_s > 0 and costs.module_call_s >= 0 and costs.python_per_op_s >= 0
+    assert 0 <= costs.spread and "autograd chain" in costs.method and costs.device == "cpu"
     assert host_costs_path(__import__("torch").device("cpu")).exists()
 
     def no_measuring(device):

@@ -125,29 +125,6 @@ def test_a_sync_makes_the_host_wait_for_the_device():
     assert with_sync.step_time_s == pytest.approx(4e-6 + 1e-3 + 50 * 4e-6 + 1e-6)
 
 
-def test_with_a_profiled_host_timeline_each_op_costs_its_span_and_gap_less_the_profilers_cost():
-    host = msgspec.structs.replace(HOST, profiler_per_op_s=3e-6)
-    # host: mul at 0-10 us, 5 us of Python, mul 15-35 us, item 35-535 us (waiting), 2 us gap, mul 537-547 us
-    starts, spans = [0.0, 15e-6, 35e-6, 537e-6], [10e-6, 20e-6, 500e-6, 10e-6]
-    ops = [OpRecord(name=n, dtype="float32", time_s=d, start_s=s, cpu_time_s=c)
-           for n, d, s, c in zip(["aten::mul", "aten::mul", "aten::item", "aten::mul"], [1e-6, 1e-6, 0.0, 1e-6],
-                                 starts, spans)]
-    p = predict(Report(ceilings=GPU, ops=ops), table=EfficiencyTable(), host_costs=host)
-    # per op: span + gap - 3 us; the sync counts its dispatch (4 us) + gap, floored at its dispatch
-    host_ops = [10e-6 - 3e-6, 20e-6 + 5e-6 - 3e-6, 4e-6, 10e-6 + 2e-6 - 3e-6]
-    assert p.host_time_s == pytest.approx(sum(host_ops))
-    assert p.bound == "host" and p.step_time_s == pytest.approx(sum(host_ops) + 1e-6)  # + the last kernel
-    assert any("host span measured under the profiler" in n for n in p.notes)
-    # an op without a start (or aggregated) falls back to the dispatch model for the whole report
-    ops[1].start_s = None
-    fallback = predict(Report(ceilings=GPU, ops=ops), table=EfficiencyTable(), host_costs=host)
-    assert fallback.host_time_s == pytest.approx(3 * 4e-6 + 4e-6)
-    # the floor: a span under the profiler's cost still costs the op kind's dispatch
-    tiny = [OpRecord(name="aten::mm", dtype="float32", time_s=1e-6, start_s=0.0, cpu_time_s=1e-6)]
-    assert predict(Report(ceilings=GPU, ops=tiny), table=EfficiencyTable(),
-                   host_costs=host).host_time_s == pytest.approx(10e-6)
-
-
 def test_on_a_cpu_host_and_device_time_add_up():
     host = HostCosts(device="cpu", dispatch_s={"mul": 1e-6}, python_per_op_s=2e-6, module_call_s=1e-6)
     ops = [OpRecord(name="aten::mul", module="a.b", dtype="float32", flops=1.0, bytes=1e9, time_s=1e-5)

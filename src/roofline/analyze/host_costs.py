@@ -139,7 +139,6 @@ def _measure(device: torch.device) -> HostCosts:
             block(h)
         block_time, spread = _median_and_spread(lambda: block(h), device, calls=50)
         spreads.append(spread)
-        profiler_per_op = _profiler_cost_per_op(lambda: block(h), block_time, device)
     median_dispatch = statistics.median(dispatch.values())
     issued = sum(dispatch.get(k, median_dispatch) for k in counter.kinds)
     module_calls = sum(1 for _ in block.modules())
@@ -160,38 +159,14 @@ def _measure(device: torch.device) -> HostCosts:
     backward_per_op = max(total - fwd, 0.0) / (chain_len + 1)
     return HostCosts(
         device=str(device), device_name=_device_name(device), dispatch_s=dispatch, module_call_s=module_call,
-        python_per_op_s=python_per_op, backward_per_op_s=backward_per_op, profiler_per_op_s=profiler_per_op,
-        spread=statistics.median(spreads),
+        python_per_op_s=python_per_op, backward_per_op_s=backward_per_op, spread=statistics.median(spreads),
         method=f"host perf_counter over {CALLS}-call loops of each op on tiny tensors (no sync inside), median of "
                f"{PASSES} passes; module call = nn.Module __call__ less forward; Python per op = a pre-norm "
                f"transformer block's host time less its ops' dispatch and module calls; backward op = a "
-               f"{chain_len}-op autograd chain's backward; profiler cost per op = the same block's host time under "
-               f"torch.profiler as analyze runs it (record_shapes, profile_memory) less without, per top-level op",
+               f"{chain_len}-op autograd chain's backward",
         torch_version=str(torch.__version__),
         measured_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     )
-
-
-def _profiler_cost_per_op(call: Callable[[], object], unprofiled_s: float, device: torch.device,
-                          calls: int = 50) -> float:
-    """What torch.profiler, configured as ``analyze`` runs it, adds to the host time of one top-level aten op:
-    the reference block's host time per call under the profiler less without, over its top-level ops per call.
-    The predictor subtracts it from each op's host span measured under the profiler."""
-    from torch.profiler import ProfilerActivity, profile
-
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
-    samples = []
-    with profile(activities=activities, record_shapes=True, profile_memory=True) as prof:
-        for _ in range(PASSES):
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
-            samples.append(_timed(call, calls))
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-    top_level = sum(1 for e in prof.events() if e.name.startswith("aten::")
-                    and (e.cpu_parent is None or not e.cpu_parent.name.startswith("aten::")))
-    per_call = top_level / (PASSES * calls)
-    return max(statistics.median(samples) - unprofiled_s, 0.0) / per_call if per_call else 0.0
 
 
 def _chain_forward(leaf: torch.Tensor, n: int) -> torch.Tensor:

@@ -128,11 +128,6 @@ def _add_host(timed: list[_Timed], costs: HostCosts | None, serial: bool, notes:
     if costs is None:
         notes.append("no host costs for this device on this machine: host time not modelled")
         return
-    if not serial and costs.profiler_per_op_s > 0 and _has_host_timeline(timed):
-        _add_measured_host(timed, costs)
-        notes.append("host time per op: its host span measured under the profiler (the op and the Python gap "
-                     "before it) less the profiler's own cost per op, measured on this machine")
-        return
     median_dispatch = statistics.median(costs.dispatch_s.values()) if costs.dispatch_s else 0.0
     previous: tuple[str, ...] = ()
     for t in timed:
@@ -150,27 +145,6 @@ def _add_host(timed: list[_Timed], costs: HostCosts | None, serial: bool, notes:
             dispatch = 0.0 if serial else costs.dispatch_s.get(op_kind(t.op.name), median_dispatch)
             per_call = dispatch + costs.python_per_op_s
         t.host_s = max(per_call, 0.0) * calls + entered * costs.module_call_s
-
-
-def _has_host_timeline(timed: list[_Timed]) -> bool:
-    """A one-step report with each op's host start and span: the profiled host stream can be replayed."""
-    return bool(timed) and all(t.op.count == 1 and t.op.start_s is not None and t.op.cpu_time_s > 0 for t in timed)
-
-
-def _add_measured_host(timed: list[_Timed], costs: HostCosts) -> None:
-    """Host time per op from the profiled step itself: the op's host span plus the gap since the previous op
-    ended (the model's Python between ops, module calls included), less what the profiler adds per op, never
-    below the op kind's dispatch cost. A sync op's span is mostly waiting for the device, so it counts its
-    dispatch cost and its gap only. Ops keep their order; only the host stream is replaced."""
-    median_dispatch = statistics.median(costs.dispatch_s.values()) if costs.dispatch_s else 0.0
-    ended = 0.0
-    for t in sorted(timed, key=lambda t: t.op.start_s or 0.0):
-        start = t.op.start_s or 0.0
-        gap = max(start - ended, 0.0)
-        ended = max(ended, start + t.op.cpu_time_s)
-        dispatch = costs.dispatch_s.get(op_kind(t.op.name), median_dispatch)
-        span = dispatch if t.sync else t.op.cpu_time_s
-        t.host_s = max(span + gap - costs.profiler_per_op_s, dispatch)
 
 
 def _pipeline(timed: list[_Timed], serial: bool, device_field: str, host_scale: float) -> tuple[float, float, float]:
