@@ -24,6 +24,7 @@ from roofline.lab.model import naive_attention
 from roofline.lab.studies import Progress, StudyOptions, StudyResult
 from roofline.lab.studies import common
 from roofline.models.llama import CONFIGS
+from roofline.report import Timing
 
 BACKENDS = ("math", "efficient", "flash", "cudnn", "naive")
 SDPA_BACKENDS = {"math": "MATH", "efficient": "EFFICIENT_ATTENTION", "flash": "FLASH_ATTENTION",
@@ -107,8 +108,8 @@ def _first_try(backend: str, q, k, v) -> tuple[str, str]:
         except Exception as exc:  # noqa: BLE001 - every failure is a row of the table
             if common.is_oom(exc):
                 return "oom", common.first_line(exc, 160)
-            said = [str(w.message).strip().splitlines()[0] for w in caught if "kernel not used" in str(w.message)
-                    or "not supported" in str(w.message).lower()]
+            said = [line for w in caught for line in str(w.message).strip().splitlines()[:1]
+                    if line and "kernel not used because" not in line]
             if "No available kernel" in str(exc) or "No viable backend" in str(exc) or said:
                 reason = "; ".join(dict.fromkeys(said))
                 if not reason and device.type != "cuda":
@@ -135,8 +136,8 @@ def measure_length(heads: int, head_dim: int, seq: int, dtype: torch.dtype, devi
     flops, min_bytes = attention_cost(1, heads, seq, head_dim, dtype)
     cells = {b: Cell(b, dtype_text, seq, "ok", flops=flops, min_bytes=min_bytes) for b in backends}
     try:
-        gen = torch.Generator(device="cpu").manual_seed(seq)
-        q, k, v = (torch.randn(1, heads, seq, head_dim, generator=gen).to(device=device, dtype=dtype)
+        gen = torch.Generator(device=device).manual_seed(seq)
+        q, k, v = (torch.randn(1, heads, seq, head_dim, generator=gen, device=device, dtype=dtype)
                    for _ in range(3))
     except Exception as exc:  # noqa: BLE001
         if not common.is_oom(exc):
@@ -164,7 +165,7 @@ def measure_length(heads: int, head_dim: int, seq: int, dtype: torch.dtype, devi
             common.free_memory(device)
     if working:
         with torch.no_grad():
-            timings = common.interleaved(working, device, rounds)
+            timings = _time_cells(working, cells, device, rounds)
         for backend, timing in timings.items():
             cell = cells[backend]
             cell.median_ms, cell.iqr_ms = 1e3 * timing.median_s, 1e3 * timing.spread_s
@@ -184,6 +185,24 @@ def measure_length(heads: int, head_dim: int, seq: int, dtype: torch.dtype, devi
     del q, k, v
     common.free_memory(device)
     return list(cells.values())
+
+
+def _time_cells(working: dict[str, Callable[[], Any]], cells: dict[str, Cell], device: torch.device,
+                rounds: int) -> dict[str, Timing]:
+    """common.interleaved, except that a backend running out of memory in a timed call (the allocator's blocks
+    fragment between backends) loses only its own cell."""
+    samples: dict[str, list[float]] = {name: [] for name in working}
+    for _ in range(rounds):
+        for name, fn in list(working.items()):
+            try:
+                samples[name].append(common.time_once(fn, device))
+            except Exception as exc:  # noqa: BLE001
+                cells[name].status = "oom" if common.is_oom(exc) else "error"
+                cells[name].reason = f"in a timed call: {common.first_line(exc, 160)}"
+                working.pop(name)
+                samples.pop(name)
+                common.free_memory(device)
+    return {name: Timing.from_samples(s, common.timing_method(device)) for name, s in samples.items()}
 
 
 def _plan(options: StudyOptions, device: torch.device) -> tuple[tuple[int, ...], list[torch.dtype], int, list[str]]:

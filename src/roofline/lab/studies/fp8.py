@@ -166,7 +166,8 @@ def run(options: StudyOptions, out_dir: Path, progress: Progress) -> StudyResult
     quality = _quality(model, corpus, in_vocab, plan, progress)
     payload = {
         "study": "fp8", "model": options.model, "config": dataclasses.asdict(config), "device": str(device),
-        "device_name": ceilings.device_name, "dtype": str(dtype).replace("torch.", ""), "plan": plan,
+        "device_name": ceilings.device_name, "dtype": str(dtype).replace("torch.", ""), "reference": _short(dtype),
+        "plan": plan,
         "decode": decode_rows, "prefill": prefill_rows, "quality": quality, "notes": notes,
         "methods": {"timing": common.timing_method(device),
                     "decode": DECODE_METHOD.format(context=plan.context, steps=plan.steps, rounds=plan.rounds),
@@ -415,9 +416,12 @@ def _summary(payload: dict[str, Any]) -> list[str]:
     lines = []
     if math.isfinite(decode[1].speedup_vs_fp16):
         lines.append(f"{payload['model']} fp8 decode: {decode[1].tokens_per_s:,.0f} tokens/s = "
-                     f"{decode[1].speedup_vs_fp16:.2f}x fp16 ({decode[0].tokens_per_s:,.0f} tokens/s)")
-    lines.append(f"greedy tokens equal to fp16: {q.same_tokens}/{q.compared_tokens}; perplexity fp8/fp16 "
-                 f"{q.perplexity_ratio:.4f}; KL(fp16||fp8) {q.kl_nats:.2e} nats (random weights: distortion only)")
+                     f"{decode[1].speedup_vs_fp16:.2f}x {payload['reference']} ({decode[0].tokens_per_s:,.0f} "
+                     f"tokens/s, {100 * decode[0].memory_roof_share:.0f}% vs {100 * decode[1].memory_roof_share:.0f}% "
+                     "of the memory roof)")
+    ref = payload["reference"]
+    lines.append(f"greedy tokens equal to {ref}: {q.same_tokens}/{q.compared_tokens}; perplexity fp8/{ref} "
+                 f"{q.perplexity_ratio:.4f}; KL({ref}||fp8) {q.kl_nats:.2e} nats (random weights: distortion only)")
     return lines
 
 
@@ -434,7 +438,7 @@ def decode_table(payload: dict[str, Any]) -> str:
 
 def prefill_table(payload: dict[str, Any]) -> str:
     lines = [f"| prefill matmuls ({payload['plan'].prefill_tokens} tokens) | ms (IQR) | TFLOP/s | roof TFLOP/s | "
-             "% of roof | speed-up vs fp16 | note |", "|---|---:|---:|---:|---:|---:|---|"]
+             "% of roof | speed-up | note |", "|---|---:|---:|---:|---:|---:|---|"]
     for r in payload["prefill"]:
         lines.append(f"| {r.variant} | {common.fmt(r.ms, '.2f')} ({common.fmt(r.iqr_ms, '.2f')}) | "
                      f"{common.fmt(r.tflops, ',.0f')} | {common.fmt(r.roof_tflops, ',.0f')} | "
@@ -446,14 +450,14 @@ def prefill_table(payload: dict[str, Any]) -> str:
 def quality_table(payload: dict[str, Any]) -> str:
     q: Quality = payload["quality"]
     return "\n".join([
-        "| quality (fp8 vs fp16) | value |", "|---|---:|",
+        f"| quality (fp8 vs {payload['reference']}) | value |", "|---|---:|",
         f"| greedy tokens equal | {q.same_tokens} / {q.compared_tokens} ({q.identical_prompts} of {q.prompts} "
         f"prompts identical over {q.new_tokens} tokens) |",
         f"| first divergence per prompt | {', '.join('-' if d is None else str(d) for d in q.first_divergences)} |",
-        f"| perplexity fp16 (random weights) | {q.perplexity_fp16:,.1f} |",
+        f"| perplexity {payload['reference']} (random weights) | {q.perplexity_fp16:,.1f} |",
         f"| perplexity fp8 (random weights) | {q.perplexity_fp8:,.1f} |",
-        f"| perplexity ratio fp8 / fp16 | {q.perplexity_ratio:.4f} |",
-        f"| KL(fp16 \\|\\| fp8), nats per token | {q.kl_nats:.3e} |",
+        f"| perplexity ratio fp8 / {payload['reference']} | {q.perplexity_ratio:.4f} |",
+        f"| KL({payload['reference']} \\|\\| fp8), nats per token | {q.kl_nats:.3e} |",
         f"| next-token argmax equal | {100 * q.top1_agreement:.1f}% of {q.perplexity_tokens} positions |",
         f"| weight error, layer 0 gate (relative Frobenius) | {q.weight_rel_error:.4f} |",
     ])
