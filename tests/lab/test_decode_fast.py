@@ -174,11 +174,23 @@ def test_the_triton_step_in_the_interpreter_gives_the_eager_models_tokens():
                     token = step(model, token, torch.tensor([20 + i]), pad)[:, None]
                     out.append(token.item())
                 runs[name] = out
+            from roofline.lab.decode_fast import BACKEND_TORCH
+            from roofline.lab.fp8 import Fp8FastDecode, fp8_weights
+
+            with fp8_weights(model):  # e4m3 weights: the Triton GEMV against its torch twin
+                for name, backend in (("fp8", None), ("fp8 twin", BACKEND_TORCH)):
+                    step = Fp8FastDecode(model, backend=backend).step
+                    model(prompt, torch.arange(20))
+                    logits = step.__self__.logits
+                    step(model, prompt[:, -1:], torch.tensor([20]), pad)
+                    runs[name] = logits.float().tolist()
         runs["backend"] = FastDecode(model).backend == BACKEND_TRITON
         print("RESULT", __import__("json").dumps(runs))
     """)
     assert result["backend"], "under TRITON_INTERPRET=1 the step must run the Triton kernels"
     assert result["fast"] == result["eager"]
+    fp8, twin = torch.tensor(result["fp8"]), torch.tensor(result["fp8 twin"])
+    assert torch.allclose(fp8, twin, atol=2e-2, rtol=1e-2) and fp8.argmax() == twin.argmax()
 
 
 def test_tiles_split_k_only_where_rows_are_too_few_to_fill_the_gpu():

@@ -66,7 +66,8 @@ def first_line(exc: BaseException, limit: int = 300) -> str:
 def environment(device: torch.device, device_name: str) -> dict[str, Any]:
     env = msgspec.to_builtins(Environment.capture(device_name))
     env["date"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    env["command"] = " ".join(["roofline", *sys.argv[1:]]) if sys.argv else ""
+    program = Path(sys.argv[0]).name if sys.argv else ""
+    env["command"] = " ".join(["roofline" if program == "__main__.py" else program, *sys.argv[1:]])
     if device.type == "cuda":
         env["gpu"] = torch.cuda.get_device_name(device)
     return env

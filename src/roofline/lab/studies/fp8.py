@@ -101,6 +101,7 @@ class Quality:
     kl_nats: float = float("nan")
     top1_agreement: float = float("nan")
     weight_rel_error: float = float("nan")
+    note: str = ""
 
 
 @dataclass
@@ -163,7 +164,13 @@ def run(options: StudyOptions, out_dir: Path, progress: Progress) -> StudyResult
     began = time.perf_counter()
     decode_rows = _decode(model, ceilings, plan, device, progress, notes)
     prefill_rows = _prefill(model, ceilings, plan, device, progress, notes)
-    quality = _quality(model, corpus, in_vocab, plan, progress)
+    try:
+        quality = _quality(model, corpus, in_vocab, plan, progress)
+    except RooflineError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the speed rows stand; the failure is written where quality would be
+        quality = Quality(note=f"failed: {common.first_line(exc)}")
+        notes.append(f"quality measurement failed: {common.first_line(exc)}")
     payload = {
         "study": "fp8", "model": options.model, "config": dataclasses.asdict(config), "device": str(device),
         "device_name": ceilings.device_name, "dtype": str(dtype).replace("torch.", ""), "reference": _short(dtype),
