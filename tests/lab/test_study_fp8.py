@@ -63,3 +63,8 @@ def test_fp8_study_cpu_quick(tmp_path, monkeypatch, wikitext_dir, cpu_ceilings):
     assert 0 < q["weight_rel_error"] < 0.05
     md = (out / "fp8.md").read_text()
     assert "random" in md and "| fp8 e4m3 weights |" in md
+
+
+def test_a_big_model_on_cpu_is_one_clear_error(tmp_path, capsys):
+    assert main(["lab", "--study", "fp8", "--model", "llama-8b", "--device", "cpu", "-o", str(tmp_path / "o")]) == 2
+    assert "too big for the CPU fp8 study" in capsys.readouterr().err

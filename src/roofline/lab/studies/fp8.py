@@ -33,7 +33,7 @@ from roofline.lab.studies import common
 CPU_SHAPE = {"dim": 128, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "ffn_dim": 352, "vocab_size": 4096}
 DECODE_METHOD = (
     "batch-1 decode of the prompt's continuation from slot {context}: the hand-written step (lab/decode_fast.py, "
-    "Triton GEMV per product, default tiles for both formats, untuned) with fp16 weights and with e4m3 weights "
+    "Triton GEMV per product; {tiles}) with fp16 weights and with e4m3 weights "
     "(one fp32 scale per output row); {steps} steps replayed as CUDA graphs of 16 steps; {rounds} interleaved "
     "rounds, median and IQR"
 )
@@ -72,6 +72,7 @@ class DecodeRow:
     memory_roof_share: float = float("nan")
     speedup_vs_fp16: float = float("nan")
     note: str = ""
+    tiles: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -114,11 +115,12 @@ class Plan:
     new_tokens: int
     window: int
     windows: int
+    tune: bool = False
 
 
 def _plan(device: torch.device, quick: bool) -> Plan:
     if device.type == "cuda":
-        return Plan(512, 128, 7, 4096, 8, 64, 1024, 8) if not quick else Plan(128, 32, 3, 512, 2, 16, 256, 2)
+        return Plan(512, 128, 7, 4096, 8, 64, 1024, 8, True) if not quick else Plan(128, 32, 3, 512, 2, 16, 256, 2)
     return Plan(32, 16, 3, 64, 2, 8, 64, 2)
 
 
@@ -177,7 +179,10 @@ def run(options: StudyOptions, out_dir: Path, progress: Progress) -> StudyResult
         "plan": plan,
         "decode": decode_rows, "prefill": prefill_rows, "quality": quality, "notes": notes,
         "methods": {"timing": common.timing_method(device),
-                    "decode": DECODE_METHOD.format(context=plan.context, steps=plan.steps, rounds=plan.rounds),
+                    "decode": DECODE_METHOD.format(
+                        context=plan.context, steps=plan.steps, rounds=plan.rounds,
+                        tiles="each format's tiles tuned per weight shape by decode_fast.tune before timing"
+                        if plan.tune else "the default tiles for both formats, untuned"),
                     "bytes": BYTES_METHOD,
                     "prefill": PREFILL_METHOD.format(tokens=plan.prefill_tokens, rounds=plan.rounds),
                     "quality": QUALITY_METHOD.format(window=plan.window), "random_weights": RANDOM_WEIGHTS,
@@ -203,7 +208,7 @@ def _short(dtype: torch.dtype) -> str:
 
 def _decode(model, ceilings, plan: Plan, device: torch.device, progress: Progress, notes: list[str]) -> list[DecodeRow]:
     from roofline.lab import bench
-    from roofline.lab.decode_fast import FastDecode
+    from roofline.lab.decode_fast import FastDecode, tune
     from roofline.lab.fp8 import Fp8FastDecode, fp8_weight_bytes, fp8_weights
     from roofline.lab.graphed import GraphedDecoder
 
@@ -224,6 +229,13 @@ def _decode(model, ceilings, plan: Plan, device: torch.device, progress: Progres
             fast8 = Fp8FastDecode(model)
         if fast8.backend != "triton":
             notes.append(f"decode ran the kernels' torch twins ({fast8.backend})")
+        for row, fast in zip(rows, (fast16, fast8)):
+            if plan.tune:
+                try:
+                    tune(fast, progress=lambda m, f=row.format: progress(f"tune {f}: {m}"))
+                except Exception as exc:  # noqa: BLE001 - the default tiles still give a figure
+                    notes.append(f"tuning {row.format} failed, default tiles used: {common.first_line(exc)}")
+            row.tiles = {r: c.as_dict() for r, c in fast.tuning.configs.items()}
         prompt, pad = bench._prompt(model, 1, plan.context)
         with torch.no_grad():
             decoders = {row.format: GraphedDecoder(model, step, pad, 16, warmup=2)
