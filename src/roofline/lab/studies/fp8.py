@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -171,6 +172,7 @@ def run(options: StudyOptions, out_dir: Path, progress: Progress) -> StudyResult
     except RooflineError:
         raise
     except Exception as exc:  # noqa: BLE001 - the speed rows stand; the failure is written where quality would be
+        traceback.print_exc()
         quality = Quality(note=f"failed: {common.first_line(exc)}")
         notes.append(f"quality measurement failed: {common.first_line(exc)}")
     payload = {
@@ -237,9 +239,14 @@ def _decode(model, ceilings, plan: Plan, device: torch.device, progress: Progres
                     notes.append(f"tuning {row.format} failed, default tiles used: {common.first_line(exc)}")
             row.tiles = {r: c.as_dict() for r, c in fast.tuning.configs.items()}
         prompt, pad = bench._prompt(model, 1, plan.context)
+        decoders = {}
         with torch.no_grad():
-            decoders = {row.format: GraphedDecoder(model, step, pad, 16, warmup=2)
-                        for row, step in zip(rows, (fast16.step, fast8.step))}
+            for row, step in zip(rows, (fast16.step, fast8.step)):
+                try:  # one format failing to build or capture leaves the other's figure
+                    decoders[row.format] = GraphedDecoder(model, step, pad, 16, warmup=2)
+                except Exception as exc:  # noqa: BLE001
+                    traceback.print_exc()
+                    row.note = f"failed: {common.first_line(exc)}"
             bench._prefill(model, prompt, pad)
             token = prompt[:, -1:].contiguous()
             runs = {name: (lambda d=d: d.run(token, plan.context, plan.steps)) for name, d in decoders.items()}
@@ -247,18 +254,21 @@ def _decode(model, ceilings, plan: Plan, device: torch.device, progress: Progres
                 fn()
             timings = common.interleaved(runs, device, plan.rounds)
     except Exception as exc:  # noqa: BLE001 - the failure is the row's figure
+        traceback.print_exc()
         for row in rows:
-            row.note = f"failed: {common.first_line(exc)}"
+            row.note = row.note or f"failed: {common.first_line(exc)}"
         return rows
     bandwidth = ceilings.memory_bandwidth_bytes_per_s
     for row in rows:
+        if row.format not in timings:
+            continue
         t = timings[row.format]
         row.tokens_per_s = plan.steps / t.median_s
         row.ms_per_token = 1e3 * t.median_s / plan.steps
         row.iqr_ms_per_token = 1e3 * t.spread_s / plan.steps
         if bandwidth > 0:
             row.memory_roof_share = row.bytes_per_token * row.tokens_per_s / bandwidth
-        row.speedup_vs_fp16 = row.tokens_per_s / rows[0].tokens_per_s
+        row.speedup_vs_fp16 = row.tokens_per_s / rows[0].tokens_per_s if rows[0].format in timings else float("nan")
     del decoders, fast16, fast8
     common.free_memory(device)
     return rows
@@ -273,6 +283,12 @@ def quantize_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
     x8, scale = quantize_e4m3(x)
     return x8, scale[:, None]
+
+
+def fp8_matmul(x8: torch.Tensor, x_scale: torch.Tensor, w8: torch.Tensor, w_scale: torch.Tensor) -> torch.Tensor:
+    """x @ w^T from e4m3 rows of x (scale per row, (tokens, 1)) and of w (scale per output channel, (N,)):
+    torch._scaled_mm with row-wise scales (w8^T is column-major, as it requires), bf16 out (what row-wise takes)."""
+    return torch._scaled_mm(x8, w8.t(), scale_a=x_scale, scale_b=w_scale[None, :], out_dtype=torch.bfloat16)
 
 
 def _prefill(model, ceilings, plan: Plan, device: torch.device, progress: Progress,
@@ -312,20 +328,27 @@ def _prefill(model, ceilings, plan: Plan, device: torch.device, progress: Progre
                 for m in linears:
                     k = m.weight.shape[1]
                     x8, sa = quantize_rows(inputs[k]) if requantise else quantised[k]
-                    torch._scaled_mm(x8, m.weight_fp8.t(), scale_a=sa, scale_b=m.weight_scale[None, :],
-                                     out_dtype=torch.bfloat16)
+                    fp8_matmul(x8, sa, m.weight_fp8, m.weight_scale)
 
             runs = {variants[0]: fp16, variants[1]: lambda: fp8(False), variants[2]: lambda: fp8(True)}
-            for fn in runs.values():
-                fn()
-            common.sync(device)
+            for row in rows:
+                try:  # the warm-up; a variant torch refuses is a row that says why
+                    runs[row.variant]()
+                    common.sync(device)
+                except Exception as exc:  # noqa: BLE001
+                    traceback.print_exc()
+                    row.note = f"failed: {common.first_line(exc)}"
+                    runs.pop(row.variant)
             timings = common.interleaved(runs, device, plan.rounds)
     except Exception as exc:  # noqa: BLE001
+        traceback.print_exc()
         for row in rows:
             row.note = row.note or f"failed: {common.first_line(exc)}"
         notes.append(f"prefill matmuls failed: {common.first_line(exc)}")
         return rows
     for row in rows:
+        if row.variant not in timings:
+            continue
         t = timings[row.variant]
         row.ms, row.iqr_ms = 1e3 * t.median_s, 1e3 * t.spread_s
         row.tflops = flops / t.median_s / 1e12
@@ -333,7 +356,7 @@ def _prefill(model, ceilings, plan: Plan, device: torch.device, progress: Progre
         row.roof_tflops = roof / 1e12 if roof > 0 else float("nan")
         if roof > 0:
             row.share_of_roof = row.tflops * 1e12 / roof
-        row.speedup_vs_fp16 = rows[0].ms / row.ms if row.ms > 0 else float("nan")
+        row.speedup_vs_fp16 = rows[0].ms / row.ms if row.ms > 0 and math.isfinite(rows[0].ms) else float("nan")
     common.free_memory(device)
     return rows
 
