@@ -29,7 +29,8 @@ SHAPES = [
 ATTENTION = [(8, 8, 64), (32, 4, 64), (32, 8, 128)]  # (heads, kv heads, head dim)
 
 
-def compile_gemv(rows: int, k: int, halves: int, norm: bool, residual: bool, config, pdl: bool):
+def compile_gemv(rows: int, k: int, halves: int, norm: bool, residual: bool, config, pdl: bool, fp8: bool = False):
+    """``fp8``: the weights e4m3 (float8e4nv loads, upcast in registers) with fp32 row scales (lab/fp8.py)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -42,10 +43,11 @@ def compile_gemv(rows: int, k: int, halves: int, norm: bool, residual: bool, con
                   BLOCK_K=config.block_k, K_PER_SPLIT=per, EVEN_K=k % config.block_k == 0 and per * config.split_k == k,
                   EVEN_N=rows % config.block_n == 0, NORM_BLOCK=_pow2_at_least(k), PDL=pdl,
                   REDUCE_EACH=config.reduce_each, UNROLL=config.unroll,
-                  STAGES=config.stages if config.stages > 1 else None)
-    signature = {"W": "*fp16", "X": "*fp16", "OUT": "*fp16", "RES": "*fp16", "GAMMA": "*fp16", "PARTIAL": "*fp32",
-                 "COUNTERS": "*i32", "N": "i32", "K": "i32", "eps": "fp32", **{c: "constexpr" for c in consts}}
-    attrs = {(i,): [["tt.divisibility", 16]] for i in range(9)}  # pointers and sizes, as Triton specialises them
+                  STAGES=config.stages if config.stages > 1 else None, SCALED=fp8)
+    signature = {"W": "*fp8e4nv" if fp8 else "*fp16", "X": "*fp16", "OUT": "*fp16", "RES": "*fp16", "GAMMA": "*fp16",
+                 "PARTIAL": "*fp32", "COUNTERS": "*i32", "SCALE": "*fp32" if fp8 else "*fp16", "N": "i32", "K": "i32",
+                 "eps": "fp32", **{c: "constexpr" for c in consts}}
+    attrs = {(i,): [["tt.divisibility", 16]] for i in range(10)}  # pointers and sizes, as Triton specialises them
     return triton.compile(ASTSource(gemv_kernel, signature, constexprs=consts, attrs=attrs),
                           target=GPUTarget("cuda", 90, 64), options={"num_warps": config.num_warps, "launch_pdl": pdl})
 
@@ -117,14 +119,15 @@ def main(argv: list[str] | None = None) -> int:
             configs = [c for c in configs if (c.block_n, c.block_k, c.num_warps) in chosen and
                        (c.stages > 1) == any(TILES[i][5] > 1 for i in args.only_tiles)]
         for config in configs[:1] if args.quick else configs:
-            for pdl in (False, True):
+            for pdl, fp8 in ((False, False), (True, False), (False, True)):
                 try:
-                    regs, spills = registers_and_spills(compile_gemv(rows, k, halves, norm, residual, config, pdl))
+                    regs, spills = registers_and_spills(compile_gemv(rows, k, halves, norm, residual, config, pdl, fp8))
                 except Exception as exc:  # noqa: BLE001 - reported, counted, the next compiled
                     regs, spills = -1, -1
-                    print(f"gemv {rows}x{k} {config} pdl={pdl}: {type(exc).__name__}: {str(exc)[:200]}")
+                    print(f"gemv {rows}x{k} {config} pdl={pdl} fp8={fp8}: {type(exc).__name__}: {str(exc)[:200]}")
                 problems += spills != 0
-                print(f"gemv {rows}x{k} halves={halves} {config} pdl={pdl}: {regs} registers, {spills} spill bytes")
+                print(f"gemv {rows}x{k} halves={halves} {config} pdl={pdl} fp8={fp8}: {regs} registers, "
+                      f"{spills} spill bytes")
     for heads, kv_heads, head_dim in ATTENTION[1:2] if args.quick else ATTENTION:
         for per_split in T_PER_SPLITS[1:2] if args.quick else T_PER_SPLITS:
             for pdl in (False, True):

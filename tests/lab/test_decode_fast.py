@@ -58,6 +58,18 @@ for i, (rows, k, halves, norm, res, cfg) in enumerate(cases):
     gemv(w, x, out, config=cfg, scratch=s, **kw)
     gemv_torch(w, x, ref, **kw)
     worst[f"gemv{i}"] = [(out.float() - ref.float()).abs().max().item(), int(s.counters.abs().sum())]
+for i, (rows, k, halves, norm, res, cfg) in enumerate(cases[1:3]):  # e4m3 weights, fp32 row scales (lab/fp8.py)
+    w = torch.randn(rows, k) * 0.05
+    scale = w.abs().amax(1) / 448
+    w8 = (w / scale[:, None]).to(torch.float8_e4m3fn)
+    x, g, r = torch.randn(k, dtype=dt), torch.rand(k, dtype=dt) + 0.5, torch.randn(rows // halves, dtype=dt)
+    out, ref = torch.empty(rows // halves, dtype=dt), torch.empty(rows // halves, dtype=dt)
+    s = Scratch(torch.device("cpu"), 4096, 64)
+    kw = dict(halves=halves, norm_weight=g if norm else None, residual=r.clone() if res else None, scale=scale)
+    gemv(w8, x, out, config=cfg, scratch=s, **kw)
+    gemv_torch(w8, x, ref, **kw)
+    worst[f"fp8gemv{i}"] = [((out.float() - ref.float()).abs() / ref.float().abs().clamp_min(1)).max().item(),
+                            int(s.counters.abs().sum())]
 for i, (h, hkv, d, seq, pos, per) in enumerate([  # splits past pos, pos on a split's first slot, a group of 3
         (4, 2, 32, 48, 37, 16), (8, 8, 64, 40, 20, 64), (4, 1, 32, 70, 69, 32), (4, 2, 32, 80, 32, 16),
         (6, 2, 32, 48, 30, 16)]):
@@ -101,6 +113,9 @@ def test_triton_kernels_match_their_torch_twins_in_the_interpreter():
         assert counters == 0, f"{name}: split-K/attention arrival counters were not reset"
         if name.startswith("argmax"):
             assert error == 0.0, f"{name}: not torch.argmax's index"
+        elif name.startswith("fp8gemv"):
+            # fp32 sums in another order than F.linear's: the fp16 result may round one step apart.
+            assert error <= 2**-9, f"{name}: the FP8 product is not its twin's (relative error {error})"
         elif name.startswith("gemv"):
             assert error == 0.0, f"{name}: the product is not the eager ops' (max error {error})"
         else:
@@ -159,11 +174,23 @@ def test_the_triton_step_in_the_interpreter_gives_the_eager_models_tokens():
                     token = step(model, token, torch.tensor([20 + i]), pad)[:, None]
                     out.append(token.item())
                 runs[name] = out
+            from roofline.lab.decode_fast import BACKEND_TORCH
+            from roofline.lab.fp8 import Fp8FastDecode, fp8_weights
+
+            with fp8_weights(model):  # e4m3 weights: the Triton GEMV against its torch twin
+                for name, backend in (("fp8", None), ("fp8 twin", BACKEND_TORCH)):
+                    step = Fp8FastDecode(model, backend=backend).step
+                    model(prompt, torch.arange(20))
+                    logits = step.__self__.logits
+                    step(model, prompt[:, -1:], torch.tensor([20]), pad)
+                    runs[name] = logits.float().tolist()
         runs["backend"] = FastDecode(model).backend == BACKEND_TRITON
         print("RESULT", __import__("json").dumps(runs))
     """)
     assert result["backend"], "under TRITON_INTERPRET=1 the step must run the Triton kernels"
     assert result["fast"] == result["eager"]
+    fp8, twin = torch.tensor(result["fp8"]), torch.tensor(result["fp8 twin"])
+    assert torch.allclose(fp8, twin, atol=2e-2, rtol=1e-2) and fp8.argmax() == twin.argmax()
 
 
 def test_tiles_split_k_only_where_rows_are_too_few_to_fill_the_gpu():

@@ -83,6 +83,7 @@ class FastDecode:
         self.eps = cfg.norm_eps
         with torch.no_grad():
             self.layers = [self._weights(layer) for layer in model.layers]
+        self.head_weight = model.output.weight.detach()
         sm_count = torch.cuda.get_device_properties(self.device).multi_processor_count if self.device.type == "cuda" else 132
         self.tuning = tuning or Tuning({role: default_config(*self.shape(role), sm_count) for role in ROLES})
         self.h = torch.zeros(cfg.dim, dtype=self.dtype, device=self.device)
@@ -111,7 +112,7 @@ class FastDecode:
     def shape(self, role: str) -> tuple[int, int]:
         """(output rows, K) of a role's product (w13: the SiLU*mul output's rows)."""
         if role == "head":
-            return tuple(self.model.output.weight.shape)
+            return tuple(self.head_weight.shape)
         rows, k = self.layers[0][role].shape
         return (rows // 2 if role == "w13" else rows), k
 
@@ -145,7 +146,7 @@ class FastDecode:
             self.product("wo", layer["wo"], self.o, self.h, residual=self.h)
             self.product("w13", layer["w13"], self.h, self.m, norm=layer["ffn_norm"])
             self.product("w2", layer["w2"], self.m, self.h, residual=self.h)
-        self.product("head", model.output.weight, self.h, self.logits, norm=model.norm.weight)
+        self.product("head", self.head_weight, self.h, self.logits, norm=model.norm.weight)
         if self.backend != BACKEND_TRITON:
             return self.logits.argmax().view(1)
         return argmax(self.logits, self.token, pdl=self.pdl)
@@ -169,7 +170,7 @@ def tune(decode: FastDecode, configs: Callable[[int, int, int], list[GemvConfig]
     device = decode.model.output.weight.device
     for role in ROLES:
         rows, k = decode.shape(role)
-        weights = [decode.model.output.weight] if role == "head" else [layer[role] for layer in decode.layers]
+        weights = [decode.head_weight] if role == "head" else [layer[role] for layer in decode.layers]
         if role == "head":
             weights = weights * 4  # one matrix: repeated, it is still bigger than the L2 for every model here
         x = torch.randn(k, dtype=decode.dtype, device=device) * 0.1

@@ -158,3 +158,14 @@ def fused_projections(model: Transformer) -> Iterator[Transformer]:
             module.__class__ = cls
             for name in ("wqkv", "w13"):
                 module._parameters.pop(name, None)
+
+
+def naive_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Causal attention as the textbook (and much hand-written code) writes it: the whole score matrix
+    materialised, masked and softmaxed in the model's dtype, then multiplied by v. The case study's baseline
+    for the SDPA backends (`roofline lab --study attention`); q, k, v (batch, heads, seq, head_dim), same heads."""
+    seq = q.shape[-2]
+    scores = (q @ k.transpose(-2, -1)) * (q.shape[-1] ** -0.5)
+    future = torch.ones(seq, k.shape[-2], dtype=torch.bool, device=q.device).triu(1)
+    scores = scores.masked_fill(future, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v

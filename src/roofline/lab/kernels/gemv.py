@@ -104,11 +104,11 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
 
 
-def gemv_torch(w, x, out, *, halves=1, norm_weight=None, eps=1e-5, residual=None) -> torch.Tensor:
-    """The torch twin: the eager model's ops in the model's dtype."""
+def gemv_torch(w, x, out, *, halves=1, norm_weight=None, eps=1e-5, residual=None, scale=None) -> torch.Tensor:
+    """The torch twin: the eager model's ops in the model's dtype (with ``scale``: FP8 weights, fp32 sums scaled)."""
     if norm_weight is not None:
         x = rms_norm(x, norm_weight, eps)
-    y = F.linear(x, w)
+    y = F.linear(x, w) if scale is None else fp8_linear(x, w, scale)
     if halves == 2:
         gate, up = y.chunk(2, dim=-1)
         y = F.silu(gate) * up
@@ -117,10 +117,20 @@ def gemv_torch(w, x, out, *, halves=1, norm_weight=None, eps=1e-5, residual=None
     return out.copy_(y)
 
 
+def fp8_linear(x: torch.Tensor, w8: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """x @ (scale * w8)^T for e4m3 weights ``w8`` [rows, K] and fp32 per-row ``scale`` [rows], in x's dtype.
+
+    Every e4m3 value is exact in fp16/bf16/fp32, so upcasting the weights loses nothing; the product is summed in
+    fp32 and each output row multiplied by its scale before the one rounding to x's dtype (as the kernel does)."""
+    return (F.linear(x.float(), w8.float()) * scale).to(x.dtype)
+
+
 def gemv(w: torch.Tensor, x: torch.Tensor, out: torch.Tensor, *, config: GemvConfig, scratch: Scratch | None = None,
          halves: int = 1, norm_weight: torch.Tensor | None = None, eps: float = 1e-5,
-         residual: torch.Tensor | None = None, pdl: bool = False) -> torch.Tensor:
+         residual: torch.Tensor | None = None, pdl: bool = False, scale: torch.Tensor | None = None) -> torch.Tensor:
     """out = epilogue(W prologue(x)), x (K,), out (rows // halves,); the Triton kernel, launched once.
+
+    ``scale`` (fp32, one per row of W): W holds e4m3 weights, each row's sum is multiplied by its scale.
 
     ``pdl``: launched with programmatic dependent launch (Hopper on): its first weight tile is read while the
     previous kernel finishes, and it waits for that kernel before reading anything else."""
@@ -138,12 +148,12 @@ def gemv(w: torch.Tensor, x: torch.Tensor, out: torch.Tensor, *, config: GemvCon
     counters = scratch.counters if scratch is not None else out
     _kernel()[(blocks, split)](
         w, x, out, residual if residual is not None else out, norm_weight if norm_weight is not None else x,
-        partial, counters, n, k, eps,
+        partial, counters, scale if scale is not None else out, n, k, eps,
         HALVES=halves, NORM=norm_weight is not None, RESIDUAL=residual is not None,
         SPLIT_K=split, BLOCK_N=config.block_n, BLOCK_K=config.block_k, K_PER_SPLIT=per_split,
         EVEN_K=k % config.block_k == 0 and per_split * split == k, EVEN_N=n % config.block_n == 0,
         NORM_BLOCK=_pow2_at_least(k), PDL=pdl, REDUCE_EACH=config.reduce_each, UNROLL=config.unroll,
-        STAGES=config.stages if config.stages > 1 else None, num_warps=config.num_warps, **({"launch_pdl": True} if pdl else {}),
+        STAGES=config.stages if config.stages > 1 else None, num_warps=config.num_warps, SCALED=scale is not None, **({"launch_pdl": True} if pdl else {}),
     )
     return out
 

@@ -57,11 +57,11 @@ def _load_x(X, GAMMA, ks, K, inv, NORM: tl.constexpr, EVEN_K: tl.constexpr, dt: 
 
 
 @triton.jit
-def gemv_kernel(W, X, OUT, RES, GAMMA, PARTIAL, COUNTERS, N, K, eps,
+def gemv_kernel(W, X, OUT, RES, GAMMA, PARTIAL, COUNTERS, SCALE, N, K, eps,
                 HALVES: tl.constexpr, NORM: tl.constexpr, RESIDUAL: tl.constexpr, SPLIT_K: tl.constexpr,
                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, K_PER_SPLIT: tl.constexpr,
                 EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, NORM_BLOCK: tl.constexpr, PDL: tl.constexpr,
-                REDUCE_EACH: tl.constexpr, UNROLL: tl.constexpr, STAGES: tl.constexpr):
+                REDUCE_EACH: tl.constexpr, UNROLL: tl.constexpr, STAGES: tl.constexpr, SCALED: tl.constexpr):
     dt = OUT.dtype.element_ty
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
@@ -117,6 +117,12 @@ def gemv_kernel(W, X, OUT, RES, GAMMA, PARTIAL, COUNTERS, N, K, eps,
     if not REDUCE_EACH:
         y = tl.sum(acc, axis=1)
         y2 = tl.sum(acc2, axis=1)
+    # FP8 weights (e4m3, upcast exactly on load) with one fp32 scale per output row: the row's sum times its
+    # scale. Partial sums of split-K are scaled too (the scale is linear, so their total is the scaled total).
+    if SCALED:
+        y = y * tl.load(SCALE + rows, mask=row_mask, other=0.0)
+        if HALVES == 2:
+            y2 = y2 * tl.load(SCALE + N + rows, mask=row_mask, other=0.0)
     if SPLIT_K == 1:
         _finish(y, y2, rows, row_mask, OUT, RES, HALVES, RESIDUAL)
     else:

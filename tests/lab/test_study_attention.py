@@ -1,0 +1,42 @@
+import json
+
+import pytest
+import torch
+
+from roofline.cli import main
+from roofline.lab import runner
+from roofline.lab.model import naive_attention
+from roofline.lab.studies import attention
+
+
+def test_naive_attention_is_causal_sdpa():
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 9, 8, generator=gen) for _ in range(3))
+    expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert torch.allclose(naive_attention(q, k, v), expected, atol=1e-6)
+
+
+def test_attention_cost_is_roofline_causal_count():
+    flops, moved = attention.attention_cost(1, 2, 4, 8, torch.float16)
+    # 4*b*h*s*s*d for the full matrix, times the kept triangle 10/16.
+    assert flops == pytest.approx(4 * 2 * 16 * 8 * 10 / 16)
+    # Q, K, V and O (2 bytes each) plus the fp32 logsumexp.
+    assert moved == 4 * 2 * 4 * 8 * 2 + 2 * 4 * 4
+
+
+def test_attention_study_cpu_quick(tmp_path, monkeypatch, cpu_ceilings):
+    monkeypatch.setattr(runner, "measured_ceilings", lambda device, ceilings_file, progress: cpu_ceilings)
+    monkeypatch.setattr(attention, "CPU_SEQS", (32, 64))
+    out = tmp_path / "att"
+    assert main(["lab", "--study", "attention", "--device", "cpu", "-o", str(out)]) == 0
+    data = json.loads((out / "attention.json").read_text())
+    cells = {(c["backend"], c["seq"]): c for c in data["cells"]}
+    assert {b for b, _ in cells} == set(attention.BACKENDS)
+    assert cells[("math", 64)]["status"] == "ok" and cells[("naive", 64)]["status"] == "ok"
+    # CUDA kernels refuse CPU tensors: rows that say so, not missing rows.
+    assert cells[("cudnn", 64)]["status"] == "unavailable" and cells[("cudnn", 64)]["reason"]
+    assert cells[("math", 64)]["speedup_vs_math"] == pytest.approx(1.0)
+    assert cells[("math", 64)]["tflops"] > 0
+    assert data["shape"] == {"batch": 1, "heads": 8, "kv_heads": 8, "head_dim": 64, "causal": True}
+    assert (out / "attention.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| float32 | 64 |" in (out / "attention.md").read_text()
