@@ -515,7 +515,25 @@
           el("span", { "class": "tnum", text: R.time(o.time_s) + " / " + R.time(o.predicted_s) }));
       })));
     }
+    if (s.kernel_classes) sec.appendChild(kernelClassTable(s.kernel_classes));
     return sec;
+  }
+  function kernelClassTable(kc) {
+    var span = kc.span_s || 1;
+    function opt(v, f) { return v === null || v === undefined ? "-" : f(v); }
+    var rows = kc.classes.map(function (c) {
+      return [c.name, R.time(c.time_s), R.pct(c.time_s / span), c.kernels.toFixed(1).replace(/\.0$/, ""),
+        opt(c.bytes, function (v) { return R.si(v, "B"); }), opt(c.achieved_bytes_per_s, function (v) { return R.si(v, "B/s"); }),
+        opt(c.share_of_roof, function (v) { return R.pct(v); })];
+    });
+    rows.push(["between kernels", R.time(kc.gaps_s), R.pct(kc.gaps_s / span), "", "", "", ""]);
+    if (kc.overlapped_s > 0) rows.push(["(ran under an earlier kernel)", R.time(kc.overlapped_s), "", "", "", "", ""]);
+    rows.push(["span, first to last kernel", R.time(kc.span_s), "100%", kc.kernels.toFixed(1).replace(/\.0$/, ""), "", "", ""]);
+    var box = el("div", null, el("h3", { text: "Device time by kernel class (per step)" }),
+      simpleTable(["class", "time", "share of span", "kernels", "bytes (model)", "achieved", "% of roof"], rows,
+        [false, true, true, true, true, true, true]));
+    box.appendChild(el("p", { "class": "muted", text: kc.method }));
+    return box;
   }
   function timingText(t) {
     return R.time(t.median_s) + " median ± " + R.time(t.spread_s) + " IQR (n=" + t.n + ")" + (t.method ? " — " + t.method : "");
