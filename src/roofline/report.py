@@ -92,7 +92,8 @@ class Ceilings(Struct):
     """The device's roofs. Measured ones state how; the datasheet entry, when known, sits beside them.
 
     ``cache_bandwidth_bytes_per_s`` is the last-level cache's roof and ``cache_bytes`` that cache's size (0: not
-    known, as in ceilings written before the cache roof existed and in datasheet ceilings)."""
+    known, as in ceilings written before the cache roof existed and in datasheet ceilings). The shared-memory roof
+    (``shared_memory_bandwidth_bytes_per_s``) is the aggregate over all SMs, measured on CUDA GPUs only."""
 
     device: str = "cpu"
     device_name: str = ""
@@ -110,6 +111,10 @@ class Ceilings(Struct):
     load_average: list[float] = field(default_factory=list)
     cache_bandwidth_bytes_per_s: float = 0.0
     cache_bytes: int = 0
+    # CUDA GPUs only (device/shared_memory.py); None: not measured, ``shared_memory_method`` says why (ceilings
+    # written before this roof existed have neither, and load as "not measured").
+    shared_memory_bandwidth_bytes_per_s: float | None = None
+    shared_memory_method: str = ""
 
     def has_roofs(self) -> bool:
         """Whether there is a roofline to judge against: a memory roof and at least one compute roof."""

@@ -19,6 +19,7 @@ from roofline.device.cache import (  # noqa: F401 - the cache half, re-exported 
     save_ceilings,
 )
 from roofline.device.cache_bandwidth import CacheBandwidthResult, measure_cache_bandwidth
+from roofline.device.shared_memory import measure_shared_memory_bandwidth
 from roofline.device.datasheet import lookup_datasheet
 from roofline.device.measure import (
     BandwidthResult,
@@ -73,6 +74,7 @@ def measure_ceilings(
             r.method += f"; best of {passes} passes spread over the whole measurement"
     _cache_not_below_dram(cache, bw.best_bytes_per_s)
     launch = measure_launch_overhead(dev, quick=quick, progress=progress)
+    shared = measure_shared_memory_bandwidth(dev, quick=quick, progress=progress)
     method = "; ".join(
         [f"bandwidth: {bw.method}"]
         + [f"{d}: {r.method}" for d, r in flops.items()]
@@ -101,6 +103,8 @@ def measure_ceilings(
         load_average=load,
         cache_bandwidth_bytes_per_s=cache.best_bytes_per_s,
         cache_bytes=cache.cache_bytes,
+        shared_memory_bandwidth_bytes_per_s=shared.bytes_per_s,
+        shared_memory_method=shared.method,
     )
 
 

@@ -65,6 +65,10 @@ def ceilings_table(c: Ceilings) -> Table:
         row(f"peak {dtype}", rate, sheet.peak_flops_per_s.get(dtype) if sheet else None, "FLOP/s")
     if c.cache_bandwidth_bytes_per_s > 0:
         row(f"cache bandwidth (last level, {fmt_bytes(c.cache_bytes)})", c.cache_bandwidth_bytes_per_s, None, "B/s")
+    if c.shared_memory_bandwidth_bytes_per_s:
+        row("shared memory bandwidth (all SMs)", c.shared_memory_bandwidth_bytes_per_s, None, "B/s")
+    elif c.device.startswith("cuda"):
+        table.add_row("shared memory bandwidth (all SMs)", "not measured", "-", "-")
     table.add_row("launch overhead (eager)", fmt_time(c.launch_overhead_s), "-", "-")
     if c.launch_overhead_graph_s is not None:
         table.add_row("launch overhead (CUDA graph)", fmt_time(c.launch_overhead_graph_s), "-", "-")
@@ -80,6 +84,8 @@ def render_ceilings(c: Ceilings) -> str:
         load = f", load average {' / '.join(f'{x:g}' for x in c.load_average)} (1/5/15 min)" if c.load_average else ""
         threads = f", {c.threads} threads" if c.threads else ""
         note += f"\nMeasured: {c.measured_at}{threads}{load}"
+    if c.shared_memory_method:
+        note += f"\nShared memory: {c.shared_memory_method}"
     if c.datasheet:
         note += f"\nDatasheet: {c.datasheet.source}"
     return text + fit(note) + "\n"
