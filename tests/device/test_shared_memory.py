@@ -75,3 +75,32 @@ def test_h200_class_gpu_figure_is_plausible():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     # 128 B per clock per SM: between a 1.0 GHz floor and a 2.2 GHz clock no Hopper reaches (H200: ~33.5 TB/s).
     assert 0.5 * sms * 128 * 1.0e9 < result.bytes_per_s < sms * 128 * 2.2e9, result
+
+
+def _nvrtc_ptx(source: str) -> str:
+    """PTX for sm_90 from the NVRTC library torch's CUDA wheels ship (skips where there is none)."""
+    import ctypes
+    import glob
+    import site
+
+    libs = [p for d in site.getsitepackages() for p in glob.glob(f"{d}/nvidia/*/lib/libnvrtc.so*")
+            if "builtins" not in p and ".alt." not in p]
+    if not libs:
+        pytest.skip("no NVRTC library here")
+    lib = ctypes.CDLL(sorted(libs)[0])
+    prog = ctypes.c_void_p()
+    assert lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"k.cu", 0, None, None) == 0
+    opts = (ctypes.c_char_p * 1)(b"--gpu-architecture=compute_90")
+    assert lib.nvrtcCompileProgram(prog, 1, opts) == 0
+    size = ctypes.c_size_t()
+    lib.nvrtcGetPTXSize(prog, ctypes.byref(size))
+    buf = ctypes.create_string_buffer(size.value)
+    lib.nvrtcGetPTX(prog, buf)
+    lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    return buf.value.decode()
+
+
+def test_the_kernel_reads_shared_memory_in_16_byte_loads_and_no_global_memory():
+    ptx = _nvrtc_ptx(sm.SOURCE)
+    assert ptx.count("ld.shared.v4.f32") >= sm.UNROLL
+    assert "ld.global" not in ptx and ptx.count("st.global") == 1
