@@ -383,7 +383,7 @@ class KernelClasses(Struct):
     """A step's device time by kernel class (matrix products, attention, other) and the gaps between kernels.
 
     ``span_s`` runs from a step's first kernel start to its last kernel end; ``gaps_s`` = span - the time any
-    kernel ran (launch gaps, host waits inside the step, tails). All per step."""
+    kernel ran (launch gaps, host waits inside the step, tails). All per step (or per ``unit``)."""
 
     classes: list[KernelClassTime] = field(default_factory=list)
     kernel_time_s: NonNegative = 0.0
@@ -394,6 +394,9 @@ class KernelClasses(Struct):
     steps: Count = 1
     bandwidth_bytes_per_s: float = 0.0
     method: str = ""
+    # What each figure is per: a profiled step, or (``per_step`` > 1) one of the units each step did (tokens).
+    unit: str = "step"
+    per_step: Count = 1
 
 
 class Summary(Struct):

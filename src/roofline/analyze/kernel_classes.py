@@ -74,16 +74,18 @@ def _class_of(kernel: KernelRecord, ops: list[OpRecord]) -> str:
     return kernel_class(kernel.name)
 
 
-def kernel_classes(report: Report, *, known_bytes: dict[str, float] | None = None,
-                   bytes_method: str = "") -> KernelClasses | None:
+def kernel_classes(report: Report, *, known_bytes: dict[str, float] | None = None, bytes_method: str = "",
+                   per_step: int = 1, unit: str = "step") -> KernelClasses | None:
     """The report's device time per step by kernel class, or None for a report without device kernels.
 
-    ``known_bytes``: bytes per step a caller knows a class moves (a hand-written kernel's weights, which no
-    counted op carries), used for that class instead of its ops' modelled bytes; ``bytes_method`` says how."""
+    ``per_step``/``unit``: each profiled step did ``per_step`` units of work (a decode loop's tokens), and every
+    figure is given per unit. ``known_bytes``: bytes per unit a caller knows a class moves (a hand-written
+    kernel's weights, which no counted op carries), used for that class instead of its ops' modelled bytes;
+    ``bytes_method`` says where they come from."""
     kernels = sorted((k for k in report.kernels if k.category == "kernel"), key=lambda k: k.start_s)
     if not kernels:
         return None
-    steps = max(1, report.steps)
+    steps = max(1, report.steps) * max(1, per_step)
     time = defaultdict(float)
     raw = defaultdict(float)
     count = defaultdict(int)
@@ -134,8 +136,8 @@ def kernel_classes(report: Report, *, known_bytes: dict[str, float] | None = Non
     method = METHOD + (f"; {bytes_method}" if bytes_method else "")
     return KernelClasses(
         classes=rows, kernel_time_s=busy / steps, span_s=span / steps, gaps_s=max(0.0, span - busy) / steps,
-        overlapped_s=(sum(raw.values()) - busy) / steps, kernels=len(kernels) / steps, steps=steps,
-        bandwidth_bytes_per_s=bandwidth, method=method)
+        overlapped_s=(sum(raw.values()) - busy) / steps, kernels=len(kernels) / steps, steps=max(1, report.steps),
+        bandwidth_bytes_per_s=bandwidth, method=method, unit=unit, per_step=max(1, per_step))
 
 
 def _step_spans(kernels: list[KernelRecord], ops: list[OpRecord]) -> float:

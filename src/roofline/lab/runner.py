@@ -20,6 +20,7 @@ from roofline.lab.ablation import Ablation, compile_recompute, run_ablation
 from roofline.lab.agreement import Agreement, compare_tokens, logit_gap
 from roofline.lab.data import UNK, load_wikitext, passage_prompts, sentence_prompts
 from roofline.lab.diagnosis import diagnose, doctor_dtype, profile_generation
+from roofline.lab.fast_rows import measure_fast_decode
 from roofline.lab.generate import decode_one_token
 from roofline.lab.model import FIX_TITLES, Fixes, configure, stages
 from roofline.models.llama import CONFIGS, LlamaConfig, Transformer, build_llama
@@ -60,6 +61,8 @@ class LabPlan:
     budget_s: float | None = None
     peak: bool = True
     sweep: bool = True
+    # The hand-written Triton decode's rows beside the peak decode (lab/fast_rows.py; skipped off CUDA).
+    fast_decode: bool = True
     workload: str = ""
 
 
@@ -75,6 +78,9 @@ class LabOptions:
     ceilings: str | None = None
     # Seconds for the views' configurations; runs that would not fit are not started, and the result says so.
     budget_s: float | None = None
+    # Only the batch-1 decode against the memory roof (compiled, tuned, hand-written): no stages, views, sweep or
+    # doctor.
+    decode_only: bool = False
 
 
 @dataclass
@@ -171,6 +177,10 @@ def run_lab(options: LabOptions, progress: Progress = lambda _: None,
         if options.budget_s <= 0:
             raise RooflineError(f"--budget must be a positive number of seconds, got {options.budget_s:g}")
         plan = dataclasses.replace(plan, budget_s=options.budget_s)
+    if options.decode_only:
+        plan = dataclasses.replace(plan, ablation=False, sweep=False, peak=True, fast_decode=True,
+                                   notes=[*plan.notes, "--decode-only: the batch-1 decode against the memory roof alone "
+                                          "(no stages, views, sweep or doctor)"])
     config = lab_config(options.model, plan)
     if device.type == "cpu" and options.model != "llama-tiny" and not options.plan:
         raise RooflineError(f"{options.model} is too big for the CPU lab; use --model llama-tiny or --device cuda")
@@ -225,7 +235,7 @@ def _run_stages(options: LabOptions, plan: LabPlan, config: LlamaConfig, dtype: 
     eager = decode_one_token
     compiled_step = bench.compile_decode(device) if plan.compile else None
     compiled_recompute = compile_recompute() if plan.compile else None
-    doctor = options.doctor and options.model not in FIXED_ONLY
+    doctor = options.doctor and options.model not in FIXED_ONLY and not options.decode_only
     views_on = plan.ablation and options.model not in FIXED_ONLY
     result = LabResult(
         model=options.model,
@@ -247,7 +257,9 @@ def _run_stages(options: LabOptions, plan: LabPlan, config: LlamaConfig, dtype: 
         + (["batch-1 peak decode"] if plan.peak else []) + (["batch-size sweep"] if plan.sweep else [])
         + (["doctor"] if doctor else []),
     )
-    if views_on:
+    if options.decode_only:
+        pass
+    elif views_on:
         compiled_step = _measure_views(result, model, prompts, eos_id, ceilings, compiled_step, compiled_recompute,
                                        progress, checkpoint)
     else:
@@ -273,6 +285,13 @@ def _run_stages(options: LabOptions, plan: LabPlan, config: LlamaConfig, dtype: 
             progress(f"  tuned: {t.error}" if t.error else
                      f"  plain {100 * peak.share_of_memory_roof:.1f}%, tuned {100 * t.share_of_memory_roof:.1f}% of "
                      "the memory roof")
+        if plan.fast_decode:
+            peak.fast = measure_fast_decode(model, ceilings, context=plan.sweep_context, steps=plan.sweep_steps,
+                                            warmup=plan.warmup + 2, progress=progress)
+            for row in peak.fast:
+                progress(f"  {row.title}: {row.skipped}" if row.skipped else
+                         f"  {row.title}: {row.tokens_per_s:,.1f} tokens/s, "
+                         f"{100 * (row.share_of_memory_roof or 0):.1f}% of the memory roof")
         result.peak = peak
         result.pending.remove("batch-1 peak decode")
         checkpoint(result)

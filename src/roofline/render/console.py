@@ -194,7 +194,7 @@ def summary_table(report: Report) -> Table:
 def kernel_class_table(kc: KernelClasses) -> Table:
     """Device time per step by kernel class (the analysis's KernelClasses), then the gaps between kernels."""
     span = kc.span_s or 1.0
-    table = Table(title="Device time by kernel class (per step)", title_justify="left")
+    table = Table(title=f"Device time by kernel class (per {kc.unit})", title_justify="left")
     for name, right in (("class", False), ("time", True), ("share of span", True), ("kernels", True),
                         ("bytes (model)", True), ("achieved", True), ("% of roof", True)):
         table.add_column(name, justify="right" if right else "left")

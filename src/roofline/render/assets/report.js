@@ -529,7 +529,7 @@
     rows.push(["between kernels", R.time(kc.gaps_s), R.pct(kc.gaps_s / span), "", "", "", ""]);
     if (kc.overlapped_s > 0) rows.push(["(ran under an earlier kernel)", R.time(kc.overlapped_s), "", "", "", "", ""]);
     rows.push(["span, first to last kernel", R.time(kc.span_s), "100%", kc.kernels.toFixed(1).replace(/\.0$/, ""), "", "", ""]);
-    var box = el("div", null, el("h3", { text: "Device time by kernel class (per step)" }),
+    var box = el("div", null, el("h3", { text: "Device time by kernel class (per " + (kc.unit || "step") + ")" }),
       simpleTable(["class", "time", "share of span", "kernels", "bytes (model)", "achieved", "% of roof"], rows,
         [false, true, true, true, true, true, true]));
     box.appendChild(el("p", { "class": "muted", text: kc.method }));
