@@ -17,7 +17,7 @@ from roofline.lab.render import decode_rows_table, kernel_class_tables
 from roofline.report import KernelClasses, KernelClassTime
 
 
-def test_decode_only_on_cpu_says_why_the_triton_rows_are_skipped(tmp_path, monkeypatch, wikitext_dir, cpu_ceilings,
+def test_decode_only_on_cpu_says_why_the_triton_rows_are_skipped(tmp_path, monkeypatch, cpu_ceilings,
                                                                   capsys):
     plan = runner.LabPlan(2, 8, 4, 1, 0, False, [1, 2], 8, 4,
                           config_overrides={"dim": 64, "n_layers": 1, "n_heads": 4, "n_kv_heads": 2, "ffn_dim": 128,
@@ -25,7 +25,9 @@ def test_decode_only_on_cpu_says_why_the_triton_rows_are_skipped(tmp_path, monke
     monkeypatch.setattr(runner, "make_plan", lambda model, device, quick: plan)
     monkeypatch.setattr(runner, "measured_ceilings", lambda device, ceilings_file, progress: cpu_ceilings)
     out = tmp_path / "lab"
-    assert main(["lab", "--quick", "--device", "cpu", "--decode-only", "--data", str(wikitext_dir), "-o", str(out)]) == 0
+    # No WikiText-2 needed: the batch-1 decode runs on a seeded random prompt.
+    assert main(["lab", "--quick", "--device", "cpu", "--decode-only", "--data", str(tmp_path / "none"),
+                 "-o", str(out)]) == 0
     data = json.loads((out / "lab.json").read_text())
     assert data["stages"] == [] and data["sweep"] is None and data["doctor"] == {"naive": None, "fixed": None}
     fast = data["peak"]["fast"]
@@ -34,7 +36,7 @@ def test_decode_only_on_cpu_says_why_the_triton_rows_are_skipped(tmp_path, monke
     assert all(r["tokens_per_s"] is None for r in fast)
     markdown = (out / "lab.md").read_text()
     assert "### Hand-written decode kernels (Triton), batch 1" in markdown and "| + Triton GEMV | - |" in markdown
-    assert "## Stages" not in markdown
+    assert "## Stages" not in markdown and "Prompt: a seeded random prompt of 8 tokens, then 4 greedy" in markdown
     printed = capsys.readouterr().out
     assert "+ Triton GEMV: skipped: Triton's kernels need a CUDA GPU" in printed
 

@@ -28,7 +28,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-doctor", action="store_true", help="skip the doctor's profiling runs")
     parser.add_argument("--decode-only", action="store_true",
                         help="only the batch-1 decode against the memory roof: compiled, tuned and the hand-written "
-                             "Triton kernels (CUDA), with each one's device time by kernel class")
+                             "Triton kernels (CUDA), with each one's device time by kernel class; no WikiText-2 "
+                             "needed (a seeded random prompt)")
+    parser.add_argument("--no-tuned", action="store_true",
+                        help="leave out the Inductor-tuned batch-1 step (its compile takes minutes on llama-8b)")
     parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                         help="time for the configurations of the three views; runs that would not fit are not "
                              "started, and lab.md says what was cut")
@@ -51,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
 
     options = LabOptions(model=args.model, device=device, dtype=args.dtype, quick=args.quick, data=args.data,
                          doctor=not args.no_doctor, ceilings=args.ceilings, budget_s=args.budget,
-                         decode_only=args.decode_only)
+                         decode_only=args.decode_only, tuned=not args.no_tuned)
     # Each finished section is written at once: a long GPU run that is stopped keeps what it measured.
     result = run_lab(options, progress, checkpoint=lambda partial: write_lab(partial, args.output))
     written = write_lab(result, args.output)

@@ -172,6 +172,15 @@ def _findings_list(report: Report | None) -> str:
     return "\n".join(rows)
 
 
+def _prompts_text(result: LabResult) -> str:
+    plan = result.plan
+    return ("Prompts: " + (f"{len(result.prompts)} passages of WikiText-2 test text ({plan.min_prompt_words}-"
+                           f"{plan.prompt_words} words)" if plan.min_prompt_words else
+                           f"the first sentence of {len(result.prompts)} WikiText-2 test paragraphs (up to "
+                           f"{plan.prompt_words} words)")
+            + f", {plan.max_new_tokens} new tokens each, greedy")
+
+
 def lab_markdown(result: LabResult) -> str:
     c = result.config
     ceil = result.ceilings
@@ -180,12 +189,11 @@ def lab_markdown(result: LabResult) -> str:
         f"# roofline lab: {result.model} on {ceil.device_name or result.device} ({result.dtype})",
         "",
         f"Model: LLaMA dim {c['dim']}, {c['n_layers']} layers, {c['n_heads']} heads, {c['n_kv_heads']} KV heads, "
-        f"FFN {c['ffn_dim']}, vocab {c['vocab_size']}, random weights (seeded). Prompts: "
-        + (f"{len(result.prompts)} passages of WikiText-2 test text ({plan.min_prompt_words}-{plan.prompt_words} "
-           "words)" if plan.min_prompt_words else
-           f"the first sentence of {len(result.prompts)} WikiText-2 test paragraphs (up to {plan.prompt_words} words)")
-        + f", {plan.max_new_tokens} new tokens each, greedy. torch {result.environment.torch_version}, "
-        f"{result.environment.timestamp}.",
+        f"FFN {c['ffn_dim']}, vocab {c['vocab_size']}, random weights (seeded). "
+        + (_prompts_text(result) if result.prompts else
+           f"Prompt: a seeded random prompt of {plan.sweep_context} tokens, then {plan.sweep_steps} greedy decode "
+           "steps (--decode-only)")
+        + f". torch {result.environment.torch_version}, {result.environment.timestamp}.",
         "",
         f"Ceilings ({ceil.source}): memory {fmt_rate(ceil.memory_bandwidth_bytes_per_s, 'B/s')}; "
         + ", ".join(f"{d} {fmt_rate(v, 'FLOP/s')}" for d, v in ceil.peak_flops_per_s.items()) + ".",

@@ -81,6 +81,8 @@ class LabOptions:
     # Only the batch-1 decode against the memory roof (compiled, tuned, hand-written): no stages, views, sweep or
     # doctor.
     decode_only: bool = False
+    # The Inductor-tuned batch-1 step beside the compiled one (CUDA); its compile takes minutes on llama-8b.
+    tuned: bool = True
 
 
 @dataclass
@@ -178,23 +180,18 @@ def run_lab(options: LabOptions, progress: Progress = lambda _: None,
             raise RooflineError(f"--budget must be a positive number of seconds, got {options.budget_s:g}")
         plan = dataclasses.replace(plan, budget_s=options.budget_s)
     if options.decode_only:
-        plan = dataclasses.replace(plan, ablation=False, sweep=False, peak=True, fast_decode=True,
+        plan = dataclasses.replace(plan, ablation=False, sweep=False, peak=True, fast_decode=True, prompts=1,
+                                   sweep_batches=[1],
                                    notes=[*plan.notes, "--decode-only: the batch-1 decode against the memory roof alone "
                                           "(no stages, views, sweep or doctor)"])
     config = lab_config(options.model, plan)
     if device.type == "cpu" and options.model != "llama-tiny" and not options.plan:
         raise RooflineError(f"{options.model} is too big for the CPU lab; use --model llama-tiny or --device cuda")
 
-    progress("loading WikiText-2 and building the word vocabulary")
-    corpus = load_wikitext(options.data)
-    unk = corpus.vocab.word_to_id.get(UNK, 0)
-    if plan.min_prompt_words:
-        word_prompts = passage_prompts(corpus, plan.prompts, min_words=plan.min_prompt_words,
-                                       max_words=plan.prompt_words)
+    if options.decode_only:  # the batch-1 decode runs on a seeded random prompt: no text needed
+        corpus, word_prompts, prompts, eos_id = None, [], [], 0
     else:
-        word_prompts = sentence_prompts(corpus, plan.prompts, max_words=plan.prompt_words)
-    prompts = [[i if i < config.vocab_size else unk for i in p] for p in word_prompts]
-    eos_id = corpus.eos_id
+        corpus, word_prompts, prompts, eos_id = _prompts(options, plan, config, progress)
 
     progress(f"ceilings of {device} (measured once, then cached)")
     ceilings = measured_ceilings(device, options.ceilings, progress=progress)
@@ -207,6 +204,21 @@ def run_lab(options: LabOptions, progress: Progress = lambda _: None,
     with _compile_settings(plan.compile):
         return _run_stages(options, plan, config, dtype, device, model, corpus, word_prompts, prompts, eos_id,
                            ceilings, progress, checkpoint or (lambda _: None))
+
+
+def _prompts(options: LabOptions, plan: LabPlan, config: LlamaConfig,
+             progress: Progress) -> tuple[Any, list[list[int]], list[list[int]], int]:
+    """(corpus, prompts as corpus word ids, the same as the model's token ids, the end-of-text id)."""
+    progress("loading WikiText-2 and building the word vocabulary")
+    corpus = load_wikitext(options.data)
+    unk = corpus.vocab.word_to_id.get(UNK, 0)
+    if plan.min_prompt_words:
+        word_prompts = passage_prompts(corpus, plan.prompts, min_words=plan.min_prompt_words,
+                                       max_words=plan.prompt_words)
+    else:
+        word_prompts = sentence_prompts(corpus, plan.prompts, max_words=plan.prompt_words)
+    prompts = [[i if i < config.vocab_size else unk for i in p] for p in word_prompts]
+    return corpus, word_prompts, prompts, corpus.eos_id
 
 
 @contextlib.contextmanager
@@ -245,7 +257,7 @@ def _run_stages(options: LabOptions, plan: LabPlan, config: LlamaConfig, dtype: 
         plan=plan,
         ceilings=ceilings,
         environment=Environment.capture(ceilings.device_name),
-        prompts=[" ".join(corpus.vocab.decode(p)) for p in word_prompts],
+        prompts=[" ".join(corpus.vocab.decode(p)) for p in word_prompts] if corpus is not None else [],
         sample_output="",
         stages=[],
         agreement=[],
@@ -275,7 +287,8 @@ def _run_stages(options: LabOptions, plan: LabPlan, config: LlamaConfig, dtype: 
     peak = None
     if plan.peak:
         # The tuned variant only on CUDA: its point is the GPU's memory roof, and on CPU it would only add a build.
-        tuned_step = bench.compile_tuned_decode(device) if compiled_step and device.type == "cuda" else None
+        tuned_step = (bench.compile_tuned_decode(device)
+                      if options.tuned and compiled_step and device.type == "cuda" else None)
         progress("peak decode: batch 1, fixed" + (" and compiled, then tuned" if tuned_step else
                                                   " and compiled" if compiled_step else ""))
         peak = bench.peak_decode(model, decode_step, ceilings, context=plan.sweep_context, steps=plan.sweep_steps,
