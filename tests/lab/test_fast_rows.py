@@ -91,3 +91,21 @@ def test_fast_rows_on_a_gpu():
         by = {c.name: c for c in r.breakdown.classes}
         assert by["matrix products"].kernels == pytest.approx(2 * 4 + 1)  # 4 products a layer + the head
         assert by["matrix products"].achieved_bytes_per_s > 0 and by["attention"].kernels == pytest.approx(2)
+
+
+def test_the_gpu_suite_measures_the_shared_memory_roof_and_runs_the_rows_of_each_model(tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmark_scripts import load_benchmark
+
+    stages = load_benchmark("gpu_suite").stages("issue19-20", tmp_path)
+    names = [s[0] for s in stages]
+    assert names == ["env", "ceilings", "cuda_tests_issue19_20", "lab_decode_llama-tiny", "lab_decode_llama-1b",
+                     "lab_decode_llama-8b"]
+    assert sum(s[2] for s in stages) <= 480  # the lead's one command, under 8 minutes
+    repo = Path(__file__).resolve().parents[2]
+    assert all((repo / arg).is_file() for arg in stages[2][1] if arg.startswith("tests/"))
+    lab = stages[-1][1]
+    assert lab[lab.index("--ceilings") + 1] == str(tmp_path / "ceilings_h200.json") and "--decode-only" in lab
