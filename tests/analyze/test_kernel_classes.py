@@ -94,3 +94,13 @@ def test_no_kernels_no_breakdown():
 ])
 def test_kernel_class_by_name(name, cls):
     assert kernel_class(name) == cls
+
+
+def test_every_h200_trace_report_saves_and_loads_with_its_kernel_classes(tmp_path):
+    """Sums of float durations can leave -1e-19 where no kernel overlapped: the schema's ``>= 0`` must hold."""
+    for name in ("bad_syncs_fwd_fp32", "llama_tiny_fwd_fp16_b4_s512"):
+        report = _h200(name)
+        path = report.save(tmp_path / f"{name}.json")
+        loaded = Report.load(path).summary.kernel_classes
+        assert loaded is not None and all(c.overlapped_s >= 0 for c in loaded.classes)
+        assert loaded.kernel_time_s == pytest.approx(report.summary.kernel_classes.kernel_time_s)

@@ -127,7 +127,7 @@ def kernel_classes(report: Report, *, known_bytes: dict[str, float] | None = Non
         achieved = nbytes / over if nbytes is not None and over > 0 else None
         rows.append(KernelClassTime(
             name=cls, time_s=time[cls] / steps, kernels=count[cls] / steps,
-            overlapped_s=(raw[cls] - time[cls]) / steps,
+            overlapped_s=max(0.0, raw[cls] - time[cls]) / steps,
             bytes=None if nbytes is None else nbytes / steps, bytes_time_s=over / steps,
             achieved_bytes_per_s=achieved,
             share_of_roof=achieved / bandwidth if achieved is not None and bandwidth > 0 else None))
@@ -136,7 +136,7 @@ def kernel_classes(report: Report, *, known_bytes: dict[str, float] | None = Non
     method = METHOD + (f"; {bytes_method}" if bytes_method else "")
     return KernelClasses(
         classes=rows, kernel_time_s=busy / steps, span_s=span / steps, gaps_s=max(0.0, span - busy) / steps,
-        overlapped_s=(sum(raw.values()) - busy) / steps, kernels=len(kernels) / steps, steps=max(1, report.steps),
+        overlapped_s=max(0.0, sum(raw.values()) - busy) / steps, kernels=len(kernels) / steps, steps=max(1, report.steps),
         bandwidth_bytes_per_s=bandwidth, method=method, unit=unit, per_step=max(1, per_step))
 
 
