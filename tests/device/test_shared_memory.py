@@ -104,3 +104,35 @@ def test_the_kernel_reads_shared_memory_in_16_byte_loads_and_no_global_memory():
     ptx = _nvrtc_ptx(sm.SOURCE)
     assert ptx.count("ld.shared.v4.f32") >= sm.UNROLL
     assert "ld.global" not in ptx and ptx.count("st.global") == 1
+
+
+def test_cached_ceilings_without_the_shared_roof_gain_it_alone(tmp_path, monkeypatch):
+    import json
+
+    import msgspec
+
+    from roofline.device import ceilings as ceilings_module
+    from roofline.device.cache import cache_path
+    from roofline.device.ceilings import get_ceilings
+    from roofline.device.resolve import resolve_device
+
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
+    name = ceilings_module.device_name(resolve_device("cpu"))
+    old = Ceilings(device="cpu", device_name=name, memory_bandwidth_bytes_per_s=1e10, peak_flops_per_s={"float32": 1e11},
+                   cache_bandwidth_bytes_per_s=3e10, cache_bytes=2**25, source="measured (quick)", method="old")
+    data = msgspec.to_builtins(old)
+    for key in ("shared_memory_bandwidth_bytes_per_s", "shared_memory_method"):
+        data.pop(key)
+    path = cache_path(name, quick=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    monkeypatch.setattr(ceilings_module, "measure_ceilings", lambda *a, **k: pytest.fail("measured everything again"))
+    got = get_ceilings("cpu", quick=True)
+    assert got.shared_memory_bandwidth_bytes_per_s is None and "this device is cpu" in got.shared_memory_method
+    assert load_ceilings(path).shared_memory_method == got.shared_memory_method  # saved: not asked again
+    monkeypatch.setattr(ceilings_module, "measure_shared_memory_bandwidth",
+                        lambda *a, **k: sm.SharedMemoryResult(3.1e13, "stub kernel"))
+    path.write_text(json.dumps(data))
+    got = get_ceilings("cpu", quick=True)
+    assert got.shared_memory_bandwidth_bytes_per_s == 3.1e13
+    assert got.shared_memory_method.startswith("stub kernel (measured ") and got.memory_bandwidth_bytes_per_s == 1e10

@@ -121,6 +121,18 @@ def add_cache_roof(ceilings: Ceilings, device: torch.device, *, quick: bool = Fa
     return ceilings
 
 
+def add_shared_memory_roof(ceilings: Ceilings, device: torch.device, *, quick: bool = False,
+                           progress: Progress = _noop) -> Ceilings:
+    """Ceilings cached before the shared-memory roof existed, completed with it alone (a second on a GPU; on a CPU
+    only the reason it is absent is recorded, so this runs once)."""
+    shared = measure_shared_memory_bandwidth(device, quick=quick, progress=progress)
+    ceilings.shared_memory_bandwidth_bytes_per_s = shared.bytes_per_s
+    when = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    ceilings.shared_memory_method = (shared.method if shared.bytes_per_s is None else
+                                     f"{shared.method} (measured {when}, after the other roofs)")
+    return ceilings
+
+
 def _best_bandwidth(a: BandwidthResult | None, b: BandwidthResult) -> BandwidthResult:
     if a is None:
         return b
@@ -174,6 +186,9 @@ def get_ceilings(
         cached = load_ceilings(path, missing_ok=True)
         if cached is not None and cached.cache_bandwidth_bytes_per_s <= 0 and cached.source.startswith("measured"):
             cached = add_cache_roof(cached, dev, quick=quick, progress=progress)
+            save_ceilings(cached, path)
+        if cached is not None and not cached.shared_memory_method and cached.source.startswith("measured"):
+            cached = add_shared_memory_roof(cached, dev, quick=quick, progress=progress)
             save_ceilings(cached, path)
         if cached is not None:
             return cached
