@@ -104,3 +104,17 @@ def test_every_h200_trace_report_saves_and_loads_with_its_kernel_classes(tmp_pat
         loaded = Report.load(path).summary.kernel_classes
         assert loaded is not None and all(c.overlapped_s >= 0 for c in loaded.classes)
         assert loaded.kernel_time_s == pytest.approx(report.summary.kernel_classes.kernel_time_s)
+
+
+def test_h200_decode_loop_of_the_lab_by_kernel_class():
+    """The lab's committed H200 doctor run of llama-1b's fixed generation loop (eager fp16, 2 prompts x 6 new
+    tokens, under the profiler): cuBLAS's matrix-vector products at 1.89 TB/s, as issue 19 found (1.9-2.4 TB/s), and
+    a loop the profiled host leaves idle 94% of its span."""
+    report = Report.load(REPO / "docs" / "lab" / "h200" / "llama-1b" / "doctor" / "fixed" / "report.json.gz")
+    kc = kernel_classes(report)
+    by = {c.name: c for c in kc.classes}
+    assert by[MATRIX].kernels == 1062 and by[ATTENTION_CLASS].kernels == 132 and by[OTHER].kernels == 4761
+    assert by[MATRIX].time_s * 1e3 == pytest.approx(6.607709, abs=1e-6)
+    assert by[MATRIX].achieved_bytes_per_s / 1e12 == pytest.approx(1.8890, abs=1e-4)
+    assert kc.kernel_time_s * 1e3 == pytest.approx(15.018466, abs=1e-6)
+    assert kc.gaps_s / kc.span_s == pytest.approx(0.9425, abs=1e-4)
