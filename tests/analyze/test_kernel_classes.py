@@ -49,11 +49,15 @@ def test_h200_llama_forward_by_kernel_class(name, matmul_us, attention_us, other
     assert sum(c.time_s for c in kc.classes) + kc.gaps_s == pytest.approx(kc.span_s)
 
 
-def test_the_console_report_shows_the_kernel_classes():
+def test_the_console_and_html_reports_show_the_kernel_classes():
     text = render_report(_h200("llama_tiny_fwd_fp16_compiled"))
     assert "Device time by kernel class (per step)" in text
     row = next(line for line in text.splitlines() if "matrix products" in line and "TB/s" in line)
     assert "532 us" in row and "1.01 TB/s" in row
+    from roofline.render.html import report_payload
+
+    shown = report_payload(_h200("llama_tiny_fwd_fp16_compiled"))["summary"]["kernel_classes"]  # the HTML's table
+    assert [c["name"] for c in shown["classes"]] == [MATRIX, ATTENTION_CLASS, OTHER] and shown["unit"] == "step"
 
 
 def _op(name: str, nbytes: float) -> OpRecord:
