@@ -36,7 +36,7 @@ def test_decode_only_on_cpu_says_why_the_triton_rows_are_skipped(tmp_path, monke
     assert all(r["tokens_per_s"] is None for r in fast)
     markdown = (out / "lab.md").read_text()
     assert "### Hand-written decode kernels (Triton), batch 1" in markdown and "| + Triton GEMV | - |" in markdown
-    assert "## Stages" not in markdown and "Prompt: a seeded random prompt of 8 tokens, then 4 greedy" in markdown
+    assert "## Stages" not in markdown and "## The doctor" not in markdown and "Prompt: a seeded random prompt of 8 tokens, then 4 greedy" in markdown
     printed = capsys.readouterr().out
     assert "+ Triton GEMV: skipped: Triton's kernels need a CUDA GPU" in printed
 

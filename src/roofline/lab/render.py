@@ -91,7 +91,8 @@ def decode_rows_table(result: LabResult) -> str:
     lines = ["| batch-1 decode step | tokens/s | ms/token | bytes/token | % of memory roof | same tokens |",
              "|---|---:|---:|---:|---:|---|"]
     lines.append(f"| fixed, {'compiled' if p.compiled else 'eager'} | {p.tokens_per_s:,.1f} | {p.ms_per_token:.3f} "
-                 f"| {fmt_rate(p.bytes_per_token, 'B')} | {100 * p.share_of_memory_roof:.1f}% | (reference of the tuned row) |")
+                 f"| {fmt_rate(p.bytes_per_token, 'B')} | {100 * p.share_of_memory_roof:.1f}% "
+                 f"| {'(the tuned row compares with it)' if p.tuned is not None and not p.tuned.error else '-'} |")
     t = p.tuned
     if t is not None and not t.error:
         lines.append(f"| tuned (stacked, coordinate descent, graphed) | {t.tokens_per_s:,.1f} | {t.ms_per_token:.3f} "
@@ -263,16 +264,17 @@ def lab_markdown(result: LabResult) -> str:
             f"Ridge point ({s.dtype}): {s.ridge_point:.1f} FLOP/byte; the decode matmuls turn compute-bound at "
             f"**{crossing}**. Method: {s.method}.",
         ]
-    parts += [
-        "",
-        "## The doctor on the naive model",
-        "",
-        _findings_list(result.naive_report),
-        "",
-        "## The doctor on the fixed model",
-        "",
-        _findings_list(result.fixed_report),
-    ]
+    if result.stages or result.ablation is not None or result.naive_report or result.fixed_report:
+        parts += [
+            "",
+            "## The doctor on the naive model",
+            "",
+            _findings_list(result.naive_report),
+            "",
+            "## The doctor on the fixed model",
+            "",
+            _findings_list(result.fixed_report),
+        ]
     if result.sample_output:
         parts += ["", "## Sample", "", f"Prompt: {result.prompts[0]}", "", f"Greedy continuation (random weights): "
                   f"{result.sample_output}"]
