@@ -110,13 +110,15 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
         ceilings = out / "ceilings_h200.json"
         return [
             ("env", ["nvidia-smi"], 15),
-            ("ceilings", RL + ["ceilings", "--device", "cuda", "--remeasure", "--json", str(ceilings)], 60),
+            ("ceilings", RL + ["ceilings", "--device", "cuda", "--remeasure", "--json", str(ceilings)], 45),
             ("cuda_tests_issue19_20", [PY, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider",
-                                       "tests/device/test_shared_memory.py", "tests/lab/test_fast_rows.py"], 80),
+                                       "tests/device/test_shared_memory.py", "tests/lab/test_fast_rows.py"], 70),
         ] + [
             (f"lab_decode_{m}", RL + ["lab", "--device", "cuda", "--model", m, "--decode-only", "--no-tuned",
                                       "--ceilings", str(ceilings), "-o", str(out / "lab_decode" / m)], limit)
-            for m, limit in (("llama-tiny", 60), ("llama-1b", 80), ("llama-8b", 180))
+            # llama-8b: tuning its five weight shapes compiles ~80 Triton candidates (the decode_fast run took 180 s
+            # with the tuned baseline's compile, not run here).
+            for m, limit in (("llama-tiny", 50), ("llama-1b", 70), ("llama-8b", 220))
         ]
     if suite == "issue15-doctor":
         return [("env", ["nvidia-smi"], 30),
