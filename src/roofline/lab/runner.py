@@ -269,12 +269,10 @@ def _run_stages(options: LabOptions, plan: LabPlan, config: LlamaConfig, dtype: 
         + (["batch-1 peak decode"] if plan.peak else []) + (["batch-size sweep"] if plan.sweep else [])
         + (["doctor"] if doctor else []),
     )
-    if options.decode_only:
-        pass
-    elif views_on:
+    if views_on:
         compiled_step = _measure_views(result, model, prompts, eos_id, ceilings, compiled_step, compiled_recompute,
                                        progress, checkpoint)
-    else:
+    elif not options.decode_only:
         compiled_step = _measure_stages(result, options, model, prompts, eos_id, ceilings, compiled_step, progress)
     if result.stages:
         result.sample_output = " ".join(corpus.vocab.decode(result.sample_tokens)) if result.sample_tokens else ""
