@@ -20,37 +20,19 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import sys
 import tempfile
 import time
 from collections import defaultdict
 
-MATMUL = re.compile(r"gemm|gemv|nvjet|cutlass|xmma|splitk", re.I)
-ATTENTION = re.compile(r"flash|fmha|attention|sdpa|softmax", re.I)
-
 
 def kernel_class(name: str) -> str:
-    """matmul, attention or other, from the kernel's name.
+    """matmul, attention or other, from the kernel's name: roofline's own classes (analyze/kernel_classes.py,
+    which every GPU report carries), under this script's older names."""
+    from roofline.analyze.kernel_classes import ATTENTION_CLASS, MATRIX
+    from roofline.analyze.kernel_classes import kernel_class as roofline_class
 
-    Inductor names its kernels after the ops they fuse (count.inductor parses them): tem/mm/bmm kernels are
-    matmul templates; reductions fusing an mm are the matrix-vector products coordinate-descent tuning writes,
-    those fusing a bmm or softmax are attention; pointwise kernels (RoPE, casts, the KV cache write) are other,
-    whatever ops their names list. Library kernels go by their names' usual words."""
-    from roofline.count.inductor import kernel_kind_and_ops
-
-    kind, ops = kernel_kind_and_ops(name)
-    if kind:
-        if kind in ("tem", "mm", "bmm") or (kind in ("red", "per") and {"mm", "addmm"} & set(ops)):
-            return "matmul"
-        if kind in ("red", "per") and {"bmm", "softmax", "_softmax"} & set(ops):
-            return "attention"
-        return "other"
-    if ATTENTION.search(name):
-        return "attention"
-    if MATMUL.search(name):
-        return "matmul"
-    return "other"
+    return {MATRIX: "matmul", ATTENTION_CLASS: "attention"}.get(roofline_class(name), "other")
 
 
 def kernel_breakdown(trace_path: str, steps: int) -> dict:

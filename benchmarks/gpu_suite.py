@@ -15,6 +15,8 @@ back at most 8 files). The last lines printed are a short table of what each sta
     PYTHONPATH=src python3 benchmarks/gpu_suite.py decode-breakdown $OUT  # its kernel time by class
     PYTHONPATH=src python3 benchmarks/gpu_suite.py decode-fast $OUT  # Triton decode kernels vs the tuned step, then
                                                         # their cuda tests (issue 19; one call under 9 minutes)
+    PYTHONPATH=src python3 benchmarks/gpu_suite.py issue19-20 $OUT  # the shared-memory roof, then roofline lab
+                                                        # --decode-only per model: the Triton rows, kernel classes
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-doctor $OUT    # doctor names HF generate()'s per-token syncs
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-roofs $OUT  # ceilings with the cache roof, then no op above its own roof (DRAM or cache), no unmodelled time (built-ins, ViT-B/16)
     PYTHONPATH=src python3 benchmarks/gpu_suite.py ncu $OUT  # issue 20: analyze --ncu on llama-tiny (<= 300 s, >= 98% joined)
@@ -101,6 +103,23 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
             for m, budget, limit in plan
         ] + [("cuda_tests_decode_fast", [PY, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider",
                                          "tests/lab/test_decode_fast.py"], 90)]
+    if suite == "issue19-20":
+        # The shared-memory roof (with the DRAM and L2 ones, measured again), its cuda test and the lab's rows' test,
+        # then `roofline lab --decode-only` per model: compiled step, hand-written Triton rows and their kernel
+        # classes. No tuned step (its compile alone took 169 s for llama-8b; decode_fast.py measured it already).
+        ceilings = out / "ceilings_h200.json"
+        return [
+            ("env", ["nvidia-smi"], 15),
+            ("ceilings", RL + ["ceilings", "--device", "cuda", "--remeasure", "--json", str(ceilings)], 45),
+            ("cuda_tests_issue19_20", [PY, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider",
+                                       "tests/device/test_shared_memory.py", "tests/lab/test_fast_rows.py"], 70),
+        ] + [
+            (f"lab_decode_{m}", RL + ["lab", "--device", "cuda", "--model", m, "--decode-only", "--no-tuned",
+                                      "--ceilings", str(ceilings), "-o", str(out / "lab_decode" / m)], limit)
+            # llama-8b: tuning its five weight shapes compiles ~80 Triton candidates (the decode_fast run took 180 s
+            # with the tuned baseline's compile, not run here).
+            for m, limit in (("llama-tiny", 50), ("llama-1b", 70), ("llama-8b", 220))
+        ]
     if suite == "issue15-doctor":
         return [("env", ["nvidia-smi"], 30),
                 ("generate_syncs", [PY, "benchmarks/generate_syncs.py", str(out / "generate_syncs"), "--device", "cuda",
@@ -126,7 +145,7 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
             ("ddp_gpu", [PY, "benchmarks/ddp_gpu.py", str(out / "ddp"), "--timeout", "150"], 480),
         ]
     raise SystemExit(f"unknown suite {suite!r}: analyze, lab, lab-tiny, lab-1b, lab-8b, lab-views, decode-roof, decode-breakdown, decode-fast, "
-                     "cuda-tests, issue15-doctor, issue15-roofs, ncu or ddp")
+                     "cuda-tests, issue15-doctor, issue15-roofs, issue19-20, ncu or ddp")
 
 
 def run_stage(name: str, argv: list[str], timeout: int, out: Path) -> dict:

@@ -79,6 +79,9 @@ def main() -> int:
                        None if r.low is None else round(r.low, 3), None if r.high is None else round(r.high, 3),
                        r.verdict) for r in result.ablation.rows] if result.ablation else None,
             "cut": result.ablation.cut if result.ablation else None,
+            "fast_rows": [{"title": r.title, "tokens_per_s": r.tokens_per_s, "share_of_memory_roof": r.share_of_memory_roof,
+                           "same_tokens": r.same_tokens, "compared_tokens": r.compared_tokens, "skipped": r.skipped}
+                          for r in (result.peak.fast if result.peak else [])],
         }
         (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
 

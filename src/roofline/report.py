@@ -92,7 +92,8 @@ class Ceilings(Struct):
     """The device's roofs. Measured ones state how; the datasheet entry, when known, sits beside them.
 
     ``cache_bandwidth_bytes_per_s`` is the last-level cache's roof and ``cache_bytes`` that cache's size (0: not
-    known, as in ceilings written before the cache roof existed and in datasheet ceilings)."""
+    known, as in ceilings written before the cache roof existed and in datasheet ceilings). The shared-memory roof
+    (``shared_memory_bandwidth_bytes_per_s``) is the aggregate over all SMs, measured on CUDA GPUs only."""
 
     device: str = "cpu"
     device_name: str = ""
@@ -110,6 +111,10 @@ class Ceilings(Struct):
     load_average: list[float] = field(default_factory=list)
     cache_bandwidth_bytes_per_s: float = 0.0
     cache_bytes: int = 0
+    # CUDA GPUs only (device/shared_memory.py); None: not measured, ``shared_memory_method`` says why (ceilings
+    # written before this roof existed have neither, and load as "not measured").
+    shared_memory_bandwidth_bytes_per_s: float | None = None
+    shared_memory_method: str = ""
 
     def has_roofs(self) -> bool:
         """Whether there is a roofline to judge against: a memory roof and at least one compute roof."""
@@ -356,6 +361,44 @@ def _module_node(name: str, node: dict[str, Any]) -> ModuleTotals:
     return ModuleTotals(name, time_s, flops, nbytes, n, children)
 
 
+class KernelClassTime(Struct):
+    """One kernel class's share of a step's device time (analyze/kernel_classes.py), per step.
+
+    ``time_s`` counts each kernel from where the kernels before it ended (kernels that overlap, as under
+    programmatic dependent launch, are not counted twice; ``overlapped_s`` is what was left out). ``bytes`` is
+    the modelled minimum traffic of the class's ops whose work is known, ``bytes_time_s`` those ops' kernel time,
+    and ``achieved_bytes_per_s`` their ratio; None where no op of the class has known bytes."""
+
+    name: str
+    time_s: NonNegative = 0.0
+    kernels: NonNegative = 0.0
+    overlapped_s: NonNegative = 0.0
+    bytes: float | None = None
+    bytes_time_s: NonNegative = 0.0
+    achieved_bytes_per_s: float | None = None
+    share_of_roof: float | None = None
+
+
+class KernelClasses(Struct):
+    """A step's device time by kernel class (matrix products, attention, other) and the gaps between kernels.
+
+    ``span_s`` runs from a step's first kernel start to its last kernel end; ``gaps_s`` = span - the time any
+    kernel ran (launch gaps, host waits inside the step, tails). All per step (or per ``unit``)."""
+
+    classes: list[KernelClassTime] = field(default_factory=list)
+    kernel_time_s: NonNegative = 0.0
+    span_s: NonNegative = 0.0
+    gaps_s: NonNegative = 0.0
+    overlapped_s: NonNegative = 0.0
+    kernels: NonNegative = 0.0
+    steps: Count = 1
+    bandwidth_bytes_per_s: float = 0.0
+    method: str = ""
+    # What each figure is per: a profiled step, or (``per_step`` > 1) one of the units each step did (tokens).
+    unit: str = "step"
+    per_step: Count = 1
+
+
 class Summary(Struct):
     """Totals over the report's ops. Shares are fractions of ``total_time_s`` (the ops' summed time);
     ``wall_time_s`` is the wall-clock span of the profiled steps those ops cover (None when the trace has no steps),
@@ -382,6 +425,7 @@ class Summary(Struct):
     share_by_bound: dict[str, float] = field(default_factory=dict)
     ops_from_cache: int = 0
     module_tree: ModuleTotals | None = None
+    kernel_classes: KernelClasses | None = None
 
     def fill_shares(self) -> None:
         """share_by_bound for a report written before it was a field (every view reads the field)."""

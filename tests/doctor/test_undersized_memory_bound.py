@@ -55,3 +55,26 @@ def test_a_few_slow_products_among_long_work_are_not_worth_a_finding():
     ops.append(op("aten::mm", [([8192, 8192], "float16"), ([8192, 8192], "float16")], out=[8192, 8192],
                   time=2e-3, flops=2 * 8192**3, bound="compute"))
     assert diagnose(report(ops, ceil=ceilings(**H200)), rules=[RULE]) == []
+
+
+def _products(nbytes: float, seconds: float, n: int = 8) -> list:
+    return [op("aten::mm", [([1, 2048], "float16"), ([2048, 2048], "float16")], out=[1, 2048], time=seconds,
+               nbytes=nbytes, module=f"layers.{i}.wo") for i in range(n)]
+
+
+def test_thresholds_at_their_boundaries():
+    """Each of the rule's three limits, just inside and just outside (H200: 4.6 TB/s, so the small-op limit is
+    SMALL_ROOF_S x 4.6 TB/s = 92 MB and the slow limit SLOW_SHARE x 4.6 TB/s = 2.76 TB/s)."""
+    from roofline.doctor.rules.undersized_memory_bound import MIN_BYTES, SLOW_SHARE, SMALL_ROOF_S
+
+    bw = H200["bandwidth"]
+    slow = SLOW_SHARE * bw
+
+    def fires(nbytes: float, rate: float) -> bool:
+        return bool(diagnose(report(_products(nbytes, nbytes / rate), ceil=ceilings(**H200)), rules=[RULE]))
+
+    mb8 = 8e6
+    assert fires(mb8, slow * 0.99) and not fires(mb8, slow * 1.01)  # running just under / over 60% of the roof
+    assert fires(MIN_BYTES, slow / 2) and not fires(MIN_BYTES - 1, slow / 2)  # below 256 KiB: launch-overhead's
+    small = SMALL_ROOF_S * bw
+    assert fires(small * 0.999, slow / 2) and not fires(small, slow / 2)  # 20 us at the roof: not small any more

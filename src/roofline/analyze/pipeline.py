@@ -21,6 +21,7 @@ from roofline.analyze.join import (
     roots_by_step,
     subtree,
 )
+from roofline.analyze.kernel_classes import kernel_classes
 from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.optimizer_lists import FOREACH_PREFIX, OptimizerLists, with_lists
 from roofline.analyze.roofline import place_op, summarize
@@ -273,6 +274,8 @@ def report_from_trace(
     if recording is not None:
         report.extra["tf32"] = {"cuda_matmul": recording.tf32.matmul, "cudnn": recording.tf32.cudnn}
     _fill_syncs_and_memory(report, trace, reference_peak_bytes)
+    if trace.has_gpu:
+        report.summary.kernel_classes = kernel_classes(report)
     return report
 
 

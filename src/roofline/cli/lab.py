@@ -26,6 +26,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--dtype", default=None, help="default float16 on CUDA, float32 on CPU")
     parser.add_argument("--data", default=None, help="folder with WikiText-2 test.txt/valid.txt ($ROOFLINE_DATA)")
     parser.add_argument("--no-doctor", action="store_true", help="skip the doctor's profiling runs")
+    parser.add_argument("--decode-only", action="store_true",
+                        help="only the batch-1 decode against the memory roof: compiled, tuned and the hand-written "
+                             "Triton kernels (CUDA), with each one's device time by kernel class; no WikiText-2 "
+                             "needed (a seeded random prompt)")
+    parser.add_argument("--no-tuned", action="store_true",
+                        help="leave out the Inductor-tuned batch-1 step (its compile takes minutes on llama-8b)")
     parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                         help="time for the configurations of the three views; runs that would not fit are not "
                              "started, and lab.md says what was cut")
@@ -54,13 +60,15 @@ def run(args: argparse.Namespace) -> int:
         return _run_study(args, device, progress, began)
 
     options = LabOptions(model=args.model, device=device, dtype=args.dtype, quick=args.quick, data=args.data,
-                         doctor=not args.no_doctor, ceilings=args.ceilings, budget_s=args.budget)
+                         doctor=not args.no_doctor, ceilings=args.ceilings, budget_s=args.budget,
+                         decode_only=args.decode_only, tuned=not args.no_tuned)
     # Each finished section is written at once: a long GPU run that is stopped keeps what it measured.
     result = run_lab(options, progress, checkpoint=lambda partial: write_lab(partial, args.output))
     written = write_lab(result, args.output)
     from roofline.lab.render import stage_table
 
-    print(stage_table(result))
+    if result.stages:
+        print(stage_table(result))
     if result.peak is not None:
         print(f"\nbatch-1 decode: {result.peak.tokens_per_s:,.1f} tokens/s = "
               f"{100 * result.peak.share_of_memory_roof:.1f}% of the memory roof")
@@ -69,6 +77,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"tuned batch-1 decode: failed ({tuned.error})" if tuned.error else
                   f"tuned batch-1 decode (stacked projections, tuned kernels, graphed loop): "
                   f"{tuned.tokens_per_s:,.1f} tokens/s = {100 * tuned.share_of_memory_roof:.1f}% of the memory roof")
+        for row in result.peak.fast:
+            print(f"{row.title}: {row.skipped}" if row.skipped else
+                  f"{row.title}: {row.tokens_per_s:,.1f} tokens/s = {100 * (row.share_of_memory_roof or 0):.1f}% of "
+                  f"the memory roof")
     if result.naive_report is not None:
         print(f"doctor, naive model: {', '.join(sorted({f.rule for f in result.naive_report.findings}))}")
     print(f"wrote {len(written)} files to {args.output} in {time.perf_counter() - began:.0f} s")

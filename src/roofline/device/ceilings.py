@@ -19,6 +19,7 @@ from roofline.device.cache import (  # noqa: F401 - the cache half, re-exported 
     save_ceilings,
 )
 from roofline.device.cache_bandwidth import CacheBandwidthResult, measure_cache_bandwidth
+from roofline.device.shared_memory import measure_shared_memory_bandwidth
 from roofline.device.datasheet import lookup_datasheet
 from roofline.device.measure import (
     BandwidthResult,
@@ -73,6 +74,7 @@ def measure_ceilings(
             r.method += f"; best of {passes} passes spread over the whole measurement"
     _cache_not_below_dram(cache, bw.best_bytes_per_s)
     launch = measure_launch_overhead(dev, quick=quick, progress=progress)
+    shared = measure_shared_memory_bandwidth(dev, quick=quick, progress=progress)
     method = "; ".join(
         [f"bandwidth: {bw.method}"]
         + [f"{d}: {r.method}" for d, r in flops.items()]
@@ -101,6 +103,8 @@ def measure_ceilings(
         load_average=load,
         cache_bandwidth_bytes_per_s=cache.best_bytes_per_s,
         cache_bytes=cache.cache_bytes,
+        shared_memory_bandwidth_bytes_per_s=shared.bytes_per_s,
+        shared_memory_method=shared.method,
     )
 
 
@@ -114,6 +118,18 @@ def add_cache_roof(ceilings: Ceilings, device: torch.device, *, quick: bool = Fa
     ceilings.cache_bytes = cache.cache_bytes
     when = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     ceilings.method += f"; cache (measured {when}, after the other roofs, which predate it): {cache.method}"
+    return ceilings
+
+
+def add_shared_memory_roof(ceilings: Ceilings, device: torch.device, *, quick: bool = False,
+                           progress: Progress = _noop) -> Ceilings:
+    """Ceilings cached before the shared-memory roof existed, completed with it alone (a second on a GPU; on a CPU
+    only the reason it is absent is recorded, so this runs once)."""
+    shared = measure_shared_memory_bandwidth(device, quick=quick, progress=progress)
+    ceilings.shared_memory_bandwidth_bytes_per_s = shared.bytes_per_s
+    when = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    ceilings.shared_memory_method = (shared.method if shared.bytes_per_s is None else
+                                     f"{shared.method} (measured {when}, after the other roofs)")
     return ceilings
 
 
@@ -170,6 +186,9 @@ def get_ceilings(
         cached = load_ceilings(path, missing_ok=True)
         if cached is not None and cached.cache_bandwidth_bytes_per_s <= 0 and cached.source.startswith("measured"):
             cached = add_cache_roof(cached, dev, quick=quick, progress=progress)
+            save_ceilings(cached, path)
+        if cached is not None and not cached.shared_memory_method and cached.source.startswith("measured"):
+            cached = add_shared_memory_roof(cached, dev, quick=quick, progress=progress)
             save_ceilings(cached, path)
         if cached is not None:
             return cached

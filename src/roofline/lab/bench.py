@@ -84,6 +84,8 @@ class PeakDecode:
     prefill_ms: float
     compiled: bool
     tuned: "TunedDecode | None" = None
+    # lab/fast_rows.FastDecodeRow per hand-written variant (present, skipped with the reason, off CUDA).
+    fast: list = field(default_factory=list)
     method: str = (
         "batch-1 decode reads every weight (embedding table excepted: one row per token) and the KV cache of the "
         "context once per token; theoretical tokens/s = measured bandwidth / those bytes"

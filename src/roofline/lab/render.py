@@ -85,6 +85,58 @@ def stage_table(result: LabResult) -> str:
     return "\n".join(lines)
 
 
+def decode_rows_table(result: LabResult) -> str:
+    """The batch-1 decode rows: the compiled step, the tuned one, and each hand-written variant (or why not)."""
+    p = result.peak
+    lines = ["| batch-1 decode step | tokens/s | ms/token | bytes/token | % of memory roof | same tokens |",
+             "|---|---:|---:|---:|---:|---|"]
+    lines.append(f"| fixed, {'compiled' if p.compiled else 'eager'} | {p.tokens_per_s:,.1f} | {p.ms_per_token:.3f} "
+                 f"| {fmt_rate(p.bytes_per_token, 'B')} | {100 * p.share_of_memory_roof:.1f}% "
+                 f"| {'(the tuned row compares with it)' if p.tuned is not None and not p.tuned.error else '-'} |")
+    t = p.tuned
+    if t is not None and not t.error:
+        lines.append(f"| tuned (stacked, coordinate descent, graphed) | {t.tokens_per_s:,.1f} | {t.ms_per_token:.3f} "
+                     f"| {fmt_rate(p.bytes_per_token, 'B')} | {100 * t.share_of_memory_roof:.1f}% "
+                     f"| {t.same_tokens}/{t.compared_tokens} as the compiled step |")
+    for r in p.fast:
+        if r.skipped:
+            lines.append(f"| {r.title} | - | - | - | - | {r.skipped} |")
+            continue
+        if r.first_divergence is None:
+            same = f"yes, {r.compared_tokens}/{r.compared_tokens} as the eager fixed model"
+        else:
+            gap = "" if r.logit_gap_ulps is None else f"; the eager model's top-2 logits {r.logit_gap_ulps:.1f} ulp apart there"
+            same = f"{r.same_tokens}/{r.compared_tokens}: first differs at token {r.first_divergence}{gap}"
+        lines.append(f"| {r.title} | {_fmt(r.tokens_per_s, ',.1f')} | {_fmt(r.ms_per_token, '.3f')} "
+                     f"| {fmt_rate(r.bytes_per_token, 'B')} "
+                     f"| {_fmt(None if r.share_of_memory_roof is None else 100 * r.share_of_memory_roof, '.1f', '%')} "
+                     f"| {same} |")
+    return "\n".join(lines)
+
+
+def kernel_class_tables(result: LabResult) -> str:
+    """Per hand-written variant: each kernel class's time, kernels and bandwidth per token, then the gaps."""
+    rows = [r for r in (result.peak.fast if result.peak else []) if r.breakdown is not None]
+    if not rows:
+        return ""
+    lines = ["| variant | kernel class | us/token | kernels/token | bytes/token | achieved | % of roof |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        b = r.breakdown
+        for c in b.classes:
+            lines.append(f"| {r.title} | {c.name} | {1e6 * c.time_s:,.1f} | {c.kernels:,.1f} "
+                         f"| {fmt_rate(c.bytes, 'B') if c.bytes is not None else '-'} "
+                         f"| {fmt_rate(c.achieved_bytes_per_s, 'B/s') if c.achieved_bytes_per_s else '-'} "
+                         f"| {_fmt(None if c.share_of_roof is None else 100 * c.share_of_roof, '.1f', '%')} |")
+        lines.append(f"| {r.title} | between kernels, profiled Python loop | {1e6 * b.gaps_s:,.1f} | | | | |")
+        if r.graphed_gap_s is not None:
+            lines.append(f"| {r.title} | between kernels in the CUDA graph (graphed time - kernel time) "
+                         f"| {1e6 * r.graphed_gap_s:,.1f} | | | | |")
+        if b.overlapped_s > 0:
+            lines.append(f"| {r.title} | ran under an earlier kernel (PDL) | {1e6 * b.overlapped_s:,.1f} | | | | |")
+    return "\n".join(lines)
+
+
 def _divergence(agree) -> str:
     text = f"diverge at token {agree.first_divergence}"
     if agree.logit_gap_ulps is not None:
@@ -121,6 +173,15 @@ def _findings_list(report: Report | None) -> str:
     return "\n".join(rows)
 
 
+def _prompts_text(result: LabResult) -> str:
+    plan = result.plan
+    return ("Prompts: " + (f"{len(result.prompts)} passages of WikiText-2 test text ({plan.min_prompt_words}-"
+                           f"{plan.prompt_words} words)" if plan.min_prompt_words else
+                           f"the first sentence of {len(result.prompts)} WikiText-2 test paragraphs (up to "
+                           f"{plan.prompt_words} words)")
+            + f", {plan.max_new_tokens} new tokens each, greedy")
+
+
 def lab_markdown(result: LabResult) -> str:
     c = result.config
     ceil = result.ceilings
@@ -129,12 +190,11 @@ def lab_markdown(result: LabResult) -> str:
         f"# roofline lab: {result.model} on {ceil.device_name or result.device} ({result.dtype})",
         "",
         f"Model: LLaMA dim {c['dim']}, {c['n_layers']} layers, {c['n_heads']} heads, {c['n_kv_heads']} KV heads, "
-        f"FFN {c['ffn_dim']}, vocab {c['vocab_size']}, random weights (seeded). Prompts: "
-        + (f"{len(result.prompts)} passages of WikiText-2 test text ({plan.min_prompt_words}-{plan.prompt_words} "
-           "words)" if plan.min_prompt_words else
-           f"the first sentence of {len(result.prompts)} WikiText-2 test paragraphs (up to {plan.prompt_words} words)")
-        + f", {plan.max_new_tokens} new tokens each, greedy. torch {result.environment.torch_version}, "
-        f"{result.environment.timestamp}.",
+        f"FFN {c['ffn_dim']}, vocab {c['vocab_size']}, random weights (seeded). "
+        + (_prompts_text(result) if result.prompts else
+           f"Prompt: a seeded random prompt of {plan.sweep_context} tokens, then {plan.sweep_steps} greedy decode "
+           "steps (--decode-only)")
+        + f". torch {result.environment.torch_version}, {result.environment.timestamp}.",
         "",
         f"Ceilings ({ceil.source}): memory {fmt_rate(ceil.memory_bandwidth_bytes_per_s, 'B/s')}; "
         + ", ".join(f"{d} {fmt_rate(v, 'FLOP/s')}" for d, v in ceil.peak_flops_per_s.items()) + ".",
@@ -143,7 +203,7 @@ def lab_markdown(result: LabResult) -> str:
     ]
     if result.ablation is not None:
         parts += views_section(result)
-    else:
+    elif result.stages or "configurations" in result.pending:
         parts += [
             "## Stages (each fix added to the ones above it)", "", stage_table(result), "",
             f"Timing: {result.timing_method}; {plan.reps} timed run(s) per stage, median. tokens/s counts every "
@@ -183,6 +243,15 @@ def lab_markdown(result: LabResult) -> str:
                 f"{t.tokens_per_s:,.1f} tokens/s ({t.ms_per_token:.3f} ms/token): **{100 * t.share_of_memory_roof:.1f}%"
                 f" of the memory roof**; the first {t.same_tokens} of {t.compared_tokens} tokens are the same as the "
                 "plain compiled step's"))
+        if p.fast:
+            from roofline.lab.fast_rows import METHOD as FAST_METHOD
+
+            parts += ["", "### Hand-written decode kernels (Triton), batch 1", "", decode_rows_table(result), "",
+                      f"Method: {FAST_METHOD}."]
+            tables = kernel_class_tables(result)
+            if tables:
+                parts += ["", "### Where each token's device time goes, by kernel class", "", tables, "",
+                          f"Method: {next(r.breakdown.method for r in p.fast if r.breakdown is not None)}."]
     if result.sweep is not None:
         s = result.sweep
         crossing = f"batch {s.crossing_batch}" if s.crossing_batch else "beyond batch 65536"
@@ -195,16 +264,17 @@ def lab_markdown(result: LabResult) -> str:
             f"Ridge point ({s.dtype}): {s.ridge_point:.1f} FLOP/byte; the decode matmuls turn compute-bound at "
             f"**{crossing}**. Method: {s.method}.",
         ]
-    parts += [
-        "",
-        "## The doctor on the naive model",
-        "",
-        _findings_list(result.naive_report),
-        "",
-        "## The doctor on the fixed model",
-        "",
-        _findings_list(result.fixed_report),
-    ]
+    if result.stages or result.ablation is not None or result.naive_report or result.fixed_report:
+        parts += [
+            "",
+            "## The doctor on the naive model",
+            "",
+            _findings_list(result.naive_report),
+            "",
+            "## The doctor on the fixed model",
+            "",
+            _findings_list(result.fixed_report),
+        ]
     if result.sample_output:
         parts += ["", "## Sample", "", f"Prompt: {result.prompts[0]}", "", f"Greedy continuation (random weights): "
                   f"{result.sample_output}"]

@@ -20,6 +20,7 @@ from roofline.lab.ablation import Ablation, compile_recompute, run_ablation
 from roofline.lab.agreement import Agreement, compare_tokens, logit_gap
 from roofline.lab.data import UNK, load_wikitext, passage_prompts, sentence_prompts
 from roofline.lab.diagnosis import diagnose, doctor_dtype, profile_generation
+from roofline.lab.fast_rows import measure_fast_decode
 from roofline.lab.generate import decode_one_token
 from roofline.lab.model import FIX_TITLES, Fixes, configure, stages
 from roofline.models.llama import CONFIGS, LlamaConfig, Transformer, build_llama
@@ -60,6 +61,8 @@ class LabPlan:
     budget_s: float | None = None
     peak: bool = True
     sweep: bool = True
+    # The hand-written Triton decode's rows beside the peak decode (lab/fast_rows.py; skipped off CUDA).
+    fast_decode: bool = True
     workload: str = ""
 
 
@@ -75,6 +78,11 @@ class LabOptions:
     ceilings: str | None = None
     # Seconds for the views' configurations; runs that would not fit are not started, and the result says so.
     budget_s: float | None = None
+    # Only the batch-1 decode against the memory roof (compiled, tuned, hand-written): no stages, views, sweep or
+    # doctor.
+    decode_only: bool = False
+    # The Inductor-tuned batch-1 step beside the compiled one (CUDA); its compile takes minutes on llama-8b.
+    tuned: bool = True
 
 
 @dataclass
@@ -171,20 +179,19 @@ def run_lab(options: LabOptions, progress: Progress = lambda _: None,
         if options.budget_s <= 0:
             raise RooflineError(f"--budget must be a positive number of seconds, got {options.budget_s:g}")
         plan = dataclasses.replace(plan, budget_s=options.budget_s)
+    if options.decode_only:
+        plan = dataclasses.replace(plan, ablation=False, sweep=False, peak=True, fast_decode=True, prompts=1,
+                                   sweep_batches=[1],
+                                   notes=[*plan.notes, "--decode-only: the batch-1 decode against the memory roof alone "
+                                          "(no stages, views, sweep or doctor)"])
     config = lab_config(options.model, plan)
     if device.type == "cpu" and options.model != "llama-tiny" and not options.plan:
         raise RooflineError(f"{options.model} is too big for the CPU lab; use --model llama-tiny or --device cuda")
 
-    progress("loading WikiText-2 and building the word vocabulary")
-    corpus = load_wikitext(options.data)
-    unk = corpus.vocab.word_to_id.get(UNK, 0)
-    if plan.min_prompt_words:
-        word_prompts = passage_prompts(corpus, plan.prompts, min_words=plan.min_prompt_words,
-                                       max_words=plan.prompt_words)
+    if options.decode_only:  # the batch-1 decode runs on a seeded random prompt: no text needed
+        corpus, word_prompts, prompts, eos_id = None, [], [], 0
     else:
-        word_prompts = sentence_prompts(corpus, plan.prompts, max_words=plan.prompt_words)
-    prompts = [[i if i < config.vocab_size else unk for i in p] for p in word_prompts]
-    eos_id = corpus.eos_id
+        corpus, word_prompts, prompts, eos_id = _prompts(options, plan, config, progress)
 
     progress(f"ceilings of {device} (measured once, then cached)")
     ceilings = measured_ceilings(device, options.ceilings, progress=progress)
@@ -197,6 +204,21 @@ def run_lab(options: LabOptions, progress: Progress = lambda _: None,
     with _compile_settings(plan.compile):
         return _run_stages(options, plan, config, dtype, device, model, corpus, word_prompts, prompts, eos_id,
                            ceilings, progress, checkpoint or (lambda _: None))
+
+
+def _prompts(options: LabOptions, plan: LabPlan, config: LlamaConfig,
+             progress: Progress) -> tuple[Any, list[list[int]], list[list[int]], int]:
+    """(corpus, prompts as corpus word ids, the same as the model's token ids, the end-of-text id)."""
+    progress("loading WikiText-2 and building the word vocabulary")
+    corpus = load_wikitext(options.data)
+    unk = corpus.vocab.word_to_id.get(UNK, 0)
+    if plan.min_prompt_words:
+        word_prompts = passage_prompts(corpus, plan.prompts, min_words=plan.min_prompt_words,
+                                       max_words=plan.prompt_words)
+    else:
+        word_prompts = sentence_prompts(corpus, plan.prompts, max_words=plan.prompt_words)
+    prompts = [[i if i < config.vocab_size else unk for i in p] for p in word_prompts]
+    return corpus, word_prompts, prompts, corpus.eos_id
 
 
 @contextlib.contextmanager
@@ -225,7 +247,7 @@ def _run_stages(options: LabOptions, plan: LabPlan, config: LlamaConfig, dtype: 
     eager = decode_one_token
     compiled_step = bench.compile_decode(device) if plan.compile else None
     compiled_recompute = compile_recompute() if plan.compile else None
-    doctor = options.doctor and options.model not in FIXED_ONLY
+    doctor = options.doctor and options.model not in FIXED_ONLY and not options.decode_only
     views_on = plan.ablation and options.model not in FIXED_ONLY
     result = LabResult(
         model=options.model,
@@ -235,7 +257,7 @@ def _run_stages(options: LabOptions, plan: LabPlan, config: LlamaConfig, dtype: 
         plan=plan,
         ceilings=ceilings,
         environment=Environment.capture(ceilings.device_name),
-        prompts=[" ".join(corpus.vocab.decode(p)) for p in word_prompts],
+        prompts=[" ".join(corpus.vocab.decode(p)) for p in word_prompts] if corpus is not None else [],
         sample_output="",
         stages=[],
         agreement=[],
@@ -250,7 +272,7 @@ def _run_stages(options: LabOptions, plan: LabPlan, config: LlamaConfig, dtype: 
     if views_on:
         compiled_step = _measure_views(result, model, prompts, eos_id, ceilings, compiled_step, compiled_recompute,
                                        progress, checkpoint)
-    else:
+    elif not options.decode_only:
         compiled_step = _measure_stages(result, options, model, prompts, eos_id, ceilings, compiled_step, progress)
     if result.stages:
         result.sample_output = " ".join(corpus.vocab.decode(result.sample_tokens)) if result.sample_tokens else ""
@@ -263,7 +285,8 @@ def _run_stages(options: LabOptions, plan: LabPlan, config: LlamaConfig, dtype: 
     peak = None
     if plan.peak:
         # The tuned variant only on CUDA: its point is the GPU's memory roof, and on CPU it would only add a build.
-        tuned_step = bench.compile_tuned_decode(device) if compiled_step and device.type == "cuda" else None
+        tuned_step = (bench.compile_tuned_decode(device)
+                      if options.tuned and compiled_step and device.type == "cuda" else None)
         progress("peak decode: batch 1, fixed" + (" and compiled, then tuned" if tuned_step else
                                                   " and compiled" if compiled_step else ""))
         peak = bench.peak_decode(model, decode_step, ceilings, context=plan.sweep_context, steps=plan.sweep_steps,
@@ -273,6 +296,13 @@ def _run_stages(options: LabOptions, plan: LabPlan, config: LlamaConfig, dtype: 
             progress(f"  tuned: {t.error}" if t.error else
                      f"  plain {100 * peak.share_of_memory_roof:.1f}%, tuned {100 * t.share_of_memory_roof:.1f}% of "
                      "the memory roof")
+        if plan.fast_decode:
+            peak.fast = measure_fast_decode(model, ceilings, context=plan.sweep_context, steps=plan.sweep_steps,
+                                            warmup=plan.warmup + 2, progress=progress)
+            for row in peak.fast:
+                progress(f"  {row.title}: {row.skipped}" if row.skipped else
+                         f"  {row.title}: {row.tokens_per_s:,.1f} tokens/s, "
+                         f"{100 * (row.share_of_memory_roof or 0):.1f}% of the memory roof")
         result.peak = peak
         result.pending.remove("batch-1 peak decode")
         checkpoint(result)

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from roofline.render.units import fmt_bytes, fmt_count, fmt_pct, fmt_rate, fmt_time
-from roofline.report import BOUNDS, Ceilings, Report
+from roofline.report import BOUNDS, Ceilings, KernelClasses, Report
 
 BOUND_STYLE = {"compute": "red", "memory": "blue", "launch": "grey50", "unmodeled": "yellow"}
 
@@ -65,6 +65,10 @@ def ceilings_table(c: Ceilings) -> Table:
         row(f"peak {dtype}", rate, sheet.peak_flops_per_s.get(dtype) if sheet else None, "FLOP/s")
     if c.cache_bandwidth_bytes_per_s > 0:
         row(f"cache bandwidth (last level, {fmt_bytes(c.cache_bytes)})", c.cache_bandwidth_bytes_per_s, None, "B/s")
+    if c.shared_memory_bandwidth_bytes_per_s:
+        row("shared memory bandwidth (all SMs)", c.shared_memory_bandwidth_bytes_per_s, None, "B/s")
+    elif c.device.startswith("cuda"):
+        table.add_row("shared memory bandwidth (all SMs)", "not measured", "-", "-")
     table.add_row("launch overhead (eager)", fmt_time(c.launch_overhead_s), "-", "-")
     if c.launch_overhead_graph_s is not None:
         table.add_row("launch overhead (CUDA graph)", fmt_time(c.launch_overhead_graph_s), "-", "-")
@@ -80,6 +84,8 @@ def render_ceilings(c: Ceilings) -> str:
         load = f", load average {' / '.join(f'{x:g}' for x in c.load_average)} (1/5/15 min)" if c.load_average else ""
         threads = f", {c.threads} threads" if c.threads else ""
         note += f"\nMeasured: {c.measured_at}{threads}{load}"
+    if c.shared_memory_method:
+        note += f"\nShared memory: {c.shared_memory_method}"
     if c.datasheet:
         note += f"\nDatasheet: {c.datasheet.source}"
     return text + fit(note) + "\n"
@@ -185,6 +191,26 @@ def summary_table(report: Report) -> Table:
     return table
 
 
+def kernel_class_table(kc: KernelClasses) -> Table:
+    """Device time per step by kernel class (the analysis's KernelClasses), then the gaps between kernels."""
+    span = kc.span_s or 1.0
+    table = Table(title=f"Device time by kernel class (per {kc.unit})", title_justify="left")
+    for name, right in (("class", False), ("time", True), ("share of span", True), ("kernels", True),
+                        ("bytes (model)", True), ("achieved", True), ("% of roof", True)):
+        table.add_column(name, justify="right" if right else "left")
+    for c in kc.classes:
+        table.add_row(c.name, fmt_time(c.time_s), fmt_pct(c.time_s / span), f"{c.kernels:,.1f}".rstrip("0").rstrip("."),
+                      fmt_bytes(c.bytes) if c.bytes is not None else "-",
+                      fmt_rate(c.achieved_bytes_per_s, "B/s") if c.achieved_bytes_per_s is not None else "-",
+                      fmt_pct(c.share_of_roof) if c.share_of_roof is not None else "-")
+    table.add_row("between kernels", fmt_time(kc.gaps_s), fmt_pct(kc.gaps_s / span), "", "", "", "")
+    if kc.overlapped_s > 0:
+        table.add_row("(ran under an earlier kernel)", fmt_time(kc.overlapped_s), "", "", "", "", "")
+    table.add_row("span, first to last kernel", fmt_time(kc.span_s), "100%", f"{kc.kernels:,.1f}".rstrip("0").rstrip("."),
+                  "", "", "")
+    return table
+
+
 def render_report(report: Report, top: int = 15) -> str:
     s = report.summary
     lines = []
@@ -207,7 +233,10 @@ def render_report(report: Report, top: int = 15) -> str:
     width = terminal_width()
     if s.stale_ceilings:
         lines.append(f"Warning: {s.stale_ceilings}")
-    body = to_text(summary_table(report), ops_table(report, top, width=width), width=width)
+    tables = [summary_table(report), ops_table(report, top, width=width)]
+    if s.kernel_classes is not None:
+        tables.append(kernel_class_table(s.kernel_classes))
+    body = to_text(*tables, width=width)
     notes = []
     if s.timing_method:
         notes.append(f"Timing: {s.timing_method}")
@@ -232,6 +261,8 @@ def render_report(report: Report, top: int = 15) -> str:
                      f"DRAM {fmt_bytes(n.dram_bytes)}{l2} against a modelled minimum of {fmt_bytes(n.modelled_bytes)} "
                      f"over {n.ops_measured} ops (memory.png, report.html)")
         notes.extend(n.notes)
+    if s.kernel_classes is not None:
+        notes.append(f"Kernel classes: {s.kernel_classes.method}")
     notes.extend(s.notes)
     return fit("\n".join(lines), width) + "\n" + body + fit("\n".join(notes), width) + "\n"
 

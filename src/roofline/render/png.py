@@ -1,5 +1,6 @@
 """The roofline chart as a PNG (matplotlib, Agg backend): log-log, the DRAM roof (and the last-level cache roof,
-dashed, when measured), one compute roof per dtype; ops the analysis judged against the cache roof are squared.
+dashed, and the shared-memory roof, dotted, when measured), one compute roof per dtype; ops the analysis judged
+against the cache roof are squared.
 
 Each op is a point at (arithmetic intensity, achieved FLOP/s), coloured by what bounds it (red compute, blue
 memory, gray launch overhead), sized by its share of time; ridge points are marked and the top ops labelled.
@@ -71,6 +72,11 @@ def draw_roofline(report: Report, *, top_labels: int = 8, title: str | None = No
         top = max(c.peak_flops_per_s[d] / cache_bw for d in dtypes)
         ax.plot([lo, top], [lo * cache_bw, top * cache_bw], color="gray", linestyle="--", linewidth=1.1,
                 label=f"cache roof {fmt_rate(cache_bw, 'B/s')} (last-level cache; ops that fit and beat DRAM)")
+    shared_bw = c.shared_memory_bandwidth_bytes_per_s or 0.0
+    if bw and shared_bw > max(bw, cache_bw):
+        top = max(c.peak_flops_per_s[d] / shared_bw for d in dtypes)
+        ax.plot([lo, top], [lo * shared_bw, top * shared_bw], color="gray", linestyle=":", linewidth=1.1,
+                label=f"shared-memory roof {fmt_rate(shared_bw, 'B/s')} (all SMs, 16-byte loads)")
     for i, dtype in enumerate(dtypes):
         peak = c.peak_flops_per_s[dtype]
         ridge = peak / bw if bw else lo

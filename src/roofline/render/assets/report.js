@@ -194,6 +194,12 @@
           plot.appendChild(svg("polyline", { "class": "roof cache-roof", points: pts([[xa, xa * cbw], [cacheRidge, cacheRidge * cbw]]) },
             svg("title", { text: "cache roof " + R.si(cbw, "B/s") + " (last-level cache, " + R.si(c.cache_bytes, "B") + "): ops that fit in it and beat the DRAM roof are judged against it" })));
         }
+        var sbw = c.shared_memory_bandwidth_bytes_per_s || 0;
+        if (maxRidge && sbw > Math.max(bw, cbw)) {
+          var sharedRidge = maxRidge * bw / sbw;
+          plot.appendChild(svg("polyline", { "class": "roof cache-roof", "stroke-dasharray": "2 3", points: pts([[xa, xa * sbw], [sharedRidge, sharedRidge * sbw]]) },
+            svg("title", { text: "shared-memory roof " + R.si(sbw, "B/s") + " (all SMs, 16-byte loads): the ceiling of data staged in shared memory" })));
+        }
         var lastLabelY = null;
         roofs.forEach(function (r) {
           var ridge = r.peak / bw, lx = X(ridge);
@@ -515,7 +521,25 @@
           el("span", { "class": "tnum", text: R.time(o.time_s) + " / " + R.time(o.predicted_s) }));
       })));
     }
+    if (s.kernel_classes) sec.appendChild(kernelClassTable(s.kernel_classes));
     return sec;
+  }
+  function kernelClassTable(kc) {
+    var span = kc.span_s || 1;
+    function opt(v, f) { return v === null || v === undefined ? "-" : f(v); }
+    var rows = kc.classes.map(function (c) {
+      return [c.name, R.time(c.time_s), R.pct(c.time_s / span), c.kernels.toFixed(1).replace(/\.0$/, ""),
+        opt(c.bytes, function (v) { return R.si(v, "B"); }), opt(c.achieved_bytes_per_s, function (v) { return R.si(v, "B/s"); }),
+        opt(c.share_of_roof, function (v) { return R.pct(v); })];
+    });
+    rows.push(["between kernels", R.time(kc.gaps_s), R.pct(kc.gaps_s / span), "", "", "", ""]);
+    if (kc.overlapped_s > 0) rows.push(["(ran under an earlier kernel)", R.time(kc.overlapped_s), "", "", "", "", ""]);
+    rows.push(["span, first to last kernel", R.time(kc.span_s), "100%", kc.kernels.toFixed(1).replace(/\.0$/, ""), "", "", ""]);
+    var box = el("div", null, el("h3", { text: "Device time by kernel class (per " + (kc.unit || "step") + ")" }),
+      simpleTable(["class", "time", "share of span", "kernels", "bytes (model)", "achieved", "% of roof"], rows,
+        [false, true, true, true, true, true, true]));
+    box.appendChild(el("p", { "class": "muted", text: kc.method }));
+    return box;
   }
   function timingText(t) {
     return R.time(t.median_s) + " median ± " + R.time(t.spread_s) + " IQR (n=" + t.n + ")" + (t.method ? " — " + t.method : "");
@@ -669,6 +693,8 @@
       ceilRows.push(["peak " + d, m !== undefined ? R.si(m, "FLOP/s") : "—", v !== undefined ? R.si(v, "FLOP/s") : "—", m && v ? R.pct(m / v, 0) : "—"]);
     });
     if (c.cache_bandwidth_bytes_per_s) ceilRows.push(["cache bandwidth (last level, " + R.si(c.cache_bytes, "B") + ")", R.si(c.cache_bandwidth_bytes_per_s, "B/s"), "—", "—"]);
+    if (c.shared_memory_bandwidth_bytes_per_s) ceilRows.push(["shared memory bandwidth (all SMs)", R.si(c.shared_memory_bandwidth_bytes_per_s, "B/s"), "—", "—"]);
+    else if (c.shared_memory_method) ceilRows.push(["shared memory bandwidth", c.shared_memory_method, "—", "—"]);
     ceilRows.push(["launch overhead", R.time(c.launch_overhead_s), "—", "—"]);
     if (c.launch_overhead_graph_s !== null && c.launch_overhead_graph_s !== undefined) ceilRows.push(["launch overhead (CUDA graph)", R.time(c.launch_overhead_graph_s), "—", "—"]);
     Object.keys(c.bandwidth_by_kernel_bytes_per_s || {}).forEach(function (k) {

@@ -1,0 +1,154 @@
+"""A step's device time by kernel class: matrix products, attention, everything else, and the gaps between kernels.
+
+Why: a memory-bound loop (batch-1 decode above all) that stays under its roof is either running slow kernels or
+leaving the GPU idle between fast ones, and the two need different fixes (a better matrix-vector kernel, or
+fewer launches: fusion, CUDA graphs, programmatic dependent launch). Each class's achieved bandwidth (its ops'
+modelled bytes over their kernels' time) says which class is slow; the gaps say what the launches cost.
+
+A kernel's class comes from the op that launched it when that op is a matrix product or attention (every kernel
+of an eager SDPA is attention, its batched products included), and otherwise from the kernel's name: Inductor's
+kernels by the ops their names list (templates and reductions over an mm are matrix products, those over a bmm
+or softmax attention; pointwise kernels are other, whatever they fuse), library and hand-written kernels by the
+usual words (gemm/gemv/cutlass/nvjet, flash/fmha/attention). Pure: reads the Report's ops and kernels only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from roofline.count.families import ATTENTION, MATMUL, MATVEC, op_kind
+from roofline.count.inductor import kernel_kind_and_ops
+from roofline.report import KernelClasses, KernelClassTime, KernelRecord, OpRecord, Report
+
+MATRIX = "matrix products"
+ATTENTION_CLASS = "attention"
+OTHER = "other"
+CLASSES = (MATRIX, ATTENTION_CLASS, OTHER)
+
+_MATMUL_NAME = re.compile(r"gemm|gemv|nvjet|cutlass|xmma|splitk|sm\d+_xmma", re.I)
+_ATTENTION_NAME = re.compile(r"flash|fmha|attention|sdpa", re.I)
+_INDUCTOR_MATMULS = {"mm", "addmm", "_addmm_activation"}
+
+METHOD = (
+    "each kernel counted from where the kernels before it ended (overlapping kernels, as under programmatic "
+    "dependent launch, not counted twice), per profiled step; class from the launching op (matrix products, "
+    "attention) or else the kernel's name (Inductor's fused op names, gemm/gemv/flash/attention); bandwidth = the "
+    "class's ops' modelled minimum bytes / those ops' kernel time; gaps = each profiled step's first kernel start "
+    "to its last kernel end, summed, less the time any kernel ran (the host's time between steps is not a gap)"
+)
+
+
+def op_class(name: str) -> str | None:
+    """The class an op's own name gives (None: let its kernels' names decide)."""
+    kind = op_kind(name)
+    if kind in MATMUL or kind in MATVEC:
+        return MATRIX
+    if kind in ATTENTION:
+        return ATTENTION_CLASS
+    return None
+
+
+def kernel_class(name: str) -> str:
+    """The class of a kernel from its name alone."""
+    kind, ops = kernel_kind_and_ops(name)
+    if kind:
+        fused = set(ops)
+        if kind in ("tem", "mm", "bmm") or (kind in ("red", "per") and fused & _INDUCTOR_MATMULS):
+            return MATRIX
+        if kind in ("red", "per") and fused & {"bmm", "baddbmm", "softmax", "_softmax"}:
+            return ATTENTION_CLASS
+        return OTHER
+    if _ATTENTION_NAME.search(name):
+        return ATTENTION_CLASS
+    if _MATMUL_NAME.search(name):
+        return MATRIX
+    return OTHER
+
+
+def _class_of(kernel: KernelRecord, ops: list[OpRecord]) -> str:
+    if kernel.op_index is not None and 0 <= kernel.op_index < len(ops):
+        by_op = op_class(ops[kernel.op_index].name)
+        if by_op is not None:
+            return by_op
+    return kernel_class(kernel.name)
+
+
+def kernel_classes(report: Report, *, known_bytes: dict[str, float] | None = None, bytes_method: str = "",
+                   per_step: int = 1, unit: str = "step") -> KernelClasses | None:
+    """The report's device time per step by kernel class, or None for a report without device kernels.
+
+    ``per_step``/``unit``: each profiled step did ``per_step`` units of work (a decode loop's tokens), and every
+    figure is given per unit. ``known_bytes``: bytes per unit a caller knows a class moves (a hand-written
+    kernel's weights, which no counted op carries), used for that class instead of its ops' modelled bytes;
+    ``bytes_method`` says where they come from."""
+    kernels = sorted((k for k in report.kernels if k.category == "kernel"), key=lambda k: k.start_s)
+    if not kernels:
+        return None
+    steps = max(1, report.steps) * max(1, per_step)
+    time = defaultdict(float)
+    raw = defaultdict(float)
+    count = defaultdict(int)
+    op_time: dict[int, float] = defaultdict(float)
+    op_cls: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    covered = float("-inf")
+    for k in kernels:
+        cls = _class_of(k, report.ops)
+        end = k.start_s + k.dur_s
+        own = max(0.0, end - max(k.start_s, covered))
+        covered = max(covered, end)
+        time[cls] += own
+        raw[cls] += k.dur_s
+        count[cls] += 1
+        if k.op_index is not None:
+            op_time[k.op_index] += own
+            op_cls[k.op_index][cls] += own
+    moved = defaultdict(float)
+    moved_time = defaultdict(float)
+    for index, by_cls in op_cls.items():
+        if not 0 <= index < len(report.ops):
+            continue
+        op = report.ops[index]
+        if not op.modeled or op.bytes <= 0:
+            continue
+        cls = max(by_cls, key=by_cls.get)
+        moved[cls] += op.bytes
+        moved_time[cls] += op_time[index]
+    bandwidth = report.ceilings.memory_bandwidth_bytes_per_s
+    known = known_bytes or {}
+    rows = []
+    for cls in CLASSES:
+        if not count[cls]:
+            continue
+        if cls in known:
+            nbytes, over = known[cls] * steps, time[cls]
+        else:
+            nbytes, over = (moved[cls], moved_time[cls]) if moved[cls] > 0 else (None, 0.0)
+        achieved = nbytes / over if nbytes is not None and over > 0 else None
+        rows.append(KernelClassTime(
+            name=cls, time_s=time[cls] / steps, kernels=count[cls] / steps,
+            overlapped_s=max(0.0, raw[cls] - time[cls]) / steps,
+            bytes=None if nbytes is None else nbytes / steps, bytes_time_s=over / steps,
+            achieved_bytes_per_s=achieved,
+            share_of_roof=achieved / bandwidth if achieved is not None and bandwidth > 0 else None))
+    busy = sum(time.values())
+    span = _step_spans(kernels, report.ops)
+    method = METHOD + (f"; {bytes_method}" if bytes_method else "")
+    return KernelClasses(
+        classes=rows, kernel_time_s=busy / steps, span_s=span / steps, gaps_s=max(0.0, span - busy) / steps,
+        overlapped_s=max(0.0, sum(raw.values()) - busy) / steps, kernels=len(kernels) / steps, steps=max(1, report.steps),
+        bandwidth_bytes_per_s=bandwidth, method=method, unit=unit, per_step=max(1, per_step))
+
+
+def _step_spans(kernels: list[KernelRecord], ops: list[OpRecord]) -> float:
+    """Sum over profiled steps of first kernel start to last kernel end. A kernel's step is its op's; one whose
+    op has none (no op, or a report of one step) belongs to the step of the kernel before it."""
+    spans: dict[int | None, list[float]] = {}
+    step = None
+    for k in kernels:
+        if k.op_index is not None and 0 <= k.op_index < len(ops) and ops[k.op_index].step is not None:
+            step = ops[k.op_index].step
+        end = k.start_s + k.dur_s
+        lo_hi = spans.setdefault(step, [k.start_s, end])
+        lo_hi[0], lo_hi[1] = min(lo_hi[0], k.start_s), max(lo_hi[1], end)
+    return sum(hi - lo for lo, hi in spans.values())
