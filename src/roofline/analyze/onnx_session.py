@@ -33,6 +33,9 @@ def analyze_ort_model(model: str, *, provider: str = "cpu", inputs: str | None =
     from roofline.capture.ort_profile import read_ort_profile
     from roofline.capture.ort_run import parse_inputs_spec, run_profiled
 
+    if not Path(model).is_file():
+        raise RooflineError(f"ONNX model not found: {model}")
+    parse_inputs_spec(inputs)  # a bad spec is refused before any work
     with tempfile.TemporaryDirectory(prefix="roofline-ort-") as tmp:
         progress(f"running {Path(model).name} under ONNX Runtime ({warmup} warm-up + {iters} timed runs)")
         run = run_profiled(model, provider, inputs, warmup=warmup, iters=iters, opt_level=opt_level,

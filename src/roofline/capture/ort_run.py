@@ -86,6 +86,7 @@ def run_profiled(model: str | Path, provider: str = "cpu", inputs_spec: str | No
     shapes, dims = parse_inputs_spec(inputs_spec)
     work = Path(workdir or tempfile.mkdtemp(prefix="roofline-ort-"))
     work.mkdir(parents=True, exist_ok=True)
+    ort.set_default_logger_severity(3)  # ORT's own error lines (a failed load) would add to our one line
     so = ort.SessionOptions()
     so.enable_profiling = True
     so.profile_file_prefix = str(work / "ort_profile")
