@@ -87,7 +87,8 @@ def totals(report_path: Path) -> dict:
 def run_model(name: str, out: Path, provider: str, env: dict[str, str], ort_ok: bool, iters: int) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     device = "cuda" if provider == "cuda" else "cpu"
-    export(name, out, env)
+    if ort_ok:
+        export(name, out, env)
     result: dict = {"commands": {}}
     cmd, secs = roofline(["analyze", f"{HERE / 'onnx_models.py'}:{name}", "--device", device, "--iters", str(iters),
                           "-o", str(out / "torch"), "--no-html"], env, out / "torch.log")
@@ -155,7 +156,14 @@ def main(argv: list[str] | None = None) -> int:
                        "build); install onnxruntime-gpu for the ONNX runs on the GPU. Only the PyTorch side ran.")
         print(ort_missing, file=sys.stderr)
     if args.provider == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("--provider cuda needs a CUDA GPU for the PyTorch side too")
+        raise SystemExit((ort_missing + " " if ort_missing else "")
+                         + "--provider cuda needs a CUDA GPU for the PyTorch side too")
+    if ort_missing is None:
+        try:
+            import onnxscript  # noqa: F401 - torch.onnx.export's default (dynamo) exporter needs it
+        except ImportError:
+            raise SystemExit("onnxscript missing: torch.onnx.export (dynamo exporter) needs it; pip install "
+                             "onnxscript onnx (the onnx extra)") from None
     device = torch.cuda.get_device_name(0) if args.provider == "cuda" else platform.processor() or "cpu"
     if args.provider == "cpu":
         from roofline.device.host import cpu_name

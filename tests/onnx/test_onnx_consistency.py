@@ -48,3 +48,14 @@ def test_onnx_totals_match_pytorch(name, tmp_path, monkeypatch, cpu_ceilings, on
     assert theirs.summary.unmodeled_time_share == 0
     assert ours.summary.total_flops == pytest.approx(theirs.summary.total_flops, rel=0.02)
     assert ours.summary.total_bytes == pytest.approx(theirs.summary.total_bytes, rel=0.02)
+
+
+def test_the_benchmark_says_when_the_cuda_provider_is_missing(tmp_path, capsys):
+    import onnxruntime
+    import torch
+
+    if "CUDAExecutionProvider" in onnxruntime.get_available_providers() or torch.cuda.is_available():
+        pytest.skip("a CUDA provider or GPU is here: the message is for machines without one")
+    bench = load_benchmark("onnx_consistency")
+    with pytest.raises(SystemExit, match="CUDAExecutionProvider missing: onnxruntime .* install onnxruntime-gpu"):
+        bench.main([str(tmp_path), "--provider", "cuda"])
