@@ -130,6 +130,11 @@ def match_graph(layers: list[Layer], graph: OnnxGraph) -> tuple[dict[str, GraphN
     return matched, belongs / len(layers) if layers else 0.0
 
 
+def _compiled_subgraph(layer: Layer) -> bool:
+    """A node an EP compiled from many (QNN, TensorRT, OpenVINO): ORT names it after the provider."""
+    return "ExecutionProvider_" in layer.name or layer.op_type.startswith(("QNN", "TRTKernel", "OpenVINO"))
+
+
 def _fused(op_type: str) -> bool:
     return op_type.startswith(("Fused", "Skip", "Bias", "Reorder", "Memcpy", "Attention", "MultiHead", "Embed",
                                "QuickGelu", "FastGelu", "Gelu"))
@@ -173,6 +178,10 @@ def build_onnx_report(timed: Timed, graph: OnnxGraph | None, ceilings_by_unit: d
             cost.note = why
         else:
             cost, aten = count_onnx_node(op_type, inputs, outputs, attrs, node.domain if node else "")
+        if not cost.modeled and _compiled_subgraph(layer):
+            cost.note = (f"{layer.provider} ran a compiled subgraph as this one node: its ONNX nodes are timed "
+                         "together; for per-op times record with the provider's detailed profiling (QNN: provider "
+                         "option profiling_level=detailed) or use AI Hub's per-layer profile")
         ins = [m for m in (inputs or []) if m is not None]
         outs = [m for m in (outputs or []) if m is not None]
         op = OpRecord(
@@ -191,6 +200,13 @@ def build_onnx_report(timed: Timed, graph: OnnxGraph | None, ceilings_by_unit: d
     summary = summarize(ops, timing_method=timed.method)
     summary.wall_time_s = statistics.median(timed.run_times_s) if timed.run_times_s else None
     summary.notes.extend(timed.notes)
+    if summary.wall_time_s:
+        summary.notes.append(f"node times sum to {summary.total_time_s / summary.wall_time_s:.0%} of the median run's "
+                             "wall time (the rest: the executor between nodes, input/output copies)")
+    if any(node_unit == "gpu" for node_unit in (layer.unit for layer in timed.layers)):
+        summary.notes.append("GPU nodes: ORT's profiler times a node's Compute call on the host, which enqueues its "
+                             "kernels asynchronously unless the provider synchronises: a GPU node's time can be its "
+                             "launch cost, not its kernels' (compare the sum with the run's wall time)")
     summary.notes.extend(_unit_notes(ops, nodes_info, ceilings_by_unit, main_unit))
     unmodelled = _unmodelled_shares(ops, nodes_info, summary.total_time_s)
     if unmodelled:
