@@ -131,6 +131,17 @@ def markdown(meta: dict, results: dict) -> str:
             ratio = (f"{row['flops_ratio']:.4f} | {row['bytes_ratio']:.4f}" if "flops_ratio" in row else "- | -")
             lines.append(f"| {name} | {run} | {row['flops']:.5g} | {row['bytes']:.5g} | {ratio} | {row['ops']} | "
                          f"{row['unmodelled_ops']} | {row['time_s'] * 1e3:.3g} ms |")
+    lines.append("")
+    for name, res in results.items():
+        agree = [run for run in CONFIGS if run in res and all(res[run]["within_2pct"].values())]
+        flops = [run for run in CONFIGS if run in res and res[run]["within_2pct"].get("flops")]
+        if run_rows := [run for run in CONFIGS if run in res]:
+            lines.append(f"- {name}: FLOPs within {TOLERANCE:.0%} in {len(flops)} of {len(run_rows)} configurations; "
+                         f"FLOPs and bytes within {TOLERANCE:.0%} in: {', '.join(agree) or 'none'}; unmodelled nodes: "
+                         f"{sum(res[run]['unmodelled_ops'] for run in run_rows)} (PyTorch ops: "
+                         f"{res['torch']['unmodelled_ops']})")
+    lines += ["", "Times are not compared: each run is timed in its own process at its own moment (host times on a "
+              "CPU; see each report's timing_method and the load average in its ceilings)."]
     if meta.get("ort_missing"):
         lines += ["", f"**{meta['ort_missing']}**"]
     return "\n".join(lines) + "\n"

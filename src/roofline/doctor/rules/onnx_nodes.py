@@ -59,7 +59,8 @@ def fallback(report: Report) -> list[Finding]:
     return [Finding(
         rule="ort-fallback", category="placement",
         title=(f"{len(off)} node(s) ran on {', '.join(units) or 'another unit'} instead of the session's "
-               f"{main.upper()} ({', '.join(kinds[:6])}), plus {len(copies)} device copies: {_ms(time)}"),
+               f"{main.upper()} ({', '.join(kinds[:6])})" + (f", plus {len(copies)} device copies" if copies else "")
+               + f": {_ms(time)}"),
         evidence={"nodes": len(off), "op_types": kinds, "providers": units, "copies": len(copies),
                   "time_s": time, "roofline_time_on_main_unit_s": on_main},
         locations=top_locations(ops + copies, limit=8), estimated_savings_s=savings,
