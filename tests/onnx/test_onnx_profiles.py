@@ -177,3 +177,21 @@ def test_truncated_profile_is_refused_by_the_reader(tmp_path):
     path.write_text("[{\"cat\": \"Node\", ")
     with pytest.raises(RooflineError, match="cut short"):
         read_ort_profile(path)
+
+
+def test_snapdragon_datasheet_entries_and_ai_hub_device_names():
+    from roofline.device.datasheet import lookup_soc
+
+    assert lookup_soc("Snapdragon 8 Gen 2").memory_bandwidth_bytes_per_s == pytest.approx(67.2e9)
+    assert lookup_soc("Samsung Galaxy S24 (Family)").memory_bandwidth_bytes_per_s == pytest.approx(76.8e9)
+    elite = lookup_soc("Snapdragon 8 Elite QRD")
+    assert elite.memory_bandwidth_bytes_per_s == pytest.approx(84.8e9) and elite.peak_flops_per_s == {}
+    assert "5300 MHz" in elite.source and lookup_soc("Google Pixel 8") is None
+
+
+def test_inputs_spec_binds_shapes_and_named_dimensions():
+    from roofline.capture.ort_run import parse_inputs_spec
+
+    assert parse_inputs_spec("x=1x3x224x224,batch=2, seq=128") == ({"x": [1, 3, 224, 224]}, {"batch": 2, "seq": 128})
+    with pytest.raises(RooflineError, match="NAME=SHAPE"):
+        parse_inputs_spec("x=1x3xbig")
