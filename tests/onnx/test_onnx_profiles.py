@@ -195,3 +195,31 @@ def test_inputs_spec_binds_shapes_and_named_dimensions():
     assert parse_inputs_spec("x=1x3x224x224,batch=2, seq=128") == ({"x": [1, 3, 224, 224]}, {"batch": 2, "seq": 128})
     with pytest.raises(RooflineError, match="NAME=SHAPE"):
         parse_inputs_spec("x=1x3xbig")
+
+
+def test_unfused_chains_of_one_pattern_are_one_finding():
+    from roofline.doctor.rules.onnx_nodes import unfused
+    from roofline.report import Summary
+
+    shape = [1, 64, 128]
+    ops, nodes = [], []
+    for layer in range(3):
+        for kind in ("Add", "Add", "LayerNormalization", "MatMul"):
+            i = len(ops)
+            ops.append(OpRecord_(f"onnx::{kind}", f"l{layer}.{kind}{i}", i, shape, bound="compute"
+                                 if kind == "MatMul" else "memory"))
+            nodes.append({"op_type": kind, "unit": "cpu", "provider": "CPUExecutionProvider"})
+    report = Report(ops=ops, ceilings=CPU, summary=Summary(total_time_s=sum(op.time_s for op in ops)),
+                    extra={"onnx": {"nodes": nodes, "main_unit": "cpu"}})
+    (finding,) = unfused(report)
+    assert finding.title == "unfused chain of 3 memory-bound nodes x3: Add > Add > LayerNormalization"
+    one = 2 * 8192 * 4 / 10e9  # one read of the first input and one write of the last output at 10 GB/s
+    assert finding.estimated_savings_s == pytest.approx(3 * (3 * 10e-6 - one))
+
+
+def OpRecord_(name, module, index, shape, bound):
+    from roofline.report import OpRecord
+
+    return OpRecord(name=name, module=module, index=index, time_s=10e-6, flops=8192.0, bytes=3 * 8192 * 4.0,
+                    modeled=True, bound=bound, dtype="float32", input_shapes=[shape], input_dtypes=["float32"],
+                    output_shapes=[shape], output_dtypes=["float32"])

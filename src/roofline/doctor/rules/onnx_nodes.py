@@ -145,28 +145,37 @@ def find_chains(report: Report) -> list[list[OpRecord]]:
 
 @register("ort-unfused", "chains of memory-bound elementwise/normalisation ONNX nodes a fused kernel would merge")
 def unfused(report: Report) -> list[Finding]:
+    """One finding per pattern of op types (a transformer repeats its chains once per layer)."""
     bandwidth = report.ceilings.memory_bandwidth_bytes_per_s
     if bandwidth <= 0:
         return []
-    findings = []
+    patterns: dict[tuple[str, ...], list[list[OpRecord]]] = {}
     for chain in find_chains(report):
-        first, last = chain[0], chain[-1]
-        external = sum(_meta_bytes(s, d) for s, d in zip(first.input_shapes, first.input_dtypes))
-        external += sum(_meta_bytes(s, d) for s, d in zip(last.output_shapes, last.output_dtypes))
-        time = sum(op.time_s for op in chain)
-        savings = max(time - external / bandwidth, 0.0)
-        kinds = " > ".join(op.name.removeprefix("onnx::") for op in chain)
+        patterns.setdefault(tuple(op.name.removeprefix("onnx::") for op in chain), []).append(chain)
+    findings = []
+    for kinds, chains in patterns.items():
+        time = savings = fused = 0.0
+        for chain in chains:
+            first, last = chain[0], chain[-1]
+            external = sum(_meta_bytes(s, d) for s, d in zip(first.input_shapes, first.input_dtypes))
+            external += sum(_meta_bytes(s, d) for s, d in zip(last.output_shapes, last.output_dtypes))
+            chain_time = sum(op.time_s for op in chain)
+            time += chain_time
+            fused += external
+            savings += max(chain_time - external / bandwidth, 0.0)
+        ops = [op for chain in chains for op in chain]
+        times = f" x{len(chains)}" if len(chains) > 1 else ""
         findings.append(Finding(
             rule="ort-unfused", category="fusion",
-            title=f"unfused chain of {len(chain)} memory-bound nodes: {kinds}",
-            evidence={"nodes": [op.module for op in chain], "time_s": time, "fused_bytes": external,
-                      "bytes": sum(op.bytes for op in chain)},
-            locations=top_locations(chain), estimated_savings_s=savings,
-            savings_method="the chain's measured time less one read of its inputs and one write of its output at the "
-                           "memory roof",
+            title=f"unfused chain of {len(kinds)} memory-bound nodes{times}: {' > '.join(kinds)}",
+            evidence={"chains": len(chains), "first_chain": [op.module for op in chains[0]], "time_s": time,
+                      "fused_bytes": fused, "bytes": sum(op.bytes for op in ops)},
+            locations=top_locations(ops), estimated_savings_s=savings,
+            savings_method="each chain's measured time less one read of its inputs and one write of its output at "
+                           "the memory roof, summed over the chains of this pattern",
             fix=("let the runtime fuse it (graph optimisation level all; for transformer graphs "
                  "onnxruntime.transformers.optimizer creates SkipLayerNormalization, BiasGelu, FastGelu), or fuse it "
-                 "before export (torch.compile'd modules do not export fused; write the fused op as one module)"),
+                 "before export (write the fused computation as one module or custom op)"),
             severity=severity_for(report, savings),
         ))
     findings.sort(key=lambda f: -f.estimated_savings_s)
