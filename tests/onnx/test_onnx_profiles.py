@@ -223,3 +223,21 @@ def OpRecord_(name, module, index, shape, bound):
     return OpRecord(name=name, module=module, index=index, time_s=10e-6, flops=8192.0, bytes=3 * 8192 * 4.0,
                     modeled=True, bound=bound, dtype="float32", input_shapes=[shape], input_dtypes=["float32"],
                     output_shapes=[shape], output_dtypes=["float32"])
+
+
+def test_cuda_kernel_events_give_gpu_nodes_their_device_time(tmp_path):
+    from onnx_cases import node_event
+
+    c = ("float", (1, 4, 8, 8))
+    events = []
+    for r in range(2):
+        start = 1000 * (r + 1)
+        events.append({"cat": "Session", "name": "model_run", "ts": start, "dur": 900})
+        events.append(node_event("relu", "Relu", "CUDAExecutionProvider", start + 10, 30, [c], [c]))
+        events += [{"cat": "Kernel", "name": "elementwise_kernel", "ts": start + 50, "dur": 3, "args": {"op_name": "Relu"}},
+                   {"cat": "Kernel", "name": "elementwise_kernel", "ts": start + 60, "dur": 2, "args": {"op_name": "Relu"}}]
+        events.append(node_event("host", "Shape", "CPUExecutionProvider", start + 80, 7, [c], [("int64", (4,))]))
+    timed = layers_from_ort(parse_ort_events(events, "p.json"), warmup=1)
+    relu, shape = timed.layers
+    assert relu.times_s == pytest.approx([5e-6]) and shape.times_s == pytest.approx([7e-6])
+    assert "CUPTI" in timed.method

@@ -79,11 +79,13 @@ def layers_from_ort(profile: OrtProfile, warmup: int) -> Timed:
     # a node runs once per run; a node name seen several times in one run (a loop) is summed per run
     per_run: dict[str, list[float]] = defaultdict(list)
     first: dict[str, tuple] = {}
+    device = any(ev.device_us is not None for run in timed_runs for ev in run)
     for r, run in enumerate(timed_runs):
         t0 = run[0].ts_us if run else 0.0
         sums: dict[str, float] = defaultdict(float)
         for ev in run:
-            sums[ev.name] += ev.dur_us * 1e-6
+            on_gpu = device and unit_of(ev.provider) == "gpu"
+            sums[ev.name] += ((ev.device_us or 0.0) if on_gpu else ev.dur_us) * 1e-6
             if ev.name not in first:
                 first[ev.name] = (r, ev, (ev.ts_us - t0) * 1e-6)
         for name, s in sums.items():
@@ -97,6 +99,9 @@ def layers_from_ort(profile: OrtProfile, warmup: int) -> Timed:
     run_times = [d * 1e-6 for d in profile.run_durations_us[skipped:]]
     method = (f"ONNX Runtime profiler (per-node kernel_time events): median of {len(timed_runs)} timed run(s) "
               f"after {skipped} warm-up run(s)")
+    if device:
+        method += ("; GPU nodes: the device time of the CUDA kernels ORT's CUPTI profiler wrote after each node "
+                   "(Kernel events), not the node's host-side launch time")
     return Timed(layers, method, run_times, notes)
 
 
@@ -203,7 +208,7 @@ def build_onnx_report(timed: Timed, graph: OnnxGraph | None, ceilings_by_unit: d
     if summary.wall_time_s:
         summary.notes.append(f"node times sum to {summary.total_time_s / summary.wall_time_s:.0%} of the median run's "
                              "wall time (the rest: the executor between nodes, input/output copies)")
-    if any(node_unit == "gpu" for node_unit in (layer.unit for layer in timed.layers)):
+    if any(layer.unit == "gpu" for layer in timed.layers) and "CUPTI" not in timed.method:
         summary.notes.append("GPU nodes: ORT's profiler times a node's Compute call on the host, which enqueues its "
                              "kernels asynchronously unless the provider synchronises: a GPU node's time can be its "
                              "launch cost, not its kernels' (compare the sum with the run's wall time)")

@@ -3,7 +3,10 @@
 Per run, ORT writes a ``model_run`` Session event and, per node executed, a ``Node`` event named
 ``<node name>_kernel_time`` whose args carry ``op_name``, ``provider``, ``input_type_shape`` and
 ``output_type_shape`` (lists of ``{dtype: shape}``). Older versions add ``_fence_before``/``_fence_after`` events
-of the same node (skipped here). Nothing here imports onnxruntime: profiles recorded on another machine (a phone
+of the same node (skipped here). A GPU build with ORT's CUDA profiler (CUPTI; onnxruntime PR 8406) adds ``Kernel``
+events, each written after the Node event of the node that launched it (PR 9567): their durations are that node's
+device time (``NodeEvent.device_us``), where a Node event's own duration on a GPU provider is the host's launch
+call. Nothing here imports onnxruntime: profiles recorded on another machine (a phone
 through the QNN provider, a GPU server) are read the same way.
 """
 
@@ -33,6 +36,8 @@ class NodeEvent:
     inputs: list[TensorMeta] | None
     outputs: list[TensorMeta] | None
     node_index: int | None = None
+    device_us: float | None = None
+    kernels: int = 0
 
 
 @dataclass(slots=True)
@@ -68,6 +73,7 @@ def parse_ort_events(events: object, path: str) -> OrtProfile:
         raise RooflineError(f"{path}: not an ONNX Runtime profile (expected a JSON list of trace events)")
     runs_spans: list[tuple[float, float]] = []
     nodes: list[NodeEvent] = []
+    last: NodeEvent | None = None
     for ev in events:
         if not isinstance(ev, dict):
             continue
@@ -86,6 +92,10 @@ def parse_ort_events(events: object, path: str) -> OrtProfile:
                 inputs=_metas(args.get("input_type_shape")), outputs=_metas(args.get("output_type_shape")),
                 node_index=int(index) if str(index or "").isdigit() else None,
             ))
+            last = nodes[-1]
+        elif cat == "Kernel" and last is not None:
+            last.device_us = (last.device_us or 0.0) + float(ev.get("dur", 0))
+            last.kernels += 1
     if not nodes:
         raise RooflineError(f"{path}: no node events (cat 'Node', '*_kernel_time') in this profile: record it with "
                             "SessionOptions.enable_profiling = True and run the model at least once")
