@@ -155,8 +155,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small", action="store_true", help="the test suite's sizes")
     parser.add_argument("--iters", type=int, default=10)
     args = parser.parse_args(argv)
-    import onnxruntime as ort
     import torch
+
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise SystemExit("onnxruntime missing: pip install onnxruntime (onnxruntime-gpu for --provider cuda)") from None
 
     env = dict(SMALL_ENV) if args.small else {}
     wanted = "CUDAExecutionProvider" if args.provider == "cuda" else "CPUExecutionProvider"
@@ -165,10 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     if wanted not in available:
         ort_missing = (f"{wanted} missing: onnxruntime {ort.__version__} here offers {', '.join(available)} (the CPU "
                        "build); install onnxruntime-gpu for the ONNX runs on the GPU. Only the PyTorch side ran.")
-        print(ort_missing, file=sys.stderr)
     if args.provider == "cuda" and not torch.cuda.is_available():
         raise SystemExit((ort_missing + " " if ort_missing else "")
                          + "--provider cuda needs a CUDA GPU for the PyTorch side too")
+    if ort_missing:
+        print(ort_missing, file=sys.stderr)
     if ort_missing is None:
         try:
             import onnxscript  # noqa: F401 - torch.onnx.export's default (dynamo) exporter needs it
