@@ -168,11 +168,12 @@ def main(argv: list[str] | None = None) -> int:
     ort_missing = None
     if wanted not in available:
         ort_missing = (f"{wanted} missing: onnxruntime {ort.__version__} here offers {', '.join(available)} (the CPU "
-                       "build); install onnxruntime-gpu for the ONNX runs on the GPU. Only the PyTorch side ran.")
+                       "build); install onnxruntime-gpu for the ONNX runs on the GPU")
     if args.provider == "cuda" and not torch.cuda.is_available():
-        raise SystemExit((ort_missing + " " if ort_missing else "")
+        raise SystemExit((ort_missing + "; " if ort_missing else "")
                          + "--provider cuda needs a CUDA GPU for the PyTorch side too")
     if ort_missing:
+        ort_missing += ". Only the PyTorch side runs."
         print(ort_missing, file=sys.stderr)
     if ort_missing is None:
         try:
