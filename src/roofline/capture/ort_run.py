@@ -96,6 +96,9 @@ def run_profiled(model: str | Path, provider: str = "cpu", inputs_spec: str | No
     }[opt_level]
     optimized = work / "optimized.onnx"
     so.optimized_model_filepath = str(optimized)
+    # the optimised graph is read for its nodes' attributes only: weights go to a side file (no 2 GB protobuf limit)
+    so.add_session_config_entry("session.optimized_model_external_initializers_file_name", "optimized.onnx.data")
+    so.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
     if threads:
         so.intra_op_num_threads = threads
     so.log_severity_level = 3
