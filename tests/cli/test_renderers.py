@@ -13,7 +13,8 @@ from roofline.render.findings import FINDINGS_SHOWN, FindingsRenderer
 from roofline.render.outputs import OUTPUT_FILES, OutputSkipped, report_renderers, write_outputs
 from roofline.report import Finding, OpRecord, Report, Summary
 
-COMMANDS = {"analyze": ["--model", "matmul"], "trace": ["t.json"], "merge": ["run"], "doctor": ["t.json"]}
+COMMANDS = {"analyze": ["--model", "matmul"], "trace": ["t.json"], "merge": ["run"], "doctor": ["t.json"],
+            "ort": ["m.onnx"]}
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))

@@ -26,6 +26,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "bytes per op beside the modelled minimum, the memory-access view and the hierarchical roofline")
     p.add_argument("--partial", action="store_true",
                    help="report what was read from a trace that is cut short (refused otherwise)")
+    p.add_argument("--onnx", metavar="MODEL.onnx", default=None,
+                   help="PATH is an ONNX Runtime profile (any provider: CPU, CUDA, QNN on a Snapdragon) or a Qualcomm "
+                        "AI Hub profile job's results (JSON), of this ONNX model: one op per node, FLOPs and bytes from "
+                        "the model's shapes")
+    p.add_argument("--device", metavar="NAME", default=None,
+                   help="with --onnx: the device the profile ran on, for its datasheet roofs ('Snapdragon 8 Gen 3', "
+                        "'Samsung Galaxy S24', 'H100 SXM')")
+    p.add_argument("--inputs", metavar="SPEC", default=None,
+                   help="with --onnx: the model's dynamic dimensions ('batch=1,seq=128' or 'x=1x3x224x224') when the "
+                        "profile records no shapes (AI Hub)")
+    p.add_argument("--warmup", type=non_negative_int, default=1,
+                   help="with --onnx and an ORT profile: runs at its start left out as warm-up (default 1)")
     p.set_defaults(func=run)
 
 
@@ -36,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
     from roofline.render.findings import FindingsRenderer
     from roofline.render.outputs import report_renderers, write_outputs
 
+    if args.onnx or args.device or args.inputs:
+        return _run_onnx(args)
     if len(args.paths) > 1 and args.ncu:
         from roofline.errors import RooflineError
 
@@ -58,6 +72,32 @@ def run(args: argparse.Namespace) -> int:
         written, problems = write_outputs(report, args.output, report_renderers(raw_trace=raw, html=not args.no_html))
         if raw is None:
             problems.append("trace.json.gz not written: the trace is cut short (open the original in Perfetto)")
+    sys.stdout.write(ConsoleRenderer(args.top).render(report))
+    for problem in problems:
+        print(f"note: {problem}")
+    sys.stdout.write(FindingsRenderer(args.findings).render(report))
+    print(fit("wrote " + ", ".join(str(p) for p in written)))
+    return 0
+
+
+def _run_onnx(args: argparse.Namespace) -> int:
+    """A profile of an ONNX model recorded elsewhere (ORT's or AI Hub's), judged against the roofs given."""
+    from roofline.analyze.onnx_session import analyze_onnx_profile
+    from roofline.doctor import diagnose
+    from roofline.errors import RooflineError
+    from roofline.render.console import ConsoleRenderer, fit
+    from roofline.render.findings import FindingsRenderer
+    from roofline.render.outputs import write_outputs
+
+    if not args.onnx:
+        raise RooflineError("--device and --inputs go with --onnx MODEL.onnx (an ONNX profile); a torch trace "
+                            "names its own device")
+    if len(args.paths) > 1 or args.ncu or args.partial:
+        raise RooflineError("--onnx reads one profile; --ncu and --partial are for torch traces")
+    report = analyze_onnx_profile(args.paths[0], args.onnx, ceilings_file=args.ceilings, device=args.device,
+                                  inputs=args.inputs, warmup=args.warmup)
+    report.findings = diagnose(report)
+    written, problems = write_outputs(report, args.output, html=not args.no_html)
     sys.stdout.write(ConsoleRenderer(args.top).render(report))
     for problem in problems:
         print(f"note: {problem}")

@@ -228,3 +228,47 @@ def with_datasheet_cache(ceilings: Ceilings) -> Ceilings:
         ceilings.method += (f"; cache: L2 size {size / 2**20:g} MiB ({source}); no cache bandwidth known (datasheets "
                             "give none): ops that fit in it and beat the DRAM roof are marked as served from cache")
     return ceilings
+
+
+# Snapdragon SoCs (the phones Qualcomm AI Hub profiles on): one DRAM shared by the CPU, the Adreno GPU and the
+# Hexagon NPU (HTP), so each unit's memory roof is the SoC's LPDDR5X bandwidth: the memory clock Qualcomm gives
+# x 2 transfers per clock x 8 bytes (the 64-bit, 4 x 16-bit channel interface). Qualcomm publishes no TOPS or
+# FLOP/s figure for these HTPs (nor for their CPU and GPU in a form a roof can use), so no compute roof is listed:
+# layers get bound "unknown" until a ceilings file with peak_flops_per_s is passed (--ceilings FILE).
+_LPDDR5X = "{mhz} MHz LPDDR5X x 2 transfers/clock x 8 bytes (64-bit interface) = {gbs:g} GB/s; clock: {src}"
+_NO_PEAK = "; no compute peak published for the HTP (pass --ceilings FILE with peak_flops_per_s to add one)"
+
+
+def _soc(name: str, mhz: int, clock_source: str, extra: str = "") -> DatasheetEntry:
+    bandwidth = mhz * 1e6 * 2 * 8
+    return DatasheetEntry(name, bandwidth, {}, _LPDDR5X.format(mhz=mhz, gbs=bandwidth / GB, src=clock_source)
+                          + extra + _NO_PEAK)
+
+
+SOC_DATASHEET: dict[str, DatasheetEntry] = {
+    "Snapdragon 8 Gen 2": _soc("Qualcomm Snapdragon 8 Gen 2 (SM8550)", 4200,
+                               "Qualcomm's Snapdragon 8 Gen 3 launch (Oct 2023) compared 'up to 4800MHz, compared to "
+                               "4200MHz for the Snapdragon 8 Gen 2' (droidholic.com/snapdragon-8-gen-3-launched)"),
+    "Snapdragon 8 Gen 3": _soc("Qualcomm Snapdragon 8 Gen 3 (SM8650)", 4800,
+                               "Qualcomm Snapdragon 8 Gen 3 specification sheet: LPDDR5X up to 4800 MHz (as reported "
+                               "at launch, droidholic.com/snapdragon-8-gen-3-launched)",
+                               "; the course quotes about 77 GB/s"),
+    "Snapdragon 8 Elite": _soc("Qualcomm Snapdragon 8 Elite (SM8750)", 5300,
+                               "Qualcomm Snapdragon 8 Elite announcement (Oct 2024): LPDDR5X at 5300 MHz (10,600 MT/s, "
+                               "84.8 GB/s: geektopia.es 2024-10-22; 'dual-channel LPDDR5X-5300': hi-tech.ua)"),
+}
+
+_SOC_MATCHERS = [
+    (re.compile(r"8\s*Gen\s*2|SM8550|QCS8550|Galaxy S23", re.I), "Snapdragon 8 Gen 2"),
+    (re.compile(r"8\s*Gen\s*3|SM8650|Galaxy S24", re.I), "Snapdragon 8 Gen 3"),
+    (re.compile(r"8\s*Elite|SM8750|Galaxy S25", re.I), "Snapdragon 8 Elite"),
+]
+
+
+def lookup_soc(device_name: str | None) -> DatasheetEntry | None:
+    """The Snapdragon SoC entry for a chip or AI Hub device name ('Snapdragon 8 Gen 3', 'Samsung Galaxy S24
+    (Family)': AI Hub's Galaxy S23/S24/S25 are the Snapdragon variants), or None."""
+    for pattern, key in _SOC_MATCHERS:
+        if device_name and pattern.search(device_name):
+            return SOC_DATASHEET[key]
+    return None

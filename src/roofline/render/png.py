@@ -64,11 +64,11 @@ def draw_roofline(report: Report, *, top_labels: int = 8, title: str | None = No
     # Roofs are named in the legend, not on the plot, so their labels cannot collide at the ridge.
     ridges_drawn = [c.peak_flops_per_s[d] / bw for d in dtypes] if bw else []
     if bw:
-        top = max(ridges_drawn)
+        top = max(ridges_drawn) if ridges_drawn else hi  # a memory roof with no compute roof (a datasheet without peaks)
         ax.plot([lo, top], [lo * bw, top * bw], color="black", linewidth=1.4,
                 label=f"memory roof {fmt_rate(bw, 'B/s')} ({c.source})")
     cache_bw = c.cache_bandwidth_bytes_per_s
-    if bw and cache_bw > bw:
+    if bw and cache_bw > bw and dtypes:
         top = max(c.peak_flops_per_s[d] / cache_bw for d in dtypes)
         ax.plot([lo, top], [lo * cache_bw, top * cache_bw], color="gray", linestyle="--", linewidth=1.1,
                 label=f"cache roof {fmt_rate(cache_bw, 'B/s')} (last-level cache; ops that fit and beat DRAM)")

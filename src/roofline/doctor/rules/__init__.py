@@ -18,5 +18,6 @@ from roofline.doctor.rules import (  # noqa: F401
     collective_host_sync,
     undersized_memory_bound,
     excess_traffic,
+    onnx_nodes,
     sdpa_math_fallback,
 )

@@ -1,0 +1,95 @@
+"""ONNX nodes counted through the aten formulas (count/onnx_ops.py): values per mapped family."""
+
+from __future__ import annotations
+
+import pytest
+
+from roofline.count import count_op
+from roofline.count.meta import TensorMeta as T
+from roofline.count.onnx_ops import count_onnx_node, modelled_op_types
+
+
+def test_conv_is_aten_convolution_and_groups_come_from_the_weight():
+    x, w, b, y = T((1, 8, 16, 16), "float32"), T((8, 1, 3, 3), "float32"), T((8,), "float32"), T((1, 8, 16, 16), "float32")
+    cost, aten = count_onnx_node("Conv", [x, w, b], [y], {})  # depthwise: no group attribute, 8 in / 1 per group
+    assert aten == "aten::convolution"
+    assert cost.flops == 2 * 1 * (8 * 1 * 3 * 3) * 256
+    assert cost.bytes == x.nbytes + w.nbytes + b.nbytes + y.nbytes
+    assert cost.flops == count_op("aten::convolution", [x, w, b, 1, 1, 1, False, None, 8], None, [y]).flops
+
+
+def test_fused_nchwc_conv_adds_its_residual_and_activation_and_reads_each_input_once():
+    x, w, s, y = T((1, 4, 8, 8), "float32"), T((4, 4, 1, 1), "float32"), T((1, 4, 8, 8), "float32"), T((1, 4, 8, 8), "float32")
+    cost, aten = count_onnx_node("Conv", [x, w, None, s], [y], {"activation": "Relu"}, "com.microsoft.nchwc")
+    assert cost.flops == 2 * 16 * 64 + 256 + 256  # conv + residual add + relu, one FLOP per element each
+    assert cost.bytes == x.nbytes + w.nbytes + s.nbytes + y.nbytes
+    assert aten == "aten::convolution + aten::add + aten::relu"
+
+
+@pytest.mark.parametrize("b_shape,attrs", [((16, 32), {}), ((32, 16), {"transB": 1}), ((32, 16), {})])
+def test_gemm_transposes_from_attributes_or_shapes(b_shape, attrs):
+    a, b, c, y = T((4, 16), "float32"), T(b_shape, "float32"), T((32,), "float32"), T((4, 32), "float32")
+    cost, aten = count_onnx_node("Gemm", [a, b, c], [y], attrs)
+    assert (aten, cost.flops) == ("aten::addmm", 2 * 4 * 16 * 32)
+    assert cost.bytes == a.nbytes + b.nbytes + c.nbytes + y.nbytes
+
+
+def test_a_prepacked_weight_the_profile_leaves_out_is_inferred():
+    a, c, y = T((1, 512), "float32"), T((1000,), "float32"), T((1, 1000), "float32")
+    cost, _ = count_onnx_node("Gemm", [a, c], [y], {})
+    assert cost.flops == 2 * 512 * 1000
+    assert cost.bytes == a.nbytes + 512 * 1000 * 4 + c.nbytes + y.nbytes
+    m, _ = count_onnx_node("MatMul", [T((1, 8, 64), "float32")], [T((1, 8, 256), "float32")], {})
+    assert m.flops == 2 * 8 * 64 * 256
+
+
+def test_views_move_nothing_copies_read_and_write():
+    x = T((2, 3, 4), "float32")
+    view, _ = count_onnx_node("Reshape", [x, T((2,), "int64")], [T((6, 4), "float32")])
+    assert (view.flops, view.bytes, view.is_view) == (0, 0, True)
+    tr, _ = count_onnx_node("Transpose", [x], [T((4, 3, 2), "float32")], {"perm": [2, 1, 0]})
+    assert (tr.flops, tr.bytes) == (0, 2 * x.nbytes)
+    cast, aten = count_onnx_node("Cast", [x], [T((2, 3, 4), "float16")], {"to": 10})
+    assert (cast.bytes, aten) == (x.nbytes + x.numel * 2, "aten::_to_copy")
+
+
+def test_norms_softmax_and_attention_use_the_aten_values():
+    x = T((2, 16, 64), "float32")
+    g, b = T((64,), "float32"), T((64,), "float32")
+    ln, aten = count_onnx_node("LayerNormalization", [x, g, b], [x], {"axis": -1})
+    assert aten == "aten::native_layer_norm" and ln.flops == 7 * x.numel
+    skip, _ = count_onnx_node("SkipLayerNormalization", [x, x, g, b], [x], {})
+    assert skip.flops == ln.flops + x.numel  # the residual add, fused
+    assert skip.bytes == 2 * x.nbytes + g.nbytes + b.nbytes + x.nbytes
+    sm, _ = count_onnx_node("Softmax", [x], [x], {"axis": -1})
+    assert sm.flops == 5 * x.numel
+    w, bias = T((64, 192), "float32"), T((192,), "float32")
+    att, aten = count_onnx_node("Attention", [x, w, bias], [x], {"num_heads": 4})
+    sdpa = count_op("aten::scaled_dot_product_attention", [T((2, 4, 16, 16), "float32")] * 3).flops
+    assert att.flops == 2 * 32 * 64 * 192 + sdpa
+    assert aten == "aten::addmm + aten::scaled_dot_product_attention"
+    att1, _ = count_onnx_node("Attention", [x, w, bias], [x], {})  # heads unknown: the same FLOPs
+    assert att1.flops == att.flops
+
+
+def test_batch_norm_in_inference_and_embedding_gather():
+    x, p = T((1, 8, 4, 4), "float32"), T((8,), "float32")
+    bn, aten = count_onnx_node("BatchNormalization", [x, p, p, p, p], [x], {"epsilon": 1e-5})
+    assert (aten, bn.flops) == ("aten::native_batch_norm", 4 * x.numel)
+    table, ids = T((1000, 64), "float32"), T((1, 7), "int64")
+    g, aten = count_onnx_node("Gather", [table, ids], [T((1, 7, 64), "float32")], {})
+    assert aten == "aten::embedding" and g.bytes == 2 * 7 * 64 * 4 + ids.nbytes
+
+
+def test_an_op_without_a_formula_is_unmodelled_never_zero():
+    cost, aten = count_onnx_node("NonMaxSuppression", [T((1, 10, 4), "float32")], [T((3, 3), "int64")])
+    assert not cost.modeled and aten == "" and "NonMaxSuppression" in cost.note
+    bad, _ = count_onnx_node("Conv", [None, None], [T((1, 1, 1, 1), "float32")])
+    assert not bad.modeled
+
+
+def test_every_family_the_brief_names_is_mapped():
+    wanted = {"Conv", "Gemm", "MatMul", "Relu", "Add", "BatchNormalization", "LayerNormalization", "Softmax",
+              "Attention", "MultiHeadAttention", "SkipLayerNormalization", "FusedConv", "FusedGemm", "FusedMatMul",
+              "Transpose", "Reshape", "Cast", "Gelu", "BiasGelu", "EmbedLayerNormalization", "ReorderInput"}
+    assert wanted <= modelled_op_types()
