@@ -29,6 +29,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                         help="time for the configurations of the three views; runs that would not fit are not "
                              "started, and lab.md says what was cut")
+    parser.add_argument("--study", default=None, choices=["attention", "fp8", "batching"],
+                        help="run one extension study instead of the staged lab: attention (SDPA backends vs the "
+                             "naive attention over sequence lengths), fp8 (FP8 weights for decode, FP8 matmuls for "
+                             "prefill), batching (static vs continuous batching of a prompt stream)")
     add_ceilings_option(parser)
     parser.add_argument("-o", "--output", type=output_dir, required=True, help="output folder")
     parser.set_defaults(func=run)
@@ -45,6 +49,9 @@ def run(args: argparse.Namespace) -> int:
 
     def progress(message: str) -> None:
         print(f"[{time.perf_counter() - began:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+    if args.study is not None:
+        return _run_study(args, device, progress, began)
 
     options = LabOptions(model=args.model, device=device, dtype=args.dtype, quick=args.quick, data=args.data,
                          doctor=not args.no_doctor, ceilings=args.ceilings, budget_s=args.budget)
@@ -65,4 +72,17 @@ def run(args: argparse.Namespace) -> int:
     if result.naive_report is not None:
         print(f"doctor, naive model: {', '.join(sorted({f.rule for f in result.naive_report.findings}))}")
     print(f"wrote {len(written)} files to {args.output} in {time.perf_counter() - began:.0f} s")
+    return 0
+
+
+def _run_study(args: argparse.Namespace, device: str, progress, began: float) -> int:
+    from roofline.lab.studies import StudyOptions, run_study
+
+    options = StudyOptions(model=args.model, device=device, dtype=args.dtype, quick=args.quick, data=args.data,
+                           ceilings=args.ceilings, budget_s=args.budget)
+    result = run_study(args.study, options, args.output, progress)
+    print(result.table)
+    for line in result.summary:
+        print(line)
+    print(f"wrote {len(result.files)} files to {args.output} in {time.perf_counter() - began:.0f} s")
     return 0
