@@ -29,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-from roofline.lab.data import WikiText
+from roofline.lab.data import UNK, WikiText
 from roofline.lab.studies.batching_engine import SlotEngine
 
 PREFILL, DECODE = "prefill", "decode"
@@ -110,14 +110,18 @@ class Workload:
                 "new_tokens": list(self.new_tokens), "seed": self.seed}
 
 
-def make_requests(corpus: WikiText, workload: Workload, rate_per_s: float) -> list[Request]:
+def make_requests(corpus: WikiText, workload: Workload, rate_per_s: float, vocab_size: int | None = None) -> list[Request]:
     """The workload's requests at ``rate_per_s``: prompts are consecutive stretches of WikiText-2 test text
     (headings skipped, ``<eos>`` between paragraphs; the text wraps around if it runs out). The lengths and the
-    unit-rate gaps come from one seeded stream, so every rate sees the same requests, only closer together."""
+    unit-rate gaps come from one seeded stream, so every rate sees the same requests, only closer together.
+    Words whose id is not below ``vocab_size`` read as ``<unk>`` (as in the lab's other prompts)."""
     if rate_per_s <= 0 or workload.requests < 1:
         raise ValueError(f"need a positive rate and at least one request, got {rate_per_s}, {workload.requests}")
     words = [w for line in corpus.lines if len(line) > 1 and line[0] != "=" for w in line]
     stream = corpus.vocab.encode(words)
+    if vocab_size is not None:
+        unk = corpus.vocab.word_to_id.get(UNK, 0)
+        stream = [i if i < vocab_size else unk for i in stream]
     if not stream:
         raise ValueError(f"no text in {corpus.directory / 'test.txt'}")
     rng = random.Random(workload.seed)
