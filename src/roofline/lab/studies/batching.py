@@ -63,7 +63,7 @@ class Settings:
 
 FULL = Settings(slots=16, workload=Workload(96, (32, 512), (16, 256), seed=0),
                 rate_fractions=(0.4, 0.55, 0.7, 0.85, 1.0, 1.2, 1.5), repeats=3, timeout_steps=8,
-                profile_skip=48, profile_steps=32, budget_s=300.0)
+                profile_skip=48, profile_steps=24, budget_s=270.0)
 QUICK = Settings(slots=4, workload=Workload(24, (8, 48), (4, 24), seed=0), rate_fractions=(0.4, 0.8, 1.3),
                  repeats=1, timeout_steps=8, profile_skip=4, profile_steps=8, quick=True)
 # --quick on CPU: the lab's cut-down llama-tiny (runner.ablation_plan), so the whole study takes seconds.
@@ -135,7 +135,7 @@ def measure(model, corpus, settings: Settings, *, progress: Progress = lambda _:
                          for rate in rates] for name in SCHEDULERS}
         profiles = {}
         if profile:
-            window_rate = rates[min(range(len(rates)), key=lambda i: abs(settings.rate_fractions[i] - 0.9))]
+            window_rate = rates[min(range(len(rates)), key=lambda i: abs(settings.rate_fractions[i] - 0.85))]
             for name in SCHEDULERS:
                 progress(f"profiling {settings.profile_steps} steps of the {name} loop at {window_rate} requests/s")
                 requests = make_requests(corpus, settings.workload, window_rate, vocab)
