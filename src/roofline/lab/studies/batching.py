@@ -133,13 +133,18 @@ def measure(model, corpus, settings: Settings, *, progress: Progress = lambda _:
             notes.append(cut)
         points = {name: [_point(rate, [r for r in runs if r["scheduler"] == name and r["rate_per_s"] == rate])
                          for rate in rates] for name in SCHEDULERS}
-        profiles = {}
+        profiles, window_rate = {}, None
         if profile:
             window_rate = rates[min(range(len(rates)), key=lambda i: abs(settings.rate_fractions[i] - 0.85))]
             for name in SCHEDULERS:
                 progress(f"profiling {settings.profile_steps} steps of the {name} loop at {window_rate} requests/s")
                 requests = make_requests(corpus, settings.workload, window_rate, vocab)
-                profiles[name] = profile_window(engine, requests, eos_id, name, timeout_s, settings, ceilings, timer)
+                try:
+                    profiles[name] = profile_window(engine, requests, eos_id, name, timeout_s, settings, ceilings,
+                                                    timer)
+                except Exception as exc:  # noqa: BLE001 - the sweep's figures are kept; the failure is stated
+                    profiles[name] = {"error": f"{type(exc).__name__}: {exc}"}
+                    notes.append(f"profiling the {name} loop failed: {type(exc).__name__}: {exc}")
         cache_bytes = engine.cache_bytes()
     return {
         "study": "batching",
@@ -157,6 +162,7 @@ def measure(model, corpus, settings: Settings, *, progress: Progress = lambda _:
         "points": points,
         "comparison": {HEADLINE_LATENCY: compare(points, HEADLINE_LATENCY), "ttft_s": compare(points, "ttft_s")},
         "profile": profiles,
+        "profile_rate_per_s": window_rate if profile else None,
         "notes": notes,
         "seconds": time.perf_counter() - began,
     }
@@ -173,7 +179,8 @@ METHOD = {
     "throughput": "generated tokens / (first arrival -> last token)",
     "latency": "per request: time to first token (arrival -> first token), per-token latency ((last - first token) "
                "/ (tokens - 1)), request latency (arrival -> last token); p50/p99 over requests (numpy, linear)",
-    "busy_share": "time inside steps / (first arrival -> last token)",
+    "busy_share": "time inside steps (the device working or the host launching its work) / (first arrival -> last "
+                  "token)",
     "waste": "token positions computed for left padding (prefill), finished requests (static decode) or free "
              "slots below the highest taken one (continuous decode), over all positions computed",
     "repeats": "each (rate, scheduler) run `repeats` times in alternating passes; median with min-max",
@@ -311,30 +318,52 @@ def compare(points: dict[str, list[dict]], metric: str) -> dict[str, Any]:
     return {"metric": f"p99 {metric[:-2]}", "rows": rows, "headline": headline}
 
 
+class _WindowDone(Exception):
+    """The profiled window is full: the serving loop stops there."""
+
+
 def profile_window(engine: SlotEngine, requests, eos_id: int, name: str, timeout_s: float, settings: Settings,
                    ceilings, timer: Timer = measured) -> dict[str, Any]:
-    """``profile_steps`` engine steps after ``profile_skip`` unprofiled ones, each a profiler step; the Report's
-    op time and the steps' profiled wall time summed by kind, and the op time of wasted positions (each step's op
-    time x its wasted share of the positions it computed: a share of the work, not a measured saving)."""
+    """``profile_steps`` engine steps, each a profiler step, from the first prefill after ``profile_skip`` steps
+    (so the window holds a prefill and the decode steps after it, past the cold start); the Report's op time and
+    the steps' profiled wall time summed by kind, and the op time of wasted positions (each step's op time x its
+    wasted share of the positions it computed: a share of the work, not a measured saving). The whole run's
+    shares of prefill, decode and waste are the sweep's; the window shows what a step of each kind is made of."""
     from roofline.analyze.profiled import report_from_profile
     from roofline.capture.profiling import StepProfiler
     from roofline.doctor import diagnose
 
-    steps: list[Step] = []
-    profiler = StepProfiler(wait=settings.profile_skip, warmup=0, active=settings.profile_steps, timed=0,
-                            device=engine.device, ceilings=ceilings, detect_syncs=False, whole_block=False,
+    window: list[Step] = []
+    seen, opened = [0], [False]
+    profiler = StepProfiler(wait=0, warmup=0, active=settings.profile_steps, timed=0, device=engine.device,
+                            ceilings=ceilings, detect_syncs=False, whole_block=False,
                             workload=f"{name} batching serving loop")
 
-    def on_step(step: Step) -> None:
-        steps.append(step)
-        profiler.step()
+    def opening_timer(kind, rows, positions, fn):
+        if not opened[0] and seen[0] >= settings.profile_skip and kind == PREFILL:
+            profiler.__enter__()
+            opened[0] = True
+        return timer(kind, rows, positions, fn)
 
-    with profiler:
-        _serve(engine, name, requests, eos_id, timeout_s, timer=timer, on_step=on_step,
-               max_steps=settings.profile_skip + settings.profile_steps)
+    def on_step(step: Step) -> None:
+        seen[0] += 1
+        if opened[0]:
+            window.append(step)
+            profiler.step()
+            if len(window) == settings.profile_steps:
+                raise _WindowDone
+
+    try:
+        _serve(engine, name, requests, eos_id, timeout_s, timer=opening_timer, on_step=on_step)
+    except _WindowDone:
+        pass
+    finally:
+        if opened[0]:
+            profiler.__exit__(None, None, None)
+    if not window:
+        raise RooflineError(f"the {name} loop ran no prefill after {settings.profile_skip} steps: nothing profiled")
     record = profiler.record()
     report = report_from_profile(record, ceilings)
-    window = steps[settings.profile_skip:]
     op_time = [0.0] * len(window)
     for op in report.ops:
         if op.step is not None and 0 <= op.step < len(window):
@@ -348,7 +377,7 @@ def profile_window(engine: SlotEngine, requests, eos_id: int, name: str, timeout
         ops_s = sum(op_time[i] for i in idx)
         wall_s = sum(record.profiled_step_s[i] for i in idx if i < len(record.profiled_step_s))
         wasted = sum(op_time[i] * (window[i].computed - window[i].useful) / window[i].computed for i in idx)
-        out[kind] = {"steps": len(idx), "op_s": ops_s, "wall_s": wall_s,
+        out[kind] = {"steps": len(idx), "op_s": ops_s, "wall_s": wall_s, "op_s_per_step": ops_s / len(idx) if idx else None,
                      "op_share": ops_s / total_ops if total_ops else 0.0,
                      "wall_share": wall_s / total_wall if total_wall else 0.0,
                      "wasted_op_s": wasted, "computed_tokens": sum(window[i].computed for i in idx),

@@ -52,7 +52,7 @@ def headline(result: dict[str, Any]) -> str:
 
 def table(result: dict[str, Any]) -> str:
     lines = ["| rate (req/s) | scheduler | tokens/s | TTFT p50 / p99 (ms) | per-token p50 / p99 (ms) | "
-             "latency p50 / p99 (s) | GPU busy | prefill share | waste prefill / decode |",
+             "latency p50 / p99 (s) | busy | prefill share | waste prefill / decode |",
              "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     points = result["points"]
     for i, rate in enumerate(result["rates_per_s"]):
@@ -83,26 +83,38 @@ def comparison_table(result: dict[str, Any], metric: str = "latency_s") -> str:
     return "\n".join(lines)
 
 
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{1e3 * seconds:.3g}"
+
+
 def _profile_section(result: dict[str, Any]) -> list[str]:
     if not result["profile"]:
         return []
     lines = ["## Where the time goes (profiled window)", "",
-             "| scheduler | steps | prefill: op time / wall | decode: op time / wall | op time on wasted positions "
-             "(prefill / decode) | top ops |", "|---|---:|---:|---:|---:|---|"]
-    for name, prof in result["profile"].items():
+             "| scheduler | steps (prefill) | op time per step: prefill / decode (ms) | prefill: op time / wall | "
+             "decode: op time / wall | op time on wasted positions (prefill / decode) | top ops |",
+             "|---|---:|---:|---:|---:|---:|---|"]
+    profiled = {name: prof for name, prof in result["profile"].items() if "error" not in prof}
+    if not profiled:
+        return []
+    for name, prof in profiled.items():
         pre, dec = prof["prefill"], prof["decode"]
         top = ", ".join(f"{o['op']} {100 * o['share']:.0f}%" for o in prof["top_ops"][:4])
         lines.append(
-            f"| {name} | {prof['steps']} ({pre['steps']} prefill) | {100 * pre['op_share']:.0f}% / "
+            f"| {name} | {prof['steps']} ({pre['steps']}) | {_ms(pre['op_s_per_step'])} / {_ms(dec['op_s_per_step'])} | "
+            f"{100 * pre['op_share']:.0f}% / "
             f"{100 * pre['wall_share']:.0f}% | {100 * dec['op_share']:.0f}% / {100 * dec['wall_share']:.0f}% | "
             f"{100 * prof['wasted_op_share']:.0f}% ({1e3 * pre['wasted_op_s']:.3g} / {1e3 * dec['wasted_op_s']:.3g} "
             f"ms) | {top} |")
-    first = next(iter(result["profile"].values()))
-    lines += ["", f"Op time: {first['ops_time_source']} of each op in roofline's Report of the window; wall: the "
+    first = next(iter(profiled.values()))
+    lines += ["", f"The window: {first['steps']} steps from the first prefill after the loop's first "
+              f"{result['settings']['profile_skip_steps']} steps, at {result['profile_rate_per_s']:g} requests/s; the "
+              "whole runs' shares of prefill, decode and waste are in the sweep table. "
+              f"Op time: {first['ops_time_source']} of each op in roofline's Report of the window; wall: the "
               "profiled steps' wall time (the profiler adds to it). Op time on wasted positions: each step's op time x "
               "its share of positions computed for padding, finished requests or free slots (a share of the work; "
               "a weight-bound decode step would cost about the same without them).", ""]
-    for name, prof in result["profile"].items():
+    for name, prof in profiled.items():
         if prof["findings"]:
             lines.append(f"Doctor, {name} loop: " + "; ".join(prof["findings"]))
     return lines + [""]
