@@ -73,7 +73,7 @@ def table(result: dict[str, Any]) -> str:
 def comparison_table(result: dict[str, Any], metric: str = "latency_s") -> str:
     comparison = result["comparison"][metric]
     lines = [f"| static rate (req/s) | static {comparison['metric']} (s) | static tokens/s | "
-             "continuous tokens/s at that latency | factor |", "|---:|---:|---:|---:|---:|"]
+             "continuous: best tokens/s at p99 <= that (interpolated) | factor |", "|---:|---:|---:|---:|---:|"]
     for row in comparison["rows"]:
         cont = row["continuous_tokens_per_s"]
         bound = ">= " if row["how"] == "at least" else ""
