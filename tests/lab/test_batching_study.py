@@ -125,6 +125,7 @@ def test_throughput_is_compared_at_the_static_schedulers_p99_latency():
     assert rows[1]["continuous_tokens_per_s"] == pytest.approx(200) and rows[1]["factor"] == pytest.approx(2.0)
     assert rows[2]["continuous_tokens_per_s"] == pytest.approx(250) and rows[2]["how"] == "interpolated"
     assert rows[3]["how"] == "at least" and rows[3]["continuous_tokens_per_s"] == 300
+    assert rows[3]["continuous_p99_s"] == 10.0 and rows[2]["continuous_p99_s"] == 6.0
     assert result["headline"]["rate_per_s"] == 3 and result["headline"]["factor"] == pytest.approx(300 / 160)
 
 
