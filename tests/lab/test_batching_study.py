@@ -212,3 +212,13 @@ def test_a_failed_profile_keeps_the_sweep_and_says_why(tiny_model, wikitext_dir,
     assert result["profile"]["static"] == {"error": "RuntimeError: no profiler here"}
     assert "profiling the static loop failed: RuntimeError: no profiler here" in result["notes"]
     assert "Where the time goes" not in batching_report_markdown(result)
+
+
+def test_a_spent_budget_stops_runs_and_the_files_still_say_what_ran(tiny_model, wikitext_dir, tmp_path):
+    settings = batching.Settings(slots=2, workload=Workload(4, (3, 6), (2, 3), seed=1), rate_fractions=(0.5, 1.0),
+                                 repeats=2, timeout_steps=4, profile_skip=0, profile_steps=2, budget_s=1e-9)
+    result = batching.measure(tiny_model, load_wikitext(wikitext_dir), settings, timer=FLAT, profile=False)
+    assert result["runs"] == [] and "budget 1e-09 s spent in pass 1 of 2" in result["notes"][0]
+    assert result["comparison"]["latency_s"]["headline"] is None
+    write_batching(result, tmp_path / "out")
+    assert "no static batching point to compare with" in (tmp_path / "out" / "batching.md").read_text()
