@@ -71,7 +71,8 @@ QUICK = Settings(slots=4, workload=Workload(24, (8, 48), (4, 24), seed=0), rate_
                  repeats=1, timeout_steps=8, profile_skip=4, profile_steps=8, quick=True)
 # --quick on CPU: the lab's cut-down llama-tiny (runner.ablation_plan), so the whole study takes seconds.
 QUICK_CPU = replace(QUICK, slots=3, workload=Workload(12, (4, 16), (2, 8), seed=0), rate_fractions=(0.5, 1.0, 1.5),
-                    profile_skip=2, profile_steps=6, config_overrides=(("dim", 256), ("n_layers", 2), ("n_heads", 4), ("n_kv_heads", 4),
+                    profile_skip=2, profile_steps=6,
+                    config_overrides=(("dim", 256), ("n_layers", 2), ("n_heads", 4), ("n_kv_heads", 4),
                                              ("ffn_dim", 688), ("vocab_size", 8192)))
 
 
@@ -129,7 +130,8 @@ def measure(model, corpus, settings: Settings, *, progress: Progress = lambda _:
         capacity = calibration["capacity_requests_per_s"]
         rates = [_round3(f * capacity) for f in settings.rate_fractions]
         timeout_s = settings.timeout_steps * calibration["decode_step_s"]
-        progress(f"estimated capacity {capacity:.3g} requests/s; rates {rates}; static timeout {1e3 * timeout_s:.3g} ms")
+        progress(f"estimated capacity {capacity:.3g} requests/s; rates {rates}; "
+                 f"static timeout {1e3 * timeout_s:.3g} ms")
         _warm_up(engine, unit, eos_id, rates[-1], timeout_s, timer)
         runs, cut = _sweep(engine, corpus, settings, rates, eos_id, timeout_s, vocab, began, progress, timer)
         if cut:
@@ -384,12 +386,14 @@ def profile_window(engine: SlotEngine, requests, eos_id: int, name: str, timeout
         ops_s = sum(op_time[i] for i in idx)
         wall_s = sum(record.profiled_step_s[i] for i in idx if i < len(record.profiled_step_s))
         wasted = sum(op_time[i] * (window[i].computed - window[i].useful) / window[i].computed for i in idx)
-        out[kind] = {"steps": len(idx), "op_s": ops_s, "wall_s": wall_s, "op_s_per_step": ops_s / len(idx) if idx else None,
+        out[kind] = {"steps": len(idx), "op_s": ops_s, "wall_s": wall_s,
+                     "op_s_per_step": ops_s / len(idx) if idx else None,
                      "op_share": ops_s / total_ops if total_ops else 0.0,
                      "wall_share": wall_s / total_wall if total_wall else 0.0,
                      "wasted_op_s": wasted, "computed_tokens": sum(window[i].computed for i in idx),
                      "wasted_tokens": sum(window[i].computed - window[i].useful for i in idx)}
-    out["wasted_op_share"] = (out[PREFILL]["wasted_op_s"] + out[DECODE]["wasted_op_s"]) / total_ops if total_ops else 0.0
+    wasted_s = out[PREFILL]["wasted_op_s"] + out[DECODE]["wasted_op_s"]
+    out["wasted_op_share"] = wasted_s / total_ops if total_ops else 0.0
     by_name: dict[str, float] = {}
     for op in report.ops:
         by_name[op.name] = by_name.get(op.name, 0.0) + op.time_s

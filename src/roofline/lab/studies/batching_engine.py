@@ -24,7 +24,8 @@ from roofline.models.llama import KVCache, Transformer
 
 @dataclass(frozen=True)
 class Placement:
-    """Where a step's tokens go: rows ``first_row..first_row+batch-1``, write slots (batch, seq), keys read ``kv_len``."""
+    """Where a step's tokens go: rows ``first_row..first_row+batch-1``, write slots (batch, seq); keys read:
+    slots ``0..kv_len-1``."""
 
     first_row: int
     write: torch.Tensor

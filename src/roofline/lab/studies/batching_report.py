@@ -102,7 +102,8 @@ def _profile_section(result: dict[str, Any]) -> list[str]:
         pre, dec = prof["prefill"], prof["decode"]
         top = ", ".join(f"{o['op']} {100 * o['share']:.0f}%" for o in prof["top_ops"][:4])
         lines.append(
-            f"| {name} | {prof['steps']} ({pre['steps']}) | {_ms(pre['op_s_per_step'])} / {_ms(dec['op_s_per_step'])} | "
+            f"| {name} | {prof['steps']} ({pre['steps']}) | "
+            f"{_ms(pre['op_s_per_step'])} / {_ms(dec['op_s_per_step'])} | "
             f"{100 * pre['op_share']:.0f}% / "
             f"{100 * pre['wall_share']:.0f}% | {100 * dec['op_share']:.0f}% / {100 * dec['wall_share']:.0f}% | "
             f"{100 * prof['wasted_op_share']:.0f}% ({1e3 * pre['wasted_op_s']:.3g} / {1e3 * dec['wasted_op_s']:.3g} "
@@ -128,7 +129,8 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         f"# Static vs continuous batching: {result.get('model', '')} ({result.get('dtype', '')}) on "
         f"{result['device_name']}", "",
-        f"{result['date']}, torch {result['torch_version']}" + (f", `{result['command']}`" if result.get("command") else ""),
+        f"{result['date']}, torch {result['torch_version']}"
+        + (f", `{result['command']}`" if result.get("command") else ""),
         "",
         *[f"**{note}**" for note in result["notes"]],
         "",
@@ -138,7 +140,8 @@ def markdown(result: dict[str, Any]) -> str:
         f"running WikiText-2 test text, {w['new_tokens'][0]}-{w['new_tokens'][1]} new tokens (greedy; a request ends "
         f"there or at `<eos>`), lengths uniform, Poisson arrivals (seed {w['seed']}; every rate the same requests). "
         f"KV cache for both schedulers: {s['slots']} slots x {s['max_len']} positions = "
-        f"{result['kv_cache_bytes'] / 2**20:,.1f} MiB. Static batching waits up to {1e3 * result['static_timeout_s']:.3g} ms "
+        f"{result['kv_cache_bytes'] / 2**20:,.1f} MiB. Static batching waits up to "
+        f"{1e3 * result['static_timeout_s']:.3g} ms "
         f"({s['static_timeout_decode_steps']:g} full-batch decode steps) for a full batch.", "",
         f"Rates: {', '.join(f'{r:g}' for r in result['rates_per_s'])} requests/s = "
         f"{', '.join(f'{f:g}' for f in s['rate_fractions'])} x the estimated capacity "
@@ -183,7 +186,8 @@ def chart(result: dict[str, Any]) -> bytes:
                              yerr=[[t["median"] - t["min"] for t in tps], [t["max"] - t["median"] for t in tps]])
             for metric, style in (("latency_s_p99", "-"), ("ttft_s_p99", "--")):
                 axes[1].plot(rates, [p[metric]["median"] for p in done], style, marker="o", color=color,
-                             label=f"{name}, {'request latency' if metric == 'latency_s_p99' else 'time to first token'}")
+                             label=f"{name}, " + ("request latency" if metric == "latency_s_p99"
+                                                  else "time to first token"))
             axes[2].plot([p["latency_s_p99"]["median"] for p in done], [t["median"] for t in tps], marker="o",
                          color=color, label=name)
         row = result["comparison"]["latency_s"]["headline"]

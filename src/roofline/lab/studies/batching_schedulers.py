@@ -110,7 +110,8 @@ class Workload:
                 "new_tokens": list(self.new_tokens), "seed": self.seed}
 
 
-def make_requests(corpus: WikiText, workload: Workload, rate_per_s: float, vocab_size: int | None = None) -> list[Request]:
+def make_requests(corpus: WikiText, workload: Workload, rate_per_s: float,
+                  vocab_size: int | None = None) -> list[Request]:
     """The workload's requests at ``rate_per_s``: prompts are consecutive stretches of WikiText-2 test text
     (headings skipped, ``<eos>`` between paragraphs; the text wraps around if it runs out). The lengths and the
     unit-rate gaps come from one seeded stream, so every rate sees the same requests, only closer together.
