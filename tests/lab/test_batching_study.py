@@ -49,13 +49,17 @@ def test_every_request_gets_the_tokens_of_its_own_greedy_generation(tiny_model, 
     assert {s.id: s.tokens for s in run.served} == reference
 
 
-def test_the_model_keeps_its_own_kv_cache_after_the_engine(tiny_model):
+def test_the_model_keeps_its_own_kv_cache_and_modules_after_the_engine(tiny_model):
+    from roofline.lab.model import LlamaAttention
+
+    configure(tiny_model, Fixes())
     tiny_model.setup_caches(2, 32)
     before = [layer.attention.kv_cache for layer in tiny_model.layers]
     with pytest.raises(ValueError, match="do not fit"):
         with SlotEngine(tiny_model, 2, 16) as engine:
             engine.prefill(0, [list(range(1, 20))], 0)
     assert [layer.attention.kv_cache for layer in tiny_model.layers] == before
+    assert all(type(layer.attention) is LlamaAttention for layer in tiny_model.layers)
 
 
 def test_continuous_batching_reuses_freed_slots_and_never_exceeds_them(tiny_model):

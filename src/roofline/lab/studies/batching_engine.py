@@ -8,7 +8,8 @@ and rows at different lengths that joined at different steps (continuous batchin
 
 Nothing in ``models/llama.py`` changes: the cached path of ``Transformer.forward`` hands ``input_pos`` through to
 ``kv_cache.update`` untouched, so a ``Placement`` goes there in its place, and ``SlotKVCache`` (the same buffers as
-``KVCache``) reads it. The model's own caches are put back when the engine closes, also when a step raises.
+``KVCache``) reads it. The engine runs the fixed model (``configure(model, Fixes.all())``); the model's own caches
+and module classes are put back when the engine closes, also when a step raises.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class SlotEngine:
         weight = model.output.weight
         self.device, self.dtype = weight.device, weight.dtype
         cfg = model.config
+        self._classes = [(module, type(module)) for module in model.modules()]
         configure(model, Fixes.all())
         self._saved = [layer.attention.kv_cache for layer in model.layers]
         with torch.device(self.device):
@@ -74,6 +76,8 @@ class SlotEngine:
     def close(self) -> None:
         for layer, cache in zip(self.model.layers, self._saved):
             layer.attention.kv_cache = cache
+        for module, cls in self._classes:
+            module.__class__ = cls
 
     def __enter__(self) -> "SlotEngine":
         return self
