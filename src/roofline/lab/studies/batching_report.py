@@ -84,6 +84,10 @@ def comparison_table(result: dict[str, Any], metric: str = "latency_s") -> str:
     return "\n".join(lines)
 
 
+def _pct(share: float | None) -> str:
+    return "-" if share is None else f"{100 * share:.0f}%"
+
+
 def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{1e3 * seconds:.3g}"
 
@@ -92,9 +96,9 @@ def _profile_section(result: dict[str, Any]) -> list[str]:
     if not result["profile"]:
         return []
     lines = ["## Where the time goes (profiled window)", "",
-             "| scheduler | steps (prefill) | op time per step: prefill / decode (ms) | prefill: op time / wall | "
-             "decode: op time / wall | op time on wasted positions (prefill / decode) | top ops |",
-             "|---|---:|---:|---:|---:|---:|---|"]
+             "| scheduler | steps (prefill) | op time / wall | op time per step: prefill / decode (ms) | "
+             "prefill: op time / wall | decode: op time / wall | op time on wasted positions (prefill / decode) | "
+             "top ops |", "|---|---:|---:|---:|---:|---:|---:|---|"]
     profiled = {name: prof for name, prof in result["profile"].items() if "error" not in prof}
     if not profiled:
         return []
@@ -103,6 +107,7 @@ def _profile_section(result: dict[str, Any]) -> list[str]:
         top = ", ".join(f"{o['op']} {100 * o['share']:.0f}%" for o in prof["top_ops"][:4])
         lines.append(
             f"| {name} | {prof['steps']} ({pre['steps']}) | "
+            f"{_pct(prof['op_time_over_wall'])} | "
             f"{_ms(pre['op_s_per_step'])} / {_ms(dec['op_s_per_step'])} | "
             f"{100 * pre['op_share']:.0f}% / "
             f"{100 * pre['wall_share']:.0f}% | {100 * dec['op_share']:.0f}% / {100 * dec['wall_share']:.0f}% | "
@@ -113,7 +118,8 @@ def _profile_section(result: dict[str, Any]) -> list[str]:
               f"{result['settings']['profile_skip_steps']} steps, at {result['profile_rate_per_s']:g} requests/s; the "
               "whole runs' shares of prefill, decode and waste are in the sweep table. "
               f"Op time: {first['ops_time_source']} of each op in roofline's Report of the window; wall: the "
-              "profiled steps' wall time (the profiler adds to it). Op time on wasted positions: each step's op time x "
+              "profiled steps' wall time (the profiler adds to it); op time / wall on CUDA: the device's busy share in "
+              "the window, a lower bound of the unprofiled loop's. Op time on wasted positions: each step's op time x "
               "its share of positions computed for padding, finished requests or free slots (a share of the work; "
               "a weight-bound decode step would cost about the same without them).", ""]
     for name, prof in profiled.items():
