@@ -2,6 +2,9 @@
 
 import gzip
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from rank_traces import write_rank_trace as _trace
@@ -76,3 +79,13 @@ def test_unreachable_cluster_is_one_clear_error(rank_traces, monkeypatch):
     monkeypatch.setattr(fanout, "CONNECT_TIMEOUT_S", 1)
     with pytest.raises(RooflineError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
         merge_trace_files(rank_traces, cluster="tcp://127.0.0.1:9")
+
+
+def test_merging_traces_never_imports_torch(rank_traces):
+    """torch costs ~2 s and ~750 MB per process; a worker per rank would pay it for nothing (the collective ceilings'
+    cache path once imported device/ceilings.py, which imports torch)."""
+    code = ("import sys\nfrom roofline.distributed.merge import merge_trace_files\n"
+            f"merge_trace_files({rank_traces!r})\nprint('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.stdout.strip() == "False"
