@@ -48,6 +48,13 @@ def test_two_files_claiming_one_rank_are_ranked_by_position(tmp_path):
     assert merged.workload == "x.json.gz"  # the first file is the base rank
 
 
+def test_a_job_without_rank_0_takes_its_lowest_rank_as_the_base(tmp_path):
+    paths = [_trace(tmp_path / "r2.json.gz", 2, 500, 300, world=4), _trace(tmp_path / "r1.json.gz", 1, 900, 100, world=4)]
+    merged = merge_trace_files(paths, jobs=2)
+    assert merged.distributed.base_rank == 1 and merged.workload == "r1.json.gz"
+    assert [r.rank for r in merged.ranks] == [1, 2]
+
+
 def test_run_dir_merge_in_worker_processes(tmp_path, rank_traces):
     for path in rank_traces:
         rank = int(json.loads(gzip.decompress(open(path, "rb").read()))["distributedInfo"]["rank"])

@@ -2,9 +2,10 @@
 (``--jobs N``), or on a Dask cluster (``--cluster ADDRESS``).
 
 Each task is one rank: a trace file to analyse, or a RUN_DIR/rank{r} directory whose report.json and trace are
-read. A worker returns the rank's ``RankSummary`` and its Report; the caller keeps every summary but only the
-Report that can still be the base (the lowest rank so far, and the first file, which is the base when two files
-claim one rank), so memory grows with the number of ranks by a summary each, not a Report each.
+read. A worker returns the rank's ``RankSummary``, and its Report only when it is likely the base: rank 0, or the
+first file (the base when two files claim one rank). Memory grows with the number of ranks by a summary each,
+not a Report each, and no Report crosses a process boundary for nothing (pickling them was the serial part of
+a pooled merge). A job with no rank 0 has its base rank analysed once more, here.
 
 Dask distributed rather than Ray: it is plain Python processes talking to a scheduler, installs from PyPI with no
 native runtime, and runs the same code on a laptop (LocalCluster) and on a cluster the user already runs (HPC
@@ -29,8 +30,9 @@ Task = tuple[str, str, int, int, "str | None", bool]
 CONNECT_TIMEOUT_S = 30
 
 
-def summarize_task(task: Task) -> tuple[int, RankSummary, Report]:
-    """(position or rank of the task, the rank's summary, its Report) -- run in a worker."""
+def summarize_task(task: Task, keep_report: bool = False) -> tuple[int, RankSummary, Report | None]:
+    """(position or rank of the task, the rank's summary, its Report if ``keep_report`` or it may be the base) --
+    run in a worker."""
     kind, path, number, ranks, ceilings_file, partial = task
     from roofline.distributed.merge import job_world
 
@@ -61,7 +63,8 @@ def summarize_task(task: Task) -> tuple[int, RankSummary, Report]:
             report.environment.backend = info.get("backend")
         report.environment.rank = rank
     world = job_world(ranks, [report.environment.world_size])
-    return number, summarize_rank(rank, report, timeline, world), report
+    keep = keep_report or rank == 0 or (kind == "trace" and number == 0)
+    return number, summarize_rank(rank, report, timeline, world), report if keep else None
 
 
 def summarize_all(tasks: list[Task], *, jobs: int = 1, cluster: str | None = None) -> tuple[list[RankSummary], Report]:
@@ -75,22 +78,20 @@ def summarize_all(tasks: list[Task], *, jobs: int = 1, cluster: str | None = Non
     else:
         results = map(summarize_task, tasks)
     summaries: dict[int, RankSummary] = {}
-    lowest: tuple[int, Report] | None = None
-    first: Report | None = None
+    reports: dict[int, Report] = {}
     for number, summary, report in results:
         summaries[number] = summary
-        if number == 0:
-            first = report
-        if lowest is None or summary.rank < lowest[0]:
-            lowest = (summary.rank, report)
-    ordered = [summaries[n] for n in sorted(summaries)]
-    if len({s.rank for s in ordered}) != len(ordered):
-        for position, summary in zip(sorted(summaries), ordered):
-            summary.rank = position
-        base = first
-    else:
-        base = lowest[1]
-    return ordered, base
+        if report is not None:
+            reports[number] = report
+    numbers = sorted(summaries)
+    if len({summaries[n].rank for n in numbers}) != len(numbers):
+        for position, number in enumerate(numbers):
+            summaries[number].rank = position
+    base = min(numbers, key=lambda n: summaries[n].rank)
+    if base not in reports:
+        task = next(t for t in tasks if t[2] == base)
+        reports[base] = summarize_task(task, keep_report=True)[2]
+    return [summaries[n] for n in numbers], reports[base]
 
 
 def _in_processes(tasks: list[Task], jobs: int) -> Iterator[tuple[int, RankSummary, Report]]:
