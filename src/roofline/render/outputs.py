@@ -86,10 +86,10 @@ class MemoryPngRenderer:
 class HtmlRenderer:
     file_name = "report.html"
 
-    def render(self, report: Report) -> str:
-        from roofline.render.html import render_html
+    def render(self, report: Report) -> Iterator[bytes]:
+        from roofline.render.html import html_chunks
 
-        return render_html(report)
+        return (chunk.encode() for chunk in html_chunks(report))
 
 
 class TraceRenderer:
