@@ -1,11 +1,23 @@
-"""Big-trace benchmark: our load_trace + attribute against Holistic Trace Analysis' load, same machine, same run.
+"""Big-trace benchmark: `roofline trace` against Holistic Trace Analysis' load, side by side in one run, on one
+304 MB trace; then a 1 GB trace, and a 256-rank synthetic job merged in 1 and 2 worker processes and on a Dask
+LocalCluster of two workers.
 
-Also runs the whole `roofline trace` command on it (analysis + report.json, PNG and HTML), which is what the
-issue's target is about. Builds a ~304 MB trace under /tmp (the llama training fixture's events repeated 30 times with shifted timestamps,
-ids and step numbers, ~1.05 M events), then loads it in a fresh subprocess per tool and reads each child's wall
-time and peak RSS (ru_maxrss of the child). Writes benchmarks/results/big_trace.json and prints a table.
+1. ``--repeat 30``: the llama training fixture's events repeated 30 times with shifted timestamps, ids and step
+   numbers (~304 MB, 1.05 M events). ``--rounds`` alternations of (the whole `roofline trace BIG -o DIR`, HTA's
+   ``TraceAnalysis`` load, roofline's load + attribution alone), the first tool swapped each round, so both see
+   the same load on a shared machine. Medians, min-max, and the ratio of medians.
+2. ``--gb-repeat 100``: the same built 100 times (~1 GB); the whole `roofline trace` once (HTA is not run: it
+   needs ~6 GB here). The file is deleted afterwards.
+3. ``--ranks 256``: rank traces made from the small bad-syncs fixture (one per rank: its own distributedInfo, an
+   NCCL all-reduce per step, one straggler that sleeps before it), merged by `roofline trace rank*.json.gz` with
+   ``--jobs 1``, ``--jobs 2`` and ``--cluster`` (a LocalCluster of two single-threaded worker processes, started
+   before the timing). Scaling = jobs-1 time / jobs-2 time.
 
-    .venv/bin/python benchmarks/big_trace.py [--repeat 30] [--trace /tmp/roofline_big_trace.json]
+Every timed run is a fresh subprocess; its wall time is measured by this process and its peak RSS is wait4's
+ru_maxrss (the largest of the process and its children, so HTA's forked parser pool counts). Writes
+benchmarks/results/big_trace.json, big_trace_1gb.json and big_trace_ranks.json (the sections run) and prints a table.
+
+    PYTHONPATH=src .venv/bin/python benchmarks/big_trace.py [--rounds 3] [--sections trace,gb,ranks]
 """
 
 from __future__ import annotations
@@ -16,14 +28,16 @@ import gzip
 import json
 import os
 import platform
-import subprocess
+import shutil
+import statistics
 import sys
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "data" / "h200" / "llama_tiny_train_fp16_b2_s256.json.gz"
-RESULTS = REPO / "benchmarks" / "results" / "big_trace.json"
+RANK_FIXTURE = REPO / "tests" / "data" / "h200" / "bad_syncs_fwd_fp32.json.gz"
+RESULTS = REPO / "benchmarks" / "results"
 
 _ID_KEYS = ("External id", "correlation", "Python id", "Python parent id", "Ev Idx", "Sequence number")
 
@@ -75,123 +89,300 @@ def build_big_trace(out: Path, repeat: int = 30, fixture: Path = FIXTURE) -> dic
 
 
 _OURS = """
-import json, resource, sys, time
-t0, c0 = time.perf_counter(), time.process_time()
+import json, sys, time
+t0 = time.perf_counter()
 from roofline.capture.kineto import load_trace
 from roofline.analyze.attribution import attribute
-t1, c1 = time.perf_counter(), time.process_time()
+t1 = time.perf_counter()
 trace = load_trace(sys.argv[1])
 stats = attribute(trace)
-t2, c2 = time.perf_counter(), time.process_time()
-peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-print(json.dumps({"load_s": t2 - t1, "load_cpu_s": c2 - c1, "import_s": t1 - t0, "peak_rss_bytes": peak * 1024,
-                  "ops": len(trace.ops), "kernels": len(trace.kernels), "steps": len(trace.steps),
-                  "attributed_share": stats.share}))
+t2 = time.perf_counter()
+print(json.dumps({"load_s": t2 - t1, "import_s": t1 - t0, "ops": len(trace.ops), "kernels": len(trace.kernels),
+                  "steps": len(trace.steps), "attributed_share": stats.share}))
 """
 
 _HTA = """
-import json, os, resource, sys, time
-t0, c0 = time.perf_counter(), time.process_time()
+import json, os, sys, time
+t0 = time.perf_counter()
 from hta.trace_analysis import TraceAnalysis
-t1, c1 = time.perf_counter(), time.process_time()
+t1 = time.perf_counter()
 path = sys.argv[1]
 analysis = TraceAnalysis(trace_files={0: os.path.basename(path)}, trace_dir=os.path.dirname(path))
-t2, c2 = time.perf_counter(), time.process_time()
-children = resource.getrusage(resource.RUSAGE_CHILDREN)
-peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, children.ru_maxrss)
-df = analysis.t.get_trace(0)
-print(json.dumps({"load_s": t2 - t1, "load_cpu_s": c2 - c1 + children.ru_utime + children.ru_stime,
-                  "import_s": t1 - t0, "peak_rss_bytes": peak * 1024, "events": len(df)}))
+t2 = time.perf_counter()
+print(json.dumps({"load_s": t2 - t1, "import_s": t1 - t0, "events": len(analysis.t.get_trace(0))}))
 """
 
 
-_CLI = r"""
-import io, json, resource, sys, tempfile, time, contextlib
-t0 = time.perf_counter(); c0 = time.process_time()
-from roofline.cli import main
-out = tempfile.mkdtemp(prefix="roofline-big-")
-with contextlib.redirect_stdout(io.StringIO()):
-    rc = main(["trace", sys.argv[1], "-o", out])
-t1 = time.perf_counter(); c1 = time.process_time()
-print(json.dumps({"load_s": t1 - t0, "load_cpu_s": c1 - c0, "import_s": 0.0, "rc": rc,
-                  "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-                  "torch_imported": "torch" in sys.modules}))
+# Runs the measured command and writes its ru_maxrss (KiB) to argv[1]. Linux starts a child's ru_maxrss at the
+# RSS of the process that spawned it (the spawner's high-water mark survives exec), so the measured command is
+# spawned by this small interpreter, never by the benchmark itself with its GB of built trace.
+_LAUNCHER = """
+import os, sys
+pid = os.posix_spawn(sys.argv[2], sys.argv[2:], os.environ)
+_, status, usage = os.wait4(pid, 0)
+open(sys.argv[1], "w").write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
 """
 
 
-def measure(code: str, trace: Path) -> dict:
-    """Run ``code`` in a fresh interpreter; its own report plus the parent's view of wall time."""
+def run_child(argv: list[str]) -> dict:
+    """Run ``argv``: wall time seen from here, peak RSS from wait4 in a small launcher (the command and its
+    descendants: HTA's parser pool counts), and the JSON its last stdout line holds, if any."""
+    import tempfile
+
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", code, str(trace)], capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise SystemExit(f"benchmark child failed:\n{proc.stderr[-2000:]}")
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    result["process_wall_s"] = wall
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
+        start = time.perf_counter()
+        launch = [sys.executable, "-c", _LAUNCHER, rss.name, *argv]
+        pid = os.posix_spawn(launch[0], launch, env, file_actions=[(os.POSIX_SPAWN_DUP2, out.fileno(), 1),
+                                                                    (os.POSIX_SPAWN_DUP2, err.fileno(), 2)])
+        _, status, _ = os.wait4(pid, 0)
+        wall = time.perf_counter() - start
+        code = os.waitstatus_to_exitcode(status)
+        peak = int(rss.read() or 0) * 1024
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
+    if code != 0:
+        raise SystemExit(f"benchmark child failed ({code}): {' '.join(argv[:6])}\n{stderr[-2000:]}")
+    result: dict = {}
+    lines = stdout.strip().splitlines()
+    if lines:
+        try:
+            result = json.loads(lines[-1])
+        except ValueError:
+            result = {}
+    if not isinstance(result, dict):
+        result = {}
+    result["wall_s"] = wall
+    result["peak_rss_bytes"] = peak
     return result
+
+
+def roofline_trace_argv(paths: list[str], out: str, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "roofline", "trace", *paths, "-o", out, *extra]
+
+
+def spread(values: list[float]) -> dict:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "runs": values}
+
+
+def bench_trace(args) -> dict:
+    sidecar = args.trace.with_name(args.trace.name + ".meta.json")
+    if args.rebuild or not args.trace.exists() or not sidecar.exists():
+        sidecar.write_text(json.dumps(build_big_trace(args.trace, args.repeat)))
+    built = json.loads(sidecar.read_text())
+    out = f"/tmp/roofline-big-{os.getpid()}"
+    runs: dict[str, list[dict]] = {"roofline_trace_command": [], "hta_load": [], "roofline_load": []}
+    load_before = os.getloadavg()
+    for round_ in range(args.rounds):
+        order = ["roofline_trace_command", "hta_load"] if round_ % 2 == 0 else ["hta_load", "roofline_trace_command"]
+        for tool in order + ["roofline_load"]:
+            if tool == "roofline_trace_command":
+                r = run_child(roofline_trace_argv([str(args.trace)], out))
+                r["load_s"] = r["wall_s"]
+            elif tool == "hta_load":
+                r = run_child([sys.executable, "-c", _HTA, str(args.trace)])
+            else:
+                r = run_child([sys.executable, "-c", _OURS, str(args.trace)])
+            r["round"] = round_
+            r["load_average"] = os.getloadavg()[0]
+            runs[tool].append(r)
+            print(f"round {round_} {tool}: {r['load_s']:.1f} s (wall {r['wall_s']:.1f}), "
+                  f"{r['peak_rss_bytes'] / 2**20:.0f} MB", flush=True)
+    shutil.rmtree(out, ignore_errors=True)
+    summary = {tool: {"time_s": spread([r["load_s"] for r in rs]),
+                      "wall_s": spread([r["wall_s"] for r in rs]),
+                      "peak_rss_bytes": spread([r["peak_rss_bytes"] for r in rs])} for tool, rs in runs.items()}
+    med = {tool: (s["time_s"]["median"], s["peak_rss_bytes"]["median"]) for tool, s in summary.items()}
+    hta_t, hta_m = med["hta_load"]
+    per_round = [h["load_s"] / c["load_s"] for h, c in zip(runs["hta_load"], runs["roofline_trace_command"])]
+    return {
+        "trace": {"path": str(args.trace), "bytes": built["bytes"], "events": built["events"],
+                  "built_from": str(FIXTURE.relative_to(REPO)), "repeat": args.repeat},
+        "rounds": args.rounds,
+        "load_average_before": load_before,
+        "summary": summary,
+        "ratios": {
+            "hta_load_time_over_roofline_trace_command": hta_t / med["roofline_trace_command"][0],
+            "hta_peak_rss_over_roofline_trace_command": hta_m / med["roofline_trace_command"][1],
+            "hta_load_time_over_roofline_load": hta_t / med["roofline_load"][0],
+            "hta_peak_rss_over_roofline_load": hta_m / med["roofline_load"][1],
+            "per_round_time_hta_over_command": per_round,
+        },
+        "runs": runs,
+        "tools": {"roofline_trace_command": "roofline trace BIG -o DIR (whole command: load, attribution, counting, "
+                                            "roofline, doctor, report.json, roofline.png, report.html; wall time of "
+                                            "the process, imports included)",
+                  "hta_load": "HolisticTraceAnalysis 0.5.0 TraceAnalysis(trace_files={0: ...}) (the load call's "
+                              "own time, imports excluded; peak RSS of the process and its parser pool)",
+                  "roofline_load": "roofline.capture.kineto.load_trace + analyze.attribution.attribute (the load "
+                                   "call's own time, imports excluded)"},
+    }
+
+
+def bench_gb(args) -> dict:
+    path = args.trace.with_name("roofline_gb_trace.json")
+    free = shutil.disk_usage(path.parent).free
+    if free < 4 << 30:
+        raise SystemExit(f"only {free >> 30} GiB free under {path.parent}: the 1 GB section needs 4")
+    built = build_big_trace(path, args.gb_repeat)
+    out = f"/tmp/roofline-gb-{os.getpid()}"
+    try:
+        runs = []
+        for round_ in range(args.gb_rounds):
+            r = run_child(roofline_trace_argv([str(path)], out))
+            r["load_average"] = os.getloadavg()[0]
+            runs.append(r)
+            print(f"1 GB round {round_}: {r['wall_s']:.1f} s, {r['peak_rss_bytes'] / 2**20:.0f} MB", flush=True)
+    finally:
+        path.unlink(missing_ok=True)
+        shutil.rmtree(out, ignore_errors=True)
+    return {"trace": {"bytes": built["bytes"], "events": built["events"], "repeat": args.gb_repeat,
+                      "built_from": str(FIXTURE.relative_to(REPO))},
+            "tool": "roofline trace GB -o DIR (whole command, wall time of the process)",
+            "wall_s": spread([r["wall_s"] for r in runs]),
+            "peak_rss_bytes": spread([r["peak_rss_bytes"] for r in runs]),
+            "targets": {"wall_s": 60, "peak_rss_bytes": 2 << 30}}
+
+
+def build_rank_job(out_dir: Path, ranks: int, straggler: int = 3, fixture: Path = RANK_FIXTURE) -> list[str]:
+    """One trace per rank from ``fixture``: its distributedInfo, an NCCL all-reduce (4 MiB of fp32) ending each
+    step; rank ``straggler`` sleeps 2 ms on the host first, so its all-reduce is short and the others wait."""
+    data = json.loads(gzip.decompress(fixture.read_bytes()))
+    events = data.pop("traceEvents")
+    steps = [e for e in events if e.get("cat") == "user_annotation" and str(e.get("name")).startswith("ProfilerStep#")]
+    steps = sorted({e["name"]: e for e in steps}.values(), key=lambda e: e["ts"])
+    pid = next(e["pid"] for e in events if e.get("cat") == "kernel")
+    host_pid, host_tid = steps[0]["pid"], steps[0]["tid"]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for rank in range(ranks):
+        extra = []
+        for n, step in enumerate(steps):
+            end = step["ts"] + step["dur"]
+            slow = rank == straggler
+            comm_us = 300.0 if slow else 2300.0
+            if slow:
+                extra.append({"ph": "X", "cat": "python_function", "name": "<built-in function sleep>",
+                              "pid": host_pid, "tid": host_tid, "ts": end - 2400.0, "dur": 2000.0, "args": {}})
+            extra.append({"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": pid,
+                          "tid": 13, "ts": end - comm_us - 10.0, "dur": comm_us,
+                          "args": {"device": 0, "stream": 13, "correlation": 9_000_000 + n,
+                                   "Collective name": "allreduce", "In msg nelems": 1 << 20,
+                                   "Out msg nelems": 1 << 20, "Group size": ranks, "dtype": "Float"}})
+        payload = dict(data, traceEvents=events + extra,
+                       distributedInfo={"backend": "nccl", "rank": rank, "world_size": ranks})
+        path = out_dir / f"rank{rank}.json.gz"
+        path.write_bytes(gzip.compress(json.dumps(payload).encode(), compresslevel=1))
+        paths.append(str(path))
+    return paths
+
+
+def bench_ranks(args) -> dict:
+    job = Path(f"/tmp/roofline-ranks-{os.getpid()}")
+    paths = build_rank_job(job / "traces", args.ranks)
+    out = str(job / "merged")
+    os.environ["PYTHONPATH"] = str(REPO / "src")
+    from distributed import Client, LocalCluster
+
+    started = time.perf_counter()
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                           silence_logs=40)
+    cluster_start_s = time.perf_counter() - started
+    with Client(cluster.scheduler_address) as client:  # workers import roofline once, before any timing
+        client.run(__import__, "roofline.distributed.fanout")
+    modes = {"jobs_1": ["--jobs", "1"], "jobs_2": ["--jobs", "2"],
+             "cluster_2_workers": ["--cluster", cluster.scheduler_address]}
+    runs: dict[str, list[dict]] = {m: [] for m in modes}
+    merged: dict = {}
+    try:
+        for round_ in range(args.rank_rounds):
+            for mode, extra in (list(modes.items()) if round_ % 2 == 0 else list(reversed(modes.items()))):
+                r = run_child(roofline_trace_argv(paths, out, "--no-html", *extra))
+                r["load_average"] = os.getloadavg()[0]
+                runs[mode].append(r)
+                print(f"ranks round {round_} {mode}: {r['wall_s']:.1f} s, {r['peak_rss_bytes'] / 2**20:.0f} MB",
+                      flush=True)
+                report = json.loads((Path(out) / "report.json").read_text())
+                merged[mode] = {"ranks": len(report["ranks"]),
+                                "stragglers": [s["rank"] for s in report["distributed"]["stragglers"]],
+                                "world_size": report["environment"]["world_size"]}
+    finally:
+        cluster.close()
+        shutil.rmtree(job, ignore_errors=True)
+    wall = {m: spread([r["wall_s"] for r in rs]) for m, rs in runs.items()}
+    return {"ranks": args.ranks, "rank_trace_from": str(RANK_FIXTURE.relative_to(REPO)),
+            "wall_s": wall,
+            "peak_rss_bytes": {m: spread([r["peak_rss_bytes"] for r in rs]) for m, rs in runs.items()},
+            "scaling_jobs_1_over_jobs_2": wall["jobs_1"]["median"] / wall["jobs_2"]["median"],
+            "scaling_jobs_1_over_cluster": wall["jobs_1"]["median"] / wall["cluster_2_workers"]["median"],
+            "cluster_start_s": cluster_start_s, "merged": merged,
+            "tool": "roofline trace rank*.json.gz -o DIR --no-html with --jobs 1 | --jobs 2 | --cluster ADDRESS "
+                    "(a LocalCluster of 2 single-threaded worker processes, started and warmed (roofline imported) "
+                    "beforehand, its scheduler in the benchmark's process; wall time of the "
+                    "command; peak RSS is the command's and its pool's, not the cluster workers')"}
+
+
+def _machine() -> dict:
+    return {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
+            "load_average": os.getloadavg()}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sections", default="trace,gb,ranks", help="comma-separated: trace, gb, ranks")
     parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--trace", type=Path, default=Path("/tmp/roofline_big_trace.json"))
     parser.add_argument("--rebuild", action="store_true", help="rebuild the trace even if it exists")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--gb-repeat", type=int, default=100)
+    parser.add_argument("--gb-rounds", type=int, default=1)
+    parser.add_argument("--ranks", type=int, default=256)
+    parser.add_argument("--rank-rounds", type=int, default=3)
+    parser.add_argument("--out-dir", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-
-    sidecar = args.trace.with_name(args.trace.name + ".meta.json")
-    if args.rebuild or not args.trace.exists() or not sidecar.exists():
-        built = build_big_trace(args.trace, args.repeat)
-        sidecar.write_text(json.dumps(built))
-    else:
-        built = json.loads(sidecar.read_text())
-    load_before = os.getloadavg()
-    ours = measure(_OURS, args.trace)
-    whole = measure(_CLI, args.trace)
-    hta = measure(_HTA, args.trace)
-    result = {
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"platform": platform.platform(), "python": platform.python_version(),
-                    "cpus": os.cpu_count(), "load_average_before": load_before,
-                    "load_average_after": os.getloadavg()},
-        "trace": {"path": str(args.trace), "bytes": built["bytes"], "events": built["events"],
-                  "built_from": str(FIXTURE.relative_to(REPO)), "repeat": args.repeat},
-        "hta": {"tool": "HolisticTraceAnalysis 0.5.0 TraceAnalysis(trace_files={0: ...}) load", **hta},
-        "roofline": {"tool": "roofline.capture.kineto.load_trace + roofline.analyze.attribution.attribute", **ours},
-        "roofline_trace_command": {"tool": "roofline trace BIG -o DIR: the whole analysis (load, attribution, "
-                                   "counting, roofline, doctor) and its outputs (report.json, roofline.png, "
-                                   "report.html), imports included", **whole},
-        "whole_command_time_ratio_hta_load_over_ours": hta["load_s"] / whole["load_s"],
-        "whole_command_memory_ratio_hta_over_ours": hta["peak_rss_bytes"] / whole["peak_rss_bytes"],
-        "time_ratio_hta_over_ours": hta["load_s"] / ours["load_s"],
-        "cpu_time_ratio_hta_over_ours": hta["load_cpu_s"] / ours["load_cpu_s"],
-        "memory_ratio_hta_over_ours": hta["peak_rss_bytes"] / ours["peak_rss_bytes"],
-        "method": ("each tool in a fresh subprocess, one after the other, in one run; load_s = wall time of the "
-                   "load call alone (imports excluded, reported apart); peak RSS = max(ru_maxrss of the process, "
-                   "of its children) (HTA parses in a forked pool); cpu time includes HTA's pool"),
-        "command": " ".join([Path(sys.executable).name, "benchmarks/big_trace.py", *(argv if argv is not None else sys.argv[1:])]),
-    }
+    command = " ".join(["python", "benchmarks/big_trace.py", *(argv if argv is not None else sys.argv[1:])])
     from roofline.io import atomic_write_text
 
-    atomic_write_text(args.out, json.dumps(result, indent=2) + "\n")
-    print(_table(result))
+    sections = {"trace": (bench_trace, "big_trace.json"), "gb": (bench_gb, "big_trace_1gb.json"),
+                "ranks": (bench_ranks, "big_trace_ranks.json")}
+    results = {}
+    for name in args.sections.split(","):
+        run, file_name = sections[name]
+        date = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        result = {"date": date, "machine": _machine(), "command": command, **run(args)}
+        atomic_write_text(args.out_dir / file_name, json.dumps(result, indent=2) + "\n")
+        results[name] = result
+    print(_table(results))
     return 0
 
 
-def _table(result: dict) -> str:
+def _table(results: dict) -> str:
     mb = 1 << 20
-    rows = [("tool", "load s", "cpu s", "peak RSS MB", "imports s")]
-    for key in ("hta", "roofline", "roofline_trace_command"):
-        r = result[key]
-        rows.append((key, f"{r['load_s']:.2f}", f"{r['load_cpu_s']:.2f}", f"{r['peak_rss_bytes'] / mb:.0f}",
-                     f"{r['import_s']:.2f}"))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
-    lines.append(f"trace: {result['trace']['bytes'] / 1e6:.0f} MB, {result['trace']['events']} events; HTA/ours: time {result['time_ratio_hta_over_ours']:.1f}x, "
-                 f"cpu {result['cpu_time_ratio_hta_over_ours']:.1f}x, memory {result['memory_ratio_hta_over_ours']:.1f}x")
-    lines.append(f"whole `roofline trace` command vs HTA's load alone: time {result['whole_command_time_ratio_hta_load_over_ours']:.1f}x, "
-                 f"memory {result['whole_command_memory_ratio_hta_over_ours']:.1f}x")
+    lines = []
+    if "trace" in results:
+        t = results["trace"]
+        lines.append(f"{t['trace']['bytes'] / 1e6:.0f} MB trace, {t['trace']['events']} events, {t['rounds']} "
+                     "alternating rounds (median, min-max):")
+        for tool, s in t["summary"].items():
+            ts, m = s["time_s"], s["peak_rss_bytes"]
+            lines.append(f"  {tool:24s} {ts['median']:6.1f} s ({ts['min']:.1f}-{ts['max']:.1f})  "
+                         f"{m['median'] / mb:6.0f} MB ({m['min'] / mb:.0f}-{m['max'] / mb:.0f})")
+        r = t["ratios"]
+        lines.append(f"  HTA load / roofline trace: time {r['hta_load_time_over_roofline_trace_command']:.2f}x, "
+                     f"memory {r['hta_peak_rss_over_roofline_trace_command']:.2f}x; HTA load / roofline load: time "
+                     f"{r['hta_load_time_over_roofline_load']:.1f}x, memory {r['hta_peak_rss_over_roofline_load']:.1f}x")
+    if "gb" in results:
+        g = results["gb"]
+        lines.append(f"{g['trace']['bytes'] / 1e9:.2f} GB trace: roofline trace {g['wall_s']['median']:.1f} s, "
+                     f"{g['peak_rss_bytes']['median'] / mb:.0f} MB (targets 60 s, 2048 MB)")
+    if "ranks" in results:
+        k = results["ranks"]
+        walls = ", ".join(f"{m} {s['median']:.1f} s" for m, s in k["wall_s"].items())
+        lines.append(f"{k['ranks']} ranks merged: {walls}; scaling jobs 1/2 {k['scaling_jobs_1_over_jobs_2']:.2f}x, "
+                     f"jobs 1/cluster {k['scaling_jobs_1_over_cluster']:.2f}x")
     return "\n".join(lines)
 
 

@@ -37,9 +37,15 @@ def read_maybe_gzip(path: str | os.PathLike[str], what: str) -> bytes:
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically; gzip-compressed when the name ends in .gz."""
+    return atomic_write_chunks(path, (data,))
+
+
+def atomic_write_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes]) -> Path:
+    """``atomic_write_bytes`` of the concatenated ``chunks``, written as they come: a report of 100,000+ ops never
+    sits in memory whole as JSON."""
     path = Path(path)
     if path.suffix == ".gz":
-        data = gzip.compress(data, compresslevel=6)
+        chunks = (gzip.compress(b"".join(chunks), compresslevel=6),)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -48,7 +54,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     try:
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            for chunk in chunks:
+                fh.write(chunk)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

@@ -1,10 +1,10 @@
 """Merging ranks into one Report, the distributed doctor rules, and the launcher's pieces (no processes)."""
 
 import argparse
-import gzip
 import json
 
 import pytest
+from rank_traces import write_rank_trace as _trace
 
 from roofline.cli.profile import forwarded_profile_args
 from roofline.distributed.comm import RankTimeline, Span
@@ -99,24 +99,6 @@ def test_distributed_rules_stay_quiet_on_a_single_rank_report():
     report = Report(ops=[OpRecord(name="aten::mm", time_s=1e-3)])
     assert diagnose(report, rules=["exposed-communication", "straggler", "tiny-collectives",
                                    "collective-host-sync"]) == []
-
-
-def _trace(path, rank, compute_us, comm_us):
-    events = [
-        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 0, "dur": 3000},
-        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 5, "dur": 20,
-         "args": {"External id": 1, "Input Dims": [[64, 64], [64, 64]], "Input type": ["float", "float"]}},
-        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
-         "args": {"correlation": 1, "External id": 1}},
-        {"ph": "X", "cat": "kernel", "name": "sm90_gemm", "pid": 0, "tid": 7, "ts": 30, "dur": compute_us,
-         "args": {"device": 0, "stream": 7, "correlation": 1, "External id": 1}},
-        {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0, "tid": 13,
-         "ts": 40 + compute_us, "dur": comm_us, "args": {"device": 0, "stream": 13, "correlation": 2}},
-    ]
-    payload = {"traceEvents": events, "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2},
-               "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "computeMajor": 9, "computeMinor": 0}]}
-    path.write_bytes(gzip.compress(json.dumps(payload).encode()))
-    return str(path)
 
 
 def test_merge_trace_files_reads_ranks_from_distributed_info(tmp_path, cpu_ceilings, monkeypatch):

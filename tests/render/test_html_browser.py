@@ -240,3 +240,26 @@ def test_the_memory_access_section_shows_the_join_and_both_charts(driver, tmp_pa
     heads = [th.text for th in driver.find_elements(By.CSS_SELECTOR, "#op-table th")]
     assert heads[heads.index("Bytes") + 1:heads.index("Bytes") + 3] == ["DRAM (ncu)", "DRAM / min"]
     save_screenshot(driver, "report_ncu.png")
+
+
+def test_a_thousand_rank_job_pages_its_rank_table(driver, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    from roofline.report import RankRecord
+
+    r = make_report(20)
+    r.ranks = [RankRecord(rank=i, step_time_s=0.01 + (0.004 if i == 700 else 0.0), compute_time_s=0.007,
+                          communication_time_s=0.002, idle_time_s=0.001, straggler=i == 700) for i in range(1024)]
+    open_page(driver, tmp_path, render_html(r))
+    assert console_problems(driver) == []
+    section = driver.find_element(By.ID, "ranks")
+    assert "Stragglers: rank 700" in section.text
+    assert len(section.find_elements(By.CSS_SELECTOR, ".rank-row")) == 64
+    assert driver.find_element(By.ID, "rank-page").text == "ranks 1–64 of 1024 · page 1/16"
+    for _ in range(10):
+        driver.find_element(By.ID, "rank-next").click()
+    assert driver.find_element(By.ID, "rank-page").text == "ranks 641–704 of 1024 · page 11/16"
+    assert "rank 700 · straggler" in section.text
+    assert len(section.find_elements(By.CSS_SELECTOR, "table.simple tbody tr")) == 64
+    driver.find_element(By.ID, "rank-prev").click()
+    assert "rank 700 · straggler" not in section.text

@@ -51,6 +51,19 @@ def test_report_round_trips_through_json_unchanged(tmp_path):
     assert Report.load(gz) == report
 
 
+@pytest.mark.parametrize("per_chunk", [1, 2, 4096])
+def test_json_in_chunks_is_the_same_bytes(per_chunk):
+    report = full_report()
+    report.ops = [OpRecord(name=f"aten::op{i}", time_s=i * 1e-6, efficiency=math.nan if i == 1 else 0.5)
+                  for i in range(5)]
+    report.kernels = report.kernels * 3
+    chunks = list(report.json_chunks(per_chunk))
+    assert b"".join(chunks) == report.json_bytes()
+    if per_chunk < len(report.ops):
+        assert len(chunks) > len(Report.__struct_fields__) + 1  # the op list came in pieces
+    assert json.loads(b"".join(chunks))["ops"][1]["efficiency"] is None
+
+
 def test_stable_field_names_are_present(tmp_path):
     data = json.loads(full_report().to_json())
     assert data["schema_version"] == SCHEMA_VERSION

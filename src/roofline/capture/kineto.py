@@ -13,6 +13,8 @@ from __future__ import annotations
 import gc
 import os
 import re
+from array import array
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import msgspec
@@ -157,9 +159,20 @@ class _TraceBuilder:
         self.ops: list[CpuOp] = []
         self.kernels: list[GpuEvent] = []
         self.syncs: list[SyncEvent] = []
-        self.memory: list[tuple[Any, MemoryEvent]] = []
-        self.launches: list[tuple[Any, Launch]] = []
-        self.frames: list[tuple[Any, float, float, int, str]] = []
+        # What the per-thread sweep needs, as flat columns: a million-event trace's Python frames would cost a
+        # tuple, a key tuple and two floats each. Threads are small codes (``_thread``).
+        self.threads: dict[tuple[Any, Any], int] = {}
+        self.memory: list[MemoryEvent] = []
+        self.memory_threads = array("q")
+        self.launches: list[Launch] = []
+        self.launch_threads = array("q")
+        self.frame_ts = array("d")
+        self.frame_ends = array("d")
+        self.frame_threads = array("q")
+        self.frame_labels = array("q")
+        self.labels: dict[tuple[int, str], int] = {}
+        self.has_stack = False
+        self.has_modules = False
         self.step_ops: list[tuple[int, CpuOp]] = []
         self.gpu_steps: dict[int, tuple[float, float]] = {}
         self.strings: dict[str, str] = {}
@@ -225,8 +238,9 @@ class _TraceBuilder:
             elif kind == _RUNTIME:
                 args = ev.args
                 if args is not None and args.correlation is not None:
-                    launch = Launch(intern(ev.name, ev.name), ts, dur, args.correlation, args.external_id)
-                    self.launches.append(((ev.pid, ev.tid), launch))
+                    self.launches.append(Launch(intern(ev.name, ev.name), ts, dur, args.correlation,
+                                                args.external_id))
+                    self.launch_threads.append(self._thread(ev.pid, ev.tid))
             elif kind == _GPU:
                 self._gpu(ev, ts, dur)
             else:
@@ -239,6 +253,14 @@ class _TraceBuilder:
 
     def _intern(self, text: str) -> str:
         return self.strings.setdefault(text, text)
+
+    def _thread(self, pid: Any, tid: Any) -> int:
+        threads = self.threads
+        key = (pid, tid)
+        code = threads.get(key)
+        if code is None:
+            code = threads[key] = len(threads)
+        return code
 
     def _shapes(self, args: _Args) -> tuple:
         """The four shape lists of an op, decoded once per distinct combination and shared between ops."""
@@ -260,7 +282,17 @@ class _TraceBuilder:
         if kind == 0:
             kind = kinds[name] = _classify_frame(name)
         if kind is not None:
-            self.frames.append(((ev.pid, ev.tid), ts, dur, kind[0], kind[1]))
+            label = self.labels.get(kind)
+            if label is None:
+                label = self.labels[kind] = len(self.labels)
+                if kind[0] == 0:
+                    self.has_modules = True
+                else:
+                    self.has_stack = True
+            self.frame_ts.append(ts)
+            self.frame_ends.append(ts + dur)
+            self.frame_threads.append(self._thread(ev.pid, ev.tid))
+            self.frame_labels.append(label)
 
     def _gpu(self, ev: _Event, ts: float, dur: float) -> None:
         args = ev.args or _Args()
@@ -283,7 +315,8 @@ class _TraceBuilder:
             return
         event = MemoryEvent(ts, args.mem_bytes, args.addr, args.total_allocated, args.total_reserved,
                             args.device_type, args.device_id)
-        self.memory.append(((ev.pid, ev.tid), event))
+        self.memory.append(event)
+        self.memory_threads.append(self._thread(ev.pid, ev.tid))
 
     def finish(self) -> Trace:
         trace = self.trace
@@ -306,12 +339,12 @@ class _TraceBuilder:
         trace.ops = self.ops
         trace.kernels = self.kernels
         trace.syncs = self.syncs
-        trace.memory = sorted((m for _, m in self.memory), key=lambda m: m.ts_us)
-        trace.launches = sorted((l for _, l in self.launches), key=lambda l: l.ts_us)
+        trace.memory = sorted(self.memory, key=lambda m: m.ts_us)
+        trace.launches = sorted(self.launches, key=lambda l: l.ts_us)
         trace.has_gpu = bool(self.kernels)
         trace.has_shapes = any(op.input_dims is not None for op in self.ops)
-        trace.has_stack = any(f[3] == 1 for f in self.frames)
-        trace.has_modules = any(f[3] == 0 for f in self.frames)
+        trace.has_stack = self.has_stack
+        trace.has_modules = self.has_modules
         trace.skipped_events = self.skipped + self.bad_times
         trace.categories = {c for c in self.kinds if c not in _CATEGORY_KIND}
         self._device_info()
@@ -334,42 +367,44 @@ class _TraceBuilder:
                 op.step = i
 
     def _sweep_threads(self) -> None:
-        """Per (pid, tid), walk ops, Python frames, launches and memory events in time order with a stack."""
-        codes: dict[Any, int] = {}
-        code_of = codes.setdefault
-        objs: list = []
-        ts: list[float] = []
-        ends: list[float] = []
-        ranks: list[int] = []
-        threads: list[int] = []
-        for op in self.ops:
-            objs.append(op)
-            ts.append(op.ts_us)
-            ends.append(op.ts_us + op.dur_us)
-            ranks.append(_RANK_OP)
-            threads.append(code_of((op.pid, op.tid), len(codes)))
-        for key, start, dur, kind, label in self.frames:
-            code = codes.get(key)
-            if code is not None:
-                objs.append((kind, label))
-                ts.append(start)
-                ends.append(start + dur)
-                ranks.append(_RANK_FRAME)
-                threads.append(code)
-        for rank, events in ((_RANK_LAUNCH, self.launches), (_RANK_MEMORY, self.memory)):
-            for key, event in events:
-                code = codes.get(key)
-                if code is not None:
-                    objs.append(event)
-                    ts.append(event.ts_us)
-                    ends.append(event.ts_us)
-                    ranks.append(rank)
-                    threads.append(code)
-        if not objs:
+        """Per (pid, tid), walk ops, Python frames, launches and memory events in time order with a stack.
+
+        Events are numbered ops, frames, launches, memory (in that order); one lexsort orders them all by thread,
+        time, longest first and rank, and the walk reads the order in slices, so no per-event Python list is
+        built. Threads with no op are left out (nothing there to attach to)."""
+        ops = self.ops
+        if not ops:
             return
-        ts_array = np.array(ts)
-        order = np.lexsort((np.array(ranks), -np.array(ends), ts_array, np.array(threads))).tolist()
-        _sweep(order, objs, ts, ends, ranks, threads)
+        op_threads = np.fromiter((self._thread(op.pid, op.tid) for op in ops), dtype=np.int64, count=len(ops))
+        op_ts = np.fromiter((op.ts_us for op in ops), dtype=np.float64, count=len(ops))
+        op_ends = op_ts + np.fromiter((op.dur_us for op in ops), dtype=np.float64, count=len(ops))
+        launch_ts = np.fromiter((l.ts_us for l in self.launches), dtype=np.float64, count=len(self.launches))
+        memory_ts = np.fromiter((m.ts_us for m in self.memory), dtype=np.float64, count=len(self.memory))
+        frame_ts = np.frombuffer(self.frame_ts, dtype=np.float64)
+        parts = [
+            (_RANK_OP, op_threads, op_ts, op_ends),
+            (_RANK_FRAME, np.frombuffer(self.frame_threads, dtype=np.int64), frame_ts,
+             np.frombuffer(self.frame_ends, dtype=np.float64)),
+            (_RANK_LAUNCH, np.frombuffer(self.launch_threads, dtype=np.int64), launch_ts, launch_ts),
+            (_RANK_MEMORY, np.frombuffer(self.memory_threads, dtype=np.int64), memory_ts, memory_ts),
+        ]
+        threads = np.concatenate([p[1] for p in parts])
+        ts = np.concatenate([p[2] for p in parts])
+        ends = np.concatenate([p[3] for p in parts])
+        ranks = np.concatenate([np.full(len(p[1]), p[0], dtype=np.int8) for p in parts])
+        with_op = np.zeros(len(self.threads), dtype=bool)
+        with_op[op_threads] = True
+        order = np.lexsort((ranks, -ends, ts, threads))
+        order = order[with_op[threads[order]]]
+        labels: list[Any] = [None] * len(self.labels)
+        for kind, label in self.labels.items():
+            labels[label] = kind
+        first_frame = len(ops)
+        first_launch = first_frame + len(frame_ts)
+        first_memory = first_launch + len(launch_ts)
+        objs = _SweepObjects(ops, first_frame, labels, self.frame_labels, first_launch, self.launches, first_memory,
+                             self.memory)
+        _sweep(_in_slices(order, ts, ends, ranks, threads), objs)
 
     def _backward_modules(self) -> None:
         """A backward op borrows the module and source line of the forward op whose autograd node it runs (by
@@ -457,8 +492,38 @@ def _classify_frame(name: str) -> tuple[int, str] | None:
     return (1, f"{local_trace_path(file)}:{match.group(2)}")
 
 
-def _sweep(order: list[int], objs: list, ts: list[float], ends: list[float], ranks: list[int],
-           threads: list[int]) -> None:
+_SLICE = 1 << 16
+
+
+def _in_slices(order: np.ndarray, ts: np.ndarray, ends: np.ndarray, ranks: np.ndarray,
+               threads: np.ndarray) -> Iterator[tuple[int, float, float, int, int]]:
+    """(event, ts, end, rank, thread) in ``order``, converted to Python values a slice at a time."""
+    for start in range(0, len(order), _SLICE):
+        idx = order[start:start + _SLICE]
+        yield from zip(idx.tolist(), ts[idx].tolist(), ends[idx].tolist(), ranks[idx].tolist(),
+                       threads[idx].tolist())
+
+
+class _SweepObjects:
+    """Event number -> its object: an op, a frame's (kind, label), a launch or a memory event."""
+
+    def __init__(self, ops: list, first_frame: int, labels: list, frame_labels: array, first_launch: int,
+                 launches: list, first_memory: int, memory: list) -> None:
+        self.ops, self.labels, self.frame_labels = ops, labels, frame_labels
+        self.launches, self.memory = launches, memory
+        self.first_frame, self.first_launch, self.first_memory = first_frame, first_launch, first_memory
+
+    def __getitem__(self, j: int) -> Any:
+        if j < self.first_frame:
+            return self.ops[j]
+        if j < self.first_launch:
+            return self.labels[self.frame_labels[j - self.first_frame]]
+        if j < self.first_memory:
+            return self.launches[j - self.first_launch]
+        return self.memory[j - self.first_memory]
+
+
+def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: _SweepObjects) -> None:
     """Assign parents, depth, flags, module and source to ops, and the enclosing op to launches and memory."""
     flags_of: dict[str, tuple[bool, bool, bool]] = {}
     ops: list[CpuOp] = []
@@ -466,15 +531,13 @@ def _sweep(order: list[int], objs: list, ts: list[float], ends: list[float], ran
     modules: list[tuple[float, str]] = []
     sources: list[tuple[float, str]] = []
     thread = -1
-    for j in order:
-        t = ts[j]
-        if threads[j] != thread:
-            thread = threads[j]
+    for j, t, end, rank, code in items:
+        if code != thread:
+            thread = code
             ops, op_ends, modules, sources = [], [], [], []
         while op_ends and op_ends[-1] <= t:
             op_ends.pop()
             ops.pop()
-        rank = ranks[j]
         obj = objs[j]
         if rank == _RANK_OP:
             if modules:
@@ -505,17 +568,17 @@ def _sweep(order: list[int], objs: list, ts: list[float], ends: list[float], ran
             else:
                 obj.is_backward, obj.is_optimizer = flags[0], flags[1]
             ops.append(obj)
-            op_ends.append(ends[j])
+            op_ends.append(end)
         elif rank == _RANK_FRAME:
             kind, label = obj
             if kind == 0:
                 while modules and modules[-1][0] <= t:
                     modules.pop()
-                modules.append((ends[j], f"{modules[-1][1]}.{label}" if modules else label))
+                modules.append((end, f"{modules[-1][1]}.{label}" if modules else label))
             else:
                 while sources and sources[-1][0] <= t:
                     sources.pop()
-                sources.append((ends[j], label))
+                sources.append((end, label))
         elif ops:
             obj.op = ops[-1].index
 

@@ -18,9 +18,10 @@ COUNTER_PROFILER = "allocated (torch.profiler [memory] Total Allocated)"
 REFERENCE_CUDA = "torch.cuda.max_memory_allocated() over the same window"
 
 
-@dataclass
+@dataclass(slots=True)
 class MemoryEvent:
-    """One allocation (``bytes`` > 0) or free (< 0). ``total_bytes``: the counter's value just after it."""
+    """One allocation (``bytes`` > 0) or free (< 0). ``total_bytes``: the counter's value just after it.
+    Slotted: a long trace has a few hundred thousand of them."""
 
     time_s: float
     bytes: int
@@ -52,13 +53,13 @@ def summarize_memory(
     ordered = sorted(events, key=lambda e: e.time_s)
     running = baseline_bytes
     peak_bytes, peak_at, peak_reserved = baseline_bytes, -1, None
-    timeline: list[list[float]] = []
+    values: list[float] = []
     for i, event in enumerate(ordered):
         running += event.bytes
         current = event.total_bytes if event.total_bytes is not None else running
         if event.reserved_bytes is not None:
             peak_reserved = max(peak_reserved or 0, event.reserved_bytes)
-        timeline.append([event.time_s, float(current)])
+        values.append(float(current))
         if current > peak_bytes:
             peak_bytes, peak_at = current, i
     # Replay up to the peak once, rather than copying the live set at every new peak (quadratic on big traces).
@@ -78,18 +79,24 @@ def summarize_memory(
             LiveTensor(bytes=int(e.bytes), shape=list(e.shape), dtype=e.dtype, op=e.op, module=e.module, source=e.source)
             for e in largest
         ],
-        timeline=_downsample([[t - t0, b] for t, b in timeline], _TIMELINE_POINTS),
+        timeline=_timeline(ordered, values, t0, _TIMELINE_POINTS),
         reference_peak_bytes=reference_peak_bytes,
         reference_counter=reference_counter,
     )
 
 
-def _downsample(points: list[list[float]], limit: int) -> list[list[float]]:
-    """At most ``limit`` points, keeping each bucket's maximum so the peak survives."""
-    if len(points) <= limit:
-        return points
-    size = -(-len(points) // limit)
-    return [max(points[i : i + size], key=lambda p: p[1]) for i in range(0, len(points), size)]
+def _timeline(ordered: list[MemoryEvent], values: list[float], t0: float, limit: int) -> list[list[float]]:
+    """At most ``limit`` [time since t0, live bytes] points, keeping each bucket's maximum so the peak survives;
+    only the points kept are built (a long trace has hundreds of thousands of events)."""
+    if len(values) <= limit:
+        return [[e.time_s - t0, b] for e, b in zip(ordered, values)]
+    size = -(-len(values) // limit)
+    kept = []
+    for i in range(0, len(values), size):
+        bucket = values[i : i + size]
+        j = i + bucket.index(max(bucket))
+        kept.append([ordered[j].time_s - t0, values[j]])
+    return kept
 
 
 # -- torch.profiler [memory] events -------------------------------------------------------------

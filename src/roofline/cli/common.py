@@ -36,6 +36,23 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def add_fanout_options(parser: argparse.ArgumentParser) -> None:
+    """--jobs / --cluster: where the ranks of a job are analysed (distributed/fanout.py)."""
+    parser.add_argument("--jobs", "-j", type=non_negative_int, default=1, metavar="N",
+                        help="analyse ranks in N worker processes (0: one per CPU; default 1)")
+    parser.add_argument("--cluster", metavar="ADDRESS",
+                        help="analyse ranks on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786); "
+                             "its workers need roofline and the trace paths (pip install 'roofline[cluster]')")
+
+
+def fanout_jobs(args: argparse.Namespace) -> int:
+    if args.jobs == 0:
+        from roofline.distributed.fanout import default_jobs
+
+        return default_jobs()
+    return args.jobs
+
+
 def add_findings_option(parser: argparse.ArgumentParser, *aliases: str) -> None:
     """The one findings cut-off, with the same default for every command that prints findings."""
     from roofline.render.findings import FINDINGS_SHOWN

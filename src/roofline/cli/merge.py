@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from roofline.cli.common import add_findings_option, output_dir
+from roofline.cli.common import add_fanout_options, add_findings_option, fanout_jobs, output_dir
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,6 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="straggler threshold: busy time above the median rank's by this fraction (default 0.1)")
     p.add_argument("--no-html", action="store_true", help="skip report.html")
     p.add_argument("--no-png", action="store_true", help="skip roofline.png")
+    add_fanout_options(p)
     add_findings_option(p)
     p.set_defaults(func=run)
 
@@ -36,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
     from roofline.render.findings import FindingsRenderer
 
     threshold = STRAGGLER_THRESHOLD if args.threshold is None else args.threshold
-    report = merge_run_dir(args.run_dir, ceilings_file=args.ceilings, threshold=threshold)
+    report = merge_run_dir(args.run_dir, ceilings_file=args.ceilings, threshold=threshold, jobs=fanout_jobs(args),
+                           cluster=args.cluster)
     report.findings = diagnose(report)
     written = write_merged(report, args.output or args.run_dir, png=not args.no_png, html=not args.no_html)
     sys.stdout.write(DistributedRenderer().render(report))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from roofline.cli.common import add_ceilings_option, add_findings_option, add_output_option, non_negative_int
+from roofline.cli.common import (add_ceilings_option, add_fanout_options, add_findings_option, add_output_option,
+                                 fanout_jobs, non_negative_int)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -38,6 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "profile records no shapes (AI Hub)")
     p.add_argument("--warmup", type=non_negative_int, default=1,
                    help="with --onnx and an ORT profile: runs at its start left out as warm-up (default 1)")
+    add_fanout_options(p)
     p.set_defaults(func=run)
 
 
@@ -57,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
     if len(args.paths) > 1:
         from roofline.distributed.merge import merge_trace_files
 
-        report = merge_trace_files(args.paths, ceilings_file=args.ceilings, partial=args.partial)
+        report = merge_trace_files(args.paths, ceilings_file=args.ceilings, partial=args.partial,
+                                   jobs=fanout_jobs(args), cluster=args.cluster)
         report.findings = diagnose(report)
         written, problems = write_outputs(report, args.output, report_renderers(png=False, html=not args.no_html))
     else:

@@ -30,7 +30,7 @@ QUICK_CPU_SIZES = tuple(1 << p for p in (12, 18))
 
 
 def cache_file(backend: str, world_size: int, device_name: str) -> Path:
-    from roofline.device.ceilings import _slug, cache_dir
+    from roofline.device.cache import _slug, cache_dir  # not .ceilings: that imports torch
 
     return cache_dir() / f"collectives-{backend}-{world_size}-{_slug(device_name)}.json"
 

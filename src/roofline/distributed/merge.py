@@ -18,22 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from roofline.distributed.collectives import find_collective_ceilings
-from roofline.analyze.communication import is_communication_op
 from roofline.distributed.comm import (
-    Breakdown,
     CollectiveCall,
     RankTimeline,
     _int,
-    breakdown,
-    collective_calls,
     find_stragglers,
-    host_call_costs,
-    read_timeline,
     summarize_collectives,
-    timeline_of,
 )
 from roofline.distributed.rank import find_rank_dirs
-from roofline.doctor.distributed_evidence import syncs_near_collectives
+from roofline.distributed.rank_summary import RankSummary, summarize_rank
 from roofline.errors import RooflineError
 from roofline.report import (
     CollectiveCeilingRecord,
@@ -62,47 +55,33 @@ class RankInput:
 
 
 def merge_run_dir(run_dir: str | os.PathLike[str], ceilings_file: str | None = None, *,
-                  threshold: float = STRAGGLER_THRESHOLD) -> Report:
-    """Merge RUN_DIR/rank{r}/report.json + trace.json.gz of every rank into one Report."""
+                  threshold: float = STRAGGLER_THRESHOLD, jobs: int = 1, cluster: str | None = None) -> Report:
+    """Merge RUN_DIR/rank{r}/report.json + trace.json.gz of every rank into one Report (``jobs`` worker
+    processes, or the Dask cluster at ``cluster``: distributed/fanout.py)."""
+    from roofline.distributed.fanout import summarize_all
+
     found = find_rank_dirs(run_dir)
     if not found:
         raise RooflineError(f"no rank{{r}}/report.json under {run_dir}: profile with `roofline profile --nproc N` "
                             "or run `roofline profile` under torchrun with -o RUN_DIR")
-    inputs = []
-    for rank, directory in found:
-        trace = next((directory / n for n in ("trace.json.gz", "trace.json") if (directory / n).is_file()), None)
-        if trace is None:
-            raise RooflineError(f"{directory} has a report.json but no trace.json.gz: profile that rank again")
-        inputs.append(RankInput(rank, Report.load(directory / "report.json"), read_timeline(trace)))
-    return merge_ranks(inputs, ceilings_file=ceilings_file, threshold=threshold)
+    tasks = [("dir", str(directory), rank, len(found), None, False) for rank, directory in found]
+    summaries, base = summarize_all(tasks, jobs=jobs, cluster=cluster)
+    return merge_summaries(summaries, base, ceilings_file=ceilings_file, threshold=threshold)
 
 
 def merge_trace_files(paths: list[str | os.PathLike[str]], ceilings_file: str | None = None, *,
-                      threshold: float = STRAGGLER_THRESHOLD, partial: bool = False) -> Report:
+                      threshold: float = STRAGGLER_THRESHOLD, partial: bool = False, jobs: int = 1,
+                      cluster: str | None = None) -> Report:
     """Merge the torch.profiler traces of one job's ranks (rank from the trace's distributedInfo, else a
-    'rank<N>' in its path, else its position)."""
-    from roofline.analyze.trace_file import analyze_trace
-    from roofline.capture.kineto import load_trace
+    'rank<N>' in its path, else its position; by position when two files claim one rank)."""
+    from roofline.distributed.fanout import summarize_all
 
-    inputs = []
-    for position, path in enumerate(paths):
-        trace = load_trace(path)
-        timeline = timeline_of(trace)
-        report = analyze_trace(trace, ceilings_file, partial=partial)
-        del trace
-        rank = _rank_of_trace(timeline, path, position)
-        info = timeline.metadata.get("distributedInfo")
-        if isinstance(info, dict):
-            report.environment.world_size = _int(info.get("world_size"))
-            report.environment.backend = info.get("backend")
-        report.environment.rank = rank
-        inputs.append(RankInput(rank, report, timeline))
-    if len({i.rank for i in inputs}) != len(inputs):
-        inputs = [RankInput(pos, i.report, i.timeline) for pos, i in enumerate(inputs)]
-    return merge_ranks(sorted(inputs, key=lambda i: i.rank), ceilings_file=ceilings_file, threshold=threshold)
+    tasks = [("trace", str(path), position, len(paths), ceilings_file, partial) for position, path in enumerate(paths)]
+    summaries, base = summarize_all(tasks, jobs=jobs, cluster=cluster)
+    return merge_summaries(summaries, base, ceilings_file=ceilings_file, threshold=threshold)
 
 
-def _rank_of_trace(timeline: RankTimeline, path: Any, position: int) -> int:
+def rank_of_trace(timeline: RankTimeline, path: Any, position: int) -> int:
     info = timeline.metadata.get("distributedInfo")
     if isinstance(info, dict) and _int(info.get("rank")) is not None:
         return int(info["rank"])
@@ -112,23 +91,40 @@ def _rank_of_trace(timeline: RankTimeline, path: Any, position: int) -> int:
 
 def merge_ranks(inputs: list[RankInput], *, ceilings_file: str | None = None,
                 threshold: float = STRAGGLER_THRESHOLD) -> Report:
+    """``merge_summaries`` of ranks held whole (the inputs are left unchanged)."""
     if not inputs:
         raise RooflineError("nothing to merge: no ranks")
     inputs = sorted(inputs, key=lambda i: i.rank)
-    world = max([len(inputs)] + [i.report.environment.world_size or 0 for i in inputs])
-    on_gpu = any(i.timeline.has_gpu for i in inputs)
-    backend = next((i.report.environment.backend for i in inputs if i.report.environment.backend), None)
+    world = job_world(len(inputs), [i.report.environment.world_size for i in inputs])
+    summaries = [summarize_rank(i.rank, i.report, i.timeline, world) for i in inputs]
+    return merge_summaries(summaries, copy.deepcopy(inputs[0].report), ceilings_file=ceilings_file,
+                           threshold=threshold)
+
+
+def job_world(ranks: int, world_sizes: list[int | None]) -> int:
+    return max([ranks] + [w or 0 for w in world_sizes])
+
+
+def merge_summaries(summaries: list[RankSummary], base: Report, *, ceilings_file: str | None = None,
+                    threshold: float = STRAGGLER_THRESHOLD) -> Report:
+    """One Report from the ranks' summaries: ``base`` (the lowest rank's Report, changed in place) with the rank
+    table, stragglers, exposed communication and the collectives of all ranks."""
+    if not summaries:
+        raise RooflineError("nothing to merge: no ranks")
+    summaries = sorted(summaries, key=lambda s: s.rank)
+    world = job_world(len(summaries), [s.world_size for s in summaries])
+    on_gpu = any(s.has_gpu for s in summaries)
+    backend = next((s.backend for s in summaries if s.backend), None)
     backend = backend or ("nccl" if on_gpu else "gloo")
-    breakdowns = {i.rank: breakdown(i.timeline) for i in inputs}
-    costs = {i.rank: rank_costs(i, breakdowns[i.rank]) for i in inputs}
+    breakdowns = {s.rank: s.breakdown for s in summaries}
+    costs = {s.rank: s.costs for s in summaries}
     median_step = statistics.median(b.step_time_s for b in breakdowns.values())
     stragglers = find_stragglers({r: b.busy_time_s for r, b in breakdowns.items()}, costs, threshold=threshold,
                                  min_excess_s=STRAGGLER_MIN_SHARE * median_step)
     straggling = {s.rank: s for s in stragglers}
-    calls = {i.rank: collective_calls(i.timeline, world) for i in inputs}
-    rows = [_rank_row(i, breakdowns[i.rank], straggling.get(i.rank), calls[i.rank]) for i in inputs]
+    calls = {s.rank: s.calls for s in summaries}
+    rows = [_rank_row(s, straggling.get(s.rank)) for s in summaries]
 
-    base = copy.deepcopy(inputs[0].report)
     device_name = base.environment.device_name or base.ceilings.device_name
     ceiling = find_collective_ceilings(backend, world, device_name, ceilings_file)
     steps = statistics.median(b.steps for b in breakdowns.values())
@@ -138,35 +134,35 @@ def merge_ranks(inputs: list[RankInput], *, ceilings_file: str | None = None,
     base.environment.world_size = world
     base.environment.backend = backend
     base.extra.pop("rank", None)
+    first = summaries[0]
     base.distributed = DistributedInfo(
-        world_size=world, backend=backend, ranks_merged=[i.rank for i in inputs],
-        base_rank=inputs[0].rank, steps=steps,
+        world_size=world, backend=backend, ranks_merged=[s.rank for s in summaries],
+        base_rank=first.rank, steps=steps,
         stragglers=stragglers, straggler_threshold=threshold,
         straggler_method=BUSY_METHOD,
-        breakdown_method=breakdowns[inputs[0].rank].source + "; per-step means over the profiled window",
+        breakdown_method=first.breakdown.source + "; per-step means over the profiled window",
         collectives=[CollectiveRecord(**c) for c in collectives], collective_method=COLLECTIVE_METHOD,
         collective_ceiling=CollectiveCeilingRecord(**ceiling.summary()) if ceiling else None,
         collective_ceiling_note=None if ceiling else
             "no measured collective bandwidth for this backend and world size: run `roofline ceilings --collectives`",
-        syncs_near_collectives=[RankSyncs(i.rank, syncs_near_collectives(i.report)) for i in inputs],
+        syncs_near_collectives=[RankSyncs(s.rank, s.syncs) for s in summaries],
     )
     base.summary.notes.append(
-        f"merged {len(inputs)} rank(s) of a {world}-rank {backend} job: ops, kernels and roofline are rank "
-        f"{inputs[0].rank}'s; the Ranks table has every rank"
+        f"merged {len(summaries)} rank(s) of a {world}-rank {backend} job: ops, kernels and roofline are rank "
+        f"{first.rank}'s; the Ranks table has every rank"
     )
     return base
 
 
-def _rank_row(item: RankInput, b: Breakdown, straggler: StragglerRecord | None,
-              calls: list[CollectiveCall]) -> RankRecord:
+def _rank_row(s: RankSummary, straggler: StragglerRecord | None) -> RankRecord:
     """One rank's row; ``slowest_op`` only for a straggler (on the others the largest difference is waiting)."""
-    env, report = item.report.environment, item.report
+    b = s.breakdown
     return RankRecord(
-        rank=item.rank,
-        hostname=env.hostname,
-        device_name=env.device_name or report.ceilings.device_name,
+        rank=s.rank,
+        hostname=s.hostname,
+        device_name=s.device_name,
         step_time_s=b.step_time_s,
-        true_step_time_s=report.step_time.median_s if report.step_time else None,
+        true_step_time_s=s.true_step_time_s,
         compute_time_s=b.compute_time_s,
         communication_time_s=b.communication_time_s,
         exposed_communication_s=b.exposed_communication_s,
@@ -176,34 +172,9 @@ def _rank_row(item: RankInput, b: Breakdown, straggler: StragglerRecord | None,
         straggler=straggler is not None,
         slowest_op=straggler.slowest_op if straggler else None,
         slowest_op_excess_s=straggler.slowest_op_excess_s if straggler else None,
-        collectives_per_step=len(calls) / max(b.steps, 1),
+        collectives_per_step=len(s.calls) / max(b.steps, 1),
         profiled_steps=b.steps,
     )
-
-
-IDLE_COST = "idle: no op and no communication running (host work outside ops, data loading, waiting)"
-
-
-def rank_costs(item: RankInput, b: Breakdown) -> dict[str, float]:
-    """Seconds per step by op, by long host call outside ops, and idle time beyond those calls: the candidates
-    for what makes a rank slower than the others."""
-    calls = host_call_costs(item.timeline)
-    costs = {**op_costs(item.report), **calls}
-    costs[IDLE_COST] = max(b.idle_time_s - sum(calls.values()), 0.0)
-    return costs
-
-
-def op_costs(report: Report) -> dict[str, float]:
-    """Seconds per step by op and where it ran, leaving collectives out (their time is the other ranks')."""
-    steps = max(report.steps, 1)
-    costs: dict[str, float] = {}
-    for op in report.ops:
-        if is_communication_op(op.name):
-            continue
-        where = op.source or op.module
-        key = f"{op.name} at {where}" if where else op.name
-        costs[key] = costs.get(key, 0.0) + op.time_s / steps
-    return costs
 
 
 def matched_calls(calls: dict[int, list[CollectiveCall]]) -> list[CollectiveCall]:

@@ -26,6 +26,7 @@ import html as _html
 import json
 import math
 from collections import defaultdict
+from collections.abc import Iterator
 from importlib import resources
 from typing import Any
 
@@ -49,8 +50,13 @@ CSP = (
 def render_html(report: Report, embed: bool = False) -> str:
     """The report as one HTML document; ``embed=True`` wraps it in an iframe ``srcdoc`` for a Jupyter cell,
     so its ids, CSS and scripts cannot collide with the notebook's."""
-    page = page_html(report_payload(report), title=f"roofline · {report.workload or report.kind}")
+    page = "".join(html_chunks(report))
     return embed_in_iframe(page) if embed else page
+
+
+def html_chunks(report: Report) -> Iterator[str]:
+    """``render_html(report)`` in pieces, for writing a large report's page without building it whole."""
+    return page_chunks(report_payload(report), title=f"roofline · {report.workload or report.kind}")
 
 
 def embed_in_iframe(page: str, height_px: int = 900) -> str:
@@ -62,23 +68,34 @@ def embed_in_iframe(page: str, height_px: int = 900) -> str:
 
 
 def page_html(payload: dict[str, Any], title: str, script: str = "report.js") -> str:
+    return "".join(page_chunks(payload, title, script))
+
+
+def page_chunks(payload: dict[str, Any], title: str, script: str = "report.js") -> Iterator[str]:
     css = _asset("report.css")
     js = _asset("common.js").replace("__BOUND_COLORS__", json.dumps(BOUND_COLORS)) + "\n" + _asset(script)
-    return (
+    yield (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_html.escape(title)}</title><style>{css}</style></head>"
         '<body><div id="app"><p class="loading">Loading report…</p></div>'
-        f'<script type="application/json" id="roofline-data">{safe_json(payload)}</script>'
-        f"<script>{js}</script></body></html>\n"
+        '<script type="application/json" id="roofline-data">'
     )
+    yield from safe_json_chunks(payload)
+    yield f"</script><script>{js}</script></body></html>\n"
 
 
 def safe_json(payload: Any) -> str:
     """JSON that cannot end a <script> element or open a comment, whatever strings it carries.
 
     Top-level ``_RawColumns`` values (the op table) are spliced in as already-serialised numeric JSON."""
+    return "".join(safe_json_chunks(payload))
+
+
+def safe_json_chunks(payload: Any) -> Iterator[str]:
+    """``safe_json`` in pieces: each spliced column on its own (the op table of a 100,000-op report is ~10 MB;
+    joining and escaping it copied it several times over)."""
     raw = {}
     if isinstance(payload, dict):
         raw = {k: v for k, v in payload.items() if isinstance(v, _RawColumns)}
@@ -86,24 +103,41 @@ def safe_json(payload: Any) -> str:
     else:
         payload = finite_for_json(payload)
     text = json.dumps(payload, allow_nan=False, separators=(",", ":"), default=_default)
-    if raw:
-        spliced = ",".join(f"{json.dumps(k)}:{v.json}" for k, v in raw.items())
-        text = "{" + spliced + ("," if text != "{}" else "") + text[1:]
-    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+    text = text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+    if not raw:
+        yield text
+        return
+    # Numbers and quoted column names only: nothing in them to escape.
+    for i, (k, v) in enumerate(raw.items()):
+        yield ("{" if i == 0 else ",") + json.dumps(k) + ":"
+        yield from v.parts()
+    yield ("," if text != "{}" else "") + text[1:]
 
 
 class _RawColumns:
     """Numeric columns serialised once with 5 significant digits (the table shows 3), instead of round + repr."""
 
     def __init__(self, columns: dict[str, list]) -> None:
-        parts = []
+        self._parts = []
         for name, values in columns.items():
             if name in _INT_COLUMNS:
                 body = ",".join(map(str, values))
             else:
                 body = ",".join(["%.5g" % v if v == v and v not in _INFS else "0" for v in values])
-            parts.append(f"{json.dumps(name)}:[{body}]")
-        self.json = "{" + ",".join(parts) + "}"
+            self._parts.append(f"{json.dumps(name)}:[{body}]")
+
+    def parts(self) -> Iterator[str]:
+        """The JSON object, a column at a time."""
+        if not self._parts:
+            yield "{}"
+            return
+        for i, part in enumerate(self._parts):
+            yield ("{" if i == 0 else ",") + part
+        yield "}"
+
+    @property
+    def json(self) -> str:
+        return "".join(self.parts())
 
 
 def report_payload(report: Report) -> dict[str, Any]:

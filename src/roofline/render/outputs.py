@@ -8,11 +8,11 @@ a failure or Ctrl-C part-way leaves the previous run's files as they were, never
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from roofline.io import atomic_directory, atomic_write_bytes
+from roofline.io import atomic_directory, atomic_write_bytes, atomic_write_chunks
 from roofline.report import Report
 
 OUTPUT_FILES = ("report.json", "roofline.png", "memory.png", "report.html", "trace.json.gz", "ncu.csv")
@@ -45,19 +45,20 @@ class NotApplicable(OutputSkipped):
 
 
 class Renderer(Protocol):
-    """pyinstrument's renderer contract: ``render(report)`` is the whole output, text or bytes, formatted from the
-    Report (never computed); ``file_name`` is the file write_outputs puts it in (its extension says the format)."""
+    """pyinstrument's renderer contract: ``render(report)`` is the whole output, text or bytes (or an iterator of
+    byte chunks, written as they come), formatted from the Report (never computed); ``file_name`` is the file
+    write_outputs puts it in (its extension says the format)."""
 
     file_name: str
 
-    def render(self, report: Report) -> str | bytes: ...
+    def render(self, report: Report) -> str | bytes | Iterator[bytes]: ...
 
 
 class JsonRenderer:
     file_name = "report.json"
 
-    def render(self, report: Report) -> bytes:
-        return report.to_json().encode()
+    def render(self, report: Report) -> Iterator[bytes]:
+        return report.json_chunks()
 
 
 class PngRenderer:
@@ -85,10 +86,10 @@ class MemoryPngRenderer:
 class HtmlRenderer:
     file_name = "report.html"
 
-    def render(self, report: Report) -> str:
-        from roofline.render.html import render_html
+    def render(self, report: Report) -> Iterator[bytes]:
+        from roofline.render.html import html_chunks
 
-        return render_html(report)
+        return (chunk.encode() for chunk in html_chunks(report))
 
 
 class TraceRenderer:
@@ -153,7 +154,9 @@ def write_outputs(report: Report, out_dir: str | os.PathLike[str], renderers: Se
             except OutputSkipped as why:
                 problems.append(str(why))
                 continue
-            data = content.encode() if isinstance(content, str) else content
-            atomic_write_bytes(tmp / renderer.file_name, data)
+            if isinstance(content, (str, bytes)):
+                atomic_write_bytes(tmp / renderer.file_name, content.encode() if isinstance(content, str) else content)
+            else:
+                atomic_write_chunks(tmp / renderer.file_name, content)
             names.append(renderer.file_name)
     return [out / name for name in names], problems

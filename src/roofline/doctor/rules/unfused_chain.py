@@ -25,12 +25,15 @@ def _fusible(op: OpRecord) -> bool:
     return (kind in ELEMENTWISE_KINDS or kind in NORM_KINDS) and op.bound != "compute"
 
 
-_OUT_SHAPES: dict[int, tuple[int, ...] | None] = {}
+_OUT_SHAPES: dict[tuple, tuple[int, ...] | None] = {}
 
 
 def _out_shape(op: OpRecord) -> tuple[int, ...] | None:
-    """The first output's shape (memoised for the duration of one check: chains ask for it repeatedly)."""
-    key = id(op)
+    """The first output's shape, memoised for the duration of one check: chains ask for it repeatedly, and ops
+    of one kind with the same (shared) argument lists have the same answer."""
+    if op.output_shapes and op.output_shapes[0]:
+        return tuple(op.output_shapes[0])
+    key = (op_kind(op.name) in ELEMENTWISE_KINDS, id(op.input_shapes), id(op.input_dtypes), id(op.input_strides))
     if key not in _OUT_SHAPES:
         _OUT_SHAPES[key] = _compute_out_shape(op)
     return _OUT_SHAPES[key]
@@ -112,9 +115,10 @@ def _check(report: Report) -> list[Finding]:
     for (module, signature), chains in groups.items():
         time = sum(op.time_s for c in chains for op in c)
         unfused = sum(op_bytes(op) for c in chains for op in c)
-        fused = sum(fused_bytes(c) for c in chains)
+        fused_each = [fused_bytes(c) for c in chains]
+        fused = sum(fused_each)
         if bandwidth > 0:
-            savings = sum(max(sum(op.time_s for op in c) - fused_bytes(c) / bandwidth, 0.0) for c in chains)
+            savings = sum(max(sum(op.time_s for op in c) - f / bandwidth, 0.0) for c, f in zip(chains, fused_each))
             method = ("each chain's measured time minus one fused pass at the memory roof: (external inputs read "
                       "once + last output written once) / measured bandwidth")
         elif unfused > 0:

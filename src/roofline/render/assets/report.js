@@ -643,6 +643,7 @@
   /* ---------- ranks ---------- */
   var RANK_KNOWN = ["rank", "hostname", "device_name", "step_time_s", "compute_time_s", "communication_time_s", "idle_time_s",
     "exposed_communication_s", "hidden_communication_share", "straggler", "slowest_op"];
+  var RANK_PAGE = 64;  // a thousand-rank job: bars and rows a page at a time, stragglers named above them
   function rankSection() {
     var ranks = D.ranks;
     var sec = R.section("ranks", "Ranks", ranks.length + " ranks side by side: compute, communication and idle time per step.");
@@ -651,7 +652,12 @@
       var parts = (r.compute_time_s || 0) + (r.communication_time_s || 0) + (r.idle_time_s || 0);
       maxStep = Math.max(maxStep, r.step_time_s || 0, parts);
     });
-    var bars = el("div", { "class": "ranks" }, ranks.map(function (r, i) {
+    var slow = ranks.filter(function (r) { return r.straggler; }).map(function (r) { return "rank " + r.rank; });
+    if (ranks.length > RANK_PAGE) {
+      sec.appendChild(el("p", { "class": "rank-stragglers", text: slow.length ? "Stragglers: " + slow.slice(0, 20).join(", ") +
+        (slow.length > 20 ? " and " + (slow.length - 20) + " more" : "") : "No straggler." }));
+    }
+    function bar(r, i) {
       var segs = [["compute", r.compute_time_s, "#8250df"], ["communication", r.communication_time_s, "#0969da"], ["idle", r.idle_time_s, "#d0d7de"]];
       return el("div", { "class": "rank-row" + (r.straggler ? " straggler" : "") },
         el("span", { "class": "rank-name", text: "rank " + (r.rank !== undefined ? r.rank : i) + (r.straggler ? " · straggler" : "") }),
@@ -659,14 +665,10 @@
           return el("span", { "class": "seg", title: s[0] + ": " + R.time(s[1]), style: "width:" + (maxStep ? 100 * s[1] / maxStep : 0).toFixed(2) + "%;background:" + s[2] });
         })),
         el("span", { "class": "tnum", text: R.time(r.step_time_s) }));
-    }));
-    sec.appendChild(bars);
-    sec.appendChild(el("div", { "class": "legend" }, [["compute", "#8250df"], ["communication", "#0969da"], ["idle", "#d0d7de"]].map(function (s) {
-      return el("span", null, el("i", { style: "background:" + s[1] }), s[0]);
-    })));
+    }
     var keys = RANK_KNOWN.filter(function (k) { return ranks.some(function (r) { return k in r; }); });
     ranks.forEach(function (r) { Object.keys(r).forEach(function (k) { if (keys.indexOf(k) < 0) keys.push(k); }); });
-    sec.appendChild(simpleTable(keys, ranks.map(function (r) {
+    function row(r) {
       return keys.map(function (k) {
         var v = r[k];
         if (v === undefined) return "";
@@ -675,7 +677,30 @@
         if (typeof v === "boolean") return v ? "yes" : "no";
         return R.value(v);
       });
+    }
+    var bars = el("div", { "class": "ranks" }), table = el("div");
+    var page = 0, pages = Math.max(1, Math.ceil(ranks.length / RANK_PAGE));
+    var prev = el("button", { type: "button", id: "rank-prev", text: "‹ prev" }), next = el("button", { type: "button", id: "rank-next", text: "next ›" });
+    var label = el("span", { id: "rank-page", "class": "muted" });
+    function render() {
+      var start = page * RANK_PAGE, shown = ranks.slice(start, start + RANK_PAGE);
+      R.clear(bars);
+      shown.forEach(function (r, i) { bars.appendChild(bar(r, start + i)); });
+      R.clear(table);
+      table.appendChild(simpleTable(keys, shown.map(row)));
+      label.textContent = "ranks " + (start + 1) + "–" + (start + shown.length) + " of " + ranks.length + " · page " + (page + 1) + "/" + pages;
+      prev.disabled = page === 0;
+      next.disabled = page >= pages - 1;
+    }
+    prev.addEventListener("click", function () { page--; render(); });
+    next.addEventListener("click", function () { page++; render(); });
+    if (pages > 1) sec.appendChild(el("div", { "class": "table-controls" }, el("span", { "class": "spacer" }), label, prev, next));
+    sec.appendChild(bars);
+    sec.appendChild(el("div", { "class": "legend" }, [["compute", "#8250df"], ["communication", "#0969da"], ["idle", "#d0d7de"]].map(function (s) {
+      return el("span", null, el("i", { style: "background:" + s[1] }), s[0]);
     })));
+    sec.appendChild(table);
+    render();
     return sec;
   }
 

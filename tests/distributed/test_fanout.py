@@ -1,0 +1,98 @@
+"""Ranks analysed apart (worker processes, a Dask cluster) merge into the same Report as ranks analysed here."""
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from rank_traces import write_rank_trace as _trace
+
+from roofline.analyze.trace_file import analyze_trace_file
+from roofline.distributed import fanout
+from roofline.distributed.merge import merge_run_dir, merge_trace_files
+from roofline.errors import RooflineError
+
+
+
+@pytest.fixture
+def rank_traces(tmp_path):
+    return [_trace(tmp_path / "r1.json.gz", 1, 500, 200, sleep_us=1500),
+            _trace(tmp_path / "r0.json.gz", 0, 500, 1700),
+            _trace(tmp_path / "r2.json.gz", 2, 520, 1650, world=3)]
+
+
+def _same_report(a, b):
+    da, db = json.loads(a.to_json()), json.loads(b.to_json())
+    for d in (da, db):
+        d["environment"].pop("timestamp", None)
+    assert da == db
+
+
+def test_worker_processes_merge_as_this_process_does(rank_traces):
+    here = merge_trace_files(rank_traces)
+    pooled = merge_trace_files(rank_traces, jobs=2)
+    _same_report(here, pooled)
+    assert [r.rank for r in pooled.ranks] == [0, 1, 2]
+    assert pooled.environment.world_size == 3
+    assert pooled.distributed.stragglers[0].rank == 1
+    assert pooled.ranks[1].slowest_op.startswith("sleep")
+    assert pooled.distributed.base_rank == 0 and pooled.environment.rank is None
+
+
+def test_two_files_claiming_one_rank_are_ranked_by_position(tmp_path):
+    paths = [_trace(tmp_path / "x.json.gz", 0, 500, 300), _trace(tmp_path / "y.json.gz", 0, 900, 100)]
+    merged = merge_trace_files(paths, jobs=2)
+    assert [r.rank for r in merged.ranks] == [0, 1]
+    assert merged.workload == "x.json.gz"  # the first file is the base rank
+
+
+def test_a_job_without_rank_0_takes_its_lowest_rank_as_the_base(tmp_path):
+    paths = [_trace(tmp_path / "r2.json.gz", 2, 500, 300, world=4), _trace(tmp_path / "r1.json.gz", 1, 900, 100, world=4)]
+    merged = merge_trace_files(paths, jobs=2)
+    assert merged.distributed.base_rank == 1 and merged.workload == "r1.json.gz"
+    assert [r.rank for r in merged.ranks] == [1, 2]
+
+
+def test_run_dir_merge_in_worker_processes(tmp_path, rank_traces):
+    for path in rank_traces:
+        rank = int(json.loads(gzip.decompress(open(path, "rb").read()))["distributedInfo"]["rank"])
+        directory = tmp_path / "run" / f"rank{rank}"
+        directory.mkdir(parents=True)
+        analyze_trace_file(path).save(directory / "report.json")
+        (directory / "trace.json.gz").write_bytes(open(path, "rb").read())
+    _same_report(merge_run_dir(tmp_path / "run"), merge_run_dir(tmp_path / "run", jobs=2))
+
+
+def test_a_bad_rank_in_a_worker_is_one_clear_error(tmp_path, rank_traces):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    with pytest.raises(RooflineError, match="no traceEvents"):
+        merge_trace_files(rank_traces + [str(bad)], jobs=2)
+
+
+def test_dask_cluster_merges_as_this_process_does(rank_traces):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=40) as cluster:
+        merged = merge_trace_files(rank_traces, cluster=cluster.scheduler_address)
+    _same_report(merge_trace_files(rank_traces), merged)
+    assert merged.distributed.stragglers[0].rank == 1
+
+
+def test_unreachable_cluster_is_one_clear_error(rank_traces, monkeypatch):
+    pytest.importorskip("distributed")
+    monkeypatch.setattr(fanout, "CONNECT_TIMEOUT_S", 1)
+    with pytest.raises(RooflineError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
+        merge_trace_files(rank_traces, cluster="tcp://127.0.0.1:9")
+
+
+def test_merging_traces_never_imports_torch(rank_traces):
+    """torch costs ~2 s and ~750 MB per process; a worker per rank would pay it for nothing (the collective ceilings'
+    cache path once imported device/ceilings.py, which imports torch)."""
+    code = ("import sys\nfrom roofline.distributed.merge import merge_trace_files\n"
+            f"merge_trace_files({rank_traces!r})\nprint('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.stdout.strip() == "False"
