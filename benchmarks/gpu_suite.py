@@ -119,7 +119,7 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
             # llama-8b: tuning its five weight shapes compiles ~80 Triton candidates (the decode_fast run took 180 s
             # with the tuned baseline's compile, not run here).
             # Cold Triton caches: llama-tiny and llama-1b took more than 50 s and 70 s on a fresh machine (2026-12-01).
-            for m, limit in (("llama-tiny", 100), ("llama-1b", 150), ("llama-8b", 220))
+            for m, limit in (("llama-tiny", 80), ("llama-1b", 130), ("llama-8b", 220))
         ]
     if suite == "issue15-doctor":
         return [("env", ["nvidia-smi"], 30),

@@ -104,7 +104,7 @@ def test_the_gpu_suite_measures_the_shared_memory_roof_and_runs_the_rows_of_each
     names = [s[0] for s in stages]
     assert names == ["env", "ceilings", "cuda_tests_issue19_20", "lab_decode_llama-tiny", "lab_decode_llama-1b",
                      "lab_decode_llama-8b"]
-    assert sum(s[2] for s in stages) <= 480  # the lead's one command, under 8 minutes
+    assert sum(s[2] for s in stages) <= 570  # one device call (600 s at most), with room for its start
     repo = Path(__file__).resolve().parents[2]
     assert all((repo / arg).is_file() for arg in stages[2][1] if arg.startswith("tests/"))
     lab = stages[-1][1]
