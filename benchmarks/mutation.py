@@ -66,7 +66,8 @@ TESTS = {
                 "tests/analyze/test_warmup.py", "tests/analyze/test_join_edges.py", "tests/analyze/test_live_join.py",
                 "tests/analyze/test_classification.py", "tests/analyze/test_trace_file.py",
                 "tests/analyze/test_stale_ceilings.py", "tests/analyze/test_autograd_frames.py",
-                "tests/analyze/test_backward_attribution.py", "tests/analyze/test_analyze_model.py"],
+                "tests/analyze/test_backward_attribution.py", "tests/analyze/test_analyze_model.py",
+                "tests/analyze/test_predict.py"],
     "capture/kineto.py": ["tests/capture/test_kineto_fields.py", "tests/analyze/test_attribution_stats.py",
                           "tests/analyze/test_recording_join.py", "tests/analyze/test_trace_golden.py",
                           "tests/capture/test_kineto.py", "tests/capture/test_kineto_bad_input.py",
@@ -332,7 +333,7 @@ def _select(mutant: dict, bodies: dict, cover: dict, tests: list[str]) -> tuple[
 
 
 def run_package(package: str, n: int, seed: int, timeout_factor: float, budget_s: float, workdir: Path,
-                log, partial=None, confirm: bool = True) -> dict:
+                log, partial=None, confirm: bool = True, only: set | None = None) -> dict:
     from cosmic_ray.mutating import mutate_code
     from cosmic_ray.plugins import get_operator
 
@@ -366,6 +367,8 @@ def run_package(package: str, n: int, seed: int, timeout_factor: float, budget_s
         original = path.read_text()
         mutated = mutate_code(original, get_operator(m["operator"])(**m["args"]), m["occurrence"])
         row = dict(m, diff=_diff(original, mutated))
+        if only is not None and (m["module"], m["line"], m["operator"], _plus(row["diff"])) not in only:
+            continue
         if mutated is None:
             row["outcome"] = "not applied"
         else:
@@ -511,6 +514,8 @@ def main() -> int:
     parser.add_argument("--no-confirm", action="store_true",
                         help="exploring: a survivor of the selected tests is not re-run on the whole subset")
     parser.add_argument("-o", "--out", default=str(REPO / "benchmarks" / "results" / "mutation.json"))
+    parser.add_argument("--survivors-of", metavar="REPORT",
+                        help="exploring: run only the sampled mutants that survived in REPORT (write to another -o)")
     parser.add_argument("--rescore", action="store_true", help="re-apply EQUIVALENT to the report at --out; no run")
     args = parser.parse_args()
     if args.rescore:
@@ -522,6 +527,11 @@ def main() -> int:
     report = json.loads(out.read_text()) if out.exists() else {}
     if report.get("format") != 2:
         report = {"format": 2, "targets": {}}
+    only = None
+    if args.survivors_of:
+        old = json.loads(Path(args.survivors_of).read_text())["targets"]
+        only = {(s["module"], s["line"], s["operator"], _plus(s["diff"]))
+                for t in old.values() for s in t["survivors"]}
     _preload()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the temporary copy is removed
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
@@ -533,7 +543,7 @@ def main() -> int:
                 _write(out, report)
 
             result = run_package(package, args.sample, args.seed, args.timeout_factor, args.budget_s, workdir, log,
-                                 partial, not args.no_confirm)
+                                 partial, not args.no_confirm, only)
             result["confirmed"] = not args.no_confirm
             report["targets"][package] = result
             log(f"{package}: killed {result['killed'] + result['timeout']}/{result['run']} "
