@@ -178,6 +178,11 @@ EQUIVALENT = {
         "i comes from enumerate, never below 0: <= 0 and == 0 agree",
     ("analyze/project.py", "last = i == ndim - 1 and ndim != 1 and not square"):
         "ndim is the length of a shape that has an i-th dimension, so at least 1: != 1 and > 1 agree",
+    ("analyze/predict.py", "return _Timed(op, new, rt_new / entry.q50, rt_new / max(entry.q75, -0.999999999), "
+                           "rt_new / max(entry.q25, 1e-9), 0.0,"):
+        "the same line divides by q50 unguarded, and a table's quartiles are ordered (learn_table's always are: "
+        "q75 >= q50): wherever the line runs without a ZeroDivisionError, q75 > 0 and neither floor applies (only a "
+        "hand-edited table with q75 < q50 could tell them apart)",
     # Host-cost probes: what a timed probe computes on. No figure derived from it is deterministic (the house rule:
     # no timing asserted in unit tests); tests/analyze/test_host_costs.py pins the arithmetic on fed-in times and
     # runs every probe once, which kills the probes that would fail (a channel mismatch, a bad view).
