@@ -145,6 +145,20 @@ EQUIVALENT = {
         "a frame's kind is 0 (module) or 1 (source line): >= 1 and == 1 agree",
     ("capture/kineto.py", "thread = - 2"):
         "thread codes count from 0: any negative start differs from every code alike",
+    ("capture/kineto.py", "op = CpuOp( -1, name, ts, dur, pid, tid, args.external_id, input_dims=dims,"):
+        "a placeholder index: finish() numbers every op after sorting them",
+    ("capture/kineto.py", "while sources and sources[-1][0] == t:"):
+        "popping ended source frames as a frame starts is housekeeping: an op pops every ended frame from the top "
+        "before it reads one, and one thread's frames nest, so an ended frame left below a live one is popped as "
+        "soon as it is exposed; a source label, unlike a module path, is not built from the frame below",
+    ("capture/kineto.py", "while sources and sources[-1][0] is t:"):
+        "popping ended source frames as a frame starts is housekeeping: an op pops every ended frame from the top "
+        "before it reads one, and one thread's frames nest, so an ended frame left below a live one is popped as "
+        "soon as it is exposed; a source label, unlike a module path, is not built from the frame below",
+    ("capture/kineto.py", "while sources and sources[- 0][0] <= t:"):
+        "popping ended source frames as a frame starts is housekeeping: an op pops every ended frame from the top "
+        "before it reads one, and one thread's frames nest, so an ended frame left below a live one is popped as "
+        "soon as it is exposed; a source label, unlike a module path, is not built from the frame below",
     ("analyze/pipeline.py", "last = pos >= len(steps) - 1"):
         "pos runs over range(len(steps)): it reaches len(steps) - 1 and never passes it",
     ("count/indexing.py", 'self_ = call.tensor( -1, "self")'):
