@@ -66,7 +66,9 @@ TESTS = {
                 "tests/analyze/test_warmup.py", "tests/analyze/test_join_edges.py", "tests/analyze/test_live_join.py",
                 "tests/analyze/test_classification.py", "tests/analyze/test_trace_file.py",
                 "tests/analyze/test_stale_ceilings.py", "tests/analyze/test_autograd_frames.py",
-                "tests/analyze/test_backward_attribution.py", "tests/analyze/test_analyze_model.py"],
+                "tests/analyze/test_backward_attribution.py", "tests/analyze/test_analyze_model.py",
+                "tests/analyze/test_predict.py", "tests/analyze/test_predict_values.py",
+                "tests/analyze/test_project_values.py", "tests/analyze/test_host_costs.py", "tests/analyze/test_profiled.py"],
     "capture/kineto.py": ["tests/capture/test_kineto_fields.py", "tests/analyze/test_attribution_stats.py",
                           "tests/analyze/test_recording_join.py", "tests/analyze/test_trace_golden.py",
                           "tests/capture/test_kineto.py", "tests/capture/test_kineto_bad_input.py",
@@ -143,10 +145,78 @@ EQUIVALENT = {
         "a frame's kind is 0 (module) or 1 (source line): >= 1 and == 1 agree",
     ("capture/kineto.py", "thread = - 2"):
         "thread codes count from 0: any negative start differs from every code alike",
+    ("capture/kineto.py", "op = CpuOp( -1, name, ts, dur, pid, tid, args.external_id, input_dims=dims,"):
+        "a placeholder index: finish() numbers every op after sorting them",
+    ("capture/kineto.py", "while sources and sources[-1][0] == t:"):
+        "popping ended source frames as a frame starts is housekeeping: an op pops every ended frame from the top "
+        "before it reads one, and one thread's frames nest, so an ended frame left below a live one is popped as "
+        "soon as it is exposed; a source label, unlike a module path, is not built from the frame below",
+    ("capture/kineto.py", "while sources and sources[-1][0] is t:"):
+        "popping ended source frames as a frame starts is housekeeping: an op pops every ended frame from the top "
+        "before it reads one, and one thread's frames nest, so an ended frame left below a live one is popped as "
+        "soon as it is exposed; a source label, unlike a module path, is not built from the frame below",
+    ("capture/kineto.py", "while sources and sources[- 0][0] <= t:"):
+        "popping ended source frames as a frame starts is housekeeping: an op pops every ended frame from the top "
+        "before it reads one, and one thread's frames nest, so an ended frame left below a live one is popped as "
+        "soon as it is exposed; a source label, unlike a module path, is not built from the frame below",
     ("analyze/pipeline.py", "last = pos >= len(steps) - 1"):
         "pos runs over range(len(steps)): it reaches len(steps) - 1 and never passes it",
     ("count/indexing.py", 'self_ = call.tensor( -1, "self")'):
         "_local_scalar_dense and item take one argument (self): args[-1] is args[0]",
+    ("analyze/stale.py", 'if share[b] >= (COMPUTE_SHARE if b is "compute" else MEMORY_SHARE)'):
+        "b runs over the literal tuple ('compute', 'memory'): the same interned constants, so `is` and == agree",
+    ("analyze/stale.py", 'or (b <= "compute" and len(above[b]) >= COMPUTE_OPS)]'):
+        "b is 'compute' or 'memory', and 'memory' sorts after 'compute': <= and == agree",
+    ("analyze/roofline.py", 'name = op.name.rsplit("::", 2)[-1].split(".", 1)[0]'):
+        "the last piece of an rsplit is the text after the last '::' whatever the split limit (>= 1)",
+    ("analyze/roofline.py",
+     "if not op.modeled or op.time_s == 0 or op.bytes <= 0 or dram <= 0 or op.bytes / op.time_s <= dram:"):
+        "time_s is a duration, never below 0: <= 0 and == 0 agree",
+    ("analyze/diff.py", "b_flops: float = 1.0"):
+        "a field default never read: diff_reports, ReportDiff's only constructor, always sets b_flops",
+    ("analyze/diff.py", "b_bytes: float = -1.0"):
+        "a field default never read: diff_reports, ReportDiff's only constructor, always sets b_bytes",
+    ("analyze/predict.py", "rt_old = dram_roofline_time_s(op, source) if op.modeled else -1.0"):
+        "an unmodelled op's projection is unmodelled too (rt_new 0: the no-work branch returns); before that rt_old "
+        "is only tested `<= 0`, true for 0 and -1 alike",
+    ("analyze/efficiency.py", "rt = dram_roofline_time_s(op, ceilings) if op.modeled else -1.0"):
+        "for an unmodelled op rt is never read: `small` is true by `not op.modeled`, and keys() buckets it as 'none'",
+    ("analyze/efficiency.py", 'return "memory" if op.flops == -1 or op.bytes and op.flops / op.bytes < 1 else "compute"'):
+        "an op reaching this line with 0 FLOPs has bytes > 0 (0 and 0 is a view, above), so flops / bytes = 0 < 1 "
+        "says memory without the first test; FLOPs are never -1",
+    ("analyze/project.py", "if not op.modeled or (ins == op.input_shapes and outs == op.output_shapes and dtype is op.dtype"):
+        "when shapes and dtypes are unchanged the counting path counts the same op twice: both ratios are exactly 1",
+    ("analyze/project.py", "ins = [_shape(s, kind, change, 1) if i is act else list(s) for i, s in enumerate(op.input_shapes)]"):
+        "i and act are small ints (0-2), which CPython interns: `is` and == agree",
+    ("analyze/project.py", "ins = [_shape(s, kind, change, len(s) - 1) if i <= 0 else list(s) for i, s in enumerate(op.input_shapes)]"):
+        "i comes from enumerate, never below 0: <= 0 and == 0 agree",
+    ("analyze/project.py", "last = i == ndim - 1 and ndim != 1 and not square"):
+        "ndim is the length of a shape that has an i-th dimension, so at least 1: != 1 and > 1 agree",
+    ("analyze/predict.py", "return _Timed(op, new, rt_new / entry.q50, rt_new / max(entry.q75, -0.999999999), "
+                           "rt_new / max(entry.q25, 1e-9), 0.0,"):
+        "the same line divides by q50 unguarded, and a table's quartiles are ordered (learn_table's always are: "
+        "q75 >= q50): wherever the line runs without a ZeroDivisionError, q75 > 0 and neither floor applies (only a "
+        "hand-edited table with q75 < q50 could tell them apart)",
+    # Host-cost probes: what a timed probe computes on. No figure derived from it is deterministic (the house rule:
+    # no timing asserted in unit tests); tests/analyze/test_host_costs.py pins the arithmetic on fed-in times and
+    # runs every probe once, which kills the probes that would fail (a channel mismatch, a bad view).
+    ("analyze/host_costs.py", "t = t / 1.0001"):
+        "the backward chain's values are discarded: a divide instead of a multiply gives autograd the same 64 ops",
+    ("analyze/host_costs.py", "img = torch.randn(1, 4, 8, 7, device=device)"):
+        "the convolution probe's input shape: the probe only times a tiny call; a valid other shape times the same",
+    ("analyze/host_costs.py", "img = torch.randn( 2, 4, 8, 8, device=device)"):
+        "the convolution probe's input shape: the probe only times a tiny call; a valid other shape times the same",
+    ("analyze/host_costs.py", "q = torch.randn(1, 2, 9, 8, device=device)"):
+        "the attention probe's input shape: the probe only times a tiny call; a valid other shape times the same",
+    ("analyze/host_costs.py",
+     '"layer_norm": lambda: F.layer_norm(x, (8,)), "sum": lambda: x.sum(~1), "mean": lambda: x.mean(),'):
+        "the sum probe reduces dim -2 instead of -1 of an 8x8 tensor: the same call on the same size, only timed",
+    ("analyze/host_costs.py",
+     "q, k, v = (t.view(b, s, self.heads, d // self.heads).transpose(1, 1) for t in (q, k, v))"):
+        "the reference block attends over another axis of same-size tensors: the same ops are dispatched (counted "
+        "by its dispatch mode), only their host time is measured",
+    ("analyze/host_costs.py", "fwd, _ = _median_and_spread(lambda: _chain_forward(leaf, chain_len), device, calls= 19)"):
+        "how many calls a timing loop averages over: the per-call figure is the same up to noise",
 }
 
 
@@ -332,7 +402,7 @@ def _select(mutant: dict, bodies: dict, cover: dict, tests: list[str]) -> tuple[
 
 
 def run_package(package: str, n: int, seed: int, timeout_factor: float, budget_s: float, workdir: Path,
-                log, partial=None, confirm: bool = True) -> dict:
+                log, partial=None, confirm: bool = True, only: set | None = None) -> dict:
     from cosmic_ray.mutating import mutate_code
     from cosmic_ray.plugins import get_operator
 
@@ -366,6 +436,8 @@ def run_package(package: str, n: int, seed: int, timeout_factor: float, budget_s
         original = path.read_text()
         mutated = mutate_code(original, get_operator(m["operator"])(**m["args"]), m["occurrence"])
         row = dict(m, diff=_diff(original, mutated))
+        if only is not None and (m["module"], m["line"], m["operator"], _plus(row["diff"])) not in only:
+            continue
         if mutated is None:
             row["outcome"] = "not applied"
         else:
@@ -495,6 +567,7 @@ def _preload() -> None:
     import hypothesis  # noqa: F401
     import pytest  # noqa: F401
     import torch
+    import torch._dynamo  # noqa: F401  (a dispatch mode's first layer_norm imports it: 5 s in every child otherwise)
     import torch.utils.flop_counter  # noqa: F401
 
     torch.set_num_threads(1)
@@ -511,6 +584,8 @@ def main() -> int:
     parser.add_argument("--no-confirm", action="store_true",
                         help="exploring: a survivor of the selected tests is not re-run on the whole subset")
     parser.add_argument("-o", "--out", default=str(REPO / "benchmarks" / "results" / "mutation.json"))
+    parser.add_argument("--survivors-of", metavar="REPORT",
+                        help="exploring: run only the sampled mutants that survived in REPORT (write to another -o)")
     parser.add_argument("--rescore", action="store_true", help="re-apply EQUIVALENT to the report at --out; no run")
     args = parser.parse_args()
     if args.rescore:
@@ -522,6 +597,11 @@ def main() -> int:
     report = json.loads(out.read_text()) if out.exists() else {}
     if report.get("format") != 2:
         report = {"format": 2, "targets": {}}
+    only = None
+    if args.survivors_of:
+        old = json.loads(Path(args.survivors_of).read_text())["targets"]
+        only = {(s["module"], s["line"], s["operator"], _plus(s["diff"]))
+                for t in old.values() for s in t["survivors"]}
     _preload()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the temporary copy is removed
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
@@ -533,7 +613,7 @@ def main() -> int:
                 _write(out, report)
 
             result = run_package(package, args.sample, args.seed, args.timeout_factor, args.budget_s, workdir, log,
-                                 partial, not args.no_confirm)
+                                 partial, not args.no_confirm, only)
             result["confirmed"] = not args.no_confirm
             report["targets"][package] = result
             log(f"{package}: killed {result['killed'] + result['timeout']}/{result['run']} "

@@ -131,3 +131,18 @@ def test_workload_warning_at_the_shared_time_floor():
     assert renamed.warnings == ["A and B are different workloads (v1 vs v2); no ops to compare"]
     unnamed = diff_reports(run("", [("x", 1.0)]), run("v2", [("x", 1.0)]))
     assert unnamed.warnings == []
+
+
+def test_verdict_threshold_is_strict_and_reasons_carry_the_noise_figure():
+    def run(total, spread=0.0, n=0):
+        return Report(summary=Summary(total_time_s=total), step_time=Timing(median_s=total, spread_s=spread, n=n))
+
+    # 1.0 -> 1.25 s is +25% exactly (binary-exact): at the threshold is not above it
+    at = total_verdict(run(1.0), run(1.25), 25.0)
+    assert at.delta_pct == 25.0 and not at.failed and at.reason == "change +25.00% is within the 25% threshold"
+    worse = total_verdict(run(1.0, 0.0625, 5), run(1.5, 0.125, 5), 10.0)
+    assert worse.noise_s == 0.1875
+    assert worse.noise_method == "IQR of step_time of A (62.500 ms, n=5) + B (125.000 ms, n=5)"
+    assert worse.reason == "worse by +50.00% (> 10%) and by 500.000 ms (> noise 187.500 ms)"
+    noisy = total_verdict(run(1.0, 0.25, 5), run(1.5, 0.5, 5), 10.0)
+    assert noisy.reason == "worse by +50.00% but within run-to-run noise (500.000 ms <= 750.000 ms)"

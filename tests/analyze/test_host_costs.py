@@ -1,28 +1,100 @@
-"""The host side of the predictor measured for real on this machine's CPU: every figure present, positive where
-it must be, and cached so a second call measures nothing. No timing value is asserted (noisy machines)."""
+"""The host-cost measurement's arithmetic with its clock replaced (no timing is asserted): per-call time of a loop,
+median and relative IQR of the passes, Python per op, module call and backward op from the figures fed in, and the
+cache file per device and torch version."""
 
 from __future__ import annotations
 
 import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
-from roofline.analyze import host_costs
-from roofline.analyze.host_costs import get_host_costs, host_costs_path
+import roofline.analyze.host_costs as hc
+from roofline.report import HostCosts
 
 
-@pytest.mark.slow
-def test_host_costs_are_measured_once_then_read_from_the_cache(tmp_path, monkeypatch):
+def test_a_loop_is_timed_per_call(monkeypatch):
+    clock = iter([10.0, 12.0])
+    monkeypatch.setattr(hc.time, "perf_counter", lambda: next(clock))
+    called = []
+    assert hc._timed(lambda: called.append(1), 4) == 0.5 and len(called) == 4
+
+
+def test_median_and_relative_iqr_of_the_passes(monkeypatch):
+    samples = iter([1.0, 5.0, 3.0, 2.0, 4.0])
+    monkeypatch.setattr(hc, "_timed", lambda fn, calls: next(samples))
+    warm = []
+    assert hc._median_and_spread(lambda: warm.append(1), torch.device("cpu")) == (3.0, pytest.approx((4 - 2) / 3))
+    assert warm == [1]  # one call before the passes
+    monkeypatch.setattr(hc, "PASSES", 1)
+    monkeypatch.setattr(hc, "_timed", lambda fn, calls: 2.0)
+    assert hc._median_and_spread(lambda: None, torch.device("cpu")) == (2.0, 0.0)
+
+
+class _Ops(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.n = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.n += 1
+        return func(*args, **(kwargs or {}))
+
+
+def test_python_per_op_module_call_and_backward_op_from_the_figures_fed_in(monkeypatch):
+    """Every probe 1 us, a module call 3 us against 1 us for forward alone, the block 1 ms, the 64-op chain 1 ms
+    forward and 1.65 ms with its backward."""
+    block, h = hc._Block(), torch.randn(2, 8, 16)
+    with torch.no_grad(), _Ops() as ops:
+        block(h)
+    n = ops.n  # aten calls of one block forward, counted here
+    probes = len(hc._kind_probes(torch.device("cpu")))
+    figures = [(1e-6, 0.1)] * probes + [(3e-6, 0.2), (1e-6, 0.0), (1e-3, 0.3), (1e-3, 0.0), (1.65e-3, 0.4)]
+    fed = iter(figures)
+
+    def fake(fn, device, calls=hc.CALLS):
+        fn()  # every probe and the block still run once
+        return next(fed)
+
+    monkeypatch.setattr(hc, "_median_and_spread", fake)
+    costs = hc.measure_host_costs(torch.device("cpu"))
+    assert costs.dispatch_s == {kind: 1e-6 for kind in hc._kind_probes(torch.device("cpu"))}
+    assert costs.module_call_s == pytest.approx(2e-6)
+    modules = 7  # the block, two norms, four linears
+    assert costs.python_per_op_s == pytest.approx((1e-3 - n * 1e-6 - modules * 2e-6) / n)
+    assert costs.backward_per_op_s == pytest.approx(0.65e-3 / 65)  # 64 multiplies and the sum
+    assert costs.spread == 0.1 and costs.device == "cpu"
+
+
+def test_host_costs_are_cached_per_device_and_torch_version(tmp_path, monkeypatch):
     monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(host_costs, "CALLS", 20)  # the figures' precision is not under test
-    monkeypatch.setattr(host_costs, "PASSES", 3)
-    costs = get_host_costs("cpu")
+    measured = []
+    monkeypatch.setattr(hc, "measure_host_costs",
+                        lambda device: measured.append(device) or HostCosts(device=str(device), python_per_op_s=1e-6))
+    monkeypatch.setattr(hc, "_device_name", lambda device: "Some CPU 9000")
+    first = hc.get_host_costs("cpu")
+    path = hc.host_costs_path(torch.device("cpu"))
+    assert path.parent == tmp_path and path.name.startswith("host-costs-") and path.suffix == ".json"
+    assert path.read_text().endswith("}\n")
+    assert hc.get_host_costs("cpu") == first and len(measured) == 1  # the second read is the cache's
+    hc.get_host_costs("cpu", remeasure=True)
+    assert len(measured) == 2
+
+
+# Measured for real on this machine's CPU: every figure present and cached; no value asserted (noisy machines).
+@pytest.mark.slow
+def test_host_costs_measured_for_real_have_every_figure(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(hc, "CALLS", 20)  # the figures' precision is not under test
+    monkeypatch.setattr(hc, "PASSES", 3)
+    costs = hc.get_host_costs("cpu")
     assert set(costs.dispatch_s) >= {"mm", "add", "layer_norm", "scaled_dot_product_attention"}
     assert all(v > 0 for v in costs.dispatch_s.values())
     assert costs.backward_per_op_s > 0 and costs.module_call_s >= 0 and costs.python_per_op_s >= 0
     assert 0 <= costs.spread and "autograd chain" in costs.method and costs.device == "cpu"
-    assert host_costs_path(__import__("torch").device("cpu")).exists()
+    assert hc.host_costs_path(torch.device("cpu")).exists()
 
     def no_measuring(device):
         raise AssertionError("measured again despite the cache")
 
-    monkeypatch.setattr(host_costs, "measure_host_costs", no_measuring)
-    assert get_host_costs("cpu") == costs
+    monkeypatch.setattr(hc, "measure_host_costs", no_measuring)
+    assert hc.get_host_costs("cpu") == costs

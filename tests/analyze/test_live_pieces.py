@@ -63,3 +63,20 @@ def test_timings_and_the_live_report(tmp_path, cpu_ceilings, one_thread):
     assert {op.phase for op in report.ops} >= {"forward", "backward"}
     with pytest.raises(RooflineError, match="^Identity ran no torch operation in a step"):
         analyze_model(torch.nn.Identity(), (torch.ones(2),), device="cpu", ceilings=cpu_ceilings, warmup=0, iters=1)
+
+
+def test_the_warmup_runs_that_many_steps_before_anything_is_timed(cpu_ceilings, one_thread):
+    class Counting(torch.nn.Linear):
+        calls = 0
+
+        def forward(self, x):
+            Counting.calls += 1
+            return super().forward(x)
+
+    def calls(**kw) -> int:
+        Counting.calls = 0
+        analyze_model(Counting(4, 4), (torch.ones(2, 4),), device="cpu", ceilings=cpu_ceilings, iters=1, **kw)
+        return Counting.calls
+
+    assert calls() - calls(warmup=0) == 2  # the default warm-up: two steps
+    assert calls(warmup=3) - calls(warmup=0) == 3

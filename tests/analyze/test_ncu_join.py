@@ -119,3 +119,52 @@ def test_output_without_a_table_is_one_clear_error(tmp_path):
         parse_ncu_csv("==PROF== Disconnected from process 1\n==ERROR== ERR_NVGPUCTRPERM\n")
     with pytest.raises(RooflineError, match="ncu CSV file not found"):
         read_ncu_csv(tmp_path / "missing.csv")
+
+
+def test_a_synthetic_join_pins_every_total_share_and_weighted_rate():
+    """Two layers of one op each, two kernels per op matched (the second op launched a third ncu did not see); every
+    figure computed by hand from the counters below."""
+    from roofline.capture.ncu_csv import NcuKernel
+    from roofline.report import KernelRecord, OpRecord
+
+    ops = [OpRecord(name="aten::mm", module=f"model.layers.{i}.attn", flops=3e9, bytes=1e8, time_s=(i + 1) * 1e-3,
+                    step=0) for i in range(2)]
+    kernels = [KernelRecord(name=n, op_index=i) for i, names in enumerate((["kA", "kB"], ["kA", "kB", "kC"]))
+               for n in names]
+    kernels.insert(2, KernelRecord(name="Memcpy HtoD", category="memcpy"))
+    kernels.append(KernelRecord(name="kD", op_index=None))
+
+    def k(i, name, read, write, l2, hit, dur):
+        return NcuKernel(i, name, {"dram__bytes_read.sum": read, "dram__bytes_write.sum": write,
+                                   "lts__t_bytes.sum": l2, "lts__t_sector_hit_rate.pct": hit,
+                                   "gpu__time_duration.sum": dur})
+
+    ncu = [k(0, "kA", 4e7, 1e7, 1e8, 50.0, 1e-4), k(1, "kB", 2e7, 1e7, 3e8, 90.0, 1e-4),
+           k(2, "kA", 3e7, 0.0, 2e8, 80.0, 1e-4), k(3, "kB", 1e7, 0.0, 2e8, 60.0, 1e-4)]
+    report = Report(ops=ops, kernels=kernels)
+    s = join_ncu(report, ncu)
+    first, second = report.ops[0].measured, report.ops[1].measured
+    assert (first.kernels, first.kernels_total, second.kernels, second.kernels_total) == (2, 2, 2, 3)
+    assert first.dram_bytes == 8e7 and first.excess_ratio == pytest.approx(0.8)
+    assert first.l2_bytes == 4e8 and first.l2_hit_rate == pytest.approx((50 * 1e8 + 90 * 3e8) / 4e8 / 100)
+    assert first.l2_intensity == pytest.approx(7.5) and first.dram_intensity == pytest.approx(37.5)
+    assert second.dram_bytes == 4e7 and second.l2_hit_rate == pytest.approx(0.7)
+    # five op kernels in the step (memcpy and the op-less kernel left out), four matched
+    assert (s.kernels, s.kernels_joined, s.joined_share) == (4, 4, 1.0)
+    assert (s.step_kernels, s.step_kernels_measured, s.step_share) == (5, 4, pytest.approx(0.8))
+    (group,) = s.by_module
+    assert group.name == "model.layers.*.attn" and group.ops == 2 and group.time_s == pytest.approx(3e-3)
+    assert (group.modelled_bytes, group.dram_bytes, group.l2_bytes) == (2e8, pytest.approx(1.2e8), pytest.approx(8e8))
+    assert group.excess_ratio == pytest.approx(0.6) and group.l2_hit_rate == pytest.approx(0.75)
+    assert s.notes == ["measured DRAM traffic (0.12 GB) is below the modelled minimum (0.2 GB): outputs that fit in "
+                       "L2 are not written back while their kernel runs (ncu flushes caches before each kernel), so "
+                       "DRAM writes undercount small outputs"]
+
+
+def test_a_report_without_kernels_joins_nothing():
+    from roofline.capture.ncu_csv import NcuKernel
+    from roofline.report import OpRecord
+
+    s = join_ncu(Report(ops=[OpRecord(name="aten::mm")]), [NcuKernel(0, "kA", {"dram__bytes_read.sum": 1.0})])
+    assert (s.kernels, s.kernels_joined, s.joined_share, s.step_kernels, s.step_kernels_measured) == (1, 0, 0.0, 0, 0)
+    assert s.notes[0].startswith("only 0 of 1 ncu kernels matched")

@@ -25,8 +25,9 @@ def _x(cat, name, ts, dur, pid=1, tid=1, **args):
     return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
 
 
-def _trace(tmp_path, *, groups=1, optimizers=1, dtypes=("float", "float")):
-    """One ProfilerStep: a backward recording two parameters, then optimizer step(s) of foreach ops with empty lists."""
+def _trace(tmp_path, *, groups=1, optimizers=1, dtypes=("float", "float"), kernel_us=4, first=()):
+    """One ProfilerStep: a backward recording two parameters, then optimizer step(s) of foreach ops with empty lists
+    (``first``: (name, kernel_us) ops each step runs before them, 0: no kernel)."""
     events = [_x("user_annotation", "ProfilerStep#1", 0, 10_000)]
     for i, (shape, dtype) in enumerate(zip(PARAMS, dtypes)):
         events.append(_x("cpu_op", "torch::autograd::AccumulateGrad", 10 + 10 * i, 5,
@@ -36,15 +37,19 @@ def _trace(tmp_path, *, groups=1, optimizers=1, dtypes=("float", "float")):
         span = _x("user_annotation", "Optimizer.step#AdamW.step", ts, 4000)
         events.append(span)
         ts += 1
-        for _ in range(groups):
-            for name, lists in (("aten::_foreach_mul_", 1), ("aten::_foreach_addcmul_", 3)):
-                events.append(_x("cpu_op", name, ts, 20, **{
-                    "External id": ext, "Input Dims": [[]] * lists + [[]],
-                    "Input type": ["TensorList"] * lists + ["Scalar"], "Concrete Inputs": [""] * lists + ["0.5"]}))
+        ops = [(name, 1 if "foreach" in name else 0, us) for name, us in first]
+        ops += [(name, lists, kernel_us) for _ in range(groups)
+                for name, lists in (("aten::_foreach_mul_", 1), ("aten::_foreach_addcmul_", 3))]
+        for name, lists, us in ops:
+            dims, types = ([[]] * lists, ["TensorList"] * lists) if lists else ([[2]], ["float"])
+            events.append(_x("cpu_op", name, ts, 20, **{
+                "External id": ext, "Input Dims": dims + [[]], "Input type": types + ["Scalar"],
+                "Concrete Inputs": [""] * len(dims) + ["0.5"]}))
+            if us:
                 events.append(_x("cuda_runtime", "cudaLaunchKernel", ts + 1, 2, correlation=corr, **{"External id": ext}))
-                events.append(_x("kernel", "multi_tensor_apply_kernel", ts + 5, 4, pid=0, tid=7, correlation=corr,
+                events.append(_x("kernel", "multi_tensor_apply_kernel", ts + 5, us, pid=0, tid=7, correlation=corr,
                                  device=0, stream=7))
-                ts, ext, corr = ts + 30, ext + 1, corr + 1
+            ts, ext, corr = ts + 30, ext + 1, corr + 1
         ts += 100
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
@@ -66,6 +71,20 @@ def test_the_steps_parameters_stand_in_for_unrecorded_lists(tmp_path):
 def test_ambiguous_lists_stay_unmodelled(tmp_path, kwargs, why):
     report = _trace(tmp_path, **kwargs)
     assert report.ops and not any(op.modeled for op in report.ops), why
+    assert all(op.flops == 0 and op.bytes == 0 for op in report.ops)
+
+
+def test_a_sub_microsecond_kernel_is_still_a_kernel(tmp_path):
+    mul, addcmul = _trace(tmp_path, kernel_us=0.5).ops
+    assert mul.modeled and mul.flops == sum(math.prod(s) for s in PARAMS)
+
+
+def test_only_foreach_optimizer_ops_with_kernels_make_up_the_sequence(tmp_path):
+    """Two parameter groups stay ambiguous although each step also runs a kernel-less foreach op (a host-side step
+    counter) and a non-foreach op first: neither is part of the repeated sequence."""
+    report = _trace(tmp_path, groups=2, first=[("aten::_foreach_add_", 0), ("aten::add_", 4)])
+    foreach = [op for op in report.ops if op.name in ("aten::_foreach_mul_", "aten::_foreach_addcmul_")]
+    assert len(foreach) == 4 and not any(op.modeled for op in foreach)
 
 
 def test_repeats_finds_parameter_groups():

@@ -32,3 +32,18 @@ def test_streams_that_are_not_numbers_and_the_lazy_live_entry_points():
     assert callable(pipeline.analyze_model) and pipeline.make_step.__module__ == "roofline.analyze.live"
     with pytest.raises(AttributeError, match="has no attribute 'nope'"):
         pipeline.nope  # noqa: B018
+
+
+def test_report_from_trace_takes_the_trace_and_roofs_by_name_and_its_options_by_name_only():
+    from pathlib import Path
+
+    from roofline.capture.kineto import load_trace
+    from roofline.report import Ceilings
+
+    trace = load_trace(Path(__file__).resolve().parents[1] / "data" / "h200" / "bad_syncs_fwd_fp32.json.gz")
+    roofs = Ceilings(device="cuda", device_name="NVIDIA H200", memory_bandwidth_bytes_per_s=4.8e12,
+                     peak_flops_per_s={"float32": 67e12}, launch_overhead_s=5e-6)
+    report = pipeline.report_from_trace(trace=trace, ceilings=roofs, workload="w")
+    assert report.workload == "w" and report.kind == "trace" and report.ops
+    with pytest.raises(TypeError):
+        pipeline.report_from_trace(trace, roofs, None, "profile")  # kind is keyword-only

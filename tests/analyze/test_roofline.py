@@ -129,6 +129,7 @@ def test_footprint_takes_off_an_in_place_write_back_only():
                      input_dtypes=["float32", "float32"])
     assert footprint_bytes(copy_) == 2 * n  # writes self without reading it: nothing to take off
     assert footprint_bytes(_relu(name="aten::relu")) == 2 * n
+    assert footprint_bytes(_relu(name="relu_")) == n  # a name without a namespace (a trace's own op name)
 
 
 def test_without_a_cache_roof_a_cache_served_op_is_marked_never_above_100_percent():

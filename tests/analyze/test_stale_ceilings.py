@@ -50,6 +50,7 @@ def test_thresholds_at_their_boundaries():
     assert stale_ceilings_note(four, c) is None
     five = four + [_op("compute", 1.2, 1e-4)]
     assert "5 op(s)" in stale_ceilings_note(five, c)
+    assert "6 op(s)" in stale_ceilings_note(five + [_op("compute", 1.2, 1e-4)], c)
     assert stale_ceilings_note([_op("memory", 1.2, 0.25), _op("memory", 0.5, 0.75)], c) is not None
     assert stale_ceilings_note([_op("memory", 1.2, 0.249), _op("memory", 0.5, 0.751)], c) is None
     unmodeled = OpRecord(name="aten::x", bound="compute", efficiency=9.0, time_s=1.0, modeled=False)

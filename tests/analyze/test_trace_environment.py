@@ -34,3 +34,11 @@ def test_a_trace_without_metadata_says_what_is_unknown_not_this_machine(tmp_path
     assert env.hostname != platform.node() and env.python_version != platform.python_version()
     assert {"torch_version", "python_version", "hostname", "timestamp", "platform"} <= set(env.unknown)
     assert "(torch unknown)" in render_report(report).splitlines()[0]
+
+
+def test_the_recording_time_is_read_from_any_positive_epoch_and_nothing_else():
+    from roofline.analyze.environment import _recorded_at
+
+    assert _recorded_at(1) == "1970-01-01T00:00:00+00:00"  # 1 ns after the epoch
+    assert _recorded_at(1_790_857_026.5e9) == "2026-10-01T12:17:06+00:00"
+    assert [_recorded_at(v) for v in (0, -1_000_000_000, True, "1790857026000000000", None)] == [""] * 5

@@ -53,6 +53,8 @@ def test_collectives_outer_calls_only_four_longest_with_the_job(tmp_path):
     assert notes[-1] == ("collectives (backend gloo, rank 1 of 4): gloo:all_reduce x2 (0.0004 s host time), "
                          "c10d::broadcast_ x1 (1e-05 s host time), record_param_comms x1 (5e-06 s host time), "
                          "mpi:recv x1 (2e-06 s host time)")
+    ranked = _analyze(tmp_path, events, distributedInfo={"backend": "nccl", "rank": 2}).summary.notes[-1]
+    assert ranked.startswith("collectives (backend nccl): gloo:all_reduce x2")  # no world size: no "rank r of n"
     bare = _analyze(tmp_path, events, distributedInfo={"backend": "nccl"}).summary.notes[-1]
     assert bare.startswith("collectives (backend nccl): gloo:all_reduce x2")
     assert _analyze(tmp_path, events, distributedInfo={"rank": 0}).summary.notes[-1].startswith(
@@ -89,3 +91,22 @@ def test_ceilings_file_is_named_as_the_roofs(tmp_path):
     assert report.summary.notes[0].endswith(f"; roofs: --ceilings {path}")
     assert report.ceilings.device_name == "lab box" and report.extra["device"]["roofs"] == f"--ceilings {path}"
     assert report.environment.hostname == ""
+
+
+def test_an_accelerator_trace_is_not_judged_against_a_cpu_and_its_identity_is_read_when_not_given(tmp_path):
+    from types import SimpleNamespace
+
+    from roofline.analyze.trace_file import ceilings_for_trace
+    from roofline.device.identify import DeviceIdentity
+
+    accel = ceilings_for_trace(SimpleNamespace(kernels=[]),
+                               identity=DeviceIdentity(kind="accelerator", vendor="acme", name="Acme X1"))
+    assert (accel.device, accel.device_name, accel.source) == ("acme", "Acme X1", "none")
+    assert accel.method.startswith("no roofs known for Acme X1: its memory bandwidth")
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "deviceProperties": H100, "traceEvents": [
+        x("cpu_op", "aten::add", 0.0, 1.0), x("kernel", "k", 2.0, 1.0, pid=0, tid=7)]}))
+    from roofline.capture.kineto import load_trace
+
+    h100 = ceilings_for_trace(load_trace(path))
+    assert h100.device == "cuda" and h100.device_name == "NVIDIA H100 80GB HBM3" and h100.source.startswith("datasheet")

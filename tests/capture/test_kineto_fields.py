@@ -317,3 +317,29 @@ def test_collective_arguments_on_ops_and_kernels_and_the_first_device_named(tmp_
     assert nccl.comm.collective == "allreduce" and k.comm.out_nelems == 8 and plain.comm is None
     assert trace.device_name == "GPU zero" and trace.compute_capability == (8, 0)
     assert mul.source == "m.py:3"
+
+
+def test_an_op_before_the_first_step_is_in_no_step(tmp_path):
+    t = load_trace(_write(tmp_path, [x("user_annotation", "ProfilerStep#1", 10.0, 20.0),
+                                     x("cpu_op", "aten::early", 1.0, 2.0), x("cpu_op", "aten::inside", 12.0, 2.0)]))
+    steps = {op.name: op.step for op in t.ops}
+    assert steps["aten::early"] is None and steps["aten::inside"] == 0
+
+
+def test_an_argument_nested_past_the_decoders_depth_reads_as_absent():
+    from roofline.capture.kineto import _as_list
+
+    assert _as_list(b"[" * 100_000 + b"]" * 100_000) is None  # msgspec raises RecursionError here
+    assert _as_list(b"[[1, 2], [3]]") == [[1, 2], [3]]
+
+
+def test_a_backward_op_takes_its_module_from_its_parent_even_the_first_op_and_a_top_level_one_from_nothing(tmp_path):
+    t = load_trace(_write(tmp_path, [
+        x("cpu_op", "autograd::engine::evaluate_function: MulBackward0", 0.0, 10.0, tid=2, **{"Sequence number": 5}),
+        x("cpu_op", "aten::mul", 1.0, 2.0, tid=2),  # no sequence number: its parent's (op 0) module
+        x("cpu_op", "LoneBackward0", 15.0, 1.0, tid=3),  # no parent, no sequence number: no module
+        x("python_function", "nn.Module: Lin_0", 20.0, 10.0),
+        x("cpu_op", "aten::mul", 21.0, 2.0, **{"Sequence number": 5})]))
+    first, child, lone, forward = t.ops
+    assert first.index == 0 and child.parent == 0 and forward.module
+    assert first.module == child.module == forward.module and lone.module is None

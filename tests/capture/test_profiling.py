@@ -41,6 +41,8 @@ def test_scheduled_steps_give_true_and_profiled_time_syncs_and_memory(model: tor
     (site,) = report.syncs
     assert site.kind == "item" and site.location.endswith(f"test_profiling.py:{_item_line()}")
     assert site.count == 1 and site.per_step == 1.0, "counted in the one warmup step"
+    assert "syncs: counted live over 1 step(s) (the warmup steps, so the kept profile is free of the detector's " \
+           "cost)" in report.summary.notes
     assert {op.name for op in report.ops} >= {"aten::addmm", "aten::relu"}
     assert {op.step for op in report.ops} == {0, 1}
     assert report.memory.peak_allocated_bytes > 0 and report.memory.counter
