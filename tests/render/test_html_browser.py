@@ -257,9 +257,9 @@ def test_a_thousand_rank_job_pages_its_rank_table(driver, tmp_path):
     assert len(section.find_elements(By.CSS_SELECTOR, ".rank-row")) == 64
     assert driver.find_element(By.ID, "rank-page").text == "ranks 1–64 of 1024 · page 1/16"
     for _ in range(10):
-        driver.find_element(By.ID, "rank-next").click()
+        click(driver, driver.find_element(By.ID, "rank-next"))
     assert driver.find_element(By.ID, "rank-page").text == "ranks 641–704 of 1024 · page 11/16"
     assert "rank 700 · straggler" in section.text
     assert len(section.find_elements(By.CSS_SELECTOR, "table.simple tbody tr")) == 64
-    driver.find_element(By.ID, "rank-prev").click()
+    click(driver, driver.find_element(By.ID, "rank-prev"))
     assert "rank 700 · straggler" not in section.text
