@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from roofline.cli.common import (add_ceilings_option, add_fanout_options, add_findings_option, add_output_option,
-                                 fanout_jobs, non_negative_int)
+                                 cyclic_gc_paused, fanout_jobs, non_negative_int)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -44,6 +44,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    with cyclic_gc_paused():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from roofline.analyze.trace_file import analyze_trace_file
     from roofline.doctor import diagnose
     from roofline.render.console import ConsoleRenderer, fit
