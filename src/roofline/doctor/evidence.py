@@ -10,11 +10,14 @@ import contextlib
 import functools
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TypeVar
 
 from roofline.count.families import ATTENTION, CONV, MATMUL, VIEW, op_kind  # noqa: F401 - op_kind re-exported for rules
 from roofline.count.meta import canonical_dtype, dtype_itemsize
 from roofline.report import OpRecord, Report
+
+T = TypeVar("T")
 
 HALF_DTYPES = ("float16", "bfloat16")
 
@@ -90,10 +93,33 @@ def tensor_inputs(op: OpRecord) -> list[tuple[list[int], str, list[int]]]:
 def clear_caches() -> None:
     _TENSOR_INPUTS.clear()
     _ORDERED.clear()
+    _PER_REPORT.clear()
 
 
 _ORDERED: dict[int, tuple[list[OpRecord], list[OpRecord]]] = {}
 _ordering_memoised = False
+
+
+_PER_REPORT: dict[tuple[str, int], tuple[Report, object]] = {}
+
+
+def once_per_diagnose(evidence: Callable[[Report], T]) -> Callable[[Report], T]:
+    """A read-only view of the report that several rules ask for, computed once within memoised() (and on every
+    call outside it). The rules must not change what it returns."""
+
+    @functools.wraps(evidence)
+    def memo(report: Report) -> T:
+        if not _ordering_memoised:
+            return evidence(report)
+        key = (evidence.__qualname__, id(report))
+        hit = _PER_REPORT.get(key)
+        if hit is not None and hit[0] is report:
+            return hit[1]
+        value = evidence(report)
+        _PER_REPORT[key] = (report, value)
+        return value
+
+    return memo
 
 
 @contextlib.contextmanager
