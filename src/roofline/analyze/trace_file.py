@@ -155,9 +155,9 @@ def _collectives_note(trace) -> str:
     from roofline.analyze.communication import is_communication_op
 
     calls: dict[str, list[float]] = {}
-    for op in trace.ops:
-        outer = op.parent < 0 or not is_communication_op(trace.ops[op.parent].name)
-        if is_communication_op(op.name) and outer:
+    ops = trace.ops
+    for op in ops:
+        if is_communication_op(op.name) and (op.parent < 0 or not is_communication_op(ops[op.parent].name)):
             calls.setdefault(op.name, []).append(op.dur_us)
     if not calls:
         return ""

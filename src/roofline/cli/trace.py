@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from roofline.cli.common import (add_ceilings_option, add_fanout_options, add_findings_option, add_output_option,
-                                 fanout_jobs, non_negative_int)
+                                 cyclic_gc_paused, fanout_jobs, non_negative_int)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -44,11 +44,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    with cyclic_gc_paused():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from roofline.analyze.trace_file import analyze_trace_file
     from roofline.doctor import diagnose
     from roofline.render.console import ConsoleRenderer, fit
     from roofline.render.findings import FindingsRenderer
-    from roofline.render.outputs import report_renderers, write_outputs
+    from roofline.render.outputs import in_background, report_renderers, write_outputs
 
     if args.onnx or args.device or args.inputs:
         return _run_onnx(args)
@@ -70,9 +75,11 @@ def run(args: argparse.Namespace) -> int:
             from roofline.capture.ncu_csv import read_ncu_csv
 
             join_ncu(report, read_ncu_csv(args.ncu), source=args.ncu)
-        report.findings = diagnose(report)
         raw = None if report.extra.get("partial") else args.paths[0]
-        written, problems = write_outputs(report, args.output, report_renderers(raw_trace=raw, html=not args.no_html))
+        # The PNG of a big report is drawn in the background meanwhile: the doctor's findings are not on it.
+        renderers = in_background(report_renderers(raw_trace=raw, html=not args.no_html), report)
+        report.findings = diagnose(report)
+        written, problems = write_outputs(report, args.output, renderers)
         if raw is None:
             problems.append("trace.json.gz not written: the trace is cut short (open the original in Perfetto)")
     sys.stdout.write(ConsoleRenderer(args.top).render(report))

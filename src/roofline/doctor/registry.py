@@ -42,13 +42,12 @@ def diagnose(report: Report, *, rules: Iterable[str] | None = None) -> list[Find
     reference time, the one figure every view shows. A rule that fails on odd evidence does not hide the others' findings;
     its failure becomes an 'info' finding that says so.
     """
-    from roofline.doctor.evidence import clear_caches
+    from roofline.doctor.evidence import memoised
 
     selected = _select(rules)
     findings: list[Finding] = []
     cap = profiled_time_s(report)
-    clear_caches()
-    try:
+    with memoised():
         for rule in selected:
             try:
                 produced = rule.check(report)
@@ -62,8 +61,6 @@ def diagnose(report: Report, *, rules: Iterable[str] | None = None) -> list[Find
                 finding.rule = rule.name
                 _bound_savings(finding, cap)
             findings.extend(produced)
-    finally:
-        clear_caches()
     base = report.summary.reference_time_s
     for finding in findings:
         finding.share_of_time = finding.estimated_savings_s / base if base else None

@@ -7,7 +7,10 @@ a failure or Ctrl-C part-way leaves the previous run's files as they were, never
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import sys
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -19,6 +22,12 @@ OUTPUT_FILES = ("report.json", "roofline.png", "memory.png", "report.html", "tra
 
 # Augmenting reads the whole trace as JSON objects (about 10x its size in memory): above this, say so and skip.
 AUGMENT_LIMIT_BYTES = 192 * 2**20
+
+
+# From this many ops, roofline.png is drawn by a forked child while this process goes on (the doctor, report.json,
+# report.html): matplotlib's import and drawing, about 1.7 s on the 1 M-event trace's 127,620 ops and mostly fixed
+# (ticks, text, the PNG encoder), need nothing the rest of the command does.
+BACKGROUND_PNG_MIN_OPS = 20_000
 
 
 # deflate never compresses better than about 1032:1: a larger recorded size is not a gzip trailer (a cut file)
@@ -118,6 +127,64 @@ class TextFileRenderer:
 
     def render(self, report: Report) -> str:
         return self.text
+
+
+class BackgroundRenderer:
+    """A renderer started now in a forked child (the report shared copy-on-write, never pickled); ``render`` collects
+    its output. Whatever goes wrong in the child (it dies, raises, cannot send), ``render`` renders in-process
+    instead, so errors surface exactly as they would without the fork. The report must not change in between in
+    anything the renderer draws (the doctor only adds findings, which the PNG does not show)."""
+
+    def __init__(self, renderer: Renderer, report: Report) -> None:
+        self.renderer = renderer
+        self.file_name = renderer.file_name
+        sys.stdout.flush()
+        sys.stderr.flush()
+        context = multiprocessing.get_context("fork")
+        self._receive, send = context.Pipe(duplex=False)
+        self._process = context.Process(target=_render_in_child, args=(renderer, report, send), daemon=True)
+        self._process.start()
+        send.close()
+
+    def render(self, report: Report) -> str | bytes | Iterator[bytes]:
+        try:
+            result = self._receive.recv()
+        except (EOFError, OSError):
+            result = None
+        finally:
+            self._receive.close()
+            self._process.join()
+        if result is None or self._process.exitcode != 0:
+            return self.renderer.render(report)
+        kind, value = result
+        if kind == "not applicable":
+            raise NotApplicable(value)
+        if kind == "skipped":
+            raise OutputSkipped(value)
+        return value
+
+
+def _render_in_child(renderer: Renderer, report: Report, send) -> None:
+    try:
+        content = renderer.render(report)
+        result = ("content", content if isinstance(content, (str, bytes)) else b"".join(content))
+    except NotApplicable as why:
+        result = ("not applicable", str(why))
+    except OutputSkipped as why:
+        result = ("skipped", str(why))
+    except BaseException:  # noqa: BLE001 -- the parent renders it again and reports the error itself
+        result = None
+    send.send(result)
+    send.close()
+
+
+def in_background(renderers: Sequence[Renderer], report: Report) -> list[Renderer]:
+    """The renderers with a big report's roofline PNG started in the background now (BACKGROUND_PNG_MIN_OPS), where
+    fork is available and safe (no other thread whose locks the child would inherit)."""
+    if (len(report.ops) < BACKGROUND_PNG_MIN_OPS or "fork" not in multiprocessing.get_all_start_methods()
+            or threading.active_count() > 1):
+        return list(renderers)
+    return [BackgroundRenderer(r, report) if isinstance(r, PngRenderer) else r for r in renderers]
 
 
 def report_renderers(*, png: bool = True, html: bool = True,

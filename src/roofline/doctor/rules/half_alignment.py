@@ -20,6 +20,8 @@ ALIGN = 8
 def misaligned_dims(op: OpRecord) -> tuple[int, int] | None:
     """(K, N) of a half matmul/conv with either not a multiple of 8, else None."""
     kind = op_kind(op.name)
+    if kind not in CONV_KINDS and kind not in MATMUL_KINDS:
+        return None
     floats = [d for _, d, _ in tensor_inputs(op) if d.startswith("float") or d in HALF_DTYPES]
     if not floats or floats[0] not in HALF_DTYPES:
         return None

@@ -11,6 +11,7 @@ once per training step (reading the step's result) is reported only when its cos
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 
 from roofline.doctor.evidence import SYNC_KINDS, is_gpu_report, location, op_kind, severity_for, step_count
@@ -29,7 +30,14 @@ def _is_sync_op(op: OpRecord, kinds_present: set[str], on_gpu: bool) -> bool:
         return False
     if kind in SYNC_KINDS:
         return True
-    return any("dtoh" in k.lower().replace(" ", "") or "devicetohost" in k.lower().replace(" ", "") for k in op.kernels)
+    return any(_is_device_to_host(k) for k in op.kernels)
+
+
+@functools.lru_cache(maxsize=8192)
+def _is_device_to_host(kernel: str) -> bool:
+    """Memoised: a trace's few hundred kernel names recur on every op of a 127,620-op report."""
+    squeezed = kernel.lower().replace(" ", "")
+    return "dtoh" in squeezed or "devicetohost" in squeezed
 
 
 def _sync_ops_by_location(report: Report) -> dict[str, list[OpRecord]]:

@@ -89,14 +89,23 @@ def strided_matmuls(report: Report) -> list[tuple[OpRecord, float]]:
     return found
 
 
-def module_calls(report: Report, module: str, phase: str) -> int:
-    """How many times a module ran in a phase: its fewest-called matmul site (a projection runs once per call),
-    else the median call count of its op sites."""
-    prefix = module + "." if module else ""
-    per_site: dict[tuple[str, str, str | None], int] = defaultdict(int)
+Sites = dict[str, dict[tuple[str, str, str | None], int]]
+
+
+def op_sites(report: Report) -> Sites:
+    """Calls per (module, op name, source line), per phase: counted once for every module_calls question."""
+    sites: Sites = defaultdict(lambda: defaultdict(int))
     for op in report.ops:
-        if op.phase == phase and (op.module == module or op.module.startswith(prefix)):
-            per_site[(op.module, op.name, op.source)] += 1
+        sites[op.phase][(op.module, op.name, op.source)] += 1
+    return sites
+
+
+def module_calls(report: Report, module: str, phase: str, sites: Sites | None = None) -> int:
+    """How many times a module ran in a phase: its fewest-called matmul site (a projection runs once per call),
+    else the median call count of its op sites. ``sites``: op_sites(report), when asking about several modules."""
+    prefix = module + "." if module else ""
+    in_phase = (sites if sites is not None else op_sites(report)).get(phase, {})
+    per_site = {site: n for site, n in in_phase.items() if site[0] == module or site[0].startswith(prefix)}
     matmuls = [n for (_, name, _), n in per_site.items() if op_kind(name) in MATMUL_KINDS]
     if matmuls:
         return min(matmuls)
@@ -109,8 +118,11 @@ def recurring_copies(report: Report) -> list[OpRecord]:
     sites: dict[tuple[str, str | None, str], list[OpRecord]] = defaultdict(list)
     for op in layout_copies(report):
         sites[(op.module, op.source, op.phase)].append(op)
+    if not sites:
+        return []
+    calls = op_sites(report)
     return [op for (module, _, phase), ops in sites.items()
-            if len(ops) >= MIN_CALL_SHARE * max(module_calls(report, module, phase), len(ops)) for op in ops]
+            if len(ops) >= MIN_CALL_SHARE * max(module_calls(report, module, phase, calls), len(ops)) for op in ops]
 
 
 @register(RULE, "copies of transposed/permuted views; matmuls on strided operands")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from roofline.doctor.evidence import (ATTENTION_KINDS, MATMUL_KINDS, location, matmul_operands, op_kind,
-                                      ordered_ops, rows, severity_for, top_locations)
+from roofline.doctor.evidence import (ATTENTION_KINDS, MATMUL_KINDS, location, matmul_operands, once_per_diagnose,
+                                      op_kind, ordered_ops, rows, severity_for, top_locations)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
 
@@ -19,6 +19,7 @@ MIN_RUN = 3
 WEIGHT_KINDS = frozenset({"linear", "mm", "addmm", "_addmm_activation"})
 
 
+@once_per_diagnose  # recomputation and unbatched-loop both group the calls
 def call_sites(report: Report) -> dict[tuple, list[tuple[OpRecord, list[int]]]]:
     """Matmul/attention calls grouped by call site, in the order they ran, with each call's activation shape."""
     sites: dict[tuple, list[tuple[OpRecord, list[int]]]] = defaultdict(list)

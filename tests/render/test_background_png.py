@@ -1,0 +1,64 @@
+"""A big report's roofline.png is drawn in a forked child while the command goes on (render/outputs.py): the same
+bytes as drawn in-process, and any failure in the child falls back to drawing it in-process."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+import roofline.render.outputs as outputs
+from roofline.cli import main
+from roofline.render.outputs import BackgroundRenderer, OutputSkipped, in_background
+
+H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
+
+
+class _ChildOnly:
+    """Fails in the forked child only; in the parent it renders b"parent"."""
+
+    file_name = "x.png"
+
+    def __init__(self) -> None:
+        self.parent = os.getpid()
+
+    def render(self, report):
+        if os.getpid() != self.parent:
+            raise RuntimeError("child broke")
+        return b"parent"
+
+
+class _Skips:
+    file_name = "x.png"
+
+    def render(self, report):
+        raise OutputSkipped("nothing to draw")
+
+
+def test_the_trace_command_writes_the_same_png_in_the_background(tmp_path, monkeypatch, capsys):
+    trace = str(H200 / "bad_syncs_fwd_fp32.json.gz")
+    assert main(["trace", trace, "-o", str(tmp_path / "inline"), "--no-html"]) == 0
+    started = []
+    monkeypatch.setattr(outputs, "BACKGROUND_PNG_MIN_OPS", 0)
+    monkeypatch.setattr(outputs.BackgroundRenderer, "__init__",
+                        lambda self, r, rep, _init=BackgroundRenderer.__init__: (started.append(r), _init(self, r, rep))[1])
+    assert main(["trace", trace, "-o", str(tmp_path / "forked"), "--no-html"]) == 0
+    assert [type(r).__name__ for r in started] == ["PngRenderer"]
+    assert (tmp_path / "forked" / "roofline.png").read_bytes() == (tmp_path / "inline" / "roofline.png").read_bytes()
+
+
+def test_a_child_that_fails_is_redone_in_process():
+    assert BackgroundRenderer(_ChildOnly(), report=None).render(None) == b"parent"
+
+
+def test_a_skip_in_the_child_is_raised_in_the_parent():
+    with pytest.raises(OutputSkipped, match="nothing to draw"):
+        BackgroundRenderer(_Skips(), report=None).render(None)
+
+
+def test_small_reports_stay_in_process():
+    class Tiny:
+        ops = [object()] * 10
+
+    renderers = [outputs.JsonRenderer(), outputs.PngRenderer()]
+    assert in_background(renderers, Tiny()) == renderers
