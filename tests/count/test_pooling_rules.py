@@ -30,6 +30,8 @@ def test_max_pool_output_sizes_and_indices():
     five = T((1, 1, 5), "float32")
     assert cost("aten::max_pool1d", five, [2], [2], [1], [1], True)[0] == 3 * 2
     assert cost("aten::max_pool1d_with_indices", five, [2], [2], [1], [1], False)[1] == 20 + 3 * 4 + 3 * 8
+    # and kept when it starts inside the input plus left padding: size 5, k3 s5 p1 -> 2 (torch's shape too)
+    assert cost("aten::max_pool1d", five, [3], [5], [1], [1], True) == (2 * 3, 20 + 2 * 4)
     # non-square: k (3, 2), s (1, 2): H 9, W 6
     assert cost("aten::max_pool2d", X, [3, 2], [1, 2])[0] == 2 * 3 * 9 * 6 * 6
     cube = T((1, 2, 5, 6, 7), "float32")
