@@ -137,6 +137,8 @@ def test_parse_scalar_and_args_from_trace():
     assert args_from_trace([[[2], "x"]], ["GenericList"]) == [None]
     assert args_from_trace([[[2]]], ["TensorList"], [[[1, 1]]]) == [[T((2,), "unknown")]]
     assert args_from_trace([[[2, 3]]], ["TensorList"], [[[1]]]) == [[T((2, 3), "unknown")]]  # too few strides
+    deep = [1] * 300  # past CPython's cached small ints: lengths are compared by value
+    assert args_from_trace([[deep]], ["TensorList"], [[deep]]) == [[T(tuple(deep), "unknown", tuple(deep))]]
     assert args_from_trace(None, None, None, ["", "3"]) == [None, 3]
     assert args_from_trace([[2]], ["long int", "Scalar"], None, ["", "True"]) == [T((2,), "int64"), True]
     assert args_from_trace([[2], []], ["long int", "bool"], None, ["", "True"]) == [T((2,), "int64"), T((), "bool")]
