@@ -113,6 +113,36 @@ EQUIVALENT = {
         "no arange overload takes a bool as its first or second argument (start/end, end or a dtype code)",
     ("count/conv.py", 'if padding <= "same":'):
         "padding strings are 'valid' or 'same' only, and 'valid' sorts after 'same': <= and == agree",
+    ("count/norm.py", 'x, grad_out = call.tensor(0, "input"), call.tensor( 0, "grad_output")'):
+        "cuDNN's and MIOpen's batch-norm backward check grad_output against input (checkAllSameType, checkSameSize): "
+        "reading input for both counts the same bytes and gives grad-input the same dtype",
+    ("count/rnn.py", "hh = [w for w in weights if w.ndim >= 2][1::2] if mode in GATES else []"):
+        "recurrent weights are matrices and biases vectors (nn.RNNBase's flat weights, stack_weights' rebuilt "
+        "ones): no weight has more than 2 dims, so >= 2 and == 2 select the same",
+    ("count/rnn.py", "return sum(w.shape[0] for w in hh) / GATES.get(mode, 1)"):
+        "every W_hh has gates x hidden rows, so the sum divides exactly; the quotient is only multiplied into a "
+        "float FLOP count, where an exact int and its float give the same product (below 2**53: tokens x hidden x 36)",
+    ("count/families.py", 'if base.endswith("_") and not base.endswith("__") and len(base) != 1 and base != "copy_":'):
+        "base ends with '_', so it is at least 1 long: != 1 and > 1 agree",
+    ("count/inductor.py", "while i is not len(parts):"):
+        "i never passes len(parts) (it moves by a width of at most the parts left, or by 1 while below), so < and "
+        "!= agree; `is not` agrees with != for ints up to 256 (CPython's cached small ints), and a fused name has far "
+        "fewer parts: Inductor names at most kernel_name_max_ops (10) ops, an op at most 6 parts",
+    ("count/shapes.py", '_INT_RANK = {"bool": 0, "uint8": 1, "int8": 1, "int16": 2, "uint16": 2, "int32": 3, "uint32": 4,'):
+        "uint32's rank only decides a pick against int32 or uint64, and torch promotes uint16/uint32/uint64 with no "
+        "other dtype ('Promotion for uint16, uint32, uint64 types is not supported'): no op that ran mixes them",
+    ("count/shapes.py", '"int64": 5, "uint64": 4}'):
+        "int64 already outranks every integer dtype but uint64, and the tie with uint64 goes to int64 (sorted "
+        "first); torch refuses to promote int64 with uint64 anyway",
+    ("count/shapes.py", "ranks = _FLOAT_RANK if best_cat >= 2 else _INT_RANK"):
+        "the only category above 2 is complex, and neither table ranks a complex dtype: every candidate gets 0 "
+        "and the sorted-first one is picked under either table",
+    ("count/norm.py", "mask = list(mask) + [False] * (3 % len(mask))"):
+        "the mask is at least 2 long here (shorter ones were replaced above): 3 - n and 3 % n agree for 2 and 3, "
+        "and a longer mask only gains Falses past index 2, which is never read",
+    ("count/reduction.py", '"aten::logsumexp": (1, 1, 5), "aten::special_logsumexp": (1, 2, 5),'):
+        "keepdim read from the dim argument (never a bool, so False): keepdim only adds size-1 dims, and the "
+        "output's element count, all its bytes use, is the same (and keepdim is read only when no outputs were recorded)",
     ("capture/kineto.py", "op = CpuOp( -1, name, ts, dur, pid, tid, args.external_id,"):
         "a placeholder index: finish() numbers every op after sorting them",
     ("capture/kineto.py", "op = CpuOp( 1, name, ts, dur, pid, tid, args.external_id,"):
