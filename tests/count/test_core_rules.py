@@ -115,6 +115,7 @@ def test_tensor_meta_from_live_tensors():
     nested = torch.nested.nested_tensor([torch.zeros(2, 5), torch.zeros(3, 5)])
     assert T.from_tensor(nested).shape == (5, 5) and T.from_tensor(nested).strides is None
     assert T.from_tensor(torch.nested.nested_tensor([torch.zeros(2, 5)])).shape == (2, 5)  # one component
+    assert T.from_tensor(torch.nested.nested_tensor([])).shape == (0,)  # no component: its size list is a float
     ragged = torch.nested.nested_tensor([torch.zeros(2, 5), torch.zeros(3, 4)])
     assert T.from_tensor(ragged).shape == (22,)
     assert to_meta([x, (1, x), {"a": x}]) == [m, (1, m), {"a": m}]
