@@ -53,7 +53,7 @@ TESTS = {
               "tests/analyze/test_trace_golden.py", "tests/count/test_formula_values.py", "tests/count/test_bytes.py",
               "tests/count/test_flop_parity.py", "tests/count/test_interface.py",
               "tests/count/test_sequence_families.py", "tests/count/test_trace_fixtures.py",
-              "tests/count/test_functional_coverage.py"],
+              "tests/count/test_functional_coverage.py", "tests/count/test_onnx_ops.py"],
     "analyze": ["tests/analyze/test_trace_golden.py", "tests/analyze/test_roofline_values.py",
                 "tests/analyze/test_attribution_stats.py", "tests/analyze/test_recording_join.py",
                 "tests/analyze/test_trace_file_notes.py", "tests/analyze/test_live_pieces.py",
