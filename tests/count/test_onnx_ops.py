@@ -140,3 +140,8 @@ def test_a_copy_to_the_same_dtype_is_a_clone_however_the_name_was_built():
     cost, aten = count_onnx_node("Cast", [_f32(4, 4)], [T((4, 4), same)], {})
     assert (cost.bytes, aten) == (64 + 64, "aten::clone")
     assert count_onnx_node("Cast", [_f32(4, 4)], [T((4, 4), "float16")], {})[1] == "aten::_to_copy"
+
+
+def test_a_slice_reads_only_what_it_keeps_and_an_expand_its_source_once():
+    assert count_onnx_node("Slice", [_f32(4, 4)], [_f32(2, 4)], {})[0].bytes == 32 + 32
+    assert count_onnx_node("Expand", [_f32(1, 4)], [_f32(3, 4)], {})[0].bytes == 16 + 48
