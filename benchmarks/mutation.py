@@ -143,6 +143,15 @@ EQUIVALENT = {
     ("count/reduction.py", '"aten::logsumexp": (1, 1, 5), "aten::special_logsumexp": (1, 2, 5),'):
         "keepdim read from the dim argument (never a bool, so False): keepdim only adds size-1 dims, and the "
         "output's element count, all its bytes use, is the same (and keepdim is read only when no outputs were recorded)",
+    ("count/reduction.py", '"aten::var": (1, 3, 3), "aten::std": (1, 3, 3), "aten::var_mean": (1, 4, 3), "aten::std_mean": (1, 3, 3),'):
+        "var_mean's keepdim read from index 4 (absent: False): keepdim only adds size-1 dims, and the outputs' "
+        "element counts, all their bytes use, are the same (and keepdim is read only when no outputs were recorded)",
+    ("count/rnn.py", 'mode = _MODE_OF_NAME.get(call.name.split("::")[+1], LSTM)'):
+        "the names this formula is registered for carry exactly one '::' (aten::lstm, aten::gru, ...): [1] and "
+        "[-1] are the same piece",
+    ("count/onnx_ops.py", "x = TensorMeta(tuple(ids.shape) + (hidden,), tables[ -1].dtype)"):
+        "EmbedLayerNormalization's schema gives every embedding table the one type T: the first and the last "
+        "table share a dtype",
     ("capture/kineto.py", "op = CpuOp( -1, name, ts, dur, pid, tid, args.external_id,"):
         "a placeholder index: finish() numbers every op after sorting them",
     ("capture/kineto.py", "op = CpuOp( 1, name, ts, dur, pid, tid, args.external_id,"):
