@@ -145,3 +145,15 @@ def test_a_copy_to_the_same_dtype_is_a_clone_however_the_name_was_built():
 def test_a_slice_reads_only_what_it_keeps_and_an_expand_its_source_once():
     assert count_onnx_node("Slice", [_f32(4, 4)], [_f32(2, 4)], {})[0].bytes == 32 + 32
     assert count_onnx_node("Expand", [_f32(1, 4)], [_f32(3, 4)], {})[0].bytes == 16 + 48
+
+
+def test_pools_without_strides_or_pads_take_the_onnx_defaults():
+    x = _f32(1, 2, 6, 6)
+    cost, aten = count_onnx_node("MaxPool", [x], [_f32(1, 2, 5, 5)], {"kernel_shape": [2, 2]})
+    assert aten == "aten::max_pool2d_with_indices" and cost.flops == 2 * 5 * 5 * 4  # stride 1, no padding
+
+
+def test_layer_normalization_over_the_scale_dims():
+    x, g = _f32(2, 3, 4), _f32(4)  # normalised over the last dim: mean and rstd (2, 3, 1) in float32
+    cost, aten = count_onnx_node("LayerNormalization", [x, g, g], [], {})
+    assert aten == "aten::native_layer_norm" and (cost.flops, cost.bytes) == ((5 + 2) * 24, 96 + 32 + 96 + 2 * 24)

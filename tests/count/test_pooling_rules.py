@@ -19,6 +19,7 @@ def test_max_pool_output_sizes_and_indices():
         (out * 9, XB + out * 2 + out * 8)
     assert cost("aten::max_pool2d", X, [3, 3], [2, 2], [1, 1], [1, 1], False) == (out * 9, XB + out * 2)
     assert cost("aten::max_pool2d", X, 3, 2, 1) == (out * 9, XB + out * 2)
+    assert cost("aten::mkldnn_max_pool2d", X, [3, 3], [2, 2], [1, 1], [1, 1], False) == (out * 9, XB + out * 2)
     # k2, stride defaults to the kernel: floor H 5 W 6; ceil H 6 W 7
     assert cost("aten::max_pool2d", X, [2, 2])[0] == 2 * 3 * 5 * 6 * 4
     assert cost("aten::max_pool2d", X, [2, 2], [], [0, 0], [1, 1], True)[0] == 2 * 3 * 6 * 7 * 4
