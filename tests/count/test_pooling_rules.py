@@ -104,6 +104,8 @@ def test_grid_sampling():
     vol = T((1, 2, 4, 5, 6), "float32")
     grid3 = T((1, 2, 3, 4, 3), "float32")  # 24 locations
     assert cost("aten::grid_sampler_3d", vol, grid3, 0, 0, False) == (15 * 48 + 4 * 24, min(960, 48 * 8 * 4) + 288 + 192)
+    big = T((1, 2, 8, 8, 8), "float32")  # 4096 bytes: more than the 8 taps of 48 outputs gather
+    assert cost("aten::grid_sampler_3d", big, grid3, 0, 0, False) == (15 * 48 + 4 * 24, 48 * 8 * 4 + 288 + 192)
     g = T((2, 3, 5, 7), "float32")
     assert cost("aten::grid_sampler_2d_backward", g, x, grid, 0, 0, False, [True, True]) == \
         (2 * (7 * out + 280), 3360 + 560 + 840 + 3432 + 560)
