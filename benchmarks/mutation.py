@@ -152,6 +152,17 @@ EQUIVALENT = {
     ("count/onnx_ops.py", "x = TensorMeta(tuple(ids.shape) + (hidden,), tables[ -1].dtype)"):
         "EmbedLayerNormalization's schema gives every embedding table the one type T: the first and the last "
         "table share a dtype",
+    ("count/reduction.py", '"aten::var": (1, 3, 3), "aten::std": (1, 3, 3), "aten::var_mean": (1, 3, 3), "aten::std_mean": (1, 2, 3),'):
+        "std_mean's keepdim read from index 2 (the correction: a number or None, never a bool, so False): keepdim "
+        "only adds size-1 dims, and the outputs' element counts, all their bytes use, are the same",
+    ("count/reduction.py", '"aten::norm": (2, 4, 2), "aten::linalg_vector_norm": (2, 3, 2), "aten::frobenius_norm": (1, 2, 2),'):
+        "norm's keepdim read from index 4 (the dtype or absent, never a bool, so False): keepdim only adds size-1 "
+        "dims, and the output's element count, all its bytes use, is the same",
+    ("count/shapes.py", '_INT_RANK = {"bool": -1, "uint8": 1, "int8": 1, "int16": 2, "uint16": 2, "int32": 3, "uint32": 3,'):
+        "bool is alone in its category (0): its rank is only ever compared with another bool's",
+    ("count/shapes.py", '_FLOAT_RANK = {"float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 2, "float8_e5m2fnuz": 1,'):
+        "torch promotes a float8 dtype with no other dtype ('Promotion for Float8 Types is not supported'): "
+        "float8_e4m3fnuz's rank never decides a pick for an op that ran",
     ("capture/kineto.py", "op = CpuOp( -1, name, ts, dur, pid, tid, args.external_id,"):
         "a placeholder index: finish() numbers every op after sorting them",
     ("capture/kineto.py", "op = CpuOp( 1, name, ts, dur, pid, tid, args.external_id,"):
