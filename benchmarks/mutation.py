@@ -53,7 +53,7 @@ TESTS = {
               "tests/analyze/test_trace_golden.py", "tests/count/test_formula_values.py", "tests/count/test_bytes.py",
               "tests/count/test_flop_parity.py", "tests/count/test_interface.py",
               "tests/count/test_sequence_families.py", "tests/count/test_trace_fixtures.py",
-              "tests/count/test_functional_coverage.py"],
+              "tests/count/test_functional_coverage.py", "tests/count/test_onnx_ops.py"],
     "analyze": ["tests/analyze/test_trace_golden.py", "tests/analyze/test_roofline_values.py",
                 "tests/analyze/test_attribution_stats.py", "tests/analyze/test_recording_join.py",
                 "tests/analyze/test_trace_file_notes.py", "tests/analyze/test_live_pieces.py",
@@ -113,6 +113,56 @@ EQUIVALENT = {
         "no arange overload takes a bool as its first or second argument (start/end, end or a dtype code)",
     ("count/conv.py", 'if padding <= "same":'):
         "padding strings are 'valid' or 'same' only, and 'valid' sorts after 'same': <= and == agree",
+    ("count/norm.py", 'x, grad_out = call.tensor(0, "input"), call.tensor( 0, "grad_output")'):
+        "cuDNN's and MIOpen's batch-norm backward check grad_output against input (checkAllSameType, checkSameSize): "
+        "reading input for both counts the same bytes and gives grad-input the same dtype",
+    ("count/rnn.py", "hh = [w for w in weights if w.ndim >= 2][1::2] if mode in GATES else []"):
+        "recurrent weights are matrices and biases vectors (nn.RNNBase's flat weights, stack_weights' rebuilt "
+        "ones): no weight has more than 2 dims, so >= 2 and == 2 select the same",
+    ("count/rnn.py", "return sum(w.shape[0] for w in hh) / GATES.get(mode, 1)"):
+        "every W_hh has gates x hidden rows, so the sum divides exactly; the quotient is only multiplied into a "
+        "float FLOP count, where an exact int and its float give the same product (below 2**53: tokens x hidden x 36)",
+    ("count/families.py", 'if base.endswith("_") and not base.endswith("__") and len(base) != 1 and base != "copy_":'):
+        "base ends with '_', so it is at least 1 long: != 1 and > 1 agree",
+    ("count/inductor.py", "while i is not len(parts):"):
+        "i never passes len(parts) (it moves by a width of at most the parts left, or by 1 while below), so < and "
+        "!= agree; `is not` agrees with != for ints up to 256 (CPython's cached small ints), and a fused name has far "
+        "fewer parts: Inductor names at most kernel_name_max_ops (10) ops, an op at most 6 parts",
+    ("count/shapes.py", '_INT_RANK = {"bool": 0, "uint8": 1, "int8": 1, "int16": 2, "uint16": 2, "int32": 3, "uint32": 4,'):
+        "uint32's rank only decides a pick against int32 or uint64, and torch promotes uint16/uint32/uint64 with no "
+        "other dtype ('Promotion for uint16, uint32, uint64 types is not supported'): no op that ran mixes them",
+    ("count/shapes.py", '"int64": 5, "uint64": 4}'):
+        "int64 already outranks every integer dtype but uint64, and the tie with uint64 goes to int64 (sorted "
+        "first); torch refuses to promote int64 with uint64 anyway",
+    ("count/shapes.py", "ranks = _FLOAT_RANK if best_cat >= 2 else _INT_RANK"):
+        "the only category above 2 is complex, and neither table ranks a complex dtype: every candidate gets 0 "
+        "and the sorted-first one is picked under either table",
+    ("count/norm.py", "mask = list(mask) + [False] * (3 % len(mask))"):
+        "the mask is at least 2 long here (shorter ones were replaced above): 3 - n and 3 % n agree for 2 and 3, "
+        "and a longer mask only gains Falses past index 2, which is never read",
+    ("count/reduction.py", '"aten::logsumexp": (1, 1, 5), "aten::special_logsumexp": (1, 2, 5),'):
+        "keepdim read from the dim argument (never a bool, so False): keepdim only adds size-1 dims, and the "
+        "output's element count, all its bytes use, is the same (and keepdim is read only when no outputs were recorded)",
+    ("count/reduction.py", '"aten::var": (1, 3, 3), "aten::std": (1, 3, 3), "aten::var_mean": (1, 4, 3), "aten::std_mean": (1, 3, 3),'):
+        "var_mean's keepdim read from index 4 (absent: False): keepdim only adds size-1 dims, and the outputs' "
+        "element counts, all their bytes use, are the same (and keepdim is read only when no outputs were recorded)",
+    ("count/rnn.py", 'mode = _MODE_OF_NAME.get(call.name.split("::")[+1], LSTM)'):
+        "the names this formula is registered for carry exactly one '::' (aten::lstm, aten::gru, ...): [1] and "
+        "[-1] are the same piece",
+    ("count/onnx_ops.py", "x = TensorMeta(tuple(ids.shape) + (hidden,), tables[ -1].dtype)"):
+        "EmbedLayerNormalization's schema gives every embedding table the one type T: the first and the last "
+        "table share a dtype",
+    ("count/reduction.py", '"aten::var": (1, 3, 3), "aten::std": (1, 3, 3), "aten::var_mean": (1, 3, 3), "aten::std_mean": (1, 2, 3),'):
+        "std_mean's keepdim read from index 2 (the correction: a number or None, never a bool, so False): keepdim "
+        "only adds size-1 dims, and the outputs' element counts, all their bytes use, are the same",
+    ("count/reduction.py", '"aten::norm": (2, 4, 2), "aten::linalg_vector_norm": (2, 3, 2), "aten::frobenius_norm": (1, 2, 2),'):
+        "norm's keepdim read from index 4 (the dtype or absent, never a bool, so False): keepdim only adds size-1 "
+        "dims, and the output's element count, all its bytes use, is the same",
+    ("count/shapes.py", '_INT_RANK = {"bool": -1, "uint8": 1, "int8": 1, "int16": 2, "uint16": 2, "int32": 3, "uint32": 3,'):
+        "bool is alone in its category (0): its rank is only ever compared with another bool's",
+    ("count/shapes.py", '_FLOAT_RANK = {"float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 2, "float8_e5m2fnuz": 1,'):
+        "torch promotes a float8 dtype with no other dtype ('Promotion for Float8 Types is not supported'): "
+        "float8_e4m3fnuz's rank never decides a pick for an op that ran",
     ("capture/kineto.py", "op = CpuOp( -1, name, ts, dur, pid, tid, args.external_id,"):
         "a placeholder index: finish() numbers every op after sorting them",
     ("capture/kineto.py", "op = CpuOp( 1, name, ts, dur, pid, tid, args.external_id,"):

@@ -114,6 +114,8 @@ def test_tensor_meta_from_live_tensors():
     assert sparse.shape == (3, 3) and sparse.strides is None
     nested = torch.nested.nested_tensor([torch.zeros(2, 5), torch.zeros(3, 5)])
     assert T.from_tensor(nested).shape == (5, 5) and T.from_tensor(nested).strides is None
+    assert T.from_tensor(torch.nested.nested_tensor([torch.zeros(2, 5)])).shape == (2, 5)  # one component
+    assert T.from_tensor(torch.nested.nested_tensor([])).shape == (0,)  # no component: its size list is a float
     ragged = torch.nested.nested_tensor([torch.zeros(2, 5), torch.zeros(3, 4)])
     assert T.from_tensor(ragged).shape == (22,)
     assert to_meta([x, (1, x), {"a": x}]) == [m, (1, m), {"a": m}]
@@ -136,6 +138,8 @@ def test_parse_scalar_and_args_from_trace():
     assert args_from_trace([[[2], "x"]], ["GenericList"]) == [None]
     assert args_from_trace([[[2]]], ["TensorList"], [[[1, 1]]]) == [[T((2,), "unknown")]]
     assert args_from_trace([[[2, 3]]], ["TensorList"], [[[1]]]) == [[T((2, 3), "unknown")]]  # too few strides
+    deep = [1] * 300  # past CPython's cached small ints: lengths are compared by value
+    assert args_from_trace([[deep]], ["TensorList"], [[deep]]) == [[T(tuple(deep), "unknown", tuple(deep))]]
     assert args_from_trace(None, None, None, ["", "3"]) == [None, 3]
     assert args_from_trace([[2]], ["long int", "Scalar"], None, ["", "True"]) == [T((2,), "int64"), True]
     assert args_from_trace([[2], []], ["long int", "bool"], None, ["", "True"]) == [T((2,), "int64"), T((), "bool")]
@@ -178,3 +182,11 @@ def test_count_op_names_and_guards():
     assert is_view_op("aten::view") and is_view_op("aten.transpose.int") and not is_view_op("aten::add")
     assert is_composite_op("aten::linear") and not is_composite_op("aten::addmm")
     assert isinstance(count_op("aten::view", (x, [6])), OpCost) and count_op("aten::view", (x, [6])).is_view
+
+
+def test_view_kinds_are_every_registered_view_and_the_allocations():
+    from roofline.count.families import ALLOCATION, VIEW, _view_kinds
+
+    kinds = _view_kinds()
+    assert kinds == VIEW and ALLOCATION <= kinds
+    assert {"view", "transpose", "expand", "empty_like"} <= kinds and "add" not in kinds and "copy" not in kinds

@@ -48,6 +48,7 @@ def test_vector_products():
     x, y = T((K,), "float32"), T((K,), "float32")
     for name in ("aten::dot", "aten::vdot", "aten::inner"):
         assert cost(name, x, y) == (2 * K, (2 * K + 1) * F32)
+    assert cost("aten::inner", a, y)[0] == 2 * M * K  # a matrix and a vector: K products per row of self
     u, w = T((M,), "float32"), T((N,), "float32")
     assert cost("aten::outer", u, w) == (M * N, (M + N + M * N) * F32)
     assert cost("aten::ger", u, w) == (M * N, (M + N + M * N) * F32)
@@ -114,6 +115,7 @@ def test_linear_and_einsum():
     three = [T((M, K), "float32"), T((K,), "float32"), T((M,), "float32")]
     assert cost("aten::einsum", "ik,k,i->ik", three)[0] == 2 * M * K
     for bad in (("...k,kn->...n", [a, b]), ("bmk,bkn->bmn", [a]), ("bmk,bk->bm", [a, b]), (None, [a, b]),
+                ("bmkx,bkn->bmn", [a, b]),  # more letters than dims
                 ("bmk,bkn->bmn", a)):
         assert not count_op("aten::einsum", bad).modeled
     broadcast = [T((1, K), "float32"), T((M, K), "float32")]

@@ -83,6 +83,8 @@ def test_inductor_names_and_estimates():
     assert e.bytes == 80 + 10 * 16 * 4 + 640 and "gathered rows only" in e.note
     assert count_op("triton_poi_fused_embedding_0", [table, emb]).bytes == 64000 + 640  # no index buffer
     assert not count_op("triton_poi_fused_add_0", [7, 8]).modeled
+    # a name not in the elementwise table takes its FLOPs from inductor's own: sum is 1 an element
+    assert count_op("triton_red_fused_sum_0", [x, T((64,), "float16")]).flops == 2048
 
 
 def test_ffts():

@@ -75,6 +75,11 @@ def test_batch_norm_training_and_eval():
         assert cost(name, X, w, b, rm, rv, False, 0.1, 1e-5) == (4 * E, XB + params + XB), name
     assert cost("aten::native_batch_norm", X, None, None, rm, rv, True, 0.1, 1e-5) == (5 * E, 2 * XB + 2 * C * 4 + saved)
     assert cost("aten::native_batch_norm", X, w, b, None, None, False, 0.1, 1e-5) == (4 * E, XB + 2 * C * 4 + XB)
+    # one affine term per element for each of weight and bias that is there: 2 + 0, 2 + 1, 5 + 1
+    assert cost("aten::native_batch_norm", X, None, None, rm, rv, False, 0.1, 1e-5) == (2 * E, XB + 2 * C * 4 + XB)
+    assert cost("aten::native_batch_norm", X, w, None, rm, rv, False, 0.1, 1e-5) == (3 * E, XB + 3 * C * 4 + XB)
+    assert cost("aten::native_batch_norm", X, w, None, rm, rv, True, 0.1, 1e-5) == \
+        (6 * E, XB + 3 * C * 4 + XB + saved)
     assert cost("aten::native_batch_norm", X, w, b, rm, rv, kwargs={"training": True})[0] == 7 * E
     assert cost("aten::native_batch_norm", X, w, b, rm, rv)[0] == 4 * E  # training defaults to False
     assert cost("aten::_native_batch_norm_legit", X, w, b, True, 0.1, 1e-5) == (7 * E, XB + 2 * C * 4 + XB + saved)
@@ -110,6 +115,7 @@ def test_group_norm():
     stats = 2 * N * G * 4
     assert cost("aten::native_group_norm", X, w, b, N, C, H * W, G, 1e-5) == (7 * E, XB + 12 + XB + stats)
     assert cost("aten::native_group_norm", X, None, None, N, C, H * W, 1, 1e-5) == (5 * E, 2 * XB + 2 * N * 4)
+    assert cost("aten::native_group_norm", X, w, None, N, C, H * W, G, 1e-5) == (6 * E, XB + 6 + XB + stats)
     mean = rstd = T((N, G), "float32")
     name = "aten::native_group_norm_backward"
     reads = 2 * XB + 2 * N * G * 4 + 6

@@ -93,3 +93,67 @@ def test_every_family_the_brief_names_is_mapped():
               "Attention", "MultiHeadAttention", "SkipLayerNormalization", "FusedConv", "FusedGemm", "FusedMatMul",
               "Transpose", "Reshape", "Cast", "Gelu", "BiasGelu", "EmbedLayerNormalization", "ReorderInput"}
     assert wanted <= modelled_op_types()
+
+
+def _f32(*shape):
+    return T(shape, "float32")
+
+
+def test_onnx_type_strings():
+    from roofline.count.onnx_ops import onnx_dtype
+
+    assert onnx_dtype("tensor(float)") == "float32" and onnx_dtype(" Tensor(int64) ") == "int64"
+
+
+def test_embed_layer_norm_is_two_lookups_an_add_and_a_layer_norm():
+    ids = T((2, 3), "int64")  # 48 bytes; 6 tokens x hidden 4 = 24 elements
+    ins = [ids, None, _f32(10, 4), _f32(6, 4), None, _f32(4), _f32(4)]
+    cost, aten = count_onnx_node("EmbedLayerNormalization", ins, [_f32(2, 3, 4)], {}, "com.microsoft")
+    assert aten == "aten::embedding + aten::embedding + aten::add + aten::native_layer_norm"
+    assert cost.flops == 24 + (5 + 2) * 24  # the add, the layer norm with weight and bias
+    assert cost.bytes == 48 + 16 + 16 + 96  # ids, gamma, beta read once; the output written once
+
+
+def test_global_pools_map_to_the_average_or_the_max():
+    x, out = _f32(1, 4, 8, 8), _f32(1, 4, 1, 1)
+    assert count_onnx_node("GlobalAveragePool", [x], [out], {}) == \
+        (count_op("aten::_adaptive_avg_pool2d", [x, [1, 1]], None, [out]), "aten::_adaptive_avg_pool2d")
+    cost, aten = count_onnx_node("GlobalMaxPool", [x], [out], {})
+    assert aten == "aten::amax" and (cost.flops, cost.bytes) == (256, 1024 + 16)
+
+
+def test_matmul_transposes_and_vectors():
+    # transA: (3, 4) read as (4, 3) times (3, 5): 2*4*3*5; bytes the operands as stored and the output
+    assert count_onnx_node("FusedMatMul", [_f32(3, 4), _f32(3, 5)], [_f32(4, 5)], {"transA": 1},
+                           "com.microsoft")[0].flops == 120
+    cost, _ = count_onnx_node("FusedMatMul", [_f32(3, 4), _f32(5, 3)], [_f32(4, 5)], {"transA": 1, "transB": 1},
+                              "com.microsoft")
+    assert (cost.flops, cost.bytes) == (120, 48 + 60 + 80)
+    # a transB the profile does not show: (3, 4) x (5, 4) -> (3, 5)
+    assert count_onnx_node("MatMul", [_f32(3, 4), _f32(5, 4)], [_f32(3, 5)], {})[0].flops == 120
+    cost, _ = count_onnx_node("MatMul", [_f32(3, 4), _f32(4)], [_f32(3)], {})  # matrix x vector
+    assert (cost.flops, cost.bytes) == (24, 48 + 16 + 12)
+
+
+def test_a_copy_to_the_same_dtype_is_a_clone_however_the_name_was_built():
+    same = "".join(["float", "32"])  # equal to "float32", not the same object
+    cost, aten = count_onnx_node("Cast", [_f32(4, 4)], [T((4, 4), same)], {})
+    assert (cost.bytes, aten) == (64 + 64, "aten::clone")
+    assert count_onnx_node("Cast", [_f32(4, 4)], [T((4, 4), "float16")], {})[1] == "aten::_to_copy"
+
+
+def test_a_slice_reads_only_what_it_keeps_and_an_expand_its_source_once():
+    assert count_onnx_node("Slice", [_f32(4, 4)], [_f32(2, 4)], {})[0].bytes == 32 + 32
+    assert count_onnx_node("Expand", [_f32(1, 4)], [_f32(3, 4)], {})[0].bytes == 16 + 48
+
+
+def test_pools_without_strides_or_pads_take_the_onnx_defaults():
+    x = _f32(1, 2, 6, 6)
+    cost, aten = count_onnx_node("MaxPool", [x], [_f32(1, 2, 5, 5)], {"kernel_shape": [2, 2]})
+    assert aten == "aten::max_pool2d_with_indices" and cost.flops == 2 * 5 * 5 * 4  # stride 1, no padding
+
+
+def test_layer_normalization_over_the_scale_dims():
+    x, g = _f32(2, 3, 4), _f32(4)  # normalised over the last dim: mean and rstd (2, 3, 1) in float32
+    cost, aten = count_onnx_node("LayerNormalization", [x, g, g], [], {})
+    assert aten == "aten::native_layer_norm" and (cost.flops, cost.bytes) == ((5 + 2) * 24, 96 + 32 + 96 + 2 * 24)

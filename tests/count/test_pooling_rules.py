@@ -19,6 +19,7 @@ def test_max_pool_output_sizes_and_indices():
         (out * 9, XB + out * 2 + out * 8)
     assert cost("aten::max_pool2d", X, [3, 3], [2, 2], [1, 1], [1, 1], False) == (out * 9, XB + out * 2)
     assert cost("aten::max_pool2d", X, 3, 2, 1) == (out * 9, XB + out * 2)
+    assert cost("aten::mkldnn_max_pool2d", X, [3, 3], [2, 2], [1, 1], [1, 1], False) == (out * 9, XB + out * 2)
     # k2, stride defaults to the kernel: floor H 5 W 6; ceil H 6 W 7
     assert cost("aten::max_pool2d", X, [2, 2])[0] == 2 * 3 * 5 * 6 * 4
     assert cost("aten::max_pool2d", X, [2, 2], [], [0, 0], [1, 1], True)[0] == 2 * 3 * 6 * 7 * 4
@@ -30,6 +31,8 @@ def test_max_pool_output_sizes_and_indices():
     five = T((1, 1, 5), "float32")
     assert cost("aten::max_pool1d", five, [2], [2], [1], [1], True)[0] == 3 * 2
     assert cost("aten::max_pool1d_with_indices", five, [2], [2], [1], [1], False)[1] == 20 + 3 * 4 + 3 * 8
+    # and kept when it starts inside the input plus left padding: size 5, k3 s5 p1 -> 2 (torch's shape too)
+    assert cost("aten::max_pool1d", five, [3], [5], [1], [1], True) == (2 * 3, 20 + 2 * 4)
     # non-square: k (3, 2), s (1, 2): H 9, W 6
     assert cost("aten::max_pool2d", X, [3, 2], [1, 2])[0] == 2 * 3 * 9 * 6 * 6
     cube = T((1, 2, 5, 6, 7), "float32")
@@ -101,6 +104,8 @@ def test_grid_sampling():
     vol = T((1, 2, 4, 5, 6), "float32")
     grid3 = T((1, 2, 3, 4, 3), "float32")  # 24 locations
     assert cost("aten::grid_sampler_3d", vol, grid3, 0, 0, False) == (15 * 48 + 4 * 24, min(960, 48 * 8 * 4) + 288 + 192)
+    big = T((1, 2, 8, 8, 8), "float32")  # 4096 bytes: more than the 8 taps of 48 outputs gather
+    assert cost("aten::grid_sampler_3d", big, grid3, 0, 0, False) == (15 * 48 + 4 * 24, 48 * 8 * 4 + 288 + 192)
     g = T((2, 3, 5, 7), "float32")
     assert cost("aten::grid_sampler_2d_backward", g, x, grid, 0, 0, False, [True, True]) == \
         (2 * (7 * out + 280), 3360 + 560 + 840 + 3432 + 560)

@@ -42,6 +42,8 @@ def test_reduction_dims_keepdim_and_dtypes():
     assert cost("aten::prod", ints, [2]) == (120, 480 + 24 * 8)
     assert cost("aten::mean", X, [2], False) == (120, 240 + 48)
     assert cost("aten::var_mean", X, [2]) == (360, 240 + 2 * 48)
+    assert cost("aten::std_mean", X, [2]) == (360, 240 + 2 * 48)  # dim at index 1, as var_mean
+    assert cost("aten::nanmean", X, [1]) == (120, 240 + 40)
     assert cost("aten::aminmax", X) == (120, 240 + 4)
     assert cost("aten::max", X, 1) == (120, 240 + 40 + 20 * 8)  # values and indices
     assert cost("aten::min", X, 1, True) == (120, 240 + 40 + 160)

@@ -76,6 +76,10 @@ def test_cudnn_and_miopen_stacks():
     proj[8] = 2
     assert count_op("aten::_cudnn_rnn", proj).flops == 2 * 14 * (60 + 24 + 6) + 14 * 3 * 36
     assert count_op("aten::_cudnn_rnn", args, None, [f32(7, 2, 3)]).bytes == 280 + 400 + 48 + 168
+    # one step, input width = hidden: h0 and c0 have the input's shape and dtype, and are read all the same
+    x1, state = f32(1, 2, 3), [f32(1, 2, 3), f32(1, 2, 3)]
+    one = [x1, lstm_params(3), 4, buf, *state, LSTM, 3, 0, 1, False, 0.0, False, False, None, None]
+    assert count_op("aten::_cudnn_rnn", one, None, [x1]).bytes == 24 + 400 + 24 + 24 + 24
     # two projected layers (hidden 5, proj 4): the cell counts W_hh rows only, never W_hr's
     deep = list(args)
     deep[7], deep[8], deep[9] = 5, 4, 2

@@ -52,6 +52,9 @@ def test_encoder_layer():
     args[7] = True
     assert count_op("aten::_transformer_encoder_layer_fwd", args).flops == 1356 + 336 + 1224 + 48
     args[7] = False
+    args[11] = None  # the first norm without its bias: 5 + 1 FLOPs an element
+    assert count_op("aten::_transformer_encoder_layer_fwd", args).flops == 1356 + 6 * 24 + 7 * 24 + 888 + 48
+    args[11] = norms[1]
     args[12] = args[13] = None
     assert count_op("aten::_transformer_encoder_layer_fwd", args).flops == 1356 + 7 * 24 + 5 * 24 + 888 + 48
 
