@@ -49,6 +49,16 @@ def test_vector_products():
     for name in ("aten::dot", "aten::vdot", "aten::inner"):
         assert cost(name, x, y) == (2 * K, (2 * K + 1) * F32)
     assert cost("aten::inner", a, y)[0] == 2 * M * K  # a matrix and a vector: K products per row of self
+    # two matrices: every row of self against every row of other (torch.inner((M,K),(N,K)) is (M,N)), as
+    # FlopCounterMode counts the same call
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    assert cost("aten::inner", a, T((N, K), "float32")) == (2 * M * N * K, (M * K + N * K + M * N) * F32)
+    with FlopCounterMode(display=False) as fc:
+        torch.inner(torch.ones(M, K), torch.ones(N, K))
+    assert fc.get_total_flops() == 2 * M * N * K
+    assert cost("aten::inner", T((), "float32"), a) == (M * K, (1 + 2 * M * K) * F32)  # a scalar: a plain product
     u, w = T((M,), "float32"), T((N,), "float32")
     assert cost("aten::outer", u, w) == (M * N, (M + N + M * N) * F32)
     assert cost("aten::ger", u, w) == (M * N, (M + N + M * N) * F32)

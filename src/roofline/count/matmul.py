@@ -92,10 +92,22 @@ def addmv(call: Call) -> OpCost:
     return _cost(call, 2 * m * k, TensorMeta((m,), a.dtype), [bias, a, v])
 
 
-@register("aten::dot", "aten::vdot", "aten::inner")
+@register("aten::dot", "aten::vdot")
 def dot(call: Call) -> OpCost:
     a, b = call.tensor(0, "self"), call.tensor(1, "other")
     return _cost(call, 2 * a.numel, TensorMeta((), a.dtype), [a, b])
+
+
+@register("aten::inner")
+def inner(call: Call) -> OpCost:
+    """Every last-dim vector of self against every one of other: output self.shape[:-1] + other.shape[:-1]; a
+    0-dim operand makes it a plain product."""
+    a, b = call.tensor(0, "self"), call.tensor(1, "other")
+    if a.ndim == 0 or b.ndim == 0:
+        other = b if a.ndim == 0 else a
+        return _cost(call, other.numel, TensorMeta(tuple(other.shape), a.dtype), [a, b])
+    out = tuple(a.shape[:-1]) + tuple(b.shape[:-1])
+    return _cost(call, 2 * prod(out) * a.shape[-1], TensorMeta(out, a.dtype), [a, b])
 
 
 @register("aten::outer", "aten::ger")
