@@ -2,6 +2,8 @@
 bytes as drawn in-process, and any failure in the child falls back to drawing it in-process."""
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,15 +37,32 @@ class _Skips:
         raise OutputSkipped("nothing to draw")
 
 
-def test_the_trace_command_writes_the_same_png_in_the_background(tmp_path, monkeypatch, capsys):
+_FORKED = """
+import sys
+import roofline.render.outputs as outputs
+from roofline.cli import main
+
+outputs.BACKGROUND_PNG_MIN_OPS = 0
+started = []
+init = outputs.BackgroundRenderer.__init__
+outputs.BackgroundRenderer.__init__ = lambda self, r, rep: (started.append(type(r).__name__), init(self, r, rep))[1]
+code = main(["trace", sys.argv[1], "-o", sys.argv[2], "--no-html"])
+print("STARTED", started)
+sys.exit(code)
+"""
+
+
+def test_the_trace_command_writes_the_same_png_in_the_background(tmp_path):
+    """The forked run goes in a fresh interpreter: fork is refused while other threads live (in_background), and a
+    full test session has some (Dask's offload pool, tqdm's monitor)."""
     trace = str(H200 / "bad_syncs_fwd_fp32.json.gz")
     assert main(["trace", trace, "-o", str(tmp_path / "inline"), "--no-html"]) == 0
-    started = []
-    monkeypatch.setattr(outputs, "BACKGROUND_PNG_MIN_OPS", 0)
-    monkeypatch.setattr(outputs.BackgroundRenderer, "__init__",
-                        lambda self, r, rep, _init=BackgroundRenderer.__init__: (started.append(r), _init(self, r, rep))[1])
-    assert main(["trace", trace, "-o", str(tmp_path / "forked"), "--no-html"]) == 0
-    assert [type(r).__name__ for r in started] == ["PngRenderer"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(outputs.__file__).parents[2]),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.run([sys.executable, "-c", _FORKED, trace, str(tmp_path / "forked")], capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "STARTED ['PngRenderer']" in run.stdout
     assert (tmp_path / "forked" / "roofline.png").read_bytes() == (tmp_path / "inline" / "roofline.png").read_bytes()
 
 
