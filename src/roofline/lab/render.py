@@ -402,23 +402,10 @@ def views_section(result: LabResult) -> list[str]:
 
 
 def _png(draw, figsize: tuple[float, float]) -> bytes:
-    """A PNG of one matplotlib Axes drawn by ``draw(ax)`` (Agg backend; the figure is closed, also on error)."""
-    import io
+    """A PNG of one matplotlib Axes drawn by ``draw(ax)`` (the studies' chart helper)."""
+    from roofline.lab.studies.common import png
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=figsize, dpi=120)
-    try:
-        draw(ax)
-        fig.tight_layout()
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png")
-        return buffer.getvalue()
-    finally:
-        plt.close(fig)
+    return png(draw, figsize)
 
 
 def views_png(result: LabResult) -> bytes:

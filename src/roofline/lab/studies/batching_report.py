@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.io import atomic_directory, atomic_write_bytes, atomic_write_text
+from roofline.lab.studies.common import png
 from roofline.report import finite_for_json
 
 FILES = ("batching.json", "batching.md", "batching.png")
@@ -174,54 +175,43 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
 
 
 def chart(result: dict[str, Any]) -> bytes:
-    import io
+    return png(lambda *axes: _draw(result, axes), figsize=(15, 4.4), ncols=3, dpi=110)
 
-    import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def _draw(result: dict[str, Any], axes) -> None:
+    for name, points in result["points"].items():
+        done = [p for p in points if p["runs"]]
+        rates = [p["rate_per_s"] for p in done]
+        color = COLORS[name]
+        tps = [p["throughput_tokens_per_s"] for p in done]
+        axes[0].errorbar(rates, [t["median"] for t in tps], marker="o", color=color, label=name, capsize=3,
+                         yerr=[[t["median"] - t["min"] for t in tps], [t["max"] - t["median"] for t in tps]])
+        for metric, style in (("latency_s_p99", "-"), ("ttft_s_p99", "--")):
+            axes[1].plot(rates, [p[metric]["median"] for p in done], style, marker="o", color=color,
+                         label=f"{name}, " + ("request latency" if metric == "latency_s_p99"
+                                              else "time to first token"))
+        axes[2].plot([p["latency_s_p99"]["median"] for p in done], [t["median"] for t in tps], marker="o",
+                     color=color, label=name)
+    row = result["comparison"]["latency_s"]["headline"]
+    if row is not None and row["continuous_tokens_per_s"] is not None:
+        axes[2].axvline(row["p99_s"], color="grey", lw=0.8, ls=":")
+        axes[2].annotate("", xy=(row["p99_s"], row["continuous_tokens_per_s"]),
+                         xytext=(row["p99_s"], row["static_tokens_per_s"]),
+                         arrowprops={"arrowstyle": "->", "color": "grey"})
+        axes[2].annotate(f"{'>= ' if row['how'] == 'at least' else ''}{row['factor']:.2f}x at static's p99",
+                         (row["p99_s"], (row["continuous_tokens_per_s"] + row["static_tokens_per_s"]) / 2),
+                         textcoords="offset points", xytext=(-8, 0), ha="right", fontsize=8)
+    axes[0].set(xlabel="arrival rate (requests/s)", ylabel="generated tokens/s", title="throughput")
+    axes[1].set(xlabel="arrival rate (requests/s)", ylabel="seconds", yscale="log", title="p99 latency")
+    axes[2].set(xlabel="p99 request latency (s)", ylabel="generated tokens/s", xscale="log",
+                title="throughput at equal p99 latency")
+    from matplotlib.ticker import FormatStrFormatter
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4), dpi=110)
-    try:
-        for name, points in result["points"].items():
-            done = [p for p in points if p["runs"]]
-            rates = [p["rate_per_s"] for p in done]
-            color = COLORS[name]
-            tps = [p["throughput_tokens_per_s"] for p in done]
-            axes[0].errorbar(rates, [t["median"] for t in tps], marker="o", color=color, label=name, capsize=3,
-                             yerr=[[t["median"] - t["min"] for t in tps], [t["max"] - t["median"] for t in tps]])
-            for metric, style in (("latency_s_p99", "-"), ("ttft_s_p99", "--")):
-                axes[1].plot(rates, [p[metric]["median"] for p in done], style, marker="o", color=color,
-                             label=f"{name}, " + ("request latency" if metric == "latency_s_p99"
-                                                  else "time to first token"))
-            axes[2].plot([p["latency_s_p99"]["median"] for p in done], [t["median"] for t in tps], marker="o",
-                         color=color, label=name)
-        row = result["comparison"]["latency_s"]["headline"]
-        if row is not None and row["continuous_tokens_per_s"] is not None:
-            axes[2].axvline(row["p99_s"], color="grey", lw=0.8, ls=":")
-            axes[2].annotate("", xy=(row["p99_s"], row["continuous_tokens_per_s"]),
-                             xytext=(row["p99_s"], row["static_tokens_per_s"]),
-                             arrowprops={"arrowstyle": "->", "color": "grey"})
-            axes[2].annotate(f"{'>= ' if row['how'] == 'at least' else ''}{row['factor']:.2f}x at static's p99",
-                             (row["p99_s"], (row["continuous_tokens_per_s"] + row["static_tokens_per_s"]) / 2),
-                             textcoords="offset points", xytext=(-8, 0), ha="right", fontsize=8)
-        axes[0].set(xlabel="arrival rate (requests/s)", ylabel="generated tokens/s", title="throughput")
-        axes[1].set(xlabel="arrival rate (requests/s)", ylabel="seconds", yscale="log", title="p99 latency")
-        axes[2].set(xlabel="p99 request latency (s)", ylabel="generated tokens/s", xscale="log",
-                    title="throughput at equal p99 latency")
-        from matplotlib.ticker import FormatStrFormatter
-
-        axes[1].yaxis.set_major_formatter(FormatStrFormatter("%g"))
-        axes[2].xaxis.set_major_formatter(FormatStrFormatter("%g"))
-        axes[2].xaxis.set_minor_formatter(FormatStrFormatter("%g"))
-        for ax in axes:
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
-        fig.suptitle(f"static vs continuous batching, {result.get('model', '')} on {result['device_name']} "
-                     f"(same {result['settings']['slots']}-slot KV cache; median, min-max)", fontsize=10)
-        fig.tight_layout()
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png")
-        return buffer.getvalue()
-    finally:
-        plt.close(fig)
+    axes[1].yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    axes[2].xaxis.set_major_formatter(FormatStrFormatter("%g"))
+    axes[2].xaxis.set_minor_formatter(FormatStrFormatter("%g"))
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0].figure.suptitle(f"static vs continuous batching, {result.get('model', '')} on {result['device_name']} "
+                 f"(same {result['settings']['slots']}-slot KV cache; median, min-max)", fontsize=10)

@@ -92,7 +92,7 @@ def write_study(out_dir: Path, name: str, payload: dict[str, Any], markdown: str
     return written
 
 
-def png(draw: Callable[..., None], figsize: tuple[float, float], ncols: int = 1) -> bytes:
+def png(draw: Callable[..., None], figsize: tuple[float, float], ncols: int = 1, dpi: int = 120) -> bytes:
     """A PNG of ``ncols`` matplotlib Axes side by side drawn by ``draw(*axes)`` (Agg; the figure always closed)."""
     import io
 
@@ -101,7 +101,7 @@ def png(draw: Callable[..., None], figsize: tuple[float, float], ncols: int = 1)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, ncols, figsize=figsize, dpi=120, squeeze=False)
+    fig, axes = plt.subplots(1, ncols, figsize=figsize, dpi=dpi, squeeze=False)
     try:
         draw(*axes[0])
         fig.tight_layout()
