@@ -3,20 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from pathlib import Path
 
-from roofline.cli.common import (
-    add_ceilings_option,
-    add_findings_option,
-    add_output_option,
-    add_workload_options,
-    non_negative_int,
-    normalize_dtype,
-    positive_int,
-    run_ceilings,
-)
+from roofline.cli.common import (add_ceilings_option, add_findings_option, add_output_option, add_workload_options,
+                                 non_negative_int, normalize_dtype, positive_int, print_report_summary, run_ceilings)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -54,8 +45,6 @@ def run(args: argparse.Namespace) -> int:
     from roofline.cli.targets import load_target, user_code
     from roofline.device import resolve_device
     from roofline.doctor import diagnose
-    from roofline.render.console import ConsoleRenderer, fit
-    from roofline.render.findings import FindingsRenderer
     from roofline.render.outputs import TextFileRenderer, report_renderers, write_outputs
 
     ncu_metrics = _ncu_preflight(args)
@@ -88,9 +77,7 @@ def run(args: argparse.Namespace) -> int:
             if ncu_csv is not None:
                 renderers.append(TextFileRenderer("ncu.csv", ncu_csv))
             written, _ = write_outputs(report, args.output, renderers)
-    sys.stdout.write(ConsoleRenderer(args.top).render(report))
-    sys.stdout.write(FindingsRenderer(args.findings).render(report))
-    print(fit("wrote " + ", ".join(str(p) for p in written)))
+    print_report_summary(report, args, written, [])
     return 0
 
 

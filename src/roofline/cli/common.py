@@ -169,3 +169,15 @@ def cyclic_gc_paused() -> Iterator[None]:
         if was_enabled:
             gc.enable()
 
+
+def print_report_summary(report: Any, args: argparse.Namespace, written: list, problems: list[str]) -> None:
+    """What a report-producing command prints last: the op table, notes on outputs not written, the findings and
+    the files written (``--top`` and ``--findings`` from ``args``)."""
+    from roofline.render.console import ConsoleRenderer, fit
+    from roofline.render.findings import FindingsRenderer
+
+    sys.stdout.write(ConsoleRenderer(args.top).render(report))
+    for problem in problems:
+        print(f"note: {problem}")
+    sys.stdout.write(FindingsRenderer(args.findings).render(report))
+    print(fit("wrote " + ", ".join(str(p) for p in written)))

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from roofline.cli.common import (add_ceilings_option, add_findings_option, add_output_option, non_negative_int,
-                                 positive_int, progress_reporter)
+                                 positive_int, print_report_summary, progress_reporter)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -39,8 +38,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from roofline.analyze.onnx_session import analyze_ort_model
     from roofline.doctor import diagnose
-    from roofline.render.console import ConsoleRenderer, fit
-    from roofline.render.findings import FindingsRenderer
     from roofline.render.outputs import write_outputs
 
     with progress_reporter("onnxruntime") as progress:
@@ -49,9 +46,5 @@ def run(args: argparse.Namespace) -> int:
                                    threads=args.threads, progress=progress)
     report.findings = diagnose(report)
     written, problems = write_outputs(report, args.output, html=not args.no_html)
-    sys.stdout.write(ConsoleRenderer(args.top).render(report))
-    for problem in problems:
-        print(f"note: {problem}")
-    sys.stdout.write(FindingsRenderer(args.findings).render(report))
-    print(fit("wrote " + ", ".join(str(p) for p in written)))
+    print_report_summary(report, args, written, problems)
     return 0

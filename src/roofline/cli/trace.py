@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from roofline.cli.common import (add_ceilings_option, add_fanout_options, add_findings_option, add_output_option,
-                                 cyclic_gc_paused, fanout_jobs, non_negative_int)
+                                 cyclic_gc_paused, fanout_jobs, non_negative_int, print_report_summary)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -51,8 +50,6 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from roofline.analyze.trace_file import analyze_trace_file
     from roofline.doctor import diagnose
-    from roofline.render.console import ConsoleRenderer, fit
-    from roofline.render.findings import FindingsRenderer
     from roofline.render.outputs import in_background, report_renderers, write_outputs
 
     if args.onnx or args.device or args.inputs:
@@ -82,11 +79,7 @@ def _run(args: argparse.Namespace) -> int:
         written, problems = write_outputs(report, args.output, renderers)
         if raw is None:
             problems.append("trace.json.gz not written: the trace is cut short (open the original in Perfetto)")
-    sys.stdout.write(ConsoleRenderer(args.top).render(report))
-    for problem in problems:
-        print(f"note: {problem}")
-    sys.stdout.write(FindingsRenderer(args.findings).render(report))
-    print(fit("wrote " + ", ".join(str(p) for p in written)))
+    print_report_summary(report, args, written, problems)
     return 0
 
 
@@ -95,8 +88,6 @@ def _run_onnx(args: argparse.Namespace) -> int:
     from roofline.analyze.onnx_session import analyze_onnx_profile
     from roofline.doctor import diagnose
     from roofline.errors import RooflineError
-    from roofline.render.console import ConsoleRenderer, fit
-    from roofline.render.findings import FindingsRenderer
     from roofline.render.outputs import write_outputs
 
     if not args.onnx:
@@ -108,9 +99,5 @@ def _run_onnx(args: argparse.Namespace) -> int:
                                   inputs=args.inputs, warmup=args.warmup)
     report.findings = diagnose(report)
     written, problems = write_outputs(report, args.output, html=not args.no_html)
-    sys.stdout.write(ConsoleRenderer(args.top).render(report))
-    for problem in problems:
-        print(f"note: {problem}")
-    sys.stdout.write(FindingsRenderer(args.findings).render(report))
-    print(fit("wrote " + ", ".join(str(p) for p in written)))
+    print_report_summary(report, args, written, problems)
     return 0
