@@ -26,6 +26,14 @@ def test_fused_nchwc_conv_adds_its_residual_and_activation_and_reads_each_input_
     assert aten == "aten::convolution + aten::add + aten::relu"
 
 
+def test_a_nchwc_conv_with_a_fused_hardswish_is_modelled():
+    """ORT fuses MobileNetV3's Conv + HardSwish into one NCHWc Conv (seen on an exported torchvision model)."""
+    x, w, y = T((1, 4, 8, 8), "float32"), T((4, 4, 1, 1), "float32"), T((1, 4, 8, 8), "float32")
+    cost, aten = count_onnx_node("Conv", [x, w, None], [y], {"activation": "HardSwish"}, "com.microsoft.nchwc")
+    assert (aten, cost.modeled) == ("aten::convolution + aten::hardswish", True)
+    assert cost.flops == 2 * 16 * 64 + 3 * 256  # conv + hardswish's 3 FLOPs per element
+
+
 @pytest.mark.parametrize("b_shape,attrs", [((16, 32), {}), ((32, 16), {"transB": 1}), ((32, 16), {})])
 def test_gemm_transposes_from_attributes_or_shapes(b_shape, attrs):
     a, b, c, y = T((4, 16), "float32"), T(b_shape, "float32"), T((32,), "float32"), T((4, 32), "float32")

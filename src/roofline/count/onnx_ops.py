@@ -67,7 +67,8 @@ NORMS = frozenset({"BatchNormalization", "LayerNormalization", "SimplifiedLayerN
                    "SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "InstanceNormalization",
                    "GroupNormalization", "RMSNormalization"})
 _ACTIVATIONS = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "LeakyRelu": "leaky_relu", "Clip": "clamp",
-                "HardSigmoid": "hardsigmoid", "Gelu": "gelu", "FastGelu": "gelu", "Silu": "silu"}
+                "HardSigmoid": "hardsigmoid", "HardSwish": "hardswish", "Gelu": "gelu", "FastGelu": "gelu",
+                "Silu": "silu"}
 _REDUCTIONS = {"ReduceMean": "mean", "ReduceSum": "sum", "ReduceMax": "amax", "ReduceMin": "amin",
                "ReduceProd": "prod", "ArgMax": "argmax", "ArgMin": "argmin", "ReduceL2": "norm",
                "ReduceLogSumExp": "logsumexp"}
