@@ -49,6 +49,81 @@ def test_every_request_gets_the_tokens_of_its_own_greedy_generation(tiny_model, 
     assert {s.id: s.tokens for s in run.served} == reference
 
 
+def _quick_cpu_model():
+    """The model of `--study batching --quick` on CPU (llama-tiny cut to batching.QUICK_CPU's shape)."""
+    import dataclasses
+
+    from roofline.models.llama import CONFIGS, build_llama
+
+    config = dataclasses.replace(CONFIGS["llama-tiny"], **dict(batching.QUICK_CPU.config_overrides))
+    return build_llama(config, dtype=torch.float32)
+
+
+def _serve(engine, scheduler, requests, eos_id, **kwargs):
+    if scheduler == "static":
+        return serve_static(engine, requests, eos_id, timeout_s=0.02, **kwargs)
+    return serve_continuous(engine, requests, eos_id, **kwargs)
+
+
+@pytest.mark.parametrize("scheduler", ["static", "continuous"])
+def test_the_static_shape_decode_step_gives_the_tokens_of_the_eager_one(scheduler):
+    """What a CUDA graph captures (keys read over all max_len slots, inputs in fixed buffers, mask and positions
+    built on the device), run eagerly on CPU: every request gets the same tokens, step for step."""
+    model = _quick_cpu_model()
+    requests = _requests([0.0, 0.001, 0.002, 0.035, 0.036, 0.05])
+    runs = {}
+    for mode in ("eager", "static"):
+        with SlotEngine(model, 3, 24, decode=mode) as engine:
+            assert engine.decode_mode == mode
+            runs[mode] = _serve(engine, scheduler, requests, NEVER, timer=FLAT)
+    eager, static = runs["eager"], runs["static"]
+    assert static.complete and len(static.served) == 6
+    assert {s.id: s.tokens for s in static.served} == {s.id: s.tokens for s in eager.served}
+    assert [(st.kind, st.rows) for st in static.steps] == [(st.kind, st.rows) for st in eager.steps]
+    # Rows of different contexts in one step: the mask, not the keys read, tells them apart.
+    assert max(st.rows for st in static.steps if st.kind == "decode") == 3
+
+
+def test_a_failed_graph_capture_falls_back_to_eager_decoding_and_the_study_says_so(tiny_model, wikitext_dir,
+                                                                                   monkeypatch):
+    def no_graphs():
+        raise RuntimeError("capture is not supported here")
+
+    monkeypatch.setattr(torch.cuda, "graph_pool_handle", no_graphs)
+
+    class Graphed(SlotEngine):  # CPU has no CUDA graphs: the mode is forced, the capture fails at once
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **{**kwargs, "decode": "static"})
+            self.decode_mode = "graphed"
+
+    with Graphed(tiny_model, 2, 16) as engine:
+        first = engine.decode([5, 9], [0, 0], [0, 0]).tolist()
+        assert engine.decode_mode == "eager" and "RuntimeError: capture is not supported here" in engine.fallback
+    with SlotEngine(tiny_model, 2, 16, decode="eager") as engine:
+        assert engine.decode([5, 9], [0, 0], [0, 0]).tolist() == first
+    monkeypatch.setattr(batching, "SlotEngine", Graphed)
+    settings = batching.Settings(slots=2, workload=Workload(4, (3, 6), (2, 3), seed=1), rate_fractions=(1.0,),
+                                 repeats=1, timeout_steps=4, profile_skip=0, profile_steps=2)
+    result = batching.measure(tiny_model, load_wikitext(wikitext_dir), settings, timer=FLAT, profile=False)
+    assert len(result["runs"]) == 2 and result["decode"]["mode"] == "eager" and result["decode"]["graphs"] == 0
+    assert any(n.startswith("CUDA graphs NOT used: capturing the 1-row decode step") for n in result["notes"])
+    markdown = batching_report_markdown(result)
+    assert "Decode steps: eager, NOT CUDA-graphed" in markdown and "**CUDA graphs NOT used" in markdown
+
+
+def test_the_method_states_how_decode_steps_ran_and_what_static_shapes_read(tiny_model, wikitext_dir):
+    settings = batching.Settings(slots=2, workload=Workload(4, (3, 6), (2, 3), seed=1), rate_fractions=(1.0,),
+                                 repeats=1, timeout_steps=4, profile_skip=0, profile_steps=2, decode="static")
+    result = batching.measure(tiny_model, load_wikitext(wikitext_dir), settings, timer=FLAT, profile=False)
+    decode = result["decode"]
+    assert decode["mode"] == "static" and decode["fallback"] is None and result["settings"]["decode"] == "static"
+    # 2 layers x (k, v) x 2 slots x 2 KV heads x 9 positions x 16 features x 4 bytes.
+    assert decode["full_step_kv_bytes"] == 2 * 2 * 2 * 2 * 9 * 16 * 4
+    assert "reads all 9 slots" in result["method"]["decode"] and "run eagerly" in result["method"]["decode"]
+    graphed = batching.decode_method({**decode, "mode": "graphed", "graphs": 2, "capture_s": 1.25})
+    assert "one graph per row count (1..2" in graphed and "captured" in graphed and "in 1.25 s" in graphed
+
+
 def test_the_model_keeps_its_own_kv_cache_and_modules_after_the_engine(tiny_model):
     from roofline.lab.model import LlamaAttention
 
@@ -186,8 +261,27 @@ def test_roofline_lab_study_batching_quick_runs_end_to_end(tmp_path, monkeypatch
     assert data["model"] == "llama-tiny" and data["settings"]["config_overrides"]["dim"] == 64
     assert len(data["runs"]) == 4 and all(r["requests"] == 6 for r in data["runs"])
     assert data["notes"][0].startswith("NOT REPRESENTATIVE")
+    assert data["decode"]["mode"] == "eager" and data["settings"]["decode"] == "auto"
     printed = capsys.readouterr().out
     assert "| rate (req/s) | scheduler |" in printed and "p99 request latency" in printed.splitlines()[-2]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("scheduler", ["static", "continuous"])
+def test_on_cuda_graphed_and_eager_decode_steps_give_the_same_tokens(tiny_config, scheduler):
+    from roofline.models.llama import build_llama
+
+    model = build_llama(tiny_config, dtype=torch.float32, device="cuda")
+    requests = _requests([0.0, 0.001, 0.002, 0.035, 0.036, 0.05])
+    runs = {}
+    for mode in ("eager", "graphed"):
+        with SlotEngine(model, 3, 24, decode=mode) as engine:
+            if mode == "graphed":
+                assert engine.capture_graphs() > 0 and engine.graph_count == 3 and engine.fallback is None
+            runs[mode] = _serve(engine, scheduler, requests, NEVER)
+            assert engine.decode_mode == mode
+    assert runs["graphed"].complete
+    assert {s.id: s.tokens for s in runs["graphed"].served} == {s.id: s.tokens for s in runs["eager"].served}
 
 
 @pytest.mark.cuda

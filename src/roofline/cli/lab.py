@@ -39,6 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="run one extension study instead of the staged lab: attention (SDPA backends vs the "
                              "naive attention over sequence lengths), fp8 (FP8 weights for decode, FP8 matmuls for "
                              "prefill), batching (static vs continuous batching of a prompt stream)")
+    parser.add_argument("--no-graphs", action="store_true",
+                        help="--study batching: decode steps eager (op by op from Python) instead of CUDA graphs")
     add_ceilings_option(parser)
     parser.add_argument("-o", "--output", type=output_dir, required=True, help="output folder")
     parser.set_defaults(func=run)
@@ -91,7 +93,7 @@ def _run_study(args: argparse.Namespace, device: str, progress, began: float) ->
     from roofline.lab.studies import StudyOptions, run_study
 
     options = StudyOptions(model=args.model, device=device, dtype=args.dtype, quick=args.quick, data=args.data,
-                           ceilings=args.ceilings, budget_s=args.budget)
+                           ceilings=args.ceilings, budget_s=args.budget, graphs=not args.no_graphs)
     result = run_study(args.study, options, args.output, progress)
     print(result.table)
     for line in result.summary:

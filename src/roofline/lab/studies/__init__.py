@@ -35,6 +35,7 @@ class StudyOptions:
     data: str | None = None
     ceilings: str | None = None
     budget_s: float | None = None
+    graphs: bool = True  # batching: CUDA-graphed decode steps on CUDA (False: eager, --no-graphs)
 
 
 @dataclass

@@ -1,7 +1,9 @@
 """`roofline lab --study batching`: static against continuous batching of a WikiText-2 request stream.
 
 Both schedulers (lab/studies/batching_schedulers.py) serve the same seeded requests through the same slot KV
-cache (the same memory budget) on a simulated clock driven by each step's measured wall time. Arrival rates are
+cache (the same memory budget) on a simulated clock driven by each step's measured wall time. On CUDA each decode
+step replays a CUDA graph of its row count (lab/studies/batching_engine.py), captured for every row count before
+anything is timed; ``--no-graphs`` runs them eagerly. Arrival rates are
 swept as fractions of an estimated capacity (one prefill of a mean prompt plus a mean output's share of full-batch
 decode steps, timed before the sweep); each (rate, scheduler) is run ``repeats`` times in alternating passes and
 reported as the median with its min-max. The comparison the issue asks for is read off the two curves of
@@ -48,6 +50,7 @@ class Settings:
     budget_s: float | None = None
     quick: bool = False
     config_overrides: tuple[tuple[str, int], ...] = ()
+    decode: str = "auto"  # SlotEngine's decode mode: auto = CUDA-graphed on CUDA, eager elsewhere
 
     @property
     def max_len(self) -> int:
@@ -58,18 +61,21 @@ class Settings:
                 "rate_fractions": list(self.rate_fractions), "repeats": self.repeats,
                 "static_timeout_decode_steps": self.timeout_steps, "profile_skip_steps": self.profile_skip,
                 "profile_steps": self.profile_steps, "budget_s": self.budget_s, "quick": self.quick,
-                "config_overrides": dict(self.config_overrides)}
+                "config_overrides": dict(self.config_overrides), "decode": self.decode}
 
 
-# An eager llama-1b decode step is ~1,400 host-issued aten ops, so a step costs about the same for 1 row or 16 and
-# a run at rate r lasts about requests / r seconds: 80 requests x 6 rates x 2 schedulers x 3 passes fits the budget
-# only if the steps are short; the budget cuts passes otherwise (and says so). The first H200 run (2026-12-01,
-# docs/lab/h200/studies/batching) swept 0.5-1.5x of the estimated capacity with 80 requests: every rate was already
-# saturated (the estimate assumes full 16-row decode steps) and each run took 45-110 s, so one pass of 5 points fit.
-# Hence fewer requests and rates from well under the estimate (not yet re-run on the H200).
-FULL = Settings(slots=16, workload=Workload(40, (32, 512), (16, 256), seed=0),
-                rate_fractions=(0.15, 0.25, 0.4, 0.55, 0.7, 0.85), repeats=3, timeout_steps=8,
-                profile_skip=48, profile_steps=12, budget_s=270.0)
+# The first H200 run (2026-12-01) decoded eagerly: a 16-row llama-1b step took 22.4 ms of host dispatch for 2.7 ms
+# of kernels, so only one pass of 80 requests fit 270 s. With CUDA-graphed decode steps (~3 ms for 1-16 rows) and
+# eager ~300-word prefills (~15-25 ms, host-bound), a run's wall time is its busy time (idle gaps are skipped):
+# a cost model of those step times (the schedulers on a stub engine) gives ~15 s per scheduler at 0.3x of the
+# estimated capacity down to ~5 s from 1.2x, ~90 s a pass, ~270 s for three. In that model static batching's p99
+# latency starts rising near 0.9x, its throughput flattens from 1.2x, continuous batching's from 1.6x; 2x is
+# saturated for both (the estimate assumes full 16-row decode steps, which low rates never have). The budget (the
+# graphs' capture, the calibration and the sweep; not the model's build nor the profiling) keeps the whole study
+# under 8 minutes if steps turn out slower: it cuts passes and says so.
+FULL = Settings(slots=16, workload=Workload(80, (32, 512), (16, 256), seed=0),
+                rate_fractions=(0.3, 0.6, 0.9, 1.2, 1.6, 2.0), repeats=3, timeout_steps=8,
+                profile_skip=48, profile_steps=12, budget_s=330.0)
 QUICK = Settings(slots=4, workload=Workload(24, (8, 48), (4, 24), seed=0), rate_fractions=(0.4, 0.8, 1.3),
                  repeats=1, timeout_steps=8, profile_skip=4, profile_steps=8, quick=True)
 # --quick on CPU: the lab's cut-down llama-tiny (runner.ablation_plan), so the whole study takes seconds.
@@ -99,6 +105,8 @@ def run(options: StudyOptions, out_dir: Path, progress: Progress = lambda _: Non
     settings = (QUICK_CPU if device.type == "cpu" else QUICK) if options.quick else FULL
     if options.budget_s is not None:
         settings = replace(settings, budget_s=options.budget_s)
+    if not options.graphs:
+        settings = replace(settings, decode="eager")
     progress("loading WikiText-2")
     corpus = load_wikitext(options.data)
     ceilings = measured_ceilings(device, options.ceilings, progress=progress)
@@ -126,8 +134,13 @@ def measure(model, corpus, settings: Settings, *, progress: Progress = lambda _:
                if settings.config_overrides else "")
         notes.append(f"NOT REPRESENTATIVE (--quick): a handful of short requests, one run per point{cut}; it only "
                      "shows the method runs")
-    with SlotEngine(model, settings.slots, settings.max_len) as engine:
+    with SlotEngine(model, settings.slots, settings.max_len, decode=settings.decode) as engine:
         unit = make_requests(corpus, settings.workload, 1.0, vocab)
+        if engine.decode_mode == "graphed":
+            progress(f"capturing the decode step of 1..{settings.slots} rows as CUDA graphs")
+            engine.capture_graphs()
+            if engine.fallback:
+                progress(engine.fallback)
         progress("warming up and timing a prefill and a full-batch decode step")
         calibration = calibrate(engine, unit, eos_id, timer=timer)
         capacity = calibration["capacity_requests_per_s"]
@@ -154,6 +167,9 @@ def measure(model, corpus, settings: Settings, *, progress: Progress = lambda _:
                     profiles[name] = {"error": f"{type(exc).__name__}: {exc}"}
                     notes.append(f"profiling the {name} loop failed: {type(exc).__name__}: {exc}")
         cache_bytes = engine.cache_bytes()
+        decode = decode_facts(engine, settings.decode)
+    if decode["fallback"]:
+        notes.append(f"CUDA graphs NOT used: {decode['fallback']}")
     return {
         "study": "batching",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -165,7 +181,8 @@ def measure(model, corpus, settings: Settings, *, progress: Progress = lambda _:
         "calibration": calibration,
         "rates_per_s": rates,
         "static_timeout_s": timeout_s,
-        "method": METHOD,
+        "decode": decode,
+        "method": {**METHOD, "decode": decode_method(decode)},
         "runs": runs,
         "points": points,
         "comparison": {HEADLINE_LATENCY: compare(points, HEADLINE_LATENCY), "ttft_s": compare(points, "ttft_s")},
@@ -197,6 +214,38 @@ METHOD = {
                   "batching's highest-throughput point. 'at least' where continuous batching stayed below that "
                   "latency at every swept rate (its highest throughput is given)",
 }
+
+
+def decode_facts(engine: SlotEngine, requested: str) -> dict[str, Any]:
+    """How the decode steps ran: mode, capture time, and what a static-shape step reads beyond an eager one."""
+    model = engine.model
+    weight_bytes = sum(p.numel() * p.element_size() for name, p in model.named_parameters()
+                       if not name.startswith("tok_embeddings."))
+    graphed = engine.decode_mode == "graphed"
+    return {"requested": requested, "mode": engine.decode_mode, "fallback": engine.fallback,
+            "graphs": engine.graph_count, "capture_s": engine.capture_s,
+            # A static-shape step reads every slot of its rows: at full rows, the whole cache.
+            "full_step_kv_bytes": engine.cache_bytes(), "decode_weight_bytes": weight_bytes,
+            "slots": engine.slots, "max_len": engine.max_len}
+
+
+def decode_method(decode: dict[str, Any]) -> str:
+    kv, weights = decode["full_step_kv_bytes"], decode["decode_weight_bytes"]
+    if decode["mode"] == "eager":
+        why = f" ({decode['fallback']})" if decode["fallback"] else ""
+        return (f"eager{why}: every decode step launched op by op from Python with dynamic shapes; attention reads "
+                "slots up to the longest row's context")
+    static = (f"static shapes: a step of b rows reads all {decode['max_len']} slots of each row (a visibility mask "
+              f"hides the others; at {decode['slots']} rows {kv / 2**20:,.0f} MiB of keys and values, "
+              f"{100 * kv / weights:.0f}% of the {weights / 2**30:.2f} GiB of weights a step reads, embedding table "
+              "excepted; an eager step reads up to the longest row's context only); tokens, write slots and first "
+              "keys copied into fixed device buffers, mask and RoPE positions computed on the device")
+    if decode["mode"] == "static":
+        return f"{static}, run eagerly (no graphs)"
+    return (f"CUDA-graphed: one graph per row count (1..{decode['slots']}, sharing one memory pool), each replayed "
+            f"as one launch; {static}. The {decode['graphs']} graphs were captured (each after two warm-up steps on "
+            "a side stream, then replayed once and checked to give the warm-up's tokens) in "
+            f"{decode['capture_s']:.2f} s before the calibration: outside the clock and every timed step")
 
 
 def calibrate(engine: SlotEngine, requests, eos_id: int, repeats: int = 5, timer: Timer = measured) -> dict[str, float]:

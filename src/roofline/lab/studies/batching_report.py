@@ -93,6 +93,23 @@ def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{1e3 * seconds:.3g}"
 
 
+def _decode_lines(result: dict[str, Any]) -> list[str]:
+    decode = result.get("decode")
+    if not decode:
+        return []
+    if decode["mode"] == "graphed":
+        text = (f"Decode steps: CUDA-graphed, one graph per row count ({decode['graphs']} captured in "
+                f"{decode['capture_s']:.2f} s before the calibration, outside the clock); attention reads all "
+                f"{decode['max_len']} slots of each row ({decode['full_step_kv_bytes'] / 2**20:,.0f} MiB at "
+                f"{decode['slots']} rows, {100 * decode['full_step_kv_bytes'] / decode['decode_weight_bytes']:.0f}% "
+                "of the weights' bytes). Prefills run eagerly.")
+    elif decode["fallback"]:
+        text = f"Decode steps: eager, NOT CUDA-graphed: {decode['fallback']}."
+    else:
+        text = f"Decode steps: {decode['mode']}, not CUDA-graphed (see the method)."
+    return [text, ""]
+
+
 def _profile_section(result: dict[str, Any]) -> list[str]:
     if not result["profile"]:
         return []
@@ -122,7 +139,10 @@ def _profile_section(result: dict[str, Any]) -> list[str]:
               "profiled steps' wall time (the profiler adds to it); op time / wall on CUDA: the device's busy share in "
               "the window, a lower bound of the unprofiled loop's. Op time on wasted positions: each step's op time x "
               "its share of positions computed for padding, finished requests or free slots (a share of the work; "
-              "a weight-bound decode step would cost about the same without them).", ""]
+              "a weight-bound decode step would cost about the same without them)."
+              + (" A graphed decode step is one op in the Report, `batching::decode_step_cuda_graph` (the annotation "
+                 "around the graph's replay, which gets the replayed kernels): the profiler sees no aten ops inside "
+                 "a graph." if (result.get("decode") or {}).get("mode") == "graphed" else ""), ""]
     for name, prof in profiled.items():
         if prof["findings"]:
             lines.append(f"Doctor, {name} loop: " + "; ".join(prof["findings"]))
@@ -155,6 +175,7 @@ def markdown(result: dict[str, Any]) -> str:
         f"{cal['capacity_requests_per_s']:.3g} requests/s (a {cal['prefill_prompt_words']}-word prefill "
         f"{1e3 * cal['prefill_s']:.3g} ms + {cal['mean_new_tokens']:.0f} tokens x a {s['slots']}-row decode step "
         f"{1e3 * cal['decode_step_s']:.3g} ms / {s['slots']}; medians of 5 after one untimed call).", "",
+        *_decode_lines(result),
         "## Method", "",
         *[f"- **{key}**: {text}" for key, text in result["method"].items()],
         "",
