@@ -244,7 +244,9 @@ def test_cli_rejects_a_model_too_big_for_the_cpu(capsys, wikitext_dir, tmp_path)
     assert code == 2 and "too big for the CPU batching study" in err and "Traceback" not in err
 
 
-def test_roofline_lab_study_batching_quick_runs_end_to_end(tmp_path, monkeypatch, wikitext_dir, cpu_ceilings, capsys):
+@pytest.mark.parametrize("flags", [[], ["--no-graphs"]])
+def test_roofline_lab_study_batching_quick_runs_end_to_end(tmp_path, monkeypatch, wikitext_dir, cpu_ceilings, capsys,
+                                                           flags):
     from roofline.cli import main
     from roofline.lab import runner
 
@@ -256,12 +258,13 @@ def test_roofline_lab_study_batching_quick_runs_end_to_end(tmp_path, monkeypatch
     monkeypatch.setattr(runner, "measured_ceilings", lambda device, ceilings_file, progress: cpu_ceilings)
     out = tmp_path / "study"
     assert main(["lab", "--study", "batching", "--quick", "--device", "cpu", "--data", str(wikitext_dir),
-                 "-o", str(out)]) == 0
+                 "-o", str(out), *flags]) == 0
     data = json.loads((out / "batching.json").read_text())
     assert data["model"] == "llama-tiny" and data["settings"]["config_overrides"]["dim"] == 64
     assert len(data["runs"]) == 4 and all(r["requests"] == 6 for r in data["runs"])
     assert data["notes"][0].startswith("NOT REPRESENTATIVE")
-    assert data["decode"]["mode"] == "eager" and data["settings"]["decode"] == "auto"
+    # On CPU "auto" decodes eagerly; --no-graphs asks for that anywhere.
+    assert data["decode"]["mode"] == "eager" and data["settings"]["decode"] == ("eager" if flags else "auto")
     printed = capsys.readouterr().out
     assert "| rate (req/s) | scheduler |" in printed and "p99 request latency" in printed.splitlines()[-2]
 

@@ -75,7 +75,7 @@ class Settings:
 # under 8 minutes if steps turn out slower: it cuts passes and says so.
 FULL = Settings(slots=16, workload=Workload(80, (32, 512), (16, 256), seed=0),
                 rate_fractions=(0.3, 0.6, 0.9, 1.2, 1.6, 2.0), repeats=3, timeout_steps=8,
-                profile_skip=48, profile_steps=12, budget_s=330.0)
+                profile_skip=48, profile_steps=12, budget_s=360.0)
 QUICK = Settings(slots=4, workload=Workload(24, (8, 48), (4, 24), seed=0), rate_fractions=(0.4, 0.8, 1.3),
                  repeats=1, timeout_steps=8, profile_skip=4, profile_steps=8, quick=True)
 # --quick on CPU: the lab's cut-down llama-tiny (runner.ablation_plan), so the whole study takes seconds.
