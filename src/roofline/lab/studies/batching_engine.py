@@ -11,9 +11,9 @@ context, inputs built on the host); ``static``, the same step with static shapes
 0..max_len-1, the visibility mask hides the rest; tokens, write slots and first keys copied into fixed device
 buffers; mask and positions computed on the device), run eagerly; ``graphed``, that static step captured as one
 CUDA graph per row count (lazily on first use, or all up front by ``capture_graphs``; one shared memory pool) and
-replayed. An eager llama-1b step is ~1,400 host-issued kernels (22 ms of host time on the H200 for 2.7 ms of
-kernels), so without graphs a serving loop measures Python dispatch. If a capture raises, the engine falls back to
-``eager`` for good and says why in ``fallback``.
+replayed. An eager llama-1b step is ~1,400 ops launched from Python (22 ms of wall time on the H200 for 2.7 ms of
+kernels), so without graphs a serving loop measures Python dispatch. If a capture raises, or its first replay gives
+other tokens than the step run eagerly, the engine falls back to ``eager`` for good and says why in ``fallback``.
 
 Nothing in ``models/llama.py`` changes: the cached path of ``Transformer.forward`` hands ``input_pos`` through to
 ``kv_cache.update`` untouched, so a ``Placement`` goes there in its place, and ``SlotKVCache`` (the same buffers as
