@@ -3,9 +3,9 @@
 Both schedulers (lab/studies/batching_schedulers.py) serve the same seeded requests through the same slot KV
 cache (the same memory budget) on a simulated clock driven by each step's measured wall time. On CUDA each decode
 step replays a CUDA graph of its row count (lab/studies/batching_engine.py), captured for every row count before
-anything is timed; ``--no-graphs`` runs them eagerly. Arrival rates are
-swept as fractions of an estimated capacity (one prefill of a mean prompt plus a mean output's share of full-batch
-decode steps, timed before the sweep); each (rate, scheduler) is run ``repeats`` times in alternating passes and
+anything is timed; ``--no-graphs`` runs them eagerly. Arrival rates are swept as fractions of an estimated
+capacity (one prefill of a mean prompt plus a mean output's share of full-batch decode steps, timed before the
+sweep); each (rate, scheduler) is run ``repeats`` times in alternating passes and
 reported as the median with its min-max. The comparison the issue asks for is read off the two curves of
 throughput against p99 request latency (see ``compare``). A short window of each scheduler's loop is then profiled
 (roofline's StepProfiler, the capture behind ``roofline.ProfilingContext``, one profiler step per engine step), and
@@ -221,7 +221,6 @@ def decode_facts(engine: SlotEngine, requested: str) -> dict[str, Any]:
     model = engine.model
     weight_bytes = sum(p.numel() * p.element_size() for name, p in model.named_parameters()
                        if not name.startswith("tok_embeddings."))
-    graphed = engine.decode_mode == "graphed"
     return {"requested": requested, "mode": engine.decode_mode, "fallback": engine.fallback,
             "graphs": engine.graph_count, "capture_s": engine.capture_s,
             # A static-shape step reads every slot of its rows: at full rows, the whole cache.
