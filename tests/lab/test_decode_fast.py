@@ -70,16 +70,20 @@ for i, (rows, k, halves, norm, res, cfg) in enumerate(cases[1:3]):  # e4m3 weigh
     gemv_torch(w8, x, ref, **kw)
     worst[f"fp8gemv{i}"] = [((out.float() - ref.float()).abs() / ref.float().abs().clamp_min(1)).max().item(),
                             int(s.counters.abs().sum())]
-for i, (h, hkv, d, seq, pos, per) in enumerate([  # splits past pos, pos on a split's first slot, a group of 3
-        (4, 2, 32, 48, 37, 16), (8, 8, 64, 40, 20, 64), (4, 1, 32, 70, 69, 32), (4, 2, 32, 80, 32, 16),
-        (6, 2, 32, 48, 30, 16)]):
-    cos, sin = (t.to(dt) for t in rope_tables(LlamaConfig(h * d, 1, h, hkv, 64, 10), 128))
+for i, (h, hkv, d, seq, pos, per, sb) in enumerate([  # splits past pos, pos on a split's first slot, a group of 3
+        (4, 2, 32, 48, 37, 16, None), (8, 8, 64, 40, 20, 64, None), (4, 1, 32, 70, 69, 32, None),
+        (4, 2, 32, 80, 32, 16, None), (6, 2, 32, 48, 30, 16, None),
+        # a cache far longer than the context (29 of 32 splits past pos); a late split (32 live: two combine
+        # blocks of 16); 30 live splits merged 4 at a time (the online rescale over 8 blocks, the last one ragged)
+        (4, 2, 32, 512, 40, 16, None), (4, 2, 32, 512, 500, 16, None), (6, 2, 32, 512, 470, 16, 4)]):
+    cos, sin = (t.to(dt) for t in rope_tables(LlamaConfig(h * d, 1, h, hkv, 64, 10), seq))
     kc, vc = torch.randn(1, hkv, seq, d, dtype=dt), torch.randn(1, hkv, seq, d, dtype=dt)
     kc2, vc2 = kc.clone(), vc.clone()
     qkv, p = torch.randn((h + 2 * hkv) * d, dtype=dt), torch.tensor([pos])
     out, ref = torch.empty(h * d, dtype=dt), torch.empty(h * d, dtype=dt)
     s = Scratch(torch.device("cpu"), 1 << 16, 64)
-    decode_attention(qkv, kc, vc, cos, sin, p, out, n_heads=h, n_kv_heads=hkv, scratch=s, t_per_split=per, block_t=16)
+    decode_attention(qkv, kc, vc, cos, sin, p, out, n_heads=h, n_kv_heads=hkv, scratch=s, t_per_split=per, block_t=16,
+                     split_block=sb)
     attention_torch(qkv, kc2, vc2, cos, sin, p, ref, n_heads=h, n_kv_heads=hkv)
     worst[f"attention{i}"] = [(out.float() - ref.float()).abs().max().item(), int(s.counters.abs().sum()),
                               (kc.float() - kc2.float()).abs().max().item() + (vc.float() - vc2.float()).abs().max().item()]
