@@ -329,13 +329,20 @@ def test_tuning_keeps_each_roles_fastest_tile_and_survives_a_failing_one(monkeyp
             raise RuntimeError("does not compile")
         return 1.0 / config.block_n  # the widest row block wins
 
+    attended = []
     monkeypatch.setattr(decode_fast, "_time_products", fake_time)
-    monkeypatch.setattr(decode_fast, "_time_launches", lambda launch_all, n, replays: 100.0 / n)
+    monkeypatch.setattr(decode_fast, "_time_launches", lambda launch_all, n, replays: (launch_all(), 100.0 / n)[1])
+    monkeypatch.setattr(fast, "attend", lambda layer, pos, per_split: attended.append((int(pos), per_split)))
     monkeypatch.setattr(fast, "device", types.SimpleNamespace(type="cuda"))
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _: types.SimpleNamespace(multi_processor_count=132))
-    tuning = decode_fast.tune(fast)
+    tuning = decode_fast.tune(fast, position=30)
     assert set(tuning.configs) == set(decode_fast.ROLES)
     assert tuning.t_per_split == decode_fast.T_PER_SPLITS[0] and len(tuning.candidates_us["attention"]) == 3
+    # The attention candidates are timed where the caller decodes (every layer, every candidate), not at max_seq.
+    assert sorted(set(attended)) == [(30, per) for per in decode_fast.T_PER_SPLITS]
+    assert len(attended) == 3 * MICRO.n_layers and tuning.as_dict()["attention_position"] == 30
+    attended.clear()
+    assert decode_fast.tune(fast, position=10_000).attention_position == 47 == attended[0][0]  # the cache's last slot
     assert all(c.block_n == max(t[1].block_n for t in timed if t[0] == role) for role, c in tuning.configs.items())
     assert {t[0] for t in timed if t[3]} == {"qkv", "w13", "head"} and {t[0] for t in timed if t[4]} == {"wo", "w2"}
     assert all(t[2] == MICRO.n_layers for t in timed if t[0] != "head")
