@@ -270,9 +270,10 @@ def test_attention_and_argmax_match_torch_on_the_gpu_at_the_models_shapes():
     dt, dev = torch.float16, torch.device("cuda")
     scratch = Scratch(dev, 1 << 22, 1 << 15)
     for heads, kv_heads, head_dim in [(32, 4, 64), (32, 8, 128), (8, 8, 64)]:
-        cos, sin = (t.to(dev, dt) for t in rope_tables(LlamaConfig(heads * head_dim, 1, heads, kv_heads, 64, 10), 400))
-        for per_split, pos in [(16, 300), (32, 31), (64, 327)]:  # splits past pos; pos on a split's last slot
-            kc = torch.randn(1, kv_heads, 328, head_dim, dtype=dt, device=dev)
+        cos, sin = (t.to(dev, dt) for t in rope_tables(LlamaConfig(heads * head_dim, 1, heads, kv_heads, 64, 10), 2048))
+        # splits past pos; pos on a split's last slot; a cache far longer than the context; 63 live splits (4 blocks)
+        for per_split, pos, seq in [(16, 300, 328), (32, 31, 328), (64, 327, 328), (16, 40, 2048), (32, 2000, 2048)]:
+            kc = torch.randn(1, kv_heads, seq, head_dim, dtype=dt, device=dev)
             vc = torch.randn_like(kc)
             kc2, vc2 = kc.clone(), vc.clone()
             qkv = torch.randn((heads + 2 * kv_heads) * head_dim, dtype=dt, device=dev)
