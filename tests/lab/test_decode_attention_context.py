@@ -54,3 +54,18 @@ def test_the_attention_benchmark_refuses_bad_input_in_one_line(tmp_path, monkeyp
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and says in err[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_the_gpu_suite_times_the_attention_then_runs_its_cuda_tests_and_the_lab_rows(tmp_path, monkeypatch):
+    suite = load_benchmark("gpu_suite")
+    old = tmp_path / "old.py"
+    monkeypatch.setattr(suite, "OLD_ATTENTION", old)
+    stages = suite.stages("issue19-attention", tmp_path)
+    assert [s[0] for s in stages] == ["env", "attention_context", "cuda_tests_decode_fast", "lab_decode_llama-1b"]
+    assert sum(s[2] for s in stages) <= 570  # one device call (600 s at most), with room for its start
+    repo = Path(__file__).resolve().parents[2]
+    assert all((repo / arg).is_file() for _, argv, _ in stages for arg in argv
+               if arg.startswith(("tests/", "benchmarks/")))
+    assert "--old-kernel" not in stages[1][1]  # no old kernel file made: the new kernel alone
+    old.write_text("")
+    assert suite.stages("issue19-attention", tmp_path)[1][1][-2:] == ["--old-kernel", str(old)]
