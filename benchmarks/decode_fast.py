@@ -128,7 +128,8 @@ def measure_model(name: str, args, device, bandwidth: float, began: float, check
         fast = FastDecode(model)
         if not args.no_tune:
             try:
-                tune(fast, progress=lambda m: print(f"  {name} {m}", flush=True))
+                tune(fast, progress=lambda m: print(f"  {name} {m}", flush=True),
+                     position=args.context + args.steps // 2)
             except Exception as exc:  # noqa: BLE001 - default tiles still give a figure
                 traceback.print_exc()
                 row["notes"].append(f"tuning failed, default tiles used: {type(exc).__name__}: {str(exc)[:300]}")

@@ -17,6 +17,11 @@ back at most 8 files). The last lines printed are a short table of what each sta
                                                         # their cuda tests (issue 19; one call under 9 minutes)
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue19-20 $OUT  # the shared-memory roof, then roofline lab
                                                         # --decode-only per model: the Triton rows, kernel classes
+    PYTHONPATH=src python3 benchmarks/gpu_suite.py issue19-attention $OUT  # attention alone by cache length (old
+                                                        # kernel beside it: first, here, mkdir -p .old && git show
+                                                        # 7d80a2d:src/roofline/lab/kernels/triton_attention.py
+                                                        # > .old/triton_attention_7d80a2d.py), its cuda tests,
+                                                        # the lab's llama-1b decode rows (<= 7 min)
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-doctor $OUT    # doctor names HF generate()'s per-token syncs
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-roofs $OUT  # ceilings with the cache roof, then no op above its own roof (DRAM or cache), no unmodelled time (built-ins, ViT-B/16)
     PYTHONPATH=src python3 benchmarks/gpu_suite.py ncu $OUT  # issue 20: analyze --ncu on llama-tiny (<= 300 s, >= 98% joined)
@@ -38,6 +43,7 @@ from pathlib import Path
 from roofline.distributed.rank import multicast_off_env
 
 PY = sys.executable
+OLD_ATTENTION = Path(".old/triton_attention_7d80a2d.py")  # the attention kernel before issue 19's change
 RL = [PY, "-m", "roofline"]
 
 
@@ -121,6 +127,22 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
             # Cold Triton caches: llama-tiny and llama-1b took more than 50 s and 70 s on a fresh machine (2026-12-01).
             for m, limit in (("llama-tiny", 80), ("llama-1b", 130), ("llama-8b", 220))
         ]
+    if suite == "issue19-attention":
+        # The attention kernel alone at context 256 in 328/2048/8192-slot caches, beside the kernel before the
+        # change where OLD_ATTENTION exists (the device gets no .git: make it first, see the module docstring),
+        # its cuda tests, then the lab's llama-1b decode rows (482 us/token with the 2048-slot cache before).
+        old = [] if not OLD_ATTENTION.is_file() else ["--old-kernel", str(OLD_ATTENTION)]
+        return [
+            ("env", ["nvidia-smi"], 15),
+            ("attention_context", [PY, "benchmarks/decode_attention_context.py", str(out / "attention_context"),
+                                   *old], 180),
+            ("cuda_tests_decode_fast", [PY, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider",
+                                        "tests/lab/test_decode_fast.py"], 90),
+            ("lab_decode_llama-1b", RL + ["lab", "--device", "cuda", "--model", "llama-1b", "--decode-only",
+                                          "--no-tuned", "--ceilings",
+                                          "benchmarks/results/h200/issue19-20/ceilings_h200.json",
+                                          "-o", str(out / "lab_decode" / "llama-1b")], 130),
+        ]
     if suite == "issue15-doctor":
         return [("env", ["nvidia-smi"], 30),
                 ("generate_syncs", [PY, "benchmarks/generate_syncs.py", str(out / "generate_syncs"), "--device", "cuda",
@@ -146,7 +168,7 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
             ("ddp_gpu", [PY, "benchmarks/ddp_gpu.py", str(out / "ddp"), "--timeout", "150"], 480),
         ]
     raise SystemExit(f"unknown suite {suite!r}: analyze, lab, lab-tiny, lab-1b, lab-8b, lab-views, decode-roof, decode-breakdown, decode-fast, "
-                     "cuda-tests, issue15-doctor, issue15-roofs, issue19-20, ncu or ddp")
+                     "cuda-tests, issue15-doctor, issue15-roofs, issue19-20, issue19-attention, ncu or ddp")
 
 
 def run_stage(name: str, argv: list[str], timeout: int, out: Path) -> dict:

@@ -70,16 +70,20 @@ for i, (rows, k, halves, norm, res, cfg) in enumerate(cases[1:3]):  # e4m3 weigh
     gemv_torch(w8, x, ref, **kw)
     worst[f"fp8gemv{i}"] = [((out.float() - ref.float()).abs() / ref.float().abs().clamp_min(1)).max().item(),
                             int(s.counters.abs().sum())]
-for i, (h, hkv, d, seq, pos, per) in enumerate([  # splits past pos, pos on a split's first slot, a group of 3
-        (4, 2, 32, 48, 37, 16), (8, 8, 64, 40, 20, 64), (4, 1, 32, 70, 69, 32), (4, 2, 32, 80, 32, 16),
-        (6, 2, 32, 48, 30, 16)]):
-    cos, sin = (t.to(dt) for t in rope_tables(LlamaConfig(h * d, 1, h, hkv, 64, 10), 128))
+for i, (h, hkv, d, seq, pos, per, sb) in enumerate([  # splits past pos, pos on a split's first slot, a group of 3
+        (4, 2, 32, 48, 37, 16, None), (8, 8, 64, 40, 20, 64, None), (4, 1, 32, 70, 69, 32, None),
+        (4, 2, 32, 80, 32, 16, None), (6, 2, 32, 48, 30, 16, None),
+        # a cache far longer than the context (29 of 32 splits past pos); a late split (32 live: two combine
+        # blocks of 16); 30 live splits merged 4 at a time (the online rescale over 8 blocks, the last one ragged)
+        (4, 2, 32, 512, 40, 16, None), (4, 2, 32, 512, 500, 16, None), (6, 2, 32, 512, 470, 16, 4)]):
+    cos, sin = (t.to(dt) for t in rope_tables(LlamaConfig(h * d, 1, h, hkv, 64, 10), seq))
     kc, vc = torch.randn(1, hkv, seq, d, dtype=dt), torch.randn(1, hkv, seq, d, dtype=dt)
     kc2, vc2 = kc.clone(), vc.clone()
     qkv, p = torch.randn((h + 2 * hkv) * d, dtype=dt), torch.tensor([pos])
     out, ref = torch.empty(h * d, dtype=dt), torch.empty(h * d, dtype=dt)
     s = Scratch(torch.device("cpu"), 1 << 16, 64)
-    decode_attention(qkv, kc, vc, cos, sin, p, out, n_heads=h, n_kv_heads=hkv, scratch=s, t_per_split=per, block_t=16)
+    decode_attention(qkv, kc, vc, cos, sin, p, out, n_heads=h, n_kv_heads=hkv, scratch=s, t_per_split=per, block_t=16,
+                     split_block=sb)
     attention_torch(qkv, kc2, vc2, cos, sin, p, ref, n_heads=h, n_kv_heads=hkv)
     worst[f"attention{i}"] = [(out.float() - ref.float()).abs().max().item(), int(s.counters.abs().sum()),
                               (kc.float() - kc2.float()).abs().max().item() + (vc.float() - vc2.float()).abs().max().item()]
@@ -266,9 +270,10 @@ def test_attention_and_argmax_match_torch_on_the_gpu_at_the_models_shapes():
     dt, dev = torch.float16, torch.device("cuda")
     scratch = Scratch(dev, 1 << 22, 1 << 15)
     for heads, kv_heads, head_dim in [(32, 4, 64), (32, 8, 128), (8, 8, 64)]:
-        cos, sin = (t.to(dev, dt) for t in rope_tables(LlamaConfig(heads * head_dim, 1, heads, kv_heads, 64, 10), 400))
-        for per_split, pos in [(16, 300), (32, 31), (64, 327)]:  # splits past pos; pos on a split's last slot
-            kc = torch.randn(1, kv_heads, 328, head_dim, dtype=dt, device=dev)
+        cos, sin = (t.to(dev, dt) for t in rope_tables(LlamaConfig(heads * head_dim, 1, heads, kv_heads, 64, 10), 2048))
+        # splits past pos; pos on a split's last slot; a cache far longer than the context; 63 live splits (4 blocks)
+        for per_split, pos, seq in [(16, 300, 328), (32, 31, 328), (64, 327, 328), (16, 40, 2048), (32, 2000, 2048)]:
+            kc = torch.randn(1, kv_heads, seq, head_dim, dtype=dt, device=dev)
             vc = torch.randn_like(kc)
             kc2, vc2 = kc.clone(), vc.clone()
             qkv = torch.randn((heads + 2 * kv_heads) * head_dim, dtype=dt, device=dev)
@@ -325,13 +330,20 @@ def test_tuning_keeps_each_roles_fastest_tile_and_survives_a_failing_one(monkeyp
             raise RuntimeError("does not compile")
         return 1.0 / config.block_n  # the widest row block wins
 
+    attended = []
     monkeypatch.setattr(decode_fast, "_time_products", fake_time)
-    monkeypatch.setattr(decode_fast, "_time_launches", lambda launch_all, n, replays: 100.0 / n)
+    monkeypatch.setattr(decode_fast, "_time_launches", lambda launch_all, n, replays: (launch_all(), 100.0 / n)[1])
+    monkeypatch.setattr(fast, "attend", lambda layer, pos, per_split: attended.append((int(pos), per_split)))
     monkeypatch.setattr(fast, "device", types.SimpleNamespace(type="cuda"))
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _: types.SimpleNamespace(multi_processor_count=132))
-    tuning = decode_fast.tune(fast)
+    tuning = decode_fast.tune(fast, position=30)
     assert set(tuning.configs) == set(decode_fast.ROLES)
     assert tuning.t_per_split == decode_fast.T_PER_SPLITS[0] and len(tuning.candidates_us["attention"]) == 3
+    # The attention candidates are timed where the caller decodes (every layer, every candidate), not at max_seq.
+    assert sorted(set(attended)) == [(30, per) for per in decode_fast.T_PER_SPLITS]
+    assert len(attended) == 3 * MICRO.n_layers and tuning.as_dict()["attention_position"] == 30
+    attended.clear()
+    assert decode_fast.tune(fast, position=10_000).attention_position == 47 == attended[0][0]  # the cache's last slot
     assert all(c.block_n == max(t[1].block_n for t in timed if t[0] == role) for role, c in tuning.configs.items())
     assert {t[0] for t in timed if t[3]} == {"qkv", "w13", "head"} and {t[0] for t in timed if t[4]} == {"wo", "w2"}
     assert all(t[2] == MICRO.n_layers for t in timed if t[0] != "head")

@@ -39,9 +39,11 @@ class Tuning:
     candidates_us: dict[str, list[tuple[dict, float]]] = field(default_factory=dict)
     seconds: float = 0.0
     t_per_split: int = 32
+    attention_position: int | None = None  # the cache slot the attention candidates were timed at
 
     def as_dict(self) -> dict:
         return {"configs": {r: c.as_dict() for r, c in self.configs.items()}, "attention_t_per_split": self.t_per_split,
+                "attention_position": self.attention_position,
                 "candidates_us": {r: [{**c, "us": us} for c, us in rows] for r, rows in self.candidates_us.items()},
                 "seconds": self.seconds}
 
@@ -155,10 +157,13 @@ class FastDecode:
 
 
 def tune(decode: FastDecode, configs: Callable[[int, int, int], list[GemvConfig]] | None = None, *,
-         replays: int = 5, progress: Callable[[str], None] = lambda _: None) -> Tuning:
+         replays: int = 5, progress: Callable[[str], None] = lambda _: None, position: int | None = None) -> Tuning:
     """Time every candidate tile of each role's product over all its weights, keep the fastest (CUDA only).
 
-    A candidate that fails to compile or launch is skipped (recorded with time inf)."""
+    ``position``: the cache slot the attention's candidates are timed at, best the middle of the caller's decode
+    (the kernel's cost follows the live context); default the cache's last slot. Each layer's cache is written
+    there, so it must be a slot the caller prefills or decodes again before reading it (any slot from the first
+    one it decodes). A candidate that fails to compile or launch is skipped (recorded with time inf)."""
     import time
 
     began = time.perf_counter()
@@ -190,17 +195,18 @@ def tune(decode: FastDecode, configs: Callable[[int, int, int], list[GemvConfig]
         chosen[role] = GemvConfig(**best[0]) if best[1] < float("inf") else decode.tuning.configs[role]
         timings[role] = rows_us
         progress(f"tune {role} ({rows}x{k}): {chosen[role]} {best[1]:.2f} us of {len(rows_us)} candidates")
-    per_split, timings["attention"] = (_tune_attention(decode, device, replays, progress) if decode.triton_attention
-                                       else (decode.tuning.t_per_split, []))
-    decode.tuning = Tuning(chosen, timings, time.perf_counter() - began, per_split)
+    last = decode.model.max_seq - 1
+    position = last if position is None else max(0, min(position, last))
+    per_split, timings["attention"] = (_tune_attention(decode, device, replays, progress, position)
+                                       if decode.triton_attention else (decode.tuning.t_per_split, []))
+    decode.tuning = Tuning(chosen, timings, time.perf_counter() - began, per_split,
+                           position if decode.triton_attention else None)
     return decode.tuning
 
 
-def _tune_attention(decode, device, replays, progress) -> tuple[int, list[tuple[dict, float]]]:
-    """The attention kernel's cache slots per program, timed over every layer's cache at the last slot.
-
-    It writes each cache's last slot, which no prefill or decode step of the caller has reached yet."""
-    pos = torch.tensor([decode.model.max_seq - 1], device=device)
+def _tune_attention(decode, device, replays, progress, position: int) -> tuple[int, list[tuple[dict, float]]]:
+    """The attention kernel's cache slots per program, timed over every layer's cache at slot ``position``."""
+    pos = torch.tensor([position], device=device)
     decode.qkv.copy_(torch.randn_like(decode.qkv) * 0.1)
     rows = []
     for per_split in T_PER_SPLITS:
@@ -216,7 +222,7 @@ def _tune_attention(decode, device, replays, progress) -> tuple[int, list[tuple[
         rows.append(({"t_per_split": per_split}, us))
     best = min(rows, key=lambda r: r[1])
     chosen = best[0]["t_per_split"] if best[1] < float("inf") else decode.tuning.t_per_split
-    progress(f"tune attention: {chosen} cache slots per program, {best[1]:.2f} us")
+    progress(f"tune attention at slot {position}: {chosen} cache slots per program, {best[1]:.2f} us")
     return chosen, rows
 
 

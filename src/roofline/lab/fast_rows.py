@@ -93,7 +93,7 @@ def measure_fast_decode(model: Transformer, ceilings: Ceilings, *, context: int,
     with fused_projections(model):
         fast = FastDecode(model)
         progress("fast decode: tuning the Triton tiles per weight shape")
-        tune(fast, progress=progress)
+        tune(fast, progress=progress, position=context + steps // 2)
         known = {"matrix products": fast.weight_bytes(), "attention": kv_bytes}
         for title in titles:
             row = FastDecodeRow(title, bytes_per_token=bytes_per_token)

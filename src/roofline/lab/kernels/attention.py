@@ -5,11 +5,12 @@ model.FusedAttention splits it). Each program takes one KV head and its GROUP qu
 attention: the cache is read once per KV head) over one slice of the cache (flash-decoding: the sequence is
 split so that many programs read it, each a few KB, all its loads issued at once); the program whose slice holds
 ``pos`` rotates the new key, writes it and the value into the cache there and adds the token itself to its
-softmax (so no program reads a slot that is being written). Slices past ``pos`` stop before storing anything.
-The last program of a head to arrive merges the live slices' partial softmaxes in a fixed order, every slice's
-partial of a column chunk loaded at once (one round trip to L2, however many slices). Under programmatic
-dependent launch (``pdl``) the first block of the cache is read before waiting for the previous kernel, q/k/v
-after. ``pos`` is a device tensor: the same launch serves every step of a CUDA graph.
+softmax (so no program reads a slot that is being written). ``pos`` is a device tensor: the same launch serves
+every step of a CUDA graph, so the grid covers the whole cache (max_seq slots) and the cost follows ``pos``
+instead: slices past it return as soon as they have read it, the slice holding it reads only its blocks before
+``pos``, and the last program of a head to arrive merges only the live slices' partial softmaxes, in split order,
+a block of slices (every column of the group) per L2 round trip. Under programmatic dependent launch (``pdl``)
+the first block of the cache is read before waiting for the previous kernel, q/k/v after.
 """
 
 from __future__ import annotations
@@ -46,30 +47,37 @@ def scratch_floats(n_kv_heads: int, n_heads: int, head_dim: int, splits: int) ->
     return n_kv_heads * splits * (n_heads // n_kv_heads) * (2 + head_dim)
 
 
+COMBINE_FLOATS = 8192  # partials the combine loads at once: 64 registers a thread at 4 warps
+
+
 def _pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
 def launch_constants(n_heads: int, n_kv_heads: int, head_dim: int, max_seq: int, t_per_split: int,
-                     block_t: int) -> dict:
+                     block_t: int, split_block: int | None = None) -> dict:
     """The kernel's compile-time constants (shared with benchmarks/decode_kernels_sm90.py's compile check).
 
-    The combine reads [splits, CHUNK] partials at a time, CHUNK chosen so that is at most 2048 floats."""
+    The combine reads the partials of ``split_block`` splits (every column of the group) at a time: by default
+    16, fewer where that would be more than COMBINE_FLOATS floats, never more than the splits there are."""
     group = n_heads // n_kv_heads
     splits = splits_for(max_seq, t_per_split)
-    cols = _pow2(group * head_dim)
+    group_pow2 = max(2, _pow2(group))
+    if split_block is None:
+        split_block = min(16, _pow2(splits), max(2, COMBINE_FLOATS // (group_pow2 * head_dim)))
     return dict(Q_HEADS=n_heads, KV_HEADS=n_kv_heads, GROUP=group, GROUP_PAD=max(16, _pow2(group)),
                 HEAD_DIM=head_dim, HALF=head_dim // 2, BLOCK_T=block_t, T_PER_SPLIT=t_per_split, SPLITS=splits,
-                SPLITS_PAD=_pow2(splits), COLS_PAD=cols, CHUNK=max(16, min(cols, 2048 // _pow2(splits))))
+                GROUP_POW2=group_pow2, SPLIT_BLOCK=max(2, _pow2(split_block)))
 
 
 def decode_attention(qkv: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cos: torch.Tensor,
                      sin: torch.Tensor, pos: torch.Tensor, out: torch.Tensor, *, n_heads: int, n_kv_heads: int,
                      scratch: Scratch, t_per_split: int = 32, block_t: int | None = None, num_warps: int = 4,
-                     pdl: bool = False) -> torch.Tensor:
+                     pdl: bool = False, split_block: int | None = None) -> torch.Tensor:
     """The Triton kernel, launched once: out (n_heads * head_dim,) for the token whose q/k/v is ``qkv``.
 
-    ``block_t``: cache slots loaded at once (default: the whole slice up to 64, so a program makes one pass)."""
+    ``block_t``: cache slots loaded at once (default: the whole slice up to 64, so a program makes one pass).
+    ``split_block``: splits the combine merges per step (default: launch_constants')."""
     if not triton_available():
         raise RuntimeError("decode_attention: Triton is not installed (use attention_torch)")
     from roofline.lab.kernels.triton_attention import decode_attention_kernel
@@ -79,7 +87,7 @@ def decode_attention(qkv: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Te
     block_t = block_t or min(t_per_split, 64)
     if not (k_cache.is_contiguous() and v_cache.is_contiguous()) or t_per_split % block_t or block_t < 16:
         raise ValueError("decode_attention: contiguous caches, block_t >= 16 and t_per_split a multiple of it needed")
-    consts = launch_constants(n_heads, n_kv_heads, head_dim, max_seq, t_per_split, block_t)
+    consts = launch_constants(n_heads, n_kv_heads, head_dim, max_seq, t_per_split, block_t, split_block)
     splits = consts["SPLITS"]
     if scratch.partial.numel() < scratch_floats(n_kv_heads, n_heads, head_dim, splits):
         raise ValueError("decode_attention: Scratch too small for the partial softmaxes")

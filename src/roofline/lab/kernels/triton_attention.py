@@ -45,12 +45,15 @@ def _attend(r1, r2, k1, k2, v, t, pos, m, l, acc, scale, dt: tl.constexpr):
 def decode_attention_kernel(QKV, KC, VC, COS, SIN, POS, OUT, PARTIAL, COUNTERS, scale, max_seq,
                             Q_HEADS: tl.constexpr, KV_HEADS: tl.constexpr, GROUP: tl.constexpr,
                             GROUP_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, HALF: tl.constexpr, BLOCK_T: tl.constexpr,
-                            T_PER_SPLIT: tl.constexpr, SPLITS: tl.constexpr, SPLITS_PAD: tl.constexpr,
-                            COLS_PAD: tl.constexpr, CHUNK: tl.constexpr, PDL: tl.constexpr):
+                            T_PER_SPLIT: tl.constexpr, SPLITS: tl.constexpr, GROUP_POW2: tl.constexpr,
+                            SPLIT_BLOCK: tl.constexpr, PDL: tl.constexpr):
     dt = KC.dtype.element_ty
     kh = tl.program_id(0)
     sp = tl.program_id(1)
     pos = tl.load(POS)
+    own = pos // T_PER_SPLIT  # the split whose slots hold pos: it writes the token and adds it to its softmax
+    if sp > own:  # the grid covers the whole cache (one launch for every step); a split past pos has nothing to do
+        return
     g = tl.arange(0, GROUP_PAD)
     g_mask = g < GROUP
     d1 = tl.arange(0, HALF)
@@ -81,11 +84,11 @@ def decode_attention_kernel(QKV, KC, VC, COS, SIN, POS, OUT, PARTIAL, COUNTERS, 
     l = tl.zeros([GROUP_PAD], dtype=tl.float32)
     acc = tl.zeros([GROUP_PAD, HEAD_DIM], dtype=tl.float32)
     m, l, acc = _attend(r1, r2, k1, k2, v, t, pos, m, l, acc, scale, dt)
-    for t0 in range(BLOCK_T, T_PER_SPLIT, BLOCK_T):
-        t = t_start + t0 + tl.arange(0, BLOCK_T)
-        k1, k2, v = _load_kv(KC, VC, cache, t, pos, HEAD_DIM, HALF)
-        m, l, acc = _attend(r1, r2, k1, k2, v, t, pos, m, l, acc, scale, dt)
-    own = pos // T_PER_SPLIT  # the split whose slots hold pos: it writes the token and adds it to its softmax
+    if T_PER_SPLIT > BLOCK_T:  # only the blocks with a slot before pos (a masked block would change nothing)
+        for t0 in range(t_start + BLOCK_T, tl.minimum(t_start + T_PER_SPLIT, pos), BLOCK_T):
+            t = t0 + tl.arange(0, BLOCK_T)
+            k1, k2, v = _load_kv(KC, VC, cache, t, pos, HEAD_DIM, HALF)
+            m, l, acc = _attend(r1, r2, k1, k2, v, t, pos, m, l, acc, scale, dt)
     if sp == own:
         tl.store(KC + cache + pos * HEAD_DIM + d1, rk1)
         tl.store(KC + cache + pos * HEAD_DIM + HALF + d1, rk2)
@@ -101,7 +104,7 @@ def decode_attention_kernel(QKV, KC, VC, COS, SIN, POS, OUT, PARTIAL, COUNTERS, 
     if SPLITS == 1:
         out_ptrs = OUT + (kh * GROUP + g)[:, None] * HEAD_DIM + d[None, :]
         tl.store(out_ptrs, (acc / l[:, None]).to(dt), mask=g_mask[:, None])
-    elif sp <= own:  # splits past pos hold nothing: they neither store nor arrive
+    else:
         # Partials: m and l [KV_HEADS, SPLITS, GROUP], then acc [KV_HEADS, SPLITS, GROUP * HEAD_DIM].
         slot = kh * SPLITS + sp
         tl.store(PARTIAL + slot * GROUP + g, m, mask=g_mask)
@@ -112,32 +115,38 @@ def decode_attention_kernel(QKV, KC, VC, COS, SIN, POS, OUT, PARTIAL, COUNTERS, 
         arrived = tl.atomic_add(COUNTERS + kh, 1, sem="acq_rel")
         if arrived == own:
             tl.debug_barrier()
-            _combine(PARTIAL, OUT, kh, own + 1, KV_HEADS, SPLITS, GROUP, HEAD_DIM, SPLITS_PAD, COLS_PAD, CHUNK, dt)
+            _combine(PARTIAL, OUT, kh, own + 1, KV_HEADS, SPLITS, GROUP, GROUP_POW2, HEAD_DIM, SPLIT_BLOCK, dt)
             tl.atomic_xchg(COUNTERS + kh, 0)
 
 
 @triton.jit
 def _combine(PARTIAL, OUT, kh, live, KV_HEADS: tl.constexpr, SPLITS: tl.constexpr, GROUP: tl.constexpr,
-             HEAD_DIM: tl.constexpr, SPLITS_PAD: tl.constexpr, COLS_PAD: tl.constexpr, CHUNK: tl.constexpr,
-             dt: tl.constexpr):
-    """Merge the ``live`` splits' partial softmaxes of one KV head, in split order, a chunk of columns at a time.
+             GROUP_POW2: tl.constexpr, HEAD_DIM: tl.constexpr, SPLIT_BLOCK: tl.constexpr, dt: tl.constexpr):
+    """Merge the ``live`` splits' partial softmaxes of one KV head, SPLIT_BLOCK splits at a time in split order.
 
-    Every split's partials of a chunk are loaded at once (one round trip to L2, not one per split)."""
-    sp = tl.arange(0, SPLITS_PAD)
-    s_mask = (sp < live)[:, None]
-    slots = (kh * SPLITS + sp)[:, None]
-    for c0 in tl.static_range(0, COLS_PAD, CHUNK):
-        cols = c0 + tl.arange(0, CHUNK)
-        c_mask = (cols < GROUP * HEAD_DIM)[None, :]
-        head = (cols // HEAD_DIM)[None, :]
-        mask = s_mask & c_mask
-        m = tl.load(PARTIAL + slots * GROUP + head, mask=mask, other=-1.0e30, cache_modifier=".cg")
-        l = tl.load(PARTIAL + KV_HEADS * SPLITS * GROUP + slots * GROUP + head, mask=mask, other=0.0,
-                    cache_modifier=".cg")
-        a = tl.load(PARTIAL + 2 * KV_HEADS * SPLITS * GROUP + slots * (GROUP * HEAD_DIM) + cols[None, :], mask=mask,
-                    other=0.0, cache_modifier=".cg")
-        top = tl.max(m, axis=0)
-        weight = tl.exp(m - top[None, :])
-        total_l = tl.sum(weight * l, axis=0)
-        total = tl.sum(weight * a, axis=0)
-        tl.store(OUT + kh * (GROUP * HEAD_DIM) + cols, (total / total_l).to(dt), mask=cols < GROUP * HEAD_DIM)
+    A block's partials of every column of the group are loaded at once (one round trip to L2 per block, and only
+    as many blocks as there are live splits, whatever the cache's length); each block rescales what the blocks
+    before it summed when its maximum is higher (the online softmax's merge). With one block, the sums are the
+    one-shot merge's: the running maximum starts at -1e30, so the first block's rescale factor is exactly 0."""
+    g = tl.arange(0, GROUP_POW2)
+    d = tl.arange(0, HEAD_DIM)
+    g_ok = g < GROUP
+    top = tl.full([GROUP_POW2], -1.0e30, dtype=tl.float32)
+    total_l = tl.zeros([GROUP_POW2], dtype=tl.float32)
+    total = tl.zeros([GROUP_POW2, HEAD_DIM], dtype=tl.float32)
+    for s0 in range(0, live, SPLIT_BLOCK):
+        sp = s0 + tl.arange(0, SPLIT_BLOCK)
+        mask = (sp < live)[:, None] & g_ok[None, :]
+        rows = (kh * SPLITS + sp)[:, None] * GROUP + g[None, :]
+        m = tl.load(PARTIAL + rows, mask=mask, other=-1.0e30, cache_modifier=".cg")
+        l = tl.load(PARTIAL + KV_HEADS * SPLITS * GROUP + rows, mask=mask, other=0.0, cache_modifier=".cg")
+        a = tl.load(PARTIAL + 2 * KV_HEADS * SPLITS * GROUP + rows[:, :, None] * HEAD_DIM + d[None, None, :],
+                    mask=mask[:, :, None], other=0.0, cache_modifier=".cg")
+        new_top = tl.maximum(top, tl.max(m, axis=0))
+        alpha = tl.exp(top - new_top)
+        weight = tl.exp(m - new_top[None, :])
+        total_l = total_l * alpha + tl.sum(weight * l, axis=0)
+        total = total * alpha[:, None] + tl.sum(weight[:, :, None] * a, axis=0)
+        top = new_top
+    out_ptrs = OUT + (kh * GROUP + g)[:, None] * HEAD_DIM + d[None, :]
+    tl.store(out_ptrs, (total / total_l[:, None]).to(dt), mask=g_ok[:, None])

@@ -234,7 +234,7 @@ def _decode(model, ceilings, plan: Plan, device: torch.device, progress: Progres
         for row, fast in zip(rows, (fast16, fast8)):
             if plan.tune:
                 try:
-                    tune(fast, progress=lambda m, f=row.format: progress(f"tune {f}: {m}"))
+                    tune(fast, progress=lambda m, f=row.format: progress(f"tune {f}: {m}"), position=context)
                 except Exception as exc:  # noqa: BLE001 - the default tiles still give a figure
                     notes.append(f"tuning {row.format} failed, default tiles used: {common.first_line(exc)}")
             row.tiles = {r: c.as_dict() for r, c in fast.tuning.configs.items()}

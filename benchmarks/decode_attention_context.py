@@ -1,0 +1,260 @@
+"""Issue 19: the decode attention kernel alone, at one context, in KV caches of growing length (max_seq).
+
+    PYTHONPATH=src python3 benchmarks/decode_attention_context.py OUT_DIR [--old-kernel FILE]
+
+The kernel's grid covers the whole cache (one launch serves every step of a CUDA graph), so a cache longer
+than the context must cost nothing but programs that return at once. For llama-1b's attention (32 query heads,
+4 KV heads, head dim 64; fp16) at context 256, in caches of 328 (benchmarks/decode_fast.py's), 2048 (the lab's
+max_seq_len) and 8192 slots, for each tuning candidate (cache slots per program): ``--layers`` launches, each
+on its own layer's cache, captured as one CUDA graph and replayed ``--replays`` times between two CUDA events;
+the configurations are timed in alternating rounds and each row gives the median microseconds per launch over
+the rounds, with the interquartile range. Every configuration's output is checked against the torch twin
+(attention_torch) first: its largest absolute difference is in the JSON.
+
+``--old-kernel FILE``: also time another version of lab/kernels/triton_attention.py side by side, e.g. the one
+before issue 19's change: ``git show 7d80a2d:src/roofline/lab/kernels/triton_attention.py > FILE``. It is
+launched with the constants its signature names (the old one's SPLITS_PAD/COLS_PAD/CHUNK are computed here).
+
+On CPU (``--device cpu`` under TRITON_INTERPRET=1, a smoke test of this script with tiny sizes) the launches run
+in Triton's interpreter and are timed by the wall clock: no figure of such a run is a kernel's.
+Writes OUT_DIR/decode_attention_context.json and prints a table last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import inspect
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+OLD_COMMIT = "7d80a2d"  # the last commit with the kernel whose cost followed max_seq
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out_dir")
+    parser.add_argument("--context", type=int, default=256, help="the slot decoded (pos): slots before it are live")
+    parser.add_argument("--max-seqs", type=int, nargs="+", default=[328, 2048, 8192])
+    parser.add_argument("--t-per-split", type=int, nargs="+", default=None,
+                        help="cache slots per program (default: the tuning's candidates)")
+    parser.add_argument("--shape", type=int, nargs=3, default=[32, 4, 64], metavar=("HEADS", "KV_HEADS", "HEAD_DIM"))
+    parser.add_argument("--layers", type=int, default=22, help="caches launched on in turn (llama-1b has 22)")
+    parser.add_argument("--replays", type=int, default=20, help="graph replays per timed loop")
+    parser.add_argument("--rounds", type=int, default=7, help="alternating timed loops of every configuration")
+    parser.add_argument("--old-kernel", help="another triton_attention.py to time side by side")
+    parser.add_argument("--device", default="cuda")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    from roofline.errors import RooflineError
+    from roofline.io import atomic_write_text, check_output_dir
+    from roofline.lab.kernels import interpreting, triton_available
+
+    device = torch.device(args.device)
+    heads, kv_heads, head_dim = args.shape
+    problem = ""
+    if min(args.max_seqs) <= args.context or args.context < 0:
+        problem = f"--context {args.context} must be a slot of every cache (below {min(args.max_seqs)})"
+    elif heads % kv_heads or head_dim % 32 or min(args.layers, args.replays, args.rounds) < 1:
+        problem = "--shape: heads a multiple of KV heads, head dim a multiple of 32; --layers/--replays/--rounds >= 1"
+    elif args.old_kernel and not os.path.isfile(args.old_kernel):
+        problem = f"--old-kernel {args.old_kernel}: no such file"
+    elif device.type == "cuda" and not torch.cuda.is_available():
+        problem = "no CUDA GPU (use --device cpu under TRITON_INTERPRET=1 for the smoke run)"
+    elif device.type != "cuda" and not interpreting():
+        problem = "on CPU the kernel runs only in Triton's interpreter: set TRITON_INTERPRET=1"
+    elif not triton_available():
+        problem = "Triton is not importable here"
+    if not problem:
+        try:
+            out_dir = check_output_dir(args.out_dir)
+        except RooflineError as exc:
+            problem = str(exc)
+    if problem:
+        print(f"decode_attention_context.py: error: {problem}", file=sys.stderr)
+        return 2
+
+    from roofline.lab.decode_fast import T_PER_SPLITS
+
+    import triton
+
+    began = time.perf_counter()
+    per_splits = args.t_per_split or list(T_PER_SPLITS)
+    kernels = {"new": None}
+    if args.old_kernel:
+        kernels["old"] = _load_kernel(args.old_kernel)
+    rows = measure(device, heads, kv_heads, head_dim, args.context, args.max_seqs, per_splits, kernels,
+                   layers=args.layers, replays=args.replays, rounds=args.rounds)
+    results = {
+        "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu (Triton interpreter)",
+        "torch": torch.__version__, "triton": triton.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "command": " ".join(sys.argv), "shape": {"heads": heads, "kv_heads": kv_heads, "head_dim": head_dim},
+        "context": args.context, "layers": args.layers, "replays": args.replays, "rounds": args.rounds,
+        "old_kernel": args.old_kernel and {"file": args.old_kernel, "meant_as": f"{OLD_COMMIT}'s kernel"},
+        "timing": ("median over alternating rounds of the us per launch of a CUDA graph of --layers launches, "
+                   "replayed --replays times between CUDA events; iqr_us: the rounds' interquartile range"
+                   if device.type == "cuda" else
+                   "wall clock of Triton's interpreter on CPU: a smoke test, not a kernel's figure"),
+        "rows": rows, "seconds": time.perf_counter() - began,
+    }
+    path = out_dir / "decode_attention_context.json"
+    atomic_write_text(path, json.dumps(results, indent=1))
+    print(f"decode_attention_context.py: {len(rows)} configurations in {results['seconds']:.0f} s -> {path}")
+    print(table(results))
+    return 0
+
+
+def _load_kernel(path: str):
+    """decode_attention_kernel of another triton_attention.py (imported as a module of its own)."""
+    spec = importlib.util.spec_from_file_location("triton_attention_compared", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # Triton reads the kernel's source through its module
+    spec.loader.exec_module(module)
+    return module.decode_attention_kernel
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def _launch_other(kernel, qkv, kc, vc, cos, sin, pos, out, scratch, heads, kv_heads, per_split):
+    """Another version of the kernel, with the constants its signature names (PDL off, 4 warps as by default)."""
+    from roofline.lab.kernels.attention import launch_constants
+
+    head_dim, max_seq = kc.shape[-1], kc.shape[2]
+    consts = launch_constants(heads, kv_heads, head_dim, max_seq, per_split, min(per_split, 64))
+    splits, cols = consts["SPLITS"], _pow2(heads // kv_heads * head_dim)
+    consts.update(SPLITS_PAD=_pow2(splits), COLS_PAD=cols, CHUNK=max(16, min(cols, 2048 // _pow2(splits))), PDL=False)
+    names = inspect.signature(getattr(kernel, "fn", kernel)).parameters
+    kernel[(kv_heads, splits)](qkv, kc, vc, cos, sin, pos, out, scratch.partial, scratch.counters,
+                               1.0 / math.sqrt(head_dim), max_seq, **{k: v for k, v in consts.items() if k in names},
+                               num_warps=4)
+
+
+def measure(device, heads, kv_heads, head_dim, context, max_seqs, per_splits, kernels, *, layers, replays,
+            rounds) -> list[dict]:
+    import torch
+
+    from roofline.lab.kernels.attention import attention_torch, decode_attention, scratch_floats, splits_for
+    from roofline.lab.kernels.gemv import Scratch
+    from roofline.models.llama import LlamaConfig, rope_tables
+
+    torch.manual_seed(0)
+    dt = torch.float16
+    cos, sin = (t.to(device, dt) for t in rope_tables(LlamaConfig(heads * head_dim, 1, heads, kv_heads, 64, 10),
+                                                      max(max_seqs)))
+    qkv = torch.randn((heads + 2 * kv_heads) * head_dim, dtype=dt, device=device) * 0.5
+    pos = torch.tensor([context], device=device)
+    configs, timers = [], {}
+    for max_seq in max_seqs:
+        caches = [(torch.randn(1, kv_heads, max_seq, head_dim, dtype=dt, device=device),
+                   torch.randn(1, kv_heads, max_seq, head_dim, dtype=dt, device=device)) for _ in range(layers)]
+        ref = attention_torch(qkv, caches[0][0].clone(), caches[0][1].clone(), cos, sin, pos,
+                              torch.empty(heads * head_dim, dtype=dt, device=device), n_heads=heads,
+                              n_kv_heads=kv_heads)
+        scratch = Scratch(device, scratch_floats(kv_heads, heads, head_dim, splits_for(max_seq, min(per_splits))),
+                          max(64, kv_heads))
+        out = torch.empty_like(ref)
+        for per_split in per_splits:
+            for name, kernel in kernels.items():
+                def launch_one(kc, vc, kernel=kernel, per_split=per_split, scratch=scratch, out=out):
+                    if kernel is None:
+                        decode_attention(qkv, kc, vc, cos, sin, pos, out, n_heads=heads, n_kv_heads=kv_heads,
+                                         scratch=scratch, t_per_split=per_split)
+                    else:
+                        _launch_other(kernel, qkv, kc, vc, cos, sin, pos, out, scratch, heads, kv_heads, per_split)
+
+                def launch_all(launch_one=launch_one, caches=caches):
+                    for kc, vc in caches:
+                        launch_one(kc, vc)
+
+                key = (max_seq, per_split, name)
+                row = {"max_seq": max_seq, "t_per_split": per_split, "kernel": name,
+                       "programs": kv_heads * splits_for(max_seq, per_split),
+                       "live_programs": kv_heads * (context // per_split + 1)}
+                try:
+                    launch_one(*caches[0])
+                    row["max_abs_error_vs_torch"] = (out.float() - ref.float()).abs().max().item()
+                    row["counters_reset"] = int(scratch.counters.abs().sum()) == 0
+                    timers[key] = _timer(launch_all, device, layers, replays)
+                except Exception as exc:  # noqa: BLE001 - one configuration's failure is its row
+                    row["error"] = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
+                configs.append((key, row))
+    samples = {key: [] for key in timers}
+    for _ in range(rounds):
+        for key, timer in timers.items():
+            samples[key].append(timer())
+    rows = []
+    for key, row in configs:
+        if key in samples:
+            q = statistics.quantiles(samples[key], n=4) if len(samples[key]) > 1 else [samples[key][0]] * 3
+            row.update(median_us=statistics.median(samples[key]), iqr_us=[q[0], q[2]], rounds_us=samples[key])
+        rows.append(row)
+    return rows
+
+
+def _timer(launch_all, device, launches: int, replays: int):
+    """A callable giving microseconds per launch of one timed loop of ``launch_all``."""
+    import torch
+
+    if device.type != "cuda":
+        def wall():
+            began = time.perf_counter()
+            launch_all()
+            return 1e6 * (time.perf_counter() - began) / launches
+
+        return wall
+    launch_all()
+    torch.cuda.synchronize(device)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        launch_all()
+    graph.replay()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    def timed():
+        start.record()
+        for _ in range(replays):
+            graph.replay()
+        end.record()
+        end.synchronize()
+        return 1e3 * start.elapsed_time(end) / (replays * launches)
+
+    return timed
+
+
+def table(results: dict) -> str:
+    """One line per cache length and slots per program: each kernel's median us per launch (IQR)."""
+    shape = results["shape"]
+    kernels = list(dict.fromkeys(r["kernel"] for r in results["rows"]))
+    head = (f"attention {shape['heads']}/{shape['kv_heads']}x{shape['head_dim']} at context {results['context']} "
+            f"on {results['gpu']} ({results['timing'].split(';')[0]})\n\n"
+            f"| max_seq | slots/program | programs (live) | " + " | ".join(f"{k} us (IQR)" for k in kernels)
+            + (" | new/old |" if "old" in kernels else " |"))
+    lines = [head, "|" + "---|" * (3 + len(kernels) + ("old" in kernels))]
+    by = {(r["max_seq"], r["t_per_split"], r["kernel"]): r for r in results["rows"]}
+    for max_seq, per_split in dict.fromkeys((r["max_seq"], r["t_per_split"]) for r in results["rows"]):
+        cells, medians = [], {}
+        for k in kernels:
+            r = by[(max_seq, per_split, k)]
+            if "median_us" in r:
+                medians[k] = r["median_us"]
+                cells.append(f"{r['median_us']:.2f} ({r['iqr_us'][0]:.2f}-{r['iqr_us'][1]:.2f})")
+            else:
+                cells.append("failed")
+        r = by[(max_seq, per_split, kernels[0])]
+        ratio = [f"{medians['new'] / medians['old']:.2f}" if {"new", "old"} <= set(medians) else "-"] \
+            if "old" in kernels else []
+        lines.append(f"| {max_seq} | {per_split} | {r['programs']} ({r['live_programs']}) | "
+                     + " | ".join(cells + ratio) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
