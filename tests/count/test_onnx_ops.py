@@ -165,3 +165,14 @@ def test_layer_normalization_over_the_scale_dims():
     x, g = _f32(2, 3, 4), _f32(4)  # normalised over the last dim: mean and rstd (2, 3, 1) in float32
     cost, aten = count_onnx_node("LayerNormalization", [x, g, g], [], {})
     assert aten == "aten::native_layer_norm" and (cost.flops, cost.bytes) == ((5 + 2) * 24, 96 + 32 + 96 + 2 * 24)
+
+
+def test_bias_softmax_is_a_broadcast_add_and_a_softmax_reading_each_input_once():
+    """ORT's CUDA provider fuses BERT's softmax(scores + mask) into BiasSoftmax (seen on the H200's bert-base)."""
+    x, bias, y = T((1, 12, 128, 128), "float32"), T((1, 1, 128, 128), "float32"), T((1, 12, 128, 128), "float32")
+    cost, aten = count_onnx_node("BiasSoftmax", [x, bias], [y], {"axis": 3, "is_inner_broadcast": 0}, "com.microsoft")
+    add = count_op("aten::add", [x, bias], None, [x]).flops
+    softmax = count_op("aten::_softmax", [x, 3, False], None, [x]).flops
+    assert (aten, cost.modeled) == ("aten::add + aten::_softmax", True)
+    assert cost.flops == add + softmax and add == x.numel
+    assert cost.bytes == x.nbytes + bias.nbytes + y.nbytes

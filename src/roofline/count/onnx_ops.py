@@ -269,6 +269,17 @@ def _softmax(ins: Metas, outs: Metas, attrs: Mapping[str, Any], log: bool = Fals
     return _aten("_log_softmax" if log else "_softmax", [x, int(attrs.get("axis", -1)), False], outs or None)
 
 
+def _bias_softmax(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    """BiasSoftmax (com.microsoft, fused by ORT's CUDA provider from softmax(x + mask)): softmax(data + bias), the
+    bias broadcast; its ``axis`` defaults to 1."""
+    x = ins[0]
+    if x is None:
+        raise ValueError("BiasSoftmax without shapes")
+    parts = [_aten("add", _present(ins[:2]), [x])] if len(_present(ins)) > 1 else []
+    parts.append(_aten("_softmax", [x, int(attrs.get("axis", 1)), False], [x]))
+    return _combine(parts, ins, outs)
+
+
 def _pool(kind: str):
     def formula(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
         x = ins[0]
@@ -440,7 +451,7 @@ _HANDLERS = {
     "SimplifiedLayerNormalization": _rms_norm, "RMSNormalization": _rms_norm,
     "SkipLayerNormalization": _skip_layer_norm,
     "SkipSimplifiedLayerNormalization": lambda i, o, a: _skip_layer_norm(i, o, a, rms=True),
-    "Softmax": _softmax, "LogSoftmax": lambda i, o, a: _softmax(i, o, a, log=True),
+    "Softmax": _softmax, "BiasSoftmax": _bias_softmax, "LogSoftmax": lambda i, o, a: _softmax(i, o, a, log=True),
     "MaxPool": _pool_by_shapes("max"), "AveragePool": _pool_by_shapes("avg"),
     "GlobalAveragePool": _pool("global_avg"), "GlobalMaxPool": _pool("global_max"),
     "Concat": _concat, "Gather": _gather, "GatherElements": _gather_elements, "Attention": _attention, "MultiHeadAttention": _multi_head_attention,
