@@ -18,7 +18,8 @@ X = T((4, 6, 5), "float16")  # 120 elements, 240 bytes
 
 @pytest.mark.parametrize("name, per", [("aten::sum", 1), ("aten::mean", 1), ("aten::amax", 1), ("aten::prod", 1),
                                        ("aten::nansum", 1), ("aten::var", 3), ("aten::std", 3),
-                                       ("aten::logsumexp", 5), ("aten::frobenius_norm", 2)])
+                                       ("aten::logsumexp", 5), ("aten::special_logsumexp", 5),
+                                       ("aten::frobenius_norm", 2)])
 def test_reductions_per_input_element_and_output_shape(name, per):
     assert cost(name, X, [1]) == (per * 120, 240 + 4 * 5 * 2)
     assert cost(name, X, [1, 2]) == (per * 120, 240 + 4 * 2)
