@@ -81,6 +81,8 @@ def test_contiguous_costs_nothing_when_already_contiguous():
     ("aten::detach", [fp32(4, 8)]),
     ("aten::alias", [fp32(4, 8)]),
     ("aten::reshape", [fp32(4, 8), [32]]),
+    ("aten::_nested_view_from_jagged", [fp32(7, 8), fp32(3), fp32(3, 3)]),  # a jagged tensor over its values
+    ("aten::_nested_get_values", [fp32(7, 8)]),
 ])
 def test_views_move_nothing(name, args):
     cost = count_op(name, args)

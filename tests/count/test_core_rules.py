@@ -118,6 +118,8 @@ def test_tensor_meta_from_live_tensors():
     assert T.from_tensor(torch.nested.nested_tensor([])).shape == (0,)  # no component: its size list is a float
     ragged = torch.nested.nested_tensor([torch.zeros(2, 5), torch.zeros(3, 4)])
     assert T.from_tensor(ragged).shape == (22,)
+    jagged = torch.nested.nested_tensor([torch.zeros(2, 5), torch.zeros(3, 5)], layout=torch.jagged)
+    assert T.from_tensor(jagged).shape == (5, 5)  # its values: the components stacked, as the strided layout's
     assert to_meta([x, (1, x), {"a": x}]) == [m, (1, m), {"a": m}]
     assert to_meta("text") == "text" and to_meta(3) == 3
 

@@ -140,10 +140,16 @@ def _nested_shape(t: Any) -> tuple[int, ...]:
     """A nested (ragged) tensor as one dense tensor of its components stacked along their first dim: (sum of
     the components' lengths, *their other dims), so its numel and bytes are exact. Its shapes are not: a batch
     of sequences reads as one long sequence."""
+    values = getattr(t, "_values", None)  # a jagged-layout tensor: its components already stacked
+    if values is not None and hasattr(values, "shape"):
+        return tuple(int(s) for s in values.shape)
     try:
         sizes = [tuple(int(v) for v in row) for row in t._nested_tensor_size().tolist()]
-    except (AttributeError, RuntimeError, TypeError):
-        return (int(t.numel()),)
+    except (AttributeError, RuntimeError, TypeError, NotImplementedError):
+        try:
+            return (int(t.numel()),)
+        except (RuntimeError, NotImplementedError, TypeError):
+            return (0,)
     if not sizes or not sizes[0]:
         return (len(sizes),)
     rest = sizes[0][1:]

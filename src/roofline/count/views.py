@@ -21,6 +21,8 @@ VIEW_NAMES = (
     "view_as_real", "view_as_complex", "_neg_view", "_conj", "conj", "resolve_conj", "resolve_neg",
     "positive", "_indices", "_values", "indices", "values", "crow_indices", "col_indices", "align_to",
     "refine_names", "rename", "atleast_1d", "atleast_2d", "atleast_3d", "matrix_H", "_nested_view_from_buffer",
+    "_nested_view_from_jagged", "_nested_get_values", "_nested_get_offsets", "_nested_get_lengths",
+    "_nested_get_jagged_dummy", "_nested_get_ragged_idx", "_nested_get_min_seqlen", "_nested_get_max_seqlen",
     "resize_", "resize_as_", "_resize_output_", "set_", "result_type", "size", "stride", "numel", "dim",
     "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "storage_offset", "is_contiguous",
     "is_same_size", "cudnn_is_acceptable", "_use_cudnn_rnn_flatten_weight", "_use_cudnn_ctc_loss",
