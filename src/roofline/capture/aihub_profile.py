@@ -3,6 +3,12 @@ saved as JSON): ``execution_summary`` (``estimated_inference_time`` in microseco
 ``execution_detail``, one entry per layer with its ``name``, ``type``, ``compute_unit`` (NPU, GPU or CPU) and
 ``execution_time`` (microseconds). Layer shapes are not part of it: FLOPs and bytes come from the ONNX model the
 layers are matched to by name (capture/onnx_graph.py).
+
+Checked against Qualcomm's own reader, quic/ai-hub-models' scorecard jobs (qai_hub_models/scorecard): the dict
+has ``execution_summary["estimated_inference_time"]`` (microseconds: they take 1e6 / it as throughput),
+``execution_summary["inference_memory_peak_range"]`` and ``execution_detail``, a list whose entries'
+``compute_unit`` is "NPU", "GPU" or "CPU". The per-layer ``name``, ``type`` and ``execution_time`` keys come from
+AI Hub's documentation of the profile page and are not confirmed by code we could read.
 """
 
 from __future__ import annotations
