@@ -7,9 +7,17 @@ than the context must cost nothing but programs that return at once. For llama-1
 4 KV heads, head dim 64; fp16) at context 256, in caches of 328 (benchmarks/decode_fast.py's), 2048 (the lab's
 max_seq_len) and 8192 slots, for each tuning candidate (cache slots per program): ``--layers`` launches, each
 on its own layer's cache, captured as one CUDA graph and replayed ``--replays`` times between two CUDA events;
-the configurations are timed in alternating rounds and each row gives the median microseconds per launch over
-the rounds, with the interquartile range. Every configuration's output is checked against the torch twin
-(attention_torch) first: its largest absolute difference is in the JSON.
+the configurations of one cache length are timed in alternating rounds and each row gives the median
+microseconds per launch over the rounds, with the interquartile range. Every configuration's output is checked against the torch twin
+(attention_torch) twice before it is timed: after one eager launch, and after one replay of its graph (synchronised,
+so a fault is its own): the largest absolute differences are in the JSON, and a configuration off by more than
+CHECK_TOLERANCE is not timed.
+
+Each cache length runs in a process of its own (a CUDA fault poisons its process's context): where one dies, the
+configuration it was checking gets the error in its row and the others of that length run again without it.
+Every tensor a graph reads or writes lives as long as the graph: torch.cuda.graph empties the allocator's cache
+before each capture, so a tensor freed before then leaves the graph pointing at unmapped memory (the first H200
+run kept only the graphs of the 328-slot configurations and died of an illegal memory access in the timed rounds).
 
 ``--old-kernel FILE``: also time another version of lab/kernels/triton_attention.py side by side, e.g. the one
 before issue 19's change: ``git show 7d80a2d:src/roofline/lab/kernels/triton_attention.py > FILE``. It is
@@ -33,6 +41,8 @@ import sys
 import time
 
 OLD_COMMIT = "7d80a2d"  # the last commit with the kernel whose cost followed max_seq
+CHECK_TOLERANCE = 1e-2  # largest absolute difference from the torch twin a timed configuration may have (fp16)
+CHILD_TIMEOUT_S = 150  # one cache length's process (compiles, checks, timed rounds), should one hang
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7, help="alternating timed loops of every configuration")
     parser.add_argument("--old-kernel", help="another triton_attention.py to time side by side")
     parser.add_argument("--device", default="cuda")
+    # A cache length's process (see the module docstring): where it writes its progress, what it leaves out.
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--skip", nargs="*", default=[], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     import torch
@@ -84,13 +97,22 @@ def main(argv: list[str] | None = None) -> int:
 
     import triton
 
-    began = time.perf_counter()
     per_splits = args.t_per_split or list(T_PER_SPLITS)
-    kernels = {"new": None}
-    if args.old_kernel:
-        kernels["old"] = _load_kernel(args.old_kernel)
-    rows = measure(device, heads, kv_heads, head_dim, args.context, args.max_seqs, per_splits, kernels,
-                   layers=args.layers, replays=args.replays, rounds=args.rounds)
+    if args.child:
+        kernels = {"new": None}
+        if args.old_kernel:
+            kernels["old"] = _load_kernel(args.old_kernel)
+        progress = _Progress(args.child)
+        rows = measure(device, heads, kv_heads, head_dim, args.context, args.max_seqs[0], per_splits, kernels,
+                       layers=args.layers, replays=args.replays, rounds=args.rounds, skip=set(args.skip),
+                       progress=progress)
+        progress.write(rows=rows)
+        return 0
+
+    began = time.perf_counter()
+    rows = []
+    for max_seq in args.max_seqs:
+        rows += isolated(args, max_seq, per_splits)
     results = {
         "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu (Triton interpreter)",
         "torch": torch.__version__, "triton": triton.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
@@ -101,13 +123,103 @@ def main(argv: list[str] | None = None) -> int:
                    "replayed --replays times between CUDA events; iqr_us: the rounds' interquartile range"
                    if device.type == "cuda" else
                    "wall clock of Triton's interpreter on CPU: a smoke test, not a kernel's figure"),
-        "rows": rows, "seconds": time.perf_counter() - began,
+        "isolation": "one process per cache length; rounds alternate the configurations of one cache length",
+        "check_tolerance": CHECK_TOLERANCE, "rows": rows, "seconds": time.perf_counter() - began,
     }
     path = out_dir / "decode_attention_context.json"
     atomic_write_text(path, json.dumps(results, indent=1))
-    print(f"decode_attention_context.py: {len(rows)} configurations in {results['seconds']:.0f} s -> {path}")
+    failed = sum("error" in r for r in rows)
+    print(f"decode_attention_context.py: {len(rows)} configurations ({failed} failed) in {results['seconds']:.0f} s"
+          f" -> {path}")
     print(table(results))
     return 0
+
+
+class _Progress:
+    """A cache length's process tells its parent, one JSON line at a time, how far it got (written at once)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def write(self, **record) -> None:
+        with open(self.path, "a") as f:
+            f.write(json.dumps(record) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def _child_argv(args, max_seq: int, progress: str, skip: list[str]) -> list[str]:
+    argv = [sys.executable, os.path.abspath(__file__), args.out_dir, "--child", progress, "--max-seqs", str(max_seq),
+            "--context", str(args.context), "--shape", *map(str, args.shape), "--layers", str(args.layers),
+            "--replays", str(args.replays), "--rounds", str(args.rounds), "--device", args.device]
+    if args.t_per_split:
+        argv += ["--t-per-split", *map(str, args.t_per_split)]
+    if args.old_kernel:
+        argv += ["--old-kernel", args.old_kernel]
+    return argv + (["--skip", *skip] if skip else [])
+
+
+def isolated(args, max_seq: int, per_splits: list[int]) -> list[dict]:
+    """One cache length's rows, measured in a process of its own; run again without a configuration it died on."""
+    import subprocess
+    import tempfile
+
+    kernels = ["new", "old"] if args.old_kernel else ["new"]
+    skip, failed = [], {}
+    while True:
+        with tempfile.TemporaryDirectory() as tmp:
+            progress = os.path.join(tmp, "progress.jsonl")
+            try:
+                done = subprocess.run(_child_argv(args, max_seq, progress, skip), capture_output=True, text=True,
+                                      timeout=CHILD_TIMEOUT_S)
+                death = f"exit code {done.returncode}: {_tail(done.stderr)}"
+            except subprocess.TimeoutExpired as exc:
+                death = f"timed out after {CHILD_TIMEOUT_S} s: {_tail(exc.stderr)}"
+            records = []
+            if os.path.exists(progress):
+                with open(progress) as f:
+                    records = [json.loads(line) for line in f if line.endswith("\n")]
+        finished = [r["rows"] for r in records if "rows" in r]
+        if finished:
+            rows = finished[0]
+            break
+        checking = [r["checking"] for r in records if "checking" in r]
+        checked = [r["checked"] for r in records if "checked" in r]
+        if checking and len(checked) < len(checking):  # it died checking this configuration: leave it out
+            faults = [r["fault"] for r in records if "fault" in r]
+            key = checking[-1]
+            failed[_key(key["t_per_split"], key["kernel"])] = faults[0] if faults else {
+                **key, "error": f"the process died: {death}"}
+            skip.append(_key(key["t_per_split"], key["kernel"]))
+            continue
+        # It died before any configuration's check (e.g. importing) or in the timed rounds: no culprit to leave out.
+        when = "in the timed rounds" if checked else "before any check"
+        rows = checked or [_row_head(max_seq, p, k, args.shape[1], args.context) for p in per_splits for k in kernels
+                           if _key(p, k) not in skip]
+        rows = [{**r, "error": r.get("error") or f"the process died {when}: {death}"} for r in rows]
+        break
+    rows = rows + list(failed.values())
+    order = {_key(p, k): i for i, (p, k) in enumerate((p, k) for p in per_splits for k in ("new", "old"))}
+    return sorted(rows, key=lambda r: order.get(_key(r["t_per_split"], r["kernel"]), len(order)))
+
+
+def _row_head(max_seq: int, per_split: int, kernel: str, kv_heads: int, context: int) -> dict:
+    from roofline.lab.kernels.attention import splits_for
+
+    return {"max_seq": max_seq, "t_per_split": per_split, "kernel": kernel,
+            "programs": kv_heads * splits_for(max_seq, per_split),
+            "live_programs": kv_heads * (context // per_split + 1)}
+
+
+def _key(per_split: int, kernel: str) -> str:
+    return f"{per_split}:{kernel}"
+
+
+def _tail(text: str | bytes | None) -> str:
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    lines = [line for line in (text or "").strip().splitlines() if line.strip()]
+    return " | ".join(lines[-3:])[-400:] or "(nothing on stderr)"
 
 
 def _load_kernel(path: str):
@@ -137,55 +249,73 @@ def _launch_other(kernel, qkv, kc, vc, cos, sin, pos, out, scratch, heads, kv_he
                                num_warps=4)
 
 
-def measure(device, heads, kv_heads, head_dim, context, max_seqs, per_splits, kernels, *, layers, replays,
-            rounds) -> list[dict]:
+def measure(device, heads, kv_heads, head_dim, context, max_seq, per_splits, kernels, *, layers, replays, rounds,
+            skip=frozenset(), progress=None) -> list[dict]:
+    """One cache length's configurations: each checked (eagerly, then its graph's first replay), then timed."""
     import torch
 
     from roofline.lab.kernels.attention import attention_torch, decode_attention, scratch_floats, splits_for
     from roofline.lab.kernels.gemv import Scratch
     from roofline.models.llama import LlamaConfig, rope_tables
 
+    report = progress.write if progress else (lambda **record: None)
     torch.manual_seed(0)
     dt = torch.float16
     cos, sin = (t.to(device, dt) for t in rope_tables(LlamaConfig(heads * head_dim, 1, heads, kv_heads, 64, 10),
-                                                      max(max_seqs)))
+                                                      max_seq))
     qkv = torch.randn((heads + 2 * kv_heads) * head_dim, dtype=dt, device=device) * 0.5
     pos = torch.tensor([context], device=device)
+    caches = [(torch.randn(1, kv_heads, max_seq, head_dim, dtype=dt, device=device),
+               torch.randn(1, kv_heads, max_seq, head_dim, dtype=dt, device=device)) for _ in range(layers)]
+    first, last = (attention_torch(qkv, kc.clone(), vc.clone(), cos, sin, pos,
+                                   torch.empty(heads * head_dim, dtype=dt, device=device), n_heads=heads,
+                                   n_kv_heads=kv_heads) for kc, vc in (caches[0], caches[-1]))
+    scratch = Scratch(device, scratch_floats(kv_heads, heads, head_dim, splits_for(max_seq, min(per_splits))),
+                      max(64, kv_heads))
+    out = torch.empty_like(first)
     configs, timers = [], {}
-    for max_seq in max_seqs:
-        caches = [(torch.randn(1, kv_heads, max_seq, head_dim, dtype=dt, device=device),
-                   torch.randn(1, kv_heads, max_seq, head_dim, dtype=dt, device=device)) for _ in range(layers)]
-        ref = attention_torch(qkv, caches[0][0].clone(), caches[0][1].clone(), cos, sin, pos,
-                              torch.empty(heads * head_dim, dtype=dt, device=device), n_heads=heads,
-                              n_kv_heads=kv_heads)
-        scratch = Scratch(device, scratch_floats(kv_heads, heads, head_dim, splits_for(max_seq, min(per_splits))),
-                          max(64, kv_heads))
-        out = torch.empty_like(ref)
-        for per_split in per_splits:
-            for name, kernel in kernels.items():
-                def launch_one(kc, vc, kernel=kernel, per_split=per_split, scratch=scratch, out=out):
-                    if kernel is None:
-                        decode_attention(qkv, kc, vc, cos, sin, pos, out, n_heads=heads, n_kv_heads=kv_heads,
-                                         scratch=scratch, t_per_split=per_split)
-                    else:
-                        _launch_other(kernel, qkv, kc, vc, cos, sin, pos, out, scratch, heads, kv_heads, per_split)
+    for per_split in per_splits:
+        for name, kernel in kernels.items():
+            if _key(per_split, name) in skip:
+                continue
 
-                def launch_all(launch_one=launch_one, caches=caches):
-                    for kc, vc in caches:
-                        launch_one(kc, vc)
+            def launch_one(kc, vc, kernel=kernel, per_split=per_split):
+                if kernel is None:
+                    decode_attention(qkv, kc, vc, cos, sin, pos, out, n_heads=heads, n_kv_heads=kv_heads,
+                                     scratch=scratch, t_per_split=per_split)
+                else:
+                    _launch_other(kernel, qkv, kc, vc, cos, sin, pos, out, scratch, heads, kv_heads, per_split)
 
-                key = (max_seq, per_split, name)
-                row = {"max_seq": max_seq, "t_per_split": per_split, "kernel": name,
-                       "programs": kv_heads * splits_for(max_seq, per_split),
-                       "live_programs": kv_heads * (context // per_split + 1)}
-                try:
-                    launch_one(*caches[0])
-                    row["max_abs_error_vs_torch"] = (out.float() - ref.float()).abs().max().item()
-                    row["counters_reset"] = int(scratch.counters.abs().sum()) == 0
-                    timers[key] = _timer(launch_all, device, layers, replays)
-                except Exception as exc:  # noqa: BLE001 - one configuration's failure is its row
-                    row["error"] = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
-                configs.append((key, row))
+            def launch_all(launch_one=launch_one):
+                for kc, vc in caches:
+                    launch_one(kc, vc)
+
+            key = (per_split, name)
+            row = _row_head(max_seq, per_split, name, kv_heads, context)
+            report(checking=row)
+            try:
+                scratch.counters.zero_()  # whatever an earlier configuration left (it may have failed half-way)
+                launch_one(*caches[0])
+                row["max_abs_error_vs_torch"] = (out.float() - first.float()).abs().max().item()
+                row["counters_reset"] = int(scratch.counters.abs().sum()) == 0
+                timer = _Timer(launch_all, device, layers, replays)
+                row["graph_max_abs_error_vs_torch"] = (out.float() - last.float()).abs().max().item()
+                row["counters_reset"] &= int(scratch.counters.abs().sum()) == 0
+                worst = max(row["max_abs_error_vs_torch"], row["graph_max_abs_error_vs_torch"])
+                if not worst <= CHECK_TOLERANCE:
+                    row["error"] = f"off the torch twin by {worst:.3g} (more than {CHECK_TOLERANCE}): not timed"
+                elif not row["counters_reset"]:
+                    row["error"] = "arrival counters left non-zero: not timed"
+                else:
+                    timers[key] = timer
+            except Exception as exc:  # noqa: BLE001 - one configuration's failure is its row
+                row["error"] = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
+                if _poisoned(device):  # a CUDA fault: nothing after it in this process would be its own
+                    report(fault=row)
+                    sys.stdout.flush()
+                    os._exit(3)
+            report(checked=row)
+            configs.append((key, row))
     samples = {key: [] for key in timers}
     for _ in range(rounds):
         for key, timer in timers.items():
@@ -199,34 +329,54 @@ def measure(device, heads, kv_heads, head_dim, context, max_seqs, per_splits, ke
     return rows
 
 
-def _timer(launch_all, device, launches: int, replays: int):
-    """A callable giving microseconds per launch of one timed loop of ``launch_all``."""
+def _poisoned(device) -> bool:
+    """The CUDA context is unusable (a sticky error, such as an illegal memory access, answers every later call)."""
     import torch
 
     if device.type != "cuda":
-        def wall():
-            began = time.perf_counter()
+        return False
+    try:
+        torch.cuda.synchronize(device)
+        torch.zeros(1, device=device).item()
+    except Exception:  # noqa: BLE001 - whatever it raises, the context is gone
+        return True
+    return False
+
+
+class _Timer:
+    """Microseconds per launch of one timed loop of ``launch_all`` (on CUDA: of its graph, replayed ``replays`` times).
+
+    Made, it has run ``launch_all`` once more, synchronised: on CUDA as the graph's first replay, so a fault there is
+    this configuration's. It holds ``launch_all``, hence every tensor the graph reads or writes (a graph does not)."""
+
+    def __init__(self, launch_all, device, launches: int, replays: int) -> None:
+        import torch
+
+        self.launch_all, self.device, self.launches, self.replays = launch_all, device, launches, replays
+        self.graph = None
+        if device.type != "cuda":
             launch_all()
-            return 1e6 * (time.perf_counter() - began) / launches
-
-        return wall
-    launch_all()
-    torch.cuda.synchronize(device)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+            return
         launch_all()
-    graph.replay()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize(device)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            launch_all()
+        self.graph.replay()
+        torch.cuda.synchronize(device)
+        self.start, self.end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 
-    def timed():
-        start.record()
-        for _ in range(replays):
-            graph.replay()
-        end.record()
-        end.synchronize()
-        return 1e3 * start.elapsed_time(end) / (replays * launches)
-
-    return timed
+    def __call__(self) -> float:
+        if self.graph is None:
+            began = time.perf_counter()
+            self.launch_all()
+            return 1e6 * (time.perf_counter() - began) / self.launches
+        self.start.record()
+        for _ in range(self.replays):
+            self.graph.replay()
+        self.end.record()
+        self.end.synchronize()
+        return 1e3 * self.start.elapsed_time(self.end) / (self.replays * self.launches)
 
 
 def table(results: dict) -> str:

@@ -135,9 +135,10 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
         return [
             ("env", ["nvidia-smi"], 15),
             ("attention_context", [PY, "benchmarks/decode_attention_context.py", str(out / "attention_context"),
-                                   *old], 180),
+                                   *old], 240),
             ("cuda_tests_decode_fast", [PY, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider",
-                                        "tests/lab/test_decode_fast.py"], 90),
+                                        "tests/lab/test_decode_fast.py",
+                                        "tests/lab/test_decode_attention_context.py"], 90),
             ("lab_decode_llama-1b", RL + ["lab", "--device", "cuda", "--model", "llama-1b", "--decode-only",
                                           "--no-tuned", "--ceilings",
                                           "benchmarks/results/h200/issue19-20/ceilings_h200.json",

@@ -34,7 +34,7 @@ MICRO = LlamaConfig(dim=128, n_layers=2, n_heads=4, n_kv_heads=2, ffn_dim=192, v
 
 INTERPRETED_KERNELS = """
 import torch
-from roofline.lab.kernels.attention import attention_torch, decode_attention
+from roofline.lab.kernels.attention import attention_torch, decode_attention, scratch_floats, splits_for
 from roofline.lab.kernels.argmax import argmax
 from roofline.lab.kernels.gemv import GemvConfig, Scratch, gemv, gemv_torch
 from roofline.models.llama import LlamaConfig, rope_tables
@@ -87,6 +87,20 @@ for i, (h, hkv, d, seq, pos, per, sb) in enumerate([  # splits past pos, pos on 
     attention_torch(qkv, kc2, vc2, cos, sin, p, ref, n_heads=h, n_kv_heads=hkv)
     worst[f"attention{i}"] = [(out.float() - ref.float()).abs().max().item(), int(s.counters.abs().sum()),
                               (kc.float() - kc2.float()).abs().max().item() + (vc.float() - vc2.float()).abs().max().item()]
+# One Scratch for launch after launch with other slots per program (other partials layouts), as the attention
+# benchmark's graphs replay them: each launch must leave the counters at zero for the next.
+h, hkv, d, seq = 4, 2, 32, 256
+cos, sin = (t.to(dt) for t in rope_tables(LlamaConfig(h * d, 1, h, hkv, 64, 10), seq))
+kc, vc = torch.randn(1, hkv, seq, d, dtype=dt), torch.randn(1, hkv, seq, d, dtype=dt)
+qkv, p = torch.randn((h + 2 * hkv) * d, dtype=dt), torch.tensor([70])
+ref = attention_torch(qkv, kc.clone(), vc.clone(), cos, sin, p, torch.empty(h * d, dtype=dt), n_heads=h, n_kv_heads=hkv)
+s, errors, counters = Scratch(torch.device("cpu"), scratch_floats(hkv, h, d, splits_for(seq, 16)), 64), [], []
+for per in (16, 32, 64, 16, 32):
+    out = torch.full((h * d,), float("nan"), dtype=dt)
+    decode_attention(qkv, kc, vc, cos, sin, p, out, n_heads=h, n_kv_heads=hkv, scratch=s, t_per_split=per)
+    errors.append((out.float() - ref.float()).abs().max().item())
+    counters.append(int(s.counters.abs().sum()))
+worst["attention_relaunched"] = [torch.tensor(errors).max().item(), max(counters), 0.0]  # NaN stays NaN
 for n in (300, 40000):  # one pass, and five passes of the 8k block with a ragged end
     logits = torch.randn(n, dtype=dt)
     logits[n - 5] = logits[n // 3] = 9.0  # a tie: torch answers the first index
@@ -262,7 +276,7 @@ def test_kernels_match_torch_on_the_gpu_for_the_models_shapes():
 @pytest.mark.skipif(not torch.cuda.is_available() or not triton_available(), reason="needs a CUDA GPU and Triton")
 def test_attention_and_argmax_match_torch_on_the_gpu_at_the_models_shapes():
     from roofline.lab.kernels.argmax import argmax
-    from roofline.lab.kernels.attention import attention_torch, decode_attention
+    from roofline.lab.kernels.attention import attention_torch, decode_attention, scratch_floats, splits_for
     from roofline.lab.kernels.gemv import Scratch
     from roofline.models.llama import rope_tables
 
