@@ -103,7 +103,8 @@ def attribute_device_time(profile: OrtProfile, trace_events: Iterable[dict], *, 
     for ev in nodes:
         ev.device_us, ev.kernels = None, 0
     node_start = np.array([ev.ts_us for ev in nodes], dtype=float)
-    node_end = np.array([ev.ts_us + ev.dur_us for ev in nodes], dtype=float)
+    # ORT truncates ts and dur to whole microseconds each: a node's true end is up to 2 us after ts + dur
+    node_end = np.array([ev.ts_us + ev.dur_us + 2 * ORT_RESOLUTION_US for ev in nodes], dtype=float)
     launched = [(launch_ts[c], dur) for c, dur, _, _ in device if c in launch_ts]
     unlaunched = [(ts, dur) for c, dur, _, ts in device if c not in launch_ts]
     t = np.array([ts for ts, _ in launched], dtype=float)
