@@ -165,6 +165,16 @@ def test_report_says_which_times_are_device_times():
     assert not any("launch cost, not its kernels'" in n for n in report.summary.notes)
 
 
+def test_a_trace_without_kernels_in_nodes_keeps_host_times_and_says_so():
+    profile = parse_ort_events(ort_events(), "ort.json")
+    events = [ev for ev in kineto_events() if ev["cat"] not in ("kernel", "gpu_memcpy")]
+    timed = layers_from_ort(profile, warmup=1, device=attribute_device_time(profile, events, clock_offset_us=K))
+    assert not any(layer.device_time for layer in timed.layers) and "DEVICE" not in timed.method
+    assert timed.layers[0].times_s == pytest.approx([40e-6, 40e-6])
+    assert any("held no kernel launched inside a GPU node" in n for n in timed.notes)
+    assert any("0 of 0 launches" in n for n in timed.notes)
+
+
 def test_without_a_device_trace_gpu_nodes_keep_host_times_and_the_report_says_so():
     timed = layers_from_ort(parse_ort_events(ort_events(), "ort.json"), warmup=1)
     assert timed.layers[0].times_s == pytest.approx([40e-6, 40e-6]) and not timed.layers[0].device_time

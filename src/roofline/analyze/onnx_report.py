@@ -113,15 +113,20 @@ def layers_from_ort(profile: OrtProfile, warmup: int, device: DeviceAttribution 
         method += ("; GPU nodes that launched kernels: DEVICE time, the summed durations of their CUDA kernels, "
                    "memcpys and memsets from CUPTI via torch.profiler (each joined by correlation id to its launch "
                    "call, placed in the node whose host interval holds it); all other nodes: ORT's host time")
-        notes.extend(_device_notes(device, skipped))
     elif on_device:
         method += ("; GPU nodes that launched kernels: DEVICE time, the CUDA kernels ORT's CUPTI profiler wrote "
                    "after each node (Kernel events); all other nodes: ORT's host time")
     host_gpu = [layer for layer in layers if layer.unit == "gpu" and not layer.device_time]
+    if device is not None and any(layer.unit == "gpu" for layer in layers):
+        notes.extend(_device_notes(device, skipped))
+        if not on_device:
+            notes.append("the torch.profiler trace held no kernel launched inside a GPU node: GPU nodes keep ORT's "
+                         "host time (see the launches counted above)")
     if on_device and host_gpu:
         kinds = sorted({layer.op_type for layer in host_gpu})
         notes.append(f"{len(host_gpu)} GPU node(s) launched no kernel ({', '.join(kinds[:8])}"
-                     f"{', ...' if len(kinds) > 8 else ''}: shape and view ops): their time is ORT's host time")
+                     f"{', ...' if len(kinds) > 8 else ''}; typically shape and view ops, which move no data): their time is "
+                     "ORT's host time")
     return Timed(layers, method, run_times, notes)
 
 
@@ -131,7 +136,7 @@ def _device_notes(device: DeviceAttribution, skipped: int) -> list[str]:
     per_run = statistics.median(kernel) if kernel else 0.0
     notes = [f"device times: CUPTI (torch.profiler) saw {per_run / 1e3:.4g} ms of GPU kernels and copies per run "
              f"(median); {share if share is not None else 0:.1%} of it attributed to nodes, the rest "
-             "launched between nodes (ORT's input and output copies, its own synchronisation) and counted in no node"]
+             "launched between nodes (ORT's input and output copies) and counted in no node"]
     how = ("the clocks' own offset (ORT's profiling start vs Kineto's base time), which every run's anchor allows"
            if device.fitted_by == "clocks" else
            f"the offset within the band the anchors allow that puts the most launches inside nodes (plateau "
