@@ -204,6 +204,7 @@ def test_cuda_provider_nodes_get_device_times(tmp_path):
         torch.onnx.export(model, (torch.randn(256, 1024),), str(path), dynamo=False)
     report = analyze_ort_model(str(path), provider="cuda", warmup=2, iters=5)
     info = report.extra["onnx"]
+    assert "device_time" in info, report.summary.notes
     device = info["device_time"]
     timed = {n["op_type"]: op for op, n in zip(report.ops, info["nodes"]) if n["time"] == "device"}
     assert any(t.startswith(("Gemm", "FusedGemm", "MatMul")) for t in timed), info["nodes"]
