@@ -81,7 +81,26 @@ def totals(report_path: Path) -> dict:
     if onnx:
         row["onnxruntime"] = onnx.get("onnxruntime_version")
         row["providers_used"] = sorted({n["provider"] for n in onnx["nodes"]})
+        kinds = [n.get("time", "host") for n in onnx["nodes"]]
+        row["device_time_s"] = sum(op["time_s"] for op, k in zip(data["ops"], kinds) if k == "device")
+        row["host_time_s"] = sum(op["time_s"] for op, k in zip(data["ops"], kinds) if k != "device")
+        row["host_timed_gpu_nodes"] = sum(1 for n, k in zip(onnx["nodes"], kinds)
+                                          if n["unit"] == "gpu" and k != "device")
+        row["device_attribution"] = onnx.get("device_time")
+    else:
+        on_device = s["timing_method"].startswith("device time")
+        row["device_time_s"], row["host_time_s"] = (s["total_time_s"], 0.0) if on_device else (0.0, s["total_time_s"])
     return row
+
+
+def time_cell(row: dict) -> str:
+    """The sum of op times, saying which are device times (CUDA kernels via CUPTI) and which host times."""
+    device, host = row.get("device_time_s", 0.0), row.get("host_time_s", row["time_s"])
+    if not host:
+        return f"{device * 1e3:.3g} ms device"
+    if not device:
+        return f"{host * 1e3:.3g} ms host"
+    return f"{(device + host) * 1e3:.3g} ms ({device * 1e3:.3g} device + {host * 1e3:.3g} host)"
 
 
 def run_model(name: str, out: Path, provider: str, env: dict[str, str], ort_ok: bool, iters: int) -> dict:
@@ -130,8 +149,18 @@ def markdown(meta: dict, results: dict) -> str:
                 continue
             ratio = (f"{row['flops_ratio']:.4f} | {row['bytes_ratio']:.4f}" if "flops_ratio" in row else "- | -")
             lines.append(f"| {name} | {run} | {row['flops']:.5g} | {row['bytes']:.5g} | {ratio} | {row['ops']} | "
-                         f"{row['unmodelled_ops']} | {row['time_s'] * 1e3:.3g} ms |")
+                         f"{row['unmodelled_ops']} | {time_cell(row)} |")
     lines.append("")
+    for name, res in results.items():
+        for run in CONFIGS:
+            attribution = (res.get(run) or {}).get("device_attribution")
+            if attribution:
+                share = attribution.get("attributed_share")
+                lines.append(f"- {name} {run}: CUPTI saw {(attribution['kernel_time_per_run_s'] or 0) * 1e3:.3g} ms "
+                             f"of GPU kernels and copies per run; {share or 0:.1%} attributed to nodes (clock offset "
+                             f"from {attribution['offset_from']}, anchor residual "
+                             f"{attribution['anchor_residual_us']:.1f} us); {res[run]['host_timed_gpu_nodes']} GPU "
+                             "node(s) launched no kernel and keep ORT's host time")
     for name, res in results.items():
         agree = [run for run in CONFIGS if run in res and all(res[run]["within_2pct"].values())]
         flops = [run for run in CONFIGS if run in res and res[run]["within_2pct"].get("flops")]
@@ -140,8 +169,10 @@ def markdown(meta: dict, results: dict) -> str:
                          f"FLOPs and bytes within {TOLERANCE:.0%} in: {', '.join(agree) or 'none'}; unmodelled nodes: "
                          f"{sum(res[run]['unmodelled_ops'] for run in run_rows)} (PyTorch ops: "
                          f"{res['torch']['unmodelled_ops']})")
-    lines += ["", "Times are not compared: each run is timed in its own process at its own moment (host times on a "
-              "CPU; see each report's timing_method and the load average in its ceilings)."]
+    lines += ["", "Times are not compared: each run is timed in its own process at its own moment (see each report's "
+              "timing_method and the load average in its ceilings). 'device': the CUDA kernels' durations (CUPTI via "
+              "torch.profiler; for ONNX Runtime, each node's kernels joined to it through their launch calls); "
+              "'host': CPU-side durations (ORT's profiler times a node's Compute call on the host)."]
     if meta.get("ort_missing"):
         lines += ["", f"**{meta['ort_missing']}**"]
     return "\n".join(lines) + "\n"

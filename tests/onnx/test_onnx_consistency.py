@@ -59,3 +59,21 @@ def test_the_benchmark_says_when_the_cuda_provider_is_missing(tmp_path, capsys):
     bench = load_benchmark("onnx_consistency")
     with pytest.raises(SystemExit, match="CUDAExecutionProvider missing: onnxruntime .* install onnxruntime-gpu"):
         bench.main([str(tmp_path), "--provider", "cuda"])
+
+
+def test_the_benchmark_table_says_which_times_are_device_times():
+    bench = load_benchmark("onnx_consistency")
+    torch_row = {"flops": 2e9, "bytes": 1e8, "time_s": 2.8e-3, "ops": 100, "unmodelled_ops": 0, "device_time_s": 2.8e-3,
+                 "host_time_s": 0.0}
+    deployed = {**torch_row, "time_s": 3.0e-3, "device_time_s": 2.6e-3, "host_time_s": 0.4e-3, "flops_ratio": 1.0,
+                "bytes_ratio": 0.9, "within_2pct": {"flops": True, "bytes": False}, "host_timed_gpu_nodes": 12,
+                "device_attribution": {"attributed_share": 0.97, "kernel_time_per_run_s": 2.7e-3,
+                                       "offset_from": "clocks", "anchor_residual_us": 3.0}}
+    exported = {**deployed, "device_time_s": 0.0, "host_time_s": 4.8e-3, "device_attribution": None}
+    meta = {"date": "d", "device": "NVIDIA H200", "torch": "2", "onnxruntime": "1.31.1",
+            "provider": "CUDAExecutionProvider", "command": "c"}
+    text = bench.markdown(meta, {"bert_base": {"torch": torch_row, "deployed": deployed, "as exported": exported}})
+    assert "| bert_base | torch | 2e+09 | 1e+08 | - | - | 100 | 0 | 2.8 ms device |" in text
+    assert "| 3 ms (2.6 device + 0.4 host) |" in text and "| 4.8 ms host |" in text
+    assert ("- bert_base deployed: CUPTI saw 2.7 ms of GPU kernels and copies per run; 97.0% attributed to nodes "
+            "(clock offset from clocks, anchor residual 3.0 us); 12 GPU node(s)") in text

@@ -241,3 +241,22 @@ def test_cuda_kernel_events_give_gpu_nodes_their_device_time(tmp_path):
     relu, shape = timed.layers
     assert relu.times_s == pytest.approx([5e-6]) and shape.times_s == pytest.approx([7e-6])
     assert "CUPTI" in timed.method
+
+
+@pytest.mark.parametrize("extra, fix", [
+    ({"onnx": {"source": "onnxruntime", "main_unit": "cpu"}}, "graph optimisation level all"),
+    ({"onnx": {"source": "onnxruntime", "main_unit": "gpu"}}, "enable_cuda_graph=1"),
+    ({"onnx": {"source": "Qualcomm AI Hub", "main_unit": "npu"}}, "fuse the small layers in the exported graph"),
+    ({}, "torch.compile"),
+])
+def test_launch_overhead_fix_is_the_runtime_s_own(extra, fix):
+    """A report of an ONNX graph is not fixed with torch.compile: ORT's CUDA graph capture or its graph fusion."""
+    from roofline.doctor.rules.launch_overhead import check
+    from roofline.report import OpRecord, Summary
+
+    ops = [OpRecord(name="onnx::Add", module=f"add{i}", index=i, time_s=10e-6, flops=64.0, bytes=768.0, modeled=True,
+                    bound="launch", dtype="float32") for i in range(12)]
+    report = Report(ops=ops, ceilings=CPU, summary=Summary(total_time_s=120e-6), extra=extra)
+    (finding,) = check(report)
+    assert fix in finding.fix
+    assert ("torch.compile" in finding.fix) == (not extra)

@@ -14,6 +14,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from roofline.analyze.ort_device_time import DeviceAttribution
 from roofline.analyze.roofline import place_op, summarize
 from roofline.capture.aihub_profile import HubProfile
 from roofline.capture.onnx_graph import GraphNode, OnnxGraph, normalized_name
@@ -52,6 +53,7 @@ class Layer:
     inputs: list[TensorMeta] | None = None
     outputs: list[TensorMeta] | None = None
     start_s: float | None = None
+    device_time: bool = False
 
     @property
     def unit(self) -> str:
@@ -68,24 +70,31 @@ class Timed:
     notes: list[str] = field(default_factory=list)
 
 
-def layers_from_ort(profile: OrtProfile, warmup: int) -> Timed:
-    """Per-node times over the runs after the first ``warmup`` (all runs when there are not more than that)."""
+def warmup_left_out(runs: int, warmup: int) -> int:
+    """Runs left out as warm-up: ``warmup``, but never all of them."""
+    return min(warmup, runs - 1) if runs > 1 else 0
+
+
+def layers_from_ort(profile: OrtProfile, warmup: int, device: DeviceAttribution | None = None) -> Timed:
+    """Per-node times over the runs after the first ``warmup`` (all runs when there are not more than that).
+
+    A GPU node that launched kernels (ORT's own Kernel events, or ``device``: CUPTI's kernels joined to the nodes
+    by ``attribute_device_time``) is timed by its kernels' summed durations; every other node by its host time."""
     runs = profile.runs
-    skipped = min(warmup, len(runs) - 1) if len(runs) > 1 else 0
+    skipped = warmup_left_out(len(runs), warmup)
     timed_runs = runs[skipped:]
     notes = list(profile.warnings)
     if skipped < warmup:
         notes.append(f"the profile holds {len(runs)} run(s): {skipped} left out as warm-up instead of {warmup}")
+    on_device = {ev.name for run in timed_runs for ev in run if ev.kernels and unit_of(ev.provider) == "gpu"}
     # a node runs once per run; a node name seen several times in one run (a loop) is summed per run
     per_run: dict[str, list[float]] = defaultdict(list)
     first: dict[str, tuple] = {}
-    device = any(ev.device_us is not None for run in timed_runs for ev in run)
     for r, run in enumerate(timed_runs):
         t0 = run[0].ts_us if run else 0.0
         sums: dict[str, float] = defaultdict(float)
         for ev in run:
-            on_gpu = device and unit_of(ev.provider) == "gpu"
-            sums[ev.name] += ((ev.device_us or 0.0) if on_gpu else ev.dur_us) * 1e-6
+            sums[ev.name] += ((ev.device_us or 0.0) if ev.name in on_device else ev.dur_us) * 1e-6
             if ev.name not in first:
                 first[ev.name] = (r, ev, (ev.ts_us - t0) * 1e-6)
         for name, s in sums.items():
@@ -95,14 +104,53 @@ def layers_from_ort(profile: OrtProfile, warmup: int) -> Timed:
     for name in order:
         _, ev, start = first[name]
         times = per_run[name] + [0.0] * (len(timed_runs) - len(per_run[name]))
-        layers.append(Layer(name, ev.op_type, ev.provider, times, ev.inputs, ev.outputs, start))
+        layers.append(Layer(name, ev.op_type, ev.provider, times, ev.inputs, ev.outputs, start,
+                            device_time=name in on_device))
     run_times = [d * 1e-6 for d in profile.run_durations_us[skipped:]]
     method = (f"ONNX Runtime profiler (per-node kernel_time events): median of {len(timed_runs)} timed run(s) "
               f"after {skipped} warm-up run(s)")
-    if device:
-        method += ("; GPU nodes: the device time of the CUDA kernels ORT's CUPTI profiler wrote after each node "
-                   "(Kernel events), not the node's host-side launch time")
+    if on_device and device is not None:
+        method += ("; GPU nodes that launched kernels: DEVICE time, the summed durations of their CUDA kernels, "
+                   "memcpys and memsets from CUPTI via torch.profiler (each joined by correlation id to its launch "
+                   "call, placed in the node whose host interval holds it); all other nodes: ORT's host time")
+    elif on_device:
+        method += ("; GPU nodes that launched kernels: DEVICE time, the CUDA kernels ORT's CUPTI profiler wrote "
+                   "after each node (Kernel events); all other nodes: ORT's host time")
+    host_gpu = [layer for layer in layers if layer.unit == "gpu" and not layer.device_time]
+    if device is not None and any(layer.unit == "gpu" for layer in layers):
+        notes.extend(_device_notes(device, skipped))
+        if not on_device:
+            notes.append("the torch.profiler trace held no kernel launched inside a GPU node: GPU nodes keep ORT's "
+                         "host time (see the launches counted above)")
+    if on_device and host_gpu:
+        kinds = sorted({layer.op_type for layer in host_gpu})
+        notes.append(f"{len(host_gpu)} GPU node(s) launched no kernel ({', '.join(kinds[:8])}"
+                     f"{', ...' if len(kinds) > 8 else ''}; typically shape and view ops, which move no data): their time is "
+                     "ORT's host time")
     return Timed(layers, method, run_times, notes)
+
+
+def _device_notes(device: DeviceAttribution, skipped: int) -> list[str]:
+    kernel = device.kernel_us_per_run[skipped:]
+    share = device.attributed_share(skipped)
+    per_run = statistics.median(kernel) if kernel else 0.0
+    notes = [f"device times: CUPTI (torch.profiler) saw {per_run / 1e3:.4g} ms of GPU kernels and copies per run "
+             f"(median); {share if share is not None else 0:.1%} of it attributed to nodes, the rest "
+             "launched between nodes (ORT's input and output copies) and counted in no node"]
+    how = ("the clocks' own offset (ORT's profiling start vs Kineto's base time), which every run's anchor allows"
+           if device.fitted_by == "clocks" else
+           f"the offset within the band the anchors allow that puts the most launches inside nodes (plateau "
+           f"{device.plateau_us:.1f} us wide)")
+    notes.append(f"clock alignment: each ORT model_run anchored inside its record_function range (start offsets "
+                 f"within {device.residual_us:.1f} us of their median); offset used: {how}; "
+                 f"{device.launches_in_nodes} of {device.launches} launches fall inside a GPU node")
+    if device.outside_runs_us > 0:
+        notes.append(f"{device.outside_runs_us / 1e3:.3g} ms of device events outside every run (not ORT's): "
+                     "left out")
+    if device.unlaunched:
+        notes.append(f"{device.unlaunched} device event(s) ({device.unlaunched_us / 1e3:.3g} ms over all runs) had no "
+                     "launch call in the trace: counted in their run's kernel time, attributed to no node")
+    return notes + device.notes
 
 
 def layers_from_aihub(hub: HubProfile) -> Timed:
@@ -201,7 +249,8 @@ def build_onnx_report(timed: Timed, graph: OnnxGraph | None, ceilings_by_unit: d
         place_op(op, ceilings_by_unit.get(unit) or Ceilings(device=unit, source="none"))
         ops.append(op)
         nodes_info.append({"node": layer.name, "op_type": op_type, "provider": layer.provider, "unit": unit,
-                           "aten": aten, "note": cost.note, "matched": node is not None})
+                           "aten": aten, "note": cost.note, "matched": node is not None,
+                           "time": "device" if layer.device_time else "host"})
     summary = summarize(ops, timing_method=timed.method)
     summary.wall_time_s = statistics.median(timed.run_times_s) if timed.run_times_s else None
     summary.notes.extend(timed.notes)

@@ -2,23 +2,28 @@
 read a profile recorded elsewhere, ORT's or Qualcomm AI Hub's (``analyze_onnx_profile``, `roofline trace --onnx`).
 
 Roofs per unit: a run here takes this machine's measured ceilings (``--ceilings FILE`` for the session's unit), the
-CPU's too when nodes fell back to it. A profile from elsewhere is never judged against this machine: its roofs come
+CPU's too when nodes fell back to it. On the CUDA provider with torch (CUDA) in the process, the runs are also
+recorded under torch.profiler and each GPU node is timed by its kernels (analyze/ort_device_time.py), not by ORT's
+host-side Compute call. A profile from elsewhere is never judged against this machine: its roofs come
 from ``--ceilings FILE`` (for its main unit) or the datasheet of ``--device NAME`` (a GPU, or a Snapdragon SoC
 whose CPU, GPU and NPU share one DRAM roof).
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from pathlib import Path
 
 from roofline.analyze.onnx_report import (Timed, build_onnx_report, layers_from_aihub, layers_from_ort,
-                                          unit_of)
+                                          unit_of, warmup_left_out)
+from roofline.analyze.ort_device_time import DeviceAttribution, attribute_device_time
 from roofline.capture.aihub_profile import is_aihub_profile, parse_aihub_profile, read_profile_json
 from roofline.capture.onnx_graph import OnnxGraph, load_onnx_graph
-from roofline.capture.ort_profile import parse_ort_events
+from roofline.capture.ort_profile import OrtProfile, parse_ort_events
 from roofline.device.datasheet import lookup_datasheet, lookup_soc, with_datasheet_cache
 from roofline.errors import RooflineError
+from roofline.io import read_maybe_gzip
 from roofline.report import Ceilings, Environment, Report
 
 ASSUMED_LAUNCH_S = 5e-6
@@ -42,7 +47,10 @@ def analyze_ort_model(model: str, *, provider: str = "cpu", inputs: str | None =
                            threads=threads, workdir=tmp)
         profile = read_ort_profile(run.profile_path)
         graph = _optimized_graph(run.optimized_model, model, parse_inputs_spec(inputs)[1])
-        timed = layers_from_ort(profile, warmup)
+        device, device_note = _device_times(run, profile)
+        timed = layers_from_ort(profile, warmup, device)
+    if device_note:
+        timed.notes.append(device_note)
     main = unit_of(run.provider)
     units = {layer.unit for layer in timed.layers} | {main}
     ceilings = {}
@@ -58,10 +66,31 @@ def analyze_ort_model(model: str, *, provider: str = "cpu", inputs: str | None =
         "warmup_runs": run.warmup, "timed_runs": run.iters, "providers_available": run.providers_available,
         "intra_op_threads": run.threads,
     })
+    if device is not None:
+        report.extra["onnx"]["device_time"] = device.as_dict(warmup_left_out(len(profile.runs), warmup))
     report.summary.notes.insert(0, f"ONNX Runtime {run.ort_version}, {run.provider}, graph optimisation level "
                                    f"{run.opt_level}; inputs " + ", ".join(f"{k} {'x'.join(map(str, s))} {d}"
                                                                           for k, (s, d) in run.inputs.items()))
     return report
+
+
+def _device_times(run, profile: OrtProfile) -> tuple[DeviceAttribution | None, str | None]:
+    """GPU nodes' device times from the torch.profiler trace of the same runs; else why the host times stay."""
+    if run.device_trace is None:
+        return None, run.device_trace_why_not
+    if any(ev.kernels for r in profile.runs for ev in r):
+        return None, None  # ORT's own CUPTI profiler (a build with it) already joined each node's kernels
+    try:
+        data = json.loads(read_maybe_gzip(run.device_trace, "torch.profiler trace"))
+        events = data.get("traceEvents", []) if isinstance(data, dict) else data
+        clock = None
+        if run.profiling_start_ns and isinstance(data, dict):
+            base = data.get("baseTimeNanoseconds", 0)
+            clock = (run.profiling_start_ns - (base if isinstance(base, int) else 0)) / 1e3
+        return attribute_device_time(profile, events, gpu_node=lambda ev: unit_of(ev.provider) == "gpu",
+                                     clock_offset_us=clock), None
+    except (RooflineError, ValueError) as exc:
+        return None, f"no device times ({exc}): GPU nodes keep ORT's host times"
 
 
 def _optimized_graph(optimized: Path | None, model: str, dims: dict[str, int]) -> OnnxGraph | None:

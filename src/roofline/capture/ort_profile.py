@@ -46,6 +46,7 @@ class OrtProfile:
     runs: list[list[NodeEvent]]
     run_durations_us: list[float] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    run_spans_us: list[tuple[float, float]] = field(default_factory=list)  # each run's model_run (start, end)
 
     @property
     def providers(self) -> set[str]:
@@ -101,7 +102,7 @@ def parse_ort_events(events: object, path: str) -> OrtProfile:
                             "SessionOptions.enable_profiling = True and run the model at least once")
     nodes.sort(key=lambda e: e.ts_us)
     runs_spans.sort()
-    profile = OrtProfile(path, [], [end - start for start, end in runs_spans])
+    profile = OrtProfile(path, [], [end - start for start, end in runs_spans], run_spans_us=list(runs_spans))
     if not runs_spans:
         profile.runs = [nodes]
         profile.warnings.append("no model_run events: all node events taken as one run")
@@ -119,6 +120,7 @@ def parse_ort_events(events: object, path: str) -> OrtProfile:
             outside += 1
     profile.runs = [b for b in buckets if b]
     profile.run_durations_us = [d for d, b in zip(profile.run_durations_us, buckets) if b]
+    profile.run_spans_us = [s for s, b in zip(runs_spans, buckets) if b]
     if outside:
         profile.warnings.append(f"{outside} node events outside any model_run were left out")
     return profile

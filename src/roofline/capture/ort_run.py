@@ -8,6 +8,7 @@ per named dimension); a dimension left unbound is 1, and the run says so.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from roofline.errors import RooflineError
 
 PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
 OPT_LEVELS = ("disable", "basic", "extended", "all")
+RUN_ANNOTATION = "roofline::ort_run"  # the record_function range around each session.run in the device trace
 
 
 @dataclass(slots=True)
@@ -32,6 +34,9 @@ class OrtRun:
     ort_version: str
     threads: int | None
     notes: list[str] = field(default_factory=list)
+    device_trace: Path | None = None  # torch.profiler's trace of the same runs (CUDA provider, torch with CUDA)
+    profiling_start_ns: int | None = None  # ORT's profiling start on its clock (session.get_profiling_start_time_ns)
+    device_trace_why_not: str | None = None
 
 
 def _import_ort():
@@ -115,16 +120,86 @@ def run_profiled(model: str | Path, provider: str = "cpu", inputs_spec: str | No
     if unknown:
         raise RooflineError(f"--inputs names {', '.join(sorted(unknown))}, which the model has no input of "
                             f"(inputs: {', '.join(i.name for i in session.get_inputs())})")
+    tracer = _device_tracer(wanted, work)
     try:
-        for _ in range(warmup + iters):
-            session.run(None, feeds)
+        with tracer:
+            for _ in range(warmup + iters):
+                with tracer.run():
+                    session.run(None, feeds)
     except Exception as exc:  # noqa: BLE001 - a shape ORT rejects: one line
         session.end_profiling()
         raise RooflineError(f"onnxruntime could not run {model} with inputs "
                             f"{ {k: v[0] for k, v in used.items()} }: {str(exc).splitlines()[0][:250]}") from None
+    start_ns = session.get_profiling_start_time_ns()
     profile = Path(session.end_profiling())
     return OrtRun(profile, optimized if optimized.exists() else None, wanted, available, used, warmup, iters,
-                  opt_level, ort.__version__, threads, notes)
+                  opt_level, ort.__version__, threads, notes, tracer.path, start_ns, tracer.why_not)
+
+
+class _NoTracer:
+    """The host-time path: no device trace (CPU provider, or no torch with CUDA in this process)."""
+
+    path = None
+
+    def __init__(self, why_not: str | None = None):
+        self.why_not = why_not
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def run(self):
+        return contextlib.nullcontext()
+
+
+class _TorchTracer:
+    """torch.profiler (CPU + CUDA activities) around the runs, each run in a record_function range: CUPTI records
+    every kernel launched in the process, ORT's included, with the runtime call that launched it."""
+
+    def __init__(self, torch, work: Path):
+        self.torch, self.path, self.why_not, self.name = torch, work / "device_trace.json", None, RUN_ANNOTATION
+        self._prof = None
+
+    def __enter__(self):
+        profiler = self.torch.profiler
+        try:
+            prof = profiler.profile(activities=[profiler.ProfilerActivity.CPU, profiler.ProfilerActivity.CUDA])
+            prof.__enter__()
+        except Exception as exc:  # noqa: BLE001 - no device trace is a note, not a failed run
+            self._stop(f"torch.profiler could not start ({str(exc).splitlines()[0][:160]})")
+        else:
+            self._prof = prof
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._prof is None:
+            return
+        self._prof.__exit__(*exc)
+        if exc[0] is None:
+            try:
+                self._prof.export_chrome_trace(str(self.path))
+            except Exception as err:  # noqa: BLE001
+                self._stop(f"torch.profiler could not write its trace ({str(err).splitlines()[0][:160]})")
+
+    def _stop(self, why: str) -> None:
+        self.path, self.why_not = None, why + ": GPU nodes keep ORT's host times"
+
+    def run(self):
+        return self.torch.profiler.record_function(self.name)
+
+
+def _device_tracer(provider: str, work: Path):
+    if provider != "CUDAExecutionProvider":
+        return _NoTracer()
+    try:
+        import torch
+    except ImportError:
+        return _NoTracer("torch is not installed: GPU nodes keep ORT's host times")
+    if not torch.cuda.is_available():
+        return _NoTracer("torch sees no CUDA device: GPU nodes keep ORT's host times")
+    return _TorchTracer(torch, work)
 
 
 _NUMPY = {"tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "float64",

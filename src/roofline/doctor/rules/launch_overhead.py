@@ -24,6 +24,24 @@ GAP_CAP_FACTOR = 20.0
 
 FIX = ("capture the repeated step in a CUDA graph (torch.compile(mode='reduce-overhead') or torch.cuda.CUDAGraph), "
        "or fuse the small ops with torch.compile; on the CPU, torch.compile fuses them into fewer, larger kernels")
+ORT_GPU_FIX = ("capture the run as a CUDA graph in ONNX Runtime's CUDA provider: provider option enable_cuda_graph=1, "
+               "inputs and outputs bound with IOBinding at static shapes (session.run_with_iobinding), every node on "
+               "the CUDA provider; and let ORT fuse nodes (graph optimisation level all)")
+ORT_CPU_FIX = ("let ONNX Runtime fuse the graph into fewer, larger nodes: graph optimisation level all "
+               "(SessionOptions.graph_optimization_level = ORT_ENABLE_ALL), and for transformer graphs "
+               "onnxruntime.transformers.optimizer")
+ONNX_FIX = "fuse the small layers in the exported graph (fewer, larger layers) before compiling it for the device"
+
+
+def fix_for(report: Report) -> str:
+    """The fix in the runtime the report was measured in: a report of an ONNX graph (``extra["onnx"]``, from
+    `roofline ort` or `roofline trace --onnx`) is not fixed with torch.compile."""
+    onnx = report.extra.get("onnx") if isinstance(report.extra, dict) else None
+    if not isinstance(onnx, dict):
+        return FIX
+    if not str(onnx.get("source", "")).startswith("onnxruntime"):
+        return ONNX_FIX
+    return ORT_GPU_FIX if onnx.get("main_unit") == "gpu" else ORT_CPU_FIX
 
 
 @register(RULE, "many short kernels with the device idle between them")
@@ -75,7 +93,7 @@ def _gpu_stretches(report: Report, kernels: list[KernelRecord]) -> list[Finding]
                   "busy_s": busy, "span_s": span,
                   "median_kernel_s": sorted(k.dur_s for s in stretches for k, _ in s)[n // 2],
                   "launch_overhead_s": overhead},
-        locations=top_locations(ops), estimated_savings_s=savings, savings_method=method, fix=FIX,
+        locations=top_locations(ops), estimated_savings_s=savings, savings_method=method, fix=fix_for(report),
         severity=severity_for(report, savings),
     )]
 
@@ -111,6 +129,6 @@ def _cpu_launch_bound(report: Report) -> list[Finding]:
         evidence={"ops": len(ops), "time_s": spent, "launch_overhead_s": overhead,
                   "median_op_s": sorted(op.time_s for op in ops)[len(ops) // 2],
                   "op_kinds": sorted({op_kind(op.name) for op in ops})[:12]},
-        locations=top_locations(ops), estimated_savings_s=savings, savings_method=method, fix=FIX,
+        locations=top_locations(ops), estimated_savings_s=savings, savings_method=method, fix=fix_for(report),
         severity=severity_for(report, savings),
     )]
