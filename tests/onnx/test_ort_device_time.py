@@ -10,7 +10,7 @@ import warnings
 import pytest
 
 from onnx_cases import node_event
-from roofline.analyze.onnx_report import build_onnx_report, layers_from_ort, unit_of
+from roofline.analyze.onnx_report import build_onnx_report, layers_from_ort, roof_dtype, unit_of
 from roofline.analyze.ort_device_time import attribute_device_time
 from roofline.capture.ort_profile import parse_ort_events
 from roofline.capture.ort_run import RUN_ANNOTATION
@@ -235,3 +235,35 @@ def test_a_trace_file_that_cannot_be_paired_leaves_host_times_with_a_note(tmp_pa
     assert note.endswith("GPU nodes keep ORT's host times")
     trace.write_text("[{")
     assert _device_times(run, parse_ort_events(ort_events(), "ort.json"))[1].startswith("no device times")
+
+
+def test_kernel_names_reach_the_ops_and_a_tf32_gemm_is_judged_against_the_tf32_roof():
+    """ORT's CUDA provider lets fp32 Gemm/MatMul/Conv use TF32 (use_tf32, on by default): CUPTI's kernel names say
+    whether it did, as cuBLAS's names do for PyTorch's ops."""
+    events = kineto_events()
+    for ev in events:
+        if ev.get("cat") == "kernel" and ev["name"] in ("k102", "k107", "k112"):  # each run's first gemm kernel
+            ev["name"] = "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32"
+    profile = parse_ort_events(ort_events(), "ort.json")
+    device = attribute_device_time(profile, events, gpu_node=lambda ev: unit_of(ev.provider) == "gpu",
+                                   clock_offset_us=K)
+    assert _by_name(profile, 1)["gemm"].kernel_names == ["sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32",
+                                                         "k108"]
+    tf32 = Ceilings(device="cuda", device_name="test GPU", memory_bandwidth_bytes_per_s=1e12,
+                    peak_flops_per_s={"float32": 1e14, "tfloat32": 8e14}, source="test")
+    report = build_onnx_report(layers_from_ort(profile, warmup=1, device=device), None, {"gpu": tf32, "cpu": tf32},
+                               "gpu", kind="ort", workload="t", source="onnxruntime")
+    gemm, reshape, relu, _ = report.ops
+    assert (gemm.dtype, relu.dtype) == ("tfloat32", "float32")
+    assert gemm.kernels[0].startswith("sm90_xmma_gemm") and relu.kernels == ["k109", "k114"]  # timed runs, distinct
+    assert reshape.kernels == ["CUDAExecutionProvider"]  # no kernel: the provider, as before
+    assert tf32.peak_for(gemm.dtype) == 8e14  # the roof it is placed under: TF32, not fp32
+
+
+def test_roof_dtype_needs_a_tf32_kernel_a_float32_product_and_a_product_op():
+    tf32 = ["cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4"]
+    assert roof_dtype("Gemm", "float32", tf32) == "tfloat32"
+    assert roof_dtype("Conv", "float32", ["sm80_xmma_fprop_implicit_gemm_tf32f32"]) == "tfloat32"
+    assert roof_dtype("Gemm", "float32", ["ampere_sgemm_128x64_nn"]) == "float32"
+    assert roof_dtype("Gemm", "float16", tf32) == "float16"
+    assert roof_dtype("Relu", "float32", tf32) == "float32"

@@ -14,6 +14,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.ort_device_time import DeviceAttribution
 from roofline.analyze.roofline import place_op, summarize
 from roofline.capture.aihub_profile import HubProfile
@@ -54,6 +55,7 @@ class Layer:
     outputs: list[TensorMeta] | None = None
     start_s: float | None = None
     device_time: bool = False
+    kernel_names: list[str] = field(default_factory=list)
 
     @property
     def unit(self) -> str:
@@ -104,8 +106,9 @@ def layers_from_ort(profile: OrtProfile, warmup: int, device: DeviceAttribution 
     for name in order:
         _, ev, start = first[name]
         times = per_run[name] + [0.0] * (len(timed_runs) - len(per_run[name]))
+        kernel_names = [k for run in timed_runs for e in run if e.name == name for k in e.kernel_names]
         layers.append(Layer(name, ev.op_type, ev.provider, times, ev.inputs, ev.outputs, start,
-                            device_time=name in on_device))
+                            device_time=name in on_device, kernel_names=list(dict.fromkeys(kernel_names))))
     run_times = [d * 1e-6 for d in profile.run_durations_us[skipped:]]
     method = (f"ONNX Runtime profiler (per-node kernel_time events): median of {len(timed_runs)} timed run(s) "
               f"after {skipped} warm-up run(s)")
@@ -193,6 +196,19 @@ def _fused(op_type: str) -> bool:
                                "QuickGelu", "FastGelu", "Gelu"))
 
 
+TF32_CAPABLE = frozenset({"MatMul", "FusedMatMul", "Gemm", "FusedGemm", "Conv", "FusedConv", "ConvTranspose",
+                          "NhwcConv", "NhwcFusedConv", "Attention", "MultiHeadAttention"})
+
+
+def roof_dtype(op_type: str, dtype: str, kernel_names: list[str]) -> str:
+    """A float32 product whose kernels ran on TF32 tensor cores (ORT's CUDA provider allows TF32 by default,
+    provider option use_tf32) is judged against the TF32 roof, as PyTorch's are (analyze/pipeline.py); the kernel
+    names are CUPTI's, known only for nodes timed on the device."""
+    if dtype == "float32" and op_type in TF32_CAPABLE and any_tf32(kernel_names):
+        return "tfloat32"
+    return dtype
+
+
 def _dtype(metas: list[TensorMeta]) -> str:
     floats = [m.dtype for m in metas if m.dtype.startswith(("float", "bfloat"))]
     return floats[0] if floats else (metas[0].dtype if metas else "")
@@ -238,12 +254,13 @@ def build_onnx_report(timed: Timed, graph: OnnxGraph | None, ceilings_by_unit: d
         ins = [m for m in (inputs or []) if m is not None]
         outs = [m for m in (outputs or []) if m is not None]
         op = OpRecord(
-            name=f"onnx::{op_type or 'unknown'}", module=layer.name, dtype=_dtype(ins),
+            name=f"onnx::{op_type or 'unknown'}", module=layer.name, dtype=roof_dtype(op_type, _dtype(ins), layer.kernel_names),
             flops=cost.flops if cost.modeled else 0.0, bytes=cost.bytes if cost.modeled else 0.0,
             time_s=statistics.median(layer.times_s) if layer.times_s else 0.0, modeled=cost.modeled,
             input_shapes=[list(m.shape) for m in ins], input_dtypes=[m.dtype for m in ins],
             output_shapes=[list(m.shape) for m in outs], output_dtypes=[m.dtype for m in outs],
-            kernels=[layer.provider] if layer.provider else [], start_s=layer.start_s, index=i, count=1,
+            kernels=layer.kernel_names or ([layer.provider] if layer.provider else []), start_s=layer.start_s,
+            index=i, count=1,
         )
         unit = layer.unit
         place_op(op, ceilings_by_unit.get(unit) or Ceilings(device=unit, source="none"))

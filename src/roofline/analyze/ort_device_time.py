@@ -101,14 +101,15 @@ def attribute_device_time(profile: OrtProfile, trace_events: Iterable[dict], *, 
     is_gpu = gpu_node or (lambda ev: True)
     nodes = sorted((ev for run in profile.runs for ev in run if is_gpu(ev)), key=lambda ev: ev.ts_us)
     for ev in nodes:
-        ev.device_us, ev.kernels = None, 0
+        ev.device_us, ev.kernels, ev.kernel_names = None, 0, []
     node_start = np.array([ev.ts_us for ev in nodes], dtype=float)
     # ORT truncates ts and dur to whole microseconds each: a node's true end is up to 2 us after ts + dur
     node_end = np.array([ev.ts_us + ev.dur_us + 2 * ORT_RESOLUTION_US for ev in nodes], dtype=float)
-    launched = [(launch_ts[c], dur) for c, dur, _, _ in device if c in launch_ts]
-    unlaunched = [(ts, dur) for c, dur, _, ts in device if c not in launch_ts]
-    t = np.array([ts for ts, _ in launched], dtype=float)
-    kernel_t = np.array([launch_ts[c] for c, _, is_kernel, _ in device if is_kernel and c in launch_ts], dtype=float)
+    launched = [(launch_ts[c], dur, name) for c, dur, _, _, name in device if c in launch_ts]
+    unlaunched = [(ts, dur) for c, dur, _, ts, _ in device if c not in launch_ts]
+    t = np.array([ts for ts, _, _ in launched], dtype=float)
+    kernel_t = np.array([launch_ts[c] for c, _, is_kernel, _, _ in device if is_kernel and c in launch_ts],
+                        dtype=float)
     if clock_offset_us is not None and lo <= clock_offset_us <= hi:
         offset, plateau, fitted_by = clock_offset_us, 0.0, "clocks"
     else:
@@ -123,7 +124,7 @@ def attribute_device_time(profile: OrtProfile, trace_events: Iterable[dict], *, 
     kernel = [0.0] * len(spans)
     attributed = [0.0] * len(spans)
     outside = 0.0
-    for (_, dur), i, r in zip(launched, index, run_of):
+    for (_, dur, name), i, r in zip(launched, index, run_of):
         if r < 0:
             outside += dur
             continue
@@ -132,6 +133,8 @@ def attribute_device_time(profile: OrtProfile, trace_events: Iterable[dict], *, 
             node: NodeEvent = nodes[i]
             node.device_us = (node.device_us or 0.0) + dur
             node.kernels += 1
+            if name and name not in node.kernel_names:
+                node.kernel_names.append(name)
             attributed[r] += dur
     # no launch call in the trace: counted in the run it ran in (ORT synchronises at the end of each run), no node
     for r, (_, dur) in zip(_containing(np.array([ts for ts, _ in unlaunched]), run_start, run_end), unlaunched):
@@ -145,10 +148,10 @@ def attribute_device_time(profile: OrtProfile, trace_events: Iterable[dict], *, 
 
 
 def _read_trace(events: Iterable[dict]) -> tuple[list[tuple[float, float]], dict[int, float],
-                                                list[tuple[int, float, bool, float]]]:
+                                                list[tuple[int, float, bool, float, str]]]:
     annotations: list[tuple[float, float]] = []
     launch_ts: dict[int, float] = {}
-    device: list[tuple[int, float, bool, float]] = []
+    device: list[tuple[int, float, bool, float, str]] = []
     for ev in events:
         if not isinstance(ev, dict) or ev.get("ph", "X") != "X":
             continue
@@ -167,7 +170,7 @@ def _read_trace(events: Iterable[dict]) -> tuple[list[tuple[float, float]], dict
         if cat in LAUNCH_CATS:
             launch_ts[correlation] = ts
         elif cat in DEVICE_CATS:
-            device.append((correlation, dur, cat == "kernel", ts))
+            device.append((correlation, dur, cat == "kernel", ts, str(ev.get("name", ""))))
     annotations.sort()
     return annotations, launch_ts, device
 

@@ -38,6 +38,7 @@ class NodeEvent:
     node_index: int | None = None
     device_us: float | None = None
     kernels: int = 0
+    kernel_names: list[str] = field(default_factory=list)  # distinct, in launch order (CUPTI's, when joined)
 
 
 @dataclass(slots=True)
