@@ -363,16 +363,18 @@ def render_md(result: dict) -> str:
              "time per op from this machine's dispatch costs; profiled = the profiled steps' host spans and gaps "
              "less the profiler's cost; predicted = the default host model "
              f"({head}).", "",
-             "| workload | bound | predicted ms (range) | true ms (spread) | predicted/true | dispatch host ms | "
-             "profiled host ms | dispatch/true | profiled/true | ops | runtime calls | old estimator/true |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| workload | bound | predicted ms (range) | true ms (spread) | predicted/true | profiled step ms | "
+             "dispatch host ms | profiled host ms | dispatch/true | profiled/true | ops | runtime calls | "
+             "old estimator/true |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in result["workloads"]:
         if "error" in r:
-            lines.append(f"| {r['workload']} | error: {r['error']} | | | | | | | | | | |")
+            lines.append(f"| {r['workload']} | error: {r['error']} | | | | | | | | | | | |")
             continue
         lines.append(f"| {r['workload']} | {r['bound']} | {_ms(r['predicted_s'])} ({_ms(r['low_s'])}-"
                      f"{_ms(r['high_s'])}) | {_ms(r.get('true_s'))} (±{_ms(r.get('true_spread_s'))}) | "
-                     f"{_r(r.get('ratio'))} | {_ms(r.get('dispatch_host_s'))} | {_ms(r.get('profiled_host_s'))} | "
+                     f"{_r(r.get('ratio'))} | {_ms(r.get('profiled_step_s'))} | {_ms(r.get('dispatch_host_s'))} | "
+                     f"{_ms(r.get('profiled_host_s'))} | "
                      f"{_r(r.get('dispatch_ratio'))} | {_r(r.get('profiled_ratio'))} | {r.get('ops', '—')} | "
                      f"{r.get('runtime_calls', '—')} | {_r(r.get('old_ratio'))} |")
     lines += ["", "| what-if | predicted ms (range) | measured ms (spread) | predicted/measured | dispatch/measured | "

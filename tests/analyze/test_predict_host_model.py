@@ -5,6 +5,8 @@ profiler-cost fit of analyze/host_costs.py on synthetic timings."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from roofline.analyze.efficiency import EfficiencyTable
@@ -99,3 +101,18 @@ def test_profiled_counts_reads_aten_events_and_runtime_and_driver_calls():
               {"ph": "X", "cat": "cuda_driver"}, {"ph": "X", "cat": "kernel"}, {"ph": "i", "cat": "cpu_op"},
               {"ph": "X", "cat": "user_annotation"}, "junk"]
     assert profiled_counts(events) == (1, 2)
+
+
+def test_cli_predict_takes_the_host_model_and_says_when_it_cannot_use_it(tmp_path, capsys):
+    import msgspec
+
+    from roofline.cli import main
+
+    report = next(Path(__file__).resolve().parents[2].glob("benchmarks/results/h200/**/report.json"))
+    out = tmp_path / "p.json"
+    assert main(["predict", str(report), "--host-model", "profiled", "--json", str(out)]) == 0
+    notes = msgspec.json.decode(out.read_bytes())["notes"]
+    # a report committed before the counts (and, on a machine without CUDA, host costs without the profiler's)
+    assert any(n.startswith("profiled host model not used (") for n in notes)
+    assert main(["predict", str(report), "--host-model", "guess"]) == 2
+    assert "--host-model" in capsys.readouterr().err

@@ -37,7 +37,7 @@ from roofline.report import HostCosts
 PASSES = 5
 CALLS = 200
 PROFILED_PASSES = 3
-PROFILED_CALLS = 60
+PROFILED_CALLS = 200
 
 
 def _timed(fn: Callable[[], object], calls: int) -> float:

@@ -2,13 +2,13 @@
 
 Device side, per op: its measured time when nothing changes; projected to another batch, sequence or dtype, its
 measured time grown by the added roofline time at the efficiency table's figure for its new size and dtype (a
-latency-bound op's fixed cost does not grow), never slower than at its measured efficiency (``_scaled``); on
-another device, or with no measured time (a counted, untimed step), its roofline time on the target over the
-table's efficiency (analyze/efficiency.py). Host side, per op: this machine's dispatch cost for its
-kind, the Python a model spends per op, one module call per module entered, or autograd's cost per backward op
-(analyze/host_costs.py); or, with ``host_model="profiled"``, the op's own host span and the Python gap before it
-in the profiled step less what the profiler added to them (its cost per aten event and CUDA runtime call it
-recorded for the op: analyze/host_events.py). Pipeline: on a GPU the host issues op i when its host time is spent, the device runs it
+latency-bound op's fixed cost does not grow), never slower than at its measured efficiency (``_scaled``); on another
+device, or with no measured time (a counted, untimed step), its roofline time on the target over the table's
+efficiency (analyze/efficiency.py). Host side, per op: this machine's dispatch cost for its kind, the Python a model
+spends per op, one module call per module entered, or autograd's cost per backward op (analyze/host_costs.py); or,
+with ``host_model="profiled"``, the op's own host span and the Python gap before it in the profiled step less what
+the profiler added to them (its cost per aten event and CUDA runtime call it recorded for the op:
+analyze/host_events.py). Pipeline: on a GPU the host issues op i when its host time is spent, the device runs it
 when both it and the op are ready, and a sync (``.item()``, ``nonzero``...) makes the host wait for the device; the
 step ends when both streams have. On a CPU one thread does both: the step is their sum (the op's measured time
 already holds its aten-level dispatch, so only the Python and module calls are added). The range comes from the
@@ -165,8 +165,8 @@ def _add_host(timed: list[_Timed], costs: HostCosts | None, serial: bool, notes:
 
 
 def _can_replay_host(timed: list[_Timed], costs: HostCosts | None, notes: list[str]) -> bool:
-    """A one-step report with each op's host start, span and profiler event counts, and host costs with the
-    profiler's own cost: the profiled host stream can be replayed; otherwise the dispatch model, said in a note."""
+    """A one-step report with each op's profiler event counts, and host costs with the profiler's own cost: the
+    profiled host stream can be replayed; otherwise the dispatch model, said in a note."""
     why = None
     if costs is None or not costs.profiler_references:
         why = "the host costs predate the profiler's cost"
@@ -181,11 +181,12 @@ def _can_replay_host(timed: list[_Timed], costs: HostCosts | None, notes: list[s
 
 def _add_profiled_host(timed: list[_Timed], costs: HostCosts, serial: bool) -> None:
     """Host time per op from the profiled steps: its host span plus the gap since the previous op ended (the
-    model's Python between ops, module calls included; medians over the steps), less the profiler's cost for what it recorded of the op
-    (its aten events and runtime calls), never below the op kind's dispatch cost. A sync op's span is mostly
-    waiting for the device: it counts its dispatch cost and its gap. On a CPU (one thread) the op's span is already
-    its device time: the host stream keeps the gap less the profiler's cost, and what the gap cannot absorb comes
-    off the op's device time. Ops keep their order; only the host stream (on a CPU, also the span) changes."""
+    model's Python between ops, module calls included; medians over the steps), less the profiler's cost for what
+    it recorded of the op (its aten events and runtime calls), never below the op kind's dispatch cost. A sync op's
+    span is mostly waiting for the device: it counts its dispatch cost and its gap. On a CPU (one thread) the op's
+    span is already its device time: the host stream keeps the gap less the profiler's cost, and what the gap
+    cannot absorb comes off the op's device time. Ops keep their order; only the host stream (on a CPU, also the
+    span) changes."""
     median_dispatch = statistics.median(costs.dispatch_s.values()) if costs.dispatch_s else 0.0
     for t in timed:
         op = t.op
