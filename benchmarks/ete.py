@@ -401,7 +401,9 @@ def render_md(result: dict) -> str:
         lines.append(f"Profiler cost measured here: {hc['profiler_per_event_s'] * 1e6:.2f} us per aten event, "
                      f"{hc['profiler_per_runtime_call_s'] * 1e6:.2f} us per CUDA runtime call (least squares over "
                      f"{', '.join(hc['profiler_references'])}; RMS relative residual "
-                     f"{hc['profiler_fit_residual']:.0%})")
+                     f"{hc['profiler_fit_residual']:.0%}); per call of each reference: "
+                     + "; ".join(f"{name} +{(r[1] - r[0]) * 1e6:.2f} us for {r[2]:.3g} events, {r[3]:.3g} runtime calls"
+                                 for name, r in hc["profiler_references"].items()))
     lines += [f"Anchor: {result['anchor']}.", ""]
     return "\n".join(lines)
 

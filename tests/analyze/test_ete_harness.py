@@ -33,10 +33,12 @@ def test_both_host_models_are_scored_and_shown_side_by_side(ete):
     assert summary["host_models"]["profiled"]["mean_abs_error"] == pytest.approx((0 + 0.1 + 0.5) / 3)
     result = {"device": "CPU Z", "torch": "2.x", "repeats": 3, "iters": 2, "host_model": "dispatch",
               "host_costs": {"profiler_per_event_s": 1e-6, "profiler_per_runtime_call_s": 2.5e-6,
-                             "profiler_fit_residual": 0.1, "profiler_references": {"tiny add": [], "conv2d": []}},
+                             "profiler_fit_residual": 0.1, "profiler_references": {"tiny add": [1e-6, 4.5e-6, 1, 1],
+                                                                                 "conv2d": [2e-5, 4e-5, 5, 6]}},
               "workloads": rows, "whatif": [], "summary": summary, "anchor": "Habitat"}
     md = ete.render_md(result)
     assert "| b | host | 0.6 (0.6-0.6) | 1 (±0) | 0.60 | 2 | 0.6 | 1.1 | 0.60 | 1.10 | 10 | 30 | 0.50 |" in md
     assert "Host model dispatch: 2 of 3 workloads within 0.85-1.15; mean |error| 16.7%" in md
     assert "Host model profiled: 2 of 3 workloads within 0.85-1.15; mean |error| 20.0%" in md
     assert "1.00 us per aten event, 2.50 us per CUDA runtime call" in md
+    assert "tiny add +3.50 us for 1 events, 1 runtime calls; conv2d +20.00 us for 5 events, 6 runtime calls" in md
