@@ -9,7 +9,10 @@ batch, dtype or sequence length) and the target configuration's true step time i
 measurements run in one sitting, alternating: repeat r times every workload and target in turn, so drift
 (other load, clocks) spreads over all of them; each figure is the median of the repeats' medians, with the spread
 (interquartile range over the repeats). The old estimator (sum of per-op roofline time + launch overhead,
-`Summary.predicted_total_s`) is shown beside.
+`Summary.predicted_total_s`) is shown beside. Both host models of the predictor run on the same reports: `dispatch`
+(host time per op built from this machine's dispatch costs) and `profiled` (the profiled steps' own host spans and
+gaps less the profiler's cost per aten event and CUDA runtime call, measured on this machine); the headline
+column is the predictor's default (`analyze/predict.py` DEFAULT_HOST_MODEL), each has its own ratio and counts.
 
 Writes OUT/ete.json and OUT/ete.md, and OUT.tgz of both. Sizes: small on a CPU (one sitting of a few minutes on
 two cores), realistic on a GPU (under 9 minutes on an H200). Anchor: Habitat (Yu et al., USENIX ATC 2021)
@@ -38,6 +41,7 @@ import torch.nn.functional as F  # noqa: E402
 from roofline.analyze.efficiency import load_table  # noqa: E402
 from roofline.analyze.host_costs import get_host_costs  # noqa: E402
 from roofline.analyze.live import analyze_model, make_step, time_steps  # noqa: E402
+from roofline.analyze.predict import DEFAULT_HOST_MODEL, HOST_MODELS  # noqa: E402
 from roofline.analyze.whatif import predict_report  # noqa: E402
 from roofline.device import get_ceilings  # noqa: E402
 from roofline.io import atomic_write_text  # noqa: E402
@@ -223,7 +227,8 @@ def main() -> int:
         except Exception as exc:  # noqa: BLE001 - one workload failing must not lose the others' figures
             rows.append({"workload": case.name, "error": f"{type(exc).__name__}: {exc}"[:300]})
             continue
-        p = predict_report(report, table=table, host_costs=host_costs)
+        both = {m: predict_report(report, table=table, host_costs=host_costs, host_model=m) for m in HOST_MODELS}
+        p = both[DEFAULT_HOST_MODEL]
         steps[case.name] = step
         rows.append({"workload": case.name, "family": case.family, "dtype": case.dtype,
                      "mode": "training" if case.backward else "forward", "compiled": case.compiled,
@@ -232,15 +237,19 @@ def main() -> int:
                      "host_s": p.host_time_s, "device_s": p.device_time_s,
                      "old_estimator_s": report.summary.predicted_total_s,
                      "profiled_step_s": report.profiled_step_time.median_s if report.profiled_step_time else None,
-                     "dominant": [g.name for g in p.dominant[:3]]})
+                     "runtime_calls": sum(op.runtime_calls for op in report.ops),
+                     "profiled_events": sum(op.profiled_events for op in report.ops),
+                     "dominant": [g.name for g in p.dominant[:3]], **_by_model(both)})
 
     pairs: list[dict] = []
     for label, src, dst, change in whatif:
         print(f"[{time.perf_counter() - began:6.1f}s] what-if {label}", file=sys.stderr, flush=True)
         try:
             report, _ = analyze(src, device, ceilings, iters)
-            p = predict_report(report, table=table, host_costs=host_costs, batch=change.get("batch"),
-                               seq=change.get("seq"), dtype=change.get("dtype"))
+            both = {m: predict_report(report, table=table, host_costs=host_costs, batch=change.get("batch"),
+                                      seq=change.get("seq"), dtype=change.get("dtype"), host_model=m)
+                    for m in HOST_MODELS}
+            p = both[DEFAULT_HOST_MODEL]
             same = predict_report(report, table=table, host_costs=host_costs)
             model, built = build(dst, device)
             inputs = built.inputs if isinstance(built.inputs, dict) else tuple(built.inputs)
@@ -251,7 +260,7 @@ def main() -> int:
             continue
         pairs.append({"pair": label, "predicted_s": p.step_time_s, "low_s": p.low_s, "high_s": p.high_s,
                       "bound": p.bound, "source_predicted_s": same.step_time_s,
-                      "bound_changes": len(p.bound_changes), "scenario": p.scenario})
+                      "bound_changes": len(p.bound_changes), "scenario": p.scenario, **_by_model(both)})
 
     print(f"[{time.perf_counter() - began:6.1f}s] true step times, {args.repeats} alternating repeats of "
           f"{len(steps)} steps", file=sys.stderr, flush=True)
@@ -275,7 +284,12 @@ def main() -> int:
               "python": platform.python_version(), "repeats": args.repeats, "iters": iters,
               "host_costs": {"dispatch_median_s": statistics.median(host_costs.dispatch_s.values()),
                              "module_call_s": host_costs.module_call_s, "python_per_op_s": host_costs.python_per_op_s,
-                             "backward_per_op_s": host_costs.backward_per_op_s, "spread": host_costs.spread},
+                             "backward_per_op_s": host_costs.backward_per_op_s, "spread": host_costs.spread,
+                             "profiler_per_event_s": host_costs.profiler_per_event_s,
+                             "profiler_per_runtime_call_s": host_costs.profiler_per_runtime_call_s,
+                             "profiler_fit_residual": host_costs.profiler_fit_residual,
+                             "profiler_references": host_costs.profiler_references},
+              "host_model": DEFAULT_HOST_MODEL,
               "workloads": rows, "whatif": pairs, "summary": _summary(rows, pairs), "anchor": HABITAT,
               "wall_s": time.perf_counter() - began}
     atomic_write_text(out / "ete.json", json.dumps(result, indent=1) + "\n")
@@ -294,13 +308,34 @@ def _fill(row: dict, values: list[float]) -> None:
     row["ratio"] = _ratio(row.get("predicted_s"), row["true_s"])
     if "old_estimator_s" in row:
         row["old_ratio"] = _ratio(row["old_estimator_s"], row["true_s"])
+    for model in HOST_MODELS:
+        row[f"{model}_ratio"] = _ratio(row.get(f"{model}_predicted_s"), row["true_s"])
+
+
+def _by_model(predictions: dict) -> dict:
+    out = {}
+    for model, p in predictions.items():
+        out.update({f"{model}_predicted_s": p.step_time_s, f"{model}_host_s": p.host_time_s,
+                    f"{model}_bound": p.bound})
+    return out
 
 
 def _summary(rows: list[dict], pairs: list[dict]) -> dict:
     ratios = [r["ratio"] for r in rows if r.get("ratio")]
     old = [r["old_ratio"] for r in rows if r.get("old_ratio")]
     what = [p["ratio"] for p in pairs if p.get("ratio")]
+    per_model = {}
+    for model in HOST_MODELS:
+        mr = [r[f"{model}_ratio"] for r in rows if r.get(f"{model}_ratio")]
+        mw = [p[f"{model}_ratio"] for p in pairs if p.get(f"{model}_ratio")]
+        per_model[model] = {
+            "within_15pct": sum(WITHIN[0] <= r <= WITHIN[1] for r in mr),
+            "mean_abs_error": statistics.mean(abs(r - 1) for r in mr) if mr else None,
+            "whatif_within": sum(WHATIF_WITHIN[0] <= r <= WHATIF_WITHIN[1] for r in mw),
+            "whatif_mean_abs_error": statistics.mean(abs(r - 1) for r in mw) if mw else None,
+        }
     return {
+        "host_models": per_model,
         "workloads": len(ratios), "within_15pct": sum(WITHIN[0] <= r <= WITHIN[1] for r in ratios),
         "mean_abs_error": statistics.mean(abs(r - 1) for r in ratios) if ratios else None,
         "old_within_15pct": sum(WITHIN[0] <= r <= WITHIN[1] for r in old),
@@ -314,36 +349,62 @@ def _ms(x: float | None) -> str:
     return "—" if x is None else f"{x * 1e3:.3g}"
 
 
+def _r(x: float | None) -> str:
+    return f"{x:.2f}" if x else "—"
+
+
 def render_md(result: dict) -> str:
     s = result["summary"]
+    head = result.get("host_model", "dispatch")
+    hc = result.get("host_costs", {})
     lines = [f"# ETE validation on {result['device']} (torch {result['torch']})", "",
              f"{result['repeats']} alternating repeats of {result['iters']} steps; true = median of the repeats' "
-             "medians, no profiler; spread = interquartile range over the repeats.", "",
-             "| workload | bound | predicted ms (range) | true ms (spread) | predicted/true | old estimator/true |",
-             "|---|---|---|---|---|---|"]
+             "medians, no profiler; spread = interquartile range over the repeats. Host models: dispatch = host "
+             "time per op from this machine's dispatch costs; profiled = the profiled steps' host spans and gaps "
+             "less the profiler's cost; predicted = the default host model "
+             f"({head}).", "",
+             "| workload | bound | predicted ms (range) | true ms (spread) | predicted/true | profiled step ms | "
+             "dispatch host ms | profiled host ms | dispatch/true | profiled/true | ops | runtime calls | "
+             "old estimator/true |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in result["workloads"]:
         if "error" in r:
-            lines.append(f"| {r['workload']} | error: {r['error']} | | | | |")
+            lines.append(f"| {r['workload']} | error: {r['error']} | | | | | | | | | | | |")
             continue
-        ratio = f"{r['ratio']:.2f}" if r.get("ratio") else "—"
-        old = f"{r['old_ratio']:.2f}" if r.get("old_ratio") else "—"
         lines.append(f"| {r['workload']} | {r['bound']} | {_ms(r['predicted_s'])} ({_ms(r['low_s'])}-"
-                     f"{_ms(r['high_s'])}) | {_ms(r.get('true_s'))} (±{_ms(r.get('true_spread_s'))}) | {ratio} | {old} |")
-    lines += ["", "| what-if | predicted ms (range) | measured ms (spread) | predicted/measured | ops changing bound |",
-              "|---|---|---|---|---|"]
+                     f"{_ms(r['high_s'])}) | {_ms(r.get('true_s'))} (±{_ms(r.get('true_spread_s'))}) | "
+                     f"{_r(r.get('ratio'))} | {_ms(r.get('profiled_step_s'))} | {_ms(r.get('dispatch_host_s'))} | "
+                     f"{_ms(r.get('profiled_host_s'))} | "
+                     f"{_r(r.get('dispatch_ratio'))} | {_r(r.get('profiled_ratio'))} | {r.get('ops', '—')} | "
+                     f"{r.get('runtime_calls', '—')} | {_r(r.get('old_ratio'))} |")
+    lines += ["", "| what-if | predicted ms (range) | measured ms (spread) | predicted/measured | dispatch/measured | "
+                  "profiled/measured | ops changing bound |",
+              "|---|---|---|---|---|---|---|"]
     for p in result["whatif"]:
         if "error" in p:
-            lines.append(f"| {p['pair']} | error: {p['error']} | | | |")
+            lines.append(f"| {p['pair']} | error: {p['error']} | | | | | |")
             continue
-        ratio = f"{p['ratio']:.2f}" if p.get("ratio") else "—"
         lines.append(f"| {p['pair']} | {_ms(p['predicted_s'])} ({_ms(p['low_s'])}-{_ms(p['high_s'])}) | "
-                     f"{_ms(p.get('true_s'))} (±{_ms(p.get('true_spread_s'))}) | {ratio} | {p['bound_changes']} |")
+                     f"{_ms(p.get('true_s'))} (±{_ms(p.get('true_spread_s'))}) | {_r(p.get('ratio'))} | "
+                     f"{_r(p.get('dispatch_ratio'))} | {_r(p.get('profiled_ratio'))} | {p['bound_changes']} |")
     mae = s["mean_abs_error"]
     lines += ["", f"Within 0.85-1.15: {s['within_15pct']} of {s['workloads']} workloads (old estimator: "
                   f"{s['old_within_15pct']}); mean |error| {mae:.1%}" if mae is not None else "no workload ran",
               f"What-if within 0.8-1.25: {s['whatif_within']} of {s['whatif_pairs']} pairs"
-              + (f"; mean |error| {s['whatif_mean_abs_error']:.1%}" if s["whatif_mean_abs_error"] is not None else ""),
-              f"Anchor: {result['anchor']}.", ""]
+              + (f"; mean |error| {s['whatif_mean_abs_error']:.1%}" if s["whatif_mean_abs_error"] is not None else "")]
+    for model, m in s.get("host_models", {}).items():
+        err = f"; mean |error| {m['mean_abs_error']:.1%}" if m["mean_abs_error"] is not None else ""
+        werr = f" (mean |error| {m['whatif_mean_abs_error']:.1%})" if m["whatif_mean_abs_error"] is not None else ""
+        lines.append(f"Host model {model}: {m['within_15pct']} of {s['workloads']} workloads within 0.85-1.15{err}; "
+                     f"what-ifs within 0.8-1.25: {m['whatif_within']} of {s['whatif_pairs']}{werr}")
+    if hc.get("profiler_references"):
+        lines.append(f"Profiler cost measured here: {hc['profiler_per_event_s'] * 1e6:.2f} us per aten event, "
+                     f"{hc['profiler_per_runtime_call_s'] * 1e6:.2f} us per CUDA runtime call (least squares over "
+                     f"{', '.join(hc['profiler_references'])}; RMS relative residual "
+                     f"{hc['profiler_fit_residual']:.0%}); per call of each reference: "
+                     + "; ".join(f"{name} +{(r[1] - r[0]) * 1e6:.2f} us for {r[2]:.3g} events, {r[3]:.3g} runtime calls"
+                                 for name, r in hc["profiler_references"].items()))
+    lines += [f"Anchor: {result['anchor']}.", ""]
     return "\n".join(lines)
 
 

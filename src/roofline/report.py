@@ -233,6 +233,10 @@ class OpRecord(Struct):
     output_dtypes: list[str] = field(default_factory=list)
     roof: str = "dram"
     measured: MeasuredTraffic | None = None
+    # What the profiler recorded on the host for this op (analyze/host_events.py): 0 in reports written before.
+    profiled_events: Count = 0
+    runtime_calls: Count = 0
+    host_gap_s: NonNegative = 0.0
 
 
 class KernelRecord(Struct):
@@ -552,7 +556,11 @@ class ProfileInfo(Struct):
 class HostCosts(Struct):
     """What the host spends issuing one op, measured on one machine for one device (analyze/host_costs.py):
     dispatch per op kind (a tiny op's call, enqueue only on a GPU), one nn.Module call, the framework's Python
-    left over per op in a reference block, and one backward op run by autograd's engine."""
+    left over per op in a reference block, and one backward op run by autograd's engine. ``profiler_*``: what
+    torch.profiler, as ``analyze_model`` runs it, adds per recorded aten event and per CUDA runtime call (a
+    least-squares fit over reference loops timed with and without it; ``profiler_fit_residual``: the fit's RMS
+    relative error over the references' added times; ``profiler_references``: each loop's [host time per call without
+    the profiler, with it, aten events, runtime calls per call]; all empty in files written before them)."""
 
     device: str = "cpu"
     device_name: str = ""
@@ -560,6 +568,10 @@ class HostCosts(Struct):
     module_call_s: NonNegative = 0.0
     python_per_op_s: NonNegative = 0.0
     backward_per_op_s: NonNegative = 0.0
+    profiler_per_event_s: NonNegative = 0.0
+    profiler_per_runtime_call_s: NonNegative = 0.0
+    profiler_fit_residual: NonNegative = 0.0
+    profiler_references: dict[str, list[float]] = field(default_factory=dict)
     spread: NonNegative = 0.0
     method: str = ""
     torch_version: str = ""

@@ -56,7 +56,11 @@ def test_python_per_op_module_call_and_backward_op_from_the_figures_fed_in(monke
         return next(fed)
 
     monkeypatch.setattr(hc, "_median_and_spread", fake)
+    refs = {"tiny add": [1e-6, 3e-6, 1.0, 0.0], "linear": [2e-6, 10e-6, 4.0, 0.0]}  # 2 us per aten event
+    monkeypatch.setattr(hc, "_profiler_references", lambda device, block, h: refs)
     costs = hc.measure_host_costs(torch.device("cpu"))
+    assert costs.profiler_per_event_s == pytest.approx(2e-6) and costs.profiler_per_runtime_call_s == 0
+    assert costs.profiler_references == refs and costs.profiler_fit_residual == pytest.approx(0, abs=1e-9)
     assert costs.dispatch_s == {kind: 1e-6 for kind in hc._kind_probes(torch.device("cpu"))}
     assert costs.module_call_s == pytest.approx(2e-6)
     modules = 7  # the block, two norms, four linears
@@ -69,7 +73,8 @@ def test_host_costs_are_cached_per_device_and_torch_version(tmp_path, monkeypatc
     monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
     measured = []
     monkeypatch.setattr(hc, "measure_host_costs",
-                        lambda device: measured.append(device) or HostCosts(device=str(device), python_per_op_s=1e-6))
+                        lambda device: measured.append(device) or HostCosts(device=str(device), python_per_op_s=1e-6,
+                                                                            profiler_references={"r": [0, 0, 1, 0]}))
     monkeypatch.setattr(hc, "_device_name", lambda device: "Some CPU 9000")
     first = hc.get_host_costs("cpu")
     path = hc.host_costs_path(torch.device("cpu"))
@@ -78,6 +83,10 @@ def test_host_costs_are_cached_per_device_and_torch_version(tmp_path, monkeypatc
     assert hc.get_host_costs("cpu") == first and len(measured) == 1  # the second read is the cache's
     hc.get_host_costs("cpu", remeasure=True)
     assert len(measured) == 2
+    # a cache written before the profiler's cost was measured is measured again
+    path.write_text('{"device": "cpu", "python_per_op_s": 1e-6}')
+    hc.get_host_costs("cpu")
+    assert len(measured) == 3
 
 
 # Measured for real on this machine's CPU: every figure present and cached; no value asserted (noisy machines).
@@ -86,12 +95,17 @@ def test_host_costs_measured_for_real_have_every_figure(tmp_path, monkeypatch):
     monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(hc, "CALLS", 20)  # the figures' precision is not under test
     monkeypatch.setattr(hc, "PASSES", 3)
+    monkeypatch.setattr(hc, "PROFILED_CALLS", 8)
     costs = hc.get_host_costs("cpu")
     assert set(costs.dispatch_s) >= {"mm", "add", "layer_norm", "scaled_dot_product_attention"}
     assert all(v > 0 for v in costs.dispatch_s.values())
     assert costs.backward_per_op_s > 0 and costs.module_call_s >= 0 and costs.python_per_op_s >= 0
     assert 0 <= costs.spread and "autograd chain" in costs.method and costs.device == "cpu"
     assert hc.host_costs_path(torch.device("cpu")).exists()
+    # the references as counted in their own CPU profile: no runtime calls; one aten event per tiny add
+    assert set(costs.profiler_references) == {"tiny add", "conv2d", "linear", "transformer block"}
+    assert costs.profiler_references["tiny add"][2:] == [pytest.approx(1.0, abs=0.2), 0.0]
+    assert all(r[3] == 0 for r in costs.profiler_references.values()) and costs.profiler_per_runtime_call_s == 0
 
     def no_measuring(device):
         raise AssertionError("measured again despite the cache")

@@ -99,22 +99,28 @@ def time_steps(step: Callable[[], Any], device: torch.device, iters: int) -> Tim
     return Timing.from_samples(samples, f"{method}, no profiler; median of {iters} after warm-up")
 
 
+def analyze_profiler(device: torch.device, *, record_shapes: bool = True, **kwargs: Any) -> Any:
+    """torch.profiler as ``analyze_model`` runs it (CPU activity, and CUDA's on a GPU; shapes and memory recorded):
+    host_costs.py measures this configuration's own cost."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    return profile(activities=activities, record_shapes=record_shapes, profile_memory=True, **kwargs)
+
+
 def profile_steps(step: Callable[[], Any], device: torch.device, iters: int, trace_path: Path,
                   *, record_shapes: bool = True) -> Timing:
     """Run 1 warm-up + ``iters`` active steps under torch.profiler and export the Chrome trace; returns the
     profiled wall time of each active step (what a profiled run alone would report)."""
-    from torch.profiler import ProfilerActivity, profile, schedule
+    from torch.profiler import schedule
 
-    activities = [ProfilerActivity.CPU]
-    if device.type == "cuda":
-        activities.append(ProfilerActivity.CUDA)
     samples: list[float] = []
 
     def export(prof: Any) -> None:
         prof.export_chrome_trace(str(trace_path))
 
-    with profile(activities=activities, schedule=schedule(wait=0, warmup=1, active=iters, repeat=1),
-                 on_trace_ready=export, record_shapes=record_shapes, profile_memory=True) as prof:
+    with analyze_profiler(device, record_shapes=record_shapes, on_trace_ready=export,
+                          schedule=schedule(wait=0, warmup=1, active=iters, repeat=1)) as prof:
         for i in range(1 + iters):
             t0 = time.perf_counter()
             step()

@@ -21,6 +21,7 @@ from roofline.analyze.join import (
     roots_by_step,
     subtree,
 )
+from roofline.analyze.host_events import fill_host_counts, host_gaps_us
 from roofline.analyze.kernel_classes import kernel_classes
 from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.optimizer_lists import FOREACH_PREFIX, OptimizerLists, with_lists
@@ -196,14 +197,17 @@ def report_from_trace(
         def shapes_of(op: CpuOp) -> tuple:
             return tuple(map(tuple, counter(op).input_shapes))
 
+        per_rec_gap: dict[int, list[float]] = defaultdict(list)
         for pos, step in enumerate(steps):
             chosen, missing = choose_with_recording(trace, roots.get(step, []), children, recorded, is_modeled,
                                                     shapes_of=shapes_of)
             last = pos == len(steps) - 1
+            gaps = host_gaps_us(trace, [c.event for c in chosen], step)
             for c in chosen:
                 if c.recorded is not None:
                     per_rec_times[c.recorded].append(_event_time_us(trace, c.event, False, children))
                     per_rec_cpu[c.recorded].append(trace.ops[c.event].dur_us)
+                    per_rec_gap[c.recorded].append(gaps[c.event])
                     if last:
                         rep_events[c.recorded] = c.event
                 elif last:
@@ -214,22 +218,27 @@ def report_from_trace(
             event = rep_events.get(i)
             ops.append(_op_from_recording(trace, rec, i, times, per_rec_cpu.get(i, []), event, rep_step,
                                           children, recording.tf32))
+            ops[-1].host_gap_s = statistics.median(per_rec_gap[i]) / 1e6 if per_rec_gap.get(i) else 0.0
             if event is not None:
                 event_to_report[event] = len(ops) - 1
         for c in extras:
             events = [c.event] if c.self_only else subtree(c.event, children)
             ops.append(_op_from_event(trace, c, counter, children, rep_step, recording.tf32, events))
+            ops[-1].host_gap_s = gaps.get(c.event, 0.0) / 1e6
             event_to_report.setdefault(c.event, len(ops) - 1)
         timeline_steps = [rep_step]
     else:
         for step in steps:
-            for c in choose_without_recording(trace, roots.get(step, []), children, is_modeled):
-                if _is_idle_marker(trace, c):
-                    continue
+            chosen = [c for c in choose_without_recording(trace, roots.get(step, []), children, is_modeled)
+                      if not _is_idle_marker(trace, c)]
+            gaps = host_gaps_us(trace, [c.event for c in chosen], step)
+            for c in chosen:
                 events = [c.event] if c.self_only else subtree(c.event, children)
                 ops.append(_op_from_event(trace, c, counter, children, step, Tf32Flags(), events))
+                ops[-1].host_gap_s = gaps[c.event] / 1e6
                 event_to_report.setdefault(c.event, len(ops) - 1)
         timeline_steps = steps
+    fill_host_counts(trace, event_to_report, ops, children)
     # The op tree's index and the counting caches are done with: freed before the kernel timeline and the memory
     # replay, which on a million-event trace would otherwise stack on top of them (the command's peak RSS).
     del children, counter, is_modeled, roots

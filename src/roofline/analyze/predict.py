@@ -2,11 +2,13 @@
 
 Device side, per op: its measured time when nothing changes; projected to another batch, sequence or dtype, its
 measured time grown by the added roofline time at the efficiency table's figure for its new size and dtype (a
-latency-bound op's fixed cost does not grow), never slower than at its measured efficiency (``_scaled``); on
-another device, or with no measured time (a counted, untimed step), its roofline time on the target over the
-table's efficiency (analyze/efficiency.py). Host side, per op: this machine's dispatch cost for its
-kind, the Python a model spends per op, one module call per module entered, or autograd's cost per backward op
-(analyze/host_costs.py). Pipeline: on a GPU the host issues op i when its host time is spent, the device runs it
+latency-bound op's fixed cost does not grow), never slower than at its measured efficiency (``_scaled``); on another
+device, or with no measured time (a counted, untimed step), its roofline time on the target over the table's
+efficiency (analyze/efficiency.py). Host side, per op: this machine's dispatch cost for its kind, the Python a model
+spends per op, one module call per module entered, or autograd's cost per backward op (analyze/host_costs.py); or,
+with ``host_model="profiled"``, the op's own host span and the Python gap before it in the profiled step less what
+the profiler added to them (its cost per aten event and CUDA runtime call it recorded for the op:
+analyze/host_events.py). Pipeline: on a GPU the host issues op i when its host time is spent, the device runs it
 when both it and the op are ready, and a sync (``.item()``, ``nonzero``...) makes the host wait for the device; the
 step ends when both streams have. On a CPU one thread does both: the step is their sum (the op's measured time
 already holds its aten-level dispatch, so only the Python and module calls are added). The range comes from the
@@ -26,6 +28,7 @@ from roofline.analyze.efficiency import (MAX_EFFICIENCY, EfficiencyTable, bucket
 from roofline.analyze.project import Change, project_op
 from roofline.analyze.roofline import classify, place_op
 from roofline.count.families import op_kind
+from roofline.errors import RooflineError
 from roofline.report import (BoundChange, Ceilings, HostCosts, OpRecord, PredictedModule, PredictedOps, Prediction,
                              Report)
 
@@ -35,6 +38,8 @@ SYNC_KINDS = frozenset({"item", "_local_scalar_dense", "nonzero", "is_nonzero", 
 # reports' mid-sized ops lies near it); said in the prediction's notes when used.
 DEFAULT_EFFICIENCY = 0.5
 MAX_HOST_SPREAD = 0.5
+HOST_MODELS = ("dispatch", "profiled")
+DEFAULT_HOST_MODEL = "dispatch"
 TOP = 8
 
 
@@ -50,8 +55,13 @@ class _Timed:
 
 
 def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | None,
-            ceilings: Ceilings | None = None, change: Change | None = None) -> Prediction:
-    """The predicted step time of ``report``'s ops under ``change`` on ``ceilings``' device (default: as measured)."""
+            ceilings: Ceilings | None = None, change: Change | None = None,
+            host_model: str = DEFAULT_HOST_MODEL) -> Prediction:
+    """The predicted step time of ``report``'s ops under ``change`` on ``ceilings``' device (default: as measured).
+    ``host_model``: ``dispatch`` (host time per op built bottom-up from this machine's costs) or ``profiled`` (the
+    profiled step's own host timeline less the profiler's cost; ``dispatch`` where the report cannot give it)."""
+    if host_model not in HOST_MODELS:
+        raise RooflineError(f"host model must be one of {', '.join(HOST_MODELS)}, got {host_model!r}")
     change = change or Change()
     source = report.ceilings
     target = ceilings or source
@@ -61,7 +71,14 @@ def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | N
     measured = any(op.time_s > 0 for op in report.ops)
     timed = [_time_op(op, change, source, target, same_device, measured, table, notes) for op in report.ops]
     serial = device_class(target) == "cpu"
-    _add_host(timed, host_costs, serial, notes)
+    replayed = host_model == "profiled" and _can_replay_host(timed, host_costs, notes)
+    if replayed:
+        _add_profiled_host(timed, host_costs, serial)
+        notes.append("host time per op: its host span and the Python gap before it in the profiled step, less "
+                     "the profiler's own cost (per aten event and CUDA runtime call it recorded), measured on "
+                     "this machine")
+    else:
+        _add_host(timed, host_costs, serial, notes)
     spread = min(host_costs.spread if host_costs else 0.0, MAX_HOST_SPREAD)
     step, host, device = _pipeline(timed, serial, "device_s", 1.0)
     low = _pipeline(timed, serial, "device_lo_s", 1.0 - spread)[0]
@@ -76,7 +93,7 @@ def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | N
         device_name=target.device_name or target.device,
         dominant=_dominant(timed, bound), modules=_modules(timed),
         bound_changes=[] if unchanged else _bound_changes(timed, target),
-        method=_method(serial, host_costs), notes=sorted(set(notes)),
+        method=_method(serial, host_costs, replayed), notes=sorted(set(notes)),
     )
 
 
@@ -145,6 +162,44 @@ def _add_host(timed: list[_Timed], costs: HostCosts | None, serial: bool, notes:
             dispatch = 0.0 if serial else costs.dispatch_s.get(op_kind(t.op.name), median_dispatch)
             per_call = dispatch + costs.python_per_op_s
         t.host_s = max(per_call, 0.0) * calls + entered * costs.module_call_s
+
+
+def _can_replay_host(timed: list[_Timed], costs: HostCosts | None, notes: list[str]) -> bool:
+    """A one-step report with each op's profiler event counts, and host costs with the profiler's own cost: the
+    profiled host stream can be replayed; otherwise the dispatch model, said in a note."""
+    why = None
+    if costs is None or not costs.profiler_references:
+        why = "the host costs predate the profiler's cost"
+    elif not timed or not all(t.op.count == 1 for t in timed):
+        why = "the report's ops are totals over several steps"
+    elif not any(t.op.profiled_events for t in timed):
+        why = "the report predates the profiler event counts per op"
+    if why:
+        notes.append(f"profiled host model not used ({why}): host time built from dispatch costs")
+    return why is None
+
+
+def _add_profiled_host(timed: list[_Timed], costs: HostCosts, serial: bool) -> None:
+    """Host time per op from the profiled steps: its host span plus the gap since the previous op ended (the
+    model's Python between ops, module calls included; medians over the steps), less the profiler's cost for what
+    it recorded of the op (its aten events and runtime calls), never below the op kind's dispatch cost. A sync op's
+    span is mostly waiting for the device: it counts its dispatch cost and its gap. On a CPU (one thread) the op's
+    span is already its device time: the host stream keeps the gap less the profiler's cost, and what the gap
+    cannot absorb comes off the op's device time. Ops keep their order; only the host stream (on a CPU, also the
+    span) changes."""
+    median_dispatch = statistics.median(costs.dispatch_s.values()) if costs.dispatch_s else 0.0
+    for t in timed:
+        op = t.op
+        gap = op.host_gap_s
+        cost = op.profiled_events * costs.profiler_per_event_s + op.runtime_calls * costs.profiler_per_runtime_call_s
+        if serial:
+            t.host_s = max(gap - cost, 0.0)
+            excess = max(cost - gap, 0.0)
+            t.device_s, t.device_lo_s, t.device_hi_s = (max(x - excess, 0.0)
+                                                        for x in (t.device_s, t.device_lo_s, t.device_hi_s))
+            continue
+        dispatch = costs.dispatch_s.get(op_kind(op.name), median_dispatch)
+        t.host_s = dispatch + gap if t.sync else max(op.cpu_time_s + gap - cost, dispatch)
 
 
 def _pipeline(timed: list[_Timed], serial: bool, device_field: str, host_scale: float) -> tuple[float, float, float]:
@@ -216,9 +271,11 @@ def _scenario(change: Change, source: Ceilings, target: Ceilings, same_device: b
     return out
 
 
-def _method(serial: bool, costs: HostCosts | None) -> str:
+def _method(serial: bool, costs: HostCosts | None, replayed: bool = False) -> str:
     pipeline = ("one thread: step = sum of host and device time" if serial else
                 "two streams: the device runs an op once the host has issued it and the device is free; syncs "
                 "make the host wait; step = when both have finished")
     host = f"host costs measured on {costs.device_name or costs.device}" if costs else "no host costs"
+    if replayed:
+        host = f"host time from the profiled step less the profiler's cost ({host})"
     return f"per-op device time from measured time or roofline time / learned efficiency; {host}; {pipeline}"

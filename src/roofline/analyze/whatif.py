@@ -5,7 +5,7 @@ calls analyze/predict.py."""
 from __future__ import annotations
 
 from roofline.analyze.efficiency import EfficiencyTable, device_class, load_table
-from roofline.analyze.predict import predict
+from roofline.analyze.predict import DEFAULT_HOST_MODEL, predict
 from roofline.analyze.project import FLOATS, Change, model_dtype
 from roofline.count.meta import canonical_dtype
 from roofline.errors import RooflineError
@@ -14,7 +14,8 @@ from roofline.report import Ceilings, HostCosts, Prediction, Report
 
 def predict_report(report: Report, *, batch: int | None = None, seq: int | None = None, dtype: str | None = None,
                    ceilings: Ceilings | None = None, from_batch: int | None = None, from_seq: int | None = None,
-                   table: EfficiencyTable | None = None, host_costs: HostCosts | None = None) -> Prediction:
+                   table: EfficiencyTable | None = None, host_costs: HostCosts | None = None,
+                   host_model: str = DEFAULT_HOST_MODEL) -> Prediction:
     """The predicted step of ``report`` with the given changes (None: as measured). The report's own batch and
     sequence length come from ``extra["batch"]``/``extra["seq"]`` unless ``from_batch``/``from_seq`` say."""
     if not report.ops:
@@ -33,7 +34,7 @@ def predict_report(report: Report, *, batch: int | None = None, seq: int | None 
         raise RooflineError("the report's ceilings have no roofs: its ops cannot be placed, so nothing to project")
     target = ceilings or report.ceilings
     return predict(report, table=table or load_table(), host_costs=host_costs or host_costs_for(target),
-                   ceilings=ceilings, change=change)
+                   ceilings=ceilings, change=change, host_model=host_model)
 
 
 def _pair(label: str, old, new: int | None, keep_known: bool = False) -> tuple[int, int] | None:

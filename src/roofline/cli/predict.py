@@ -34,6 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--table", default=None, metavar="FILE",
                         help="efficiency table to read (or, with --learn, to write; default: the user table in the "
                              "cache directory over the shipped one)")
+    parser.add_argument("--host-model", choices=("dispatch", "profiled"), default=None,
+                        help="host time per op: from this machine's dispatch costs (default), or the profiled "
+                             "step's own host timeline less the profiler's cost")
     parser.add_argument("--learn", action="store_true", help="learn the efficiency table from the given reports")
     parser.set_defaults(func=run)
 
@@ -47,13 +50,15 @@ def run(args: argparse.Namespace) -> int:
         raise RooflineError("predict takes one report (several only with --learn)")
     report = Report.load(args.reports[0])
     from roofline.analyze.efficiency import load_table
+    from roofline.analyze.predict import DEFAULT_HOST_MODEL
     from roofline.analyze.whatif import predict_report
     from roofline.io import atomic_write_text
     from roofline.render.prediction import render_prediction
 
     prediction = predict_report(report, batch=args.batch, seq=args.seq, dtype=args.dtype,
                                 ceilings=_target_ceilings(args), from_batch=args.from_batch, from_seq=args.from_seq,
-                                table=load_table(args.table))
+                                table=load_table(args.table),
+                                host_model=args.host_model or DEFAULT_HOST_MODEL)
     report.prediction = prediction
     print(render_prediction(prediction), end="")
     if args.json:

@@ -1,0 +1,44 @@
+"""benchmarks/ete.py's two host-model columns: each workload's ratio per host model, the per-model counts within
+the bands, and the table that shows them side by side (a synthetic result; the harness itself needs real runs)."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmark_scripts import load_benchmark
+
+
+@pytest.fixture(scope="module")
+def ete():
+    return load_benchmark("ete")
+
+
+def _row(name: str, dispatch: float, profiled: float, true: float) -> dict:
+    return {"workload": name, "bound": "host", "predicted_s": dispatch, "low_s": dispatch, "high_s": dispatch,
+            "old_estimator_s": true / 2, "profiled_step_s": 2 * true, "ops": 10, "runtime_calls": 30,
+            "dispatch_predicted_s": dispatch, "dispatch_host_s": dispatch, "profiled_predicted_s": profiled,
+            "profiled_host_s": profiled}
+
+
+def test_both_host_models_are_scored_and_shown_side_by_side(ete):
+    rows = [_row("a", 0.9e-3, 1.0e-3, 1e-3), _row("b", 0.6e-3, 1.1e-3, 1e-3), _row("c", 1.0e-3, 1.5e-3, 1e-3)]
+    for row in rows:
+        ete._fill(row, [1e-3, 1e-3, 1e-3])
+    assert [(r["dispatch_ratio"], r["profiled_ratio"]) for r in rows] == [
+        (pytest.approx(0.9), pytest.approx(1.0)), (pytest.approx(0.6), pytest.approx(1.1)),
+        (pytest.approx(1.0), pytest.approx(1.5))]
+    summary = ete._summary(rows, [])
+    assert summary["host_models"]["dispatch"]["within_15pct"] == 2
+    assert summary["host_models"]["profiled"]["within_15pct"] == 2
+    assert summary["host_models"]["profiled"]["mean_abs_error"] == pytest.approx((0 + 0.1 + 0.5) / 3)
+    result = {"device": "CPU Z", "torch": "2.x", "repeats": 3, "iters": 2, "host_model": "dispatch",
+              "host_costs": {"profiler_per_event_s": 1e-6, "profiler_per_runtime_call_s": 2.5e-6,
+                             "profiler_fit_residual": 0.1, "profiler_references": {"tiny add": [1e-6, 4.5e-6, 1, 1],
+                                                                                 "conv2d": [2e-5, 4e-5, 5, 6]}},
+              "workloads": rows, "whatif": [], "summary": summary, "anchor": "Habitat"}
+    md = ete.render_md(result)
+    assert "| b | host | 0.6 (0.6-0.6) | 1 (±0) | 0.60 | 2 | 0.6 | 1.1 | 0.60 | 1.10 | 10 | 30 | 0.50 |" in md
+    assert "Host model dispatch: 2 of 3 workloads within 0.85-1.15; mean |error| 16.7%" in md
+    assert "Host model profiled: 2 of 3 workloads within 0.85-1.15; mean |error| 20.0%" in md
+    assert "1.00 us per aten event, 2.50 us per CUDA runtime call" in md
+    assert "tiny add +3.50 us for 1 events, 1 runtime calls; conv2d +20.00 us for 5 events, 6 runtime calls" in md
