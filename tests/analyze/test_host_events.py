@@ -1,5 +1,5 @@
-"""What the profiler recorded per op (analyze/host_events.py): aten events, CUDA runtime calls and the host gap
-before each op, on a hand-written Kineto trace with runtime calls and on a real CPU profile (no runtime calls)."""
+"""What the profiler recorded per op (analyze/host_events.py): aten events (top-level ones apart), CUDA runtime
+calls and the host gap before each op, on a hand-written Kineto trace with runtime calls and on a real CPU profile (no runtime calls)."""
 
 from __future__ import annotations
 
@@ -60,6 +60,9 @@ def test_runtime_calls_aten_events_and_gaps_per_op_of_each_step(tmp_path):
     # and conv2d, outside the chosen subtree, counts for it as the op that starts next
     assert rows == [("aten::convolution", 0, 3, 3), ("aten::add", 0, 2, 2), ("aten::relu", 0, 1, 1),
                     ("aten::convolution", 1, 3, 3), ("aten::add", 1, 2, 2), ("aten::relu", 1, 1, 1)]
+    # Top-level events (no enclosing event but the step's annotation): conv2d, charged to the convolution; the add
+    # and the marker before it; the relu
+    assert [op.profiled_top_level for op in report.ops] == [1, 2, 1] * 2
     # Gaps: the convolution from its step's start (6 us), add after its end at 34 (11 us), relu after add's end
     # at 55: 5 + the step's number us (the relu starts one us later in step 2).
     assert [round(op.host_gap_s * 1e6, 6) for op in report.ops] == [6, 11, 6, 6, 11, 7]
@@ -77,4 +80,19 @@ def test_a_real_cpu_profile_has_no_runtime_calls_and_counts_nested_aten_calls(cp
     # not a report op here (the recorded ops are dispatch-level), counts for t, the op that starts next
     assert [op.profiled_events for op in report.ops if op.name == "aten::t"] == [4, 4]
     assert all(op.profiled_events >= 1 for op in report.ops)
+    # the model's own calls are top-level: each linear (charged to its t) and the relu; addmm is nested in a linear
+    assert [op.profiled_top_level for op in report.ops] == [1, 0, 1, 1, 0]
     assert all(op.host_gap_s > 0 for op in report.ops[1:])
+
+
+def test_a_whole_traces_counts_are_the_sum_of_its_ops_counts(tmp_path):
+    from roofline.analyze.host_events import trace_counts
+
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": _step(0, 1)}))
+    trace = load_trace(path)
+    report = report_from_trace(trace, CEIL)
+    # events (the step annotation apart), top-level events, runtime calls: as the report's ops hold them
+    assert trace_counts(trace) == (6, 4, 6)
+    assert (sum(op.profiled_events for op in report.ops), sum(op.profiled_top_level for op in report.ops),
+            sum(op.runtime_calls for op in report.ops)) == (6, 4, 6)
