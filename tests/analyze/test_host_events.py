@@ -1,5 +1,6 @@
 """What the profiler recorded per op (analyze/host_events.py): aten events (top-level ones apart), CUDA runtime
-calls and the host gap before each op, on a hand-written Kineto trace with runtime calls and on a real CPU profile (no runtime calls)."""
+calls and the host gap before each op, on a hand-written Kineto trace with runtime calls and on a real CPU profile
+(no runtime calls)."""
 
 from __future__ import annotations
 

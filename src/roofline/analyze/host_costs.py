@@ -191,8 +191,8 @@ def _measure(device: torch.device) -> HostCosts:
         method=f"host perf_counter over {CALLS}-call loops of each op on tiny tensors (no sync inside), median of "
                f"{PASSES} passes; module call = nn.Module __call__ less forward; Python per op = a pre-norm "
                f"transformer block's host time less its ops' dispatch and module calls; backward op = a "
-               f"{chain_len}-op autograd chain's backward; profiler cost per top-level event, nested aten event and runtime "
-               f"call = non-negative least squares of relative errors over {len(fit.used)} reference loops "
+               f"{chain_len}-op autograd chain's backward; profiler cost per top-level event, nested aten event and "
+               f"runtime call = non-negative least squares of relative errors over {len(fit.used)} reference loops "
                f"({', '.join(fit.used)}) timed with and without torch.profiler as analyze_model runs it "
                f"(fastest of {PROFILED_PASSES} alternating pairs of loops), their events counted in its own trace",
         torch_version=str(torch.__version__),

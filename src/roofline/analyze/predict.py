@@ -10,9 +10,10 @@ with ``host_model="profiled"``, the op's own host span and the Python gap before
 the profiler added to them (its cost per top-level event, nested aten event and CUDA runtime call it recorded for
 the op: analyze/host_events.py), when the fit of those costs is sound (``profiler_fit_problem``). Pipeline: on a
 GPU the host issues op i when its host time is spent, the device runs it when both it and the op are ready, and a
-sync (``.item()``, ``nonzero``...) makes the host wait for the device; the step ends when both streams have. On a CPU one thread does both: the step is their sum (the op's measured time
-already holds its aten-level dispatch, so only the Python and module calls are added). The range comes from the
-table's quartiles and the host costs' spread. No torch.
+sync (``.item()``, ``nonzero``...) makes the host wait for the device; the step ends when both streams have. On a
+CPU one thread does both: the step is their sum (the op's measured time already holds its aten-level dispatch, so
+only the Python and module calls are added). The range comes from the table's quartiles and the host costs'
+spread. No torch.
 """
 
 from __future__ import annotations
@@ -214,11 +215,11 @@ def profiler_fit_problem(costs: HostCosts) -> str | None:
 def _add_profiled_host(timed: list[_Timed], costs: HostCosts, serial: bool) -> None:
     """Host time per op from the profiled steps: its host span plus the gap since the previous op ended (the
     model's Python between ops, module calls included; medians over the steps), less the profiler's cost for what
-    it recorded of the op (its top-level and nested aten events and runtime calls), never below the op kind's dispatch cost. A sync op's
-    span is mostly waiting for the device: it counts its dispatch cost and its gap. On a CPU (one thread) the op's
-    span is already its device time: the host stream keeps the gap less the profiler's cost, and what the gap
-    cannot absorb comes off the op's device time. Ops keep their order; only the host stream (on a CPU, also the
-    span) changes."""
+    it recorded of the op (its top-level and nested aten events and runtime calls), never below the op kind's
+    dispatch cost. A sync op's span is mostly waiting for the device: it counts its dispatch cost and its gap. On a
+    CPU (one thread) the op's span is already its device time: the host stream keeps the gap less the profiler's
+    cost, and what the gap cannot absorb comes off the op's device time. Ops keep their order; only the host stream
+    (on a CPU, also the span) changes."""
     median_dispatch = statistics.median(costs.dispatch_s.values()) if costs.dispatch_s else 0.0
     for t in timed:
         op = t.op
