@@ -97,3 +97,29 @@ def test_a_whole_traces_counts_are_the_sum_of_its_ops_counts(tmp_path):
     assert trace_counts(trace) == (6, 4, 6)
     assert (sum(op.profiled_events for op in report.ops), sum(op.profiled_top_level for op in report.ops),
             sum(op.runtime_calls for op in report.ops)) == (6, 4, 6)
+
+
+def test_a_real_training_steps_ops_hold_every_event_of_their_step_as_the_references_count_them(tmp_path,
+                                                                                                 cpu_ceilings):
+    """The profiler-cost fit counts its reference loops with trace_counts; a report's ops must add up to the same
+    counts per step, autograd's engine frames (top-level, in no op) included, or the fitted costs would be charged
+    to counts of another kind."""
+    from roofline.analyze.host_events import is_top_level, trace_counts
+    from roofline.analyze.live import make_step, profile_steps
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8))
+    step = make_step(model, (torch.randn(4, 16),), backward=True, loss_fn=lambda out: out.square().mean())
+    path = tmp_path / "t.json"
+    profile_steps(step, torch.device("cpu"), 2, path)
+    trace = load_trace(path)
+    report = report_from_trace(trace, cpu_ceilings)
+    for s in range(len(trace.steps)):
+        events = [j for j, ev in enumerate(trace.ops) if ev.step == s and not ev.name.startswith("ProfilerStep#")]
+        ops = [op for op in report.ops if op.step == s]
+        engine = sum(is_top_level(trace, j) and trace.ops[j].name.startswith("autograd::engine") for j in events)
+        assert engine >= 4  # the backward's nodes, run by the engine, in no report op
+        assert sum(op.profiled_events for op in ops) == len(events)
+        assert sum(op.profiled_top_level for op in ops) == sum(is_top_level(trace, j) for j in events)
+    assert trace_counts(trace)[:2] == (sum(op.profiled_events for op in report.ops),
+                                       sum(op.profiled_top_level for op in report.ops))
