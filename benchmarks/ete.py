@@ -43,7 +43,12 @@ import torch.nn.functional as F  # noqa: E402
 from roofline.analyze.efficiency import load_table  # noqa: E402
 from roofline.analyze.host_costs import REFERENCE_FIELDS, get_host_costs  # noqa: E402
 from roofline.analyze.live import analyze_model, make_step, time_steps  # noqa: E402
-from roofline.analyze.predict import DEFAULT_HOST_MODEL, HOST_MODELS, profiler_fit_problem  # noqa: E402
+from roofline.analyze.predict import (DEFAULT_HOST_MODEL, HOST_MODELS, UNCHECKED_HOST_MODEL,  # noqa: E402
+                                      profiler_fit_problem)
+
+# Both host models, and the profiled one whatever its profiler-cost fit (the same as `profiled` when the fit is
+# sound): a run then shows what the fallback rule kept from users.
+MODELS = HOST_MODELS + (UNCHECKED_HOST_MODEL,)
 from roofline.analyze.whatif import predict_report  # noqa: E402
 from roofline.device import get_ceilings  # noqa: E402
 from roofline.io import atomic_write_text  # noqa: E402
@@ -229,7 +234,7 @@ def main() -> int:
         except Exception as exc:  # noqa: BLE001 - one workload failing must not lose the others' figures
             rows.append({"workload": case.name, "error": f"{type(exc).__name__}: {exc}"[:300]})
             continue
-        both = {m: predict_report(report, table=table, host_costs=host_costs, host_model=m) for m in HOST_MODELS}
+        both = {m: predict_report(report, table=table, host_costs=host_costs, host_model=m) for m in MODELS}
         p = both[DEFAULT_HOST_MODEL]
         steps[case.name] = step
         rows.append({"workload": case.name, "family": case.family, "dtype": case.dtype,
@@ -253,7 +258,7 @@ def main() -> int:
             report, _ = analyze(src, device, ceilings, iters)
             both = {m: predict_report(report, table=table, host_costs=host_costs, batch=change.get("batch"),
                                       seq=change.get("seq"), dtype=change.get("dtype"), host_model=m)
-                    for m in HOST_MODELS}
+                    for m in MODELS}
             p = both[DEFAULT_HOST_MODEL]
             same = predict_report(report, table=table, host_costs=host_costs)
             model, built = build(dst, device)
@@ -318,7 +323,7 @@ def _fill(row: dict, values: list[float]) -> None:
     row["ratio"] = _ratio(row.get("predicted_s"), row["true_s"])
     if "old_estimator_s" in row:
         row["old_ratio"] = _ratio(row["old_estimator_s"], row["true_s"])
-    for model in HOST_MODELS:
+    for model in MODELS:
         row[f"{model}_ratio"] = _ratio(row.get(f"{model}_predicted_s"), row["true_s"])
 
 
@@ -335,7 +340,7 @@ def _summary(rows: list[dict], pairs: list[dict]) -> dict:
     old = [r["old_ratio"] for r in rows if r.get("old_ratio")]
     what = [p["ratio"] for p in pairs if p.get("ratio")]
     per_model = {}
-    for model in HOST_MODELS:
+    for model in MODELS:
         mr = [r[f"{model}_ratio"] for r in rows if r.get(f"{model}_ratio")]
         mw = [p[f"{model}_ratio"] for p in pairs if p.get(f"{model}_ratio")]
         per_model[model] = {

@@ -150,6 +150,9 @@ def test_a_poor_profiler_fit_falls_back_to_the_dispatch_model_with_the_reason():
     p = _predict(ops, costs=_fitted(profiler_fit_residual=0.4))
     assert p.host_time_s == pytest.approx(5 * US)  # mul's dispatch cost
     assert any(n.startswith("profiled host model not used (its profiler-cost fit misses") for n in p.notes)
+    # the benchmark's unchecked variant replays it all the same: 40 - (3 + 1 + 4 x 2) = 28 us
+    p = _predict(ops, model="profiled-unchecked", costs=_fitted(profiler_fit_residual=0.4))
+    assert p.host_time_s == pytest.approx(28 * US) and not any("not used" in n for n in p.notes)
 
 
 def test_cli_predict_takes_the_host_model_and_says_when_it_cannot_use_it(tmp_path, capsys):
