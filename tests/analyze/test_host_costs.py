@@ -127,3 +127,17 @@ def test_host_costs_measured_for_real_have_every_figure(tmp_path, monkeypatch):
 
     monkeypatch.setattr(hc, "measure_host_costs", no_measuring)
     assert hc.get_host_costs("cpu") == costs
+
+
+@pytest.mark.cuda
+def test_on_a_gpu_the_references_count_runtime_calls_and_device_time(tmp_path, monkeypatch):
+    """The views chain launches nothing, the add one kernel; each launching reference has device time."""
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(hc, "CALLS", 20)
+    monkeypatch.setattr(hc, "PASSES", 3)
+    monkeypatch.setattr(hc, "PROFILED_CALLS", 8)
+    monkeypatch.setattr(hc, "PROFILED_PASSES", 2)
+    refs = hc.get_host_costs("cuda").profiler_references
+    assert refs["views"][3] == 0 and refs["views"][5] == 0 and refs["views"][4] == 6.0
+    assert refs["tiny add"][3] == pytest.approx(1.0, abs=0.2) and refs["tiny add"][5] > 0
+    assert all(r[5] > 0 for name, r in refs.items() if name != "views")

@@ -213,7 +213,7 @@ def _profiler_references(device: torch.device, block: nn.Module, h: torch.Tensor
     xi = torch.randn(4, 8, device=device)
 
     def views() -> torch.Tensor:
-        return x.view(64).view(8, 8).t().reshape(64).unsqueeze(0).squeeze(0)
+        return x.view(64).view(8, 8).t().transpose(0, 1).unsqueeze(0).squeeze(0)
 
     def mlp_backward() -> None:
         with torch.enable_grad():
