@@ -42,6 +42,10 @@ PASSES = 5
 CALLS = 200
 PROFILED_PASSES = 7
 PROFILED_CALLS = 200
+# A profiled reference's loops are cut to about this long (at least PROFILED_MIN_CALLS calls): on a loaded machine a
+# short loop is more often run without being descheduled, so the fastest of the passes is nearer the call's cost.
+PROFILED_PASS_S = 1e-3
+PROFILED_MIN_CALLS = 5
 # The profiler-cost model a cached HostCosts was fitted with: a cache fitted otherwise is measured again.
 PROFILER_MODEL = "top-level + nested event + runtime call"
 
@@ -226,8 +230,8 @@ def _profiler_references(device: torch.device, block: nn.Module, h: torch.Tensor
         "conv2d": (lambda: F.conv2d(img, w, padding=1), PROFILED_CALLS),
         "layer norm": (lambda: F.layer_norm(x, (8,)), PROFILED_CALLS),
         "embedding": (lambda: F.embedding(idx, y), PROFILED_CALLS),
-        "transformer block": (lambda: block(h), PROFILED_CALLS // 4),
-        "mlp backward": (mlp_backward, PROFILED_CALLS // 4),
+        "transformer block": (lambda: block(h), PROFILED_CALLS),
+        "mlp backward": (mlp_backward, PROFILED_CALLS),
     }
     return {name: _profiled_reference(fn, calls, device) for name, (fn, calls) in refs.items()}
 
@@ -238,8 +242,10 @@ REFERENCE_FIELDS = ("plain_s", "profiled_s", "events", "runtime_calls", "top_lev
 
 def _profiled_reference(fn: Callable[[], object], calls: int, device: torch.device) -> list[float]:
     """One profiled loop exported and counted as a report's ops are counted (analyze/host_events.py), then
-    ``PROFILED_PASSES`` pairs of a plain and a profiled loop, alternating so that the machine's drift falls on both;
-    each side's fastest loop (load only ever adds time: the fastest is the nearest to the call's own cost)."""
+    ``PROFILED_PASSES`` pairs of a plain and a profiled loop, each pair's two loops run back to back: the profiled
+    time is the fastest plain loop (load only ever adds time) times the median ratio of a pair's profiled loop to its
+    plain one (a core shared with other load slows both loops of a pair alike; the ratio keeps what the profiler
+    adds). Loops of at most ``calls`` calls, fewer for a slow call (``PROFILED_PASS_S``)."""
     import tempfile
     from pathlib import Path
 
@@ -249,6 +255,10 @@ def _profiled_reference(fn: Callable[[], object], calls: int, device: torch.devi
     from roofline.errors import RooflineError
 
     fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    per_call = _timed(fn, 3)
+    calls = max(min(calls, round(PROFILED_PASS_S / max(per_call, 1e-9))), min(PROFILED_MIN_CALLS, calls))
     with tempfile.TemporaryDirectory(prefix="roofline-host-costs-") as tmp:
         with analyze_profiler(device) as prof:
             _passes(fn, device, calls, 1)
@@ -261,12 +271,13 @@ def _profiled_reference(fn: Callable[[], object], calls: int, device: torch.devi
     made = calls + 1
     events, top_level, runtime = trace_counts(trace)
     device_s = sum(k.dur_us for k in trace.kernels) / 1e6 / made
-    plain, profiled = [], []
+    plain, ratios = [], []
     for _ in range(PROFILED_PASSES):
         plain.append(min(_passes(fn, device, calls, 1)))
         with analyze_profiler(device):
-            profiled.append(min(_passes(fn, device, calls, 1)))
-    return [min(plain), min(profiled), events / made, runtime / made, top_level / made, device_s]
+            ratios.append(min(_passes(fn, device, calls, 1)) / plain[-1])
+    fastest = min(plain)
+    return [fastest, fastest * statistics.median(ratios), events / made, runtime / made, top_level / made, device_s]
 
 
 @dataclass
