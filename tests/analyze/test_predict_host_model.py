@@ -127,6 +127,19 @@ def test_the_fit_leaves_out_references_not_slowed_or_device_bound_and_keeps_cost
     assert fit_profiler_costs({}) == fit_profiler_costs({"r": [1e-6, 1e-6, 1, 1, 1, 0]}).__class__()
 
 
+def test_one_outlier_is_left_out_when_the_others_fit_within_the_predictors_limit():
+    refs = _refs((9e-6, 1.5e-6, 2e-6), COUNTS)
+    refs["r3"][1] = refs["r3"][0] + (refs["r3"][1] - refs["r3"][0]) / 4  # gained a quarter of what it should
+    fit = fit_profiler_costs(refs)
+    assert fit.per_top_level_s == pytest.approx(9e-6) and fit.per_nested_event_s == pytest.approx(1.5e-6)
+    assert fit.per_runtime_call_s == pytest.approx(2e-6) and fit.residual == pytest.approx(0, abs=1e-9)
+    assert "r3" not in fit.used and fit.left_out["r3"].startswith("an outlier: the others' fit explains 4.00 of")
+    # two outliers: none is left out, the fit keeps its residual for the predictor to reject
+    refs["r5"][1] = refs["r5"][0] + (refs["r5"][1] - refs["r5"][0]) * 3
+    fit = fit_profiler_costs(refs)
+    assert fit.residual > 0.25 and fit.left_out == {} and len(fit.used) == len(COUNTS)
+
+
 def _fitted(**changes) -> HostCosts:
     refs = _refs((3e-6, 1e-6, 2e-6), COUNTS)
     base = dict(dispatch_s={"mul": 5e-6}, profiler_per_top_level_s=3e-6, profiler_per_nested_event_s=1e-6,

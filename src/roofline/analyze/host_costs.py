@@ -306,13 +306,16 @@ def fit_profiler_costs(references: dict[str, list[float]]) -> ProfilerFit:
     (profiled less plain), none negative: least squares of the relative errors (each reference weighs the same,
     however long its loop), exactly over every subset of the three costs (the best fit with no negative cost; a
     cost no reference has counts for stays 0, as the runtime call's on a CPU). Left out: a reference the profiler
-    did not slow down, and one whose device time per call is ``DEVICE_BOUND`` of its host time or more."""
-    import itertools
-
+    did not slow down, one whose device time per call is ``DEVICE_BOUND`` of its host time or more, and, when the
+    fit misses by more than the predictor accepts (``MAX_PROFILER_RESIDUAL``), the one reference without which it
+    would not, if at least ``MIN_PROFILER_REFERENCES`` remain (a loop that other load slowed, or one like the H200's
+    conv2d that gained less than a lone add: one outlier, never more)."""
     import numpy as np
 
+    from roofline.analyze.predict import MAX_PROFILER_RESIDUAL, MIN_PROFILER_REFERENCES
+
     fit = ProfilerFit()
-    rows = []
+    names, rows = [], []
     for name, r in references.items():
         plain, profiled, events, runtime, top = r[:5]
         device_s = r[5] if len(r) > 5 else 0.0
@@ -321,16 +324,44 @@ def fit_profiler_costs(references: dict[str, list[float]]) -> ProfilerFit:
         elif plain > 0 and device_s >= DEVICE_BOUND * plain:
             fit.left_out[name] = f"device-bound (device {device_s / plain:.0%} of its host time)"
         else:
-            fit.used.append(name)
+            names.append(name)
             rows.append([top, max(events - top, 0.0), runtime, profiled - plain])
     if not rows:
         return fit
     data = np.array(rows, dtype=float)
     counts = data[:, :3] / data[:, 3:4]
-    ones = np.ones(len(data))
-    best: tuple[float, np.ndarray] = (float(len(data)), np.zeros(3))
-    for size in (1, 2, 3):
-        for cols in itertools.combinations(range(3), size):
+    costs, residual = _relative_nnls(counts)
+    keep = list(range(len(names)))
+    if residual > MAX_PROFILER_RESIDUAL and len(names) > MIN_PROFILER_REFERENCES:
+        trials = [(_relative_nnls(np.delete(counts, i, axis=0)), i) for i in range(len(names))]
+        (trimmed_costs, trimmed_residual), worst = min(trials, key=lambda t: t[0][1])
+        if trimmed_residual <= MAX_PROFILER_RESIDUAL:
+            explained = float(counts[worst] @ trimmed_costs)
+            fit.left_out[names[worst]] = (f"an outlier: the others' fit explains {explained:.2f} of its added time "
+                                          f"(with it, the fit missed by {residual:.0%} RMS)")
+            keep.remove(worst)
+            costs, residual = trimmed_costs, trimmed_residual
+    fit.used = [names[i] for i in keep]
+    fit.per_top_level_s, fit.per_nested_event_s, fit.per_runtime_call_s = (float(c) for c in costs)
+    fit.residual = residual
+    fitted = counts[keep][:, costs > 0]
+    if fitted.size:
+        fit.condition = float(np.linalg.cond(fitted / np.linalg.norm(fitted, axis=0)))
+    return fit
+
+
+def _relative_nnls(counts):
+    """Non-negative costs c minimising the sum of (counts @ c - 1)^2 (``counts``: each reference's counts over its
+    added time), exactly: the best unconstrained least-squares fit over every subset of the costs whose solution is
+    non-negative. Returns the costs and the RMS relative error."""
+    import itertools
+
+    import numpy as np
+
+    ones = np.ones(len(counts))
+    best: tuple[float, np.ndarray] = (float(len(counts)), np.zeros(counts.shape[1]))
+    for size in range(1, counts.shape[1] + 1):
+        for cols in itertools.combinations(range(counts.shape[1]), size):
             a = counts[:, cols]
             if not a.any(axis=0).all():
                 continue
@@ -339,15 +370,10 @@ def fit_profiler_costs(references: dict[str, list[float]]) -> ProfilerFit:
                 continue
             sse = float(np.sum((a @ solution - ones) ** 2))
             if sse < best[0] - 1e-12:
-                costs = np.zeros(3)
+                costs = np.zeros(counts.shape[1])
                 costs[list(cols)] = solution
                 best = (sse, costs)
-    fit.per_top_level_s, fit.per_nested_event_s, fit.per_runtime_call_s = (float(c) for c in best[1])
-    fit.residual = (best[0] / len(data)) ** 0.5
-    fitted = counts[:, best[1] > 0]
-    if fitted.size:
-        fit.condition = float(np.linalg.cond(fitted / np.linalg.norm(fitted, axis=0)))
-    return fit
+    return best[1], (best[0] / len(counts)) ** 0.5
 
 
 def _chain_forward(leaf: torch.Tensor, n: int) -> torch.Tensor:
