@@ -11,8 +11,10 @@ measurements run in one sitting, alternating: repeat r times every workload and 
 (interquartile range over the repeats). The old estimator (sum of per-op roofline time + launch overhead,
 `Summary.predicted_total_s`) is shown beside. Both host models of the predictor run on the same reports: `dispatch`
 (host time per op built from this machine's dispatch costs) and `profiled` (the profiled steps' own host spans and
-gaps less the profiler's cost per aten event and CUDA runtime call, measured on this machine); the headline
-column is the predictor's default (`analyze/predict.py` DEFAULT_HOST_MODEL), each has its own ratio and counts.
+gaps less the profiler's cost per top-level event, nested aten event and CUDA runtime call, fitted on this machine
+over reference loops: ete.md lists them with the fit; when the fit is poor the profiled column falls back to the
+dispatch model and says why); the headline column is the predictor's default (`analyze/predict.py`
+DEFAULT_HOST_MODEL), each has its own ratio and counts.
 
 Writes OUT/ete.json and OUT/ete.md, and OUT.tgz of both. Sizes: small on a CPU (one sitting of a few minutes on
 two cores), realistic on a GPU (under 9 minutes on an H200). Anchor: Habitat (Yu et al., USENIX ATC 2021)
@@ -39,9 +41,14 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from roofline.analyze.efficiency import load_table  # noqa: E402
-from roofline.analyze.host_costs import get_host_costs  # noqa: E402
+from roofline.analyze.host_costs import REFERENCE_FIELDS, get_host_costs  # noqa: E402
 from roofline.analyze.live import analyze_model, make_step, time_steps  # noqa: E402
-from roofline.analyze.predict import DEFAULT_HOST_MODEL, HOST_MODELS  # noqa: E402
+from roofline.analyze.predict import (DEFAULT_HOST_MODEL, HOST_MODELS, UNCHECKED_HOST_MODEL,  # noqa: E402
+                                      profiler_fit_problem)
+
+# Both host models, and the profiled one whatever its profiler-cost fit (the same as `profiled` when the fit is
+# sound): a run then shows what the fallback rule kept from users.
+MODELS = HOST_MODELS + (UNCHECKED_HOST_MODEL,)
 from roofline.analyze.whatif import predict_report  # noqa: E402
 from roofline.device import get_ceilings  # noqa: E402
 from roofline.io import atomic_write_text  # noqa: E402
@@ -227,7 +234,7 @@ def main() -> int:
         except Exception as exc:  # noqa: BLE001 - one workload failing must not lose the others' figures
             rows.append({"workload": case.name, "error": f"{type(exc).__name__}: {exc}"[:300]})
             continue
-        both = {m: predict_report(report, table=table, host_costs=host_costs, host_model=m) for m in HOST_MODELS}
+        both = {m: predict_report(report, table=table, host_costs=host_costs, host_model=m) for m in MODELS}
         p = both[DEFAULT_HOST_MODEL]
         steps[case.name] = step
         rows.append({"workload": case.name, "family": case.family, "dtype": case.dtype,
@@ -239,6 +246,9 @@ def main() -> int:
                      "profiled_step_s": report.profiled_step_time.median_s if report.profiled_step_time else None,
                      "runtime_calls": sum(op.runtime_calls for op in report.ops),
                      "profiled_events": sum(op.profiled_events for op in report.ops),
+                     "profiled_top_level": sum(op.profiled_top_level for op in report.ops),
+                     "profiled_note": next((n for n in both["profiled"].notes if "profiled host model not used" in n),
+                                           None),
                      "dominant": [g.name for g in p.dominant[:3]], **_by_model(both)})
 
     pairs: list[dict] = []
@@ -248,7 +258,7 @@ def main() -> int:
             report, _ = analyze(src, device, ceilings, iters)
             both = {m: predict_report(report, table=table, host_costs=host_costs, batch=change.get("batch"),
                                       seq=change.get("seq"), dtype=change.get("dtype"), host_model=m)
-                    for m in HOST_MODELS}
+                    for m in MODELS}
             p = both[DEFAULT_HOST_MODEL]
             same = predict_report(report, table=table, host_costs=host_costs)
             model, built = build(dst, device)
@@ -285,10 +295,15 @@ def main() -> int:
               "host_costs": {"dispatch_median_s": statistics.median(host_costs.dispatch_s.values()),
                              "module_call_s": host_costs.module_call_s, "python_per_op_s": host_costs.python_per_op_s,
                              "backward_per_op_s": host_costs.backward_per_op_s, "spread": host_costs.spread,
-                             "profiler_per_event_s": host_costs.profiler_per_event_s,
+                             "profiler_per_top_level_s": host_costs.profiler_per_top_level_s,
+                             "profiler_per_nested_event_s": host_costs.profiler_per_nested_event_s,
                              "profiler_per_runtime_call_s": host_costs.profiler_per_runtime_call_s,
                              "profiler_fit_residual": host_costs.profiler_fit_residual,
-                             "profiler_references": host_costs.profiler_references},
+                             "profiler_fit_condition": host_costs.profiler_fit_condition,
+                             "profiler_references": host_costs.profiler_references,
+                             "profiler_reference_fields": list(REFERENCE_FIELDS),
+                             "profiler_left_out": host_costs.profiler_left_out,
+                             "profiler_fit_problem": profiler_fit_problem(host_costs)},
               "host_model": DEFAULT_HOST_MODEL,
               "workloads": rows, "whatif": pairs, "summary": _summary(rows, pairs), "anchor": HABITAT,
               "wall_s": time.perf_counter() - began}
@@ -308,7 +323,7 @@ def _fill(row: dict, values: list[float]) -> None:
     row["ratio"] = _ratio(row.get("predicted_s"), row["true_s"])
     if "old_estimator_s" in row:
         row["old_ratio"] = _ratio(row["old_estimator_s"], row["true_s"])
-    for model in HOST_MODELS:
+    for model in MODELS:
         row[f"{model}_ratio"] = _ratio(row.get(f"{model}_predicted_s"), row["true_s"])
 
 
@@ -325,7 +340,7 @@ def _summary(rows: list[dict], pairs: list[dict]) -> dict:
     old = [r["old_ratio"] for r in rows if r.get("old_ratio")]
     what = [p["ratio"] for p in pairs if p.get("ratio")]
     per_model = {}
-    for model in HOST_MODELS:
+    for model in MODELS:
         mr = [r[f"{model}_ratio"] for r in rows if r.get(f"{model}_ratio")]
         mw = [p[f"{model}_ratio"] for p in pairs if p.get(f"{model}_ratio")]
         per_model[model] = {
@@ -351,6 +366,17 @@ def _ms(x: float | None) -> str:
 
 def _r(x: float | None) -> str:
     return f"{x:.2f}" if x else "—"
+
+
+def _profiler_fit_line(hc: dict) -> str:
+    line = (f"Profiler cost measured here: {hc.get('profiler_per_top_level_s', 0.0) * 1e6:.2f} us per top-level "
+            f"event, {hc.get('profiler_per_nested_event_s', hc.get('profiler_per_event_s', 0.0)) * 1e6:.2f} us per "
+            f"nested aten event, {hc['profiler_per_runtime_call_s'] * 1e6:.2f} us per CUDA runtime call "
+            f"(non-negative least squares of relative errors over the reference loops below; RMS relative residual "
+            f"{hc['profiler_fit_residual']:.0%}, condition number {hc.get('profiler_fit_condition', 0.0):.3g})")
+    problem = hc.get("profiler_fit_problem")
+    return line + (f". Profiled host model not used: {problem}; its column is the dispatch model's" if problem
+                   else ". The profiled host model uses it")
 
 
 def render_md(result: dict) -> str:
@@ -398,12 +424,20 @@ def render_md(result: dict) -> str:
         lines.append(f"Host model {model}: {m['within_15pct']} of {s['workloads']} workloads within 0.85-1.15{err}; "
                      f"what-ifs within 0.8-1.25: {m['whatif_within']} of {s['whatif_pairs']}{werr}")
     if hc.get("profiler_references"):
-        lines.append(f"Profiler cost measured here: {hc['profiler_per_event_s'] * 1e6:.2f} us per aten event, "
-                     f"{hc['profiler_per_runtime_call_s'] * 1e6:.2f} us per CUDA runtime call (least squares over "
-                     f"{', '.join(hc['profiler_references'])}; RMS relative residual "
-                     f"{hc['profiler_fit_residual']:.0%}); per call of each reference: "
-                     + "; ".join(f"{name} +{(r[1] - r[0]) * 1e6:.2f} us for {r[2]:.3g} events, {r[3]:.3g} runtime calls"
-                                 for name, r in hc["profiler_references"].items()))
+        lines += ["", _profiler_fit_line(hc), "",
+                  "| profiler reference | plain us | profiled us | added us | top-level | nested | runtime calls | "
+                  "device us | fit/added |", "|---|---|---|---|---|---|---|---|---|"]
+        for name, r in hc["profiler_references"].items():
+            added = r[1] - r[0]
+            top = r[4] if len(r) > 4 else 0.0
+            fitted = (top * hc.get("profiler_per_top_level_s", 0.0)
+                      + (r[2] - top) * hc.get("profiler_per_nested_event_s", hc.get("profiler_per_event_s", 0.0))
+                      + r[3] * hc.get("profiler_per_runtime_call_s", 0.0))
+            left = hc.get("profiler_left_out", {}).get(name)
+            lines.append(f"| {name} | {r[0] * 1e6:.2f} | {r[1] * 1e6:.2f} | {added * 1e6:+.2f} | {top:.3g} | "
+                         f"{r[2] - top:.3g} | {r[3]:.3g} | {(r[5] if len(r) > 5 else 0.0) * 1e6:.2f} | "
+                         + (f"left out: {left} |" if left else f"{fitted / added:.2f} |" if added > 0 else "— |"))
+        lines.append("")
     lines += [f"Anchor: {result['anchor']}.", ""]
     return "\n".join(lines)
 

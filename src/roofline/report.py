@@ -237,6 +237,9 @@ class OpRecord(Struct):
     profiled_events: Count = 0
     runtime_calls: Count = 0
     host_gap_s: NonNegative = 0.0
+    # Of profiled_events, those with no enclosing event (the calls the model made, autograd's engine frames): 0 in
+    # reports written before it.
+    profiled_top_level: Count = 0
 
 
 class KernelRecord(Struct):
@@ -557,10 +560,14 @@ class HostCosts(Struct):
     """What the host spends issuing one op, measured on one machine for one device (analyze/host_costs.py):
     dispatch per op kind (a tiny op's call, enqueue only on a GPU), one nn.Module call, the framework's Python
     left over per op in a reference block, and one backward op run by autograd's engine. ``profiler_*``: what
-    torch.profiler, as ``analyze_model`` runs it, adds per recorded aten event and per CUDA runtime call (a
-    least-squares fit over reference loops timed with and without it; ``profiler_fit_residual``: the fit's RMS
-    relative error over the references' added times; ``profiler_references``: each loop's [host time per call without
-    the profiler, with it, aten events, runtime calls per call]; all empty in files written before them)."""
+    torch.profiler, as ``analyze_model`` runs it, adds per top-level event (a call the model made, an autograd
+    engine frame), per aten event nested in one, and per CUDA runtime call (a non-negative least-squares fit of
+    relative errors over reference loops timed with and without it; ``profiler_fit_residual``: the fit's RMS
+    relative error over the references' added times; ``profiler_fit_condition``: the condition number of the fitted
+    costs' scaled columns; ``profiler_references``: each loop's figures per call, named
+    by analyze/host_costs.py's REFERENCE_FIELDS; ``profiler_left_out``: references the fit did not use, with why;
+    ``profiler_model``: the cost model fitted, a cache fitted with another is measured again; all empty in files
+    written before them)."""
 
     device: str = "cpu"
     device_name: str = ""
@@ -568,10 +575,14 @@ class HostCosts(Struct):
     module_call_s: NonNegative = 0.0
     python_per_op_s: NonNegative = 0.0
     backward_per_op_s: NonNegative = 0.0
-    profiler_per_event_s: NonNegative = 0.0
+    profiler_per_top_level_s: NonNegative = 0.0
+    profiler_per_nested_event_s: NonNegative = 0.0
     profiler_per_runtime_call_s: NonNegative = 0.0
     profiler_fit_residual: NonNegative = 0.0
+    profiler_fit_condition: NonNegative = 0.0
     profiler_references: dict[str, list[float]] = field(default_factory=dict)
+    profiler_left_out: dict[str, str] = field(default_factory=dict)
+    profiler_model: str = ""
     spread: NonNegative = 0.0
     method: str = ""
     torch_version: str = ""

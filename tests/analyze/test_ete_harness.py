@@ -32,13 +32,23 @@ def test_both_host_models_are_scored_and_shown_side_by_side(ete):
     assert summary["host_models"]["profiled"]["within_15pct"] == 2
     assert summary["host_models"]["profiled"]["mean_abs_error"] == pytest.approx((0 + 0.1 + 0.5) / 3)
     result = {"device": "CPU Z", "torch": "2.x", "repeats": 3, "iters": 2, "host_model": "dispatch",
-              "host_costs": {"profiler_per_event_s": 1e-6, "profiler_per_runtime_call_s": 2.5e-6,
-                             "profiler_fit_residual": 0.1, "profiler_references": {"tiny add": [1e-6, 4.5e-6, 1, 1],
-                                                                                 "conv2d": [2e-5, 4e-5, 5, 6]}},
+              "host_costs": {"profiler_per_top_level_s": 2e-6, "profiler_per_nested_event_s": 1e-6,
+                             "profiler_per_runtime_call_s": 2.5e-6, "profiler_fit_residual": 0.1,
+                             "profiler_references": {"tiny add": [1e-6, 4.5e-6, 1, 1, 1, 0],
+                                                     "conv2d": [2e-5, 4e-5, 5, 6, 1, 0],
+                                                     "views": [1e-6, 1e-6, 3, 0, 3, 0]},
+                             "profiler_left_out": {"views": "the profiler did not slow it down"},
+                             "profiler_fit_problem": None},
               "workloads": rows, "whatif": [], "summary": summary, "anchor": "Habitat"}
     md = ete.render_md(result)
     assert "| b | host | 0.6 (0.6-0.6) | 1 (±0) | 0.60 | 2 | 0.6 | 1.1 | 0.60 | 1.10 | 10 | 30 | 0.50 |" in md
     assert "Host model dispatch: 2 of 3 workloads within 0.85-1.15; mean |error| 16.7%" in md
     assert "Host model profiled: 2 of 3 workloads within 0.85-1.15; mean |error| 20.0%" in md
-    assert "1.00 us per aten event, 2.50 us per CUDA runtime call" in md
-    assert "tiny add +3.50 us for 1 events, 1 runtime calls; conv2d +20.00 us for 5 events, 6 runtime calls" in md
+    assert "2.00 us per top-level event, 1.00 us per nested aten event, 2.50 us per CUDA runtime call" in md
+    assert "residual 10%, condition number 0). The profiled host model uses it" in md
+    # tiny add: 2 + 2.5 = 4.5 us fitted against 3.5 added; conv2d: 2 + 4 x 1 + 6 x 2.5 = 21 against 20
+    assert "| tiny add | 1.00 | 4.50 | +3.50 | 1 | 0 | 1 | 0.00 | 1.29 |" in md
+    assert "| conv2d | 20.00 | 40.00 | +20.00 | 1 | 4 | 6 | 0.00 | 1.05 |" in md
+    assert "| views | 1.00 | 1.00 | +0.00 | 3 | 0 | 0 | 0.00 | left out: the profiler did not slow it down |" in md
+    result["host_costs"]["profiler_fit_problem"] = "its profiler-cost fit misses ... by 40% RMS, over 25%"
+    assert "Profiled host model not used: its profiler-cost fit misses" in ete.render_md(result)

@@ -56,11 +56,16 @@ def test_python_per_op_module_call_and_backward_op_from_the_figures_fed_in(monke
         return next(fed)
 
     monkeypatch.setattr(hc, "_median_and_spread", fake)
-    refs = {"tiny add": [1e-6, 3e-6, 1.0, 0.0], "linear": [2e-6, 10e-6, 4.0, 0.0]}  # 2 us per aten event
+    # 3 us per top-level event, 1 us per nested one; the third did not slow down
+    refs = {"tiny add": [1e-6, 4e-6, 1.0, 0.0, 1.0, 0.0], "linear": [2e-6, 10e-6, 6.0, 0.0, 1.0, 0.0],
+            "views": [2e-6, 2e-6, 3.0, 0.0, 3.0, 0.0]}
     monkeypatch.setattr(hc, "_profiler_references", lambda device, block, h: refs)
     costs = hc.measure_host_costs(torch.device("cpu"))
-    assert costs.profiler_per_event_s == pytest.approx(2e-6) and costs.profiler_per_runtime_call_s == 0
+    assert costs.profiler_per_top_level_s == pytest.approx(3e-6)
+    assert costs.profiler_per_nested_event_s == pytest.approx(1e-6) and costs.profiler_per_runtime_call_s == 0
     assert costs.profiler_references == refs and costs.profiler_fit_residual == pytest.approx(0, abs=1e-9)
+    assert costs.profiler_left_out == {"views": "the profiler did not slow it down"}
+    assert costs.profiler_model == hc.PROFILER_MODEL and "tiny add, linear)" in costs.method
     assert costs.dispatch_s == {kind: 1e-6 for kind in hc._kind_probes(torch.device("cpu"))}
     assert costs.module_call_s == pytest.approx(2e-6)
     modules = 7  # the block, two norms, four linears
@@ -74,7 +79,8 @@ def test_host_costs_are_cached_per_device_and_torch_version(tmp_path, monkeypatc
     measured = []
     monkeypatch.setattr(hc, "measure_host_costs",
                         lambda device: measured.append(device) or HostCosts(device=str(device), python_per_op_s=1e-6,
-                                                                            profiler_references={"r": [0, 0, 1, 0]}))
+                                                                            profiler_references={"r": [0, 0, 1, 0]},
+                                                                            profiler_model=hc.PROFILER_MODEL))
     monkeypatch.setattr(hc, "_device_name", lambda device: "Some CPU 9000")
     first = hc.get_host_costs("cpu")
     path = hc.host_costs_path(torch.device("cpu"))
@@ -83,10 +89,13 @@ def test_host_costs_are_cached_per_device_and_torch_version(tmp_path, monkeypatc
     assert hc.get_host_costs("cpu") == first and len(measured) == 1  # the second read is the cache's
     hc.get_host_costs("cpu", remeasure=True)
     assert len(measured) == 2
-    # a cache written before the profiler's cost was measured is measured again
+    # a cache written before the profiler's cost was measured, or fitted with another model, is measured again
     path.write_text('{"device": "cpu", "python_per_op_s": 1e-6}')
     hc.get_host_costs("cpu")
     assert len(measured) == 3
+    path.write_text('{"device": "cpu", "profiler_per_event_s": 1e-6, "profiler_references": {"r": [0, 0, 1, 0]}}')
+    hc.get_host_costs("cpu")
+    assert len(measured) == 4
 
 
 # Measured for real on this machine's CPU: every figure present and cached; no value asserted (noisy machines).
@@ -96,19 +105,39 @@ def test_host_costs_measured_for_real_have_every_figure(tmp_path, monkeypatch):
     monkeypatch.setattr(hc, "CALLS", 20)  # the figures' precision is not under test
     monkeypatch.setattr(hc, "PASSES", 3)
     monkeypatch.setattr(hc, "PROFILED_CALLS", 8)
+    monkeypatch.setattr(hc, "PROFILED_PASSES", 2)
     costs = hc.get_host_costs("cpu")
     assert set(costs.dispatch_s) >= {"mm", "add", "layer_norm", "scaled_dot_product_attention"}
     assert all(v > 0 for v in costs.dispatch_s.values())
     assert costs.backward_per_op_s > 0 and costs.module_call_s >= 0 and costs.python_per_op_s >= 0
     assert 0 <= costs.spread and "autograd chain" in costs.method and costs.device == "cpu"
     assert hc.host_costs_path(torch.device("cpu")).exists()
-    # the references as counted in their own CPU profile: no runtime calls; one aten event per tiny add
-    assert set(costs.profiler_references) == {"tiny add", "conv2d", "linear", "transformer block"}
-    assert costs.profiler_references["tiny add"][2:] == [pytest.approx(1.0, abs=0.2), 0.0]
-    assert all(r[3] == 0 for r in costs.profiler_references.values()) and costs.profiler_per_runtime_call_s == 0
+    # the references as counted in their own CPU profile: no runtime calls or kernels; one aten event, top-level,
+    # per tiny add; the views chain's six calls are its top-level events; a linear holds nested ones
+    refs = costs.profiler_references
+    assert set(refs) == {"tiny add", "views", "linear", "conv2d", "layer norm", "embedding", "transformer block",
+                         "mlp backward"}
+    assert refs["tiny add"][2:] == [1.0, 0.0, 1.0, 0.0]
+    assert refs["views"][4] == 6.0 and refs["linear"][4] == 1.0 and refs["linear"][2] > 2
+    assert refs["mlp backward"][4] > 3  # the forward's calls and autograd's engine frames
+    assert all(r[3] == 0 and r[5] == 0 for r in refs.values()) and costs.profiler_per_runtime_call_s == 0
 
     def no_measuring(device):
         raise AssertionError("measured again despite the cache")
 
     monkeypatch.setattr(hc, "measure_host_costs", no_measuring)
     assert hc.get_host_costs("cpu") == costs
+
+
+@pytest.mark.cuda
+def test_on_a_gpu_the_references_count_runtime_calls_and_device_time(tmp_path, monkeypatch):
+    """The views chain launches nothing, the add one kernel; each launching reference has device time."""
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(hc, "CALLS", 20)
+    monkeypatch.setattr(hc, "PASSES", 3)
+    monkeypatch.setattr(hc, "PROFILED_CALLS", 8)
+    monkeypatch.setattr(hc, "PROFILED_PASSES", 2)
+    refs = hc.get_host_costs("cuda").profiler_references
+    assert refs["views"][3] == 0 and refs["views"][5] == 0 and refs["views"][4] == 6.0
+    assert refs["tiny add"][3] == pytest.approx(1.0, abs=0.2) and refs["tiny add"][5] > 0
+    assert all(r[5] > 0 for name, r in refs.items() if name != "views")

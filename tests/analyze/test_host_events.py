@@ -1,5 +1,6 @@
-"""What the profiler recorded per op (analyze/host_events.py): aten events, CUDA runtime calls and the host gap
-before each op, on a hand-written Kineto trace with runtime calls and on a real CPU profile (no runtime calls)."""
+"""What the profiler recorded per op (analyze/host_events.py): aten events (top-level ones apart), CUDA runtime
+calls and the host gap before each op, on a hand-written Kineto trace with runtime calls and on a real CPU profile
+(no runtime calls)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,9 @@ def test_runtime_calls_aten_events_and_gaps_per_op_of_each_step(tmp_path):
     # and conv2d, outside the chosen subtree, counts for it as the op that starts next
     assert rows == [("aten::convolution", 0, 3, 3), ("aten::add", 0, 2, 2), ("aten::relu", 0, 1, 1),
                     ("aten::convolution", 1, 3, 3), ("aten::add", 1, 2, 2), ("aten::relu", 1, 1, 1)]
+    # Top-level events (no enclosing event but the step's annotation): conv2d, charged to the convolution; the add
+    # and the marker before it; the relu
+    assert [op.profiled_top_level for op in report.ops] == [1, 2, 1] * 2
     # Gaps: the convolution from its step's start (6 us), add after its end at 34 (11 us), relu after add's end
     # at 55: 5 + the step's number us (the relu starts one us later in step 2).
     assert [round(op.host_gap_s * 1e6, 6) for op in report.ops] == [6, 11, 6, 6, 11, 7]
@@ -77,4 +81,45 @@ def test_a_real_cpu_profile_has_no_runtime_calls_and_counts_nested_aten_calls(cp
     # not a report op here (the recorded ops are dispatch-level), counts for t, the op that starts next
     assert [op.profiled_events for op in report.ops if op.name == "aten::t"] == [4, 4]
     assert all(op.profiled_events >= 1 for op in report.ops)
+    # the model's own calls are top-level: each linear (charged to its t) and the relu; addmm is nested in a linear
+    assert [op.profiled_top_level for op in report.ops] == [1, 0, 1, 1, 0]
     assert all(op.host_gap_s > 0 for op in report.ops[1:])
+
+
+def test_a_whole_traces_counts_are_the_sum_of_its_ops_counts(tmp_path):
+    from roofline.analyze.host_events import trace_counts
+
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": _step(0, 1)}))
+    trace = load_trace(path)
+    report = report_from_trace(trace, CEIL)
+    # events (the step annotation apart), top-level events, runtime calls: as the report's ops hold them
+    assert trace_counts(trace) == (6, 4, 6)
+    assert (sum(op.profiled_events for op in report.ops), sum(op.profiled_top_level for op in report.ops),
+            sum(op.runtime_calls for op in report.ops)) == (6, 4, 6)
+
+
+def test_a_real_training_steps_ops_hold_every_event_of_their_step_as_the_references_count_them(tmp_path,
+                                                                                                 cpu_ceilings):
+    """The profiler-cost fit counts its reference loops with trace_counts; a report's ops must add up to the same
+    counts per step, autograd's engine frames (top-level, in no op) included, or the fitted costs would be charged
+    to counts of another kind."""
+    from roofline.analyze.host_events import is_top_level, trace_counts
+    from roofline.analyze.live import make_step, profile_steps
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8))
+    step = make_step(model, (torch.randn(4, 16),), backward=True, loss_fn=lambda out: out.square().mean())
+    path = tmp_path / "t.json"
+    profile_steps(step, torch.device("cpu"), 2, path)
+    trace = load_trace(path)
+    report = report_from_trace(trace, cpu_ceilings)
+    for s in range(len(trace.steps)):
+        events = [j for j, ev in enumerate(trace.ops) if ev.step == s and not ev.name.startswith("ProfilerStep#")]
+        ops = [op for op in report.ops if op.step == s]
+        engine = sum(is_top_level(trace, j) and trace.ops[j].name.startswith("autograd::engine") for j in events)
+        assert engine >= 4  # the backward's nodes, run by the engine, in no report op
+        assert sum(op.profiled_events for op in ops) == len(events)
+        assert sum(op.profiled_top_level for op in ops) == sum(is_top_level(trace, j) for j in events)
+    assert trace_counts(trace)[:2] == (sum(op.profiled_events for op in report.ops),
+                                       sum(op.profiled_top_level for op in report.ops))

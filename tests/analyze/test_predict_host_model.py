@@ -1,7 +1,8 @@
 """The profiled host model (analyze/predict.py ``host_model="profiled"``) by value: each op's host time is its
-profiled span and gap less the profiler's cost per aten event and runtime call, floored at its dispatch cost; a
-sync op counts its dispatch and gap; on a CPU the cost the gap cannot absorb comes off the op's span. And the
-profiler-cost fit of analyze/host_costs.py on synthetic timings."""
+profiled span and gap less the profiler's cost per top-level event, nested event and runtime call, floored at its
+dispatch cost; a sync op counts its dispatch and gap; on a CPU the cost the gap cannot absorb comes off the op's
+span; a poor profiler-cost fit falls back to the dispatch model. And the profiler-cost fit of analyze/host_costs.py
+on synthetic timings."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from roofline.analyze.efficiency import EfficiencyTable
-from roofline.analyze.host_costs import fit_profiler_costs, profiled_counts
-from roofline.analyze.predict import predict
+from roofline.analyze.host_costs import fit_profiler_costs
+from roofline.analyze.predict import predict, profiler_fit_problem
 from roofline.errors import RooflineError
 from roofline.report import Ceilings, HostCosts, OpRecord, Report
 
@@ -19,15 +20,29 @@ GPU = Ceilings(device="cuda", device_name="GPU X", memory_bandwidth_bytes_per_s=
                peak_flops_per_s={"float32": 1e13}, launch_overhead_s=5e-6)
 CPU = Ceilings(device="cpu", device_name="CPU Y", memory_bandwidth_bytes_per_s=1e10,
                peak_flops_per_s={"float32": 1e11}, launch_overhead_s=2e-6)
-COSTS = HostCosts(device="cuda", dispatch_s={"mul": 5e-6, "add": 7e-6}, profiler_per_event_s=2e-6,
-                  profiler_per_runtime_call_s=3e-6, profiler_references={"tiny add": [1e-6, 6e-6, 1.0, 1.0]})
 US = 1e-6
 
 
-def _op(name: str, device_us: float, cpu_us: float, gap_us: float, events: int, calls: int) -> OpRecord:
+def _refs(costs, counts, plain=1e-5):
+    """References with ``counts`` (events, runtime calls, top-level) per call, slowed by ``costs`` (per top-level,
+    nested event, runtime call)."""
+    top_c, nested_c, call_c = costs
+    return {f"r{i}": [plain, plain + t * top_c + (e - t) * nested_c + c * call_c, e, c, t, 0.0]
+            for i, (e, c, t) in enumerate(counts)}
+
+
+COUNTS = [(1, 1, 1), (6, 0, 6), (6, 1, 1), (4, 3, 1), (7, 1, 1), (84, 11, 19), (101, 14, 15)]
+COSTS = HostCosts(device="cuda", dispatch_s={"mul": 5e-6, "add": 7e-6}, profiler_per_top_level_s=4e-6,
+                  profiler_per_nested_event_s=2e-6, profiler_per_runtime_call_s=3e-6,
+                  profiler_references=_refs((4e-6, 2e-6, 3e-6), COUNTS), profiler_model="m")
+
+
+def _op(name: str, device_us: float, cpu_us: float, gap_us: float, events: int, calls: int,
+        top: int = 1) -> OpRecord:
     return OpRecord(name=name, dtype="float32", flops=64.0, bytes=768.0, time_s=device_us * US,
                     cpu_time_s=cpu_us * US, host_gap_s=gap_us * US, profiled_events=events, runtime_calls=calls,
-                    start_s=0.0, input_shapes=[[8, 8], [8, 8]], output_shapes=[[8, 8]])
+                    profiled_top_level=top if events else 0, start_s=0.0, input_shapes=[[8, 8], [8, 8]],
+                    output_shapes=[[8, 8]])
 
 
 def _predict(ops, ceilings=GPU, model="profiled", costs=COSTS):
@@ -35,26 +50,28 @@ def _predict(ops, ceilings=GPU, model="profiled", costs=COSTS):
 
 
 def test_each_ops_host_time_is_its_span_and_gap_less_the_profilers_cost_floored_at_dispatch():
-    ops = [_op("aten::mul", 10, 30, 10, 2, 4),   # 40 - (2 x 2 + 4 x 3) = 24 us
-           _op("aten::add", 10, 6, 1, 1, 1),     # 7 - 5 = 2 us: floored at add's dispatch, 7 us
+    ops = [_op("aten::mul", 10, 30, 10, 2, 4),   # 40 - (1 x 4 + 1 x 2 + 4 x 3) = 22 us
+           _op("aten::add", 10, 6, 1, 1, 1),     # 7 - 7 = 0 us: floored at add's dispatch, 7 us
            _op("aten::item", 0, 500, 4, 3, 2)]   # a sync: median dispatch 6 us + its 4 us gap = 10 us
     p = _predict(ops)
-    # host issues mul at 24, device runs it to 34; add issued at 31, runs 34-44; item issued at 41 waits to 44
-    assert p.host_time_s == pytest.approx(41 * US) and p.device_time_s == pytest.approx(20 * US)
-    assert p.step_time_s == pytest.approx(44 * US) and p.bound == "host" and p.syncs == 1
+    # host issues mul at 22, device runs it to 32; add issued at 29, runs 32-42; item issued at 39 waits to 42
+    assert p.host_time_s == pytest.approx(39 * US) and p.device_time_s == pytest.approx(20 * US)
+    assert p.step_time_s == pytest.approx(42 * US) and p.bound == "host" and p.syncs == 1
     assert [g.host_time_s for g in sorted(p.dominant, key=lambda g: g.name)] == [
-        pytest.approx(7 * US), pytest.approx(10 * US), pytest.approx(24 * US)]
+        pytest.approx(7 * US), pytest.approx(10 * US), pytest.approx(22 * US)]
+    # the same mul with both its events top-level: 2 us more of profiler cost
+    assert _predict([_op("aten::mul", 10, 30, 10, 2, 4, top=2)]).host_time_s == pytest.approx(20 * US)
     assert "profiled step less the profiler's cost" in p.method
     dispatch = _predict(ops, model="dispatch")
     assert dispatch.host_time_s == pytest.approx((5 + 7 + 6) * US)  # no Python or module costs in COSTS
 
 
 def test_on_a_cpu_the_cost_the_gap_cannot_absorb_comes_off_the_span():
-    ops = [_op("aten::mul", 50, 50, 3, 4, 0),   # cost 8 us: host 0, the span 50 -> 45
-           _op("aten::add", 10, 10, 20, 1, 0)]  # cost 2 us: host 18, span kept
+    ops = [_op("aten::mul", 50, 50, 3, 4, 0),   # cost 4 + 3 x 2 = 10 us: host 0, the span 50 -> 43
+           _op("aten::add", 10, 10, 20, 1, 0)]  # cost 4 us: host 16, span kept
     p = _predict(ops, ceilings=CPU)
-    assert p.host_time_s == pytest.approx(18 * US) and p.device_time_s == pytest.approx(55 * US)
-    assert p.step_time_s == pytest.approx(73 * US) and p.bound == "serial"
+    assert p.host_time_s == pytest.approx(16 * US) and p.device_time_s == pytest.approx(53 * US)
+    assert p.step_time_s == pytest.approx(69 * US) and p.bound == "serial"
 
 
 def test_without_event_counts_or_profiler_costs_the_dispatch_model_is_used_and_said():
@@ -65,42 +82,90 @@ def test_without_event_counts_or_profiler_costs_the_dispatch_model_is_used_and_s
     p = _predict([_op("aten::mul", 10, 30, 10, 2, 4)], costs=HostCosts(dispatch_s={"mul": 5e-6}))
     assert p.host_time_s == pytest.approx(5 * US)
     assert any("host costs predate the profiler's cost" in n for n in p.notes)
+    # a report counted before the top-level events: its events cannot be split
+    p = _predict([_op("aten::mul", 10, 30, 10, 2, 4, top=0)])
+    assert any("predates the profiler's top-level event counts" in n for n in p.notes)
     with pytest.raises(RooflineError, match="host model"):
         _predict(old, model="guess")
 
 
-def test_the_fit_recovers_the_costs_per_event_and_per_runtime_call():
-    per_event, per_call = 1.5e-6, 4e-6
-    counts = [(1, 1), (8, 6), (8, 1), (108, 40)]
-    refs = [[1e-5, 1e-5 + e * per_event + c * per_call, e, c] for e, c in counts]
-    (a, b), residual = fit_profiler_costs(refs)
-    assert a == pytest.approx(per_event) and b == pytest.approx(per_call) and residual == pytest.approx(0, abs=1e-9)
+def test_the_fit_recovers_known_costs_per_top_level_event_nested_event_and_runtime_call():
+    fit = fit_profiler_costs(_refs((9e-6, 1.5e-6, 2e-6), COUNTS))
+    assert fit.per_top_level_s == pytest.approx(9e-6) and fit.per_nested_event_s == pytest.approx(1.5e-6)
+    assert fit.per_runtime_call_s == pytest.approx(2e-6) and fit.residual == pytest.approx(0, abs=1e-9)
+    assert fit.used == [f"r{i}" for i in range(len(COUNTS))] and fit.left_out == {}
+    assert 1 < fit.condition < 20
+    # +-5% noise on each added time: the costs per event within 15%, the residual a few percent; the runtime
+    # call's, a small part of every reference's added time, within 35% only
+    noisy = _refs((9e-6, 1.5e-6, 2e-6), COUNTS)
+    for sign, r in zip([1, -1, 1, 1, -1, -1, 1], noisy.values()):
+        r[1] = r[0] + (r[1] - r[0]) * (1 + 0.05 * sign)
+    fit = fit_profiler_costs(noisy)
+    assert fit.per_top_level_s == pytest.approx(9e-6, rel=0.15)
+    assert fit.per_nested_event_s == pytest.approx(1.5e-6, rel=0.15)
+    assert fit.per_runtime_call_s == pytest.approx(2e-6, rel=0.35) and 0.01 < fit.residual < 0.06
 
 
-def _events_only(refs):
-    """The relative least-squares cost per event: minimises the sum of ((e a - y) / y)^2."""
-    return sum(e / y for e, y in refs) / sum((e / y) ** 2 for e, y in refs)
+def test_the_fit_leaves_out_references_not_slowed_or_device_bound_and_keeps_costs_non_negative():
+    refs = _refs((3e-6, 1e-6, 0.0), [(e, 0, t) for e, c, t in COUNTS])  # a CPU: no runtime calls
+    refs["flat"] = [1e-5, 0.9e-5, 2, 0, 1, 0.0]
+    refs["busy device"] = [1e-5, 1e-5 + 50e-6, 2, 1, 1, 6e-6]  # the device 60% of its host time
+    fit = fit_profiler_costs(refs)
+    assert fit.left_out == {"flat": "the profiler did not slow it down",
+                            "busy device": "device-bound (device 60% of its host time)"}
+    assert fit.per_top_level_s == pytest.approx(3e-6) and fit.per_nested_event_s == pytest.approx(1e-6)
+    assert fit.per_runtime_call_s == 0
+    # the H200's four references of 2026-12-01: a conv2d slowed less than a lone add, which no non-negative costs
+    # explain: the fit is poor and the residual says so
+    h200 = {"tiny add": [11.98e-6, 22.13e-6, 1.0, 1.01, 1.0, 0.0], "conv2d": [30.75e-6, 35.85e-6, 4.0, 3.01, 1.0, 0.0],
+            "linear": [26.99e-6, 47.27e-6, 6.0, 1.01, 1.0, 0.0],
+            "transformer block": [462.62e-6, 777.62e-6, 84.0, 11.03, 19.0, 0.0]}
+    fit = fit_profiler_costs(h200)
+    assert fit.residual > 0.25 and min(fit.per_top_level_s, fit.per_nested_event_s) >= 0
+    without_conv = fit_profiler_costs({k: v for k, v in h200.items() if k != "conv2d"})
+    assert without_conv.residual < 0.1 and without_conv.per_top_level_s > 5e-6
+    assert fit_profiler_costs({}) == fit_profiler_costs({"r": [1e-6, 1e-6, 1, 1, 1, 0]}).__class__()
 
 
-def test_the_fit_without_runtime_calls_and_when_one_cost_would_be_negative():
-    refs = [[1e-6, 3e-6, 1, 0], [1e-5, 1.8e-5, 4, 0], [0, 2.2e-5, 10, 0]]  # 2, 2, 2.2 us per event
-    (a, b), residual = fit_profiler_costs(refs)
-    assert b == 0 and a == pytest.approx(_events_only([(1, 2e-6), (4, 8e-6), (10, 22e-6)]))
-    assert residual == pytest.approx((sum((e * a / y - 1) ** 2 for e, y in [(1, 2e-6), (4, 8e-6), (10, 22e-6)])
-                                      / 3) ** 0.5) and residual > 0
-    # more calls with less added time: the joint fit's call cost is negative, so events alone explain it
-    refs = [[0, 4e-6, 1, 1], [0, 2e-6, 1, 5], [0, 8e-6, 2, 1]]
-    (a, b), _ = fit_profiler_costs(refs)
-    assert b == 0 and a == pytest.approx(_events_only([(1, 4e-6), (1, 2e-6), (2, 8e-6)]))
-    # a reference the profiler did not slow down says nothing; no reference, no cost
-    assert fit_profiler_costs([[1e-6, 1e-6, 1, 1]]) == ((0.0, 0.0), 0.0) == fit_profiler_costs([])
+def test_one_outlier_is_left_out_when_the_others_fit_within_the_predictors_limit():
+    refs = _refs((9e-6, 1.5e-6, 2e-6), COUNTS)
+    refs["r3"][1] = refs["r3"][0] + (refs["r3"][1] - refs["r3"][0]) / 4  # gained a quarter of what it should
+    fit = fit_profiler_costs(refs)
+    assert fit.per_top_level_s == pytest.approx(9e-6) and fit.per_nested_event_s == pytest.approx(1.5e-6)
+    assert fit.per_runtime_call_s == pytest.approx(2e-6) and fit.residual == pytest.approx(0, abs=1e-9)
+    assert "r3" not in fit.used and fit.left_out["r3"].startswith("an outlier: the others' fit explains 4.00 of")
+    # two outliers: none is left out, the fit keeps its residual for the predictor to reject
+    refs["r5"][1] = refs["r5"][0] + (refs["r5"][1] - refs["r5"][0]) * 3
+    fit = fit_profiler_costs(refs)
+    assert fit.residual > 0.25 and fit.left_out == {} and len(fit.used) == len(COUNTS)
 
 
-def test_profiled_counts_reads_aten_events_and_runtime_and_driver_calls():
-    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::add"}, {"ph": "X", "cat": "cuda_runtime"},
-              {"ph": "X", "cat": "cuda_driver"}, {"ph": "X", "cat": "kernel"}, {"ph": "i", "cat": "cpu_op"},
-              {"ph": "X", "cat": "user_annotation"}, "junk"]
-    assert profiled_counts(events) == (1, 2)
+def _fitted(**changes) -> HostCosts:
+    refs = _refs((3e-6, 1e-6, 2e-6), COUNTS)
+    base = dict(dispatch_s={"mul": 5e-6}, profiler_per_top_level_s=3e-6, profiler_per_nested_event_s=1e-6,
+                profiler_per_runtime_call_s=2e-6, profiler_fit_residual=0.05, profiler_references=refs,
+                profiler_model="m")
+    return HostCosts(**(base | changes))
+
+
+def test_a_poor_profiler_fit_falls_back_to_the_dispatch_model_with_the_reason():
+    assert profiler_fit_problem(_fitted()) is None
+    assert "misses the reference loops' added time by 40% RMS, over 25%" in profiler_fit_problem(
+        _fitted(profiler_fit_residual=0.4))
+    assert profiler_fit_problem(_fitted(profiler_per_runtime_call_s=0.0)).endswith("cost per runtime call at 0")
+    # on a CPU the references have no runtime calls: a cost of 0 for them is no problem
+    cpu = {k: v[:3] + [0.0] + v[4:] for k, v in _refs((3e-6, 1e-6, 0.0), COUNTS).items()}
+    assert profiler_fit_problem(_fitted(profiler_references=cpu, profiler_per_runtime_call_s=0.0)) is None
+    few = dict(list(cpu.items())[:4])
+    assert "used 3 reference loops, fewer than 5; left out: r0: flat" in profiler_fit_problem(
+        _fitted(profiler_references=few, profiler_left_out={"r0": "flat"}))
+    ops = [_op("aten::mul", 10, 30, 10, 2, 4)]
+    p = _predict(ops, costs=_fitted(profiler_fit_residual=0.4))
+    assert p.host_time_s == pytest.approx(5 * US)  # mul's dispatch cost
+    assert any(n.startswith("profiled host model not used (its profiler-cost fit misses") for n in p.notes)
+    # the benchmark's unchecked variant replays it all the same: 40 - (3 + 1 + 4 x 2) = 28 us
+    p = _predict(ops, model="profiled-unchecked", costs=_fitted(profiler_fit_residual=0.4))
+    assert p.host_time_s == pytest.approx(28 * US) and not any("not used" in n for n in p.notes)
 
 
 def test_cli_predict_takes_the_host_model_and_says_when_it_cannot_use_it(tmp_path, capsys):

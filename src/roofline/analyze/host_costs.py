@@ -8,11 +8,14 @@ module calls, per op), and one backward op run by autograd's engine (no Python).
 ``PASSES`` passes; ``spread`` is the median relative interquartile range among them.
 
 And what torch.profiler, configured as ``analyze_model`` runs it, adds to the host time: under Kineto it records
-every aten call and, under CUPTI, every CUDA runtime call, so its cost is fitted per aten event and per runtime call
-(``fit_profiler_costs``) over reference loops timed with and without it (a tiny add: one event, one launch; a
-convolution: cuDNN's several calls; a linear: nested aten calls; a transformer block), each loop's events counted in
-its own exported trace as analyze/host_events.py counts a report's. The profiled host model of the predictor
-subtracts them from each op's profiled host time.
+every aten call and, under CUPTI, every CUDA runtime call. On the H200 a lone add gained 10 us under it and a linear
+(one call holding five nested aten calls) 20 us: a call the model makes costs more than one nested in it. So the
+cost is fitted per top-level event, per nested event and per runtime call (``fit_profiler_costs``) over reference
+loops timed with and without the profiler (an add; a chain of views, no launch; a linear, a layer norm, an
+embedding: nested calls; a convolution: cuDNN's several calls; a transformer block; a tiny MLP's backward: autograd's
+engine frames), each loop's events counted in its own exported trace as analyze/host_events.py counts a report's.
+The profiled host model of the predictor subtracts them from each op's profiled host time, unless the fit is poor
+(analyze/predict.py says when).
 
 Cached per device and torch version beside the ceilings (``$ROOFLINE_CACHE_DIR``); a few seconds to measure.
 """
@@ -23,6 +26,7 @@ import datetime as _dt
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import msgspec
 import torch
@@ -36,8 +40,14 @@ from roofline.report import HostCosts
 
 PASSES = 5
 CALLS = 200
-PROFILED_PASSES = 3
+PROFILED_PASSES = 7
 PROFILED_CALLS = 200
+# A profiled reference's loops are cut to about this long (at least PROFILED_MIN_CALLS calls): on a loaded machine a
+# short loop is more often run without being descheduled, so the fastest of the passes is nearer the call's cost.
+PROFILED_PASS_S = 1e-3
+PROFILED_MIN_CALLS = 5
+# The profiler-cost model a cached HostCosts was fitted with: a cache fitted otherwise is measured again.
+PROFILER_MODEL = "top-level + nested event + runtime call"
 
 
 def _timed(fn: Callable[[], object], calls: int) -> float:
@@ -174,104 +184,196 @@ def _measure(device: torch.device) -> HostCosts:
     backward_per_op = max(total - fwd, 0.0) / (chain_len + 1)
     with torch.no_grad():
         references = _profiler_references(device, block, h)
-    (per_event, per_call), residual = fit_profiler_costs(list(references.values()))
+    fit = fit_profiler_costs(references)
     return HostCosts(
         device=str(device), device_name=_device_name(device), dispatch_s=dispatch, module_call_s=module_call,
         python_per_op_s=python_per_op, backward_per_op_s=backward_per_op, spread=statistics.median(spreads),
-        profiler_per_event_s=per_event, profiler_per_runtime_call_s=per_call,
-        profiler_fit_residual=residual, profiler_references=references,
+        profiler_per_top_level_s=fit.per_top_level_s, profiler_per_nested_event_s=fit.per_nested_event_s,
+        profiler_per_runtime_call_s=fit.per_runtime_call_s, profiler_fit_residual=fit.residual,
+        profiler_fit_condition=fit.condition,
+        profiler_references=references, profiler_left_out=fit.left_out, profiler_model=PROFILER_MODEL,
         method=f"host perf_counter over {CALLS}-call loops of each op on tiny tensors (no sync inside), median of "
                f"{PASSES} passes; module call = nn.Module __call__ less forward; Python per op = a pre-norm "
                f"transformer block's host time less its ops' dispatch and module calls; backward op = a "
-               f"{chain_len}-op autograd chain's backward; profiler cost per aten event and per runtime call = "
-               f"non-negative least squares over {len(references)} reference loops ({', '.join(references)}) "
-               f"timed with and without torch.profiler as "
-               f"analyze_model runs it, their events counted in its own trace",
+               f"{chain_len}-op autograd chain's backward; profiler cost per top-level event, nested aten event and "
+               f"runtime call = non-negative least squares of relative errors over {len(fit.used)} reference loops "
+               f"({', '.join(fit.used)}) timed with and without torch.profiler as analyze_model runs it "
+               f"(fastest of {PROFILED_PASSES} alternating pairs of loops), their events counted in its own trace",
         torch_version=str(torch.__version__),
         measured_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     )
 
 
 def _profiler_references(device: torch.device, block: nn.Module, h: torch.Tensor) -> dict[str, list[float]]:
-    """Reference loops whose mix of aten events and runtime calls differ (one event and one launch; a cuDNN
-    convolution's several; a linear's nested aten calls; a model block): name -> [host time per call without the
-    profiler, with it, aten events, runtime calls per call]."""
-    x, y = torch.randn(8, 8, device=device), torch.randn(8, 8, device=device)
-    img = torch.randn(2, 8, 16, 16, device=device)
-    w = torch.randn(8, 8, 3, 3, device=device)
+    """Reference loops whose mixes of top-level calls, nested aten calls and runtime calls differ, so that the three
+    costs are each determined: one call and one launch (add); six top-level views, no launch; nested aten calls
+    (linear, layer norm, embedding); cuDNN's or oneDNN's several calls (conv2d); a model block; a tiny MLP's
+    forward and backward (autograd's engine frames). Name -> ``REFERENCE_FIELDS``."""
+    x, y, b = (torch.randn(8, 8, device=device), torch.randn(8, 8, device=device), torch.randn(8, device=device))
+    img, w = torch.randn(1, 4, 8, 8, device=device), torch.randn(4, 4, 3, 3, device=device)
+    idx = torch.zeros(4, dtype=torch.long, device=device)
+    torch.manual_seed(0)
+    mlp = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 8)).to(device)
+    xi = torch.randn(4, 8, device=device)
+
+    def views() -> torch.Tensor:
+        return x.view(64).view(8, 8).t().transpose(0, 1).unsqueeze(0).squeeze(0)
+
+    def mlp_backward() -> None:
+        with torch.enable_grad():
+            mlp(xi).sum().backward()
+
     refs: dict[str, tuple[Callable[[], object], int]] = {
         "tiny add": (lambda: x + y, PROFILED_CALLS),
+        "views": (views, PROFILED_CALLS),
+        "linear": (lambda: F.linear(x, y, b), PROFILED_CALLS),
         "conv2d": (lambda: F.conv2d(img, w, padding=1), PROFILED_CALLS),
-        "linear": (lambda: F.linear(x, y), PROFILED_CALLS),
-        "transformer block": (lambda: block(h), PROFILED_CALLS // 4),
+        "layer norm": (lambda: F.layer_norm(x, (8,)), PROFILED_CALLS),
+        "embedding": (lambda: F.embedding(idx, y), PROFILED_CALLS),
+        "transformer block": (lambda: block(h), PROFILED_CALLS),
+        "mlp backward": (mlp_backward, PROFILED_CALLS),
     }
     return {name: _profiled_reference(fn, calls, device) for name, (fn, calls) in refs.items()}
 
 
+# What each reference holds, per call of its loop (``HostCosts.profiler_references``).
+REFERENCE_FIELDS = ("plain_s", "profiled_s", "events", "runtime_calls", "top_level", "device_s")
+
+
 def _profiled_reference(fn: Callable[[], object], calls: int, device: torch.device) -> list[float]:
-    import json
+    """One profiled loop exported and counted as a report's ops are counted (analyze/host_events.py), then
+    ``PROFILED_PASSES`` pairs of a plain and a profiled loop, each pair's two loops run back to back: the profiled
+    time is the fastest plain loop (load only ever adds time) times the median ratio of a pair's profiled loop to its
+    plain one (a core shared with other load slows both loops of a pair alike; the ratio keeps what the profiler
+    adds). Loops of at most ``calls`` calls, fewer for a slow call (``PROFILED_PASS_S``)."""
     import tempfile
     from pathlib import Path
 
+    from roofline.analyze.host_events import trace_counts
     from roofline.analyze.live import analyze_profiler
+    from roofline.capture.kineto import load_trace
+    from roofline.errors import RooflineError
 
-    plain, _ = _median_and_spread(fn, device, calls=calls)
+    fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    per_call = _timed(fn, 3)
+    calls = max(min(calls, round(PROFILED_PASS_S / max(per_call, 1e-9))), min(PROFILED_MIN_CALLS, calls))
     with tempfile.TemporaryDirectory(prefix="roofline-host-costs-") as tmp:
         with analyze_profiler(device) as prof:
-            samples = _passes(fn, device, calls, PROFILED_PASSES)
+            _passes(fn, device, calls, 1)
         path = Path(tmp) / "trace.json"
         prof.export_chrome_trace(str(path))
-        events = json.loads(path.read_text()).get("traceEvents", [])
-    counts = profiled_counts(events)
-    made = PROFILED_PASSES * calls + 1
-    return [plain, statistics.median(samples)] + [c / made for c in counts]
+        try:
+            trace = load_trace(path)
+        except RooflineError:
+            return [0.0] * len(REFERENCE_FIELDS)
+    made = calls + 1
+    events, top_level, runtime = trace_counts(trace)
+    device_s = sum(k.dur_us for k in trace.kernels) / 1e6 / made
+    plain, ratios = [], []
+    for _ in range(PROFILED_PASSES):
+        plain.append(min(_passes(fn, device, calls, 1)))
+        with analyze_profiler(device):
+            ratios.append(min(_passes(fn, device, calls, 1)) / plain[-1])
+    fastest = min(plain)
+    return [fastest, fastest * statistics.median(ratios), events / made, runtime / made, top_level / made, device_s]
 
 
-def profiled_counts(events: list[dict]) -> tuple[int, int]:
-    """(aten events, CUDA runtime/driver calls) among a trace's complete events, as capture/kineto.py and
-    analyze/host_events.py count them for a report's ops."""
-    ops = runtime = 0
-    for ev in events:
-        if not isinstance(ev, dict) or ev.get("ph") != "X":
-            continue
-        cat = str(ev.get("cat", ""))
-        if cat in ("cpu_op", "operator", "Operator"):
-            ops += 1
-        elif cat.lower().endswith(("_runtime", "_driver")) or cat == "Runtime":
-            runtime += 1
-    return ops, runtime
+@dataclass
+class ProfilerFit:
+    """The profiler's cost per top-level event, per nested event and per runtime call; the RMS relative error of
+    the references' added times it leaves; ``condition``: the condition number of the fitted costs' columns (each
+    scaled to unit length), how much the references' noise can move them (large: two costs hard to tell apart);
+    the references used and those left out (with why)."""
+
+    per_top_level_s: float = 0.0
+    per_nested_event_s: float = 0.0
+    per_runtime_call_s: float = 0.0
+    residual: float = 0.0
+    condition: float = 0.0
+    used: list[str] = field(default_factory=list)
+    left_out: dict[str, str] = field(default_factory=dict)
 
 
-def fit_profiler_costs(references: list[list[float]]) -> tuple[tuple[float, float], float]:
-    """Costs per aten event and per runtime call that best explain each reference's added time (profiled less
-    plain), neither negative: least squares of the relative errors (each reference weighs the same, however long
-    its loop), over both costs, else either alone, the best fit with no negative cost (on a CPU there are no
-    runtime calls: the event cost alone). Returns the costs and the fit's RMS relative error."""
+# A reference whose loop keeps the device busy this fraction of its host time or more may have the host wait on
+# the device (a full launch queue): the profiler's cost then hides in that wait, and the reference is left out.
+DEVICE_BOUND = 0.5
+
+
+def fit_profiler_costs(references: dict[str, list[float]]) -> ProfilerFit:
+    """The costs per top-level event, nested event and runtime call that best explain the references' added times
+    (profiled less plain), none negative: least squares of the relative errors (each reference weighs the same,
+    however long its loop), exactly over every subset of the three costs (the best fit with no negative cost; a
+    cost no reference has counts for stays 0, as the runtime call's on a CPU). Left out: a reference the profiler
+    did not slow down, one whose device time per call is ``DEVICE_BOUND`` of its host time or more, and, when the
+    fit misses by more than the predictor accepts (``MAX_PROFILER_RESIDUAL``), the one reference without which it
+    would not, if at least ``MIN_PROFILER_REFERENCES`` remain (a loop that other load slowed, or one like the H200's
+    conv2d that gained less than a lone add: one outlier, never more)."""
+    import numpy as np
+
+    from roofline.analyze.predict import MAX_PROFILER_RESIDUAL, MIN_PROFILER_REFERENCES
+
+    fit = ProfilerFit()
+    names, rows = [], []
+    for name, r in references.items():
+        plain, profiled, events, runtime, top = r[:5]
+        device_s = r[5] if len(r) > 5 else 0.0
+        if profiled <= plain:
+            fit.left_out[name] = "the profiler did not slow it down"
+        elif plain > 0 and device_s >= DEVICE_BOUND * plain:
+            fit.left_out[name] = f"device-bound (device {device_s / plain:.0%} of its host time)"
+        else:
+            names.append(name)
+            rows.append([top, max(events - top, 0.0), runtime, profiled - plain])
+    if not rows:
+        return fit
+    data = np.array(rows, dtype=float)
+    counts = data[:, :3] / data[:, 3:4]
+    costs, residual = _relative_nnls(counts)
+    keep = list(range(len(names)))
+    if residual > MAX_PROFILER_RESIDUAL and len(names) > MIN_PROFILER_REFERENCES:
+        trials = [(_relative_nnls(np.delete(counts, i, axis=0)), i) for i in range(len(names))]
+        (trimmed_costs, trimmed_residual), worst = min(trials, key=lambda t: t[0][1])
+        if trimmed_residual <= MAX_PROFILER_RESIDUAL:
+            explained = float(counts[worst] @ trimmed_costs)
+            fit.left_out[names[worst]] = (f"an outlier: the others' fit explains {explained:.2f} of its added time "
+                                          f"(with it, the fit missed by {residual:.0%} RMS)")
+            keep.remove(worst)
+            costs, residual = trimmed_costs, trimmed_residual
+    fit.used = [names[i] for i in keep]
+    fit.per_top_level_s, fit.per_nested_event_s, fit.per_runtime_call_s = (float(c) for c in costs)
+    fit.residual = residual
+    fitted = counts[keep][:, costs > 0]
+    if fitted.size:
+        fit.condition = float(np.linalg.cond(fitted / np.linalg.norm(fitted, axis=0)))
+    return fit
+
+
+def _relative_nnls(counts):
+    """Non-negative costs c minimising the sum of (counts @ c - 1)^2 (``counts``: each reference's counts over its
+    added time), exactly: the best unconstrained least-squares fit over every subset of the costs whose solution is
+    non-negative. Returns the costs and the RMS relative error."""
     import itertools
 
     import numpy as np
 
-    data = np.array([r for r in references if r[1] > r[0]], dtype=float).reshape(-1, 4)
-    if not len(data):
-        return (0.0, 0.0), 0.0
-    added = data[:, 1] - data[:, 0]
-    counts = data[:, 2:4] / added[:, None]
-    ones = np.ones(len(added))
-    best: tuple[float, np.ndarray] = (float(len(added)), np.zeros(2))
-    for size in (1, 2):
-        for cols in itertools.combinations(range(2), size):
+    ones = np.ones(len(counts))
+    best: tuple[float, np.ndarray] = (float(len(counts)), np.zeros(counts.shape[1]))
+    for size in range(1, counts.shape[1] + 1):
+        for cols in itertools.combinations(range(counts.shape[1]), size):
             a = counts[:, cols]
-            if not a.any():
+            if not a.any(axis=0).all():
                 continue
             solution = np.linalg.lstsq(a, ones, rcond=None)[0]
             if (solution < 0).any():
                 continue
             sse = float(np.sum((a @ solution - ones) ** 2))
             if sse < best[0] - 1e-12:
-                costs = np.zeros(2)
+                costs = np.zeros(counts.shape[1])
                 costs[list(cols)] = solution
                 best = (sse, costs)
-    return (float(best[1][0]), float(best[1][1])), (best[0] / len(added)) ** 0.5
+    return best[1], (best[0] / len(counts)) ** 0.5
 
 
 def _chain_forward(leaf: torch.Tensor, n: int) -> torch.Tensor:
@@ -302,7 +404,7 @@ def get_host_costs(device: torch.device | str, *, remeasure: bool = False) -> Ho
     if path.exists() and not remeasure:
         try:
             cached = msgspec.json.decode(path.read_bytes(), type=HostCosts)
-            if cached.profiler_references:
+            if cached.profiler_model == PROFILER_MODEL:
                 return cached
         except (msgspec.DecodeError, OSError):
             pass

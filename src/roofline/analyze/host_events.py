@@ -6,6 +6,9 @@ every CUDA runtime or driver call (cuDNN makes several per convolution). For eac
 built from:
 
 - ``profiled_events``: the op's event and every event nested in it;
+- ``profiled_top_level``: how many of those events are top-level (``is_top_level``: no enclosing event but the
+  step's annotation: the calls the model itself made, or autograd's engine frames in a backward), which the
+  profiler charges more than the aten calls nested in them (analyze/host_costs.py fits both);
 - ``runtime_calls``: runtime/driver calls made inside its host span (the enclosing op found by ``load_trace``),
   plus those outside every report op's span that carry the External id of one of its events;
 - events and calls of the step outside every op's subtree (autograd's engine frames around a backward op, an
@@ -34,6 +37,7 @@ def fill_host_counts(trace: Trace, event_to_report: dict[int, int], ops: list[Op
     for event, index in event_to_report.items():
         events = subtree(event, children)
         ops[index].profiled_events = len(events)
+        ops[index].profiled_top_level = sum(is_top_level(trace, j) for j in events)
         ops[index].runtime_calls = 0
         for j in events:
             owner[j] = index
@@ -46,6 +50,7 @@ def fill_host_counts(trace: Trace, event_to_report: dict[int, int], ops: list[Op
             index = nxt(ev.step, ev.ts_us)
             if index is not None:
                 ops[index].profiled_events += 1
+                ops[index].profiled_top_level += is_top_level(trace, j)
     for launch in trace.launches:
         index = owner.get(launch.op)
         if index is None and launch.external_id is not None:
@@ -54,6 +59,23 @@ def fill_host_counts(trace: Trace, event_to_report: dict[int, int], ops: list[Op
             index = nxt(trace.step_of(launch.ts_us) if trace.steps else None, launch.ts_us)
         if index is not None:
             ops[index].runtime_calls += 1
+
+
+def is_top_level(trace: Trace, event: int) -> bool:
+    """An event with no enclosing event but its step's ``ProfilerStep#`` annotation (the step annotation itself is
+    not an event of any op)."""
+    ev = trace.ops[event]
+    if ev.name.startswith("ProfilerStep#"):
+        return False
+    return ev.parent < 0 or trace.ops[ev.parent].name.startswith("ProfilerStep#")
+
+
+def trace_counts(trace: Trace) -> tuple[int, int, int]:
+    """(events, top-level events, runtime/driver calls) of a whole trace, counted as ``fill_host_counts`` counts
+    them for a report's ops: every host event but the step annotations (annotations included), top-level ones by
+    ``is_top_level``, every runtime or driver call."""
+    events = [j for j, ev in enumerate(trace.ops) if not ev.name.startswith("ProfilerStep#")]
+    return len(events), sum(is_top_level(trace, j) for j in events), len(trace.launches)
 
 
 class _NextOp:

@@ -7,12 +7,13 @@ device, or with no measured time (a counted, untimed step), its roofline time on
 efficiency (analyze/efficiency.py). Host side, per op: this machine's dispatch cost for its kind, the Python a model
 spends per op, one module call per module entered, or autograd's cost per backward op (analyze/host_costs.py); or,
 with ``host_model="profiled"``, the op's own host span and the Python gap before it in the profiled step less what
-the profiler added to them (its cost per aten event and CUDA runtime call it recorded for the op:
-analyze/host_events.py). Pipeline: on a GPU the host issues op i when its host time is spent, the device runs it
-when both it and the op are ready, and a sync (``.item()``, ``nonzero``...) makes the host wait for the device; the
-step ends when both streams have. On a CPU one thread does both: the step is their sum (the op's measured time
-already holds its aten-level dispatch, so only the Python and module calls are added). The range comes from the
-table's quartiles and the host costs' spread. No torch.
+the profiler added to them (its cost per top-level event, nested aten event and CUDA runtime call it recorded for
+the op: analyze/host_events.py), when the fit of those costs is sound (``profiler_fit_problem``). Pipeline: on a
+GPU the host issues op i when its host time is spent, the device runs it when both it and the op are ready, and a
+sync (``.item()``, ``nonzero``...) makes the host wait for the device; the step ends when both streams have. On a
+CPU one thread does both: the step is their sum (the op's measured time already holds its aten-level dispatch, so
+only the Python and module calls are added). The range comes from the table's quartiles and the host costs'
+spread. No torch.
 """
 
 from __future__ import annotations
@@ -38,7 +39,15 @@ SYNC_KINDS = frozenset({"item", "_local_scalar_dense", "nonzero", "is_nonzero", 
 # reports' mid-sized ops lies near it); said in the prediction's notes when used.
 DEFAULT_EFFICIENCY = 0.5
 MAX_HOST_SPREAD = 0.5
+# The profiled host model is used only when the profiler-cost fit explains its references within this RMS relative
+# error, each cost the references have counts for came out above 0, and at least this many references were used
+# (three costs, with margin).
+MAX_PROFILER_RESIDUAL = 0.25
+MIN_PROFILER_REFERENCES = 5
 HOST_MODELS = ("dispatch", "profiled")
+# The profiled host model whatever its profiler-cost fit (``profiler_fit_problem`` not applied): not offered to
+# users; benchmarks/ete.py shows it beside the others, so that a run judges the fallback rule too.
+UNCHECKED_HOST_MODEL = "profiled-unchecked"
 DEFAULT_HOST_MODEL = "dispatch"
 TOP = 8
 
@@ -60,7 +69,7 @@ def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | N
     """The predicted step time of ``report``'s ops under ``change`` on ``ceilings``' device (default: as measured).
     ``host_model``: ``dispatch`` (host time per op built bottom-up from this machine's costs) or ``profiled`` (the
     profiled step's own host timeline less the profiler's cost; ``dispatch`` where the report cannot give it)."""
-    if host_model not in HOST_MODELS:
+    if host_model not in HOST_MODELS + (UNCHECKED_HOST_MODEL,):
         raise RooflineError(f"host model must be one of {', '.join(HOST_MODELS)}, got {host_model!r}")
     change = change or Change()
     source = report.ceilings
@@ -71,12 +80,13 @@ def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | N
     measured = any(op.time_s > 0 for op in report.ops)
     timed = [_time_op(op, change, source, target, same_device, measured, table, notes) for op in report.ops]
     serial = device_class(target) == "cpu"
-    replayed = host_model == "profiled" and _can_replay_host(timed, host_costs, notes)
+    replayed = host_model != "dispatch" and _can_replay_host(timed, host_costs, notes,
+                                                             check_fit=host_model == "profiled")
     if replayed:
         _add_profiled_host(timed, host_costs, serial)
         notes.append("host time per op: its host span and the Python gap before it in the profiled step, less "
-                     "the profiler's own cost (per aten event and CUDA runtime call it recorded), measured on "
-                     "this machine")
+                     "the profiler's own cost (per top-level event, nested aten event and CUDA runtime call it "
+                     "recorded), measured on this machine")
     else:
         _add_host(timed, host_costs, serial, notes)
     spread = min(host_costs.spread if host_costs else 0.0, MAX_HOST_SPREAD)
@@ -164,34 +174,63 @@ def _add_host(timed: list[_Timed], costs: HostCosts | None, serial: bool, notes:
         t.host_s = max(per_call, 0.0) * calls + entered * costs.module_call_s
 
 
-def _can_replay_host(timed: list[_Timed], costs: HostCosts | None, notes: list[str]) -> bool:
+def _can_replay_host(timed: list[_Timed], costs: HostCosts | None, notes: list[str], check_fit: bool = True) -> bool:
     """A one-step report with each op's profiler event counts, and host costs with the profiler's own cost: the
     profiled host stream can be replayed; otherwise the dispatch model, said in a note."""
     why = None
-    if costs is None or not costs.profiler_references:
-        why = "the host costs predate the profiler's cost"
+    if costs is None or not costs.profiler_references or not costs.profiler_model:
+        why = "the host costs predate the profiler's cost per top-level event"
     elif not timed or not all(t.op.count == 1 for t in timed):
         why = "the report's ops are totals over several steps"
     elif not any(t.op.profiled_events for t in timed):
         why = "the report predates the profiler event counts per op"
+    elif not any(t.op.profiled_top_level for t in timed):
+        why = "the report predates the profiler's top-level event counts per op"
+    elif check_fit:
+        why = profiler_fit_problem(costs)
     if why:
         notes.append(f"profiled host model not used ({why}): host time built from dispatch costs")
     return why is None
 
 
+def profiler_fit_problem(costs: HostCosts) -> str | None:
+    """Why the profiler-cost fit of ``costs`` cannot be trusted to take the profiler out of a report's host
+    timeline, or None: too few references, a large residual, or a cost at its bound of 0 although the references
+    it was fitted on have counts of it (the fit then explains them with the other costs, none of them right)."""
+    used = {name: r for name, r in costs.profiler_references.items() if name not in costs.profiler_left_out}
+    if len(used) < MIN_PROFILER_REFERENCES:
+        return (f"its profiler-cost fit used {len(used)} reference loops, fewer than {MIN_PROFILER_REFERENCES}"
+                + (f"; left out: {'; '.join(f'{k}: {v}' for k, v in costs.profiler_left_out.items())}"
+                   if costs.profiler_left_out else ""))
+    if costs.profiler_fit_residual > MAX_PROFILER_RESIDUAL:
+        return (f"its profiler-cost fit misses the reference loops' added time by {costs.profiler_fit_residual:.0%} "
+                f"RMS, over {MAX_PROFILER_RESIDUAL:.0%}")
+    counted = {"top-level event": sum(r[4] for r in used.values()),
+               "nested event": sum(r[2] - r[4] for r in used.values()),
+               "runtime call": sum(r[3] for r in used.values())}
+    fitted = {"top-level event": costs.profiler_per_top_level_s, "nested event": costs.profiler_per_nested_event_s,
+              "runtime call": costs.profiler_per_runtime_call_s}
+    at_bound = [what for what, n in counted.items() if n > 0 and fitted[what] <= 0]
+    if at_bound:
+        return f"its profiler-cost fit put the cost per {' and per '.join(at_bound)} at 0"
+    return None
+
+
 def _add_profiled_host(timed: list[_Timed], costs: HostCosts, serial: bool) -> None:
     """Host time per op from the profiled steps: its host span plus the gap since the previous op ended (the
     model's Python between ops, module calls included; medians over the steps), less the profiler's cost for what
-    it recorded of the op (its aten events and runtime calls), never below the op kind's dispatch cost. A sync op's
-    span is mostly waiting for the device: it counts its dispatch cost and its gap. On a CPU (one thread) the op's
-    span is already its device time: the host stream keeps the gap less the profiler's cost, and what the gap
-    cannot absorb comes off the op's device time. Ops keep their order; only the host stream (on a CPU, also the
-    span) changes."""
+    it recorded of the op (its top-level and nested aten events and runtime calls), never below the op kind's
+    dispatch cost. A sync op's span is mostly waiting for the device: it counts its dispatch cost and its gap. On a
+    CPU (one thread) the op's span is already its device time: the host stream keeps the gap less the profiler's
+    cost, and what the gap cannot absorb comes off the op's device time. Ops keep their order; only the host stream
+    (on a CPU, also the span) changes."""
     median_dispatch = statistics.median(costs.dispatch_s.values()) if costs.dispatch_s else 0.0
     for t in timed:
         op = t.op
         gap = op.host_gap_s
-        cost = op.profiled_events * costs.profiler_per_event_s + op.runtime_calls * costs.profiler_per_runtime_call_s
+        nested = max(op.profiled_events - op.profiled_top_level, 0)
+        cost = (op.profiled_top_level * costs.profiler_per_top_level_s + nested * costs.profiler_per_nested_event_s
+                + op.runtime_calls * costs.profiler_per_runtime_call_s)
         if serial:
             t.host_s = max(gap - cost, 0.0)
             excess = max(cost - gap, 0.0)
