@@ -22,6 +22,7 @@ from roofline.capture.onnx_graph import GraphNode, OnnxGraph, normalized_name
 from roofline.capture.ort_profile import OrtProfile
 from roofline.count.meta import TensorMeta
 from roofline.count.onnx_ops import count_onnx_node
+from roofline.count.onnx_quant import compute_dtype
 from roofline.errors import RooflineError
 from roofline.report import Ceilings, Environment, OpRecord, Report, Timing
 
@@ -253,8 +254,9 @@ def build_onnx_report(timed: Timed, graph: OnnxGraph | None, ceilings_by_unit: d
                          "option profiling_level=detailed) or use AI Hub's per-layer profile")
         ins = [m for m in (inputs or []) if m is not None]
         outs = [m for m in (outputs or []) if m is not None]
+        dtype = compute_dtype(op_type, ins) or roof_dtype(op_type, _dtype(ins), layer.kernel_names)
         op = OpRecord(
-            name=f"onnx::{op_type or 'unknown'}", module=layer.name, dtype=roof_dtype(op_type, _dtype(ins), layer.kernel_names),
+            name=f"onnx::{op_type or 'unknown'}", module=layer.name, dtype=dtype,
             flops=cost.flops if cost.modeled else 0.0, bytes=cost.bytes if cost.modeled else 0.0,
             time_s=statistics.median(layer.times_s) if layer.times_s else 0.0, modeled=cost.modeled,
             input_shapes=[list(m.shape) for m in ins], input_dtypes=[m.dtype for m in ins],
@@ -279,6 +281,7 @@ def build_onnx_report(timed: Timed, graph: OnnxGraph | None, ceilings_by_unit: d
                              "kernels asynchronously unless the provider synchronises: a GPU node's time can be its "
                              "launch cost, not its kernels' (compare the sum with the run's wall time)")
     summary.notes.extend(_unit_notes(ops, nodes_info, ceilings_by_unit, main_unit))
+    summary.notes.extend(integer_roof_notes(ops, nodes_info, ceilings_by_unit, summary.total_time_s))
     unmodelled = _unmodelled_shares(ops, nodes_info, summary.total_time_s)
     if unmodelled:
         listed = ", ".join(f"{t} {s:.1%}" for t, s in sorted(unmodelled.items(), key=lambda kv: -kv[1]))
@@ -299,6 +302,41 @@ def build_onnx_report(timed: Timed, graph: OnnxGraph | None, ceilings_by_unit: d
         "graph_notes": graph.notes if graph else [],
     }
     return report
+
+
+INTEGER_DTYPES = ("int8", "uint8", "int16", "uint16", "int4", "uint4")
+
+
+def integer_roof_notes(ops: list[OpRecord], info: list[dict], roofs: dict[str, Ceilings],
+                       total: float) -> list[str]:
+    """Which roof the integer-product nodes (QLinearConv, MatMulInteger, ...: their dtype is their operands')
+    were judged against: their own dtype's where the unit's ceilings have one, else ``Ceilings.peak_for``'s
+    fallback, the float32 roof, which the note says (no int8 roof is invented)."""
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, (op, node) in enumerate(zip(ops, info)):
+        if op.modeled and op.flops > 0 and op.dtype in INTEGER_DTYPES:
+            groups[(node["unit"], op.dtype)].append(i)
+    notes = []
+    for (unit, dtype), members in sorted(groups.items()):
+        c = roofs.get(unit)
+        kinds = sorted({info[i]["op_type"] for i in members})
+        share = sum(ops[i].time_s for i in members) / total if total else 0.0
+        what = (f"{len(members)} {unit.upper()} node(s) compute on {dtype} operands ({', '.join(kinds[:6])}"
+                f"{', ...' if len(kinds) > 6 else ''}; {share:.1%} of node time; their FLOPs count integer "
+                "multiply-accumulates as 2 operations, as for floats)")
+        if c is None or not c.has_roofs():
+            notes.append(f"{what}: no roofs for the {unit.upper()}")
+        elif dtype in c.peak_flops_per_s:
+            notes.append(f"{what}: judged against the {dtype} roof ({c.peak_flops_per_s[dtype] / 1e12:.3g} TOP/s)")
+        else:
+            fallback = "float32" if "float32" in c.peak_flops_per_s else "the highest"
+            notes.append(f"{what}: no {dtype} roof in the {unit.upper()}'s ceilings ({c.source}); judged against "
+                         f"the {fallback} compute roof instead (peak_for's fallback), so a compute-bound verdict "
+                         "or efficiency for them is relative to a float roof, not an integer one")
+        for i in members:
+            info[i]["roof_dtype"] = dtype if c is not None and dtype in c.peak_flops_per_s else \
+                f"float32 (no {dtype} roof)"
+    return notes
 
 
 def _unmodelled_shares(ops: list[OpRecord], info: list[dict], total: float) -> dict[str, float]:

@@ -1,0 +1,459 @@
+"""`roofline ort` over a zoo of ONNX models users bring: which ONNX op types it cannot count yet, and how much of the
+node time they hold.
+
+    PYTHONPATH=src python benchmarks/onnx_zoo.py OUT_DIR [--models a,b] [--previous OLD.json] [--iters 3]
+
+The zoo (random weights, small configurations, nothing downloaded; every model exported here with
+torch.onnx.export, the TorchScript exporter at opset 17, falling back to the dynamo exporter where it fails):
+- float: an LSTM/GRU/RNN tagger, torchvision's LRASPP-MobileNetV3 segmentation and SSDlite detection (small
+  images), T5, the Whisper encoder, CLIP's vision tower, GPT-2 with its past key/values as inputs, Llama, and a
+  model of the less common ops (Einsum, TopK, CumSum, ScatterND/Elements, GridSample, Instance/GroupNorm,
+  DepthToSpace, ConvTranspose with groups and output_padding, Trilu, Range, Mod, ...);
+- quantized with onnxruntime.quantization: a ResNet-18 (64x64) static QDQ and static QOperator (a tiny
+  calibration reader), BERT dynamic (MatMulInteger / DynamicQuantizeLinear), the ORT-optimised BERT dynamic
+  (QAttention), Llama with int4 weight-only MatMulNBits;
+- optimised with onnxruntime.transformers.optimizer: BERT and GPT-2 (Attention, FastGelu/BiasGelu,
+  SkipLayerNormalization, EmbedLayerNormalization).
+Each model runs through the CLI (`python -m roofline ort MODEL --opt-level LEVEL`) at ORT's levels ``all`` and
+``disable``; the unmodelled op types and their shares of node time come from report.json
+(extra.onnx.unmodelled_share_by_op_type), a run that fails keeps its last stderr line.
+
+``--previous OLD.json``: an earlier run's JSON (before new formulas), whose unmodelled counts fill the table's
+"before" columns. Writes OUT_DIR/onnx_zoo_cpu.json (date, CPU, versions, command, per model and level: nodes,
+unmodelled nodes and op types with shares, crash) and OUT_DIR/onnx_zoo_cpu.md; prints the table last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+LEVELS = ("all", "disable")
+OPSET = 17
+
+
+def _export(model: nn.Module, args: tuple, path: Path, names: list[str] | None = None,
+            out_names: list[str] | None = None) -> str:
+    """TorchScript exporter first (the classic op set: LSTM, Resize, NonMaxSuppression as single nodes), the
+    dynamo exporter when it fails; returns which one wrote the file."""
+    model.eval()
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        try:
+            torch.onnx.export(model, args, str(path), dynamo=False, opset_version=OPSET, input_names=names,
+                              output_names=out_names, do_constant_folding=True)
+            return "torchscript"
+        except Exception as exc:  # noqa: BLE001 - any exporter failure: try the other exporter
+            first = f"{type(exc).__name__}: {str(exc)[:200]}"
+        try:
+            torch.onnx.export(model, args, str(path), dynamo=True, input_names=names, output_names=out_names)
+            return f"dynamo (torchscript failed: {first})"
+        except Exception as exc:  # noqa: BLE001
+            raise RuntimeError(f"both exporters failed; torchscript: {first}; dynamo: "
+                               f"{type(exc).__name__}: {str(exc)[:200]}") from None
+
+
+class Tagger(nn.Module):
+    """Embedding -> bidirectional 2-layer LSTM -> GRU -> tanh RNN -> Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(100, 32)
+        self.lstm = nn.LSTM(32, 32, num_layers=2, batch_first=True, bidirectional=True)
+        self.gru = nn.GRU(64, 32, batch_first=True)
+        self.rnn = nn.RNN(32, 16, batch_first=True)
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, ids):
+        x, _ = self.lstm(self.emb(ids))
+        x, _ = self.gru(x)
+        x, _ = self.rnn(x)
+        return self.head(x)
+
+
+class OddOps(nn.Module):
+    """The less common ops in one graph."""
+
+    def __init__(self):
+        super().__init__()
+        self.up = nn.ConvTranspose2d(8, 8, 3, stride=2, padding=1, output_padding=1, groups=2)
+        self.inorm = nn.InstanceNorm2d(8, affine=True)
+        self.gnorm = nn.GroupNorm(2, 8)
+        self.shuffle = nn.PixelShuffle(2)
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x, grid):
+        y = self.gnorm(self.inorm(self.up(x)))                       # ConvTranspose, InstanceNorm, GroupNorm
+        y = self.shuffle(y)                                          # DepthToSpace
+        y = nn.functional.pixel_unshuffle(y, 2)                      # SpaceToDepth
+        y = nn.functional.interpolate(y, scale_factor=0.5, mode="bilinear", align_corners=False)  # Resize
+        y = nn.functional.grid_sample(y, grid, align_corners=False)  # GridSample
+        b, c, h, w = y.shape
+        t = y.reshape(b, c, h * w)
+        e = torch.einsum("bci,bdi->bcd", t, t)                       # Einsum
+        vals, idx = torch.topk(e, 3, dim=-1)                         # TopK
+        cs = torch.cumsum(vals, dim=-1)                              # CumSum
+        am = torch.argmax(e, dim=-1, keepdim=True)                   # ArgMax
+        tri = torch.triu(e)                                          # Trilu
+        z = torch.where(tri > 0, torch.erf(tri), torch.sqrt(tri.abs()) ** 1.5)  # Where, Erf, Sqrt, Pow
+        z = z.scatter(-1, am.expand(-1, -1, 2), 1.0)                 # ScatterElements
+        z = z + torch.remainder(cs.sum(-1, keepdim=True), 3.0)       # Mod
+        r = torch.arange(z.shape[-1], dtype=z.dtype)                 # Range
+        z = z * r
+        z = z.repeat(1, 2, 1)                                        # Tile
+        g = self.fc(z.reshape(-1, 16))                               # Gemm
+        return g, idx
+
+
+def tagger(out: Path) -> dict:
+    return {"model.onnx": _export(Tagger(), (torch.zeros(2, 12, dtype=torch.long),), out / "model.onnx", ["ids"])}
+
+
+def odd_ops(out: Path) -> dict:
+    x, grid = torch.randn(1, 8, 8, 8), torch.rand(1, 8, 8, 2) * 2 - 1
+    return {"model.onnx": _export(OddOps(), (x, grid), out / "model.onnx", ["x", "grid"])}
+
+
+def lraspp(out: Path) -> dict:
+    import torchvision
+
+    class Seg(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = torchvision.models.segmentation.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None,
+                                                                                num_classes=5)
+
+        def forward(self, x):
+            return self.m(x)["out"]
+
+    return {"model.onnx": _export(Seg(), (torch.randn(1, 3, 96, 96),), out / "model.onnx", ["x"])}
+
+
+def ssdlite(out: Path) -> dict:
+    import torchvision
+
+    class Det(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = torchvision.models.detection.ssdlite320_mobilenet_v3_large(
+                weights=None, weights_backbone=None, num_classes=4, detections_per_img=20, topk_candidates=50)
+
+        def forward(self, x):
+            d = self.m([x[0]])[0]
+            return d["boxes"], d["scores"], d["labels"]
+
+    return {"model.onnx": _export(Det().eval(), (torch.rand(1, 3, 160, 160),), out / "model.onnx", ["x"])}
+
+
+def _hf_small(kind: str):
+    import transformers as tf
+
+    common = dict(attn_implementation="eager")
+    if kind == "t5":
+        cfg = tf.T5Config(vocab_size=200, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_decoder_layers=2,
+                          num_heads=4, **common)
+        return tf.T5Model(cfg)
+    if kind == "whisper":
+        cfg = tf.WhisperConfig(vocab_size=200, d_model=64, encoder_layers=2, decoder_layers=1,
+                               encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
+                               decoder_ffn_dim=128, num_mel_bins=16, max_source_positions=50, pad_token_id=0,
+                               bos_token_id=1, eos_token_id=2, decoder_start_token_id=1, **common)
+        return tf.WhisperModel(cfg).get_encoder()
+    if kind == "clip":
+        cfg = tf.CLIPVisionConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                                  image_size=64, patch_size=16, **common)
+        return tf.CLIPVisionModel(cfg)
+    if kind == "gpt2":
+        cfg = tf.GPT2Config(vocab_size=200, n_embd=64, n_layer=2, n_head=4, n_positions=64, **common)
+        return tf.GPT2LMHeadModel(cfg)
+    if kind == "llama":
+        cfg = tf.LlamaConfig(vocab_size=200, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, **common)
+        return tf.LlamaForCausalLM(cfg)
+    if kind == "bert":
+        cfg = tf.BertConfig(vocab_size=200, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                            num_attention_heads=4, **common)
+        return tf.BertModel(cfg, add_pooling_layer=False)
+    raise ValueError(kind)
+
+
+class _Outputs(nn.Module):
+    """A HF model whose first output (a tensor) is returned: the TorchScript exporter wants tensors."""
+
+    def __init__(self, model, key: str = "last_hidden_state", **fixed):
+        super().__init__()
+        self.model, self.key, self.fixed = model, key, fixed
+
+    def forward(self, *args):
+        return getattr(self.model(*args, **self.fixed), self.key)
+
+
+def t5(out: Path) -> dict:
+    model = _hf_small("t5").eval()
+
+    class T5(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids, dec):
+            return self.model(input_ids=ids, decoder_input_ids=dec, use_cache=False).last_hidden_state
+
+    ids = torch.zeros(1, 16, dtype=torch.long)
+    return {"model.onnx": _export(T5(), (ids, ids[:, :8]), out / "model.onnx", ["ids", "dec"])}
+
+
+def whisper_encoder(out: Path) -> dict:
+    enc = _hf_small("whisper").eval()
+    return {"model.onnx": _export(_Outputs(enc), (torch.randn(1, 16, 100),), out / "model.onnx", ["mel"])}
+
+
+def clip_vision(out: Path) -> dict:
+    return {"model.onnx": _export(_Outputs(_hf_small("clip").eval()), (torch.randn(1, 3, 64, 64),),
+                                  out / "model.onnx", ["pixels"])}
+
+
+def gpt2_past(out: Path) -> dict:
+    """One decode step: 1 new token against a past of 15, the past's key/values as inputs (a DynamicCache built
+    from them inside the graph), logits and the new key/values as outputs."""
+    from transformers import DynamicCache
+
+    model = _hf_small("gpt2").eval()
+    layers, heads, past, hd = 2, 4, 15, 16
+
+    class Step(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids, *kv):
+            cache = DynamicCache()
+            for i in range(layers):
+                cache.update(kv[2 * i], kv[2 * i + 1], i)
+            o = self.model(input_ids=ids, past_key_values=cache, use_cache=True)
+            present = []
+            for i in range(layers):
+                layer = o.past_key_values.layers[i]
+                present += [layer.keys, layer.values]
+            return (o.logits, *present)
+
+    kv = [torch.randn(1, heads, past, hd) for _ in range(2 * layers)]
+    names = ["ids"] + [f"past_{i // 2}_{'kv'[i % 2]}" for i in range(2 * layers)]
+    return {"model.onnx": _export(Step(), (torch.zeros(1, 1, dtype=torch.long), *kv), out / "model.onnx", names)}
+
+
+def llama(out: Path) -> dict:
+    model = _hf_small("llama").eval()
+    files = {"model.onnx": _export(_Outputs(model, "logits", use_cache=False), (torch.zeros(1, 16, dtype=torch.long),),
+                                   out / "model.onnx", ["ids"])}
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+    import onnx
+
+    q = MatMulNBitsQuantizer(onnx.load(str(out / "model.onnx")), block_size=32, is_symmetric=True)
+    q.process()
+    q.model.save_model_to_file(str(out / "model_int4.onnx"))
+    files["model_int4.onnx"] = "MatMulNBitsQuantizer (int4 weight-only, block 32)"
+    return files
+
+
+def _bert_files(out: Path) -> None:
+    _export(_Outputs(_hf_small("bert").eval()), (torch.zeros(1, 32, dtype=torch.long),), out / "model.onnx", ["ids"])
+
+
+def _preprocessed(path: Path) -> str:
+    """onnxruntime.quantization's pre-processing (shape inference, constants folded into initializers), which its
+    quantizers need on TorchScript exports (a bias held by a Constant node fails quantize_static)."""
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    out = path.with_name(path.stem + "_pre.onnx")
+    quant_pre_process(str(path), str(out), skip_symbolic_shape=True)
+    return str(out)
+
+
+def bert(out: Path) -> dict:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.transformers import optimizer
+
+    _bert_files(out)
+    files = {"model.onnx": "torchscript"}
+    opt = optimizer.optimize_model(str(out / "model.onnx"), model_type="bert", num_heads=4, hidden_size=64,
+                                   opt_level=0)
+    opt.save_model_to_file(str(out / "model_opt.onnx"))
+    files["model_opt.onnx"] = "onnxruntime.transformers.optimizer (bert): " + json.dumps(opt.get_fused_operator_statistics())
+    quantize_dynamic(_preprocessed(out / "model.onnx"), str(out / "model_dyn.onnx"), weight_type=QuantType.QInt8)
+    files["model_dyn.onnx"] = "quantize_dynamic (QInt8 weights)"
+    import onnx
+
+    quantize_dynamic(_preprocessed(out / "model_opt.onnx"), str(out / "model_opt_dyn.onnx"),
+                     weight_type=QuantType.QInt8, extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    files["model_opt_dyn.onnx"] = "optimizer then quantize_dynamic (QAttention)"
+    return files
+
+
+def gpt2_opt(out: Path) -> dict:
+    from onnxruntime.transformers import optimizer
+
+    model = _hf_small("gpt2").eval().transformer  # GPT2Model: the optimizer's gpt2 post-pass fails on the LM head
+    _export(_Outputs(model, use_cache=False), (torch.zeros(1, 16, dtype=torch.long),), out / "model.onnx", ["ids"])
+    opt = optimizer.optimize_model(str(out / "model.onnx"), model_type="gpt2", num_heads=4, hidden_size=64,
+                                   opt_level=0)
+    opt.save_model_to_file(str(out / "model_opt.onnx"))
+    return {"model_opt.onnx": "onnxruntime.transformers.optimizer (gpt2): "
+                              + json.dumps(opt.get_fused_operator_statistics())}
+
+
+def resnet_quant(out: Path) -> dict:
+    import torchvision
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    torch.manual_seed(0)
+    _export(torchvision.models.resnet18(), (torch.randn(1, 3, 64, 64),), out / "model.onnx", ["x"])
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            rng = np.random.default_rng(0)
+            self.batches = iter([{"x": rng.standard_normal((1, 3, 64, 64), dtype=np.float32)} for _ in range(4)])
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    files = {}
+    for fmt, name in ((QuantFormat.QDQ, "model_qdq.onnx"), (QuantFormat.QOperator, "model_qop.onnx")):
+        quantize_static(_preprocessed(out / "model.onnx"), str(out / name), Reader(), quant_format=fmt,
+                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+        files[name] = f"quantize_static ({fmt.name}, uint8 activations, int8 weights, 4 calibration batches)"
+    return files
+
+
+MODELS = {"tagger": tagger, "odd_ops": odd_ops, "lraspp": lraspp, "ssdlite": ssdlite, "t5": t5,
+          "whisper_encoder": whisper_encoder, "clip_vision": clip_vision, "gpt2_past": gpt2_past, "llama": llama,
+          "bert": bert, "gpt2_opt": gpt2_opt, "resnet_quant": resnet_quant}
+
+
+def roofline_ort(model: Path, level: str, out: Path, iters: int) -> dict:
+    cmd = [sys.executable, "-m", "roofline", "ort", str(model), "--opt-level", level, "--iters", str(iters),
+           "--warmup", "1", "--no-html", "-o", str(out)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    began = time.perf_counter()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    row: dict = {"command": "roofline " + " ".join(cmd[3:]), "seconds": round(time.perf_counter() - began, 1)}
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        row["crash"] = f"exit {done.returncode}: {lines[-1] if lines else ''}"[:400]
+        return row
+    data = json.loads((out / "report.json").read_text())
+    onnx = data["extra"]["onnx"]
+    types: dict[str, int] = {}
+    for node in onnx["nodes"]:
+        types[node["op_type"]] = types.get(node["op_type"], 0) + 1
+    row.update({
+        "nodes": len(data["ops"]), "op_types": types,
+        "unmodelled_nodes": sum(1 for op in data["ops"] if not op["modeled"]),
+        "unmodelled_share_by_op_type": {k: round(v, 4) for k, v in onnx["unmodelled_share_by_op_type"].items()},
+        "unmodelled_time_share": data["summary"]["unmodeled_time_share"],
+        "unmodelled_notes": sorted({n["note"] for n, op in zip(onnx["nodes"], data["ops"]) if not op["modeled"]})[:20],
+        "total_flops": data["summary"]["total_flops"], "total_bytes": data["summary"]["total_bytes"],
+    })
+    return row
+
+
+def markdown(meta: dict, results: dict, previous: dict | None) -> str:
+    lines = ["# `roofline ort` over an ONNX zoo (CPU)", "",
+             f"{meta['date']}, {meta['cpu']}, torch {meta['torch']}, onnxruntime {meta['onnxruntime']}, "
+             f"transformers {meta['transformers']}. `{meta['command']}`.", "",
+             "Nodes: the profiled nodes at that ORT optimisation level. Unmodelled: nodes without a formula "
+             "(before: " + (f"{meta['previous']}" if previous else "no earlier run given") + "); the op types left "
+             "with their shares of node time.", "",
+             "| model | file | level | nodes | unmodelled before | unmodelled after | unmodelled op types (share of node time) |",
+             "|---|---|---|---:|---:|---:|---|"]
+    for name, model in results.items():
+        if "export_error" in model:
+            lines.append(f"| {name} | - | - | - | - | - | model not built: {model['export_error'][:160]} |")
+            continue
+        for file, runs in model["runs"].items():
+            for level, row in runs.items():
+                before = "-"
+                if previous:
+                    old = previous.get(name, {}).get("runs", {}).get(file, {}).get(level, {})
+                    before = str(old.get("unmodelled_nodes", old.get("crash", "-") and "crash"))
+                if "crash" in row:
+                    lines.append(f"| {name} | {file} | {level} | - | {before} | crash | {row['crash'][:160]} |")
+                    continue
+                left = ", ".join(f"{k} {v:.1%}" for k, v in sorted(row["unmodelled_share_by_op_type"].items(),
+                                                                    key=lambda kv: -kv[1])) or "none"
+                lines.append(f"| {name} | {file} | {level} | {row['nodes']} | {before} | {row['unmodelled_nodes']} "
+                             f"| {left} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--levels", default=",".join(LEVELS))
+    parser.add_argument("--iters", type=int, default=3)
+    parser.add_argument("--previous", type=Path, default=None, help="an earlier onnx_zoo_cpu.json: the 'before' column")
+    parser.add_argument("--reuse", action="store_true", help="keep models already exported under OUT/models")
+    # OUT/onnx_zoo_cpu.json's rows of models not run again are kept (a run of --models a,b updates those rows)
+    args = parser.parse_args(argv)
+    import onnxruntime as ort
+    import transformers
+
+    from roofline.device.host import cpu_name
+    from roofline.io import atomic_write_text
+
+    previous = json.loads(args.previous.read_text())["results"] if args.previous else None
+    earlier = args.out / "onnx_zoo_cpu.json"
+    results: dict = json.loads(earlier.read_text())["results"] if earlier.exists() else {}  # rows of other models kept
+    for name in args.models.split(","):
+        out = args.out / "models" / name
+        out.mkdir(parents=True, exist_ok=True)
+        stamp = out / "files.json"
+        began = time.perf_counter()
+        try:
+            if args.reuse and stamp.exists():
+                files = json.loads(stamp.read_text())
+            else:
+                torch.manual_seed(0)
+                files = MODELS[name](out)
+                stamp.write_text(json.dumps(files))
+        except Exception as exc:  # noqa: BLE001 - a model that cannot be built is a row of the table
+            results[name] = {"export_error": f"{type(exc).__name__}: {exc}"[:600],
+                             "traceback": traceback.format_exc()[-1500:]}
+            print(f"{name}: export failed: {exc}"[:300], file=sys.stderr, flush=True)
+            continue
+        results[name] = {"files": files, "export_seconds": round(time.perf_counter() - began, 1), "runs": {}}
+        for file in files:
+            for level in args.levels.split(","):
+                row = roofline_ort(out / file, level, args.out / "runs" / name / file.removesuffix(".onnx") / level,
+                                   args.iters)
+                results[name]["runs"].setdefault(file, {})[level] = row
+                print(f"{name}/{file}/{level}: {row.get('crash') or row['unmodelled_share_by_op_type']}"[:400],
+                      file=sys.stderr, flush=True)
+    meta = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "cpu": cpu_name(),
+            "torch": torch.__version__, "onnxruntime": ort.__version__, "transformers": transformers.__version__,
+            "command": "python " + " ".join(sys.argv), "iters": args.iters, "warmup": 1,
+            "previous": str(args.previous) if args.previous else None}
+    atomic_write_text(args.out / "onnx_zoo_cpu.json", json.dumps({"meta": meta, "results": results}, indent=1))
+    text = markdown(meta, results, previous)
+    atomic_write_text(args.out / "onnx_zoo_cpu.md", text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
