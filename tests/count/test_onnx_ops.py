@@ -78,6 +78,8 @@ def test_norms_softmax_and_attention_use_the_aten_values():
     assert aten == "aten::addmm + aten::scaled_dot_product_attention"
     att1, _ = count_onnx_node("Attention", [x, w, bias], [x], {})  # heads unknown: the same FLOPs
     assert att1.flops == att.flops
+    packed, _ = count_onnx_node("Attention", [x, bias], [x], {"num_heads": 4})  # weight prepacked (CLIP, ORT 1.32)
+    assert (packed.flops, packed.bytes) == (att.flops, att.bytes)
 
 
 def test_batch_norm_in_inference_and_embedding_gather():
@@ -247,6 +249,17 @@ def test_detection_ops_nms_and_roi_align():
     assert roi.bytes == min(x.nbytes * 5, y.numel * 4 * 4 * 4) + rois.nbytes + bi.nbytes + y.nbytes
 
 
+def test_data_dependent_ops_and_control_flow():
+    x, idx = _t(1, 100), _t(2, 37, dtype="int64")
+    nz, aten = count_onnx_node("NonZero", [x], [idx], {})
+    assert (aten, nz.flops, nz.bytes) == ("aten::nonzero", 100, x.nbytes + idx.nbytes)
+    g, _ = count_onnx_node("GatherND", [_t(100, 4), _t(37, 1, dtype="int64")], [_t(37, 4)], {})
+    assert g.bytes == 2 * 37 * 4 * 4 + 37 * 8
+    branch, aten = count_onnx_node("If", [_t(dtype="bool")], [x], {})
+    assert (branch.modeled, aten) == (False, "") and "counted twice" in branch.note
+    assert "If" not in modelled_op_types()
+
+
 def test_transformer_contrib_ops():
     x, bias = _t(2, 16, 64), _t(64)
     fg, aten = count_onnx_node("FastGelu", [x, bias], [x], {})
@@ -282,7 +295,8 @@ def test_every_new_op_type_is_listed_as_modelled():
               "RotaryEmbedding", "SkipSimplifiedLayerNormalization", "MatMulNBits", "GatherBlockQuantized",
               "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearConv", "QLinearMatMul",
               "QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool", "QLinearSigmoid", "MatMulInteger",
-              "ConvInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QGemm", "QAttention", "QOrderedMatMul"}
+              "ConvInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QGemm", "QAttention", "QOrderedMatMul",
+              "NonZero", "GatherND", "NhwcMaxPool"}
     assert wanted - modelled_op_types() == set()
 
 

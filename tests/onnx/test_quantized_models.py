@@ -92,3 +92,16 @@ def test_every_node_of_a_quantized_model_is_counted(quantized, name, level, one_
     if integer and "uint8" not in report.ceilings.peak_flops_per_s:
         assert "no uint8 roof in the CPU's ceilings" in notes and "judged against the float32 compute roof" in notes
         assert {n.get("roof_dtype") for op, n in zip(report.ops, nodes) if op in integer} == {"float32 (no uint8 roof)"}
+
+
+def test_a_prepacked_weight_comes_from_the_model_and_an_unknown_activation_from_the_profile():
+    """ORT's NHWC QLinearConv: the profile leaves the prepacked weight out (the scalars after it move up); the
+    optimised model knows the weight but not the activation's shape after the layout change."""
+    from roofline.analyze.onnx_report import with_prepacked
+    from roofline.count.meta import TensorMeta as T
+
+    x, s, zp, w, b = T((1, 16, 16, 64), "uint8"), T((), "float32"), T((), "uint8"), T((64, 64, 3, 3), "int8"), \
+        T((64,), "int32")
+    profiled = [x, s, zp, s, T((), "int8"), s, zp, b]
+    model = [None, s, zp, w, s, T((), "int8"), s, zp, b]
+    assert with_prepacked(profiled, model) == [x, s, zp, w, s, T((), "int8"), s, zp, b]

@@ -233,8 +233,8 @@ def build_onnx_report(timed: Timed, graph: OnnxGraph | None, ceilings_by_unit: d
         node = matched.get(layer.name)
         inputs = layer.inputs if layer.inputs is not None else (node.inputs if node else None)
         if (node is not None and layer.inputs is not None and node.op_type == layer.op_type
-                and len(layer.inputs) < len(node.inputs) and all(m is not None for m in node.inputs)):
-            inputs = node.inputs  # ORT prepacked a constant input and left it out of the profile
+                and len(layer.inputs) < len(node.inputs)):
+            inputs = with_prepacked(layer.inputs, node.inputs)
         outputs = layer.outputs if layer.outputs is not None else (node.outputs if node else None)
         op_type = layer.op_type or (node.op_type if node else "")
         if node is not None and layer.inputs is None and node.op_type != op_type and op_type:
@@ -302,6 +302,15 @@ def build_onnx_report(timed: Timed, graph: OnnxGraph | None, ceilings_by_unit: d
         "graph_notes": graph.notes if graph else [],
     }
     return report
+
+
+def with_prepacked(profiled: list[TensorMeta], model: list[TensorMeta | None]) -> list[TensorMeta | None]:
+    """The node's inputs when ORT prepacked a constant input (a weight) and left it out of the profile: the model's
+    inputs, those whose shape the model leaves unknown (an activation after a layout change) taken from the
+    profile at the same position, up to the first position where the two lists part (the prepacked input)."""
+    gap = next((i for i, (p, m) in enumerate(zip(profiled, model))
+                if m is not None and (p is None or tuple(p.shape) != tuple(m.shape))), len(profiled))
+    return [m if m is not None else (profiled[i] if i < gap else None) for i, m in enumerate(model)]
 
 
 INTEGER_DTYPES = ("int8", "uint8", "int16", "uint16", "int4", "uint4")

@@ -63,6 +63,7 @@ VIEWS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Sh
                    "Dropout"})
 COPIES = frozenset({"Transpose", "Slice", "Split", "Expand", "Tile", "Pad", "ReorderInput", "ReorderOutput",
                     "MemcpyToHost", "MemcpyFromHost", "SpaceToDepth", "DepthToSpace", "Cast", "CastLike"})
+CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
 LAYOUT = frozenset({"Transpose", "ReorderInput", "ReorderOutput"})
 DEVICE_COPIES = frozenset({"MemcpyToHost", "MemcpyFromHost"})
 CASTS = frozenset({"Cast", "CastLike"})
@@ -93,6 +94,8 @@ def count_onnx_node(op_type: str, inputs: Metas, outputs: Metas, attrs: Mapping[
             return _elementwise(ELEMENTWISE[op_type], ins, outs)
         if op_type in _REDUCTIONS:
             return _reduction(_REDUCTIONS[op_type], ins, outs, attrs)
+    except _NotCounted as exc:
+        return unmodeled(f"{op_type}: {exc}"), ""
     except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError) as exc:
         return unmodeled(f"{op_type}: could not count ({type(exc).__name__}: {exc})"[:300]), ""
     where = f" ({domain})" if domain else ""
@@ -385,6 +388,10 @@ def _attention(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCos
     (aten::addmm) and the attention core (aten::scaled_dot_product_attention)."""
     x, weight = ins[0], ins[1]
     bias = ins[2] if len(ins) > 2 else None
+    if x is not None and x.ndim == 3 and weight is not None and weight.ndim == 1:
+        # ORT prepacked the weight and left it out of the profile: what follows the input is the bias
+        bias, weight = weight, TensorMeta((x.shape[2], weight.shape[0]), x.dtype)
+        ins = [x, weight, bias] + list(ins[2:])
     if x is None or weight is None or x.ndim != 3:
         raise ValueError("Attention needs (batch, seq, hidden) input and weight shapes")
     batch, seq, hidden = x.shape
@@ -608,6 +615,34 @@ def _roi_align(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCos
     return cost, "torchvision::roi_align"
 
 
+def _data_dependent(name: str):
+    """NonZero / Compress / Unique: the output size depends on the data (the profile records it): aten's
+    data-dependent count, one FLOP per input element, inputs read and outputs written."""
+
+    def formula(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+        return _aten(name, _present(ins)[:1], outs)
+
+    return formula
+
+
+def _gather_nd(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    """GatherND(data, indices): reads what it writes, plus the indices (as Gather)."""
+    indices = ins[1] if len(ins) > 1 else None
+    if indices is None or not outs:
+        raise ValueError("GatherND without shapes")
+    written = nbytes(outs)
+    return OpCost(0.0, float(2 * written + indices.nbytes), True), "aten::index"
+
+
+def _control_flow(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    raise _NotCounted("control flow (If/Loop/Scan): its time includes its subgraph's nodes, which ORT's profile "
+                      "also lists on their own; not counted, so that their work is not counted twice")
+
+
+class _NotCounted(Exception):
+    """A node left unmodelled on purpose, with the reason."""
+
+
 def _write_only(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
     """OneHot(indices, depth, values) / EyeLike / RandomNormalLike: the small inputs read, the output written."""
     return OpCost(0.0, float(nbytes(_present(ins)) + nbytes(outs)), True), "aten::one_hot"
@@ -701,7 +736,9 @@ _HANDLERS = {
     "ScatterElements": _scatter_elements, "Scatter": _scatter_elements, "ScatterND": _scatter_nd,
     "NonMaxSuppression": _nms, "RoiAlign": _roi_align, "OneHot": _write_only, "EyeLike": _write_only,
     "FastGelu": _fast_gelu, "BiasAdd": _bias_add, "BiasSplitGelu": _bias_split_gelu, "RotaryEmbedding": _rotary,
-    "GroupQueryAttention": _group_query_attention,
+    "GroupQueryAttention": _group_query_attention, "NonZero": _data_dependent("nonzero"),
+    "Compress": _data_dependent("masked_select"), "Unique": _data_dependent("unique"), "GatherND": _gather_nd,
+    **{name: _control_flow for name in CONTROL_FLOW},
     **{name: _view for name in VIEWS},
     **{name: _copy for name in COPIES},
 }
@@ -716,5 +753,6 @@ def _quantized_handlers() -> Mapping[str, Any]:
 
 def modelled_op_types() -> frozenset[str]:
     """Every ONNX op type with a formula (fused contrib ops and quantized ops included)."""
-    return frozenset(_HANDLERS) | frozenset(ELEMENTWISE) | frozenset(_REDUCTIONS) | frozenset(_quantized_handlers())
+    known = frozenset(_HANDLERS) | frozenset(ELEMENTWISE) | frozenset(_REDUCTIONS) | frozenset(_quantized_handlers())
+    return known - CONTROL_FLOW
 
