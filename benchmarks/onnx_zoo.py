@@ -12,7 +12,7 @@ torch.onnx.export, the TorchScript exporter at opset 17, falling back to the dyn
 - quantized with onnxruntime.quantization: a ResNet-18 (64x64) static QDQ and static QOperator (a tiny
   calibration reader), BERT dynamic (MatMulInteger / DynamicQuantizeLinear), the ORT-optimised BERT dynamic
   (QAttention), Llama with int4 weight-only MatMulNBits;
-- optimised with onnxruntime.transformers.optimizer: BERT and GPT-2 (Attention, FastGelu/BiasGelu,
+- optimised with onnxruntime.transformers.optimizer: BERT, CLIP vision and GPT-2 (Attention, FastGelu/BiasGelu,
   SkipLayerNormalization, EmbedLayerNormalization).
 Each model runs through the CLI (`python -m roofline ort MODEL --opt-level LEVEL`) at ORT's levels ``all`` and
 ``disable``; the unmodelled op types and their shares of node time come from report.json
@@ -223,8 +223,15 @@ def whisper_encoder(out: Path) -> dict:
 
 
 def clip_vision(out: Path) -> dict:
-    return {"model.onnx": _export(_Outputs(_hf_small("clip").eval()), (torch.randn(1, 3, 64, 64),),
-                                  out / "model.onnx", ["pixels"])}
+    from onnxruntime.transformers import optimizer
+
+    files = {"model.onnx": _export(_Outputs(_hf_small("clip").eval()), (torch.randn(1, 3, 64, 64),),
+                                   out / "model.onnx", ["pixels"])}
+    opt = optimizer.optimize_model(str(out / "model.onnx"), model_type="clip", num_heads=4, hidden_size=64,
+                                   opt_level=0)
+    opt.save_model_to_file(str(out / "model_opt.onnx"))
+    files["model_opt.onnx"] = "onnxruntime.transformers.optimizer (clip): " + json.dumps(opt.get_fused_operator_statistics())
+    return files
 
 
 def gpt2_past(out: Path) -> dict:
@@ -386,10 +393,9 @@ def markdown(meta: dict, results: dict, previous: dict | None) -> str:
             continue
         for file, runs in model["runs"].items():
             for level, row in runs.items():
-                before = "-"
-                if previous:
-                    old = previous.get(name, {}).get("runs", {}).get(file, {}).get(level, {})
-                    before = str(old.get("unmodelled_nodes", old.get("crash", "-") and "crash"))
+                old = (previous or {}).get(name, {}).get("runs", {}).get(file, {}).get(level, {})
+                before = str(old["unmodelled_nodes"]) if "unmodelled_nodes" in old else "crash" if "crash" in old \
+                    else "-"
                 if "crash" in row:
                     lines.append(f"| {name} | {file} | {level} | - | {before} | crash | {row['crash'][:160]} |")
                     continue
@@ -408,6 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iters", type=int, default=3)
     parser.add_argument("--previous", type=Path, default=None, help="an earlier onnx_zoo_cpu.json: the 'before' column")
     parser.add_argument("--reuse", action="store_true", help="keep models already exported under OUT/models")
+    parser.add_argument("--table-only", action="store_true", help="rewrite OUT/onnx_zoo_cpu.md from its json")
     # OUT/onnx_zoo_cpu.json's rows of models not run again are kept (a run of --models a,b updates those rows)
     args = parser.parse_args(argv)
     import onnxruntime as ort
@@ -417,6 +424,14 @@ def main(argv: list[str] | None = None) -> int:
     from roofline.io import atomic_write_text
 
     previous = json.loads(args.previous.read_text())["results"] if args.previous else None
+    if args.table_only:
+        data = json.loads((args.out / "onnx_zoo_cpu.json").read_text())
+        if previous is not None:
+            data["meta"]["previous"] = str(args.previous)
+        text = markdown(data["meta"], data["results"], previous)
+        atomic_write_text(args.out / "onnx_zoo_cpu.md", text)
+        print(text)
+        return 0
     earlier = args.out / "onnx_zoo_cpu.json"
     results: dict = json.loads(earlier.read_text())["results"] if earlier.exists() else {}  # rows of other models kept
     for name in args.models.split(","):
