@@ -12,6 +12,8 @@ torch.onnx.export, the TorchScript exporter at opset 17, falling back to the dyn
 - quantized with onnxruntime.quantization: a ResNet-18 (64x64) static QDQ and static QOperator (a tiny
   calibration reader), BERT dynamic (MatMulInteger / DynamicQuantizeLinear), the ORT-optimised BERT dynamic
   (QAttention), Llama with int4 weight-only MatMulNBits;
+- built with onnx.helper: the LLM decoder ops of ORT's model builder (GatherBlockQuantized, MatMulNBits,
+  GroupQueryAttention with rotary, RotaryEmbedding, SkipSimplifiedLayerNormalization, QuickGelu, FastGelu);
 - optimised with onnxruntime.transformers.optimizer: BERT, CLIP vision and GPT-2 (Attention, FastGelu/BiasGelu,
   SkipLayerNormalization, EmbedLayerNormalization).
 Each model runs through the CLI (`python -m roofline ort MODEL --opt-level LEVEL`) at ORT's levels ``all`` and
@@ -346,9 +348,61 @@ def resnet_quant(out: Path) -> dict:
     return files
 
 
+def contrib_llm(out: Path) -> dict:
+    """The decoder ops ORT's model builder emits for LLMs, which no exporter here writes: a block-quantized int4
+    embedding (GatherBlockQuantized), SkipSimplifiedLayerNormalization, an int4 packed-QKV projection (MatMulNBits),
+    GroupQueryAttention with its rotary embedding, RotaryEmbedding alone, QuickGelu and FastGelu; built with
+    onnx.helper (com.microsoft domain), random weights."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    seq, hidden, heads, kv_heads, head_dim, vocab = 8, 64, 4, 2, 16, 200
+    qkv = (heads + 2 * kv_heads) * head_dim
+
+    def init(name, array):
+        return numpy_helper.from_array(array, name)
+
+    inits = [
+        init("table", rng.integers(0, 255, (vocab, hidden // 2), dtype=np.uint8)),
+        init("table_scales", rng.random((vocab, hidden // 32), dtype=np.float32)),
+        init("gamma", np.ones(hidden, np.float32)),
+        init("w_qkv", rng.integers(0, 255, (qkv, hidden // 32, 16), dtype=np.uint8)),
+        init("w_qkv_scales", rng.random(qkv * hidden // 32, dtype=np.float32)),
+        init("cos", rng.random((32, head_dim // 2), dtype=np.float32)),
+        init("sin", rng.random((32, head_dim // 2), dtype=np.float32)),
+        init("seqlens_k", np.array([seq - 1], np.int32)),
+        init("total_len", np.array(seq, np.int32)),
+        init("positions", np.arange(seq, dtype=np.int64).reshape(1, seq)),
+        init("ffn_bias", np.zeros(hidden, np.float32)),
+    ]
+    ms = "com.microsoft"
+    nodes = [
+        helper.make_node("GatherBlockQuantized", ["table", "ids", "table_scales"], ["emb"], name="embed", domain=ms,
+                         gather_axis=0, quantize_axis=1, block_size=32, bits=4),
+        helper.make_node("SkipSimplifiedLayerNormalization", ["emb", "emb", "gamma"], ["norm"], name="norm",
+                         domain=ms, epsilon=1e-5),
+        helper.make_node("MatMulNBits", ["norm", "w_qkv", "w_qkv_scales"], ["qkv"], name="qkv_proj", domain=ms,
+                         K=hidden, N=qkv, bits=4, block_size=32),
+        helper.make_node("GroupQueryAttention", ["qkv", "", "", "", "", "seqlens_k", "total_len", "cos", "sin"],
+                         ["attn", "present_k", "present_v"], name="gqa", domain=ms, num_heads=heads,
+                         kv_num_heads=kv_heads, do_rotary=1),
+        helper.make_node("RotaryEmbedding", ["attn", "positions", "cos", "sin"], ["rot"], name="rotary", domain=ms,
+                         num_heads=heads),
+        helper.make_node("QuickGelu", ["rot"], ["qg"], name="quick_gelu", domain=ms, alpha=1.702),
+        helper.make_node("FastGelu", ["qg", "ffn_bias"], ["y"], name="fast_gelu", domain=ms),
+    ]
+    graph = helper.make_graph(nodes, "contrib_llm", [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, seq])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, seq, hidden])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ms, 1)])
+    model.ir_version = 8
+    onnx.save(model, str(out / "model.onnx"))
+    return {"model.onnx": "onnx.helper (com.microsoft contrib ops)"}
+
+
 MODELS = {"tagger": tagger, "odd_ops": odd_ops, "lraspp": lraspp, "ssdlite": ssdlite, "t5": t5,
           "whisper_encoder": whisper_encoder, "clip_vision": clip_vision, "gpt2_past": gpt2_past, "llama": llama,
-          "bert": bert, "gpt2_opt": gpt2_opt, "resnet_quant": resnet_quant}
+          "bert": bert, "gpt2_opt": gpt2_opt, "resnet_quant": resnet_quant, "contrib_llm": contrib_llm}
 
 
 def roofline_ort(model: Path, level: str, out: Path, iters: int) -> dict:

@@ -97,11 +97,22 @@ def test_every_node_of_a_quantized_model_is_counted(quantized, name, level, one_
 def test_a_prepacked_weight_comes_from_the_model_and_an_unknown_activation_from_the_profile():
     """ORT's NHWC QLinearConv: the profile leaves the prepacked weight out (the scalars after it move up); the
     optimised model knows the weight but not the activation's shape after the layout change."""
-    from roofline.analyze.onnx_report import with_prepacked
+    from roofline.analyze.onnx_report import aligned_inputs
     from roofline.count.meta import TensorMeta as T
 
     x, s, zp, w, b = T((1, 16, 16, 64), "uint8"), T((), "float32"), T((), "uint8"), T((64, 64, 3, 3), "int8"), \
         T((64,), "int32")
     profiled = [x, s, zp, s, T((), "int8"), s, zp, b]
     model = [None, s, zp, w, s, T((), "int8"), s, zp, b]
-    assert with_prepacked(profiled, model) == [x, s, zp, w, s, T((), "int8"), s, zp, b]
+    assert aligned_inputs(profiled, model) == [x, s, zp, w, s, T((), "int8"), s, zp, b]
+
+
+def test_optional_inputs_left_out_keep_their_positions():
+    """GroupQueryAttention with packed QKV: key, value, past_key, past_value are empty names, which ORT's profile
+    skips; the formula reads seqlens_k at position 5 and finds no key at 1."""
+    from roofline.analyze.onnx_report import aligned_inputs
+    from roofline.count.meta import TensorMeta as T
+
+    qkv, lens, total, cache = T((1, 8, 128), "float32"), T((1,), "int32"), T((), "int32"), T((32, 8), "float32")
+    model = [qkv, None, None, None, None, lens, total, cache, cache]
+    assert aligned_inputs([qkv, lens, total, cache, cache], model, (1, 2, 3, 4)) == model

@@ -232,9 +232,8 @@ def build_onnx_report(timed: Timed, graph: OnnxGraph | None, ceilings_by_unit: d
     for i, layer in enumerate(timed.layers):
         node = matched.get(layer.name)
         inputs = layer.inputs if layer.inputs is not None else (node.inputs if node else None)
-        if (node is not None and layer.inputs is not None and node.op_type == layer.op_type
-                and len(layer.inputs) < len(node.inputs)):
-            inputs = with_prepacked(layer.inputs, node.inputs)
+        if node is not None and layer.inputs is not None and node.op_type == layer.op_type:
+            inputs = aligned_inputs(layer.inputs, node.inputs, node.absent_inputs)
         outputs = layer.outputs if layer.outputs is not None else (node.outputs if node else None)
         op_type = layer.op_type or (node.op_type if node else "")
         if node is not None and layer.inputs is None and node.op_type != op_type and op_type:
@@ -304,13 +303,28 @@ def build_onnx_report(timed: Timed, graph: OnnxGraph | None, ceilings_by_unit: d
     return report
 
 
-def with_prepacked(profiled: list[TensorMeta], model: list[TensorMeta | None]) -> list[TensorMeta | None]:
-    """The node's inputs when ORT prepacked a constant input (a weight) and left it out of the profile: the model's
-    inputs, those whose shape the model leaves unknown (an activation after a layout change) taken from the
-    profile at the same position, up to the first position where the two lists part (the prepacked input)."""
-    gap = next((i for i, (p, m) in enumerate(zip(profiled, model))
-                if m is not None and (p is None or tuple(p.shape) != tuple(m.shape))), len(profiled))
-    return [m if m is not None else (profiled[i] if i < gap else None) for i, m in enumerate(model)]
+def aligned_inputs(profiled: list[TensorMeta], model: list[TensorMeta | None],
+                   absent: tuple[int, ...] = ()) -> list[TensorMeta | None]:
+    """The node's inputs at the positions its op type defines. ORT's profile lists only the inputs it was given:
+    it skips optional inputs left out (empty names in the model: ``absent``), and constant inputs ORT prepacked
+    (weights). Absent inputs become None at their positions; when the profile holds fewer inputs than the model's
+    present ones, the model's inputs are taken, those whose shape the model leaves unknown (an activation after a
+    layout change) from the profile at the same position, up to the first position where the two lists part (the
+    prepacked input). A profile with more inputs than the model is kept as it is."""
+    present = [i for i in range(len(model)) if i not in absent]
+    if len(profiled) > len(present):
+        return list(profiled)
+    known = [model[i] for i in present]
+    if len(profiled) == len(present):
+        merged: list[TensorMeta | None] = list(profiled)
+    else:
+        gap = next((i for i, (p, m) in enumerate(zip(profiled, known))
+                    if m is not None and (p is None or tuple(p.shape) != tuple(m.shape))), len(profiled))
+        merged = [m if m is not None else (profiled[i] if i < gap else None) for i, m in enumerate(known)]
+    out: list[TensorMeta | None] = [None] * len(model)
+    for position, meta in zip(present, merged):
+        out[position] = meta
+    return out
 
 
 INTEGER_DTYPES = ("int8", "uint8", "int16", "uint16", "int4", "uint4")
