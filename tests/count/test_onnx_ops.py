@@ -372,3 +372,16 @@ def test_int4_weight_only_matmul_nbits_and_gather_block_quantized():
     g, _ = count_onnx_node("GatherBlockQuantized", [table, ids, _t(200, 2)], [_t(1, 10, 64)], {})
     assert g.flops == 2 * 640
     assert g.bytes == ids.nbytes + 10 / 200 * (200 * 32 + 200 * 2 * 4) + 640 * 4
+
+
+def test_qattention_is_attention_on_the_quantized_input_and_weight():
+    x, w, bias = _t(2, 16, 64, dtype="uint8"), _t(64, 192, dtype="int8"), _t(192)
+    s, zp, mask = _t(), _t(dtype="uint8"), _t(2, dtype="int32")
+    y = _t(2, 16, 64)
+    q, aten = count_onnx_node("QAttention", [x, w, bias, s, s, mask, zp, _t(dtype="int8")], [y], {"num_heads": 4})
+    sdpa = count_op("aten::scaled_dot_product_attention", [_t(2, 4, 16, 16, dtype="uint8")] * 3).flops
+    assert (aten, q.flops) == ("aten::addmm + aten::scaled_dot_product_attention", 2 * 32 * 64 * 192 + sdpa)
+    assert q.bytes == x.nbytes + w.nbytes + bias.nbytes + 2 * 4 + mask.nbytes + 2 + y.nbytes
+    om, _ = count_onnx_node("QOrderedMatMul", [_t(4, 32, dtype="int8"), _t(), _t(32, 16, dtype="int8"), _t(), _t()],
+                            [_t(4, 16, dtype="int8")], {})
+    assert (om.flops, om.bytes) == (2 * 4 * 32 * 16, 128 + 512 + 3 * 4 + 64)

@@ -15,6 +15,12 @@ transA/transB, Conv's groups), it is inferred from the shapes. Conventions on to
   (ReorderInput/ReorderOutput of the NCHWc transformer) and device copies (MemcpyToHost/FromHost) are copies.
 - Attention-like nodes count their projections as aten::addmm and the attention core as
   aten::scaled_dot_product_attention (its FLOPs do not depend on the head count, which profiles do not record).
+- The NCHWc transformer (CPU, level all) pads channel counts to its block size (8 or 16): its nodes' shapes, and so
+  their FLOPs and bytes, include the padding ORT computes (benchmarks/results/onnx_zoo_cpu.md: MobileNetV3 models'
+  conv FLOPs 5-12% above level disable's).
+- Recurrent (LSTM, GRU, RNN), detection (NonMaxSuppression: a lower bound; RoiAlign) and LLM contrib ops
+  (GroupQueryAttention, RotaryEmbedding) use count/rnn.py's and the attention formulas; quantized ops are in
+  count/onnx_quant.py. If/Loop/Scan stay unmodelled: their subgraphs' nodes are profiled on their own.
 Anything else is unmodelled (``modeled=False``), never zero.
 """
 
