@@ -14,6 +14,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from roofline.analyze.integer_roofs import integer_roof_notes
 from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.ort_device_time import DeviceAttribution
 from roofline.analyze.roofline import place_op, summarize
@@ -280,7 +281,12 @@ def build_onnx_report(timed: Timed, graph: OnnxGraph | None, ceilings_by_unit: d
                              "kernels asynchronously unless the provider synchronises: a GPU node's time can be its "
                              "launch cost, not its kernels' (compare the sum with the run's wall time)")
     summary.notes.extend(_unit_notes(ops, nodes_info, ceilings_by_unit, main_unit))
-    summary.notes.extend(integer_roof_notes(ops, nodes_info, ceilings_by_unit, summary.total_time_s))
+    int_notes, int_roofs = integer_roof_notes(
+        ops, lambda i: (nodes_info[i]["unit"], ceilings_by_unit.get(nodes_info[i]["unit"])),
+        lambda i: nodes_info[i]["op_type"], summary.total_time_s)
+    summary.notes.extend(int_notes)
+    for i, roof in int_roofs.items():
+        nodes_info[i]["roof_dtype"] = roof
     unmodelled = _unmodelled_shares(ops, nodes_info, summary.total_time_s)
     if unmodelled:
         listed = ", ".join(f"{t} {s:.1%}" for t, s in sorted(unmodelled.items(), key=lambda kv: -kv[1]))
@@ -325,41 +331,6 @@ def aligned_inputs(profiled: list[TensorMeta], model: list[TensorMeta | None],
     for position, meta in zip(present, merged):
         out[position] = meta
     return out
-
-
-INTEGER_DTYPES = ("int8", "uint8", "int16", "uint16", "int4", "uint4")
-
-
-def integer_roof_notes(ops: list[OpRecord], info: list[dict], roofs: dict[str, Ceilings],
-                       total: float) -> list[str]:
-    """Which roof the integer-product nodes (QLinearConv, MatMulInteger, ...: their dtype is their operands')
-    were judged against: their own dtype's where the unit's ceilings have one, else ``Ceilings.peak_for``'s
-    fallback, the float32 roof, which the note says (no int8 roof is invented)."""
-    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for i, (op, node) in enumerate(zip(ops, info)):
-        if op.modeled and op.flops > 0 and op.dtype in INTEGER_DTYPES:
-            groups[(node["unit"], op.dtype)].append(i)
-    notes = []
-    for (unit, dtype), members in sorted(groups.items()):
-        c = roofs.get(unit)
-        kinds = sorted({info[i]["op_type"] for i in members})
-        share = sum(ops[i].time_s for i in members) / total if total else 0.0
-        what = (f"{len(members)} {unit.upper()} node(s) compute on {dtype} operands ({', '.join(kinds[:6])}"
-                f"{', ...' if len(kinds) > 6 else ''}; {share:.1%} of node time; their FLOPs count integer "
-                "multiply-accumulates as 2 operations, as for floats)")
-        if c is None or not c.has_roofs():
-            notes.append(f"{what}: no roofs for the {unit.upper()}")
-        elif dtype in c.peak_flops_per_s:
-            notes.append(f"{what}: judged against the {dtype} roof ({c.peak_flops_per_s[dtype] / 1e12:.3g} TOP/s)")
-        else:
-            fallback = "float32" if "float32" in c.peak_flops_per_s else "the highest"
-            notes.append(f"{what}: no {dtype} roof in the {unit.upper()}'s ceilings ({c.source}); judged against "
-                         f"the {fallback} compute roof instead (peak_for's fallback), so a compute-bound verdict "
-                         "or efficiency for them is relative to a float roof, not an integer one")
-        for i in members:
-            info[i]["roof_dtype"] = dtype if c is not None and dtype in c.peak_flops_per_s else \
-                f"float32 (no {dtype} roof)"
-    return notes
 
 
 def _unmodelled_shares(ops: list[OpRecord], info: list[dict], total: float) -> dict[str, float]:
