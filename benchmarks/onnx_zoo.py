@@ -13,7 +13,9 @@ torch.onnx.export, the TorchScript exporter at opset 17, falling back to the dyn
   calibration reader), BERT dynamic (MatMulInteger / DynamicQuantizeLinear), the ORT-optimised BERT dynamic
   (QAttention), Llama with int4 weight-only MatMulNBits;
 - built with onnx.helper: the LLM decoder ops of ORT's model builder (GatherBlockQuantized, MatMulNBits,
-  GroupQueryAttention with rotary, RotaryEmbedding, SkipSimplifiedLayerNormalization, QuickGelu, FastGelu);
+  GroupQueryAttention with rotary, RotaryEmbedding, SkipSimplifiedLayerNormalization, QuickGelu, FastGelu), and a
+  BERT layer in ORT's fused form (EmbedLayerNormalization, Attention, SkipLayerNormalization, BiasGelu), also
+  quantized dynamically (QAttention);
 - optimised with onnxruntime.transformers.optimizer: BERT, CLIP vision and GPT-2 (Attention, FastGelu/BiasGelu,
   SkipLayerNormalization, EmbedLayerNormalization).
 Each model runs through the CLI (`python -m roofline ort MODEL --opt-level LEVEL`) at ORT's levels ``all`` and
@@ -328,7 +330,7 @@ def bert(out: Path) -> dict:
 
     quantize_dynamic(_preprocessed(out / "model_opt.onnx"), str(out / "model_opt_dyn.onnx"),
                      weight_type=QuantType.QInt8, extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
-    files["model_opt_dyn.onnx"] = "optimizer then quantize_dynamic (QAttention)"
+    files["model_opt_dyn.onnx"] = "optimizer then quantize_dynamic (QAttention wherever the optimizer fused Attention)"
     return files
 
 
@@ -413,9 +415,53 @@ def contrib_llm(out: Path) -> dict:
     return {"model.onnx": "onnx.helper (com.microsoft contrib ops)"}
 
 
+def contrib_bert(out: Path) -> dict:
+    """A BERT layer in the fused form ORT's optimizer writes for BERT (EmbedLayerNormalization, Attention,
+    SkipLayerNormalization, BiasGelu), built with onnx.helper because the optimizer fuses no Attention in
+    transformers 5's BERT; and the same quantized with quantize_dynamic, which turns Attention into QAttention."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    rng = np.random.default_rng(0)
+    seq, hidden, ffn = 16, 64, 128
+
+    def w(name, *shape):
+        return numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32) * 0.1, name)
+
+    inits = [w("word", 200, hidden), w("pos", 64, hidden), w("seg", 2, hidden), w("gamma", hidden),
+             w("beta", hidden), w("w_qkv", hidden, 3 * hidden), w("b_qkv", 3 * hidden), w("w1", hidden, ffn),
+             w("b1", ffn), w("w2", ffn, hidden), w("b2", hidden)]
+    ms = "com.microsoft"
+    nodes = [
+        helper.make_node("EmbedLayerNormalization", ["ids", "segments", "word", "pos", "seg", "gamma", "beta"],
+                         ["emb", "mask_index"], name="embed", domain=ms, epsilon=1e-12),
+        helper.make_node("Attention", ["emb", "w_qkv", "b_qkv"], ["attn"], name="attention", domain=ms,
+                         num_heads=4),
+        helper.make_node("SkipLayerNormalization", ["attn", "emb", "gamma", "beta"], ["n1"], name="skip_ln1",
+                         domain=ms),
+        helper.make_node("MatMul", ["n1", "w1"], ["h"], name="ffn1"),
+        helper.make_node("BiasGelu", ["h", "b1"], ["g"], name="bias_gelu", domain=ms),
+        helper.make_node("MatMul", ["g", "w2"], ["o"], name="ffn2"),
+        helper.make_node("SkipLayerNormalization", ["o", "n1", "gamma", "beta", "b2"], ["y"], name="skip_ln2",
+                         domain=ms),
+    ]
+    ints = [helper.make_tensor_value_info(n, TensorProto.INT32, [1, seq]) for n in ("ids", "segments")]
+    graph = helper.make_graph(nodes, "contrib_bert", ints,
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, seq, hidden])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ms, 1)])
+    model.ir_version = 8
+    onnx.save(model, str(out / "model.onnx"))
+    quantize_dynamic(str(out / "model.onnx"), str(out / "model_dyn.onnx"), weight_type=QuantType.QInt8,
+                     extra_options={"DefaultTensorType": TensorProto.FLOAT})
+    return {"model.onnx": "onnx.helper (com.microsoft fused BERT ops)",
+            "model_dyn.onnx": "quantize_dynamic (QInt8 weights): QAttention, MatMulInteger"}
+
+
 MODELS = {"tagger": tagger, "odd_ops": odd_ops, "lraspp": lraspp, "ssdlite": ssdlite, "t5": t5,
           "whisper_encoder": whisper_encoder, "clip_vision": clip_vision, "gpt2_past": gpt2_past, "llama": llama,
-          "bert": bert, "gpt2_opt": gpt2_opt, "resnet_quant": resnet_quant, "contrib_llm": contrib_llm}
+          "bert": bert, "gpt2_opt": gpt2_opt, "resnet_quant": resnet_quant, "contrib_llm": contrib_llm,
+          "contrib_bert": contrib_bert}
 
 
 def roofline_ort(model: Path, level: str, out: Path, iters: int) -> dict:

@@ -385,3 +385,17 @@ def test_qattention_is_attention_on_the_quantized_input_and_weight():
     om, _ = count_onnx_node("QOrderedMatMul", [_t(4, 32, dtype="int8"), _t(), _t(32, 16, dtype="int8"), _t(), _t()],
                             [_t(4, 16, dtype="int8")], {})
     assert (om.flops, om.bytes) == (2 * 4 * 32 * 16, 128 + 512 + 3 * 4 + 64)
+
+
+def test_qembed_layer_norm_adds_the_tables_dequantisation_to_embed_layer_norm():
+    ids = _t(1, 16, dtype="int32")
+    tables = [_t(200, 64, dtype="uint8"), _t(64, 64, dtype="uint8"), _t(2, 64, dtype="uint8")]
+    gamma, beta = _t(64, dtype="uint8"), _t(64, dtype="uint8")
+    y, mask = _t(1, 16, 64), _t(1, dtype="int32")
+    float_tables = [_t(200, 64), _t(64, 64), _t(2, 64)]
+    plain, _ = count_onnx_node("EmbedLayerNormalization", [ids, ids, *float_tables, _t(64), _t(64)], [y, mask], {})
+    scales = [_t() for _ in range(5)]
+    q, aten = count_onnx_node("QEmbedLayerNormalization", [ids, ids, *tables, gamma, beta, None, *scales], [y, mask], {})
+    assert q.flops == plain.flops + 2 * 3 * y.numel
+    assert q.bytes == 2 * ids.nbytes + sum(t.nbytes for t in tables) + 128 + 5 * 4 + y.nbytes + mask.nbytes
+    assert aten.endswith("aten::dequantize")

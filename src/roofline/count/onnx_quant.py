@@ -209,6 +209,18 @@ def _qattention(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCo
     return _fused((cost, name), ins, outs)
 
 
+def _qembed_layer_norm(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    """QEmbedLayerNormalization(input_ids, segment_ids, word, position, segment, gamma, beta (all quantized),
+    mask, their scales, their zero points): EmbedLayerNormalization's FLOPs on the looked-up rows, plus their
+    dequantisation (2 FLOPs an element, each of the three lookups); every input read once."""
+    cost, name = base._embed_layer_norm(list(ins[:7]), outs, attrs)
+    if not cost.modeled or not outs:
+        return cost, name
+    tables = len([m for m in ins[2:5] if m is not None])
+    parts = [(cost, name), (OpCost(float(DEQUANTIZE_FLOPS * tables * outs[0].numel), 0.0, True), "aten::dequantize")]
+    return base._combine(parts, ins, outs)
+
+
 def _matmul_nbits(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
     """MatMulNBits(A, B packed (N, k_blocks, blob), scales, zero_points, g_idx, bias), attributes K, N, bits,
     block_size: A (..., K) times the dequantized (K, N) weight; the dequantisation 2 FLOPs per weight element."""
@@ -252,5 +264,5 @@ QUANTIZED_HANDLERS = {
     "QLinearSigmoid": _qlinear_unary("sigmoid"), "QLinearLeakyRelu": _qlinear_unary("leaky_relu"),
     "QLinearGlobalAveragePool": _qlinear_pool("global_avg"), "QLinearAveragePool": _qlinear_pool("avg"),
     "NhwcMaxPool": _qlinear_pool("max", nhwc=True), "QLinearSoftmax": _qlinear_softmax, "QLinearConcat": _qlinear_concat, "QLinearReduceMean": _qlinear_reduce_mean,
-    "QAttention": _qattention, "MatMulNBits": _matmul_nbits, "GatherBlockQuantized": _gather_block_quantized,
+    "QAttention": _qattention, "QEmbedLayerNormalization": _qembed_layer_norm, "MatMulNBits": _matmul_nbits, "GatherBlockQuantized": _gather_block_quantized,
 }
