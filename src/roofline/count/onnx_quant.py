@@ -1,7 +1,8 @@
 """Quantized ONNX nodes counted with the aten formulas: the QDQ format's QuantizeLinear/DequantizeLinear, the
 QOperator format's QLinear* ops, dynamic quantization (DynamicQuantizeLinear, MatMulInteger, ConvInteger and
-ORT's fused DynamicQuantizeMatMul, MatMulIntegerToFloat), ORT's QGemm, QAttention, QOrderedMatMul, and
-weight-only int4 (MatMulNBits, GatherBlockQuantized).
+ORT's fused DynamicQuantizeMatMul, MatMulIntegerToFloat), ORT's QGemm, QAttention, QEmbedLayerNormalization,
+QOrderedMatMul, the NHWC transformer's NhwcMaxPool on uint8 tensors, and weight-only int4 (MatMulNBits,
+GatherBlockQuantized).
 
 Conventions (on top of count/onnx_ops.py's):
 - An integer product counts its multiply-accumulates as FLOPs exactly as the float op does (2 per MAC, the aten
