@@ -494,7 +494,8 @@ def roofline_ort(model: Path, level: str, out: Path, iters: int) -> dict:
 def markdown(meta: dict, results: dict, previous: dict | None) -> str:
     lines = ["# `roofline ort` over an ONNX zoo (CPU)", "",
              f"{meta['date']}, {meta['cpu']}, torch {meta['torch']}, onnxruntime {meta['onnxruntime']}, "
-             f"transformers {meta['transformers']}. `{meta['command']}`.", "",
+             f"transformers {meta['transformers']}. " + "; ".join(f"`{c}`" for c in meta.get("commands", [meta["command"]]))
+             + f". Each node's time: median of {meta['iters']} timed runs after {meta['warmup']} warm-up run.", "",
              "Nodes: the profiled nodes at that ORT optimisation level. Unmodelled: nodes without a formula "
              "(before: " + (f"{meta['previous']}" if previous else "no earlier run given") + "); the op types left "
              "with their shares of node time.", "",
@@ -525,6 +526,13 @@ def markdown(meta: dict, results: dict, previous: dict | None) -> str:
                                                                     key=lambda kv: -kv[1])) or "none"
                 lines.append(f"| {name} | {file} | {level} | {row['nodes']} | {before} | {row['unmodelled_nodes']} "
                              f"| {ratio} | {left} |")
+    lines += ["", "Reading the ratios: at level all on the CPU, ORT's NCHWc transformer pads channel counts to its block "
+              "size, and the padded nodes' shapes are what the profile records, so MobileNetV3 models (LRASPP, "
+              "SSDlite) count the padding work ORT does; MatMulNBits adds the int4 weight's dequantisation (2 FLOPs "
+              "a weight element, a 1/rows share of the products); QDQ models at level disable count every "
+              "QuantizeLinear/DequantizeLinear (weights' included), which level all folds into QLinear* nodes; "
+              "dynamic quantization adds the activations' DynamicQuantizeLinear. If/Loop/Scan stay unmodelled on "
+              "purpose: their subgraphs' nodes are profiled and counted on their own."]
     return "\n".join(lines) + "\n"
 
 
@@ -537,6 +545,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--previous", type=Path, default=None, help="an earlier onnx_zoo_cpu.json: the 'before' column")
     parser.add_argument("--reuse", action="store_true", help="keep models already exported under OUT/models")
     parser.add_argument("--table-only", action="store_true", help="rewrite OUT/onnx_zoo_cpu.md from its json")
+    parser.add_argument("--previous-label", default=None, help="what the --previous run was (the table says it)")
     # OUT/onnx_zoo_cpu.json's rows of models not run again are kept (a run of --models a,b updates those rows)
     args = parser.parse_args(argv)
     import onnxruntime as ort
@@ -549,7 +558,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.table_only:
         data = json.loads((args.out / "onnx_zoo_cpu.json").read_text())
         if previous is not None:
-            data["meta"]["previous"] = str(args.previous)
+            data["meta"]["previous"] = args.previous_label or str(args.previous)
         text = markdown(data["meta"], data["results"], previous)
         atomic_write_text(args.out / "onnx_zoo_cpu.md", text)
         print(text)
@@ -578,13 +587,20 @@ def main(argv: list[str] | None = None) -> int:
             for level in args.levels.split(","):
                 row = roofline_ort(out / file, level, args.out / "runs" / name / file.removesuffix(".onnx") / level,
                                    args.iters)
+                old = (previous or {}).get(name, {}).get("runs", {}).get(file, {}).get(level)
+                if old:
+                    row["before"] = {k: old[k] for k in ("unmodelled_nodes", "unmodelled_share_by_op_type", "crash")
+                                     if k in old}
                 results[name]["runs"].setdefault(file, {})[level] = row
                 print(f"{name}/{file}/{level}: {row.get('crash') or row['unmodelled_share_by_op_type']}"[:400],
                       file=sys.stderr, flush=True)
     meta = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "cpu": cpu_name(),
             "torch": torch.__version__, "onnxruntime": ort.__version__, "transformers": transformers.__version__,
             "command": "python " + " ".join(sys.argv), "iters": args.iters, "warmup": 1,
-            "previous": str(args.previous) if args.previous else None}
+            "previous": args.previous_label or (str(args.previous) if args.previous else None)}
+    if earlier.exists():  # rows kept from earlier runs: their commands too
+        before = json.loads(earlier.read_text())["meta"]
+        meta["commands"] = before.get("commands", [before["command"]]) + [meta["command"]]
     atomic_write_text(args.out / "onnx_zoo_cpu.json", json.dumps({"meta": meta, "results": results}, indent=1))
     text = markdown(meta, results, previous)
     atomic_write_text(args.out / "onnx_zoo_cpu.md", text)

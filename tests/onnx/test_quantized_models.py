@@ -116,3 +116,20 @@ def test_optional_inputs_left_out_keep_their_positions():
     qkv, lens, total, cache = T((1, 8, 128), "float32"), T((1,), "int32"), T((), "int32"), T((32, 8), "float32")
     model = [qkv, None, None, None, None, lens, total, cache, cache]
     assert aligned_inputs([qkv, lens, total, cache, cache], model, (1, 2, 3, 4)) == model
+
+
+@pytest.mark.slow
+def test_the_zoo_driver_runs_a_model_and_tables_it(tmp_path, capsys):
+    """benchmarks/onnx_zoo.py on its one model that needs no exporter (the LLM contrib ops, onnx.helper): the CLI
+    run's report feeds the table, every node counted, FLOPs ratio 1 against itself."""
+    import json
+
+    from benchmark_scripts import load_benchmark
+
+    zoo = load_benchmark("onnx_zoo")
+    assert zoo.main([str(tmp_path), "--models", "contrib_llm", "--levels", "disable", "--iters", "1"]) == 0
+    data = json.loads((tmp_path / "onnx_zoo_cpu.json").read_text())
+    row = data["results"]["contrib_llm"]["runs"]["model.onnx"]["disable"]
+    assert (row["nodes"], row["unmodelled_nodes"]) == (7, 0)
+    assert row["op_types"]["GroupQueryAttention"] == 1 and row["total_flops"] > 2 * 8 * 64 * 128
+    assert "| contrib_llm | model.onnx | disable | 7 | - | 0 | 1.000 | none |" in (tmp_path / "onnx_zoo_cpu.md").read_text()
