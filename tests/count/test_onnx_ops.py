@@ -399,3 +399,9 @@ def test_qembed_layer_norm_adds_the_tables_dequantisation_to_embed_layer_norm():
     assert q.flops == plain.flops + 2 * 3 * y.numel
     assert q.bytes == 2 * ids.nbytes + sum(t.nbytes for t in tables) + 128 + 5 * 4 + y.nbytes + mask.nbytes
     assert aten.endswith("aten::dequantize")
+
+
+def test_one_hot_writes_its_output():
+    ids, depth, values, y = _t(4, 8, dtype="int64"), _t(1, dtype="int64"), _t(2), _t(4, 8, 10)
+    cost, _ = count_onnx_node("OneHot", [ids, depth, values], [y], {"axis": -1})
+    assert (cost.flops, cost.bytes) == (0, ids.nbytes + 8 + 8 + y.nbytes)
