@@ -208,6 +208,8 @@ def test_resize_is_the_aten_upsample_of_its_mode(mode, aten, per_out):
     assert (name, cost.flops, cost.bytes) == (aten, per_out * y.numel, x.nbytes + y.nbytes)
     up, _ = count_onnx_node("Upsample", [x, _t(4)], [y], {"mode": mode})
     assert up.flops == cost.flops
+    if mode == b"linear":  # opset 7's Upsample spelled it bilinear
+        assert count_onnx_node("Upsample", [x], [y], {"mode": b"bilinear"})[0].flops == cost.flops
 
 
 def test_float_ops_mapped_to_their_aten_formulas():

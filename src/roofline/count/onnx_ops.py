@@ -499,6 +499,7 @@ def _resize(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, 
         raise ValueError("Resize without shapes")
     mode = attrs.get("mode", "nearest")
     mode = (mode.decode() if isinstance(mode, bytes) else str(mode)).lower()
+    mode = {"bilinear": "linear", "trilinear": "linear", "bicubic": "cubic"}.get(mode, mode)  # Upsample's old names
     out = outs[0]
     spatial = max(1, min(3, x.ndim - 2)) if x.ndim > 2 else 1
     name = _RESIZE_KINDS.get((mode, spatial)) or _RESIZE_KINDS[("nearest", spatial)]
