@@ -30,3 +30,13 @@ def test_with_an_int8_roof_it_is_used_and_named():
     notes, roofs = integer_roof_notes(_ops(), lambda i: ("npu", c), lambda i: _ops()[i].name, 5e-3)
     assert roofs == {0: "int8"} and c.peak_for("int8") == 40e12
     assert notes[0].endswith("judged against the int8 roof (40 TOP/s)")
+
+
+def test_uint8_products_take_the_int8_roof():
+    """QOperator models compute uint8 activations times int8 weights: an int8 roof in the ceilings judges them."""
+    c = Ceilings(device="npu", memory_bandwidth_bytes_per_s=77e9, peak_flops_per_s={"float16": 10e12, "int8": 40e12})
+    ops = [OpRecord(name="onnx::QLinearConv", dtype="uint8", flops=1e9, bytes=1e6, time_s=1e-3)]
+    notes, roofs = integer_roof_notes(ops, lambda i: ("npu", c), lambda i: "QLinearConv", 1e-3)
+    assert (c.peak_for("uint8"), c.own_roof("uint8"), roofs) == (40e12, "int8", {0: "int8"})
+    assert notes[0].endswith("judged against the int8 roof (40 TOP/s)")
+    assert c.own_roof("int16") is None and c.peak_for("int16") == 40e12  # no float32 roof: the highest of all

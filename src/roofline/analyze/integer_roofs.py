@@ -2,7 +2,8 @@
 torch's _int_mm, ONNX's QLinear* and MatMulInteger) are judged against, said in the report's notes.
 
 Their FLOPs count integer multiply-accumulates as 2 operations, as for floats. ``Ceilings.peak_for`` gives an
-integer dtype its own roof when the ceilings have one, else falls back to the float32 roof: measured CPU and GPU
+integer dtype its own roof when the ceilings have one (uint8 the int8 roof: ``Ceilings.own_roof``; a ceilings file
+passed with --ceilings may add ``"int8"`` to peak_flops_per_s), else falls back to the float32 roof: measured CPU and GPU
 ceilings hold float dtypes only and no datasheet entry carries an int8 peak yet, so today that fallback always
 applies, and the notes say so rather than an int8 roof being invented.
 """
@@ -35,16 +36,16 @@ def integer_roof_notes(ops: list[OpRecord], roofs_of: Callable[[int], tuple[str,
         what = (f"{len(members)} {unit.upper()} op(s) compute on {dtype} operands ({', '.join(kinds[:6])}"
                 f"{', ...' if len(kinds) > 6 else ''}; {share:.1%} of op time; their FLOPs count integer "
                 "multiply-accumulates as 2 operations, as for floats)")
-        own = c is not None and dtype in c.peak_flops_per_s
+        own = c.own_roof(dtype) if c is not None else None
         if c is None or not c.has_roofs():
             notes.append(f"{what}: no roofs for the {unit.upper()}")
         elif own:
-            notes.append(f"{what}: judged against the {dtype} roof ({c.peak_flops_per_s[dtype] / 1e12:.3g} TOP/s)")
+            notes.append(f"{what}: judged against the {own} roof ({c.peak_flops_per_s[own] / 1e12:.3g} TOP/s)")
         else:
             fallback = "float32" if "float32" in c.peak_flops_per_s else "highest"
             notes.append(f"{what}: no {dtype} roof in the {unit.upper()}'s ceilings ({c.source}); judged against "
                          f"the {fallback} compute roof instead (peak_for's fallback), so a compute-bound verdict "
                          "or efficiency for them is relative to a float roof, not an integer one")
         for i in members:
-            roof_of[i] = dtype if own else f"float32 (no {dtype} roof)"
+            roof_of[i] = own or f"float32 (no {dtype} roof)"
     return notes, roof_of
