@@ -9,7 +9,7 @@ torch.onnx.export, the TorchScript exporter at opset 17, falling back to the dyn
   images), T5, the Whisper encoder, CLIP's vision tower, GPT-2 with its past key/values as inputs, Llama, and a
   model of the less common ops (Einsum, TopK, CumSum, ScatterND/Elements, GridSample, Instance/GroupNorm,
   DepthToSpace, ConvTranspose with groups and output_padding, Trilu, Range, Mod, ...);
-- quantized with onnxruntime.quantization: a ResNet-18 (64x64) static QDQ and static QOperator (a tiny
+- quantized with onnxruntime.quantization: the tagger dynamic (DynamicQuantizeLSTM), a ResNet-18 (64x64) static QDQ and static QOperator (a tiny
   calibration reader), BERT dynamic (MatMulInteger / DynamicQuantizeLinear), the ORT-optimised BERT dynamic
   (QAttention), Llama with int4 weight-only MatMulNBits;
 - built with onnx.helper: the LLM decoder ops of ORT's model builder (GatherBlockQuantized, MatMulNBits,
@@ -124,7 +124,12 @@ class OddOps(nn.Module):
 
 
 def tagger(out: Path) -> dict:
-    return {"model.onnx": _export(Tagger(), (torch.zeros(2, 12, dtype=torch.long),), out / "model.onnx", ["ids"])}
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    files = {"model.onnx": _export(Tagger(), (torch.zeros(2, 12, dtype=torch.long),), out / "model.onnx", ["ids"])}
+    quantize_dynamic(_preprocessed(out / "model.onnx"), str(out / "model_dyn.onnx"), weight_type=QuantType.QInt8)
+    files["model_dyn.onnx"] = "quantize_dynamic (QInt8 weights): DynamicQuantizeLSTM, MatMulInteger"
+    return files
 
 
 def odd_ops(out: Path) -> dict:

@@ -407,3 +407,13 @@ def test_one_hot_writes_its_output():
     ids, depth, values, y = _t(4, 8, dtype="int64"), _t(1, dtype="int64"), _t(2), _t(4, 8, 10)
     cost, _ = count_onnx_node("OneHot", [ids, depth, values], [y], {"axis": -1})
     assert (cost.flops, cost.bytes) == (0, ids.nbytes + 8 + 8 + y.nbytes)
+
+
+def test_dynamic_quantize_lstm_is_the_lstm_with_transposed_int8_weights():
+    x, y = _t(12, 2, 32), _t(12, 1, 2, 32)
+    lstm, _ = count_onnx_node("LSTM", [x, _t(1, 128, 32), _t(1, 128, 32)], [y], {})
+    w, r = _t(1, 32, 128, dtype="int8"), _t(1, 32, 128, dtype="int8")
+    scales = [_t(1), _t(1, dtype="int8"), _t(1), _t(1, dtype="int8")]
+    q, aten = count_onnx_node("DynamicQuantizeLSTM", [x, w, r, None, None, None, None, None, *scales], [y], {})
+    assert (aten, q.flops) == ("aten::lstm", lstm.flops)
+    assert q.bytes == x.nbytes + w.nbytes + r.nbytes + 2 * 4 + 2 * 1 + y.nbytes

@@ -1,7 +1,7 @@
 """Quantized ONNX nodes counted with the aten formulas: the QDQ format's QuantizeLinear/DequantizeLinear, the
 QOperator format's QLinear* ops, dynamic quantization (DynamicQuantizeLinear, MatMulInteger, ConvInteger and
 ORT's fused DynamicQuantizeMatMul, MatMulIntegerToFloat), ORT's QGemm, QAttention, QEmbedLayerNormalization,
-QOrderedMatMul, the NHWC transformer's NhwcMaxPool on uint8 tensors, and weight-only int4 (MatMulNBits,
+QOrderedMatMul, DynamicQuantizeLSTM, the NHWC transformer's NhwcMaxPool on uint8 tensors, and weight-only int4 (MatMulNBits,
 GatherBlockQuantized).
 
 Conventions (on top of count/onnx_ops.py's):
@@ -222,6 +222,19 @@ def _qembed_layer_norm(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tup
     return base._combine(parts, ins, outs)
 
 
+def _dynamic_quantize_lstm(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    """DynamicQuantizeLSTM(X, W, R, B, sequence_lens, initial_h, initial_c, P, W_scale, W_zp, R_scale, R_zp): the
+    LSTM of onnx_ops with int8 weights stored transposed, W (directions, input, 4*hidden) and R (directions,
+    hidden, 4*hidden); each step's input quantized (MLAS u8s8 products)."""
+    x, w, r = _pick(ins, 0, 1, 2)
+    if w is None or r is None or w.ndim != 3 or r.ndim != 3:
+        raise ValueError("DynamicQuantizeLSTM without W, R shapes")
+    as_onnx = [x, TensorMeta((w.shape[0], w.shape[2], w.shape[1]), w.dtype),
+               TensorMeta((r.shape[0], r.shape[2], r.shape[1]), r.dtype)]
+    cost, name = base._HANDLERS["LSTM"](as_onnx, outs, attrs)
+    return _fused((cost, name), ins, outs)
+
+
 def _matmul_nbits(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
     """MatMulNBits(A, B packed (N, k_blocks, blob), scales, zero_points, g_idx, bias), attributes K, N, bits,
     block_size: A (..., K) times the dequantized (K, N) weight; the dequantisation 2 FLOPs per weight element."""
@@ -265,5 +278,5 @@ QUANTIZED_HANDLERS = {
     "QLinearSigmoid": _qlinear_unary("sigmoid"), "QLinearLeakyRelu": _qlinear_unary("leaky_relu"),
     "QLinearGlobalAveragePool": _qlinear_pool("global_avg"), "QLinearAveragePool": _qlinear_pool("avg"),
     "NhwcMaxPool": _qlinear_pool("max", nhwc=True), "QLinearSoftmax": _qlinear_softmax, "QLinearConcat": _qlinear_concat, "QLinearReduceMean": _qlinear_reduce_mean,
-    "QAttention": _qattention, "QEmbedLayerNormalization": _qembed_layer_norm, "MatMulNBits": _matmul_nbits, "GatherBlockQuantized": _gather_block_quantized,
+    "DynamicQuantizeLSTM": _dynamic_quantize_lstm, "QAttention": _qattention, "QEmbedLayerNormalization": _qembed_layer_norm, "MatMulNBits": _matmul_nbits, "GatherBlockQuantized": _gather_block_quantized,
 }
