@@ -121,10 +121,21 @@ class Ceilings(Struct):
         """Whether there is a roofline to judge against: a memory roof and at least one compute roof."""
         return self.memory_bandwidth_bytes_per_s > 0 and bool(self.peak_flops_per_s)
 
-    def peak_for(self, dtype: str) -> float:
-        """Peak FLOP/s for an op of this dtype; integer and unknown dtypes fall back to float32's roof."""
+    def own_roof(self, dtype: str) -> str | None:
+        """The compute roof kept for this dtype: its own, or for uint8 the int8 one (VNNI, tensor cores and
+        NPUs multiply unsigned by signed 8-bit values at the int8 rate); None when the fallback applies."""
         if dtype in self.peak_flops_per_s:
-            return self.peak_flops_per_s[dtype]
+            return dtype
+        if dtype == "uint8" and "int8" in self.peak_flops_per_s:
+            return "int8"
+        return None
+
+    def peak_for(self, dtype: str) -> float:
+        """Peak FLOP/s for an op of this dtype; integer and unknown dtypes without a roof of their own
+        (``own_roof``) fall back to float32's roof."""
+        own = self.own_roof(dtype)
+        if own is not None:
+            return self.peak_flops_per_s[own]
         return self.peak_flops_per_s.get("float32", max(self.peak_flops_per_s.values(), default=0.0))
 
     def ridge_point(self, dtype: str) -> float:

@@ -14,6 +14,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from roofline.analyze.integer_roofs import integer_roof_notes
 from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.ort_device_time import DeviceAttribution
 from roofline.analyze.roofline import place_op, summarize
@@ -22,6 +23,7 @@ from roofline.capture.onnx_graph import GraphNode, OnnxGraph, normalized_name
 from roofline.capture.ort_profile import OrtProfile
 from roofline.count.meta import TensorMeta
 from roofline.count.onnx_ops import count_onnx_node
+from roofline.count.onnx_quant import compute_dtype
 from roofline.errors import RooflineError
 from roofline.report import Ceilings, Environment, OpRecord, Report, Timing
 
@@ -231,9 +233,8 @@ def build_onnx_report(timed: Timed, graph: OnnxGraph | None, ceilings_by_unit: d
     for i, layer in enumerate(timed.layers):
         node = matched.get(layer.name)
         inputs = layer.inputs if layer.inputs is not None else (node.inputs if node else None)
-        if (node is not None and layer.inputs is not None and node.op_type == layer.op_type
-                and len(layer.inputs) < len(node.inputs) and all(m is not None for m in node.inputs)):
-            inputs = node.inputs  # ORT prepacked a constant input and left it out of the profile
+        if node is not None and layer.inputs is not None and node.op_type == layer.op_type:
+            inputs = aligned_inputs(layer.inputs, node.inputs, node.absent_inputs)
         outputs = layer.outputs if layer.outputs is not None else (node.outputs if node else None)
         op_type = layer.op_type or (node.op_type if node else "")
         if node is not None and layer.inputs is None and node.op_type != op_type and op_type:
@@ -253,8 +254,9 @@ def build_onnx_report(timed: Timed, graph: OnnxGraph | None, ceilings_by_unit: d
                          "option profiling_level=detailed) or use AI Hub's per-layer profile")
         ins = [m for m in (inputs or []) if m is not None]
         outs = [m for m in (outputs or []) if m is not None]
+        dtype = compute_dtype(op_type, ins) or roof_dtype(op_type, _dtype(ins), layer.kernel_names)
         op = OpRecord(
-            name=f"onnx::{op_type or 'unknown'}", module=layer.name, dtype=roof_dtype(op_type, _dtype(ins), layer.kernel_names),
+            name=f"onnx::{op_type or 'unknown'}", module=layer.name, dtype=dtype,
             flops=cost.flops if cost.modeled else 0.0, bytes=cost.bytes if cost.modeled else 0.0,
             time_s=statistics.median(layer.times_s) if layer.times_s else 0.0, modeled=cost.modeled,
             input_shapes=[list(m.shape) for m in ins], input_dtypes=[m.dtype for m in ins],
@@ -279,6 +281,12 @@ def build_onnx_report(timed: Timed, graph: OnnxGraph | None, ceilings_by_unit: d
                              "kernels asynchronously unless the provider synchronises: a GPU node's time can be its "
                              "launch cost, not its kernels' (compare the sum with the run's wall time)")
     summary.notes.extend(_unit_notes(ops, nodes_info, ceilings_by_unit, main_unit))
+    int_notes, int_roofs = integer_roof_notes(
+        ops, lambda i: (nodes_info[i]["unit"], ceilings_by_unit.get(nodes_info[i]["unit"])),
+        lambda i: nodes_info[i]["op_type"], summary.total_time_s)
+    summary.notes.extend(int_notes)
+    for i, roof in int_roofs.items():
+        nodes_info[i]["roof_dtype"] = roof
     unmodelled = _unmodelled_shares(ops, nodes_info, summary.total_time_s)
     if unmodelled:
         listed = ", ".join(f"{t} {s:.1%}" for t, s in sorted(unmodelled.items(), key=lambda kv: -kv[1]))
@@ -299,6 +307,30 @@ def build_onnx_report(timed: Timed, graph: OnnxGraph | None, ceilings_by_unit: d
         "graph_notes": graph.notes if graph else [],
     }
     return report
+
+
+def aligned_inputs(profiled: list[TensorMeta], model: list[TensorMeta | None],
+                   absent: tuple[int, ...] = ()) -> list[TensorMeta | None]:
+    """The node's inputs at the positions its op type defines. ORT's profile lists only the inputs it was given:
+    it skips optional inputs left out (empty names in the model: ``absent``), and constant inputs ORT prepacked
+    (weights). Absent inputs become None at their positions; when the profile holds fewer inputs than the model's
+    present ones, the model's inputs are taken, those whose shape the model leaves unknown (an activation after a
+    layout change) from the profile at the same position, up to the first position where the two lists part (the
+    prepacked input). A profile with more inputs than the model is kept as it is."""
+    present = [i for i in range(len(model)) if i not in absent]
+    if len(profiled) > len(present):
+        return list(profiled)
+    known = [model[i] for i in present]
+    if len(profiled) == len(present):
+        merged: list[TensorMeta | None] = list(profiled)
+    else:
+        gap = next((i for i, (p, m) in enumerate(zip(profiled, known))
+                    if m is not None and (p is None or tuple(p.shape) != tuple(m.shape))), len(profiled))
+        merged = [m if m is not None else (profiled[i] if i < gap else None) for i, m in enumerate(known)]
+    out: list[TensorMeta | None] = [None] * len(model)
+    for position, meta in zip(present, merged):
+        out[position] = meta
+    return out
 
 
 def _unmodelled_shares(ops: list[OpRecord], info: list[dict], total: float) -> dict[str, float]:

@@ -26,6 +26,7 @@ from roofline.analyze.kernel_classes import kernel_classes
 from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.optimizer_lists import FOREACH_PREFIX, OptimizerLists, with_lists
 from roofline.analyze.roofline import place_op, summarize
+from roofline.analyze.integer_roofs import integer_roof_notes
 from roofline.analyze.stale import stale_ceilings_note
 from roofline.analyze.warmup import warmup_events
 from roofline.capture.recording import OpRecording, RecordedOp, Tf32Flags, op_dtype
@@ -262,6 +263,8 @@ def report_from_trace(
     summary = summarize(ops, timing_method=timing, kernel_share=share, kernel_total_s=kernel_total, idle_s=idle)
     summary.wall_time_s = _wall_time_s(trace, recording is not None)
     summary.stale_ceilings = stale_ceilings_note(ops, ceilings)
+    summary.notes.extend(integer_roof_notes(ops, lambda i: (ceilings.device, ceilings), lambda i: ops[i].name,
+                                            summary.total_time_s)[0])
     if missing:
         summary.notes.append(f"{missing} recorded op(s) found no event in the timed trace (time counted as 0)")
     summary.notes.extend(trace.warnings)

@@ -26,6 +26,7 @@ class GraphNode:
     inputs: list[TensorMeta | None]
     outputs: list[TensorMeta | None]
     index: int = 0
+    absent_inputs: tuple[int, ...] = ()  # optional inputs left out (empty names): ORT's profile skips them
 
 
 @dataclass(slots=True)
@@ -101,6 +102,7 @@ def load_onnx_graph(path: str | Path, dims: dict[str, int] | None = None) -> Onn
             name=node.name or f"{node.op_type}_{i}", op_type=node.op_type, domain=node.domain,
             attrs={a.name: _attr_value(onnx, a) for a in node.attribute},
             inputs=[meta(n) for n in node.input], outputs=[meta(n) for n in node.output], index=i,
+            absent_inputs=tuple(j for j, n in enumerate(node.input) if not n),
         )
         for i, node in enumerate(graph.node)
     ]

@@ -15,6 +15,12 @@ transA/transB, Conv's groups), it is inferred from the shapes. Conventions on to
   (ReorderInput/ReorderOutput of the NCHWc transformer) and device copies (MemcpyToHost/FromHost) are copies.
 - Attention-like nodes count their projections as aten::addmm and the attention core as
   aten::scaled_dot_product_attention (its FLOPs do not depend on the head count, which profiles do not record).
+- The NCHWc transformer (CPU, level all) pads channel counts to its block size (8 or 16): its nodes' shapes, and so
+  their FLOPs and bytes, include the padding ORT computes (benchmarks/results/onnx_zoo_cpu.md: MobileNetV3 models'
+  conv FLOPs 5-12% above level disable's).
+- Recurrent (LSTM, GRU, RNN), detection (NonMaxSuppression: a lower bound; RoiAlign) and LLM contrib ops
+  (GroupQueryAttention, RotaryEmbedding) use count/rnn.py's and the attention formulas; quantized ops are in
+  count/onnx_quant.py. If/Loop/Scan stay unmodelled: their subgraphs' nodes are profiled on their own.
 Anything else is unmodelled (``modeled=False``), never zero.
 """
 
@@ -23,9 +29,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import math
+
 from roofline.count.counting import count_op
 from roofline.count.meta import TensorMeta
 from roofline.count.registry import OpCost, nbytes, unmodeled, zero_cost
+from roofline.count.rnn import GRU, LSTM, RNN_RELU, RNN_TANH, rnn_forward_flops
 
 # ONNX's type names (as ORT's profile and TensorProto spell them) -> torch's.
 ONNX_DTYPES = {
@@ -60,6 +69,7 @@ VIEWS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Sh
                    "Dropout"})
 COPIES = frozenset({"Transpose", "Slice", "Split", "Expand", "Tile", "Pad", "ReorderInput", "ReorderOutput",
                     "MemcpyToHost", "MemcpyFromHost", "SpaceToDepth", "DepthToSpace", "Cast", "CastLike"})
+CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
 LAYOUT = frozenset({"Transpose", "ReorderInput", "ReorderOutput"})
 DEVICE_COPIES = frozenset({"MemcpyToHost", "MemcpyFromHost"})
 CASTS = frozenset({"Cast", "CastLike"})
@@ -82,7 +92,7 @@ def count_onnx_node(op_type: str, inputs: Metas, outputs: Metas, attrs: Mapping[
     attrs = attrs or {}
     ins = list(inputs)
     outs = [m for m in outputs if m is not None]
-    handler = _HANDLERS.get(op_type)
+    handler = _HANDLERS.get(op_type) or _quantized_handlers().get(op_type)
     try:
         if handler is not None:
             return handler(ins, outs, attrs)
@@ -90,6 +100,8 @@ def count_onnx_node(op_type: str, inputs: Metas, outputs: Metas, attrs: Mapping[
             return _elementwise(ELEMENTWISE[op_type], ins, outs)
         if op_type in _REDUCTIONS:
             return _reduction(_REDUCTIONS[op_type], ins, outs, attrs)
+    except _NotCounted as exc:
+        return unmodeled(f"{op_type}: {exc}"), ""
     except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError) as exc:
         return unmodeled(f"{op_type}: could not count ({type(exc).__name__}: {exc})"[:300]), ""
     where = f" ({domain})" if domain else ""
@@ -382,6 +394,10 @@ def _attention(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCos
     (aten::addmm) and the attention core (aten::scaled_dot_product_attention)."""
     x, weight = ins[0], ins[1]
     bias = ins[2] if len(ins) > 2 else None
+    if x is not None and x.ndim == 3 and weight is not None and weight.ndim == 1:
+        # ORT prepacked the weight and left it out of the profile: what follows the input is the bias
+        bias, weight = weight, TensorMeta((x.shape[2], weight.shape[0]), x.dtype)
+        ins = [x, weight, bias] + list(ins[2:])
     if x is None or weight is None or x.ndim != 3:
         raise ValueError("Attention needs (batch, seq, hidden) input and weight shapes")
     batch, seq, hidden = x.shape
@@ -444,6 +460,270 @@ def _constant_fill(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[O
     return OpCost(0.0, float(nbytes(outs)), True), "aten::full"
 
 
+def _rnn(mode_name: str):
+    """ONNX's LSTM/GRU/RNN: one layer, one or two directions. X (seq, batch, input) (``layout`` 1: batch first;
+    the token count is the same), W (directions, gates*hidden, input), R (directions, gates*hidden, hidden): the
+    gate products and the pointwise cell of count/rnn.py for every token and direction. RNN's cell is tanh's
+    unless ``activations`` says Relu."""
+
+    def formula(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+        x, w, r = (list(ins) + [None] * 3)[:3]
+        if x is None or w is None or r is None or w.ndim != 3 or r.ndim != 3:
+            raise ValueError(f"{mode_name} without X, W, R shapes")
+        mode = {"lstm": LSTM, "gru": GRU, "rnn": RNN_TANH}[mode_name]
+        acts = [a.decode() if isinstance(a, bytes) else str(a) for a in (attrs.get("activations") or [])]
+        if mode == RNN_TANH and acts and acts[0].lower() == "relu":
+            mode = RNN_RELU
+        weights = []
+        for d in range(w.shape[0]):
+            weights += [TensorMeta(w.shape[1:], w.dtype), TensorMeta(r.shape[1:], r.dtype)]
+        tokens = x.numel // x.shape[-1] if x.shape[-1] else 0
+        flops = rnn_forward_flops(tokens, weights, mode)
+        aten = {LSTM: "aten::lstm", GRU: "aten::gru", RNN_TANH: "aten::rnn_tanh", RNN_RELU: "aten::rnn_relu"}[mode]
+        return OpCost(float(flops), float(nbytes(_present(ins)) + nbytes(outs)), True), aten
+
+    return formula
+
+
+_RESIZE_KINDS = {("nearest", 1): "upsample_nearest1d", ("nearest", 2): "upsample_nearest2d",
+                 ("nearest", 3): "upsample_nearest3d", ("linear", 1): "upsample_linear1d",
+                 ("linear", 2): "upsample_bilinear2d", ("linear", 3): "upsample_trilinear3d",
+                 ("cubic", 2): "upsample_bicubic2d"}
+
+
+def _resize(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    """Resize / Upsample (``mode`` nearest, linear, cubic): the aten upsample of as many spatial dimensions as
+    the resize changes (at least the trailing ones it keeps after batch and channels), its output as recorded."""
+    x = ins[0]
+    if x is None or not outs:
+        raise ValueError("Resize without shapes")
+    mode = attrs.get("mode", "nearest")
+    mode = (mode.decode() if isinstance(mode, bytes) else str(mode)).lower()
+    mode = {"bilinear": "linear", "trilinear": "linear", "bicubic": "cubic"}.get(mode, mode)  # Upsample's old names
+    out = outs[0]
+    spatial = max(1, min(3, x.ndim - 2)) if x.ndim > 2 else 1
+    name = _RESIZE_KINDS.get((mode, spatial)) or _RESIZE_KINDS[("nearest", spatial)]
+    return _aten(name, [x, list(out.shape[x.ndim - spatial:])], [out])
+
+
+def _grid_sample(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    x, grid = ins[0], ins[1] if len(ins) > 1 else None
+    mode = attrs.get("mode", "bilinear")
+    mode = (mode.decode() if isinstance(mode, bytes) else str(mode)).lower()
+    code = {"bilinear": 0, "linear": 0, "nearest": 1, "bicubic": 2, "cubic": 2}.get(mode, 0)
+    return _aten("grid_sampler_2d" if x is not None and x.ndim == 4 else "grid_sampler_3d",
+                 [x, grid, code, 0, bool(attrs.get("align_corners", 0))], outs or None)
+
+
+def _instance_norm(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    """InstanceNormalization(input, scale, B): a group norm with one group per channel (aten::native_group_norm's
+    5 FLOPs an element, plus the affine's 2); its statistics stay in the kernel (only Y is an ONNX output)."""
+    x = ins[0]
+    if x is None or x.ndim < 2:
+        raise ValueError("InstanceNormalization without an input shape")
+    scale, bias = (list(ins) + [None, None])[1:3]
+    cost, _ = _aten("native_group_norm", [x, scale, bias, x.shape[0], x.shape[1], x.numel // max(1, x.shape[0] *
+                                          x.shape[1]), x.shape[1], attrs.get("epsilon", 1e-5)], None)
+    return OpCost(cost.flops, float(nbytes(_present(ins)) + nbytes(outs)), True), "aten::native_group_norm"
+
+
+def _group_norm(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    """GroupNormalization (opset 18: X, scale, bias, ``num_groups``) and ORT's contrib GroupNorm (NHWC input,
+    gamma, beta, ``groups``, optional fused Swish): aten::native_group_norm (plus silu when fused)."""
+    x = ins[0]
+    if x is None or x.ndim < 2:
+        raise ValueError("GroupNormalization without an input shape")
+    groups = int(attrs.get("num_groups") or attrs.get("groups") or 1)
+    scale, bias = (list(ins) + [None, None])[1:3]
+    norm = _aten("native_group_norm", [x, scale, bias, x.shape[0], x.shape[1], 1, groups, 1e-5], None)
+    parts = [norm] + ([_aten("silu", [x], [x])] if int(attrs.get("activation", 0) or 0) == 1 else [])
+    return _combine(parts, ins, outs)
+
+
+def _einsum(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    equation = attrs.get("equation")
+    if isinstance(equation, bytes):
+        equation = equation.decode()
+    cost, name = _aten("einsum", [equation, _present(ins)], outs or None)
+    if cost.modeled:
+        cost.bytes = float(nbytes(_present(ins)) + nbytes(outs))
+    return cost, name
+
+
+def _topk(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    """TopK(X, K): k from the values output (K itself is a 1-element input whose value profiles do not hold)."""
+    x = ins[0]
+    if x is None or not outs:
+        raise ValueError("TopK without shapes")
+    axis = int(attrs.get("axis", -1)) % x.ndim
+    return _aten("topk", [x, outs[0].shape[axis], axis], outs)
+
+
+def _cumsum(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    return _aten("cumsum", [ins[0], 0], outs or None)
+
+
+def _trilu(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    return _aten("triu" if int(attrs.get("upper", 1)) else "tril", [ins[0]], outs or None)
+
+
+def _scatter_elements(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    """ScatterElements(data, indices, updates): out of place, aten::scatter (scatter_reduce when ``reduction`` is
+    add/mul/max/min: one FLOP per update)."""
+    data, indices, updates = (list(ins) + [None] * 3)[:3]
+    reduction = attrs.get("reduction", "none")
+    reduction = reduction.decode() if isinstance(reduction, bytes) else str(reduction)
+    name = "scatter" if reduction == "none" else "scatter_reduce"
+    return _aten(name, [data, int(attrs.get("axis", 0)), indices, updates], outs or None)
+
+
+def _scatter_nd(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    """ScatterND(data, indices, updates): out of place, aten::index_put's bytes (data copied, the updates and
+    indices read); one FLOP per updated element when ``reduction`` accumulates."""
+    data, indices, updates = (list(ins) + [None] * 3)[:3]
+    if data is None or indices is None or updates is None:
+        raise ValueError("ScatterND without shapes")
+    reduction = attrs.get("reduction", "none")
+    reduction = reduction.decode() if isinstance(reduction, bytes) else str(reduction)
+    flops = float(updates.numel) if reduction != "none" else 0.0
+    return OpCost(flops, float(data.nbytes + indices.nbytes + updates.nbytes + nbytes(outs)), True), "aten::index_put"
+
+
+def _nms(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    """NonMaxSuppression(boxes (B, N, 4), scores (B, C, N), ...): per batch and class, the score threshold and a
+    sort of the N scores (N log2 N compares, as aten::sort). The IoU tests depend on the data (how many boxes
+    survive and are kept) and are not counted: a lower bound, said in the note."""
+    boxes, scores = ins[0], ins[1] if len(ins) > 1 else None
+    if boxes is None or scores is None or scores.ndim != 3:
+        raise ValueError("NonMaxSuppression without boxes/scores shapes")
+    n = scores.shape[2]
+    rows = scores.shape[0] * scores.shape[1]
+    flops = rows * (n + n * max(1.0, math.log2(max(n, 1))))
+    return (OpCost(float(flops), float(nbytes(_present(ins)) + nbytes(outs)), True,
+                   note="NMS: threshold + sort counted; the IoU tests (data-dependent) are not: a lower bound"),
+            "torchvision::nms")
+
+
+def _roi_align(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    """RoiAlign(X, rois, batch_indices) -> (R, C, oh, ow): each output element averages (or maxes) s x s bilinear
+    samples, s = ``sampling_ratio`` (0, adaptive: taken as 2, torchvision's usual ceil(roi/out) for boxes about
+    twice the output; said in the note); a bilinear sample is aten's 7 FLOPs (pooling.py), plus 1 to accumulate.
+    Bytes: rois and indices read, the output written, and at most 4 input elements per sample gathered."""
+    x, rois = ins[0], ins[1] if len(ins) > 1 else None
+    if x is None or rois is None or not outs:
+        raise ValueError("RoiAlign without shapes")
+    ratio = int(attrs.get("sampling_ratio", 0) or 0)
+    samples = (ratio or 2) ** 2
+    out = outs[0]
+    gathered = min(x.nbytes * rois.shape[0], out.numel * samples * 4 * x.itemsize)
+    note = "sampling_ratio 0 (adaptive): 2x2 samples per output element assumed" if not ratio else ""
+    cost = OpCost(float(out.numel * samples * 8), float(gathered + nbytes(_present(ins[1:])) + nbytes(outs)), True,
+                  note=note)
+    return cost, "torchvision::roi_align"
+
+
+def _data_dependent(name: str):
+    """NonZero / Compress / Unique: the output size depends on the data (the profile records it): aten's
+    data-dependent count, one FLOP per input element, inputs read and outputs written."""
+
+    def formula(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+        return _aten(name, _present(ins)[:1], outs)
+
+    return formula
+
+
+def _gather_nd(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    """GatherND(data, indices): reads what it writes, plus the indices (as Gather)."""
+    indices = ins[1] if len(ins) > 1 else None
+    if indices is None or not outs:
+        raise ValueError("GatherND without shapes")
+    written = nbytes(outs)
+    return OpCost(0.0, float(2 * written + indices.nbytes), True), "aten::index"
+
+
+def _control_flow(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    raise _NotCounted("control flow (If/Loop/Scan): its time includes its subgraph's nodes, which ORT's profile "
+                      "also lists on their own; not counted, so that their work is not counted twice")
+
+
+class _NotCounted(Exception):
+    """A node left unmodelled on purpose, with the reason."""
+
+
+def _write_only(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    """OneHot(indices, depth, values) / EyeLike / RandomNormalLike: the small inputs read, the output written."""
+    return OpCost(0.0, float(nbytes(_present(ins)) + nbytes(outs)), True), "aten::one_hot"
+
+
+def _fast_gelu(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    """FastGelu(X, bias?): gelu (tanh form), the optional bias added first (fused)."""
+    if len(_present(ins)) > 1:
+        return _bias_gelu(ins, outs, attrs)
+    return _aten("gelu", [ins[0]], outs)
+
+
+def _bias_add(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    """BiasAdd(X, bias, skip): X + bias + skip, two adds an element, fused."""
+    x = ins[0]
+    return _combine([_aten("add", [x, x], [x]), _aten("add", [x, x], [x])], ins, outs)
+
+
+def _bias_split_gelu(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    """BiasSplitGelu(X, bias): (X + bias) split in two halves along the last axis, left * gelu(right)."""
+    x = ins[0]
+    if x is None or not outs:
+        raise ValueError("BiasSplitGelu without shapes")
+    half = outs[0]
+    return _combine([_aten("add", [x, x], [x]), _aten("gelu", [half], [half]), _aten("mul", [half, half], [half])],
+                    ins, outs)
+
+
+def _rotary(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    """RotaryEmbedding(input, position_ids, cos_cache, sin_cache): x*cos + rotate(x)*sin, 3 FLOPs per rotated
+    element (``rotary_embedding_dim`` of each head, all of it when 0). Bytes: the input and ids read, the cos/sin
+    rows of one sequence's positions (the minimum: every batch row at the same positions; at most the caches),
+    the output written."""
+    x = ins[0]
+    if x is None or not outs:
+        raise ValueError("RotaryEmbedding without shapes")
+    caches = [m for m in ins[2:4] if m is not None]
+    seq = x.shape[1] if x.ndim == 3 else x.shape[2] if x.ndim == 4 else x.numel // x.shape[-1]
+    rows = min(seq, caches[0].shape[0]) if caches and caches[0].ndim == 2 else 0
+    cache_bytes = sum(min(c.nbytes, rows * c.shape[-1] * c.itemsize) for c in caches)
+    rotated = x.numel
+    dim = int(attrs.get("rotary_embedding_dim", 0) or 0)
+    heads = int(attrs.get("num_heads", 0) or 0)
+    if dim and heads and x.ndim == 3:
+        rotated = x.numel // (x.shape[-1] // heads) * dim
+    reads = x.nbytes + (ins[1].nbytes if len(ins) > 1 and ins[1] is not None else 0) + cache_bytes
+    return OpCost(float(3 * rotated), float(reads + nbytes(outs)), True), "aten::mul + aten::add (rotary)"
+
+
+def _group_query_attention(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
+    """GroupQueryAttention(query, key, value, past_key, past_value, seqlens_k, total_sequence_length, cos_cache,
+    sin_cache, ...): the attention core of ``num_heads`` query heads over the present length T (present_key's
+    dimension 2, else the key's length plus the past's), as aten::scaled_dot_product_attention with the kv heads
+    repeated to the query heads (its FLOPs count every query head); plus the rotary embedding when ``do_rotary``.
+    Packed QKV (key absent): query's width is (num_heads + 2 kv_num_heads) head_dim."""
+    q, k = ins[0], ins[1] if len(ins) > 1 else None
+    if q is None or q.ndim != 3:
+        raise ValueError("GroupQueryAttention needs a (batch, seq, hidden) query")
+    heads = int(attrs.get("num_heads") or 1)
+    kv_heads = int(attrs.get("kv_num_heads") or heads)
+    batch, seq, width = q.shape
+    head_dim = width // (heads + 2 * kv_heads) if k is None else width // heads
+    past = ins[3] if len(ins) > 3 else None
+    present = outs[1] if len(outs) > 1 and outs[1].ndim == 4 else None
+    total = present.shape[2] if present is not None else seq + (past.shape[2] if past is not None and past.ndim == 4 else 0)
+    qm = TensorMeta((batch, heads, seq, head_dim), q.dtype)
+    kv = TensorMeta((batch, heads, total, head_dim), q.dtype)
+    parts = [_aten("scaled_dot_product_attention", [qm, kv, kv], None)]
+    if int(attrs.get("do_rotary", 0) or 0):
+        rotated = batch * seq * (heads + kv_heads) * head_dim
+        parts.append((OpCost(3.0 * rotated, 0.0, True), "rotary"))
+    return _combine(parts, ins, outs)
+
+
 _HANDLERS = {
     "Conv": _conv, "FusedConv": _conv, "NhwcConv": _conv, "NhwcFusedConv": _conv, "ConvTranspose": _conv_transpose,
     "Gemm": _gemm, "FusedGemm": _gemm, "MatMul": _matmul, "FusedMatMul": _matmul,
@@ -457,12 +737,29 @@ _HANDLERS = {
     "Concat": _concat, "Gather": _gather, "GatherElements": _gather_elements, "Attention": _attention, "MultiHeadAttention": _multi_head_attention,
     "BiasGelu": _bias_gelu, "EmbedLayerNormalization": _embed_layer_norm,
     "ConstantOfShape": _constant_fill, "Range": _constant_fill,
+    "LSTM": _rnn("lstm"), "GRU": _rnn("gru"), "RNN": _rnn("rnn"), "Resize": _resize, "Upsample": _resize,
+    "GridSample": _grid_sample, "InstanceNormalization": _instance_norm, "GroupNormalization": _group_norm,
+    "GroupNorm": _group_norm, "Einsum": _einsum, "TopK": _topk, "CumSum": _cumsum, "Trilu": _trilu,
+    "ScatterElements": _scatter_elements, "Scatter": _scatter_elements, "ScatterND": _scatter_nd,
+    "NonMaxSuppression": _nms, "RoiAlign": _roi_align, "OneHot": _write_only, "EyeLike": _write_only,
+    "FastGelu": _fast_gelu, "BiasAdd": _bias_add, "BiasSplitGelu": _bias_split_gelu, "RotaryEmbedding": _rotary,
+    "GroupQueryAttention": _group_query_attention, "NonZero": _data_dependent("nonzero"),
+    "Compress": _data_dependent("masked_select"), "Unique": _data_dependent("unique"), "GatherND": _gather_nd,
+    **{name: _control_flow for name in CONTROL_FLOW},
     **{name: _view for name in VIEWS},
     **{name: _copy for name in COPIES},
 }
 
 
+def _quantized_handlers() -> Mapping[str, Any]:
+    """count/onnx_quant.py's formulas (imported here, lazily: that module builds on this one's helpers)."""
+    from roofline.count.onnx_quant import QUANTIZED_HANDLERS
+
+    return QUANTIZED_HANDLERS
+
+
 def modelled_op_types() -> frozenset[str]:
-    """Every ONNX op type with a formula (fused contrib ops included)."""
-    return frozenset(_HANDLERS) | frozenset(ELEMENTWISE) | frozenset(_REDUCTIONS)
+    """Every ONNX op type with a formula (fused contrib ops and quantized ops included)."""
+    known = frozenset(_HANDLERS) | frozenset(ELEMENTWISE) | frozenset(_REDUCTIONS) | frozenset(_quantized_handlers())
+    return known - CONTROL_FLOW
 

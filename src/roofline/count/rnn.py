@@ -52,6 +52,11 @@ def _rnn_flops(tokens: int, weights: list[TensorMeta], mode: int, backward: bool
     return 2 * products + cell if backward else products + cell
 
 
+def rnn_forward_flops(tokens: int, weights: list[TensorMeta], mode: int) -> float:
+    """Forward FLOPs of ``tokens`` tokens through the (W_ih, W_hh) pairs ``weights`` (every layer and direction)."""
+    return _rnn_flops(tokens, weights, mode, False)
+
+
 def _no_projections(weights: list[TensorMeta], mode: int) -> list[TensorMeta]:
     """The W_ih, W_hh pairs, without LSTM projections (W_hr has fewer rows than gates x hidden)."""
     mats = [w for w in weights if w.ndim == 2]
