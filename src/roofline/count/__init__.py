@@ -28,6 +28,7 @@ from roofline.count import (  # noqa: F401  (importing a family registers its fo
     softmax,
     transformer,
     views,
+    vision_ops,
 )
 from roofline.count.counting import (
     count_op,
