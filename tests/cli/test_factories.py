@@ -104,3 +104,19 @@ def test_the_python_api_takes_dict_inputs_as_keyword_arguments(one_thread):
 
     ops = count_flops_per_op(Keywords(), {"input_ids": torch.ones(2, 4), "scale": 2.0})
     assert [op.name for op in ops if op.name == "aten::addmm"] == ["aten::addmm"]
+
+
+def test_packed_sequences_and_namedtuples_in_the_inputs_survive_the_move_to_the_device():
+    """A packed RNN input (a namedtuple whose batch_sizes must stay on the CPU) and a user's namedtuple used to raise
+    in the move ("Expected data to be a list or tuple of length 2")."""
+    from collections import namedtuple
+
+    from roofline.cli.targets import _to_device
+
+    packed = torch.nn.utils.rnn.pack_padded_sequence(torch.ones(3, 4, 2), torch.tensor([4, 2, 1]), batch_first=True)
+    Pair = namedtuple("Pair", "left right")
+    model, (moved, pair) = _to_device(torch.nn.GRU(2, 3, batch_first=True), (packed, Pair(torch.ones(1), 2)), "cpu",
+                                      "f.py:f")
+    assert isinstance(moved, torch.nn.utils.rnn.PackedSequence) and moved.batch_sizes.tolist() == [3, 2, 1, 1]
+    assert isinstance(pair, Pair) and pair.right == 2
+    assert model(moved)[0].data.shape == (7, 3)

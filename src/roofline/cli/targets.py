@@ -93,6 +93,10 @@ def _to_device(model: Any, inputs: tuple | dict, device: str, target: str) -> tu
     import torch
 
     def move(x: Any) -> Any:
+        if isinstance(x, torch.nn.utils.rnn.PackedSequence):
+            return x.to(device)  # its batch_sizes stay on the CPU, as the RNN kernels want them
+        if isinstance(x, tuple) and hasattr(x, "_fields"):
+            return type(x)._make(move(v) for v in x)  # a namedtuple's constructor takes fields, not an iterable
         if isinstance(x, (list, tuple)):
             return type(x)(move(v) for v in x)
         return x.to(device) if isinstance(x, torch.Tensor) else x
