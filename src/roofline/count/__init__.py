@@ -23,6 +23,7 @@ from roofline.count import (  # noqa: F401  (importing a family registers its fo
     matmul,
     norm,
     pooling,
+    quantized,
     reduction,
     rnn,
     softmax,
