@@ -1,5 +1,6 @@
 """The model zoo: every torchvision classification model, Hugging Face architectures from tiny configs, nn
-transformers, recurrent and FFT models. Each must leave <= 1% of its ops (and, where it runs on CPU, of its
+transformers, recurrent and FFT models, detectors and segmenters, torchvision.ops, int8 models, training steps,
+autocast and channels_last. Each must leave <= 1% of its ops (and, where it runs on CPU, of its
 time) without a formula, and count at least FlopCounterMode's FLOPs (see roofline.models.zoo).
 benchmarks/model_zoo.py records the same numbers per model."""
 
@@ -13,7 +14,8 @@ pytest.importorskip("transformers")
 
 from roofline.models.zoo import all_entries, coverage, torch_entries  # noqa: E402
 
-pytestmark = [pytest.mark.usefixtures("one_thread"), pytest.mark.filterwarnings("ignore::UserWarning")]
+pytestmark = [pytest.mark.usefixtures("one_thread"), pytest.mark.filterwarnings("ignore::UserWarning"),
+              pytest.mark.filterwarnings("ignore::DeprecationWarning")]  # torch.ao points to torchao
 MAX_UNMODELED = 0.01
 ENTRIES = all_entries()
 
@@ -37,6 +39,8 @@ def test_the_zoo_holds_what_the_issue_names():
     assert set(torchvision.models.list_models(module=torchvision.models)) <= names
     assert {"bert", "gpt2", "t5", "llama", "mistral", "mixtral", "vit", "whisper", "clip"} <= names
     assert {"nn.Transformer", "lstm", "gru", "fft"} <= names
+    families = {e.family for e in ENTRIES}
+    assert {"detection", "segmentation", "quantized", "training", "autocast"} <= families
 
 
 @pytest.mark.slow
