@@ -12,7 +12,7 @@ import torch
 pytest.importorskip("torchvision")
 pytest.importorskip("transformers")
 
-from roofline.models.zoo import all_entries, coverage, torch_entries  # noqa: E402
+from roofline.models.zoo import all_entries, coverage, more_entries, torch_entries  # noqa: E402
 
 pytestmark = [pytest.mark.usefixtures("one_thread"), pytest.mark.filterwarnings("ignore::UserWarning"),
               pytest.mark.filterwarnings("ignore::DeprecationWarning")]  # torch.ao points to torchao
@@ -45,7 +45,8 @@ def test_the_zoo_holds_what_the_issue_names():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["lstm (training)", "gru", "fft", "vit_b_16 (cpu, 32px)",
-                                  "nn.TransformerEncoder (fast path)", "nn.TransformerEncoder (nested, padding mask)"])
+                                  "nn.TransformerEncoder (fast path)", "nn.TransformerEncoder (nested, padding mask)",
+                                  "torchvision.ops (training)"])
 def test_profiled_reports_have_no_unmodelled_time(name, cpu_ceilings, tmp_path):
     """The same models through the real pipeline: a live analyze (recording joined with a profiled trace), and
     the trace alone (how `roofline trace` sees a user's file)."""
@@ -53,7 +54,7 @@ def test_profiled_reports_have_no_unmodelled_time(name, cpu_ceilings, tmp_path):
     from roofline.analyze.pipeline import report_from_trace
     from roofline.capture.kineto import load_trace
 
-    entry = next(e for e in torch_entries() if e.name == name)
+    entry = next(e for e in torch_entries() + more_entries() if e.name == name)
     torch.manual_seed(0)
     model, args, kwargs = entry.build(torch.device("cpu"))
     if kwargs:
