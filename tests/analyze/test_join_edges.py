@@ -127,3 +127,22 @@ def test_a_cpu_op_without_a_formula_keeps_its_own_time_beside_its_children(tmp_p
     assert times[("quantized::linear_dynamic", False)] == pytest.approx(90e-6)
     assert ("aten::linear", False) not in times and times[("aten::addmm", True)] == pytest.approx(26e-6)
     assert report.summary.unmodeled_time_share == pytest.approx(90 / (90 + 4 + 6 + 26))
+
+
+def test_a_compiled_graph_on_a_cpu_keeps_its_inductor_kernels_time(tmp_path):
+    """torch.compile on a CPU: Inductor's C++ kernels have no events; their time is the graph call's own (here 70 of
+    100 us beside an extern addmm), and it was lost: a compiled BERT's report summed only the extern calls."""
+    addmm = {"Input Dims": [[16], [8, 16], [16, 16]], "Input type": ["float", "float", "float"]}
+    trace = _trace(tmp_path, [
+        _x("cpu_op", "TorchDynamo Cache Lookup", 0, 5),  # guard evaluation: host work, no shapes recorded
+        _x("user_annotation", "## Call CompiledFxGraph fabc123", 10, 100),
+        _x("cpu_op", "aten::addmm", 20, 30, **addmm),
+        _x("user_annotation", "my_block", 200, 50),
+        _x("cpu_op", "aten::addmm", 210, 30, **addmm),
+    ])
+    cpu = Ceilings(device="cpu", device_name="cpu", memory_bandwidth_bytes_per_s=3e10,
+                   peak_flops_per_s={"float32": 2e11}, launch_overhead_s=4e-6)
+    report = report_from_trace(trace, cpu)
+    rows = sorted((op.name, op.modeled, round(op.time_s * 1e6)) for op in report.ops)
+    assert rows == [("## Call CompiledFxGraph fabc123", False, 70), ("TorchDynamo Cache Lookup", True, 5),
+                    ("aten::addmm", True, 30), ("aten::addmm", True, 30)], "a user's annotation keeps no own time"

@@ -18,7 +18,8 @@ from a root to a leaf, exactly one event:
   under a compiled graph) become ops named after the annotation. On a CPU, a library's custom op (outside
   aten::) without a formula that has children keeps its own host time (outside them) as an unmodelled op: it runs
   its own kernel besides them (quantized::linear_dynamic's GEMM beside two allocations), which a trace-only
-  report otherwise lost.
+  report otherwise lost. Likewise a compiled graph's call on a CPU ("## Call CompiledFxGraph ..."): its time
+  outside its children is Inductor's C++ kernels', which have no events; it becomes an (unmodelled) op.
 
 Each chosen event's time is inclusive: every kernel launched in its subtree on a GPU; its host duration on CPU.
 """
@@ -75,7 +76,7 @@ def choose_without_recording(trace: Trace, roots: Iterable[int], children: dict[
         op = trace.ops[idx]
         kids = children.get(idx, [])
         if op.is_annotation or is_autograd_frame(op.name):
-            if op.self_kernel_us > 0:
+            if op.self_kernel_us > 0 or _cpu_compiled_graph(trace, op):
                 chosen.append(Chosen(idx, self_only=True))
             stack.extend(reversed(kids))
             continue
@@ -89,6 +90,15 @@ def choose_without_recording(trace: Trace, roots: Iterable[int], children: dict[
         else:
             chosen.append(Chosen(idx))
     return chosen
+
+
+COMPILED_GRAPH = "## Call CompiledFxGraph"
+
+
+def _cpu_compiled_graph(trace: Trace, op: CpuOp) -> bool:
+    """A torch.compile graph's call on a CPU: Inductor's C++ kernels run inside it with no event of their own, so
+    its time outside its children (the extern aten calls) is theirs."""
+    return not trace.has_gpu and op.is_annotation and op.name.startswith(COMPILED_GRAPH)
 
 
 def _runs_own_kernel(trace: Trace, idx: int, kids: list[int]) -> bool:
@@ -145,7 +155,7 @@ def choose_with_recording(trace: Trace, roots: Iterable[int], children: dict[int
             candidates.append(idx)
             continue
         if idx in holds_named:
-            if op.self_kernel_us > 0:
+            if op.self_kernel_us > 0 or _cpu_compiled_graph(trace, op):
                 leftovers.append(idx)
             stack.extend(reversed(children.get(idx, [])))
         else:
