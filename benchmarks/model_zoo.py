@@ -45,8 +45,9 @@ def _markdown(rows: list[dict], failures: dict[str, str], meta: dict) -> str:
         "",
         "Unmodelled time: host time of op calls without a formula over all op calls' (each op timed around its "
         "dispatch, real CPU tensors); the meta-device rows (every torchvision classifier at 224px, 299 for "
-        "inception_v3) count shapes only. 'ours / FCM': our FLOPs (causal attention counted in full, as "
-        "FlopCounterMode does) over FlopCounterMode's; FCM counts no FFT, RNN kernel, fused MHA or grouped matmul.",
+        "inception_v3; the segmenters at 64px) count shapes only. 'ours / FCM': our FLOPs (causal attention and "
+        "a grouped convolution's weight gradient counted as FlopCounterMode does) over FlopCounterMode's; FCM "
+        "counts no FFT, RNN kernel, fused MHA, grouped matmul, torchvision.ops or quantized op.",
         "",
         "| model | family | device | ops | unmodelled ops | unmodelled time | our FLOPs | FlopCounterMode | ours / FCM |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|",

@@ -104,3 +104,45 @@ def test_an_empty_report_has_no_unmodeled_share():
     from roofline.analyze.roofline import summarize
 
     assert summarize([]).unmodeled_time_share == 0.0
+
+
+def test_a_cpu_op_without_a_formula_keeps_its_own_time_beside_its_children(tmp_path):
+    """CPU trace: quantized::linear_dynamic (no formula without its packed weight) runs its GEMM itself beside two
+    small children; its 90 us outside them were lost (the report showed 0% unmodelled). A composite op with a
+    formula (aten::linear over aten::addmm) still adds no row of its own."""
+    f = {"Input Dims": [[8, 16]], "Input type": ["float"]}
+    trace = _trace(tmp_path, [
+        _x("cpu_op", "quantized::linear_dynamic", 0, 100, **f),
+        _x("cpu_op", "aten::empty", 5, 4, **{"Input Dims": [[]], "Input type": [""]}),
+        _x("cpu_op", "aten::empty_like", 50, 6, **f),
+        _x("cpu_op", "aten::linear", 200, 30, **{"Input Dims": [[8, 16], [16, 16], [16]],
+                                                "Input type": ["float", "float", "float"]}),
+        _x("cpu_op", "aten::addmm", 202, 26, **{"Input Dims": [[16], [8, 16], [16, 16]],
+                                               "Input type": ["float", "float", "float"]}),
+    ])
+    cpu = Ceilings(device="cpu", device_name="cpu", memory_bandwidth_bytes_per_s=3e10,
+                   peak_flops_per_s={"float32": 2e11}, launch_overhead_s=4e-6)
+    report = report_from_trace(trace, cpu)
+    times = {(op.name, op.modeled): op.time_s for op in report.ops}
+    assert times[("quantized::linear_dynamic", False)] == pytest.approx(90e-6)
+    assert ("aten::linear", False) not in times and times[("aten::addmm", True)] == pytest.approx(26e-6)
+    assert report.summary.unmodeled_time_share == pytest.approx(90 / (90 + 4 + 6 + 26))
+
+
+def test_a_compiled_graph_on_a_cpu_keeps_its_inductor_kernels_time(tmp_path):
+    """torch.compile on a CPU: Inductor's C++ kernels have no events; their time is the graph call's own (here 70 of
+    100 us beside an extern addmm), and it was lost: a compiled BERT's report summed only the extern calls."""
+    addmm = {"Input Dims": [[16], [8, 16], [16, 16]], "Input type": ["float", "float", "float"]}
+    trace = _trace(tmp_path, [
+        _x("cpu_op", "TorchDynamo Cache Lookup", 0, 5),  # guard evaluation: host work, no shapes recorded
+        _x("user_annotation", "## Call CompiledFxGraph fabc123", 10, 100),
+        _x("cpu_op", "aten::addmm", 20, 30, **addmm),
+        _x("user_annotation", "my_block", 200, 50),
+        _x("cpu_op", "aten::addmm", 210, 30, **addmm),
+    ])
+    cpu = Ceilings(device="cpu", device_name="cpu", memory_bandwidth_bytes_per_s=3e10,
+                   peak_flops_per_s={"float32": 2e11}, launch_overhead_s=4e-6)
+    report = report_from_trace(trace, cpu)
+    rows = sorted((op.name, op.modeled, round(op.time_s * 1e6)) for op in report.ops)
+    assert rows == [("## Call CompiledFxGraph fabc123", False, 70), ("TorchDynamo Cache Lookup", True, 5),
+                    ("aten::addmm", True, 30), ("aten::addmm", True, 30)], "a user's annotation keeps no own time"

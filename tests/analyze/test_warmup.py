@@ -43,3 +43,21 @@ def test_at_most_sixteen_events():
     assert len(warmup_events(_trace([], launches))) == 16
     steps = [Step(0, 0.0, 1.0), Step(1, 1.0, 1.0)]
     assert len(warmup_events(_trace(steps, launches))) == 16
+
+
+def test_torch_compile_stages_are_summed_outermost_only_and_named_by_the_warm_up_rule():
+    """A profile holding torch.compile's first call shows Dynamo's "(dynamo_timed)" stages (67% of a small compiled
+    MLP's doctor run, all as unmodelled ops): their outermost spans summed, a nested stage not counted twice."""
+    from roofline.doctor.rules.warm_up import check
+    from roofline.report import Report
+
+    ops = [CpuOp(0, "compile_file (dynamo_timed)", 100.0, 400.0, 1, 1),
+           CpuOp(1, "async_compile.wait (dynamo_timed)", 150.0, 50.0, 1, 1),  # inside compile_file
+           CpuOp(2, "build_guards (dynamo_timed)", 450.0, 150.0, 1, 1),  # overlaps its end: 100 us more
+           CpuOp(3, "aten::mm", 700.0, 10.0, 1, 1)]
+    trace = Trace(path="t", ops=ops)
+    assert warmup_events(trace) == [{"kind": "torch-compile", "events": 2, "dur_s": 500e-6}]
+    assert warmup_events(Trace(path="t", ops=ops[3:])) == []
+    findings = check(Report(kind="trace", extra={"warmup": warmup_events(trace)}))
+    assert len(findings) == 1 and "torch.compile's compilation (0.0005 s in 2" in findings[0].title
+    assert findings[0].estimated_savings_s == 0.0

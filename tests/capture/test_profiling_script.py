@@ -230,3 +230,20 @@ def test_a_script_calling_sys_exit_is_one_line_with_its_line_and_exit_2(tmp_path
         assert code == 2, err
         assert [line for line in err.splitlines() if line.startswith("roofline: error:")] == [
             "roofline: error: quits.py called sys.exit(5) (at quits.py:3)"]
+
+
+def test_a_dynamic_int8_model_is_the_largest_module_though_it_has_no_parameters() -> None:
+    """quantize_dynamic's weights are prepacked, not parameters: the model counted as 0 elements, so the steps
+    followed whatever parameterless module ran first (an observer during quantisation) and the profiled window
+    missed the inference loop."""
+    from torch.ao.quantization import quantize_dynamic
+
+    model = quantize_dynamic(torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Linear(32, 4)).eval(),
+                             {torch.nn.Linear})
+    observer = torch.nn.Identity()
+    steps: list[int] = []
+    with StepFinder(lambda: steps.append(1)) as finder:
+        observer(torch.ones(1))
+        for _ in range(3):
+            model(torch.randn(2, 16))
+    assert finder.source == "forward" and len(steps) == 1 + 3

@@ -104,3 +104,52 @@ def test_the_python_api_takes_dict_inputs_as_keyword_arguments(one_thread):
 
     ops = count_flops_per_op(Keywords(), {"input_ids": torch.ones(2, 4), "scale": 2.0})
     assert [op.name for op in ops if op.name == "aten::addmm"] == ["aten::addmm"]
+
+
+def test_packed_sequences_and_namedtuples_in_the_inputs_survive_the_move_to_the_device():
+    """A packed RNN input (a namedtuple whose batch_sizes must stay on the CPU) and a user's namedtuple used to raise
+    in the move ("Expected data to be a list or tuple of length 2")."""
+    from collections import namedtuple
+
+    from roofline.cli.targets import _to_device
+
+    packed = torch.nn.utils.rnn.pack_padded_sequence(torch.ones(3, 4, 2), torch.tensor([4, 2, 1]), batch_first=True)
+    Pair = namedtuple("Pair", "left right")
+    model, (moved, pair) = _to_device(torch.nn.GRU(2, 3, batch_first=True), (packed, Pair(torch.ones(1), 2)), "cpu",
+                                      "f.py:f")
+    assert isinstance(moved, torch.nn.utils.rnn.PackedSequence) and moved.batch_sizes.tolist() == [3, 2, 1, 1]
+    assert isinstance(pair, Pair) and pair.right == 2
+    assert model(moved)[0].data.shape == (7, 3)
+
+
+CAST_FACTORY = textwrap.dedent(
+    """\
+    import torch
+
+
+    def detector():
+        model = torch.nn.Linear(4, 2)
+        targets = [{"boxes": torch.ones(1, 4), "labels": torch.ones(1, dtype=torch.long)}]
+        return model, (torch.ones(3, 4), torch.arange(3), targets)
+    """
+)
+
+
+def test_dtype_casts_a_factorys_model_and_float_inputs_and_batch_is_refused(tmp_path, capsys):
+    """--dtype on a factory used to be ignored silently (the report said float32 for an asked-for bf16 run); --batch
+    and --seq cannot resize what a factory built, so they are refused in one line, exit 2."""
+    from roofline.cli import main
+    from roofline.cli.targets import load_target
+
+    path = tmp_path / "f.py"
+    path.write_text(CAST_FACTORY)
+    workload = load_target(f"{path}:detector", None, dtype="bfloat16", device="cpu")
+    x, ids, targets = workload.inputs
+    assert workload.model.weight.dtype == torch.bfloat16 and x.dtype == torch.bfloat16
+    assert ids.dtype == torch.int64 and targets[0]["labels"].dtype == torch.int64
+    assert targets[0]["boxes"].dtype == torch.bfloat16
+    kept = load_target(f"{path}:detector", None, dtype=None, device="cpu")
+    assert kept.model.weight.dtype == torch.float32 and kept.inputs[0].dtype == torch.float32
+    assert main(["analyze", f"{path}:detector", "--batch", "8", "--device", "cpu", "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--batch size a built-in --model" in err

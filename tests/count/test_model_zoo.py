@@ -1,5 +1,6 @@
 """The model zoo: every torchvision classification model, Hugging Face architectures from tiny configs, nn
-transformers, recurrent and FFT models. Each must leave <= 1% of its ops (and, where it runs on CPU, of its
+transformers, recurrent and FFT models, detectors and segmenters, torchvision.ops, int8 models, training steps,
+autocast and channels_last. Each must leave <= 1% of its ops (and, where it runs on CPU, of its
 time) without a formula, and count at least FlopCounterMode's FLOPs (see roofline.models.zoo).
 benchmarks/model_zoo.py records the same numbers per model."""
 
@@ -11,9 +12,10 @@ import torch
 pytest.importorskip("torchvision")
 pytest.importorskip("transformers")
 
-from roofline.models.zoo import all_entries, coverage, torch_entries  # noqa: E402
+from roofline.models.zoo import all_entries, coverage, more_entries, torch_entries  # noqa: E402
 
-pytestmark = [pytest.mark.usefixtures("one_thread"), pytest.mark.filterwarnings("ignore::UserWarning")]
+pytestmark = [pytest.mark.usefixtures("one_thread"), pytest.mark.filterwarnings("ignore::UserWarning"),
+              pytest.mark.filterwarnings("ignore::DeprecationWarning")]  # torch.ao points to torchao
 MAX_UNMODELED = 0.01
 ENTRIES = all_entries()
 
@@ -37,11 +39,14 @@ def test_the_zoo_holds_what_the_issue_names():
     assert set(torchvision.models.list_models(module=torchvision.models)) <= names
     assert {"bert", "gpt2", "t5", "llama", "mistral", "mixtral", "vit", "whisper", "clip"} <= names
     assert {"nn.Transformer", "lstm", "gru", "fft"} <= names
+    families = {e.family for e in ENTRIES}
+    assert {"detection", "segmentation", "quantized", "training", "autocast"} <= families
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["lstm (training)", "gru", "fft", "vit_b_16 (cpu, 32px)",
-                                  "nn.TransformerEncoder (fast path)", "nn.TransformerEncoder (nested, padding mask)"])
+                                  "nn.TransformerEncoder (fast path)", "nn.TransformerEncoder (nested, padding mask)",
+                                  "torchvision.ops (training)"])
 def test_profiled_reports_have_no_unmodelled_time(name, cpu_ceilings, tmp_path):
     """The same models through the real pipeline: a live analyze (recording joined with a profiled trace), and
     the trace alone (how `roofline trace` sees a user's file)."""
@@ -49,7 +54,7 @@ def test_profiled_reports_have_no_unmodelled_time(name, cpu_ceilings, tmp_path):
     from roofline.analyze.pipeline import report_from_trace
     from roofline.capture.kineto import load_trace
 
-    entry = next(e for e in torch_entries() if e.name == name)
+    entry = next(e for e in torch_entries() + more_entries() if e.name == name)
     torch.manual_seed(0)
     model, args, kwargs = entry.build(torch.device("cpu"))
     if kwargs:

@@ -15,7 +15,11 @@ from a root to a leaf, exactly one event:
   dropped, its host time being the engine's bookkeeping;
 - without one (trace files): the outermost event that has a formula, except composite ops that show their
   children (their work is their children's), else a leaf. Annotations with kernels of their own (Triton kernels
-  under a compiled graph) become ops named after the annotation.
+  under a compiled graph) become ops named after the annotation. On a CPU, a library's custom op (outside
+  aten::) without a formula that has children keeps its own host time (outside them) as an unmodelled op: it runs
+  its own kernel besides them (quantized::linear_dynamic's GEMM beside two allocations), which a trace-only
+  report otherwise lost. Likewise a compiled graph's call on a CPU ("## Call CompiledFxGraph ..."): its time
+  outside its children is Inductor's C++ kernels', which have no events; it becomes an (unmodelled) op.
 
 Each chosen event's time is inclusive: every kernel launched in its subtree on a GPU; its host duration on CPU.
 """
@@ -72,19 +76,39 @@ def choose_without_recording(trace: Trace, roots: Iterable[int], children: dict[
         op = trace.ops[idx]
         kids = children.get(idx, [])
         if op.is_annotation or is_autograd_frame(op.name):
-            if op.self_kernel_us > 0:
+            if op.self_kernel_us > 0 or _cpu_compiled_graph(trace, op):
                 chosen.append(Chosen(idx, self_only=True))
             stack.extend(reversed(kids))
             continue
-        if is_modeled(op) and not (kids and is_composite_op(op.name)):
+        modeled = is_modeled(op)
+        if modeled and not (kids and is_composite_op(op.name)):
             chosen.append(Chosen(idx))
         elif kids:
-            if op.self_kernel_us > 0:
+            if op.self_kernel_us > 0 or (not modeled and not trace.has_gpu and _runs_own_kernel(trace, idx, kids)):
                 chosen.append(Chosen(idx, self_only=True))
             stack.extend(reversed(kids))
         else:
             chosen.append(Chosen(idx))
     return chosen
+
+
+COMPILED_GRAPH = "## Call CompiledFxGraph"
+
+
+def _cpu_compiled_graph(trace: Trace, op: CpuOp) -> bool:
+    """A torch.compile graph's call on a CPU: Inductor's C++ kernels run inside it with no event of their own, so
+    its time outside its children (the extern aten calls) is theirs."""
+    return not trace.has_gpu and op.is_annotation and op.name.startswith(COMPILED_GRAPH)
+
+
+def _runs_own_kernel(trace: Trace, idx: int, kids: list[int]) -> bool:
+    """On a CPU, whether an op's host time outside its children is work of its own: a library's custom op (outside
+    aten::, e.g. quantized::linear_dynamic's GEMM beside two allocations) runs its kernel itself; an aten op with
+    children is a wrapper (fft_rfft -> _fft_r2c), its own time dispatch overhead, left out as everywhere."""
+    op = trace.ops[idx]
+    if op.name.startswith("aten::") or "::" not in op.name:
+        return False
+    return op.dur_us - sum(trace.ops[k].dur_us for k in kids) > 0
 
 
 Key = tuple
@@ -131,7 +155,7 @@ def choose_with_recording(trace: Trace, roots: Iterable[int], children: dict[int
             candidates.append(idx)
             continue
         if idx in holds_named:
-            if op.self_kernel_us > 0:
+            if op.self_kernel_us > 0 or _cpu_compiled_graph(trace, op):
                 leftovers.append(idx)
             stack.extend(reversed(children.get(idx, [])))
         else:

@@ -35,6 +35,7 @@ from roofline.count import families
 from roofline.count.counting import count_op
 from roofline.count.registry import OpCost, flatten_metas
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
+from roofline.count.views import DYNAMO_RUNTIME
 from roofline.analyze.environment import trace_environment
 from roofline.report import Ceilings, Environment, KernelRecord, OpRecord, Report
 
@@ -77,7 +78,7 @@ class _TraceCounter:
         key = (op.name, id(op.input_dims), id(op.input_types), id(op.input_strides), id(op.concrete_inputs))
         hit = self._cache.get(key)
         if hit is None:
-            if op.input_dims is None:
+            if op.input_dims is None and op.name not in DYNAMO_RUNTIME:  # those take no arguments
                 hit = _Counted(OpCost(0.0, 0.0, False, note="trace has no shapes for this op"), "", [], [], [])
             else:
                 args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)

@@ -6,7 +6,10 @@ cudaDeviceGetStreamPriorityRange, cudaMalloc, cudaFree(0)...) carries it. A prof
 that time as an idle GPU at the start of the first step, which is not an input-pipeline problem and does not
 recur. The first iterations (ProfilerStep#0 and #1) carry the rest of the warm-up: torch.compile's compilation
 and guards, cuDNN/cuBLAS autotuning, the caching allocator's growth. Found here, both are named as such (the
-``warm-up`` rule) and left out of input-idle.
+``warm-up`` rule) and left out of input-idle. torch.compile's compilation, when the profile holds it, is named
+too: Dynamo times each stage in an event named "<stage> (dynamo_timed)"; the outermost ones summed are the
+compilation's host time, which the report otherwise shows as unmodelled ops (they have no formula: they are not
+ops of the model).
 """
 
 from __future__ import annotations
@@ -21,12 +24,18 @@ _INIT_CALLS = ("cudaGetDeviceCount", "cudaDeviceGetStreamPriorityRange", "cudaFr
                "hipSetDevice", "hipInit")
 
 
+COMPILE_SUFFIX = " (dynamo_timed)"
+
+
 def warmup_events(trace) -> list[dict[str, Any]]:
     """Runtime calls that carried CUDA's lazy initialisation, on the report's clock (``start_s`` from the step
     start, or the first op when the trace has no steps, as ops' ``start_s``)."""
     found = [{"kind": "first-iteration", "step": i, "number": step.number, "start_s": 0.0,
               "dur_s": step.dur_us / 1e6}
              for i, step in enumerate(trace.steps) if step.number <= LAST_WARMUP_STEP]
+    compiled = compile_time(trace)
+    if compiled is not None:
+        found.append(compiled)
     for i, launch in enumerate(trace.launches):
         first = i == 0
         if launch.dur_us < LAZY_INIT_MIN_US or not (first or launch.name.startswith(_INIT_CALLS)):
@@ -38,3 +47,19 @@ def warmup_events(trace) -> list[dict[str, Any]]:
         if len(found) >= 16:
             break
     return found
+
+
+def compile_time(trace) -> dict[str, Any] | None:
+    """torch.compile's compilation in the trace: the outermost "(dynamo_timed)" events (those inside another one
+    are part of it), their count and summed duration; None when there are none."""
+    stages = sorted((op for op in trace.ops if op.name.endswith(COMPILE_SUFFIX)), key=lambda op: op.ts_us)
+    total_us, count, end_us = 0.0, 0, float("-inf")
+    for op in stages:
+        if op.ts_us + op.dur_us <= end_us:
+            continue
+        total_us += op.dur_us - max(0.0, end_us - op.ts_us)
+        end_us = max(end_us, op.ts_us + op.dur_us)
+        count += 1
+    if not count:
+        return None
+    return {"kind": "torch-compile", "events": count, "dur_s": total_us / 1e6}

@@ -32,6 +32,23 @@ class StopScript(BaseException):
     """Raised from a step hook once the profiled window is done; a BaseException so user code does not catch it."""
 
 
+def weight_elements(module: torch.nn.Module) -> int:
+    """Elements of the module's weights, however it stores them: its state dict's tensors (parameters, buffers,
+    and the prepacked weights of quantized modules, which are not parameters: a dynamic-int8 model has none)."""
+    try:
+        values = list(module.state_dict(keep_vars=True).values())
+    except Exception:  # noqa: BLE001 - a module's own state-dict hooks: fall back to its parameters
+        return sum(p.numel() for p in module.parameters())
+    total, stack = 0, values
+    while stack:
+        value = stack.pop()
+        if isinstance(value, torch.Tensor):
+            total += value.numel()
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+    return total
+
+
 class StepFinder:
     """Calls ``on_step()`` at each step boundary of code that never calls it itself."""
 
@@ -92,7 +109,7 @@ class StepFinder:
             return
         size = self._sizes.get(id(module))
         if size is None:
-            size = self._sizes[id(module)] = sum(p.numel() for p in module.parameters())
+            size = self._sizes[id(module)] = weight_elements(module)
         if self._largest is None or size > self._largest[1]:
             self._largest = (id(module), size)
         if self._largest[0] == id(module):

@@ -28,7 +28,7 @@ def run_step(spec: dict) -> None:
     from roofline.cli.targets import load_target, user_code
 
     workload = load_target(spec.get("target"), spec.get("model"), batch=spec.get("batch"), seq=spec.get("seq"),
-                           dtype=spec.get("dtype", "float32"), device=spec.get("device"),
+                           dtype=spec.get("dtype"), device=spec.get("device"),
                            backward=spec.get("backward", False))
     step = make_step(workload.model, workload.inputs, backward=spec.get("backward", False), loss_fn=workload.loss_fn)
     with user_code(f"{workload.name}'s step"):

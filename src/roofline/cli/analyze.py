@@ -54,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
 
         raise RooflineError(f"--ncu needs an NVIDIA GPU: the run is on {device} (pass --device cuda on a machine with one)")
     workload = load_target(args.target, args.model, batch=args.batch, seq=args.seq,
-                           dtype=normalize_dtype(args.dtype), device=str(device), backward=args.backward)
+                           dtype=args.dtype and normalize_dtype(args.dtype), device=str(device),
+                           backward=args.backward)
     ceilings = run_ceilings(device, args.ceilings)
     err = Console(stderr=True)
     with err.status("profiling") as status:
@@ -105,7 +106,7 @@ def _ncu_join(report, args: argparse.Namespace, device, metrics: list[str]) -> s
     from roofline.capture.ncu_run import profile_step
 
     spec = {"target": args.target, "model": args.model, "batch": args.batch, "seq": args.seq,
-            "dtype": normalize_dtype(args.dtype), "device": str(device), "backward": args.backward,
+            "dtype": args.dtype and normalize_dtype(args.dtype), "device": str(device), "backward": args.backward,
             "warmup": max(1, args.warmup)}
     run = profile_step(spec, metrics, max_kernels=args.ncu_max_kernels, fallback=METRIC_SETS["dram"])
     summary = join_ncu(report, parse_ncu_csv(run.csv_text, "ncu's output"), source="roofline analyze --ncu",

@@ -103,7 +103,8 @@ def add_workload_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=positive_int, default=None, help="batch size (default: per workload)")
     parser.add_argument("--seq", type=positive_int, default=None,
                         help="sequence length or matrix size (default: per workload)")
-    parser.add_argument("--dtype", default="float32", choices=DTYPE_CHOICES, help="model dtype (default float32)")
+    parser.add_argument("--dtype", default=None, choices=DTYPE_CHOICES,
+                        help="model dtype (default float32; a file.py:factory's model and inputs as it built them)")
     add_device_option(parser)
     parser.add_argument("--backward", action="store_true", help="also run and measure the backward pass")
 
@@ -112,10 +113,11 @@ def add_output_option(parser: argparse.ArgumentParser, default: str | None = "ro
     parser.add_argument("-o", "--output", type=output_dir, default=default, help=f"output directory (default: {default})")
 
 
-def normalize_dtype(name: str) -> str:
+def normalize_dtype(name: str | None) -> str:
+    """torch's name for --dtype; float32 when it was not given."""
     from roofline.count.meta import canonical_dtype
 
-    return canonical_dtype(name)
+    return canonical_dtype(name or "float32")
 
 
 def add_ceilings_option(parser: argparse.ArgumentParser) -> None:

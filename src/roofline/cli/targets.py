@@ -21,13 +21,19 @@ def load_target(target: str | None, model: str | None, **options: Any):
     if model:
         from roofline.models import get_workload
 
-        return get_workload(model, **options)
+        return get_workload(model, **{**options, "dtype": options.get("dtype") or "float32"})
     if not target:
         raise RooflineError("nothing to analyse: give --model NAME or path/to/file.py:factory")
-    return load_factory(target, device=options.get("device"))
+    sized = [flag for flag in ("batch", "seq") if options.get(flag) is not None]
+    if sized:
+        raise RooflineError(f"--{' and --'.join(sized)} size a built-in --model; {target} builds its own inputs: "
+                            "change their size in the factory")
+    return load_factory(target, device=options.get("device"), dtype=options.get("dtype"))
 
 
-def load_factory(target: str, device: str | None = None):
+def load_factory(target: str, device: str | None = None, dtype: str | None = None):
+    """The factory's model and inputs, moved to ``device`` and, when ``dtype`` is given, the model and its
+    floating-point inputs cast to it (integer inputs, token ids, stay as they are)."""
     path_text, _, func_name = target.rpartition(":")
     if not path_text or not func_name:
         raise RooflineError(f"{target!r}: expected path/to/file.py:factory")
@@ -57,8 +63,8 @@ def load_factory(target: str, device: str | None = None):
 
         raise RooflineError(user_error_line(exc, target)) from None
     model, inputs = check_factory_result(made, target)
-    if device is not None:
-        model, inputs = _to_device(model, inputs, device, target)
+    if device is not None or dtype:
+        model, inputs = _to_device(model, inputs, device, target, dtype)
     return SimpleNamespace(name=f"{path.name}:{func_name}", model=model, inputs=inputs, loss_fn=None,
                            description=f"{target} (user factory)")
 
@@ -89,19 +95,31 @@ def check_factory_result(made: Any, target: str) -> tuple[Any, tuple | dict]:
     return model, inputs
 
 
-def _to_device(model: Any, inputs: tuple | dict, device: str, target: str) -> tuple[Any, tuple | dict]:
+def _to_device(model: Any, inputs: tuple | dict, device: str | None, target: str,
+               dtype: str | None = None) -> tuple[Any, tuple | dict]:
     import torch
 
+    cast = getattr(torch, dtype) if dtype else None
+
+    def to(x: torch.Tensor) -> torch.Tensor:
+        return x.to(device=device, dtype=cast if cast is not None and x.is_floating_point() else None)
+
     def move(x: Any) -> Any:
+        if isinstance(x, torch.nn.utils.rnn.PackedSequence):
+            return x.to(device=device, dtype=cast if x.data.is_floating_point() else None)  # batch_sizes stay on the CPU
+        if isinstance(x, tuple) and hasattr(x, "_fields"):
+            return type(x)._make(move(v) for v in x)  # a namedtuple's constructor takes fields, not an iterable
         if isinstance(x, (list, tuple)):
             return type(x)(move(v) for v in x)
-        return x.to(device) if isinstance(x, torch.Tensor) else x
+        if isinstance(x, Mapping):
+            return type(x)({k: move(v) for k, v in x.items()})  # detection targets: a list of dicts of tensors
+        return to(x) if isinstance(x, torch.Tensor) else x
 
     try:
-        model = model.to(device)
+        model = model.to(device=device, dtype=cast)
         moved = {k: move(v) for k, v in inputs.items()} if isinstance(inputs, dict) else tuple(move(x) for x in inputs)
     except (RuntimeError, AssertionError) as exc:
-        raise RooflineError(f"{target}: cannot move the model or its inputs to {device}: "
+        raise RooflineError(f"{target}: cannot move the model or its inputs to {' '.join(filter(None, [device, dtype]))}: "
                             f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
     return model, moved
 

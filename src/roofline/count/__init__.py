@@ -23,11 +23,13 @@ from roofline.count import (  # noqa: F401  (importing a family registers its fo
     matmul,
     norm,
     pooling,
+    quantized,
     reduction,
     rnn,
     softmax,
     transformer,
     views,
+    vision_ops,
 )
 from roofline.count.counting import (
     count_op,

@@ -74,7 +74,7 @@ def to(call: Call) -> OpCost:
           "aten::detach_copy", "aten::unsqueeze_copy", "aten::squeeze_copy", "aten::_reshape_copy",
           "aten::_unsafe_view_copy", "aten::reshape_copy", "aten::_to_dense", "aten::to_dense",
           "aten::resolve_conj_copy", "aten::_neg_view_copy", "aten::_conj_copy", "aten::view_as_real_copy",
-          "aten::view_as_complex_copy", "aten::_nested_tensor_from_tensor_list", "aten::tril_", "aten::triu_")
+          "aten::view_as_complex_copy", "aten::tril_", "aten::triu_")
 def same_size_copy(call: Call) -> OpCost:
     """Reads the input, writes a new tensor of the same number of elements (tril_/triu_ in place)."""
     self_ = call.tensor(0, "self")
@@ -121,6 +121,18 @@ def cat(call: Call) -> OpCost:
         else:
             written = prod(_joined_shape(list(tensors), int(dim), stack)) * tensors[0].itemsize
     return OpCost(0.0, float(read + written), True, note=note)
+
+
+@register("aten::_nested_tensor_from_tensor_list", "aten::nested_tensor")
+def nested_from_list(call: Call) -> OpCost:
+    """(list, dtype, ...): the components copied into one nested tensor's buffer: every input read, as many
+    elements written."""
+    tensors = call.arg(0, "list")
+    if not isinstance(tensors, (list, tuple)) or not all(isinstance(t, TensorMeta) for t in tensors):
+        raise ValueError("the tensor list's shapes were not recorded")
+    read = nbytes(tensors)
+    written = nbytes(call.outputs) if call.outputs is not None else read
+    return OpCost(0.0, float(read + written), True, note=unknown_dtype_note(list(tensors)))
 
 
 @register("aten::repeat")

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from roofline.count.meta import TensorMeta
+from roofline.count.meta import PackedWeights, TensorMeta
 from roofline.count.registry import (
     COMPOSITE_OPS,
     FORMULAS,
@@ -51,7 +51,27 @@ def to_meta(obj: Any) -> Any:
         return {key: to_meta(value) for key, value in obj.items()}
     if _is_tensor(obj):
         return TensorMeta.from_tensor(obj)
+    if type(obj).__name__ == "ScriptObject":
+        return packed_weights(obj) or obj
     return obj
+
+
+def packed_weights(obj: Any) -> PackedWeights | None:
+    """The PackedWeights of a quantized op's prepacked weight object; None for any other torch.ScriptObject."""
+    try:
+        kind = obj._type().qualified_name().rsplit(".", 1)[-1]
+        if kind not in ("LinearPackedParamsBase", "Conv1dPackedParamsBase", "Conv2dPackedParamsBase",
+                        "Conv3dPackedParamsBase"):
+            return None
+        weight, bias = obj.unpack()
+        metas = TensorMeta.from_tensor(weight), None if bias is None else TensorMeta.from_tensor(bias)
+        if kind == "LinearPackedParamsBase":
+            return PackedWeights(*metas)
+        return PackedWeights(*metas, stride=tuple(obj.stride()), padding=tuple(obj.padding()),
+                             dilation=tuple(obj.dilation()), output_padding=tuple(obj.output_padding()),
+                             groups=int(obj.groups()), transposed=bool(obj.transpose()))
+    except (AttributeError, RuntimeError, TypeError, ValueError):
+        return None
 
 
 def _is_tensor(obj: Any) -> bool:

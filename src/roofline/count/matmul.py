@@ -197,6 +197,22 @@ def linear(call: Call) -> OpCost:
     return _cost(call, 2 * rows * in_features * out_features, TensorMeta(out_shape, x.dtype), [x, weight, bias])
 
 
+@register("aten::linear_backward", composite=True)
+def linear_backward(call: Call) -> OpCost:
+    """Composite (-> mm, sum; a nested tensor's linear runs it): (self, grad_output, weight, output_mask):
+    grad_input grad_output @ W and grad_weight grad_output^T @ self, 2 * rows * in * out each, the bias gradient
+    1 per grad_output element; each asked for by output_mask (default all three)."""
+    x, grad, weight = call.tensor(0, "self"), call.tensor(1, "grad_output"), call.tensor(2, "weight")
+    mask = call.arg(3, "output_mask", [True, True, True])
+    rows, in_features, out_features = prod(x.shape[:-1]), x.shape[-1], weight.shape[0]
+    product = 2 * rows * in_features * out_features
+    flops = product * (bool(mask[0]) + bool(mask[1])) + (grad.numel if mask[2] else 0)
+    reads = [grad] + ([weight] if mask[0] else []) + ([x] if mask[1] else [])
+    fallback = [m for m, wanted in zip((x, weight, TensorMeta((out_features,), grad.dtype)), mask) if wanted]
+    outputs = call.outputs if call.outputs is not None else fallback
+    return OpCost(float(flops), float(nbytes(reads) + nbytes(outputs)), True)
+
+
 @register("aten::einsum", composite=True)
 def einsum(call: Call) -> OpCost:
     """Composite (-> bmm / mul ...): 2 * the product of every index's size when an index is summed away,

@@ -156,3 +156,19 @@ def _nested_shape(t: Any) -> tuple[int, ...]:
     if any(s[1:] != rest for s in sizes):
         return (sum(prod(s) for s in sizes),)
     return (sum(s[0] for s in sizes),) + rest
+
+
+@dataclass(frozen=True, slots=True)
+class PackedWeights:
+    """A quantized linear's or convolution's prepacked weight (torch's LinearPackedParamsBase /
+    Conv*dPackedParamsBase object, passed to quantized:: ops instead of tensors), as ``counting.to_meta`` reads it:
+    the weight and bias and, for a convolution, its geometry."""
+
+    weight: TensorMeta
+    bias: TensorMeta | None
+    stride: tuple[int, ...] = ()
+    padding: tuple[int, ...] = ()
+    dilation: tuple[int, ...] = ()
+    output_padding: tuple[int, ...] = ()
+    groups: int = 1
+    transposed: bool = False

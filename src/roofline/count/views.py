@@ -30,7 +30,10 @@ VIEW_NAMES = (
     "retain_grad", "_version", "output_nr", "_fw_primal", "_make_dual", "_unpack_dual", "data", "set_data",
     "record_stream", "is_pinned", "_is_zerotensor", "is_floating_point", "is_complex",
     "can_cast", "promote_types", "_assert_async", "_assert_tensor_metadata", "sym_constrain_range_for_size",
-    "_functional_assert_async", "dequantize_self", "_propagate_xla_data",
+    "_functional_assert_async", "dequantize_self", "_propagate_xla_data", "sym_is_contiguous",
+    "_debug_has_internal_overlap",
+    "_nested_tensor_size", "_nested_tensor_strides", "_nested_tensor_storage_offsets",
+    "_sparse_coo_tensor_with_dims_and_tensors", "_sparse_coo_tensor_unsafe", "_sparse_csr_tensor_unsafe",
 )
 
 
@@ -51,3 +54,14 @@ def profiler_marker(call: Call) -> OpCost:
     """record_function's enter/exit markers: no kernel, no work."""
     return zero_cost("profiler marker")
 
+
+
+# torch.compile's runtime, as the profiler names it: guard evaluation and the wrappers around a compiled graph (the
+# graph's own kernels are other events). Host work with no kernel: launch-bound, not unmodelled.
+DYNAMO_RUNTIME = ("TorchDynamo Cache Lookup", "Pregraph bytecode", "AOTDispatcher Runtime Wrapper Prologue",
+                  "AOTDispatcher Runtime Wrapper Epilogue")
+
+
+@register(*DYNAMO_RUNTIME)
+def dynamo_runtime(call: Call) -> OpCost:
+    return zero_cost("torch.compile runtime (guards, wrappers): host time, no kernel")

@@ -1,5 +1,7 @@
 """The model zoo the counting formulas are checked against: every torchvision classification model, Hugging Face
-architectures built from tiny configs with random weights, nn.Transformer, recurrent and FFT models.
+architectures built from tiny configs with random weights, nn.Transformer, recurrent and FFT models, and what
+users bring beyond those: torchvision detectors and segmenters, torchvision.ops, int8 models (static FX and
+dynamic), training steps, CPU autocast and channels_last.
 
 ``coverage(entry)`` runs one model's forward once under a dispatch mode that counts every aten op with our
 formulas, and once under torch's FlopCounterMode, and returns the numbers the zoo test asserts and
@@ -9,7 +11,8 @@ benchmarks/model_zoo.py records:
   tensors, one thread, each op timed around its dispatch; ``None`` on the meta device, where nothing runs);
 - ``flops`` (ours) and ``flop_counter_flops`` (FlopCounterMode's total) and ``flops_comparable``: ours with
   causal attention counted in full as FlopCounterMode does (we count only the computed half, see
-  count/attention.py), the figure that must be >= FlopCounterMode's.
+  count/attention.py) and a grouped convolution's weight gradient at FlopCounterMode's groups times its work
+  (count/conv.py), the figure that must be >= FlopCounterMode's.
 torchvision models run on the meta device (shapes only: a 632M-parameter ViT-H costs no memory and no time);
 the others run on CPU at tiny sizes, so their time share is measured.
 """
@@ -87,7 +90,7 @@ class _CountingMode(TorchDispatchMode):
         if not cost.modeled:
             self.unmodeled[name] += 1
             self.unmodeled_time_s += elapsed
-        elif "causal" in cost.note:
+        elif "causal" in cost.note or cost.note.startswith("grouped"):
             theirs = flop_registry.get(func._overloadpacket)
             if theirs is not None:
                 self.causal_correction += theirs(*args, **kwargs, out_val=out) - cost.flops
@@ -408,5 +411,164 @@ def torch_entries() -> list[ZooEntry]:
     ]
 
 
+# --- beyond classification: detection, segmentation, torchvision.ops, int8, training, autocast, channels_last --
+
+def _detection(name: str, size: int, **kwargs) -> Callable:
+    """A torchvision detector with random weights at a small size, eval (its post-processing: nms, roi_align on
+    whatever boxes random weights propose; the seed fixes them). Runs on CPU: nms and the box filtering need
+    values."""
+    def build(device: torch.device):
+        import torchvision
+
+        model = torchvision.models.get_model(name, weights=None, weights_backbone=None, **kwargs)
+        return model, ([torch.rand(3, size, size)],), {}
+
+    return build
+
+
+def _segmentation(name: str) -> Callable:
+    def build(device: torch.device):
+        import torchvision
+
+        model = torchvision.models.get_model(name, weights=None, weights_backbone=None)
+        return model, (torch.randn(1, 3, 64, 64),), {}
+
+    return build
+
+
+class VisionOps(nn.Module):
+    """torchvision.ops' kernels in one trainable module: a modulated deformable convolution, roi_align and
+    roi_pool (plain and position-sensitive) over its output, and nms."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import torchvision
+
+        self.offsets = nn.Conv2d(8, 27, 3, padding=1)
+        self.deform = torchvision.ops.DeformConv2d(8, 16, 3, padding=1)
+
+    def forward(self, x: torch.Tensor, boxes: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        from torchvision import ops
+
+        offsets = self.offsets(x)
+        y = self.deform(x, offsets[:, :18], offsets[:, 18:].sigmoid())
+        kept = boxes[ops.nms(boxes, scores, 0.5)]
+        pooled = [ops.roi_align(y, [kept], 4, 1.0, 2), ops.roi_pool(y, [kept], 3),
+                  ops.ps_roi_align(y, [kept], 2), ops.ps_roi_pool(y, [kept], 2)]
+        return torch.cat([p.flatten(1) for p in pooled], 1)
+
+
+def _vision_ops(device: torch.device):
+    corners = torch.rand(12, 2) * 20
+    boxes = torch.cat([corners, corners + torch.rand(12, 2) * 10 + 1], 1)
+    return VisionOps(), (torch.randn(1, 8, 32, 32), boxes, torch.rand(12)), {}
+
+
+class _ConvNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.pool = nn.AdaptiveAvgPool2d(4)
+        self.fc = nn.Linear(8 * 16, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.pool(torch.relu(self.bn(self.conv(x)))).flatten(1))
+
+
+def _fx_int8(device: torch.device):
+    """Static int8 (torch.ao FX graph mode, x86 backend), calibrated on its one input: quantized::conv2d_relu,
+    quantized::linear, quantize/dequantize."""
+    from torch.ao.quantization import get_default_qconfig_mapping
+    from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
+
+    x = torch.randn(2, 3, 16, 16)
+    prepared = prepare_fx(_ConvNet().eval(), get_default_qconfig_mapping("x86"), (x,))
+    prepared(x)
+    return convert_fx(prepared), (x,), {}
+
+
+def _dynamic_int8(device: torch.device):
+    """Dynamic int8 (quantize_dynamic) of an LSTM + Linear model: aten::quantized_lstm, quantized::linear_dynamic."""
+    from torch.ao.quantization import quantize_dynamic
+
+    model = quantize_dynamic(Recurrent(nn.LSTM).eval(), {nn.LSTM, nn.Linear}, dtype=torch.qint8)
+    return model, (torch.randn(4, 20, 16),), {}
+
+
+class Autocast(nn.Module):
+    """The model's forward under CPU autocast (bfloat16 matmuls and convolutions, float32 weights)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, *args, **kwargs):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return self.model(*args, **kwargs)
+
+
+def _autocast(build: Callable) -> Callable:
+    def wrapped(device: torch.device):
+        model, args, kwargs = build(device)
+        return Autocast(model), args, kwargs
+
+    return wrapped
+
+
+def _channels_last(device: torch.device):
+    import torchvision
+
+    model = torchvision.models.resnet18(weights=None).to(memory_format=torch.channels_last)
+    return model, (torch.randn(1, 3, 64, 64).to(memory_format=torch.channels_last),), {}
+
+
+def _resnet_batch(device: torch.device):
+    """Two images: training batch norm needs more than one value per channel after the last stage."""
+    import torchvision
+
+    return torchvision.models.resnet18(weights=None), (torch.randn(2, 3, 32, 32),), {}
+
+
+def _labelled(build: Callable, vocab: int = 128) -> Callable:
+    """A Hugging Face LM built by ``build`` with labels, so a training step's loss is the model's own."""
+    def wrapped(device: torch.device):
+        model, (ids,), _ = build(device)
+        return model, (), {"input_ids": ids, "labels": ids}
+
+    return wrapped
+
+
+def more_entries() -> list[ZooEntry]:
+    """What users bring beyond the classifiers: detectors and segmenters, torchvision.ops, int8 models, training
+    steps, autocast and channels_last."""
+    small = dict(min_size=128, max_size=128)
+    rcnn = dict(small, rpn_post_nms_top_n_test=100, box_detections_per_img=10)
+    return [
+        ZooEntry("fasterrcnn_mobilenet_v3_large_fpn", "detection", _detection("fasterrcnn_mobilenet_v3_large_fpn",
+                                                                                 128, **rcnn)),
+        ZooEntry("maskrcnn_resnet50_fpn", "detection", _detection("maskrcnn_resnet50_fpn", 128, **rcnn)),
+        ZooEntry("retinanet_resnet50_fpn", "detection", _detection("retinanet_resnet50_fpn", 128, **small)),
+        ZooEntry("ssdlite320_mobilenet_v3_large", "detection", _detection("ssdlite320_mobilenet_v3_large", 320)),
+        ZooEntry("deeplabv3_mobilenet_v3_large", "segmentation", _segmentation("deeplabv3_mobilenet_v3_large"),
+                 device="meta"),
+        ZooEntry("fcn_resnet50", "segmentation", _segmentation("fcn_resnet50"), device="meta"),
+        ZooEntry("lraspp_mobilenet_v3_large", "segmentation", _segmentation("lraspp_mobilenet_v3_large"),
+                 device="meta"),
+        ZooEntry("torchvision.ops (training)", "torchvision", _vision_ops, backward=True),
+        ZooEntry("int8 static (fx)", "quantized", _fx_int8),
+        ZooEntry("int8 dynamic (lstm, linear)", "quantized", _dynamic_int8),
+        ZooEntry("resnet18 (training, 32px)", "training", _resnet_batch, backward=True),
+        ZooEntry("vit (hf, training)", "training", _vit_hf, backward=True),
+        ZooEntry("bert (training)", "training", _bert, backward=True),
+        ZooEntry("llama (training, own loss)", "training", _labelled(_tiny_decoder("LlamaConfig", "LlamaForCausalLM")),
+                 backward=True),
+        ZooEntry("mamba (training)", "training", lambda d: _more_huggingface()["mamba"](), backward=True),
+        ZooEntry("resnet18 (autocast bf16, 64px)", "autocast", _autocast(_torchvision_small("resnet18", 64))),
+        ZooEntry("llama (autocast bf16)", "autocast", _autocast(_tiny_decoder("LlamaConfig", "LlamaForCausalLM"))),
+        ZooEntry("resnet18 (channels_last, 64px)", "torchvision", _channels_last),
+    ]
+
+
 def all_entries() -> list[ZooEntry]:
-    return torch_entries() + huggingface_entries() + torchvision_entries()
+    return torch_entries() + more_entries() + huggingface_entries() + torchvision_entries()

@@ -1,7 +1,7 @@
 """Warm-up inside the profiled window: a one-time start-up cost, named so nobody chases it as a per-step one.
 
 Evidence: report.extra['warmup'] (analyze/warmup.py): runtime calls that carried CUDA's context creation, and
-profiled steps that are the first iterations. The saving is not per step: the fix is to profile steps after the
+profiled steps that are the first iterations, torch.compile's compilation stages. The saving is not per step: the fix is to profile steps after the
 first (a profiler schedule with wait/warmup).
 """
 
@@ -15,9 +15,28 @@ FIX = ("profile steady-state steps: torch.profiler.profile(schedule=torch.profil
        "active=3)) and call prof.step() each iteration, or run one warm-up iteration before profiling")
 
 
-@register(RULE, "CUDA lazy initialisation or only the first iterations inside the profiled window")
+@register(RULE, "CUDA lazy initialisation, torch.compile's compilation or only the first iterations inside the "
+                "profiled window")
 def check(report: Report) -> list[Finding]:
     warmup = report.extra.get("warmup") or []
+    return _compilation(warmup) + _start_up(report, warmup)
+
+
+def _compilation(warmup: list[dict]) -> list[Finding]:
+    compiled = [e for e in warmup if e.get("kind") == "torch-compile"]
+    if not compiled:
+        return []
+    total, events = sum(e["dur_s"] for e in compiled), sum(e["events"] for e in compiled)
+    return [Finding(
+        rule=RULE, category="profiling",
+        title=f"the profile includes torch.compile's compilation ({total:.3g} s in {events} '(dynamo_timed)' "
+              "stage(s)): a one-time cost, not a per-step one; those stages show as unmodelled ops",
+        evidence={"time_s": total, "events": events},
+        estimated_savings_s=0.0, savings_method="none per step: compilation happens once per input signature",
+        fix=FIX, severity="info")]
+
+
+def _start_up(report: Report, warmup: list[dict]) -> list[Finding]:
     events = [e for e in warmup if e.get("kind") == "cuda-lazy-init"]
     firsts = [e for e in warmup if e.get("kind") == "first-iteration"]
     steps = (report.extra.get("trace") or {}).get("steps") or 0
