@@ -94,7 +94,7 @@ def analyze_trace_file(path: str | Path, ceilings_file: str | None = None, *, pa
     says so first."""
     from roofline.capture.kineto import load_trace
 
-    return analyze_trace(load_trace(path), ceilings_file, partial=partial)
+    return analyze_trace(load_trace(path, split=True), ceilings_file, partial=partial)
 
 
 def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bool = False) -> Report:
