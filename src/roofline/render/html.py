@@ -54,9 +54,10 @@ def render_html(report: Report, embed: bool = False) -> str:
     return embed_in_iframe(page) if embed else page
 
 
-def html_chunks(report: Report) -> Iterator[str]:
-    """``render_html(report)`` in pieces, for writing a large report's page without building it whole."""
-    return page_chunks(report_payload(report), title=f"roofline · {report.workload or report.kind}")
+def html_chunks(report: Report, prepared: dict[str, Any] | None = None) -> Iterator[str]:
+    """``render_html(report)`` in pieces, for writing a large report's page without building it whole;
+    ``prepared``: ``op_parts(report)``, built earlier."""
+    return page_chunks(report_payload(report, prepared), title=f"roofline · {report.workload or report.kind}")
 
 
 def embed_in_iframe(page: str, height_px: int = 900) -> str:
@@ -140,9 +141,17 @@ class _RawColumns:
         return "".join(self.parts())
 
 
-def report_payload(report: Report) -> dict[str, Any]:
+def op_parts(report: Report) -> dict[str, Any]:
+    """The payload's parts made from the ops: the op table (its strings interned), the chart, the top ops. They
+    need no findings, so a command can build them while the doctor runs elsewhere."""
     names = _Interner()
     ops = sorted(report.ops, key=lambda op: op.index)
+    return {"n_ops": len(ops), "table": _op_columns(ops, names), "chart": chart_points(ops),
+            "top_predicted": _top_predicted(ops), "strings": names.values}
+
+
+def report_payload(report: Report, prepared: dict[str, Any] | None = None) -> dict[str, Any]:
+    parts = prepared if prepared is not None else op_parts(report)
     summary = msgspec.to_builtins(report.summary)
     return {
         "kind": "report",
@@ -151,7 +160,7 @@ def report_payload(report: Report) -> dict[str, Any]:
             "kind": report.kind,
             "schema_version": report.schema_version,
             "steps": report.steps,
-            "n_ops": len(ops),
+            "n_ops": parts["n_ops"],
             "n_kernels": len(report.kernels),
         },
         "environment": msgspec.to_builtins(report.environment),
@@ -165,11 +174,11 @@ def report_payload(report: Report) -> dict[str, Any]:
         "syncs": [msgspec.to_builtins(s) for s in sorted(report.syncs, key=lambda s: -s.stall_s)],
         "memory": msgspec.to_builtins(report.memory),
         "ranks": [_scalar_dict(msgspec.structs.asdict(r)) for r in report.ranks],
-        "table": _op_columns(ops, names),
-        "chart": chart_points(ops),
+        "table": parts["table"],
+        "chart": parts["chart"],
         "modules": summary.pop("module_tree", None),
-        "top_predicted": _top_predicted(ops),
-        "strings": names.values,
+        "top_predicted": parts["top_predicted"],
+        "strings": parts["strings"],
         "ncu": _ncu_payload(report),
     }
 
