@@ -1,5 +1,5 @@
 """Work a forked child does while this process goes on, for one-shot commands on big reports (the roofline PNG, the
-doctor): ``meanwhile(work, *args)`` starts it, ``.result()`` collects it.
+doctor, a trace's memory replay): ``meanwhile(work, *args)`` starts it, ``.result()`` collects it.
 
 The child shares this process's memory copy-on-write (its inputs are never pickled) and sends its result back
 pickled. Fork is used only where it is available and safe: no other thread, whose locks the child would inherit.
@@ -18,7 +18,9 @@ from typing import Any
 
 
 def can_fork() -> bool:
-    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    """Fork is available and safe here: no other thread, and not a daemonic pool worker (which may not start one)."""
+    return ("fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+            and not multiprocessing.current_process().daemon)
 
 
 class Forked:
