@@ -75,12 +75,11 @@ def _run(args: argparse.Namespace) -> int:
             join_ncu(report, read_ncu_csv(args.ncu), source=args.ncu)
         raw = None if report.extra.get("partial") else args.paths[0]
         # A big report's PNG is drawn and its doctor run by forked children meanwhile (the PNG shows no findings),
-        # while this process builds what of report.html needs no findings.
+        # while this process builds what of report.html needs no findings and writes report.json up to them.
         renderers = in_background(report_renderers(raw_trace=raw, html=not args.no_html), report)
         findings = meanwhile(diagnose, report, fork=is_big(report))
         prepare(renderers, report)
-        report.findings = findings.result()
-        written, problems = write_outputs(report, args.output, renderers)
+        written, problems = write_outputs(report, args.output, renderers, findings=findings.result)
         if raw is None:
             problems.append("trace.json.gz not written: the trace is cut short (open the original in Perfetto)")
     print_report_summary(report, args, written, problems)

@@ -8,7 +8,7 @@ a failure or Ctrl-C part-way leaves the previous run's files as they were, never
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -64,8 +64,8 @@ class Renderer(Protocol):
 class JsonRenderer:
     file_name = "report.json"
 
-    def render(self, report: Report) -> Iterator[bytes]:
-        return report.json_chunks()
+    def render(self, report: Report, before_findings: Callable[[], None] | None = None) -> Iterator[bytes]:
+        return report.json_chunks(before_findings=before_findings)
 
 
 class PngRenderer:
@@ -207,18 +207,26 @@ def report_renderers(*, png: bool = True, html: bool = True,
 
 def write_outputs(report: Report, out_dir: str | os.PathLike[str], renderers: Sequence[Renderer] | None = None, *,
                   raw_trace: str | os.PathLike[str] | dict | None = None, png: bool = True,
-                  html: bool = True) -> tuple[list[Path], list[str]]:
+                  html: bool = True, findings: Callable[[], list] | None = None) -> tuple[list[Path], list[str]]:
     """Every command's one way to write its files: each renderer's output into ``out_dir`` (whole or not at all),
-    by default ``report_renderers(png=, html=, raw_trace=)``. Returns the paths written and why any were not."""
+    by default ``report_renderers(png=, html=, raw_trace=)``. Returns the paths written and why any were not.
+
+    ``findings``: where the report's findings will come from (a doctor running elsewhere), asked once, when first
+    needed: report.json is written up to its findings field before, the other files after."""
     if renderers is None:
         renderers = report_renderers(png=png, html=html, raw_trace=raw_trace)
+    settle = _Settle(report, findings)
     out = Path(out_dir)
     names: list[str] = []
     problems: list[str] = []
     with atomic_directory(out, OUTPUT_FILES) as tmp:
         for renderer in renderers:
             try:
-                content = renderer.render(report)
+                if isinstance(renderer, JsonRenderer):
+                    content = renderer.render(report, before_findings=settle)
+                else:
+                    settle()
+                    content = renderer.render(report)
             except NotApplicable:
                 continue
             except OutputSkipped as why:
@@ -229,4 +237,17 @@ def write_outputs(report: Report, out_dir: str | os.PathLike[str], renderers: Se
             else:
                 atomic_write_chunks(tmp / renderer.file_name, content)
             names.append(renderer.file_name)
+        settle()
     return [out / name for name in names], problems
+
+
+class _Settle:
+    """Sets the report's findings from ``findings()`` the first time it is called (then does nothing)."""
+
+    def __init__(self, report: Report, findings: Callable[[], list] | None) -> None:
+        self.report, self.findings = report, findings
+
+    def __call__(self) -> None:
+        if self.findings is not None:
+            findings, self.findings = self.findings, None
+            self.report.findings = findings()
