@@ -211,7 +211,8 @@ class _TailReader:
 _FRAME_ITEMS = 1 << 15
 _TAIL_LISTS = (("ops", CpuOp), ("kernels", GpuEvent), ("syncs", SyncEvent), ("memory", MemoryEvent),
                ("launches", Launch), ("host_calls", HostCall))
-_COLUMNS = ("frame_ts", "frame_ends", "frame_threads", "frame_labels", "memory_threads", "launch_threads")
+_COLUMNS = ("frame_ts", "frame_ends", "frame_threads", "frame_labels", "memory_threads", "launch_threads", "op_ts",
+            "op_durs", "op_threads")
 
 
 def _send_tail(path: str, offset: int, out) -> None:
@@ -314,6 +315,9 @@ class _TraceBuilder:
     def __init__(self, path: str) -> None:
         self.trace = Trace(path=path)
         self.ops: list[CpuOp] = []
+        self.op_ts = array("d")
+        self.op_durs = array("d")
+        self.op_threads = array("q")
         self.kernels: list[GpuEvent] = []
         self.syncs: list[SyncEvent] = []
         # What the per-thread sweep needs, as flat columns: a million-event trace's Python frames would cost a
@@ -344,6 +348,8 @@ class _TraceBuilder:
         kinds = self.kinds
         intern = self.strings.setdefault
         ops_append = self.ops.append
+        op_ts_append, op_durs_append, op_threads_append = self.op_ts.append, self.op_durs.append, self.op_threads.append
+        thread = self._thread
         shapes = self._shapes
         step_match = _STEP.match
         ids = self.ids
@@ -390,6 +396,9 @@ class _TraceBuilder:
                 if args is not None and (args.collective is not None or args.in_nelems is not None):
                     op.comm = _comm(args)
                 ops_append(op)
+                op_ts_append(ts)
+                op_durs_append(dur)
+                op_threads_append(thread(pid, tid))
             elif kind == _PYTHON:
                 self._frame(ev, ts, dur)
             elif kind == _RUNTIME:
@@ -444,11 +453,11 @@ class _TraceBuilder:
         labels = np.array([self.labels.setdefault(tuple(kind), len(self.labels)) for kind in header["labels"]]
                           or [0], dtype=np.int64)
         for name, codes in (("frame_threads", threads), ("memory_threads", threads), ("launch_threads", threads),
-                            ("frame_labels", labels)):
+                            ("op_threads", threads), ("frame_labels", labels)):
             column = np.frombuffer(header[name], dtype=np.int64)
             getattr(self, name).frombytes(codes[column].tobytes())
-        self.frame_ts.frombytes(header["frame_ts"])
-        self.frame_ends.frombytes(header["frame_ends"])
+        for name in ("frame_ts", "frame_ends", "op_ts", "op_durs"):
+            getattr(self, name).frombytes(header[name])
         for category, kind in header["kinds"].items():
             self.kinds.setdefault(category, kind)
         self.has_stack = self.has_stack or header["has_stack"]
@@ -533,7 +542,16 @@ class _TraceBuilder:
                 skipped.append(f"{self.bad_times} events with no usable ts/dur")
             detail = f" ({'; '.join(skipped)})" if skipped else ""
             raise RooflineError(f"{trace.path} has no profiler events (no cpu_op, kernel or memory events){detail}")
-        self.ops.sort(key=lambda op: (op.ts_us, -op.dur_us))
+        # Ops in time order, the longest first at equal times (stable, as list.sort with that key), from the columns.
+        ts = np.frombuffer(self.op_ts, dtype=np.float64)
+        durs = np.frombuffer(self.op_durs, dtype=np.float64)
+        order = np.lexsort((-durs, ts))
+        ops = self.ops
+        self.ops = [ops[i] for i in order.tolist()]
+        del ops
+        self._sorted_ts = ts[order]
+        self._sorted_ends = self._sorted_ts + durs[order]
+        self._sorted_threads = np.frombuffer(self.op_threads, dtype=np.int64)[order]
         for i, op in enumerate(self.ops):
             op.index = i
         self.kernels.sort(key=lambda k: k.ts_us)
@@ -566,7 +584,7 @@ class _TraceBuilder:
             return
         starts = np.fromiter((s.ts_us for s in steps), dtype=np.float64, count=len(steps))
         ends = starts + np.fromiter((s.dur_us for s in steps), dtype=np.float64, count=len(steps))
-        ts = np.fromiter((op.ts_us for op in self.ops), dtype=np.float64, count=len(self.ops))
+        ts = self._sorted_ts
         idx = np.searchsorted(starts, ts, side="right") - 1
         inside = (idx >= 0) & (ts < ends[np.maximum(idx, 0)])
         for op, i, ok in zip(self.ops, idx.tolist(), inside.tolist()):
@@ -582,9 +600,7 @@ class _TraceBuilder:
         ops = self.ops
         if not ops:
             return
-        op_threads = np.fromiter((self._thread(op.pid, op.tid) for op in ops), dtype=np.int64, count=len(ops))
-        op_ts = np.fromiter((op.ts_us for op in ops), dtype=np.float64, count=len(ops))
-        op_ends = op_ts + np.fromiter((op.dur_us for op in ops), dtype=np.float64, count=len(ops))
+        op_threads, op_ts, op_ends = self._sorted_threads, self._sorted_ts, self._sorted_ends
         launch_ts = np.fromiter((l.ts_us for l in self.launches), dtype=np.float64, count=len(self.launches))
         memory_ts = np.fromiter((m.ts_us for m in self.memory), dtype=np.float64, count=len(self.memory))
         frame_ts = np.frombuffer(self.frame_ts, dtype=np.float64)
