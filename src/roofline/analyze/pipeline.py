@@ -228,8 +228,9 @@ def report_from_trace(
             event_to_report.setdefault(c.event, len(ops) - 1)
         timeline_steps = [rep_step]
     else:
+        names: dict[str, tuple[bool, bool]] = {}
         for step in steps:
-            for c in choose_without_recording(trace, roots.get(step, []), children, is_modeled):
+            for c in choose_without_recording(trace, roots.get(step, []), children, is_modeled, names):
                 if _is_idle_marker(trace, c):
                     continue
                 events = [c.event] if c.self_only else subtree(c.event, children)
