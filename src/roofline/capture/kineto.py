@@ -622,11 +622,9 @@ class _TraceBuilder:
         labels: list[Any] = [None] * len(self.labels)
         for kind, label in self.labels.items():
             labels[label] = kind
-        first_frame = len(ops)
-        first_launch = first_frame + len(frame_ts)
-        first_memory = first_launch + len(launch_ts)
-        objs = _SweepObjects(ops, first_frame, labels, self.frame_labels, first_launch, self.launches, first_memory,
-                             self.memory)
+        # Event number -> its object (an op, a frame's (kind, label), a launch, a memory event): one list of
+        # references, a few MB, indexed without a call per event.
+        objs = [*ops, *[labels[label] for label in self.frame_labels], *self.launches, *self.memory]
         _sweep(_in_slices(order, ts, ends, ranks, threads), objs)
 
     def _backward_modules(self) -> None:
@@ -727,26 +725,7 @@ def _in_slices(order: np.ndarray, ts: np.ndarray, ends: np.ndarray, ranks: np.nd
                        threads[idx].tolist())
 
 
-class _SweepObjects:
-    """Event number -> its object: an op, a frame's (kind, label), a launch or a memory event."""
-
-    def __init__(self, ops: list, first_frame: int, labels: list, frame_labels: array, first_launch: int,
-                 launches: list, first_memory: int, memory: list) -> None:
-        self.ops, self.labels, self.frame_labels = ops, labels, frame_labels
-        self.launches, self.memory = launches, memory
-        self.first_frame, self.first_launch, self.first_memory = first_frame, first_launch, first_memory
-
-    def __getitem__(self, j: int) -> Any:
-        if j < self.first_frame:
-            return self.ops[j]
-        if j < self.first_launch:
-            return self.labels[self.frame_labels[j - self.first_frame]]
-        if j < self.first_memory:
-            return self.launches[j - self.first_launch]
-        return self.memory[j - self.first_memory]
-
-
-def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: _SweepObjects) -> None:
+def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list) -> None:
     """Assign parents, depth, flags, module and source to ops, and the enclosing op to launches and memory."""
     flags_of: dict[str, tuple[bool, bool, bool]] = {}
     ops: list[CpuOp] = []
