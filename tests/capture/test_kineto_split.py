@@ -4,6 +4,7 @@ Trace as one read; a child that fails, or a trace cut short in its half, falls b
 from __future__ import annotations
 
 import gzip
+import os
 import shutil
 from pathlib import Path
 
@@ -98,3 +99,23 @@ def test_gzip_and_small_traces_are_read_in_one_process(tmp_path, monkeypatch):
     shutil.copy(FIXTURE, copy)
     assert split_offset(copy) is None
     assert kineto._TailReader.start(copy) is None
+
+
+def test_a_failure_in_the_first_half_stops_and_reaps_the_child(plain_trace, split_small, monkeypatch):
+    started = []
+    start = kineto._TailReader.start.__func__
+
+    def spy(cls, path):
+        started.append(start(cls, path))
+        return started[-1]
+
+    def broken(builder, stream):
+        raise RuntimeError("the first half fails")
+
+    monkeypatch.setattr(kineto._TailReader, "start", classmethod(spy))
+    monkeypatch.setattr(kineto, "_read", broken)
+    with pytest.raises(RuntimeError, match="first half"):
+        load_trace(plain_trace, split=True)
+    assert started and started[0] is not None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(started[0]._pid, os.WNOHANG)  # already reaped

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import os
 import re
+import signal
 import sys
 import threading
 from array import array
@@ -121,7 +122,12 @@ def load_trace(path: str | os.PathLike[str], *, split: bool = False) -> Trace:
     gc.disable()
     try:
         tail = _TailReader.start(path) if split else None
-        _read(builder, EventStream(path, _Event, stop=tail.offset if tail else None))
+        try:
+            _read(builder, EventStream(path, _Event, stop=tail.offset if tail else None))
+        except BaseException:
+            if tail is not None:
+                tail.abandon()
+            raise
         if tail is not None and not tail.absorb_into(builder):
             _read(builder, EventStream(path, _Event, start=tail.offset))
         return builder.finish()
@@ -192,6 +198,15 @@ class _TailReader:
                 os._exit(status)
         os.close(write_fd)
         return cls(path, offset, pid, read_fd)
+
+    def abandon(self) -> None:
+        """Stop the child and reap it (this process failed reading its own half)."""
+        self._file.close()
+        try:
+            os.kill(self._pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(self._pid, 0)
 
     def absorb_into(self, builder: "_TraceBuilder") -> bool:
         """Add the child's events to ``builder`` (all or nothing); False if there is nothing whole to add."""
