@@ -175,7 +175,7 @@ class _TailReader:
     def start(cls, path: str | os.PathLike[str]) -> "_TailReader | None":
         path = str(path)
         try:
-            if (os.path.getsize(path) < SPLIT_MIN_BYTES or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2
+            if (os.path.getsize(path) < SPLIT_MIN_BYTES or not hasattr(os, "fork") or _usable_cpus() < 2
                     or threading.active_count() > 1):
                 return None
             offset = split_offset(path)
@@ -221,6 +221,13 @@ class _TailReader:
             return False
         builder.absorb(*part)
         return True
+
+
+def _usable_cpus() -> int:
+    """CPUs this process may run on (its affinity, where the OS says; else the machine's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 _FRAME_ITEMS = 1 << 15
