@@ -15,7 +15,7 @@ import os
 import platform
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -692,14 +692,22 @@ class Report(Struct):
             return msgspec.json.encode(self)
         return msgspec.json.encode(_null_unknown_work(msgspec.to_builtins(self)))
 
-    def json_chunks(self, records_per_chunk: int = 4096) -> Iterator[bytes]:
+    def json_chunks(self, records_per_chunk: int = 4096,
+                    before_findings: Callable[[], None] | None = None) -> Iterator[bytes]:
         """``json_bytes()`` in pieces whose concatenation is the same bytes: the op and kernel lists are encoded
-        ``records_per_chunk`` at a time, so writing a large report never holds its whole JSON."""
+        ``records_per_chunk`` at a time, so writing a large report never holds its whole JSON.
+
+        ``before_findings``: called just before the findings are read (a doctor running elsewhere sets them), so
+        the ops, kernels and summary before them can be written meanwhile."""
         if not all(op.modeled for op in self.ops):
+            if before_findings is not None:
+                before_findings()
             yield self.json_bytes()
             return
         encode = msgspec.json.encode
         for i, info in enumerate(msgspec.structs.fields(self)):
+            if info.name == "findings" and before_findings is not None:
+                before_findings()
             key = (b"{" if i == 0 else b",") + encode(info.encode_name) + b":"
             value = getattr(self, info.name)
             if isinstance(value, list) and len(value) > records_per_chunk:

@@ -40,3 +40,20 @@ def test_profile_writes_report_png_html_and_a_valid_trace(tmp_path, capsys):
     assert _written(tmp_path) >= EXPECTED
     trace = json.loads(gzip.decompress((tmp_path / "trace.json.gz").read_bytes()))
     assert validate_chrome_trace(trace) == []
+
+
+def test_write_outputs_collects_late_findings_once_for_every_file(tmp_path):
+    """write_outputs(findings=...): report.json and report.html carry findings the doctor gave later, asked once."""
+    from roofline.analyze.trace_file import analyze_trace_file
+    from roofline.doctor import diagnose
+    from roofline.render.outputs import write_outputs
+
+    report = analyze_trace_file(H200 / "bad_syncs_fwd_fp32.json.gz")
+    findings = diagnose(report)
+    asked = []
+    write_outputs(report, tmp_path / "late", png=False, findings=lambda: asked.append(1) or findings)
+    assert asked == [1] and report.findings == findings
+    write_outputs(report, tmp_path / "now", png=False)
+    for name in ("report.json", "report.html"):
+        assert (tmp_path / "late" / name).read_bytes() == (tmp_path / "now" / name).read_bytes()
+    assert json.loads((tmp_path / "late" / "report.json").read_bytes())["findings"]

@@ -42,28 +42,39 @@ import sys
 import roofline.render.outputs as outputs
 from roofline.cli import main
 
+import roofline.analyze.pipeline as pipeline
+import roofline.forked as forked
+
 outputs.BACKGROUND_PNG_MIN_OPS = 0
+pipeline.SIDE_FORK_MIN_EVENTS = 0
 started = []
 init = outputs.BackgroundRenderer.__init__
 outputs.BackgroundRenderer.__init__ = lambda self, r, rep: (started.append(type(r).__name__), init(self, r, rep))[1]
-code = main(["trace", sys.argv[1], "-o", sys.argv[2], "--no-html"])
-print("STARTED", started)
+forks = []
+fork_init = forked.Forked.__init__
+forked.Forked.__init__ = lambda self, work, *args: (forks.append(work.__name__), fork_init(self, work, *args))[1]
+code = main(["trace", sys.argv[1], "-o", sys.argv[2]])
+print("STARTED", started, forks)
 sys.exit(code)
 """
 
 
-def test_the_trace_command_writes_the_same_png_in_the_background(tmp_path):
+def test_the_trace_command_writes_the_same_files_with_png_and_doctor_in_the_background(tmp_path):
     """The forked run goes in a fresh interpreter: fork is refused while other threads live (in_background), and a
-    full test session has some (Dask's offload pool, tqdm's monitor)."""
+    full test session has some (Dask's offload pool, tqdm's monitor). Its doctor and its memory and sync analysis
+    run in children too, and its report.html is built partly before the findings are known: the same files."""
     trace = str(H200 / "bad_syncs_fwd_fp32.json.gz")
-    assert main(["trace", trace, "-o", str(tmp_path / "inline"), "--no-html"]) == 0
+    assert main(["trace", trace, "-o", str(tmp_path / "inline")]) == 0
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(outputs.__file__).parents[2]),
                                                         os.environ.get("PYTHONPATH", "")])}
     run = subprocess.run([sys.executable, "-c", _FORKED, trace, str(tmp_path / "forked")], capture_output=True,
                          text=True, env=env, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
-    assert "STARTED ['PngRenderer']" in run.stdout
-    assert (tmp_path / "forked" / "roofline.png").read_bytes() == (tmp_path / "inline" / "roofline.png").read_bytes()
+    assert "STARTED ['PngRenderer'] ['_syncs_and_memory', '_rendered', 'diagnose']" in run.stdout
+    for name in ("roofline.png", "report.json", "report.html"):
+        assert (tmp_path / "forked" / name).read_bytes() == (tmp_path / "inline" / name).read_bytes(), name
+    inline = (tmp_path / "inline" / "report.json").read_bytes()
+    assert b'"findings":[{' in inline and b'"syncs":[{' in inline and b'"peak_allocated_bytes":0' not in inline
 
 
 def test_a_child_that_fails_is_redone_in_process():

@@ -64,6 +64,25 @@ def test_json_in_chunks_is_the_same_bytes(per_chunk):
     assert json.loads(b"".join(chunks))["ops"][1]["efficiency"] is None
 
 
+@pytest.mark.parametrize("modeled", [True, False])
+def test_json_in_chunks_asks_for_late_findings_once_before_them(modeled):
+    """The ops and kernels are encoded before the findings are asked for (a doctor running elsewhere sets them)."""
+    report = full_report()
+    report.ops[0].modeled = modeled
+    expected = report.json_bytes()
+    findings, report.findings = report.findings, []
+    asked = []
+
+    def settle():
+        asked.append(1)
+        report.findings = findings
+
+    chunks = report.json_chunks(before_findings=settle)
+    head = next(chunks)
+    assert asked == ([] if modeled else [1])
+    assert head + b"".join(chunks) == expected and asked == [1] and findings
+
+
 def test_stable_field_names_are_present(tmp_path):
     data = json.loads(full_report().to_json())
     assert data["schema_version"] == SCHEMA_VERSION

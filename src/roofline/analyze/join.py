@@ -68,20 +68,26 @@ def roots_by_step(trace: Trace) -> dict[int | None, list[int]]:
 
 
 def choose_without_recording(trace: Trace, roots: Iterable[int], children: dict[int, list[int]],
-                             is_modeled) -> list[Chosen]:
+                             is_modeled, names: dict[str, tuple[bool, bool]] | None = None) -> list[Chosen]:
+    """``names``: a cache of (autograd frame, composite) per op name, shared between calls (one per step)."""
     chosen: list[Chosen] = []
+    ops = trace.ops
+    kinds = {} if names is None else names
     stack = list(reversed(list(roots)))
     while stack:
         idx = stack.pop()
-        op = trace.ops[idx]
+        op = ops[idx]
         kids = children.get(idx, [])
-        if op.is_annotation or is_autograd_frame(op.name):
+        kind = kinds.get(op.name)
+        if kind is None:
+            kind = kinds[op.name] = (is_autograd_frame(op.name), is_composite_op(op.name))
+        if op.is_annotation or kind[0]:
             if op.self_kernel_us > 0 or _cpu_compiled_graph(trace, op):
                 chosen.append(Chosen(idx, self_only=True))
             stack.extend(reversed(kids))
             continue
         modeled = is_modeled(op)
-        if modeled and not (kids and is_composite_op(op.name)):
+        if modeled and not (kids and kind[1]):
             chosen.append(Chosen(idx))
         elif kids:
             if op.self_kernel_us > 0 or (not modeled and not trace.has_gpu and _runs_own_kernel(trace, idx, kids)):

@@ -37,10 +37,12 @@ from roofline.count.registry import OpCost, flatten_metas
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
 from roofline.count.views import DYNAMO_RUNTIME
 from roofline.analyze.environment import trace_environment
-from roofline.report import Ceilings, Environment, KernelRecord, OpRecord, Report
+from roofline.forked import meanwhile
+from roofline.report import Ceilings, Environment, KernelRecord, MemorySummary, OpRecord, Report, SyncSite
 
 _MATMUL_FAMILY = families.MATMUL | families.MATVEC  # cuBLAS: TF32 as torch.backends.cuda.matmul allows
 _CONV_FAMILY = families.CONV | families.CONV_OTHER  # cuDNN: TF32 as torch.backends.cudnn allows
+SIDE_FORK_MIN_EVENTS = 20_000  # memory and sync events from which their analysis is worth a forked child
 
 
 @dataclass(slots=True)
@@ -175,6 +177,10 @@ def report_from_trace(
     The Report is undiagnosed: the entry point that asked for it runs the doctor, once.
     """
     _ensure_attributed(trace)
+    # A big trace's memory replay and sync sites (~0.4 s on the 1 M-event trace) are worked out by a forked child
+    # while the ops are built here; a small one's when they are collected, as before.
+    side = meanwhile(_syncs_and_memory, trace, reference_peak_bytes,
+                     fork=len(trace.memory) + len(trace.syncs) >= SIDE_FORK_MIN_EVENTS)
     children = children_index(trace)
     counter = _TraceCounter(OptimizerLists(trace))
 
@@ -230,8 +236,9 @@ def report_from_trace(
             event_to_report.setdefault(c.event, len(ops) - 1)
         timeline_steps = [rep_step]
     else:
+        names: dict[str, tuple[bool, bool]] = {}
         for step in steps:
-            chosen = [c for c in choose_without_recording(trace, roots.get(step, []), children, is_modeled)
+            chosen = [c for c in choose_without_recording(trace, roots.get(step, []), children, is_modeled, names)
                       if not _is_idle_marker(trace, c)]
             gaps = host_gaps_us(trace, [c.event for c in chosen], step)
             for c in chosen:
@@ -289,7 +296,7 @@ def report_from_trace(
         report.extra["warmup"] = warmup
     if recording is not None:
         report.extra["tf32"] = {"cuda_matmul": recording.tf32.matmul, "cudnn": recording.tf32.cudnn}
-    _fill_syncs_and_memory(report, trace, reference_peak_bytes)
+    report.syncs, report.memory = side.result()
     if trace.has_gpu:
         report.summary.kernel_classes = kernel_classes(report)
     return report
@@ -309,14 +316,13 @@ def _is_idle_marker(trace: Trace, c: Chosen) -> bool:
     return trace.has_gpu and ev.total_kernel_us == 0 and not ev.name.startswith("aten::")
 
 
-def _fill_syncs_and_memory(report: Report, trace: Trace, reference_peak_bytes: int | None) -> None:
+def _syncs_and_memory(trace: Trace, reference_peak_bytes: int | None) -> tuple[list[SyncSite], MemorySummary]:
     from roofline.capture.trace_memory import memory_from_trace
     from roofline.capture.trace_syncs import syncs_from_trace
 
-    if trace.syncs:
-        report.syncs = syncs_from_trace(trace)
+    syncs = syncs_from_trace(trace) if trace.syncs else []
     # Always filled: with no [memory] events the summary says why it has no peak (never a bare 0 B).
-    report.memory = memory_from_trace(trace, reference_peak_bytes=reference_peak_bytes)
+    return syncs, memory_from_trace(trace, reference_peak_bytes=reference_peak_bytes)
 
 
 def _op_from_recording(trace: Trace, rec: RecordedOp, rec_index: int, times_us: list[float], cpu_us: list[float],

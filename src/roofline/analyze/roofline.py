@@ -63,7 +63,8 @@ def place_op(op: OpRecord, ceilings: Ceilings, *, idle_before_s: float | None = 
     bw = memory_roof(op, ceilings)
     peak = ceilings.peak_for(op.dtype)
     launch = ceilings.launch_overhead_s
-    op.predicted_time_s = max(roofline_time_s(op, ceilings), launch)
+    on_roof_s = _roofline_time_s(op, peak, bw)
+    op.predicted_time_s = max(on_roof_s, launch)
     op.arithmetic_intensity = op.flops / op.bytes if op.bytes > 0 else (math.inf if op.flops > 0 else 0.0)
     t = op.time_s
     op.achieved_flops_per_s = op.flops / t if t > 0 else 0.0
@@ -77,7 +78,7 @@ def place_op(op: OpRecord, ceilings: Ceilings, *, idle_before_s: float | None = 
     if op.roof == "cache-unknown":
         op.efficiency = 1.0
     op.above_roof = op.modeled and op.efficiency > 1.0
-    op.bound = classify(op, ceilings, idle_before_s)
+    op.bound = _bound(op, ceilings, idle_before_s, on_roof_s, peak, bw)
     return op
 
 
@@ -114,6 +115,14 @@ def memory_roof(op: OpRecord, ceilings: Ceilings) -> float:
 
 
 def classify(op: OpRecord, ceilings: Ceilings, idle_before_s: float | None = None) -> str:
+    peak = ceilings.peak_for(op.dtype)
+    bw = memory_roof(op, ceilings)
+    return _bound(op, ceilings, idle_before_s, _roofline_time_s(op, peak, bw), peak, bw)
+
+
+def _bound(op: OpRecord, ceilings: Ceilings, idle_before_s: float | None, roofline_time: float, peak: float,
+           bw: float) -> str:
+    """``classify`` with the op's roofline time, peak and memory roof already worked out (place_op has them)."""
     if not op.modeled:
         return "unmodeled"
     launch = ceilings.launch_overhead_s
@@ -121,22 +130,22 @@ def classify(op: OpRecord, ceilings: Ceilings, idle_before_s: float | None = Non
         return "launch"
     if not ceilings.has_roofs():
         return "unknown"
-    roofline_time = roofline_time_s(op, ceilings)
     on_roof = roofline_time > 0 and 0 < op.time_s <= ROOF_FACTOR * roofline_time
     if not on_roof:
         if op.time_s <= LAUNCH_CLOSE * launch:
             return "launch"
         if idle_before_s is not None and idle_before_s > op.time_s and op.time_s < LAUNCH_IDLE_FACTOR * launch:
             return "launch"
-    bw = memory_roof(op, ceilings)
-    ridge = ceilings.peak_for(op.dtype) / bw if bw > 0 else math.inf
+    ridge = peak / bw if bw > 0 else math.inf
     return "memory" if op.arithmetic_intensity < ridge else "compute"
 
 
 def roofline_time_s(op: OpRecord, ceilings: Ceilings) -> float:
     """The op's time if it ran exactly on its roof: max(FLOPs / peak of its dtype, bytes / its memory roof)."""
-    peak = ceilings.peak_for(op.dtype)
-    bw = memory_roof(op, ceilings)
+    return _roofline_time_s(op, ceilings.peak_for(op.dtype), memory_roof(op, ceilings))
+
+
+def _roofline_time_s(op: OpRecord, peak: float, bw: float) -> float:
     return max(op.flops / peak if peak else 0.0, op.bytes / bw if bw else 0.0)
 
 

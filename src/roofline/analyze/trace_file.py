@@ -94,7 +94,7 @@ def analyze_trace_file(path: str | Path, ceilings_file: str | None = None, *, pa
     says so first."""
     from roofline.capture.kineto import load_trace
 
-    return analyze_trace(load_trace(path), ceilings_file, partial=partial)
+    return analyze_trace(load_trace(path, split=True), ceilings_file, partial=partial)
 
 
 def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bool = False) -> Report:
@@ -156,9 +156,14 @@ def _collectives_note(trace) -> str:
 
     calls: dict[str, list[float]] = {}
     ops = trace.ops
+    comm: dict[str, bool] = {}  # per op name: a million-event trace has a few thousand names
     for op in ops:
-        if is_communication_op(op.name) and (op.parent < 0 or not is_communication_op(ops[op.parent].name)):
-            calls.setdefault(op.name, []).append(op.dur_us)
+        name = op.name
+        is_comm = comm.get(name)
+        if is_comm is None:
+            is_comm = comm[name] = is_communication_op(name)
+        if is_comm and (op.parent < 0 or not is_communication_op(ops[op.parent].name)):
+            calls.setdefault(name, []).append(op.dur_us)
     if not calls:
         return ""
     info = trace.metadata.get("distributedInfo")

@@ -8,6 +8,10 @@ is decoded again event by event, and only the bad events are dropped (counted in
 
 Top-level keys other than ``traceEvents`` become ``metadata``; Chrome's bare-array form (``[{...}, ...]``) is
 accepted too. A file cut short keeps the events read before the cut and says so in ``warnings``.
+
+A plain (not gzipped) file can be read in two byte ranges by two processes (capture/kineto.py): ``split_offset``
+finds an event boundary near the middle; ``EventStream(stop=B)`` reads the head and the events before it,
+``EventStream(start=B)`` the events from there to the end and what follows the list.
 """
 
 from __future__ import annotations
@@ -32,8 +36,11 @@ _SYNTAX_ERRORS = (msgspec.DecodeError, RecursionError)
 class EventStream:
     """Iterate to get lists of decoded events; ``metadata``, ``warnings``, ``skipped`` are complete afterwards."""
 
-    def __init__(self, path: str | Path, event_type: type, block_bytes: int = BLOCK_BYTES) -> None:
+    def __init__(self, path: str | Path, event_type: type, block_bytes: int = BLOCK_BYTES, *,
+                 start: int | None = None, stop: int | None = None) -> None:
         self.path = Path(path)
+        self._start = start
+        self._stop = stop
         self.metadata: dict[str, Any] = {}
         self.warnings: list[str] = []
         self.skipped = 0
@@ -47,6 +54,27 @@ class EventStream:
 
     def __iter__(self) -> Iterator[list]:
         blocks = self._blocks()
+        if self._start is None:
+            pending = self._head(blocks)
+        else:
+            pending = bytearray()
+        for block in blocks:
+            pending += block
+            if len(pending) >= self._block_bytes:
+                events = self._cut(pending)
+                if events:
+                    yield events
+        if self._stop is None:
+            yield from self._finish(pending)
+            return
+        while pending.strip(_WHITESPACE):
+            events = self._cut(pending)
+            if not events:
+                raise ValueError(f"{self.path}: no event boundary at byte {self._stop}")
+            yield events
+
+    def _head(self, blocks: Iterator[bytes]) -> bytearray:
+        """The bytes after the '[' that opens the event list (the metadata before it parsed)."""
         head = bytearray()
         start = None
         for block in blocks:
@@ -56,15 +84,8 @@ class EventStream:
                 break
         if start is None:
             start = self._array_start(head, final=True)
-        pending = head
-        del pending[:start]
-        for block in blocks:
-            pending += block
-            if len(pending) >= self._block_bytes:
-                events = self._cut(pending)
-                if events:
-                    yield events
-        yield from self._finish(pending)
+        del head[:start]
+        return head
 
     def _blocks(self) -> Iterator[bytes]:
         try:
@@ -76,6 +97,9 @@ class EventStream:
         except OSError as exc:
             raise RooflineError(f"cannot read trace {self.path}: {exc.strerror or exc}") from None
         with fh:
+            if self._start is not None or self._stop is not None:
+                yield from self._plain_range(fh)
+                return
             first = self._read(fh)
             if first[:2] != b"\x1f\x8b":
                 while first:
@@ -83,6 +107,17 @@ class EventStream:
                     first = self._read(fh, self._block_bytes)
                 return
             yield from self._gunzip(fh, first)
+
+    def _plain_range(self, fh) -> Iterator[bytes]:
+        fh.seek(self._start or 0)
+        left = None if self._stop is None else self._stop - (self._start or 0)
+        while left is None or left > 0:
+            block = self._read(fh, self._block_bytes if left is None else min(self._block_bytes, left))
+            if not block:
+                return
+            if left is not None:
+                left -= len(block)
+            yield block
 
     def _read(self, fh, size: int = _READ_BYTES) -> bytes:
         try:
@@ -260,6 +295,42 @@ class EventStream:
             except (msgspec.ValidationError, *_SYNTAX_ERRORS):
                 self.skipped += 1
         return events
+
+
+def split_offset(path: str | Path, window: int = 1 << 18, tries: int = 16) -> int | None:
+    """A byte offset near the middle of a plain JSON trace where an event starts (just past the ``},`` ending the
+    one before), or None. A candidate is taken only if the events from it to a later ``},`` decode as a list: a
+    ``},`` inside a string or a nested object leaves an unterminated string or unbalanced brackets behind it."""
+    path = Path(path)
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        if fh.read(2) == b"\x1f\x8b":
+            return None
+        middle = size // 2
+        fh.seek(middle)
+        data = fh.read(window)
+    ends = []
+    end = len(data)
+    while len(ends) < 4:
+        end = data.rfind(b"},", 0, end)
+        if end < 0:
+            break
+        ends.append(end)
+    pos = -1
+    for _ in range(tries):
+        pos = data.find(b"},", pos + 1)
+        if pos < 0:
+            return None
+        for end in ends:
+            if end <= pos:
+                continue
+            try:
+                raws = msgspec.json.decode(b"[" + data[pos + 2:end + 1] + b"]", type=list[msgspec.Raw])
+            except (msgspec.DecodeError, RecursionError):
+                continue
+            if raws and all(bytes(raw)[:1] == b"{" for raw in raws):
+                return middle + pos + 2
+    return None
 
 
 def _before(data: bytearray, pos: int) -> bytes:

@@ -13,6 +13,9 @@ from __future__ import annotations
 import gc
 import os
 import re
+import signal
+import sys
+import threading
 from array import array
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -20,7 +23,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from roofline.capture.event_stream import EventStream
+from roofline.capture.event_stream import EventStream, split_offset
 from roofline.capture.source_paths import is_user_file, local_trace_path
 from roofline.capture.trace_model import (
     CommArgs,
@@ -104,26 +107,203 @@ _MODULE_PREFIX = "nn.Module: "
 # Sweep order at equal timestamps: enclosing frames first, then ops (longest first), then what ops contain.
 _RANK_FRAME, _RANK_OP, _RANK_LAUNCH, _RANK_MEMORY = range(4)
 
+# From this size, load_trace(split=True) reads a plain JSON trace's second half in a forked child meanwhile: on the
+# 307 MB, 1 M-event trace each half takes about 1 s to decode and collect, and sending one back about 0.3 s.
+SPLIT_MIN_BYTES = 64 << 20
 
-def load_trace(path: str | os.PathLike[str]) -> Trace:
-    """Read a Kineto/torch.profiler trace file into a ``Trace`` (kernels not yet attributed: see attribution)."""
-    stream = EventStream(path, _Event)
+
+def load_trace(path: str | os.PathLike[str], *, split: bool = False) -> Trace:
+    """Read a Kineto/torch.profiler trace file into a ``Trace`` (kernels not yet attributed: see attribution).
+
+    ``split``: a plain JSON file of at least SPLIT_MIN_BYTES is read in two halves at once, the second by a forked
+    child (``_TailReader``), where fork is available and safe and two CPUs are; the Trace is the same."""
     builder = _TraceBuilder(str(path))
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for events in stream:
-            builder.add_events(events)
-            del events
-        builder.trace.metadata = stream.metadata
-        builder.trace.warnings.extend(stream.warnings)
-        builder.skipped += stream.skipped
-        builder.trace.cut = stream.cut
-        builder.trace.events_read = stream.events_read
+        tail = _TailReader.start(path) if split else None
+        try:
+            _read(builder, EventStream(path, _Event, stop=tail.offset if tail else None))
+        except BaseException:
+            if tail is not None:
+                tail.abandon()
+            raise
+        if tail is not None and not tail.absorb_into(builder):
+            _read(builder, EventStream(path, _Event, start=tail.offset))
         return builder.finish()
     finally:
         if gc_was_enabled:
             gc.enable()
+
+
+def _read(builder: "_TraceBuilder", stream: EventStream) -> None:
+    stream.events_read = builder.trace.events_read  # a second range's warnings count the whole file's events
+    for events in stream:
+        builder.add_events(events)
+        del events
+    _take_stream(builder.trace, stream)
+    builder.skipped += stream.skipped
+
+
+def _take_stream(trace: Trace, stream: Any) -> None:
+    """What a read of the file says about it (metadata before and after the list, warnings, a cut, events read)."""
+    trace.metadata.update(stream.metadata)
+    trace.warnings.extend(stream.warnings)
+    trace.cut = stream.cut
+    trace.events_read = stream.events_read
+
+
+class _StreamState(msgspec.Struct):
+    metadata: dict
+    warnings: list
+    cut: bool
+    events_read: int
+
+
+class _TailReader:
+    """The events from ``offset`` (an event boundary near the middle) to the end of a plain JSON trace, read by a
+    forked child while this process reads the events before it, and sent back over a pipe as msgpack frames
+    (``_send_tail``). Ops' shape lists travel as their raw keys, so that the parent shares its own lists between
+    ops as a one-process read does; names and ids are interned again. Whatever goes wrong in the child (it dies,
+    raises, the trace is cut short there), ``absorb_into`` says False and the caller reads the rest itself."""
+
+    def __init__(self, path: str, offset: int, pid: int, fd: int) -> None:
+        self.path, self.offset, self._pid = path, offset, pid
+        self._file = os.fdopen(fd, "rb")
+
+    @classmethod
+    def start(cls, path: str | os.PathLike[str]) -> "_TailReader | None":
+        path = str(path)
+        try:
+            if (os.path.getsize(path) < SPLIT_MIN_BYTES or not hasattr(os, "fork") or _usable_cpus() < 2
+                    or threading.active_count() > 1):
+                return None
+            offset = split_offset(path)
+        except (OSError, ValueError):
+            return None
+        if offset is None:
+            return None
+        sys.stdout.flush()
+        sys.stderr.flush()
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            status = 1
+            try:
+                os.close(read_fd)
+                with os.fdopen(write_fd, "wb") as out:
+                    _send_tail(path, offset, out)
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(write_fd)
+        return cls(path, offset, pid, read_fd)
+
+    def abandon(self) -> None:
+        """Stop the child and reap it (this process failed reading its own half)."""
+        self._file.close()
+        try:
+            os.kill(self._pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(self._pid, 0)
+
+    def absorb_into(self, builder: "_TraceBuilder") -> bool:
+        """Add the child's events to ``builder`` (all or nothing); False if there is nothing whole to add."""
+        try:
+            part = _receive_tail(self._file)
+        except (EOFError, OSError, ValueError, msgspec.DecodeError):
+            part = None
+        finally:
+            self._file.close()
+            _, status = os.waitpid(self._pid, 0)
+        if part is None or status != 0 or part[0]["cut"]:
+            return False
+        builder.absorb(*part)
+        return True
+
+
+def _usable_cpus() -> int:
+    """CPUs this process may run on (its affinity, where the OS says; else the machine's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+_FRAME_ITEMS = 1 << 15
+_TAIL_LISTS = (("ops", CpuOp), ("kernels", GpuEvent), ("syncs", SyncEvent), ("memory", MemoryEvent),
+               ("launches", Launch), ("host_calls", HostCall))
+_COLUMNS = ("frame_ts", "frame_ends", "frame_threads", "frame_labels", "memory_threads", "launch_threads", "op_ts",
+            "op_durs", "op_threads")
+
+
+def _send_tail(path: str, offset: int, out) -> None:
+    """In the child: read the events from ``offset`` on and write them to ``out`` (a header, then each list)."""
+    stream = EventStream(path, _Event, start=offset)
+    builder = _TraceBuilder(path)
+    _read(builder, stream)
+    shape_codes = {id(value[0]): i for i, value in enumerate(builder.shape_cache.values())}
+    position = {id(op): i for i, op in enumerate(builder.ops)}
+    codes = []
+    for op in builder.ops:
+        if op.input_dims is None:
+            codes.append(-1)
+        else:
+            codes.append(shape_codes[id(op.input_dims)])
+            op.input_dims = op.input_types = op.input_strides = op.concrete_inputs = None
+    lists = {"ops": builder.ops, "kernels": builder.kernels, "syncs": builder.syncs, "memory": builder.memory,
+             "launches": builder.launches, "host_calls": builder.trace.host_calls}
+    header = {
+        "threads": list(builder.threads), "labels": list(builder.labels), "kinds": builder.kinds,
+        "has_stack": builder.has_stack, "has_modules": builder.has_modules, "skipped": builder.skipped,
+        "bad_times": builder.bad_times, "shapes": list(builder.shape_cache),
+        "steps": [(number, position[id(op)]) for number, op in builder.step_ops],
+        "counts": {name: len(items) for name, items in lists.items()},
+        "metadata": builder.trace.metadata, "warnings": builder.trace.warnings, "cut": builder.trace.cut,
+        "events_read": builder.trace.events_read,
+        **{name: getattr(builder, name).tobytes() for name in _COLUMNS},
+    }
+    encode = msgspec.msgpack.Encoder().encode
+    _write_frame(out, encode(header))
+    for name, _ in _TAIL_LISTS:
+        items = lists[name]
+        for start in range(0, len(items), _FRAME_ITEMS):
+            chunk = items[start:start + _FRAME_ITEMS]
+            _write_frame(out, encode((chunk, codes[start:start + _FRAME_ITEMS]) if name == "ops" else chunk))
+
+
+def _write_frame(out, data: bytes) -> None:
+    out.write(len(data).to_bytes(8, "little"))
+    out.write(data)
+
+
+def _read_frame(file) -> bytes:
+    size = int.from_bytes(_read_exactly(file, 8), "little")
+    return _read_exactly(file, size)
+
+
+def _read_exactly(file, size: int) -> bytes:
+    data = file.read(size)
+    if len(data) != size:
+        raise EOFError("the tail reader stopped early")
+    return data
+
+
+def _receive_tail(file) -> tuple[dict, dict, list[int]]:
+    header = msgspec.msgpack.decode(_read_frame(file))
+    lists: dict[str, list] = {}
+    codes: list[int] = []
+    for name, kind in _TAIL_LISTS:
+        decode = msgspec.msgpack.Decoder(tuple[list[kind], list[int]] if name == "ops" else list[kind]).decode
+        items: list = []
+        while len(items) < header["counts"][name]:
+            chunk = decode(_read_frame(file))
+            if name == "ops":
+                chunk, chunk_codes = chunk
+                codes.extend(chunk_codes)
+            items.extend(chunk)
+        lists[name] = items
+    return header, lists, codes
 
 
 def _bytes(raw: _Raw | None) -> bytes | None:
@@ -157,6 +337,9 @@ class _TraceBuilder:
     def __init__(self, path: str) -> None:
         self.trace = Trace(path=path)
         self.ops: list[CpuOp] = []
+        self.op_ts = array("d")
+        self.op_durs = array("d")
+        self.op_threads = array("q")
         self.kernels: list[GpuEvent] = []
         self.syncs: list[SyncEvent] = []
         # What the per-thread sweep needs, as flat columns: a million-event trace's Python frames would cost a
@@ -187,6 +370,8 @@ class _TraceBuilder:
         kinds = self.kinds
         intern = self.strings.setdefault
         ops_append = self.ops.append
+        op_ts_append, op_durs_append, op_threads_append = self.op_ts.append, self.op_durs.append, self.op_threads.append
+        thread = self._thread
         shapes = self._shapes
         step_match = _STEP.match
         ids = self.ids
@@ -233,6 +418,9 @@ class _TraceBuilder:
                 if args is not None and (args.collective is not None or args.in_nelems is not None):
                     op.comm = _comm(args)
                 ops_append(op)
+                op_ts_append(ts)
+                op_durs_append(dur)
+                op_threads_append(thread(pid, tid))
             elif kind == _PYTHON:
                 self._frame(ev, ts, dur)
             elif kind == _RUNTIME:
@@ -254,6 +442,54 @@ class _TraceBuilder:
     def _intern(self, text: str) -> str:
         return self.strings.setdefault(text, text)
 
+    def absorb(self, header: dict, lists: dict[str, list], shape_codes: list[int]) -> None:
+        """Append what another builder collected from the events after this one's (``_TailReader``): its lists
+        follow this one's, as in a one-process read; thread and frame-label codes are mapped to this builder's,
+        shape lists, names and ids to this builder's shared objects."""
+        intern = self.strings.setdefault
+        ids = self.ids.setdefault
+        shapes = [self._shape_value(tuple(key)) for key in header["shapes"]]
+        ops = lists["ops"]
+        for op, code in zip(ops, shape_codes):
+            op.name = intern(op.name, op.name)
+            op.pid = ids(op.pid, op.pid)
+            op.tid = ids(op.tid, op.tid)
+            op.kernel_ids = ()
+            if code >= 0:
+                op.input_dims, op.input_types, op.input_strides, op.concrete_inputs = shapes[code]
+        for event in (*lists["kernels"], *lists["launches"], *lists["syncs"]):
+            event.name = intern(event.name, event.name)
+        for kernel in lists["kernels"]:
+            kernel.category = intern(kernel.category, kernel.category)
+        for call in lists["host_calls"]:
+            call.name = intern(call.name, call.name)
+            call.tid = ids(call.tid, call.tid)
+        self.step_ops.extend((number, ops[i]) for number, i in header["steps"])
+        self.ops.extend(ops)
+        self.kernels.extend(lists["kernels"])
+        self.syncs.extend(lists["syncs"])
+        self.memory.extend(lists["memory"])
+        self.launches.extend(lists["launches"])
+        self.trace.host_calls.extend(lists["host_calls"])
+        threads = np.array([self._thread(pid, tid) for pid, tid in header["threads"]] or [0], dtype=np.int64)
+        labels = np.array([self.labels.setdefault(tuple(kind), len(self.labels)) for kind in header["labels"]]
+                          or [0], dtype=np.int64)
+        for name, codes in (("frame_threads", threads), ("memory_threads", threads), ("launch_threads", threads),
+                            ("op_threads", threads), ("frame_labels", labels)):
+            column = np.frombuffer(header[name], dtype=np.int64)
+            getattr(self, name).frombytes(codes[column].tobytes())
+        for name in ("frame_ts", "frame_ends", "op_ts", "op_durs"):
+            getattr(self, name).frombytes(header[name])
+        for category, kind in header["kinds"].items():
+            self.kinds.setdefault(category, kind)
+        self.has_stack = self.has_stack or header["has_stack"]
+        self.has_modules = self.has_modules or header["has_modules"]
+        self.skipped += header["skipped"]
+        self.bad_times += header["bad_times"]
+        stream = _StreamState(header["metadata"], header["warnings"], header["cut"],
+                              self.trace.events_read + header["events_read"])
+        _take_stream(self.trace, stream)
+
     def _thread(self, pid: Any, tid: Any) -> int:
         threads = self.threads
         key = (pid, tid)
@@ -264,8 +500,10 @@ class _TraceBuilder:
 
     def _shapes(self, args: _Args) -> tuple:
         """The four shape lists of an op, decoded once per distinct combination and shared between ops."""
-        key = (bytes(args.input_dims), _bytes(args.input_types), _bytes(args.input_strides),
-               _bytes(args.concrete_inputs))
+        return self._shape_value((bytes(args.input_dims), _bytes(args.input_types), _bytes(args.input_strides),
+                                  _bytes(args.concrete_inputs)))
+
+    def _shape_value(self, key: tuple) -> tuple:
         value = self.shape_cache.get(key)
         if value is None:
             value = self.shape_cache[key] = tuple(_as_list(part) for part in key)
@@ -326,7 +564,16 @@ class _TraceBuilder:
                 skipped.append(f"{self.bad_times} events with no usable ts/dur")
             detail = f" ({'; '.join(skipped)})" if skipped else ""
             raise RooflineError(f"{trace.path} has no profiler events (no cpu_op, kernel or memory events){detail}")
-        self.ops.sort(key=lambda op: (op.ts_us, -op.dur_us))
+        # Ops in time order, the longest first at equal times (stable, as list.sort with that key), from the columns.
+        ts = np.frombuffer(self.op_ts, dtype=np.float64)
+        durs = np.frombuffer(self.op_durs, dtype=np.float64)
+        order = np.lexsort((-durs, ts))
+        ops = self.ops
+        self.ops = [ops[i] for i in order.tolist()]
+        del ops
+        self._sorted_ts = ts[order]
+        self._sorted_ends = self._sorted_ts + durs[order]
+        self._sorted_threads = np.frombuffer(self.op_threads, dtype=np.int64)[order]
         for i, op in enumerate(self.ops):
             op.index = i
         self.kernels.sort(key=lambda k: k.ts_us)
@@ -359,7 +606,7 @@ class _TraceBuilder:
             return
         starts = np.fromiter((s.ts_us for s in steps), dtype=np.float64, count=len(steps))
         ends = starts + np.fromiter((s.dur_us for s in steps), dtype=np.float64, count=len(steps))
-        ts = np.fromiter((op.ts_us for op in self.ops), dtype=np.float64, count=len(self.ops))
+        ts = self._sorted_ts
         idx = np.searchsorted(starts, ts, side="right") - 1
         inside = (idx >= 0) & (ts < ends[np.maximum(idx, 0)])
         for op, i, ok in zip(self.ops, idx.tolist(), inside.tolist()):
@@ -375,9 +622,7 @@ class _TraceBuilder:
         ops = self.ops
         if not ops:
             return
-        op_threads = np.fromiter((self._thread(op.pid, op.tid) for op in ops), dtype=np.int64, count=len(ops))
-        op_ts = np.fromiter((op.ts_us for op in ops), dtype=np.float64, count=len(ops))
-        op_ends = op_ts + np.fromiter((op.dur_us for op in ops), dtype=np.float64, count=len(ops))
+        op_threads, op_ts, op_ends = self._sorted_threads, self._sorted_ts, self._sorted_ends
         launch_ts = np.fromiter((l.ts_us for l in self.launches), dtype=np.float64, count=len(self.launches))
         memory_ts = np.fromiter((m.ts_us for m in self.memory), dtype=np.float64, count=len(self.memory))
         frame_ts = np.frombuffer(self.frame_ts, dtype=np.float64)
@@ -399,11 +644,9 @@ class _TraceBuilder:
         labels: list[Any] = [None] * len(self.labels)
         for kind, label in self.labels.items():
             labels[label] = kind
-        first_frame = len(ops)
-        first_launch = first_frame + len(frame_ts)
-        first_memory = first_launch + len(launch_ts)
-        objs = _SweepObjects(ops, first_frame, labels, self.frame_labels, first_launch, self.launches, first_memory,
-                             self.memory)
+        # Event number -> its object (an op, a frame's (kind, label), a launch, a memory event): one list of
+        # references, a few MB, indexed without a call per event.
+        objs = [*ops, *[labels[label] for label in self.frame_labels], *self.launches, *self.memory]
         _sweep(_in_slices(order, ts, ends, ranks, threads), objs)
 
     def _backward_modules(self) -> None:
@@ -504,26 +747,7 @@ def _in_slices(order: np.ndarray, ts: np.ndarray, ends: np.ndarray, ranks: np.nd
                        threads[idx].tolist())
 
 
-class _SweepObjects:
-    """Event number -> its object: an op, a frame's (kind, label), a launch or a memory event."""
-
-    def __init__(self, ops: list, first_frame: int, labels: list, frame_labels: array, first_launch: int,
-                 launches: list, first_memory: int, memory: list) -> None:
-        self.ops, self.labels, self.frame_labels = ops, labels, frame_labels
-        self.launches, self.memory = launches, memory
-        self.first_frame, self.first_launch, self.first_memory = first_frame, first_launch, first_memory
-
-    def __getitem__(self, j: int) -> Any:
-        if j < self.first_frame:
-            return self.ops[j]
-        if j < self.first_launch:
-            return self.labels[self.frame_labels[j - self.first_frame]]
-        if j < self.first_memory:
-            return self.launches[j - self.first_launch]
-        return self.memory[j - self.first_memory]
-
-
-def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: _SweepObjects) -> None:
+def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list) -> None:
     """Assign parents, depth, flags, module and source to ops, and the enclosing op to launches and memory."""
     flags_of: dict[str, tuple[bool, bool, bool]] = {}
     ops: list[CpuOp] = []

@@ -33,7 +33,7 @@ def is_autograd_frame(name: str) -> bool:
     return _AUTOGRAD_NODE.match(name) is not None
 
 
-class CommArgs(msgspec.Struct, gc=False):
+class CommArgs(msgspec.Struct, gc=False, array_like=True):
     """What an event says about the collective it is (NCCL kernels, c10d ops, ``record_param_comms``), as
     written: the communication analysis checks the values. Only events that carry any of it have one."""
 
@@ -44,7 +44,7 @@ class CommArgs(msgspec.Struct, gc=False):
     dtype: Any = None
 
 
-class HostCall(msgspec.Struct, gc=False):
+class HostCall(msgspec.Struct, gc=False, array_like=True):
     """A long call of a Python built-in (``time.sleep``, a blocking read) on the host: time no op shows."""
 
     name: str
@@ -58,7 +58,7 @@ class HostCall(msgspec.Struct, gc=False):
         return self.ts_us + self.dur_us
 
 
-class CpuOp(msgspec.Struct, gc=False):
+class CpuOp(msgspec.Struct, gc=False, array_like=True):
     """A host-side op (cat ``cpu_op``) or a ``record_function`` annotation (``is_annotation``)."""
 
     index: int
@@ -81,7 +81,7 @@ class CpuOp(msgspec.Struct, gc=False):
     is_optimizer: bool = False
     is_annotation: bool = False
     sequence_number: int | None = None
-    kernel_ids: list[int] | tuple = ()
+    kernel_ids: Any = ()  # list[int] | tuple; Any so that msgspec can decode ops (kineto's split load)
     self_kernel_us: float = 0.0
     total_kernel_us: float = 0.0
     comm: CommArgs | None = None
@@ -95,7 +95,7 @@ class CpuOp(msgspec.Struct, gc=False):
         return self.name.startswith("aten::")
 
 
-class GpuEvent(msgspec.Struct, gc=False):
+class GpuEvent(msgspec.Struct, gc=False, array_like=True):
     """A device-side event: a kernel, a memcpy or a memset (``category``)."""
 
     index: int
@@ -116,7 +116,7 @@ class GpuEvent(msgspec.Struct, gc=False):
         return self.ts_us + self.dur_us
 
 
-class SyncEvent(msgspec.Struct, gc=False):
+class SyncEvent(msgspec.Struct, gc=False, array_like=True):
     """A host-device synchronisation recorded by Kineto's cuda_sync events (Stream/Event/Context Sync...)."""
 
     name: str
@@ -128,7 +128,7 @@ class SyncEvent(msgspec.Struct, gc=False):
     op: int = -1
 
 
-class MemoryEvent(msgspec.Struct, gc=False):
+class MemoryEvent(msgspec.Struct, gc=False, array_like=True):
     """One allocator event (``[memory]`` instant): ``bytes`` > 0 allocates, < 0 frees."""
 
     ts_us: float
@@ -153,7 +153,7 @@ class Step(msgspec.Struct, gc=False):
         return self.ts_us + self.dur_us
 
 
-class Launch(msgspec.Struct, gc=False):
+class Launch(msgspec.Struct, gc=False, array_like=True):
     """A runtime/driver call on the host (cudaLaunchKernel, cudaMemcpyAsync, cuLaunchKernel, hipLaunchKernel...)."""
 
     name: str

@@ -50,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from roofline.analyze.trace_file import analyze_trace_file
     from roofline.doctor import diagnose
-    from roofline.render.outputs import in_background, report_renderers, write_outputs
+    from roofline.forked import meanwhile
+    from roofline.render.outputs import in_background, is_big, prepare, report_renderers, write_outputs
 
     if args.onnx or args.device or args.inputs:
         return _run_onnx(args)
@@ -73,10 +74,12 @@ def _run(args: argparse.Namespace) -> int:
 
             join_ncu(report, read_ncu_csv(args.ncu), source=args.ncu)
         raw = None if report.extra.get("partial") else args.paths[0]
-        # The PNG of a big report is drawn in the background meanwhile: the doctor's findings are not on it.
+        # A big report's PNG is drawn and its doctor run by forked children meanwhile (the PNG shows no findings),
+        # while this process builds what of report.html needs no findings and writes report.json up to them.
         renderers = in_background(report_renderers(raw_trace=raw, html=not args.no_html), report)
-        report.findings = diagnose(report)
-        written, problems = write_outputs(report, args.output, renderers)
+        findings = meanwhile(diagnose, report, fork=is_big(report))
+        prepare(renderers, report)
+        written, problems = write_outputs(report, args.output, renderers, findings=findings.result)
         if raw is None:
             problems.append("trace.json.gz not written: the trace is cut short (open the original in Perfetto)")
     print_report_summary(report, args, written, problems)

@@ -40,11 +40,17 @@ def step_severity(per_step_s: float, step_s: float) -> str:
 def syncs_near_collectives(report: Report, reach: int = 2) -> list[CollectiveSyncSite]:
     """Host syncs (ops that wait on the device, barriers) within ``reach`` ops of a collective call, by site."""
     ops = ordered_ops(report)
-    comm_positions = [i for i, op in enumerate(ops) if is_communication_op(op.name) and "barrier" not in op.name]
+    roles: dict[str, tuple[bool, bool, bool]] = {}  # per op name: (collective, barrier, host sync)
+    for op in ops:
+        if op.name not in roles:
+            comm = is_communication_op(op.name)
+            roles[op.name] = (comm and "barrier" not in op.name, comm and "barrier" in op.name,
+                              op_kind(op.name) in SYNC_KINDS)
+    comm_positions = [i for i, op in enumerate(ops) if roles[op.name][0]]
     sites: dict[str, dict[str, Any]] = {}
     for i, op in enumerate(ops):
-        barrier = is_communication_op(op.name) and "barrier" in op.name
-        if not barrier and op_kind(op.name) not in SYNC_KINDS:
+        _, barrier, sync = roles[op.name]
+        if not barrier and not sync:
             continue
         near = [ops[j].name for j in comm_positions if abs(j - i) <= reach and ops[j].step == op.step]
         if not near and not barrier:

@@ -54,9 +54,10 @@ def render_html(report: Report, embed: bool = False) -> str:
     return embed_in_iframe(page) if embed else page
 
 
-def html_chunks(report: Report) -> Iterator[str]:
-    """``render_html(report)`` in pieces, for writing a large report's page without building it whole."""
-    return page_chunks(report_payload(report), title=f"roofline · {report.workload or report.kind}")
+def html_chunks(report: Report, prepared: dict[str, Any] | None = None) -> Iterator[str]:
+    """``render_html(report)`` in pieces, for writing a large report's page without building it whole;
+    ``prepared``: ``op_parts(report)``, built earlier."""
+    return page_chunks(report_payload(report, prepared), title=f"roofline · {report.workload or report.kind}")
 
 
 def embed_in_iframe(page: str, height_px: int = 900) -> str:
@@ -122,6 +123,8 @@ class _RawColumns:
         for name, values in columns.items():
             if name in _INT_COLUMNS:
                 body = ",".join(map(str, values))
+            elif all(map(math.isfinite, values)):
+                body = ",".join(map("%.5g".__mod__, values))
             else:
                 body = ",".join(["%.5g" % v if v == v and v not in _INFS else "0" for v in values])
             self._parts.append(f"{json.dumps(name)}:[{body}]")
@@ -140,9 +143,17 @@ class _RawColumns:
         return "".join(self.parts())
 
 
-def report_payload(report: Report) -> dict[str, Any]:
+def op_parts(report: Report) -> dict[str, Any]:
+    """The payload's parts made from the ops: the op table (its strings interned), the chart, the top ops. They
+    need no findings, so a command can build them while the doctor runs elsewhere."""
     names = _Interner()
     ops = sorted(report.ops, key=lambda op: op.index)
+    return {"n_ops": len(ops), "table": _op_columns(ops, names), "chart": chart_points(ops),
+            "top_predicted": _top_predicted(ops), "strings": names.values}
+
+
+def report_payload(report: Report, prepared: dict[str, Any] | None = None) -> dict[str, Any]:
+    parts = prepared if prepared is not None else op_parts(report)
     summary = msgspec.to_builtins(report.summary)
     return {
         "kind": "report",
@@ -151,7 +162,7 @@ def report_payload(report: Report) -> dict[str, Any]:
             "kind": report.kind,
             "schema_version": report.schema_version,
             "steps": report.steps,
-            "n_ops": len(ops),
+            "n_ops": parts["n_ops"],
             "n_kernels": len(report.kernels),
         },
         "environment": msgspec.to_builtins(report.environment),
@@ -165,11 +176,11 @@ def report_payload(report: Report) -> dict[str, Any]:
         "syncs": [msgspec.to_builtins(s) for s in sorted(report.syncs, key=lambda s: -s.stall_s)],
         "memory": msgspec.to_builtins(report.memory),
         "ranks": [_scalar_dict(msgspec.structs.asdict(r)) for r in report.ranks],
-        "table": _op_columns(ops, names),
-        "chart": chart_points(ops),
+        "table": parts["table"],
+        "chart": parts["chart"],
         "modules": summary.pop("module_tree", None),
-        "top_predicted": _top_predicted(ops),
-        "strings": names.values,
+        "top_predicted": parts["top_predicted"],
+        "strings": parts["strings"],
         "ncu": _ncu_payload(report),
     }
 
@@ -234,33 +245,47 @@ def format_shapes(shapes: list[list[int]]) -> str:
 
 
 def _op_columns(ops: list[OpRecord], names: _Interner) -> _RawColumns:
-    cols: dict[str, list] = defaultdict(list)
+    """The op table column-wise. An op's strings are interned once per distinct combination (a big report repeats
+    each op of its step), in the same first-seen order as op by op; shapes once per shared shape list."""
+    rows: dict[tuple, tuple[int, ...]] = {}
+    shape_codes: dict[int, int] = {}
+    coded = []
+    shapes = []
     for op in ops:
-        cols["index"].append(op.index)
-        cols["name"].append(names(op.name))
-        cols["module"].append(names(op.module))
-        cols["phase"].append(names(op.phase))
-        cols["dtype"].append(names(op.dtype))
-        cols["shapes"].append(names(format_shapes(op.input_shapes)))
-        cols["source"].append(names(op.source))
-        cols["bound"].append(names(op.bound))
-        cols["time_s"].append(op.time_s)
-        cols["flops"].append(op.flops)
-        cols["bytes"].append(op.bytes)
-        cols["intensity"].append(op.arithmetic_intensity)
-        cols["flops_per_s"].append(op.achieved_flops_per_s)
-        cols["bytes_per_s"].append(op.achieved_bytes_per_s)
-        cols["efficiency"].append(op.efficiency)
-        cols["predicted_s"].append(op.predicted_time_s)
-        cols["above_roof"].append(1 if op.above_roof else 0)
-        cols["count"].append(op.count)
-        cols["roof"].append(names(op.roof))
+        key = (op.name, op.module, op.phase, op.dtype, op.source, op.bound, op.roof)
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = (names(op.name), names(op.module), names(op.phase), names(op.dtype))
+            shapes.append(names(format_shapes(op.input_shapes)))
+            row = rows[key] = (*row, names(op.source), names(op.bound), names(op.roof))
+        else:
+            code = shape_codes.get(id(op.input_shapes))
+            if code is None:
+                code = shape_codes[id(op.input_shapes)] = names(format_shapes(op.input_shapes))
+            shapes.append(code)
+        coded.append(row)
+    name, module, phase, dtype, source, bound, roof = map(list, zip(*coded)) if coded else ([],) * 7
+    cols: dict[str, list] = {
+        "index": [op.index for op in ops], "name": name, "module": module, "phase": phase, "dtype": dtype,
+        "shapes": shapes, "source": source, "bound": bound,
+        "time_s": [op.time_s for op in ops],
+        "flops": [op.flops for op in ops],
+        "bytes": [op.bytes for op in ops],
+        "intensity": [op.arithmetic_intensity for op in ops],
+        "flops_per_s": [op.achieved_flops_per_s for op in ops],
+        "bytes_per_s": [op.achieved_bytes_per_s for op in ops],
+        "efficiency": [op.efficiency for op in ops],
+        "predicted_s": [op.predicted_time_s for op in ops],
+        "above_roof": [1 if op.above_roof else 0 for op in ops],
+        "count": [op.count for op in ops],
+        "roof": roof,
+    }
+    if not ops:
+        cols = {}
     if any(op.measured is not None for op in ops):
-        for op in ops:
-            m = op.measured
-            cols["dram_bytes"].append(m.dram_bytes if m is not None else 0.0)
-            cols["excess"].append((m.excess_ratio or 0.0) if m is not None else 0.0)
-    return _RawColumns(dict(cols))
+        cols["dram_bytes"] = [op.measured.dram_bytes if op.measured is not None else 0.0 for op in ops]
+        cols["excess"] = [(op.measured.excess_ratio or 0.0) if op.measured is not None else 0.0 for op in ops]
+    return _RawColumns(cols)
 
 
 def chart_points(ops: list[OpRecord]) -> dict[str, Any]:

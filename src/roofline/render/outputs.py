@@ -7,14 +7,12 @@ a failure or Ctrl-C part-way leaves the previous run's files as they were, never
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import sys
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from roofline.forked import Forked, can_fork
 from roofline.io import atomic_directory, atomic_write_bytes, atomic_write_chunks
 from roofline.report import Report
 
@@ -66,8 +64,8 @@ class Renderer(Protocol):
 class JsonRenderer:
     file_name = "report.json"
 
-    def render(self, report: Report) -> Iterator[bytes]:
-        return report.json_chunks()
+    def render(self, report: Report, before_findings: Callable[[], None] | None = None) -> Iterator[bytes]:
+        return report.json_chunks(before_findings=before_findings)
 
 
 class PngRenderer:
@@ -95,10 +93,21 @@ class MemoryPngRenderer:
 class HtmlRenderer:
     file_name = "report.html"
 
+    def __init__(self) -> None:
+        self._prepared: tuple[Report, dict] | None = None
+
+    def prepare(self, report: Report) -> None:
+        """The page's op table and chart (most of a big report's page), built before the findings are known."""
+        from roofline.render.html import op_parts
+
+        self._prepared = (report, op_parts(report))
+
     def render(self, report: Report) -> Iterator[bytes]:
         from roofline.render.html import html_chunks
 
-        return (chunk.encode() for chunk in html_chunks(report))
+        prepared = self._prepared[1] if self._prepared is not None and self._prepared[0] is report else None
+        self._prepared = None
+        return (chunk.encode() for chunk in html_chunks(report, prepared))
 
 
 class TraceRenderer:
@@ -130,33 +139,18 @@ class TextFileRenderer:
 
 
 class BackgroundRenderer:
-    """A renderer started now in a forked child (the report shared copy-on-write, never pickled); ``render`` collects
-    its output. Whatever goes wrong in the child (it dies, raises, cannot send), ``render`` renders in-process
+    """A renderer started now in a forked child (roofline/forked.py: the report shared copy-on-write, never
+    pickled); ``render`` collects its output. Whatever goes wrong in the child, ``render`` renders in-process
     instead, so errors surface exactly as they would without the fork. The report must not change in between in
     anything the renderer draws (the doctor only adds findings, which the PNG does not show)."""
 
     def __init__(self, renderer: Renderer, report: Report) -> None:
         self.renderer = renderer
         self.file_name = renderer.file_name
-        sys.stdout.flush()
-        sys.stderr.flush()
-        context = multiprocessing.get_context("fork")
-        self._receive, send = context.Pipe(duplex=False)
-        self._process = context.Process(target=_render_in_child, args=(renderer, report, send), daemon=True)
-        self._process.start()
-        send.close()
+        self._job = Forked(_rendered, renderer, report)
 
     def render(self, report: Report) -> str | bytes | Iterator[bytes]:
-        try:
-            result = self._receive.recv()
-        except (EOFError, OSError):
-            result = None
-        finally:
-            self._receive.close()
-            self._process.join()
-        if result is None or self._process.exitcode != 0:
-            return self.renderer.render(report)
-        kind, value = result
+        kind, value = self._job.result()
         if kind == "not applicable":
             raise NotApplicable(value)
         if kind == "skipped":
@@ -164,27 +158,36 @@ class BackgroundRenderer:
         return value
 
 
-def _render_in_child(renderer: Renderer, report: Report, send) -> None:
+def _rendered(renderer: Renderer, report: Report) -> tuple[str, str | bytes]:
+    """A renderer's whole output, or why it has none, as something a child can send back."""
     try:
         content = renderer.render(report)
-        result = ("content", content if isinstance(content, (str, bytes)) else b"".join(content))
     except NotApplicable as why:
-        result = ("not applicable", str(why))
+        return "not applicable", str(why)
     except OutputSkipped as why:
-        result = ("skipped", str(why))
-    except BaseException:  # noqa: BLE001 -- the parent renders it again and reports the error itself
-        result = None
-    send.send(result)
-    send.close()
+        return "skipped", str(why)
+    return "content", content if isinstance(content, (str, bytes)) else b"".join(content)
+
+
+def is_big(report: Report) -> bool:
+    """A report big enough that its PNG and its doctor are worth a forked child each (BACKGROUND_PNG_MIN_OPS)."""
+    return len(report.ops) >= BACKGROUND_PNG_MIN_OPS
 
 
 def in_background(renderers: Sequence[Renderer], report: Report) -> list[Renderer]:
-    """The renderers with a big report's roofline PNG started in the background now (BACKGROUND_PNG_MIN_OPS), where
-    fork is available and safe (no other thread whose locks the child would inherit)."""
-    if (len(report.ops) < BACKGROUND_PNG_MIN_OPS or "fork" not in multiprocessing.get_all_start_methods()
-            or threading.active_count() > 1):
+    """The renderers with a big report's roofline PNG started in the background now (``is_big``), where fork is
+    available and safe (roofline/forked.py)."""
+    if not is_big(report) or not can_fork():
         return list(renderers)
     return [BackgroundRenderer(r, report) if isinstance(r, PngRenderer) else r for r in renderers]
+
+
+def prepare(renderers: Sequence[Renderer], report: Report) -> None:
+    """Let the renderers that can build what needs no findings now (``prepare``), while the doctor runs elsewhere."""
+    for renderer in renderers:
+        early = getattr(renderer, "prepare", None)
+        if early is not None:
+            early(report)
 
 
 def report_renderers(*, png: bool = True, html: bool = True,
@@ -204,18 +207,26 @@ def report_renderers(*, png: bool = True, html: bool = True,
 
 def write_outputs(report: Report, out_dir: str | os.PathLike[str], renderers: Sequence[Renderer] | None = None, *,
                   raw_trace: str | os.PathLike[str] | dict | None = None, png: bool = True,
-                  html: bool = True) -> tuple[list[Path], list[str]]:
+                  html: bool = True, findings: Callable[[], list] | None = None) -> tuple[list[Path], list[str]]:
     """Every command's one way to write its files: each renderer's output into ``out_dir`` (whole or not at all),
-    by default ``report_renderers(png=, html=, raw_trace=)``. Returns the paths written and why any were not."""
+    by default ``report_renderers(png=, html=, raw_trace=)``. Returns the paths written and why any were not.
+
+    ``findings``: where the report's findings will come from (a doctor running elsewhere), asked once, when first
+    needed: report.json is written up to its findings field before, the other files after."""
     if renderers is None:
         renderers = report_renderers(png=png, html=html, raw_trace=raw_trace)
+    settle = _Settle(report, findings)
     out = Path(out_dir)
     names: list[str] = []
     problems: list[str] = []
     with atomic_directory(out, OUTPUT_FILES) as tmp:
         for renderer in renderers:
             try:
-                content = renderer.render(report)
+                if isinstance(renderer, JsonRenderer):
+                    content = renderer.render(report, before_findings=settle)
+                else:
+                    settle()
+                    content = renderer.render(report)
             except NotApplicable:
                 continue
             except OutputSkipped as why:
@@ -226,4 +237,17 @@ def write_outputs(report: Report, out_dir: str | os.PathLike[str], renderers: Se
             else:
                 atomic_write_chunks(tmp / renderer.file_name, content)
             names.append(renderer.file_name)
+        settle()
     return [out / name for name in names], problems
+
+
+class _Settle:
+    """Sets the report's findings from ``findings()`` the first time it is called (then does nothing)."""
+
+    def __init__(self, report: Report, findings: Callable[[], list] | None) -> None:
+        self.report, self.findings = report, findings
+
+    def __call__(self) -> None:
+        if self.findings is not None:
+            findings, self.findings = self.findings, None
+            self.report.findings = findings()

@@ -21,15 +21,26 @@ CAST_KINDS = frozenset({"_to_copy", "to", "type_as", "copy", "_cast_Float", "_ca
 SKIPPED_PHASES = frozenset({"optimizer"})
 
 
+def _call_key(op: OpRecord) -> tuple:
+    """What an op's answers here depend on: its name and its (shared) argument lists, by identity: memoised for one
+    check, while the report holds them."""
+    return op.name, id(op.input_shapes), id(op.input_dtypes), id(op.input_strides)
+
+
 def model_dtype(report: Report) -> str:
     """The dtype carrying most matmul/conv/attention FLOPs (their count when FLOPs are unknown)."""
     weight: dict[str, float] = defaultdict(float)
+    first_float: dict[tuple, str | None] = {}
     for op in report.ops:
-        kind = op_kind(op.name)
-        if kind in MATMUL_KINDS or kind in CONV_KINDS or kind in ATTENTION_KINDS:
-            floats = [d for _, d, _ in tensor_inputs(op) if d.startswith("float") or d in HALF_DTYPES]
-            if floats:
-                weight[floats[0]] += op.flops if op.flops > 0 else 1.0
+        key = _call_key(op)
+        if key not in first_float:
+            kind = op_kind(op.name)
+            floats = ([d for _, d, _ in tensor_inputs(op) if d.startswith("float") or d in HALF_DTYPES]
+                      if kind in MATMUL_KINDS or kind in CONV_KINDS or kind in ATTENTION_KINDS else [])
+            first_float[key] = floats[0] if floats else None
+        dtype = first_float[key]
+        if dtype is not None:
+            weight[dtype] += op.flops if op.flops > 0 else 1.0
     return max(weight, key=weight.get) if weight else ""
 
 
@@ -80,9 +91,15 @@ def find_islands(report: Report, half: str) -> list[list[tuple[OpRecord, str]]]:
             islands.append(run)
         run = []
 
+    fp32_compute: dict[tuple, bool] = {}
     for i, op in enumerate(ops):
         following = ops[i + 1] if i + 1 < len(ops) else None
-        direction = _cast_direction(op, following, half)
+        direction = _cast_direction(op, following, half) if op_kind(op.name) in CAST_KINDS else None
+        if direction is None:
+            key = _call_key(op)
+            computes = fp32_compute.get(key)
+            if computes is None:
+                computes = fp32_compute[key] = _is_fp32_compute(op)
         if direction == "up":
             close()
             run = [(op, "up")]
@@ -90,7 +107,7 @@ def find_islands(report: Report, half: str) -> list[list[tuple[OpRecord, str]]]:
             if run:
                 run.append((op, "down"))
             close()
-        elif _is_fp32_compute(op):
+        elif computes:
             if run and run[-1][0].step != op.step:
                 close()
             run.append((op, "fp32"))

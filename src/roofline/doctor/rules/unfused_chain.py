@@ -26,6 +26,16 @@ def _fusible(op: OpRecord) -> bool:
 
 
 _OUT_SHAPES: dict[tuple, tuple[int, ...] | None] = {}
+_IN_SHAPES: dict[tuple, tuple[tuple[int, ...], ...]] = {}
+
+
+def _in_shapes(op: OpRecord) -> tuple[tuple[int, ...], ...]:
+    """The tensor inputs' shapes as tuples, memoised for one check like ``_out_shape``."""
+    key = (id(op.input_shapes), id(op.input_dtypes), id(op.input_strides))
+    found = _IN_SHAPES.get(key)
+    if found is None:
+        found = _IN_SHAPES[key] = tuple(tuple(shape) for shape, _, _ in tensor_inputs(op))
+    return found
 
 
 def _out_shape(op: OpRecord) -> tuple[int, ...] | None:
@@ -53,7 +63,7 @@ def _depends(op: OpRecord, chain: list[OpRecord], produced: set[tuple[int, ...]]
     """Whether op reads what the chain produced: a matching shape, or it directly follows an op of unknown output."""
     if _out_shape(chain[-1]) is None:
         return True
-    return any(tuple(shape) in produced for shape, _, _ in tensor_inputs(op))
+    return any(shape in produced for shape in _in_shapes(op))
 
 
 def find_chains(report: Report) -> list[list[OpRecord]]:
@@ -61,6 +71,7 @@ def find_chains(report: Report) -> list[list[OpRecord]]:
     chain: list[OpRecord] = []
     step = None
     produced: set[tuple[int, ...]] = set()
+    fusible: dict[tuple[str, str], bool] = {}
     for op in ordered_ops(report):
         kind = op_kind(op.name)
         if op.step != step:
@@ -68,11 +79,14 @@ def find_chains(report: Report) -> list[list[OpRecord]]:
             chain, step, produced = [], op.step, set()
         if kind in VIEW_KINDS:
             continue
-        if _fusible(op) and chain and _depends(op, chain, produced):
+        can_fuse = fusible.get((op.name, op.bound))
+        if can_fuse is None:
+            can_fuse = fusible[(op.name, op.bound)] = _fusible(op)
+        if can_fuse and chain and _depends(op, chain, produced):
             chain.append(op)
         else:
             chains.append(chain)
-            chain, produced = ([op] if _fusible(op) else []), set()
+            chain, produced = ([op] if can_fuse else []), set()
         out = _out_shape(op) if chain and chain[-1] is op else None
         if out is not None:
             produced.add(out)
@@ -99,10 +113,12 @@ def fused_bytes(chain: list[OpRecord]) -> float:
 @register(RULE, "unfused chains of memory-bound elementwise/norm ops")
 def check(report: Report) -> list[Finding]:
     _OUT_SHAPES.clear()
+    _IN_SHAPES.clear()
     try:
         return _check(report)
     finally:
         _OUT_SHAPES.clear()
+        _IN_SHAPES.clear()
 
 
 def _check(report: Report) -> list[Finding]:

@@ -1,0 +1,73 @@
+"""Work a forked child does while this process goes on, for one-shot commands on big reports (the roofline PNG, the
+doctor, a trace's memory replay): ``meanwhile(work, *args)`` starts it, ``.result()`` collects it.
+
+The child shares this process's memory copy-on-write (its inputs are never pickled) and sends its result back
+pickled. Fork is used only where it is available and safe: no other thread, whose locks the child would inherit.
+Whatever goes wrong in the child (it dies, raises, cannot send), ``result()`` does the work in-process instead, so
+errors surface exactly as they would without the fork. The inputs must not change meanwhile in anything the work
+reads.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+
+def can_fork() -> bool:
+    """Fork is available and safe here: no other thread, and not a daemonic pool worker (which may not start one)."""
+    return ("fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+            and not multiprocessing.current_process().daemon)
+
+
+class Forked:
+    """``work(*args)`` started now in a forked child."""
+
+    def __init__(self, work: Callable[..., Any], *args: Any) -> None:
+        self._work, self._args = work, args
+        sys.stdout.flush()
+        sys.stderr.flush()
+        context = multiprocessing.get_context("fork")
+        self._receive, send = context.Pipe(duplex=False)
+        self._process = context.Process(target=_run_in_child, args=(work, args, send), daemon=True)
+        self._process.start()
+        send.close()
+
+    def result(self) -> Any:
+        try:
+            sent = self._receive.recv()
+        except (EOFError, OSError):
+            sent = None
+        finally:
+            self._receive.close()
+            self._process.join()
+        if sent is None or self._process.exitcode != 0:
+            return self._work(*self._args)
+        return sent[0]
+
+
+class InProcess:
+    """``work(*args)`` done here, when its result is asked for."""
+
+    def __init__(self, work: Callable[..., Any], *args: Any) -> None:
+        self._work, self._args = work, args
+
+    def result(self) -> Any:
+        return self._work(*self._args)
+
+
+def meanwhile(work: Callable[..., Any], *args: Any, fork: bool = True) -> Forked | InProcess:
+    """``work(*args)`` in a forked child where ``fork`` is asked and it is safe, else in-process when collected."""
+    return Forked(work, *args) if fork and can_fork() else InProcess(work, *args)
+
+
+def _run_in_child(work: Callable[..., Any], args: tuple, send) -> None:
+    try:
+        result = (work(*args),)
+    except BaseException:  # noqa: BLE001 -- the parent does the work again and raises the error itself
+        result = None
+    send.send(result)
+    send.close()

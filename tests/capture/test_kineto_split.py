@@ -1,0 +1,121 @@
+"""load_trace(split=True): a plain JSON trace read in two byte ranges, the second by a forked child, gives the same
+Trace as one read; a child that fails, or a trace cut short in its half, falls back to reading it in-process."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from roofline.capture import kineto
+from roofline.capture.event_stream import EventStream, split_offset
+from roofline.capture.kineto import _Event, load_trace
+
+FIXTURE = Path(__file__).resolve().parents[1] / "data" / "h200" / "llama_tiny_fwd_fp16_b4_s512.json.gz"
+_LISTS = ("ops", "kernels", "syncs", "memory", "launches", "host_calls", "steps")
+_FIELDS = ("metadata", "warnings", "cut", "events_read", "has_gpu", "has_shapes", "has_stack", "has_modules",
+           "skipped_events", "categories", "device_name", "compute_capability")
+
+
+@pytest.fixture(scope="module")
+def plain_trace(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("split") / "trace.json"
+    path.write_bytes(gzip.decompress(FIXTURE.read_bytes()))
+    return path
+
+
+@pytest.fixture
+def split_small(monkeypatch):
+    """Split from any size; record whether the child's half was taken."""
+    monkeypatch.setattr(kineto, "SPLIT_MIN_BYTES", 0)
+    taken = []
+    absorb = kineto._TailReader.absorb_into
+
+    def spy(self, builder):
+        taken.append(absorb(self, builder))
+        return taken[-1]
+
+    monkeypatch.setattr(kineto._TailReader, "absorb_into", spy)
+    return taken
+
+
+def _same(a, b) -> None:
+    for name in _LISTS:
+        left, right = getattr(a, name), getattr(b, name)
+        assert len(left) == len(right), name
+        assert [msgspec.structs.asdict(x) for x in left] == [msgspec.structs.asdict(y) for y in right], name
+    for name in _FIELDS:
+        assert getattr(a, name) == getattr(b, name), name
+
+
+def test_split_offset_is_an_event_start(plain_trace):
+    offset = split_offset(plain_trace)
+    data = plain_trace.read_bytes()
+    assert offset is not None and len(data) // 2 <= offset < len(data)
+    assert data[offset - 2:offset] == b"},"
+    before = [e for chunk in EventStream(plain_trace, _Event, stop=offset) for e in chunk]
+    after = [e for chunk in EventStream(plain_trace, _Event, start=offset) for e in chunk]
+    whole = [e for chunk in EventStream(plain_trace, _Event) for e in chunk]
+    assert len(before) > 1000 and len(after) > 1000
+    assert before + after == whole
+
+
+def test_split_load_equals_one_read(plain_trace, split_small):
+    split = load_trace(plain_trace, split=True)
+    assert split_small == [True]
+    one = load_trace(plain_trace)
+    _same(split, one)
+    # shape lists stay shared between ops as in one read, across the two halves
+    assert len({id(op.input_dims) for op in split.ops}) == len({id(op.input_dims) for op in one.ops})
+
+
+def test_a_failing_child_falls_back_to_one_process(plain_trace, split_small, monkeypatch):
+    def broken(path, offset, out):
+        out.write(b"\x05\x00")
+        raise RuntimeError("the child fails part-way")
+
+    monkeypatch.setattr(kineto, "_send_tail", broken)
+    _same(load_trace(plain_trace, split=True), load_trace(plain_trace))
+    assert split_small == [False]
+
+
+def test_a_trace_cut_in_the_second_half_says_so_as_one_read_does(plain_trace, split_small, tmp_path):
+    cut = tmp_path / "cut.json"
+    data = plain_trace.read_bytes()
+    cut.write_bytes(data[: len(data) * 9 // 10])
+    split = load_trace(cut, split=True)
+    assert split_small == [False]
+    one = load_trace(cut)
+    assert split.cut and any("ends early" in w for w in split.warnings)
+    _same(split, one)
+
+
+def test_gzip_and_small_traces_are_read_in_one_process(tmp_path, monkeypatch):
+    copy = tmp_path / "t.json.gz"
+    shutil.copy(FIXTURE, copy)
+    assert split_offset(copy) is None
+    assert kineto._TailReader.start(copy) is None
+
+
+def test_a_failure_in_the_first_half_stops_and_reaps_the_child(plain_trace, split_small, monkeypatch):
+    started = []
+    start = kineto._TailReader.start.__func__
+
+    def spy(cls, path):
+        started.append(start(cls, path))
+        return started[-1]
+
+    def broken(builder, stream):
+        raise RuntimeError("the first half fails")
+
+    monkeypatch.setattr(kineto._TailReader, "start", classmethod(spy))
+    monkeypatch.setattr(kineto, "_read", broken)
+    with pytest.raises(RuntimeError, match="first half"):
+        load_trace(plain_trace, split=True)
+    assert started and started[0] is not None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(started[0]._pid, os.WNOHANG)  # already reaped

@@ -1,0 +1,48 @@
+"""roofline/forked.py: work done by a forked child meanwhile comes back as the work's result; a child that fails is
+redone in-process, so the work's own error surfaces in the parent."""
+
+import os
+
+import pytest
+
+from roofline.forked import Forked, InProcess, meanwhile
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
+
+
+def _pid_and_sum(values):
+    return os.getpid(), sum(values)
+
+
+def _fails_in_child(parent):
+    if os.getpid() != parent:
+        raise RuntimeError("child broke")
+    return "parent"
+
+
+def _always_fails():
+    raise ValueError("bad evidence")
+
+
+def _unpicklable():
+    return lambda: None
+
+
+def test_the_child_does_the_work():
+    pid, total = Forked(_pid_and_sum, [1, 2, 3]).result()
+    assert total == 6 and pid != os.getpid()
+
+
+def test_a_failing_or_unsendable_child_is_redone_in_process():
+    assert Forked(_fails_in_child, os.getpid()).result() == "parent"
+    assert callable(Forked(_unpicklable).result())
+
+
+def test_an_error_of_the_work_itself_is_raised_in_the_parent():
+    with pytest.raises(ValueError, match="bad evidence"):
+        Forked(_always_fails).result()
+
+
+def test_meanwhile_forks_only_when_asked():
+    job = meanwhile(_pid_and_sum, [4], fork=False)
+    assert isinstance(job, InProcess) and job.result() == (os.getpid(), 4)
