@@ -109,3 +109,16 @@ def test_hopper_sxm_datasheets_carry_the_dense_int8_tensor_core_peak():
     for name in ("NVIDIA H200", "NVIDIA H100 80GB HBM3"):
         assert lookup_datasheet(name).peak_flops_per_s["int8"] == pytest.approx(1978.9e12)  # 3,958 sparse / 2
     assert "int8" not in lookup_datasheet("NVIDIA H100 PCIe").peak_flops_per_s
+
+
+@pytest.mark.cuda
+def test_gpu_int8_roof_is_measured_and_below_the_datasheet_peak():
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    dev = resolve_device("cuda")
+    assert int8_unavailable_reason(dev) is None  # torch has had CUDA _int_mm since 2.1
+    r = measure_peak_flops(dev, "int8", quick=True)
+    assert "CUDA events" in r.method and r.best_flops_per_s > measure_peak_flops(dev, "float32", quick=True).best_flops_per_s
+    sheet = lookup_datasheet(torch.cuda.get_device_name(dev))
+    if sheet is not None and "int8" in sheet.peak_flops_per_s:
+        assert r.best_flops_per_s < 1.05 * sheet.peak_flops_per_s["int8"]
