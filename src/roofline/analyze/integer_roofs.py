@@ -3,9 +3,10 @@ torch's _int_mm, ONNX's QLinear* and MatMulInteger) are judged against, said in 
 
 Their FLOPs count integer multiply-accumulates as 2 operations, as for floats. ``Ceilings.peak_for`` gives an
 integer dtype its own roof when the ceilings have one (uint8 the int8 roof: ``Ceilings.own_roof``; a ceilings file
-passed with --ceilings may add ``"int8"`` to peak_flops_per_s), else falls back to the float32 roof: measured CPU and GPU
-ceilings hold float dtypes only and no datasheet entry carries an int8 peak yet, so today that fallback always
-applies, and the notes say so rather than an int8 roof being invented.
+passed with --ceilings may add ``"int8"`` to peak_flops_per_s), else falls back to the float32 roof. Measured ceilings
+have an int8 roof where torch._int_mm runs on the device (device/measure.py; where it does not, their method says
+why), and the Hopper SXM datasheet entries carry the INT8 Tensor Core peak; without one the fallback applies and the
+notes say so rather than an int8 roof being invented.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--remeasure", action="store_true", help="measure again instead of using the cache")
     p.add_argument("--quick", action="store_true", help="smaller buffers and fewer repeats (less accurate, cached apart)")
     p.add_argument("--dtypes", metavar="LIST",
-                   help="comma-separated dtypes to show (float32,tfloat32,float16,bfloat16,float8_e4m3fn); each must "
+                   help="comma-separated dtypes to show (float32,tfloat32,float16,bfloat16,float8_e4m3fn,int8); each must "
                         "exist on the device")
     p.add_argument("--collectives", action="store_true",
                    help="measure all-reduce / all-gather / reduce-scatter bus bandwidth instead (NCCL over every GPU "
@@ -53,15 +53,8 @@ def _wanted_dtypes(text: str | None, device: str | None) -> list[str]:
     """The dtypes asked for, checked against what the device has before anything is measured."""
     if not text:
         return []
-    from roofline.device import resolve_device, supported_dtypes
-    from roofline.device.measure import FLOAT_DTYPES
-    from roofline.errors import RooflineError
+    from roofline.device import resolve_device
+    from roofline.device.measure import measurable_dtype
 
     dev = resolve_device(device)
-    names = [d.strip().replace("torch.", "") for d in text.split(",") if d.strip()]
-    for name in names:
-        if name not in FLOAT_DTYPES:
-            raise RooflineError(f"unknown dtype {name!r}: use one of {', '.join(FLOAT_DTYPES)}")
-        if name not in supported_dtypes(dev):
-            raise RooflineError(f"dtype {name} is not available on {dev} (available: {', '.join(supported_dtypes(dev))})")
-    return names
+    return [measurable_dtype(dev, d.strip()) for d in text.split(",") if d.strip()]

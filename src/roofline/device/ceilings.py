@@ -28,16 +28,21 @@ from roofline.device.measure import (
     _noop,
     measure_launch_overhead,
     measure_peak_bandwidth,
+    int8_unavailable_reason,
     measure_peak_flops,
     supported_dtypes,
 )
 from roofline.device.resolve import device_name, resolve_device
+from roofline.errors import RooflineError
 from roofline.report import Ceilings
 
 # A CPU is measured in passes spread over the whole measurement, keeping each figure's best: a neighbour busy for a
 # few seconds slows one pass, not all of them. Another pass starts only while the measurement is predicted to end
 # within the time budget, so a loaded machine gets fewer passes, never a longer wait.
 CPU_PASSES = 3
+# How the ceilings' method starts the entry for an int8 roof that could not be measured (and that a cached entry
+# without int8 was already tried: lacks_int8_roof).
+INT8_NOT_MEASURED = "int8: not measured"
 CPU_TIME_BUDGET_S = 20.0
 
 
@@ -53,6 +58,7 @@ def measure_ceilings(
     bw: BandwidthResult | None = None
     cache: CacheBandwidthResult | None = None
     flops: dict[str, FlopsResult] = {}
+    int8_absent = int8_unavailable_reason(dev)
     began = time.perf_counter()
     done = 0
     while done < passes:
@@ -66,6 +72,13 @@ def measure_ceilings(
         cache = _best_cache(cache, measure_cache_bandwidth(dev, quick=quick, progress=step))
         for d in supported_dtypes(dev):
             flops[d] = _best_flops(flops.get(d), measure_peak_flops(dev, d, quick=quick, progress=step))
+        if int8_absent is None:
+            try:
+                flops["int8"] = _best_flops(flops.get("int8"),
+                                            measure_peak_flops(dev, "int8", quick=quick, progress=step))
+            except (RooflineError, RuntimeError) as exc:
+                int8_absent = f"torch._int_mm failed while measuring: {exc}".splitlines()[0]
+                flops.pop("int8", None)
         done += 1
     assert bw is not None and cache is not None
     passes = done
@@ -78,6 +91,7 @@ def measure_ceilings(
     method = "; ".join(
         [f"bandwidth: {bw.method}"]
         + [f"{d}: {r.method}" for d, r in flops.items()]
+        + ([_int8_absent_method(int8_absent)] if int8_absent else [])
         + [f"launch: {launch.method}", f"cache: {cache.method}"]
     )
     cores = os.cpu_count() or 1
@@ -130,6 +144,36 @@ def add_shared_memory_roof(ceilings: Ceilings, device: torch.device, *, quick: b
     when = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     ceilings.shared_memory_method = (shared.method if shared.bytes_per_s is None else
                                      f"{shared.method} (measured {when}, after the other roofs)")
+    return ceilings
+
+
+def _int8_absent_method(reason: str) -> str:
+    return (f"{INT8_NOT_MEASURED}: {reason}; integer products are judged against the float32 roof "
+            "(Ceilings.peak_for's fallback)")
+
+
+def lacks_int8_roof(ceilings: Ceilings) -> bool:
+    """Measured ceilings cached before the int8 roof existed: neither an int8 figure nor the reason for none."""
+    return (ceilings.source.startswith("measured") and "int8" not in ceilings.peak_flops_per_s
+            and INT8_NOT_MEASURED not in ceilings.method)
+
+
+def add_int8_roof(ceilings: Ceilings, device: torch.device, *, quick: bool = False,
+                  progress: Progress = _noop) -> Ceilings:
+    """Ceilings cached before the int8 roof existed, completed by measuring that roof alone (a second or two), or
+    by recording why it cannot be measured here, so this runs once; the method says it was measured later."""
+    reason = int8_unavailable_reason(device)
+    if reason is None:
+        try:
+            r = measure_peak_flops(device, "int8", quick=quick, progress=progress)
+        except (RooflineError, RuntimeError) as exc:
+            reason = f"torch._int_mm failed while measuring: {exc}".splitlines()[0]
+    if reason is not None:
+        ceilings.method += f"; {_int8_absent_method(reason)}"
+        return ceilings
+    ceilings.peak_flops_per_s["int8"] = r.best_flops_per_s
+    when = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    ceilings.method += f"; int8 (measured {when}, after the other roofs, which predate it): {r.method}"
     return ceilings
 
 
@@ -189,6 +233,9 @@ def get_ceilings(
             save_ceilings(cached, path)
         if cached is not None and not cached.shared_memory_method and cached.source.startswith("measured"):
             cached = add_shared_memory_roof(cached, dev, quick=quick, progress=progress)
+            save_ceilings(cached, path)
+        if cached is not None and lacks_int8_roof(cached):
+            cached = add_int8_roof(cached, dev, quick=quick, progress=progress)
             save_ceilings(cached, path)
         if cached is not None:
             return cached

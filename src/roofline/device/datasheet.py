@@ -22,7 +22,8 @@ TB = 1e12
 TF = 1e12
 
 
-def _nv(fp32: float, tf32: float | None, half: float, bf16: bool = True, fp8: float | None = None) -> dict[str, float]:
+def _nv(fp32: float, tf32: float | None, half: float, bf16: bool = True, fp8: float | None = None,
+        int8: float | None = None) -> dict[str, float]:
     peaks = {"float32": fp32 * TF, "float16": half * TF}
     if tf32:
         peaks["tfloat32"] = tf32 * TF
@@ -31,6 +32,8 @@ def _nv(fp32: float, tf32: float | None, half: float, bf16: bool = True, fp8: fl
     if fp8:
         peaks["float8_e4m3fn"] = fp8 * TF
         peaks["float8_e5m2"] = fp8 * TF
+    if int8:
+        peaks["int8"] = int8 * TF  # the INT8 Tensor Core row, in TOPS: multiply-accumulates counted as 2, as FLOPs
     return peaks
 
 
@@ -38,7 +41,8 @@ _V100_SHEET = "NVIDIA Tesla V100 GPU datasheet (2020), {col} column; fp16 is the
 _A100_SHEET = "NVIDIA A100 Tensor Core GPU datasheet (2021), {col} column, dense (the '*' sparsity figures are 2x)"
 _H100_SHEET = "NVIDIA H100 Tensor Core GPU datasheet (2023), {col} column, dense (sparsity figures halved)"
 _H200_SHEET = "NVIDIA H200 Tensor Core GPU datasheet (2024), {col} column, dense (sparsity figures halved)"
-_HOPPER_SXM = _nv(67, 494.7, 989.4, fp8=1978.9)
+# INT8 Tensor Core: 3,958 TOPS with sparsity on the H100 SXM and H200 SXM datasheets, 1,979 dense.
+_HOPPER_SXM = _nv(67, 494.7, 989.4, fp8=1978.9, int8=1978.9)
 _HOPPER_NVL = _nv(60, 417.5, 835.5, fp8=1670.5)
 _A100 = _nv(19.5, 156, 312)
 _MI300 = {"float32": 163.4 * TF, "tfloat32": 653.7 * TF, "float16": 1307.4 * TF, "bfloat16": 1307.4 * TF,

@@ -46,6 +46,9 @@ _CPU_FLOPS_BUDGET_S = 0.3
 _CPU_BANDWIDTH_ROUNDS = 2
 
 FLOAT_DTYPES = ("float32", "tfloat32", "float16", "bfloat16", "float8_e4m3fn")
+# Integer products, measured with torch._int_mm (int8 x int8 -> int32) where torch has it for the device; each
+# multiply-accumulate counts 2 operations, as the counters count them (count/quantized.py, count/onnx_quant.py).
+INT_DTYPES = ("int8",)
 
 
 @dataclass
@@ -219,6 +222,22 @@ def supported_dtypes(device: torch.device) -> list[str]:
     return names
 
 
+def measurable_dtype(device: torch.device, dtype: str) -> str:
+    """The dtype's name ("torch." dropped), or a RooflineError saying why its roof cannot be measured here."""
+    dtype = str(dtype).replace("torch.", "")
+    if dtype not in FLOAT_DTYPES + INT_DTYPES:
+        raise RooflineError(f"unknown dtype {dtype!r}: use one of {', '.join(FLOAT_DTYPES + INT_DTYPES)}")
+    if dtype == "int8":
+        reason = int8_unavailable_reason(device)
+        if reason:
+            raise RooflineError(f"dtype int8 is not available on {device}: {reason}")
+    elif dtype not in supported_dtypes(device):
+        raise RooflineError(
+            f"dtype {dtype} is not available on {device} (available: {', '.join(supported_dtypes(device))})"
+        )
+    return dtype
+
+
 def measure_peak_flops(
     device: str | torch.device | None = None,
     dtype: str = "float32",
@@ -228,13 +247,7 @@ def measure_peak_flops(
 ) -> FlopsResult:
     """Best sustained dense matmul rate over a small sweep of large square shapes, on random data."""
     dev = resolve_device(device)
-    dtype = str(dtype).replace("torch.", "")
-    if dtype not in FLOAT_DTYPES:
-        raise RooflineError(f"unknown dtype {dtype!r}: use one of {', '.join(FLOAT_DTYPES)}")
-    if dtype not in supported_dtypes(dev):
-        raise RooflineError(
-            f"dtype {dtype} is not available on {dev} (available: {', '.join(supported_dtypes(dev))})"
-        )
+    dtype = measurable_dtype(dev, dtype)
     rates: dict[int, float] = {}
     prev_tf32 = torch.backends.cuda.matmul.allow_tf32 if dev.type == "cuda" else None
     try:
@@ -258,7 +271,10 @@ def measure_peak_flops(
         if prev_tf32 is not None:
             torch.backends.cuda.matmul.allow_tf32 = prev_tf32
     timer = "CUDA events" if dev.type == "cuda" else "synchronised perf_counter"
-    op = "torch._scaled_mm (per-tensor scales)" if dtype == "float8_e4m3fn" else "torch.mm"
+    op = {"float8_e4m3fn": "torch._scaled_mm (per-tensor scales)",
+          "int8": "torch._int_mm (int8 x int8 -> int32)"}.get(dtype, "torch.mm")
+    counted = ("2*N^3 operations per product (integer multiply-accumulates counted as 2, as FLOPs are)"
+               if dtype in INT_DTYPES else "2*N^3 FLOP per product")
     tf32 = {"float32": ", TF32 off", "tfloat32": ", TF32 on (fp32 tensors)"}.get(dtype, "") if dev.type == "cuda" else ""
     statistic = (
         "fastest of repeats after warm-up (the clock drops under sustained load)" if dev.type == "cuda"
@@ -266,7 +282,7 @@ def measure_peak_flops(
              f"after warm-up, {torch.get_num_threads()} threads"
     )
     method = (
-        f"{op} on random {dtype} square matrices of sizes {sorted(rates)}{tf32}; 2*N^3 FLOP per product; {timer}, "
+        f"{op} on random {dtype} square matrices of sizes {sorted(rates)}{tf32}; {counted}; {timer}, "
         f"{statistic}; best size kept"
     )
     return FlopsResult(dtype, max(rates.values()), rates, method)
@@ -288,8 +304,30 @@ def _cpu_matmul_rates(dev: torch.device, dtype: str, quick: bool, progress: Prog
     return rates
 
 
+def int8_unavailable_reason(device: torch.device) -> str | None:
+    """Why the int8 roof cannot be measured here (None: it can): this torch has no ``torch._int_mm``, or a small
+    product of the shapes every backend accepts (CUDA needs M > 16 and K, N multiples of 8) raises."""
+    if not hasattr(torch, "_int_mm"):
+        return f"torch {torch.__version__} has no torch._int_mm"
+    a = torch.ones(32, 32, device=device, dtype=torch.int8)
+    try:
+        out = torch._int_mm(a, a)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+    except Exception as exc:  # noqa: BLE001 - any refusal by the backend means no int8 roof, said why
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return f"torch._int_mm raised {type(exc).__name__}" + (f": {first_line}" if first_line else "")
+    if int(out[0, 0]) != 32:
+        return f"torch._int_mm gave {int(out[0, 0])} for a 32-long dot product of ones (expected 32)"
+    return None
+
+
 def _matmul_fn(device: torch.device, dtype: str, size: int) -> Callable[[], object]:
     gen = torch.Generator(device=device).manual_seed(size)
+    if dtype == "int8":
+        a = torch.randint(-128, 128, (size, size), device=device, generator=gen, dtype=torch.int8)
+        b = torch.randint(-128, 128, (size, size), device=device, generator=gen, dtype=torch.int8)
+        return lambda: torch._int_mm(a, b)
     if dtype == "float8_e4m3fn":
         a = torch.randn(size, size, device=device, generator=gen).to(torch.float8_e4m3fn)
         b = torch.randn(size, size, device=device, generator=gen).to(torch.float8_e4m3fn).t()
