@@ -63,3 +63,12 @@ def test_png_draws_the_cache_roof_and_squares_the_ops_judged_by_it():
         plt.close(fig)
     assert any(label.startswith("cache roof 7 TB/s") for label in labels)
     assert any(label.startswith("served from cache (1 ops") for label in labels)
+
+
+def test_an_integer_roof_reads_in_operations_not_flops():
+    c = Ceilings(device="cpu", device_name="Test CPU", memory_bandwidth_bytes_per_s=2e10,
+                 peak_flops_per_s={"float32": 2.07e11, "int8": 8.72e11}, source="measured")
+    table = render_ceilings(c)
+    assert "872 GOP/s" in _row(table, "peak int8") and "207 GFLOP/s" in _row(table, "peak float32")
+    report = Report(workload="int8", ceilings=c, ops=[], summary=summarize([]))
+    assert "int8 872 GOP/s" in render_report(report) and "float32 207 GFLOP/s" in render_report(report)

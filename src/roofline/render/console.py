@@ -9,7 +9,7 @@ import textwrap
 from rich.console import Console
 from rich.table import Table
 
-from roofline.render.units import fmt_bytes, fmt_count, fmt_pct, fmt_rate, fmt_time
+from roofline.render.units import fmt_bytes, fmt_count, fmt_pct, fmt_rate, fmt_time, rate_unit
 from roofline.report import BOUNDS, Ceilings, KernelClasses, Report
 
 BOUND_STYLE = {"compute": "red", "memory": "blue", "launch": "grey50", "unmodeled": "yellow"}
@@ -62,7 +62,7 @@ def ceilings_table(c: Ceilings) -> Table:
     for kernel, rate in sorted(c.bandwidth_by_kernel_bytes_per_s.items()):
         row(f"  {kernel}", rate, None, "B/s")
     for dtype, rate in c.peak_flops_per_s.items():
-        row(f"peak {dtype}", rate, sheet.peak_flops_per_s.get(dtype) if sheet else None, "FLOP/s")
+        row(f"peak {dtype}", rate, sheet.peak_flops_per_s.get(dtype) if sheet else None, rate_unit(dtype))
     if c.cache_bandwidth_bytes_per_s > 0:
         row(f"cache bandwidth (last level, {fmt_bytes(c.cache_bytes)})", c.cache_bandwidth_bytes_per_s, None, "B/s")
     if c.shared_memory_bandwidth_bytes_per_s:
@@ -223,7 +223,7 @@ def render_report(report: Report, top: int = 15) -> str:
     if c.has_roofs():
         lines.append(
             f"Roofs: memory {fmt_rate(c.memory_bandwidth_bytes_per_s, 'B/s')}, "
-            + ", ".join(f"{d} {fmt_rate(v, 'FLOP/s')}" for d, v in c.peak_flops_per_s.items())
+            + ", ".join(f"{d} {fmt_rate(v, rate_unit(d))}" for d, v in c.peak_flops_per_s.items())
             + f", launch {fmt_time(c.launch_overhead_s)} ({c.source})"
             + (f"; cache roof {fmt_rate(c.cache_bandwidth_bytes_per_s, 'B/s')} ({fmt_bytes(c.cache_bytes)} last-level cache)"
                if c.cache_bandwidth_bytes_per_s > 0 else "")

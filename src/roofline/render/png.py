@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from roofline.io import atomic_write_bytes  # noqa: E402
 from roofline.render.colors import BOUND_COLORS  # noqa: E402
-from roofline.render.units import fmt_pct, fmt_rate  # noqa: E402
+from roofline.render.units import fmt_pct, fmt_rate, rate_unit  # noqa: E402
 from roofline.report import Report  # noqa: E402
 
 COLORS = BOUND_COLORS
@@ -82,7 +82,7 @@ def draw_roofline(report: Report, *, top_labels: int = 8, title: str | None = No
         ridge = peak / bw if bw else lo
         style = DTYPE_STYLES[(i + 1) % len(DTYPE_STYLES)]
         ax.plot([ridge, hi], [peak, peak], color="black", linestyle=style, linewidth=1.4,
-                label=f"{dtype} roof {fmt_rate(peak, 'FLOP/s')}, ridge {ridge:.3g} FLOP/B")
+                label=f"{dtype} roof {fmt_rate(peak, rate_unit(dtype))}, ridge {ridge:.3g} FLOP/B")
         ax.scatter([ridge], [peak], marker="D", color="black", s=30, zorder=5)
 
     merged_note = ""

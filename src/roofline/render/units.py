@@ -27,6 +27,11 @@ def fmt_rate(value: float | None, unit: str) -> str:
     return f"{value:.3g} {unit}"
 
 
+def rate_unit(dtype: str) -> str:
+    """The unit of a compute roof: integer products are operations (OP/s, 'TOPS'), float ones FLOP/s."""
+    return "OP/s" if dtype.startswith(("int", "uint")) else "FLOP/s"
+
+
 def fmt_count(value: float | None, unit: str = "") -> str:
     if value is None or not math.isfinite(value):
         return "-"
