@@ -87,6 +87,24 @@ for i, (h, hkv, d, seq, pos, per, sb) in enumerate([  # splits past pos, pos on 
     attention_torch(qkv, kc2, vc2, cos, sin, p, ref, n_heads=h, n_kv_heads=hkv)
     worst[f"attention{i}"] = [(out.float() - ref.float()).abs().max().item(), int(s.counters.abs().sum()),
                               (kc.float() - kc2.float()).abs().max().item() + (vc.float() - vc2.float()).abs().max().item()]
+# Version 2 (triton_attention_v2): a lone live slice writes the output itself; wide slices looped in blocks
+# (pos inside the first slice, at its first slot, at 0), several live slices merged as version 1 does, and
+# llama-1b's heads with its default 256-slot block in a 512-slot slice.
+for i, (h, hkv, d, seq, pos, per, bt) in enumerate([
+        (4, 2, 32, 48, 37, 64, 16), (6, 2, 32, 48, 30, 16, None), (4, 1, 32, 70, 69, 32, 16),
+        (4, 2, 32, 512, 40, 128, 32), (4, 2, 32, 512, 300, 128, 32), (4, 2, 32, 512, 0, 128, 32),
+        (4, 2, 32, 512, 128, 128, 64), (32, 4, 64, 328, 290, 512, None)]):
+    cos, sin = (t.to(dt) for t in rope_tables(LlamaConfig(h * d, 1, h, hkv, 64, 10), seq))
+    kc, vc = torch.randn(1, hkv, seq, d, dtype=dt), torch.randn(1, hkv, seq, d, dtype=dt)
+    kc2, vc2 = kc.clone(), vc.clone()
+    qkv, p = torch.randn((h + 2 * hkv) * d, dtype=dt), torch.tensor([pos])
+    out, ref = torch.full((h * d,), float("nan"), dtype=dt), torch.empty(h * d, dtype=dt)
+    s = Scratch(torch.device("cpu"), 1 << 16, 64)
+    decode_attention(qkv, kc, vc, cos, sin, p, out, n_heads=h, n_kv_heads=hkv, scratch=s, t_per_split=per,
+                     block_t=bt, version=2)
+    attention_torch(qkv, kc2, vc2, cos, sin, p, ref, n_heads=h, n_kv_heads=hkv)
+    worst[f"attention_v2_{i}"] = [(out.float() - ref.float()).abs().max().item(), int(s.counters.abs().sum()),
+                                  (kc.float() - kc2.float()).abs().max().item() + (vc.float() - vc2.float()).abs().max().item()]
 # One Scratch for launch after launch with other slots per program (other partials layouts), as the attention
 # benchmark's graphs replay them: each launch must leave the counters at zero for the next.
 h, hkv, d, seq = 4, 2, 32, 256
@@ -95,9 +113,10 @@ kc, vc = torch.randn(1, hkv, seq, d, dtype=dt), torch.randn(1, hkv, seq, d, dtyp
 qkv, p = torch.randn((h + 2 * hkv) * d, dtype=dt), torch.tensor([70])
 ref = attention_torch(qkv, kc.clone(), vc.clone(), cos, sin, p, torch.empty(h * d, dtype=dt), n_heads=h, n_kv_heads=hkv)
 s, errors, counters = Scratch(torch.device("cpu"), scratch_floats(hkv, h, d, splits_for(seq, 16)), 64), [], []
-for per in (16, 32, 64, 16, 32):
+for per, version in ((16, 1), (32, 1), (64, 1), (16, 1), (32, 2), (128, 2), (16, 2), (32, 1)):
     out = torch.full((h * d,), float("nan"), dtype=dt)
-    decode_attention(qkv, kc, vc, cos, sin, p, out, n_heads=h, n_kv_heads=hkv, scratch=s, t_per_split=per)
+    decode_attention(qkv, kc, vc, cos, sin, p, out, n_heads=h, n_kv_heads=hkv, scratch=s, t_per_split=per,
+                     version=version)
     errors.append((out.float() - ref.float()).abs().max().item())
     counters.append(int(s.counters.abs().sum()))
 worst["attention_relaunched"] = [torch.tensor(errors).max().item(), max(counters), 0.0]  # NaN stays NaN
@@ -185,7 +204,11 @@ def test_the_triton_step_in_the_interpreter_gives_the_eager_models_tokens():
         pad = torch.zeros(1, dtype=torch.long)
         runs = {{}}
         with torch.no_grad():
-            for name, step in (("eager", decode_one_token), ("fast", FastDecode(model).step)):
+            v2_merging = FastDecode(model, attention_version=2)
+            v2_merging.tuning.t_per_split = 16  # slots 20-22: two live slices merged
+            for name, step in (("eager", decode_one_token), ("fast", FastDecode(model).step),
+                               ("fast v2", FastDecode(model, attention_version=2).step),  # one slice: no merge
+                               ("fast v2 merging", v2_merging.step)):
                 model(prompt, torch.arange(20))
                 token, out = prompt[:, -1:], []
                 for i in range(3):
@@ -206,7 +229,7 @@ def test_the_triton_step_in_the_interpreter_gives_the_eager_models_tokens():
         print("RESULT", __import__("json").dumps(runs))
     """)
     assert result["backend"], "under TRITON_INTERPRET=1 the step must run the Triton kernels"
-    assert result["fast"] == result["eager"]
+    assert result["fast"] == result["eager"] == result["fast v2"] == result["fast v2 merging"]
     fp8, twin = torch.tensor(result["fp8"]), torch.tensor(result["fp8 twin"])
     assert torch.allclose(fp8, twin, atol=2e-2, rtol=1e-2) and fp8.argmax() == twin.argmax()
 
@@ -233,12 +256,13 @@ def test_the_benchmark_script_runs_end_to_end_on_cpu(tmp_path, monkeypatch, caps
     script = load_benchmark("decode_fast")
     out = tmp_path / "fast.json"
     assert script.main(["--device", "cpu", "--models", "llama-micro", "--context", "16", "--steps", "8",
-                        "--reps", "1", "-o", str(out)]) == 0
+                        "--reps", "1", "--attention-v2", "-o", str(out)]) == 0
     data = json.loads(out.read_text())
     row = data["models"]["llama-micro"]
     assert "error" not in row, row
     assert row["fast"]["backend"] in (BACKEND_TORCH, "triton")
-    assert set(row["variants"]) == {"+ Triton GEMV", "eager stand-in for tuned (cpu smoke)"}
+    assert set(row["variants"]) == {"+ Triton GEMV", "+ Triton GEMV + attention v2",
+                                    "eager stand-in for tuned (cpu smoke)"}
     for variant in row["variants"].values():
         assert variant["tokens"]["same"] == variant["tokens"]["compared"] == 8
         assert len(variant["runs_tokens_per_s"]) == 1 and variant["tokens_per_s"] > 0
