@@ -371,7 +371,7 @@ def test_tuning_keeps_each_roles_fastest_tile_and_survives_a_failing_one(monkeyp
     attended = []
     monkeypatch.setattr(decode_fast, "_time_products", fake_time)
     monkeypatch.setattr(decode_fast, "_time_launches", lambda launch_all, n, replays: (launch_all(), 100.0 / n)[1])
-    monkeypatch.setattr(fast, "attend", lambda layer, pos, per_split: attended.append((int(pos), per_split)))
+    monkeypatch.setattr(fast, "attend", lambda layer, pos, per_split, warps=None: attended.append((int(pos), per_split)))
     monkeypatch.setattr(fast, "device", types.SimpleNamespace(type="cuda"))
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _: types.SimpleNamespace(multi_processor_count=132))
     tuning = decode_fast.tune(fast, position=30)
@@ -387,6 +387,37 @@ def test_tuning_keeps_each_roles_fastest_tile_and_survives_a_failing_one(monkeyp
     assert all(t[2] == MICRO.n_layers for t in timed if t[0] != "head")
     assert any(us == float("inf") for rows in tuning.candidates_us.values() for _, us in rows)
     assert json.dumps(tuning.as_dict())
+
+
+def test_attention_v2_tuning_keeps_the_products_tiles_and_chooses_slices_and_warps(monkeypatch):
+    import types
+
+    from roofline.lab import decode_fast
+
+    fast = FastDecode(_micro_model(), backend=decode_fast.BACKEND_TRITON, attention_version=2)
+    fast.tuning.configs["wo"] = decode_fast.GemvConfig(2, 64)
+    attended = []
+
+    def attend(layer, pos, per_split, warps=None):
+        attended.append((int(pos), per_split, warps))
+        if per_split == 128:
+            raise RuntimeError("does not compile")
+
+    def fake_launches(launch_all, n, replays):  # the 16-warp 256-slot slice is the fastest
+        launch_all()
+        _, per_split, warps = attended[-1]
+        return 1.0 if (per_split, warps) == (256, 16) else 2.0 + per_split / 1000
+
+    monkeypatch.setattr(decode_fast, "_time_launches", fake_launches)
+    monkeypatch.setattr(fast, "attend", attend)
+    monkeypatch.setattr(fast, "device", types.SimpleNamespace(type="cuda"))
+    tuning = decode_fast.tune_attention(fast, position=30)
+    assert (tuning.t_per_split, tuning.attention_warps, tuning.attention_position) == (256, 16, 30)
+    assert tuning.configs["wo"] == decode_fast.GemvConfig(2, 64)
+    assert {(p, w) for _, p, w in attended} == ({(p, None) for p in decode_fast.T_PER_SPLITS_V2}
+                                                | {(p, 16) for p in decode_fast.V2_SIXTEEN_WARPS})
+    assert [us for c, us in tuning.candidates_us["attention"] if c["t_per_split"] == 128] == [float("inf")]
+    assert json.loads(json.dumps(tuning.as_dict()))["attention_warps"] == 16
 
 
 def test_the_kernels_compile_for_sm90_without_spilling():
