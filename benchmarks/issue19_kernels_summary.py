@@ -4,7 +4,8 @@
 
 Reads what the suite's stages wrote under SUITE_DIR (attention_ctx*/decode_attention_context.json: the attention
 kernel alone, current "new" vs version 2 "v2", each at its fastest slots per program; decode_fast_llama-1b.json:
-the llama-1b decode per variant, alternating runs) and writes SUITE_DIR/summary.md and summary.json. A stage that
+the llama-1b decode per variant, alternating runs; lab_decode/<model>/lab.json: the lab's hand-written decode rows,
+its 2,048-slot cache, each row timed on its own) and writes SUITE_DIR/summary.md and summary.json. A stage that
 failed or left nothing is a line saying so, not an error.
 """
 
@@ -62,11 +63,27 @@ def decode_rows(suite: Path) -> tuple[list[dict], list[str]]:
     return rows, notes
 
 
+def lab_rows(suite: Path) -> list[dict]:
+    rows = []
+    for path in sorted(suite.glob("lab_decode/*/lab.json")):
+        peak = json.loads(path.read_text()).get("peak") or {}
+        for r in peak.get("fast") or []:
+            classes = {c["name"]: c for c in (r.get("breakdown") or {}).get("classes", [])}
+            per_token = lambda name: (1e6 * classes[name]["time_s"] if name in classes else None)  # noqa: E731
+            rows.append({"model": path.parent.name, "variant": r["title"], "tokens_per_s": r.get("tokens_per_s"),
+                         "share_of_roof": r.get("share_of_memory_roof"), "skipped": r.get("skipped") or "",
+                         "matmul_us": per_token("matrix products"), "attention_us": per_token("attention"),
+                         "matmul_bytes_per_s": classes.get("matrix products", {}).get("achieved_bytes_per_s"),
+                         "same_tokens": r.get("same_tokens"), "compared": r.get("compared_tokens"),
+                         "logit_gap_ulps": r.get("logit_gap_ulps")})
+    return rows
+
+
 def _f(x, fmt: str, none: str = "-") -> str:
     return none if x is None else format(x, fmt)
 
 
-def render(attention: list[dict], decode: list[dict], notes: list[str]) -> str:
+def render(attention: list[dict], decode: list[dict], notes: list[str], lab: list[dict] = ()) -> str:
     lines = ["attention alone (llama-1b heads, 22 launches a CUDA graph; each kernel at its fastest slots/program):", "",
              "| context | cache slots | current us (slots) | v2 us (slots) | v2/current |", "|---:|---:|---:|---:|---:|"]
     for r in attention:
@@ -96,6 +113,20 @@ def render(attention: list[dict], decode: list[dict], notes: list[str]) -> str:
         if old and new:
             lines.append(f"\n{model}: attention v2 {new['us_per_token'] - old['us_per_token']:+.1f} us/token, "
                          f"{100 * new['share_of_roof']:.1f}% of roof vs {100 * old['share_of_roof']:.1f}% (aim 65%)")
+    if lab:
+        lines += ["", "roofline lab --decode-only (2,048-slot cache, each row timed alone, median of the lab's runs):", "",
+                  "| model | row | tok/s | % of roof | products us (TB/s) | attention us | same tokens as eager |",
+                  "|---|---|---:|---:|---:|---:|---|"]
+        for r in lab:
+            if r["skipped"] or r["tokens_per_s"] is None:
+                lines.append(f"| {r['model']} | {r['variant']} | {r['skipped'] or 'no figures'} | | | | |")
+                continue
+            bw = r["matmul_bytes_per_s"]
+            same = f"{r['same_tokens']}/{r['compared']}" + (
+                f" (eager top-2 gap {r['logit_gap_ulps']:.1f} ulp there)" if r["logit_gap_ulps"] is not None else "")
+            lines.append(f"| {r['model']} | {r['variant']} | {r['tokens_per_s']:,.1f} | {100 * r['share_of_roof']:.1f}% | "
+                         f"{_f(r['matmul_us'], ',.0f')} ({_f(bw and bw / 1e12, '.2f')}) | {_f(r['attention_us'], ',.0f')} | "
+                         f"{same} |")
     lines += [f"note: {n}" for n in notes]
     return "\n".join(lines)
 
@@ -108,8 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     suite = Path(argv[0])
     attention = attention_rows(suite)
     decode, notes = decode_rows(suite)
-    text = render(attention, decode, notes)
-    (suite / "summary.json").write_text(json.dumps({"attention": attention, "decode": decode, "notes": notes}, indent=1))
+    lab = lab_rows(suite)
+    text = render(attention, decode, notes, lab)
+    (suite / "summary.json").write_text(json.dumps({"attention": attention, "decode": decode, "lab": lab,
+                                                    "notes": notes}, indent=1))
     (suite / "summary.md").write_text(text + "\n")
     print(text)
     return 0

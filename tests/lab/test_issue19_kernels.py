@@ -43,10 +43,12 @@ def test_the_attention_benchmark_times_version_2_at_its_own_slices_beside_the_cu
 def test_the_issue19_kernels_suite_fits_one_device_call_and_names_files_that_exist(tmp_path):
     suite = load_benchmark("gpu_suite")
     stages = suite.stages("issue19-kernels", tmp_path)
-    assert [s[0] for s in stages] == ["env", "attention_ctx256", "attention_ctx1024", "decode_fast_llama-1b", "summary"]
+    assert [s[0] for s in stages] == ["env", "attention_ctx256", "attention_ctx1024", "decode_fast_llama-1b",
+                                      "lab_decode_llama-1b", "summary"]
     assert sum(s[2] for s in stages) <= 470  # under 8 minutes, whatever each stage takes
     repo = Path(__file__).resolve().parents[2]
     assert all((repo / arg).is_file() for _, argv, _ in stages for arg in argv if arg.startswith("benchmarks/"))
+    assert "--decode-only" in stages[4][1]
     assert all("--v2" in argv for name, argv, _ in stages if name.startswith("attention"))
     assert "--attention-v2" in stages[3][1]
 
@@ -73,6 +75,14 @@ def test_the_summary_puts_both_kernels_and_both_decodes_side_by_side(tmp_path, c
                                       "variants": {"+ Triton GEMV + PDL": variant(1200.0, 0.54, 167.0, 64),
                                                    "+ Triton GEMV + PDL + attention v2": variant(1300.0, 0.585, 80.0, 40)}}}}
     (tmp_path / "decode_fast_llama-1b.json").write_text(json.dumps(decode))
+    lab = tmp_path / "lab_decode" / "llama-1b"
+    lab.mkdir(parents=True)
+    breakdown = {"classes": [{"name": "matrix products", "time_s": 716e-6, "achieved_bytes_per_s": 2.89e12},
+                             {"name": "attention", "time_s": 90e-6}]}
+    (lab / "lab.json").write_text(json.dumps({"peak": {"fast": [
+        {"title": "+ Triton GEMV + PDL + attention v2", "tokens_per_s": 1290.0, "share_of_memory_roof": 0.58,
+         "same_tokens": 64, "compared_tokens": 64, "logit_gap_ulps": None, "skipped": "", "breakdown": breakdown},
+        {"title": "+ Triton GEMV", "skipped": "failed: RuntimeError: x"}]}}))
     script = load_benchmark("issue19_kernels_summary")
     assert script.main([str(tmp_path)]) == 0
     out = capsys.readouterr().out
@@ -82,5 +92,7 @@ def test_the_summary_puts_both_kernels_and_both_decodes_side_by_side(tmp_path, c
     assert "40/64 (first differs at 40, eager top-2 gap 1.0 ulp)" in out
     assert "llama-1b: attention v2 -64.1 us/token, 58.5% of roof vs 54.0% (aim 65%)" in out
     assert "tuned to 512 slots a program (v1: 32)" in out
+    assert "| llama-1b | + Triton GEMV + PDL + attention v2 | 1,290.0 | 58.0% | 716 (2.89) | 90 | 64/64 |" in out
+    assert "| llama-1b | + Triton GEMV | failed: RuntimeError: x |" in out
     assert json.loads((tmp_path / "summary.json").read_text())["attention"][0]["v2_over_new"] == 0.5
     assert script.main([str(tmp_path / "nonexistent")]) == 2
