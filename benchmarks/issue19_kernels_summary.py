@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -21,12 +22,23 @@ V1_LABEL = "+ Triton GEMV + PDL"
 V2_LABEL = "+ Triton GEMV + PDL + attention v2"
 
 
+def _load(path: Path) -> dict:
+    """A stage's JSON; {} where it is unreadable (a stage killed mid-write leaves its rows out, not the summary)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def attention_rows(suite: Path) -> list[dict]:
     from decode_attention_context import best_per_kernel
 
     rows = []
     for path in sorted(suite.glob("attention_ctx*/decode_attention_context.json")):
-        data = json.loads(path.read_text())
+        data = _load(path)
+        if "rows" not in data:
+            continue
         for max_seq, best in best_per_kernel(data).items():
             new, v2 = best.get("new"), best.get("v2")
             errors = sorted({r["error"][:80] for r in data["rows"] if r.get("kernel") == "v2" and "error" in r})
@@ -39,7 +51,7 @@ def attention_rows(suite: Path) -> list[dict]:
 def decode_rows(suite: Path) -> tuple[list[dict], list[str]]:
     rows, notes = [], []
     for path in sorted(suite.glob("decode_fast_*.json")):
-        data = json.loads(path.read_text())
+        data = _load(path)
         for model, row in data.get("models", {}).items():
             notes += [f"{model}: {n}" for n in row.get("notes", [])] + ([f"{model}: {row['error']}"] if "error" in row else [])
             for label, v in row.get("variants", {}).items():
@@ -66,7 +78,7 @@ def decode_rows(suite: Path) -> tuple[list[dict], list[str]]:
 def lab_rows(suite: Path) -> list[dict]:
     rows = []
     for path in sorted(suite.glob("lab_decode/*/lab.json")):
-        peak = json.loads(path.read_text()).get("peak") or {}
+        peak = _load(path).get("peak") or {}
         for r in peak.get("fast") or []:
             classes = {c["name"]: c for c in (r.get("breakdown") or {}).get("classes", [])}
             per_token = lambda name: (1e6 * classes[name]["time_s"] if name in classes else None)  # noqa: E731
@@ -141,8 +153,12 @@ def main(argv: list[str] | None = None) -> int:
     decode, notes = decode_rows(suite)
     lab = lab_rows(suite)
     text = render(attention, decode, notes, lab)
-    (suite / "summary.json").write_text(json.dumps({"attention": attention, "decode": decode, "lab": lab,
-                                                    "notes": notes}, indent=1))
+    stage_json = [_load(p) for p in sorted(suite.glob("attention_ctx*/decode_attention_context.json"))
+                  + sorted(suite.glob("decode_fast_*.json"))]
+    meta = {k: next((d[k] for d in stage_json if k in d), None) for k in ("gpu", "torch", "triton")}
+    (suite / "summary.json").write_text(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M:%S"), **meta,
+                                                    "command": " ".join(sys.argv), "attention": attention,
+                                                    "decode": decode, "lab": lab, "notes": notes}, indent=1))
     (suite / "summary.md").write_text(text + "\n")
     print(text)
     return 0
