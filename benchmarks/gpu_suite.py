@@ -155,13 +155,13 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
         # cache; the v2 row beside the others), then the summary table. Limits sum to 470 s; the H200 took 91 s
         # for three cache lengths of the attention alone, 25 s (warm) for decode_fast's llama-1b, 90 s for the lab.
         return [
-            ("env", ["nvidia-smi"], 15),
+            ("env", ["nvidia-smi"], 10),
             ("attention_ctx256", [PY, "benchmarks/decode_attention_context.py", str(out / "attention_ctx256"),
-                                  "--context", "256", "--max-seqs", "328", "2048", "--v2"], 100),
+                                  "--context", "256", "--max-seqs", "328", "2048", "--v2"], 90),
             ("attention_ctx1024", [PY, "benchmarks/decode_attention_context.py", str(out / "attention_ctx1024"),
-                                   "--context", "1024", "--max-seqs", "2048", "--v2"], 60),
+                                   "--context", "1024", "--max-seqs", "2048", "--v2"], 55),
             ("decode_fast_llama-1b", [PY, "benchmarks/decode_fast.py", "--models", "llama-1b", "--baseline", "none",
-                                      "--attention-v2", "-o", str(out / "decode_fast_llama-1b.json")], 150),
+                                      "--attention-v2", "-o", str(out / "decode_fast_llama-1b.json")], 170),
             ("lab_decode_llama-1b", RL + ["lab", "--device", "cuda", "--model", "llama-1b", "--decode-only",
                                           "--no-tuned", "--ceilings",
                                           "benchmarks/results/h200/issue19-20/ceilings_h200.json",
