@@ -204,11 +204,9 @@ def test_the_triton_step_in_the_interpreter_gives_the_eager_models_tokens():
         pad = torch.zeros(1, dtype=torch.long)
         runs = {{}}
         with torch.no_grad():
-            v2_merging = FastDecode(model, attention_version=2)
-            v2_merging.tuning.t_per_split = 16  # slots 20-22: two live slices merged
+            # attention v2 (its slices merged is checked kernel by kernel above): slots 20-22 in one slice, no merge
             for name, step in (("eager", decode_one_token), ("fast", FastDecode(model).step),
-                               ("fast v2", FastDecode(model, attention_version=2).step),  # one slice: no merge
-                               ("fast v2 merging", v2_merging.step)):
+                               ("fast v2", FastDecode(model, attention_version=2).step)):
                 model(prompt, torch.arange(20))
                 token, out = prompt[:, -1:], []
                 for i in range(3):
@@ -229,7 +227,7 @@ def test_the_triton_step_in_the_interpreter_gives_the_eager_models_tokens():
         print("RESULT", __import__("json").dumps(runs))
     """)
     assert result["backend"], "under TRITON_INTERPRET=1 the step must run the Triton kernels"
-    assert result["fast"] == result["eager"] == result["fast v2"] == result["fast v2 merging"]
+    assert result["fast"] == result["eager"] == result["fast v2"]
     fp8, twin = torch.tensor(result["fp8"]), torch.tensor(result["fp8 twin"])
     assert torch.allclose(fp8, twin, atol=2e-2, rtol=1e-2) and fp8.argmax() == twin.argmax()
 

@@ -25,7 +25,7 @@ def test_the_attention_benchmark_times_version_2_at_its_own_slices_beside_the_cu
     done = subprocess.run(
         [sys.executable, str(BENCHMARKS / "decode_attention_context.py"), str(tmp_path / "out"), "--device", "cpu",
          "--shape", "4", "2", "32", "--context", "40", "--max-seqs", "96", "--t-per-split", "16", "--v2",
-         "--v2-t-per-split", "16", "64", "--layers", "2", "--replays", "1", "--rounds", "2"],
+         "--v2-t-per-split", "16", "64", "--layers", "1", "--replays", "1", "--rounds", "1"],
         env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = json.loads((tmp_path / "out" / "decode_attention_context.json").read_text())["rows"]
