@@ -23,6 +23,11 @@ run kept only the graphs of the 328-slot configurations and died of an illegal m
 before issue 19's change: ``git show 7d80a2d:src/roofline/lab/kernels/triton_attention.py > FILE``. It is
 launched with the constants its signature names (the old one's SPLITS_PAD/COLS_PAD/CHUNK are computed here).
 
+``--v2``: also version 2 of the kernel (lab/kernels/triton_attention_v2.py: a lone live slice writes the output
+itself, no merge phase; 128-512 slots a program), over its own candidates (decode_fast.T_PER_SPLITS_V2, or
+``--v2-t-per-split``), as the column "v2" beside the current kernel's ("new"); "v2/new" compares the fastest row of
+each at a cache length.
+
 On CPU (``--device cpu`` under TRITON_INTERPRET=1, a smoke test of this script with tiny sizes) the launches run
 in Triton's interpreter and are timed by the wall clock: no figure of such a run is a kernel's.
 Writes OUT_DIR/decode_attention_context.json and prints a table last.
@@ -57,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replays", type=int, default=20, help="graph replays per timed loop")
     parser.add_argument("--rounds", type=int, default=7, help="alternating timed loops of every configuration")
     parser.add_argument("--old-kernel", help="another triton_attention.py to time side by side")
+    parser.add_argument("--v2", action="store_true", help="also time version 2 of the kernel (triton_attention_v2)")
+    parser.add_argument("--v2-t-per-split", type=int, nargs="+", default=None,
+                        help="version 2's cache slots per program (default: decode_fast.T_PER_SPLITS_V2)")
     parser.add_argument("--device", default="cuda")
     # A cache length's process (see the module docstring): where it writes its progress, what it leaves out.
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -93,13 +101,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"decode_attention_context.py: error: {problem}", file=sys.stderr)
         return 2
 
-    from roofline.lab.decode_fast import T_PER_SPLITS
+    from roofline.lab.decode_fast import T_PER_SPLITS, T_PER_SPLITS_V2
 
     import triton
 
-    per_splits = args.t_per_split or list(T_PER_SPLITS)
+    per_splits = list(args.t_per_split or T_PER_SPLITS)
+    if args.v2:  # the union, in order; each kernel is timed at its own candidates only (KERNEL_SPLITS)
+        v2_splits = list(args.v2_t_per_split or T_PER_SPLITS_V2)
+        KERNEL_SPLITS.update(new=set(per_splits), old=set(per_splits), v2=set(v2_splits))
+        per_splits = sorted(set(per_splits) | set(v2_splits))
     if args.child:
         kernels = {"new": None}
+        if args.v2:
+            kernels["v2"] = 2
         if args.old_kernel:
             kernels["old"] = _load_kernel(args.old_kernel)
         progress = _Progress(args.child)
@@ -156,6 +170,8 @@ def _child_argv(args, max_seq: int, progress: str, skip: list[str]) -> list[str]
         argv += ["--t-per-split", *map(str, args.t_per_split)]
     if args.old_kernel:
         argv += ["--old-kernel", args.old_kernel]
+    if args.v2:
+        argv += ["--v2"] + (["--v2-t-per-split", *map(str, args.v2_t_per_split)] if args.v2_t_per_split else [])
     return argv + (["--skip", *skip] if skip else [])
 
 
@@ -164,7 +180,7 @@ def isolated(args, max_seq: int, per_splits: list[int]) -> list[dict]:
     import subprocess
     import tempfile
 
-    kernels = ["new", "old"] if args.old_kernel else ["new"]
+    kernels = ["new"] + (["v2"] if args.v2 else []) + (["old"] if args.old_kernel else [])
     skip, failed = [], {}
     while True:
         with tempfile.TemporaryDirectory() as tmp:
@@ -195,11 +211,11 @@ def isolated(args, max_seq: int, per_splits: list[int]) -> list[dict]:
         # It died before any configuration's check (e.g. importing) or in the timed rounds: no culprit to leave out.
         when = "in the timed rounds" if checked else "before any check"
         rows = checked or [_row_head(max_seq, p, k, args.shape[1], args.context) for p in per_splits for k in kernels
-                           if _key(p, k) not in skip]
+                           if _key(p, k) not in skip and _times(k, p)]
         rows = [{**r, "error": r.get("error") or f"the process died {when}: {death}"} for r in rows]
         break
     rows = rows + list(failed.values())
-    order = {_key(p, k): i for i, (p, k) in enumerate((p, k) for p in per_splits for k in ("new", "old"))}
+    order = {_key(p, k): i for i, (p, k) in enumerate((p, k) for p in per_splits for k in ("new", "v2", "old"))}
     return sorted(rows, key=lambda r: order.get(_key(r["t_per_split"], r["kernel"]), len(order)))
 
 
@@ -209,6 +225,13 @@ def _row_head(max_seq: int, per_split: int, kernel: str, kv_heads: int, context:
     return {"max_seq": max_seq, "t_per_split": per_split, "kernel": kernel,
             "programs": kv_heads * splits_for(max_seq, per_split),
             "live_programs": kv_heads * (context // per_split + 1)}
+
+
+KERNEL_SPLITS: dict[str, set[int]] = {}  # with --v2: each kernel's own slots per program (main fills it)
+
+
+def _times(kernel: str, per_split: int) -> bool:
+    return kernel not in KERNEL_SPLITS or per_split in KERNEL_SPLITS[kernel]
 
 
 def _key(per_split: int, kernel: str) -> str:
@@ -276,13 +299,13 @@ def measure(device, heads, kv_heads, head_dim, context, max_seq, per_splits, ker
     configs, timers = [], {}
     for per_split in per_splits:
         for name, kernel in kernels.items():
-            if _key(per_split, name) in skip:
+            if _key(per_split, name) in skip or not _times(name, per_split):
                 continue
 
             def launch_one(kc, vc, kernel=kernel, per_split=per_split):
-                if kernel is None:
+                if kernel is None or kernel == 2:
                     decode_attention(qkv, kc, vc, cos, sin, pos, out, n_heads=heads, n_kv_heads=kv_heads,
-                                     scratch=scratch, t_per_split=per_split)
+                                     scratch=scratch, t_per_split=per_split, version=2 if kernel == 2 else 1)
                 else:
                     _launch_other(kernel, qkv, kc, vc, cos, sin, pos, out, scratch, heads, kv_heads, per_split)
 
@@ -392,18 +415,38 @@ def table(results: dict) -> str:
     for max_seq, per_split in dict.fromkeys((r["max_seq"], r["t_per_split"]) for r in results["rows"]):
         cells, medians = [], {}
         for k in kernels:
-            r = by[(max_seq, per_split, k)]
-            if "median_us" in r:
+            r = by.get((max_seq, per_split, k))
+            if r is None:
+                cells.append("-")
+            elif "median_us" in r:
                 medians[k] = r["median_us"]
                 cells.append(f"{r['median_us']:.2f} ({r['iqr_us'][0]:.2f}-{r['iqr_us'][1]:.2f})")
             else:
                 cells.append("failed")
-        r = by[(max_seq, per_split, kernels[0])]
+        r = next(by[(max_seq, per_split, k)] for k in kernels if (max_seq, per_split, k) in by)
         ratio = [f"{medians['new'] / medians['old']:.2f}" if {"new", "old"} <= set(medians) else "-"] \
             if "old" in kernels else []
         lines.append(f"| {max_seq} | {per_split} | {r['programs']} ({r['live_programs']}) | "
                      + " | ".join(cells + ratio) + " |")
+    if "v2" in kernels:
+        lines += ["", "| max_seq | new: best us (slots/program) | v2: best us (slots/program) | v2/new |", "|---|---:|---:|---:|"]
+        for max_seq, best in best_per_kernel(results).items():
+            new, v2 = best.get("new"), best.get("v2")
+            cell = lambda b: f"{b[0]:.2f} ({b[1]})" if b else "failed"  # noqa: E731
+            lines.append(f"| {max_seq} | {cell(new)} | {cell(v2)} | "
+                         + (f"{v2[0] / new[0]:.2f} |" if new and v2 else "- |"))
     return "\n".join(lines)
+
+
+def best_per_kernel(results: dict) -> dict[int, dict[str, tuple[float, int]]]:
+    """Per cache length, each kernel's fastest timed row: (median us per launch, slots per program)."""
+    best: dict[int, dict[str, tuple[float, int]]] = {}
+    for r in results["rows"]:
+        if "median_us" in r:
+            seen = best.setdefault(r["max_seq"], {}).get(r["kernel"])
+            if seen is None or r["median_us"] < seen[0]:
+                best[r["max_seq"]][r["kernel"]] = (r["median_us"], r["t_per_split"])
+    return best
 
 
 if __name__ == "__main__":

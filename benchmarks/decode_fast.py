@@ -7,6 +7,8 @@ For each model (fp16, random weights, the lab's fixed model, a 256-token prompt)
   adds, fused RoPE + KV-cache write + flash-decoding attention), its tiles tuned once per weight shape;
 - "+ Triton GEMV + PDL": the same kernels launched with programmatic dependent launch (each reads its first
   weight tile while the kernel before it drains); left out with a note where Triton or the driver refuse it;
+- "+ Triton GEMV + PDL + attention v2" (``--attention-v2``; without PDL where it cannot run): the same tiles with
+  triton_attention_v2's kernel, its slices per program tuned of their own (lab/kernels/attention.py);
 - "tuned (compiled + graphed)": the repo's best so far (decode_roof.py's "tuned": stacked projections,
   Inductor coordinate-descent tuning), skipped with a note when the budget left cannot pay its compile;
 both captured as CUDA graphs of 16 steps (lab/graphed.py) and timed in alternating runs (median and spread).
@@ -49,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-tune", action="store_true", help="default tiles instead of tuning them")
     parser.add_argument("--no-pdl", dest="pdl", action="store_false",
                         help="leave out the variant launched with programmatic dependent launch")
+    parser.add_argument("--attention-v2", action="store_true",
+                        help="also the step with the second attention kernel (triton_attention_v2)")
     parser.add_argument("--budget", type=float, default=470.0, help="seconds; baselines are skipped past it")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("-o", "--output")
@@ -159,6 +163,11 @@ def measure_model(name: str, args, device, bandwidth: float, began: float, check
             more[FAST_PDL] = partial(_pdl_step, model, fast)
         elif args.pdl:
             row["notes"].append("PDL variant needs the Triton kernels on a CUDA GPU: not run")
+        if args.attention_v2:
+            pdl = args.pdl and fast.backend == "triton" and device.type == "cuda"
+            more[FAST_PDL_V2 if pdl else FAST_V2] = partial(
+                _v2_step, model, fast, pdl, args.context + args.steps // 2, row,
+                lambda m: print(f"  {name} v2 {m}", flush=True))
         if args.baseline == "tuned":
             left = args.budget - (time.perf_counter() - began)
             if left < BUDGET_FOR_BASELINE_S.get(name, 60):
@@ -194,6 +203,8 @@ def measure_model(name: str, args, device, bandwidth: float, began: float, check
 
 FAST = "+ Triton GEMV"
 FAST_PDL = "+ Triton GEMV + PDL"
+FAST_V2 = "+ Triton GEMV + attention v2"
+FAST_PDL_V2 = "+ Triton GEMV + PDL + attention v2"
 
 
 class Run:
@@ -270,6 +281,19 @@ def _pdl_step(model, fast):
     from roofline.lab.decode_fast import FastDecode
 
     return FastDecode(model, tuning=fast.tuning, pdl=True, triton_attention=fast.triton_attention).step
+
+
+def _v2_step(model, fast, pdl: bool, position: int, row: dict, progress):
+    """The step with attention version 2: the products' tiles of ``fast``, the attention's slices tuned anew."""
+    from roofline.lab.decode_fast import FastDecode, tune_attention
+
+    v2 = FastDecode(model, tuning=fast.tuning, triton_attention=fast.triton_attention, attention_version=2)
+    tuning = tune_attention(v2, position=position, progress=progress)
+    row["fast"]["attention_v2"] = {"t_per_split": tuning.t_per_split, "attention_position": tuning.attention_position,
+                                   "candidates_us": [{**c, "us": us} for c, us in
+                                                     tuning.candidates_us.get("attention", [])]}
+    return FastDecode(model, tuning=tuning, pdl=pdl, triton_attention=fast.triton_attention,
+                      attention_version=2).step
 
 
 def _same_prefix(a: list, b: list) -> int:

@@ -53,20 +53,26 @@ def compile_gemv(rows: int, k: int, halves: int, norm: bool, residual: bool, con
                           target=GPUTarget("cuda", 90, 64), options={"num_warps": config.num_warps, "launch_pdl": pdl})
 
 
-def compile_attention(heads: int, kv_heads: int, head_dim: int, t_per_split: int, pdl: bool, max_seq: int = 328):
+def compile_attention(heads: int, kv_heads: int, head_dim: int, t_per_split: int, pdl: bool, max_seq: int = 328,
+                      version: int = 1, warps: int | None = None):
+    """``version`` 2: triton_attention_v2's kernel with attention.py's default block and warps for it."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from roofline.lab.kernels.attention import launch_constants
+    from roofline.lab.kernels.attention import launch_constants, v2_block_t, v2_warps
     from roofline.lab.kernels.triton_attention import decode_attention_kernel
+    from roofline.lab.kernels.triton_attention_v2 import decode_attention_v2_kernel
 
-    consts = {**launch_constants(heads, kv_heads, head_dim, max_seq, t_per_split, min(t_per_split, 64)), "PDL": pdl}
+    block_t = min(t_per_split, 64) if version == 1 else v2_block_t(t_per_split, head_dim)
+    warps = warps or (4 if version == 1 else v2_warps(block_t))
+    kernel = decode_attention_kernel if version == 1 else decode_attention_v2_kernel
+    consts = {**launch_constants(heads, kv_heads, head_dim, max_seq, t_per_split, block_t), "PDL": pdl}
     signature = {"QKV": "*fp16", "KC": "*fp16", "VC": "*fp16", "COS": "*fp16", "SIN": "*fp16", "POS": "*i64",
                  "OUT": "*fp16", "PARTIAL": "*fp32", "COUNTERS": "*i32", "scale": "fp32", "max_seq": "i32",
                  **{c: "constexpr" for c in consts}}
-    return triton.compile(ASTSource(decode_attention_kernel, signature, constexprs=consts),
-                          target=GPUTarget("cuda", 90, 64), options={"num_warps": 4, "launch_pdl": pdl})
+    return triton.compile(ASTSource(kernel, signature, constexprs=consts),
+                          target=GPUTarget("cuda", 90, 64), options={"num_warps": warps, "launch_pdl": pdl})
 
 
 def compile_argmax(n: int, pdl: bool):
@@ -107,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import triton
 
-    from roofline.lab.decode_fast import T_PER_SPLITS
+    from roofline.lab.decode_fast import T_PER_SPLITS, T_PER_SPLITS_V2, V2_SIXTEEN_WARPS
     from roofline.lab.kernels.gemv import TILES, candidate_configs
 
     print(f"triton {triton.__version__}, target sm_90a")
@@ -129,19 +135,22 @@ def main(argv: list[str] | None = None) -> int:
                 problems += spills != 0
                 print(f"gemv {rows}x{k} halves={halves} {config} pdl={pdl} fp8={fp8}: {regs} registers, "
                       f"{spills} spill bytes")
+    attention = ([(1, p, None) for p in T_PER_SPLITS] + [(2, p, None) for p in T_PER_SPLITS_V2]
+                 + [(2, p, 16) for p in V2_SIXTEEN_WARPS])
     for heads, kv_heads, head_dim in ATTENTION[1:2] if args.quick else ATTENTION:
-        for per_split in T_PER_SPLITS[1:2] if args.quick else T_PER_SPLITS:
+        for version, per_split, warps in [(1, T_PER_SPLITS[1], None), (2, T_PER_SPLITS_V2[-1], None)] \
+                if args.quick else attention:
             # 2048 slots (the lab's max_seq_len) with 32 a program: the combine before issue 19 spilled there
             for max_seq in ATTENTION_MAX_SEQS[1:2] if args.quick else ATTENTION_MAX_SEQS:
                 for pdl in (False, True):
                     try:
                         regs, spills = registers_and_spills(
-                            compile_attention(heads, kv_heads, head_dim, per_split, pdl, max_seq))
+                            compile_attention(heads, kv_heads, head_dim, per_split, pdl, max_seq, version, warps))
                     except Exception as exc:  # noqa: BLE001
                         regs, spills = -1, -1
                         print(f"attention {heads}/{kv_heads}x{head_dim}: {type(exc).__name__}: {str(exc)[:200]}")
                     problems += spills != 0
-                    print(f"attention {heads}/{kv_heads}x{head_dim} {per_split} slots, {max_seq}-slot cache "
+                    print(f"attention v{version} {heads}/{kv_heads}x{head_dim} {per_split} slots{warps and f' {warps} warps' or ''}, {max_seq}-slot cache "
                           f"pdl={pdl}: {regs} registers, {spills} spill bytes")
     for vocab in sorted({rows for rows, _, _, norm, _ in SHAPES if rows >= 32000}):
         for pdl in (False, True):

@@ -22,6 +22,9 @@ back at most 8 files). The last lines printed are a short table of what each sta
                                                         # 7d80a2d:src/roofline/lab/kernels/triton_attention.py
                                                         # > .old/triton_attention_7d80a2d.py), its cuda tests,
                                                         # the lab's llama-1b decode rows (<= 7 min)
+    PYTHONPATH=src python3 benchmarks/gpu_suite.py issue19-kernels $OUT  # attention alone current vs v2 at context
+                                                        # 256/1024, llama-1b decode with both (decode_fast.py and the
+                                                        # lab's rows), a summary table last (<= 8 min)
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-doctor $OUT    # doctor names HF generate()'s per-token syncs
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-roofs $OUT  # ceilings with the cache roof, then no op above its own roof (DRAM or cache), no unmodelled time (built-ins, ViT-B/16)
     PYTHONPATH=src python3 benchmarks/gpu_suite.py ncu $OUT  # issue 20: analyze --ncu on llama-tiny (<= 300 s, >= 98% joined)
@@ -144,6 +147,27 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
                                           "benchmarks/results/h200/issue19-20/ceilings_h200.json",
                                           "-o", str(out / "lab_decode" / "llama-1b")], 130),
         ]
+    if suite == "issue19-kernels":
+        # Issue 19's kernels old vs new in one call (< 8 min): the attention kernel alone, current vs version 2
+        # (lab/kernels/triton_attention_v2.py), at contexts 256 and 1024 (each configuration checked against the
+        # torch twin first; one that fails is a row, not the end), then llama-1b's decode with both (alternating
+        # runs, kernel classes, tokens against the eager model), the lab's llama-1b decode rows (its 2,048-slot
+        # cache; the v2 row beside the others), then the summary table. Limits sum to 470 s; the H200 took 91 s
+        # for three cache lengths of the attention alone, 25 s (warm) for decode_fast's llama-1b, 90 s for the lab.
+        return [
+            ("env", ["nvidia-smi"], 10),
+            ("attention_ctx256", [PY, "benchmarks/decode_attention_context.py", str(out / "attention_ctx256"),
+                                  "--context", "256", "--max-seqs", "328", "2048", "--v2"], 90),
+            ("attention_ctx1024", [PY, "benchmarks/decode_attention_context.py", str(out / "attention_ctx1024"),
+                                   "--context", "1024", "--max-seqs", "2048", "--v2"], 55),
+            ("decode_fast_llama-1b", [PY, "benchmarks/decode_fast.py", "--models", "llama-1b", "--baseline", "none",
+                                      "--attention-v2", "-o", str(out / "decode_fast_llama-1b.json")], 170),
+            ("lab_decode_llama-1b", RL + ["lab", "--device", "cuda", "--model", "llama-1b", "--decode-only",
+                                          "--no-tuned", "--ceilings",
+                                          "benchmarks/results/h200/issue19-20/ceilings_h200.json",
+                                          "-o", str(out / "lab_decode" / "llama-1b")], 130),
+            ("summary", [PY, "benchmarks/issue19_kernels_summary.py", str(out)], 15),
+        ]
     if suite == "issue15-doctor":
         return [("env", ["nvidia-smi"], 30),
                 ("generate_syncs", [PY, "benchmarks/generate_syncs.py", str(out / "generate_syncs"), "--device", "cuda",
@@ -169,7 +193,7 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
             ("ddp_gpu", [PY, "benchmarks/ddp_gpu.py", str(out / "ddp"), "--timeout", "150"], 480),
         ]
     raise SystemExit(f"unknown suite {suite!r}: analyze, lab, lab-tiny, lab-1b, lab-8b, lab-views, decode-roof, decode-breakdown, decode-fast, "
-                     "cuda-tests, issue15-doctor, issue15-roofs, issue19-20, issue19-attention, ncu or ddp")
+                     "cuda-tests, issue15-doctor, issue15-roofs, issue19-20, issue19-attention, issue19-kernels, ncu or ddp")
 
 
 def run_stage(name: str, argv: list[str], timeout: int, out: Path) -> dict:
@@ -218,6 +242,9 @@ def main() -> int:
     print(f"{'stage':22} {'rc':>8} {'s':>7}  last line")
     for r in results:
         print(f"{r['stage']:22} {str(r['rc']):>8} {r['seconds']:7.1f}  {r['last_line']}")
+    summary = out / "summary.md"
+    if summary.is_file():  # a suite's own summary (issue19-kernels'), last
+        print("\n" + summary.read_text())
     return 0
 
 

@@ -87,6 +87,24 @@ for i, (h, hkv, d, seq, pos, per, sb) in enumerate([  # splits past pos, pos on 
     attention_torch(qkv, kc2, vc2, cos, sin, p, ref, n_heads=h, n_kv_heads=hkv)
     worst[f"attention{i}"] = [(out.float() - ref.float()).abs().max().item(), int(s.counters.abs().sum()),
                               (kc.float() - kc2.float()).abs().max().item() + (vc.float() - vc2.float()).abs().max().item()]
+# Version 2 (triton_attention_v2): a lone live slice writes the output itself; wide slices looped in blocks
+# (pos inside the first slice, at its first slot, at 0), several live slices merged as version 1 does, and
+# llama-1b's heads with its default 256-slot block in a 512-slot slice.
+for i, (h, hkv, d, seq, pos, per, bt) in enumerate([
+        (4, 2, 32, 48, 37, 64, 16), (6, 2, 32, 48, 30, 16, None), (4, 1, 32, 70, 69, 32, 16),
+        (4, 2, 32, 512, 40, 128, 32), (4, 2, 32, 512, 300, 128, 32), (4, 2, 32, 512, 0, 128, 32),
+        (4, 2, 32, 512, 128, 128, 64), (32, 4, 64, 328, 290, 512, None)]):
+    cos, sin = (t.to(dt) for t in rope_tables(LlamaConfig(h * d, 1, h, hkv, 64, 10), seq))
+    kc, vc = torch.randn(1, hkv, seq, d, dtype=dt), torch.randn(1, hkv, seq, d, dtype=dt)
+    kc2, vc2 = kc.clone(), vc.clone()
+    qkv, p = torch.randn((h + 2 * hkv) * d, dtype=dt), torch.tensor([pos])
+    out, ref = torch.full((h * d,), float("nan"), dtype=dt), torch.empty(h * d, dtype=dt)
+    s = Scratch(torch.device("cpu"), 1 << 16, 64)
+    decode_attention(qkv, kc, vc, cos, sin, p, out, n_heads=h, n_kv_heads=hkv, scratch=s, t_per_split=per,
+                     block_t=bt, version=2)
+    attention_torch(qkv, kc2, vc2, cos, sin, p, ref, n_heads=h, n_kv_heads=hkv)
+    worst[f"attention_v2_{i}"] = [(out.float() - ref.float()).abs().max().item(), int(s.counters.abs().sum()),
+                                  (kc.float() - kc2.float()).abs().max().item() + (vc.float() - vc2.float()).abs().max().item()]
 # One Scratch for launch after launch with other slots per program (other partials layouts), as the attention
 # benchmark's graphs replay them: each launch must leave the counters at zero for the next.
 h, hkv, d, seq = 4, 2, 32, 256
@@ -95,9 +113,10 @@ kc, vc = torch.randn(1, hkv, seq, d, dtype=dt), torch.randn(1, hkv, seq, d, dtyp
 qkv, p = torch.randn((h + 2 * hkv) * d, dtype=dt), torch.tensor([70])
 ref = attention_torch(qkv, kc.clone(), vc.clone(), cos, sin, p, torch.empty(h * d, dtype=dt), n_heads=h, n_kv_heads=hkv)
 s, errors, counters = Scratch(torch.device("cpu"), scratch_floats(hkv, h, d, splits_for(seq, 16)), 64), [], []
-for per in (16, 32, 64, 16, 32):
+for per, version in ((16, 1), (32, 1), (64, 1), (16, 1), (32, 2), (128, 2), (16, 2), (32, 1)):
     out = torch.full((h * d,), float("nan"), dtype=dt)
-    decode_attention(qkv, kc, vc, cos, sin, p, out, n_heads=h, n_kv_heads=hkv, scratch=s, t_per_split=per)
+    decode_attention(qkv, kc, vc, cos, sin, p, out, n_heads=h, n_kv_heads=hkv, scratch=s, t_per_split=per,
+                     version=version)
     errors.append((out.float() - ref.float()).abs().max().item())
     counters.append(int(s.counters.abs().sum()))
 worst["attention_relaunched"] = [torch.tensor(errors).max().item(), max(counters), 0.0]  # NaN stays NaN
@@ -185,7 +204,9 @@ def test_the_triton_step_in_the_interpreter_gives_the_eager_models_tokens():
         pad = torch.zeros(1, dtype=torch.long)
         runs = {{}}
         with torch.no_grad():
-            for name, step in (("eager", decode_one_token), ("fast", FastDecode(model).step)):
+            # attention v2 (its slices merged is checked kernel by kernel above): slots 20-22 in one slice, no merge
+            for name, step in (("eager", decode_one_token), ("fast", FastDecode(model).step),
+                               ("fast v2", FastDecode(model, attention_version=2).step)):
                 model(prompt, torch.arange(20))
                 token, out = prompt[:, -1:], []
                 for i in range(3):
@@ -206,7 +227,7 @@ def test_the_triton_step_in_the_interpreter_gives_the_eager_models_tokens():
         print("RESULT", __import__("json").dumps(runs))
     """)
     assert result["backend"], "under TRITON_INTERPRET=1 the step must run the Triton kernels"
-    assert result["fast"] == result["eager"]
+    assert result["fast"] == result["eager"] == result["fast v2"]
     fp8, twin = torch.tensor(result["fp8"]), torch.tensor(result["fp8 twin"])
     assert torch.allclose(fp8, twin, atol=2e-2, rtol=1e-2) and fp8.argmax() == twin.argmax()
 
@@ -233,12 +254,13 @@ def test_the_benchmark_script_runs_end_to_end_on_cpu(tmp_path, monkeypatch, caps
     script = load_benchmark("decode_fast")
     out = tmp_path / "fast.json"
     assert script.main(["--device", "cpu", "--models", "llama-micro", "--context", "16", "--steps", "8",
-                        "--reps", "1", "-o", str(out)]) == 0
+                        "--reps", "1", "--attention-v2", "-o", str(out)]) == 0
     data = json.loads(out.read_text())
     row = data["models"]["llama-micro"]
     assert "error" not in row, row
     assert row["fast"]["backend"] in (BACKEND_TORCH, "triton")
-    assert set(row["variants"]) == {"+ Triton GEMV", "eager stand-in for tuned (cpu smoke)"}
+    assert set(row["variants"]) == {"+ Triton GEMV", "+ Triton GEMV + attention v2",
+                                    "eager stand-in for tuned (cpu smoke)"}
     for variant in row["variants"].values():
         assert variant["tokens"]["same"] == variant["tokens"]["compared"] == 8
         assert len(variant["runs_tokens_per_s"]) == 1 and variant["tokens_per_s"] > 0
@@ -347,7 +369,7 @@ def test_tuning_keeps_each_roles_fastest_tile_and_survives_a_failing_one(monkeyp
     attended = []
     monkeypatch.setattr(decode_fast, "_time_products", fake_time)
     monkeypatch.setattr(decode_fast, "_time_launches", lambda launch_all, n, replays: (launch_all(), 100.0 / n)[1])
-    monkeypatch.setattr(fast, "attend", lambda layer, pos, per_split: attended.append((int(pos), per_split)))
+    monkeypatch.setattr(fast, "attend", lambda layer, pos, per_split, warps=None: attended.append((int(pos), per_split)))
     monkeypatch.setattr(fast, "device", types.SimpleNamespace(type="cuda"))
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _: types.SimpleNamespace(multi_processor_count=132))
     tuning = decode_fast.tune(fast, position=30)
@@ -363,6 +385,37 @@ def test_tuning_keeps_each_roles_fastest_tile_and_survives_a_failing_one(monkeyp
     assert all(t[2] == MICRO.n_layers for t in timed if t[0] != "head")
     assert any(us == float("inf") for rows in tuning.candidates_us.values() for _, us in rows)
     assert json.dumps(tuning.as_dict())
+
+
+def test_attention_v2_tuning_keeps_the_products_tiles_and_chooses_slices_and_warps(monkeypatch):
+    import types
+
+    from roofline.lab import decode_fast
+
+    fast = FastDecode(_micro_model(), backend=decode_fast.BACKEND_TRITON, attention_version=2)
+    fast.tuning.configs["wo"] = decode_fast.GemvConfig(2, 64)
+    attended = []
+
+    def attend(layer, pos, per_split, warps=None):
+        attended.append((int(pos), per_split, warps))
+        if per_split == 128:
+            raise RuntimeError("does not compile")
+
+    def fake_launches(launch_all, n, replays):  # the 16-warp 256-slot slice is the fastest
+        launch_all()
+        _, per_split, warps = attended[-1]
+        return 1.0 if (per_split, warps) == (256, 16) else 2.0 + per_split / 1000
+
+    monkeypatch.setattr(decode_fast, "_time_launches", fake_launches)
+    monkeypatch.setattr(fast, "attend", attend)
+    monkeypatch.setattr(fast, "device", types.SimpleNamespace(type="cuda"))
+    tuning = decode_fast.tune_attention(fast, position=30)
+    assert (tuning.t_per_split, tuning.attention_warps, tuning.attention_position) == (256, 16, 30)
+    assert tuning.configs["wo"] == decode_fast.GemvConfig(2, 64)
+    assert {(p, w) for _, p, w in attended} == ({(p, None) for p in decode_fast.T_PER_SPLITS_V2}
+                                                | {(p, 16) for p in decode_fast.V2_SIXTEEN_WARPS})
+    assert [us for c, us in tuning.candidates_us["attention"] if c["t_per_split"] == 128] == [float("inf")]
+    assert json.loads(json.dumps(tuning.as_dict()))["attention_warps"] == 16
 
 
 def test_the_kernels_compile_for_sm90_without_spilling():

@@ -14,7 +14,7 @@ Where Triton cannot run (no CUDA and no TRITON_INTERPRET=1) the same step runs t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import torch
@@ -29,6 +29,9 @@ ROLES = ("qkv", "wo", "w13", "w2", "head")
 BACKEND_TRITON = "triton"
 BACKEND_TORCH = "torch twins (Triton unavailable here: not the kernels' figures)"
 T_PER_SPLITS = (16, 32, 64)  # cache slots per attention program: the tuning's candidates
+# Version 2's (triton_attention_v2): wider slices too, so that one program holds a short context's every slot
+T_PER_SPLITS_V2 = (32, 64, 128, 256, 512)
+V2_SIXTEEN_WARPS = (256, 512)  # slices also tried at 16 warps (a 256-slot block: 74 registers there, 146-160 at 8)
 
 
 @dataclass
@@ -40,10 +43,11 @@ class Tuning:
     seconds: float = 0.0
     t_per_split: int = 32
     attention_position: int | None = None  # the cache slot the attention candidates were timed at
+    attention_warps: int | None = None  # attention version 2's warps (None: attention.v2_warps' default)
 
     def as_dict(self) -> dict:
         return {"configs": {r: c.as_dict() for r, c in self.configs.items()}, "attention_t_per_split": self.t_per_split,
-                "attention_position": self.attention_position,
+                "attention_position": self.attention_position, "attention_warps": self.attention_warps,
                 "candidates_us": {r: [{**c, "us": us} for c, us in rows] for r, rows in self.candidates_us.items()},
                 "seconds": self.seconds}
 
@@ -65,10 +69,12 @@ class FastDecode:
     with programmatic dependent launch (Hopper and later), so each starts reading its weights while the kernel
     before it finishes; it waits for that kernel before reading anything the step writes.
     ``triton_attention=False``: attention as the torch twin's eager ops (a fallback, many more kernels).
+    ``attention_version=2``: triton_attention_v2's kernel (a lone live slice skips the merge phase), tuned over
+    T_PER_SPLITS_V2.
     """
 
     def __init__(self, model: Transformer, tuning: Tuning | None = None, backend: str | None = None,
-                 pdl: bool = False, triton_attention: bool = True) -> None:
+                 pdl: bool = False, triton_attention: bool = True, attention_version: int = 1) -> None:
         if model.max_batch < 1 or model.layers[0].attention.kv_cache is None:
             raise ValueError("FastDecode needs the model's KV cache (model.setup_caches)")
         self.model = model
@@ -80,6 +86,7 @@ class FastDecode:
         self.backend = backend
         self.pdl = pdl and backend == BACKEND_TRITON
         self.triton_attention = triton_attention and backend == BACKEND_TRITON
+        self.attention_version = attention_version
         cfg = model.config
         self.n_heads, self.n_kv_heads, self.head_dim = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
         self.eps = cfg.norm_eps
@@ -95,7 +102,7 @@ class FastDecode:
         self.logits = torch.zeros(cfg.vocab_size, dtype=self.dtype, device=self.device)
         self.token = torch.zeros(1, dtype=torch.long, device=self.device)
         max_rows = max(self.shape(r)[0] for r in ROLES)
-        splits = splits_for(model.max_seq, min(T_PER_SPLITS))
+        splits = splits_for(model.max_seq, min(T_PER_SPLITS + T_PER_SPLITS_V2))
         floats = max(8 * max_rows, scratch_floats(cfg.n_kv_heads, cfg.n_heads, cfg.head_dim, splits))
         self.scratch = Scratch(self.device, floats, max(1 << 14, max_rows))
 
@@ -130,14 +137,19 @@ class FastDecode:
         return gemv(w, x, out, config=config or self.tuning.configs[role], scratch=self.scratch, halves=halves,
                     norm_weight=norm, eps=self.eps, residual=residual, pdl=self.pdl)
 
-    def attend(self, layer: dict, pos: torch.Tensor, t_per_split: int | None = None) -> None:
+    def attend(self, layer: dict, pos: torch.Tensor, t_per_split: int | None = None,
+               num_warps: int | None = None) -> None:
+        """``t_per_split`` and ``num_warps`` (version 2 only): a tuning candidate's, else the tuning's."""
         cache = layer["cache"]
         args = (self.qkv, cache.k_cache, cache.v_cache, self.model.rope_cos, self.model.rope_sin, pos, self.o)
         if not self.triton_attention:
             attention_torch(*args, n_heads=self.n_heads, n_kv_heads=self.n_kv_heads)
         else:
             decode_attention(*args, n_heads=self.n_heads, n_kv_heads=self.n_kv_heads, scratch=self.scratch,
-                             t_per_split=t_per_split or self.tuning.t_per_split, pdl=self.pdl)
+                             t_per_split=t_per_split or self.tuning.t_per_split, pdl=self.pdl,
+                             version=self.attention_version,
+                             num_warps=None if self.attention_version == 1 else
+                             (num_warps if t_per_split else self.tuning.attention_warps))
 
     @torch.no_grad()
     def step(self, model: Transformer, token: torch.Tensor, input_pos: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
@@ -204,25 +216,48 @@ def tune(decode: FastDecode, configs: Callable[[int, int, int], list[GemvConfig]
     return decode.tuning
 
 
+def tune_attention(decode: FastDecode, *, position: int | None = None, replays: int = 5,
+                   progress: Callable[[str], None] = lambda _: None) -> Tuning:
+    """Only the attention's slots per program, the products' tiles kept (CUDA only): for a step that shares a
+    tuned step's tiles with another attention version. ``position`` as in ``tune``."""
+    if decode.device.type != "cuda" or not decode.triton_attention:
+        return decode.tuning
+    last = decode.model.max_seq - 1
+    position = last if position is None else max(0, min(position, last))
+    per_split, rows = _tune_attention(decode, decode.model.output.weight.device, replays, progress, position)
+    found = [c for c, us in rows if c["t_per_split"] == per_split and us == min(u for _, u in rows)]
+    decode.tuning = replace(decode.tuning, t_per_split=per_split, attention_position=position,
+                            attention_warps=found[0].get("num_warps") if found else None,
+                            candidates_us={**decode.tuning.candidates_us, "attention": rows})
+    return decode.tuning
+
+
 def _tune_attention(decode, device, replays, progress, position: int) -> tuple[int, list[tuple[dict, float]]]:
     """The attention kernel's cache slots per program, timed over every layer's cache at slot ``position``."""
     pos = torch.tensor([position], device=device)
     decode.qkv.copy_(torch.randn_like(decode.qkv) * 0.1)
     rows = []
-    for per_split in T_PER_SPLITS:
-        def launch_all(per_split=per_split):
+    if decode.attention_version == 2:
+        candidates = ([{"t_per_split": p} for p in T_PER_SPLITS_V2]
+                      + [{"t_per_split": p, "num_warps": 16} for p in V2_SIXTEEN_WARPS])
+    else:
+        candidates = [{"t_per_split": p} for p in T_PER_SPLITS]
+    for candidate in candidates:
+        per_split = candidate["t_per_split"]
+
+        def launch_all(per_split=per_split, warps=candidate.get("num_warps")):
             for layer in decode.layers:
-                decode.attend(layer, pos, per_split)
+                decode.attend(layer, pos, per_split, warps)
 
         try:
             us = _time_launches(launch_all, len(decode.layers), replays)
         except Exception as exc:  # noqa: BLE001
-            progress(f"tune attention: {per_split} slots per program failed: {type(exc).__name__}: {str(exc)[:120]}")
+            progress(f"tune attention: {candidate} failed: {type(exc).__name__}: {str(exc)[:120]}")
             us = float("inf")
-        rows.append(({"t_per_split": per_split}, us))
+        rows.append((candidate, us))
     best = min(rows, key=lambda r: r[1])
     chosen = best[0]["t_per_split"] if best[1] < float("inf") else decode.tuning.t_per_split
-    progress(f"tune attention at slot {position}: {chosen} cache slots per program, {best[1]:.2f} us")
+    progress(f"tune attention at slot {position}: {best[0]}, {best[1]:.2f} us")
     return chosen, rows
 
 

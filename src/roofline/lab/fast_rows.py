@@ -1,6 +1,8 @@
 """The hand-written batch-1 decode (lab/decode_fast.py) as rows of the lab, beside the compiled and tuned steps.
 
-Two rows, "+ Triton GEMV" and "+ Triton GEMV + PDL" (every kernel launched with programmatic dependent launch),
+Three rows, "+ Triton GEMV", "+ Triton GEMV + PDL" (every kernel launched with programmatic dependent launch) and
+"+ Triton GEMV + PDL + attention v2" (the same tiles, the second attention kernel: lab/kernels/triton_attention_v2.py,
+its slices per program tuned of their own),
 each timed as bench.peak_decode times its steps (the loop captured as CUDA graphs of 16 steps, same seeded prompt
 and context, median of PEAK_REPS runs), its tiles tuned once per weight shape before anything is timed. Tokens are
 compared with the eager fixed model's greedy tokens on the same prompt; at the first difference, that model's
@@ -30,6 +32,7 @@ from roofline.report import Ceilings, KernelClasses
 
 FAST = "+ Triton GEMV"
 FAST_PDL = "+ Triton GEMV + PDL"
+FAST_PDL_V2 = "+ Triton GEMV + PDL + attention v2"
 METHOD = (
     "FastDecode (lab/decode_fast.py): five Triton kernels a layer, tiles tuned per weight shape before timing; "
     f"the loop captured as CUDA graphs of {bench.GRAPH_STEPS} steps, median of {bench.PEAK_REPS} runs (as the "
@@ -72,11 +75,11 @@ def skip_reason(device: torch.device) -> str:
 def measure_fast_decode(model: Transformer, ceilings: Ceilings, *, context: int, steps: int, warmup: int,
                         pdl: bool = True, progress: Callable[[str], None] = lambda _: None) -> list[FastDecodeRow]:
     device = model.output.weight.device
-    titles = [FAST] + ([FAST_PDL] if pdl else [])
+    titles = [FAST] + ([FAST_PDL, FAST_PDL_V2] if pdl else [])
     reason = skip_reason(device)
     if reason:
         return [FastDecodeRow(t, skipped=reason) for t in titles]
-    from roofline.lab.decode_fast import FastDecode, tune
+    from roofline.lab.decode_fast import FastDecode, tune, tune_attention
 
     configure(model, Fixes.all())
     bytes_per_token = bench.decode_bytes(model, 1, context + steps // 2)
@@ -98,7 +101,13 @@ def measure_fast_decode(model: Transformer, ceilings: Ceilings, *, context: int,
         for title in titles:
             row = FastDecodeRow(title, bytes_per_token=bytes_per_token)
             try:
-                decoder = fast if title == FAST else FastDecode(model, tuning=fast.tuning, pdl=True)
+                if title == FAST_PDL_V2:
+                    progress("fast decode: tuning attention v2's slices per program")
+                    v2 = tune_attention(FastDecode(model, tuning=fast.tuning, attention_version=2),
+                                        position=context + steps // 2, progress=progress)
+                    decoder = FastDecode(model, tuning=v2, pdl=True, attention_version=2)
+                else:
+                    decoder = fast if title == FAST else FastDecode(model, tuning=fast.tuning, pdl=True)
                 progress(f"fast decode: {title}")
                 seconds, tokens = bench._graphed_decode_time(model, decoder.step, context, steps, warmup,
                                                              reps=bench.PEAK_REPS)

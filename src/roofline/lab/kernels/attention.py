@@ -47,6 +47,20 @@ def scratch_floats(n_kv_heads: int, n_heads: int, head_dim: int, splits: int) ->
     return n_kv_heads * splits * (n_heads // n_kv_heads) * (2 + head_dim)
 
 
+V2_BLOCK_ELEMENTS = 256 * 64  # version 2's widest block of K (and of V): 256 slots at head dim 64, 64 KB of fp16
+# K and V (64 registers a thread at 8 warps); 128 slots at head dim 128 (256 spilled there on sm_90)
+
+
+def v2_block_t(t_per_split: int, head_dim: int) -> int:
+    """Version 2's cache slots loaded at once: the whole slice, up to V2_BLOCK_ELEMENTS // head_dim."""
+    return min(t_per_split, max(16, V2_BLOCK_ELEMENTS // head_dim))
+
+
+def v2_warps(block_t: int) -> int:
+    """Version 2's warps: 4 up to 64-slot blocks (as version 1), 8 above."""
+    return 4 if block_t <= 64 else 8
+
+
 COMBINE_FLOATS = 8192  # partials the combine loads at once: 64 registers a thread at 4 warps
 
 
@@ -72,19 +86,27 @@ def launch_constants(n_heads: int, n_kv_heads: int, head_dim: int, max_seq: int,
 
 def decode_attention(qkv: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cos: torch.Tensor,
                      sin: torch.Tensor, pos: torch.Tensor, out: torch.Tensor, *, n_heads: int, n_kv_heads: int,
-                     scratch: Scratch, t_per_split: int = 32, block_t: int | None = None, num_warps: int = 4,
-                     pdl: bool = False, split_block: int | None = None) -> torch.Tensor:
+                     scratch: Scratch, t_per_split: int = 32, block_t: int | None = None, num_warps: int | None = None,
+                     pdl: bool = False, split_block: int | None = None, version: int = 1) -> torch.Tensor:
     """The Triton kernel, launched once: out (n_heads * head_dim,) for the token whose q/k/v is ``qkv``.
 
-    ``block_t``: cache slots loaded at once (default: the whole slice up to 64, so a program makes one pass).
-    ``split_block``: splits the combine merges per step (default: launch_constants')."""
+    ``block_t``: cache slots loaded at once (default: the whole slice up to 64, so a program makes one pass;
+    version 2: v2_block_t's). ``split_block``: splits the combine merges per step (default: launch_constants').
+    ``version`` 2: triton_attention_v2's kernel (a lone live slice writes the output itself, no merge phase)."""
     if not triton_available():
         raise RuntimeError("decode_attention: Triton is not installed (use attention_torch)")
-    from roofline.lab.kernels.triton_attention import decode_attention_kernel
+    if version == 2:
+        from roofline.lab.kernels.triton_attention_v2 import decode_attention_v2_kernel as decode_attention_kernel
+    elif version == 1:
+        from roofline.lab.kernels.triton_attention import decode_attention_kernel
+    else:
+        raise ValueError(f"decode_attention: version {version} (1 or 2)")
 
     head_dim = k_cache.shape[-1]
     max_seq = k_cache.shape[2]
-    block_t = block_t or min(t_per_split, 64)
+    block_t = block_t or (min(t_per_split, 64) if version == 1 else v2_block_t(t_per_split, head_dim))
+    if num_warps is None:
+        num_warps = 4 if version == 1 else v2_warps(block_t)
     if not (k_cache.is_contiguous() and v_cache.is_contiguous()) or t_per_split % block_t or block_t < 16:
         raise ValueError("decode_attention: contiguous caches, block_t >= 16 and t_per_split a multiple of it needed")
     consts = launch_constants(n_heads, n_kv_heads, head_dim, max_seq, t_per_split, block_t, split_block)

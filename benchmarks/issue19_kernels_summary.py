@@ -1,0 +1,168 @@
+"""Issue 19's old-vs-new kernel comparison in one table: gpu_suite.py issue19-kernels' last stage.
+
+    PYTHONPATH=src python3 benchmarks/issue19_kernels_summary.py SUITE_DIR
+
+Reads what the suite's stages wrote under SUITE_DIR (attention_ctx*/decode_attention_context.json: the attention
+kernel alone, current "new" vs version 2 "v2", each at its fastest slots per program; decode_fast_llama-1b.json:
+the llama-1b decode per variant, alternating runs; lab_decode/<model>/lab.json: the lab's hand-written decode rows,
+its 2,048-slot cache, each row timed on its own) and writes SUITE_DIR/summary.md and summary.json. A stage that
+failed or left nothing is a line saying so, not an error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+V1_LABEL = "+ Triton GEMV + PDL"
+V2_LABEL = "+ Triton GEMV + PDL + attention v2"
+
+
+def _load(path: Path) -> dict:
+    """A stage's JSON; {} where it is unreadable (a stage killed mid-write leaves its rows out, not the summary)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def attention_rows(suite: Path) -> list[dict]:
+    from decode_attention_context import best_per_kernel
+
+    rows = []
+    for path in sorted(suite.glob("attention_ctx*/decode_attention_context.json")):
+        data = _load(path)
+        if "rows" not in data:
+            continue
+        for max_seq, best in best_per_kernel(data).items():
+            new, v2 = best.get("new"), best.get("v2")
+            errors = sorted({r["error"][:80] for r in data["rows"] if r.get("kernel") == "v2" and "error" in r})
+            rows.append({"context": data["context"], "max_seq": max_seq, "new_us": new and new[0],
+                         "new_t_per_split": new and new[1], "v2_us": v2 and v2[0], "v2_t_per_split": v2 and v2[1],
+                         "v2_over_new": v2[0] / new[0] if new and v2 else None, "v2_errors": errors})
+    return rows
+
+
+def decode_rows(suite: Path) -> tuple[list[dict], list[str]]:
+    rows, notes = [], []
+    for path in sorted(suite.glob("decode_fast_*.json")):
+        data = _load(path)
+        for model, row in data.get("models", {}).items():
+            notes += [f"{model}: {n}" for n in row.get("notes", [])] + ([f"{model}: {row['error']}"] if "error" in row else [])
+            for label, v in row.get("variants", {}).items():
+                classes = v.get("breakdown", {}).get("classes", {})
+                tokens = v.get("tokens") or {}
+                runs = v.get("runs_tokens_per_s") or [v["tokens_per_s"]]
+                rows.append({
+                    "model": model, "variant": label, "tokens_per_s": v["tokens_per_s"],
+                    "tokens_per_s_min_max": [min(runs), max(runs)], "us_per_token": 1e3 * v["ms_per_token"],
+                    "share_of_roof": v["share_of_memory_roof"],
+                    "matmul_us": classes.get("matmul", {}).get("us_per_token"),
+                    "matmul_bytes_per_s": classes.get("matmul", {}).get("achieved_bytes_per_s"),
+                    "attention_us": classes.get("attention", {}).get("us_per_token"),
+                    "other_us": classes.get("other", {}).get("us_per_token"),
+                    "between_us": v.get("breakdown", {}).get("gap_us_per_token"),
+                    "same_tokens": tokens.get("same"), "compared": tokens.get("compared"),
+                    "first_divergence": tokens.get("first_divergence"), "logit_gap_ulps": tokens.get("logit_gap_ulps")})
+            if "attention_v2" in row.get("fast", {}):
+                notes.append(f"{model}: attention v2 tuned to {row['fast']['attention_v2']['t_per_split']} slots a "
+                             f"program (v1: {row['fast']['tuning'].get('attention_t_per_split')})")
+    return rows, notes
+
+
+def lab_rows(suite: Path) -> list[dict]:
+    rows = []
+    for path in sorted(suite.glob("lab_decode/*/lab.json")):
+        peak = _load(path).get("peak") or {}
+        for r in peak.get("fast") or []:
+            classes = {c["name"]: c for c in (r.get("breakdown") or {}).get("classes", [])}
+            per_token = lambda name: (1e6 * classes[name]["time_s"] if name in classes else None)  # noqa: E731
+            rows.append({"model": path.parent.name, "variant": r["title"], "tokens_per_s": r.get("tokens_per_s"),
+                         "share_of_roof": r.get("share_of_memory_roof"), "skipped": r.get("skipped") or "",
+                         "matmul_us": per_token("matrix products"), "attention_us": per_token("attention"),
+                         "matmul_bytes_per_s": classes.get("matrix products", {}).get("achieved_bytes_per_s"),
+                         "same_tokens": r.get("same_tokens"), "compared": r.get("compared_tokens"),
+                         "logit_gap_ulps": r.get("logit_gap_ulps")})
+    return rows
+
+
+def _f(x, fmt: str, none: str = "-") -> str:
+    return none if x is None else format(x, fmt)
+
+
+def render(attention: list[dict], decode: list[dict], notes: list[str], lab: list[dict] = ()) -> str:
+    lines = ["attention alone (llama-1b heads, 22 launches a CUDA graph; each kernel at its fastest slots/program):", "",
+             "| context | cache slots | current us (slots) | v2 us (slots) | v2/current |", "|---:|---:|---:|---:|---:|"]
+    for r in attention:
+        lines.append(f"| {r['context']} | {r['max_seq']} | {_f(r['new_us'], '.2f', 'failed')} ({r['new_t_per_split']}) | "
+                     f"{_f(r['v2_us'], '.2f', 'failed')} ({r['v2_t_per_split']}) | {_f(r['v2_over_new'], '.2f')} |")
+        if r["v2_errors"]:
+            lines.append(f"| | | v2 errors: {'; '.join(r['v2_errors'])} | | |")
+    if not attention:
+        lines.append("| (no attention results: see logs/) | | | | |")
+    lines += ["", "decode (fp16, batch 1, context 256, 64 tokens, CUDA graphs, median of alternating runs):", "",
+              "| model | variant | tok/s (min-max) | us/token | % of roof | products us (TB/s) | attention us | other us "
+              "| between us | same tokens as eager |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in decode:
+        same = (f"{r['same_tokens']}/{r['compared']}" if r["compared"] else "-") + (
+            f" (first differs at {r['first_divergence']}, eager top-2 gap {_f(r['logit_gap_ulps'], '.1f')} ulp)"
+            if r["first_divergence"] is not None else "")
+        bw = r["matmul_bytes_per_s"]
+        lines.append(f"| {r['model']} | {r['variant']} | {r['tokens_per_s']:,.1f} ({r['tokens_per_s_min_max'][0]:,.1f}-"
+                     f"{r['tokens_per_s_min_max'][1]:,.1f}) | {r['us_per_token']:.1f} | {100 * r['share_of_roof']:.1f}% | "
+                     f"{_f(r['matmul_us'], ',.0f')} ({_f(bw and bw / 1e12, '.2f')}) | {_f(r['attention_us'], ',.0f')} | "
+                     f"{_f(r['other_us'], ',.0f')} | {_f(r['between_us'], ',.0f')} | {same} |")
+    if not decode:
+        lines.append("| (no decode results: see logs/) | | | | | | | | | |")
+    by = {(r["model"], r["variant"]): r for r in decode}
+    for model in dict.fromkeys(r["model"] for r in decode):
+        old, new = by.get((model, V1_LABEL)), by.get((model, V2_LABEL))
+        if old and new:
+            lines.append(f"\n{model}: attention v2 {new['us_per_token'] - old['us_per_token']:+.1f} us/token, "
+                         f"{100 * new['share_of_roof']:.1f}% of roof vs {100 * old['share_of_roof']:.1f}% (aim 65%)")
+    if lab:
+        lines += ["", "roofline lab --decode-only (2,048-slot cache, each row timed alone, median of the lab's runs):", "",
+                  "| model | row | tok/s | % of roof | products us (TB/s) | attention us | same tokens as eager |",
+                  "|---|---|---:|---:|---:|---:|---|"]
+        for r in lab:
+            if r["skipped"] or r["tokens_per_s"] is None:
+                lines.append(f"| {r['model']} | {r['variant']} | {r['skipped'] or 'no figures'} | | | | |")
+                continue
+            bw = r["matmul_bytes_per_s"]
+            same = f"{r['same_tokens']}/{r['compared']}" + (
+                f" (eager top-2 gap {r['logit_gap_ulps']:.1f} ulp there)" if r["logit_gap_ulps"] is not None else "")
+            lines.append(f"| {r['model']} | {r['variant']} | {r['tokens_per_s']:,.1f} | {100 * r['share_of_roof']:.1f}% | "
+                         f"{_f(r['matmul_us'], ',.0f')} ({_f(bw and bw / 1e12, '.2f')}) | {_f(r['attention_us'], ',.0f')} | "
+                         f"{same} |")
+    lines += [f"note: {n}" for n in notes]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1 or not Path(argv[0]).is_dir():
+        print("issue19_kernels_summary.py: error: give the suite's output folder", file=sys.stderr)
+        return 2
+    suite = Path(argv[0])
+    attention = attention_rows(suite)
+    decode, notes = decode_rows(suite)
+    lab = lab_rows(suite)
+    text = render(attention, decode, notes, lab)
+    stage_json = [_load(p) for p in sorted(suite.glob("attention_ctx*/decode_attention_context.json"))
+                  + sorted(suite.glob("decode_fast_*.json"))]
+    meta = {k: next((d[k] for d in stage_json if k in d), None) for k in ("gpu", "torch", "triton")}
+    (suite / "summary.json").write_text(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M:%S"), **meta,
+                                                    "command": " ".join(sys.argv), "attention": attention,
+                                                    "decode": decode, "lab": lab, "notes": notes}, indent=1))
+    (suite / "summary.md").write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

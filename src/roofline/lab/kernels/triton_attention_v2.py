@@ -1,0 +1,91 @@
+"""The Triton source of attention.py's second kernel (``version=2``), beside the first for side-by-side timing.
+
+Issue 19: the first kernel takes ~7.6 us a launch on llama-1b's ~300-slot caches, latency rather than bytes.
+After the wait for q/k/v, its critical path is: q/k/v, the softmax of the slice, the partials to L2, an atomic
+arrival, the last program's load of every live slice's partials, the output. This one ends at the output when a
+single program holds every live slot of its KV head (``pos < T_PER_SPLIT``): no partials, no atomic, no merge,
+two L2 round trips fewer. Wide slices (128-512 slots, 8 warps, up to 256 slots a block) make that the common case
+for short contexts: a program loads its first block (up to 64 KB) before the wait, under the previous kernel's
+tail. Past the first slice it is the first kernel (partials and the last program's merge), unchanged.
+"""
+
+import triton
+import triton.language as tl
+
+from roofline.lab.kernels.triton_attention import _attend, _combine, _load_kv, _rope
+from roofline.lab.kernels.triton_gemv import gdc_launch_dependents, gdc_wait
+
+
+@triton.jit
+def decode_attention_v2_kernel(QKV, KC, VC, COS, SIN, POS, OUT, PARTIAL, COUNTERS, scale, max_seq,
+                               Q_HEADS: tl.constexpr, KV_HEADS: tl.constexpr, GROUP: tl.constexpr,
+                               GROUP_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, HALF: tl.constexpr,
+                               BLOCK_T: tl.constexpr, T_PER_SPLIT: tl.constexpr, SPLITS: tl.constexpr,
+                               GROUP_POW2: tl.constexpr, SPLIT_BLOCK: tl.constexpr, PDL: tl.constexpr):
+    dt = KC.dtype.element_ty
+    kh = tl.program_id(0)
+    sp = tl.program_id(1)
+    pos = tl.load(POS).to(tl.int32)  # int32 like the slots, so the block loop's slots keep one type
+    own = pos // T_PER_SPLIT
+    if sp > own:
+        return
+    g = tl.arange(0, GROUP_PAD)
+    g_mask = g < GROUP
+    d1 = tl.arange(0, HALF)
+    d = tl.arange(0, HEAD_DIM)
+    cache = kh.to(tl.int64) * max_seq * HEAD_DIM
+    t_start = sp * T_PER_SPLIT
+    t = t_start + tl.arange(0, BLOCK_T)
+    k1, k2, v = _load_kv(KC, VC, cache, t, pos, HEAD_DIM, HALF)
+    c = tl.load(COS + pos * HALF + d1).to(tl.float32)
+    s = tl.load(SIN + pos * HALF + d1).to(tl.float32)
+    if PDL:
+        gdc_wait()
+        gdc_launch_dependents()
+    q_rows = (kh * GROUP + g)[:, None] * HEAD_DIM
+    q1 = tl.load(QKV + q_rows + d1[None, :], mask=g_mask[:, None], other=0.0).to(tl.float32)
+    q2 = tl.load(QKV + q_rows + HALF + d1[None, :], mask=g_mask[:, None], other=0.0).to(tl.float32)
+    r1, r2 = _rope(q1, q2, c, s, dt)
+    k_off = Q_HEADS * HEAD_DIM + kh * HEAD_DIM
+    v_off = (Q_HEADS + KV_HEADS) * HEAD_DIM + kh * HEAD_DIM
+    k1n = tl.load(QKV + k_off + d1).to(tl.float32)
+    k2n = tl.load(QKV + k_off + HALF + d1).to(tl.float32)
+    rk1, rk2 = _rope(k1n, k2n, c, s, dt)
+    v_new = tl.load(QKV + v_off + d)
+
+    m = tl.full([GROUP_PAD], -1.0e30, dtype=tl.float32)
+    l = tl.zeros([GROUP_PAD], dtype=tl.float32)
+    acc = tl.zeros([GROUP_PAD, HEAD_DIM], dtype=tl.float32)
+    m, l, acc = _attend(r1, r2, k1, k2, v, t, pos, m, l, acc, scale, dt)
+    if T_PER_SPLIT > BLOCK_T:
+        for t0 in range(t_start + BLOCK_T, tl.minimum(t_start + T_PER_SPLIT, pos), BLOCK_T):
+            t = t0 + tl.arange(0, BLOCK_T)
+            k1, k2, v = _load_kv(KC, VC, cache, t, pos, HEAD_DIM, HALF)
+            m, l, acc = _attend(r1, r2, k1, k2, v, t, pos, m, l, acc, scale, dt)
+    if sp == own:
+        tl.store(KC + cache + pos * HEAD_DIM + d1, rk1)
+        tl.store(KC + cache + pos * HEAD_DIM + HALF + d1, rk2)
+        tl.store(VC + cache + pos * HEAD_DIM + d, v_new)
+        current = (tl.sum(r1.to(tl.float32) * rk1.to(tl.float32)[None, :], axis=1)
+                   + tl.sum(r2.to(tl.float32) * rk2.to(tl.float32)[None, :], axis=1)) * scale
+        m_new = tl.maximum(m, current)
+        p_cur = tl.exp(current - m_new)
+        alpha = tl.exp(m - m_new)
+        l = l * alpha + p_cur
+        acc = acc * alpha[:, None] + p_cur[:, None] * v_new.to(tl.float32)[None, :]
+        m = m_new
+    if own == 0:  # one live slice: this program holds the whole softmax, nothing to merge
+        out_ptrs = OUT + (kh * GROUP + g)[:, None] * HEAD_DIM + d[None, :]
+        tl.store(out_ptrs, (acc / l[:, None]).to(dt), mask=g_mask[:, None])
+    else:
+        slot = kh * SPLITS + sp
+        tl.store(PARTIAL + slot * GROUP + g, m, mask=g_mask)
+        tl.store(PARTIAL + KV_HEADS * SPLITS * GROUP + slot * GROUP + g, l, mask=g_mask)
+        acc_base = PARTIAL + 2 * KV_HEADS * SPLITS * GROUP + slot * (GROUP * HEAD_DIM)
+        tl.store(acc_base + g[:, None] * HEAD_DIM + d[None, :], acc, mask=g_mask[:, None])
+        tl.debug_barrier()
+        arrived = tl.atomic_add(COUNTERS + kh, 1, sem="acq_rel")
+        if arrived == own:
+            tl.debug_barrier()
+            _combine(PARTIAL, OUT, kh, own + 1, KV_HEADS, SPLITS, GROUP, GROUP_POW2, HEAD_DIM, SPLIT_BLOCK, dt)
+            tl.atomic_xchg(COUNTERS + kh, 0)
