@@ -181,3 +181,16 @@ def test_cli_predict_takes_the_host_model_and_says_when_it_cannot_use_it(tmp_pat
     assert any(n.startswith("profiled host model not used (") for n in notes)
     assert main(["predict", str(report), "--host-model", "guess"]) == 2
     assert "--host-model" in capsys.readouterr().err
+
+
+def test_the_default_host_model_is_the_profiled_one_when_its_fit_is_sound_and_the_method_says_which_ran():
+    ops = [_op("aten::mul", 10, 30, 10, 2, 4)]
+    p = predict(Report(ceilings=GPU, ops=ops), table=EfficiencyTable(), host_costs=_fitted())
+    # 40 - (1 x 3 + 1 x 1 + 4 x 2) = 28 us: the profiled span, not mul's 5 us dispatch cost
+    assert p.host_time_s == pytest.approx(28 * US)
+    assert "host model profiled" in p.method and "fit is sound" in p.method
+    p = predict(Report(ceilings=GPU, ops=ops), table=EfficiencyTable(), host_costs=_fitted(profiler_fit_residual=0.4))
+    assert p.host_time_s == pytest.approx(5 * US)
+    assert "host model dispatch, the profiled one not usable (its profiler-cost fit misses" in p.method
+    p = _predict(ops, model="dispatch", costs=_fitted())
+    assert p.host_time_s == pytest.approx(5 * US) and "host model dispatch: host time per op" in p.method
