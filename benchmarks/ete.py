@@ -378,6 +378,7 @@ def main() -> int:
                              "profiler_per_top_level_s": host_costs.profiler_per_top_level_s,
                              "profiler_per_nested_event_s": host_costs.profiler_per_nested_event_s,
                              "profiler_per_runtime_call_s": host_costs.profiler_per_runtime_call_s,
+                             "profiler_per_step_s": host_costs.profiler_per_step_s,
                              "profiler_fit_residual": host_costs.profiler_fit_residual,
                              "profiler_fit_condition": host_costs.profiler_fit_condition,
                              "profiler_references": host_costs.profiler_references,
@@ -555,6 +556,9 @@ def _profiler_fit_line(hc: dict) -> str:
             f"nested aten event, {hc['profiler_per_runtime_call_s'] * 1e6:.2f} us per CUDA runtime call "
             f"(non-negative least squares of relative errors over the reference loops below; RMS relative residual "
             f"{hc['profiler_fit_residual']:.0%}, condition number {hc.get('profiler_fit_condition', 0.0):.3g})")
+    if hc.get("profiler_per_step_s") is not None:
+        line += (f"; and {hc['profiler_per_step_s'] * 1e6:.2f} us per profiled step before its first op (profiled "
+                 "steps of two tiny adds: the first add's gap after the step began less the second's)")
     problem = hc.get("profiler_fit_problem")
     return line + (f". Profiled host model not used: {problem}; its column is the dispatch model's" if problem
                    else ". The profiled host model uses it")

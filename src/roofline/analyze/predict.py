@@ -229,14 +229,17 @@ def _add_profiled_host(timed: list[_Timed], costs: HostCosts, serial: bool) -> N
     """Host time per op from the profiled steps: its host span plus the gap since the previous op ended (the
     model's Python between ops, module calls included; medians over the steps), less the profiler's cost for what
     it recorded of the op (its top-level and nested aten events and runtime calls), never below the op kind's
-    dispatch cost. A sync op's span is mostly waiting for the device: it counts its dispatch cost and its gap. On a
-    CPU (one thread) the op's span is already its device time: the host stream keeps the gap less the profiler's
-    cost, and what the gap cannot absorb comes off the op's device time. Ops keep their order; only the host stream
-    (on a CPU, also the span) changes."""
+    dispatch cost; the step's first op's gap also less the profiler's cost per step (what it adds between the step's
+    annotation and its first op). A sync op's span is mostly waiting for the device: it counts its dispatch cost and
+    its gap. On a CPU (one thread) the op's span is already its device time: the host stream keeps the gap less the
+    profiler's cost, and what the gap cannot absorb comes off the op's device time. Ops keep their order; only the
+    host stream (on a CPU, also the span) changes."""
     median_dispatch = statistics.median(costs.dispatch_s.values()) if costs.dispatch_s else 0.0
-    for t in timed:
+    first = min(range(len(timed)), key=lambda i: (timed[i].op.start_s is None, timed[i].op.start_s or 0.0, i),
+                default=None)
+    for i, t in enumerate(timed):
         op = t.op
-        gap = op.host_gap_s
+        gap = max(op.host_gap_s - costs.profiler_per_step_s, 0.0) if i == first else op.host_gap_s
         nested = max(op.profiled_events - op.profiled_top_level, 0)
         cost = (op.profiled_top_level * costs.profiler_per_top_level_s + nested * costs.profiler_per_nested_event_s
                 + op.runtime_calls * costs.profiler_per_runtime_call_s)
