@@ -245,6 +245,9 @@ def main() -> int:
                         help="CPU intra-op threads (default 1 on a CPU: a shared machine's other load then costs a "
                              "step a core, not a stalled thread pool; GPU runs leave torch's default)")
     parser.add_argument("--only", default="", help="comma-separated substrings of workload names to run")
+    parser.add_argument("--budget-s", type=float, default=420.0,
+                        help="no further round starts unless the last round's duration still fits in this many seconds "
+                             "from the start (a device call has a time limit; the results are written either way)")
     parser.add_argument("--trace-budget-mb", type=float, default=14.0,
                         help="gzipped profiler traces of the first round kept in OUT/traces.tgz up to this size")
     args = parser.parse_args()
@@ -297,7 +300,13 @@ def main() -> int:
     counts: dict[str, int] = {}
     traces = staging / "traces"
     traces.mkdir()
+    done, last_round_s = 0, 0.0
     for r in range(rounds):
+        round_began = time.perf_counter()
+        if r > 0 and round_began - began + last_round_s > args.budget_s:
+            say(f"stopping after {r} rounds: another ({last_round_s:.0f} s) would pass the {args.budget_s:.0f} s "
+                "budget")
+            break
         for key, (live, change) in profiled.items():
             say(f"round {r + 1}/{rounds}: profiling {key}")
             trace = traces / f"{_slug(key)}.json" if r == 0 else None
@@ -327,6 +336,8 @@ def main() -> int:
                     samples[key].append(time_steps(live.step, device, counts[key]).median_s)
                 except Exception as exc:  # noqa: BLE001
                     errors.setdefault(key.split(":", 1)[-1], f"{type(exc).__name__}: {exc}"[:300])
+        last_round_s = time.perf_counter() - round_began
+        done = r + 1
 
     rows: list[dict] = []
     for case in workloads:
@@ -370,7 +381,8 @@ def main() -> int:
     result = {"device": ceilings.device_name or str(device), "torch": str(torch.__version__),
               "threads": torch.get_num_threads() if not gpu else None,
               "python": platform.python_version(), "command": " ".join(sys.argv), "date": _now(),
-              "rounds": rounds, "repeats": args.repeats, "iters": iters, "profile_iters": profile_iters,
+              "rounds": done, "rounds_asked": rounds, "budget_s": args.budget_s, "repeats": args.repeats,
+              "iters": iters, "profile_iters": profile_iters,
               "warmup": args.warmup, "steps_per_timing": counts,
               "host_costs": {"dispatch_median_s": statistics.median(host_costs.dispatch_s.values()),
                              "module_call_s": host_costs.module_call_s, "python_per_op_s": host_costs.python_per_op_s,
@@ -578,7 +590,9 @@ def render_md(result: dict) -> str:
              "repeats; predicted = median over the rounds' predictions (±: their interquartile range). Host models: "
              "dispatch = host time per op from this machine's dispatch costs; profiled = the profiled steps' host "
              "spans and gaps less the profiler's cost; predicted = the default host model "
-             f"({head}: the profiled one unless its profiler-cost fit is unsound, then dispatch).", "",
+             f"({head}: the profiled one unless its profiler-cost fit is unsound, then dispatch)."
+             + (f" Stopped after {rounds} of {result['rounds_asked']} rounds: another would have passed the "
+                f"{result['budget_s']:.0f} s budget." if result.get("rounds_asked", rounds) > rounds else ""), "",
              "| workload | bound | predicted ms (range; ± over rounds) | true ms (spread) | predicted/true | "
              "profiled step ms | dispatch host ms | profiled host ms | dispatch/true | profiled/true | ops | "
              "runtime calls | old estimator/true |",
