@@ -234,13 +234,14 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=None,
                         help="rounds, each profiling every configuration then timing every one (default 3: a median "
                              "of 3 outlives one outlier)")
-    parser.add_argument("--repeats", type=int, default=3, help="true-time repeats per round (default 3)")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="true-time repeats per round (default 3 GPU, 1 CPU)")
     parser.add_argument("--iters", type=int, default=None, help="steps per true timing (default 20 GPU, 5 CPU)")
     parser.add_argument("--profile-iters", type=int, default=None,
                         help="profiled steps per round (default the smaller of --iters and 10)")
-    parser.add_argument("--warmup", type=int, default=2,
+    parser.add_argument("--warmup", type=int, default=None,
                         help="untimed steps before each true timing (the previous configuration left other weights "
-                             "in the caches and the allocator)")
+                             "in the caches and the allocator; default 2 GPU, 1 CPU)")
     parser.add_argument("--threads", type=int, default=None,
                         help="CPU intra-op threads (default 1 on a CPU: a shared machine's other load then costs a "
                              "step a core, not a stalled thread pool; GPU runs leave torch's default)")
@@ -258,6 +259,8 @@ def main() -> int:
     iters = args.iters or (20 if gpu else 5)
     profile_iters = args.profile_iters or min(iters, 10)
     rounds = args.rounds or 3
+    args.repeats = args.repeats or (3 if gpu else 1)
+    args.warmup = args.warmup if args.warmup is not None else (2 if gpu else 1)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix="ete-", dir=out))
@@ -331,9 +334,9 @@ def main() -> int:
                 try:
                     for _ in range(args.warmup):
                         live.step()
-                    if key not in counts:
-                        counts[key] = _steps_for(time_steps(live.step, device, 3).median_s, iters)
-                    samples[key].append(time_steps(live.step, device, counts[key]).median_s)
+                    median = time_steps(live.step, device, counts.get(key, iters)).median_s
+                    samples[key].append(median)
+                    counts.setdefault(key, _steps_for(median, iters))
                 except Exception as exc:  # noqa: BLE001
                     errors.setdefault(key.split(":", 1)[-1], f"{type(exc).__name__}: {exc}"[:300])
         last_round_s = time.perf_counter() - round_began
@@ -407,8 +410,9 @@ def main() -> int:
     return 0
 
 
-# A short step is timed over more steps (up to 10x ``--iters``), so that each repeat's median spans at least this long:
-# a 0.15 ms step's 20 samples span 3 ms, and one burst of other load on the host moves their median.
+# After its first repeat (``--iters`` steps), a short step is timed over more steps (up to 10x ``--iters``), so that
+# each repeat's median spans at least this long: a 0.15 ms step's 20 samples span 3 ms, and one burst of other load
+# on the host moves their median.
 MIN_TIMING_S = 0.05
 
 
@@ -584,7 +588,7 @@ def render_md(result: dict) -> str:
     lines = [f"# ETE validation on {result['device']} (torch {result['torch']})", "",
              f"{rounds} rounds, each profiling every configuration ({result.get('profile_iters', result['iters'])} "
              f"profiled steps) then timing every one ({result['repeats']} alternating repeats of {result['iters']} "
-             f"steps or more, enough to span {MIN_TIMING_S * 1e3:.0f} ms, at most {10 * result['iters']}; "
+             f"steps the first time, then enough to span {MIN_TIMING_S * 1e3:.0f} ms, at most {10 * result['iters']}; "
              f"{result.get('warmup', 0)} untimed steps before each); true = median of the "
              f"{rounds * result['repeats']} repeats' medians, no profiler; spread = interquartile range over the "
              "repeats; predicted = median over the rounds' predictions (±: their interquartile range). Host models: "
