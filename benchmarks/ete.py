@@ -319,9 +319,12 @@ def main() -> int:
             except Exception as exc:  # noqa: BLE001 - one workload failing must not lose the others' figures
                 errors.setdefault(key.split(":", 1)[-1], f"{type(exc).__name__}: {exc}"[:300])
                 continue
-            report.save(staging / f"{_slug(key)}.round{r + 1}.report.json")
-            if trace is not None:
-                _gzip(trace)
+            try:  # the files for a later diagnosis: losing them must not lose the figures
+                report.save(staging / f"{_slug(key)}.round{r + 1}.report.json")
+                if trace is not None and trace.exists():
+                    _gzip(trace)
+            except OSError as exc:
+                say(f"could not keep {key}'s report or trace: {exc}")
             first_reports.setdefault(key, report)
             both = {m: predict_report(report, table=table, host_costs=host_costs, batch=change.get("batch"),
                                       seq=change.get("seq"), dtype=change.get("dtype"), host_model=m)
