@@ -478,7 +478,7 @@ def _gzip(path: Path) -> None:
     import gzip
     import shutil
 
-    with open(path, "rb") as src, gzip.open(str(path) + ".gz", "wb", compresslevel=6) as dst:
+    with open(path, "rb") as src, gzip.open(str(path) + ".gz", "wb", compresslevel=1) as dst:
         shutil.copyfileobj(src, dst)
     path.unlink()
 
