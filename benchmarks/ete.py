@@ -325,11 +325,15 @@ def main() -> int:
                     _gzip(trace)
             except OSError as exc:
                 say(f"could not keep {key}'s report or trace: {exc}")
+            try:
+                both = {m: predict_report(report, table=table, host_costs=host_costs, batch=change.get("batch"),
+                                          seq=change.get("seq"), dtype=change.get("dtype"), host_model=m)
+                        for m in MODELS}
+                same = predict_report(report, table=table, host_costs=host_costs) if change else None
+            except Exception as exc:  # noqa: BLE001
+                errors.setdefault(key.split(":", 1)[-1], f"{type(exc).__name__}: {exc}"[:300])
+                continue
             first_reports.setdefault(key, report)
-            both = {m: predict_report(report, table=table, host_costs=host_costs, batch=change.get("batch"),
-                                      seq=change.get("seq"), dtype=change.get("dtype"), host_model=m)
-                    for m in MODELS}
-            same = predict_report(report, table=table, host_costs=host_costs) if change else None
             predictions[key].append({"models": both, "same": same, "report": report})
         say(f"round {r + 1}/{rounds}: true step times, {args.repeats} alternating repeats of {len(lives)} steps")
         for _ in range(args.repeats):
