@@ -331,8 +331,8 @@ def _method(serial: bool, costs: HostCosts | None, replayed: bool = False, host_
                 "make the host wait; step = when both have finished")
     host = f"host costs measured on {costs.device_name or costs.device}" if costs else "no host costs"
     if replayed:
-        host = (f"host model profiled: host time from the profiled step less the profiler's cost, whose fit is sound "
-                f"({host})")
+        checked = "whose fit is sound" if host_model == "profiled" else "its fit not checked"
+        host = f"host model profiled: host time from the profiled step less the profiler's cost, {checked} ({host})"
     elif host_model != "dispatch" and fallback:
         host = f"host model dispatch, the profiled one not usable ({fallback}); {host}"
     else:
