@@ -467,6 +467,7 @@ def _over_rounds(runs: list[dict]) -> dict:
         nearest = min(ps, key=lambda p: abs(p.step_time_s - mid))
         out.update({f"{model}_predicted_s": mid, f"{model}_host_s": _median([p.host_time_s for p in ps]),
                     f"{model}_bound": nearest.bound, f"{model}_rounds_s": steps,
+                    f"{model}_host_rounds_s": [p.host_time_s for p in ps],
                     f"{model}_round_spread_s": _iqr(steps)})
     ps = [x["models"][DEFAULT_HOST_MODEL] for x in runs]
     out.update({"predicted_s": out[f"{DEFAULT_HOST_MODEL}_predicted_s"], "low_s": _median([p.low_s for p in ps]),
@@ -520,6 +521,7 @@ def _fill(row: dict, values: list[float]) -> None:
     ordered = sorted(values)
     q = statistics.quantiles(ordered, n=4, method="inclusive") if len(ordered) > 1 else [ordered[0]] * 3
     row["true_s"] = statistics.median(ordered)
+    row["true_repeats_s"] = list(values)
     row["true_spread_s"] = q[2] - q[0]
     row["ratio"] = _ratio(row.get("predicted_s"), row["true_s"])
     if "old_estimator_s" in row:
