@@ -1,24 +1,30 @@
 """Validation of the execution time estimator (issue 21): predict, then measure, on workloads and what-if pairs.
 
-    PYTHONPATH=src python3 benchmarks/ete.py OUT [--device cuda|cpu] [--repeats N] [--only NAME,...]
+    PYTHONPATH=src python3 benchmarks/ete.py OUT [--device cuda|cpu] [--rounds N] [--repeats N] [--only NAME,...]
 
-Per workload: `analyze_model` profiles one step (per-op device times under torch.profiler), `predict` turns the
-report into a step time (device and host streams, analyze/predict.py), then the true step time is measured
-without any profiler. What-if pairs: the source configuration's report is projected (`predict_report`: another
-batch, dtype or sequence length) and the target configuration's true step time is measured. All true-time
-measurements run in one sitting, alternating: repeat r times every workload and target in turn, so drift
-(other load, clocks) spreads over all of them; each figure is the median of the repeats' medians, with the spread
-(interquartile range over the repeats). The old estimator (sum of per-op roofline time + launch overhead,
-`Summary.predicted_total_s`) is shown beside. Both host models of the predictor run on the same reports: `dispatch`
-(host time per op built from this machine's dispatch costs) and `profiled` (the profiled steps' own host spans and
-gaps less the profiler's cost per top-level event, nested aten event and CUDA runtime call, fitted on this machine
-over reference loops: ete.md lists them with the fit; when the fit is poor the profiled column falls back to the
-dispatch model and says why); the headline column is the predictor's default (`analyze/predict.py`
-DEFAULT_HOST_MODEL), each has its own ratio and counts.
+Per workload: `analyze_model` profiles the step (per-op device times and host spans under torch.profiler),
+`predict` turns the report into a step time (device and host streams, analyze/predict.py), then the true step time
+is measured without any profiler. What-if pairs: the source configuration's report is projected (`predict_report`:
+another batch, dtype or sequence length) and the target configuration's true step time is measured (the source's
+too, to tell a projection's error from the source's). Every configuration is built once and kept; the sitting runs
+in rounds, each profiling every configuration and predicting from that round's report, then timing every
+configuration in `--repeats` alternating repeats (a few untimed steps before each). So the predictions' inputs and
+the truth sample the same stretch of the host's load, and both take the same statistic: the prediction is the median
+over the rounds, the truth the median of all repeats' medians, each with its interquartile range. (One profile and
+one truth taken a minute apart on a host whose speed drifts: on the H200 on 2026-12-01 the same llama-tiny forward
+gave a profiled host time of 8.6 to 14.4 ms and true times with IQRs up to 35%.) The old estimator (sum of per-op
+roofline time + launch overhead, `Summary.predicted_total_s`) is shown beside. Both host models of the predictor run
+on the same reports: `dispatch` (host time per op built from this machine's dispatch costs) and `profiled` (the
+profiled steps' own host spans and gaps less the profiler's cost per top-level event, nested aten event and CUDA
+runtime call, fitted on this machine over reference loops: ete.md lists them with the fit; when the fit is poor the
+profiled column falls back to the dispatch model and says why); the headline column is the predictor's default
+(`analyze/predict.py` DEFAULT_HOST_MODEL), each has its own ratio and counts.
 
-Writes OUT/ete.json and OUT/ete.md, and OUT.tgz of both. Sizes: small on a CPU (one sitting of a few minutes on
-two cores), realistic on a GPU (under 9 minutes on an H200). Anchor: Habitat (Yu et al., USENIX ATC 2021)
-reports 11.8% average error predicting training iteration time across GPUs.
+Writes OUT/ete.json and OUT/ete.md, OUT.tgz of both, OUT/reports.tgz (every round's report.json of every
+configuration: the next diagnosis needs no GPU) and OUT/traces.tgz (the first round's profiler traces, gzipped,
+smallest first within a size budget). Sizes: small on a CPU (a few minutes on two cores), realistic on a GPU (about
+6 minutes on an H200). Anchor: Habitat (Yu et al., USENIX ATC 2021) reports 11.8% average error predicting training
+iteration time across GPUs.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import platform
 import statistics
 import sys
 import tarfile
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,14 +190,37 @@ def build(case: Case, device: torch.device):
     return model, built
 
 
-def analyze(case: Case, device, ceilings, iters: int):
+@dataclass
+class Live:
+    """A configuration built once and kept for the whole sitting: each round profiles the same model (a compiled
+    one compiles once) and times the same step."""
+
+    case: Case
+    model: torch.nn.Module
+    built: Built
+    inputs: Any
+    step: Callable
+
+
+def prepare(case: Case, device: torch.device) -> Live:
     model, built = build(case, device)
     inputs = built.inputs if isinstance(built.inputs, dict) else tuple(built.inputs)
-    report = analyze_model(model, inputs, device=device, ceilings=ceilings, backward=case.backward,
-                           loss_fn=built.loss_fn, warmup=3 if case.compiled else 2, iters=iters, workload=case.name)
-    report.extra.update(batch=case.batch, seq=case.seq or None)
     step = make_step(model, inputs, backward=case.backward, loss_fn=built.loss_fn)
-    return report, step
+    return Live(case, model, built, inputs, step)
+
+
+def profile(live: Live, device, ceilings, iters: int, warmup: int, trace_path: Path | None = None):
+    case = live.case
+    report = analyze_model(live.model, live.inputs, device=device, ceilings=ceilings, backward=case.backward,
+                           loss_fn=live.built.loss_fn, warmup=warmup, iters=iters, workload=case.name,
+                           trace_path=trace_path)
+    report.extra.update(batch=case.batch, seq=case.seq or None)
+    return report
+
+
+def analyze(case: Case, device, ceilings, iters: int):
+    live = prepare(case, device)
+    return profile(live, device, ceilings, iters, 3 if case.compiled else 2), live.step
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -201,21 +231,44 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--iters", type=int, default=None, help="steps per timing (default 20 GPU, 5 CPU)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="rounds, each profiling every configuration then timing every one (default 3: a median "
+                             "of 3 outlives one outlier)")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="true-time repeats per round (default 3 GPU, 1 CPU)")
+    parser.add_argument("--iters", type=int, default=None, help="steps per true timing (default 20 GPU, 5 CPU)")
+    parser.add_argument("--profile-iters", type=int, default=None,
+                        help="profiled steps per round (default the smaller of --iters and 10)")
+    parser.add_argument("--warmup", type=int, default=None,
+                        help="untimed steps before each true timing (the previous configuration left other weights "
+                             "in the caches and the allocator; default 2 GPU, 1 CPU)")
     parser.add_argument("--threads", type=int, default=None,
                         help="CPU intra-op threads (default 1 on a CPU: a shared machine's other load then costs a "
                              "step a core, not a stalled thread pool; GPU runs leave torch's default)")
     parser.add_argument("--only", default="", help="comma-separated substrings of workload names to run")
+    parser.add_argument("--budget-s", type=float, default=420.0,
+                        help="no further round starts unless the last round's duration still fits in this many seconds "
+                             "from the start (a device call has a time limit; the results are written either way)")
+    parser.add_argument("--trace-budget-mb", type=float, default=14.0,
+                        help="gzipped profiler traces of the first round kept in OUT/traces.tgz up to this size")
     args = parser.parse_args()
     device = torch.device(args.device)
     gpu = device.type == "cuda"
     if args.threads or not gpu:
         torch.set_num_threads(args.threads or 1)
     iters = args.iters or (20 if gpu else 5)
+    profile_iters = args.profile_iters or min(iters, 10)
+    rounds = args.rounds or 3
+    args.repeats = args.repeats or (3 if gpu else 1)
+    args.warmup = args.warmup if args.warmup is not None else (2 if gpu else 1)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="ete-", dir=out))
     began = time.perf_counter()
+
+    def say(what: str) -> None:
+        print(f"[{time.perf_counter() - began:6.1f}s] {what}", file=sys.stderr, flush=True)
+
     ceilings = get_ceilings(device, quick=not gpu)
     host_costs = get_host_costs(device)
     table = load_table()
@@ -225,79 +278,129 @@ def main() -> int:
         workloads = [c for c in workloads if any(k in c.name for k in keys)]
         whatif = [w for w in whatif if any(k in w[0] for k in keys)]
 
-    rows: list[dict] = []
-    steps: dict[str, Callable] = {}
+    # Every configuration is built once; each round profiles each (a prediction per round and host model), then
+    # times each (`--repeats` alternating repeats): the predictions' inputs and the truth are sampled over the same
+    # sitting, and each is the median over its rounds or repeats.
+    errors: dict[str, str] = {}
+    lives: dict[str, Live] = {}
+    profiled: dict[str, tuple[Live, dict]] = {}   # key -> (live, change)
     for case in workloads:
-        print(f"[{time.perf_counter() - began:6.1f}s] {case.name}", file=sys.stderr, flush=True)
-        try:
-            report, step = analyze(case, device, ceilings, iters)
-        except Exception as exc:  # noqa: BLE001 - one workload failing must not lose the others' figures
-            rows.append({"workload": case.name, "error": f"{type(exc).__name__}: {exc}"[:300]})
+        _attempt(errors, case.name, lambda c=case: lives.__setitem__(c.name, prepare(c, device)))
+        if case.name in lives:
+            profiled[case.name] = (lives[case.name], {})
+    for label, src, dst, change in whatif:
+        for key, case in ((f"source:{label}", src), (f"whatif:{label}", dst)):
+            _attempt(errors, label, lambda k=key, c=case: lives.__setitem__(k, prepare(c, device)))
+        if f"source:{label}" in lives and f"whatif:{label}" in lives:
+            profiled[f"source:{label}"] = (lives[f"source:{label}"], change)
+        else:
+            lives.pop(f"source:{label}", None)
+            lives.pop(f"whatif:{label}", None)
+
+    predictions: dict[str, list[dict]] = {key: [] for key in profiled}
+    first_reports: dict[str, Any] = {}
+    samples: dict[str, list[float]] = {key: [] for key in lives}
+    counts: dict[str, int] = {}
+    traces = staging / "traces"
+    traces.mkdir()
+    done, last_round_s = 0, 0.0
+    for r in range(rounds):
+        round_began = time.perf_counter()
+        if r > 0 and round_began - began + last_round_s > args.budget_s:
+            say(f"stopping after {r} rounds: another ({last_round_s:.0f} s) would pass the {args.budget_s:.0f} s "
+                "budget")
+            break
+        for key, (live, change) in profiled.items():
+            say(f"round {r + 1}/{rounds}: profiling {key}")
+            trace = traces / f"{_slug(key)}.json" if r == 0 else None
+            try:
+                report = profile(live, device, ceilings, profile_iters,
+                                 (3 if live.case.compiled else 2) if r == 0 else 1, trace)
+            except Exception as exc:  # noqa: BLE001 - one workload failing must not lose the others' figures
+                errors.setdefault(key.split(":", 1)[-1], f"{type(exc).__name__}: {exc}"[:300])
+                continue
+            try:  # the files for a later diagnosis: losing them must not lose the figures
+                report.save(staging / f"{_slug(key)}.round{r + 1}.report.json")
+                if trace is not None and trace.exists():
+                    _gzip(trace)
+            except OSError as exc:
+                say(f"could not keep {key}'s report or trace: {exc}")
+            try:
+                both = {m: predict_report(report, table=table, host_costs=host_costs, batch=change.get("batch"),
+                                          seq=change.get("seq"), dtype=change.get("dtype"), host_model=m)
+                        for m in MODELS}
+                same = predict_report(report, table=table, host_costs=host_costs) if change else None
+            except Exception as exc:  # noqa: BLE001
+                errors.setdefault(key.split(":", 1)[-1], f"{type(exc).__name__}: {exc}"[:300])
+                continue
+            first_reports.setdefault(key, report)
+            predictions[key].append({"models": both, "same": same, "report": report})
+        say(f"round {r + 1}/{rounds}: true step times, {args.repeats} alternating repeats of {len(lives)} steps")
+        for _ in range(args.repeats):
+            for key, live in lives.items():
+                try:
+                    for _ in range(args.warmup):
+                        live.step()
+                    median = time_steps(live.step, device, counts.get(key, iters)).median_s
+                    samples[key].append(median)
+                    counts.setdefault(key, _steps_for(median, iters))
+                except Exception as exc:  # noqa: BLE001
+                    errors.setdefault(key.split(":", 1)[-1], f"{type(exc).__name__}: {exc}"[:300])
+        last_round_s = time.perf_counter() - round_began
+        done = r + 1
+
+    rows: list[dict] = []
+    for case in workloads:
+        runs = predictions.get(case.name)
+        if not runs:
+            rows.append({"workload": case.name, "error": errors.get(case.name, "not profiled")})
             continue
-        both = {m: predict_report(report, table=table, host_costs=host_costs, host_model=m) for m in MODELS}
-        p = both[DEFAULT_HOST_MODEL]
-        steps[case.name] = step
+        report = first_reports[case.name]
         rows.append({"workload": case.name, "family": case.family, "dtype": case.dtype,
                      "mode": "training" if case.backward else "forward", "compiled": case.compiled,
-                     "batch": case.batch, "seq": case.seq, "ops": len(report.ops),
-                     "predicted_s": p.step_time_s, "low_s": p.low_s, "high_s": p.high_s, "bound": p.bound,
-                     "host_s": p.host_time_s, "device_s": p.device_time_s,
-                     "old_estimator_s": report.summary.predicted_total_s,
-                     "profiled_step_s": report.profiled_step_time.median_s if report.profiled_step_time else None,
+                     "batch": case.batch, "seq": case.seq, "ops": len(report.ops), "rounds": len(runs),
+                     **_over_rounds(runs),
+                     "old_estimator_s": _median([x["report"].summary.predicted_total_s for x in runs]),
+                     "profiled_step_s": _median([x["report"].profiled_step_time.median_s for x in runs
+                                                 if x["report"].profiled_step_time]),
                      "runtime_calls": sum(op.runtime_calls for op in report.ops),
                      "profiled_events": sum(op.profiled_events for op in report.ops),
                      "profiled_top_level": sum(op.profiled_top_level for op in report.ops),
-                     "profiled_note": next((n for n in both["profiled"].notes if "profiled host model not used" in n),
-                                           None),
-                     "dominant": [g.name for g in p.dominant[:3]], **_by_model(both)})
+                     "profiled_note": next((n for n in runs[0]["models"]["profiled"].notes
+                                            if "profiled host model not used" in n), None),
+                     "dominant": [g.name for g in runs[0]["models"][DEFAULT_HOST_MODEL].dominant[:3]]})
+        if samples.get(case.name):
+            _fill(rows[-1], samples[case.name])
 
     pairs: list[dict] = []
-    for label, src, dst, change in whatif:
-        print(f"[{time.perf_counter() - began:6.1f}s] what-if {label}", file=sys.stderr, flush=True)
-        try:
-            report, _ = analyze(src, device, ceilings, iters)
-            both = {m: predict_report(report, table=table, host_costs=host_costs, batch=change.get("batch"),
-                                      seq=change.get("seq"), dtype=change.get("dtype"), host_model=m)
-                    for m in MODELS}
-            p = both[DEFAULT_HOST_MODEL]
-            same = predict_report(report, table=table, host_costs=host_costs)
-            model, built = build(dst, device)
-            inputs = built.inputs if isinstance(built.inputs, dict) else tuple(built.inputs)
-            steps[f"whatif:{label}"] = make_step(model, inputs, backward=dst.backward, loss_fn=built.loss_fn)
-            steps[f"whatif:{label}"]()
-        except Exception as exc:  # noqa: BLE001
-            pairs.append({"pair": label, "error": f"{type(exc).__name__}: {exc}"[:300]})
+    for label, _src, _dst, _change in whatif:
+        runs = predictions.get(f"source:{label}")
+        if not runs:
+            pairs.append({"pair": label, "error": errors.get(label, "not profiled")})
             continue
-        pairs.append({"pair": label, "predicted_s": p.step_time_s, "low_s": p.low_s, "high_s": p.high_s,
-                      "bound": p.bound, "source_predicted_s": same.step_time_s,
-                      "bound_changes": len(p.bound_changes), "scenario": p.scenario, **_by_model(both)})
-
-    print(f"[{time.perf_counter() - began:6.1f}s] true step times, {args.repeats} alternating repeats of "
-          f"{len(steps)} steps", file=sys.stderr, flush=True)
-    samples: dict[str, list[float]] = {name: [] for name in steps}
-    for name, step in steps.items():
-        step()
-    for _ in range(args.repeats):
-        for name, step in steps.items():
-            samples[name].append(time_steps(step, device, iters).median_s)
-    # The what-if pairs' sources were not kept: their true time is their own row's, measured in the same loop.
-    for row in rows:
-        if row["workload"] in samples:
-            _fill(row, samples[row["workload"]])
-    for pair in pairs:
-        key = f"whatif:{pair['pair']}"
-        if key in samples:
-            _fill(pair, samples[key])
+        p = runs[0]["models"][DEFAULT_HOST_MODEL]
+        pairs.append({"pair": label, "rounds": len(runs), **_over_rounds(runs),
+                      "source_predicted_s": _median([x["same"].step_time_s for x in runs]),
+                      "bound_changes": len(p.bound_changes), "scenario": p.scenario})
+        if samples.get(f"source:{label}"):
+            pairs[-1]["source_true_s"] = statistics.median(samples[f"source:{label}"])
+            pairs[-1]["source_ratio"] = _ratio(pairs[-1]["source_predicted_s"], pairs[-1]["source_true_s"])
+        if samples.get(f"whatif:{label}"):
+            _fill(pairs[-1], samples[f"whatif:{label}"])
 
     result = {"device": ceilings.device_name or str(device), "torch": str(torch.__version__),
               "threads": torch.get_num_threads() if not gpu else None,
-              "python": platform.python_version(), "repeats": args.repeats, "iters": iters,
+              "python": platform.python_version(), "command": " ".join(sys.argv), "date": _now(),
+              "rounds": done, "rounds_asked": rounds, "budget_s": args.budget_s, "repeats": args.repeats,
+              "iters": iters, "profile_iters": profile_iters,
+              "warmup": args.warmup, "steps_per_timing": counts,
               "host_costs": {"dispatch_median_s": statistics.median(host_costs.dispatch_s.values()),
                              "module_call_s": host_costs.module_call_s, "python_per_op_s": host_costs.python_per_op_s,
                              "backward_per_op_s": host_costs.backward_per_op_s, "spread": host_costs.spread,
                              "profiler_per_top_level_s": host_costs.profiler_per_top_level_s,
                              "profiler_per_nested_event_s": host_costs.profiler_per_nested_event_s,
                              "profiler_per_runtime_call_s": host_costs.profiler_per_runtime_call_s,
+                             "profiler_per_step_s": host_costs.profiler_per_step_s,
                              "profiler_fit_residual": host_costs.profiler_fit_residual,
                              "profiler_fit_condition": host_costs.profiler_fit_condition,
                              "profiler_references": host_costs.profiler_references,
@@ -309,16 +412,116 @@ def main() -> int:
               "wall_s": time.perf_counter() - began}
     atomic_write_text(out / "ete.json", json.dumps(result, indent=1) + "\n")
     atomic_write_text(out / "ete.md", render_md(result))
-    with tarfile.open(str(out) + ".tgz", "w:gz") as tar:
-        tar.add(out, arcname=out.name)
+    _pack(staging, out, args.trace_budget_mb * 2**20)
     print(render_md(result))
     return 0
+
+
+# After its first repeat (``--iters`` steps), a short step is timed over more steps (up to 10x ``--iters``), so that
+# each repeat's median spans at least this long: a 0.15 ms step's 20 samples span 3 ms, and one burst of other load
+# on the host moves their median.
+MIN_TIMING_S = 0.05
+
+
+def _steps_for(step_s: float, iters: int) -> int:
+    return max(iters, min(10 * iters, round(MIN_TIMING_S / max(step_s, 1e-9))))
+
+
+def _attempt(errors: dict[str, str], name: str, fn: Callable[[], object]) -> None:
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - one workload failing must not lose the others' figures
+        errors.setdefault(name, f"{type(exc).__name__}: {exc}"[:300])
+
+
+def _slug(key: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in key.replace(" -> ", "-to-"))
+
+
+def _now() -> str:
+    import datetime as dt
+
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _median(values: list[float]) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _iqr(values: list[float]) -> float:
+    if len(values) < 2:
+        return 0.0
+    q = statistics.quantiles(sorted(values), n=4, method="inclusive")
+    return q[2] - q[0]
+
+
+def _over_rounds(runs: list[dict]) -> dict:
+    """Each host model's prediction as the median over the rounds (the truth's statistic over its repeats), with
+    the rounds' own figures and their spread; the headline fields are the default host model's."""
+    out: dict = {}
+    for model in MODELS:
+        ps = [x["models"][model] for x in runs]
+        steps = [p.step_time_s for p in ps]
+        mid = statistics.median(steps)
+        nearest = min(ps, key=lambda p: abs(p.step_time_s - mid))
+        out.update({f"{model}_predicted_s": mid, f"{model}_host_s": _median([p.host_time_s for p in ps]),
+                    f"{model}_bound": nearest.bound, f"{model}_rounds_s": steps,
+                    f"{model}_host_rounds_s": [p.host_time_s for p in ps],
+                    f"{model}_round_spread_s": _iqr(steps)})
+    ps = [x["models"][DEFAULT_HOST_MODEL] for x in runs]
+    out.update({"predicted_s": out[f"{DEFAULT_HOST_MODEL}_predicted_s"], "low_s": _median([p.low_s for p in ps]),
+                "high_s": _median([p.high_s for p in ps]), "bound": out[f"{DEFAULT_HOST_MODEL}_bound"],
+                "host_s": out[f"{DEFAULT_HOST_MODEL}_host_s"],
+                "device_s": _median([p.device_time_s for p in ps]),
+                "round_spread_s": out[f"{DEFAULT_HOST_MODEL}_round_spread_s"],
+                "method": ps[0].method})
+    return out
+
+
+def _gzip(path: Path) -> None:
+    import gzip
+    import shutil
+
+    with open(path, "rb") as src, gzip.open(str(path) + ".gz", "wb", compresslevel=1) as dst:
+        shutil.copyfileobj(src, dst)
+    path.unlink()
+
+
+def _pack(staging: Path, out: Path, trace_budget: float) -> None:
+    """OUT/reports.tgz: every round's report.json; OUT/traces.tgz: the first round's gzipped traces, smallest
+    first, up to ``trace_budget`` bytes (a device run returns a few files of limited size); OUT.tgz: ete.json and
+    ete.md. The staging folder is removed."""
+    import shutil
+
+    with tarfile.open(out / "reports.tgz", "w:gz") as tar:
+        for path in sorted(staging.glob("*.report.json")):
+            tar.add(path, arcname=f"reports/{path.name}")
+    kept, skipped, total = [], [], 0
+    for path in sorted((staging / "traces").glob("*.gz"), key=lambda p: p.stat().st_size):
+        if total + path.stat().st_size <= trace_budget:
+            kept.append(path)
+            total += path.stat().st_size
+        else:
+            skipped.append(path.name)
+    with tarfile.open(out / "traces.tgz", "w") as tar:
+        for path in kept:
+            tar.add(path, arcname=f"traces/{path.name}")
+        if skipped:
+            note = staging / "traces" / "NOT_KEPT.txt"
+            note.write_text("over the size budget: " + ", ".join(skipped) + "\n")
+            tar.add(note, arcname="traces/NOT_KEPT.txt")
+    with tarfile.open(str(out) + ".tgz", "w:gz") as tar:
+        for name in ("ete.json", "ete.md"):
+            tar.add(out / name, arcname=f"{out.name}/{name}")
+    shutil.rmtree(staging, ignore_errors=True)
 
 
 def _fill(row: dict, values: list[float]) -> None:
     ordered = sorted(values)
     q = statistics.quantiles(ordered, n=4, method="inclusive") if len(ordered) > 1 else [ordered[0]] * 3
     row["true_s"] = statistics.median(ordered)
+    row["true_repeats_s"] = list(values)
     row["true_spread_s"] = q[2] - q[0]
     row["ratio"] = _ratio(row.get("predicted_s"), row["true_s"])
     if "old_estimator_s" in row:
@@ -368,12 +571,19 @@ def _r(x: float | None) -> str:
     return f"{x:.2f}" if x else "—"
 
 
+def _round_spread(row: dict) -> str:
+    return f"; ±{_ms(row['round_spread_s'])}" if row.get("rounds", 1) > 1 and "round_spread_s" in row else ""
+
+
 def _profiler_fit_line(hc: dict) -> str:
     line = (f"Profiler cost measured here: {hc.get('profiler_per_top_level_s', 0.0) * 1e6:.2f} us per top-level "
             f"event, {hc.get('profiler_per_nested_event_s', hc.get('profiler_per_event_s', 0.0)) * 1e6:.2f} us per "
             f"nested aten event, {hc['profiler_per_runtime_call_s'] * 1e6:.2f} us per CUDA runtime call "
             f"(non-negative least squares of relative errors over the reference loops below; RMS relative residual "
             f"{hc['profiler_fit_residual']:.0%}, condition number {hc.get('profiler_fit_condition', 0.0):.3g})")
+    if hc.get("profiler_per_step_s") is not None:
+        line += (f"; and {hc['profiler_per_step_s'] * 1e6:.2f} us per profiled step before its first op (profiled "
+                 "steps of two tiny adds: the first add's gap after the step began less the second's)")
     problem = hc.get("profiler_fit_problem")
     return line + (f". Profiled host model not used: {problem}; its column is the dispatch model's" if problem
                    else ". The profiled host model uses it")
@@ -383,36 +593,46 @@ def render_md(result: dict) -> str:
     s = result["summary"]
     head = result.get("host_model", "dispatch")
     hc = result.get("host_costs", {})
+    rounds = result.get("rounds", 1)
     lines = [f"# ETE validation on {result['device']} (torch {result['torch']})", "",
-             f"{result['repeats']} alternating repeats of {result['iters']} steps; true = median of the repeats' "
-             "medians, no profiler; spread = interquartile range over the repeats. Host models: dispatch = host "
-             "time per op from this machine's dispatch costs; profiled = the profiled steps' host spans and gaps "
-             "less the profiler's cost; predicted = the default host model "
-             f"({head}).", "",
-             "| workload | bound | predicted ms (range) | true ms (spread) | predicted/true | profiled step ms | "
-             "dispatch host ms | profiled host ms | dispatch/true | profiled/true | ops | runtime calls | "
-             "old estimator/true |",
+             f"{rounds} rounds, each profiling every configuration ({result.get('profile_iters', result['iters'])} "
+             f"profiled steps) then timing every one ({result['repeats']} alternating repeats of {result['iters']} "
+             f"steps the first time, then enough to span {MIN_TIMING_S * 1e3:.0f} ms, at most {10 * result['iters']}; "
+             f"{result.get('warmup', 0)} untimed steps before each); true = median of the "
+             f"{rounds * result['repeats']} repeats' medians, no profiler; spread = interquartile range over the "
+             "repeats; predicted = median over the rounds' predictions (±: their interquartile range). Host models: "
+             "dispatch = host time per op from this machine's dispatch costs; profiled = the profiled steps' host "
+             "spans and gaps less the profiler's cost; predicted = the default host model "
+             f"({head}: the profiled one unless its profiler-cost fit is unsound, then dispatch)."
+             + (f" Stopped after {rounds} of {result['rounds_asked']} rounds: another would have passed the "
+                f"{result['budget_s']:.0f} s budget." if result.get("rounds_asked", rounds) > rounds else ""), "",
+             "| workload | bound | predicted ms (range; ± over rounds) | true ms (spread) | predicted/true | "
+             "profiled step ms | dispatch host ms | profiled host ms | dispatch/true | profiled/true | ops | "
+             "runtime calls | old estimator/true |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in result["workloads"]:
         if "error" in r:
             lines.append(f"| {r['workload']} | error: {r['error']} | | | | | | | | | | | |")
             continue
         lines.append(f"| {r['workload']} | {r['bound']} | {_ms(r['predicted_s'])} ({_ms(r['low_s'])}-"
-                     f"{_ms(r['high_s'])}) | {_ms(r.get('true_s'))} (±{_ms(r.get('true_spread_s'))}) | "
+                     f"{_ms(r['high_s'])}{_round_spread(r)}) | "
+                     f"{_ms(r.get('true_s'))} (±{_ms(r.get('true_spread_s'))}) | "
                      f"{_r(r.get('ratio'))} | {_ms(r.get('profiled_step_s'))} | {_ms(r.get('dispatch_host_s'))} | "
                      f"{_ms(r.get('profiled_host_s'))} | "
                      f"{_r(r.get('dispatch_ratio'))} | {_r(r.get('profiled_ratio'))} | {r.get('ops', '—')} | "
                      f"{r.get('runtime_calls', '—')} | {_r(r.get('old_ratio'))} |")
-    lines += ["", "| what-if | predicted ms (range) | measured ms (spread) | predicted/measured | dispatch/measured | "
-                  "profiled/measured | ops changing bound |",
-              "|---|---|---|---|---|---|---|"]
+    lines += ["", "| what-if | predicted ms (range; ± over rounds) | measured ms (spread) | predicted/measured | "
+                  "dispatch/measured | profiled/measured | ops changing bound | source predicted/measured |",
+              "|---|---|---|---|---|---|---|---|"]
     for p in result["whatif"]:
         if "error" in p:
-            lines.append(f"| {p['pair']} | error: {p['error']} | | | | | |")
+            lines.append(f"| {p['pair']} | error: {p['error']} | | | | | | |")
             continue
-        lines.append(f"| {p['pair']} | {_ms(p['predicted_s'])} ({_ms(p['low_s'])}-{_ms(p['high_s'])}) | "
+        lines.append(f"| {p['pair']} | {_ms(p['predicted_s'])} ({_ms(p['low_s'])}-{_ms(p['high_s'])}"
+                     f"{_round_spread(p)}) | "
                      f"{_ms(p.get('true_s'))} (±{_ms(p.get('true_spread_s'))}) | {_r(p.get('ratio'))} | "
-                     f"{_r(p.get('dispatch_ratio'))} | {_r(p.get('profiled_ratio'))} | {p['bound_changes']} |")
+                     f"{_r(p.get('dispatch_ratio'))} | {_r(p.get('profiled_ratio'))} | {p['bound_changes']} | "
+                     f"{_r(p.get('source_ratio'))} |")
     mae = s["mean_abs_error"]
     lines += ["", f"Within 0.85-1.15: {s['within_15pct']} of {s['workloads']} workloads (old estimator: "
                   f"{s['old_within_15pct']}); mean |error| {mae:.1%}" if mae is not None else "no workload ran",

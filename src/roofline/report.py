@@ -577,8 +577,9 @@ class HostCosts(Struct):
     relative error over the references' added times; ``profiler_fit_condition``: the condition number of the fitted
     costs' scaled columns; ``profiler_references``: each loop's figures per call, named
     by analyze/host_costs.py's REFERENCE_FIELDS; ``profiler_left_out``: references the fit did not use, with why;
-    ``profiler_model``: the cost model fitted, a cache fitted with another is measured again; all empty in files
-    written before them)."""
+    ``profiler_model``: the cost model fitted, a cache fitted with another is measured again;
+    ``profiler_per_step_s``: what it adds once per profiled step, between the step's annotation and its first op;
+    all empty in files written before them)."""
 
     device: str = "cpu"
     device_name: str = ""
@@ -594,6 +595,7 @@ class HostCosts(Struct):
     profiler_references: dict[str, list[float]] = field(default_factory=dict)
     profiler_left_out: dict[str, str] = field(default_factory=dict)
     profiler_model: str = ""
+    profiler_per_step_s: NonNegative = 0.0
     spread: NonNegative = 0.0
     method: str = ""
     torch_version: str = ""

@@ -52,3 +52,53 @@ def test_both_host_models_are_scored_and_shown_side_by_side(ete):
     assert "| views | 1.00 | 1.00 | +0.00 | 3 | 0 | 0 | 0.00 | left out: the profiler did not slow it down |" in md
     result["host_costs"]["profiler_fit_problem"] = "its profiler-cost fit misses ... by 40% RMS, over 25%"
     assert "Profiled host model not used: its profiler-cost fit misses" in ete.render_md(result)
+
+
+def _p(step: float, bound: str = "host"):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(step_time_s=step, low_s=step * 0.9, high_s=step * 1.2, host_time_s=step / 2,
+                           device_time_s=step / 4, bound=bound, method="m")
+
+
+def test_a_prediction_is_the_median_over_the_rounds_with_their_spread(ete):
+    rounds = [{"models": {m: _p(s, b) for m in ete.MODELS}}
+              for s, b in ((1e-3, "host"), (3e-3, "device"), (2e-3, "device"))]
+    out = ete._over_rounds(rounds)
+    assert out["predicted_s"] == pytest.approx(2e-3) and out["profiled_rounds_s"] == [1e-3, 3e-3, 2e-3]
+    assert out["low_s"] == pytest.approx(1.8e-3) and out["high_s"] == pytest.approx(2.4e-3)
+    assert out["host_s"] == pytest.approx(1e-3) and out["bound"] == "device"
+    assert out["round_spread_s"] == pytest.approx(1e-3)   # quartiles 1.5 and 2.5 ms
+    row = {"workload": "a", "rounds": 3, **out, "ops": 1, "runtime_calls": 0, "old_estimator_s": None,
+           "profiled_step_s": None}
+    ete._fill(row, [2e-3, 2e-3, 2e-3])
+    assert row["ratio"] == pytest.approx(1.0)
+    assert ete._round_spread(row) == "; ±1"
+
+
+def test_short_steps_are_timed_over_more_steps_up_to_ten_times(ete):
+    assert ete._steps_for(0.15e-3, 20) == 200          # 0.05 / 0.15 ms = 333, capped at 10 x 20
+    assert ete._steps_for(1e-3, 20) == 50
+    assert ete._steps_for(30e-3, 20) == 20
+
+
+def test_reports_and_traces_are_packed_in_two_tarballs_within_the_trace_budget(ete, tmp_path):
+    import tarfile
+
+    out, staging = tmp_path / "ete", tmp_path / "ete" / "stage"
+    (staging / "traces").mkdir(parents=True)
+    for name in ("ete.json", "ete.md"):
+        (out / name).write_text("{}")
+    (staging / "a.round1.report.json").write_text("{}")
+    (staging / "b.round2.report.json").write_text("{}")
+    (staging / "traces" / "small.json.gz").write_bytes(b"x" * 10)
+    (staging / "traces" / "big.json.gz").write_bytes(b"x" * 1000)
+    ete._pack(staging, out, trace_budget=100)
+    assert not staging.exists()
+    with tarfile.open(out / "reports.tgz") as tar:
+        assert sorted(tar.getnames()) == ["reports/a.round1.report.json", "reports/b.round2.report.json"]
+    with tarfile.open(out / "traces.tgz") as tar:
+        assert sorted(tar.getnames()) == ["traces/NOT_KEPT.txt", "traces/small.json.gz"]
+        assert tar.extractfile("traces/NOT_KEPT.txt").read() == b"over the size budget: big.json.gz\n"
+    with tarfile.open(str(out) + ".tgz") as tar:
+        assert sorted(tar.getnames()) == ["ete/ete.json", "ete/ete.md"]

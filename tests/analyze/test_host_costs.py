@@ -60,7 +60,9 @@ def test_python_per_op_module_call_and_backward_op_from_the_figures_fed_in(monke
     refs = {"tiny add": [1e-6, 4e-6, 1.0, 0.0, 1.0, 0.0], "linear": [2e-6, 10e-6, 6.0, 0.0, 1.0, 0.0],
             "views": [2e-6, 2e-6, 3.0, 0.0, 3.0, 0.0]}
     monkeypatch.setattr(hc, "_profiler_references", lambda device, block, h: refs)
+    monkeypatch.setattr(hc, "_profiler_step_cost", lambda device: 4e-6)
     costs = hc.measure_host_costs(torch.device("cpu"))
+    assert costs.profiler_per_step_s == 4e-6 and "profiler cost per step" in costs.method
     assert costs.profiler_per_top_level_s == pytest.approx(3e-6)
     assert costs.profiler_per_nested_event_s == pytest.approx(1e-6) and costs.profiler_per_runtime_call_s == 0
     assert costs.profiler_references == refs and costs.profiler_fit_residual == pytest.approx(0, abs=1e-9)
@@ -118,6 +120,7 @@ def test_host_costs_measured_for_real_have_every_figure(tmp_path, monkeypatch):
     assert set(refs) == {"tiny add", "views", "linear", "conv2d", "layer norm", "embedding", "transformer block",
                          "mlp backward"}
     assert refs["tiny add"][2:] == [1.0, 0.0, 1.0, 0.0]
+    assert 0 <= costs.profiler_per_step_s < 1e-3
     assert refs["views"][4] == 6.0 and refs["linear"][4] == 1.0 and refs["linear"][2] > 2
     assert refs["mlp backward"][4] > 3  # the forward's calls and autograd's engine frames
     assert all(r[3] == 0 and r[5] == 0 for r in refs.values()) and costs.profiler_per_runtime_call_s == 0

@@ -181,3 +181,41 @@ def test_cli_predict_takes_the_host_model_and_says_when_it_cannot_use_it(tmp_pat
     assert any(n.startswith("profiled host model not used (") for n in notes)
     assert main(["predict", str(report), "--host-model", "guess"]) == 2
     assert "--host-model" in capsys.readouterr().err
+
+
+def test_the_default_host_model_is_the_profiled_one_when_its_fit_is_sound_and_the_method_says_which_ran():
+    ops = [_op("aten::mul", 10, 30, 10, 2, 4)]
+    p = predict(Report(ceilings=GPU, ops=ops), table=EfficiencyTable(), host_costs=_fitted())
+    # 40 - (1 x 3 + 1 x 1 + 4 x 2) = 28 us: the profiled span, not mul's 5 us dispatch cost
+    assert p.host_time_s == pytest.approx(28 * US)
+    assert "host model profiled" in p.method and "fit is sound" in p.method
+    p = predict(Report(ceilings=GPU, ops=ops), table=EfficiencyTable(), host_costs=_fitted(profiler_fit_residual=0.4))
+    assert p.host_time_s == pytest.approx(5 * US)
+    assert "host model dispatch, the profiled one not usable (its profiler-cost fit misses" in p.method
+    p = _predict(ops, model="dispatch", costs=_fitted())
+    assert p.host_time_s == pytest.approx(5 * US) and "host model dispatch: host time per op" in p.method
+
+
+def test_the_profilers_cost_per_step_comes_off_the_first_ops_gap_only():
+    ops = [_op("aten::mul", 10, 30, 10, 2, 4), _op("aten::mul", 10, 30, 10, 2, 4)]
+    ops[0].start_s, ops[1].start_s = 2e-5, 1e-5  # the second in the list began first
+    p = _predict(ops, costs=_fitted(profiler_per_step_s=6e-6))
+    # each 40 - (3 + 1 + 4 x 2) = 28 us; the first to start loses 6 us more of its 10 us gap
+    assert p.host_time_s == pytest.approx((28 + 22) * US)
+    p = _predict(ops, costs=_fitted(profiler_per_step_s=50e-6))  # never more than the gap: floored at 0
+    assert p.host_time_s == pytest.approx((28 + 18) * US)
+
+
+def test_the_profilers_cost_per_step_from_a_trace_of_steps_of_two_adds():
+    from roofline.analyze.host_costs import step_cost_from_trace
+    from roofline.analyze.host_events import is_top_level
+    from roofline.capture.trace_model import CpuOp, Step, Trace
+
+    trace = Trace(path="t.json")
+    trace.steps = [Step(0, 0.0, 100.0), Step(1, 100.0, 100.0), Step(2, 200.0, 100.0)]
+    for step, (first_gap, between) in enumerate(((12.0, 2.0), (9.0, 1.0), (30.0, 2.0))):
+        start = 100.0 * step + first_gap
+        trace.ops += [CpuOp(len(trace.ops), "aten::add", start, 5.0, 1, 1, step=step),
+                      CpuOp(len(trace.ops) + 1, "aten::add", start + 5.0 + between, 5.0, 1, 1, step=step)]
+    assert step_cost_from_trace(trace, is_top_level) == pytest.approx(10e-6)  # median of 10, 8 and 28 us
+    assert step_cost_from_trace(Trace(path="t.json"), is_top_level) == 0.0

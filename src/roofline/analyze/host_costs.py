@@ -47,7 +47,9 @@ PROFILED_CALLS = 200
 PROFILED_PASS_S = 1e-3
 PROFILED_MIN_CALLS = 5
 # The profiler-cost model a cached HostCosts was fitted with: a cache fitted otherwise is measured again.
-PROFILER_MODEL = "top-level + nested event + runtime call"
+PROFILER_MODEL = "top-level + nested event + runtime call + step"
+# Profiled steps of two tiny adds each, whose first gaps give the profiler's cost per step (``_profiler_step_cost``).
+STEP_REFERENCE_STEPS = 20
 
 
 def _timed(fn: Callable[[], object], calls: int) -> float:
@@ -184,6 +186,7 @@ def _measure(device: torch.device) -> HostCosts:
     backward_per_op = max(total - fwd, 0.0) / (chain_len + 1)
     with torch.no_grad():
         references = _profiler_references(device, block, h)
+        per_step = _profiler_step_cost(device)
     fit = fit_profiler_costs(references)
     return HostCosts(
         device=str(device), device_name=_device_name(device), dispatch_s=dispatch, module_call_s=module_call,
@@ -192,13 +195,16 @@ def _measure(device: torch.device) -> HostCosts:
         profiler_per_runtime_call_s=fit.per_runtime_call_s, profiler_fit_residual=fit.residual,
         profiler_fit_condition=fit.condition,
         profiler_references=references, profiler_left_out=fit.left_out, profiler_model=PROFILER_MODEL,
+        profiler_per_step_s=per_step,
         method=f"host perf_counter over {CALLS}-call loops of each op on tiny tensors (no sync inside), median of "
                f"{PASSES} passes; module call = nn.Module __call__ less forward; Python per op = a pre-norm "
                f"transformer block's host time less its ops' dispatch and module calls; backward op = a "
                f"{chain_len}-op autograd chain's backward; profiler cost per top-level event, nested aten event and "
                f"runtime call = non-negative least squares of relative errors over {len(fit.used)} reference loops "
                f"({', '.join(fit.used)}) timed with and without torch.profiler as analyze_model runs it "
-               f"(fastest of {PROFILED_PASSES} alternating pairs of loops), their events counted in its own trace",
+               f"(fastest of {PROFILED_PASSES} alternating pairs of loops), their events counted in its own trace; "
+               f"profiler cost per step = median over {STEP_REFERENCE_STEPS} profiled steps of two tiny adds of the "
+               f"first add's gap after the step began less the second's after the first",
         torch_version=str(torch.__version__),
         measured_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     )
@@ -234,6 +240,54 @@ def _profiler_references(device: torch.device, block: nn.Module, h: torch.Tensor
         "mlp backward": (mlp_backward, PROFILED_CALLS),
     }
     return {name: _profiled_reference(fn, calls, device) for name, (fn, calls) in refs.items()}
+
+
+def _profiler_step_cost(device: torch.device) -> float:
+    """What torch.profiler, stepped as ``analyze_model`` steps it (``profile_steps``), adds once per step before
+    the step's first op: not per event, so the references' loops (one step each) cannot show it, but it lands in the
+    first op's gap of every profiled step (on this CPU about 15 us, against 0.6-1.1 us per event: a tiny model's
+    profiled host time is then mostly it). Profiled steps of two tiny adds each: the median over the steps of the
+    first add's gap after the step's annotation began less the second add's gap after the first ended (the add's
+    own per-event cost, which the fit already charges, is in both)."""
+    import tempfile
+    from pathlib import Path
+
+    from roofline.analyze.host_events import is_top_level
+    from roofline.analyze.live import profile_steps
+    from roofline.capture.kineto import load_trace
+    from roofline.errors import RooflineError
+
+    x, y = torch.randn(8, 8, device=device), torch.randn(8, 8, device=device)
+
+    def two_adds() -> None:
+        x + y
+        x + y
+
+    two_adds()
+    with tempfile.TemporaryDirectory(prefix="roofline-host-costs-") as tmp:
+        path = Path(tmp) / "trace.json"
+        profile_steps(two_adds, device, STEP_REFERENCE_STEPS, path, record_shapes=True)
+        try:
+            trace = load_trace(path)
+        except RooflineError:
+            return 0.0
+    return step_cost_from_trace(trace, is_top_level)
+
+
+def step_cost_from_trace(trace, is_top_level) -> float:
+    """Median over the trace's steps of (first top-level op's start - step start) - (second's start - first's
+    end), at least 0; 0 without a step holding two top-level ops."""
+    by_step: dict[int, list] = {}
+    for j, ev in enumerate(trace.ops):
+        if ev.step is not None and is_top_level(trace, j):
+            by_step.setdefault(ev.step, []).append(ev)
+    extra = []
+    for step, evs in by_step.items():
+        if len(evs) < 2 or step >= len(trace.steps):
+            continue
+        first, second = sorted(evs, key=lambda e: e.ts_us)[:2]
+        extra.append((first.ts_us - trace.steps[step].ts_us) - (second.ts_us - first.ts_us - first.dur_us))
+    return max(statistics.median(extra), 0.0) / 1e6 if extra else 0.0
 
 
 # What each reference holds, per call of its loop (``HostCosts.profiler_references``).

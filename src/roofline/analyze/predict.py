@@ -48,7 +48,11 @@ HOST_MODELS = ("dispatch", "profiled")
 # The profiled host model whatever its profiler-cost fit (``profiler_fit_problem`` not applied): not offered to
 # users; benchmarks/ete.py shows it beside the others, so that a run judges the fallback rule too.
 UNCHECKED_HOST_MODEL = "profiled-unchecked"
-DEFAULT_HOST_MODEL = "dispatch"
+# The default: the profiled host model, which falls back to the dispatch model (and says why) when its profiler-cost
+# fit is not sound or the report lacks the counts. On the H200 (2026-12-01, sound fit: 7% residual) it had 8 of 12
+# workloads within 15% against dispatch's 5 of 12 (mean error 12.9% against 25.5%); on the shared CPU it was as good
+# or better whenever its fit passed (docs/RESULTS.md, "Execution time estimator").
+DEFAULT_HOST_MODEL = "profiled"
 TOP = 8
 
 
@@ -80,8 +84,9 @@ def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | N
     measured = any(op.time_s > 0 for op in report.ops)
     timed = [_time_op(op, change, source, target, same_device, measured, table, notes) for op in report.ops]
     serial = device_class(target) == "cpu"
-    replayed = host_model != "dispatch" and _can_replay_host(timed, host_costs, notes,
-                                                             check_fit=host_model == "profiled")
+    fallback = (_replay_problem(timed, host_costs, notes, check_fit=host_model == "profiled")
+                if host_model != "dispatch" else None)
+    replayed = host_model != "dispatch" and fallback is None
     if replayed:
         _add_profiled_host(timed, host_costs, serial)
         notes.append("host time per op: its host span and the Python gap before it in the profiled step, less "
@@ -103,7 +108,7 @@ def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | N
         device_name=target.device_name or target.device,
         dominant=_dominant(timed, bound), modules=_modules(timed),
         bound_changes=[] if unchanged else _bound_changes(timed, target),
-        method=_method(serial, host_costs, replayed), notes=sorted(set(notes)),
+        method=_method(serial, host_costs, replayed, host_model, fallback), notes=sorted(set(notes)),
     )
 
 
@@ -174,11 +179,15 @@ def _add_host(timed: list[_Timed], costs: HostCosts | None, serial: bool, notes:
         t.host_s = max(per_call, 0.0) * calls + entered * costs.module_call_s
 
 
-def _can_replay_host(timed: list[_Timed], costs: HostCosts | None, notes: list[str], check_fit: bool = True) -> bool:
-    """A one-step report with each op's profiler event counts, and host costs with the profiler's own cost: the
-    profiled host stream can be replayed; otherwise the dispatch model, said in a note."""
+def _replay_problem(timed: list[_Timed], costs: HostCosts | None, notes: list[str],
+                    check_fit: bool = True) -> str | None:
+    """None for a one-step report with each op's profiler event counts and host costs with a sound fit of the
+    profiler's own cost: the profiled host stream can be replayed; otherwise why not (the dispatch model then runs,
+    said in a note)."""
+    if costs is None:
+        return "no host costs for this device on this machine"
     why = None
-    if costs is None or not costs.profiler_references or not costs.profiler_model:
+    if not costs.profiler_references or not costs.profiler_model:
         why = "the host costs predate the profiler's cost per top-level event"
     elif not timed or not all(t.op.count == 1 for t in timed):
         why = "the report's ops are totals over several steps"
@@ -190,7 +199,7 @@ def _can_replay_host(timed: list[_Timed], costs: HostCosts | None, notes: list[s
         why = profiler_fit_problem(costs)
     if why:
         notes.append(f"profiled host model not used ({why}): host time built from dispatch costs")
-    return why is None
+    return why
 
 
 def profiler_fit_problem(costs: HostCosts) -> str | None:
@@ -220,14 +229,17 @@ def _add_profiled_host(timed: list[_Timed], costs: HostCosts, serial: bool) -> N
     """Host time per op from the profiled steps: its host span plus the gap since the previous op ended (the
     model's Python between ops, module calls included; medians over the steps), less the profiler's cost for what
     it recorded of the op (its top-level and nested aten events and runtime calls), never below the op kind's
-    dispatch cost. A sync op's span is mostly waiting for the device: it counts its dispatch cost and its gap. On a
-    CPU (one thread) the op's span is already its device time: the host stream keeps the gap less the profiler's
-    cost, and what the gap cannot absorb comes off the op's device time. Ops keep their order; only the host stream
-    (on a CPU, also the span) changes."""
+    dispatch cost; the step's first op's gap also less the profiler's cost per step (what it adds between the step's
+    annotation and its first op). A sync op's span is mostly waiting for the device: it counts its dispatch cost and
+    its gap. On a CPU (one thread) the op's span is already its device time: the host stream keeps the gap less the
+    profiler's cost, and what the gap cannot absorb comes off the op's device time. Ops keep their order; only the
+    host stream (on a CPU, also the span) changes."""
     median_dispatch = statistics.median(costs.dispatch_s.values()) if costs.dispatch_s else 0.0
-    for t in timed:
+    first = min(range(len(timed)), key=lambda i: (timed[i].op.start_s is None, timed[i].op.start_s or 0.0, i),
+                default=None)
+    for i, t in enumerate(timed):
         op = t.op
-        gap = op.host_gap_s
+        gap = max(op.host_gap_s - costs.profiler_per_step_s, 0.0) if i == first else op.host_gap_s
         nested = max(op.profiled_events - op.profiled_top_level, 0)
         cost = (op.profiled_top_level * costs.profiler_per_top_level_s + nested * costs.profiler_per_nested_event_s
                 + op.runtime_calls * costs.profiler_per_runtime_call_s)
@@ -310,11 +322,19 @@ def _scenario(change: Change, source: Ceilings, target: Ceilings, same_device: b
     return out
 
 
-def _method(serial: bool, costs: HostCosts | None, replayed: bool = False) -> str:
+def _method(serial: bool, costs: HostCosts | None, replayed: bool = False, host_model: str = DEFAULT_HOST_MODEL,
+            fallback: str | None = None) -> str:
+    """How the figure was made; names the host model that ran, and, when the profiled one was asked for and the
+    dispatch one ran, why."""
     pipeline = ("one thread: step = sum of host and device time" if serial else
                 "two streams: the device runs an op once the host has issued it and the device is free; syncs "
                 "make the host wait; step = when both have finished")
     host = f"host costs measured on {costs.device_name or costs.device}" if costs else "no host costs"
     if replayed:
-        host = f"host time from the profiled step less the profiler's cost ({host})"
+        checked = "whose fit is sound" if host_model == "profiled" else "its fit not checked"
+        host = f"host model profiled: host time from the profiled step less the profiler's cost, {checked} ({host})"
+    elif host_model != "dispatch" and fallback:
+        host = f"host model dispatch, the profiled one not usable ({fallback}); {host}"
+    else:
+        host = f"host model dispatch: host time per op from dispatch costs; {host}"
     return f"per-op device time from measured time or roofline time / learned efficiency; {host}; {pipeline}"

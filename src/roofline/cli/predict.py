@@ -35,8 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="efficiency table to read (or, with --learn, to write; default: the user table in the "
                              "cache directory over the shipped one)")
     parser.add_argument("--host-model", choices=("dispatch", "profiled"), default=None,
-                        help="host time per op: from this machine's dispatch costs (default), or the profiled "
-                             "step's own host timeline less the profiler's cost")
+                        help="host time per op: the profiled step's own host timeline less the profiler's cost "
+                             "(default; falls back to dispatch, saying why, when this machine's fit of the profiler's "
+                             "cost is not sound or the report lacks the counts), or this machine's dispatch costs")
     parser.add_argument("--learn", action="store_true", help="learn the efficiency table from the given reports")
     parser.set_defaults(func=run)
 
