@@ -219,3 +219,47 @@ def test_the_profilers_cost_per_step_from_a_trace_of_steps_of_two_adds():
                       CpuOp(len(trace.ops) + 1, "aten::add", start + 5.0 + between, 5.0, 1, 1, step=step)]
     assert step_cost_from_trace(trace, is_top_level) == pytest.approx(10e-6)  # median of 10, 8 and 28 us
     assert step_cost_from_trace(Trace(path="t.json"), is_top_level) == 0.0
+
+
+def _timing(step_s):
+    from roofline.report import Timing
+
+    return Timing.from_samples([step_s], "perf_counter, no profiler")
+
+
+def test_the_calibrated_model_scales_the_profilers_cost_so_the_unchanged_step_replays_at_the_measured_one():
+    from roofline.analyze.project import Change
+
+    # two host-bound ops, each 40 us profiled, 12 us of it the fitted profiler cost (3 + 1 + 4 x 2), 10 us device
+    ops = [_op("aten::mul", 10, 30, 10, 2, 4), _op("aten::mul", 10, 30, 10, 2, 4)]
+    report = Report(ceilings=GPU, ops=ops, step_time=_timing(60 * US))
+    p = predict(report, table=EfficiencyTable(), host_costs=_fitted(), host_model="calibrated")
+    # factor 1: 28 + 28 = 56 us of host, the step 66 us with the last op's device time; measured 60: each op's host
+    # 40 - 12 f with 80 - 24 f + 10 = 60, f = 1.25: the profiler took 15 us of each op, not the fit's 12
+    assert p.step_time_s == pytest.approx(60 * US, rel=1e-3) and p.host_time_s == pytest.approx(50 * US, rel=1e-3)
+    assert any("times 1.25" in n for n in p.notes) and "host model calibrated" in p.method
+    # measured slower than the profiled step less the fit: the factor shrinks, never below 0 (the profile as it was)
+    report.step_time = _timing(200 * US)
+    p = predict(report, table=EfficiencyTable(), host_costs=_fitted(), host_model="calibrated")
+    assert p.host_time_s == pytest.approx(80 * US) and any("times 0.00" in n for n in p.notes)
+    # a what-if keeps the factor the unchanged step gave: in bfloat16 the device time changes, the host does not
+    report.step_time = _timing(60 * US)
+    p = predict(report, table=EfficiencyTable(), host_costs=_fitted(), host_model="calibrated",
+                change=Change(dtype=("float32", "bfloat16")))
+    assert p.host_time_s == pytest.approx(50 * US, rel=1e-3)
+
+
+def test_a_device_bound_step_below_its_measured_time_keeps_the_fitted_profiler_cost():
+    ops = [_op("aten::mul", 100, 30, 10, 2, 4)]  # 28 us of host, 100 us of device: 128 us replayed
+    report = Report(ceilings=GPU, ops=ops, step_time=_timing(300 * US))
+    p = predict(report, table=EfficiencyTable(), host_costs=_fitted(), host_model="calibrated")
+    assert p.host_time_s == pytest.approx(28 * US) and any("times 1.00" in n for n in p.notes)
+
+
+def test_the_calibrated_model_without_a_measured_step_is_the_profiled_one_its_fit_checked():
+    ops = [_op("aten::mul", 10, 30, 10, 2, 4)]
+    p = predict(Report(ceilings=GPU, ops=ops), table=EfficiencyTable(), host_costs=_fitted(), host_model="calibrated")
+    assert p.host_time_s == pytest.approx(28 * US) and "host model profiled" in p.method
+    p = predict(Report(ceilings=GPU, ops=ops), table=EfficiencyTable(), host_costs=_fitted(profiler_fit_residual=0.4),
+                host_model="calibrated")
+    assert p.host_time_s == pytest.approx(5 * US) and "host model dispatch, the profiled one not usable" in p.method

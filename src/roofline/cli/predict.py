@@ -34,10 +34,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--table", default=None, metavar="FILE",
                         help="efficiency table to read (or, with --learn, to write; default: the user table in the "
                              "cache directory over the shipped one)")
-    parser.add_argument("--host-model", choices=("dispatch", "profiled"), default=None,
-                        help="host time per op: the profiled step's own host timeline less the profiler's cost "
-                             "(default; falls back to dispatch, saying why, when this machine's fit of the profiler's "
-                             "cost is not sound or the report lacks the counts), or this machine's dispatch costs")
+    parser.add_argument("--host-model", choices=("dispatch", "profiled", "calibrated"), default=None,
+                        help="host time per op: calibrated (default): the profiled step's own host timeline less the "
+                             "profiler's cost, that cost scaled so that the unchanged step replays at the step time "
+                             "the report measured without the profiler (profiled when it has none); profiled: less "
+                             "the profiler's cost as this machine's reference loops fitted it (falls back to dispatch, "
+                             "saying why, when that fit is not sound or the report lacks the counts); dispatch: this "
+                             "machine's dispatch costs")
     parser.add_argument("--learn", action="store_true", help="learn the efficiency table from the given reports")
     parser.set_defaults(func=run)
 

@@ -1,0 +1,182 @@
+"""Re-predict a saved `benchmarks/ete.py` run without a GPU: every round's report from OUT/reports.tgz through today's
+predictor, with the run's own host costs, against the run's measured true times.
+
+    PYTHONPATH=src python3 benchmarks/ete_offline.py OUT [--models dispatch,profiled,...]
+
+OUT is a directory `ete.py` wrote (ete.json and reports.tgz). Prints, per host model, each workload's and what-if's
+predicted/true ratio (the prediction the median over the rounds, as ete.py takes it) and the counts within
+0.85-1.15 and 0.8-1.25, and, per workload, the report's own unprofiled step time (`analyze_model` times the step
+without the profiler just before profiling it) over the run's true time: how far a measurement of the same
+configuration in the same sitting lands from the truth, a floor under any model's error.
+
+Host costs: ete.json's `host_costs_full` when the run saved it (runs after 2026-12-01 15:30 UTC); before that only the
+median dispatch cost was kept, so every op kind gets that median but views and transposes, which get the views
+reference loop's plain time per call (the dispatch model then differs from the run's own figures; the profiled
+models use dispatch only as a floor and for syncs). Offline agreement on a run one
+studied is not validation: a new run is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "src"))
+
+import msgspec  # noqa: E402
+
+from roofline.analyze.efficiency import load_table  # noqa: E402
+from roofline.analyze.predict import HOST_MODELS, UNCHECKED_HOST_MODEL  # noqa: E402
+from roofline.analyze.whatif import predict_report  # noqa: E402
+from roofline.report import HostCosts, Report  # noqa: E402
+
+# The op kinds analyze/host_costs.py measures a dispatch cost for (``_kind_probes``).
+KINDS = ("add", "mul", "mm", "addmm", "linear", "bmm", "softmax", "layer_norm", "sum", "mean", "view", "transpose",
+         "cat", "copy", "embedding", "index", "convolution", "relu", "gelu", "scaled_dot_product_attention", "empty",
+         "to")
+WITHIN = (0.85, 1.15)
+WHATIF_WITHIN = (0.8, 1.25)
+
+
+def host_costs_of(result: dict) -> HostCosts:
+    """The run's host costs: saved whole, or rebuilt from the figures ete.json kept."""
+    if result.get("host_costs_full"):
+        return msgspec.convert(result["host_costs_full"], HostCosts)
+    hc = result["host_costs"]
+    median = hc["dispatch_median_s"]
+    dispatch = {k: median for k in KINDS}
+    views = hc.get("profiler_references", {}).get("views")
+    if views:  # six view-like calls, no launch: their plain loop is the run's own figure for the kinds that launch none
+        dispatch.update({k: views[0] / 6 for k in ("view", "transpose")})
+    return HostCosts(
+        device="cuda" if "cuda" in result.get("command", "") or "NVIDIA" in result.get("device", "") else "cpu",
+        device_name=result.get("device", ""), dispatch_s=dispatch,
+        module_call_s=hc["module_call_s"], python_per_op_s=hc["python_per_op_s"],
+        backward_per_op_s=hc["backward_per_op_s"], spread=hc["spread"],
+        profiler_per_top_level_s=hc.get("profiler_per_top_level_s", 0.0),
+        profiler_per_nested_event_s=hc.get("profiler_per_nested_event_s", 0.0),
+        profiler_per_runtime_call_s=hc.get("profiler_per_runtime_call_s", 0.0),
+        profiler_per_step_s=hc.get("profiler_per_step_s") or 0.0,
+        profiler_fit_residual=hc.get("profiler_fit_residual", 0.0),
+        profiler_fit_condition=hc.get("profiler_fit_condition", 0.0),
+        profiler_references=hc.get("profiler_references", {}), profiler_left_out=hc.get("profiler_left_out", {}),
+        profiler_model="offline",
+        method="rebuilt from ete.json (the median dispatch cost for every kind but views and transposes: the views "
+               "reference's plain time per call)")
+
+
+def _slug(key: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in key.replace(" -> ", "-to-"))
+
+
+def _reports(out: Path, tmp: Path) -> Path:
+    folder = out / "reports"
+    if folder.is_dir():
+        return folder
+    with tarfile.open(out / "reports.tgz") as tar:
+        tar.extractall(tmp, filter="data")
+    return tmp / "reports"
+
+
+def _rounds(folder: Path, key: str) -> list[Report]:
+    return [Report.load(p) for p in sorted(folder.glob(f"{_slug(key)}.round*.report.json"))]
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a and b else None
+
+
+def repredict(out: Path, models: list[str]) -> dict:
+    result = json.loads((out / "ete.json").read_text())
+    costs = host_costs_of(result)
+    table = load_table()
+    rows, pairs = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = _reports(out, Path(tmp))
+        for w in result["workloads"]:
+            reports = _rounds(folder, w["workload"])
+            if not reports or not w.get("true_s"):
+                continue
+            row = {"name": w["workload"], "true_s": w["true_s"], "run": w.get("ratio")}
+            measured = [r.step_time.median_s for r in reports if r.step_time]
+            row["measured_ratio"] = _ratio(statistics.median(measured), w["true_s"]) if measured else None
+            for m in models:
+                ps = [predict_report(r, table=table, host_costs=costs, host_model=m) for r in reports]
+                row[m] = _ratio(statistics.median(p.step_time_s for p in ps), w["true_s"])
+                row[m + "_bound"] = ps[len(ps) // 2].bound
+            rows.append(row)
+        for p in result["whatif"]:
+            reports = _rounds(folder, f"source:{p['pair']}")
+            if not reports or not p.get("true_s"):
+                continue
+            change = {k: v for k, v in _change(p).items()}
+            row = {"name": p["pair"], "true_s": p["true_s"], "run": p.get("ratio")}
+            for m in models:
+                ps = [predict_report(r, table=table, host_costs=costs, host_model=m, **change) for r in reports]
+                row[m] = _ratio(statistics.median(x.step_time_s for x in ps), p["true_s"])
+                same = [predict_report(r, table=table, host_costs=costs, host_model=m) for r in reports]
+                row[m + "_source"] = _ratio(statistics.median(x.step_time_s for x in same), p.get("source_true_s"))
+            pairs.append(row)
+    return {"rows": rows, "pairs": pairs, "models": models, "costs": costs}
+
+
+def _change(pair: dict) -> dict:
+    scenario = pair.get("scenario", {})
+    out: dict = {}
+    for label in ("batch", "seq"):
+        if label in scenario:
+            out[label] = int(scenario[label].split("->")[1])
+    if "dtype" in scenario:
+        out["dtype"] = scenario["dtype"].split("->")[1].strip()
+    return out
+
+
+def render(res: dict) -> str:
+    models = res["models"]
+    f = lambda x: f"{x:.2f}" if x else "—"  # noqa: E731
+    lines = ["| workload | run's predicted/true | measured/true | " + " | ".join(models) + " |",
+             "|---|---|---|" + "---|" * len(models)]
+    for r in res["rows"]:
+        lines.append(f"| {r['name']} | {f(r['run'])} | {f(r['measured_ratio'])} | "
+                     + " | ".join(f"{f(r[m])} ({r[m + '_bound']})" for m in models) + " |")
+    lines += ["", "| what-if | run's predicted/measured | " + " | ".join(models)
+              + " | " + " | ".join(f"{m}: source predicted/measured" for m in models) + " |",
+              "|---|---|" + "---|" * (2 * len(models))]
+    for p in res["pairs"]:
+        lines.append(f"| {p['name']} | {f(p['run'])} | " + " | ".join(f(p[m]) for m in models) + " | "
+                     + " | ".join(f(p[m + "_source"]) for m in models) + " |")
+    lines.append("")
+    measured = [r["measured_ratio"] for r in res["rows"] if r["measured_ratio"]]
+    lines.append(f"measured (the reports' own unprofiled step time, median over rounds): "
+                 f"{sum(WITHIN[0] <= x <= WITHIN[1] for x in measured)} of {len(measured)} within 0.85-1.15")
+    for m in models:
+        rs = [r[m] for r in res["rows"] if r[m]]
+        ws = [p[m] for p in res["pairs"] if p[m]]
+        lines.append(f"{m}: {sum(WITHIN[0] <= x <= WITHIN[1] for x in rs)} of {len(rs)} workloads within 0.85-1.15, "
+                     f"mean |error| {statistics.mean(abs(x - 1) for x in rs):.1%}; what-ifs "
+                     f"{sum(WHATIF_WITHIN[0] <= x <= WHATIF_WITHIN[1] for x in ws)} of {len(ws)} within 0.8-1.25"
+                     + (f", mean |error| {statistics.mean(abs(x - 1) for x in ws):.1%}" if ws else ""))
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", help="a directory benchmarks/ete.py wrote (ete.json, reports.tgz)")
+    parser.add_argument("--models", default=",".join(HOST_MODELS + (UNCHECKED_HOST_MODEL,)))
+    args = parser.parse_args()
+    out = Path(args.out)
+    if not (out / "ete.json").exists() or not ((out / "reports.tgz").exists() or (out / "reports").is_dir()):
+        print(f"error: {out} has no ete.json with reports.tgz (a directory benchmarks/ete.py wrote)", file=sys.stderr)
+        return 2
+    print(render(repredict(out, [m.strip() for m in args.models.split(",") if m.strip()])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
