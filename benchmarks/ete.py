@@ -44,6 +44,7 @@ from typing import Any, Callable
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
+import msgspec  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
@@ -363,6 +364,9 @@ def main() -> int:
                      "old_estimator_s": _median([x["report"].summary.predicted_total_s for x in runs]),
                      "profiled_step_s": _median([x["report"].profiled_step_time.median_s for x in runs
                                                  if x["report"].profiled_step_time]),
+                     # the step analyze_model timed without the profiler just before each round's profile: what the
+                     # calibrated host model replays the unchanged step at
+                     "measured_rounds_s": [x["report"].step_time.median_s for x in runs if x["report"].step_time],
                      "runtime_calls": sum(op.runtime_calls for op in report.ops),
                      "profiled_events": sum(op.profiled_events for op in report.ops),
                      "profiled_top_level": sum(op.profiled_top_level for op in report.ops),
@@ -407,6 +411,9 @@ def main() -> int:
                              "profiler_reference_fields": list(REFERENCE_FIELDS),
                              "profiler_left_out": host_costs.profiler_left_out,
                              "profiler_fit_problem": profiler_fit_problem(host_costs)},
+              # every figure of the host costs (dispatch per op kind included): benchmarks/ete_offline.py re-predicts
+              # the saved reports with them exactly
+              "host_costs_full": msgspec.to_builtins(host_costs),
               "host_model": DEFAULT_HOST_MODEL,
               "workloads": rows, "whatif": pairs, "summary": _summary(rows, pairs), "anchor": HABITAT,
               "wall_s": time.perf_counter() - began}
@@ -589,6 +596,12 @@ def _profiler_fit_line(hc: dict) -> str:
                    else ". The profiled host model uses it")
 
 
+def _measured_ratio(row: dict) -> float | None:
+    """The reports' own step time measured without the profiler (median over the rounds) over the true time: two
+    measurements of one configuration in one sitting, the floor under any model's error on this host."""
+    return _ratio(_median(row.get("measured_rounds_s") or []), row.get("true_s"))
+
+
 def render_md(result: dict) -> str:
     s = result["summary"]
     head = result.get("host_model", "dispatch")
@@ -602,24 +615,27 @@ def render_md(result: dict) -> str:
              f"{rounds * result['repeats']} repeats' medians, no profiler; spread = interquartile range over the "
              "repeats; predicted = median over the rounds' predictions (±: their interquartile range). Host models: "
              "dispatch = host time per op from this machine's dispatch costs; profiled = the profiled steps' host "
-             "spans and gaps less the profiler's cost; predicted = the default host model "
-             f"({head}: the profiled one unless its profiler-cost fit is unsound, then dispatch)."
+             "spans and gaps less the profiler's cost fitted over reference loops; calibrated = the same, that cost "
+             "scaled per report so that the unchanged step replays at the step time the report measured without the "
+             "profiler just before profiling (measured/true: that measurement's median over the rounds over the true "
+             f"time); predicted = the default host model ({head})."
              + (f" Stopped after {rounds} of {result['rounds_asked']} rounds: another would have passed the "
                 f"{result['budget_s']:.0f} s budget." if result.get("rounds_asked", rounds) > rounds else ""), "",
              "| workload | bound | predicted ms (range; ± over rounds) | true ms (spread) | predicted/true | "
-             "profiled step ms | dispatch host ms | profiled host ms | dispatch/true | profiled/true | ops | "
-             "runtime calls | old estimator/true |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "profiled step ms | dispatch host ms | profiled host ms | dispatch/true | profiled/true | "
+             "calibrated/true | measured/true | ops | runtime calls | old estimator/true |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in result["workloads"]:
         if "error" in r:
-            lines.append(f"| {r['workload']} | error: {r['error']} | | | | | | | | | | | |")
+            lines.append(f"| {r['workload']} | error: {r['error']} | | | | | | | | | | | | | |")
             continue
         lines.append(f"| {r['workload']} | {r['bound']} | {_ms(r['predicted_s'])} ({_ms(r['low_s'])}-"
                      f"{_ms(r['high_s'])}{_round_spread(r)}) | "
                      f"{_ms(r.get('true_s'))} (±{_ms(r.get('true_spread_s'))}) | "
                      f"{_r(r.get('ratio'))} | {_ms(r.get('profiled_step_s'))} | {_ms(r.get('dispatch_host_s'))} | "
                      f"{_ms(r.get('profiled_host_s'))} | "
-                     f"{_r(r.get('dispatch_ratio'))} | {_r(r.get('profiled_ratio'))} | {r.get('ops', '—')} | "
+                     f"{_r(r.get('dispatch_ratio'))} | {_r(r.get('profiled_ratio'))} | "
+                     f"{_r(r.get('calibrated_ratio'))} | {_r(_measured_ratio(r))} | {r.get('ops', '—')} | "
                      f"{r.get('runtime_calls', '—')} | {_r(r.get('old_ratio'))} |")
     lines += ["", "| what-if | predicted ms (range; ± over rounds) | measured ms (spread) | predicted/measured | "
                   "dispatch/measured | profiled/measured | ops changing bound | source predicted/measured |",

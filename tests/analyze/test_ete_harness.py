@@ -17,7 +17,7 @@ def _row(name: str, dispatch: float, profiled: float, true: float) -> dict:
     return {"workload": name, "bound": "host", "predicted_s": dispatch, "low_s": dispatch, "high_s": dispatch,
             "old_estimator_s": true / 2, "profiled_step_s": 2 * true, "ops": 10, "runtime_calls": 30,
             "dispatch_predicted_s": dispatch, "dispatch_host_s": dispatch, "profiled_predicted_s": profiled,
-            "profiled_host_s": profiled}
+            "profiled_host_s": profiled, "measured_rounds_s": [1.3 * true, 1.2 * true, 0.9 * true]}
 
 
 def test_both_host_models_are_scored_and_shown_side_by_side(ete):
@@ -41,7 +41,7 @@ def test_both_host_models_are_scored_and_shown_side_by_side(ete):
                              "profiler_fit_problem": None},
               "workloads": rows, "whatif": [], "summary": summary, "anchor": "Habitat"}
     md = ete.render_md(result)
-    assert "| b | host | 0.6 (0.6-0.6) | 1 (±0) | 0.60 | 2 | 0.6 | 1.1 | 0.60 | 1.10 | 10 | 30 | 0.50 |" in md
+    assert "| b | host | 0.6 (0.6-0.6) | 1 (±0) | 0.60 | 2 | 0.6 | 1.1 | 0.60 | 1.10 | — | 1.20 | 10 | 30 | 0.50 |" in md
     assert "Host model dispatch: 2 of 3 workloads within 0.85-1.15; mean |error| 16.7%" in md
     assert "Host model profiled: 2 of 3 workloads within 0.85-1.15; mean |error| 20.0%" in md
     assert "2.00 us per top-level event, 1.00 us per nested aten event, 2.50 us per CUDA runtime call" in md
