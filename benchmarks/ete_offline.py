@@ -80,7 +80,10 @@ def _reports(out: Path, tmp: Path) -> Path:
     if folder.is_dir():
         return folder
     with tarfile.open(out / "reports.tgz") as tar:
-        tar.extractall(tmp, filter="data")
+        if hasattr(tarfile, "data_filter"):  # Python 3.12, and 3.11 from 3.11.4
+            tar.extractall(tmp, filter="data")
+        else:
+            tar.extractall(tmp)
     return tmp / "reports"
 
 
