@@ -249,11 +249,17 @@ def test_the_calibrated_model_scales_the_profilers_cost_so_the_unchanged_step_re
     assert p.host_time_s == pytest.approx(50 * US, rel=1e-3)
 
 
-def test_a_device_bound_step_below_its_measured_time_keeps_the_fitted_profiler_cost():
+def test_a_device_bound_step_bounds_the_host_only_so_the_dispatch_costs_run_where_they_give_less():
     ops = [_op("aten::mul", 100, 30, 10, 2, 4)]  # 28 us of host, 100 us of device: 128 us replayed
     report = Report(ceilings=GPU, ops=ops, step_time=_timing(300 * US))
     p = predict(report, table=EfficiencyTable(), host_costs=_fitted(), host_model="calibrated")
-    assert p.host_time_s == pytest.approx(28 * US) and any("times 1.00" in n for n in p.notes)
+    # factor 1 kept (a device-bound replay below its measured step is the device's miss), then mul's 5 us dispatch
+    assert p.host_time_s == pytest.approx(5 * US) and any("times 1.00" in n for n in p.notes)
+    assert "host model dispatch, the calibrated one not usable (the unchanged step is device-bound" in p.method
+    # the dispatch model's 20 + 10 us of Python per op is more than the 28 us calibrated: those stay
+    p = predict(report, table=EfficiencyTable(), host_costs=_fitted(dispatch_s={"mul": 20e-6}, python_per_op_s=10e-6),
+                host_model="calibrated")
+    assert p.host_time_s == pytest.approx(28 * US) and "host model calibrated" in p.method
 
 
 def test_the_calibrated_model_without_a_measured_step_is_the_profiled_one_its_fit_checked():

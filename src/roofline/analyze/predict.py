@@ -58,11 +58,12 @@ CALIBRATION_STEPS = 40
 UNCHECKED_HOST_MODEL = "profiled-unchecked"
 # The default: the calibrated host model (the profiled one when the report has no step measured without the
 # profiler, which itself falls back to the dispatch model, saying why, when its fit is not sound or the report lacks
-# the counts). On the H200 the host's speed moved by up to 2x within seconds (2026-12-01): the profiled model's
-# reference-loop fit, measured minutes before, over-predicted the host-bound workloads by 21-51% in one run and
-# under-predicted them by 18-29% in another; re-predicted offline, the calibrated model had 10 of 12 workloads within
-# 15% and 4 of 6 what-ifs within 25% of that run against the profiled model's 6 and 3
-# (benchmarks/results/h200/ete/rounds/DIAGNOSIS.md; offline, on the run studied: a new run validates).
+# the counts; the dispatch model where the unchanged step is device-bound and the dispatch costs give less host time).
+# On the H200 the host's speed moved by up to 2x within seconds (2026-12-01): the profiled model's reference-loop
+# fit, measured minutes before, over-predicted the host-bound workloads by 13-51% in one run and under-predicted them
+# by 14-29% in another; re-predicted offline, the calibrated model had 10 of 12 workloads within 15% and 5 of 6
+# what-ifs within 25% of that run against the profiled model's 6 and 3 (benchmarks/results/h200/ete/rounds/
+# DIAGNOSIS.md; offline, on the run studied: a new run validates).
 DEFAULT_HOST_MODEL = "calibrated"
 TOP = 8
 
@@ -108,8 +109,18 @@ def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | N
     if replayed and calibrated:
         identity = (timed if change.is_identity() and same_device else
                     [_time_op(op, Change(), source, source, True, measured, table, []) for op in report.ops])
-        scale, how = _calibrated_scale(identity, host_costs, serial, report)
+        scale, how, identity_host, identity_device = _calibrated_scale(identity, host_costs, serial, report)
         notes.append(how)
+        if not serial and identity_host < identity_device:
+            dispatch_host = _dispatch_host_total(identity, host_costs, serial)
+            if dispatch_host < identity_host:
+                replayed = False
+                fallback = ("the unchanged step is device-bound: its measured time only bounds the host from above, "
+                            "and the dispatch costs give less")
+                notes.append(f"calibrated host model: the unchanged step is device-bound, so its measured time only "
+                             f"bounds the host from above ({identity_host * 1e3:.3g} ms once calibrated); the "
+                             f"dispatch costs, measured without the profiler, give less ({dispatch_host * 1e3:.3g} ms) "
+                             "and are used")
     if replayed:
         _add_profiled_host(timed, host_costs, serial, scale)
         notes.append("host time per op: its host span and the Python gap before it in the profiled step, less "
@@ -132,7 +143,8 @@ def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | N
         dominant=_dominant(timed, bound), modules=_modules(timed),
         bound_changes=[] if unchanged else _bound_changes(timed, target),
         method=_method(serial, host_costs, replayed,
-                       "profiled" if host_model == "calibrated" and not calibrated else host_model, fallback), notes=sorted(set(notes)),
+                       "profiled" if host_model == "calibrated" and not calibrated else host_model, fallback),
+        notes=sorted(set(notes)),
     )
 
 
@@ -274,9 +286,12 @@ def _profiler_cost(op: OpRecord, w: _Weights) -> float:
     return op.profiled_top_level * w.top_level + nested * w.nested + op.runtime_calls * w.runtime_call
 
 
-def _calibrated_scale(identity: list[_Timed], costs: HostCosts, serial: bool, report: Report) -> tuple[float, str]:
+def _calibrated_scale(identity: list[_Timed], costs: HostCosts, serial: bool,
+                      report: Report) -> tuple[float, str, float, float]:
     """The factor on the profiler's cost per op whose replay of the unchanged step (``identity``: each op's measured
-    device time) gives the step time ``report`` measured without the profiler, and a note saying how it was set.
+    device time) gives the step time ``report`` measured without the profiler, a note saying how it was set, and the
+    replay's host and device busy time at that factor (a device-bound replay: the measured step bounds the host only
+    from above, and ``predict`` then takes the dispatch model's host if it is less).
 
     Why: the reference loops' fit gives the profiler's cost per event in the minute host_costs.py ran, and on the
     H200 (2026-12-01) the host's own speed moved by up to 2x within seconds, the profiler's added time per event on
@@ -288,14 +303,14 @@ def _calibrated_scale(identity: list[_Timed], costs: HostCosts, serial: bool, re
     device-bound step below its measured time is the device side's miss, not the host's). No measured step: 1."""
     measured = report.step_time.median_s if report.step_time else 0.0
     if measured <= 0:
-        return 1.0, "calibrated host model: the report has no step time measured without the profiler: factor 1"
+        return 1.0, "calibrated host model: the report has no step time measured without the profiler: factor 1", 0.0, 0.0
 
     def replay(scale: float) -> tuple[float, float, float]:
         trial = [_Timed(t.op, t.projected, t.device_s, t.device_lo_s, t.device_hi_s, 0.0, t.sync) for t in identity]
         _add_profiled_host(trial, costs, serial, scale)
         return _pipeline(trial, serial, "device_s", 1.0)
 
-    step, host, device = replay(1.0)
+    step, host, device = first = replay(1.0)
     if abs(step - measured) <= CALIBRATION_TOLERANCE * measured:
         scale = 1.0
     elif step > measured:
@@ -307,9 +322,16 @@ def _calibrated_scale(identity: list[_Timed], costs: HostCosts, serial: bool, re
         scale = _bisect(lambda x: replay(x)[0] - measured, 0.0, 1.0)
     else:
         scale = 1.0
+    _, host, device = first if scale == 1.0 else replay(scale)
     return scale, (f"calibrated host model: the profiler's fitted cost per op times {scale:.2f}, so that the unchanged "
                    f"step replays at the {measured * 1e3:.3g} ms measured without the profiler (factor 1: "
-                   f"{step * 1e3:.3g} ms)")
+                   f"{step * 1e3:.3g} ms)"), host, device
+
+
+def _dispatch_host_total(identity: list[_Timed], costs: HostCosts, serial: bool) -> float:
+    trial = [_Timed(t.op, t.projected, t.device_s, t.device_lo_s, t.device_hi_s, 0.0, t.sync) for t in identity]
+    _add_host(trial, costs, serial, [])
+    return sum(t.host_s for t in trial)
 
 
 def _bisect(f, lo: float, hi: float) -> float:
@@ -438,7 +460,7 @@ def _method(serial: bool, costs: HostCosts | None, replayed: bool = False, host_
         checked = "whose fit is sound" if host_model == "profiled" else "its fit not checked"
         host = f"host model profiled: host time from the profiled step less the profiler's cost, {checked} ({host})"
     elif host_model != "dispatch" and fallback:
-        host = f"host model dispatch, the profiled one not usable ({fallback}); {host}"
+        host = f"host model dispatch, the {host_model} one not usable ({fallback}); {host}"
     else:
         host = f"host model dispatch: host time per op from dispatch costs; {host}"
     return f"per-op device time from measured time or roofline time / learned efficiency; {host}; {pipeline}"
