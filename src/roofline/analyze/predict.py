@@ -60,7 +60,7 @@ UNCHECKED_HOST_MODEL = "profiled-unchecked"
 # profiler, which itself falls back to the dispatch model, saying why, when its fit is not sound or the report lacks
 # the counts; the dispatch model where the unchanged step is device-bound and the dispatch costs give less host time).
 # On the H200 the host's speed moved by up to 2x within seconds (2026-12-01): the profiled model's reference-loop
-# fit, measured minutes before, over-predicted the host-bound workloads by 13-51% in one run and under-predicted them
+# fit, measured minutes before, over-predicted the host-bound workloads by 14-51% in one run and under-predicted them
 # by 14-29% in another; re-predicted offline, the calibrated model had 10 of 12 workloads within 15% and 5 of 6
 # what-ifs within 25% of that run against the profiled model's 6 and 3 (benchmarks/results/h200/ete/rounds/
 # DIAGNOSIS.md; offline, on the run studied: a new run validates).
