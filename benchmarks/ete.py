@@ -638,16 +638,18 @@ def render_md(result: dict) -> str:
                      f"{_r(r.get('calibrated_ratio'))} | {_r(_measured_ratio(r))} | {r.get('ops', '—')} | "
                      f"{r.get('runtime_calls', '—')} | {_r(r.get('old_ratio'))} |")
     lines += ["", "| what-if | predicted ms (range; ± over rounds) | measured ms (spread) | predicted/measured | "
-                  "dispatch/measured | profiled/measured | ops changing bound | source predicted/measured |",
-              "|---|---|---|---|---|---|---|---|"]
+                  "dispatch/measured | profiled/measured | calibrated/measured | ops changing bound | "
+                  "source predicted/measured |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for p in result["whatif"]:
         if "error" in p:
-            lines.append(f"| {p['pair']} | error: {p['error']} | | | | | | |")
+            lines.append(f"| {p['pair']} | error: {p['error']} | | | | | | | |")
             continue
         lines.append(f"| {p['pair']} | {_ms(p['predicted_s'])} ({_ms(p['low_s'])}-{_ms(p['high_s'])}"
                      f"{_round_spread(p)}) | "
                      f"{_ms(p.get('true_s'))} (±{_ms(p.get('true_spread_s'))}) | {_r(p.get('ratio'))} | "
-                     f"{_r(p.get('dispatch_ratio'))} | {_r(p.get('profiled_ratio'))} | {p['bound_changes']} | "
+                     f"{_r(p.get('dispatch_ratio'))} | {_r(p.get('profiled_ratio'))} | "
+                     f"{_r(p.get('calibrated_ratio'))} | {p['bound_changes']} | "
                      f"{_r(p.get('source_ratio'))} |")
     mae = s["mean_abs_error"]
     lines += ["", f"Within 0.85-1.15: {s['within_15pct']} of {s['workloads']} workloads (old estimator: "
