@@ -11,10 +11,10 @@ the profiler added to them (its cost per top-level event, nested aten event and 
 the op: analyze/host_events.py), when the fit of those costs is sound (``profiler_fit_problem``); or, with
 ``host_model="calibrated"``, the same with the profiler's cost scaled by the one factor that makes the unchanged step
 replay at the report's own step time measured without the profiler (``_calibrated_scale``: the host's speed moves
-between the reference loops, the profile and the truth; the report's unprofiled step is its nearest measurement). Pipeline: on a
-GPU the host issues op i when its host time is spent, the device runs it when both it and the op are ready, and a
-sync (``.item()``, ``nonzero``...) makes the host wait for the device; the step ends when both streams have. On a
-CPU one thread does both: the step is their sum (the op's measured time already holds its aten-level dispatch, so
+between the reference loops, the profile and the truth; the report's unprofiled step is its nearest measurement).
+Pipeline: on a GPU the host issues op i when its host time is spent, the device runs it when both it and the op are
+ready, and a sync (``.item()``, ``nonzero``...) makes the host wait for the device; the step ends when both streams
+have. On a CPU one thread does both: the step is their sum (the op's measured time already holds its aten-level dispatch, so
 only the Python and module calls are added). The range comes from the table's quartiles and the host costs'
 spread. No torch.
 """
@@ -50,7 +50,7 @@ MIN_PROFILER_REFERENCES = 5
 HOST_MODELS = ("dispatch", "profiled", "calibrated")
 # The calibrated host model scales the profiler's cost per op (its counts times the fitted costs) by one factor per
 # report, the one whose replay of the unchanged step gives the step time the report measured without the profiler
-# (``_calibrated_scale``), within these bounds on the factor's search.
+# (``_calibrated_scale``): a replay within this fraction of it keeps factor 1; else bisection in this many steps.
 CALIBRATION_TOLERANCE = 0.005
 CALIBRATION_STEPS = 40
 # The profiled host model whatever its profiler-cost fit (``profiler_fit_problem`` not applied): not offered to
@@ -303,7 +303,7 @@ def _calibrated_scale(identity: list[_Timed], costs: HostCosts, serial: bool,
     device-bound step below its measured time is the device side's miss, not the host's). No measured step: 1."""
     measured = report.step_time.median_s if report.step_time else 0.0
     if measured <= 0:
-        return 1.0, "calibrated host model: the report has no step time measured without the profiler: factor 1", 0.0, 0.0
+        return 1.0, "calibrated host model: no step time measured without the profiler: factor 1", 0.0, 0.0
 
     def replay(scale: float) -> tuple[float, float, float]:
         trial = [_Timed(t.op, t.projected, t.device_s, t.device_lo_s, t.device_hi_s, 0.0, t.sync) for t in identity]
