@@ -14,9 +14,9 @@ replay at the report's own step time measured without the profiler (``_calibrate
 between the reference loops, the profile and the truth; the report's unprofiled step is its nearest measurement).
 Pipeline: on a GPU the host issues op i when its host time is spent, the device runs it when both it and the op are
 ready, and a sync (``.item()``, ``nonzero``...) makes the host wait for the device; the step ends when both streams
-have. On a CPU one thread does both: the step is their sum (the op's measured time already holds its aten-level dispatch, so
-only the Python and module calls are added). The range comes from the table's quartiles and the host costs'
-spread. No torch.
+have. On a CPU one thread does both: the step is their sum (the op's measured time already holds its aten-level
+dispatch, so only the Python and module calls are added). The range comes from the table's quartiles and the host
+costs' spread. No torch.
 """
 
 from __future__ import annotations
