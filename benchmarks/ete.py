@@ -305,8 +305,10 @@ def main() -> int:
     traces = staging / "traces"
     traces.mkdir()
     done, last_round_s = 0, 0.0
+    host_load: list[dict] = []
     for r in range(rounds):
         round_began = time.perf_counter()
+        host_load.append(_host_load(r + 1, "start", round_began - began))
         if r > 0 and round_began - began + last_round_s > args.budget_s:
             say(f"stopping after {r} rounds: another ({last_round_s:.0f} s) would pass the {args.budget_s:.0f} s "
                 "budget")
@@ -347,6 +349,7 @@ def main() -> int:
                     counts.setdefault(key, _steps_for(median, iters))
                 except Exception as exc:  # noqa: BLE001
                     errors.setdefault(key.split(":", 1)[-1], f"{type(exc).__name__}: {exc}"[:300])
+        host_load.append(_host_load(r + 1, "end", time.perf_counter() - began))
         last_round_s = time.perf_counter() - round_began
         done = r + 1
 
@@ -416,7 +419,7 @@ def main() -> int:
               "host_costs_full": msgspec.to_builtins(host_costs),
               "host_model": DEFAULT_HOST_MODEL,
               "workloads": rows, "whatif": pairs, "summary": _summary(rows, pairs), "anchor": HABITAT,
-              "wall_s": time.perf_counter() - began}
+              "host_load": host_load, "wall_s": time.perf_counter() - began}
     atomic_write_text(out / "ete.json", json.dumps(result, indent=1) + "\n")
     atomic_write_text(out / "ete.md", render_md(result))
     _pack(staging, out, args.trace_budget_mb * 2**20)
@@ -432,6 +435,23 @@ MIN_TIMING_S = 0.05
 
 def _steps_for(step_s: float, iters: int) -> int:
     return max(iters, min(10 * iters, round(MIN_TIMING_S / max(step_s, 1e-9))))
+
+
+def _host_load(round_: int, phase: str, at_s: float) -> dict:
+    """The host's load average and mean CPU clock at a round's start and end (the H200 host's speed moved by up to 2x
+    within seconds on 2026-12-01: the next diagnosis can set these beside the steps)."""
+    import os
+
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    mhz = None
+    try:
+        clocks = [float(line.split(":")[1]) for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("cpu MHz")]
+        mhz = statistics.mean(clocks) if clocks else None
+    except (OSError, ValueError):
+        pass
+    return {"round": round_, "phase": phase, "at_s": round(at_s, 1), "loadavg": list(load) if load else None,
+            "cpu_mhz_mean": mhz}
 
 
 def _attempt(errors: dict[str, str], name: str, fn: Callable[[], object]) -> None:

@@ -102,3 +102,9 @@ def test_reports_and_traces_are_packed_in_two_tarballs_within_the_trace_budget(e
         assert tar.extractfile("traces/NOT_KEPT.txt").read() == b"over the size budget: big.json.gz\n"
     with tarfile.open(str(out) + ".tgz") as tar:
         assert sorted(tar.getnames()) == ["ete/ete.json", "ete/ete.md"]
+
+
+def test_each_round_records_the_hosts_load_for_the_next_diagnosis(ete):
+    load = ete._host_load(2, "end", 12.34)
+    assert (load["round"], load["phase"], load["at_s"]) == (2, "end", 12.3)
+    assert load["loadavg"] is None or (len(load["loadavg"]) == 3 and min(load["loadavg"]) >= 0)
