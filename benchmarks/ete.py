@@ -13,12 +13,15 @@ the truth sample the same stretch of the host's load, and both take the same sta
 over the rounds, the truth the median of all repeats' medians, each with its interquartile range. (One profile and
 one truth taken a minute apart on a host whose speed drifts: on the H200 on 2026-12-01 the same llama-tiny forward
 gave a profiled host time of 8.6 to 14.4 ms and true times with IQRs up to 35%.) The old estimator (sum of per-op
-roofline time + launch overhead, `Summary.predicted_total_s`) is shown beside. Both host models of the predictor run
+roofline time + launch overhead, `Summary.predicted_total_s`) is shown beside. The predictor's host models run
 on the same reports: `dispatch` (host time per op built from this machine's dispatch costs) and `profiled` (the
 profiled steps' own host spans and gaps less the profiler's cost per top-level event, nested aten event and CUDA
 runtime call, fitted on this machine over reference loops: ete.md lists them with the fit; when the fit is poor the
-profiled column falls back to the dispatch model and says why); the headline column is the predictor's default
-(`analyze/predict.py` DEFAULT_HOST_MODEL), each has its own ratio and counts.
+profiled column falls back to the dispatch model and says why) and `calibrated` (the profiled one with that cost
+scaled per report so that the unchanged step replays at the step the report measured without the profiler; beside
+it, measured/true: that measurement over the truth, the floor two measurements of one configuration leave); the
+headline column is the predictor's default (`analyze/predict.py` DEFAULT_HOST_MODEL), each has its own ratio and
+counts. `benchmarks/ete_offline.py OUT` re-predicts a finished run from its saved reports, no GPU.
 
 Writes OUT/ete.json and OUT/ete.md, OUT.tgz of both, OUT/reports.tgz (every round's report.json of every
 configuration: the next diagnosis needs no GPU) and OUT/traces.tgz (the first round's profiler traces, gzipped,
