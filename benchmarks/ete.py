@@ -57,7 +57,7 @@ from roofline.analyze.live import analyze_model, make_step, time_steps  # noqa: 
 from roofline.analyze.predict import (DEFAULT_HOST_MODEL, HOST_MODELS, UNCHECKED_HOST_MODEL,  # noqa: E402
                                       profiler_fit_problem)
 
-# Both host models, and the profiled one whatever its profiler-cost fit (the same as `profiled` when the fit is
+# Every host model, and the profiled one whatever its profiler-cost fit (the same as `profiled` when the fit is
 # sound): a run then shows what the fallback rule kept from users.
 MODELS = HOST_MODELS + (UNCHECKED_HOST_MODEL,)
 from roofline.analyze.whatif import predict_report  # noqa: E402
