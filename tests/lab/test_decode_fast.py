@@ -47,7 +47,12 @@ cases = [  # rows, K, halves, norm, residual, tile: plain, split-K with every fu
     (96, 256, 2, True, True, GemvConfig(8, 64, 2, 4, True)), (64, 512, 1, True, True, GemvConfig(4, 64, 2, 4, False, 2)),
     (96, 344, 2, True, False, GemvConfig(16, 64, 3)), (40, 200, 1, False, True, GemvConfig(16, 128, 2)),
     (64, 256, 2, True, False, GemvConfig(2, 256, 1, 8)),  # a whole row per pass: no loop
-    (64, 512, 1, True, True, GemvConfig(4, 64, 1, 4, False, 1, 3))]  # the loop pipelined (compiled only on a GPU)
+    (64, 512, 1, True, True, GemvConfig(4, 64, 1, 4, False, 1, 3)),  # the loop pipelined (compiled only on a GPU)
+    # Deep prefetch (issue 19): the whole row before the wait, part of it then the loop (uneven K: its last tile
+    # masked), split-K with each split's first half prefetched, the gate/up halves' whole rows
+    (64, 256, 1, True, True, GemvConfig(4, 64, 1, 4, prefetch=4)), (96, 344, 2, True, False, GemvConfig(8, 64, 1, prefetch=2)),
+    (64, 512, 1, True, True, GemvConfig(4, 64, 2, prefetch=2)), (96, 256, 2, True, True, GemvConfig(2, 128, 1, 4, prefetch=2)),
+    (40, 200, 1, False, True, GemvConfig(16, 64, 1, prefetch=2))]
 for i, (rows, k, halves, norm, res, cfg) in enumerate(cases):
     w = torch.randn(rows, k, dtype=dt) * 0.05
     x, g = torch.randn(k, dtype=dt), torch.rand(k, dtype=dt) + 0.5
@@ -369,7 +374,8 @@ def test_tuning_keeps_each_roles_fastest_tile_and_survives_a_failing_one(monkeyp
     attended = []
     monkeypatch.setattr(decode_fast, "_time_products", fake_time)
     monkeypatch.setattr(decode_fast, "_time_launches", lambda launch_all, n, replays: (launch_all(), 100.0 / n)[1])
-    monkeypatch.setattr(fast, "attend", lambda layer, pos, per_split, warps=None: attended.append((int(pos), per_split)))
+    monkeypatch.setattr(fast, "attend", lambda layer, pos, per_split, warps=None, split_block=None:
+                        attended.append((int(pos), per_split)))
     monkeypatch.setattr(fast, "device", types.SimpleNamespace(type="cuda"))
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _: types.SimpleNamespace(multi_processor_count=132))
     tuning = decode_fast.tune(fast, position=30)
@@ -394,10 +400,11 @@ def test_attention_v2_tuning_keeps_the_products_tiles_and_chooses_slices_and_war
 
     fast = FastDecode(_micro_model(), backend=decode_fast.BACKEND_TRITON, attention_version=2)
     fast.tuning.configs["wo"] = decode_fast.GemvConfig(2, 64)
-    attended = []
+    attended, blocks = [], []
 
-    def attend(layer, pos, per_split, warps=None):
+    def attend(layer, pos, per_split, warps=None, split_block=None):
         attended.append((int(pos), per_split, warps))
+        blocks.append((per_split, split_block))
         if per_split == 128:
             raise RuntimeError("does not compile")
 
@@ -416,6 +423,66 @@ def test_attention_v2_tuning_keeps_the_products_tiles_and_chooses_slices_and_war
                                                 | {(p, 16) for p in decode_fast.V2_SIXTEEN_WARPS})
     assert [us for c, us in tuning.candidates_us["attention"] if c["t_per_split"] == 128] == [float("inf")]
     assert json.loads(json.dumps(tuning.as_dict()))["attention_warps"] == 16
+    # The merge sized by the slices live at slot 30 (one for every candidate: 2, the least), not by the cache's;
+    # the chosen candidate's is the tuning's.
+    assert set(blocks) == {(p, 2) for p in decode_fast.T_PER_SPLITS_V2}
+    assert tuning.attention_split_block == 2
+
+
+def test_the_merge_block_follows_the_live_slices_not_the_cache():
+    from roofline.lab.kernels.attention import launch_constants, live_split_block
+
+    # llama-1b at slot 288 of the lab's 2,048-slot cache: 256-slot slices, 2 live of 8
+    assert launch_constants(32, 4, 64, 2048, 256, 256)["SPLIT_BLOCK"] == 8
+    assert live_split_block(288, 256) == 2 and live_split_block(288, 32) == 16 and live_split_block(288, 128) == 4
+    assert live_split_block(0, 512) == 2 and live_split_block(8000, 16) == 16
+
+
+def test_a_prefetch_deeper_than_a_programs_share_of_k_is_refused():
+    from roofline.lab.kernels.gemv import GemvConfig, Scratch, gemv
+
+    w, x, out = torch.zeros(64, 256, dtype=torch.float16), torch.zeros(256, dtype=torch.float16), torch.zeros(64)
+    for config in (GemvConfig(4, 64, 1, prefetch=8), GemvConfig(4, 64, 2, prefetch=4), GemvConfig(4, 64, 1, prefetch=3)):
+        with pytest.raises(ValueError, match="prefetch"):
+            gemv(w, x, out, config=config, scratch=Scratch(torch.device("cpu"), 4096, 64))
+
+
+def test_prefetch_tuning_times_the_deep_tiles_under_pdl_beside_the_current_one_and_drops_wrong_ones(monkeypatch):
+    import types
+
+    from roofline.lab import decode_fast
+    from roofline.lab.kernels.gemv import GemvConfig, prefetch_configs
+
+    fast = FastDecode(_micro_model(), backend=decode_fast.BACKEND_TRITON, attention_version=2)
+    fast.tuning = decode_fast.replace(fast.tuning, t_per_split=256, attention_warps=16, attention_split_block=2)
+    before = dict(fast.tuning.configs)
+    deep = GemvConfig(2, 512, 1, 4, prefetch=2)
+    wrong = GemvConfig(4, 512, 1, 4, prefetch=2)
+    timed, checked = [], []
+    monkeypatch.setattr(decode_fast, "prefetch_configs", lambda rows, k, sm, halves: [deep, wrong])
+    monkeypatch.setattr(decode_fast, "_time_products",
+                        lambda decode, role, *a: timed.append((role, a[-2], decode.pdl)) or (1.0 if a[-2] == deep else 2.0))
+
+    def check(decode, role, w, x, norm, residual, config):
+        checked.append((role, config))
+        if config == wrong:
+            raise ValueError("wrong results: max error 1 against 1 (torch twin)")
+
+    monkeypatch.setattr(decode_fast, "_check_product", check)
+    monkeypatch.setattr(fast, "device", types.SimpleNamespace(type="cuda"))
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _: types.SimpleNamespace(multi_processor_count=132))
+    fast.pdl = True
+    tuning = decode_fast.tune_prefetch(fast)
+    assert all(c == deep for c in tuning.configs.values())
+    assert (tuning.t_per_split, tuning.attention_warps, tuning.attention_split_block) == (256, 16, 2)
+    for role in decode_fast.ROLES:  # each role: the deep tile, the wrong one (checked, never timed), its own tile
+        assert [c for r, c in checked if r == role] == [deep, wrong, before[role]]
+        assert [c for r, c, _ in timed if r == role] == [deep, before[role]]
+        assert [us for _, us in tuning.candidates_us[f"{role} prefetch"]] == [1.0, float("inf"), 2.0]
+    assert all(pdl for *_, pdl in timed)
+    assert prefetch_configs(2560, 2048)[0].prefetch == 2 and all(  # llama-1b's qkv: up to its whole row
+        c.block_n * c.block_k * c.prefetch // (32 * c.num_warps) <= 64 for c in prefetch_configs(2560, 2048))
+    assert max(c.block_k * c.prefetch for c in prefetch_configs(2560, 2048)) == 2048
 
 
 def test_the_kernels_compile_for_sm90_without_spilling():
