@@ -45,7 +45,7 @@ def compile_gemv(rows: int, k: int, halves: int, norm: bool, residual: bool, con
                   EVEN_N=rows % config.block_n == 0, NORM_BLOCK=_pow2_at_least(k), PDL=pdl,
                   REDUCE_EACH=config.reduce_each, UNROLL=config.unroll,
                   STAGES=config.stages if config.stages > 1 else None, SCALED=fp8,
-                  PREFETCH=getattr(config, "prefetch", 1))
+                  PREFETCH=getattr(config, "prefetch", 1), EARLY_LAUNCH=getattr(config, "early_launch", False))
     signature = {"W": "*fp8e4nv" if fp8 else "*fp16", "X": "*fp16", "OUT": "*fp16", "RES": "*fp16", "GAMMA": "*fp16",
                  "PARTIAL": "*fp32", "COUNTERS": "*i32", "SCALE": "*fp32" if fp8 else "*fp16", "N": "i32", "K": "i32",
                  "eps": "fp32", **{c: "constexpr" for c in consts}}

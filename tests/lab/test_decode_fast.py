@@ -460,8 +460,9 @@ def test_prefetch_tuning_times_the_deep_tiles_under_pdl_beside_the_current_one_a
     wrong = GemvConfig(4, 512, 1, 4, prefetch=2)
     timed, checked = [], []
     monkeypatch.setattr(decode_fast, "prefetch_configs", lambda rows, k, sm, halves: [deep, wrong])
-    monkeypatch.setattr(decode_fast, "_time_products",
-                        lambda decode, role, *a: timed.append((role, a[-2], decode.pdl)) or (1.0 if a[-2] == deep else 2.0))
+    early = decode_fast.replace(deep, early_launch=True)
+    monkeypatch.setattr(decode_fast, "_time_products", lambda decode, role, *a: timed.append((role, a[-2], decode.pdl))
+                        or {deep: 1.0, early: 0.5 if role == "head" else 1.5}.get(a[-2], 2.0))
 
     def check(decode, role, w, x, norm, residual, config):
         checked.append((role, config))
@@ -473,12 +474,14 @@ def test_prefetch_tuning_times_the_deep_tiles_under_pdl_beside_the_current_one_a
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _: types.SimpleNamespace(multi_processor_count=132))
     fast.pdl = True
     tuning = decode_fast.tune_prefetch(fast)
-    assert all(c == deep for c in tuning.configs.values())
+    assert tuning.configs == {**{r: deep for r in decode_fast.ROLES}, "head": early}
     assert (tuning.t_per_split, tuning.attention_warps, tuning.attention_split_block) == (256, 16, 2)
-    for role in decode_fast.ROLES:  # each role: the deep tile, the wrong one (checked, never timed), its own tile
-        assert [c for r, c in checked if r == role] == [deep, wrong, before[role]]
-        assert [c for r, c, _ in timed if r == role] == [deep, before[role]]
+    for role in decode_fast.ROLES:  # each role: the deep tile, the wrong one (checked, never timed), its own tile;
+        # then the choice beside itself launching the next kernel early
+        assert [c for r, c in checked if r == role] == [deep, wrong, before[role], deep, early]
+        assert [c for r, c, _ in timed if r == role] == [deep, before[role], deep, early]
         assert [us for _, us in tuning.candidates_us[f"{role} prefetch"]] == [1.0, float("inf"), 2.0]
+        assert [us for _, us in tuning.candidates_us[f"{role} early launch"]] == [1.0, 0.5 if role == "head" else 1.5]
     assert all(pdl for *_, pdl in timed)
     assert prefetch_configs(2560, 2048)[0].prefetch == 2 and all(  # llama-1b's qkv: up to its whole row
         c.block_n * c.block_k * c.prefetch // (32 * c.num_warps) <= 64 for c in prefetch_configs(2560, 2048))

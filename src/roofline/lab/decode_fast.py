@@ -203,26 +203,33 @@ def tune(decode: FastDecode, configs: Callable[[int, int, int], list[GemvConfig]
 def tune_prefetch(decode: FastDecode, *, replays: int = 5, progress: Callable[[str], None] = lambda _: None) -> Tuning:
     """The products' tiles chosen again for the PDL step among the deep-prefetch candidates (gemv.prefetch_configs)
     and the tile the step has now, each timed launched as the step launches it (``decode.pdl``: under PDL a
-    product's prefetch overlaps the previous product's drain in the timed graph too). The attention's choice is
-    kept; the new timings are recorded as "<role> prefetch" (CUDA only)."""
+    product's prefetch overlaps the previous product's drain in the timed graph too); then each role's choice
+    again beside itself with ``early_launch`` (the next kernel let start when this one starts). Every candidate is
+    first checked against the torch twin. The attention's choice is kept; the timings are recorded as
+    "<role> prefetch" and "<role> early launch" (CUDA only)."""
     import time
 
     if decode.device.type != "cuda" or decode.backend != BACKEND_TRITON:
         return decode.tuning
     began = time.perf_counter()
     sm_count = torch.cuda.get_device_properties(decode.device).multi_processor_count
-    chosen, timings = _tune_products(decode, lambda rows, k, halves: prefetch_configs(rows, k, sm_count, halves),
-                                     replays, progress, keep=decode.tuning.configs, label=" prefetch", check=True)
+    chosen, deep = _tune_products(decode, lambda rows, k, halves: prefetch_configs(rows, k, sm_count, halves),
+                                  replays, progress, extra={r: [c] for r, c in decode.tuning.configs.items()},
+                                  label=" prefetch", check=True)
+    chosen, early = _tune_products(decode, lambda rows, k, halves: [], replays, progress,
+                                   extra={r: [c, replace(c, early_launch=True)] for r, c in chosen.items()},
+                                   label=" early launch", check=True)
     decode.tuning = replace(decode.tuning, configs=chosen,
                             candidates_us={**decode.tuning.candidates_us,
-                                           **{f"{role} prefetch": rows for role, rows in timings.items()}},
+                                           **{f"{role} prefetch": rows for role, rows in deep.items()},
+                                           **{f"{role} early launch": rows for role, rows in early.items()}},
                             seconds=decode.tuning.seconds + time.perf_counter() - began)
     return decode.tuning
 
 
-def _tune_products(decode, configs, replays, progress, keep: dict[str, GemvConfig] | None = None,
+def _tune_products(decode, configs, replays, progress, extra: dict[str, list[GemvConfig]] | None = None,
                    label: str = "", check: bool = False) -> tuple[dict[str, GemvConfig], dict[str, list[tuple[dict, float]]]]:
-    """Each role's fastest tile of ``configs(rows, k, halves)`` (and of ``keep[role]``, timed beside them).
+    """Each role's fastest tile of ``configs(rows, k, halves)`` and of ``extra[role]`` (timed after them).
 
     ``check``: each candidate's output on the role's first weight is compared with the torch twin's first; one
     off by more than CHECK_TOLERANCE of the largest output is not a candidate (recorded with time inf)."""
@@ -239,9 +246,7 @@ def _tune_products(decode, configs, replays, progress, keep: dict[str, GemvConfi
         norm = torch.ones(k, dtype=decode.dtype, device=device) if role in ("qkv", "w13", "head") else None
         residual = res if role in ("wo", "w2") else None
         rows_us = []
-        candidates = list(configs(rows, k, 2 if role == "w13" else 1))
-        if keep and role in keep and keep[role] not in candidates:
-            candidates.append(keep[role])
+        candidates = list(dict.fromkeys([*configs(rows, k, 2 if role == "w13" else 1), *(extra or {}).get(role, [])]))
         for config in candidates:
             try:
                 if check:

@@ -35,6 +35,7 @@ class GemvConfig:
     unroll: int = 1  # iterations unrolled, so that ptxas can issue their loads together
     stages: int = 1  # > 1: the K loop software-pipelined that deep (cp.async copies of the next tiles)
     prefetch: int = 1  # > 1: that many tiles of K (one load) read before the wait for the previous kernel (PDL)
+    early_launch: bool = False  # PDL: let the next kernel start when this one starts, not after this one's wait
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -185,7 +186,7 @@ def gemv(w: torch.Tensor, x: torch.Tensor, out: torch.Tensor, *, config: GemvCon
         EVEN_K=k % config.block_k == 0 and per_split * split == k, EVEN_N=n % config.block_n == 0,
         NORM_BLOCK=_pow2_at_least(k), PDL=pdl, REDUCE_EACH=config.reduce_each, UNROLL=config.unroll,
         STAGES=config.stages if config.stages > 1 else None, num_warps=config.num_warps, SCALED=scale is not None,
-        PREFETCH=prefetch, **({"launch_pdl": True} if pdl else {}),
+        PREFETCH=prefetch, EARLY_LAUNCH=getattr(config, "early_launch", False), **({"launch_pdl": True} if pdl else {}),
     )
     return out
 

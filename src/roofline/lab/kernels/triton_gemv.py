@@ -59,7 +59,7 @@ def _load_x(X, GAMMA, ks, K, inv, NORM: tl.constexpr, EVEN_K: tl.constexpr, dt: 
 @triton.jit
 def _prefetched(W, X, GAMMA, w_rows, k_start, K, N, eps, dt: tl.constexpr, HALVES: tl.constexpr, NORM: tl.constexpr,
                 EVEN_K: tl.constexpr, NORM_BLOCK: tl.constexpr, PDL: tl.constexpr, BLOCK_N: tl.constexpr,
-                BLOCK_K: tl.constexpr, K_PER_SPLIT: tl.constexpr, PREFETCH: tl.constexpr):
+                BLOCK_K: tl.constexpr, K_PER_SPLIT: tl.constexpr, PREFETCH: tl.constexpr, EARLY_LAUNCH: tl.constexpr):
     """The row block's sums when its first PREFETCH tiles (one load PREFETCH * BLOCK_K wide) are read before the
     wait for the previous kernel: the weights do not depend on it, only x does, so with PREFETCH * BLOCK_K >=
     K_PER_SPLIT a program holds its whole share of the weights in registers before that kernel has finished.
@@ -73,7 +73,8 @@ def _prefetched(W, X, GAMMA, w_rows, k_start, K, N, eps, dt: tl.constexpr, HALVE
         w2 = _load_w(W, w_rows, ks, K, N, EVEN_K)
     if PDL:
         gdc_wait()
-        gdc_launch_dependents()
+        if not EARLY_LAUNCH:
+            gdc_launch_dependents()
     inv = 1.0
     if NORM:
         ks_all = tl.arange(0, NORM_BLOCK)
@@ -107,7 +108,7 @@ def gemv_kernel(W, X, OUT, RES, GAMMA, PARTIAL, COUNTERS, SCALE, N, K, eps,
                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, K_PER_SPLIT: tl.constexpr,
                 EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, NORM_BLOCK: tl.constexpr, PDL: tl.constexpr,
                 REDUCE_EACH: tl.constexpr, UNROLL: tl.constexpr, STAGES: tl.constexpr, SCALED: tl.constexpr,
-                PREFETCH: tl.constexpr = 1):
+                PREFETCH: tl.constexpr = 1, EARLY_LAUNCH: tl.constexpr = False):
     dt = OUT.dtype.element_ty
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
@@ -118,9 +119,14 @@ def gemv_kernel(W, X, OUT, RES, GAMMA, PARTIAL, COUNTERS, SCALE, N, K, eps,
     else:
         w_rows = tl.where(row_mask, rows, 0)
     k_start = pid_k * K_PER_SPLIT
+    # EARLY_LAUNCH: the next kernel may start as soon as every program of this one has started, not once each has
+    # passed its wait: its programs read their weights (nothing this kernel writes) while this one waits and runs,
+    # and its own wait still orders it after this kernel's end (which follows the previous kernel's).
+    if PDL and EARLY_LAUNCH:
+        gdc_launch_dependents()
     if PREFETCH > 1:
         y, y2 = _prefetched(W, X, GAMMA, w_rows, k_start, K, N, eps, dt, HALVES, NORM, EVEN_K, NORM_BLOCK, PDL,
-                            BLOCK_N, BLOCK_K, K_PER_SPLIT, PREFETCH)
+                            BLOCK_N, BLOCK_K, K_PER_SPLIT, PREFETCH, EARLY_LAUNCH)
     else:
         # The first tile of weights is loaded before anything the previous kernel writes is read: under
         # programmatic dependent launch these loads overlap that kernel's tail.
@@ -131,7 +137,8 @@ def gemv_kernel(W, X, OUT, RES, GAMMA, PARTIAL, COUNTERS, SCALE, N, K, eps,
             w2 = _load_w(W, w_rows, ks, K, N, EVEN_K)
         if PDL:
             gdc_wait()
-            gdc_launch_dependents()
+            if not EARLY_LAUNCH:
+                gdc_launch_dependents()
         inv = 1.0
         if NORM:
             ks_all = tl.arange(0, NORM_BLOCK)
