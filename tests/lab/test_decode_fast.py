@@ -259,10 +259,11 @@ def test_the_benchmark_script_runs_end_to_end_on_cpu(tmp_path, monkeypatch, caps
     script = load_benchmark("decode_fast")
     out = tmp_path / "fast.json"
     assert script.main(["--device", "cpu", "--models", "llama-micro", "--context", "16", "--steps", "8",
-                        "--reps", "1", "--attention-v2", "-o", str(out)]) == 0
+                        "--reps", "1", "--prefetch", "-o", str(out)]) == 0  # --prefetch: --attention-v2 too
     data = json.loads(out.read_text())
     row = data["models"]["llama-micro"]
     assert "error" not in row, row
+    assert "deep prefetch needs PDL (the Triton kernels on a CUDA GPU): not run" in row["notes"]
     assert row["fast"]["backend"] in (BACKEND_TORCH, "triton")
     assert set(row["variants"]) == {"+ Triton GEMV", "+ Triton GEMV + attention v2",
                                     "eager stand-in for tuned (cpu smoke)"}
@@ -272,6 +273,14 @@ def test_the_benchmark_script_runs_end_to_end_on_cpu(tmp_path, monkeypatch, caps
         assert {"kernel_us_per_token", "gap_us_per_token", "classes"} <= set(variant["breakdown"])
     assert script.main(["--table", str(out)]) == 0
     assert "| llama-micro | + Triton GEMV |" in capsys.readouterr().out
+    assert all(v["generated_tokens"] == row["eager_tokens"] for v in row["variants"].values())
+    # The deep-prefetch step starts from the attention v2 step's tuning (refused without it) and records its tiles.
+    model = _micro_model()
+    fast, row = FastDecode(model), {"fast": {}}
+    with pytest.raises(RuntimeError, match="attention v2 step was not built"):
+        script._prefetch_step(model, fast, {}, row, print)
+    step = script._prefetch_step(model, fast, {"tuning": fast.tuning}, row, print)
+    assert callable(step) and set(row["fast"]["prefetch"]["configs"]) == {"qkv", "wo", "w13", "w2", "head"}
 
 
 @pytest.mark.cuda
