@@ -144,7 +144,8 @@ def render(attention: list[dict], decode: list[dict], notes: list[str], lab: lis
             lines.append(f"| | | v2 errors: {'; '.join(r['v2_errors'])} | | |")
     if not attention and with_attention:
         lines.append("| (no attention results: see logs/) | | | | |")
-    lines += [""] * with_attention + ["decode (fp16, batch 1, context 256, 64 tokens, CUDA graphs, median of alternating runs):", "",
+    lines += [""] * with_attention + [
+              "decode (fp16, batch 1, context 256, 64 tokens, CUDA graphs, median of alternating runs):", "",
               "| model | variant | tok/s (min-max) | us/token | % of roof | products us (TB/s) | attention us | other us "
               "| between us | same tokens as eager |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in decode:
@@ -166,8 +167,9 @@ def render(attention: list[dict], decode: list[dict], notes: list[str], lab: lis
                          f"{100 * new['share_of_roof']:.1f}% of roof vs {100 * old['share_of_roof']:.1f}% (aim 65%)")
         deep = by.get((model, PREFETCH_LABEL))
         if new and deep:
+            products = deep["matmul_us"] and new["matmul_us"] and deep["matmul_us"] - new["matmul_us"]
             lines.append(f"{model}: deep prefetch {deep['us_per_token'] - new['us_per_token']:+.1f} us/token "
-                         f"(products {_f(deep['matmul_us'] and new['matmul_us'] and deep['matmul_us'] - new['matmul_us'], '+.0f')} us), "
+                         f"(products {_f(products, '+.0f')} us), "
                          f"{100 * deep['share_of_roof']:.1f}% of roof vs {100 * new['share_of_roof']:.1f}% (aim 65%)")
     if tiles:
         lines += ["", "products' tiles, PDL + attention v2 (before) and deep prefetch (after): us per product under PDL "

@@ -228,7 +228,7 @@ def tune_prefetch(decode: FastDecode, *, replays: int = 5, progress: Callable[[s
 
 
 def _tune_products(decode, configs, replays, progress, extra: dict[str, list[GemvConfig]] | None = None,
-                   label: str = "", check: bool = False) -> tuple[dict[str, GemvConfig], dict[str, list[tuple[dict, float]]]]:
+                   label: str = "", check: bool = False) -> tuple[dict[str, GemvConfig], dict[str, list]]:
     """Each role's fastest tile of ``configs(rows, k, halves)`` and of ``extra[role]`` (timed after them).
 
     ``check``: each candidate's output on the role's first weight is compared with the torch twin's first; one
