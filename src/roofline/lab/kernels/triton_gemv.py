@@ -84,7 +84,9 @@ def _prefetched(W, X, GAMMA, w_rows, k_start, K, N, eps, dt: tl.constexpr, HALVE
         inv = (1.0 / tl.sqrt((mean + eps).to(dt).to(tl.float32))).to(dt).to(tl.float32)
     x = _load_x(X, GAMMA, ks, K, inv, NORM, EVEN_K, dt)
     y = tl.sum(w.to(tl.float32) * x[None, :], axis=1)
-    y2 = tl.sum(w2.to(tl.float32) * x[None, :], axis=1)
+    y2 = y
+    if HALVES == 2:
+        y2 = tl.sum(w2.to(tl.float32) * x[None, :], axis=1)
     if PRE_K < K_PER_SPLIT:
         acc = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
         acc2 = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
