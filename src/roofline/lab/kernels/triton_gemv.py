@@ -65,8 +65,7 @@ def _prefetched(W, X, GAMMA, w_rows, k_start, K, N, eps, dt: tl.constexpr, HALVE
     K_PER_SPLIT a program holds its whole share of the weights in registers before that kernel has finished.
     The rest of the row (if any) is read after the wait, BLOCK_K at a time. Each part's products are summed at once
     (fp32), in K order; the sums are not bit for bit the one-tile kernel's (another order of the fp32 adds)."""
-    PRE_K: tl.constexpr = PREFETCH * BLOCK_K
-    ks = k_start + tl.arange(0, PRE_K)
+    ks = k_start + tl.arange(0, PREFETCH * BLOCK_K)
     w = _load_w(W, w_rows, ks, K, 0, EVEN_K)
     w2 = w
     if HALVES == 2:
@@ -87,10 +86,10 @@ def _prefetched(W, X, GAMMA, w_rows, k_start, K, N, eps, dt: tl.constexpr, HALVE
     y2 = y
     if HALVES == 2:
         y2 = tl.sum(w2.to(tl.float32) * x[None, :], axis=1)
-    if PRE_K < K_PER_SPLIT:
+    if PREFETCH * BLOCK_K < K_PER_SPLIT:
         acc = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
         acc2 = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
-        for k0 in range(PRE_K, K_PER_SPLIT, BLOCK_K):
+        for k0 in range(PREFETCH * BLOCK_K, K_PER_SPLIT, BLOCK_K):
             kt = k_start + k0 + tl.arange(0, BLOCK_K)
             wt = _load_w(W, w_rows, kt, K, 0, EVEN_K)
             xt = _load_x(X, GAMMA, kt, K, inv, NORM, EVEN_K, dt)
