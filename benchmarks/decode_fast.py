@@ -176,7 +176,8 @@ def measure_model(name: str, args, device, bandwidth: float, began: float, check
                 lambda m: print(f"  {name} v2 {m}", flush=True), v2_tuning)
             if args.prefetch and pdl:
                 more[FAST_PREFETCH] = partial(_prefetch_step, model, fast, v2_tuning, row,
-                                              lambda m: print(f"  {name} {m}", flush=True))
+                                              lambda m: print(f"  {name} {m}", flush=True),
+                                              args.context + args.steps // 2)
             elif args.prefetch:
                 row["notes"].append("deep prefetch needs PDL (the Triton kernels on a CUDA GPU): not run")
         if args.baseline == "tuned":
@@ -313,19 +314,21 @@ def _v2_step(model, fast, pdl: bool, position: int, row: dict, progress, keep: d
                       attention_version=2).step
 
 
-def _prefetch_step(model, fast, v2_tuning: dict, row: dict, progress):
+def _prefetch_step(model, fast, v2_tuning: dict, row: dict, progress, position: int | None = None):
     """The PDL + attention v2 step (its tuning, made by _v2_step before this) with the products' tiles tuned again
-    under PDL among the deep-prefetch candidates and the tile each had (decode_fast.tune_prefetch)."""
+    under PDL among the deep-prefetch candidates and the tile each had (decode_fast.tune_prefetch; ``position``:
+    the slot its whole-step timings write, one the decode rewrites before reading it)."""
     from roofline.lab.decode_fast import FastDecode, tune_prefetch
 
     if "tuning" not in v2_tuning:
         raise RuntimeError("the attention v2 step was not built (its tuning is the prefetch step's start)")
     step = FastDecode(model, tuning=v2_tuning["tuning"], pdl=True, triton_attention=fast.triton_attention,
                       attention_version=2)
-    tuning = tune_prefetch(step, progress=progress)
+    tuning = tune_prefetch(step, progress=progress, position=position)
     row["fast"]["prefetch"] = {"configs": {r: c.as_dict() for r, c in tuning.configs.items()},
                                "candidates_us": {r: [{**c, "us": us} for c, us in rows]
-                                                 for r, rows in tuning.candidates_us.items() if r.endswith("prefetch")}}
+                                                 for r, rows in tuning.candidates_us.items()
+                                                 if r.endswith(("prefetch", "in the step", "early launch"))}}
     return step.step
 
 

@@ -86,7 +86,8 @@ def decode_rows(suite: Path) -> tuple[list[dict], list[str]]:
 
 
 def prefetch_tiles(suite: Path) -> list[dict]:
-    """Each product's tile before (PDL + attention v2's) and after the deep-prefetch tuning, timed under PDL there."""
+    """Each product's tile before (PDL + attention v2's) and after the deep-prefetch tuning: its us per product
+    timed alone under PDL, and the whole step's us at that role's turn (where the tuning timed whole steps)."""
     rows = []
     for path in sorted(suite.glob("decode_fast_*.json")):
         for model, row in _load(path).get("models", {}).items():
@@ -95,13 +96,16 @@ def prefetch_tiles(suite: Path) -> list[dict]:
             after = (fast.get("prefetch") or {}).get("configs", {})
             timed = (fast.get("prefetch") or {}).get("candidates_us", {})
             for role, config in after.items():
-                def us(cfg, key=f"{role} prefetch"):
-                    found = [c["us"] for c in timed.get(key, []) + timed.get(f"{role} early launch", [])
-                             if {k: v for k, v in c.items() if k != "us"} == cfg]
-                    return min(found) if found else None
+                def us(cfg, key):
+                    found = [c["us"] for c in timed.get(key, []) if {k: v for k, v in c.items() if k != "us"} == cfg]
+                    return found[0] if found else None
                 old = {**before.get(role, {}), "prefetch": 1, "early_launch": False}
+                stepped = f"{role} in the step" in timed
                 rows.append({"model": model, "role": role, "before": old, "after": config,
-                             "before_us": us(old), "after_us": us(config)})
+                             "before_us": us(old, f"{role} prefetch"),
+                             "after_us": us({**config, "early_launch": False}, f"{role} prefetch"),
+                             "before_step_us": us(old, f"{role} in the step") if stepped else None,
+                             "after_step_us": us(config, f"{role} early launch") if stepped else None})
     return rows
 
 
@@ -172,12 +176,14 @@ def render(attention: list[dict], decode: list[dict], notes: list[str], lab: lis
                          f"(products {_f(products, '+.0f')} us), "
                          f"{100 * deep['share_of_roof']:.1f}% of roof vs {100 * new['share_of_roof']:.1f}% (aim 65%)")
     if tiles:
-        lines += ["", "products' tiles, PDL + attention v2 (before) and deep prefetch (after): us per product under PDL "
-                  "in the tuning (all layers' weights back to back, a CUDA graph):", "",
-                  "| model | product | before | us | after | us |", "|---|---|---|---:|---|---:|"]
+        lines += ["", "products' tiles, PDL + attention v2 (before) and deep prefetch (after), from the tuning: us per "
+                  "product alone under PDL (all layers' weights back to back, a CUDA graph), and us per whole step "
+                  "at that product's turn (the products before it at their new tiles):", "",
+                  "| model | product | before | after | us alone | us a step |", "|---|---|---|---|---:|---:|"]
         for t in tiles:
-            lines.append(f"| {t['model']} | {t['role']} | {_tile(t['before'])} | {_f(t['before_us'], '.2f')} | "
-                         f"{_tile(t['after'])} | {_f(t['after_us'], '.2f')} |")
+            lines.append(f"| {t['model']} | {t['role']} | {_tile(t['before'])} | {_tile(t['after'])} | "
+                         f"{_f(t['before_us'], '.2f')} -> {_f(t['after_us'], '.2f')} | "
+                         f"{_f(t['before_step_us'], '.1f')} -> {_f(t['after_step_us'], '.1f')} |")
     if lab:
         lines += ["", "roofline lab --decode-only (2,048-slot cache, each row timed alone, median of the lab's runs):", "",
                   "| model | row | tok/s | % of roof | products us (TB/s) | attention us | same tokens as eager |",

@@ -506,3 +506,40 @@ def test_the_kernels_compile_for_sm90_without_spilling():
         pytest.skip("this Triton cannot compile ahead of time")
     script = load_benchmark("decode_kernels_sm90")
     assert script.main(["--quick"]) == 0
+
+
+def test_prefetch_tuning_chooses_in_the_whole_step_where_it_is_given_a_slot(monkeypatch):
+    import types
+
+    from roofline.lab import decode_fast
+    from roofline.lab.kernels.gemv import GemvConfig
+
+    fast = FastDecode(_micro_model(), backend=decode_fast.BACKEND_TRITON, attention_version=2)
+    before = dict(fast.tuning.configs)
+    deep, deeper, slow = (GemvConfig(2, 512, 1, 4, prefetch=2), GemvConfig(4, 512, 1, 4, prefetch=4),
+                          GemvConfig(8, 512, 1, 8, prefetch=2))
+    alone = {deep: 1.0, deeper: 1.1, slow: 1.2}
+    monkeypatch.setattr(decode_fast, "prefetch_configs", lambda rows, k, sm, halves: [slow, deeper, deep])
+    monkeypatch.setattr(decode_fast, "_check_product", lambda *a: None)
+    monkeypatch.setattr(decode_fast, "_time_products", lambda decode, role, *a: alone.get(a[-2], 3.0))
+    stepped = []
+
+    def time_step(decode, position, replays):
+        configs = decode.tuning.configs
+        stepped.append((position, dict(configs)))
+        # In the step: w2 is fastest with its old tile, qkv with the deeper one, head with early launch
+        return (800.0 - (configs["w2"] == before["w2"]) - 2 * (configs["qkv"] == deeper)
+                - 3 * configs["head"].early_launch - 0.5 * (configs["wo"] == deep))
+
+    monkeypatch.setattr(decode_fast, "_time_step", time_step)
+    monkeypatch.setattr(fast, "device", types.SimpleNamespace(type="cuda"))
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _: types.SimpleNamespace(multi_processor_count=132))
+    tuning = decode_fast.tune_prefetch(fast, position=30)
+    assert tuning.configs["w2"] == before["w2"] and tuning.configs["qkv"] == deeper
+    assert tuning.configs["head"] == decode_fast.replace(deep, early_launch=True) and tuning.configs["wo"] == deep
+    # shortlist: the three fastest alone, then the current tile; each role's step timings with the others' choices
+    assert [GemvConfig(**{k: v for k, v in c.items()}) for c, _ in tuning.candidates_us["qkv in the step"]] == [
+        deep, deeper, slow, before["qkv"]]
+    assert {p for p, _ in stepped} == {30} and len(stepped) == 5 * 4 + 5 * 2
+    assert all(c["qkv"] == deeper for _, c in stepped[4:20])  # after qkv's turn its choice stays in every step
+    assert [c["qkv"].early_launch for _, c in stepped[20:22]] == [False, True]

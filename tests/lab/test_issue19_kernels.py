@@ -124,7 +124,9 @@ def test_the_summary_sets_deep_prefetch_against_pdl_and_attention_v2(tmp_path, c
     deep = {**old_tile, "block_n": 8, "block_k": 512, "num_warps": 8, "prefetch": 4, "early_launch": True}
     candidates = {"qkv prefetch": [{**deep, "early_launch": False, "us": 4.6}, {**old_tile, "prefetch": 1,
                                                                                 "early_launch": False, "us": 5.0}],
-                  "qkv early launch": [{**deep, "early_launch": False, "us": 4.6}, {**deep, "us": 4.4}]}
+                  "qkv in the step": [{**deep, "early_launch": False, "us": 790.0},
+                                      {**old_tile, "prefetch": 1, "early_launch": False, "us": 800.0}],
+                  "qkv early launch": [{**deep, "early_launch": False, "us": 790.0}, {**deep, "us": 788.5}]}
     decode = {"models": {"llama-1b": {"notes": [], "fast": {
         "tuning": {"attention_t_per_split": 32, "configs": {"qkv": old_tile}}, "attention_v2": {"t_per_split": 256},
         "prefetch": {"configs": {"qkv": deep}, "candidates_us": candidates}},
@@ -136,6 +138,7 @@ def test_the_summary_sets_deep_prefetch_against_pdl_and_attention_v2(tmp_path, c
     out = capsys.readouterr().out
     assert "attention alone" not in out  # this suite has no attention stages
     assert "llama-1b: deep prefetch -85.7 us/token (products -91 us), 63.0% of roof vs 56.0% (aim 65%)" in out
-    assert "| llama-1b | qkv | 2x1024 w4 | 5.00 | 8x512 w8 prefetch 4 early launch | 4.40 |" in out
+    assert ("| llama-1b | qkv | 2x1024 w4 | 8x512 w8 prefetch 4 early launch | 5.00 -> 4.60 | 800.0 -> 788.5 |"
+            in out)
     assert "deep prefetch's tokens: 2/4 the same as PDL + attention v2's (first differs at 2)" in out
-    assert json.loads((tmp_path / "summary.json").read_text())["tiles"][0]["after_us"] == 4.4
+    assert json.loads((tmp_path / "summary.json").read_text())["tiles"][0]["after_step_us"] == 788.5

@@ -200,31 +200,83 @@ def tune(decode: FastDecode, configs: Callable[[int, int, int], list[GemvConfig]
     return decode.tuning
 
 
-def tune_prefetch(decode: FastDecode, *, replays: int = 5, progress: Callable[[str], None] = lambda _: None) -> Tuning:
+STEP_SHORTLIST = 3  # each role's fastest deep-prefetch tiles (timed alone) that are timed again in the whole step
+STEP_REPLAYS = 20  # whole-step replays a candidate (~16 ms for llama-1b)
+
+
+def tune_prefetch(decode: FastDecode, *, replays: int = 5, progress: Callable[[str], None] = lambda _: None,
+                  position: int | None = None) -> Tuning:
     """The products' tiles chosen again for the PDL step among the deep-prefetch candidates (gemv.prefetch_configs)
-    and the tile the step has now, each timed launched as the step launches it (``decode.pdl``: under PDL a
-    product's prefetch overlaps the previous product's drain in the timed graph too); then each role's choice
-    again beside itself with ``early_launch`` (the next kernel let start when this one starts). Every candidate is
-    first checked against the torch twin. The attention's choice is kept; the timings are recorded as
-    "<role> prefetch" and "<role> early launch" (CUDA only)."""
+    and the tile the step has now. Every candidate is first checked against the torch twin, then timed as tune
+    times products (all the role's weights back to back in a CUDA graph), launched as the step launches it
+    (``decode.pdl``: each product's prefetch overlaps the previous one's drain there too).
+
+    With ``position`` (a cache slot the caller decodes again before reading it, as for ``tune``) the choice is
+    then made in the whole step, where the kernel before each product is another one (the previous product's
+    drain and how many of this one's programs fit beside it decide what the prefetch hides): role by role, the
+    STEP_SHORTLIST fastest tiles alone and the current one, each in a CUDA graph of the whole step, the others
+    at their choice so far; then each choice against itself with ``early_launch`` (the next kernel let start when
+    this one starts). Without ``position`` the early-launch choice is made on the products alone. The attention's
+    choice is kept; the timings are recorded as "<role> prefetch", "<role> in the step" and "<role> early launch"
+    (CUDA only)."""
     import time
 
     if decode.device.type != "cuda" or decode.backend != BACKEND_TRITON:
         return decode.tuning
     began = time.perf_counter()
     sm_count = torch.cuda.get_device_properties(decode.device).multi_processor_count
+    current = dict(decode.tuning.configs)
     chosen, deep = _tune_products(decode, lambda rows, k, halves: prefetch_configs(rows, k, sm_count, halves),
-                                  replays, progress, extra={r: [c] for r, c in decode.tuning.configs.items()},
+                                  replays, progress, extra={r: [c] for r, c in current.items()},
                                   label=" prefetch", check=True)
-    chosen, early = _tune_products(decode, lambda rows, k, halves: [], replays, progress,
-                                   extra={r: [c, replace(c, early_launch=True)] for r, c in chosen.items()},
-                                   label=" early launch", check=True)
+    timings = {f"{role} prefetch": rows for role, rows in deep.items()}
+    if position is None:
+        chosen, early = _tune_products(decode, lambda rows, k, halves: [], replays, progress,
+                                       extra={r: [c, replace(c, early_launch=True)] for r, c in chosen.items()},
+                                       label=" early launch", check=True)
+        timings.update({f"{role} early launch": rows for role, rows in early.items()})
+    else:
+        chosen = dict(current)
+        for role in ROLES:
+            fastest = sorted((us, i) for i, (_, us) in enumerate(deep[role]) if us < float("inf"))[:STEP_SHORTLIST]
+            shortlist = list(dict.fromkeys([GemvConfig(**deep[role][i][0]) for _, i in fastest] + [current[role]]))
+            chosen[role], timings[f"{role} in the step"] = _choose_in_step(decode, chosen, role, shortlist, position,
+                                                                           progress)
+        for role in ROLES:
+            early = replace(chosen[role], early_launch=True)
+            chosen[role], timings[f"{role} early launch"] = _choose_in_step(decode, chosen, role,
+                                                                            [chosen[role], early], position, progress)
     decode.tuning = replace(decode.tuning, configs=chosen,
-                            candidates_us={**decode.tuning.candidates_us,
-                                           **{f"{role} prefetch": rows for role, rows in deep.items()},
-                                           **{f"{role} early launch": rows for role, rows in early.items()}},
+                            candidates_us={**decode.tuning.candidates_us, **timings},
                             seconds=decode.tuning.seconds + time.perf_counter() - began)
     return decode.tuning
+
+
+def _choose_in_step(decode, configs: dict[str, GemvConfig], role: str, candidates: list[GemvConfig], position: int,
+                    progress) -> tuple[GemvConfig, list[tuple[dict, float]]]:
+    """The candidate for ``role`` whose whole step (the other roles at ``configs``) is fastest, with every time."""
+    rows = []
+    for config in candidates:
+        decode.tuning = replace(decode.tuning, configs={**configs, role: config})
+        try:
+            us = _time_step(decode, position, STEP_REPLAYS)
+        except Exception as exc:  # noqa: BLE001 - e.g. early launch refused: the candidate is left out
+            progress(f"tune {role} in the step: {config} failed: {type(exc).__name__}: {str(exc)[:120]}")
+            us = float("inf")
+        rows.append((config.as_dict(), us))
+    best = min(range(len(rows)), key=lambda i: rows[i][1])
+    found = candidates[best] if rows[best][1] < float("inf") else configs[role]
+    progress(f"tune {role} in the step: {found} {rows[best][1]:.1f} us a step of {len(rows)} candidates")
+    return found, rows
+
+
+def _time_step(decode, position: int, replays: int) -> float:
+    """Microseconds per decode step at cache slot ``position`` (it writes that slot of every layer's cache)."""
+    device = decode.model.output.weight.device
+    token = torch.zeros(1, dtype=torch.long, device=device)
+    pos = torch.tensor([position], device=device)
+    pad = torch.zeros(1, dtype=torch.long, device=device)
+    return _time_launches(lambda: decode.step(decode.model, token, pos, pad), 1, replays)
 
 
 def _tune_products(decode, configs, replays, progress, extra: dict[str, list[GemvConfig]] | None = None,

@@ -114,7 +114,7 @@ def measure_fast_decode(model: Transformer, ceilings: Ceilings, *, context: int,
                 elif title == FAST_PREFETCH:
                     progress("fast decode: tuning the products' deep prefetch under PDL")
                     decoder = FastDecode(model, tuning=v2, pdl=True, attention_version=2)
-                    tune_prefetch(decoder, progress=progress)
+                    tune_prefetch(decoder, progress=progress, position=context + steps // 2)
                 else:
                     decoder = fast if title == FAST else FastDecode(model, tuning=fast.tuning, pdl=True)
                 progress(f"fast decode: {title}")
