@@ -68,7 +68,8 @@ def compile_attention(heads: int, kv_heads: int, head_dim: int, t_per_split: int
     block_t = min(t_per_split, 64) if version == 1 else v2_block_t(t_per_split, head_dim)
     warps = warps or (4 if version == 1 else v2_warps(block_t))
     kernel = decode_attention_kernel if version == 1 else decode_attention_v2_kernel
-    consts = {**launch_constants(heads, kv_heads, head_dim, max_seq, t_per_split, block_t, split_block), "PDL": pdl}
+    consts = {**launch_constants(heads, kv_heads, head_dim, max_seq, t_per_split, block_t, split_block), "PDL": pdl,
+              **({"EARLY_LAUNCH": False} if version == 2 else {})}
     signature = {"QKV": "*fp16", "KC": "*fp16", "VC": "*fp16", "COS": "*fp16", "SIN": "*fp16", "POS": "*i64",
                  "OUT": "*fp16", "PARTIAL": "*fp32", "COUNTERS": "*i32", "scale": "fp32", "max_seq": "i32",
                  **{c: "constexpr" for c in consts}}

@@ -448,7 +448,12 @@ def test_the_merge_block_follows_the_live_slices_not_the_cache():
 
 
 def test_a_prefetch_deeper_than_a_programs_share_of_k_is_refused():
+    from roofline.lab.kernels.attention import decode_attention
     from roofline.lab.kernels.gemv import GemvConfig, Scratch, gemv
+
+    if triton_available():  # early launch is the second attention kernel's only
+        with pytest.raises(ValueError, match="early_launch"):
+            decode_attention(*[torch.zeros(1)] * 7, n_heads=4, n_kv_heads=2, scratch=None, early_launch=True)
 
     w, x, out = torch.zeros(64, 256, dtype=torch.float16), torch.zeros(256, dtype=torch.float16), torch.zeros(64)
     for config in (GemvConfig(4, 64, 1, prefetch=8), GemvConfig(4, 64, 2, prefetch=4), GemvConfig(4, 64, 1, prefetch=3)):
@@ -529,7 +534,8 @@ def test_prefetch_tuning_chooses_in_the_whole_step_where_it_is_given_a_slot(monk
         stepped.append((position, dict(configs)))
         # In the step: w2 is fastest with its old tile, qkv with the deeper one, head with early launch
         return (800.0 - (configs["w2"] == before["w2"]) - 2 * (configs["qkv"] == deeper)
-                - 3 * configs["head"].early_launch - 0.5 * (configs["wo"] == deep))
+                - 3 * configs["head"].early_launch - 0.5 * (configs["wo"] == deep)
+                - 4 * decode.tuning.attention_early_launch)
 
     monkeypatch.setattr(decode_fast, "_time_step", time_step)
     monkeypatch.setattr(fast, "device", types.SimpleNamespace(type="cuda"))
@@ -540,6 +546,8 @@ def test_prefetch_tuning_chooses_in_the_whole_step_where_it_is_given_a_slot(monk
     # shortlist: the three fastest alone, then the current tile; each role's step timings with the others' choices
     assert [GemvConfig(**{k: v for k, v in c.items()}) for c, _ in tuning.candidates_us["qkv in the step"]] == [
         deep, deeper, slow, before["qkv"]]
-    assert {p for p, _ in stepped} == {30} and len(stepped) == 5 * 4 + 5 * 2
+    assert {p for p, _ in stepped} == {30} and len(stepped) == 5 * 4 + 5 * 2 + 2  # + attention without/with
+    assert tuning.attention_early_launch and [us for _, us in tuning.candidates_us["attention early launch"]] == [
+        793.5, 789.5]
     assert all(c["qkv"] == deeper for _, c in stepped[4:20])  # after qkv's turn its choice stays in every step
     assert [c["qkv"].early_launch for _, c in stepped[20:22]] == [False, True]

@@ -46,11 +46,13 @@ class Tuning:
     attention_position: int | None = None  # the cache slot the attention candidates were timed at
     attention_warps: int | None = None  # attention version 2's warps (None: attention.v2_warps' default)
     attention_split_block: int | None = None  # version 2's merge block (None: launch_constants' default)
+    attention_early_launch: bool = False  # version 2 under PDL: the next kernel let start when attention starts
 
     def as_dict(self) -> dict:
         return {"configs": {r: c.as_dict() for r, c in self.configs.items()}, "attention_t_per_split": self.t_per_split,
                 "attention_position": self.attention_position, "attention_warps": self.attention_warps,
                 "attention_split_block": self.attention_split_block,
+                "attention_early_launch": self.attention_early_launch,
                 "candidates_us": {r: [{**c, "us": us} for c, us in rows] for r, rows in self.candidates_us.items()},
                 "seconds": self.seconds}
 
@@ -155,7 +157,9 @@ class FastDecode:
                              num_warps=None if self.attention_version == 1 else
                              (num_warps if t_per_split else self.tuning.attention_warps),
                              split_block=None if self.attention_version == 1 else
-                             (split_block if t_per_split else self.tuning.attention_split_block))
+                             (split_block if t_per_split else self.tuning.attention_split_block),
+                             early_launch=(self.pdl and self.attention_version == 2 and not t_per_split
+                                           and self.tuning.attention_early_launch))
 
     @torch.no_grad()
     def step(self, model: Transformer, token: torch.Tensor, input_pos: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
@@ -246,6 +250,20 @@ def tune_prefetch(decode: FastDecode, *, replays: int = 5, progress: Callable[[s
             early = replace(chosen[role], early_launch=True)
             chosen[role], timings[f"{role} early launch"] = _choose_in_step(decode, chosen, role,
                                                                             [chosen[role], early], position, progress)
+        if decode.attention_version == 2 and decode.triton_attention:
+            rows = []
+            for early in (False, True):
+                decode.tuning = replace(decode.tuning, configs=chosen, attention_early_launch=early)
+                try:
+                    rows.append(({"early_launch": early}, _time_step(decode, position, STEP_REPLAYS)))
+                except Exception as exc:  # noqa: BLE001
+                    progress(f"tune attention early launch={early} in the step failed: {type(exc).__name__}")
+                    rows.append(({"early_launch": early}, float("inf")))
+            attention_early = rows[1][1] < rows[0][1]
+            timings["attention early launch"] = rows
+            progress(f"tune attention in the step: early launch {attention_early} "
+                     f"({rows[0][1]:.1f} us a step without, {rows[1][1]:.1f} with)")
+            decode.tuning = replace(decode.tuning, attention_early_launch=attention_early)
     decode.tuning = replace(decode.tuning, configs=chosen,
                             candidates_us={**decode.tuning.candidates_us, **timings},
                             seconds=decode.tuning.seconds + time.perf_counter() - began)
