@@ -326,9 +326,11 @@ def _prefetch_step(model, fast, v2_tuning: dict, row: dict, progress, position: 
                       attention_version=2)
     tuning = tune_prefetch(step, progress=progress, position=position)
     row["fast"]["prefetch"] = {"configs": {r: c.as_dict() for r, c in tuning.configs.items()},
+                               "attention_early_launch": tuning.attention_early_launch,
                                "candidates_us": {r: [{**c, "us": us} for c, us in rows]
                                                  for r, rows in tuning.candidates_us.items()
-                                                 if r.endswith(("prefetch", "in the step", "early launch"))}}
+                                                 if r.endswith(("prefetch", "in the step", "early launch"))},
+                               "seconds": tuning.seconds}
     return step.step
 
 

@@ -79,6 +79,13 @@ def decode_rows(suite: Path) -> tuple[list[dict], list[str]]:
                 same = next((i for i, (a, b) in enumerate(zip(old_tokens, new_tokens)) if a != b), len(old_tokens))
                 notes.append(f"{model}: deep prefetch's tokens: {same}/{len(old_tokens)} the same as PDL + attention "
                              "v2's" + ("" if same == len(old_tokens) else f" (first differs at {same})"))
+            deep = row.get("fast", {}).get("prefetch") or {}
+            steps = deep.get("candidates_us", {}).get("attention early launch")
+            if steps:
+                notes.append(f"{model}: deep prefetch's attention early launch: "
+                             f"{'on' if deep.get('attention_early_launch') else 'off'} (a step "
+                             + ", ".join(f"{_f(c['us'], '.1f')} us {'with' if c['early_launch'] else 'without'}"
+                                         for c in steps) + " in the tuning)")
             if "attention_v2" in row.get("fast", {}):
                 notes.append(f"{model}: attention v2 tuned to {row['fast']['attention_v2']['t_per_split']} slots a "
                              f"program (v1: {row['fast']['tuning'].get('attention_t_per_split')})")

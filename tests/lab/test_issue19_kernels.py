@@ -129,7 +129,9 @@ def test_the_summary_sets_deep_prefetch_against_pdl_and_attention_v2(tmp_path, c
                   "qkv early launch": [{**deep, "early_launch": False, "us": 790.0}, {**deep, "us": 788.5}]}
     decode = {"models": {"llama-1b": {"notes": [], "fast": {
         "tuning": {"attention_t_per_split": 32, "configs": {"qkv": old_tile}}, "attention_v2": {"t_per_split": 256},
-        "prefetch": {"configs": {"qkv": deep}, "candidates_us": candidates}},
+        "prefetch": {"configs": {"qkv": deep}, "attention_early_launch": True, "candidates_us": {
+            **candidates, "attention early launch": [{"early_launch": False, "us": 789.0},
+                                                     {"early_launch": True, "us": 788.5}]}}},
         "variants": {"+ Triton GEMV + PDL + attention v2": variant(1250.0, 0.56, 711.0, [1, 2, 3, 4]),
                      "+ Triton GEMV + PDL + attention v2 + deep prefetch": variant(1400.0, 0.63, 620.0, [1, 2, 5, 4])}}}}
     (tmp_path / "decode_fast_llama-1b.json").write_text(json.dumps(decode))
@@ -140,5 +142,6 @@ def test_the_summary_sets_deep_prefetch_against_pdl_and_attention_v2(tmp_path, c
     assert "llama-1b: deep prefetch -85.7 us/token (products -91 us), 63.0% of roof vs 56.0% (aim 65%)" in out
     assert ("| llama-1b | qkv | 2x1024 w4 | 8x512 w8 prefetch 4 early launch | 5.00 -> 4.60 | 800.0 -> 788.5 |"
             in out)
+    assert "attention early launch: on (a step 789.0 us without, 788.5 us with in the tuning)" in out
     assert "deep prefetch's tokens: 2/4 the same as PDL + attention v2's (first differs at 2)" in out
     assert json.loads((tmp_path / "summary.json").read_text())["tiles"][0]["after_step_us"] == 788.5
