@@ -182,11 +182,11 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
         return [
             ("env", ["nvidia-smi"], 10),
             ("decode_fast_llama-1b", [PY, "benchmarks/decode_fast.py", "--models", "llama-1b", "--baseline", "none",
-                                      "--prefetch", "--reps", "7", "-o", str(out / "decode_fast_llama-1b.json")], 170),
+                                      "--prefetch", "--reps", "7", "-o", str(out / "decode_fast_llama-1b.json")], 160),
         ] + [
             (f"lab_decode_{m}", RL + ["lab", "--device", "cuda", "--model", m, "--decode-only", "--no-tuned",
                                       "--ceilings", ceilings, "-o", str(out / "lab_decode" / m)], limit)
-            for m, limit in (("llama-1b", 120), ("llama-8b", 215))
+            for m, limit in (("llama-1b", 130), ("llama-8b", 215))
         ] + [("summary", [PY, "benchmarks/issue19_kernels_summary.py", str(out)], 15)]
     if suite == "issue15-doctor":
         return [("env", ["nvidia-smi"], 30),

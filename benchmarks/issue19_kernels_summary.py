@@ -205,6 +205,15 @@ def render(attention: list[dict], decode: list[dict], notes: list[str], lab: lis
             lines.append(f"| {r['model']} | {r['variant']} | {r['tokens_per_s']:,.1f} | {100 * r['share_of_roof']:.1f}% | "
                          f"{_f(r['matmul_us'], ',.0f')} ({_f(bw and bw / 1e12, '.2f')}) | {_f(r['attention_us'], ',.0f')} | "
                          f"{same} |")
+    for model in dict.fromkeys(r["model"] for r in lab):
+        timed = [r for r in lab if r["model"] == model and r["share_of_roof"] is not None and not r["skipped"]]
+        if timed:
+            best = max(timed, key=lambda r: r["share_of_roof"])
+            deep = next((r for r in timed if r["variant"] == PREFETCH_LABEL), None)
+            lines.append(f"lab {model}: best row {best['variant']} at {100 * best['share_of_roof']:.1f}% of roof"
+                         + (f"; deep prefetch {100 * deep['share_of_roof']:.1f}%" if deep else "")
+                         + (" (aim 65%)" if model == "llama-1b" else " (must stay >= 80%)" if model == "llama-8b"
+                            else ""))
     lines += [f"note: {n}" for n in notes]
     return "\n".join(lines)
 

@@ -94,6 +94,7 @@ def test_the_summary_puts_both_kernels_and_both_decodes_side_by_side(tmp_path, c
     assert "tuned to 512 slots a program (v1: 32)" in out
     assert "| llama-1b | + Triton GEMV + PDL + attention v2 | 1,290.0 | 58.0% | 716 (2.89) | 90 | 64/64 |" in out
     assert "| llama-1b | + Triton GEMV | failed: RuntimeError: x |" in out
+    assert "lab llama-1b: best row + Triton GEMV + PDL + attention v2 at 58.0% of roof (aim 65%)" in out
     assert json.loads((tmp_path / "summary.json").read_text())["attention"][0]["v2_over_new"] == 0.5
     assert script.main([str(tmp_path / "nonexistent")]) == 2
 
