@@ -286,7 +286,9 @@ def test_the_benchmark_script_runs_end_to_end_on_cpu(tmp_path, monkeypatch, caps
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available() or not triton_available(), reason="needs a CUDA GPU and Triton")
 def test_kernels_match_torch_on_the_gpu_for_the_models_shapes():
-    from roofline.lab.kernels.gemv import Scratch, gemv, gemv_torch
+    from dataclasses import replace
+
+    from roofline.lab.kernels.gemv import Scratch, gemv, gemv_torch, prefetch_configs
 
     torch.manual_seed(0)
     scratch = Scratch(torch.device("cuda"), 1 << 22, 1 << 15)
@@ -304,6 +306,11 @@ def test_kernels_match_torch_on_the_gpu_for_the_models_shapes():
         for config in picked + [c for c in configs if c.block_k >= 2048][:1]:
             out = gemv(w, x, torch.empty_like(r), config=config, scratch=scratch, halves=halves,
                        norm_weight=g if norm else None, residual=r if res else None)
+            torch.testing.assert_close(out, ref, atol=2e-2, rtol=1e-2, msg=f"{rows}x{k} {config}")
+        deep = prefetch_configs(rows // halves, k, halves=halves)  # launched as the PDL step launches them
+        for config in deep[:1] + deep[-1:] + [replace(deep[-1], early_launch=True)]:
+            out = gemv(w, x, torch.empty_like(r), config=config, scratch=scratch, halves=halves,
+                       norm_weight=g if norm else None, residual=r if res else None, pdl=True)
             torch.testing.assert_close(out, ref, atol=2e-2, rtol=1e-2, msg=f"{rows}x{k} {config}")
         assert int(scratch.counters.abs().sum()) == 0
 
