@@ -53,11 +53,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="leave out the variant launched with programmatic dependent launch")
     parser.add_argument("--attention-v2", action="store_true",
                         help="also the step with the second attention kernel (triton_attention_v2)")
+    parser.add_argument("--prefetch", action="store_true",
+                        help="also the PDL + attention v2 step with its products tuned again for deep prefetch "
+                             "(gemv.prefetch_configs: several tiles, or a program's whole row block, read before "
+                             "the wait for the previous kernel); implies --attention-v2")
     parser.add_argument("--budget", type=float, default=470.0, help="seconds; baselines are skipped past it")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("-o", "--output")
     parser.add_argument("--table", nargs="+", metavar="JSON", help="print the markdown tables of earlier runs' JSON")
     args = parser.parse_args(argv)
+    args.attention_v2 = args.attention_v2 or args.prefetch
     if args.table:
         print(table(args.table))
         return 0
@@ -165,9 +170,16 @@ def measure_model(name: str, args, device, bandwidth: float, began: float, check
             row["notes"].append("PDL variant needs the Triton kernels on a CUDA GPU: not run")
         if args.attention_v2:
             pdl = args.pdl and fast.backend == "triton" and device.type == "cuda"
+            v2_tuning = {}
             more[FAST_PDL_V2 if pdl else FAST_V2] = partial(
                 _v2_step, model, fast, pdl, args.context + args.steps // 2, row,
-                lambda m: print(f"  {name} v2 {m}", flush=True))
+                lambda m: print(f"  {name} v2 {m}", flush=True), v2_tuning)
+            if args.prefetch and pdl:
+                more[FAST_PREFETCH] = partial(_prefetch_step, model, fast, v2_tuning, row,
+                                              lambda m: print(f"  {name} {m}", flush=True),
+                                              args.context + args.steps // 2)
+            elif args.prefetch:
+                row["notes"].append("deep prefetch needs PDL (the Triton kernels on a CUDA GPU): not run")
         if args.baseline == "tuned":
             left = args.budget - (time.perf_counter() - began)
             if left < BUDGET_FOR_BASELINE_S.get(name, 60):
@@ -205,6 +217,7 @@ FAST = "+ Triton GEMV"
 FAST_PDL = "+ Triton GEMV + PDL"
 FAST_V2 = "+ Triton GEMV + attention v2"
 FAST_PDL_V2 = "+ Triton GEMV + PDL + attention v2"
+FAST_PREFETCH = "+ Triton GEMV + PDL + attention v2 + deep prefetch"
 
 
 class Run:
@@ -271,6 +284,7 @@ class Run:
         """Each variant's tokens against the eager model's (called with the plain, unstacked modules back)."""
         for label, variant in variants.items():
             if "generated" in variant:
+                variant["generated_tokens"] = variant["generated"]
                 variant["tokens"] = agreement(self.model, self.fed, self.reference, variant.pop("generated"))
             same = variant["tokens"]
             print(f"{name:10s} {label:32s} tokens: {same['same']}/{same['compared']} as eager, first divergence "
@@ -283,17 +297,41 @@ def _pdl_step(model, fast):
     return FastDecode(model, tuning=fast.tuning, pdl=True, triton_attention=fast.triton_attention).step
 
 
-def _v2_step(model, fast, pdl: bool, position: int, row: dict, progress):
-    """The step with attention version 2: the products' tiles of ``fast``, the attention's slices tuned anew."""
+def _v2_step(model, fast, pdl: bool, position: int, row: dict, progress, keep: dict | None = None):
+    """The step with attention version 2: the products' tiles of ``fast``, the attention's slices tuned anew
+    (the tuning also left in ``keep["tuning"]`` for the deep-prefetch step)."""
     from roofline.lab.decode_fast import FastDecode, tune_attention
 
     v2 = FastDecode(model, tuning=fast.tuning, triton_attention=fast.triton_attention, attention_version=2)
     tuning = tune_attention(v2, position=position, progress=progress)
+    if keep is not None:
+        keep["tuning"] = tuning
     row["fast"]["attention_v2"] = {"t_per_split": tuning.t_per_split, "attention_position": tuning.attention_position,
+                                   "num_warps": tuning.attention_warps, "split_block": tuning.attention_split_block,
                                    "candidates_us": [{**c, "us": us} for c, us in
                                                      tuning.candidates_us.get("attention", [])]}
     return FastDecode(model, tuning=tuning, pdl=pdl, triton_attention=fast.triton_attention,
                       attention_version=2).step
+
+
+def _prefetch_step(model, fast, v2_tuning: dict, row: dict, progress, position: int | None = None):
+    """The PDL + attention v2 step (its tuning, made by _v2_step before this) with the products' tiles tuned again
+    under PDL among the deep-prefetch candidates and the tile each had (decode_fast.tune_prefetch; ``position``:
+    the slot its whole-step timings write, one the decode rewrites before reading it)."""
+    from roofline.lab.decode_fast import FastDecode, tune_prefetch
+
+    if "tuning" not in v2_tuning:
+        raise RuntimeError("the attention v2 step was not built (its tuning is the prefetch step's start)")
+    step = FastDecode(model, tuning=v2_tuning["tuning"], pdl=True, triton_attention=fast.triton_attention,
+                      attention_version=2)
+    tuning = tune_prefetch(step, progress=progress, position=position)
+    row["fast"]["prefetch"] = {"configs": {r: c.as_dict() for r, c in tuning.configs.items()},
+                               "attention_early_launch": tuning.attention_early_launch,
+                               "candidates_us": {r: [{**c, "us": us} for c, us in rows]
+                                                 for r, rows in tuning.candidates_us.items()
+                                                 if r.endswith(("prefetch", "in the step", "early launch"))},
+                               "seconds": tuning.seconds}
+    return step.step
 
 
 def _same_prefix(a: list, b: list) -> int:

@@ -44,7 +44,8 @@ def compile_gemv(rows: int, k: int, halves: int, norm: bool, residual: bool, con
                   BLOCK_K=config.block_k, K_PER_SPLIT=per, EVEN_K=k % config.block_k == 0 and per * config.split_k == k,
                   EVEN_N=rows % config.block_n == 0, NORM_BLOCK=_pow2_at_least(k), PDL=pdl,
                   REDUCE_EACH=config.reduce_each, UNROLL=config.unroll,
-                  STAGES=config.stages if config.stages > 1 else None, SCALED=fp8)
+                  STAGES=config.stages if config.stages > 1 else None, SCALED=fp8,
+                  PREFETCH=getattr(config, "prefetch", 1), EARLY_LAUNCH=getattr(config, "early_launch", False))
     signature = {"W": "*fp8e4nv" if fp8 else "*fp16", "X": "*fp16", "OUT": "*fp16", "RES": "*fp16", "GAMMA": "*fp16",
                  "PARTIAL": "*fp32", "COUNTERS": "*i32", "SCALE": "*fp32" if fp8 else "*fp16", "N": "i32", "K": "i32",
                  "eps": "fp32", **{c: "constexpr" for c in consts}}
@@ -54,7 +55,7 @@ def compile_gemv(rows: int, k: int, halves: int, norm: bool, residual: bool, con
 
 
 def compile_attention(heads: int, kv_heads: int, head_dim: int, t_per_split: int, pdl: bool, max_seq: int = 328,
-                      version: int = 1, warps: int | None = None):
+                      version: int = 1, warps: int | None = None, split_block: int | None = None):
     """``version`` 2: triton_attention_v2's kernel with attention.py's default block and warps for it."""
     import triton
     from triton.backends.compiler import GPUTarget
@@ -67,7 +68,8 @@ def compile_attention(heads: int, kv_heads: int, head_dim: int, t_per_split: int
     block_t = min(t_per_split, 64) if version == 1 else v2_block_t(t_per_split, head_dim)
     warps = warps or (4 if version == 1 else v2_warps(block_t))
     kernel = decode_attention_kernel if version == 1 else decode_attention_v2_kernel
-    consts = {**launch_constants(heads, kv_heads, head_dim, max_seq, t_per_split, block_t), "PDL": pdl}
+    consts = {**launch_constants(heads, kv_heads, head_dim, max_seq, t_per_split, block_t, split_block), "PDL": pdl,
+              **({"EARLY_LAUNCH": False} if version == 2 else {})}
     signature = {"QKV": "*fp16", "KC": "*fp16", "VC": "*fp16", "COS": "*fp16", "SIN": "*fp16", "POS": "*i64",
                  "OUT": "*fp16", "PARTIAL": "*fp32", "COUNTERS": "*i32", "scale": "fp32", "max_seq": "i32",
                  **{c: "constexpr" for c in consts}}
@@ -105,20 +107,41 @@ def registers_and_spills(kernel) -> tuple[int, int]:
     return int(regs[0]) if regs else -1, int(spills[0]) if spills else 0
 
 
+def _prefetch_only(shapes, prefetch_configs) -> int:
+    """The deep-prefetch tiles of llama-1b's and llama-8b's products, launched with PDL (their only use)."""
+    problems = 0
+    for rows, k, halves, norm, residual in shapes:
+        for config in prefetch_configs(rows, k, 132, halves):
+            try:
+                regs, spills = registers_and_spills(compile_gemv(rows, k, halves, norm, residual, config, True))
+            except Exception as exc:  # noqa: BLE001
+                regs, spills = -1, -1
+                print(f"gemv {rows}x{k} {config}: {type(exc).__name__}: {str(exc)[:200]}")
+            problems += spills != 0
+            print(f"gemv {rows}x{k} halves={halves} {config.block_n}x{config.block_k} warps={config.num_warps} "
+                  f"prefetch={config.prefetch}: {regs} registers, {spills} spill bytes", flush=True)
+    print(f"{problems} kernels failed or spilled")
+    return 1 if problems else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one tile per shape kind (a few seconds)")
     parser.add_argument("--only-tiles", type=int, nargs="+", metavar="I",
                         help="only the tiles at these indices of gemv.TILES (e.g. the ones just added)")
+    parser.add_argument("--prefetch", action="store_true",
+                        help="only the deep-prefetch candidates (gemv.prefetch_configs), with PDL, gemv only")
     args = parser.parse_args(argv)
     import triton
 
     from roofline.lab.decode_fast import T_PER_SPLITS, T_PER_SPLITS_V2, V2_SIXTEEN_WARPS
-    from roofline.lab.kernels.gemv import TILES, candidate_configs
+    from roofline.lab.kernels.gemv import TILES, candidate_configs, prefetch_configs
 
     print(f"triton {triton.__version__}, target sm_90a")
     problems = 0
     shapes = SHAPES[5:9] if args.quick else SHAPES
+    if args.prefetch:
+        return _prefetch_only(shapes if args.quick else SHAPES[5:], prefetch_configs)
     for rows, k, halves, norm, residual in shapes:
         configs = candidate_configs(rows, k, 132, halves)
         if args.only_tiles:

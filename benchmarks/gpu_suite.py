@@ -25,6 +25,9 @@ back at most 8 files). The last lines printed are a short table of what each sta
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue19-kernels $OUT  # attention alone current vs v2 at context
                                                         # 256/1024, llama-1b decode with both (decode_fast.py and the
                                                         # lab's rows), a summary table last (<= 8 min)
+    PYTHONPATH=src python3 benchmarks/gpu_suite.py issue19-prefetch $OUT  # deep prefetch under PDL vs PDL + attention
+                                                        # v2: llama-1b decode alternating, the lab's llama-1b and
+                                                        # llama-8b decode rows, a summary table last (<= 7 min)
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-doctor $OUT    # doctor names HF generate()'s per-token syncs
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-roofs $OUT  # ceilings with the cache roof, then no op above its own roof (DRAM or cache), no unmodelled time (built-ins, ViT-B/16)
     PYTHONPATH=src python3 benchmarks/gpu_suite.py ncu $OUT  # issue 20: analyze --ncu on llama-tiny (<= 300 s, >= 98% joined)
@@ -168,6 +171,23 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
                                           "-o", str(out / "lab_decode" / "llama-1b")], 130),
             ("summary", [PY, "benchmarks/issue19_kernels_summary.py", str(out)], 15),
         ]
+    if suite == "issue19-prefetch":
+        # Deep prefetch under PDL (gemv.prefetch_configs, decode_fast.tune_prefetch) against today's best, PDL +
+        # attention v2, in one call (< 7 min): llama-1b's decode with every variant in alternating runs (median,
+        # min-max, kernel classes, tokens against the eager model and the old step's), then the lab's decode rows
+        # (2,048-slot cache) for llama-1b and llama-8b (8b: 84.2% with PDL before; it must stay >= 80%), then the
+        # summary table. The H200 took 50 s for decode_fast's llama-1b with three variants and 75 s and 126 s for
+        # the lab's llama-1b and llama-8b rows; the prefetch tuning adds ~60 compiles a model.
+        ceilings = "benchmarks/results/h200/issue19-20/ceilings_h200.json"
+        return [
+            ("env", ["nvidia-smi"], 10),
+            ("decode_fast_llama-1b", [PY, "benchmarks/decode_fast.py", "--models", "llama-1b", "--baseline", "none",
+                                      "--prefetch", "--reps", "7", "-o", str(out / "decode_fast_llama-1b.json")], 160),
+        ] + [
+            (f"lab_decode_{m}", RL + ["lab", "--device", "cuda", "--model", m, "--decode-only", "--no-tuned",
+                                      "--ceilings", ceilings, "-o", str(out / "lab_decode" / m)], limit)
+            for m, limit in (("llama-1b", 130), ("llama-8b", 215))
+        ] + [("summary", [PY, "benchmarks/issue19_kernels_summary.py", str(out)], 15)]
     if suite == "issue15-doctor":
         return [("env", ["nvidia-smi"], 30),
                 ("generate_syncs", [PY, "benchmarks/generate_syncs.py", str(out / "generate_syncs"), "--device", "cuda",
@@ -193,7 +213,8 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
             ("ddp_gpu", [PY, "benchmarks/ddp_gpu.py", str(out / "ddp"), "--timeout", "150"], 480),
         ]
     raise SystemExit(f"unknown suite {suite!r}: analyze, lab, lab-tiny, lab-1b, lab-8b, lab-views, decode-roof, decode-breakdown, decode-fast, "
-                     "cuda-tests, issue15-doctor, issue15-roofs, issue19-20, issue19-attention, issue19-kernels, ncu or ddp")
+                     "cuda-tests, issue15-doctor, issue15-roofs, issue19-20, issue19-attention, issue19-kernels, "
+                     "issue19-prefetch, ncu or ddp")
 
 
 def run_stage(name: str, argv: list[str], timeout: int, out: Path) -> dict:

@@ -6,7 +6,9 @@ Reads what the suite's stages wrote under SUITE_DIR (attention_ctx*/decode_atten
 kernel alone, current "new" vs version 2 "v2", each at its fastest slots per program; decode_fast_llama-1b.json:
 the llama-1b decode per variant, alternating runs; lab_decode/<model>/lab.json: the lab's hand-written decode rows,
 its 2,048-slot cache, each row timed on its own) and writes SUITE_DIR/summary.md and summary.json. A stage that
-failed or left nothing is a line saying so, not an error.
+failed or left nothing is a line saying so, not an error. For gpu_suite.py issue19-prefetch (no attention stages:
+that section is left out) it adds the deep-prefetch step against PDL + attention v2: the difference per token, the
+tokens against the old step's, and each product's tile before and after with its time under PDL in the tuning.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 V1_LABEL = "+ Triton GEMV + PDL"
 V2_LABEL = "+ Triton GEMV + PDL + attention v2"
+PREFETCH_LABEL = "+ Triton GEMV + PDL + attention v2 + deep prefetch"
 
 
 def _load(path: Path) -> dict:
@@ -69,10 +72,56 @@ def decode_rows(suite: Path) -> tuple[list[dict], list[str]]:
                     "between_us": v.get("breakdown", {}).get("gap_us_per_token"),
                     "same_tokens": tokens.get("same"), "compared": tokens.get("compared"),
                     "first_divergence": tokens.get("first_divergence"), "logit_gap_ulps": tokens.get("logit_gap_ulps")})
+            variants = row.get("variants", {})
+            old_tokens = variants.get(V2_LABEL, {}).get("generated_tokens")
+            new_tokens = variants.get(PREFETCH_LABEL, {}).get("generated_tokens")
+            if old_tokens and new_tokens:
+                same = next((i for i, (a, b) in enumerate(zip(old_tokens, new_tokens)) if a != b), len(old_tokens))
+                notes.append(f"{model}: deep prefetch's tokens: {same}/{len(old_tokens)} the same as PDL + attention "
+                             "v2's" + ("" if same == len(old_tokens) else f" (first differs at {same})"))
+            deep = row.get("fast", {}).get("prefetch") or {}
+            steps = deep.get("candidates_us", {}).get("attention early launch")
+            if steps:
+                notes.append(f"{model}: deep prefetch's attention early launch: "
+                             f"{'on' if deep.get('attention_early_launch') else 'off'} (a step "
+                             + ", ".join(f"{_f(c['us'], '.1f')} us {'with' if c['early_launch'] else 'without'}"
+                                         for c in steps) + " in the tuning)")
             if "attention_v2" in row.get("fast", {}):
                 notes.append(f"{model}: attention v2 tuned to {row['fast']['attention_v2']['t_per_split']} slots a "
                              f"program (v1: {row['fast']['tuning'].get('attention_t_per_split')})")
     return rows, notes
+
+
+def prefetch_tiles(suite: Path) -> list[dict]:
+    """Each product's tile before (PDL + attention v2's) and after the deep-prefetch tuning: its us per product
+    timed alone under PDL, and the whole step's us at that role's turn (where the tuning timed whole steps)."""
+    rows = []
+    for path in sorted(suite.glob("decode_fast_*.json")):
+        for model, row in _load(path).get("models", {}).items():
+            fast = row.get("fast", {})
+            before = (fast.get("tuning") or {}).get("configs", {})
+            after = (fast.get("prefetch") or {}).get("configs", {})
+            timed = (fast.get("prefetch") or {}).get("candidates_us", {})
+            for role, config in after.items():
+                def us(cfg, key):
+                    found = [c["us"] for c in timed.get(key, []) if {k: v for k, v in c.items() if k != "us"} == cfg]
+                    return found[0] if found else None
+                old = {**before.get(role, {}), "prefetch": 1, "early_launch": False}
+                stepped = f"{role} in the step" in timed
+                rows.append({"model": model, "role": role, "before": old, "after": config,
+                             "before_us": us(old, f"{role} prefetch"),
+                             "after_us": us({**config, "early_launch": False}, f"{role} prefetch"),
+                             "before_step_us": us(old, f"{role} in the step") if stepped else None,
+                             "after_step_us": us(config, f"{role} early launch") if stepped else None})
+    return rows
+
+
+def _tile(c: dict) -> str:
+    return (f"{c.get('block_n')}x{c.get('block_k')} w{c.get('num_warps')}"
+            + (f" split {c['split_k']}" if c.get("split_k", 1) > 1 else "")
+            + (f" stages {c['stages']}" if c.get("stages", 1) > 1 else "")
+            + (f" prefetch {c['prefetch']}" if c.get("prefetch", 1) > 1 else "")
+            + (" early launch" if c.get("early_launch") else ""))
 
 
 def lab_rows(suite: Path) -> list[dict]:
@@ -95,17 +144,19 @@ def _f(x, fmt: str, none: str = "-") -> str:
     return none if x is None else format(x, fmt)
 
 
-def render(attention: list[dict], decode: list[dict], notes: list[str], lab: list[dict] = ()) -> str:
-    lines = ["attention alone (llama-1b heads, 22 launches a CUDA graph; each kernel at its fastest slots/program):", "",
+def render(attention: list[dict], decode: list[dict], notes: list[str], lab: list[dict] = (),
+           tiles: list[dict] = (), with_attention: bool = True) -> str:
+    lines = [] if not with_attention else ["attention alone (llama-1b heads, 22 launches a CUDA graph; each kernel at its fastest slots/program):", "",
              "| context | cache slots | current us (slots) | v2 us (slots) | v2/current |", "|---:|---:|---:|---:|---:|"]
     for r in attention:
         lines.append(f"| {r['context']} | {r['max_seq']} | {_f(r['new_us'], '.2f', 'failed')} ({r['new_t_per_split']}) | "
                      f"{_f(r['v2_us'], '.2f', 'failed')} ({r['v2_t_per_split']}) | {_f(r['v2_over_new'], '.2f')} |")
         if r["v2_errors"]:
             lines.append(f"| | | v2 errors: {'; '.join(r['v2_errors'])} | | |")
-    if not attention:
+    if not attention and with_attention:
         lines.append("| (no attention results: see logs/) | | | | |")
-    lines += ["", "decode (fp16, batch 1, context 256, 64 tokens, CUDA graphs, median of alternating runs):", "",
+    lines += [""] * with_attention + [
+              "decode (fp16, batch 1, context 256, 64 tokens, CUDA graphs, median of alternating runs):", "",
               "| model | variant | tok/s (min-max) | us/token | % of roof | products us (TB/s) | attention us | other us "
               "| between us | same tokens as eager |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in decode:
@@ -125,6 +176,21 @@ def render(attention: list[dict], decode: list[dict], notes: list[str], lab: lis
         if old and new:
             lines.append(f"\n{model}: attention v2 {new['us_per_token'] - old['us_per_token']:+.1f} us/token, "
                          f"{100 * new['share_of_roof']:.1f}% of roof vs {100 * old['share_of_roof']:.1f}% (aim 65%)")
+        deep = by.get((model, PREFETCH_LABEL))
+        if new and deep:
+            products = deep["matmul_us"] and new["matmul_us"] and deep["matmul_us"] - new["matmul_us"]
+            lines.append(f"{model}: deep prefetch {deep['us_per_token'] - new['us_per_token']:+.1f} us/token "
+                         f"(products {_f(products, '+.0f')} us), "
+                         f"{100 * deep['share_of_roof']:.1f}% of roof vs {100 * new['share_of_roof']:.1f}% (aim 65%)")
+    if tiles:
+        lines += ["", "products' tiles, PDL + attention v2 (before) and deep prefetch (after), from the tuning: us per "
+                  "product alone under PDL (all layers' weights back to back, a CUDA graph), and us per whole step "
+                  "at that product's turn (the products before it at their new tiles):", "",
+                  "| model | product | before | after | us alone | us a step |", "|---|---|---|---|---:|---:|"]
+        for t in tiles:
+            lines.append(f"| {t['model']} | {t['role']} | {_tile(t['before'])} | {_tile(t['after'])} | "
+                         f"{_f(t['before_us'], '.2f')} -> {_f(t['after_us'], '.2f')} | "
+                         f"{_f(t['before_step_us'], '.1f')} -> {_f(t['after_step_us'], '.1f')} |")
     if lab:
         lines += ["", "roofline lab --decode-only (2,048-slot cache, each row timed alone, median of the lab's runs):", "",
                   "| model | row | tok/s | % of roof | products us (TB/s) | attention us | same tokens as eager |",
@@ -139,6 +205,15 @@ def render(attention: list[dict], decode: list[dict], notes: list[str], lab: lis
             lines.append(f"| {r['model']} | {r['variant']} | {r['tokens_per_s']:,.1f} | {100 * r['share_of_roof']:.1f}% | "
                          f"{_f(r['matmul_us'], ',.0f')} ({_f(bw and bw / 1e12, '.2f')}) | {_f(r['attention_us'], ',.0f')} | "
                          f"{same} |")
+    for model in dict.fromkeys(r["model"] for r in lab):
+        timed = [r for r in lab if r["model"] == model and r["share_of_roof"] is not None and not r["skipped"]]
+        if timed:
+            best = max(timed, key=lambda r: r["share_of_roof"])
+            deep = next((r for r in timed if r["variant"] == PREFETCH_LABEL), None)
+            lines.append(f"lab {model}: best row {best['variant']} at {100 * best['share_of_roof']:.1f}% of roof"
+                         + (f"; deep prefetch {100 * deep['share_of_roof']:.1f}%" if deep else "")
+                         + (" (aim 65%)" if model == "llama-1b" else " (must stay >= 80%)" if model == "llama-8b"
+                            else ""))
     lines += [f"note: {n}" for n in notes]
     return "\n".join(lines)
 
@@ -152,13 +227,15 @@ def main(argv: list[str] | None = None) -> int:
     attention = attention_rows(suite)
     decode, notes = decode_rows(suite)
     lab = lab_rows(suite)
-    text = render(attention, decode, notes, lab)
+    tiles = prefetch_tiles(suite)
+    text = render(attention, decode, notes, lab, tiles, with_attention=bool(list(suite.glob("attention_ctx*"))))
     stage_json = [_load(p) for p in sorted(suite.glob("attention_ctx*/decode_attention_context.json"))
                   + sorted(suite.glob("decode_fast_*.json"))]
     meta = {k: next((d[k] for d in stage_json if k in d), None) for k in ("gpu", "torch", "triton")}
     (suite / "summary.json").write_text(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M:%S"), **meta,
                                                     "command": " ".join(sys.argv), "attention": attention,
-                                                    "decode": decode, "lab": lab, "notes": notes}, indent=1))
+                                                    "decode": decode, "lab": lab, "tiles": tiles,
+                                                    "notes": notes}, indent=1))
     (suite / "summary.md").write_text(text + "\n")
     print(text)
     return 0

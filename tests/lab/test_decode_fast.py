@@ -47,7 +47,12 @@ cases = [  # rows, K, halves, norm, residual, tile: plain, split-K with every fu
     (96, 256, 2, True, True, GemvConfig(8, 64, 2, 4, True)), (64, 512, 1, True, True, GemvConfig(4, 64, 2, 4, False, 2)),
     (96, 344, 2, True, False, GemvConfig(16, 64, 3)), (40, 200, 1, False, True, GemvConfig(16, 128, 2)),
     (64, 256, 2, True, False, GemvConfig(2, 256, 1, 8)),  # a whole row per pass: no loop
-    (64, 512, 1, True, True, GemvConfig(4, 64, 1, 4, False, 1, 3))]  # the loop pipelined (compiled only on a GPU)
+    (64, 512, 1, True, True, GemvConfig(4, 64, 1, 4, False, 1, 3)),  # the loop pipelined (compiled only on a GPU)
+    # Deep prefetch (issue 19): the whole row before the wait, part of it then the loop (uneven K: its last tile
+    # masked), split-K with each split's first half prefetched, the gate/up halves' whole rows
+    (64, 256, 1, True, True, GemvConfig(4, 64, 1, 4, prefetch=4)), (96, 344, 2, True, False, GemvConfig(8, 64, 1, prefetch=2)),
+    (64, 512, 1, True, True, GemvConfig(4, 64, 2, prefetch=2)), (96, 256, 2, True, True, GemvConfig(2, 128, 1, 4, prefetch=2)),
+    (40, 200, 1, False, True, GemvConfig(16, 64, 1, prefetch=2))]
 for i, (rows, k, halves, norm, res, cfg) in enumerate(cases):
     w = torch.randn(rows, k, dtype=dt) * 0.05
     x, g = torch.randn(k, dtype=dt), torch.rand(k, dtype=dt) + 0.5
@@ -254,10 +259,11 @@ def test_the_benchmark_script_runs_end_to_end_on_cpu(tmp_path, monkeypatch, caps
     script = load_benchmark("decode_fast")
     out = tmp_path / "fast.json"
     assert script.main(["--device", "cpu", "--models", "llama-micro", "--context", "16", "--steps", "8",
-                        "--reps", "1", "--attention-v2", "-o", str(out)]) == 0
+                        "--reps", "1", "--prefetch", "-o", str(out)]) == 0  # --prefetch: --attention-v2 too
     data = json.loads(out.read_text())
     row = data["models"]["llama-micro"]
     assert "error" not in row, row
+    assert "deep prefetch needs PDL (the Triton kernels on a CUDA GPU): not run" in row["notes"]
     assert row["fast"]["backend"] in (BACKEND_TORCH, "triton")
     assert set(row["variants"]) == {"+ Triton GEMV", "+ Triton GEMV + attention v2",
                                     "eager stand-in for tuned (cpu smoke)"}
@@ -267,12 +273,22 @@ def test_the_benchmark_script_runs_end_to_end_on_cpu(tmp_path, monkeypatch, caps
         assert {"kernel_us_per_token", "gap_us_per_token", "classes"} <= set(variant["breakdown"])
     assert script.main(["--table", str(out)]) == 0
     assert "| llama-micro | + Triton GEMV |" in capsys.readouterr().out
+    assert all(v["generated_tokens"] == row["eager_tokens"] for v in row["variants"].values())
+    # The deep-prefetch step starts from the attention v2 step's tuning (refused without it) and records its tiles.
+    model = _micro_model()
+    fast, row = FastDecode(model), {"fast": {}}
+    with pytest.raises(RuntimeError, match="attention v2 step was not built"):
+        script._prefetch_step(model, fast, {}, row, print)
+    step = script._prefetch_step(model, fast, {"tuning": fast.tuning}, row, print)
+    assert callable(step) and set(row["fast"]["prefetch"]["configs"]) == {"qkv", "wo", "w13", "w2", "head"}
 
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available() or not triton_available(), reason="needs a CUDA GPU and Triton")
 def test_kernels_match_torch_on_the_gpu_for_the_models_shapes():
-    from roofline.lab.kernels.gemv import Scratch, gemv, gemv_torch
+    from dataclasses import replace
+
+    from roofline.lab.kernels.gemv import Scratch, gemv, gemv_torch, prefetch_configs
 
     torch.manual_seed(0)
     scratch = Scratch(torch.device("cuda"), 1 << 22, 1 << 15)
@@ -290,6 +306,11 @@ def test_kernels_match_torch_on_the_gpu_for_the_models_shapes():
         for config in picked + [c for c in configs if c.block_k >= 2048][:1]:
             out = gemv(w, x, torch.empty_like(r), config=config, scratch=scratch, halves=halves,
                        norm_weight=g if norm else None, residual=r if res else None)
+            torch.testing.assert_close(out, ref, atol=2e-2, rtol=1e-2, msg=f"{rows}x{k} {config}")
+        deep = prefetch_configs(rows // halves, k, halves=halves)  # launched as the PDL step launches them
+        for config in deep[:1] + deep[-1:] + [replace(deep[-1], early_launch=True)]:
+            out = gemv(w, x, torch.empty_like(r), config=config, scratch=scratch, halves=halves,
+                       norm_weight=g if norm else None, residual=r if res else None, pdl=True)
             torch.testing.assert_close(out, ref, atol=2e-2, rtol=1e-2, msg=f"{rows}x{k} {config}")
         assert int(scratch.counters.abs().sum()) == 0
 
@@ -369,7 +390,8 @@ def test_tuning_keeps_each_roles_fastest_tile_and_survives_a_failing_one(monkeyp
     attended = []
     monkeypatch.setattr(decode_fast, "_time_products", fake_time)
     monkeypatch.setattr(decode_fast, "_time_launches", lambda launch_all, n, replays: (launch_all(), 100.0 / n)[1])
-    monkeypatch.setattr(fast, "attend", lambda layer, pos, per_split, warps=None: attended.append((int(pos), per_split)))
+    monkeypatch.setattr(fast, "attend", lambda layer, pos, per_split, warps=None, split_block=None:
+                        attended.append((int(pos), per_split)))
     monkeypatch.setattr(fast, "device", types.SimpleNamespace(type="cuda"))
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _: types.SimpleNamespace(multi_processor_count=132))
     tuning = decode_fast.tune(fast, position=30)
@@ -394,10 +416,11 @@ def test_attention_v2_tuning_keeps_the_products_tiles_and_chooses_slices_and_war
 
     fast = FastDecode(_micro_model(), backend=decode_fast.BACKEND_TRITON, attention_version=2)
     fast.tuning.configs["wo"] = decode_fast.GemvConfig(2, 64)
-    attended = []
+    attended, blocks = [], []
 
-    def attend(layer, pos, per_split, warps=None):
+    def attend(layer, pos, per_split, warps=None, split_block=None):
         attended.append((int(pos), per_split, warps))
+        blocks.append((per_split, split_block))
         if per_split == 128:
             raise RuntimeError("does not compile")
 
@@ -416,6 +439,74 @@ def test_attention_v2_tuning_keeps_the_products_tiles_and_chooses_slices_and_war
                                                 | {(p, 16) for p in decode_fast.V2_SIXTEEN_WARPS})
     assert [us for c, us in tuning.candidates_us["attention"] if c["t_per_split"] == 128] == [float("inf")]
     assert json.loads(json.dumps(tuning.as_dict()))["attention_warps"] == 16
+    # The merge sized by the slices live at slot 30 (one for every candidate: 2, the least), not by the cache's;
+    # the chosen candidate's is the tuning's.
+    assert set(blocks) == {(p, 2) for p in decode_fast.T_PER_SPLITS_V2}
+    assert tuning.attention_split_block == 2
+
+
+def test_the_merge_block_follows_the_live_slices_not_the_cache():
+    from roofline.lab.kernels.attention import launch_constants, live_split_block
+
+    # llama-1b at slot 288 of the lab's 2,048-slot cache: 256-slot slices, 2 live of 8
+    assert launch_constants(32, 4, 64, 2048, 256, 256)["SPLIT_BLOCK"] == 8
+    assert live_split_block(288, 256) == 2 and live_split_block(288, 32) == 16 and live_split_block(288, 128) == 4
+    assert live_split_block(0, 512) == 2 and live_split_block(8000, 16) == 16
+
+
+def test_a_prefetch_deeper_than_a_programs_share_of_k_is_refused():
+    from roofline.lab.kernels.attention import decode_attention
+    from roofline.lab.kernels.gemv import GemvConfig, Scratch, gemv
+
+    if triton_available():  # early launch is the second attention kernel's only
+        with pytest.raises(ValueError, match="early_launch"):
+            decode_attention(*[torch.zeros(1)] * 7, n_heads=4, n_kv_heads=2, scratch=None, early_launch=True)
+
+    w, x, out = torch.zeros(64, 256, dtype=torch.float16), torch.zeros(256, dtype=torch.float16), torch.zeros(64)
+    for config in (GemvConfig(4, 64, 1, prefetch=8), GemvConfig(4, 64, 2, prefetch=4), GemvConfig(4, 64, 1, prefetch=3)):
+        with pytest.raises(ValueError, match="prefetch"):
+            gemv(w, x, out, config=config, scratch=Scratch(torch.device("cpu"), 4096, 64))
+
+
+def test_prefetch_tuning_times_the_deep_tiles_under_pdl_beside_the_current_one_and_drops_wrong_ones(monkeypatch):
+    import types
+
+    from roofline.lab import decode_fast
+    from roofline.lab.kernels.gemv import GemvConfig, prefetch_configs
+
+    fast = FastDecode(_micro_model(), backend=decode_fast.BACKEND_TRITON, attention_version=2)
+    fast.tuning = decode_fast.replace(fast.tuning, t_per_split=256, attention_warps=16, attention_split_block=2)
+    before = dict(fast.tuning.configs)
+    deep = GemvConfig(2, 512, 1, 4, prefetch=2)
+    wrong = GemvConfig(4, 512, 1, 4, prefetch=2)
+    timed, checked = [], []
+    monkeypatch.setattr(decode_fast, "prefetch_configs", lambda rows, k, sm, halves: [deep, wrong])
+    early = decode_fast.replace(deep, early_launch=True)
+    monkeypatch.setattr(decode_fast, "_time_products", lambda decode, role, *a: timed.append((role, a[-2], decode.pdl))
+                        or {deep: 1.0, early: 0.5 if role == "head" else 1.5}.get(a[-2], 2.0))
+
+    def check(decode, role, w, x, norm, residual, config):
+        checked.append((role, config))
+        if config == wrong:
+            raise ValueError("wrong results: max error 1 against 1 (torch twin)")
+
+    monkeypatch.setattr(decode_fast, "_check_product", check)
+    monkeypatch.setattr(fast, "device", types.SimpleNamespace(type="cuda"))
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _: types.SimpleNamespace(multi_processor_count=132))
+    fast.pdl = True
+    tuning = decode_fast.tune_prefetch(fast)
+    assert tuning.configs == {**{r: deep for r in decode_fast.ROLES}, "head": early}
+    assert (tuning.t_per_split, tuning.attention_warps, tuning.attention_split_block) == (256, 16, 2)
+    for role in decode_fast.ROLES:  # each role: the deep tile, the wrong one (checked, never timed), its own tile;
+        # then the choice beside itself launching the next kernel early
+        assert [c for r, c in checked if r == role] == [deep, wrong, before[role], deep, early]
+        assert [c for r, c, _ in timed if r == role] == [deep, before[role], deep, early]
+        assert [us for _, us in tuning.candidates_us[f"{role} prefetch"]] == [1.0, float("inf"), 2.0]
+        assert [us for _, us in tuning.candidates_us[f"{role} early launch"]] == [1.0, 0.5 if role == "head" else 1.5]
+    assert all(pdl for *_, pdl in timed)
+    assert prefetch_configs(2560, 2048)[0].prefetch == 2 and all(  # llama-1b's qkv: up to its whole row
+        c.block_n * c.block_k * c.prefetch // (32 * c.num_warps) <= 64 for c in prefetch_configs(2560, 2048))
+    assert max(c.block_k * c.prefetch for c in prefetch_configs(2560, 2048)) == 2048
 
 
 def test_the_kernels_compile_for_sm90_without_spilling():
@@ -427,3 +518,43 @@ def test_the_kernels_compile_for_sm90_without_spilling():
         pytest.skip("this Triton cannot compile ahead of time")
     script = load_benchmark("decode_kernels_sm90")
     assert script.main(["--quick"]) == 0
+
+
+def test_prefetch_tuning_chooses_in_the_whole_step_where_it_is_given_a_slot(monkeypatch):
+    import types
+
+    from roofline.lab import decode_fast
+    from roofline.lab.kernels.gemv import GemvConfig
+
+    fast = FastDecode(_micro_model(), backend=decode_fast.BACKEND_TRITON, attention_version=2)
+    before = dict(fast.tuning.configs)
+    deep, deeper, slow = (GemvConfig(2, 512, 1, 4, prefetch=2), GemvConfig(4, 512, 1, 4, prefetch=4),
+                          GemvConfig(8, 512, 1, 8, prefetch=2))
+    alone = {deep: 1.0, deeper: 1.1, slow: 1.2}
+    monkeypatch.setattr(decode_fast, "prefetch_configs", lambda rows, k, sm, halves: [slow, deeper, deep])
+    monkeypatch.setattr(decode_fast, "_check_product", lambda *a: None)
+    monkeypatch.setattr(decode_fast, "_time_products", lambda decode, role, *a: alone.get(a[-2], 3.0))
+    stepped = []
+
+    def time_step(decode, position, replays):
+        configs = decode.tuning.configs
+        stepped.append((position, dict(configs)))
+        # In the step: w2 is fastest with its old tile, qkv with the deeper one, head with early launch
+        return (800.0 - (configs["w2"] == before["w2"]) - 2 * (configs["qkv"] == deeper)
+                - 3 * configs["head"].early_launch - 0.5 * (configs["wo"] == deep)
+                - 4 * decode.tuning.attention_early_launch)
+
+    monkeypatch.setattr(decode_fast, "_time_step", time_step)
+    monkeypatch.setattr(fast, "device", types.SimpleNamespace(type="cuda"))
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _: types.SimpleNamespace(multi_processor_count=132))
+    tuning = decode_fast.tune_prefetch(fast, position=30)
+    assert tuning.configs["w2"] == before["w2"] and tuning.configs["qkv"] == deeper
+    assert tuning.configs["head"] == decode_fast.replace(deep, early_launch=True) and tuning.configs["wo"] == deep
+    # shortlist: the three fastest alone, then the current tile; each role's step timings with the others' choices
+    assert [GemvConfig(**{k: v for k, v in c.items()}) for c, _ in tuning.candidates_us["qkv in the step"]] == [
+        deep, deeper, slow, before["qkv"]]
+    assert {p for p, _ in stepped} == {30} and len(stepped) == 5 * 4 + 5 * 2 + 2  # + attention without/with
+    assert tuning.attention_early_launch and [us for _, us in tuning.candidates_us["attention early launch"]] == [
+        793.5, 789.5]
+    assert all(c["qkv"] == deeper for _, c in stepped[4:20])  # after qkv's turn its choice stays in every step
+    assert [c["qkv"].early_launch for _, c in stepped[20:22]] == [False, True]

@@ -94,5 +94,55 @@ def test_the_summary_puts_both_kernels_and_both_decodes_side_by_side(tmp_path, c
     assert "tuned to 512 slots a program (v1: 32)" in out
     assert "| llama-1b | + Triton GEMV + PDL + attention v2 | 1,290.0 | 58.0% | 716 (2.89) | 90 | 64/64 |" in out
     assert "| llama-1b | + Triton GEMV | failed: RuntimeError: x |" in out
+    assert "lab llama-1b: best row + Triton GEMV + PDL + attention v2 at 58.0% of roof (aim 65%)" in out
     assert json.loads((tmp_path / "summary.json").read_text())["attention"][0]["v2_over_new"] == 0.5
     assert script.main([str(tmp_path / "nonexistent")]) == 2
+
+
+def test_the_issue19_prefetch_suite_fits_one_device_call_and_times_old_and_new_with_both_models_lab_rows(tmp_path):
+    suite = load_benchmark("gpu_suite")
+    stages = suite.stages("issue19-prefetch", tmp_path)
+    assert [s[0] for s in stages] == ["env", "decode_fast_llama-1b", "lab_decode_llama-1b", "lab_decode_llama-8b",
+                                      "summary"]
+    assert sum(s[2] for s in stages) <= 540  # the suite's budget; about 400 s expected
+    repo = Path(__file__).resolve().parents[2]
+    assert all((repo / arg).is_file() for _, argv, _ in stages for arg in argv
+               if arg.startswith("benchmarks/") and not arg.endswith(".json"))
+    assert (repo / "benchmarks/results/h200/issue19-20/ceilings_h200.json").is_file()
+    assert "--prefetch" in stages[1][1] and "--baseline" in stages[1][1]
+    assert all("--decode-only" in argv for name, argv, _ in stages if name.startswith("lab"))
+
+
+def test_the_summary_sets_deep_prefetch_against_pdl_and_attention_v2(tmp_path, capsys):
+    def variant(rate, share, matmul, tokens):
+        return {"tokens_per_s": rate, "ms_per_token": 1e3 / rate, "share_of_memory_roof": share,
+                "runs_tokens_per_s": [rate - 1, rate + 1], "generated_tokens": tokens,
+                "tokens": {"same": 64, "compared": 64, "first_divergence": None},
+                "breakdown": {"classes": {"matmul": {"us_per_token": matmul, "achieved_bytes_per_s": 3e12},
+                                          "attention": {"us_per_token": 150.0}}, "gap_us_per_token": -60.0}}
+    old_tile = {"block_n": 2, "block_k": 1024, "split_k": 1, "num_warps": 4, "reduce_each": False, "unroll": 1,
+                "stages": 1}
+    deep = {**old_tile, "block_n": 8, "block_k": 512, "num_warps": 8, "prefetch": 4, "early_launch": True}
+    candidates = {"qkv prefetch": [{**deep, "early_launch": False, "us": 4.6}, {**old_tile, "prefetch": 1,
+                                                                                "early_launch": False, "us": 5.0}],
+                  "qkv in the step": [{**deep, "early_launch": False, "us": 790.0},
+                                      {**old_tile, "prefetch": 1, "early_launch": False, "us": 800.0}],
+                  "qkv early launch": [{**deep, "early_launch": False, "us": 790.0}, {**deep, "us": 788.5}]}
+    decode = {"models": {"llama-1b": {"notes": [], "fast": {
+        "tuning": {"attention_t_per_split": 32, "configs": {"qkv": old_tile}}, "attention_v2": {"t_per_split": 256},
+        "prefetch": {"configs": {"qkv": deep}, "attention_early_launch": True, "candidates_us": {
+            **candidates, "attention early launch": [{"early_launch": False, "us": 789.0},
+                                                     {"early_launch": True, "us": 788.5}]}}},
+        "variants": {"+ Triton GEMV + PDL + attention v2": variant(1250.0, 0.56, 711.0, [1, 2, 3, 4]),
+                     "+ Triton GEMV + PDL + attention v2 + deep prefetch": variant(1400.0, 0.63, 620.0, [1, 2, 5, 4])}}}}
+    (tmp_path / "decode_fast_llama-1b.json").write_text(json.dumps(decode))
+    script = load_benchmark("issue19_kernels_summary")
+    assert script.main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "attention alone" not in out  # this suite has no attention stages
+    assert "llama-1b: deep prefetch -85.7 us/token (products -91 us), 63.0% of roof vs 56.0% (aim 65%)" in out
+    assert ("| llama-1b | qkv | 2x1024 w4 | 8x512 w8 prefetch 4 early launch | 5.00 -> 4.60 | 800.0 -> 788.5 |"
+            in out)
+    assert "attention early launch: on (a step 789.0 us without, 788.5 us with in the tuning)" in out
+    assert "deep prefetch's tokens: 2/4 the same as PDL + attention v2's (first differs at 2)" in out
+    assert json.loads((tmp_path / "summary.json").read_text())["tiles"][0]["after_step_us"] == 788.5

@@ -21,8 +21,9 @@ import torch
 
 from roofline.lab.kernels import interpreting, triton_available
 from roofline.lab.kernels.argmax import argmax
-from roofline.lab.kernels.attention import attention_torch, decode_attention, scratch_floats, splits_for
-from roofline.lab.kernels.gemv import GemvConfig, Scratch, candidate_configs, gemv, gemv_torch
+from roofline.lab.kernels.attention import (attention_torch, decode_attention, live_split_block, scratch_floats,
+                                            splits_for)
+from roofline.lab.kernels.gemv import GemvConfig, Scratch, candidate_configs, gemv, gemv_torch, prefetch_configs
 from roofline.models.llama import Transformer
 
 ROLES = ("qkv", "wo", "w13", "w2", "head")
@@ -44,10 +45,14 @@ class Tuning:
     t_per_split: int = 32
     attention_position: int | None = None  # the cache slot the attention candidates were timed at
     attention_warps: int | None = None  # attention version 2's warps (None: attention.v2_warps' default)
+    attention_split_block: int | None = None  # version 2's merge block (None: launch_constants' default)
+    attention_early_launch: bool = False  # version 2 under PDL: the next kernel let start when attention starts
 
     def as_dict(self) -> dict:
         return {"configs": {r: c.as_dict() for r, c in self.configs.items()}, "attention_t_per_split": self.t_per_split,
                 "attention_position": self.attention_position, "attention_warps": self.attention_warps,
+                "attention_split_block": self.attention_split_block,
+                "attention_early_launch": self.attention_early_launch,
                 "candidates_us": {r: [{**c, "us": us} for c, us in rows] for r, rows in self.candidates_us.items()},
                 "seconds": self.seconds}
 
@@ -138,8 +143,9 @@ class FastDecode:
                     norm_weight=norm, eps=self.eps, residual=residual, pdl=self.pdl)
 
     def attend(self, layer: dict, pos: torch.Tensor, t_per_split: int | None = None,
-               num_warps: int | None = None) -> None:
-        """``t_per_split`` and ``num_warps`` (version 2 only): a tuning candidate's, else the tuning's."""
+               num_warps: int | None = None, split_block: int | None = None) -> None:
+        """``t_per_split``, ``num_warps`` and ``split_block`` (the last two version 2 only): a tuning candidate's,
+        else the tuning's."""
         cache = layer["cache"]
         args = (self.qkv, cache.k_cache, cache.v_cache, self.model.rope_cos, self.model.rope_sin, pos, self.o)
         if not self.triton_attention:
@@ -149,7 +155,11 @@ class FastDecode:
                              t_per_split=t_per_split or self.tuning.t_per_split, pdl=self.pdl,
                              version=self.attention_version,
                              num_warps=None if self.attention_version == 1 else
-                             (num_warps if t_per_split else self.tuning.attention_warps))
+                             (num_warps if t_per_split else self.tuning.attention_warps),
+                             split_block=None if self.attention_version == 1 else
+                             (split_block if t_per_split else self.tuning.attention_split_block),
+                             early_launch=(self.pdl and self.attention_version == 2 and not t_per_split
+                                           and self.tuning.attention_early_launch))
 
     @torch.no_grad()
     def step(self, model: Transformer, token: torch.Tensor, input_pos: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
@@ -183,6 +193,116 @@ def tune(decode: FastDecode, configs: Callable[[int, int, int], list[GemvConfig]
         return decode.tuning
     sm_count = torch.cuda.get_device_properties(decode.device).multi_processor_count
     configs = configs or (lambda rows, k, halves: candidate_configs(rows, k, sm_count, halves))
+    chosen, timings = _tune_products(decode, configs, replays, progress)
+    device = decode.model.output.weight.device
+    last = decode.model.max_seq - 1
+    position = last if position is None else max(0, min(position, last))
+    per_split, timings["attention"] = (_tune_attention(decode, device, replays, progress, position)
+                                       if decode.triton_attention else (decode.tuning.t_per_split, []))
+    decode.tuning = Tuning(chosen, timings, time.perf_counter() - began, per_split,
+                           position if decode.triton_attention else None)
+    return decode.tuning
+
+
+STEP_SHORTLIST = 3  # each role's fastest deep-prefetch tiles (timed alone) that are timed again in the whole step
+STEP_REPLAYS = 20  # whole-step replays a candidate (~16 ms for llama-1b)
+
+
+def tune_prefetch(decode: FastDecode, *, replays: int = 5, progress: Callable[[str], None] = lambda _: None,
+                  position: int | None = None) -> Tuning:
+    """The products' tiles chosen again for the PDL step among the deep-prefetch candidates (gemv.prefetch_configs)
+    and the tile the step has now. Every candidate is first checked against the torch twin, then timed as tune
+    times products (all the role's weights back to back in a CUDA graph), launched as the step launches it
+    (``decode.pdl``: each product's prefetch overlaps the previous one's drain there too).
+
+    With ``position`` (a cache slot the caller decodes again before reading it, as for ``tune``) the choice is
+    then made in the whole step, where the kernel before each product is another one (the previous product's
+    drain and how many of this one's programs fit beside it decide what the prefetch hides): role by role, the
+    STEP_SHORTLIST fastest tiles alone and the current one, each in a CUDA graph of the whole step, the others
+    at their choice so far; then each choice against itself with ``early_launch`` (the next kernel let start when
+    this one starts). Without ``position`` the early-launch choice is made on the products alone. The attention's
+    choice is kept; the timings are recorded as "<role> prefetch", "<role> in the step" and "<role> early launch"
+    (CUDA only)."""
+    import time
+
+    if decode.device.type != "cuda" or decode.backend != BACKEND_TRITON:
+        return decode.tuning
+    began = time.perf_counter()
+    sm_count = torch.cuda.get_device_properties(decode.device).multi_processor_count
+    current = dict(decode.tuning.configs)
+    chosen, deep = _tune_products(decode, lambda rows, k, halves: prefetch_configs(rows, k, sm_count, halves),
+                                  replays, progress, extra={r: [c] for r, c in current.items()},
+                                  label=" prefetch", check=True)
+    timings = {f"{role} prefetch": rows for role, rows in deep.items()}
+    if position is None:
+        chosen, early = _tune_products(decode, lambda rows, k, halves: [], replays, progress,
+                                       extra={r: [c, replace(c, early_launch=True)] for r, c in chosen.items()},
+                                       label=" early launch", check=True)
+        timings.update({f"{role} early launch": rows for role, rows in early.items()})
+    else:
+        chosen = dict(current)
+        for role in ROLES:
+            fastest = sorted((us, i) for i, (_, us) in enumerate(deep[role]) if us < float("inf"))[:STEP_SHORTLIST]
+            shortlist = list(dict.fromkeys([GemvConfig(**deep[role][i][0]) for _, i in fastest] + [current[role]]))
+            chosen[role], timings[f"{role} in the step"] = _choose_in_step(decode, chosen, role, shortlist, position,
+                                                                           progress)
+        for role in ROLES:
+            early = replace(chosen[role], early_launch=True)
+            chosen[role], timings[f"{role} early launch"] = _choose_in_step(decode, chosen, role,
+                                                                            [chosen[role], early], position, progress)
+        if decode.attention_version == 2 and decode.triton_attention:
+            rows = []
+            for early in (False, True):
+                decode.tuning = replace(decode.tuning, configs=chosen, attention_early_launch=early)
+                try:
+                    rows.append(({"early_launch": early}, _time_step(decode, position, STEP_REPLAYS)))
+                except Exception as exc:  # noqa: BLE001
+                    progress(f"tune attention early launch={early} in the step failed: {type(exc).__name__}")
+                    rows.append(({"early_launch": early}, float("inf")))
+            attention_early = rows[1][1] < rows[0][1]
+            timings["attention early launch"] = rows
+            progress(f"tune attention in the step: early launch {attention_early} "
+                     f"({rows[0][1]:.1f} us a step without, {rows[1][1]:.1f} with)")
+            decode.tuning = replace(decode.tuning, attention_early_launch=attention_early)
+    decode.tuning = replace(decode.tuning, configs=chosen,
+                            candidates_us={**decode.tuning.candidates_us, **timings},
+                            seconds=decode.tuning.seconds + time.perf_counter() - began)
+    return decode.tuning
+
+
+def _choose_in_step(decode, configs: dict[str, GemvConfig], role: str, candidates: list[GemvConfig], position: int,
+                    progress) -> tuple[GemvConfig, list[tuple[dict, float]]]:
+    """The candidate for ``role`` whose whole step (the other roles at ``configs``) is fastest, with every time."""
+    rows = []
+    for config in candidates:
+        decode.tuning = replace(decode.tuning, configs={**configs, role: config})
+        try:
+            us = _time_step(decode, position, STEP_REPLAYS)
+        except Exception as exc:  # noqa: BLE001 - e.g. early launch refused: the candidate is left out
+            progress(f"tune {role} in the step: {config} failed: {type(exc).__name__}: {str(exc)[:120]}")
+            us = float("inf")
+        rows.append((config.as_dict(), us))
+    best = min(range(len(rows)), key=lambda i: rows[i][1])
+    found = candidates[best] if rows[best][1] < float("inf") else configs[role]
+    progress(f"tune {role} in the step: {found} {rows[best][1]:.1f} us a step of {len(rows)} candidates")
+    return found, rows
+
+
+def _time_step(decode, position: int, replays: int) -> float:
+    """Microseconds per decode step at cache slot ``position`` (it writes that slot of every layer's cache)."""
+    device = decode.model.output.weight.device
+    token = torch.zeros(1, dtype=torch.long, device=device)
+    pos = torch.tensor([position], device=device)
+    pad = torch.zeros(1, dtype=torch.long, device=device)
+    return _time_launches(lambda: decode.step(decode.model, token, pos, pad), 1, replays)
+
+
+def _tune_products(decode, configs, replays, progress, extra: dict[str, list[GemvConfig]] | None = None,
+                   label: str = "", check: bool = False) -> tuple[dict[str, GemvConfig], dict[str, list]]:
+    """Each role's fastest tile of ``configs(rows, k, halves)`` and of ``extra[role]`` (timed after them).
+
+    ``check``: each candidate's output on the role's first weight is compared with the torch twin's first; one
+    off by more than CHECK_TOLERANCE of the largest output is not a candidate (recorded with time inf)."""
     chosen, timings = {}, {}
     device = decode.model.output.weight.device
     for role in ROLES:
@@ -196,24 +316,21 @@ def tune(decode: FastDecode, configs: Callable[[int, int, int], list[GemvConfig]
         norm = torch.ones(k, dtype=decode.dtype, device=device) if role in ("qkv", "w13", "head") else None
         residual = res if role in ("wo", "w2") else None
         rows_us = []
-        for config in configs(rows, k, 2 if role == "w13" else 1):
+        candidates = list(dict.fromkeys([*configs(rows, k, 2 if role == "w13" else 1), *(extra or {}).get(role, [])]))
+        for config in candidates:
             try:
+                if check:
+                    _check_product(decode, role, weights[0], x, norm, residual, config)
                 us = _time_products(decode, role, weights, x, out, norm, residual, config, replays)
             except Exception as exc:  # noqa: BLE001 - a tile that does not compile is not a candidate
-                progress(f"tune {role}: {config} failed: {type(exc).__name__}: {str(exc)[:120]}")
+                progress(f"tune {role}{label}: {config} failed: {type(exc).__name__}: {str(exc)[:120]}")
                 us = float("inf")
             rows_us.append((config.as_dict(), us))
         best = min(rows_us, key=lambda r: r[1])
         chosen[role] = GemvConfig(**best[0]) if best[1] < float("inf") else decode.tuning.configs[role]
         timings[role] = rows_us
-        progress(f"tune {role} ({rows}x{k}): {chosen[role]} {best[1]:.2f} us of {len(rows_us)} candidates")
-    last = decode.model.max_seq - 1
-    position = last if position is None else max(0, min(position, last))
-    per_split, timings["attention"] = (_tune_attention(decode, device, replays, progress, position)
-                                       if decode.triton_attention else (decode.tuning.t_per_split, []))
-    decode.tuning = Tuning(chosen, timings, time.perf_counter() - began, per_split,
-                           position if decode.triton_attention else None)
-    return decode.tuning
+        progress(f"tune {role}{label} ({rows}x{k}): {chosen[role]} {best[1]:.2f} us of {len(rows_us)} candidates")
+    return chosen, timings
 
 
 def tune_attention(decode: FastDecode, *, position: int | None = None, replays: int = 5,
@@ -228,6 +345,7 @@ def tune_attention(decode: FastDecode, *, position: int | None = None, replays: 
     found = [c for c, us in rows if c["t_per_split"] == per_split and us == min(u for _, u in rows)]
     decode.tuning = replace(decode.tuning, t_per_split=per_split, attention_position=position,
                             attention_warps=found[0].get("num_warps") if found else None,
+                            attention_split_block=found[0].get("split_block") if found else None,
                             candidates_us={**decode.tuning.candidates_us, "attention": rows})
     return decode.tuning
 
@@ -237,17 +355,18 @@ def _tune_attention(decode, device, replays, progress, position: int) -> tuple[i
     pos = torch.tensor([position], device=device)
     decode.qkv.copy_(torch.randn_like(decode.qkv) * 0.1)
     rows = []
-    if decode.attention_version == 2:
-        candidates = ([{"t_per_split": p} for p in T_PER_SPLITS_V2]
-                      + [{"t_per_split": p, "num_warps": 16} for p in V2_SIXTEEN_WARPS])
+    if decode.attention_version == 2:  # the merge sized by the slices live at the position (live_split_block)
+        candidates = ([{"t_per_split": p, "split_block": live_split_block(position, p)} for p in T_PER_SPLITS_V2]
+                      + [{"t_per_split": p, "num_warps": 16, "split_block": live_split_block(position, p)}
+                         for p in V2_SIXTEEN_WARPS])
     else:
         candidates = [{"t_per_split": p} for p in T_PER_SPLITS]
     for candidate in candidates:
         per_split = candidate["t_per_split"]
 
-        def launch_all(per_split=per_split, warps=candidate.get("num_warps")):
+        def launch_all(per_split=per_split, warps=candidate.get("num_warps"), block=candidate.get("split_block")):
             for layer in decode.layers:
-                decode.attend(layer, pos, per_split, warps)
+                decode.attend(layer, pos, per_split, warps, block)
 
         try:
             us = _time_launches(launch_all, len(decode.layers), replays)
@@ -259,6 +378,24 @@ def _tune_attention(decode, device, replays, progress, position: int) -> tuple[i
     chosen = best[0]["t_per_split"] if best[1] < float("inf") else decode.tuning.t_per_split
     progress(f"tune attention at slot {position}: {best[0]}, {best[1]:.2f} us")
     return chosen, rows
+
+
+CHECK_TOLERANCE = 2e-2
+
+
+def _check_product(decode, role, w, x, norm, residual, config) -> None:
+    """Raise where the kernel with ``config`` disagrees with the torch twin (a wrong tile is no candidate)."""
+    halves = 2 if role == "w13" else 1
+    rows = w.shape[0] // halves
+    got = torch.zeros(rows, dtype=decode.dtype, device=w.device)
+    want = torch.zeros(rows, dtype=decode.dtype, device=w.device)
+    res = None if residual is None else torch.randn(rows, dtype=decode.dtype, device=w.device)
+    decode.product(role, w, x, got, norm=norm, residual=None if res is None else res.clone(), config=config)
+    gemv_torch(w, x, want, halves=halves, norm_weight=norm, eps=decode.eps, residual=res)
+    error = (got.float() - want.float()).abs().max().item()
+    scale = max(want.float().abs().max().item(), 1e-3)
+    if not error <= CHECK_TOLERANCE * scale:  # NaN fails too
+        raise ValueError(f"wrong results: max error {error:.3g} against {scale:.3g} (torch twin)")
 
 
 def _time_products(decode, role, weights, x, out, norm, residual, config, replays) -> float:

@@ -1,8 +1,10 @@
 """The hand-written batch-1 decode (lab/decode_fast.py) as rows of the lab, beside the compiled and tuned steps.
 
-Three rows, "+ Triton GEMV", "+ Triton GEMV + PDL" (every kernel launched with programmatic dependent launch) and
+Four rows, "+ Triton GEMV", "+ Triton GEMV + PDL" (every kernel launched with programmatic dependent launch),
 "+ Triton GEMV + PDL + attention v2" (the same tiles, the second attention kernel: lab/kernels/triton_attention_v2.py,
-its slices per program tuned of their own),
+its slices per program tuned of their own) and "... + deep prefetch" (the products' tiles tuned again under PDL among
+gemv.prefetch_configs', which read a program's whole share of a row block, or several tiles of it, before waiting
+for the previous kernel, and the tile the step had),
 each timed as bench.peak_decode times its steps (the loop captured as CUDA graphs of 16 steps, same seeded prompt
 and context, median of PEAK_REPS runs), its tiles tuned once per weight shape before anything is timed. Tokens are
 compared with the eager fixed model's greedy tokens on the same prompt; at the first difference, that model's
@@ -33,6 +35,7 @@ from roofline.report import Ceilings, KernelClasses
 FAST = "+ Triton GEMV"
 FAST_PDL = "+ Triton GEMV + PDL"
 FAST_PDL_V2 = "+ Triton GEMV + PDL + attention v2"
+FAST_PREFETCH = "+ Triton GEMV + PDL + attention v2 + deep prefetch"
 METHOD = (
     "FastDecode (lab/decode_fast.py): five Triton kernels a layer, tiles tuned per weight shape before timing; "
     f"the loop captured as CUDA graphs of {bench.GRAPH_STEPS} steps, median of {bench.PEAK_REPS} runs (as the "
@@ -75,11 +78,11 @@ def skip_reason(device: torch.device) -> str:
 def measure_fast_decode(model: Transformer, ceilings: Ceilings, *, context: int, steps: int, warmup: int,
                         pdl: bool = True, progress: Callable[[str], None] = lambda _: None) -> list[FastDecodeRow]:
     device = model.output.weight.device
-    titles = [FAST] + ([FAST_PDL, FAST_PDL_V2] if pdl else [])
+    titles = [FAST] + ([FAST_PDL, FAST_PDL_V2, FAST_PREFETCH] if pdl else [])
     reason = skip_reason(device)
     if reason:
         return [FastDecodeRow(t, skipped=reason) for t in titles]
-    from roofline.lab.decode_fast import FastDecode, tune, tune_attention
+    from roofline.lab.decode_fast import FastDecode, tune, tune_attention, tune_prefetch
 
     configure(model, Fixes.all())
     bytes_per_token = bench.decode_bytes(model, 1, context + steps // 2)
@@ -98,14 +101,20 @@ def measure_fast_decode(model: Transformer, ceilings: Ceilings, *, context: int,
         progress("fast decode: tuning the Triton tiles per weight shape")
         tune(fast, progress=progress, position=context + steps // 2)
         known = {"matrix products": fast.weight_bytes(), "attention": kv_bytes}
+        v2 = None
         for title in titles:
             row = FastDecodeRow(title, bytes_per_token=bytes_per_token)
             try:
-                if title == FAST_PDL_V2:
+                if title in (FAST_PDL_V2, FAST_PREFETCH) and v2 is None:
                     progress("fast decode: tuning attention v2's slices per program")
                     v2 = tune_attention(FastDecode(model, tuning=fast.tuning, attention_version=2),
                                         position=context + steps // 2, progress=progress)
+                if title == FAST_PDL_V2:
                     decoder = FastDecode(model, tuning=v2, pdl=True, attention_version=2)
+                elif title == FAST_PREFETCH:
+                    progress("fast decode: tuning the products' deep prefetch under PDL")
+                    decoder = FastDecode(model, tuning=v2, pdl=True, attention_version=2)
+                    tune_prefetch(decoder, progress=progress, position=context + steps // 2)
                 else:
                     decoder = fast if title == FAST else FastDecode(model, tuning=fast.tuning, pdl=True)
                 progress(f"fast decode: {title}")

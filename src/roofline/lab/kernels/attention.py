@@ -61,6 +61,15 @@ def v2_warps(block_t: int) -> int:
     return 4 if block_t <= 64 else 8
 
 
+def live_split_block(position: int, t_per_split: int) -> int:
+    """The merge's splits per step for a decode around cache slot ``position``: the live slices there (a power of
+    two, 2 to 16), not the cache's. launch_constants' default follows the cache's splits (8 for 256-slot slices of
+    a 2,048-slot cache, 2 of a 328-slot one), and the lab's 2,048-slot row paid for it (issue 19): its attention v2
+    tuning at slot 288 timed 256-slot slices at 8.2 us against 6.4 us in the shorter cache, and kept 32-slot
+    slices, version 1's. Any value is correct: the merge loops over the live slices in blocks of this many."""
+    return min(16, max(2, _pow2(position // t_per_split + 1)))
+
+
 COMBINE_FLOATS = 8192  # partials the combine loads at once: 64 registers a thread at 4 warps
 
 
@@ -87,12 +96,14 @@ def launch_constants(n_heads: int, n_kv_heads: int, head_dim: int, max_seq: int,
 def decode_attention(qkv: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cos: torch.Tensor,
                      sin: torch.Tensor, pos: torch.Tensor, out: torch.Tensor, *, n_heads: int, n_kv_heads: int,
                      scratch: Scratch, t_per_split: int = 32, block_t: int | None = None, num_warps: int | None = None,
-                     pdl: bool = False, split_block: int | None = None, version: int = 1) -> torch.Tensor:
+                     pdl: bool = False, split_block: int | None = None, version: int = 1,
+                     early_launch: bool = False) -> torch.Tensor:
     """The Triton kernel, launched once: out (n_heads * head_dim,) for the token whose q/k/v is ``qkv``.
 
     ``block_t``: cache slots loaded at once (default: the whole slice up to 64, so a program makes one pass;
     version 2: v2_block_t's). ``split_block``: splits the combine merges per step (default: launch_constants').
-    ``version`` 2: triton_attention_v2's kernel (a lone live slice writes the output itself, no merge phase)."""
+    ``version`` 2: triton_attention_v2's kernel (a lone live slice writes the output itself, no merge phase).
+    ``early_launch`` (version 2, under ``pdl``): the next kernel may start when this one starts, not after its wait."""
     if not triton_available():
         raise RuntimeError("decode_attention: Triton is not installed (use attention_torch)")
     if version == 2:
@@ -101,6 +112,8 @@ def decode_attention(qkv: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Te
         from roofline.lab.kernels.triton_attention import decode_attention_kernel
     else:
         raise ValueError(f"decode_attention: version {version} (1 or 2)")
+    if early_launch and version != 2:
+        raise ValueError("decode_attention: early_launch is version 2's")
 
     head_dim = k_cache.shape[-1]
     max_seq = k_cache.shape[2]
@@ -116,5 +129,6 @@ def decode_attention(qkv: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Te
     decode_attention_kernel[(n_kv_heads, splits)](
         qkv, k_cache, v_cache, cos, sin, pos, out, scratch.partial, scratch.counters, 1.0 / math.sqrt(head_dim),
         max_seq, **consts, PDL=pdl, num_warps=num_warps, **({"launch_pdl": True} if pdl else {}),
+        **({"EARLY_LAUNCH": early_launch} if version == 2 else {}),
     )
     return out

@@ -34,6 +34,8 @@ class GemvConfig:
     reduce_each: bool = False  # sum every tile at once (fewer registers, more programs resident) or at the end
     unroll: int = 1  # iterations unrolled, so that ptxas can issue their loads together
     stages: int = 1  # > 1: the K loop software-pipelined that deep (cp.async copies of the next tiles)
+    prefetch: int = 1  # > 1: that many tiles of K (one load) read before the wait for the previous kernel (PDL)
+    early_launch: bool = False  # PDL: let the next kernel start when this one starts, not after this one's wait
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -87,6 +89,31 @@ def candidate_configs(rows: int, k: int, sm_count: int = 132, halves: int = 1) -
     return list(dict.fromkeys(found))
 
 
+# Deep prefetch under PDL (issue 19): (rows per program, K per tile, warps). A program reads its first
+# ``prefetch`` tiles at once before waiting for the previous kernel, at most PREFETCH_ELEMENTS a thread (and half
+# that per accumulator for the stacked gate/up weight), so that its whole share of a 1-2k-wide row block sits in
+# registers while the previous kernel drains; the candidates' depths run from 2 tiles to the whole row.
+PREFETCH_TILES = ((2, 512, 4), (2, 1024, 4), (4, 512, 4), (4, 1024, 8), (8, 512, 8), (2, 1024, 8), (2, 2048, 8))
+PREFETCH_ELEMENTS = 64  # fp16 weights a thread holds before the wait: 32 registers (the one-tile 2x2048 at 8 warps)
+
+
+def prefetch_configs(rows: int, k: int, sm_count: int = 132, halves: int = 1) -> list[GemvConfig]:
+    """Tiles for the PDL step with deep prefetch: each PREFETCH_TILES tile at every power-of-two depth from 2
+    tiles up to the whole row (or PREFETCH_ELEMENTS a thread), unsplit (a row block's K in one program: the
+    merge of split-K would wait on every split's load), widest first."""
+    found: list[GemvConfig] = []
+    limit = PREFETCH_ELEMENTS // halves
+    for block_n, block_k, warps in PREFETCH_TILES:
+        if block_k > k:
+            continue
+        tiles = -(-k // block_k)
+        depth = 2
+        while depth <= tiles and block_n * block_k * depth // (32 * warps) <= limit:
+            found.append(GemvConfig(block_n, block_k, 1, warps, prefetch=depth))
+            depth *= 2
+    return list(dict.fromkeys(found))
+
+
 def _pow2_at_least(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
@@ -132,8 +159,9 @@ def gemv(w: torch.Tensor, x: torch.Tensor, out: torch.Tensor, *, config: GemvCon
 
     ``scale`` (fp32, one per row of W): W holds e4m3 weights, each row's sum is multiplied by its scale.
 
-    ``pdl``: launched with programmatic dependent launch (Hopper on): its first weight tile is read while the
-    previous kernel finishes, and it waits for that kernel before reading anything else."""
+    ``pdl``: launched with programmatic dependent launch (Hopper on): its first weight tile (``config.prefetch``
+    tiles at once where > 1) is read while the previous kernel finishes, and it waits for that kernel before reading
+    anything else."""
     rows, k = w.shape
     n = rows // halves
     if x.numel() != k or out.numel() != n or not w.is_contiguous():
@@ -141,6 +169,10 @@ def gemv(w: torch.Tensor, x: torch.Tensor, out: torch.Tensor, *, config: GemvCon
     split = config.split_k
     blocks = -(-n // config.block_n)
     per_split = -(-(-(-k // split)) // config.block_k) * config.block_k
+    prefetch = getattr(config, "prefetch", 1)
+    if prefetch > 1 and (prefetch & (prefetch - 1) or prefetch * config.block_k > per_split):
+        raise ValueError(f"gemv: prefetch {prefetch} (a power of two) tiles of {config.block_k} must fit the "
+                         f"{per_split} elements of K a program reads")
     if split > 1:
         if scratch is None or scratch.partial.numel() < split * rows or scratch.counters.numel() < blocks:
             raise ValueError("gemv: split-K needs a Scratch big enough for its partial sums and counters")
@@ -153,7 +185,8 @@ def gemv(w: torch.Tensor, x: torch.Tensor, out: torch.Tensor, *, config: GemvCon
         SPLIT_K=split, BLOCK_N=config.block_n, BLOCK_K=config.block_k, K_PER_SPLIT=per_split,
         EVEN_K=k % config.block_k == 0 and per_split * split == k, EVEN_N=n % config.block_n == 0,
         NORM_BLOCK=_pow2_at_least(k), PDL=pdl, REDUCE_EACH=config.reduce_each, UNROLL=config.unroll,
-        STAGES=config.stages if config.stages > 1 else None, num_warps=config.num_warps, SCALED=scale is not None, **({"launch_pdl": True} if pdl else {}),
+        STAGES=config.stages if config.stages > 1 else None, num_warps=config.num_warps, SCALED=scale is not None,
+        PREFETCH=prefetch, EARLY_LAUNCH=getattr(config, "early_launch", False), **({"launch_pdl": True} if pdl else {}),
     )
     return out
 

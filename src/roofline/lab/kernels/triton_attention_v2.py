@@ -21,8 +21,11 @@ def decode_attention_v2_kernel(QKV, KC, VC, COS, SIN, POS, OUT, PARTIAL, COUNTER
                                Q_HEADS: tl.constexpr, KV_HEADS: tl.constexpr, GROUP: tl.constexpr,
                                GROUP_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, HALF: tl.constexpr,
                                BLOCK_T: tl.constexpr, T_PER_SPLIT: tl.constexpr, SPLITS: tl.constexpr,
-                               GROUP_POW2: tl.constexpr, SPLIT_BLOCK: tl.constexpr, PDL: tl.constexpr):
+                               GROUP_POW2: tl.constexpr, SPLIT_BLOCK: tl.constexpr, PDL: tl.constexpr,
+                               EARLY_LAUNCH: tl.constexpr = False):
     dt = KC.dtype.element_ty
+    if PDL and EARLY_LAUNCH:  # the next kernel (a product: weights only before its wait) may start with this one
+        gdc_launch_dependents()
     kh = tl.program_id(0)
     sp = tl.program_id(1)
     pos = tl.load(POS).to(tl.int32)  # int32 like the slots, so the block loop's slots keep one type
@@ -41,7 +44,8 @@ def decode_attention_v2_kernel(QKV, KC, VC, COS, SIN, POS, OUT, PARTIAL, COUNTER
     s = tl.load(SIN + pos * HALF + d1).to(tl.float32)
     if PDL:
         gdc_wait()
-        gdc_launch_dependents()
+        if not EARLY_LAUNCH:
+            gdc_launch_dependents()
     q_rows = (kh * GROUP + g)[:, None] * HEAD_DIM
     q1 = tl.load(QKV + q_rows + d1[None, :], mask=g_mask[:, None], other=0.0).to(tl.float32)
     q2 = tl.load(QKV + q_rows + HALF + d1[None, :], mask=g_mask[:, None], other=0.0).to(tl.float32)

@@ -57,11 +57,59 @@ def _load_x(X, GAMMA, ks, K, inv, NORM: tl.constexpr, EVEN_K: tl.constexpr, dt: 
 
 
 @triton.jit
+def _prefetched(W, X, GAMMA, w_rows, k_start, K, N, eps, dt: tl.constexpr, HALVES: tl.constexpr, NORM: tl.constexpr,
+                EVEN_K: tl.constexpr, NORM_BLOCK: tl.constexpr, PDL: tl.constexpr, BLOCK_N: tl.constexpr,
+                BLOCK_K: tl.constexpr, K_PER_SPLIT: tl.constexpr, PREFETCH: tl.constexpr, EARLY_LAUNCH: tl.constexpr):
+    """The row block's sums when its first PREFETCH tiles (one load PREFETCH * BLOCK_K wide) are read before the
+    wait for the previous kernel: the weights do not depend on it, only x does, so with PREFETCH * BLOCK_K >=
+    K_PER_SPLIT a program holds its whole share of the weights in registers before that kernel has finished.
+    The rest of the row (if any) is read after the wait, BLOCK_K at a time. Each part's products are summed at once
+    (fp32), in K order; the sums are not bit for bit the one-tile kernel's (another order of the fp32 adds)."""
+    ks = k_start + tl.arange(0, PREFETCH * BLOCK_K)
+    w = _load_w(W, w_rows, ks, K, 0, EVEN_K)
+    w2 = w
+    if HALVES == 2:
+        w2 = _load_w(W, w_rows, ks, K, N, EVEN_K)
+    if PDL:
+        gdc_wait()
+        if not EARLY_LAUNCH:
+            gdc_launch_dependents()
+    inv = 1.0
+    if NORM:
+        ks_all = tl.arange(0, NORM_BLOCK)
+        xa = tl.load(X + ks_all, mask=ks_all < K, other=0.0).to(tl.float32)
+        sq = (xa * xa).to(dt).to(tl.float32)
+        mean = (tl.sum(sq, axis=0) / K).to(dt).to(tl.float32)
+        inv = (1.0 / tl.sqrt((mean + eps).to(dt).to(tl.float32))).to(dt).to(tl.float32)
+    x = _load_x(X, GAMMA, ks, K, inv, NORM, EVEN_K, dt)
+    y = tl.sum(w.to(tl.float32) * x[None, :], axis=1)
+    y2 = y
+    if HALVES == 2:
+        y2 = tl.sum(w2.to(tl.float32) * x[None, :], axis=1)
+    if PREFETCH * BLOCK_K < K_PER_SPLIT:
+        acc = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
+        acc2 = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
+        for k0 in range(PREFETCH * BLOCK_K, K_PER_SPLIT, BLOCK_K):
+            kt = k_start + k0 + tl.arange(0, BLOCK_K)
+            wt = _load_w(W, w_rows, kt, K, 0, EVEN_K)
+            xt = _load_x(X, GAMMA, kt, K, inv, NORM, EVEN_K, dt)
+            acc += wt.to(tl.float32) * xt[None, :]
+            if HALVES == 2:
+                wt2 = _load_w(W, w_rows, kt, K, N, EVEN_K)
+                acc2 += wt2.to(tl.float32) * xt[None, :]
+        y += tl.sum(acc, axis=1)
+        if HALVES == 2:
+            y2 += tl.sum(acc2, axis=1)
+    return y, y2
+
+
+@triton.jit
 def gemv_kernel(W, X, OUT, RES, GAMMA, PARTIAL, COUNTERS, SCALE, N, K, eps,
                 HALVES: tl.constexpr, NORM: tl.constexpr, RESIDUAL: tl.constexpr, SPLIT_K: tl.constexpr,
                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, K_PER_SPLIT: tl.constexpr,
                 EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, NORM_BLOCK: tl.constexpr, PDL: tl.constexpr,
-                REDUCE_EACH: tl.constexpr, UNROLL: tl.constexpr, STAGES: tl.constexpr, SCALED: tl.constexpr):
+                REDUCE_EACH: tl.constexpr, UNROLL: tl.constexpr, STAGES: tl.constexpr, SCALED: tl.constexpr,
+                PREFETCH: tl.constexpr = 1, EARLY_LAUNCH: tl.constexpr = False):
     dt = OUT.dtype.element_ty
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
@@ -71,52 +119,62 @@ def gemv_kernel(W, X, OUT, RES, GAMMA, PARTIAL, COUNTERS, SCALE, N, K, eps,
         w_rows = rows
     else:
         w_rows = tl.where(row_mask, rows, 0)
-    # The first tile of weights is loaded before anything the previous kernel writes is read: under
-    # programmatic dependent launch these loads overlap that kernel's tail.
     k_start = pid_k * K_PER_SPLIT
-    ks = k_start + tl.arange(0, BLOCK_K)
-    w = _load_w(W, w_rows, ks, K, 0, EVEN_K)
-    w2 = w
-    if HALVES == 2:
-        w2 = _load_w(W, w_rows, ks, K, N, EVEN_K)
-    if PDL:
-        gdc_wait()
+    # EARLY_LAUNCH: the next kernel may start as soon as every program of this one has started, not once each has
+    # passed its wait: its programs read their weights (nothing this kernel writes) while this one waits and runs,
+    # and its own wait still orders it after this kernel's end (which follows the previous kernel's).
+    if PDL and EARLY_LAUNCH:
         gdc_launch_dependents()
-    inv = 1.0
-    if NORM:
-        ks_all = tl.arange(0, NORM_BLOCK)
-        xa = tl.load(X + ks_all, mask=ks_all < K, other=0.0).to(tl.float32)
-        sq = (xa * xa).to(dt).to(tl.float32)
-        mean = (tl.sum(sq, axis=0) / K).to(dt).to(tl.float32)
-        inv = (1.0 / tl.sqrt((mean + eps).to(dt).to(tl.float32))).to(dt).to(tl.float32)
-    x = _load_x(X, GAMMA, ks, K, inv, NORM, EVEN_K, dt)
-    # REDUCE_EACH: sum each tile's products at once (a [BLOCK_N] accumulator; registers free for more loads in
-    # flight) instead of keeping a [BLOCK_N, BLOCK_K] accumulator and summing once at the end.
-    if REDUCE_EACH:
-        y = tl.sum(w.to(tl.float32) * x[None, :], axis=1)
-        y2 = tl.sum(w2.to(tl.float32) * x[None, :], axis=1)
+    if PREFETCH > 1:
+        y, y2 = _prefetched(W, X, GAMMA, w_rows, k_start, K, N, eps, dt, HALVES, NORM, EVEN_K, NORM_BLOCK, PDL,
+                            BLOCK_N, BLOCK_K, K_PER_SPLIT, PREFETCH, EARLY_LAUNCH)
     else:
-        acc = w.to(tl.float32) * x[None, :]
-        acc2 = w2.to(tl.float32) * x[None, :]
-    # STAGES (None: Triton's default, no pipelining of these loads): the loop's weight tiles copied ahead into
-    # shared memory (cp.async), so a program has STAGES - 1 tiles in flight while it multiplies one.
-    for k0 in tl.range(BLOCK_K, K_PER_SPLIT, BLOCK_K, loop_unroll_factor=UNROLL, num_stages=STAGES):
-        ks = k_start + k0 + tl.arange(0, BLOCK_K)
+        # The first tile of weights is loaded before anything the previous kernel writes is read: under
+        # programmatic dependent launch these loads overlap that kernel's tail.
+        ks = k_start + tl.arange(0, BLOCK_K)
         w = _load_w(W, w_rows, ks, K, 0, EVEN_K)
+        w2 = w
         if HALVES == 2:
             w2 = _load_w(W, w_rows, ks, K, N, EVEN_K)
+        if PDL:
+            gdc_wait()
+            if not EARLY_LAUNCH:
+                gdc_launch_dependents()
+        inv = 1.0
+        if NORM:
+            ks_all = tl.arange(0, NORM_BLOCK)
+            xa = tl.load(X + ks_all, mask=ks_all < K, other=0.0).to(tl.float32)
+            sq = (xa * xa).to(dt).to(tl.float32)
+            mean = (tl.sum(sq, axis=0) / K).to(dt).to(tl.float32)
+            inv = (1.0 / tl.sqrt((mean + eps).to(dt).to(tl.float32))).to(dt).to(tl.float32)
         x = _load_x(X, GAMMA, ks, K, inv, NORM, EVEN_K, dt)
+        # REDUCE_EACH: sum each tile's products at once (a [BLOCK_N] accumulator; registers free for more loads in
+        # flight) instead of keeping a [BLOCK_N, BLOCK_K] accumulator and summing once at the end.
         if REDUCE_EACH:
-            y += tl.sum(w.to(tl.float32) * x[None, :], axis=1)
-            if HALVES == 2:
-                y2 += tl.sum(w2.to(tl.float32) * x[None, :], axis=1)
+            y = tl.sum(w.to(tl.float32) * x[None, :], axis=1)
+            y2 = tl.sum(w2.to(tl.float32) * x[None, :], axis=1)
         else:
-            acc += w.to(tl.float32) * x[None, :]
+            acc = w.to(tl.float32) * x[None, :]
+            acc2 = w2.to(tl.float32) * x[None, :]
+        # STAGES (None: Triton's default, no pipelining of these loads): the loop's weight tiles copied ahead into
+        # shared memory (cp.async), so a program has STAGES - 1 tiles in flight while it multiplies one.
+        for k0 in tl.range(BLOCK_K, K_PER_SPLIT, BLOCK_K, loop_unroll_factor=UNROLL, num_stages=STAGES):
+            ks = k_start + k0 + tl.arange(0, BLOCK_K)
+            w = _load_w(W, w_rows, ks, K, 0, EVEN_K)
             if HALVES == 2:
-                acc2 += w2.to(tl.float32) * x[None, :]
-    if not REDUCE_EACH:
-        y = tl.sum(acc, axis=1)
-        y2 = tl.sum(acc2, axis=1)
+                w2 = _load_w(W, w_rows, ks, K, N, EVEN_K)
+            x = _load_x(X, GAMMA, ks, K, inv, NORM, EVEN_K, dt)
+            if REDUCE_EACH:
+                y += tl.sum(w.to(tl.float32) * x[None, :], axis=1)
+                if HALVES == 2:
+                    y2 += tl.sum(w2.to(tl.float32) * x[None, :], axis=1)
+            else:
+                acc += w.to(tl.float32) * x[None, :]
+                if HALVES == 2:
+                    acc2 += w2.to(tl.float32) * x[None, :]
+        if not REDUCE_EACH:
+            y = tl.sum(acc, axis=1)
+            y2 = tl.sum(acc2, axis=1)
     # FP8 weights (e4m3, upcast exactly on load) with one fp32 scale per output row: the row's sum times its
     # scale. Partial sums of split-K are scaled too (the scale is linear, so their total is the scaled total).
     if SCALED:
