@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from roofline.capture.trace_model import Trace
+from roofline.capture.trace_model import Trace, op_columns
 from roofline.report import OpRecord
 
 
@@ -58,23 +58,20 @@ def fill_host_counts(trace: Trace, event_to_report: dict[int, int], ops: list[Op
     top_level = cols.top_level.astype(np.int64)
     for level in reversed(cols.levels[1:]):
         up = cols.parent[level]
-        events += np.bincount(up, weights=events[level], minlength=n).astype(np.int64)
-        top_level += np.bincount(up, weights=top_level[level], minlength=n).astype(np.int64)
-    extra_events = np.zeros(len(ops), dtype=np.int64)
-    extra_top = np.zeros(len(ops), dtype=np.int64)
-    calls = np.zeros(len(ops), dtype=np.int64)
+        events += _counts(up, n, events[level])
+        top_level += _counts(up, n, top_level[level])
     nxt = _NextOp(cols, chosen, report_index)
-
     stray = np.flatnonzero((last < 0) & ~cols.step_marker)
     index = nxt(cols.step[stray], cols.ts[stray])
     found = index >= 0
-    np.add.at(extra_events, index[found], 1)
-    np.add.at(extra_top, index[found], cols.top_level[stray[found]].astype(np.int64))
+    index = index[found]
+    events_in = _counts(index, len(ops))
+    top_in = _counts(index, len(ops), cols.top_level[stray[found]])
 
     launches = trace.launches
+    calls = np.zeros(len(ops), dtype=np.int64)
     if launches:
         owner = np.where(last >= 0, report_index[np.maximum(last, 0)], -1)
-        by_owner = _by_external_id(cols, first, report_index)
         launch_op = np.fromiter((l.op for l in launches), dtype=np.int64, count=len(launches))
         index = np.where(launch_op >= 0, owner[np.maximum(launch_op, 0)], -1)
         external = [l.external_id for l in launches]
@@ -82,62 +79,64 @@ def fill_host_counts(trace: Trace, event_to_report: dict[int, int], ops: list[Op
         todo = np.flatnonzero((index < 0) & has_external)
         if len(todo):
             ids = np.fromiter((external[i] for i in todo.tolist()), dtype=np.int64, count=len(todo))
-            index[todo] = by_owner(ids)
+            index[todo] = _by_external_id(cols, first, report_index)(ids)
         todo = np.flatnonzero(index < 0)
         if len(todo):
             ts = np.fromiter((launches[i].ts_us for i in todo.tolist()), dtype=np.float64, count=len(todo))
             index[todo] = nxt(_steps_of(trace, ts), ts)
-        index = index[index >= 0]
-        np.add.at(calls, index, 1)
+        calls = _counts(index[index >= 0], len(ops))
 
-    events_of, top_of = events[chosen].tolist(), top_level[chosen].tolist()
-    for i, event_index in enumerate(report_index.tolist()):
-        op = ops[event_index]
-        op.profiled_events = events_of[i]
-        op.profiled_top_level = top_of[i]
-    for event_index in np.unique(report_index).tolist():
-        op = ops[event_index]
-        op.profiled_events += int(extra_events[event_index])
-        op.profiled_top_level += int(extra_top[event_index])
-        op.runtime_calls = int(calls[event_index])
+    # An op listed under several events (never, as reports are built) takes the last one's subtree, as a walk would.
+    unique, last_of = np.unique(report_index[::-1], return_index=True)
+    listed = chosen[len(chosen) - 1 - last_of]
+    rows = zip(unique.tolist(), (events[listed] + events_in[unique]).tolist(),
+               (top_level[listed] + top_in[unique]).tolist(), calls[unique].tolist())
+    for i, n_events, n_top, n_calls in rows:
+        op = ops[i]
+        op.profiled_events, op.profiled_top_level, op.runtime_calls = n_events, n_top, n_calls
+
+
+def _counts(index: np.ndarray, n: int, weights: np.ndarray | None = None) -> np.ndarray:
+    """How many of ``index`` (or their ``weights``) fall on each of 0..n-1, as integers."""
+    if weights is None:
+        return np.bincount(index, minlength=n)
+    return np.bincount(index, weights=weights, minlength=n).astype(np.int64)
 
 
 class _HostColumns:
     """What fill_host_counts reads of each host event, as arrays: parent, step (-1: none), start, External id,
-    whether it is a step annotation or top-level, and the events grouped by depth (``levels[d]``: depth d)."""
+    whether it is a step annotation or top-level, and the events grouped by depth (``levels[d]``: depth d); External
+    ids on demand."""
 
     def __init__(self, trace: Trace) -> None:
         ops = trace.ops
         n = len(ops)
+        columns = op_columns(trace)
+        self.parent, self.step, self.ts = columns.parent, columns.step, columns.ts_us
         names = [op.name for op in ops]
         is_step = {name: name.startswith("ProfilerStep#") for name in dict.fromkeys(names)}
         self.step_marker = np.fromiter(map(is_step.__getitem__, names), dtype=bool, count=n)
-        self.parent = np.fromiter((op.parent for op in ops), dtype=np.int64, count=n)
-        self.step = np.fromiter((-1 if op.step is None else op.step for op in ops), dtype=np.int64, count=n)
-        self.ts = np.fromiter((op.ts_us for op in ops), dtype=np.float64, count=n)
-        external = [op.external_id for op in ops]
-        self.has_external = np.fromiter((e is not None for e in external), dtype=bool, count=n)
-        self.external = np.fromiter((0 if e is None else e for e in external), dtype=np.int64, count=n)
-        rooted = self.parent < 0
-        self.top_level = ~self.step_marker & (rooted | self.step_marker[np.maximum(self.parent, 0)])
-        depth = np.zeros(n, dtype=np.int64)
-        above = self.parent.copy()
-        while True:
-            inner = np.flatnonzero(above >= 0)
-            if not len(inner):
-                break
-            depth[inner] += 1
-            above[inner] = self.parent[above[inner]]
+        self._ops = ops
+        self.top_level = ~self.step_marker & ((self.parent < 0) | self.step_marker[np.maximum(self.parent, 0)])
+        depth = columns.depth
         order = np.argsort(depth, kind="stable")
         bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
         self.levels = [order[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1)]
+
+    def external(self, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(External ids, whether each has one) of ``events``."""
+        ops = self._ops
+        ids = [ops[j].external_id for j in events.tolist()]
+        has = np.fromiter((e is not None for e in ids), dtype=bool, count=len(ids))
+        return np.fromiter((0 if e is None else e for e in ids), dtype=np.int64, count=len(ids)), has
 
 
 def _by_external_id(cols: _HostColumns, first: np.ndarray, report_index: np.ndarray):
     """External ids -> the report op (-1: none) of the earliest-listed chosen event whose subtree holds an event
     with that id."""
-    held = np.flatnonzero(cols.has_external & (first < len(report_index)))
-    ids, ranks = cols.external[held], first[held]
+    held = np.flatnonzero(first < len(report_index))
+    ids, has = cols.external(held)
+    ids, ranks = ids[has], first[held[has]]
     order = np.lexsort((ranks, ids))
     ids, ranks = ids[order], ranks[order]
     keep = np.ones(len(ids), dtype=bool)
