@@ -13,7 +13,7 @@ import pytest
 
 from roofline.analyze import pipeline
 from roofline.analyze.host_events import is_top_level
-from roofline.analyze.join import subtree
+from roofline.analyze.join import children_index, subtree
 from roofline.capture.kineto import load_trace
 from roofline.report import Ceilings
 
@@ -71,11 +71,11 @@ def _both(monkeypatch, trace, event_to_report=None):
     seen = {}
     real = pipeline.fill_host_counts
 
-    def both(trace, mapping, ops, children):
+    def both(trace, mapping, ops):
         mapping = event_to_report if event_to_report is not None else mapping
         reference = copy.deepcopy(ops)
-        _per_event(trace, mapping, reference, children)
-        real(trace, mapping, ops, children)
+        _per_event(trace, mapping, reference, children_index(trace))
+        real(trace, mapping, ops)
         seen["reference"] = [tuple(getattr(op, f) for f in FIELDS) for op in reference]
         seen["ops"] = ops
 

@@ -29,37 +29,35 @@ from roofline.capture.trace_model import Trace, op_columns
 from roofline.report import OpRecord
 
 
-def fill_host_counts(trace: Trace, event_to_report: dict[int, int], ops: list[OpRecord],
-                     children: dict[int, list[int]]) -> None:
+def fill_host_counts(trace: Trace, event_to_report: dict[int, int], ops: list[OpRecord]) -> None:
     """Set each report op's ``profiled_events``, ``profiled_top_level`` and ``runtime_calls`` (ops with no event
     in ``event_to_report`` keep theirs).
 
     Computed on columns of the trace (numpy), not per event: a million-event trace's per-event pass was ~0.5 s of
-    every report build. Same result as walking each chosen event's subtree in ``event_to_report``'s order
-    (``subtree(event, children)``; ``children`` is the trace's own parent links, read here from ``CpuOp.parent``):
-    an event in several chosen subtrees (an annotation kept as an op around chosen children) belongs, for the events
-    outside every op and the runtime calls it holds, to the chosen event listed last, and an External id to the op
-    of the chosen event listed first whose subtree holds it."""
+    every report build. Same result as walking each chosen event's subtree (by ``CpuOp.parent``) in
+    ``event_to_report``'s order: an event in several chosen subtrees (an annotation kept as an op around chosen
+    children) belongs, for the events outside every op and the runtime calls it holds, to the chosen event listed
+    last, and an External id to the op of the chosen event listed first whose subtree holds it."""
     if not event_to_report or not trace.ops:
         return
     cols = _HostColumns(trace)
     n = len(trace.ops)
     chosen = np.fromiter(event_to_report.keys(), dtype=np.int64, count=len(event_to_report))
     report_index = np.fromiter(event_to_report.values(), dtype=np.int64, count=len(event_to_report))
-    rank = np.full(n, -1, dtype=np.int64)
-    rank[chosen] = np.arange(len(chosen))
-    last = rank.copy()  # the latest-listed chosen event above or at each event (-1: in no op's subtree)
-    first = np.where(rank >= 0, rank, len(chosen))  # the earliest-listed one (len(chosen): none)
+    # int32 columns, sums in place: on a million-event trace this pass's temporaries set the command's peak RSS.
+    last = np.full(n, -1, dtype=np.int32)  # the latest-listed chosen event above or at each event (-1: none)
+    last[chosen] = np.arange(len(chosen), dtype=np.int32)
+    first = np.where(last >= 0, last, np.int32(len(chosen)))  # the earliest-listed one (len(chosen): none)
     for level in cols.levels[1:]:
         up = cols.parent[level]
         last[level] = np.maximum(last[level], last[up])
         first[level] = np.minimum(first[level], first[up])
-    events = np.ones(n, dtype=np.int64)
-    top_level = cols.top_level.astype(np.int64)
+    events = np.ones(n, dtype=np.int32)
+    top_level = cols.top_level.astype(np.int32)
     for level in reversed(cols.levels[1:]):
         up = cols.parent[level]
-        events += _counts(up, n, events[level])
-        top_level += _counts(up, n, top_level[level])
+        np.add.at(events, up, events[level])
+        np.add.at(top_level, up, top_level[level])
     nxt = _NextOp(cols, chosen, report_index)
     stray = np.flatnonzero((last < 0) & ~cols.step_marker)
     index = nxt(cols.step[stray], cols.ts[stray])
@@ -71,9 +69,9 @@ def fill_host_counts(trace: Trace, event_to_report: dict[int, int], ops: list[Op
     launches = trace.launches
     calls = np.zeros(len(ops), dtype=np.int64)
     if launches:
-        owner = np.where(last >= 0, report_index[np.maximum(last, 0)], -1)
         launch_op = np.fromiter((l.op for l in launches), dtype=np.int64, count=len(launches))
-        index = np.where(launch_op >= 0, owner[np.maximum(launch_op, 0)], -1)
+        owner = last[np.maximum(launch_op, 0)]
+        index = np.where((launch_op >= 0) & (owner >= 0), report_index[np.maximum(owner, 0)], -1)
         external = [l.external_id for l in launches]
         has_external = np.fromiter((e is not None for e in external), dtype=bool, count=len(launches))
         todo = np.flatnonzero((index < 0) & has_external)
@@ -119,7 +117,7 @@ class _HostColumns:
         self._ops = ops
         self.top_level = ~self.step_marker & ((self.parent < 0) | self.step_marker[np.maximum(self.parent, 0)])
         depth = columns.depth
-        order = np.argsort(depth, kind="stable")
+        order = np.argsort(depth, kind="stable").astype(np.int32)
         bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
         self.levels = [order[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1)]
 

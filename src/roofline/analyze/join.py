@@ -44,16 +44,11 @@ class Chosen:
 
 
 def children_index(trace: Trace) -> dict[int, list[int]]:
-    """Event -> its children, in trace order (events with none are absent), from the op columns."""
-    parent = op_columns(trace).parent
-    kids = np.flatnonzero(parent >= 0)
-    if not len(kids):
-        return {}
-    order = np.argsort(parent[kids], kind="stable")
-    kids, parents = kids[order].tolist(), parent[kids[order]]
-    starts = np.flatnonzero(np.diff(parents, prepend=-1)).tolist()
-    bounds = zip(starts, starts[1:] + [len(kids)])
-    return dict(zip(parents[starts].tolist(), [kids[a:b] for a, b in bounds]))
+    children: dict[int, list[int]] = defaultdict(list)
+    for op in trace.ops:
+        if op.parent >= 0:
+            children[op.parent].append(op.index)
+    return children
 
 
 def roots_by_step(trace: Trace) -> dict[int | None, list[int]]:

@@ -37,7 +37,7 @@ from roofline.count.registry import OpCost, flatten_metas
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
 from roofline.count.views import DYNAMO_RUNTIME
 from roofline.analyze.environment import trace_environment
-from roofline.forked import meanwhile
+from roofline.forked import meanwhile, release_free_memory
 from roofline.report import Ceilings, Environment, KernelRecord, MemorySummary, OpRecord, Report, SyncSite
 
 _MATMUL_FAMILY = families.MATMUL | families.MATVEC  # cuBLAS: TF32 as torch.backends.cuda.matmul allows
@@ -247,10 +247,13 @@ def report_from_trace(
                 ops[-1].host_gap_s = gaps[c.event] / 1e6
                 event_to_report.setdefault(c.event, len(ops) - 1)
         timeline_steps = steps
-    fill_host_counts(trace, event_to_report, ops, children)
-    # The op tree's index and the counting caches are done with: freed before the kernel timeline and the memory
-    # replay, which on a million-event trace would otherwise stack on top of them (the command's peak RSS).
+    # The op tree's index and the counting caches are done with: freed (and handed back to the OS) before the host
+    # counts, the kernel timeline and the memory replay, which on a million-event trace would otherwise stack on top
+    # of them (the command's peak RSS).
     del children, counter, is_modeled, roots
+    release_free_memory()
+    fill_host_counts(trace, event_to_report, ops)
+    release_free_memory()  # its columns too
     for i, op in enumerate(ops):
         op.index = i
 

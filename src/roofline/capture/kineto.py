@@ -575,9 +575,9 @@ class _TraceBuilder:
         self._sorted_ts = ts[order]
         self._sorted_ends = self._sorted_ts + durs[order]
         self._sorted_threads = np.frombuffer(self.op_threads, dtype=np.int64)[order]
-        self._sorted_steps = np.full(len(order), -1, dtype=np.int64)
-        self._parents = array("q", [-1]) * len(order)
-        self._depths = array("q", [0]) * len(order)
+        self._sorted_steps = np.full(len(order), -1, dtype=np.int32)
+        self._parents = array("i", [-1]) * len(order)
+        self._depths = array("i", [0]) * len(order)
         for i, op in enumerate(self.ops):
             op.index = i
         self.kernels.sort(key=lambda k: k.ts_us)
@@ -588,8 +588,8 @@ class _TraceBuilder:
         self._sweep_threads()
         self._backward_modules()
         trace.ops = self.ops
-        trace.columns = OpColumns(self.ops, self._sorted_ts, np.frombuffer(self._parents, dtype=np.int64),
-                                  np.frombuffer(self._depths, dtype=np.int64), self._sorted_steps)
+        trace.columns = OpColumns(self.ops, self._sorted_ts, np.frombuffer(self._parents, dtype=np.int32),
+                                  np.frombuffer(self._depths, dtype=np.int32), self._sorted_steps)
         trace.kernels = self.kernels
         trace.syncs = self.syncs
         trace.memory = sorted(self.memory, key=lambda m: m.ts_us)
@@ -615,7 +615,7 @@ class _TraceBuilder:
         ts = self._sorted_ts
         idx = np.searchsorted(starts, ts, side="right") - 1
         inside = (idx >= 0) & (ts < ends[np.maximum(idx, 0)])
-        self._sorted_steps = np.where(inside, idx, -1)
+        self._sorted_steps = np.where(inside, idx, -1).astype(np.int32)
         for op, i, ok in zip(self.ops, idx.tolist(), inside.tolist()):
             if ok:
                 op.step = i

@@ -204,7 +204,7 @@ class Trace:
 @dataclass
 class OpColumns:
     """Columns of ``Trace.ops`` (numpy; row i is ``ops[i]``), for passes over every host event that need no
-    per-event Python: start, parent (-1: a root), depth, step (-1: in none). ``load_trace`` fills them as it builds
+    per-event Python: start, parent (-1: a root), depth, step (-1: in none); int32, as a trace's indices fit. ``load_trace`` fills them as it builds
     the op tree; ``op_columns`` reads them from the ops otherwise."""
 
     ops: list[CpuOp]
@@ -228,9 +228,9 @@ def op_columns(trace: Trace) -> OpColumns:
     columns = OpColumns(
         ops,
         np.fromiter((op.ts_us for op in ops), dtype=np.float64, count=n),
-        np.fromiter((op.parent for op in ops), dtype=np.int64, count=n),
-        np.fromiter((op.depth for op in ops), dtype=np.int64, count=n),
-        np.fromiter((-1 if op.step is None else op.step for op in ops), dtype=np.int64, count=n),
+        np.fromiter((op.parent for op in ops), dtype=np.int32, count=n),
+        np.fromiter((op.depth for op in ops), dtype=np.int32, count=n),
+        np.fromiter((-1 if op.step is None else op.step for op in ops), dtype=np.int32, count=n),
     )
     trace.columns = columns
     return columns
