@@ -65,36 +65,42 @@ class _TraceCounter:
 
     def __init__(self, lists: OptimizerLists | None = None) -> None:
         self._cache: dict[tuple, _Counted] = {}
-        self._by_event: dict[int, _Counted] = {}
+        self._by_event: dict[int, _Counted | None] = {}
+        self._lists_missing: dict[tuple, bool] = {}
+        self._with_params: dict[tuple, _Counted] = {}
         self._lists = lists
 
     def __call__(self, op: CpuOp) -> _Counted:
-        by_event = self._by_event.get(op.index)
-        if by_event is not None:
-            return by_event
-        if self._lists is not None and op.name.startswith(FOREACH_PREFIX):
-            counted = self._optimizer_op(op)
+        name = op.name
+        key = (name, id(op.input_dims), id(op.input_types), id(op.input_strides), id(op.concrete_inputs))
+        if self._lists is not None and name.startswith(FOREACH_PREFIX):
+            if op.index in self._by_event:
+                counted = self._by_event[op.index]
+            else:
+                counted = self._by_event[op.index] = self._optimizer_op(op, key)
             if counted is not None:
-                self._by_event[op.index] = counted
                 return counted
-        key = (op.name, id(op.input_dims), id(op.input_types), id(op.input_strides), id(op.concrete_inputs))
         hit = self._cache.get(key)
         if hit is None:
-            if op.input_dims is None and op.name not in DYNAMO_RUNTIME:  # those take no arguments
+            if op.input_dims is None and name not in DYNAMO_RUNTIME:  # those take no arguments
                 hit = _Counted(OpCost(0.0, 0.0, False, note="trace has no shapes for this op"), "", [], [], [])
             else:
                 args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
-                hit = _Counted(count_op(op.name, args, None, None), op_dtype(args, []),
+                hit = _Counted(count_op(name, args, None, None), op_dtype(args, []),
                                *_shape_fields(flatten_metas(args)))
             self._cache[key] = hit
-        self._by_event[op.index] = hit
         return hit
 
-    def _optimizer_op(self, op: CpuOp) -> _Counted | None:
+    def _optimizer_op(self, op: CpuOp, key: tuple) -> _Counted | None:
         """A foreach optimizer op whose lists the trace left empty, counted over the step's parameters
-        (analyze/optimizer_lists.py); None when its own recorded shapes suffice or nothing stands in for them."""
-        args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
-        if not any(a is None and t in LIST_TYPES for a, t in zip(args, op.input_types or ())):
+        (analyze/optimizer_lists.py); None when its own recorded shapes suffice or nothing stands in for them.
+        Counted once per call and parameter list (every profiled step repeats them)."""
+        missing = self._lists_missing.get(key)
+        if missing is None:
+            args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
+            missing = self._lists_missing[key] = any(a is None and t in LIST_TYPES
+                                                     for a, t in zip(args, op.input_types or ()))
+        if not missing:
             return None
         params, why = self._lists.for_op(op)
         if params is None:
@@ -102,12 +108,17 @@ class _TraceCounter:
                 return None
             note = f"tensor list shapes not recorded, and the step's parameters cannot stand in: {why}"
             return _Counted(OpCost(0.0, 0.0, False, note=note), "", [], [], [])
-        args = with_lists(args, op.input_types, params)
-        cost = count_op(op.name, args, None, None)
-        if cost.modeled:
-            cost.note = "; ".join(filter(None, [cost.note, f"tensor lists not recorded: the step's {len(params)} "
-                                                              "parameters (from AccumulateGrad events) stand in"]))
-        return _Counted(cost, op_dtype(args, []), *_shape_fields(flatten_metas(args)))
+        full = (*key, tuple(params))
+        hit = self._with_params.get(full)
+        if hit is None:
+            args = with_lists(args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs),
+                              op.input_types, params)
+            cost = count_op(op.name, args, None, None)
+            if cost.modeled:
+                cost.note = "; ".join(filter(None, [cost.note, f"tensor lists not recorded: the step's {len(params)} "
+                                                                  "parameters (from AccumulateGrad events) stand in"]))
+            hit = self._with_params[full] = _Counted(cost, op_dtype(args, []), *_shape_fields(flatten_metas(args)))
+        return hit
 
 
 def _ensure_attributed(trace: Trace) -> None:
