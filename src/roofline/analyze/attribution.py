@@ -77,7 +77,7 @@ def attribute(trace: Trace) -> AttributionStats:
     graph_launches = {l.correlation for l in trace.launches if "GraphLaunch" in l.name}
     launch_ts = {l.correlation: l.ts_us for l in trace.launches if l.correlation is not None}
     ext_op = _ExternalIds(ops)
-    excluded = _step_annotations(ops)
+    excluded = _step_annotations(trace)
 
     stats = AttributionStats()
     targets: list[int] = []
@@ -167,12 +167,15 @@ class _ExternalIds:
         return self._first.get(external_id, default)
 
 
-def _step_annotations(ops) -> set[int]:
+def _step_annotations(trace: Trace) -> set[int]:
     """Indices of the ``ProfilerStep#`` annotations (each distinct name tested once)."""
-    names = [op.name for op in ops]
-    is_step = {name: name.startswith("ProfilerStep#") for name in dict.fromkeys(names)}
-    marked = np.flatnonzero(np.fromiter(map(is_step.__getitem__, names), dtype=bool, count=len(names)))
+    ops = trace.ops
+    marked = np.flatnonzero(op_columns(trace).named(_is_step_name))
     return {ops[i].index for i in marked.tolist() if ops[i].is_annotation}
+
+
+def _is_step_name(name: str) -> bool:
+    return name.startswith("ProfilerStep#")
 
 
 def _target(correlation, external_id, launch_op, ext_op, excluded) -> tuple[int, bool]:

@@ -111,9 +111,7 @@ class _HostColumns:
         n = len(ops)
         columns = op_columns(trace)
         self.parent, self.step, self.ts = columns.parent, columns.step, columns.ts_us
-        names = [op.name for op in ops]
-        is_step = {name: name.startswith("ProfilerStep#") for name in dict.fromkeys(names)}
-        self.step_marker = np.fromiter(map(is_step.__getitem__, names), dtype=bool, count=n)
+        self.step_marker = columns.named(_is_step_marker)
         self._ops = ops
         self.top_level = ~self.step_marker & ((self.parent < 0) | self.step_marker[np.maximum(self.parent, 0)])
         depth = columns.depth
@@ -127,6 +125,10 @@ class _HostColumns:
         ids = [ops[j].external_id for j in events.tolist()]
         has = np.fromiter((e is not None for e in ids), dtype=bool, count=len(ids))
         return np.fromiter((0 if e is None else e for e in ids), dtype=np.int64, count=len(ids)), has
+
+
+def _is_step_marker(name: str) -> bool:
+    return name.startswith("ProfilerStep#")
 
 
 def _by_external_id(cols: _HostColumns, first: np.ndarray, report_index: np.ndarray):

@@ -57,9 +57,7 @@ def roots_by_step(trace: Trace) -> dict[int | None, list[int]]:
     ops = trace.ops
     columns = op_columns(trace)
     parent = columns.parent
-    names = [op.name for op in ops]
-    is_step = {name: name.startswith("ProfilerStep#") for name in dict.fromkeys(names)}
-    step_named = np.fromiter(map(is_step.__getitem__, names), dtype=bool, count=len(ops))
+    step_named = columns.named(_is_step_name)
     under_marker = np.zeros(len(ops), dtype=bool)
     if len(ops):
         has_parent = parent >= 0
@@ -84,6 +82,10 @@ def roots_by_step(trace: Trace) -> dict[int | None, list[int]]:
                 idx.sort(key=lambda i: ops[i].ts_us)
             by_step[None if steps[a] < 0 else int(steps[a])] = idx
     return by_step
+
+
+def _is_step_name(name: str) -> bool:
+    return name.startswith("ProfilerStep#")
 
 
 def choose_without_recording(trace: Trace, roots: Iterable[int], children: dict[int, list[int]],

@@ -22,7 +22,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from roofline.capture.trace_model import CpuOp, Trace
+from roofline.capture.trace_model import CpuOp, Trace, op_columns
 from roofline.count.meta import TensorMeta
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
 
@@ -82,11 +82,16 @@ def _named_ops(trace: Trace) -> list[tuple[int, CpuOp]]:
     """(kind, op) of the ops this module reads (AccumulateGrad, optimizer steps, _foreach_* calls), in trace order:
     each distinct name is tested once, not each of a million events."""
     ops = trace.ops
-    names = [op.name for op in ops]
-    kinds = {name: _GRAD if name == ACCUMULATE_GRAD else _STEP if name.startswith("Optimizer.step#")
-             else _FOREACH if name.startswith(FOREACH_PREFIX) else 0 for name in dict.fromkeys(names)}
-    coded = np.fromiter(map(kinds.__getitem__, names), dtype=np.int8, count=len(names))
-    return [(kinds[names[i]], ops[i]) for i in np.flatnonzero(coded).tolist()]
+    read = np.flatnonzero(op_columns(trace).named(_kind_of_name))
+    return [(_kind_of_name(ops[i].name), ops[i]) for i in read.tolist()]
+
+
+def _kind_of_name(name: str) -> int:
+    if name == ACCUMULATE_GRAD:
+        return _GRAD
+    if name.startswith("Optimizer.step#"):
+        return _STEP
+    return _FOREACH if name.startswith(FOREACH_PREFIX) else 0
 
 
 def _repeats(names: list[str]) -> int:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import msgspec
 import numpy as np
@@ -204,17 +204,31 @@ class Trace:
 @dataclass
 class OpColumns:
     """Columns of ``Trace.ops`` (numpy; row i is ``ops[i]``), for passes over every host event that need no
-    per-event Python: start, parent (-1: a root), depth, step (-1: in none); int32, as a trace's indices fit. ``load_trace`` fills them as it builds
-    the op tree; ``op_columns`` reads them from the ops otherwise."""
+    per-event Python: start, parent (-1: a root), depth, step (-1: in none), int32 as a trace's indices fit; and,
+    made when first asked, each op's name as a code into the distinct names (``named``). ``load_trace`` fills the
+    first four as it builds the op tree; ``op_columns`` reads them from the ops otherwise."""
 
     ops: list[CpuOp]
     ts_us: np.ndarray
     parent: np.ndarray
     depth: np.ndarray
     step: np.ndarray
+    _names: list[str] | None = field(default=None, repr=False)
+    _name_codes: np.ndarray | None = field(default=None, repr=False)
 
     def matches(self, ops: list[CpuOp]) -> bool:
         return self.ops is ops and len(self.parent) == len(ops)
+
+    def named(self, test: Callable[[str], bool]) -> np.ndarray:
+        """Which ops' names pass ``test`` (a bool per op), calling it once per distinct name: a million-event trace
+        has a few thousand."""
+        if self._name_codes is None:
+            codes: dict[str, int] = {}
+            self._name_codes = np.fromiter((codes.setdefault(op.name, len(codes)) for op in self.ops),
+                                           dtype=np.int32, count=len(self.ops))
+            self._names = list(codes)
+        passes = np.fromiter(map(test, self._names), dtype=bool, count=len(self._names))
+        return passes[self._name_codes] if len(self._names) else np.zeros(0, dtype=bool)
 
 
 def op_columns(trace: Trace) -> OpColumns:
