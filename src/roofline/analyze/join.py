@@ -245,8 +245,11 @@ def _ancestors_of_named(trace: Trace, names: set[str]) -> set[int]:
 
 
 def subtree(idx: int, children: dict[int, list[int]]) -> list[int]:
+    kids = children.get(idx)
+    if not kids:
+        return [idx]
     out = [idx]
-    stack = list(children.get(idx, []))
+    stack = list(kids)
     while stack:
         i = stack.pop()
         out.append(i)

@@ -138,11 +138,8 @@ def _event_time_us(trace: Trace, idx: int, self_only: bool, children: dict[int, 
 
 
 def _kernel_names(trace: Trace, events: list[int]) -> list[str]:
-    names: list[str] = []
-    for i in events:
-        for k in trace.ops[i].kernel_ids:
-            names.append(trace.kernels[k].name)
-    return names
+    ops, kernels = trace.ops, trace.kernels
+    return [kernels[k].name for i in events for k in ops[i].kernel_ids]
 
 
 def _roof_dtype(dtype: str, name: str, kernels: list[str], tf32: "Tf32Flags", on_gpu: bool) -> str:
@@ -248,13 +245,14 @@ def report_from_trace(
         timeline_steps = [rep_step]
     else:
         names: dict[str, tuple[bool, bool]] = {}
+        no_tf32 = Tf32Flags()
         for step in steps:
             chosen = [c for c in choose_without_recording(trace, roots.get(step, []), children, is_modeled, names)
                       if not _is_idle_marker(trace, c)]
             gaps = host_gaps_us(trace, [c.event for c in chosen], step)
             for c in chosen:
                 events = [c.event] if c.self_only else subtree(c.event, children)
-                ops.append(_op_from_event(trace, c, counter, children, step, Tf32Flags(), events))
+                ops.append(_op_from_event(trace, c, counter, children, step, no_tf32, events))
                 ops[-1].host_gap_s = gaps[c.event] / 1e6
                 event_to_report.setdefault(c.event, len(ops) - 1)
         timeline_steps = steps
