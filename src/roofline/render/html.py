@@ -293,12 +293,16 @@ def chart_points(ops: list[OpRecord]) -> dict[str, Any]:
     groups: dict[tuple, dict[str, Any]] = {}
     not_plotted_time = 0.0
     not_plotted_n = 0
+    shape_texts: dict[int, str] = {}  # by the (shared) shape list's identity, while ``ops`` holds them
     for op in ops:
         if op.flops <= 0 or op.bytes <= 0 or op.time_s <= 0:
             not_plotted_time += op.time_s
             not_plotted_n += 1
             continue
-        key = (op.name, op.module, format_shapes(op.input_shapes), op.dtype, op.phase)
+        shapes = shape_texts.get(id(op.input_shapes))
+        if shapes is None:
+            shapes = shape_texts[id(op.input_shapes)] = format_shapes(op.input_shapes)
+        key = (op.name, op.module, shapes, op.dtype, op.phase)
         g = groups.get(key)
         if g is None:
             g = groups[key] = {
