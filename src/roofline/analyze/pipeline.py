@@ -267,8 +267,9 @@ def report_from_trace(
         op.index = i
 
     kernels, idle_before = _timeline(trace, timeline_steps, event_to_report, ops)
+    peaks: dict[str, float] = {}
     for i, op in enumerate(ops):
-        place_op(op, ceilings, idle_before_s=idle_before.get(i))
+        place_op(op, ceilings, idle_before_s=idle_before.get(i), peaks=peaks)
 
     share, kernel_total, idle = _kernel_stats(trace, steps)
     timing = (
