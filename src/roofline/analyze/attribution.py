@@ -82,24 +82,25 @@ def attribute(trace: Trace) -> AttributionStats:
     stats = AttributionStats()
     targets: list[int] = []
     durations: list[float] = []
+    # The sums in locals, added in the same order as into the stats (the same floats): 60,000+ kernels.
+    total = graph = unattributed = attributed = aten = other = 0.0
+    by_correlation = by_external_id = 0
     for kernel in trace.kernels:
         target, via_correlation = _target(kernel.correlation, kernel.external_id, launch_op, ext_op, excluded)
         kernel.op = target
         dur = kernel.dur_us
-        stats.kernels += 1
-        stats.total_kernel_us += dur
+        total += dur
         if kernel.correlation in graph_launches:
-            stats.graph_replay_us += dur
+            graph += dur
         if target < 0:
-            stats.unattributed_us += dur
+            unattributed += dur
             stats.unattributed_names[kernel.name] = stats.unattributed_names.get(kernel.name, 0.0) + dur
             continue
-        stats.kernels_attributed += 1
-        stats.attributed_us += dur
+        attributed += dur
         if via_correlation:
-            stats.by_correlation += 1
+            by_correlation += 1
         else:
-            stats.by_external_id += 1
+            by_external_id += 1
         targets.append(target)
         durations.append(dur)
         op = ops[target]
@@ -109,10 +110,14 @@ def attribute(trace: Trace) -> AttributionStats:
             op.kernel_ids = [kernel.index]
         op.self_kernel_us += dur
         if op.name.startswith("aten::"):
-            stats.aten_us += dur
+            aten += dur
         else:
-            stats.other_us += dur
+            other += dur
             stats.other_targets[op.name] = stats.other_targets.get(op.name, 0.0) + dur
+    stats.kernels, stats.kernels_attributed = len(trace.kernels), len(targets)
+    stats.total_kernel_us, stats.graph_replay_us, stats.unattributed_us = total, graph, unattributed
+    stats.attributed_us, stats.aten_us, stats.other_us = attributed, aten, other
+    stats.by_correlation, stats.by_external_id = by_correlation, by_external_id
 
     _fill_totals(trace, targets, durations)
 
