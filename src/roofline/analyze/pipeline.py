@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from roofline.analyze.join import (
     Chosen,
@@ -173,8 +173,12 @@ def report_from_trace(
     workload: str = "",
     reference_peak_bytes: int | None = None,
     environment: Environment | None = None,
+    ops_placed: Callable[[list[OpRecord]], None] | None = None,
 ) -> Report:
     """The per-op roofline Report of a trace.
+
+    ``ops_placed``: called with the report's ops as soon as they are final (placed on the roofline), before the
+    rest of the report (summary, kernel classes, memory) is: a command can start work on them meanwhile.
 
     ``environment``: where the run happened, for a trace recorded by this process (``Environment.capture()``);
     by default what the trace's own metadata says (analyze/environment.py), never this machine.
@@ -270,6 +274,8 @@ def report_from_trace(
     peaks: dict[str, float] = {}
     for i, op in enumerate(ops):
         place_op(op, ceilings, idle_before_s=idle_before.get(i), peaks=peaks)
+    if ops_placed is not None:
+        ops_placed(ops)
 
     share, kernel_total, idle = _kernel_stats(trace, steps)
     timing = (

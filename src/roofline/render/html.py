@@ -146,8 +146,14 @@ class _RawColumns:
 def op_parts(report: Report) -> dict[str, Any]:
     """The payload's parts made from the ops: the op table (its strings interned), the chart, the top ops. They
     need no findings, so a command can build them while the doctor runs elsewhere."""
+    return ops_parts(report.ops)
+
+
+def ops_parts(report_ops: list[OpRecord]) -> dict[str, Any]:
+    """``op_parts`` of a report's ops, placed (analyze/roofline.py) and final: possibly before the report around
+    them is complete."""
     names = _Interner()
-    ops = sorted(report.ops, key=lambda op: op.index)
+    ops = sorted(report_ops, key=lambda op: op.index)
     return {"n_ops": len(ops), "table": _op_columns(ops, names), "chart": chart_points(ops),
             "top_predicted": _top_predicted(ops), "strings": names.values}
 
