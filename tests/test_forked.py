@@ -46,3 +46,27 @@ def test_an_error_of_the_work_itself_is_raised_in_the_parent():
 def test_meanwhile_forks_only_when_asked():
     job = meanwhile(_pid_and_sum, [4], fork=False)
     assert isinstance(job, InProcess) and job.result() == (os.getpid(), 4)
+
+
+def test_release_free_memory_hands_a_freed_heap_back_and_keeps_live_objects():
+    """64 MB of blocks freed below one still in use stay in the process (glibc keeps its heap) until trimmed."""
+    import ctypes
+
+    from roofline.forked import release_free_memory
+
+    try:
+        ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        pytest.skip("no malloc_trim in this C library")
+
+    def rss_kb() -> int:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+
+    blocks = [bytearray(b"x" * 64_000) for _ in range(1000)]
+    kept = blocks[-1]
+    del blocks
+    before = rss_kb()
+    release_free_memory()
+    assert rss_kb() < before - 30_000
+    assert kept == bytearray(b"x" * 64_000)

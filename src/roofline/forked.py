@@ -10,6 +10,7 @@ reads.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import sys
 import threading
@@ -23,11 +24,36 @@ def can_fork() -> bool:
             and not multiprocessing.current_process().daemon)
 
 
+def release_free_memory() -> None:
+    """Hand the memory this process has freed back to the OS, where the C library can (glibc's ``malloc_trim``).
+
+    After a pass over a million-event trace, glibc keeps most of what its temporaries (numpy arrays, big lists and
+    dicts) occupied: the process's RSS stays at the pass's peak, later allocations stack on top, and a forked child
+    starts from it. A no-op where there is no ``malloc_trim`` (macOS, musl, Windows)."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+def _malloc_trim():
+    global _TRIM
+    if _TRIM is False:
+        try:
+            _TRIM = ctypes.CDLL(None).malloc_trim
+        except (OSError, AttributeError):
+            _TRIM = None
+    return _TRIM
+
+
+_TRIM: Any = False
+
+
 class Forked:
-    """``work(*args)`` started now in a forked child."""
+    """``work(*args)`` started now in a forked child (after ``release_free_memory``: the child starts smaller)."""
 
     def __init__(self, work: Callable[..., Any], *args: Any) -> None:
         self._work, self._args = work, args
+        release_free_memory()
         sys.stdout.flush()
         sys.stderr.flush()
         context = multiprocessing.get_context("fork")

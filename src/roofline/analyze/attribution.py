@@ -21,7 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from roofline.capture.trace_model import Trace
+import numpy as np
+
+from roofline.capture.trace_model import Trace, op_columns
 from roofline.intervals import clip, length, union
 
 _TOP_NAMES = 20
@@ -74,31 +76,33 @@ def attribute(trace: Trace) -> AttributionStats:
     launch_op = {l.correlation: l.op for l in trace.launches if l.correlation is not None}
     graph_launches = {l.correlation for l in trace.launches if "GraphLaunch" in l.name}
     launch_ts = {l.correlation: l.ts_us for l in trace.launches if l.correlation is not None}
-    ext_op: dict[int, int] = {}
-    for op in ops:
-        if op.external_id is not None and op.external_id > 0:
-            ext_op.setdefault(op.external_id, op.index)
-    excluded = {op.index for op in ops if op.is_annotation and op.name.startswith("ProfilerStep#")}
+    ext_op = _ExternalIds(ops)
+    excluded = _step_annotations(trace)
 
     stats = AttributionStats()
+    targets: list[int] = []
+    durations: list[float] = []
+    # The sums in locals, added in the same order as into the stats (the same floats): 60,000+ kernels.
+    total = graph = unattributed = attributed = aten = other = 0.0
+    by_correlation = by_external_id = 0
     for kernel in trace.kernels:
         target, via_correlation = _target(kernel.correlation, kernel.external_id, launch_op, ext_op, excluded)
         kernel.op = target
         dur = kernel.dur_us
-        stats.kernels += 1
-        stats.total_kernel_us += dur
+        total += dur
         if kernel.correlation in graph_launches:
-            stats.graph_replay_us += dur
+            graph += dur
         if target < 0:
-            stats.unattributed_us += dur
+            unattributed += dur
             stats.unattributed_names[kernel.name] = stats.unattributed_names.get(kernel.name, 0.0) + dur
             continue
-        stats.kernels_attributed += 1
-        stats.attributed_us += dur
+        attributed += dur
         if via_correlation:
-            stats.by_correlation += 1
+            by_correlation += 1
         else:
-            stats.by_external_id += 1
+            by_external_id += 1
+        targets.append(target)
+        durations.append(dur)
         op = ops[target]
         if op.kernel_ids:
             op.kernel_ids.append(kernel.index)
@@ -106,16 +110,16 @@ def attribute(trace: Trace) -> AttributionStats:
             op.kernel_ids = [kernel.index]
         op.self_kernel_us += dur
         if op.name.startswith("aten::"):
-            stats.aten_us += dur
+            aten += dur
         else:
-            stats.other_us += dur
+            other += dur
             stats.other_targets[op.name] = stats.other_targets.get(op.name, 0.0) + dur
+    stats.kernels, stats.kernels_attributed = len(trace.kernels), len(targets)
+    stats.total_kernel_us, stats.graph_replay_us, stats.unattributed_us = total, graph, unattributed
+    stats.attributed_us, stats.aten_us, stats.other_us = attributed, aten, other
+    stats.by_correlation, stats.by_external_id = by_correlation, by_external_id
 
-    for op in ops:
-        op.total_kernel_us = op.self_kernel_us
-    for op in reversed(ops):
-        if op.parent >= 0:
-            ops[op.parent].total_kernel_us += op.total_kernel_us
+    _fill_totals(trace, targets, durations)
 
     for sync in trace.syncs:
         sync.op, _ = _target(sync.correlation, sync.external_id, launch_op, ext_op, excluded)
@@ -127,6 +131,56 @@ def attribute(trace: Trace) -> AttributionStats:
     stats.steps = _step_stats(trace, launch_ts)
     trace.attribution = stats
     return stats
+
+
+def _fill_totals(trace: Trace, targets: list[int], durations: list[float]) -> None:
+    """Each op's ``total_kernel_us``: its own kernels' time plus its children's totals. The sums are the ones a
+    walk of the ops from the last to the first makes (each op's time added to its parent's, children after their
+    own children), in the same order, so the floats are the same; done a tree level at a time on columns
+    (``np.add.at`` adds in the order given). Ops with no kernel below them keep their 0."""
+    if not targets:
+        return
+    ops = trace.ops
+    columns = op_columns(trace)
+    total = np.zeros(len(ops))
+    np.add.at(total, np.array(targets, dtype=np.int64), np.array(durations))
+    depth, parent = columns.depth, columns.parent
+    order = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
+    for d in range(len(bounds) - 2, 0, -1):
+        level = order[bounds[d]:bounds[d + 1]][::-1]  # the level's ops, last first
+        np.add.at(total, parent[level], total[level])
+    held = np.flatnonzero(total)
+    for i, value in zip(held.tolist(), total[held].tolist()):
+        ops[i].total_kernel_us = value
+
+
+class _ExternalIds:
+    """External id -> the first op carrying it (ids > 0), built the first time a kernel or sync needs it: most are
+    found by correlation, and a million-event trace's ids cost a pass over every op."""
+
+    def __init__(self, ops) -> None:
+        self._ops = ops
+        self._first: dict[int, int] | None = None
+
+    def get(self, external_id: int, default: int) -> int:
+        if self._first is None:
+            self._first = {}
+            for op in self._ops:
+                if op.external_id is not None and op.external_id > 0:
+                    self._first.setdefault(op.external_id, op.index)
+        return self._first.get(external_id, default)
+
+
+def _step_annotations(trace: Trace) -> set[int]:
+    """Indices of the ``ProfilerStep#`` annotations (each distinct name tested once)."""
+    ops = trace.ops
+    marked = np.flatnonzero(op_columns(trace).named(_is_step_name))
+    return {ops[i].index for i in marked.tolist() if ops[i].is_annotation}
+
+
+def _is_step_name(name: str) -> bool:
+    return name.startswith("ProfilerStep#")
 
 
 def _target(correlation, external_id, launch_op, ext_op, excluded) -> tuple[int, bool]:

@@ -30,7 +30,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from roofline.capture.trace_model import CpuOp, Trace, is_autograd_frame
+import numpy as np
+
+from roofline.capture.trace_model import CpuOp, Trace, is_autograd_frame, op_columns
 from roofline.count.counting import is_composite_op
 
 
@@ -51,20 +53,39 @@ def children_index(trace: Trace) -> dict[int, list[int]]:
 
 def roots_by_step(trace: Trace) -> dict[int | None, list[int]]:
     """Top-level events of each step, in time order: the children of its ProfilerStep annotation and any other
-    root inside it (one pass over the trace, whatever the number of steps)."""
-    roots: dict[int | None, list[int]] = defaultdict(list)
+    root inside it (one pass over the trace's columns, whatever the number of steps)."""
     ops = trace.ops
-    for op in ops:
-        if op.parent >= 0:
-            parent = ops[op.parent]
-            if not (parent.is_annotation and parent.name.startswith("ProfilerStep#")):
-                continue
-        if op.name.startswith("ProfilerStep#"):
-            continue
-        roots[op.step].append(op.index)
-    for idx in roots.values():
-        idx.sort(key=lambda i: ops[i].ts_us)
-    return roots
+    columns = op_columns(trace)
+    parent = columns.parent
+    step_named = columns.named(_is_step_name)
+    under_marker = np.zeros(len(ops), dtype=bool)
+    if len(ops):
+        has_parent = parent >= 0
+        markers = np.unique(parent[has_parent & step_named[np.maximum(parent, 0)]]).tolist()
+        markers = [m for m in markers if ops[m].is_annotation]
+        under_marker = has_parent & np.isin(parent, markers)
+        roots = np.flatnonzero(((parent < 0) | under_marker) & ~step_named)
+    else:
+        roots = np.zeros(0, dtype=np.int64)
+    # The loader's ops are in time order already: a stable sort by step keeps them so within each step.
+    steps = columns.step[roots]
+    order = np.argsort(steps, kind="stable")
+    roots, steps = roots[order], steps[order]
+    by_step: dict[int | None, list[int]] = {}
+    if len(roots):
+        starts = np.flatnonzero(np.diff(steps, prepend=steps[0] - 1)).tolist()
+        flat = roots.tolist()
+        in_order = np.diff(columns.ts_us[roots]) >= 0
+        for a, b in zip(starts, starts[1:] + [len(flat)]):
+            idx = flat[a:b]
+            if not in_order[a:b - 1].all():
+                idx.sort(key=lambda i: ops[i].ts_us)
+            by_step[None if steps[a] < 0 else int(steps[a])] = idx
+    return by_step
+
+
+def _is_step_name(name: str) -> bool:
+    return name.startswith("ProfilerStep#")
 
 
 def choose_without_recording(trace: Trace, roots: Iterable[int], children: dict[int, list[int]],
@@ -224,8 +245,11 @@ def _ancestors_of_named(trace: Trace, names: set[str]) -> set[int]:
 
 
 def subtree(idx: int, children: dict[int, list[int]]) -> list[int]:
+    kids = children.get(idx)
+    if not kids:
+        return [idx]
     out = [idx]
-    stack = list(children.get(idx, []))
+    stack = list(kids)
     while stack:
         i = stack.pop()
         out.append(i)

@@ -94,19 +94,29 @@ def kernel_classes(report: Report, *, known_bytes: dict[str, float] | None = Non
     raw = defaultdict(float)
     count = defaultdict(int)
     op_time: dict[int, float] = defaultdict(float)
-    op_cls: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    op_cls: dict[int, dict[str, float]] = {}
     covered = float("-inf")
+    ops = report.ops
+    # max()/min() spelled out as comparisons (the same value, NaN included): 60,000+ kernels on a big trace.
     for k in kernels:
-        cls = _class_of(k, report.ops)
-        end = k.start_s + k.dur_s
-        own = max(0.0, end - max(k.start_s, covered))
-        covered = max(covered, end)
+        cls = _class_of(k, ops)
+        start, dur = k.start_s, k.dur_s
+        end = start + dur
+        own = end - (covered if covered > start else start)
+        if not own > 0.0:
+            own = 0.0
+        if end > covered:
+            covered = end
         time[cls] += own
-        raw[cls] += k.dur_s
+        raw[cls] += dur
         count[cls] += 1
-        if k.op_index is not None:
-            op_time[k.op_index] += own
-            op_cls[k.op_index][cls] += own
+        index = k.op_index
+        if index is not None:
+            op_time[index] += own
+            by_cls = op_cls.get(index)
+            if by_cls is None:
+                by_cls = op_cls[index] = {}
+            by_cls[cls] = by_cls.get(cls, 0.0) + own
     moved = defaultdict(float)
     moved_time = defaultdict(float)
     for index, by_cls in op_cls.items():
@@ -149,10 +159,21 @@ def _step_spans(kernels: list[KernelRecord], ops: list[OpRecord]) -> float:
     op has none (no op, or a report of one step) belongs to the step of the kernel before it."""
     spans: dict[int | None, list[float]] = {}
     step = None
+    n_ops = len(ops)
     for k in kernels:
-        if k.op_index is not None and 0 <= k.op_index < len(ops) and ops[k.op_index].step is not None:
-            step = ops[k.op_index].step
-        end = k.start_s + k.dur_s
-        lo_hi = spans.setdefault(step, [k.start_s, end])
-        lo_hi[0], lo_hi[1] = min(lo_hi[0], k.start_s), max(lo_hi[1], end)
+        index = k.op_index
+        if index is not None and 0 <= index < n_ops:
+            op_step = ops[index].step
+            if op_step is not None:
+                step = op_step
+        start = k.start_s
+        end = start + k.dur_s
+        lo_hi = spans.get(step)
+        if lo_hi is None:
+            spans[step] = [start, end]
+            continue
+        if start < lo_hi[0]:
+            lo_hi[0] = start
+        if end > lo_hi[1]:
+            lo_hi[1] = end
     return sum(hi - lo for lo, hi in spans.values())

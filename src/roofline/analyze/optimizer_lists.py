@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from roofline.capture.trace_model import CpuOp, Trace
+import numpy as np
+
+from roofline.capture.trace_model import CpuOp, Trace, op_columns
 from roofline.count.meta import TensorMeta
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
 
@@ -37,14 +39,14 @@ class OptimizerLists:
         grads: dict[int | None, list[TensorMeta]] = defaultdict(list)
         optimizer_spans: dict[int | None, int] = defaultdict(int)
         sequences: dict[int | None, list[str]] = defaultdict(list)
-        for op in trace.ops:
-            if op.name == ACCUMULATE_GRAD:
+        for kind, op in _named_ops(trace):
+            if kind == _GRAD:
                 args = args_from_trace(op.input_dims, op.input_types, op.input_strides)
                 if args and isinstance(args[0], TensorMeta):
                     grads[op.step].append(args[0])
-            elif op.name.startswith("Optimizer.step#"):
+            elif kind == _STEP:
                 optimizer_spans[op.step] += 1
-            elif op.is_optimizer and op.name.startswith(FOREACH_PREFIX) and op.total_kernel_us > 0:
+            elif op.is_optimizer and op.total_kernel_us > 0:
                 sequences[op.step].append(op.name)
         latest: list[TensorMeta] = []
         for step in sorted(set(grads) | set(sequences), key=lambda s: -1 if s is None else s):
@@ -71,6 +73,25 @@ class OptimizerLists:
             return None, "ran no device kernel (host-side lists, such as step counters)"
         params = self._params.get(op.step)
         return (params, "") if params else (None, self._why_not.get(op.step, ""))
+
+
+_GRAD, _STEP, _FOREACH = 1, 2, 3
+
+
+def _named_ops(trace: Trace) -> list[tuple[int, CpuOp]]:
+    """(kind, op) of the ops this module reads (AccumulateGrad, optimizer steps, _foreach_* calls), in trace order:
+    each distinct name is tested once, not each of a million events."""
+    ops = trace.ops
+    read = np.flatnonzero(op_columns(trace).named(_kind_of_name))
+    return [(_kind_of_name(ops[i].name), ops[i]) for i in read.tolist()]
+
+
+def _kind_of_name(name: str) -> int:
+    if name == ACCUMULATE_GRAD:
+        return _GRAD
+    if name.startswith("Optimizer.step#"):
+        return _STEP
+    return _FOREACH if name.startswith(FOREACH_PREFIX) else 0
 
 
 def _repeats(names: list[str]) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from roofline.analyze.join import (
     Chosen,
@@ -37,7 +37,7 @@ from roofline.count.registry import OpCost, flatten_metas
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
 from roofline.count.views import DYNAMO_RUNTIME
 from roofline.analyze.environment import trace_environment
-from roofline.forked import meanwhile
+from roofline.forked import meanwhile, release_free_memory
 from roofline.report import Ceilings, Environment, KernelRecord, MemorySummary, OpRecord, Report, SyncSite
 
 _MATMUL_FAMILY = families.MATMUL | families.MATVEC  # cuBLAS: TF32 as torch.backends.cuda.matmul allows
@@ -65,36 +65,42 @@ class _TraceCounter:
 
     def __init__(self, lists: OptimizerLists | None = None) -> None:
         self._cache: dict[tuple, _Counted] = {}
-        self._by_event: dict[int, _Counted] = {}
+        self._by_event: dict[int, _Counted | None] = {}
+        self._lists_missing: dict[tuple, bool] = {}
+        self._with_params: dict[tuple, _Counted] = {}
         self._lists = lists
 
     def __call__(self, op: CpuOp) -> _Counted:
-        by_event = self._by_event.get(op.index)
-        if by_event is not None:
-            return by_event
-        if self._lists is not None and op.name.startswith(FOREACH_PREFIX):
-            counted = self._optimizer_op(op)
+        name = op.name
+        key = (name, id(op.input_dims), id(op.input_types), id(op.input_strides), id(op.concrete_inputs))
+        if self._lists is not None and name.startswith(FOREACH_PREFIX):
+            if op.index in self._by_event:
+                counted = self._by_event[op.index]
+            else:
+                counted = self._by_event[op.index] = self._optimizer_op(op, key)
             if counted is not None:
-                self._by_event[op.index] = counted
                 return counted
-        key = (op.name, id(op.input_dims), id(op.input_types), id(op.input_strides), id(op.concrete_inputs))
         hit = self._cache.get(key)
         if hit is None:
-            if op.input_dims is None and op.name not in DYNAMO_RUNTIME:  # those take no arguments
+            if op.input_dims is None and name not in DYNAMO_RUNTIME:  # those take no arguments
                 hit = _Counted(OpCost(0.0, 0.0, False, note="trace has no shapes for this op"), "", [], [], [])
             else:
                 args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
-                hit = _Counted(count_op(op.name, args, None, None), op_dtype(args, []),
+                hit = _Counted(count_op(name, args, None, None), op_dtype(args, []),
                                *_shape_fields(flatten_metas(args)))
             self._cache[key] = hit
-        self._by_event[op.index] = hit
         return hit
 
-    def _optimizer_op(self, op: CpuOp) -> _Counted | None:
+    def _optimizer_op(self, op: CpuOp, key: tuple) -> _Counted | None:
         """A foreach optimizer op whose lists the trace left empty, counted over the step's parameters
-        (analyze/optimizer_lists.py); None when its own recorded shapes suffice or nothing stands in for them."""
-        args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
-        if not any(a is None and t in LIST_TYPES for a, t in zip(args, op.input_types or ())):
+        (analyze/optimizer_lists.py); None when its own recorded shapes suffice or nothing stands in for them.
+        Counted once per call and parameter list (every profiled step repeats them)."""
+        missing = self._lists_missing.get(key)
+        if missing is None:
+            args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
+            missing = self._lists_missing[key] = any(a is None and t in LIST_TYPES
+                                                     for a, t in zip(args, op.input_types or ()))
+        if not missing:
             return None
         params, why = self._lists.for_op(op)
         if params is None:
@@ -102,12 +108,17 @@ class _TraceCounter:
                 return None
             note = f"tensor list shapes not recorded, and the step's parameters cannot stand in: {why}"
             return _Counted(OpCost(0.0, 0.0, False, note=note), "", [], [], [])
-        args = with_lists(args, op.input_types, params)
-        cost = count_op(op.name, args, None, None)
-        if cost.modeled:
-            cost.note = "; ".join(filter(None, [cost.note, f"tensor lists not recorded: the step's {len(params)} "
-                                                              "parameters (from AccumulateGrad events) stand in"]))
-        return _Counted(cost, op_dtype(args, []), *_shape_fields(flatten_metas(args)))
+        full = (*key, tuple(params))
+        hit = self._with_params.get(full)
+        if hit is None:
+            args = with_lists(args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs),
+                              op.input_types, params)
+            cost = count_op(op.name, args, None, None)
+            if cost.modeled:
+                cost.note = "; ".join(filter(None, [cost.note, f"tensor lists not recorded: the step's {len(params)} "
+                                                                  "parameters (from AccumulateGrad events) stand in"]))
+            hit = self._with_params[full] = _Counted(cost, op_dtype(args, []), *_shape_fields(flatten_metas(args)))
+        return hit
 
 
 def _ensure_attributed(trace: Trace) -> None:
@@ -127,11 +138,8 @@ def _event_time_us(trace: Trace, idx: int, self_only: bool, children: dict[int, 
 
 
 def _kernel_names(trace: Trace, events: list[int]) -> list[str]:
-    names: list[str] = []
-    for i in events:
-        for k in trace.ops[i].kernel_ids:
-            names.append(trace.kernels[k].name)
-    return names
+    ops, kernels = trace.ops, trace.kernels
+    return [kernels[k].name for i in events for k in ops[i].kernel_ids]
 
 
 def _roof_dtype(dtype: str, name: str, kernels: list[str], tf32: "Tf32Flags", on_gpu: bool) -> str:
@@ -165,8 +173,12 @@ def report_from_trace(
     workload: str = "",
     reference_peak_bytes: int | None = None,
     environment: Environment | None = None,
+    ops_placed: Callable[[list[OpRecord]], None] | None = None,
 ) -> Report:
     """The per-op roofline Report of a trace.
+
+    ``ops_placed``: called with the report's ops as soon as they are final (placed on the roofline), before the
+    rest of the report (summary, kernel classes, memory) is: a command can start work on them meanwhile.
 
     ``environment``: where the run happened, for a trace recorded by this process (``Environment.capture()``);
     by default what the trace's own metadata says (analyze/environment.py), never this machine.
@@ -237,26 +249,33 @@ def report_from_trace(
         timeline_steps = [rep_step]
     else:
         names: dict[str, tuple[bool, bool]] = {}
+        no_tf32 = Tf32Flags()
         for step in steps:
             chosen = [c for c in choose_without_recording(trace, roots.get(step, []), children, is_modeled, names)
                       if not _is_idle_marker(trace, c)]
             gaps = host_gaps_us(trace, [c.event for c in chosen], step)
             for c in chosen:
                 events = [c.event] if c.self_only else subtree(c.event, children)
-                ops.append(_op_from_event(trace, c, counter, children, step, Tf32Flags(), events))
+                ops.append(_op_from_event(trace, c, counter, children, step, no_tf32, events))
                 ops[-1].host_gap_s = gaps[c.event] / 1e6
                 event_to_report.setdefault(c.event, len(ops) - 1)
         timeline_steps = steps
-    fill_host_counts(trace, event_to_report, ops, children)
-    # The op tree's index and the counting caches are done with: freed before the kernel timeline and the memory
-    # replay, which on a million-event trace would otherwise stack on top of them (the command's peak RSS).
+    # The op tree's index and the counting caches are done with: freed (and handed back to the OS) before the host
+    # counts, the kernel timeline and the memory replay, which on a million-event trace would otherwise stack on top
+    # of them (the command's peak RSS).
     del children, counter, is_modeled, roots
+    release_free_memory()
+    fill_host_counts(trace, event_to_report, ops)
+    release_free_memory()  # its columns too
     for i, op in enumerate(ops):
         op.index = i
 
     kernels, idle_before = _timeline(trace, timeline_steps, event_to_report, ops)
+    peaks: dict[str, float] = {}
     for i, op in enumerate(ops):
-        place_op(op, ceilings, idle_before_s=idle_before.get(i))
+        place_op(op, ceilings, idle_before_s=idle_before.get(i), peaks=peaks)
+    if ops_placed is not None:
+        ops_placed(ops)
 
     share, kernel_total, idle = _kernel_stats(trace, steps)
     timing = (

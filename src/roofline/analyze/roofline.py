@@ -57,11 +57,18 @@ LAUNCH_IDLE_FACTOR = 2.0
 ROOFS = ("dram", "cache", "cache-unknown")
 
 
-def place_op(op: OpRecord, ceilings: Ceilings, *, idle_before_s: float | None = None) -> OpRecord:
-    """Fill the roofline fields of one op in place (and return it)."""
+def place_op(op: OpRecord, ceilings: Ceilings, *, idle_before_s: float | None = None,
+             peaks: dict[str, float] | None = None) -> OpRecord:
+    """Fill the roofline fields of one op in place (and return it). ``peaks``: ``ceilings.peak_for`` by dtype,
+    filled as met, for a caller placing many ops against the same ceilings."""
     op.roof = judged_roof(op, ceilings)
     bw = memory_roof(op, ceilings)
-    peak = ceilings.peak_for(op.dtype)
+    if peaks is None:
+        peak = ceilings.peak_for(op.dtype)
+    else:
+        peak = peaks.get(op.dtype)
+        if peak is None:
+            peak = peaks[op.dtype] = ceilings.peak_for(op.dtype)
     launch = ceilings.launch_overhead_s
     on_roof_s = _roofline_time_s(op, peak, bw)
     op.predicted_time_s = max(on_roof_s, launch)

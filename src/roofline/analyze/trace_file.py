@@ -9,13 +9,16 @@ recorded elsewhere is never judged against this machine. A device with no known 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
-from roofline.capture.trace_model import Trace
+import numpy as np
+
+from roofline.capture.trace_model import Trace, op_columns
 from roofline.device.datasheet import with_datasheet_cache
 from roofline.device.identify import DeviceIdentity, identify_trace
 from roofline.errors import RooflineError
-from roofline.report import Ceilings, Report
+from roofline.report import Ceilings, OpRecord, Report
 
 ASSUMED_LAUNCH_S = 5e-6
 _HOW_TO_SUPPLY = ("write them with `roofline ceilings --json FILE` on that machine (or by hand: "
@@ -87,18 +90,21 @@ def _cpu_ceilings(identity: DeviceIdentity) -> Ceilings:
                                  "for roofs, " + _HOW_TO_SUPPLY)
 
 
-def analyze_trace_file(path: str | Path, ceilings_file: str | None = None, *, partial: bool = False) -> Report:
+def analyze_trace_file(path: str | Path, ceilings_file: str | None = None, *, partial: bool = False,
+                       ops_placed: Callable[[list[OpRecord]], None] | None = None) -> Report:
     """The Report of one trace file, undiagnosed: the entry point that asked for it runs the doctor.
 
     A trace cut short (truncated gzip, JSON that stops mid-list) is refused unless ``partial``: then its report
     says so first."""
     from roofline.capture.kineto import load_trace
 
-    return analyze_trace(load_trace(path, split=True), ceilings_file, partial=partial)
+    return analyze_trace(load_trace(path, split=True), ceilings_file, partial=partial, ops_placed=ops_placed)
 
 
-def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bool = False) -> Report:
-    """``analyze_trace_file`` of a trace already loaded (the distributed merge reads each rank's trace once)."""
+def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bool = False,
+                  ops_placed: Callable[[list[OpRecord]], None] | None = None) -> Report:
+    """``analyze_trace_file`` of a trace already loaded (the distributed merge reads each rank's trace once).
+    ``ops_placed``: as ``report_from_trace``'s."""
     from roofline.analyze.pipeline import report_from_trace
 
     path = trace.path
@@ -107,7 +113,7 @@ def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bo
                             "read): pass --partial for a report of what was read")
     identity = identify_trace(trace)
     ceilings = ceilings_for_trace(trace, ceilings_file, identity)
-    report = report_from_trace(trace, ceilings, kind="trace", workload=Path(path).name)
+    report = report_from_trace(trace, ceilings, kind="trace", workload=Path(path).name, ops_placed=ops_placed)
     _describe_device(report, identity, ceilings, ceilings_file)
     if trace.cut:
         report.extra["partial"] = {"events_read": trace.events_read, "why": trace.warnings[-1:]}
@@ -156,14 +162,13 @@ def _collectives_note(trace) -> str:
 
     calls: dict[str, list[float]] = {}
     ops = trace.ops
-    comm: dict[str, bool] = {}  # per op name: a million-event trace has a few thousand names
-    for op in ops:
-        name = op.name
-        is_comm = comm.get(name)
-        if is_comm is None:
-            is_comm = comm[name] = is_communication_op(name)
-        if is_comm and (op.parent < 0 or not is_communication_op(ops[op.parent].name)):
-            calls.setdefault(name, []).append(op.dur_us)
+    if not ops:
+        return ""
+    is_comm = op_columns(trace).named(is_communication_op)  # per distinct name: a few thousand, not a million
+    for i in np.flatnonzero(is_comm).tolist():
+        op = ops[i]
+        if op.parent < 0 or not is_comm[op.parent]:
+            calls.setdefault(op.name, []).append(op.dur_us)
     if not calls:
         return ""
     info = trace.metadata.get("distributedInfo")

@@ -16,6 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from roofline.capture.trace_model import op_columns
+
 LAZY_INIT_MIN_US = 50_000.0
 LAST_WARMUP_STEP = 1
 _INIT_CALLS = ("cudaGetDeviceCount", "cudaDeviceGetStreamPriorityRange", "cudaFree", "cudaSetDevice", "cuInit",
@@ -49,10 +53,16 @@ def warmup_events(trace) -> list[dict[str, Any]]:
     return found
 
 
+def _is_compile_stage(name: str) -> bool:
+    return name.endswith(COMPILE_SUFFIX)
+
+
 def compile_time(trace) -> dict[str, Any] | None:
     """torch.compile's compilation in the trace: the outermost "(dynamo_timed)" events (those inside another one
     are part of it), their count and summed duration; None when there are none."""
-    stages = sorted((op for op in trace.ops if op.name.endswith(COMPILE_SUFFIX)), key=lambda op: op.ts_us)
+    ops = trace.ops
+    named = np.flatnonzero(op_columns(trace).named(_is_compile_stage)).tolist() if ops else []
+    stages = sorted((ops[i] for i in named), key=lambda op: op.ts_us)
     total_us, count, end_us = 0.0, 0, float("-inf")
     for op in stages:
         if op.ts_us + op.dur_us <= end_us:

@@ -32,6 +32,7 @@ from roofline.capture.trace_model import (
     HostCall,
     Launch,
     MemoryEvent,
+    OpColumns,
     Step,
     SyncEvent,
     Trace,
@@ -574,6 +575,9 @@ class _TraceBuilder:
         self._sorted_ts = ts[order]
         self._sorted_ends = self._sorted_ts + durs[order]
         self._sorted_threads = np.frombuffer(self.op_threads, dtype=np.int64)[order]
+        self._sorted_steps = np.full(len(order), -1, dtype=np.int32)
+        self._parents = array("i", [-1]) * len(order)
+        self._depths = array("i", [0]) * len(order)
         for i, op in enumerate(self.ops):
             op.index = i
         self.kernels.sort(key=lambda k: k.ts_us)
@@ -584,6 +588,8 @@ class _TraceBuilder:
         self._sweep_threads()
         self._backward_modules()
         trace.ops = self.ops
+        trace.columns = OpColumns(self.ops, self._sorted_ts, np.frombuffer(self._parents, dtype=np.int32),
+                                  np.frombuffer(self._depths, dtype=np.int32), self._sorted_steps)
         trace.kernels = self.kernels
         trace.syncs = self.syncs
         trace.memory = sorted(self.memory, key=lambda m: m.ts_us)
@@ -609,6 +615,7 @@ class _TraceBuilder:
         ts = self._sorted_ts
         idx = np.searchsorted(starts, ts, side="right") - 1
         inside = (idx >= 0) & (ts < ends[np.maximum(idx, 0)])
+        self._sorted_steps = np.where(inside, idx, -1).astype(np.int32)
         for op, i, ok in zip(self.ops, idx.tolist(), inside.tolist()):
             if ok:
                 op.step = i
@@ -647,7 +654,7 @@ class _TraceBuilder:
         # Event number -> its object (an op, a frame's (kind, label), a launch, a memory event): one list of
         # references, a few MB, indexed without a call per event.
         objs = [*ops, *[labels[label] for label in self.frame_labels], *self.launches, *self.memory]
-        _sweep(_in_slices(order, ts, ends, ranks, threads), objs)
+        _sweep(_in_slices(order, ts, ends, ranks, threads), objs, self._parents, self._depths)
 
     def _backward_modules(self) -> None:
         """A backward op borrows the module and source line of the forward op whose autograd node it runs (by
@@ -747,8 +754,9 @@ def _in_slices(order: np.ndarray, ts: np.ndarray, ends: np.ndarray, ranks: np.nd
                        threads[idx].tolist())
 
 
-def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list) -> None:
-    """Assign parents, depth, flags, module and source to ops, and the enclosing op to launches and memory."""
+def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, parents: array, depths: array) -> None:
+    """Assign parents, depth, flags, module and source to ops, and the enclosing op to launches and memory; ops'
+    parents and depths also into ``parents`` and ``depths`` (by op index)."""
     flags_of: dict[str, tuple[bool, bool, bool]] = {}
     ops: list[CpuOp] = []
     op_ends: list[float] = []
@@ -785,8 +793,8 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list) -> N
                 ops, op_ends = [], []
             if ops:
                 parent = ops[-1]
-                obj.parent = parent.index
-                obj.depth = len(ops)
+                obj.parent = parents[obj.index] = parent.index
+                obj.depth = depths[obj.index] = len(ops)
                 obj.is_backward = parent.is_backward or flags[0]
                 obj.is_optimizer = parent.is_optimizer or flags[1]
             else:

@@ -18,9 +18,10 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import msgspec
+import numpy as np
 
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 _AUTOGRAD_NODE = re.compile(r"^(autograd::engine::evaluate_function: .*|torch::autograd::\w+|\w+Backward\d*)$")
@@ -187,6 +188,7 @@ class Trace:
     events_read: int = 0
     categories: set[str] = field(default_factory=set)
     attribution: Any = None
+    columns: "OpColumns | None" = field(default=None, repr=False, compare=False)
     _step_starts: list[float] = field(default_factory=list, repr=False, compare=False)
 
     def step_of(self, ts_us: float) -> int | None:
@@ -197,3 +199,52 @@ class Trace:
         if i >= 0 and ts_us < self.steps[i].end_us:
             return i
         return None
+
+
+@dataclass
+class OpColumns:
+    """Columns of ``Trace.ops`` (numpy; row i is ``ops[i]``), for passes over every host event that need no
+    per-event Python: start, parent (-1: a root), depth, step (-1: in none), int32 as a trace's indices fit; and,
+    made when first asked, each op's name as a code into the distinct names (``named``). ``load_trace`` fills the
+    first four as it builds the op tree; ``op_columns`` reads them from the ops otherwise."""
+
+    ops: list[CpuOp]
+    ts_us: np.ndarray
+    parent: np.ndarray
+    depth: np.ndarray
+    step: np.ndarray
+    _names: list[str] | None = field(default=None, repr=False)
+    _name_codes: np.ndarray | None = field(default=None, repr=False)
+
+    def matches(self, ops: list[CpuOp]) -> bool:
+        return self.ops is ops and len(self.parent) == len(ops)
+
+    def named(self, test: Callable[[str], bool]) -> np.ndarray:
+        """Which ops' names pass ``test`` (a bool per op), calling it once per distinct name: a million-event trace
+        has a few thousand."""
+        if self._name_codes is None:
+            codes: dict[str, int] = {}
+            self._name_codes = np.fromiter((codes.setdefault(op.name, len(codes)) for op in self.ops),
+                                           dtype=np.int32, count=len(self.ops))
+            self._names = list(codes)
+        passes = np.fromiter(map(test, self._names), dtype=bool, count=len(self._names))
+        return passes[self._name_codes] if len(self._names) else np.zeros(0, dtype=bool)
+
+
+def op_columns(trace: Trace) -> OpColumns:
+    """The trace's op columns: the loader's, or read from the ops (and kept) when the ops were built or replaced
+    otherwise."""
+    columns = trace.columns
+    if columns is not None and columns.matches(trace.ops):
+        return columns
+    ops = trace.ops
+    n = len(ops)
+    columns = OpColumns(
+        ops,
+        np.fromiter((op.ts_us for op in ops), dtype=np.float64, count=n),
+        np.fromiter((op.parent for op in ops), dtype=np.int32, count=n),
+        np.fromiter((op.depth for op in ops), dtype=np.int32, count=n),
+        np.fromiter((-1 if op.step is None else op.step for op in ops), dtype=np.int32, count=n),
+    )
+    trace.columns = columns
+    return columns

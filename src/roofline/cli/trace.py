@@ -51,7 +51,8 @@ def _run(args: argparse.Namespace) -> int:
     from roofline.analyze.trace_file import analyze_trace_file
     from roofline.doctor import diagnose
     from roofline.forked import meanwhile
-    from roofline.render.outputs import in_background, is_big, prepare, report_renderers, write_outputs
+    from roofline.render.outputs import (html_parts_meanwhile, in_background, is_big, prepare, report_renderers,
+                                         write_outputs)
 
     if args.onnx or args.device or args.inputs:
         return _run_onnx(args)
@@ -67,7 +68,12 @@ def _run(args: argparse.Namespace) -> int:
         report.findings = diagnose(report)
         written, problems = write_outputs(report, args.output, report_renderers(png=False, html=not args.no_html))
     else:
-        report = analyze_trace_file(args.paths[0], args.ceilings, partial=args.partial)
+        # report.html's op table is started as soon as the ops are placed (a forked child on a big report, while
+        # this process builds the rest of the report); with --ncu the ops change after (their measured traffic).
+        html_parts = []
+        report = analyze_trace_file(args.paths[0], args.ceilings, partial=args.partial,
+                                    ops_placed=None if args.no_html or args.ncu
+                                    else lambda ops: html_parts.append(html_parts_meanwhile(ops)))
         if args.ncu:
             from roofline.analyze.ncu_join import join_ncu
             from roofline.capture.ncu_csv import read_ncu_csv
@@ -78,7 +84,7 @@ def _run(args: argparse.Namespace) -> int:
         # while this process builds what of report.html needs no findings and writes report.json up to them.
         renderers = in_background(report_renderers(raw_trace=raw, html=not args.no_html), report)
         findings = meanwhile(diagnose, report, fork=is_big(report))
-        prepare(renderers, report)
+        prepare(renderers, report, html_parts[0] if html_parts else None)
         written, problems = write_outputs(report, args.output, renderers, findings=findings.result)
         if raw is None:
             problems.append("trace.json.gz not written: the trace is cut short (open the original in Perfetto)")

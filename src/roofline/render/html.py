@@ -146,8 +146,14 @@ class _RawColumns:
 def op_parts(report: Report) -> dict[str, Any]:
     """The payload's parts made from the ops: the op table (its strings interned), the chart, the top ops. They
     need no findings, so a command can build them while the doctor runs elsewhere."""
+    return ops_parts(report.ops)
+
+
+def ops_parts(report_ops: list[OpRecord]) -> dict[str, Any]:
+    """``op_parts`` of a report's ops, placed (analyze/roofline.py) and final: possibly before the report around
+    them is complete."""
     names = _Interner()
-    ops = sorted(report.ops, key=lambda op: op.index)
+    ops = sorted(report_ops, key=lambda op: op.index)
     return {"n_ops": len(ops), "table": _op_columns(ops, names), "chart": chart_points(ops),
             "top_predicted": _top_predicted(ops), "strings": names.values}
 
@@ -293,12 +299,16 @@ def chart_points(ops: list[OpRecord]) -> dict[str, Any]:
     groups: dict[tuple, dict[str, Any]] = {}
     not_plotted_time = 0.0
     not_plotted_n = 0
+    shape_texts: dict[int, str] = {}  # by the (shared) shape list's identity, while ``ops`` holds them
     for op in ops:
         if op.flops <= 0 or op.bytes <= 0 or op.time_s <= 0:
             not_plotted_time += op.time_s
             not_plotted_n += 1
             continue
-        key = (op.name, op.module, format_shapes(op.input_shapes), op.dtype, op.phase)
+        shapes = shape_texts.get(id(op.input_shapes))
+        if shapes is None:
+            shapes = shape_texts[id(op.input_shapes)] = format_shapes(op.input_shapes)
+        key = (op.name, op.module, shapes, op.dtype, op.phase)
         g = groups.get(key)
         if g is None:
             g = groups[key] = {

@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from roofline.forked import Forked, can_fork
+from roofline.forked import Forked, can_fork, meanwhile
 from roofline.io import atomic_directory, atomic_write_bytes, atomic_write_chunks
 from roofline.report import Report
 
@@ -96,11 +96,12 @@ class HtmlRenderer:
     def __init__(self) -> None:
         self._prepared: tuple[Report, dict] | None = None
 
-    def prepare(self, report: Report) -> None:
-        """The page's op table and chart (most of a big report's page), built before the findings are known."""
+    def prepare(self, report: Report, early: Any = None) -> None:
+        """The page's op table and chart (most of a big report's page), built before the findings are known;
+        ``early``: ``html_parts_meanwhile(report.ops)``, started when the ops were placed."""
         from roofline.render.html import op_parts
 
-        self._prepared = (report, op_parts(report))
+        self._prepared = (report, early.result() if early is not None else op_parts(report))
 
     def render(self, report: Report) -> Iterator[bytes]:
         from roofline.render.html import html_chunks
@@ -182,12 +183,25 @@ def in_background(renderers: Sequence[Renderer], report: Report) -> list[Rendere
     return [BackgroundRenderer(r, report) if isinstance(r, PngRenderer) else r for r in renderers]
 
 
-def prepare(renderers: Sequence[Renderer], report: Report) -> None:
-    """Let the renderers that can build what needs no findings now (``prepare``), while the doctor runs elsewhere."""
+def prepare(renderers: Sequence[Renderer], report: Report, html_parts: Any = None) -> None:
+    """Let the renderers that can build what needs no findings now (``prepare``), while the doctor runs elsewhere.
+    ``html_parts``: report.html's op table and chart started earlier (``html_parts_meanwhile``)."""
     for renderer in renderers:
+        if isinstance(renderer, HtmlRenderer):
+            renderer.prepare(report, html_parts)
+            continue
         early = getattr(renderer, "prepare", None)
         if early is not None:
             early(report)
+
+
+def html_parts_meanwhile(ops: list) -> Any:
+    """report.html's op table and chart of a report's placed ops, worked out by a forked child from now on for a
+    big report (while the rest of the report is built: one CPU is idle then), in-process when collected
+    otherwise. The ops must not change afterwards (the doctor and roofline.png only read them)."""
+    from roofline.render.html import ops_parts
+
+    return meanwhile(ops_parts, ops, fork=len(ops) >= BACKGROUND_PNG_MIN_OPS)
 
 
 def report_renderers(*, png: bool = True, html: bool = True,

@@ -60,7 +60,8 @@ def draw_roofline(report: Report, *, top_labels: int = 8, title: str | None = No
     lo = min(intensities + ridges + [1.0]) / 4
     hi = max(intensities + ridges + [1.0]) * 4
     bw = c.memory_bandwidth_bytes_per_s
-    dtypes = [d for d in c.peak_flops_per_s if any(op.dtype == d for op in points)] or list(c.peak_flops_per_s)[:1]
+    drawn_dtypes = {op.dtype for op in points}
+    dtypes = [d for d in c.peak_flops_per_s if d in drawn_dtypes] or list(c.peak_flops_per_s)[:1]
     # Roofs are named in the legend, not on the plot, so their labels cannot collide at the ridge.
     ridges_drawn = [c.peak_flops_per_s[d] / bw for d in dtypes] if bw else []
     if bw:
@@ -86,8 +87,11 @@ def draw_roofline(report: Report, *, top_labels: int = 8, title: str | None = No
         ax.scatter([ridge], [peak], marker="D", color="black", s=30, zorder=5)
 
     merged_note = ""
+    by_bound: dict[str, list] = {}
+    for op in points:
+        by_bound.setdefault(op.bound, []).append(op)
     for bound, color in COLORS.items():
-        group = [op for op in points if op.bound == bound]
+        group = by_bound.get(bound)
         if not group:
             continue
         xs, ys, times = _points(group)

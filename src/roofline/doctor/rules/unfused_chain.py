@@ -59,19 +59,13 @@ def _compute_out_shape(op: OpRecord) -> tuple[int, ...] | None:
     return None
 
 
-def _depends(op: OpRecord, chain: list[OpRecord], produced: set[tuple[int, ...]]) -> bool:
-    """Whether op reads what the chain produced: a matching shape, or it directly follows an op of unknown output."""
-    if _out_shape(chain[-1]) is None:
-        return True
-    return any(shape in produced for shape in _in_shapes(op))
-
-
 def find_chains(report: Report) -> list[list[OpRecord]]:
     chains: list[list[OpRecord]] = []
     chain: list[OpRecord] = []
     step = None
     produced: set[tuple[int, ...]] = set()
     fusible: dict[tuple[str, str], bool] = {}
+    last_out = None  # _out_shape(chain[-1]) while the chain has ops: an op depends on it, or reads what it produced
     for op in ordered_ops(report):
         kind = op_kind(op.name)
         if op.step != step:
@@ -82,14 +76,15 @@ def find_chains(report: Report) -> list[list[OpRecord]]:
         can_fuse = fusible.get((op.name, op.bound))
         if can_fuse is None:
             can_fuse = fusible[(op.name, op.bound)] = _fusible(op)
-        if can_fuse and chain and _depends(op, chain, produced):
+        if can_fuse and chain and (last_out is None or any(shape in produced for shape in _in_shapes(op))):
             chain.append(op)
         else:
             chains.append(chain)
             chain, produced = ([op] if can_fuse else []), set()
-        out = _out_shape(op) if chain and chain[-1] is op else None
-        if out is not None:
-            produced.add(out)
+        if chain and chain[-1] is op:
+            last_out = _out_shape(op)
+            if last_out is not None:
+                produced.add(last_out)
     chains.append(chain)
     return [c for c in chains if len(c) >= MIN_CHAIN]
 
@@ -110,6 +105,17 @@ def fused_bytes(chain: list[OpRecord]) -> float:
     return total + tensor_bytes(out, output_dtype(last) or (last.input_dtypes[0] if last.input_dtypes else ""))
 
 
+def _fused_bytes_memoised(chain: list[OpRecord], memo: dict[tuple, float]) -> float:
+    """``fused_bytes``, once per chain of the same calls: its ops' names, own dtypes, outputs and (shared) input
+    lists, these by identity while the report holds them."""
+    key = tuple((op.name, op.dtype, id(op.input_shapes), id(op.input_dtypes), id(op.input_strides),
+                 tuple(map(tuple, op.output_shapes)), tuple(op.output_dtypes)) for op in chain)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = fused_bytes(chain)
+    return found
+
+
 @register(RULE, "unfused chains of memory-bound elementwise/norm ops")
 def check(report: Report) -> list[Finding]:
     _OUT_SHAPES.clear()
@@ -124,6 +130,7 @@ def check(report: Report) -> list[Finding]:
 def _check(report: Report) -> list[Finding]:
     bandwidth = report.ceilings.memory_bandwidth_bytes_per_s
     groups: dict[tuple[str, tuple[str, ...]], list[list[OpRecord]]] = defaultdict(list)
+    fused_of: dict[tuple, float] = {}  # a chain's fused bytes by what they depend on: every step repeats its chains
     for chain in find_chains(report):
         signature = tuple(op_kind(op.name) for op in chain)
         groups[(generic_module(chain[0].module), signature)].append(chain)
@@ -131,7 +138,7 @@ def _check(report: Report) -> list[Finding]:
     for (module, signature), chains in groups.items():
         time = sum(op.time_s for c in chains for op in c)
         unfused = sum(op_bytes(op) for c in chains for op in c)
-        fused_each = [fused_bytes(c) for c in chains]
+        fused_each = [_fused_bytes_memoised(c, fused_of) for c in chains]
         fused = sum(fused_each)
         if bandwidth > 0:
             savings = sum(max(sum(op.time_s for op in c) - f / bandwidth, 0.0) for c, f in zip(chains, fused_each))
