@@ -107,12 +107,12 @@ def test_many_ranks_in_chunks_merge_identically_here_in_processes_and_on_a_clust
     assert exposed[3] == pytest.approx(200e-6) and exposed[0] == exposed[9] == pytest.approx(1700e-6)
 
 
-def test_chunks_are_contiguous_and_cover_every_task_once():
-    tasks = [("trace", f"r{i}.json.gz", i, 19, None, False) for i in range(19)]
-    chunks = [fanout._TASKS.decode(c) for c in fanout.chunked(tasks, 2)]
-    assert len(chunks) == 2 * fanout.CHUNKS_PER_WORKER
-    assert [t for c in chunks for t in c] == tasks
-    assert {len(c) for c in chunks} == {1, 2}
+def test_chunks_are_contiguous_shrink_to_single_ranks_and_cover_every_task_once():
+    tasks = [("trace", f"r{i}.json.gz", i, 255, None, False) for i in range(255)]
+    sizes = [len(fanout._TASKS.decode(c)) for c in fanout.chunked(tasks, 2)]
+    assert sizes[0] == 32 and sizes[-1] == 1 and sizes == sorted(sizes, reverse=True)
+    assert 20 < len(sizes) < 50  # a few dozen round trips, not 255
+    assert [t for c in fanout.chunked(tasks, 2) for t in fanout._TASKS.decode(c)] == tasks
     assert len(fanout.chunked(tasks[:3], 2)) == 3
 
 

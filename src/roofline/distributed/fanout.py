@@ -2,8 +2,8 @@
 (``--jobs N``), or on a Dask cluster (``--cluster ADDRESS``).
 
 Each task is one rank: a trace file to analyse, or a RUN_DIR/rank{r} directory whose report.json and trace are
-read. Tasks travel in chunks, a few per worker (``CHUNKS_PER_WORKER``): one round trip per chunk, not per rank,
-and still enough chunks that a worker slowed by a busy machine leaves the rest to the others. A worker reads its
+read. Tasks travel in chunks, large ones first and single ranks last (``chunked``): one round trip per chunk, not
+per rank, and a worker slowed by a busy machine leaves the rest to the others. A worker reads its
 ranks by path and sends back their ``RankSummary``s as MessagePack (rank_summary.encode_summaries): a few kB a
 rank, never a Report. Memory grows with the number of ranks by a summary each.
 
@@ -37,7 +37,7 @@ from roofline.report import Report
 # (kind, path, rank or position, ranks in the job, ceilings file, partial)
 Task = tuple[str, str, int, int, "str | None", bool]
 CONNECT_TIMEOUT_S = 30
-CHUNKS_PER_WORKER = 8
+CHUNKS_PER_WORKER = 4
 
 _TASKS = msgspec.msgpack.Decoder(list[tuple[str, str, int, int, str | None, bool]])
 
@@ -95,15 +95,14 @@ def summarize_chunk(chunk: bytes) -> bytes:
 
 
 def chunked(tasks: list[Task], workers: int) -> list[bytes]:
-    """Contiguous runs of tasks, ``CHUNKS_PER_WORKER`` per worker (fewer when there are fewer tasks), each
-    encoded for the trip to a worker."""
-    count = max(min(len(tasks), workers * CHUNKS_PER_WORKER), 1)
-    size, extra = divmod(len(tasks), count)
+    """Contiguous runs of tasks, large first and single ranks last (guided self-scheduling: each chunk is the
+    remaining tasks over ``workers * CHUNKS_PER_WORKER``), each encoded for the trip to a worker. Few round trips,
+    and a worker that finishes early finds small chunks left, so none waits long on another's last chunk."""
     out, start = [], 0
-    for i in range(count):
-        end = start + size + (i < extra)
-        out.append(msgspec.msgpack.encode(tasks[start:end]))
-        start = end
+    while start < len(tasks):
+        size = -(-(len(tasks) - start) // (max(workers, 1) * CHUNKS_PER_WORKER))
+        out.append(msgspec.msgpack.encode(tasks[start:start + size]))
+        start += size
     return out
 
 
