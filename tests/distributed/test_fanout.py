@@ -140,3 +140,12 @@ def test_merging_traces_never_imports_torch(rank_traces):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert out.stdout.strip() == "False"
+
+
+def test_a_cluster_without_this_roofline_is_named_as_such():
+    """The errors Dask raised when its scheduler had another roofline (no summarize_chunk) or none."""
+    assert fanout._environment_mismatch(RuntimeError("Error during deserialization of the task graph. This frequently"))
+    assert fanout._environment_mismatch(AttributeError(
+        "Can't get attribute 'summarize_chunk' on <module 'roofline.distributed.fanout'>"))
+    assert fanout._environment_mismatch(ModuleNotFoundError("No module named 'roofline'"))
+    assert not fanout._environment_mismatch(AttributeError("'NoneType' object has no attribute 'ts'"))

@@ -15,7 +15,8 @@ analysed again here.
 Dask distributed rather than Ray: it is plain Python processes talking to a scheduler, installs from PyPI with no
 native runtime, and runs the same code on a laptop (LocalCluster) and on a cluster the user already runs (HPC
 batch systems and Kubernetes have Dask deployments), which is where one trace per GPU of a large job sits. Its
-workers must be able to import roofline and read the trace paths (a shared filesystem).
+workers must be able to import roofline and read the trace paths (a shared filesystem), and its scheduler to
+import roofline too (Dask unpickles the task graph there); this process reads the first trace itself.
 """
 
 from __future__ import annotations
@@ -176,11 +177,26 @@ def _on_cluster(tasks: list[Task], address: str, stack: ExitStack) -> Iterator[b
     stack.callback(_cancel, client, futures)
 
     def results() -> Iterator[bytes]:
-        for future, batch in dask_completed(futures, with_results=True):
-            future.release()
-            yield batch
+        try:
+            for future, batch in dask_completed(futures, with_results=True):
+                future.release()
+                yield batch
+        except RooflineError:
+            raise
+        except (ImportError, AttributeError, RuntimeError) as exc:
+            if not _environment_mismatch(exc):
+                raise
+            raise RooflineError(f"the Dask cluster at {address} cannot run roofline's tasks ({exc!s:.200}): its "
+                                "scheduler and workers need roofline installed, the same version as here") from None
 
     return results()
+
+
+def _environment_mismatch(exc: BaseException) -> bool:
+    """Whether a cluster's error says that it lacks this roofline: Dask's scheduler unpickles the task graph (it
+    needs roofline importable too) and its workers import the task's function."""
+    text = str(exc)
+    return ("roofline" in text and isinstance(exc, (ImportError, AttributeError))) or "deserializ" in text
 
 
 def _cancel(client, futures: list) -> None:
