@@ -140,7 +140,7 @@ def run_child(argv: list[str]) -> dict:
         launch = [sys.executable, "-c", _LAUNCHER, rss.name, *argv]
         pid = os.posix_spawn(launch[0], launch, env, file_actions=[(os.POSIX_SPAWN_DUP2, out.fileno(), 1),
                                                                     (os.POSIX_SPAWN_DUP2, err.fileno(), 2)])
-        _, status, _ = os.wait4(pid, 0)
+        _, status, usage = os.wait4(pid, 0)
         wall = time.perf_counter() - start
         code = os.waitstatus_to_exitcode(status)
         peak = int(rss.read() or 0) * 1024
@@ -160,6 +160,7 @@ def run_child(argv: list[str]) -> dict:
         result = {}
     result["wall_s"] = wall
     result["peak_rss_bytes"] = peak
+    result["cpu_s"] = usage.ru_utime + usage.ru_stime
     return result
 
 
@@ -333,27 +334,70 @@ print(json.dumps({"one_process_s": one, "two_processes_s": two, "scaling": one /
 """
 
 
+def machine_cpu_s() -> float:
+    """CPU seconds every CPU of the machine has been busy since boot, whoever ran (/proc/stat)."""
+    with open("/proc/stat") as fh:
+        ticks = [int(x) for x in fh.readline().split()[1:9]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def processes_cpu_s(pids: list[int]) -> float:
+    """CPU seconds of these processes so far (/proc/PID/stat utime + stime), this one's from os.times()."""
+    total = 0.0
+    for pid in pids:
+        if pid == os.getpid():
+            t = os.times()
+            total += t.user + t.system
+            continue
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def wait_for_quiet(max_wait_s: float, ours: list[int], busy_cpus: float = 0.15) -> dict:
+    """Wait (at most ``max_wait_s``) for a second in which other processes kept less than ``busy_cpus`` CPUs busy;
+    what was waited and the last second's figure."""
+    waited, others = 0.0, 0.0
+    while True:
+        machine, mine = machine_cpu_s(), processes_cpu_s(ours)
+        time.sleep(1.0)
+        others = max((machine_cpu_s() - machine) - (processes_cpu_s(ours) - mine), 0.0)
+        waited += 1.0
+        if others < busy_cpus or waited >= max_wait_s:
+            return {"waited_s": waited, "other_cpus_before": others}
+
+
 def timed_cli_argv(paths: list[str], out: str, *extra: str) -> list[str]:
     return [sys.executable, "-c", _TIMED_CLI, "trace", *paths, "-o", out, *extra]
 
 
-def bench_rank_job(name: str, paths: list[str], rounds: int, modes: dict[str, list[str]], out: str) -> dict:
+def bench_rank_job(name: str, paths: list[str], rounds: int, modes: dict[str, list[str]], out: str,
+                   ours: list[int], quiet_wait_s: float) -> dict:
     """``rounds`` alternations of the modes (order reversed every other round), each a fresh `roofline trace`;
-    with the machine's own two-process scaling measured between the modes of every round."""
+    with the machine's own two-process scaling measured between the modes of every round. Each run records the
+    CPUs other processes kept busy meanwhile (the machine's busy time less the command's, its pool's, the cluster
+    workers' and this process's), so a run disturbed by someone else's job shows as such."""
     runs: dict[str, list[dict]] = {m: [] for m in modes}
     cpu_reference = []
     merged: dict = {}
     for round_ in range(rounds):
         order = list(modes.items()) if round_ % 2 == 0 else list(reversed(modes.items()))
         for mode, extra in order:
+            quiet = wait_for_quiet(quiet_wait_s, ours) if quiet_wait_s else {}
             load_before = os.getloadavg()[0]
+            machine, mine = machine_cpu_s(), processes_cpu_s(ours)
             r = run_child(timed_cli_argv(paths, out, "--no-html", *extra))
+            ours_cpu = processes_cpu_s(ours) - mine
+            r["other_cpus"] = max(machine_cpu_s() - machine - r["cpu_s"] - ours_cpu, 0.0) / r["wall_s"]
+            r["cluster_and_benchmark_cpu_s"] = ours_cpu
             r["load_average_before"] = load_before
             r["load_average_after"] = os.getloadavg()[0]
             r["round"] = round_
+            r.update(quiet)
             runs[mode].append(r)
             print(f"{name} round {round_} {mode}: {r['wall_s']:.2f} s (rank analysis {r['rank_analysis_s']:.2f} s), "
-                  f"load {load_before:.2f}", flush=True)
+                  f"others kept {r['other_cpus']:.2f} CPUs busy, load {load_before:.2f}", flush=True)
             report = json.loads((Path(out) / "report.json").read_text())
             merged[mode] = _merged_digest(report)
         cpu_reference.append(run_child([sys.executable, "-c", _CPU_REFERENCE]))
@@ -368,6 +412,8 @@ def bench_rank_job(name: str, paths: list[str], rounds: int, modes: dict[str, li
         "scaling_whole_command": {f"jobs_1_over_{m}": wall["jobs_1"]["median"] / wall[m]["median"] for m in others},
         "scaling_rank_analysis": {f"jobs_1_over_{m}": phase["jobs_1"]["median"] / phase[m]["median"] for m in others},
         "machine_two_process_scaling": spread([c["scaling"] for c in cpu_reference]),
+        "other_cpus_busy": {m: spread([r["other_cpus"] for r in rs]) for m, rs in runs.items()},
+        "cpu_s": {m: spread([r["cpu_s"] + r["cluster_and_benchmark_cpu_s"] for r in rs]) for m, rs in runs.items()},
         "load_average_1min": {"min": min(loads), "max": max(loads), "median": statistics.median(loads)},
         "peak_rss_bytes": {m: spread([r["peak_rss_bytes"] for r in rs]) for m, rs in runs.items()},
         "merged": merged,
@@ -403,6 +449,7 @@ def bench_ranks(args) -> dict:
     cluster_start_s = time.perf_counter() - started
     with Client(cluster.scheduler_address) as client:  # workers import roofline once, before any timing
         client.run(__import__, "roofline.distributed.fanout")
+        ours = [os.getpid(), *client.run(os.getpid).values()]
     modes = {"jobs_1": ["--jobs", "1"], "jobs_2": ["--jobs", "2"],
              "cluster_2_workers": ["--cluster", cluster.scheduler_address]}
     results = {}
@@ -411,7 +458,7 @@ def bench_ranks(args) -> dict:
             paths = build_rank_job(job / name, ranks, fixture=fixture)
             results[name] = {"rank_trace_from": str(fixture.relative_to(REPO)), "rank_trace_bytes": 
                              os.path.getsize(paths[0]),
-                             **bench_rank_job(name, paths, args.rank_rounds, modes, out)}
+                             **bench_rank_job(name, paths, args.rank_rounds, modes, out, ours, args.quiet_wait)}
             shutil.rmtree(job / name, ignore_errors=True)
     finally:
         cluster.close()
@@ -425,6 +472,9 @@ def bench_ranks(args) -> dict:
                     "summarize_all inside it (every rank analysed and its summary back in the command's process). "
                     "Scaling: jobs-1 median / the mode's median. machine_two_process_scaling: a pure-Python loop "
                     "in 1 process vs split over 2, once per round (the ceiling the shared 2-core machine gave). "
+                    "other_cpus_busy: CPUs other processes kept busy during each run (/proc/stat's busy time less "
+                    "the command's, its pool's, the cluster workers' and the benchmark's own). cpu_s: the command's, "
+                    "its pool's, the cluster workers' and the benchmark's (scheduler) CPU time. "
                     "Peak RSS is the command's and its pool's, not the cluster workers'."}
 
 
@@ -446,6 +496,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--heavy-ranks", type=int, default=64,
                         help="ranks of a second job made from the llama training fixture (~0.4 s a rank); 0: none")
     parser.add_argument("--rank-rounds", type=int, default=3)
+    parser.add_argument("--quiet-wait", type=float, default=0,
+                        help="before each rank run, wait up to this many seconds for a second in which other "
+                             "processes keep < 0.15 CPUs busy (a shared machine); 0: do not wait")
     parser.add_argument("--out-dir", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     command = " ".join(["python", "benchmarks/big_trace.py", *(argv if argv is not None else sys.argv[1:])])
@@ -496,8 +549,9 @@ def _table(results: dict) -> str:
                 lines.append(f"  scaling {key}: command {value:.2f}x, rank analysis "
                              f"{k['scaling_rank_analysis'][key]:.2f}x")
             m = k["machine_two_process_scaling"]
+            busy = ", ".join(f"{mode} {v['median']:.2f}" for mode, v in k["other_cpus_busy"].items())
             lines.append(f"  machine's own 2-process scaling {m['median']:.2f}x ({m['min']:.2f}-{m['max']:.2f}); "
-                         f"merged reports identical: {k['merged_identical']}")
+                         f"CPUs others kept busy (median): {busy}; merged reports identical: {k['merged_identical']}")
     return "\n".join(lines)
 
 
