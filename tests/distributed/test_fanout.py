@@ -149,3 +149,21 @@ def test_a_cluster_without_this_roofline_is_named_as_such():
         "Can't get attribute 'summarize_chunk' on <module 'roofline.distributed.fanout'>"))
     assert fanout._environment_mismatch(ModuleNotFoundError("No module named 'roofline'"))
     assert not fanout._environment_mismatch(AttributeError("'NoneType' object has no attribute 'ts'"))
+
+
+def test_ranks_analysed_here_while_dask_loads_are_not_sent_to_the_cluster(tmp_path):
+    """Stopped at once and after its process has finished some: every task is either left for the cluster (in
+    its order) or started here, never both, never neither."""
+    from contextlib import ExitStack
+
+    paths = [_trace(tmp_path / f"r{r}.json.gz", r, 500, 1700, world=6) for r in range(6)]
+    tasks = [("trace", p, i, 6, None, False) for i, p in enumerate(paths)]
+    for settle in (False, True):
+        with ExitStack() as stack:
+            meanwhile = fanout._Meanwhile(tasks, stack)
+            if settle:
+                meanwhile.pending[0][1].result()
+            left, started = meanwhile.stop()
+            numbers = sorted([t[2] for t in left] + [n for f in started for n, _ in decode_summaries(f.result())])
+        assert numbers == list(range(6)) and left == sorted(left, key=lambda t: t[2])
+        assert not settle or [t[2] for t in left] != list(range(6))

@@ -160,9 +160,12 @@ def _in_processes(tasks: list[Task], jobs: int, stack: ExitStack) -> Iterator[by
 
 
 def _on_cluster(tasks: list[Task], address: str, stack: ExitStack) -> Iterator[bytes]:
-    """Chunks submitted to the cluster now (one task each, a few per worker thread), results gathered as they
-    finish. Connecting and submitting happen before this process analyses its own rank, so the cluster works
-    meanwhile."""
+    """Chunks submitted to the cluster now (one Dask task each, a few per worker thread), results gathered as
+    they finish. Importing Dask's client (~0.4 s) and connecting would leave the cluster idle: meanwhile a forked
+    process analyses ranks from the end of the list here (``_Meanwhile``), and the cluster gets those it has not
+    started. Connecting and submitting happen before this process analyses its own rank."""
+    meanwhile = _Meanwhile(tasks, stack) if len(tasks) > 1 and "fork" in multiprocessing.get_all_start_methods() \
+        else None
     try:
         from dask.distributed import Client, as_completed as dask_completed
     except ImportError:
@@ -172,11 +175,16 @@ def _on_cluster(tasks: list[Task], address: str, stack: ExitStack) -> Iterator[b
     except (OSError, TimeoutError, ValueError) as exc:
         raise RooflineError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
     stack.enter_context(client)
+    left, here = meanwhile.stop() if meanwhile else (tasks, [])
     threads = sum(w.get("nthreads", 1) for w in client.scheduler_info().get("workers", {}).values())
-    futures = client.map(summarize_chunk, chunked(tasks, max(threads, 1)), pure=False)
+    futures = client.map(summarize_chunk, chunked(left, max(threads, 1)), pure=False) if left else []
     stack.callback(_cancel, client, futures)
 
     def results() -> Iterator[bytes]:
+        for future in here:
+            yield future.result()
+        if not futures:
+            return
         try:
             for future, batch in dask_completed(futures, with_results=True):
                 future.release()
@@ -190,6 +198,27 @@ def _on_cluster(tasks: list[Task], address: str, stack: ExitStack) -> Iterator[b
                                 "scheduler and workers need roofline installed, the same version as here") from None
 
     return results()
+
+
+class _Meanwhile:
+    """One forked process analysing ranks, one at a time from the end of the list, until ``stop``. Forked before
+    Dask is imported (forking a process that runs Dask's threads is unsafe)."""
+
+    def __init__(self, tasks: list[Task], stack: ExitStack) -> None:
+        pool = stack.enter_context(ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")))
+        stack.callback(pool.shutdown, wait=True, cancel_futures=True)
+        self.pending = [(t, pool.submit(summarize_chunk, msgspec.msgpack.encode([t]))) for t in reversed(tasks)]
+
+    def stop(self) -> tuple[list[Task], list]:
+        """(the tasks not started here, in their order; the futures of those started here: done, running, or the
+        one queued to its process)."""
+        left, started = [], []
+        for task, future in self.pending:
+            if future.cancel():
+                left.append(task)
+            else:
+                started.append(future)
+        return left[::-1], started
 
 
 def _environment_mismatch(exc: BaseException) -> bool:
