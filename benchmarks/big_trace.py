@@ -372,23 +372,48 @@ def timed_cli_argv(paths: list[str], out: str, *extra: str) -> list[str]:
     return [sys.executable, "-c", _TIMED_CLI, "trace", *paths, "-o", out, *extra]
 
 
+QUIET_OTHER_CPUS = 0.1
+
+
+def start_cluster():
+    """A LocalCluster of two single-threaded worker processes, warmed (roofline imported), and the pids whose CPU
+    is ours (its workers, this process with its scheduler)."""
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                           silence_logs=40)
+    with Client(cluster.scheduler_address) as client:
+        client.run(__import__, "roofline.distributed.fanout")
+        pids = [os.getpid(), *client.run(os.getpid).values()]
+    return cluster, pids
+
+
 def bench_rank_job(name: str, paths: list[str], rounds: int, modes: dict[str, list[str]], out: str,
-                   ours: list[int], quiet_wait_s: float) -> dict:
+                   quiet_wait_s: float) -> dict:
     """``rounds`` alternations of the modes (order reversed every other round), each a fresh `roofline trace`;
-    with the machine's own two-process scaling measured between the modes of every round. Each run records the
-    CPUs other processes kept busy meanwhile (the machine's busy time less the command's, its pool's, the cluster
-    workers' and this process's), so a run disturbed by someone else's job shows as such."""
+    with the machine's own two-process scaling measured between the modes of every round. A cluster mode's
+    LocalCluster is started (and warmed) before its run and closed after it, so its idle processes never share
+    the machine with the other modes' runs. Each run records the CPUs other processes kept busy meanwhile (the
+    machine's busy time less the command's, its pool's, the cluster's and this process's), so a run disturbed by
+    someone else's job shows as such."""
     runs: dict[str, list[dict]] = {m: [] for m in modes}
     cpu_reference = []
     merged: dict = {}
     for round_ in range(rounds):
         order = list(modes.items()) if round_ % 2 == 0 else list(reversed(modes.items()))
         for mode, extra in order:
+            cluster, ours = start_cluster() if "{cluster}" in extra else (None, [os.getpid()])
+            if cluster is not None:
+                extra = [cluster.scheduler_address if a == "{cluster}" else a for a in extra]
             quiet = wait_for_quiet(quiet_wait_s, ours) if quiet_wait_s else {}
             load_before = os.getloadavg()[0]
             machine, mine = machine_cpu_s(), processes_cpu_s(ours)
-            r = run_child(timed_cli_argv(paths, out, "--no-html", *extra))
-            ours_cpu = processes_cpu_s(ours) - mine
+            try:
+                r = run_child(timed_cli_argv(paths, out, "--no-html", *extra))
+                ours_cpu = processes_cpu_s(ours) - mine
+            finally:
+                if cluster is not None:
+                    cluster.close()
             r["other_cpus"] = max(machine_cpu_s() - machine - r["cpu_s"] - ours_cpu, 0.0) / r["wall_s"]
             r["cluster_and_benchmark_cpu_s"] = ours_cpu
             r["load_average_before"] = load_before
@@ -405,6 +430,15 @@ def bench_rank_job(name: str, paths: list[str], rounds: int, modes: dict[str, li
     phase = {m: spread([r["rank_analysis_s"] for r in rs]) for m, rs in runs.items()}
     others = [m for m in modes if m != "jobs_1"]
     loads = [r[k] for rs in runs.values() for r in rs for k in ("load_average_before", "load_average_after")]
+    quiet_runs = {m: [r for r in rs if r["other_cpus"] < QUIET_OTHER_CPUS] for m, rs in runs.items()}
+    quiet = None
+    if all(quiet_runs.values()):
+        qw = {m: statistics.median(r["wall_s"] for r in rs) for m, rs in quiet_runs.items()}
+        qp = {m: statistics.median(r["rank_analysis_s"] for r in rs) for m, rs in quiet_runs.items()}
+        quiet = {"other_cpus_below": QUIET_OTHER_CPUS, "runs": {m: len(rs) for m, rs in quiet_runs.items()},
+                 "wall_s": qw, "rank_analysis_s": qp,
+                 "scaling_whole_command": {f"jobs_1_over_{m}": qw["jobs_1"] / qw[m] for m in others},
+                 "scaling_rank_analysis": {f"jobs_1_over_{m}": qp["jobs_1"] / qp[m] for m in others}}
     return {
         "ranks": len(paths),
         "wall_s": wall,
@@ -412,6 +446,7 @@ def bench_rank_job(name: str, paths: list[str], rounds: int, modes: dict[str, li
         "scaling_whole_command": {f"jobs_1_over_{m}": wall["jobs_1"]["median"] / wall[m]["median"] for m in others},
         "scaling_rank_analysis": {f"jobs_1_over_{m}": phase["jobs_1"]["median"] / phase[m]["median"] for m in others},
         "machine_two_process_scaling": spread([c["scaling"] for c in cpu_reference]),
+        "quiet_runs_only": quiet,
         "other_cpus_busy": {m: spread([r["other_cpus"] for r in rs]) for m, rs in runs.items()},
         "cpu_s": {m: spread([r["cpu_s"] + r["cluster_and_benchmark_cpu_s"] for r in rs]) for m, rs in runs.items()},
         "load_average_1min": {"min": min(loads), "max": max(loads), "median": statistics.median(loads)},
@@ -441,36 +476,26 @@ def bench_ranks(args) -> dict:
     out = str(job / "merged")
     os.environ["PYTHONPATH"] = str(REPO / "src")
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # children use .pyc files, as an installed package does
-    from distributed import Client, LocalCluster
-
-    started = time.perf_counter()
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                           silence_logs=40)
-    cluster_start_s = time.perf_counter() - started
-    with Client(cluster.scheduler_address) as client:  # workers import roofline once, before any timing
-        client.run(__import__, "roofline.distributed.fanout")
-        ours = [os.getpid(), *client.run(os.getpid).values()]
-    modes = {"jobs_1": ["--jobs", "1"], "jobs_2": ["--jobs", "2"],
-             "cluster_2_workers": ["--cluster", cluster.scheduler_address]}
+    modes = {"jobs_1": ["--jobs", "1"], "jobs_2": ["--jobs", "2"], "cluster_2_workers": ["--cluster", "{cluster}"]}
     results = {}
     try:
         for name, (fixture, ranks) in jobs.items():
             paths = build_rank_job(job / name, ranks, fixture=fixture)
             results[name] = {"rank_trace_from": str(fixture.relative_to(REPO)), "rank_trace_bytes": 
                              os.path.getsize(paths[0]),
-                             **bench_rank_job(name, paths, args.rank_rounds, modes, out, ours, args.quiet_wait)}
+                             **bench_rank_job(name, paths, args.rank_rounds, modes, out, args.quiet_wait)}
             shutil.rmtree(job / name, ignore_errors=True)
     finally:
-        cluster.close()
         shutil.rmtree(job, ignore_errors=True)
-    return {"jobs": results, "rounds": args.rank_rounds, "cluster_start_s": cluster_start_s,
+    return {"jobs": results, "rounds": args.rank_rounds,
             "tool": "roofline trace rank*.json.gz -o DIR --no-html with --jobs 1 | --jobs 2 | --cluster ADDRESS "
                     "(a LocalCluster of 2 single-threaded worker processes, started and warmed (roofline imported) "
-                    "beforehand, its scheduler in the benchmark's process), run as roofline.cli.main in a fresh "
+                    "before each cluster run and closed after it, its scheduler in the benchmark's process), run as roofline.cli.main in a fresh "
                     "interpreter with .pyc files. wall_s: the process's wall time (interpreter start, imports, "
                     "ranks, merge, doctor, report.json, console output); rank_analysis_s: distributed/fanout."
                     "summarize_all inside it (every rank analysed and its summary back in the command's process). "
-                    "Scaling: jobs-1 median / the mode's median. machine_two_process_scaling: a pure-Python loop "
+                    "Scaling: jobs-1 median / the mode's median (quiet_runs_only: the same over the runs during which "
+                    "other processes kept < 0.1 CPUs busy, when every mode has one). machine_two_process_scaling: a pure-Python loop "
                     "in 1 process vs split over 2, once per round (the ceiling the shared 2-core machine gave). "
                     "other_cpus_busy: CPUs other processes kept busy during each run (/proc/stat's busy time less "
                     "the command's, its pool's, the cluster workers' and the benchmark's own). cpu_s: the command's, "
@@ -552,6 +577,11 @@ def _table(results: dict) -> str:
             busy = ", ".join(f"{mode} {v['median']:.2f}" for mode, v in k["other_cpus_busy"].items())
             lines.append(f"  machine's own 2-process scaling {m['median']:.2f}x ({m['min']:.2f}-{m['max']:.2f}); "
                          f"CPUs others kept busy (median): {busy}; merged reports identical: {k['merged_identical']}")
+            q = k["quiet_runs_only"]
+            if q:
+                scal = ", ".join(f"{key} command {v:.2f}x, rank analysis {q['scaling_rank_analysis'][key]:.2f}x"
+                                 for key, v in q["scaling_whole_command"].items())
+                lines.append(f"  runs while others kept < {q['other_cpus_below']} CPUs busy ({q['runs']}): {scal}")
     return "\n".join(lines)
 
 
