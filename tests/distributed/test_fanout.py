@@ -14,7 +14,7 @@ from roofline.distributed import fanout
 from roofline.distributed.merge import merge_run_dir, merge_trace_files
 from roofline.distributed.rank_summary import decode_summaries, encode_summaries
 from roofline.errors import RooflineError
-from roofline.report import CollectiveSyncSite
+from roofline.report import CollectiveSyncSite, Report
 
 
 @pytest.fixture
@@ -73,6 +73,26 @@ def test_a_bad_rank_in_a_worker_is_one_clear_error(tmp_path, rank_traces):
         merge_trace_files(rank_traces + [str(bad)], jobs=2)
 
 
+def test_ranks_analysed_here_while_dask_loads_are_not_sent_to_the_cluster(tmp_path):
+    """Stopped at once and after its process has finished some: every task is either left for the cluster (in
+    its order) or started here, never both, never neither. (Before the tests that start a LocalCluster here.)"""
+    from contextlib import ExitStack
+
+    if not fanout._Meanwhile.can_start():
+        pytest.skip("another thread runs here (a LocalCluster's): forking would be unsafe")
+    paths = [_trace(tmp_path / f"r{r}.json.gz", r, 500, 1700, world=6) for r in range(6)]
+    tasks = [("trace", p, i, 6, None, False) for i, p in enumerate(paths)]
+    for settle in (False, True):
+        with ExitStack() as stack:
+            meanwhile = fanout._Meanwhile(tasks, stack)
+            if settle:
+                meanwhile.pending[0][1].result()
+            left, started = meanwhile.stop()
+            numbers = sorted([t[2] for t in left] + [n for f in started for n, _ in decode_summaries(f.result())])
+        assert numbers == list(range(6)) and left == sorted(left, key=lambda t: t[2])
+        assert not settle or [t[2] for t in left] != list(range(6))
+
+
 @pytest.fixture(scope="module")
 def dask_scheduler():
     """A LocalCluster of two single-threaded worker processes, as `--cluster` meets an existing one."""
@@ -86,6 +106,20 @@ def test_dask_cluster_merges_as_this_process_does(rank_traces, dask_scheduler):
     merged = merge_trace_files(rank_traces, cluster=dask_scheduler)
     _same_report(merge_trace_files(rank_traces), merged)
     assert merged.distributed.stragglers[0].rank == 1
+
+
+def test_a_fresh_process_analyses_ranks_while_dask_loads_and_merges_the_same(tmp_path, rank_traces, dask_scheduler):
+    """As the CLI runs: no thread before Dask's client, so a forked process analyses ranks meanwhile."""
+    code = ("import sys\nfrom roofline.distributed import fanout\nfrom roofline.distributed.merge import merge_trace_files\n"
+            "stop = fanout._Meanwhile.stop\n"
+            "def counted(self):\n    left, started = stop(self)\n    print(len(left) + len(started), file=sys.stderr)\n"
+            "    return left, started\n"
+            "fanout._Meanwhile.stop = counted\n"
+            f"merge_trace_files({rank_traces!r}, cluster={dask_scheduler!r}).save({str(tmp_path / 'r.json')!r})")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.stderr.strip().splitlines()[-1] == "2"  # the two ranks after the first went through it
+    _same_report(merge_trace_files(rank_traces), Report.load(tmp_path / "r.json"))
 
 
 def test_many_ranks_in_chunks_merge_identically_here_in_processes_and_on_a_cluster(tmp_path, dask_scheduler,
@@ -149,21 +183,3 @@ def test_a_cluster_without_this_roofline_is_named_as_such():
         "Can't get attribute 'summarize_chunk' on <module 'roofline.distributed.fanout'>"))
     assert fanout._environment_mismatch(ModuleNotFoundError("No module named 'roofline'"))
     assert not fanout._environment_mismatch(AttributeError("'NoneType' object has no attribute 'ts'"))
-
-
-def test_ranks_analysed_here_while_dask_loads_are_not_sent_to_the_cluster(tmp_path):
-    """Stopped at once and after its process has finished some: every task is either left for the cluster (in
-    its order) or started here, never both, never neither."""
-    from contextlib import ExitStack
-
-    paths = [_trace(tmp_path / f"r{r}.json.gz", r, 500, 1700, world=6) for r in range(6)]
-    tasks = [("trace", p, i, 6, None, False) for i, p in enumerate(paths)]
-    for settle in (False, True):
-        with ExitStack() as stack:
-            meanwhile = fanout._Meanwhile(tasks, stack)
-            if settle:
-                meanwhile.pending[0][1].result()
-            left, started = meanwhile.stop()
-            numbers = sorted([t[2] for t in left] + [n for f in started for n, _ in decode_summaries(f.result())])
-        assert numbers == list(range(6)) and left == sorted(left, key=lambda t: t[2])
-        assert not settle or [t[2] for t in left] != list(range(6))

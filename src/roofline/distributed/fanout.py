@@ -24,6 +24,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import threading
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import ExitStack
 from pathlib import Path
@@ -164,8 +165,7 @@ def _on_cluster(tasks: list[Task], address: str, stack: ExitStack) -> Iterator[b
     they finish. Importing Dask's client (~0.4 s) and connecting would leave the cluster idle: meanwhile a forked
     process analyses ranks from the end of the list here (``_Meanwhile``), and the cluster gets those it has not
     started. Connecting and submitting happen before this process analyses its own rank."""
-    meanwhile = _Meanwhile(tasks, stack) if len(tasks) > 1 and "fork" in multiprocessing.get_all_start_methods() \
-        else None
+    meanwhile = _Meanwhile(tasks, stack) if len(tasks) > 1 and _Meanwhile.can_start() else None
     try:
         from dask.distributed import Client, as_completed as dask_completed
     except ImportError:
@@ -202,7 +202,12 @@ def _on_cluster(tasks: list[Task], address: str, stack: ExitStack) -> Iterator[b
 
 class _Meanwhile:
     """One forked process analysing ranks, one at a time from the end of the list, until ``stop``. Forked before
-    Dask is imported (forking a process that runs Dask's threads is unsafe)."""
+    Dask is imported, and only from a process with no other thread (a child would inherit their locks held): not
+    from one whose Dask client (or anything else) already runs threads."""
+
+    @staticmethod
+    def can_start() -> bool:
+        return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
 
     def __init__(self, tasks: list[Task], stack: ExitStack) -> None:
         pool = stack.enter_context(ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")))
