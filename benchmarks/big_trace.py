@@ -498,19 +498,20 @@ def bench_ranks(args) -> dict:
     finally:
         shutil.rmtree(job, ignore_errors=True)
     return {"jobs": results, "rounds": args.rank_rounds,
-            "tool": "roofline trace rank*.json.gz -o DIR --no-html with --jobs 1 | --jobs 2 | --cluster ADDRESS "
-                    "(a LocalCluster of 2 single-threaded worker processes, started and warmed (roofline imported) "
-                    "before each cluster run and closed after it, its scheduler in the benchmark's process), run as roofline.cli.main in a fresh "
-                    "interpreter with .pyc files. wall_s: the process's wall time (interpreter start, imports, "
-                    "ranks, merge, doctor, report.json, console output); rank_analysis_s: distributed/fanout."
-                    "summarize_all inside it (every rank analysed and its summary back in the command's process). "
-                    "Scaling: jobs-1 median / the mode's median (quiet_runs_only: the same over the runs during which "
-                    "other processes kept < 0.1 CPUs busy, when every mode has one). machine_two_process_scaling: a pure-Python loop "
-                    "in 1 process vs split over 2, once per round (the ceiling the shared 2-core machine gave). "
-                    "other_cpus_busy: CPUs other processes kept busy during each run (/proc/stat's busy time less "
-                    "the command's, its pool's, the cluster workers' and the benchmark's own). cpu_s: the command's, "
-                    "its pool's, the cluster workers' and the benchmark's (scheduler) CPU time. "
-                    "Peak RSS is the command's and its pool's, not the cluster workers'."}
+            "tool": ("roofline trace rank*.json.gz -o DIR --no-html with --jobs 1 | --jobs 2 | --cluster ADDRESS (a "
+                     "LocalCluster of 2 single-threaded worker processes, started and warmed (roofline imported) "
+                     "before each cluster run and closed after it, its scheduler in the benchmark's process), run as "
+                     "roofline.cli.main in a fresh interpreter with .pyc files. wall_s: the process's wall time "
+                     "(interpreter start, imports, ranks, merge, doctor, report.json, console output); "
+                     "rank_analysis_s: distributed/fanout.summarize_all inside it (every rank analysed and its "
+                     "summary back in the command's process). Scaling: jobs-1 median / the mode's median "
+                     "(quiet_runs_only: the same over the runs during which other processes kept < 0.1 CPUs busy, "
+                     "when every mode has one). machine_two_process_scaling: a pure-Python loop in 1 process vs split "
+                     "over 2, once per round (the ceiling the shared 2-core machine gave). other_cpus_busy: CPUs "
+                     "other processes kept busy during each run (/proc/stat's busy time less the command's, its "
+                     "pool's, the cluster workers' and the benchmark's own). cpu_s: the command's, its pool's, the "
+                     "cluster workers' and the benchmark's (scheduler) CPU time. "
+                     "Peak RSS is the command's and its pool's, not the cluster workers'.")}
 
 
 def _machine() -> dict:

@@ -110,7 +110,8 @@ def test_dask_cluster_merges_as_this_process_does(rank_traces, dask_scheduler):
 
 def test_a_fresh_process_analyses_ranks_while_dask_loads_and_merges_the_same(tmp_path, rank_traces, dask_scheduler):
     """As the CLI runs: no thread before Dask's client, so a forked process analyses ranks meanwhile."""
-    code = ("import sys\nfrom roofline.distributed import fanout\nfrom roofline.distributed.merge import merge_trace_files\n"
+    code = ("import sys\nfrom roofline.distributed import fanout\n"
+            "from roofline.distributed.merge import merge_trace_files\n"
             "stop = fanout._Meanwhile.stop\n"
             "def counted(self):\n    left, started = stop(self)\n    print(len(left) + len(started), file=sys.stderr)\n"
             "    return left, started\n"
