@@ -11,7 +11,7 @@ LocalCluster of two workers.
 3. ``--ranks 256``: rank traces made from the small bad-syncs fixture (one per rank: its own distributedInfo, an
    NCCL all-reduce per step, rank 3 a straggler that sleeps before it), merged by `roofline trace rank*.json.gz`
    with ``--jobs 1``, ``--jobs 2`` and ``--cluster`` (a LocalCluster of two single-threaded worker processes,
-   started before the timing); ``--heavy-ranks 64``: the same from the llama training fixture, whose ranks take
+   started before the timing); ``--heavy-ranks 32``: the same from the llama training fixture, whose ranks take
    ~0.4 s each, so analysis outweighs every fixed cost. The whole command and its rank-analysis phase are timed;
    scaling = jobs-1 time / jobs-2 (cluster) time, beside the machine's own two-process scaling of a pure-Python
    loop measured in the same rounds, and the load average.
@@ -529,7 +529,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gb-repeat", type=int, default=100)
     parser.add_argument("--gb-rounds", type=int, default=1)
     parser.add_argument("--ranks", type=int, default=256)
-    parser.add_argument("--heavy-ranks", type=int, default=64,
+    parser.add_argument("--heavy-ranks", type=int, default=32,
                         help="ranks of a second job made from the llama training fixture (~0.4 s a rank); 0: none")
     parser.add_argument("--rank-rounds", type=int, default=3)
     parser.add_argument("--quiet-wait", type=float, default=0,
