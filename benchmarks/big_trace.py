@@ -9,9 +9,12 @@ LocalCluster of two workers.
 2. ``--gb-repeat 100``: the same built 100 times (~1 GB); the whole `roofline trace` once (HTA is not run: it
    needs ~6 GB here). The file is deleted afterwards.
 3. ``--ranks 256``: rank traces made from the small bad-syncs fixture (one per rank: its own distributedInfo, an
-   NCCL all-reduce per step, one straggler that sleeps before it), merged by `roofline trace rank*.json.gz` with
-   ``--jobs 1``, ``--jobs 2`` and ``--cluster`` (a LocalCluster of two single-threaded worker processes, started
-   before the timing). Scaling = jobs-1 time / jobs-2 time.
+   NCCL all-reduce per step, rank 3 a straggler that sleeps before it), merged by `roofline trace rank*.json.gz`
+   with ``--jobs 1``, ``--jobs 2`` and ``--cluster`` (a LocalCluster of two single-threaded worker processes,
+   started before the timing); ``--heavy-ranks 32``: the same from the llama training fixture, whose ranks take
+   ~0.4 s each, so analysis outweighs every fixed cost. The whole command and its rank-analysis phase are timed;
+   scaling = jobs-1 time / jobs-2 (cluster) time, beside the machine's own two-process scaling of a pure-Python
+   loop measured in the same rounds, and the load average.
 
 Every timed run is a fresh subprocess; its wall time is measured by this process and its peak RSS is wait4's
 ru_maxrss (the largest of the process and its children, so HTA's forked parser pool counts). Writes
@@ -137,7 +140,7 @@ def run_child(argv: list[str]) -> dict:
         launch = [sys.executable, "-c", _LAUNCHER, rss.name, *argv]
         pid = os.posix_spawn(launch[0], launch, env, file_actions=[(os.POSIX_SPAWN_DUP2, out.fileno(), 1),
                                                                     (os.POSIX_SPAWN_DUP2, err.fileno(), 2)])
-        _, status, _ = os.wait4(pid, 0)
+        _, status, usage = os.wait4(pid, 0)
         wall = time.perf_counter() - start
         code = os.waitstatus_to_exitcode(status)
         peak = int(rss.read() or 0) * 1024
@@ -157,6 +160,7 @@ def run_child(argv: list[str]) -> dict:
         result = {}
     result["wall_s"] = wall
     result["peak_rss_bytes"] = peak
+    result["cpu_s"] = usage.ru_utime + usage.ru_stime
     return result
 
 
@@ -251,13 +255,15 @@ def bench_gb(args) -> dict:
 
 def build_rank_job(out_dir: Path, ranks: int, straggler: int = 3, fixture: Path = RANK_FIXTURE) -> list[str]:
     """One trace per rank from ``fixture``: its distributedInfo, an NCCL all-reduce (4 MiB of fp32) ending each
-    step; rank ``straggler`` sleeps 2 ms on the host first, so its all-reduce is short and the others wait."""
+    step; rank ``straggler`` sleeps on the host first (2 ms, or a quarter of the median step if that is longer),
+    so its all-reduce is short and the others wait."""
     data = json.loads(gzip.decompress(fixture.read_bytes()))
     events = data.pop("traceEvents")
     steps = [e for e in events if e.get("cat") == "user_annotation" and str(e.get("name")).startswith("ProfilerStep#")]
     steps = sorted({e["name"]: e for e in steps}.values(), key=lambda e: e["ts"])
     pid = next(e["pid"] for e in events if e.get("cat") == "kernel")
     host_pid, host_tid = steps[0]["pid"], steps[0]["tid"]
+    sleep_us = max(2000.0, round(0.25 * statistics.median(e["dur"] for e in steps)))
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for rank in range(ranks):
@@ -265,10 +271,11 @@ def build_rank_job(out_dir: Path, ranks: int, straggler: int = 3, fixture: Path 
         for n, step in enumerate(steps):
             end = step["ts"] + step["dur"]
             slow = rank == straggler
-            comm_us = 300.0 if slow else 2300.0
+            comm_us = 300.0 if slow else sleep_us + 300.0
             if slow:
                 extra.append({"ph": "X", "cat": "python_function", "name": "<built-in function sleep>",
-                              "pid": host_pid, "tid": host_tid, "ts": end - 2400.0, "dur": 2000.0, "args": {}})
+                              "pid": host_pid, "tid": host_tid, "ts": end - sleep_us - 400.0, "dur": sleep_us,
+                              "args": {}})
             extra.append({"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": pid,
                           "tid": 13, "ts": end - comm_us - 10.0, "dur": comm_us,
                           "args": {"device": 0, "stream": 13, "correlation": 9_000_000 + n,
@@ -282,49 +289,229 @@ def build_rank_job(out_dir: Path, ranks: int, straggler: int = 3, fixture: Path 
     return paths
 
 
-def bench_ranks(args) -> dict:
-    job = Path(f"/tmp/roofline-ranks-{os.getpid()}")
-    paths = build_rank_job(job / "traces", args.ranks)
-    out = str(job / "merged")
-    os.environ["PYTHONPATH"] = str(REPO / "src")
+# The real CLI (roofline.cli.main, as `python -m roofline` runs it) with the rank-analysis phase timed: every rank
+# analysed and its summary back in this process (distributed/fanout.summarize_all), printed as JSON last.
+_TIMED_CLI = """
+import json, sys, time
+from roofline.distributed import fanout
+phase = {}
+summarize_all = fanout.summarize_all
+def timed(*args, **kwargs):
+    start = time.perf_counter()
+    try:
+        return summarize_all(*args, **kwargs)
+    finally:
+        phase["rank_analysis_s"] = time.perf_counter() - start
+fanout.summarize_all = timed
+from roofline.cli import main
+code = main(sys.argv[1:])
+print(json.dumps(phase))
+sys.exit(code)
+"""
+
+# What the machine itself gives two processes at the moment: a fixed amount of pure-Python integer work in one
+# process, then split between two (forked) processes. Its ratio is the ceiling for any CPU-bound work here.
+_CPU_REFERENCE = """
+import json, os, sys, time
+def work(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+n = 6_000_000
+start = time.perf_counter()
+work(n)
+one = time.perf_counter() - start
+start = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    work(n // 2)
+    os._exit(0)
+work(n // 2)
+os.waitpid(pid, 0)
+two = time.perf_counter() - start
+print(json.dumps({"one_process_s": one, "two_processes_s": two, "scaling": one / two}))
+"""
+
+
+def machine_cpu_s() -> float:
+    """CPU seconds every CPU of the machine has been busy since boot, whoever ran (/proc/stat)."""
+    with open("/proc/stat") as fh:
+        ticks = [int(x) for x in fh.readline().split()[1:9]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def processes_cpu_s(pids: list[int]) -> float:
+    """CPU seconds of these processes so far (/proc/PID/stat utime + stime), this one's from os.times()."""
+    total = 0.0
+    for pid in pids:
+        if pid == os.getpid():
+            t = os.times()
+            total += t.user + t.system
+            continue
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def wait_for_quiet(max_wait_s: float, ours: list[int], busy_cpus: float = 0.15) -> dict:
+    """Wait (at most ``max_wait_s``) for a second in which other processes kept less than ``busy_cpus`` CPUs busy;
+    what was waited and the last second's figure."""
+    waited, others = 0.0, 0.0
+    while True:
+        machine, mine = machine_cpu_s(), processes_cpu_s(ours)
+        time.sleep(1.0)
+        others = max((machine_cpu_s() - machine) - (processes_cpu_s(ours) - mine), 0.0)
+        waited += 1.0
+        if others < busy_cpus or waited >= max_wait_s:
+            return {"waited_s": waited, "other_cpus_before": others}
+
+
+def timed_cli_argv(paths: list[str], out: str, *extra: str) -> list[str]:
+    return [sys.executable, "-c", _TIMED_CLI, "trace", *paths, "-o", out, *extra]
+
+
+QUIET_OTHER_CPUS = 0.1
+
+
+def start_cluster():
+    """A LocalCluster of two single-threaded worker processes, warmed (roofline imported), and the pids whose CPU
+    is ours (its workers, this process with its scheduler)."""
     from distributed import Client, LocalCluster
 
-    started = time.perf_counter()
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                            silence_logs=40)
-    cluster_start_s = time.perf_counter() - started
-    with Client(cluster.scheduler_address) as client:  # workers import roofline once, before any timing
+    with Client(cluster.scheduler_address) as client:
         client.run(__import__, "roofline.distributed.fanout")
-    modes = {"jobs_1": ["--jobs", "1"], "jobs_2": ["--jobs", "2"],
-             "cluster_2_workers": ["--cluster", cluster.scheduler_address]}
+        pids = [os.getpid(), *client.run(os.getpid).values()]
+    return cluster, pids
+
+
+def bench_rank_job(name: str, paths: list[str], rounds: int, modes: dict[str, list[str]], out: str,
+                   quiet_wait_s: float, retry_disturbed: int = 0) -> dict:
+    """``rounds`` alternations of the modes (order reversed every other round), each a fresh `roofline trace`;
+    with the machine's own two-process scaling measured between the modes of every round. A cluster mode's
+    LocalCluster is started (and warmed) before its run and closed after it, so its idle processes never share
+    the machine with the other modes' runs. Each run records the CPUs other processes kept busy meanwhile (the
+    machine's busy time less the command's, its pool's, the cluster's and this process's), so a run disturbed by
+    someone else's job shows as such; with ``retry_disturbed``, such a run is made again (up to that many times)
+    and the attempts kept beside the run that counts."""
     runs: dict[str, list[dict]] = {m: [] for m in modes}
+    cpu_reference = []
     merged: dict = {}
-    try:
-        for round_ in range(args.rank_rounds):
-            for mode, extra in (list(modes.items()) if round_ % 2 == 0 else list(reversed(modes.items()))):
-                r = run_child(roofline_trace_argv(paths, out, "--no-html", *extra))
-                r["load_average"] = os.getloadavg()[0]
-                runs[mode].append(r)
-                print(f"ranks round {round_} {mode}: {r['wall_s']:.1f} s, {r['peak_rss_bytes'] / 2**20:.0f} MB",
-                      flush=True)
-                report = json.loads((Path(out) / "report.json").read_text())
-                merged[mode] = {"ranks": len(report["ranks"]),
-                                "stragglers": [s["rank"] for s in report["distributed"]["stragglers"]],
-                                "world_size": report["environment"]["world_size"]}
-    finally:
-        cluster.close()
-        shutil.rmtree(job, ignore_errors=True)
+    for round_ in range(rounds):
+        order = list(modes.items()) if round_ % 2 == 0 else list(reversed(modes.items()))
+        for mode, extra in order:
+            cluster, ours = start_cluster() if "{cluster}" in extra else (None, [os.getpid()])
+            if cluster is not None:
+                extra = [cluster.scheduler_address if a == "{cluster}" else a for a in extra]
+            disturbed = []
+            try:
+                for attempt in range(retry_disturbed + 1):
+                    quiet = wait_for_quiet(quiet_wait_s, ours) if quiet_wait_s else {}
+                    load_before = os.getloadavg()[0]
+                    machine, mine = machine_cpu_s(), processes_cpu_s(ours)
+                    r = run_child(timed_cli_argv(paths, out, "--no-html", *extra))
+                    ours_cpu = processes_cpu_s(ours) - mine
+                    r["other_cpus"] = max(machine_cpu_s() - machine - r["cpu_s"] - ours_cpu, 0.0) / r["wall_s"]
+                    r["cluster_and_benchmark_cpu_s"] = ours_cpu
+                    r["load_average_before"] = load_before
+                    r["load_average_after"] = os.getloadavg()[0]
+                    r["round"] = round_
+                    r.update(quiet)
+                    if r["other_cpus"] < QUIET_OTHER_CPUS or attempt == retry_disturbed:
+                        break
+                    disturbed.append(r)
+                    print(f"{name} round {round_} {mode}: {r['wall_s']:.2f} s, others kept {r['other_cpus']:.2f} "
+                          "CPUs busy: run again", flush=True)
+            finally:
+                if cluster is not None:
+                    cluster.close()
+            r["disturbed_attempts"] = disturbed
+            runs[mode].append(r)
+            print(f"{name} round {round_} {mode}: {r['wall_s']:.2f} s (rank analysis {r['rank_analysis_s']:.2f} s), "
+                  f"others kept {r['other_cpus']:.2f} CPUs busy, load {load_before:.2f}", flush=True)
+            report = json.loads((Path(out) / "report.json").read_text())
+            merged[mode] = _merged_digest(report)
+        cpu_reference.append(run_child([sys.executable, "-c", _CPU_REFERENCE]))
     wall = {m: spread([r["wall_s"] for r in rs]) for m, rs in runs.items()}
-    return {"ranks": args.ranks, "rank_trace_from": str(RANK_FIXTURE.relative_to(REPO)),
-            "wall_s": wall,
-            "peak_rss_bytes": {m: spread([r["peak_rss_bytes"] for r in rs]) for m, rs in runs.items()},
-            "scaling_jobs_1_over_jobs_2": wall["jobs_1"]["median"] / wall["jobs_2"]["median"],
-            "scaling_jobs_1_over_cluster": wall["jobs_1"]["median"] / wall["cluster_2_workers"]["median"],
-            "cluster_start_s": cluster_start_s, "merged": merged,
-            "tool": "roofline trace rank*.json.gz -o DIR --no-html with --jobs 1 | --jobs 2 | --cluster ADDRESS "
-                    "(a LocalCluster of 2 single-threaded worker processes, started and warmed (roofline imported) "
-                    "beforehand, its scheduler in the benchmark's process; wall time of the "
-                    "command; peak RSS is the command's and its pool's, not the cluster workers')"}
+    phase = {m: spread([r["rank_analysis_s"] for r in rs]) for m, rs in runs.items()}
+    others = [m for m in modes if m != "jobs_1"]
+    loads = [r[k] for rs in runs.values() for r in rs for k in ("load_average_before", "load_average_after")]
+    quiet_runs = {m: [r for r in rs if r["other_cpus"] < QUIET_OTHER_CPUS] for m, rs in runs.items()}
+    quiet = None
+    if all(quiet_runs.values()):
+        qw = {m: statistics.median(r["wall_s"] for r in rs) for m, rs in quiet_runs.items()}
+        qp = {m: statistics.median(r["rank_analysis_s"] for r in rs) for m, rs in quiet_runs.items()}
+        quiet = {"other_cpus_below": QUIET_OTHER_CPUS, "runs": {m: len(rs) for m, rs in quiet_runs.items()},
+                 "wall_s": qw, "rank_analysis_s": qp,
+                 "scaling_whole_command": {f"jobs_1_over_{m}": qw["jobs_1"] / qw[m] for m in others},
+                 "scaling_rank_analysis": {f"jobs_1_over_{m}": qp["jobs_1"] / qp[m] for m in others}}
+    return {
+        "ranks": len(paths),
+        "wall_s": wall,
+        "rank_analysis_s": phase,
+        "scaling_whole_command": {f"jobs_1_over_{m}": wall["jobs_1"]["median"] / wall[m]["median"] for m in others},
+        "scaling_rank_analysis": {f"jobs_1_over_{m}": phase["jobs_1"]["median"] / phase[m]["median"] for m in others},
+        "machine_two_process_scaling": spread([c["scaling"] for c in cpu_reference]),
+        "quiet_runs_only": quiet,
+        "other_cpus_busy": {m: spread([r["other_cpus"] for r in rs]) for m, rs in runs.items()},
+        "cpu_s": {m: spread([r["cpu_s"] + r["cluster_and_benchmark_cpu_s"] for r in rs]) for m, rs in runs.items()},
+        "load_average_1min": {"min": min(loads), "max": max(loads), "median": statistics.median(loads)},
+        "peak_rss_bytes": {m: spread([r["peak_rss_bytes"] for r in rs]) for m, rs in runs.items()},
+        "merged": merged,
+        "merged_identical": all(merged[m] == merged["jobs_1"] for m in merged),
+        "runs": runs,
+        "cpu_reference_runs": cpu_reference,
+    }
+
+
+def _merged_digest(report: dict) -> dict:
+    """What must not depend on where the ranks were analysed: the rank table, stragglers, the collectives."""
+    dist = report["distributed"]
+    return {"ranks": len(report["ranks"]), "stragglers": [s["rank"] for s in dist["stragglers"]],
+            "world_size": report["environment"]["world_size"],
+            "exposed_communication_s": [r["exposed_communication_s"] for r in report["ranks"]],
+            "busy_time_s": [r["busy_time_s"] for r in report["ranks"]],
+            "collectives": dist["collectives"]}
+
+
+def bench_ranks(args) -> dict:
+    job = Path(f"/tmp/roofline-ranks-{os.getpid()}")
+    jobs = {f"bad_syncs_{args.ranks}": (RANK_FIXTURE, args.ranks)}
+    if args.heavy_ranks:
+        jobs[f"llama_train_{args.heavy_ranks}"] = (FIXTURE, args.heavy_ranks)
+    out = str(job / "merged")
+    os.environ["PYTHONPATH"] = str(REPO / "src")
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # children use .pyc files, as an installed package does
+    modes = {"jobs_1": ["--jobs", "1"], "jobs_2": ["--jobs", "2"], "cluster_2_workers": ["--cluster", "{cluster}"]}
+    results = {}
+    try:
+        for name, (fixture, ranks) in jobs.items():
+            paths = build_rank_job(job / name, ranks, fixture=fixture)
+            results[name] = {"rank_trace_from": str(fixture.relative_to(REPO)), "rank_trace_bytes": 
+                             os.path.getsize(paths[0]),
+                             **bench_rank_job(name, paths, args.rank_rounds, modes, out, args.quiet_wait,
+                                              args.retry_disturbed)}
+            shutil.rmtree(job / name, ignore_errors=True)
+    finally:
+        shutil.rmtree(job, ignore_errors=True)
+    return {"jobs": results, "rounds": args.rank_rounds,
+            "tool": ("roofline trace rank*.json.gz -o DIR --no-html with --jobs 1 | --jobs 2 | --cluster ADDRESS (a "
+                     "LocalCluster of 2 single-threaded worker processes, started and warmed (roofline imported) "
+                     "before each cluster run and closed after it, its scheduler in the benchmark's process), run as "
+                     "roofline.cli.main in a fresh interpreter with .pyc files. wall_s: the process's wall time "
+                     "(interpreter start, imports, ranks, merge, doctor, report.json, console output); "
+                     "rank_analysis_s: distributed/fanout.summarize_all inside it (every rank analysed and its "
+                     "summary back in the command's process). Scaling: jobs-1 median / the mode's median "
+                     "(quiet_runs_only: the same over the runs during which other processes kept < 0.1 CPUs busy, "
+                     "when every mode has one). machine_two_process_scaling: a pure-Python loop in 1 process vs split "
+                     "over 2, once per round (the ceiling the shared 2-core machine gave). other_cpus_busy: CPUs "
+                     "other processes kept busy during each run (/proc/stat's busy time less the command's, its "
+                     "pool's, the cluster workers' and the benchmark's own). cpu_s: the command's, its pool's, the "
+                     "cluster workers' and the benchmark's (scheduler) CPU time. "
+                     "Peak RSS is the command's and its pool's, not the cluster workers'.")}
 
 
 def _machine() -> dict:
@@ -342,7 +529,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gb-repeat", type=int, default=100)
     parser.add_argument("--gb-rounds", type=int, default=1)
     parser.add_argument("--ranks", type=int, default=256)
+    parser.add_argument("--heavy-ranks", type=int, default=32,
+                        help="ranks of a second job made from the llama training fixture (~0.4 s a rank); 0: none")
     parser.add_argument("--rank-rounds", type=int, default=3)
+    parser.add_argument("--quiet-wait", type=float, default=0,
+                        help="before each rank run, wait up to this many seconds for a second in which other "
+                             "processes keep < 0.15 CPUs busy (a shared machine); 0: do not wait")
+    parser.add_argument("--retry-disturbed", type=int, default=0,
+                        help="make a rank run again (up to N times) when other processes kept >= 0.1 CPUs busy "
+                             "during it; every attempt is kept in the JSON")
     parser.add_argument("--out-dir", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     command = " ".join(["python", "benchmarks/big_trace.py", *(argv if argv is not None else sys.argv[1:])])
@@ -381,10 +576,26 @@ def _table(results: dict) -> str:
         lines.append(f"{g['trace']['bytes'] / 1e9:.2f} GB trace: roofline trace {g['wall_s']['median']:.1f} s, "
                      f"{g['peak_rss_bytes']['median'] / mb:.0f} MB (targets 60 s, 2048 MB)")
     if "ranks" in results:
-        k = results["ranks"]
-        walls = ", ".join(f"{m} {s['median']:.1f} s" for m, s in k["wall_s"].items())
-        lines.append(f"{k['ranks']} ranks merged: {walls}; scaling jobs 1/2 {k['scaling_jobs_1_over_jobs_2']:.2f}x, "
-                     f"jobs 1/cluster {k['scaling_jobs_1_over_cluster']:.2f}x")
+        for name, k in results["ranks"]["jobs"].items():
+            w, p = k["wall_s"], k["rank_analysis_s"]
+            lines.append(f"{name} ({k['ranks']} ranks), median (min-max) of {results['ranks']['rounds']} rounds, "
+                         f"load {k['load_average_1min']['min']:.1f}-{k['load_average_1min']['max']:.1f}:")
+            for mode in w:
+                lines.append(f"  {mode:18s} command {w[mode]['median']:6.2f} s ({w[mode]['min']:.2f}-"
+                             f"{w[mode]['max']:.2f})  rank analysis {p[mode]['median']:6.2f} s ({p[mode]['min']:.2f}-"
+                             f"{p[mode]['max']:.2f})")
+            for key, value in k["scaling_whole_command"].items():
+                lines.append(f"  scaling {key}: command {value:.2f}x, rank analysis "
+                             f"{k['scaling_rank_analysis'][key]:.2f}x")
+            m = k["machine_two_process_scaling"]
+            busy = ", ".join(f"{mode} {v['median']:.2f}" for mode, v in k["other_cpus_busy"].items())
+            lines.append(f"  machine's own 2-process scaling {m['median']:.2f}x ({m['min']:.2f}-{m['max']:.2f}); "
+                         f"CPUs others kept busy (median): {busy}; merged reports identical: {k['merged_identical']}")
+            q = k["quiet_runs_only"]
+            if q:
+                scal = ", ".join(f"{key} command {v:.2f}x, rank analysis {q['scaling_rank_analysis'][key]:.2f}x"
+                                 for key, v in q["scaling_whole_command"].items())
+                lines.append(f"  runs while others kept < {q['other_cpus_below']} CPUs busy ({q['runs']}): {scal}")
     return "\n".join(lines)
 
 

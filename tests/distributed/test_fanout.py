@@ -12,8 +12,9 @@ from rank_traces import write_rank_trace as _trace
 from roofline.analyze.trace_file import analyze_trace_file
 from roofline.distributed import fanout
 from roofline.distributed.merge import merge_run_dir, merge_trace_files
+from roofline.distributed.rank_summary import decode_summaries, encode_summaries
 from roofline.errors import RooflineError
-
+from roofline.report import CollectiveSyncSite, Report
 
 
 @pytest.fixture
@@ -72,13 +73,91 @@ def test_a_bad_rank_in_a_worker_is_one_clear_error(tmp_path, rank_traces):
         merge_trace_files(rank_traces + [str(bad)], jobs=2)
 
 
-def test_dask_cluster_merges_as_this_process_does(rank_traces):
+def test_ranks_analysed_here_while_dask_loads_are_not_sent_to_the_cluster(tmp_path):
+    """Stopped at once and after its process has finished some: every task is either left for the cluster (in
+    its order) or started here, never both, never neither. (Before the tests that start a LocalCluster here.)"""
+    from contextlib import ExitStack
+
+    if not fanout._Meanwhile.can_start():
+        pytest.skip("another thread runs here (a LocalCluster's): forking would be unsafe")
+    paths = [_trace(tmp_path / f"r{r}.json.gz", r, 500, 1700, world=6) for r in range(6)]
+    tasks = [("trace", p, i, 6, None, False) for i, p in enumerate(paths)]
+    for settle in (False, True):
+        with ExitStack() as stack:
+            meanwhile = fanout._Meanwhile(tasks, stack)
+            if settle:
+                meanwhile.pending[0][1].result()
+            left, started = meanwhile.stop()
+            numbers = sorted([t[2] for t in left] + [n for f in started for n, _ in decode_summaries(f.result())])
+        assert numbers == list(range(6)) and left == sorted(left, key=lambda t: t[2])
+        assert not settle or [t[2] for t in left] != list(range(6))
+
+
+@pytest.fixture(scope="module")
+def dask_scheduler():
+    """A LocalCluster of two single-threaded worker processes, as `--cluster` meets an existing one."""
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                                   silence_logs=40) as cluster:
-        merged = merge_trace_files(rank_traces, cluster=cluster.scheduler_address)
+        yield cluster.scheduler_address
+
+
+def test_dask_cluster_merges_as_this_process_does(rank_traces, dask_scheduler):
+    merged = merge_trace_files(rank_traces, cluster=dask_scheduler)
     _same_report(merge_trace_files(rank_traces), merged)
     assert merged.distributed.stragglers[0].rank == 1
+
+
+def test_a_fresh_process_analyses_ranks_while_dask_loads_and_merges_the_same(tmp_path, rank_traces, dask_scheduler):
+    """As the CLI runs: no thread before Dask's client, so a forked process analyses ranks meanwhile."""
+    code = ("import sys\nfrom roofline.distributed import fanout\n"
+            "from roofline.distributed.merge import merge_trace_files\n"
+            "stop = fanout._Meanwhile.stop\n"
+            "def counted(self):\n    left, started = stop(self)\n    print(len(left) + len(started), file=sys.stderr)\n"
+            "    return left, started\n"
+            "fanout._Meanwhile.stop = counted\n"
+            f"merge_trace_files({rank_traces!r}, cluster={dask_scheduler!r}).save({str(tmp_path / 'r.json')!r})")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.stderr.strip().splitlines()[-1] == "2"  # the two ranks after the first went through it
+    _same_report(merge_trace_files(rank_traces), Report.load(tmp_path / "r.json"))
+
+
+def test_many_ranks_in_chunks_merge_identically_here_in_processes_and_on_a_cluster(tmp_path, dask_scheduler,
+                                                                                  monkeypatch):
+    """Ten ranks, rank 3 the straggler, rank 0 not the first file (so the base is analysed again here), sent in
+    uneven chunks: the three ways give one report, its exposed communication computed from the summaries."""
+    monkeypatch.setattr(fanout, "CHUNKS_PER_WORKER", 2)
+    paths = [_trace(tmp_path / f"r{r}.json.gz", r, 500, 200 if r == 3 else 1700, world=10,
+                    sleep_us=1500 if r == 3 else 0) for r in (5, 0, 1, 2, 3, 4, 6, 7, 8, 9)]
+    here = merge_trace_files(paths)
+    pooled = merge_trace_files(paths, jobs=2)
+    clustered = merge_trace_files(paths, cluster=dask_scheduler)
+    _same_report(here, pooled)
+    _same_report(here, clustered)
+    assert [r.rank for r in here.ranks] == list(range(10))
+    assert [s.rank for s in here.distributed.stragglers] == [3]
+    assert here.distributed.base_rank == 0 and here.workload == "r0.json.gz"
+    exposed = [r.exposed_communication_s for r in here.ranks]
+    assert exposed[3] == pytest.approx(200e-6) and exposed[0] == exposed[9] == pytest.approx(1700e-6)
+
+
+def test_chunks_are_contiguous_shrink_to_single_ranks_and_cover_every_task_once():
+    tasks = [("trace", f"r{i}.json.gz", i, 255, None, False) for i in range(255)]
+    sizes = [len(fanout._TASKS.decode(c)) for c in fanout.chunked(tasks, 2)]
+    assert sizes[0] == 32 and sizes[-1] == 1 and sizes == sorted(sizes, reverse=True)
+    assert 20 < len(sizes) < 50  # a few dozen round trips, not 255
+    assert [t for c in fanout.chunked(tasks, 2) for t in fanout._TASKS.decode(c)] == tasks
+    assert len(fanout.chunked(tasks[:3], 2)) == 3
+
+
+def test_a_summary_survives_its_trip_from_a_worker_unchanged(rank_traces):
+    number, summary, _ = fanout.analyze_rank(("trace", rank_traces[0], 0, 3, None, False))
+    summary.syncs.append(CollectiveSyncSite("train.py:12", ["aten::item"], ["c10d::allreduce_"], 2, 1e-3, 1.0))
+    assert summary.calls and summary.costs and summary.breakdown.steps == 1
+    decoded = decode_summaries(encode_summaries([(number, summary)]))
+    assert decoded == [(number, summary)]
+    assert isinstance(decoded[0][1].syncs[0], CollectiveSyncSite)
 
 
 def test_unreachable_cluster_is_one_clear_error(rank_traces, monkeypatch):
@@ -96,3 +175,12 @@ def test_merging_traces_never_imports_torch(rank_traces):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert out.stdout.strip() == "False"
+
+
+def test_a_cluster_without_this_roofline_is_named_as_such():
+    """The errors Dask raised when its scheduler had another roofline (no summarize_chunk) or none."""
+    assert fanout._environment_mismatch(RuntimeError("Error during deserialization of the task graph. This frequently"))
+    assert fanout._environment_mismatch(AttributeError(
+        "Can't get attribute 'summarize_chunk' on <module 'roofline.distributed.fanout'>"))
+    assert fanout._environment_mismatch(ModuleNotFoundError("No module named 'roofline'"))
+    assert not fanout._environment_mismatch(AttributeError("'NoneType' object has no attribute 'ts'"))

@@ -43,7 +43,8 @@ def add_fanout_options(parser: argparse.ArgumentParser) -> None:
                         help="analyse ranks in N worker processes (0: one per CPU; default 1)")
     parser.add_argument("--cluster", metavar="ADDRESS",
                         help="analyse ranks on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786); "
-                             "its workers need roofline and the trace paths (pip install 'roofline[cluster]')")
+                             "its scheduler and workers need this roofline, its workers the trace paths (pip install "
+                             "'roofline[cluster]')")
 
 
 def fanout_jobs(args: argparse.Namespace) -> int:

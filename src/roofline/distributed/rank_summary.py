@@ -9,7 +9,8 @@ exposed communication and the collectives from the summaries alone.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+
+import msgspec
 
 from roofline.analyze.communication import is_communication_op
 from roofline.distributed.comm import (
@@ -21,14 +22,15 @@ from roofline.distributed.comm import (
     host_call_costs,
 )
 from roofline.doctor.distributed_evidence import syncs_near_collectives
-from roofline.report import Report
+from roofline.report import CollectiveSyncSite, Report
 
 IDLE_COST = "idle: no op and no communication running (host work outside ops, data loading, waiting)"
 
 
 @dataclass
 class RankSummary:
-    """One rank as the merge needs it. ``calls_world``: the world size its collectives' bus factors assumed."""
+    """One rank as the merge needs it. ``calls_world``: the world size its collectives' bus factors assumed.
+    Typed throughout: a worker sends it as MessagePack (``encode_summaries``), decoded back into these types."""
 
     rank: int
     path: str = ""
@@ -42,7 +44,7 @@ class RankSummary:
     costs: dict[str, float] = field(default_factory=dict)
     calls: list[CollectiveCall] = field(default_factory=list)
     calls_world: int = 0
-    syncs: list[Any] = field(default_factory=list)
+    syncs: list[CollectiveSyncSite] = field(default_factory=list)
 
 
 def summarize_rank(rank: int, report: Report, timeline: RankTimeline, world: int) -> RankSummary:
@@ -81,3 +83,16 @@ def op_costs(report: Report) -> dict[str, float]:
         key = f"{op.name} at {where}" if where else op.name
         costs[key] = costs.get(key, 0.0) + op.time_s / steps
     return costs
+
+
+_ENCODER = msgspec.msgpack.Encoder()
+_DECODER = msgspec.msgpack.Decoder(list[tuple[int, RankSummary]])
+
+
+def encode_summaries(summaries: list[tuple[int, RankSummary]]) -> bytes:
+    """``(task number, summary)`` pairs as MessagePack: a few kB a rank, the same floats bit for bit."""
+    return _ENCODER.encode(summaries)
+
+
+def decode_summaries(data: bytes) -> list[tuple[int, RankSummary]]:
+    return _DECODER.decode(data)
