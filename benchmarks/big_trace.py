@@ -26,6 +26,7 @@ benchmarks/results/big_trace.json, big_trace_1gb.json and big_trace_ranks.json (
 from __future__ import annotations
 
 import argparse
+import compileall
 import datetime as dt
 import gzip
 import json
@@ -543,6 +544,9 @@ def main(argv: list[str] | None = None) -> int:
     command = " ".join(["python", "benchmarks/big_trace.py", *(argv if argv is not None else sys.argv[1:])])
     from roofline.io import atomic_write_text
 
+    # HTA runs from site-packages, whose modules pip compiled at install; roofline runs from src/, where an
+    # environment with PYTHONDONTWRITEBYTECODE (this machine's) would recompile every module in every timed run.
+    compileall.compile_dir(str(REPO / "src" / "roofline"), quiet=1)
     sections = {"trace": (bench_trace, "big_trace.json"), "gb": (bench_gb, "big_trace_1gb.json"),
                 "ranks": (bench_ranks, "big_trace_ranks.json")}
     results = {}
