@@ -70,3 +70,14 @@ def test_release_free_memory_hands_a_freed_heap_back_and_keeps_live_objects():
     release_free_memory()
     assert rss_kb() < before - 30_000
     assert kept == bytearray(b"x" * 64_000)
+
+
+def _own_niceness() -> int:
+    return os.nice(0)
+
+
+def test_a_forked_child_runs_at_the_niceness_asked_and_the_parent_keeps_its_own():
+    parent = os.nice(0)
+    assert Forked(_own_niceness, niceness=5).result() == min(parent + 5, 19)
+    assert Forked(_own_niceness).result() == parent
+    assert os.nice(0) == parent

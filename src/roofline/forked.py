@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import multiprocessing
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -49,16 +50,19 @@ _TRIM: Any = False
 
 
 class Forked:
-    """``work(*args)`` started now in a forked child (after ``release_free_memory``: the child starts smaller)."""
+    """``work(*args)`` started now in a forked child (after ``release_free_memory``: the child starts smaller).
 
-    def __init__(self, work: Callable[..., Any], *args: Any) -> None:
+    ``niceness``: added to the child's nice value, for work nobody waits on until the end (a big report's PNG):
+    on two cores shared by the parent and several children it then yields to the ones on the critical path."""
+
+    def __init__(self, work: Callable[..., Any], *args: Any, niceness: int = 0) -> None:
         self._work, self._args = work, args
         release_free_memory()
         sys.stdout.flush()
         sys.stderr.flush()
         context = multiprocessing.get_context("fork")
         self._receive, send = context.Pipe(duplex=False)
-        self._process = context.Process(target=_run_in_child, args=(work, args, send), daemon=True)
+        self._process = context.Process(target=_run_in_child, args=(work, args, send, niceness), daemon=True)
         self._process.start()
         send.close()
 
@@ -90,7 +94,12 @@ def meanwhile(work: Callable[..., Any], *args: Any, fork: bool = True) -> Forked
     return Forked(work, *args) if fork and can_fork() else InProcess(work, *args)
 
 
-def _run_in_child(work: Callable[..., Any], args: tuple, send) -> None:
+def _run_in_child(work: Callable[..., Any], args: tuple, send, niceness: int = 0) -> None:
+    if niceness:
+        try:
+            os.nice(niceness)
+        except OSError:
+            pass
     try:
         result = (work(*args),)
     except BaseException:  # noqa: BLE001 -- the parent does the work again and raises the error itself

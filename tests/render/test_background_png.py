@@ -52,7 +52,7 @@ init = outputs.BackgroundRenderer.__init__
 outputs.BackgroundRenderer.__init__ = lambda self, r, rep: (started.append(type(r).__name__), init(self, r, rep))[1]
 forks = []
 fork_init = forked.Forked.__init__
-forked.Forked.__init__ = lambda self, work, *args: (forks.append(work.__name__), fork_init(self, work, *args))[1]
+forked.Forked.__init__ = lambda self, work, *args, **kw: (forks.append(work.__name__), fork_init(self, work, *args, **kw))[1]
 code = main(["trace", sys.argv[1], "-o", sys.argv[2]])
 print("STARTED", started, forks)
 sys.exit(code)

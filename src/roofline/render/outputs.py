@@ -27,6 +27,10 @@ AUGMENT_LIMIT_BYTES = 192 * 2**20
 # (ticks, text, the PNG encoder), need nothing the rest of the command does.
 BACKGROUND_PNG_MIN_OPS = 20_000
 
+# The PNG's child runs at a lower priority: nothing waits on it until the last file, while the doctor's child and
+# this process are on the critical path (1 M-event trace, two cores, four alternating rounds: 7.6 s against 8.0 s).
+PNG_CHILD_NICENESS = 10
+
 
 # deflate never compresses better than about 1032:1: a larger recorded size is not a gzip trailer (a cut file)
 _MAX_DEFLATE_RATIO = 1032
@@ -148,7 +152,7 @@ class BackgroundRenderer:
     def __init__(self, renderer: Renderer, report: Report) -> None:
         self.renderer = renderer
         self.file_name = renderer.file_name
-        self._job = Forked(_rendered, renderer, report)
+        self._job = Forked(_rendered, renderer, report, niceness=PNG_CHILD_NICENESS)
 
     def render(self, report: Report) -> str | bytes | Iterator[bytes]:
         kind, value = self._job.result()
