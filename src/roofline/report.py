@@ -744,7 +744,11 @@ class Report(Struct):
     @classmethod
     def from_json(cls, raw: bytes) -> "Report":
         """Decoded by msgspec straight into the types; a file with nulls where numbers go (non-finite values,
-        an unmodelled op's unknown work) or of an older schema takes the plain-data route of from_dict."""
+        an unmodelled op's unknown work) or of an older schema takes the plain-data route of from_dict, and so
+        does JSON that does not open with schema_version (typed decoding would fill a missing one with its default
+        and take any JSON object, a trace included, for an empty report)."""
+        if _REPORT_HEAD.match(raw[:256]) is None:
+            return cls.from_dict(msgspec.json.decode(raw))
         try:
             report = msgspec.json.decode(raw, type=Report)
         except msgspec.ValidationError:
@@ -795,6 +799,11 @@ class Report(Struct):
             return cls.from_json(raw)
         except (UnicodeDecodeError, msgspec.DecodeError) as exc:
             raise RooflineError(f"cannot parse report {path}: {exc}") from None
+        except RooflineError as exc:
+            if b'"traceEvents"' in raw[:1 << 20] or raw.lstrip()[:1] == b"[":
+                raise RooflineError(f"{path} is a trace, not a roofline report: run `roofline trace {path}` "
+                                    "first and pass its report.json") from None
+            raise RooflineError(f"{path}: {exc}") from None
 
     def to_pandas(self):
         """The ops as a pandas DataFrame (one row per op call). Needs pandas."""

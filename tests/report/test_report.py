@@ -252,3 +252,23 @@ def test_module_tree_is_built_with_the_summary_and_filled_on_load_for_older_repo
         older = dict(written, schema_version=version)
         assert Report.from_json(json.dumps(older).encode()).summary.module_tree == tree
         assert Report.from_dict(json.loads(json.dumps(older))).summary.module_tree == tree
+
+
+def test_a_trace_or_other_json_is_not_taken_for_an_empty_report(tmp_path):
+    import pytest as _pytest
+
+    from roofline.errors import RooflineError
+    from roofline.report import Report
+
+    trace = tmp_path / "trace.json"
+    trace.write_text('{"traceEvents": [{"name": "aten::mm", "ph": "X", "ts": 1, "dur": 2}]}')
+    with _pytest.raises(RooflineError, match="is a trace, not a roofline report"):
+        Report.load(trace)
+    other = tmp_path / "other.json"
+    other.write_text('{"ops": []}')
+    with _pytest.raises(RooflineError, match="no schema_version field"):
+        Report.load(other)
+    report = Report(workload="w")
+    written = tmp_path / "report.json"
+    report.save(written)
+    assert Report.load(written).workload == "w"
