@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from roofline.capture.trace_model import Trace, op_columns
+from roofline.capture.trace_model import Trace, is_step_marker, op_columns
 from roofline.intervals import clip, length, union
 
 _TOP_NAMES = 20
@@ -175,12 +175,8 @@ class _ExternalIds:
 def _step_annotations(trace: Trace) -> set[int]:
     """Indices of the ``ProfilerStep#`` annotations (each distinct name tested once)."""
     ops = trace.ops
-    marked = np.flatnonzero(op_columns(trace).named(_is_step_name))
+    marked = np.flatnonzero(op_columns(trace).named(is_step_marker))
     return {ops[i].index for i in marked.tolist() if ops[i].is_annotation}
-
-
-def _is_step_name(name: str) -> bool:
-    return name.startswith("ProfilerStep#")
 
 
 def _target(correlation, external_id, launch_op, ext_op, excluded) -> tuple[int, bool]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from roofline.capture.trace_model import Trace, op_columns
+from roofline.capture.trace_model import Trace, is_step_marker, op_columns
 from roofline.report import OpRecord
 
 
@@ -111,7 +111,7 @@ class _HostColumns:
         n = len(ops)
         columns = op_columns(trace)
         self.parent, self.step, self.ts = columns.parent, columns.step, columns.ts_us
-        self.step_marker = columns.named(_is_step_marker)
+        self.step_marker = columns.named(is_step_marker)
         self._ops = ops
         self.top_level = ~self.step_marker & ((self.parent < 0) | self.step_marker[np.maximum(self.parent, 0)])
         depth = columns.depth
@@ -125,10 +125,6 @@ class _HostColumns:
         ids = [ops[j].external_id for j in events.tolist()]
         has = np.fromiter((e is not None for e in ids), dtype=bool, count=len(ids))
         return np.fromiter((0 if e is None else e for e in ids), dtype=np.int64, count=len(ids)), has
-
-
-def _is_step_marker(name: str) -> bool:
-    return name.startswith("ProfilerStep#")
 
 
 def _by_external_id(cols: _HostColumns, first: np.ndarray, report_index: np.ndarray):
@@ -167,16 +163,16 @@ def is_top_level(trace: Trace, event: int) -> bool:
     """An event with no enclosing event but its step's ``ProfilerStep#`` annotation (the step annotation itself is
     not an event of any op)."""
     ev = trace.ops[event]
-    if ev.name.startswith("ProfilerStep#"):
+    if is_step_marker(ev.name):
         return False
-    return ev.parent < 0 or trace.ops[ev.parent].name.startswith("ProfilerStep#")
+    return ev.parent < 0 or is_step_marker(trace.ops[ev.parent].name)
 
 
 def trace_counts(trace: Trace) -> tuple[int, int, int]:
     """(events, top-level events, runtime/driver calls) of a whole trace, counted as ``fill_host_counts`` counts
     them for a report's ops: every host event but the step annotations (annotations included), top-level ones by
     ``is_top_level``, every runtime or driver call."""
-    events = [j for j, ev in enumerate(trace.ops) if not ev.name.startswith("ProfilerStep#")]
+    events = [j for j, ev in enumerate(trace.ops) if not is_step_marker(ev.name)]
     return len(events), sum(is_top_level(trace, j) for j in events), len(trace.launches)
 
 

@@ -27,6 +27,11 @@ GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 _AUTOGRAD_NODE = re.compile(r"^(autograd::engine::evaluate_function: .*|torch::autograd::\w+|\w+Backward\d*)$")
 
 
+def is_step_marker(name: str) -> bool:
+    """A ``ProfilerStep#N`` annotation's name: the profiler schedule's step, not an op of the model."""
+    return name.startswith("ProfilerStep#")
+
+
 def is_autograd_frame(name: str) -> bool:
     """True for the autograd engine's frames ("autograd::engine::evaluate_function: AddBackward0",
     "AddBackward0", "torch::autograd::AccumulateGrad"): the aten ops inside them are the work; a node with
