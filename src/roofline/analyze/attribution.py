@@ -144,11 +144,9 @@ def _fill_totals(trace: Trace, targets: list[int], durations: list[float]) -> No
     columns = op_columns(trace)
     total = np.zeros(len(ops))
     np.add.at(total, np.array(targets, dtype=np.int64), np.array(durations))
-    depth, parent = columns.depth, columns.parent
-    order = np.argsort(depth, kind="stable")
-    bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
-    for d in range(len(bounds) - 2, 0, -1):
-        level = order[bounds[d]:bounds[d + 1]][::-1]  # the level's ops, last first
+    parent = columns.parent
+    for level in reversed(columns.levels()[1:]):
+        level = level[::-1]  # the level's ops, last first
         np.add.at(total, parent[level], total[level])
     held = np.flatnonzero(total)
     for i, value in zip(held.tolist(), total[held].tolist()):

@@ -108,16 +108,12 @@ class _HostColumns:
 
     def __init__(self, trace: Trace) -> None:
         ops = trace.ops
-        n = len(ops)
         columns = op_columns(trace)
         self.parent, self.step, self.ts = columns.parent, columns.step, columns.ts_us
         self.step_marker = columns.named(is_step_marker)
         self._ops = ops
         self.top_level = ~self.step_marker & ((self.parent < 0) | self.step_marker[np.maximum(self.parent, 0)])
-        depth = columns.depth
-        order = np.argsort(depth, kind="stable").astype(np.int32)
-        bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
-        self.levels = [order[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1)]
+        self.levels = columns.levels()
 
     def external(self, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(External ids, whether each has one) of ``events``."""

@@ -220,6 +220,7 @@ class OpColumns:
     step: np.ndarray
     _names: list[str] | None = field(default=None, repr=False)
     _name_codes: np.ndarray | None = field(default=None, repr=False)
+    _levels: list[np.ndarray] | None = field(default=None, repr=False)
 
     def matches(self, ops: list[CpuOp]) -> bool:
         return self.ops is ops and len(self.parent) == len(ops)
@@ -234,6 +235,16 @@ class OpColumns:
             self._names = list(codes)
         passes = np.fromiter(map(test, self._names), dtype=bool, count=len(self._names))
         return passes[self._name_codes] if len(self._names) else np.zeros(0, dtype=bool)
+
+    def levels(self) -> list[np.ndarray]:
+        """The ops grouped by depth (``levels()[d]``: the ops at depth d, in index order), for passes that go up or
+        down the op tree a level at a time (attribution's kernel totals, the report's host counts): made once."""
+        if self._levels is None:
+            depth = self.depth
+            order = np.argsort(depth, kind="stable").astype(np.int32)
+            bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
+            self._levels = [order[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1)]
+        return self._levels
 
 
 def op_columns(trace: Trace) -> OpColumns:
