@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from roofline.capture.trace_model import Trace, is_step_marker, op_columns
+from roofline.capture.trace_model import Trace, is_step_marker, op_columns, steps_of
 from roofline.report import OpRecord
 
 
@@ -81,7 +81,7 @@ def fill_host_counts(trace: Trace, event_to_report: dict[int, int], ops: list[Op
         todo = np.flatnonzero(index < 0)
         if len(todo):
             ts = np.fromiter((launches[i].ts_us for i in todo.tolist()), dtype=np.float64, count=len(todo))
-            index[todo] = nxt(_steps_of(trace, ts), ts)
+            index[todo] = nxt(steps_of(trace.steps, ts), ts)
         calls = _counts(index[index >= 0], len(ops))
 
     # An op listed under several events (never, as reports are built) takes the last one's subtree, as a walk would.
@@ -142,17 +142,6 @@ def _by_external_id(cols: _HostColumns, first: np.ndarray, report_index: np.ndar
         return np.where(ids[at] == wanted, owners[at], -1)
 
     return lookup
-
-
-def _steps_of(trace: Trace, ts: np.ndarray) -> np.ndarray:
-    """``Trace.step_of`` of each time (-1: none, or a trace without steps)."""
-    if not trace.steps:
-        return np.full(len(ts), -1, dtype=np.int64)
-    starts = np.array([s.ts_us for s in trace.steps], dtype=np.float64)
-    ends = np.array([s.end_us for s in trace.steps], dtype=np.float64)
-    i = np.searchsorted(starts, ts, side="right") - 1
-    inside = (i >= 0) & (ts < ends[np.maximum(i, 0)])
-    return np.where(inside, i, -1)
 
 
 def is_top_level(trace: Trace, event: int) -> bool:

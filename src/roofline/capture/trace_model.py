@@ -206,6 +206,17 @@ class Trace:
         return None
 
 
+def steps_of(steps: list[Step], ts_us: np.ndarray) -> np.ndarray:
+    """``Trace.step_of`` of each time (an index into ``steps``, sorted by start; -1: in none), at once."""
+    if not steps:
+        return np.full(len(ts_us), -1, dtype=np.int64)
+    starts = np.fromiter((s.ts_us for s in steps), dtype=np.float64, count=len(steps))
+    ends = starts + np.fromiter((s.dur_us for s in steps), dtype=np.float64, count=len(steps))
+    i = np.searchsorted(starts, ts_us, side="right") - 1
+    inside = (i >= 0) & (ts_us < ends[np.maximum(i, 0)])
+    return np.where(inside, i, -1)
+
+
 @dataclass
 class OpColumns:
     """Columns of ``Trace.ops`` (numpy; row i is ``ops[i]``), for passes over every host event that need no
