@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from roofline.capture.trace_model import Trace, op_columns
+from roofline.capture.trace_model import Trace, is_step_marker, op_columns
 from roofline.intervals import clip, length, union
 
 _TOP_NAMES = 20
@@ -144,11 +144,9 @@ def _fill_totals(trace: Trace, targets: list[int], durations: list[float]) -> No
     columns = op_columns(trace)
     total = np.zeros(len(ops))
     np.add.at(total, np.array(targets, dtype=np.int64), np.array(durations))
-    depth, parent = columns.depth, columns.parent
-    order = np.argsort(depth, kind="stable")
-    bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
-    for d in range(len(bounds) - 2, 0, -1):
-        level = order[bounds[d]:bounds[d + 1]][::-1]  # the level's ops, last first
+    parent = columns.parent
+    for level in reversed(columns.levels()[1:]):
+        level = level[::-1]  # the level's ops, last first
         np.add.at(total, parent[level], total[level])
     held = np.flatnonzero(total)
     for i, value in zip(held.tolist(), total[held].tolist()):
@@ -175,12 +173,8 @@ class _ExternalIds:
 def _step_annotations(trace: Trace) -> set[int]:
     """Indices of the ``ProfilerStep#`` annotations (each distinct name tested once)."""
     ops = trace.ops
-    marked = np.flatnonzero(op_columns(trace).named(_is_step_name))
+    marked = np.flatnonzero(op_columns(trace).named(is_step_marker))
     return {ops[i].index for i in marked.tolist() if ops[i].is_annotation}
-
-
-def _is_step_name(name: str) -> bool:
-    return name.startswith("ProfilerStep#")
 
 
 def _target(correlation, external_id, launch_op, ext_op, excluded) -> tuple[int, bool]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from roofline.capture.trace_model import Trace, op_columns
+from roofline.capture.trace_model import Trace, is_step_marker, op_columns, steps_of
 from roofline.report import OpRecord
 
 
@@ -81,7 +81,7 @@ def fill_host_counts(trace: Trace, event_to_report: dict[int, int], ops: list[Op
         todo = np.flatnonzero(index < 0)
         if len(todo):
             ts = np.fromiter((launches[i].ts_us for i in todo.tolist()), dtype=np.float64, count=len(todo))
-            index[todo] = nxt(_steps_of(trace, ts), ts)
+            index[todo] = nxt(steps_of(trace.steps, ts), ts)
         calls = _counts(index[index >= 0], len(ops))
 
     # An op listed under several events (never, as reports are built) takes the last one's subtree, as a walk would.
@@ -108,16 +108,12 @@ class _HostColumns:
 
     def __init__(self, trace: Trace) -> None:
         ops = trace.ops
-        n = len(ops)
         columns = op_columns(trace)
         self.parent, self.step, self.ts = columns.parent, columns.step, columns.ts_us
-        self.step_marker = columns.named(_is_step_marker)
+        self.step_marker = columns.named(is_step_marker)
         self._ops = ops
         self.top_level = ~self.step_marker & ((self.parent < 0) | self.step_marker[np.maximum(self.parent, 0)])
-        depth = columns.depth
-        order = np.argsort(depth, kind="stable").astype(np.int32)
-        bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
-        self.levels = [order[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1)]
+        self.levels = columns.levels()
 
     def external(self, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(External ids, whether each has one) of ``events``."""
@@ -125,10 +121,6 @@ class _HostColumns:
         ids = [ops[j].external_id for j in events.tolist()]
         has = np.fromiter((e is not None for e in ids), dtype=bool, count=len(ids))
         return np.fromiter((0 if e is None else e for e in ids), dtype=np.int64, count=len(ids)), has
-
-
-def _is_step_marker(name: str) -> bool:
-    return name.startswith("ProfilerStep#")
 
 
 def _by_external_id(cols: _HostColumns, first: np.ndarray, report_index: np.ndarray):
@@ -152,31 +144,20 @@ def _by_external_id(cols: _HostColumns, first: np.ndarray, report_index: np.ndar
     return lookup
 
 
-def _steps_of(trace: Trace, ts: np.ndarray) -> np.ndarray:
-    """``Trace.step_of`` of each time (-1: none, or a trace without steps)."""
-    if not trace.steps:
-        return np.full(len(ts), -1, dtype=np.int64)
-    starts = np.array([s.ts_us for s in trace.steps], dtype=np.float64)
-    ends = np.array([s.end_us for s in trace.steps], dtype=np.float64)
-    i = np.searchsorted(starts, ts, side="right") - 1
-    inside = (i >= 0) & (ts < ends[np.maximum(i, 0)])
-    return np.where(inside, i, -1)
-
-
 def is_top_level(trace: Trace, event: int) -> bool:
     """An event with no enclosing event but its step's ``ProfilerStep#`` annotation (the step annotation itself is
     not an event of any op)."""
     ev = trace.ops[event]
-    if ev.name.startswith("ProfilerStep#"):
+    if is_step_marker(ev.name):
         return False
-    return ev.parent < 0 or trace.ops[ev.parent].name.startswith("ProfilerStep#")
+    return ev.parent < 0 or is_step_marker(trace.ops[ev.parent].name)
 
 
 def trace_counts(trace: Trace) -> tuple[int, int, int]:
     """(events, top-level events, runtime/driver calls) of a whole trace, counted as ``fill_host_counts`` counts
     them for a report's ops: every host event but the step annotations (annotations included), top-level ones by
     ``is_top_level``, every runtime or driver call."""
-    events = [j for j, ev in enumerate(trace.ops) if not ev.name.startswith("ProfilerStep#")]
+    events = [j for j, ev in enumerate(trace.ops) if not is_step_marker(ev.name)]
     return len(events), sum(is_top_level(trace, j) for j in events), len(trace.launches)
 
 

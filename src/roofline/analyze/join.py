@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline.capture.trace_model import CpuOp, Trace, is_autograd_frame, op_columns
+from roofline.capture.trace_model import CpuOp, Trace, is_autograd_frame, is_step_marker, op_columns
 from roofline.count.counting import is_composite_op
 
 
@@ -57,7 +57,7 @@ def roots_by_step(trace: Trace) -> dict[int | None, list[int]]:
     ops = trace.ops
     columns = op_columns(trace)
     parent = columns.parent
-    step_named = columns.named(_is_step_name)
+    step_named = columns.named(is_step_marker)
     under_marker = np.zeros(len(ops), dtype=bool)
     if len(ops):
         has_parent = parent >= 0
@@ -82,10 +82,6 @@ def roots_by_step(trace: Trace) -> dict[int | None, list[int]]:
                 idx.sort(key=lambda i: ops[i].ts_us)
             by_step[None if steps[a] < 0 else int(steps[a])] = idx
     return by_step
-
-
-def _is_step_name(name: str) -> bool:
-    return name.startswith("ProfilerStep#")
 
 
 def choose_without_recording(trace: Trace, roots: Iterable[int], children: dict[int, list[int]],

@@ -36,6 +36,7 @@ from roofline.capture.trace_model import (
     Step,
     SyncEvent,
     Trace,
+    steps_of,
 )
 from roofline.errors import RooflineError
 
@@ -610,14 +611,10 @@ class _TraceBuilder:
         self.trace.steps = steps
         if not steps or not self.ops:
             return
-        starts = np.fromiter((s.ts_us for s in steps), dtype=np.float64, count=len(steps))
-        ends = starts + np.fromiter((s.dur_us for s in steps), dtype=np.float64, count=len(steps))
-        ts = self._sorted_ts
-        idx = np.searchsorted(starts, ts, side="right") - 1
-        inside = (idx >= 0) & (ts < ends[np.maximum(idx, 0)])
-        self._sorted_steps = np.where(inside, idx, -1).astype(np.int32)
-        for op, i, ok in zip(self.ops, idx.tolist(), inside.tolist()):
-            if ok:
+        idx = steps_of(steps, self._sorted_ts)
+        self._sorted_steps = idx.astype(np.int32)
+        for op, i in zip(self.ops, idx.tolist()):
+            if i >= 0:
                 op.step = i
 
     def _sweep_threads(self) -> None:

@@ -27,6 +27,11 @@ GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 _AUTOGRAD_NODE = re.compile(r"^(autograd::engine::evaluate_function: .*|torch::autograd::\w+|\w+Backward\d*)$")
 
 
+def is_step_marker(name: str) -> bool:
+    """A ``ProfilerStep#N`` annotation's name: the profiler schedule's step, not an op of the model."""
+    return name.startswith("ProfilerStep#")
+
+
 def is_autograd_frame(name: str) -> bool:
     """True for the autograd engine's frames ("autograd::engine::evaluate_function: AddBackward0",
     "AddBackward0", "torch::autograd::AccumulateGrad"): the aten ops inside them are the work; a node with
@@ -201,6 +206,17 @@ class Trace:
         return None
 
 
+def steps_of(steps: list[Step], ts_us: np.ndarray) -> np.ndarray:
+    """``Trace.step_of`` of each time (an index into ``steps``, sorted by start; -1: in none), at once."""
+    if not steps:
+        return np.full(len(ts_us), -1, dtype=np.int64)
+    starts = np.fromiter((s.ts_us for s in steps), dtype=np.float64, count=len(steps))
+    ends = starts + np.fromiter((s.dur_us for s in steps), dtype=np.float64, count=len(steps))
+    i = np.searchsorted(starts, ts_us, side="right") - 1
+    inside = (i >= 0) & (ts_us < ends[np.maximum(i, 0)])
+    return np.where(inside, i, -1)
+
+
 @dataclass
 class OpColumns:
     """Columns of ``Trace.ops`` (numpy; row i is ``ops[i]``), for passes over every host event that need no
@@ -215,6 +231,7 @@ class OpColumns:
     step: np.ndarray
     _names: list[str] | None = field(default=None, repr=False)
     _name_codes: np.ndarray | None = field(default=None, repr=False)
+    _levels: list[np.ndarray] | None = field(default=None, repr=False)
 
     def matches(self, ops: list[CpuOp]) -> bool:
         return self.ops is ops and len(self.parent) == len(ops)
@@ -229,6 +246,16 @@ class OpColumns:
             self._names = list(codes)
         passes = np.fromiter(map(test, self._names), dtype=bool, count=len(self._names))
         return passes[self._name_codes] if len(self._names) else np.zeros(0, dtype=bool)
+
+    def levels(self) -> list[np.ndarray]:
+        """The ops grouped by depth (``levels()[d]``: the ops at depth d, in index order), for passes that go up or
+        down the op tree a level at a time (attribution's kernel totals, the report's host counts): made once."""
+        if self._levels is None:
+            depth = self.depth
+            order = np.argsort(depth, kind="stable").astype(np.int32)
+            bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
+            self._levels = [order[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1)]
+        return self._levels
 
 
 def op_columns(trace: Trace) -> OpColumns:

@@ -56,7 +56,7 @@ def render_html(report: Report, embed: bool = False) -> str:
 
 def html_chunks(report: Report, prepared: dict[str, Any] | None = None) -> Iterator[str]:
     """``render_html(report)`` in pieces, for writing a large report's page without building it whole;
-    ``prepared``: ``op_parts(report)``, built earlier."""
+    ``prepared``: ``ops_parts(report.ops)``, built earlier."""
     return page_chunks(report_payload(report, prepared), title=f"roofline · {report.workload or report.kind}")
 
 
@@ -143,15 +143,10 @@ class _RawColumns:
         return "".join(self.parts())
 
 
-def op_parts(report: Report) -> dict[str, Any]:
-    """The payload's parts made from the ops: the op table (its strings interned), the chart, the top ops. They
-    need no findings, so a command can build them while the doctor runs elsewhere."""
-    return ops_parts(report.ops)
-
-
 def ops_parts(report_ops: list[OpRecord]) -> dict[str, Any]:
-    """``op_parts`` of a report's ops, placed (analyze/roofline.py) and final: possibly before the report around
-    them is complete."""
+    """The payload's parts made from a report's ops, placed (analyze/roofline.py) and final: the op table (its
+    strings interned), the chart, the top ops. They need no findings, so a command can build them while the doctor
+    runs elsewhere, or before the report around them is complete."""
     names = _Interner()
     ops = sorted(report_ops, key=lambda op: op.index)
     return {"n_ops": len(ops), "table": _op_columns(ops, names), "chart": chart_points(ops),
@@ -159,7 +154,7 @@ def ops_parts(report_ops: list[OpRecord]) -> dict[str, Any]:
 
 
 def report_payload(report: Report, prepared: dict[str, Any] | None = None) -> dict[str, Any]:
-    parts = prepared if prepared is not None else op_parts(report)
+    parts = prepared if prepared is not None else ops_parts(report.ops)
     summary = msgspec.to_builtins(report.summary)
     return {
         "kind": "report",

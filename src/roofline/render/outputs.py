@@ -103,9 +103,9 @@ class HtmlRenderer:
     def prepare(self, report: Report, early: Any = None) -> None:
         """The page's op table and chart (most of a big report's page), built before the findings are known;
         ``early``: ``html_parts_meanwhile(report.ops)``, started when the ops were placed."""
-        from roofline.render.html import op_parts
+        from roofline.render.html import ops_parts
 
-        self._prepared = (report, early.result() if early is not None else op_parts(report))
+        self._prepared = (report, early.result() if early is not None else ops_parts(report.ops))
 
     def render(self, report: Report) -> Iterator[bytes]:
         from roofline.render.html import html_chunks
@@ -193,10 +193,6 @@ def prepare(renderers: Sequence[Renderer], report: Report, html_parts: Any = Non
     for renderer in renderers:
         if isinstance(renderer, HtmlRenderer):
             renderer.prepare(report, html_parts)
-            continue
-        early = getattr(renderer, "prepare", None)
-        if early is not None:
-            early(report)
 
 
 def html_parts_meanwhile(ops: list) -> Any:
