@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import msgspec
 
@@ -306,7 +306,7 @@ def _calibrated_scale(identity: list[_Timed], costs: HostCosts, serial: bool,
         return 1.0, "calibrated host model: no step time measured without the profiler: factor 1", 0.0, 0.0
 
     def replay(scale: float) -> tuple[float, float, float]:
-        trial = [_Timed(t.op, t.projected, t.device_s, t.device_lo_s, t.device_hi_s, 0.0, t.sync) for t in identity]
+        trial = _without_host(identity)
         _add_profiled_host(trial, costs, serial, scale)
         return _pipeline(trial, serial, "device_s", 1.0)
 
@@ -328,8 +328,13 @@ def _calibrated_scale(identity: list[_Timed], costs: HostCosts, serial: bool,
                    f"{step * 1e3:.3g} ms)"), host, device
 
 
+def _without_host(timed: list[_Timed]) -> list[_Timed]:
+    """Copies of ``timed`` with no host time yet, for a trial replay that must leave the originals as they are."""
+    return [replace(t, host_s=0.0) for t in timed]
+
+
 def _dispatch_host_total(identity: list[_Timed], costs: HostCosts, serial: bool) -> float:
-    trial = [_Timed(t.op, t.projected, t.device_s, t.device_lo_s, t.device_hi_s, 0.0, t.sync) for t in identity]
+    trial = _without_host(identity)
     _add_host(trial, costs, serial, [])
     return sum(t.host_s for t in trial)
 
