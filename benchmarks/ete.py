@@ -222,11 +222,6 @@ def profile(live: Live, device, ceilings, iters: int, warmup: int, trace_path: P
     return report
 
 
-def analyze(case: Case, device, ceilings, iters: int):
-    live = prepare(case, device)
-    return profile(live, device, ceilings, iters, 3 if case.compiled else 2), live.step
-
-
 def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a and b else None
 
@@ -558,14 +553,6 @@ def _fill(row: dict, values: list[float]) -> None:
         row["old_ratio"] = _ratio(row["old_estimator_s"], row["true_s"])
     for model in MODELS:
         row[f"{model}_ratio"] = _ratio(row.get(f"{model}_predicted_s"), row["true_s"])
-
-
-def _by_model(predictions: dict) -> dict:
-    out = {}
-    for model, p in predictions.items():
-        out.update({f"{model}_predicted_s": p.step_time_s, f"{model}_host_s": p.host_time_s,
-                    f"{model}_bound": p.bound})
-    return out
 
 
 def _summary(rows: list[dict], pairs: list[dict]) -> dict:
