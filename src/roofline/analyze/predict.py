@@ -99,15 +99,16 @@ def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | N
     timed = [_time_op(op, change, source, target, same_device, measured, table, notes) for op in report.ops]
     serial = device_class(target) == "cpu"
     # The calibrated model without a step measured without the profiler is the profiled one, its fit checked.
-    calibrated = host_model == "calibrated" and bool(report.step_time and report.step_time.median_s > 0)
-    fallback = (_replay_problem(timed, host_costs, notes,
-                                check_fit=host_model == "profiled" or (host_model == "calibrated" and not calibrated),
-                                calibrated=calibrated)
+    if host_model == "calibrated" and not (report.step_time and report.step_time.median_s > 0):
+        host_model = "profiled"
+    calibrated = host_model == "calibrated"
+    unchanged = change.is_identity() and same_device
+    fallback = (_replay_problem(timed, host_costs, notes, check_fit=host_model == "profiled", calibrated=calibrated)
                 if host_model != "dispatch" else None)
     replayed = host_model != "dispatch" and fallback is None
     scale = 1.0
     if replayed and calibrated:
-        identity = (timed if change.is_identity() and same_device else
+        identity = (timed if unchanged else
                     [_time_op(op, Change(), source, source, True, measured, table, []) for op in report.ops])
         scale, how, identity_host, identity_device = _calibrated_scale(identity, host_costs, serial, report)
         notes.append(how)
@@ -133,7 +134,6 @@ def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | N
     low = _pipeline(timed, serial, "device_lo_s", 1.0 - spread)[0]
     high = _pipeline(timed, serial, "device_hi_s", 1.0 + spread)[0]
     bound = "serial" if serial else ("host" if host > device else "device")
-    unchanged = change.is_identity() and same_device
     return Prediction(
         step_time_s=step, low_s=min(low, step), high_s=max(high, step), host_time_s=host, device_time_s=device,
         bound=bound, syncs=sum(t.sync for t in timed), ops=len(timed),
@@ -142,8 +142,7 @@ def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | N
         device_name=target.device_name or target.device,
         dominant=_dominant(timed, bound), modules=_modules(timed),
         bound_changes=[] if unchanged else _bound_changes(timed, target),
-        method=_method(serial, host_costs, replayed,
-                       "profiled" if host_model == "calibrated" and not calibrated else host_model, fallback),
+        method=_method(serial, host_costs, replayed, host_model, fallback),
         notes=sorted(set(notes)),
     )
 
