@@ -232,7 +232,8 @@ def _replay_problem(timed: list[_Timed], costs: HostCosts | None, notes: list[st
         why = "the report predates the profiler's top-level event counts per op"
     elif check_fit:
         why = profiler_fit_problem(costs)
-    elif calibrated and not _profiler_weights(costs).any_cost:
+    elif calibrated and not (costs.profiler_per_top_level_s > 0 or costs.profiler_per_nested_event_s > 0
+                             or costs.profiler_per_runtime_call_s > 0):
         why = "no profiler cost per event or runtime call to scale"
     if why:
         notes.append(f"profiled host model not used ({why}): host time built from dispatch costs")
@@ -262,27 +263,11 @@ def profiler_fit_problem(costs: HostCosts) -> str | None:
     return None
 
 
-@dataclass
-class _Weights:
-    """The profiler's cost per top-level event, nested event and runtime call that a report's ops are charged."""
-
-    top_level: float
-    nested: float
-    runtime_call: float
-
-    @property
-    def any_cost(self) -> bool:
-        return self.top_level > 0 or self.nested > 0 or self.runtime_call > 0
-
-
-def _profiler_weights(costs: HostCosts) -> _Weights:
-    return _Weights(costs.profiler_per_top_level_s, costs.profiler_per_nested_event_s,
-                    costs.profiler_per_runtime_call_s)
-
-
-def _profiler_cost(op: OpRecord, w: _Weights) -> float:
+def _profiler_cost(op: OpRecord, costs: HostCosts) -> float:
+    """What the profiler added to ``op``: its fitted cost per top-level event, nested event and runtime call."""
     nested = max(op.profiled_events - op.profiled_top_level, 0)
-    return op.profiled_top_level * w.top_level + nested * w.nested + op.runtime_calls * w.runtime_call
+    return (op.profiled_top_level * costs.profiler_per_top_level_s + nested * costs.profiler_per_nested_event_s
+            + op.runtime_calls * costs.profiler_per_runtime_call_s)
 
 
 def _calibrated_scale(identity: list[_Timed], costs: HostCosts, serial: bool,
@@ -313,8 +298,7 @@ def _calibrated_scale(identity: list[_Timed], costs: HostCosts, serial: bool,
     if abs(step - measured) <= CALIBRATION_TOLERANCE * measured:
         scale = 1.0
     elif step > measured:
-        w = _profiler_weights(costs)
-        ratios = [(t.op.cpu_time_s + t.op.host_gap_s) / c for t in identity if (c := _profiler_cost(t.op, w)) > 0]
+        ratios = [(t.op.cpu_time_s + t.op.host_gap_s) / c for t in identity if (c := _profiler_cost(t.op, costs)) > 0]
         top = max(ratios, default=1.0)
         scale = _bisect(lambda x: replay(x)[0] - measured, 1.0, max(top, 1.0))
     elif serial or host > device:
@@ -363,13 +347,12 @@ def _add_profiled_host(timed: list[_Timed], costs: HostCosts, serial: bool, scal
     profiler's cost, and what the gap cannot absorb comes off the op's device time. Ops keep their order; only the
     host stream (on a CPU, also the span) changes."""
     median_dispatch = statistics.median(costs.dispatch_s.values()) if costs.dispatch_s else 0.0
-    weights = _profiler_weights(costs)
     first = min(range(len(timed)), key=lambda i: (timed[i].op.start_s is None, timed[i].op.start_s or 0.0, i),
                 default=None)
     for i, t in enumerate(timed):
         op = t.op
         gap = max(op.host_gap_s - scale * costs.profiler_per_step_s, 0.0) if i == first else op.host_gap_s
-        cost = scale * _profiler_cost(op, weights)
+        cost = scale * _profiler_cost(op, costs)
         if serial:
             t.host_s = max(gap - cost, 0.0)
             excess = max(cost - gap, 0.0)
