@@ -56,13 +56,13 @@ from roofline.analyze.host_costs import REFERENCE_FIELDS, get_host_costs  # noqa
 from roofline.analyze.live import analyze_model, make_step, time_steps  # noqa: E402
 from roofline.analyze.predict import (DEFAULT_HOST_MODEL, HOST_MODELS, UNCHECKED_HOST_MODEL,  # noqa: E402
                                       profiler_fit_problem)
+from roofline.analyze.whatif import predict_report  # noqa: E402
+from roofline.device import get_ceilings  # noqa: E402
+from roofline.io import atomic_write_text  # noqa: E402
 
 # Every host model, and the profiled one whatever its profiler-cost fit (the same as `profiled` when the fit is
 # sound): a run then shows what the fallback rule kept from users.
 MODELS = HOST_MODELS + (UNCHECKED_HOST_MODEL,)
-from roofline.analyze.whatif import predict_report  # noqa: E402
-from roofline.device import get_ceilings  # noqa: E402
-from roofline.io import atomic_write_text  # noqa: E402
 
 WITHIN = (0.85, 1.15)
 WHATIF_WITHIN = (0.8, 1.25)
