@@ -56,13 +56,13 @@ from roofline.analyze.host_costs import REFERENCE_FIELDS, get_host_costs  # noqa
 from roofline.analyze.live import analyze_model, make_step, time_steps  # noqa: E402
 from roofline.analyze.predict import (DEFAULT_HOST_MODEL, HOST_MODELS, UNCHECKED_HOST_MODEL,  # noqa: E402
                                       profiler_fit_problem)
+from roofline.analyze.whatif import predict_report  # noqa: E402
+from roofline.device import get_ceilings  # noqa: E402
+from roofline.io import atomic_write_text  # noqa: E402
 
 # Every host model, and the profiled one whatever its profiler-cost fit (the same as `profiled` when the fit is
 # sound): a run then shows what the fallback rule kept from users.
 MODELS = HOST_MODELS + (UNCHECKED_HOST_MODEL,)
-from roofline.analyze.whatif import predict_report  # noqa: E402
-from roofline.device import get_ceilings  # noqa: E402
-from roofline.io import atomic_write_text  # noqa: E402
 
 WITHIN = (0.85, 1.15)
 WHATIF_WITHIN = (0.8, 1.25)
@@ -220,11 +220,6 @@ def profile(live: Live, device, ceilings, iters: int, warmup: int, trace_path: P
                            trace_path=trace_path)
     report.extra.update(batch=case.batch, seq=case.seq or None)
     return report
-
-
-def analyze(case: Case, device, ceilings, iters: int):
-    live = prepare(case, device)
-    return profile(live, device, ceilings, iters, 3 if case.compiled else 2), live.step
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -558,14 +553,6 @@ def _fill(row: dict, values: list[float]) -> None:
         row["old_ratio"] = _ratio(row["old_estimator_s"], row["true_s"])
     for model in MODELS:
         row[f"{model}_ratio"] = _ratio(row.get(f"{model}_predicted_s"), row["true_s"])
-
-
-def _by_model(predictions: dict) -> dict:
-    out = {}
-    for model, p in predictions.items():
-        out.update({f"{model}_predicted_s": p.step_time_s, f"{model}_host_s": p.host_time_s,
-                    f"{model}_bound": p.bound})
-    return out
 
 
 def _summary(rows: list[dict], pairs: list[dict]) -> dict:

@@ -118,7 +118,7 @@ def repredict(out: Path, models: list[str]) -> dict:
             reports = _rounds(folder, f"source:{p['pair']}")
             if not reports or not p.get("true_s"):
                 continue
-            change = {k: v for k, v in _change(p).items()}
+            change = _change(p)
             row = {"name": p["pair"], "true_s": p["true_s"], "run": p.get("ratio")}
             for m in models:
                 ps = [predict_report(r, table=table, host_costs=costs, host_model=m, **change) for r in reports]

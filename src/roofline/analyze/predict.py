@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import msgspec
 
@@ -99,15 +99,16 @@ def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | N
     timed = [_time_op(op, change, source, target, same_device, measured, table, notes) for op in report.ops]
     serial = device_class(target) == "cpu"
     # The calibrated model without a step measured without the profiler is the profiled one, its fit checked.
-    calibrated = host_model == "calibrated" and bool(report.step_time and report.step_time.median_s > 0)
-    fallback = (_replay_problem(timed, host_costs, notes,
-                                check_fit=host_model == "profiled" or (host_model == "calibrated" and not calibrated),
-                                calibrated=calibrated)
+    if host_model == "calibrated" and not (report.step_time and report.step_time.median_s > 0):
+        host_model = "profiled"
+    calibrated = host_model == "calibrated"
+    unchanged = change.is_identity() and same_device
+    fallback = (_replay_problem(timed, host_costs, notes, check_fit=host_model == "profiled", calibrated=calibrated)
                 if host_model != "dispatch" else None)
     replayed = host_model != "dispatch" and fallback is None
     scale = 1.0
     if replayed and calibrated:
-        identity = (timed if change.is_identity() and same_device else
+        identity = (timed if unchanged else
                     [_time_op(op, Change(), source, source, True, measured, table, []) for op in report.ops])
         scale, how, identity_host, identity_device = _calibrated_scale(identity, host_costs, serial, report)
         notes.append(how)
@@ -133,7 +134,6 @@ def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | N
     low = _pipeline(timed, serial, "device_lo_s", 1.0 - spread)[0]
     high = _pipeline(timed, serial, "device_hi_s", 1.0 + spread)[0]
     bound = "serial" if serial else ("host" if host > device else "device")
-    unchanged = change.is_identity() and same_device
     return Prediction(
         step_time_s=step, low_s=min(low, step), high_s=max(high, step), host_time_s=host, device_time_s=device,
         bound=bound, syncs=sum(t.sync for t in timed), ops=len(timed),
@@ -142,8 +142,7 @@ def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | N
         device_name=target.device_name or target.device,
         dominant=_dominant(timed, bound), modules=_modules(timed),
         bound_changes=[] if unchanged else _bound_changes(timed, target),
-        method=_method(serial, host_costs, replayed,
-                       "profiled" if host_model == "calibrated" and not calibrated else host_model, fallback),
+        method=_method(serial, host_costs, replayed, host_model, fallback),
         notes=sorted(set(notes)),
     )
 
@@ -233,7 +232,8 @@ def _replay_problem(timed: list[_Timed], costs: HostCosts | None, notes: list[st
         why = "the report predates the profiler's top-level event counts per op"
     elif check_fit:
         why = profiler_fit_problem(costs)
-    elif calibrated and not _profiler_weights(costs).any_cost:
+    elif calibrated and not (costs.profiler_per_top_level_s > 0 or costs.profiler_per_nested_event_s > 0
+                             or costs.profiler_per_runtime_call_s > 0):
         why = "no profiler cost per event or runtime call to scale"
     if why:
         notes.append(f"profiled host model not used ({why}): host time built from dispatch costs")
@@ -263,27 +263,11 @@ def profiler_fit_problem(costs: HostCosts) -> str | None:
     return None
 
 
-@dataclass
-class _Weights:
-    """The profiler's cost per top-level event, nested event and runtime call that a report's ops are charged."""
-
-    top_level: float
-    nested: float
-    runtime_call: float
-
-    @property
-    def any_cost(self) -> bool:
-        return self.top_level > 0 or self.nested > 0 or self.runtime_call > 0
-
-
-def _profiler_weights(costs: HostCosts) -> _Weights:
-    return _Weights(costs.profiler_per_top_level_s, costs.profiler_per_nested_event_s,
-                    costs.profiler_per_runtime_call_s)
-
-
-def _profiler_cost(op: OpRecord, w: _Weights) -> float:
+def _profiler_cost(op: OpRecord, costs: HostCosts) -> float:
+    """What the profiler added to ``op``: its fitted cost per top-level event, nested event and runtime call."""
     nested = max(op.profiled_events - op.profiled_top_level, 0)
-    return op.profiled_top_level * w.top_level + nested * w.nested + op.runtime_calls * w.runtime_call
+    return (op.profiled_top_level * costs.profiler_per_top_level_s + nested * costs.profiler_per_nested_event_s
+            + op.runtime_calls * costs.profiler_per_runtime_call_s)
 
 
 def _calibrated_scale(identity: list[_Timed], costs: HostCosts, serial: bool,
@@ -306,7 +290,7 @@ def _calibrated_scale(identity: list[_Timed], costs: HostCosts, serial: bool,
         return 1.0, "calibrated host model: no step time measured without the profiler: factor 1", 0.0, 0.0
 
     def replay(scale: float) -> tuple[float, float, float]:
-        trial = [_Timed(t.op, t.projected, t.device_s, t.device_lo_s, t.device_hi_s, 0.0, t.sync) for t in identity]
+        trial = _without_host(identity)
         _add_profiled_host(trial, costs, serial, scale)
         return _pipeline(trial, serial, "device_s", 1.0)
 
@@ -314,8 +298,7 @@ def _calibrated_scale(identity: list[_Timed], costs: HostCosts, serial: bool,
     if abs(step - measured) <= CALIBRATION_TOLERANCE * measured:
         scale = 1.0
     elif step > measured:
-        w = _profiler_weights(costs)
-        ratios = [(t.op.cpu_time_s + t.op.host_gap_s) / c for t in identity if (c := _profiler_cost(t.op, w)) > 0]
+        ratios = [(t.op.cpu_time_s + t.op.host_gap_s) / c for t in identity if (c := _profiler_cost(t.op, costs)) > 0]
         top = max(ratios, default=1.0)
         scale = _bisect(lambda x: replay(x)[0] - measured, 1.0, max(top, 1.0))
     elif serial or host > device:
@@ -328,8 +311,13 @@ def _calibrated_scale(identity: list[_Timed], costs: HostCosts, serial: bool,
                    f"{step * 1e3:.3g} ms)"), host, device
 
 
+def _without_host(timed: list[_Timed]) -> list[_Timed]:
+    """Copies of ``timed`` with no host time yet, for a trial replay that must leave the originals as they are."""
+    return [replace(t, host_s=0.0) for t in timed]
+
+
 def _dispatch_host_total(identity: list[_Timed], costs: HostCosts, serial: bool) -> float:
-    trial = [_Timed(t.op, t.projected, t.device_s, t.device_lo_s, t.device_hi_s, 0.0, t.sync) for t in identity]
+    trial = _without_host(identity)
     _add_host(trial, costs, serial, [])
     return sum(t.host_s for t in trial)
 
@@ -359,13 +347,12 @@ def _add_profiled_host(timed: list[_Timed], costs: HostCosts, serial: bool, scal
     profiler's cost, and what the gap cannot absorb comes off the op's device time. Ops keep their order; only the
     host stream (on a CPU, also the span) changes."""
     median_dispatch = statistics.median(costs.dispatch_s.values()) if costs.dispatch_s else 0.0
-    weights = _profiler_weights(costs)
     first = min(range(len(timed)), key=lambda i: (timed[i].op.start_s is None, timed[i].op.start_s or 0.0, i),
                 default=None)
     for i, t in enumerate(timed):
         op = t.op
         gap = max(op.host_gap_s - scale * costs.profiler_per_step_s, 0.0) if i == first else op.host_gap_s
-        cost = scale * _profiler_cost(op, weights)
+        cost = scale * _profiler_cost(op, costs)
         if serial:
             t.host_s = max(gap - cost, 0.0)
             excess = max(cost - gap, 0.0)
