@@ -427,13 +427,7 @@ def _detection(name: str, size: int, **kwargs) -> Callable:
 
 
 def _segmentation(name: str) -> Callable:
-    def build(device: torch.device):
-        import torchvision
-
-        model = torchvision.models.get_model(name, weights=None, weights_backbone=None)
-        return model, (torch.randn(1, 3, 64, 64),), {}
-
-    return build
+    return _torchvision_small(name, 64, weights_backbone=None)
 
 
 class VisionOps(nn.Module):
