@@ -524,7 +524,7 @@ def _resnet_batch(device: torch.device):
     return torchvision.models.resnet18(weights=None), (torch.randn(2, 3, 32, 32),), {}
 
 
-def _labelled(build: Callable, vocab: int = 128) -> Callable:
+def _labelled(build: Callable) -> Callable:
     """A Hugging Face LM built by ``build`` with labels, so a training step's loss is the model's own."""
     def wrapped(device: torch.device):
         model, (ids,), _ = build(device)
