@@ -35,6 +35,7 @@ from roofline.count.counting import count_op
 from roofline.count.meta import TensorMeta
 from roofline.count.registry import OpCost, nbytes, unmodeled, zero_cost
 from roofline.count.rnn import GRU, LSTM, RNN_RELU, RNN_TANH, rnn_forward_flops
+from roofline.count.vision_ops import ADAPTIVE_SAMPLES, SAMPLE_FLOPS
 
 # ONNX's type names (as ORT's profile and TensorProto spell them) -> torch's.
 ONNX_DTYPES = {
@@ -614,11 +615,11 @@ def _roi_align(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCos
     if x is None or rois is None or not outs:
         raise ValueError("RoiAlign without shapes")
     ratio = int(attrs.get("sampling_ratio", 0) or 0)
-    samples = (ratio or 2) ** 2
+    samples = ratio ** 2 if ratio else ADAPTIVE_SAMPLES
     out = outs[0]
     gathered = min(x.nbytes * rois.shape[0], out.numel * samples * 4 * x.itemsize)
     note = "sampling_ratio 0 (adaptive): 2x2 samples per output element assumed" if not ratio else ""
-    cost = OpCost(float(out.numel * samples * 8), float(gathered + nbytes(_present(ins[1:])) + nbytes(outs)), True,
+    cost = OpCost(float(out.numel * samples * SAMPLE_FLOPS), float(gathered + nbytes(_present(ins[1:])) + nbytes(outs)), True,
                   note=note)
     return cost, "torchvision::roi_align"
 
