@@ -279,6 +279,9 @@ QUANTIZED_HANDLERS = {
     "QGemm": _qgemm, "QLinearAdd": _qlinear_binary("add"), "QLinearMul": _qlinear_binary("mul"),
     "QLinearSigmoid": _qlinear_unary("sigmoid"), "QLinearLeakyRelu": _qlinear_unary("leaky_relu"),
     "QLinearGlobalAveragePool": _qlinear_pool("global_avg"), "QLinearAveragePool": _qlinear_pool("avg"),
-    "NhwcMaxPool": _qlinear_pool("max", nhwc=True), "QLinearSoftmax": _qlinear_softmax, "QLinearConcat": _qlinear_concat, "QLinearReduceMean": _qlinear_reduce_mean,
-    "DynamicQuantizeLSTM": _dynamic_quantize_lstm, "QAttention": _qattention, "QEmbedLayerNormalization": _qembed_layer_norm, "MatMulNBits": _matmul_nbits, "GatherBlockQuantized": _gather_block_quantized,
+    "NhwcMaxPool": _qlinear_pool("max", nhwc=True), "QLinearSoftmax": _qlinear_softmax,
+    "QLinearConcat": _qlinear_concat, "QLinearReduceMean": _qlinear_reduce_mean,
+    "DynamicQuantizeLSTM": _dynamic_quantize_lstm, "QAttention": _qattention,
+    "QEmbedLayerNormalization": _qembed_layer_norm, "MatMulNBits": _matmul_nbits,
+    "GatherBlockQuantized": _gather_block_quantized,
 }
