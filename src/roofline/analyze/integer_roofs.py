@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 
+from roofline.count.onnx_quant import INTEGER_DTYPES
 from roofline.report import Ceilings, OpRecord
-
-INTEGER_DTYPES = ("int8", "uint8", "int16", "uint16", "int4", "uint4")
 
 
 def integer_roof_notes(ops: list[OpRecord], roofs_of: Callable[[int], tuple[str, Ceilings | None]],

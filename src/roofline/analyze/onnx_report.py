@@ -94,6 +94,7 @@ def layers_from_ort(profile: OrtProfile, warmup: int, device: DeviceAttribution 
     # a node runs once per run; a node name seen several times in one run (a loop) is summed per run
     per_run: dict[str, list[float]] = defaultdict(list)
     first: dict[str, tuple] = {}
+    kernel_names: dict[str, dict[str, None]] = defaultdict(dict)  # first-seen order, no repeats
     for r, run in enumerate(timed_runs):
         t0 = run[0].ts_us if run else 0.0
         sums: dict[str, float] = defaultdict(float)
@@ -101,6 +102,7 @@ def layers_from_ort(profile: OrtProfile, warmup: int, device: DeviceAttribution 
             sums[ev.name] += ((ev.device_us or 0.0) if ev.name in on_device else ev.dur_us) * 1e-6
             if ev.name not in first:
                 first[ev.name] = (r, ev, (ev.ts_us - t0) * 1e-6)
+            kernel_names[ev.name].update(dict.fromkeys(ev.kernel_names))
         for name, s in sums.items():
             per_run[name].append(s)
     order = sorted(first, key=lambda n: (first[n][0], first[n][1].ts_us))
@@ -108,9 +110,8 @@ def layers_from_ort(profile: OrtProfile, warmup: int, device: DeviceAttribution 
     for name in order:
         _, ev, start = first[name]
         times = per_run[name] + [0.0] * (len(timed_runs) - len(per_run[name]))
-        kernel_names = [k for run in timed_runs for e in run if e.name == name for k in e.kernel_names]
         layers.append(Layer(name, ev.op_type, ev.provider, times, ev.inputs, ev.outputs, start,
-                            device_time=name in on_device, kernel_names=list(dict.fromkeys(kernel_names))))
+                            device_time=name in on_device, kernel_names=list(kernel_names[name])))
     run_times = [d * 1e-6 for d in profile.run_durations_us[skipped:]]
     method = (f"ONNX Runtime profiler (per-node kernel_time events): median of {len(timed_runs)} timed run(s) "
               f"after {skipped} warm-up run(s)")

@@ -35,6 +35,7 @@ from roofline.count.counting import count_op
 from roofline.count.meta import TensorMeta
 from roofline.count.registry import OpCost, nbytes, unmodeled, zero_cost
 from roofline.count.rnn import GRU, LSTM, RNN_RELU, RNN_TANH, rnn_forward_flops
+from roofline.count.vision_ops import ADAPTIVE_SAMPLES, SAMPLE_FLOPS
 
 # ONNX's type names (as ORT's profile and TensorProto spell them) -> torch's.
 ONNX_DTYPES = {
@@ -128,6 +129,11 @@ def _aten(name: str, args: Sequence[Any], outs: Metas | None = None) -> tuple[Op
 
 def _elementwise(base: str, ins: Metas, outs: Metas) -> tuple[OpCost, str]:
     return _aten(base, _present(ins), outs)
+
+
+def _text(value: Any) -> str:
+    """A string attribute as ORT's profile (str) or onnx's protobuf (bytes) gives it."""
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _activation_part(attrs: Mapping[str, Any], out: TensorMeta) -> list[tuple[OpCost, str]]:
@@ -471,7 +477,7 @@ def _rnn(mode_name: str):
         if x is None or w is None or r is None or w.ndim != 3 or r.ndim != 3:
             raise ValueError(f"{mode_name} without X, W, R shapes")
         mode = {"lstm": LSTM, "gru": GRU, "rnn": RNN_TANH}[mode_name]
-        acts = [a.decode() if isinstance(a, bytes) else str(a) for a in (attrs.get("activations") or [])]
+        acts = [_text(a) for a in (attrs.get("activations") or [])]
         if mode == RNN_TANH and acts and acts[0].lower() == "relu":
             mode = RNN_RELU
         weights = []
@@ -497,8 +503,7 @@ def _resize(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, 
     x = ins[0]
     if x is None or not outs:
         raise ValueError("Resize without shapes")
-    mode = attrs.get("mode", "nearest")
-    mode = (mode.decode() if isinstance(mode, bytes) else str(mode)).lower()
+    mode = _text(attrs.get("mode", "nearest")).lower()
     mode = {"bilinear": "linear", "trilinear": "linear", "bicubic": "cubic"}.get(mode, mode)  # Upsample's old names
     out = outs[0]
     spatial = max(1, min(3, x.ndim - 2)) if x.ndim > 2 else 1
@@ -508,8 +513,7 @@ def _resize(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, 
 
 def _grid_sample(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
     x, grid = ins[0], ins[1] if len(ins) > 1 else None
-    mode = attrs.get("mode", "bilinear")
-    mode = (mode.decode() if isinstance(mode, bytes) else str(mode)).lower()
+    mode = _text(attrs.get("mode", "bilinear")).lower()
     code = {"bilinear": 0, "linear": 0, "nearest": 1, "bicubic": 2, "cubic": 2}.get(mode, 0)
     return _aten("grid_sampler_2d" if x is not None and x.ndim == 4 else "grid_sampler_3d",
                  [x, grid, code, 0, bool(attrs.get("align_corners", 0))], outs or None)
@@ -571,8 +575,7 @@ def _scatter_elements(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tupl
     """ScatterElements(data, indices, updates): out of place, aten::scatter (scatter_reduce when ``reduction`` is
     add/mul/max/min: one FLOP per update)."""
     data, indices, updates = (list(ins) + [None] * 3)[:3]
-    reduction = attrs.get("reduction", "none")
-    reduction = reduction.decode() if isinstance(reduction, bytes) else str(reduction)
+    reduction = _text(attrs.get("reduction", "none"))
     name = "scatter" if reduction == "none" else "scatter_reduce"
     return _aten(name, [data, int(attrs.get("axis", 0)), indices, updates], outs or None)
 
@@ -583,8 +586,7 @@ def _scatter_nd(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCo
     data, indices, updates = (list(ins) + [None] * 3)[:3]
     if data is None or indices is None or updates is None:
         raise ValueError("ScatterND without shapes")
-    reduction = attrs.get("reduction", "none")
-    reduction = reduction.decode() if isinstance(reduction, bytes) else str(reduction)
+    reduction = _text(attrs.get("reduction", "none"))
     flops = float(updates.numel) if reduction != "none" else 0.0
     return OpCost(flops, float(data.nbytes + indices.nbytes + updates.nbytes + nbytes(outs)), True), "aten::index_put"
 
@@ -613,11 +615,11 @@ def _roi_align(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCos
     if x is None or rois is None or not outs:
         raise ValueError("RoiAlign without shapes")
     ratio = int(attrs.get("sampling_ratio", 0) or 0)
-    samples = (ratio or 2) ** 2
+    samples = ratio ** 2 if ratio else ADAPTIVE_SAMPLES
     out = outs[0]
     gathered = min(x.nbytes * rois.shape[0], out.numel * samples * 4 * x.itemsize)
     note = "sampling_ratio 0 (adaptive): 2x2 samples per output element assumed" if not ratio else ""
-    cost = OpCost(float(out.numel * samples * 8), float(gathered + nbytes(_present(ins[1:])) + nbytes(outs)), True,
+    cost = OpCost(float(out.numel * samples * SAMPLE_FLOPS), float(gathered + nbytes(_present(ins[1:])) + nbytes(outs)), True,
                   note=note)
     return cost, "torchvision::roi_align"
 

@@ -32,6 +32,8 @@ from roofline.count.registry import OpCost, nbytes
 QUANTIZE_FLOPS = 4
 DEQUANTIZE_FLOPS = 2
 MINMAX_FLOPS = 2
+# the dtypes of quantized operands (analyze/integer_roofs.py judges ops computing in them against an integer roof)
+INTEGER_DTYPES = ("int8", "uint8", "int16", "uint16", "int4", "uint4")
 
 # ops whose products run on integer operands: the dtype of their (quantized) first operand is the compute dtype
 INTEGER_COMPUTE = frozenset({
@@ -55,7 +57,7 @@ def compute_dtype(op_type: str, inputs: Metas) -> str | None:
         ins = [m for m in inputs if m is not None]
     if op_type == "DynamicQuantizeMatMul":
         return "uint8"
-    ints = [m.dtype for m in ins if m.dtype in ("int8", "uint8", "int16", "uint16", "int4", "uint4")]
+    ints = [m.dtype for m in ins if m.dtype in INTEGER_DTYPES]
     return ints[0] if ints else None
 
 
@@ -277,6 +279,9 @@ QUANTIZED_HANDLERS = {
     "QGemm": _qgemm, "QLinearAdd": _qlinear_binary("add"), "QLinearMul": _qlinear_binary("mul"),
     "QLinearSigmoid": _qlinear_unary("sigmoid"), "QLinearLeakyRelu": _qlinear_unary("leaky_relu"),
     "QLinearGlobalAveragePool": _qlinear_pool("global_avg"), "QLinearAveragePool": _qlinear_pool("avg"),
-    "NhwcMaxPool": _qlinear_pool("max", nhwc=True), "QLinearSoftmax": _qlinear_softmax, "QLinearConcat": _qlinear_concat, "QLinearReduceMean": _qlinear_reduce_mean,
-    "DynamicQuantizeLSTM": _dynamic_quantize_lstm, "QAttention": _qattention, "QEmbedLayerNormalization": _qembed_layer_norm, "MatMulNBits": _matmul_nbits, "GatherBlockQuantized": _gather_block_quantized,
+    "NhwcMaxPool": _qlinear_pool("max", nhwc=True), "QLinearSoftmax": _qlinear_softmax,
+    "QLinearConcat": _qlinear_concat, "QLinearReduceMean": _qlinear_reduce_mean,
+    "DynamicQuantizeLSTM": _dynamic_quantize_lstm, "QAttention": _qattention,
+    "QEmbedLayerNormalization": _qembed_layer_norm, "MatMulNBits": _matmul_nbits,
+    "GatherBlockQuantized": _gather_block_quantized,
 }

@@ -24,7 +24,7 @@ from math import prod
 from roofline.count.conv import conv_flop_count, conv_output_shape
 from roofline.count.meta import PackedWeights, TensorMeta
 from roofline.count.registry import Call, OpCost, flatten_metas, nbytes, register
-from roofline.count.rnn import GRU, LSTM, _rnn_flops, _tokens, stack_weights
+from roofline.count.rnn import GRU, LSTM, _tokens, rnn_forward_flops, stack_weights
 
 QUANTIZE_FLOPS = 3
 DEQUANTIZE_FLOPS = 2
@@ -167,5 +167,5 @@ def quantized_rnn(call: Call) -> OpCost:
     weight_bytes = sum(w.numel for w in weights) * itemsize
     written = nbytes(call.outputs) if call.outputs is not None else \
         _tokens(x) * hidden * directions * x.itemsize + nbytes(states)
-    return OpCost(_rnn_flops(_tokens(x), weights, mode, False),
+    return OpCost(rnn_forward_flops(_tokens(x), weights, mode),
                   float(x.nbytes + nbytes(states) + weight_bytes + written), True)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from math import log2, prod
 
-from roofline.count.conv import conv_flop_count
+from roofline.count.conv import conv_flop_count, conv_output_shape
 from roofline.count.meta import TensorMeta
 from roofline.count.registry import Call, OpCost, nbytes, register
 
@@ -152,9 +152,8 @@ def _deform_parts(call: Call) -> tuple[TensorMeta, TensorMeta, TensorMeta, Tenso
     stride = int(call.arg(5, "stride_h", 1)), int(call.arg(6, "stride_w", 1))
     pad = int(call.arg(7, "pad_h", 0)), int(call.arg(8, "pad_w", 0))
     dilation = int(call.arg(9, "dilation_h", 1)), int(call.arg(10, "dilation_w", 1))
-    spatial = tuple((size + 2 * p - d * (k - 1) - 1) // s + 1
-                    for size, k, s, p, d in zip(x.shape[2:], (kh, kw), stride, pad, dilation))
-    out = TensorMeta((x.shape[0], w.shape[0]) + spatial, x.dtype)
+    out = TensorMeta(conv_output_shape(x, w, list(stride), list(pad), list(dilation), False, [0, 0], 1), x.dtype)
+    spatial = out.shape[2:]
     products = float(conv_flop_count(x.shape, w.shape, out.shape))
     sampling = float((BILINEAR_FLOPS + (1 if use_mask else 0)) * x.shape[0] * x.shape[1] * kh * kw * prod(spatial))
     used_mask = mask if use_mask else None

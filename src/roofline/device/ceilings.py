@@ -73,12 +73,12 @@ def measure_ceilings(
         for d in supported_dtypes(dev):
             flops[d] = _best_flops(flops.get(d), measure_peak_flops(dev, d, quick=quick, progress=step))
         if int8_absent is None:
-            try:
-                flops["int8"] = _best_flops(flops.get("int8"),
-                                            measure_peak_flops(dev, "int8", quick=quick, progress=step))
-            except (RooflineError, RuntimeError) as exc:
-                int8_absent = f"torch._int_mm failed while measuring: {exc}".splitlines()[0]
+            int8 = _measure_int8(dev, quick, step)
+            if isinstance(int8, str):
+                int8_absent = int8
                 flops.pop("int8", None)
+            else:
+                flops["int8"] = _best_flops(flops.get("int8"), int8)
         done += 1
     assert bw is not None and cache is not None
     passes = done
@@ -147,6 +147,14 @@ def add_shared_memory_roof(ceilings: Ceilings, device: torch.device, *, quick: b
     return ceilings
 
 
+def _measure_int8(device: torch.device, quick: bool, progress: Progress) -> FlopsResult | str:
+    """The int8 roof's measurement, or why torch._int_mm failed during it."""
+    try:
+        return measure_peak_flops(device, "int8", quick=quick, progress=progress)
+    except (RooflineError, RuntimeError) as exc:
+        return f"torch._int_mm failed while measuring: {exc}".splitlines()[0]
+
+
 def _int8_absent_method(reason: str) -> str:
     return (f"{INT8_NOT_MEASURED}: {reason}; integer products are judged against the float32 roof "
             "(Ceilings.peak_for's fallback)")
@@ -162,14 +170,9 @@ def add_int8_roof(ceilings: Ceilings, device: torch.device, *, quick: bool = Fal
                   progress: Progress = _noop) -> Ceilings:
     """Ceilings cached before the int8 roof existed, completed by measuring that roof alone (a second or two), or
     by recording why it cannot be measured here, so this runs once; the method says it was measured later."""
-    reason = int8_unavailable_reason(device)
-    if reason is None:
-        try:
-            r = measure_peak_flops(device, "int8", quick=quick, progress=progress)
-        except (RooflineError, RuntimeError) as exc:
-            reason = f"torch._int_mm failed while measuring: {exc}".splitlines()[0]
-    if reason is not None:
-        ceilings.method += f"; {_int8_absent_method(reason)}"
+    r = int8_unavailable_reason(device) or _measure_int8(device, quick, progress)
+    if isinstance(r, str):
+        ceilings.method += f"; {_int8_absent_method(r)}"
         return ceilings
     ceilings.peak_flops_per_s["int8"] = r.best_flops_per_s
     when = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")

@@ -427,13 +427,7 @@ def _detection(name: str, size: int, **kwargs) -> Callable:
 
 
 def _segmentation(name: str) -> Callable:
-    def build(device: torch.device):
-        import torchvision
-
-        model = torchvision.models.get_model(name, weights=None, weights_backbone=None)
-        return model, (torch.randn(1, 3, 64, 64),), {}
-
-    return build
+    return _torchvision_small(name, 64, weights_backbone=None)
 
 
 class VisionOps(nn.Module):
@@ -530,7 +524,7 @@ def _resnet_batch(device: torch.device):
     return torchvision.models.resnet18(weights=None), (torch.randn(2, 3, 32, 32),), {}
 
 
-def _labelled(build: Callable, vocab: int = 128) -> Callable:
+def _labelled(build: Callable) -> Callable:
     """A Hugging Face LM built by ``build`` with labels, so a training step's loss is the model's own."""
     def wrapped(device: torch.device):
         model, (ids,), _ = build(device)

@@ -1,8 +1,8 @@
 """Warm-up inside the profiled window: a one-time start-up cost, named so nobody chases it as a per-step one.
 
-Evidence: report.extra['warmup'] (analyze/warmup.py): runtime calls that carried CUDA's context creation, and
-profiled steps that are the first iterations, torch.compile's compilation stages. The saving is not per step: the fix is to profile steps after the
-first (a profiler schedule with wait/warmup).
+Evidence: report.extra['warmup'] (analyze/warmup.py): runtime calls that carried CUDA's context creation,
+profiled steps that are the first iterations, and torch.compile's compilation stages. The saving is not per step:
+the fix is to profile steps after the first (a profiler schedule with wait/warmup).
 """
 
 from __future__ import annotations
