@@ -149,8 +149,7 @@ def _in_processes(tasks: list[Task], jobs: int, stack: ExitStack) -> Iterator[by
     imported. The first error cancels the chunks not started."""
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     workers = min(jobs, len(tasks))
-    pool = stack.enter_context(ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method)))
-    stack.callback(pool.shutdown, wait=True, cancel_futures=True)
+    pool = _cancelling_pool(workers, method, stack)
     futures = [pool.submit(summarize_chunk, chunk) for chunk in chunked(tasks, workers)]
 
     def results() -> Iterator[bytes]:
@@ -158,6 +157,13 @@ def _in_processes(tasks: list[Task], jobs: int, stack: ExitStack) -> Iterator[by
             yield future.result()
 
     return results()
+
+
+def _cancelling_pool(workers: int, method: str, stack: ExitStack) -> ProcessPoolExecutor:
+    """A process pool shut down when ``stack`` closes, its tasks not yet started cancelled (an error or the end)."""
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
+    stack.callback(pool.shutdown, wait=True, cancel_futures=True)
+    return pool
 
 
 def _on_cluster(tasks: list[Task], address: str, stack: ExitStack) -> Iterator[bytes]:
@@ -210,8 +216,7 @@ class _Meanwhile:
         return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
 
     def __init__(self, tasks: list[Task], stack: ExitStack) -> None:
-        pool = stack.enter_context(ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")))
-        stack.callback(pool.shutdown, wait=True, cancel_futures=True)
+        pool = _cancelling_pool(1, "fork", stack)
         self.pending = [(t, pool.submit(summarize_chunk, msgspec.msgpack.encode([t]))) for t in reversed(tasks)]
 
     def stop(self) -> tuple[list[Task], list]:

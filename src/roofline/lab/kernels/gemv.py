@@ -169,7 +169,7 @@ def gemv(w: torch.Tensor, x: torch.Tensor, out: torch.Tensor, *, config: GemvCon
     split = config.split_k
     blocks = -(-n // config.block_n)
     per_split = -(-(-(-k // split)) // config.block_k) * config.block_k
-    prefetch = getattr(config, "prefetch", 1)
+    prefetch = config.prefetch
     if prefetch > 1 and (prefetch & (prefetch - 1) or prefetch * config.block_k > per_split):
         raise ValueError(f"gemv: prefetch {prefetch} (a power of two) tiles of {config.block_k} must fit the "
                          f"{per_split} elements of K a program reads")
@@ -186,7 +186,7 @@ def gemv(w: torch.Tensor, x: torch.Tensor, out: torch.Tensor, *, config: GemvCon
         EVEN_K=k % config.block_k == 0 and per_split * split == k, EVEN_N=n % config.block_n == 0,
         NORM_BLOCK=_pow2_at_least(k), PDL=pdl, REDUCE_EACH=config.reduce_each, UNROLL=config.unroll,
         STAGES=config.stages if config.stages > 1 else None, num_warps=config.num_warps, SCALED=scale is not None,
-        PREFETCH=prefetch, EARLY_LAUNCH=getattr(config, "early_launch", False), **({"launch_pdl": True} if pdl else {}),
+        PREFETCH=prefetch, EARLY_LAUNCH=config.early_launch, **({"launch_pdl": True} if pdl else {}),
     )
     return out
 

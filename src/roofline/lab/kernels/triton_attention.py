@@ -42,6 +42,47 @@ def _attend(r1, r2, k1, k2, v, t, pos, m, l, acc, scale, dt: tl.constexpr):
 
 
 @triton.jit
+def _add_token(KC, VC, cache, pos, r1, r2, rk1, rk2, v_new, m, l, acc, scale, HEAD_DIM: tl.constexpr,
+               HALF: tl.constexpr):
+    """This step's token: its rotated k and its v written to cache slot ``pos``, and added to the softmax."""
+    d1 = tl.arange(0, HALF)
+    d = tl.arange(0, HEAD_DIM)
+    tl.store(KC + cache + pos * HEAD_DIM + d1, rk1)
+    tl.store(KC + cache + pos * HEAD_DIM + HALF + d1, rk2)
+    tl.store(VC + cache + pos * HEAD_DIM + d, v_new)
+    current = (tl.sum(r1.to(tl.float32) * rk1.to(tl.float32)[None, :], axis=1)
+               + tl.sum(r2.to(tl.float32) * rk2.to(tl.float32)[None, :], axis=1)) * scale
+    m_new = tl.maximum(m, current)
+    p_cur = tl.exp(current - m_new)
+    alpha = tl.exp(m - m_new)
+    l = l * alpha + p_cur
+    acc = acc * alpha[:, None] + p_cur[:, None] * v_new.to(tl.float32)[None, :]
+    return m_new, l, acc
+
+
+@triton.jit
+def _publish(PARTIAL, OUT, COUNTERS, kh, sp, own, m, l, acc, KV_HEADS: tl.constexpr, SPLITS: tl.constexpr,
+             GROUP: tl.constexpr, GROUP_PAD: tl.constexpr, GROUP_POW2: tl.constexpr, HEAD_DIM: tl.constexpr,
+             SPLIT_BLOCK: tl.constexpr, dt: tl.constexpr):
+    """A split's partial softmax to L2, then its arrival; the last of the ``own + 1`` live splits merges them.
+    Partials: m and l [KV_HEADS, SPLITS, GROUP], then acc [KV_HEADS, SPLITS, GROUP * HEAD_DIM]."""
+    g = tl.arange(0, GROUP_PAD)
+    g_mask = g < GROUP
+    d = tl.arange(0, HEAD_DIM)
+    slot = kh * SPLITS + sp
+    tl.store(PARTIAL + slot * GROUP + g, m, mask=g_mask)
+    tl.store(PARTIAL + KV_HEADS * SPLITS * GROUP + slot * GROUP + g, l, mask=g_mask)
+    acc_base = PARTIAL + 2 * KV_HEADS * SPLITS * GROUP + slot * (GROUP * HEAD_DIM)
+    tl.store(acc_base + g[:, None] * HEAD_DIM + d[None, :], acc, mask=g_mask[:, None])
+    tl.debug_barrier()
+    arrived = tl.atomic_add(COUNTERS + kh, 1, sem="acq_rel")
+    if arrived == own:
+        tl.debug_barrier()
+        _combine(PARTIAL, OUT, kh, own + 1, KV_HEADS, SPLITS, GROUP, GROUP_POW2, HEAD_DIM, SPLIT_BLOCK, dt)
+        tl.atomic_xchg(COUNTERS + kh, 0)
+
+
+@triton.jit
 def decode_attention_kernel(QKV, KC, VC, COS, SIN, POS, OUT, PARTIAL, COUNTERS, scale, max_seq,
                             Q_HEADS: tl.constexpr, KV_HEADS: tl.constexpr, GROUP: tl.constexpr,
                             GROUP_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, HALF: tl.constexpr, BLOCK_T: tl.constexpr,
@@ -90,33 +131,13 @@ def decode_attention_kernel(QKV, KC, VC, COS, SIN, POS, OUT, PARTIAL, COUNTERS, 
             k1, k2, v = _load_kv(KC, VC, cache, t, pos, HEAD_DIM, HALF)
             m, l, acc = _attend(r1, r2, k1, k2, v, t, pos, m, l, acc, scale, dt)
     if sp == own:
-        tl.store(KC + cache + pos * HEAD_DIM + d1, rk1)
-        tl.store(KC + cache + pos * HEAD_DIM + HALF + d1, rk2)
-        tl.store(VC + cache + pos * HEAD_DIM + d, v_new)
-        current = (tl.sum(r1.to(tl.float32) * rk1.to(tl.float32)[None, :], axis=1)
-                   + tl.sum(r2.to(tl.float32) * rk2.to(tl.float32)[None, :], axis=1)) * scale
-        m_new = tl.maximum(m, current)
-        p_cur = tl.exp(current - m_new)
-        alpha = tl.exp(m - m_new)
-        l = l * alpha + p_cur
-        acc = acc * alpha[:, None] + p_cur[:, None] * v_new.to(tl.float32)[None, :]
-        m = m_new
+        m, l, acc = _add_token(KC, VC, cache, pos, r1, r2, rk1, rk2, v_new, m, l, acc, scale, HEAD_DIM, HALF)
     if SPLITS == 1:
         out_ptrs = OUT + (kh * GROUP + g)[:, None] * HEAD_DIM + d[None, :]
         tl.store(out_ptrs, (acc / l[:, None]).to(dt), mask=g_mask[:, None])
     else:
-        # Partials: m and l [KV_HEADS, SPLITS, GROUP], then acc [KV_HEADS, SPLITS, GROUP * HEAD_DIM].
-        slot = kh * SPLITS + sp
-        tl.store(PARTIAL + slot * GROUP + g, m, mask=g_mask)
-        tl.store(PARTIAL + KV_HEADS * SPLITS * GROUP + slot * GROUP + g, l, mask=g_mask)
-        acc_base = PARTIAL + 2 * KV_HEADS * SPLITS * GROUP + slot * (GROUP * HEAD_DIM)
-        tl.store(acc_base + g[:, None] * HEAD_DIM + d[None, :], acc, mask=g_mask[:, None])
-        tl.debug_barrier()
-        arrived = tl.atomic_add(COUNTERS + kh, 1, sem="acq_rel")
-        if arrived == own:
-            tl.debug_barrier()
-            _combine(PARTIAL, OUT, kh, own + 1, KV_HEADS, SPLITS, GROUP, GROUP_POW2, HEAD_DIM, SPLIT_BLOCK, dt)
-            tl.atomic_xchg(COUNTERS + kh, 0)
+        _publish(PARTIAL, OUT, COUNTERS, kh, sp, own, m, l, acc, KV_HEADS, SPLITS, GROUP, GROUP_PAD, GROUP_POW2,
+                 HEAD_DIM, SPLIT_BLOCK, dt)
 
 
 @triton.jit

@@ -12,7 +12,7 @@ tail. Past the first slice it is the first kernel (partials and the last program
 import triton
 import triton.language as tl
 
-from roofline.lab.kernels.triton_attention import _attend, _combine, _load_kv, _rope
+from roofline.lab.kernels.triton_attention import _add_token, _attend, _load_kv, _publish, _rope
 from roofline.lab.kernels.triton_gemv import gdc_launch_dependents, gdc_wait
 
 
@@ -67,29 +67,10 @@ def decode_attention_v2_kernel(QKV, KC, VC, COS, SIN, POS, OUT, PARTIAL, COUNTER
             k1, k2, v = _load_kv(KC, VC, cache, t, pos, HEAD_DIM, HALF)
             m, l, acc = _attend(r1, r2, k1, k2, v, t, pos, m, l, acc, scale, dt)
     if sp == own:
-        tl.store(KC + cache + pos * HEAD_DIM + d1, rk1)
-        tl.store(KC + cache + pos * HEAD_DIM + HALF + d1, rk2)
-        tl.store(VC + cache + pos * HEAD_DIM + d, v_new)
-        current = (tl.sum(r1.to(tl.float32) * rk1.to(tl.float32)[None, :], axis=1)
-                   + tl.sum(r2.to(tl.float32) * rk2.to(tl.float32)[None, :], axis=1)) * scale
-        m_new = tl.maximum(m, current)
-        p_cur = tl.exp(current - m_new)
-        alpha = tl.exp(m - m_new)
-        l = l * alpha + p_cur
-        acc = acc * alpha[:, None] + p_cur[:, None] * v_new.to(tl.float32)[None, :]
-        m = m_new
+        m, l, acc = _add_token(KC, VC, cache, pos, r1, r2, rk1, rk2, v_new, m, l, acc, scale, HEAD_DIM, HALF)
     if own == 0:  # one live slice: this program holds the whole softmax, nothing to merge
         out_ptrs = OUT + (kh * GROUP + g)[:, None] * HEAD_DIM + d[None, :]
         tl.store(out_ptrs, (acc / l[:, None]).to(dt), mask=g_mask[:, None])
     else:
-        slot = kh * SPLITS + sp
-        tl.store(PARTIAL + slot * GROUP + g, m, mask=g_mask)
-        tl.store(PARTIAL + KV_HEADS * SPLITS * GROUP + slot * GROUP + g, l, mask=g_mask)
-        acc_base = PARTIAL + 2 * KV_HEADS * SPLITS * GROUP + slot * (GROUP * HEAD_DIM)
-        tl.store(acc_base + g[:, None] * HEAD_DIM + d[None, :], acc, mask=g_mask[:, None])
-        tl.debug_barrier()
-        arrived = tl.atomic_add(COUNTERS + kh, 1, sem="acq_rel")
-        if arrived == own:
-            tl.debug_barrier()
-            _combine(PARTIAL, OUT, kh, own + 1, KV_HEADS, SPLITS, GROUP, GROUP_POW2, HEAD_DIM, SPLIT_BLOCK, dt)
-            tl.atomic_xchg(COUNTERS + kh, 0)
+        _publish(PARTIAL, OUT, COUNTERS, kh, sp, own, m, l, acc, KV_HEADS, SPLITS, GROUP, GROUP_PAD, GROUP_POW2,
+                 HEAD_DIM, SPLIT_BLOCK, dt)

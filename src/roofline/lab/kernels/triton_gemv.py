@@ -42,6 +42,16 @@ def _load_w(W, w_rows, ks, K, ROW_OFFSET, EVEN_K: tl.constexpr):
 
 
 @triton.jit
+def _rms_inv(X, K, eps, NORM_BLOCK: tl.constexpr, dt: tl.constexpr):
+    """RMSNorm's 1 / sqrt(mean(x^2) + eps) over x's K values, rounded to the model dtype as models/llama.py's."""
+    ks_all = tl.arange(0, NORM_BLOCK)
+    xa = tl.load(X + ks_all, mask=ks_all < K, other=0.0).to(tl.float32)
+    sq = (xa * xa).to(dt).to(tl.float32)
+    mean = (tl.sum(sq, axis=0) / K).to(dt).to(tl.float32)
+    return (1.0 / tl.sqrt((mean + eps).to(dt).to(tl.float32))).to(dt).to(tl.float32)
+
+
+@triton.jit
 def _load_x(X, GAMMA, ks, K, inv, NORM: tl.constexpr, EVEN_K: tl.constexpr, dt: tl.constexpr):
     if EVEN_K:
         x = tl.load(X + ks).to(tl.float32)
@@ -76,11 +86,7 @@ def _prefetched(W, X, GAMMA, w_rows, k_start, K, N, eps, dt: tl.constexpr, HALVE
             gdc_launch_dependents()
     inv = 1.0
     if NORM:
-        ks_all = tl.arange(0, NORM_BLOCK)
-        xa = tl.load(X + ks_all, mask=ks_all < K, other=0.0).to(tl.float32)
-        sq = (xa * xa).to(dt).to(tl.float32)
-        mean = (tl.sum(sq, axis=0) / K).to(dt).to(tl.float32)
-        inv = (1.0 / tl.sqrt((mean + eps).to(dt).to(tl.float32))).to(dt).to(tl.float32)
+        inv = _rms_inv(X, K, eps, NORM_BLOCK, dt)
     x = _load_x(X, GAMMA, ks, K, inv, NORM, EVEN_K, dt)
     y = tl.sum(w.to(tl.float32) * x[None, :], axis=1)
     y2 = y
@@ -142,11 +148,7 @@ def gemv_kernel(W, X, OUT, RES, GAMMA, PARTIAL, COUNTERS, SCALE, N, K, eps,
                 gdc_launch_dependents()
         inv = 1.0
         if NORM:
-            ks_all = tl.arange(0, NORM_BLOCK)
-            xa = tl.load(X + ks_all, mask=ks_all < K, other=0.0).to(tl.float32)
-            sq = (xa * xa).to(dt).to(tl.float32)
-            mean = (tl.sum(sq, axis=0) / K).to(dt).to(tl.float32)
-            inv = (1.0 / tl.sqrt((mean + eps).to(dt).to(tl.float32))).to(dt).to(tl.float32)
+            inv = _rms_inv(X, K, eps, NORM_BLOCK, dt)
         x = _load_x(X, GAMMA, ks, K, inv, NORM, EVEN_K, dt)
         # REDUCE_EACH: sum each tile's products at once (a [BLOCK_N] accumulator; registers free for more loads in
         # flight) instead of keeping a [BLOCK_N, BLOCK_K] accumulator and summing once at the end.
