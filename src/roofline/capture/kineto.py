@@ -10,7 +10,6 @@ launch call, memory event and op (same pid and tid, by time).
 
 from __future__ import annotations
 
-import gc
 import os
 import re
 import signal
@@ -39,6 +38,7 @@ from roofline.capture.trace_model import (
     steps_of,
 )
 from roofline.errors import RooflineError
+from roofline.gcpause import cyclic_gc_paused
 
 _Raw = msgspec.Raw
 
@@ -120,9 +120,7 @@ def load_trace(path: str | os.PathLike[str], *, split: bool = False) -> Trace:
     ``split``: a plain JSON file of at least SPLIT_MIN_BYTES is read in two halves at once, the second by a forked
     child (``_TailReader``), where fork is available and safe and two CPUs are; the Trace is the same."""
     builder = _TraceBuilder(str(path))
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with cyclic_gc_paused():
         tail = _TailReader.start(path) if split else None
         try:
             _read(builder, EventStream(path, _Event, stop=tail.offset if tail else None))
@@ -133,9 +131,6 @@ def load_trace(path: str | os.PathLike[str], *, split: bool = False) -> Trace:
         if tail is not None and not tail.absorb_into(builder):
             _read(builder, EventStream(path, _Event, start=tail.offset))
         return builder.finish()
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 def _read(builder: "_TraceBuilder", stream: EventStream) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -157,20 +156,6 @@ def run_ceilings(device: Any, ceilings_file: str | None) -> Any:
         return ceilings_for_run(device, ceilings_file)
     with progress_reporter("ceilings: reading the cache (measured once on first use)") as progress:
         return ceilings_for_run(device, progress=lambda m: progress(f"ceilings: {m}"))
-
-
-@contextlib.contextmanager
-def cyclic_gc_paused() -> Iterator[None]:
-    """Python's cycle collector off for a one-shot analysis: a big trace's report holds millions of long-lived,
-    acyclic objects (op records, their shape lists), and each full collection rescans them all. Measured on the
-    1 M-event trace: 1.3 s of an 11 s `roofline trace`, for 5 MB more peak RSS with it off. Restored on exit."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def print_report_summary(report: Any, args: argparse.Namespace, written: list, problems: list[str]) -> None:

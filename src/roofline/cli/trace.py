@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from roofline.cli.common import (add_ceilings_option, add_fanout_options, add_findings_option, add_output_option,
-                                 cyclic_gc_paused, fanout_jobs, non_negative_int, print_report_summary)
+                                 fanout_jobs, non_negative_int, print_report_summary)
+from roofline.gcpause import cyclic_gc_paused
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -21,7 +21,6 @@ import roofline too (Dask unpickles the task graph there); this process reads th
 
 from __future__ import annotations
 
-import gc
 import multiprocessing
 import os
 import threading
@@ -34,6 +33,7 @@ import msgspec
 
 from roofline.distributed.rank_summary import RankSummary, decode_summaries, encode_summaries, summarize_rank
 from roofline.errors import RooflineError
+from roofline.gcpause import cyclic_gc_paused
 from roofline.report import Report
 
 # (kind, path, rank or position, ranks in the job, ceilings file, partial)
@@ -82,18 +82,13 @@ def analyze_rank(task: Task) -> tuple[int, RankSummary, Report]:
 def summarize_chunk(chunk: bytes) -> bytes:
     """Run in a worker: a MessagePack list of tasks in, their ``(number, RankSummary)`` pairs out (MessagePack).
     The cycle collector pauses meanwhile: each rank's analysis makes many short-lived acyclic objects, and the
-    command's own process analyses with it paused too (cli/common.py cyclic_gc_paused)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    command's own process analyses with it paused too (cli/trace.py)."""
+    with cyclic_gc_paused():
         out = []
         for task in _TASKS.decode(chunk):
             number, summary, _ = analyze_rank(task)
             out.append((number, summary))
         return encode_summaries(out)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def chunked(tasks: list[Task], workers: int) -> list[bytes]:
