@@ -37,8 +37,8 @@ def test_conv_geometry_from_the_packed_weight():
 
 def test_quantize_dequantize_elementwise_and_rnn():
     x = T((10, 20), "float32")
-    assert cost("aten::quantize_per_tensor", x, 0.1, 3, "torch.quint8") == (3 * 200, 800 + 200)
-    assert cost("aten::quantize_per_tensor_dynamic", x, "torch.quint8", False)[0] == 5 * 200
+    assert cost("aten::quantize_per_tensor", x, 0.1, 3, "torch.quint8") == (4 * 200, 800 + 200)
+    assert cost("aten::quantize_per_tensor_dynamic", x, "torch.quint8", False)[0] == 6 * 200
     assert cost("aten::dequantize", T((10, 20), "quint8")) == (2 * 200, 200 + 800)
     a, b = T((1, 8, 4, 4), "quint8"), T((1, 8, 1, 1), "quint8")
     assert cost("quantized::mul", a, b, 0.1, 0) == (128, 128 + 8 + 128)

@@ -12,7 +12,7 @@ Conventions (on top of count/onnx_ops.py's):
   multiply, an add and a clamp per output element, small against a product's; the aten formulas count none
   either); QuantizeLinear counts 4 FLOPs per element (divide by the scale, round, add the zero point, saturate),
   DequantizeLinear 2 (subtract the zero point, multiply by the scale), DynamicQuantizeLinear 2 more for the
-  min/max it reduces over x first.
+  min/max it reduces over x first: count/quantized.py's constants, as the torch ops count.
 - Bytes: every input (quantized tensors, scales, zero points, int32 biases) read once at its real dtype and every
   output written once, as for fused nodes: what the node's own inputs and outputs hold.
 - MatMulNBits and GatherBlockQuantized (int4 weights packed two to a byte): the products (or the gathered rows)
@@ -27,11 +27,9 @@ from typing import Any
 
 import roofline.count.onnx_ops as base
 from roofline.count.meta import TensorMeta
+from roofline.count.quantized import DEQUANTIZE_FLOPS, MINMAX_FLOPS, QUANTIZE_FLOPS
 from roofline.count.registry import OpCost, nbytes
 
-QUANTIZE_FLOPS = 4
-DEQUANTIZE_FLOPS = 2
-MINMAX_FLOPS = 2
 # the dtypes of quantized operands (analyze/integer_roofs.py judges ops computing in them against an integer roof)
 INTEGER_DTYPES = ("int8", "uint8", "int16", "uint16", "int4", "uint4")
 

@@ -10,8 +10,9 @@ FLOPs (FlopCounterMode counts none of these): the products as matmul.py and conv
 multiply-add, int8 or not); the element-wise work around them (the dynamic ops' input quantization, the static
 ops' output requantization, a fused relu, the bias) is not counted, as matmul.py does not count a bias: a few
 FLOPs per element beside 2 * K per output. Quantized element-wise ops as elementwise.py counts their float
-forms (add, mul, relu 1; hardswish 3; sigmoid 4); quantize 3 per element (scale, round, clamp), dequantize 2
-(subtract the zero point, scale). quantized_lstm / quantized_gru as rnn.py counts an LSTM / GRU stack, the
+forms (add, mul, relu 1; hardswish 3; sigmoid 4); quantize 4 per element (QUANTIZE_FLOPS: scale, round, add the
+zero point, clamp), dequantize 2 (DEQUANTIZE_FLOPS: subtract the zero point, scale), the ONNX nodes' convention
+too (onnx_quant.py). quantized_lstm / quantized_gru as rnn.py counts an LSTM / GRU stack, the
 weights' shapes from the input, state and layer count.
 Bytes: the registry's convention; prepacked weights at their stored size (int8, or float16 for the *_fp16
 ops), the bias float32.
@@ -26,8 +27,13 @@ from roofline.count.meta import PackedWeights, TensorMeta
 from roofline.count.registry import Call, OpCost, flatten_metas, nbytes, register
 from roofline.count.rnn import GRU, LSTM, _tokens, rnn_forward_flops, stack_weights
 
-QUANTIZE_FLOPS = 3
+# Per element, for the torch ops here and the ONNX nodes of onnx_quant.py alike. Quantize is
+# clamp(round(x / scale) + zero_point): each of the four steps one FLOP (a clamp to [qmin, qmax] counted as one
+# saturation, as the hardware does it); dequantize is (q - zero_point) * scale; a dynamic quantization first finds
+# the range with a min/max pass over its input.
+QUANTIZE_FLOPS = 4
 DEQUANTIZE_FLOPS = 2
+MINMAX_FLOPS = 2
 
 
 def _packed(call: Call, index: int) -> PackedWeights:
@@ -132,10 +138,10 @@ def quantized_norm(call: Call) -> OpCost:
 
 @register("aten::quantize_per_tensor", "aten::quantize_per_channel", "aten::quantize_per_tensor_dynamic")
 def quantize(call: Call) -> OpCost:
-    """(self, scale(s), zero_point(s), [axis,] dtype): 3 FLOPs per element (the dynamic form finds the scale
-    first: a min/max pass, 2 more); the output 1 byte per element (qint32: 4)."""
+    """(self, scale(s), zero_point(s), [axis,] dtype): QUANTIZE_FLOPS per element (the dynamic form finds the scale
+    first: a min/max pass, MINMAX_FLOPS more); the output 1 byte per element (qint32: 4)."""
     x = call.tensor(0, "self")
-    per_element = QUANTIZE_FLOPS + (2 if call.name.endswith("_dynamic") else 0)
+    per_element = QUANTIZE_FLOPS + (MINMAX_FLOPS if call.name.endswith("_dynamic") else 0)
     params = [m for m in flatten_metas(call.args[1:]) if m is not x]
     written = nbytes(call.outputs) if call.outputs is not None else x.numel
     return OpCost(float(per_element * x.numel), float(x.nbytes + nbytes(params) + written), True)
@@ -143,7 +149,7 @@ def quantize(call: Call) -> OpCost:
 
 @register("aten::dequantize")
 def dequantize(call: Call) -> OpCost:
-    """(self) or (tensors list): 2 FLOPs per element; float32 written."""
+    """(self) or (tensors list): DEQUANTIZE_FLOPS per element; float32 written."""
     inputs = flatten_metas(call.arg(0, "self"))
     elements = sum(m.numel for m in inputs)
     written = nbytes(call.outputs) if call.outputs is not None else 4 * elements
