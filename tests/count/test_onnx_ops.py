@@ -243,8 +243,11 @@ def test_float_ops_mapped_to_their_aten_formulas():
 def test_detection_ops_nms_and_roi_align():
     boxes, scores, sel = _t(1, 64, 4), _t(1, 3, 64), _t(10, 3, dtype="int64")
     nms, _ = count_onnx_node("NonMaxSuppression", [boxes, scores], [sel], {})
-    assert nms.flops == 3 * (64 + 64 * 6)  # per class: the threshold and a sort (64 log2 64)
-    assert "lower bound" in nms.note
+    assert nms.flops == 3 * (13 * 64 * 63 / 2 + 3 * 64 + 64 * 6)  # per class: every pair's IoU, areas, sort
+    assert "upper bound" in nms.note
+    thresholded, _ = count_onnx_node("NonMaxSuppression", [boxes, scores, _t(1, dtype="int64"), _t(1), _t(1)],
+                                     [sel], {})
+    assert thresholded.flops == nms.flops + 3 * 64  # the score threshold: one compare per box and class
     x, rois, bi, y = _t(1, 8, 16, 16), _t(5, 4), _t(5, dtype="int64"), _t(5, 8, 7, 7)
     roi, _ = count_onnx_node("RoiAlign", [x, rois, bi], [y], {"sampling_ratio": 2})
     assert roi.flops == y.numel * 4 * 8

@@ -29,13 +29,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import math
-
 from roofline.count.counting import count_op
 from roofline.count.meta import TensorMeta
 from roofline.count.registry import OpCost, nbytes, unmodeled, zero_cost
 from roofline.count.rnn import GRU, LSTM, RNN_RELU, RNN_TANH, rnn_forward_flops
-from roofline.count.vision_ops import ADAPTIVE_SAMPLES, SAMPLE_FLOPS
+from roofline.count.vision_ops import ADAPTIVE_SAMPLES, NMS_NOTE, SAMPLE_FLOPS, nms_flops
 
 # ONNX's type names (as ORT's profile and TensorProto spell them) -> torch's.
 ONNX_DTYPES = {
@@ -592,18 +590,15 @@ def _scatter_nd(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCo
 
 
 def _nms(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:
-    """NonMaxSuppression(boxes (B, N, 4), scores (B, C, N), ...): per batch and class, the score threshold and a
-    sort of the N scores (N log2 N compares, as aten::sort). The IoU tests depend on the data (how many boxes
-    survive and are kept) and are not counted: a lower bound, said in the note."""
+    """NonMaxSuppression(boxes (B, N, 4), scores (B, C, N), max_output_boxes_per_class, iou_threshold,
+    score_threshold): torchvision::nms's upper bound (vision_ops.nms_flops) per batch and class, the score
+    threshold counted when the node has one."""
     boxes, scores = ins[0], ins[1] if len(ins) > 1 else None
     if boxes is None or scores is None or scores.ndim != 3:
         raise ValueError("NonMaxSuppression without boxes/scores shapes")
-    n = scores.shape[2]
-    rows = scores.shape[0] * scores.shape[1]
-    flops = rows * (n + n * max(1.0, math.log2(max(n, 1))))
-    return (OpCost(float(flops), float(nbytes(_present(ins)) + nbytes(outs)), True,
-                   note="NMS: threshold + sort counted; the IoU tests (data-dependent) are not: a lower bound"),
-            "torchvision::nms")
+    thresholded = len(ins) > 4 and ins[4] is not None
+    flops = nms_flops(scores.shape[2], scores.shape[0] * scores.shape[1], thresholded)
+    return (OpCost(flops, float(nbytes(_present(ins)) + nbytes(outs)), True, note=NMS_NOTE), "torchvision::nms")
 
 
 def _roi_align(ins: Metas, outs: Metas, attrs: Mapping[str, Any]) -> tuple[OpCost, str]:

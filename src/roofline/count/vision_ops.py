@@ -10,9 +10,9 @@ FLOPs (torch's FlopCounterMode counts none of these ops):
 - roi_pool / ps_roi_pool: a max over each bin, whose size depends on the boxes: 1 compare per output element (the
   least a bin holds), said in the note.
 - backward of the aligns: the same taps scattered into grad_input, 8 per sample; of the pools: 1 per grad element.
-- nms: every pair of boxes' IoU (as the CUDA kernel computes the full upper triangle; the CPU loop skips
-  suppressed boxes, so this is its upper bound): IOU_FLOPS each, plus the boxes' areas (3 each) and the score sort
-  (n log2 n compares).
+- nms: an upper bound (nms_flops, also for ONNX's NonMaxSuppression): every pair of boxes' IoU (as the CUDA
+  kernel computes the full upper triangle; the CPU loops skip suppressed boxes): IOU_FLOPS each, plus the boxes'
+  areas (3 each) and the score sort (n log2 n compares).
 - deform_conv2d: the convolution's products as conv.py counts them (2 * batch * prod(weight) * output spatial),
   plus the sampled columns: a bilinear interpolation (7) per input channel, kernel tap and output location, and a
   multiply by the modulation mask (1) when use_mask. Backward: twice the products (grad_input and grad_weight,
@@ -36,6 +36,7 @@ SAMPLE_FLOPS = BILINEAR_FLOPS + 1
 ADAPTIVE_SAMPLES = 4
 IOU_FLOPS = 13  # 4 min/max for the intersection's corners, 2 clamps at 0, 2 subtracts and a multiply for its
 # area, an add and a subtract for the union, the divide and the compare with the threshold
+NMS_NOTE = "NMS: every pair of boxes' IoU counted, as if no box were suppressed: an upper bound"
 
 
 def _samples(sampling_ratio: int) -> tuple[int, str]:
@@ -136,10 +137,20 @@ def nms(call: Call) -> OpCost:
     """(dets (N, 4), scores (N,), iou_threshold) -> int64 indices of the kept boxes."""
     dets, scores = call.tensor(0, "dets"), call.tensor(1, "scores")
     n = dets.shape[0] if dets.ndim else 0
-    flops = IOU_FLOPS * n * (n - 1) / 2 + 3 * n + (n * log2(n) if n > 1 else 0)
     written = nbytes(call.outputs) if call.outputs is not None else n * 8
-    return OpCost(float(flops), float(dets.nbytes + scores.nbytes + written), True,
-                  note="every pair's IoU (no box suppressed: the CPU loop's upper bound)")
+    return OpCost(nms_flops(n), float(dets.nbytes + scores.nbytes + written), True, note=NMS_NOTE)
+
+
+def nms_flops(boxes: int, sets: int = 1, score_threshold: bool = False) -> float:
+    """Non-maximum suppression of ``sets`` independent sets of ``boxes`` boxes each, as an UPPER bound (the IoU
+    tests a run makes depend on the data: how many boxes the threshold and the earlier keeps suppress). Per set:
+    the boxes' areas (3 each), the score sort (n log2 n compares), the score threshold when there is one (1 each)
+    and every pair's IoU (IOU_FLOPS each), as torchvision's CUDA kernel computes the full upper triangle; the CPU
+    loops (torchvision's, ONNX Runtime's) skip suppressed boxes and stop at the output limit, so do at most this.
+    torchvision::nms is one set; ONNX's NonMaxSuppression one per batch and class."""
+    n = boxes
+    per_set = IOU_FLOPS * n * (n - 1) / 2 + 3 * n + (n * log2(n) if n > 1 else 0) + (n if score_threshold else 0)
+    return float(sets * per_set)
 
 
 def _deform_parts(call: Call) -> tuple[TensorMeta, TensorMeta, TensorMeta, TensorMeta | None, TensorMeta | None,
