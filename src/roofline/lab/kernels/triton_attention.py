@@ -15,6 +15,28 @@ def _rope(x1, x2, c, s, dt: tl.constexpr):
 
 
 @triton.jit
+def _load_qkv(QKV, kh, c, s, Q_HEADS: tl.constexpr, KV_HEADS: tl.constexpr, GROUP: tl.constexpr,
+              GROUP_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, HALF: tl.constexpr, dt: tl.constexpr):
+    """This step's q (the KV head's group of query heads) and k, rotated (cos ``c``, sin ``s``), and its v, from
+    the fused q/k/v projection's output."""
+    g = tl.arange(0, GROUP_PAD)
+    g_mask = g < GROUP
+    d1 = tl.arange(0, HALF)
+    d = tl.arange(0, HEAD_DIM)
+    q_rows = (kh * GROUP + g)[:, None] * HEAD_DIM
+    q1 = tl.load(QKV + q_rows + d1[None, :], mask=g_mask[:, None], other=0.0).to(tl.float32)
+    q2 = tl.load(QKV + q_rows + HALF + d1[None, :], mask=g_mask[:, None], other=0.0).to(tl.float32)
+    r1, r2 = _rope(q1, q2, c, s, dt)
+    k_off = Q_HEADS * HEAD_DIM + kh * HEAD_DIM
+    v_off = (Q_HEADS + KV_HEADS) * HEAD_DIM + kh * HEAD_DIM
+    k1n = tl.load(QKV + k_off + d1).to(tl.float32)
+    k2n = tl.load(QKV + k_off + HALF + d1).to(tl.float32)
+    rk1, rk2 = _rope(k1n, k2n, c, s, dt)
+    v_new = tl.load(QKV + v_off + d)
+    return r1, r2, rk1, rk2, v_new
+
+
+@triton.jit
 def _load_kv(KC, VC, cache, t, pos, HEAD_DIM: tl.constexpr, HALF: tl.constexpr):
     """One block of cache slots (only those before ``pos``: the slot at ``pos`` is this step's to write)."""
     d1 = tl.arange(0, HALF)
@@ -110,16 +132,7 @@ def decode_attention_kernel(QKV, KC, VC, COS, SIN, POS, OUT, PARTIAL, COUNTERS, 
     if PDL:  # q/k/v were written by the kernel before this one
         gdc_wait()
         gdc_launch_dependents()
-    q_rows = (kh * GROUP + g)[:, None] * HEAD_DIM
-    q1 = tl.load(QKV + q_rows + d1[None, :], mask=g_mask[:, None], other=0.0).to(tl.float32)
-    q2 = tl.load(QKV + q_rows + HALF + d1[None, :], mask=g_mask[:, None], other=0.0).to(tl.float32)
-    r1, r2 = _rope(q1, q2, c, s, dt)
-    k_off = Q_HEADS * HEAD_DIM + kh * HEAD_DIM
-    v_off = (Q_HEADS + KV_HEADS) * HEAD_DIM + kh * HEAD_DIM
-    k1n = tl.load(QKV + k_off + d1).to(tl.float32)
-    k2n = tl.load(QKV + k_off + HALF + d1).to(tl.float32)
-    rk1, rk2 = _rope(k1n, k2n, c, s, dt)
-    v_new = tl.load(QKV + v_off + d)
+    r1, r2, rk1, rk2, v_new = _load_qkv(QKV, kh, c, s, Q_HEADS, KV_HEADS, GROUP, GROUP_PAD, HEAD_DIM, HALF, dt)
 
     m = tl.full([GROUP_PAD], -1.0e30, dtype=tl.float32)
     l = tl.zeros([GROUP_PAD], dtype=tl.float32)

@@ -12,7 +12,7 @@ tail. Past the first slice it is the first kernel (partials and the last program
 import triton
 import triton.language as tl
 
-from roofline.lab.kernels.triton_attention import _add_token, _attend, _load_kv, _publish, _rope
+from roofline.lab.kernels.triton_attention import _add_token, _attend, _load_kv, _load_qkv, _publish
 from roofline.lab.kernels.triton_gemv import gdc_launch_dependents, gdc_wait
 
 
@@ -46,16 +46,7 @@ def decode_attention_v2_kernel(QKV, KC, VC, COS, SIN, POS, OUT, PARTIAL, COUNTER
         gdc_wait()
         if not EARLY_LAUNCH:
             gdc_launch_dependents()
-    q_rows = (kh * GROUP + g)[:, None] * HEAD_DIM
-    q1 = tl.load(QKV + q_rows + d1[None, :], mask=g_mask[:, None], other=0.0).to(tl.float32)
-    q2 = tl.load(QKV + q_rows + HALF + d1[None, :], mask=g_mask[:, None], other=0.0).to(tl.float32)
-    r1, r2 = _rope(q1, q2, c, s, dt)
-    k_off = Q_HEADS * HEAD_DIM + kh * HEAD_DIM
-    v_off = (Q_HEADS + KV_HEADS) * HEAD_DIM + kh * HEAD_DIM
-    k1n = tl.load(QKV + k_off + d1).to(tl.float32)
-    k2n = tl.load(QKV + k_off + HALF + d1).to(tl.float32)
-    rk1, rk2 = _rope(k1n, k2n, c, s, dt)
-    v_new = tl.load(QKV + v_off + d)
+    r1, r2, rk1, rk2, v_new = _load_qkv(QKV, kh, c, s, Q_HEADS, KV_HEADS, GROUP, GROUP_PAD, HEAD_DIM, HALF, dt)
 
     m = tl.full([GROUP_PAD], -1.0e30, dtype=tl.float32)
     l = tl.zeros([GROUP_PAD], dtype=tl.float32)
