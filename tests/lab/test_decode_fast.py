@@ -445,6 +445,33 @@ def test_attention_v2_tuning_keeps_the_products_tiles_and_chooses_slices_and_war
     assert tuning.attention_split_block == 2
 
 
+def test_attention_tuning_keeps_the_steps_settings_when_every_candidate_fails(monkeypatch):
+    """Not a failed candidate's warps or merge block beside the kept slots: the settings the step had, together."""
+    import types
+    from dataclasses import replace
+
+    from roofline.lab import decode_fast
+
+    fast = FastDecode(_micro_model(), backend=decode_fast.BACKEND_TRITON, attention_version=2)
+    fast.tuning = replace(fast.tuning, t_per_split=64, attention_warps=8, attention_split_block=4,
+                          attention_position=7)
+
+    def attend(layer, pos, per_split, warps=None, split_block=None):
+        raise RuntimeError("does not compile")
+
+    monkeypatch.setattr(decode_fast, "_time_launches", lambda launch_all, n, replays: launch_all())
+    monkeypatch.setattr(fast, "attend", attend)
+    monkeypatch.setattr(fast, "device", types.SimpleNamespace(type="cuda"))
+    said = []
+    tuning = decode_fast.tune_attention(fast, position=30, progress=said.append)
+    assert (tuning.t_per_split, tuning.attention_warps, tuning.attention_split_block,
+            tuning.attention_position) == (64, 8, 4, 7)
+    rows = tuning.candidates_us["attention"]
+    assert len(rows) == len(decode_fast.T_PER_SPLITS_V2) + len(decode_fast.V2_SIXTEEN_WARPS)
+    assert all(us == float("inf") for _, us in rows)
+    assert "every candidate failed" in said[-1]
+
+
 def test_the_merge_block_follows_the_live_slices_not_the_cache():
     from roofline.lab.kernels.attention import launch_constants, live_split_block
 

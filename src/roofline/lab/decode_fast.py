@@ -336,12 +336,18 @@ def _tune_products(decode, configs, replays, progress, extra: dict[str, list[Gem
 def tune_attention(decode: FastDecode, *, position: int | None = None, replays: int = 5,
                    progress: Callable[[str], None] = lambda _: None) -> Tuning:
     """Only the attention's slots per program, the products' tiles kept (CUDA only): for a step that shares a
-    tuned step's tiles with another attention version. ``position`` as in ``tune``."""
+    tuned step's tiles with another attention version. ``position`` as in ``tune``. When every candidate fails,
+    the step keeps the attention settings it had (slots, warps, merge block and position, chosen together) and
+    only the failed candidates' times are recorded."""
     if decode.device.type != "cuda" or not decode.triton_attention:
         return decode.tuning
     last = decode.model.max_seq - 1
     position = last if position is None else max(0, min(position, last))
     per_split, rows = _tune_attention(decode, decode.model.output.weight.device, replays, progress, position)
+    if all(us == float("inf") for _, us in rows):
+        progress("tune attention: every candidate failed; the step's attention settings are kept")
+        decode.tuning = replace(decode.tuning, candidates_us={**decode.tuning.candidates_us, "attention": rows})
+        return decode.tuning
     found = [c for c, us in rows if c["t_per_split"] == per_split and us == min(u for _, u in rows)]
     decode.tuning = replace(decode.tuning, t_per_split=per_split, attention_position=position,
                             attention_warps=found[0].get("num_warps") if found else None,
