@@ -108,3 +108,24 @@ def test_each_round_records_the_hosts_load_for_the_next_diagnosis(ete):
     load = ete._host_load(2, "end", 12.34)
     assert (load["round"], load["phase"], load["at_s"]) == (2, "end", 12.3)
     assert load["loadavg"] is None or (len(load["loadavg"]) == 3 and min(load["loadavg"]) >= 0)
+
+
+def test_each_whatifs_source_and_target_are_timed_back_to_back_their_order_alternating(ete):
+    keys = ["w", "source:a", "whatif:a", "source:b", "whatif:b"]
+    assert ete._timing_order(keys, 0) == keys
+    assert ete._timing_order(keys, 1) == ["w", "whatif:a", "source:a", "whatif:b", "source:b"]
+    assert ete._timing_order(keys, 2) == keys
+
+
+def test_a_whatifs_change_is_predicted_against_the_paired_timings(ete):
+    pair = {"pair": "p", "source_true_repeats_s": [10e-3, 20e-3, 10e-3, 12e-3],
+            "true_repeats_s": [5e-3, 10e-3, 6e-3, 6e-3]}
+    for m in ete.MODELS:
+        pair[f"{m}_rounds_s"] = [6e-3, 4e-3]
+        pair[f"{m}_source_rounds_s"] = [10e-3, 10e-3]
+    ete._fill_change(pair)
+    # paired 0.5, 0.5, 0.6, 0.5: median 0.5; predicted 0.6 and 0.4 per round: median 0.5
+    assert pair["measured_change"] == pytest.approx(0.5) and pair["paired_ratios"][2] == pytest.approx(0.6)
+    assert pair["predicted_change"] == pytest.approx(0.5) and pair["change_ratio"] == pytest.approx(1.0)
+    summary = ete._summary([], [dict(pair, ratio=1.3)])
+    assert (summary["change_within"], summary["whatif_within"]) == (1, 0)
