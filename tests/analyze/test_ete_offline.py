@@ -78,3 +78,19 @@ def test_a_whatif_is_also_compared_as_a_change_and_with_its_source_timed_in_the_
     # recalibrated to the source's timing in each repeat, the projection is that timing: 2.0 of the target's
     assert row["timed_source"] == pytest.approx(2.0, rel=1e-3)
     assert "| tiny fp32 -> bf16 | 2.20 | 1.80 | 0.90 | 0.50 (±0.00) | 2.00 | — | — | 2.00 |" in offline.render(res)
+
+
+def test_the_per_round_diagnosis_sets_each_projection_beside_the_source_report(tmp_path, capsys, monkeypatch):
+    diagnosis = load_benchmark("ete_whatif_diagnosis")
+    pair = {"pair": "tiny fp32 -> bf16", "scenario": {"dtype": "float32 -> bfloat16"}, "true_s": 30 * US,
+            "true_spread_s": 3 * US, "source_true_s": 60 * US, "true_repeats_s": [30 * US, 33 * US, 27 * US]}
+    out = _run(tmp_path, [54, 60, 66], [pair])
+    text = json.loads((out / "ete.json").read_text())
+    (out / "ete.json").write_text(json.dumps(dict(text, repeats=1, rounds=3)))
+    lines = diagnosis.per_round(out)
+    assert lines[1].startswith("-- tiny fp32 -> bf16: target true 0.03 (IQR 0.00), source true 0.06; target repeats "
+                               "by round [[0.03], [0.03], [0.03]]")
+    # round 2 replays at its own 60 us and the projection keeps it (the 64-element muls keep their time)
+    assert "r2 source: unprofiled 0.06 replay 0.06" in lines[3] and "projected 0.06" in lines[3]
+    monkeypatch.setattr("sys.argv", ["ete_whatif_diagnosis.py", str(tmp_path)])
+    assert diagnosis.main() == 2 and "has no ete.json" in capsys.readouterr().err
