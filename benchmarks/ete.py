@@ -33,7 +33,9 @@ ete_offline.py adds a third: each repeat's source timing as the report's unprofi
 anchor). Each what-if's target is also profiled once (first round, `--no-target-profiles` skips it), its report kept
 only for the diagnosis: ete_offline.py sets the projection's device and host streams beside the target's own.
 Per repeat the load average and CPU clock (`host_load`), and when each configuration was profiled and timed
-(`profiled_at_s`, `true_at_s`), are kept to set the host's level against the profiler sessions.
+(`profiled_at_s`, `true_at_s`), are kept to set the host's level against the profiler sessions; a last stage
+(`--aftereffect-cycles`, about 15 s on the H200) times one host-bound configuration before and right after a profiler
+session and with Python's GC off (`profiler_aftereffect`).
 
 Writes OUT/ete.json and OUT/ete.md, OUT.tgz of both, OUT/reports.tgz (every round's report.json of every
 configuration: the next diagnosis needs no GPU) and OUT/traces.tgz (the first round's profiler traces, gzipped,
@@ -262,6 +264,10 @@ def main() -> int:
                         help="skip profiling each what-if's target once (first round; about 10 s on the H200): its "
                              "report is only kept for the diagnosis (device and host side of a miss), never used to "
                              "predict")
+    parser.add_argument("--aftereffect-cycles", type=int, default=None,
+                        help="cycles of the last stage (default 3 on a GPU, 0 on a CPU; about 5 s each on the H200): "
+                             "a host-bound configuration timed before and right after a profiler session, and with "
+                             "Python's GC off: does profiling, or GC, move the host's level?")
     parser.add_argument("--trace-budget-mb", type=float, default=14.0,
                         help="gzipped profiler traces of the first round kept in OUT/traces.tgz up to this size")
     args = parser.parse_args()
@@ -384,6 +390,20 @@ def main() -> int:
         last_round_s = time.perf_counter() - round_began
         done = r + 1
 
+    cycles = args.aftereffect_cycles if args.aftereffect_cycles is not None else (3 if gpu else 0)
+    aftereffect = None
+    if cycles > 0:
+        # host-bound on the H200 (its level moved most); else the first configuration
+        key = next((k for k in ("llama-tiny forward bf16", "mobilenet_v3_small forward") if k in lives),
+                   next(iter(lives), None))
+        if key:
+            say(f"last stage: {key} timed before and after a profiler session, and with GC off ({cycles} cycles)")
+            try:
+                aftereffect = profiler_aftereffect(lives[key], device, ceilings, cycles, iters, args.warmup,
+                                                   lambda: time.perf_counter() - began)
+            except Exception as exc:  # noqa: BLE001 - a diagnosis aid must not lose the run
+                say(f"aftereffect stage failed: {type(exc).__name__}: {exc}"[:300])
+
     rows: list[dict] = []
     for case in workloads:
         runs = predictions.get(case.name)
@@ -461,7 +481,7 @@ def main() -> int:
               "host_costs_full": msgspec.to_builtins(host_costs),
               "host_model": DEFAULT_HOST_MODEL,
               "workloads": rows, "whatif": pairs, "summary": _summary(rows, pairs), "anchor": HABITAT,
-              "host_load": host_load, "wall_s": time.perf_counter() - began}
+              "host_load": host_load, "profiler_aftereffect": aftereffect, "wall_s": time.perf_counter() - began}
     atomic_write_text(out / "ete.json", json.dumps(result, indent=1) + "\n")
     atomic_write_text(out / "ete.md", render_md(result))
     _pack(staging, out, args.trace_budget_mb * 2**20)
@@ -477,6 +497,58 @@ MIN_TIMING_S = 0.05
 
 def _steps_for(step_s: float, iters: int) -> int:
     return max(iters, min(10 * iters, round(MIN_TIMING_S / max(step_s, 1e-9))))
+
+
+AFTEREFFECT_TIMINGS = 5
+
+
+def profiler_aftereffect(live: Live, device, ceilings, cycles: int, iters: int, warmup: int,
+                         clock: Callable[[], float]) -> dict:
+    """Per cycle: ``AFTEREFFECT_TIMINGS`` timings of ``live``'s step (``iters`` steps each), a profile of it (as a
+    round's), as many timings right after, then as many with Python's GC disabled (re-enabled after, also on error)
+    and the number of collections during the enabled ones. The hypotheses of WHATIF_DIAGNOSIS.md: the host stays
+    slow after a profiler session (CUPTI or the profiler's memory); GC moves the level. Medians per phase."""
+    import gc
+
+    collections = [0]
+
+    def count(phase: str, info: dict) -> None:
+        if phase == "start":
+            collections[0] += 1
+
+    def timings() -> list[float]:
+        out = []
+        for _ in range(AFTEREFFECT_TIMINGS):
+            for _ in range(warmup):
+                live.step()
+            out.append(time_steps(live.step, device, iters).median_s)
+        return out
+
+    result: dict = {"config": live.case.name, "timings_per_phase": AFTEREFFECT_TIMINGS, "steps_per_timing": iters,
+                    "cycles": []}
+    gc.callbacks.append(count)
+    try:
+        for _ in range(cycles):
+            cycle = {"at_s": round(clock(), 2)}
+            collections[0] = 0
+            cycle["before_s"] = timings()
+            profile(live, device, ceilings, 5, 1, None)
+            cycle["after_s"] = timings()
+            cycle["gc_collections"] = collections[0]
+            gc.disable()
+            try:
+                cycle["gc_off_s"] = timings()
+            finally:
+                gc.enable()
+            result["cycles"].append(cycle)
+    finally:
+        gc.callbacks.remove(count)
+    for phase in ("before_s", "after_s", "gc_off_s"):
+        result[f"median_{phase}"] = median([x for c in result["cycles"] for x in c[phase]])
+    # per cycle, against the adjacent phase (the level drifts between cycles), then the median over the cycles
+    result["after_over_before"] = median([ratio(median(c["after_s"]), median(c["before_s"])) for c in result["cycles"]])
+    result["gc_off_over_after"] = median([ratio(median(c["gc_off_s"]), median(c["after_s"])) for c in result["cycles"]])
+    return result
 
 
 def _timing_order(keys: list[str], repeat: int) -> list[str]:
@@ -771,6 +843,15 @@ def render_md(result: dict) -> str:
                          f"{r[2] - top:.3g} | {r[3]:.3g} | {(r[5] if len(r) > 5 else 0.0) * 1e6:.2f} | "
                          + (f"left out: {left} |" if left else f"{fitted / added:.2f} |" if added > 0 else "— |"))
         lines.append("")
+    after = result.get("profiler_aftereffect")
+    if after and after.get("cycles"):
+        lines += [f"Profiler aftereffect ({after['config']}, {len(after['cycles'])} cycles of "
+                  f"{after['timings_per_phase']} timings of {after['steps_per_timing']} steps per phase): median "
+                  f"{_ms(after['median_before_s'])} ms before a profiler session, {_ms(after['median_after_s'])} ms "
+                  f"right after, {_ms(after['median_gc_off_s'])} ms with Python's GC off (per cycle, median over the "
+                  f"cycles: after/before x{after['after_over_before']:.2f}, GC off/after "
+                  f"x{after['gc_off_over_after']:.2f}); "
+                  f"{sum(c['gc_collections'] for c in after['cycles'])} collections in the enabled timings.", ""]
     lines += [f"Anchor: {result['anchor']}.", ""]
     return "\n".join(lines)
 
