@@ -34,7 +34,7 @@ anchor). Each what-if's target is also profiled once (first round, `--no-target-
 only for the diagnosis: ete_offline.py sets the projection's device and host streams beside the target's own.
 Per repeat the load average and CPU clock (`host_load`), and when each configuration was profiled and timed
 (`profiled_at_s`, `true_at_s`), are kept to set the host's level against the profiler sessions; a last stage
-(`--aftereffect-cycles`, about 15 s on the H200) times one host-bound configuration before and right after a profiler
+(`--aftereffect-cycles`, about 10 s on the H200) times one host-bound configuration before and right after a profiler
 session and with Python's GC off (`profiler_aftereffect`).
 
 Writes OUT/ete.json and OUT/ete.md, OUT.tgz of both, OUT/reports.tgz (every round's report.json of every
@@ -267,7 +267,7 @@ def main() -> int:
                              "report is only kept for the diagnosis (device and host side of a miss), never used to "
                              "predict")
     parser.add_argument("--aftereffect-cycles", type=int, default=None,
-                        help="cycles of the last stage (default 3 on a GPU, 0 on a CPU; about 5 s each on the H200): "
+                        help="cycles of the last stage (default 3 on a GPU, 0 on a CPU; about 3 s each on the H200): "
                              "a host-bound configuration timed before and right after a profiler session, and with "
                              "Python's GC off: does profiling, or GC, move the host's level?")
     parser.add_argument("--trace-budget-mb", type=float, default=14.0,
