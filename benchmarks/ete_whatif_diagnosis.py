@@ -95,8 +95,8 @@ def after_profiling(out: Path) -> list[str]:
              "the true time, host-bound configurations (true > 1.15 x device)"]
     lines += [f"   {label}: {[round(x, 2) for x in ratios]}" for label, ratios in host_bound]
     if hb and db:
-        lines.append(f"   host-bound: median {statistics.median(hb):.2f}, {sum(v > 1 for v in hb)} of {len(hb)} above 1; "
-                     f"device-bound: median {statistics.median(db):.2f}, {sum(v > 1 for v in db)} of {len(db)} above 1")
+        lines.append(f"   host-bound: median {statistics.median(hb):.2f}, {sum(v > 1 for v in hb)} of {len(hb)} "
+                     f"above 1; device-bound: median {statistics.median(db):.2f}, {sum(v > 1 for v in db)} of {len(db)} above 1")
     lines.append("   each repeat's timing over its round's median by position (host-bound, median): "
                  f"{[round(statistics.median(p), 3) for p in position if p]}")
     return lines
