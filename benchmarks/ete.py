@@ -23,6 +23,20 @@ it, measured/true: that measurement over the truth, the floor two measurements o
 headline column is the predictor's default (`analyze/predict.py` DEFAULT_HOST_MODEL), each has its own ratio and
 counts. `benchmarks/ete_offline.py OUT` re-predicts a finished run from its saved reports, no GPU.
 
+What-ifs are compared two ways, both predictions from the source's report only: absolute (the projected target
+against the target's true time, the issue's bar) and as a change (the projected target over the same report's
+unchanged prediction, against the target's timing over its source's, the two timed back to back in each repeat, their
+order alternating). The host's level moved by up to 2x within seconds on the lent H200 (2026-12-01); configurations
+timed a second apart share it, a report and a timing a minute apart do not, so the change cancels it where source
+and target are both host-bound (not where the change switches the bound: fp32 -> bf16 of a device-bound model).
+ete_offline.py adds a third: each repeat's source timing as the report's unprofiled step (the calibrated host model's
+anchor). Each what-if's target is also profiled once (first round, `--no-target-profiles` skips it), its report kept
+only for the diagnosis: ete_offline.py sets the projection's device and host streams beside the target's own.
+Per repeat the load average and CPU clock (`host_load`), and when each configuration was profiled and timed
+(`profiled_at_s`, `true_at_s`), are kept to set the host's level against the profiler sessions; a last stage
+(`--aftereffect-cycles`, about 10 s on the H200) times one host-bound configuration before and right after a profiler
+session and with Python's GC off (`profiler_aftereffect`).
+
 Writes OUT/ete.json and OUT/ete.md, OUT.tgz of both, OUT/reports.tgz (every round's report.json of every
 configuration: the next diagnosis needs no GPU) and OUT/traces.tgz (the first round's profiler traces, gzipped,
 smallest first within a size budget). Sizes: small on a CPU (a few minutes on two cores), realistic on a GPU (about
@@ -46,6 +60,7 @@ from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 import msgspec  # noqa: E402
 import torch  # noqa: E402
@@ -60,12 +75,12 @@ from roofline.analyze.whatif import predict_report  # noqa: E402
 from roofline.device import get_ceilings  # noqa: E402
 from roofline.io import atomic_write_text  # noqa: E402
 
+from ete_common import (WHATIF_WITHIN, WITHIN, iqr, median, paired, predicted_change, ratio,  # noqa: E402
+                        slug, within)
+
 # Every host model, and the profiled one whatever its profiler-cost fit (the same as `profiled` when the fit is
 # sound): a run then shows what the fallback rule kept from users.
 MODELS = HOST_MODELS + (UNCHECKED_HOST_MODEL,)
-
-WITHIN = (0.85, 1.15)
-WHATIF_WITHIN = (0.8, 1.25)
 HABITAT = "Habitat (Yu et al., USENIX ATC 2021): 11.8% average error predicting training iteration time across GPUs"
 
 
@@ -222,10 +237,6 @@ def profile(live: Live, device, ceilings, iters: int, warmup: int, trace_path: P
     return report
 
 
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return a / b if a and b else None
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
@@ -234,8 +245,11 @@ def main() -> int:
                         help="rounds, each profiling every configuration then timing every one (default 3: a median "
                              "of 3 outlives one outlier)")
     parser.add_argument("--repeats", type=int, default=None,
-                        help="true-time repeats per round (default 3 GPU, 1 CPU)")
-    parser.add_argument("--iters", type=int, default=None, help="steps per true timing (default 20 GPU, 5 CPU)")
+                        help="true-time repeats per round (default 5 GPU, 1 CPU: each what-if's source and target "
+                             "are timed back to back in every repeat, and their paired ratio needs several)")
+    parser.add_argument("--iters", type=int, default=None,
+                        help="steps per true timing (default 12 GPU, 5 CPU: 5 shorter repeats sample the host's "
+                             "level more often than 3 of 20 steps, in the same time)")
     parser.add_argument("--profile-iters", type=int, default=None,
                         help="profiled steps per round (default the smaller of --iters and 10)")
     parser.add_argument("--warmup", type=int, default=None,
@@ -248,6 +262,14 @@ def main() -> int:
     parser.add_argument("--budget-s", type=float, default=420.0,
                         help="no further round starts unless the last round's duration still fits in this many seconds "
                              "from the start (a device call has a time limit; the results are written either way)")
+    parser.add_argument("--no-target-profiles", action="store_true",
+                        help="skip profiling each what-if's target once (first round; about 10 s on the H200): its "
+                             "report is only kept for the diagnosis (device and host side of a miss), never used to "
+                             "predict")
+    parser.add_argument("--aftereffect-cycles", type=int, default=None,
+                        help="cycles of the last stage (default 3 on a GPU, 0 on a CPU; about 3 s each on the H200): "
+                             "a host-bound configuration timed before and right after a profiler session, and with "
+                             "Python's GC off: does profiling, or GC, move the host's level?")
     parser.add_argument("--trace-budget-mb", type=float, default=14.0,
                         help="gzipped profiler traces of the first round kept in OUT/traces.tgz up to this size")
     args = parser.parse_args()
@@ -255,10 +277,10 @@ def main() -> int:
     gpu = device.type == "cuda"
     if args.threads or not gpu:
         torch.set_num_threads(args.threads or 1)
-    iters = args.iters or (20 if gpu else 5)
+    iters = args.iters or (12 if gpu else 5)
     profile_iters = args.profile_iters or min(iters, 10)
     rounds = args.rounds or 3
-    args.repeats = args.repeats or (3 if gpu else 1)
+    args.repeats = args.repeats or (5 if gpu else 1)
     args.warmup = args.warmup if args.warmup is not None else (2 if gpu else 1)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -299,6 +321,9 @@ def main() -> int:
     predictions: dict[str, list[dict]] = {key: [] for key in profiled}
     first_reports: dict[str, Any] = {}
     samples: dict[str, list[float]] = {key: [] for key in lives}
+    sampled_at: dict[str, list[float]] = {key: [] for key in lives}   # seconds from the start, each repeat's end
+    profiled_at: dict[str, list[float]] = {}
+    targets = {f"whatif:{label}" for label, *_ in whatif if f"whatif:{label}" in lives}
     counts: dict[str, int] = {}
     traces = staging / "traces"
     traces.mkdir()
@@ -311,17 +336,29 @@ def main() -> int:
             say(f"stopping after {r} rounds: another ({last_round_s:.0f} s) would pass the {args.budget_s:.0f} s "
                 "budget")
             break
+        if r == 0 and not args.no_target_profiles:
+            # The targets' own reports, for the diagnosis only (a miss's device and host side); no prediction reads
+            # them. First, so that the sources' profiles stay as close to the timings as before.
+            for key in sorted(targets):
+                say(f"round 1/{rounds}: profiling {key} (diagnosis only)")
+                try:
+                    profile(lives[key], device, ceilings, profile_iters, 2, None).save(
+                        staging / f"{slug(key)}.round1.report.json")
+                    profiled_at.setdefault(key, []).append(round(time.perf_counter() - began, 2))
+                except Exception as exc:  # noqa: BLE001 - a diagnosis aid must not lose the run
+                    say(f"could not profile {key}: {type(exc).__name__}: {exc}"[:300])
         for key, (live, change) in profiled.items():
             say(f"round {r + 1}/{rounds}: profiling {key}")
-            trace = traces / f"{_slug(key)}.json" if r == 0 else None
+            trace = traces / f"{slug(key)}.json" if r == 0 else None
             try:
                 report = profile(live, device, ceilings, profile_iters,
                                  (3 if live.case.compiled else 2) if r == 0 else 1, trace)
             except Exception as exc:  # noqa: BLE001 - one workload failing must not lose the others' figures
                 errors.setdefault(key.split(":", 1)[-1], f"{type(exc).__name__}: {exc}"[:300])
                 continue
+            profiled_at.setdefault(key, []).append(round(time.perf_counter() - began, 2))
             try:  # the files for a later diagnosis: losing them must not lose the figures
-                report.save(staging / f"{_slug(key)}.round{r + 1}.report.json")
+                report.save(staging / f"{slug(key)}.round{r + 1}.report.json")
                 if trace is not None and trace.exists():
                     _gzip(trace)
             except OSError as exc:
@@ -330,26 +367,44 @@ def main() -> int:
                 both = {m: predict_report(report, table=table, host_costs=host_costs, batch=change.get("batch"),
                                           seq=change.get("seq"), dtype=change.get("dtype"), host_model=m)
                         for m in MODELS}
-                same = predict_report(report, table=table, host_costs=host_costs) if change else None
+                same = ({m: predict_report(report, table=table, host_costs=host_costs, host_model=m) for m in MODELS}
+                        if change else None)
             except Exception as exc:  # noqa: BLE001
                 errors.setdefault(key.split(":", 1)[-1], f"{type(exc).__name__}: {exc}"[:300])
                 continue
             first_reports.setdefault(key, report)
             predictions[key].append({"models": both, "same": same, "report": report})
         say(f"round {r + 1}/{rounds}: true step times, {args.repeats} alternating repeats of {len(lives)} steps")
-        for _ in range(args.repeats):
-            for key, live in lives.items():
+        for i in range(args.repeats):
+            host_load.append(_host_load(r + 1, f"repeat {i + 1}", time.perf_counter() - began))
+            for key in _timing_order(list(lives), r * args.repeats + i):
+                live = lives[key]
                 try:
                     for _ in range(args.warmup):
                         live.step()
-                    median = time_steps(live.step, device, counts.get(key, iters)).median_s
-                    samples[key].append(median)
-                    counts.setdefault(key, _steps_for(median, iters))
+                    step_s = time_steps(live.step, device, counts.get(key, iters)).median_s
+                    samples[key].append(step_s)
+                    sampled_at[key].append(round(time.perf_counter() - began, 2))
+                    counts.setdefault(key, _steps_for(step_s, iters))
                 except Exception as exc:  # noqa: BLE001
                     errors.setdefault(key.split(":", 1)[-1], f"{type(exc).__name__}: {exc}"[:300])
         host_load.append(_host_load(r + 1, "end", time.perf_counter() - began))
         last_round_s = time.perf_counter() - round_began
         done = r + 1
+
+    cycles = args.aftereffect_cycles if args.aftereffect_cycles is not None else (3 if gpu else 0)
+    aftereffect = None
+    if cycles > 0:
+        # host-bound on the H200 (its level moved most); else the first configuration
+        key = next((k for k in ("llama-tiny forward bf16", "mobilenet_v3_small forward") if k in lives),
+                   next(iter(lives), None))
+        if key:
+            say(f"last stage: {key} timed before and after a profiler session, and with GC off ({cycles} cycles)")
+            try:
+                aftereffect = profiler_aftereffect(lives[key], device, ceilings, cycles, iters, args.warmup,
+                                                   lambda: time.perf_counter() - began)
+            except Exception as exc:  # noqa: BLE001 - a diagnosis aid must not lose the run
+                say(f"aftereffect stage failed: {type(exc).__name__}: {exc}"[:300])
 
     rows: list[dict] = []
     for case in workloads:
@@ -362,8 +417,8 @@ def main() -> int:
                      "mode": "training" if case.backward else "forward", "compiled": case.compiled,
                      "batch": case.batch, "seq": case.seq, "ops": len(report.ops), "rounds": len(runs),
                      **_over_rounds(runs),
-                     "old_estimator_s": _median([x["report"].summary.predicted_total_s for x in runs]),
-                     "profiled_step_s": _median([x["report"].profiled_step_time.median_s for x in runs
+                     "old_estimator_s": median([x["report"].summary.predicted_total_s for x in runs]),
+                     "profiled_step_s": median([x["report"].profiled_step_time.median_s for x in runs
                                                  if x["report"].profiled_step_time]),
                      # the step analyze_model timed without the profiler just before each round's profile: what the
                      # calibrated host model replays the unchanged step at
@@ -376,6 +431,8 @@ def main() -> int:
                      "dominant": [g.name for g in runs[0]["models"][DEFAULT_HOST_MODEL].dominant[:3]]})
         if samples.get(case.name):
             _fill(rows[-1], samples[case.name])
+            rows[-1]["true_at_s"] = sampled_at[case.name]
+            rows[-1]["profiled_at_s"] = profiled_at.get(case.name, [])
 
     pairs: list[dict] = []
     for label, _src, _dst, _change in whatif:
@@ -385,13 +442,22 @@ def main() -> int:
             continue
         p = runs[0]["models"][DEFAULT_HOST_MODEL]
         pairs.append({"pair": label, "rounds": len(runs), **_over_rounds(runs),
-                      "source_predicted_s": _median([x["same"].step_time_s for x in runs]),
-                      "bound_changes": len(p.bound_changes), "scenario": p.scenario})
+                      "source_predicted_s": median([x["same"][DEFAULT_HOST_MODEL].step_time_s for x in runs]),
+                      **{f"{m}_source_rounds_s": [x["same"][m].step_time_s for x in runs] for m in MODELS},
+                      "bound_changes": len(p.bound_changes), "scenario": p.scenario,
+                      "source_profiled_at_s": profiled_at.get(f"source:{label}", []),
+                      "source_measured_rounds_s": [x["report"].step_time.median_s for x in runs
+                                                   if x["report"].step_time],
+                      "target_profiled_at_s": profiled_at.get(f"whatif:{label}", [])})
         if samples.get(f"source:{label}"):
             pairs[-1]["source_true_s"] = statistics.median(samples[f"source:{label}"])
-            pairs[-1]["source_ratio"] = _ratio(pairs[-1]["source_predicted_s"], pairs[-1]["source_true_s"])
+            pairs[-1]["source_true_repeats_s"] = samples[f"source:{label}"]
+            pairs[-1]["source_true_at_s"] = sampled_at[f"source:{label}"]
+            pairs[-1]["source_ratio"] = ratio(pairs[-1]["source_predicted_s"], pairs[-1]["source_true_s"])
         if samples.get(f"whatif:{label}"):
             _fill(pairs[-1], samples[f"whatif:{label}"])
+            pairs[-1]["true_at_s"] = sampled_at[f"whatif:{label}"]
+            _fill_change(pairs[-1])
 
     result = {"device": ceilings.device_name or str(device), "torch": str(torch.__version__),
               "threads": torch.get_num_threads() if not gpu else None,
@@ -417,7 +483,7 @@ def main() -> int:
               "host_costs_full": msgspec.to_builtins(host_costs),
               "host_model": DEFAULT_HOST_MODEL,
               "workloads": rows, "whatif": pairs, "summary": _summary(rows, pairs), "anchor": HABITAT,
-              "host_load": host_load, "wall_s": time.perf_counter() - began}
+              "host_load": host_load, "profiler_aftereffect": aftereffect, "wall_s": time.perf_counter() - began}
     atomic_write_text(out / "ete.json", json.dumps(result, indent=1) + "\n")
     atomic_write_text(out / "ete.md", render_md(result))
     _pack(staging, out, args.trace_budget_mb * 2**20)
@@ -433,6 +499,84 @@ MIN_TIMING_S = 0.05
 
 def _steps_for(step_s: float, iters: int) -> int:
     return max(iters, min(10 * iters, round(MIN_TIMING_S / max(step_s, 1e-9))))
+
+
+AFTEREFFECT_TIMINGS = 5
+
+
+def profiler_aftereffect(live: Live, device, ceilings, cycles: int, iters: int, warmup: int,
+                         clock: Callable[[], float]) -> dict:
+    """Per cycle: ``AFTEREFFECT_TIMINGS`` timings of ``live``'s step (``iters`` steps each), a profile of it (as a
+    round's), as many timings right after, then as many with Python's GC disabled (re-enabled after, also on error)
+    and the number of collections during the enabled ones. The hypotheses of WHATIF_DIAGNOSIS.md: the host stays
+    slow after a profiler session (CUPTI or the profiler's memory); GC moves the level. Medians per phase."""
+    import gc
+
+    collections = [0]
+
+    def count(phase: str, info: dict) -> None:
+        if phase == "start":
+            collections[0] += 1
+
+    def timings() -> list[float]:
+        out = []
+        for _ in range(AFTEREFFECT_TIMINGS):
+            for _ in range(warmup):
+                live.step()
+            out.append(time_steps(live.step, device, iters).median_s)
+        return out
+
+    result: dict = {"config": live.case.name, "timings_per_phase": AFTEREFFECT_TIMINGS, "steps_per_timing": iters,
+                    "cycles": []}
+    gc.callbacks.append(count)
+    try:
+        for _ in range(cycles):
+            cycle = {"at_s": round(clock(), 2)}
+            collections[0] = 0
+            cycle["before_s"] = timings()
+            profile(live, device, ceilings, 5, 1, None)
+            cycle["after_s"] = timings()
+            cycle["gc_collections"] = collections[0]
+            gc.disable()
+            try:
+                cycle["gc_off_s"] = timings()
+            finally:
+                gc.enable()
+            result["cycles"].append(cycle)
+    finally:
+        gc.callbacks.remove(count)
+    for phase in ("before_s", "after_s", "gc_off_s"):
+        result[f"median_{phase}"] = median([x for c in result["cycles"] for x in c[phase]])
+    # per cycle, against the adjacent phase (the level drifts between cycles), then the median over the cycles
+    result["after_over_before"] = median([ratio(median(c["after_s"]), median(c["before_s"])) for c in result["cycles"]])
+    result["gc_off_over_after"] = median([ratio(median(c["gc_off_s"]), median(c["after_s"])) for c in result["cycles"]])
+    return result
+
+
+def _timing_order(keys: list[str], repeat: int) -> list[str]:
+    """The configurations in ``keys``' order, each what-if's source and target back to back (``prepare`` adds
+    them in that order) and, on every other repeat, target first: neither always gets the host's later moment."""
+    if repeat % 2 == 0:
+        return list(keys)
+    out = list(keys)
+    for i, key in enumerate(out):
+        if key.startswith("source:") and i + 1 < len(out) and out[i + 1] == "whatif:" + key[len("source:"):]:
+            out[i], out[i + 1] = out[i + 1], key
+    return out
+
+
+def _fill_change(pair: dict) -> None:
+    """A what-if's second comparison, the change: the predicted target over the same report's unchanged prediction
+    (per round, the median over the rounds; per host model) against the measured target over the source timed back
+    to back in each repeat. The host's level, which moves between a report and a timing, mostly cancels in both where
+    both are host-bound."""
+    pair.update(paired(pair.get("source_true_repeats_s") or [], pair.get("true_repeats_s") or []))
+    for model in MODELS:
+        change = predicted_change(pair.get(f"{model}_rounds_s") or [], pair.get(f"{model}_source_rounds_s") or [])
+        pair[f"{model}_predicted_change"] = change
+        pair[f"{model}_change_ratio"] = ratio(change, pair.get("measured_change"))
+    pair["predicted_change"] = pair[f"{DEFAULT_HOST_MODEL}_predicted_change"]
+    pair["change_ratio"] = pair[f"{DEFAULT_HOST_MODEL}_change_ratio"]
 
 
 def _host_load(round_: int, phase: str, at_s: float) -> dict:
@@ -459,26 +603,10 @@ def _attempt(errors: dict[str, str], name: str, fn: Callable[[], object]) -> Non
         errors.setdefault(name, f"{type(exc).__name__}: {exc}"[:300])
 
 
-def _slug(key: str) -> str:
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in key.replace(" -> ", "-to-"))
-
-
 def _now() -> str:
     import datetime as dt
 
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def _median(values: list[float]) -> float | None:
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
-
-
-def _iqr(values: list[float]) -> float:
-    if len(values) < 2:
-        return 0.0
-    q = statistics.quantiles(sorted(values), n=4, method="inclusive")
-    return q[2] - q[0]
 
 
 def _over_rounds(runs: list[dict]) -> dict:
@@ -490,15 +618,15 @@ def _over_rounds(runs: list[dict]) -> dict:
         steps = [p.step_time_s for p in ps]
         mid = statistics.median(steps)
         nearest = min(ps, key=lambda p: abs(p.step_time_s - mid))
-        out.update({f"{model}_predicted_s": mid, f"{model}_host_s": _median([p.host_time_s for p in ps]),
+        out.update({f"{model}_predicted_s": mid, f"{model}_host_s": median([p.host_time_s for p in ps]),
                     f"{model}_bound": nearest.bound, f"{model}_rounds_s": steps,
                     f"{model}_host_rounds_s": [p.host_time_s for p in ps],
-                    f"{model}_round_spread_s": _iqr(steps)})
+                    f"{model}_round_spread_s": iqr(steps)})
     ps = [x["models"][DEFAULT_HOST_MODEL] for x in runs]
-    out.update({"predicted_s": out[f"{DEFAULT_HOST_MODEL}_predicted_s"], "low_s": _median([p.low_s for p in ps]),
-                "high_s": _median([p.high_s for p in ps]), "bound": out[f"{DEFAULT_HOST_MODEL}_bound"],
+    out.update({"predicted_s": out[f"{DEFAULT_HOST_MODEL}_predicted_s"], "low_s": median([p.low_s for p in ps]),
+                "high_s": median([p.high_s for p in ps]), "bound": out[f"{DEFAULT_HOST_MODEL}_bound"],
                 "host_s": out[f"{DEFAULT_HOST_MODEL}_host_s"],
-                "device_s": _median([p.device_time_s for p in ps]),
+                "device_s": median([p.device_time_s for p in ps]),
                 "round_spread_s": out[f"{DEFAULT_HOST_MODEL}_round_spread_s"],
                 "method": ps[0].method})
     return out
@@ -548,22 +676,25 @@ def _fill(row: dict, values: list[float]) -> None:
     row["true_s"] = statistics.median(ordered)
     row["true_repeats_s"] = list(values)
     row["true_spread_s"] = q[2] - q[0]
-    row["ratio"] = _ratio(row.get("predicted_s"), row["true_s"])
+    row["ratio"] = ratio(row.get("predicted_s"), row["true_s"])
     if "old_estimator_s" in row:
-        row["old_ratio"] = _ratio(row["old_estimator_s"], row["true_s"])
+        row["old_ratio"] = ratio(row["old_estimator_s"], row["true_s"])
     for model in MODELS:
-        row[f"{model}_ratio"] = _ratio(row.get(f"{model}_predicted_s"), row["true_s"])
+        row[f"{model}_ratio"] = ratio(row.get(f"{model}_predicted_s"), row["true_s"])
 
 
 def _summary(rows: list[dict], pairs: list[dict]) -> dict:
     ratios = [r["ratio"] for r in rows if r.get("ratio")]
     old = [r["old_ratio"] for r in rows if r.get("old_ratio")]
     what = [p["ratio"] for p in pairs if p.get("ratio")]
+    changes = [p["change_ratio"] for p in pairs if p.get("change_ratio")]
     per_model = {}
     for model in MODELS:
         mr = [r[f"{model}_ratio"] for r in rows if r.get(f"{model}_ratio")]
         mw = [p[f"{model}_ratio"] for p in pairs if p.get(f"{model}_ratio")]
+        mc = [p[f"{model}_change_ratio"] for p in pairs if p.get(f"{model}_change_ratio")]
         per_model[model] = {
+            "change_pairs": len(mc), "change_within": sum(within(r, WHATIF_WITHIN) for r in mc),
             "within_15pct": sum(WITHIN[0] <= r <= WITHIN[1] for r in mr),
             "mean_abs_error": statistics.mean(abs(r - 1) for r in mr) if mr else None,
             "whatif_within": sum(WHATIF_WITHIN[0] <= r <= WHATIF_WITHIN[1] for r in mw),
@@ -577,6 +708,8 @@ def _summary(rows: list[dict], pairs: list[dict]) -> dict:
         "old_mean_abs_error": statistics.mean(abs(r - 1) for r in old) if old else None,
         "whatif_pairs": len(what), "whatif_within": sum(WHATIF_WITHIN[0] <= r <= WHATIF_WITHIN[1] for r in what),
         "whatif_mean_abs_error": statistics.mean(abs(r - 1) for r in what) if what else None,
+        "change_pairs": len(changes), "change_within": sum(within(r, WHATIF_WITHIN) for r in changes),
+        "change_mean_abs_error": statistics.mean(abs(r - 1) for r in changes) if changes else None,
     }
 
 
@@ -609,7 +742,7 @@ def _profiler_fit_line(hc: dict) -> str:
 def _measured_ratio(row: dict) -> float | None:
     """The reports' own step time measured without the profiler (median over the rounds) over the true time: two
     measurements of one configuration in one sitting, the floor under any model's error on this host."""
-    return _ratio(_median(row.get("measured_rounds_s") or []), row.get("true_s"))
+    return ratio(median(row.get("measured_rounds_s") or []), row.get("true_s"))
 
 
 def render_md(result: dict) -> str:
@@ -661,16 +794,42 @@ def render_md(result: dict) -> str:
                      f"{_r(p.get('dispatch_ratio'))} | {_r(p.get('profiled_ratio'))} | "
                      f"{_r(p.get('calibrated_ratio'))} | {p['bound_changes']} | "
                      f"{_r(p.get('source_ratio'))} |")
+    if any(p.get("measured_change") for p in result["whatif"]):
+        lines += ["", "What-ifs, second comparison, the change: predicted = the projected target over the same "
+                      "report's unchanged prediction (per round; median over the rounds); measured = the target's "
+                      "step over its source's, timed back to back in each repeat (order alternating; median over the "
+                      "repeats, ± their interquartile range). The host's level, which moves between a report and a "
+                      "timing, mostly cancels in both where source and target are both host-bound (not where the "
+                      "change switches the bound); the first table's absolute comparison keeps it. Both predictions "
+                      "come from the source's report only; `ete_offline.py` adds a third comparison.", "",
+                  "| what-if | predicted change | measured change (spread) | predicted/measured | "
+                  "dispatch | profiled | calibrated | source ms at its profile (rounds) | source ms timed |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for p in result["whatif"]:
+            if "error" in p or not p.get("measured_change"):
+                continue
+            lines.append(f"| {p['pair']} | {_r(p.get('predicted_change'))} | {_r(p['measured_change'])} "
+                         f"(±{p.get('measured_change_spread', 0.0):.2f}) | {_r(p.get('change_ratio'))} | "
+                         f"{_r(p.get('dispatch_change_ratio'))} | {_r(p.get('profiled_change_ratio'))} | "
+                         f"{_r(p.get('calibrated_change_ratio'))} | "
+                         f"{', '.join(_ms(x) for x in p.get('source_measured_rounds_s', [])) or '—'} | "
+                         f"{_ms(p.get('source_true_s'))} |")
     mae = s["mean_abs_error"]
     lines += ["", f"Within 0.85-1.15: {s['within_15pct']} of {s['workloads']} workloads (old estimator: "
                   f"{s['old_within_15pct']}); mean |error| {mae:.1%}" if mae is not None else "no workload ran",
               f"What-if within 0.8-1.25: {s['whatif_within']} of {s['whatif_pairs']} pairs"
-              + (f"; mean |error| {s['whatif_mean_abs_error']:.1%}" if s["whatif_mean_abs_error"] is not None else "")]
+              + (f"; mean |error| {s['whatif_mean_abs_error']:.1%}" if s["whatif_mean_abs_error"] is not None else "")
+              + (f" (absolute: predicted target against the target timed; the change, predicted against the paired "
+                 f"timings: {s['change_within']} of {s['change_pairs']} within 0.8-1.25"
+                 + (f", mean |error| {s['change_mean_abs_error']:.1%}" if s.get("change_mean_abs_error") is not None
+                    else "") + ")" if s.get("change_pairs") else "")]
     for model, m in s.get("host_models", {}).items():
         err = f"; mean |error| {m['mean_abs_error']:.1%}" if m["mean_abs_error"] is not None else ""
         werr = f" (mean |error| {m['whatif_mean_abs_error']:.1%})" if m["whatif_mean_abs_error"] is not None else ""
         lines.append(f"Host model {model}: {m['within_15pct']} of {s['workloads']} workloads within 0.85-1.15{err}; "
-                     f"what-ifs within 0.8-1.25: {m['whatif_within']} of {s['whatif_pairs']}{werr}")
+                     f"what-ifs within 0.8-1.25: {m['whatif_within']} of {s['whatif_pairs']}{werr}"
+                     + (f"; changes within 0.8-1.25: {m['change_within']} of {m['change_pairs']}"
+                        if m.get("change_pairs") else ""))
     if hc.get("profiler_references"):
         lines += ["", _profiler_fit_line(hc), "",
                   "| profiler reference | plain us | profiled us | added us | top-level | nested | runtime calls | "
@@ -686,6 +845,15 @@ def render_md(result: dict) -> str:
                          f"{r[2] - top:.3g} | {r[3]:.3g} | {(r[5] if len(r) > 5 else 0.0) * 1e6:.2f} | "
                          + (f"left out: {left} |" if left else f"{fitted / added:.2f} |" if added > 0 else "— |"))
         lines.append("")
+    after = result.get("profiler_aftereffect")
+    if after and after.get("cycles"):
+        lines += [f"Profiler aftereffect ({after['config']}, {len(after['cycles'])} cycles of "
+                  f"{after['timings_per_phase']} timings of {after['steps_per_timing']} steps per phase): median "
+                  f"{_ms(after['median_before_s'])} ms before a profiler session, {_ms(after['median_after_s'])} ms "
+                  f"right after, {_ms(after['median_gc_off_s'])} ms with Python's GC off (per cycle, median over the "
+                  f"cycles: after/before x{after['after_over_before']:.2f}, GC off/after "
+                  f"x{after['gc_off_over_after']:.2f}); "
+                  f"{sum(c['gc_collections'] for c in after['cycles'])} collections in the enabled timings.", ""]
     lines += [f"Anchor: {result['anchor']}.", ""]
     return "\n".join(lines)
 

@@ -28,20 +28,22 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 import msgspec  # noqa: E402
 
 from roofline.analyze.efficiency import load_table  # noqa: E402
 from roofline.analyze.predict import HOST_MODELS, UNCHECKED_HOST_MODEL  # noqa: E402
 from roofline.analyze.whatif import predict_report  # noqa: E402
-from roofline.report import HostCosts, Report  # noqa: E402
+from roofline.report import HostCosts, Report, Timing  # noqa: E402
+
+from ete_common import (WHATIF_WITHIN, WITHIN, change_of, paired, predicted_change, ratio, slug,  # noqa: E402
+                        within)
 
 # The op kinds analyze/host_costs.py measures a dispatch cost for (``_kind_probes``).
 KINDS = ("add", "mul", "mm", "addmm", "linear", "bmm", "softmax", "layer_norm", "sum", "mean", "view", "transpose",
          "cat", "copy", "embedding", "index", "convolution", "relu", "gelu", "scaled_dot_product_attention", "empty",
          "to")
-WITHIN = (0.85, 1.15)
-WHATIF_WITHIN = (0.8, 1.25)
 
 
 def host_costs_of(result: dict) -> HostCosts:
@@ -71,10 +73,6 @@ def host_costs_of(result: dict) -> HostCosts:
                "reference's plain time per call)")
 
 
-def _slug(key: str) -> str:
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in key.replace(" -> ", "-to-"))
-
-
 def _reports(out: Path, tmp: Path) -> Path:
     folder = out / "reports"
     if folder.is_dir():
@@ -88,11 +86,37 @@ def _reports(out: Path, tmp: Path) -> Path:
 
 
 def _rounds(folder: Path, key: str) -> list[Report]:
-    return [Report.load(p) for p in sorted(folder.glob(f"{_slug(key)}.round*.report.json"))]
+    return [Report.load(p) for p in sorted(folder.glob(f"{slug(key)}.round*.report.json"))]
 
 
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return a / b if a and b else None
+# Runs before 2026-12-02 did not profile the what-ifs' targets nor keep the sources' timings; one pair is two
+# workloads' configurations (llama-tiny forward, batch 8, sequence 512, float32 and bfloat16), timed back to back in
+# every repeat, whose reports and timings then stand in for the target's and the source's.
+TARGET_TWINS = {"llama-tiny fp32 -> bf16": "llama-tiny forward bf16"}
+SOURCE_TWINS = {"llama-tiny fp32 -> bf16": "llama-tiny forward"}
+
+
+def timed_source(reports: list[Report], source_repeats: list[float], target_repeats: list[float], change: dict,
+                 **kw) -> float | None:
+    """A third comparison of a what-if, for the host's level: each repeat's target timing against the projection of
+    that round's source report recalibrated to the source's timing of the same repeat (its unprofiled step set to it:
+    the calibrated host model's anchor). Still a prediction from the source alone (its report and its own timing a
+    second away), never the target's measurement; the median over the repeats of predicted/measured."""
+    if not reports or not source_repeats or len(source_repeats) != len(target_repeats):
+        return None
+    per_round = max(len(source_repeats) // len(reports), 1)
+    out = []
+    for i, (src, dst) in enumerate(zip(source_repeats, target_repeats)):
+        report = reports[min(i // per_round, len(reports) - 1)]
+        timed = msgspec.structs.replace(report, step_time=Timing.from_samples([src], "the source timed in this repeat"))
+        out.append(predict_report(timed, **change, **kw).step_time_s / dst)
+    return statistics.median(out)
+
+
+def _target_reports(folder: Path, pair: str) -> list[Report]:
+    """The what-if target's own reports: profiled for the diagnosis (``whatif:PAIR``), else its twin workload's."""
+    own = _rounds(folder, f"whatif:{pair}")
+    return own or (_rounds(folder, TARGET_TWINS[pair]) if pair in TARGET_TWINS else [])
 
 
 def repredict(out: Path, models: list[str]) -> dict:
@@ -108,36 +132,57 @@ def repredict(out: Path, models: list[str]) -> dict:
                 continue
             row = {"name": w["workload"], "true_s": w["true_s"], "run": w.get("ratio")}
             measured = [r.step_time.median_s for r in reports if r.step_time]
-            row["measured_ratio"] = _ratio(statistics.median(measured), w["true_s"]) if measured else None
+            row["measured_ratio"] = ratio(statistics.median(measured), w["true_s"]) if measured else None
             for m in models:
                 ps = [predict_report(r, table=table, host_costs=costs, host_model=m) for r in reports]
-                row[m] = _ratio(statistics.median(p.step_time_s for p in ps), w["true_s"])
+                row[m] = ratio(statistics.median(p.step_time_s for p in ps), w["true_s"])
                 row[m + "_bound"] = ps[len(ps) // 2].bound
             rows.append(row)
         for p in result["whatif"]:
             reports = _rounds(folder, f"source:{p['pair']}")
             if not reports or not p.get("true_s"):
                 continue
-            change = _change(p)
-            row = {"name": p["pair"], "true_s": p["true_s"], "run": p.get("ratio")}
+            change = change_of(p)
+            row = {"name": p["pair"], "true_s": p["true_s"], "run": p.get("ratio"),
+                   **paired(p.get("source_true_repeats_s") or [], p.get("true_repeats_s") or [])}
+            twins = {w["workload"]: w for w in result["workloads"]}
+            if not row.get("measured_change") and p["pair"] in SOURCE_TWINS:
+                src_twin, dst_twin = twins.get(SOURCE_TWINS[p["pair"]], {}), twins.get(TARGET_TWINS[p["pair"]], {})
+                row.update(paired(src_twin.get("true_repeats_s") or [], dst_twin.get("true_repeats_s") or []))
+                row["twins"] = bool(row.get("measured_change"))
+            if not row.get("measured_change") and p.get("source_true_s"):
+                # a run without source repeats: the change between the two medians, timed in the same repeats but
+                # not back to back (marked "unpaired")
+                row.update(measured_change=p["true_s"] / p["source_true_s"], measured_change_spread=None)
+            target = _target_reports(folder, p["pair"])
             for m in models:
                 ps = [predict_report(r, table=table, host_costs=costs, host_model=m, **change) for r in reports]
-                row[m] = _ratio(statistics.median(x.step_time_s for x in ps), p["true_s"])
+                row[m] = ratio(statistics.median(x.step_time_s for x in ps), p["true_s"])
                 same = [predict_report(r, table=table, host_costs=costs, host_model=m) for r in reports]
-                row[m + "_source"] = _ratio(statistics.median(x.step_time_s for x in same), p.get("source_true_s"))
+                row[m + "_source"] = ratio(statistics.median(x.step_time_s for x in same), p.get("source_true_s"))
+                row[m + "_change"] = ratio(predicted_change([x.step_time_s for x in ps], [x.step_time_s for x in same]),
+                                           row.get("measured_change"))
+                if m == models[-1]:
+                    if p.get("source_true_repeats_s"):
+                        reps = (p["source_true_repeats_s"], p["true_repeats_s"])
+                    elif row.get("twins"):
+                        reps = (twins[SOURCE_TWINS[p["pair"]]]["true_repeats_s"],
+                                twins[TARGET_TWINS[p["pair"]]]["true_repeats_s"])
+                    else:
+                        reps = ([], [])
+                    row["timed_source"] = timed_source(reports, *reps, change, table=table, host_costs=costs,
+                                                       host_model=m)
+                if target and m == models[-1]:
+                    # the device and host sides of the projection against the target's own report (its measured
+                    # op times; its host by the same host model): which side a miss is on
+                    own = [predict_report(r, table=table, host_costs=costs, host_model=m) for r in target]
+                    row["device_vs_target"] = ratio(statistics.median(x.device_time_s for x in ps),
+                                                    statistics.median(x.device_time_s for x in own))
+                    row["host_vs_target"] = ratio(statistics.median(x.host_time_s for x in ps),
+                                                  statistics.median(x.host_time_s for x in own))
+                    row["target_report"] = target[0].extra.get("ete_key", "")
             pairs.append(row)
     return {"rows": rows, "pairs": pairs, "models": models, "costs": costs}
-
-
-def _change(pair: dict) -> dict:
-    scenario = pair.get("scenario", {})
-    out: dict = {}
-    for label in ("batch", "seq"):
-        if label in scenario:
-            out[label] = int(scenario[label].split("->")[1])
-    if "dtype" in scenario:
-        out["dtype"] = scenario["dtype"].split("->")[1].strip()
-    return out
 
 
 def render(res: dict) -> str:
@@ -149,11 +194,20 @@ def render(res: dict) -> str:
         lines.append(f"| {r['name']} | {f(r['run'])} | {f(r['measured_ratio'])} | "
                      + " | ".join(f"{f(r[m])} ({r[m + '_bound']})" for m in models) + " |")
     lines += ["", "| what-if | run's predicted/measured | " + " | ".join(models)
-              + " | " + " | ".join(f"{m}: source predicted/measured" for m in models) + " |",
-              "|---|---|" + "---|" * (2 * len(models))]
+              + " | " + " | ".join(f"{m}: source predicted/measured" for m in models)
+              + " | measured change | " + " | ".join(f"{m}: change predicted/measured" for m in models)
+              + f" | {models[-1]}: projected device / target's | {models[-1]}: projected host / target's"
+              + f" | {models[-1]}, source timed in the repeat: predicted/measured |",
+              "|---|---|" + "---|" * (3 * len(models) + 4)]
     for p in res["pairs"]:
         lines.append(f"| {p['name']} | {f(p['run'])} | " + " | ".join(f(p[m]) for m in models) + " | "
-                     + " | ".join(f(p[m + "_source"]) for m in models) + " |")
+                     + " | ".join(f(p[m + "_source"]) for m in models) + " | "
+                     + (f"{p['measured_change']:.2f} (±{p['measured_change_spread']:.2f})"
+                        + (" (workload twins)" if p.get("twins") else "")
+                        if p.get("measured_change_spread") is not None
+                        else f"{p['measured_change']:.2f} (unpaired)" if p.get("measured_change") else "—") + " | "
+                     + " | ".join(f(p.get(m + "_change")) for m in models) + " | "
+                     + f"{f(p.get('device_vs_target'))} | {f(p.get('host_vs_target'))} | {f(p.get('timed_source'))} |")
     lines.append("")
     measured = [r["measured_ratio"] for r in res["rows"] if r["measured_ratio"]]
     lines.append(f"measured (the reports' own unprofiled step time, median over rounds): "
@@ -161,10 +215,13 @@ def render(res: dict) -> str:
     for m in models:
         rs = [r[m] for r in res["rows"] if r[m]]
         ws = [p[m] for p in res["pairs"] if p[m]]
+        cs = [p[m + "_change"] for p in res["pairs"] if p.get(m + "_change")]
         lines.append(f"{m}: {sum(WITHIN[0] <= x <= WITHIN[1] for x in rs)} of {len(rs)} workloads within 0.85-1.15, "
                      f"mean |error| {statistics.mean(abs(x - 1) for x in rs):.1%}; what-ifs "
                      f"{sum(WHATIF_WITHIN[0] <= x <= WHATIF_WITHIN[1] for x in ws)} of {len(ws)} within 0.8-1.25"
-                     + (f", mean |error| {statistics.mean(abs(x - 1) for x in ws):.1%}" if ws else ""))
+                     + (f", mean |error| {statistics.mean(abs(x - 1) for x in ws):.1%}" if ws else "")
+                     + (f"; changes {sum(within(x, WHATIF_WITHIN) for x in cs)} of {len(cs)} within 0.8-1.25"
+                        if cs else ""))
     return "\n".join(lines)
 
 

@@ -108,3 +108,55 @@ def test_each_round_records_the_hosts_load_for_the_next_diagnosis(ete):
     load = ete._host_load(2, "end", 12.34)
     assert (load["round"], load["phase"], load["at_s"]) == (2, "end", 12.3)
     assert load["loadavg"] is None or (len(load["loadavg"]) == 3 and min(load["loadavg"]) >= 0)
+
+
+def test_each_whatifs_source_and_target_are_timed_back_to_back_their_order_alternating(ete):
+    keys = ["w", "source:a", "whatif:a", "source:b", "whatif:b"]
+    assert ete._timing_order(keys, 0) == keys
+    assert ete._timing_order(keys, 1) == ["w", "whatif:a", "source:a", "whatif:b", "source:b"]
+    assert ete._timing_order(keys, 2) == keys
+
+
+def test_a_whatifs_change_is_predicted_against_the_paired_timings(ete):
+    pair = {"pair": "p", "source_true_repeats_s": [10e-3, 20e-3, 10e-3, 12e-3],
+            "true_repeats_s": [5e-3, 10e-3, 6e-3, 6e-3]}
+    for m in ete.MODELS:
+        pair[f"{m}_rounds_s"] = [6e-3, 4e-3]
+        pair[f"{m}_source_rounds_s"] = [10e-3, 10e-3]
+    ete._fill_change(pair)
+    # paired 0.5, 0.5, 0.6, 0.5: median 0.5; predicted 0.6 and 0.4 per round: median 0.5
+    assert pair["measured_change"] == pytest.approx(0.5) and pair["paired_ratios"][2] == pytest.approx(0.6)
+    assert pair["predicted_change"] == pytest.approx(0.5) and pair["change_ratio"] == pytest.approx(1.0)
+    summary = ete._summary([], [dict(pair, ratio=1.3)])
+    assert (summary["change_within"], summary["whatif_within"]) == (1, 0)
+
+
+def test_the_aftereffect_stage_times_before_and_after_a_profile_and_with_gc_off(ete, monkeypatch):
+    import gc
+    from types import SimpleNamespace
+
+    calls: list[str] = []
+    level = {"now": 2e-3}
+
+    def fake_profile(live, device, ceilings, iters, warmup, trace):
+        calls.append("profile")
+        level["now"] = 3e-3           # the host slower after a profiler session
+
+    def fake_time(step, device, iters):
+        calls.append("gc off" if not gc.isenabled() else "time")
+        return SimpleNamespace(median_s=level["now"] * (0.5 if not gc.isenabled() else 1.0))
+
+    monkeypatch.setattr(ete, "profile", fake_profile)
+    monkeypatch.setattr(ete, "time_steps", fake_time)
+    live = SimpleNamespace(case=SimpleNamespace(name="c"), step=lambda: None)
+    out = ete.profiler_aftereffect(live, "cpu", None, 2, 20, 0, lambda: 1.0)
+    assert gc.isenabled()
+    assert calls[:5] == ["time"] * 5 and calls[5] == "profile" and calls[11:16] == ["gc off"] * 5
+    # cycle 1 before at 2 ms, everything after at 3 ms; GC off halves it: 1.5 ms
+    assert out["cycles"][0]["before_s"] == [2e-3] * 5 and out["cycles"][1]["before_s"] == [3e-3] * 5
+    # per cycle 1.5 (2 -> 3 ms) and 1.0: median 1.25; GC off against the timings just before it: 0.5 each
+    assert out["after_over_before"] == pytest.approx(1.25) and out["median_before_s"] == pytest.approx(2.5e-3)
+    assert out["gc_off_over_after"] == pytest.approx(0.5)
+    text = ete.render_md({"device": "X", "torch": "t", "repeats": 1, "iters": 1, "workloads": [], "whatif": [],
+                          "summary": ete._summary([], []), "anchor": "A", "profiler_aftereffect": out})
+    assert "after/before x1.25, GC off/after x0.50" in text

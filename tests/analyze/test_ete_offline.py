@@ -23,7 +23,7 @@ def offline():
     return load_benchmark("ete_offline")
 
 
-def _run(tmp_path, measured_us: list[float]):
+def _run(tmp_path, measured_us: list[float], whatif: list[dict] | None = None):
     costs = HostCosts(device="cuda", device_name="GPU X", dispatch_s={"mul": 5e-6}, profiler_per_top_level_s=3e-6,
                       profiler_per_nested_event_s=1e-6, profiler_per_runtime_call_s=2e-6, profiler_model="m",
                       profiler_references={f"r{i}": [1e-5, 2e-5, 2, 1, 1, 0.0] for i in range(5)})
@@ -33,15 +33,16 @@ def _run(tmp_path, measured_us: list[float]):
         ops = [OpRecord(name="aten::mul", dtype="float32", flops=64.0, bytes=768.0, time_s=10 * US, cpu_time_s=30 * US,
                         host_gap_s=10 * US, profiled_events=2, profiled_top_level=1, runtime_calls=4, start_s=0.0,
                         input_shapes=[[8, 8], [8, 8]], output_shapes=[[8, 8]]) for _ in range(2)]
-        Report(ceilings=GPU, ops=ops, step_time=Timing.from_samples([m * US], "m")).save(
-            staging / f"tiny_forward.round{r}.report.json")
+        for name in ("tiny_forward", "source_tiny_fp32-to-bf16"):
+            Report(ceilings=GPU, ops=ops, step_time=Timing.from_samples([m * US], "m")).save(
+                staging / f"{name}.round{r}.report.json")
     out = tmp_path / "run"
     out.mkdir()
     with tarfile.open(out / "reports.tgz", "w:gz") as tar:
         tar.add(staging, arcname="reports")
     (out / "ete.json").write_text(json.dumps({
         "device": "GPU X", "host_costs": {}, "host_costs_full": msgspec.to_builtins(costs),
-        "workloads": [{"workload": "tiny forward", "true_s": 60 * US, "ratio": 1.1}], "whatif": []}))
+        "workloads": [{"workload": "tiny forward", "true_s": 60 * US, "ratio": 1.1}], "whatif": whatif or []}))
     return out
 
 
@@ -61,3 +62,35 @@ def test_a_folder_that_is_not_an_ete_run_is_one_line_and_exit_2(offline, tmp_pat
     monkeypatch.setattr("sys.argv", ["ete_offline.py", str(tmp_path)])
     assert offline.main() == 2
     assert "has no ete.json with reports.tgz" in capsys.readouterr().err
+
+
+def test_a_whatif_is_also_compared_as_a_change_and_with_its_source_timed_in_the_same_repeat(offline, tmp_path):
+    # the source's timings of 60, 66 and 60 us, its target's back to back: half of each
+    pair = {"pair": "tiny fp32 -> bf16", "scenario": {"dtype": "float32 -> bfloat16"}, "true_s": 30 * US,
+            "ratio": 2.2, "source_true_s": 60 * US, "source_true_repeats_s": [60 * US, 66 * US, 60 * US],
+            "true_repeats_s": [30 * US, 33 * US, 30 * US]}
+    res = offline.repredict(_run(tmp_path, [54, 54, 54], [pair]), ["calibrated"])
+    row = res["pairs"][0]
+    # 64 elements stay at their measured 10 us in bfloat16: the projection is the unchanged step, replayed at the
+    # report's 54 us; against the target's 30 us: 1.8; as a change, 1.0 predicted against 0.5 measured
+    assert row["calibrated"] == pytest.approx(1.8, rel=1e-3)
+    assert row["measured_change"] == pytest.approx(0.5) and row["calibrated_change"] == pytest.approx(2.0, rel=1e-3)
+    # recalibrated to the source's timing in each repeat, the projection is that timing: 2.0 of the target's
+    assert row["timed_source"] == pytest.approx(2.0, rel=1e-3)
+    assert "| tiny fp32 -> bf16 | 2.20 | 1.80 | 0.90 | 0.50 (±0.00) | 2.00 | — | — | 2.00 |" in offline.render(res)
+
+
+def test_the_per_round_diagnosis_sets_each_projection_beside_the_source_report(tmp_path, capsys, monkeypatch):
+    diagnosis = load_benchmark("ete_whatif_diagnosis")
+    pair = {"pair": "tiny fp32 -> bf16", "scenario": {"dtype": "float32 -> bfloat16"}, "true_s": 30 * US,
+            "true_spread_s": 3 * US, "source_true_s": 60 * US, "true_repeats_s": [30 * US, 33 * US, 27 * US]}
+    out = _run(tmp_path, [54, 60, 66], [pair])
+    text = json.loads((out / "ete.json").read_text())
+    (out / "ete.json").write_text(json.dumps(dict(text, repeats=1, rounds=3)))
+    lines = diagnosis.per_round(out)
+    assert lines[1].startswith("-- tiny fp32 -> bf16: target true 0.03 (IQR 0.00), source true 0.06; target repeats "
+                               "by round [[0.03], [0.03], [0.03]]")
+    # round 2 replays at its own 60 us and the projection keeps it (the 64-element muls keep their time)
+    assert "r2 source: unprofiled 0.06 replay 0.06" in lines[3] and "projected 0.06" in lines[3]
+    monkeypatch.setattr("sys.argv", ["ete_whatif_diagnosis.py", str(tmp_path)])
+    assert diagnosis.main() == 2 and "has no ete.json" in capsys.readouterr().err

@@ -269,3 +269,30 @@ def test_the_calibrated_model_without_a_measured_step_is_the_profiled_one_its_fi
     p = predict(Report(ceilings=GPU, ops=ops), table=EfficiencyTable(), host_costs=_fitted(profiler_fit_residual=0.4),
                 host_model="calibrated")
     assert p.host_time_s == pytest.approx(5 * US) and "host model dispatch, the profiled one not usable" in p.method
+
+
+def test_a_projection_that_turns_host_bound_from_a_device_bound_step_says_its_host_level_is_uncalibrated():
+    import msgspec
+
+    from roofline.analyze.project import Change
+
+    # 25M-element fp32 mul: 3e8 bytes, 300 us at 1e12 B/s, measured 300 us; host 210 us profiled less 12 us fitted
+    big = OpRecord(name="aten::mul", dtype="float32", flops=25e6, bytes=3e8, time_s=300 * US, cpu_time_s=200 * US,
+                   host_gap_s=10 * US, profiled_events=2, runtime_calls=4, profiled_top_level=1, start_s=0.0,
+                   input_shapes=[[5000, 5000], [5000, 5000]], input_dtypes=["float32"] * 2,
+                   output_shapes=[[5000, 5000]], output_dtypes=["float32"])
+    report = Report(ceilings=GPU, ops=[big], step_time=_timing(500 * US))
+    costs = _fitted(dispatch_s={"mul": 50e-6}, python_per_op_s=200e-6)  # the dispatch model gives more: not used
+    same = predict(report, table=EfficiencyTable(), host_costs=costs, host_model="calibrated")
+    assert same.bound == "device" and same.host_time_s == pytest.approx(198 * US, rel=1e-2)
+    half = predict(report, table=EfficiencyTable(), host_costs=costs, host_model="calibrated",
+                   change=Change(dtype=("float32", "bfloat16")))
+    # bfloat16 halves the bytes: 150 us of device under 198 us of host
+    assert half.bound == "host" and half.device_time_s == pytest.approx(150 * US, rel=1e-3)
+    assert any("host's level is not calibrated" in n for n in half.notes)
+    assert not any("host's level is not calibrated" in n for n in same.notes)
+    # a host-bound unchanged step (100 us of device) calibrates the level: no such note
+    fast = Report(ceilings=GPU, ops=[msgspec.structs.replace(big, time_s=100 * US)], step_time=_timing(300 * US))
+    p = predict(fast, table=EfficiencyTable(), host_costs=costs, host_model="calibrated",
+                change=Change(dtype=("float32", "bfloat16")))
+    assert p.bound == "host" and not any("host's level is not calibrated" in n for n in p.notes)
