@@ -55,8 +55,9 @@ def compile_gemv(rows: int, k: int, halves: int, norm: bool, residual: bool, con
 
 
 def compile_attention(heads: int, kv_heads: int, head_dim: int, t_per_split: int, pdl: bool, max_seq: int = 328,
-                      version: int = 1, warps: int | None = None, split_block: int | None = None):
-    """``version`` 2: triton_attention_v2's kernel with attention.py's default block and warps for it."""
+                      version: int = 1, warps: int | None = None, split_block: int | None = None, l2: bool = False):
+    """``version`` 2: triton_attention_v2's kernel with attention.py's default block and warps for it; ``l2``:
+    with its L2-prefetch programs (the request compiled in)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -70,11 +71,32 @@ def compile_attention(heads: int, kv_heads: int, head_dim: int, t_per_split: int
     kernel = decode_attention_kernel if version == 1 else decode_attention_v2_kernel
     consts = {**launch_constants(heads, kv_heads, head_dim, max_seq, t_per_split, block_t, split_block), "PDL": pdl,
               **({"EARLY_LAUNCH": False} if version == 2 else {})}
+    prefetch = {"PF_A": "i32", "PF_A_BYTES": "i32", "PF_B": "i32", "PF_B_BYTES": "i32"} if version == 2 else {}
+    if version == 2:
+        consts.update(L2_PREFETCH=l2, L2_ISSUE=l2, PF_CHUNK=32768, PF_LANES=32 * warps)
+    if l2:
+        prefetch = {"PF_A": "i64", "PF_A_BYTES": "i32", "PF_B": "i64", "PF_B_BYTES": "i32"}
     signature = {"QKV": "*fp16", "KC": "*fp16", "VC": "*fp16", "COS": "*fp16", "SIN": "*fp16", "POS": "*i64",
                  "OUT": "*fp16", "PARTIAL": "*fp32", "COUNTERS": "*i32", "scale": "fp32", "max_seq": "i32",
-                 **{c: "constexpr" for c in consts}}
+                 **{c: "constexpr" for c in consts if c not in ("L2_PREFETCH", "L2_ISSUE", "PF_CHUNK", "PF_LANES")},
+                 **prefetch, **{c: "constexpr" for c in ("L2_PREFETCH", "L2_ISSUE", "PF_CHUNK", "PF_LANES")
+                                if c in consts}}
     return triton.compile(ASTSource(kernel, signature, constexprs=consts),
                           target=GPUTarget("cuda", 90, 64), options={"num_warps": warps, "launch_pdl": pdl})
+
+
+def compile_l2_prefetch(lanes: int = 128):
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from roofline.lab.kernels.l2_prefetch import CHUNK_BYTES
+    from roofline.lab.kernels.triton_l2 import l2_prefetch_kernel
+
+    consts = {"CHUNK": CHUNK_BYTES, "LANES": lanes}
+    signature = {"ADDR": "i64", "nbytes": "i64", "CHUNK": "constexpr", "LANES": "constexpr"}
+    return triton.compile(ASTSource(l2_prefetch_kernel, signature, constexprs=consts),
+                          target=GPUTarget("cuda", 90, 64), options={"num_warps": lanes // 32})
 
 
 def compile_argmax(n: int, pdl: bool):
@@ -175,6 +197,23 @@ def main(argv: list[str] | None = None) -> int:
                     problems += spills != 0
                     print(f"attention v{version} {heads}/{kv_heads}x{head_dim} {per_split} slots{warps and f' {warps} warps' or ''}, {max_seq}-slot cache "
                           f"pdl={pdl}: {regs} registers, {spills} spill bytes")
+    for per_split, warps in ((256, None), (512, 16)):  # version 2 with its L2-prefetch programs (issue 19)
+        try:
+            kernel = compile_attention(32, 4, 64, per_split, True, 328, 2, warps, l2=True)
+            regs, spills = registers_and_spills(kernel)
+            spills += "cp.async.bulk.prefetch.L2.global" not in kernel.asm["ptx"]  # compiled out: a problem
+        except Exception as exc:  # noqa: BLE001
+            regs, spills = -1, -1
+            print(f"attention v2 L2 prefetch: {type(exc).__name__}: {str(exc)[:200]}")
+        problems += spills != 0
+        print(f"attention v2 32/4x64 {per_split} slots with L2 prefetch, pdl=True: {regs} registers, {spills} spill bytes")
+    try:
+        regs, spills = registers_and_spills(compile_l2_prefetch())
+    except Exception as exc:  # noqa: BLE001
+        regs, spills = -1, -1
+        print(f"l2_prefetch_kernel: {type(exc).__name__}: {str(exc)[:200]}")
+    problems += spills != 0
+    print(f"l2_prefetch_kernel: {regs} registers, {spills} spill bytes")
     for vocab in sorted({rows for rows, _, _, norm, _ in SHAPES if rows >= 32000}):
         for pdl in (False, True):
             try:
