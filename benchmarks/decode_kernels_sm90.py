@@ -206,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
             regs, spills = -1, -1
             print(f"attention v2 L2 prefetch: {type(exc).__name__}: {str(exc)[:200]}")
         problems += spills != 0
-        print(f"attention v2 32/4x64 {per_split} slots with L2 prefetch, pdl=True: {regs} registers, {spills} spill bytes")
+        print(f"attention v2 32/4x64 {per_split} slots with L2 prefetch, pdl=True: {regs} registers, "
+              f"{spills} spill bytes")
     try:
         regs, spills = registers_and_spills(compile_l2_prefetch())
     except Exception as exc:  # noqa: BLE001

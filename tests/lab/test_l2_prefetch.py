@@ -1,0 +1,145 @@
+"""Issue 19's L2 prefetch of the next products' weights from attention v2's extra programs (lab/kernels/l2_prefetch.py,
+triton_l2.py): the byte ranges and their chunks on the host, the attention's outputs unchanged with the programs
+launched (under Triton's interpreter, where the request itself is compiled out), the step's plumbing and its
+tuning in the whole step, and gpu_suite.py issue19-l2's CPU path. The instruction itself compiles for sm_90a in
+test_decode_fast's compile check (benchmarks/decode_kernels_sm90.py)."""
+
+from __future__ import annotations
+
+import json
+import types
+
+import pytest
+import torch
+
+from roofline.lab import decode_fast
+from roofline.lab.decode_fast import FastDecode
+from roofline.lab.kernels.l2_prefetch import CHUNK_BYTES, chunk_plan, prefetch_programs, prefetch_ranges
+
+from benchmark_scripts import load_benchmark
+from lab.test_decode_fast import _interpret, _micro_model
+
+
+def test_ranges_take_the_first_bytes_of_wo_then_w13_in_multiples_of_16():
+    wo, w13 = torch.zeros(64, 32, dtype=torch.float16), torch.zeros(128, 32, dtype=torch.float16)  # 4096, 8192 B
+    assert prefetch_ranges([wo, w13], 6000) == [(wo, 4096), (w13, 1904)]
+    assert [n for _, n in prefetch_ranges([wo, w13], 6010)] == [4096, 1904]  # rounded down to 16
+    assert [n for _, n in prefetch_ranges([wo, w13], 1 << 20)] == [4096, 8192]  # no more than the tensors hold
+    assert prefetch_ranges([wo, w13], 2000)[0][1] == 2000 and len(prefetch_ranges([wo, w13], 2000)) == 1
+    assert prefetch_ranges([wo, w13], 0) == [] and prefetch_ranges([wo, w13], 15) == []
+    flat = torch.zeros(4096, dtype=torch.float16)
+    assert prefetch_ranges([flat[1:], w13], 6000) == []  # a 2-byte offset: not 16-byte aligned, nothing after it
+
+
+@pytest.mark.parametrize("nbytes,programs,lanes", [(8_650_752, 2, 256), (32 << 20, 8, 128), (48, 1, 128),
+                                                    (3 * CHUNK_BYTES + 16, 2, 1)])
+def test_the_kernels_chunks_cover_the_range_once_each_with_valid_sizes(nbytes, programs, lanes):
+    parts = [p for program in range(programs) for p in chunk_plan(nbytes, program, programs, lanes)]
+    distinct = sorted(set(parts))
+    assert [off for off, _ in distinct] == list(range(0, nbytes, CHUNK_BYTES))  # every chunk, in order
+    assert sum(size for _, size in distinct) == nbytes
+    assert all(0 < size <= CHUNK_BYTES and size % 16 == 0 for _, size in parts)
+
+
+def test_programs_cover_the_longer_range_one_lane_a_chunk():
+    wo, w13 = torch.zeros(2048, 2048, dtype=torch.float16), torch.zeros(11264, 2048, dtype=torch.float16)
+    ranges = prefetch_ranges([wo, w13], 8 << 20 | 16 << 20)  # wo's 8 MB, then 16 MB of w13
+    assert [n >> 20 for _, n in ranges] == [8, 16]
+    assert prefetch_programs(ranges, 256) == 2 and prefetch_programs(ranges, 128) == 4
+    assert prefetch_programs([], 128) == 0
+
+
+def test_attention_v2_with_prefetch_programs_gives_the_same_bits_in_the_interpreter():
+    result = _interpret("""
+    import json, torch
+    from roofline.lab.kernels.attention import decode_attention
+    from roofline.lab.kernels.gemv import Scratch
+    from roofline.lab.kernels.l2_prefetch import prefetch_ranges
+    from roofline.models.llama import LlamaConfig, rope_tables
+    torch.manual_seed(0)
+    dt, h, hkv, d, seq, pos = torch.float16, 4, 2, 32, 48, 37
+    cos, sin = (t.to(dt) for t in rope_tables(LlamaConfig(h * d, 1, h, hkv, 64, 10), seq))
+    kc, vc = torch.randn(1, hkv, seq, d, dtype=dt), torch.randn(1, hkv, seq, d, dtype=dt)
+    qkv, p = torch.randn((h + 2 * hkv) * d, dtype=dt), torch.tensor([pos])
+    wo, w13 = torch.randn(256, 1024, dtype=dt), torch.randn(512, 1024, dtype=dt)
+    got = []
+    for nbytes in (0, 5 << 19):  # none, then wo's 512 KB and 2 MB of w13: 64 chunks of w13, extra programs
+        k, v, out = kc.clone(), vc.clone(), torch.full((h * d,), float("nan"), dtype=dt)
+        s = Scratch(torch.device("cpu"), 1 << 16, 64)
+        decode_attention(qkv, k, v, cos, sin, p, out, n_heads=h, n_kv_heads=hkv, scratch=s, t_per_split=16,
+                         version=2, l2_prefetch=prefetch_ranges([wo, w13], nbytes))
+        got.append((out, k, v, int(s.counters.abs().sum())))
+    same = all(torch.equal(a, b) for a, b in zip(got[0][:3], got[1][:3]))
+    print("RESULT", json.dumps({"same": same, "nan": bool(got[1][0].isnan().any()),
+                                "counters": got[1][3]}))
+    """)
+    assert result == {"same": True, "nan": False, "counters": 0}
+
+
+def test_the_step_hands_attention_the_tuned_ranges_of_its_own_layer(monkeypatch):
+    fast = FastDecode(_micro_model(), backend=decode_fast.BACKEND_TRITON, attention_version=2)
+    calls = []
+    monkeypatch.setattr(decode_fast, "decode_attention", lambda *a, **kw: calls.append(kw))
+    layer = fast.layers[1]
+    wo_bytes = layer["wo"].numel() * 2
+    fast.tuning = decode_fast.replace(fast.tuning, attention_l2_prefetch=wo_bytes + 4096)
+    fast.attend(layer, torch.tensor([3]))
+    assert [(t.data_ptr(), n) for t, n in calls[-1]["l2_prefetch"]] == [(layer["wo"].data_ptr(), wo_bytes),
+                                                                        (layer["w13"].data_ptr(), 4096)]
+    fast.attend(layer, torch.tensor([3]), t_per_split=64)  # a tuning candidate of the attention alone: none
+    assert calls[-1]["l2_prefetch"] == ()
+    fast.attention_version = 1
+    fast.attend(layer, torch.tensor([3]))
+    assert calls[-1]["l2_prefetch"] == ()
+
+
+def test_l2_tuning_chooses_in_the_whole_step_with_zero_among_the_candidates(monkeypatch):
+    fast = FastDecode(_micro_model(), backend=decode_fast.BACKEND_TRITON, attention_version=2)
+    wo_bytes = fast.layers[0]["wo"].numel() * 2
+    w13_bytes = fast.layers[0]["w13"].numel() * 2
+    monkeypatch.setattr(fast, "device", types.SimpleNamespace(type="cuda"))
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _: types.SimpleNamespace(L2_cache_size=50 << 20))
+    candidates = decode_fast.l2_prefetch_candidates(fast)
+    assert candidates == [0, wo_bytes // 2, wo_bytes, wo_bytes + w13_bytes]  # the micro model's w13 is < 4 MB
+    timed = []
+
+    def time_step(decode, position, replays):
+        timed.append((position, decode.tuning.attention_l2_prefetch))
+        if decode.tuning.attention_l2_prefetch == wo_bytes // 2:
+            raise RuntimeError("refused")
+        return 700.0 - 3 * (decode.tuning.attention_l2_prefetch == wo_bytes)
+
+    monkeypatch.setattr(decode_fast, "_time_step", time_step)
+    tuning = decode_fast.tune_l2_prefetch(fast, position=30)
+    assert tuning.attention_l2_prefetch == wo_bytes and {p for p, _ in timed} == {30}
+    assert [us for _, us in tuning.candidates_us["attention l2 prefetch"]] == [700.0, float("inf"), 697.0, 700.0]
+    assert tuning.as_dict()["attention_l2_prefetch"] == wo_bytes
+    monkeypatch.setattr(decode_fast, "_time_step", lambda decode, position, replays:
+                        600.0 + decode.tuning.attention_l2_prefetch)  # every prefetch slower: none kept
+    assert decode_fast.tune_l2_prefetch(fast, position=30).attention_l2_prefetch == 0
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _: types.SimpleNamespace(L2_cache_size=wo_bytes))
+    assert decode_fast.l2_prefetch_candidates(fast) == [0, wo_bytes // 2, wo_bytes]  # no more than the L2 holds
+
+
+def test_the_suite_checks_the_instruction_first_and_fits_one_call(tmp_path):
+    gpu_suite = load_benchmark("gpu_suite")
+    stages = gpu_suite.stages("issue19-l2", tmp_path)
+    names = [name for name, _, _ in stages]
+    assert names[:2] == ["env", "l2_smoke"] and names[-1] == "summary"
+    assert "--l2-prefetch" in dict((n, a) for n, a, _ in stages)["decode_fast_llama-1b"]
+    assert sum(limit for *_, limit in stages) <= 480 and dict((n, t) for n, _, t in stages)["l2_smoke"] <= 60
+
+
+def test_the_smoke_script_on_cpu_checks_the_plan_and_says_what_it_skipped(tmp_path, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    smoke = load_benchmark("l2_prefetch_smoke")
+    assert smoke.main([str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "l2_prefetch_smoke.json").read_text())
+    assert data["plan_covers_ranges"] is True and "no CUDA" in data["skipped"]
+    assert smoke.plan_covers(64, 1, 1) and smoke.plan_covers(CHUNK_BYTES + 16, 1, 1)
+    summary = load_benchmark("issue19_kernels_summary")
+    assert summary.l2_smoke_line(data).startswith("L2 prefetch smoke: skipped (no CUDA")
+    line = summary.l2_smoke_line({"prefetch_64mb_runs": True, "read_mb": 32, "attention_same": True,
+                                  "read_us": {"without": {"median": 9.0, "min": 8.5, "max": 9.9},
+                                              "with": {"median": 4.0, "min": 3.9, "max": 4.4}}})
+    assert "9.0 us (8.5-9.9) without, 4.0 us (3.9-4.4) with" in line and "bit-identical: True" in line
