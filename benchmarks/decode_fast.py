@@ -360,7 +360,7 @@ def _l2_step(model, fast, prefetched: dict, row: dict, progress, position: int):
     step = FastDecode(model, tuning=prefetched["tuning"], pdl=True, triton_attention=fast.triton_attention,
                       attention_version=2)
     tuning = tune_l2_prefetch(step, position=position, progress=progress)
-    row["fast"]["l2_prefetch"] = {"bytes": tuning.attention_l2_prefetch,
+    row["fast"]["l2_prefetch"] = {"bytes": tuning.attention_l2_prefetch, "chunk": tuning.attention_l2_chunk,
                                   "candidates_us": [{**c, "us": us} for c, us in
                                                     tuning.candidates_us.get("attention l2 prefetch", [])]}
     return step.step

@@ -90,8 +90,9 @@ def decode_rows(suite: Path) -> tuple[list[dict], list[str]]:
             l2 = row.get("fast", {}).get("l2_prefetch")
             if l2:
                 notes.append(f"{model}: L2 prefetch from attention tuned to {l2['bytes'] / 2**20:.1f} MB a layer "
-                             "(a step "
+                             f"in {l2.get('chunk', 0) >> 10} KB requests (a step "
                              + ", ".join(f"{_f(c['us'], '.1f')} us at {c['l2_prefetch_bytes'] / 2**20:.1f} MB"
+                                         f"/{c.get('chunk', 0) >> 10} KB"
                                          for c in l2.get("candidates_us", [])) + " in the tuning)")
             if "attention_v2" in row.get("fast", {}):
                 notes.append(f"{model}: attention v2 tuned to {row['fast']['attention_v2']['t_per_split']} slots a "
@@ -235,7 +236,8 @@ def l2_smoke_line(smoke: dict) -> str:
                     if k in read else "-")
     return (f"L2 prefetch smoke: 64 MB prefetch ran: {smoke.get('prefetch_64mb_runs', False)}; "
             f"a {smoke.get('read_mb')} MB "
-            f"read after an L2 flush {us('without')} without, {us('with')} with a prefetch first (median, min-max); "
+            f"read after an L2 flush {us('without')} without, {us('with')} with a prefetch first in 32 KB requests, "
+            f"{us('with 4 KB')} in 4 KB ones (median, min-max); "
             f"attention v2 with prefetch programs bit-identical: {smoke.get('attention_same')}; "
             f"L2 {smoke.get('l2_bytes')} bytes")
 

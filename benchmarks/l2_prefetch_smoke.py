@@ -4,8 +4,8 @@
 
 On the GPU: (1) lab/kernels/triton_l2.l2_prefetch_kernel over a 64 MB tensor, synchronised (a wrong instruction
 or operand fails here, in seconds); (2) the time of a read of an ``--mb`` tensor (torch.sum) after the L2 is
-flushed (a 256 MB write), without and with a prefetch of that tensor launched first, then ~30 us of the GPU's
-sleep (time for the prefetch to land), in alternating rounds: medians and min-max of the read alone, between two
+flushed (a 256 MB write), without and with a prefetch of that tensor launched first (in 32 KB and in 4 KB
+requests, one a thread), then ~30 us of the GPU's sleep (time for the prefetch to land), in alternating rounds: medians and min-max of the read alone, between two
 CUDA events; (3) attention v2 at llama-1b's heads with and without L2-prefetch programs: the outputs and caches
 must be bit for bit the same. Without CUDA it writes what it skipped (a smoke of this script on CPU) and checks
 the prefetch plan only. Writes OUT_DIR/l2_prefetch_smoke.json and prints a table last.
@@ -63,17 +63,17 @@ def main(argv: list[str] | None = None) -> int:
 def _gpu(args, torch) -> dict:
     import triton
 
-    from roofline.lab.kernels.l2_prefetch import CHUNK_BYTES, chunks
+    from roofline.lab.kernels.l2_prefetch import CHUNK_BYTES, CHUNK_CANDIDATES, chunks
     from roofline.lab.kernels.triton_l2 import l2_prefetch_kernel
 
     props = torch.cuda.get_device_properties(0)
     found = {"gpu": props.name, "triton": triton.__version__, "l2_bytes": getattr(props, "L2_cache_size", None)}
     lanes = 128
 
-    def prefetch(t):
+    def prefetch(t, chunk=CHUNK_BYTES):
         nbytes = t.numel() * t.element_size()
-        l2_prefetch_kernel[(-(-chunks(nbytes) // lanes),)](t.data_ptr(), nbytes, CHUNK=CHUNK_BYTES, LANES=lanes,
-                                                           num_warps=lanes // 32)
+        l2_prefetch_kernel[(-(-chunks(nbytes, chunk) // lanes),)](t.data_ptr(), nbytes, CHUNK=chunk, LANES=lanes,
+                                                                  num_warps=lanes // 32)
 
     big = torch.randn(32 << 20, dtype=torch.float16, device="cuda")  # 64 MB
     began = time.perf_counter()
@@ -85,12 +85,12 @@ def _gpu(args, torch) -> dict:
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     want = x.float().sum().item()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    rounds = {"without": [], "with": []}
+    rounds = {"without": [], **{f"with {c >> 10} KB" if c != CHUNK_BYTES else "with": [] for c in CHUNK_CANDIDATES}}
     for _ in range(args.rounds):
         for label in rounds:
             flush.fill_(1)
-            if label == "with":
-                prefetch(x)
+            if label != "without":
+                prefetch(x, CHUNK_BYTES if label == "with" else int(label.split()[1]) << 10)
             torch.cuda._sleep(60_000)  # ~30 us at ~2 GHz: the prefetch lands (and the "without" read waits as long)
             start.record()
             x.sum()

@@ -46,7 +46,7 @@ def test_programs_cover_the_longer_range_one_lane_a_chunk():
     ranges = prefetch_ranges([wo, w13], 8 << 20 | 16 << 20)  # wo's 8 MB, then 16 MB of w13
     assert [n >> 20 for _, n in ranges] == [8, 16]
     assert prefetch_programs(ranges, 256) == 2 and prefetch_programs(ranges, 128) == 4
-    assert prefetch_programs([], 128) == 0
+    assert prefetch_programs([], 128) == 0 and prefetch_programs(ranges, 256, 4096) == 16
 
 
 def test_attention_v2_with_prefetch_programs_gives_the_same_bits_in_the_interpreter():
@@ -84,6 +84,7 @@ def test_the_step_hands_attention_the_tuned_ranges_of_its_own_layer(monkeypatch)
     wo_bytes = layer["wo"].numel() * 2
     fast.tuning = decode_fast.replace(fast.tuning, attention_l2_prefetch=wo_bytes + 4096)
     fast.attend(layer, torch.tensor([3]))
+    assert calls[-1]["l2_chunk"] == fast.tuning.attention_l2_chunk == 32768
     assert [(t.data_ptr(), n) for t, n in calls[-1]["l2_prefetch"]] == [(layer["wo"].data_ptr(), wo_bytes),
                                                                         (layer["w13"].data_ptr(), 4096)]
     fast.attend(layer, torch.tensor([3]), t_per_split=64)  # a tuning candidate of the attention alone: none
@@ -112,8 +113,12 @@ def test_l2_tuning_chooses_in_the_whole_step_with_zero_among_the_candidates(monk
     monkeypatch.setattr(decode_fast, "_time_step", time_step)
     tuning = decode_fast.tune_l2_prefetch(fast, position=30)
     assert tuning.attention_l2_prefetch == wo_bytes and {p for p, _ in timed} == {30}
-    assert [us for _, us in tuning.candidates_us["attention l2 prefetch"]] == [700.0, float("inf"), 697.0, 700.0]
-    assert tuning.as_dict()["attention_l2_prefetch"] == wo_bytes
+    # 0 once, every other amount with each chunk size (the 4 KB one first)
+    assert [(c["l2_prefetch_bytes"], c["chunk"], us) for c, us in tuning.candidates_us["attention l2 prefetch"]] == [
+        (0, 32768, 700.0), (wo_bytes // 2, 4096, float("inf")), (wo_bytes // 2, 32768, float("inf")),
+        (wo_bytes, 4096, 697.0), (wo_bytes, 32768, 697.0), (wo_bytes + w13_bytes, 4096, 700.0),
+        (wo_bytes + w13_bytes, 32768, 700.0)]
+    assert tuning.attention_l2_chunk == 4096 and tuning.as_dict()["attention_l2_prefetch"] == wo_bytes
     monkeypatch.setattr(decode_fast, "_time_step", lambda decode, position, replays:
                         600.0 + decode.tuning.attention_l2_prefetch)  # every prefetch slower: none kept
     assert decode_fast.tune_l2_prefetch(fast, position=30).attention_l2_prefetch == 0
@@ -141,5 +146,7 @@ def test_the_smoke_script_on_cpu_checks_the_plan_and_says_what_it_skipped(tmp_pa
     assert summary.l2_smoke_line(data).startswith("L2 prefetch smoke: skipped (no CUDA")
     line = summary.l2_smoke_line({"prefetch_64mb_runs": True, "read_mb": 32, "attention_same": True,
                                   "read_us": {"without": {"median": 9.0, "min": 8.5, "max": 9.9},
-                                              "with": {"median": 4.0, "min": 3.9, "max": 4.4}}})
-    assert "9.0 us (8.5-9.9) without, 4.0 us (3.9-4.4) with" in line and "bit-identical: True" in line
+                                              "with": {"median": 4.0, "min": 3.9, "max": 4.4},
+                                              "with 4 KB": {"median": 3.5, "min": 3.4, "max": 3.6}}})
+    assert ("9.0 us (8.5-9.9) without, 4.0 us (3.9-4.4) with a prefetch first in 32 KB requests, 3.5 us (3.4-3.6) "
+            "in 4 KB ones" in line) and "bit-identical: True" in line

@@ -24,7 +24,7 @@ from roofline.lab.kernels.argmax import argmax
 from roofline.lab.kernels.attention import (attention_torch, decode_attention, live_split_block, scratch_floats,
                                             splits_for)
 from roofline.lab.kernels.gemv import GemvConfig, Scratch, candidate_configs, gemv, gemv_torch, prefetch_configs
-from roofline.lab.kernels.l2_prefetch import prefetch_ranges
+from roofline.lab.kernels.l2_prefetch import CHUNK_BYTES, CHUNK_CANDIDATES, prefetch_ranges
 from roofline.models.llama import Transformer
 
 ROLES = ("qkv", "wo", "w13", "w2", "head")
@@ -49,13 +49,14 @@ class Tuning:
     attention_split_block: int | None = None  # version 2's merge block (None: launch_constants' default)
     attention_early_launch: bool = False  # version 2 under PDL: the next kernel let start when attention starts
     attention_l2_prefetch: int = 0  # version 2: bytes of the layer's wo then w13 its extra programs ask the L2 for
+    attention_l2_chunk: int = CHUNK_BYTES  # bytes a request of that prefetch
 
     def as_dict(self) -> dict:
         return {"configs": {r: c.as_dict() for r, c in self.configs.items()}, "attention_t_per_split": self.t_per_split,
                 "attention_position": self.attention_position, "attention_warps": self.attention_warps,
                 "attention_split_block": self.attention_split_block,
                 "attention_early_launch": self.attention_early_launch,
-                "attention_l2_prefetch": self.attention_l2_prefetch,
+                "attention_l2_prefetch": self.attention_l2_prefetch, "attention_l2_chunk": self.attention_l2_chunk,
                 "candidates_us": {r: [{**c, "us": us} for c, us in rows] for r, rows in self.candidates_us.items()},
                 "seconds": self.seconds}
 
@@ -165,7 +166,8 @@ class FastDecode:
                                            and self.tuning.attention_early_launch),
                              l2_prefetch=(prefetch_ranges([layer["wo"], layer["w13"]],
                                                           self.tuning.attention_l2_prefetch)
-                                          if self.attention_version == 2 and not t_per_split else ()))
+                                          if self.attention_version == 2 and not t_per_split else ()),
+                             l2_chunk=self.tuning.attention_l2_chunk)
 
     @torch.no_grad()
     def step(self, model: Transformer, token: torch.Tensor, input_pos: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
@@ -298,8 +300,8 @@ def tune_l2_prefetch(decode: FastDecode, *, position: int, candidates: list[int]
                      progress: Callable[[str], None] = lambda _: None) -> Tuning:
     """The attention's L2 prefetch (attention_l2_prefetch bytes) chosen in the whole step's CUDA graph, timed at
     cache slot ``position`` as _choose_in_step times the products' tiles; 0 is a candidate, so the step with the
-    choice is never slower than without in that timing. Attention version 2 on CUDA only (recorded as
-    "attention l2 prefetch")."""
+    choice is never slower than without in that timing. Each amount but 0 is tried with every chunk of
+    CHUNK_CANDIDATES (bytes a request). Attention version 2 on CUDA only (recorded as "attention l2 prefetch")."""
     if decode.device.type != "cuda" or decode.backend != BACKEND_TRITON or decode.attention_version != 2 \
             or not decode.triton_attention:
         return decode.tuning
@@ -307,20 +309,22 @@ def tune_l2_prefetch(decode: FastDecode, *, position: int, candidates: list[int]
 
     began = time.perf_counter()
     rows = []
-    for nbytes in candidates if candidates is not None else l2_prefetch_candidates(decode):
-        decode.tuning = replace(decode.tuning, attention_l2_prefetch=nbytes)
+    amounts = candidates if candidates is not None else l2_prefetch_candidates(decode)
+    for nbytes, chunk in [(n, c) for n in amounts for c in (CHUNK_CANDIDATES if n else CHUNK_CANDIDATES[-1:])]:
+        decode.tuning = replace(decode.tuning, attention_l2_prefetch=nbytes, attention_l2_chunk=chunk)
         try:
             us = _time_step(decode, position, STEP_REPLAYS)
         except Exception as exc:  # noqa: BLE001 - e.g. the instruction refused: the candidate is left out
             progress(f"tune attention l2 prefetch {nbytes} B failed: {type(exc).__name__}: {str(exc)[:120]}")
             us = float("inf")
-        rows.append(({"l2_prefetch_bytes": nbytes}, us))
+        rows.append(({"l2_prefetch_bytes": nbytes, "chunk": chunk}, us))
     best = min(rows, key=lambda r: r[1])
-    chosen = best[0]["l2_prefetch_bytes"] if best[1] < float("inf") else 0
-    progress("tune attention l2 prefetch in the step: " + ", ".join(f"{c['l2_prefetch_bytes'] / MB:.1f} MB "
-                                                                      f"{us:.1f} us" for c, us in rows)
-             + f"; chosen {chosen / MB:.1f} MB")
-    decode.tuning = replace(decode.tuning, attention_l2_prefetch=chosen,
+    chosen, chunk = ((best[0]["l2_prefetch_bytes"], best[0]["chunk"]) if best[1] < float("inf")
+                     else (0, CHUNK_BYTES))
+    progress("tune attention l2 prefetch in the step: " + ", ".join(
+        f"{c['l2_prefetch_bytes'] / MB:.1f} MB/{c['chunk'] >> 10} KB {us:.1f} us" for c, us in rows)
+        + f"; chosen {chosen / MB:.1f} MB in {chunk >> 10} KB requests")
+    decode.tuning = replace(decode.tuning, attention_l2_prefetch=chosen, attention_l2_chunk=chunk,
                             candidates_us={**decode.tuning.candidates_us, "attention l2 prefetch": rows},
                             seconds=decode.tuning.seconds + time.perf_counter() - began)
     return decode.tuning

@@ -98,7 +98,8 @@ def decode_attention(qkv: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Te
                      sin: torch.Tensor, pos: torch.Tensor, out: torch.Tensor, *, n_heads: int, n_kv_heads: int,
                      scratch: Scratch, t_per_split: int = 32, block_t: int | None = None, num_warps: int | None = None,
                      pdl: bool = False, split_block: int | None = None, version: int = 1,
-                     early_launch: bool = False, l2_prefetch: list[tuple[torch.Tensor, int]] = ()) -> torch.Tensor:
+                     early_launch: bool = False, l2_prefetch: list[tuple[torch.Tensor, int]] = (),
+                     l2_chunk: int = CHUNK_BYTES) -> torch.Tensor:
     """The Triton kernel, launched once: out (n_heads * head_dim,) for the token whose q/k/v is ``qkv``.
 
     ``block_t``: cache slots loaded at once (default: the whole slice up to 64, so a program makes one pass;
@@ -106,8 +107,8 @@ def decode_attention(qkv: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Te
     ``version`` 2: triton_attention_v2's kernel (a lone live slice writes the output itself, no merge phase).
     ``early_launch`` (version 2, under ``pdl``): the next kernel may start when this one starts, not after its wait.
     ``l2_prefetch`` (version 2): up to two (tensor, bytes from its start) ranges (l2_prefetch.prefetch_ranges)
-    that extra programs ask the L2 to fetch while attention runs; under Triton's interpreter the programs are
-    launched but issue nothing."""
+    that extra programs ask the L2 to fetch while attention runs, ``l2_chunk`` bytes a request, one request a
+    thread; under Triton's interpreter the programs are launched but issue nothing."""
     if not triton_available():
         raise RuntimeError("decode_attention: Triton is not installed (use attention_torch)")
     if version == 2:
@@ -135,10 +136,12 @@ def decode_attention(qkv: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Te
     extra, prefetch = 0, {}
     if l2_prefetch:
         lanes = 32 * num_warps  # one prefetch a thread: a smaller block would be repeated across threads
-        extra = -(-prefetch_programs(list(l2_prefetch), lanes) // splits)
+        if l2_chunk <= 0 or l2_chunk % 16:
+            raise ValueError(f"decode_attention: l2_chunk {l2_chunk} is not a positive multiple of 16")
+        extra = -(-prefetch_programs(list(l2_prefetch), lanes, l2_chunk) // splits)
         (a, a_bytes), (b, b_bytes) = (list(l2_prefetch) + [(None, 0)])[:2]
         prefetch = dict(PF_A=a.data_ptr(), PF_A_BYTES=a_bytes, PF_B=0 if b is None else b.data_ptr(),
-                        PF_B_BYTES=b_bytes, L2_PREFETCH=True, L2_ISSUE=not interpreting(), PF_CHUNK=CHUNK_BYTES,
+                        PF_B_BYTES=b_bytes, L2_PREFETCH=True, L2_ISSUE=not interpreting(), PF_CHUNK=l2_chunk,
                         PF_LANES=lanes)
     decode_attention_kernel[(n_kv_heads + extra, splits)](
         qkv, k_cache, v_cache, cos, sin, pos, out, scratch.partial, scratch.counters, 1.0 / math.sqrt(head_dim),

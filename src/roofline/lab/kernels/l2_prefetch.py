@@ -13,6 +13,9 @@ from __future__ import annotations
 import torch
 
 CHUNK_BYTES = 32 * 1024  # bytes one lane asks for at once (the L2 sees 32-byte sectors; any multiple of 16 is valid)
+# The chunk sizes tried: one SM's copy engine may take its requests one after another, so smaller chunks spread
+# the same bytes over more programs (SMs); 32 KB chunks put 8 MB on one 8-warp program.
+CHUNK_CANDIDATES = (4 * 1024, CHUNK_BYTES)
 MAX_RANGES = 2  # byte ranges one launch prefetches (the kernel's A and B)
 
 
