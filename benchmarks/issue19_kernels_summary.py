@@ -184,7 +184,8 @@ def render(attention: list[dict], decode: list[dict], notes: list[str], lab: lis
         if old and new:
             lines.append(f"\n{model}: attention v2 {new['us_per_token'] - old['us_per_token']:+.1f} us/token, "
                          f"{100 * new['share_of_roof']:.1f}% of roof vs {100 * old['share_of_roof']:.1f}% (aim 65%)")
-        for name, before, after in (("deep prefetch", V2_LABEL, PREFETCH_LABEL), ("L2 prefetch", PREFETCH_LABEL, L2_LABEL)):
+        for name, before, after in (("deep prefetch", V2_LABEL, PREFETCH_LABEL),
+                                    ("L2 prefetch", PREFETCH_LABEL, L2_LABEL)):
             a, b = by.get((model, before)), by.get((model, after))
             if a and b:
                 products = b["matmul_us"] and a["matmul_us"] and b["matmul_us"] - a["matmul_us"]

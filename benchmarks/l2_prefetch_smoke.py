@@ -5,10 +5,11 @@
 On the GPU: (1) lab/kernels/triton_l2.l2_prefetch_kernel over a 64 MB tensor, synchronised (a wrong instruction
 or operand fails here, in seconds); (2) the time of a read of an ``--mb`` tensor (torch.sum) after the L2 is
 flushed (a 256 MB write), without and with a prefetch of that tensor launched first (in 32 KB and in 4 KB
-requests, one a thread), then ~30 us of the GPU's sleep (time for the prefetch to land), in alternating rounds: medians and min-max of the read alone, between two
-CUDA events; (3) attention v2 at llama-1b's heads with and without L2-prefetch programs: the outputs and caches
-must be bit for bit the same. Without CUDA it writes what it skipped (a smoke of this script on CPU) and checks
-the prefetch plan only. Writes OUT_DIR/l2_prefetch_smoke.json and prints a table last.
+requests, one a thread), then ~30 us of the GPU's sleep (time for the prefetch to land), in alternating rounds:
+medians and min-max of the read alone, between two CUDA events; (3) attention v2 at llama-1b's heads with and
+without L2-prefetch programs: the outputs and caches must be bit for bit the same. Without CUDA it writes what it
+skipped (a smoke of this script on CPU) and checks the prefetch plan only. Writes OUT_DIR/l2_prefetch_smoke.json
+and prints its figures last (JSON).
 """
 
 from __future__ import annotations

@@ -138,7 +138,8 @@ def test_the_summary_sets_deep_prefetch_against_pdl_and_attention_v2(tmp_path, c
                      "+ Triton GEMV + PDL + attention v2 + deep prefetch + L2 prefetch":
                          variant(1500.0, 0.675, 580.0, [1, 2, 5, 4])}}}}
     decode["models"]["llama-1b"]["fast"]["l2_prefetch"] = {"bytes": 3 << 21, "chunk": 4096, "candidates_us": [
-        {"l2_prefetch_bytes": 0, "chunk": 32768, "us": 714.0}, {"l2_prefetch_bytes": 3 << 21, "chunk": 4096, "us": 667.0}]}
+        {"l2_prefetch_bytes": 0, "chunk": 32768, "us": 714.0},
+        {"l2_prefetch_bytes": 3 << 21, "chunk": 4096, "us": 667.0}]}
     (tmp_path / "decode_fast_llama-1b.json").write_text(json.dumps(decode))
     script = load_benchmark("issue19_kernels_summary")
     assert script.main([str(tmp_path)]) == 0
