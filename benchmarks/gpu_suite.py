@@ -30,7 +30,7 @@ back at most 8 files). The last lines printed are a short table of what each sta
                                                         # llama-8b decode rows, a summary table last (<= 7 min)
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue19-l2 $OUT  # L2 prefetch from attention: the instruction's
                                                         # smoke test, llama-1b decode with and without it, the
-                                                        # lab's llama-1b rows (no L2 row yet), summary (<= 8 min)
+                                                        # lab's llama-1b rows (with an L2 row), summary (<= 8 min)
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-doctor $OUT    # doctor names HF generate()'s per-token syncs
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-roofs $OUT  # ceilings with the cache roof, then no op above its own roof (DRAM or cache), no unmodelled time (built-ins, ViT-B/16)
     PYTHONPATH=src python3 benchmarks/gpu_suite.py ncu $OUT  # issue 20: analyze --ncu on llama-tiny (<= 300 s, >= 98% joined)
@@ -196,8 +196,9 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
         # call (< 8 min): first, in seconds, whether the instruction compiles, runs and helps on this GPU
         # (l2_prefetch_smoke.py), then llama-1b's decode with PDL + attention v2, deep prefetch and deep prefetch +
         # L2 prefetch (the amount tuned in the whole step, 0 among the candidates) in alternating runs (7, median,
-        # min-max, kernel classes, tokens against the eager model), then the summary table. issue19-prefetch's
-        # decode stage took ~110 s on the H200; the L2 tuning adds 8 whole-step timings (< 1 s) and one compile.
+        # min-max, kernel classes, tokens against the eager model), the lab's llama-1b rows (2,048-slot cache, the
+        # L2-prefetch row last), then the summary table. issue19-prefetch's decode stage took ~110 s on the H200 and
+        # its lab llama-1b stage 75 s; the L2 tuning adds ~13 whole-step timings (< 1 s) and two compiles a run.
         return [
             ("env", ["nvidia-smi"], 10),
             ("l2_smoke", [PY, "benchmarks/l2_prefetch_smoke.py", str(out / "l2_smoke")], 60),
@@ -207,7 +208,7 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
             ("lab_decode_llama-1b", RL + ["lab", "--device", "cuda", "--model", "llama-1b", "--decode-only",
                                           "--no-tuned", "--ceilings",
                                           "benchmarks/results/h200/issue19-20/ceilings_h200.json",
-                                          "-o", str(out / "lab_decode" / "llama-1b")], 130),
+                                          "-o", str(out / "lab_decode" / "llama-1b")], 150),
             ("summary", [PY, "benchmarks/issue19_kernels_summary.py", str(out)], 15),
         ]
     if suite == "issue15-doctor":
