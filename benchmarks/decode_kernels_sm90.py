@@ -71,11 +71,11 @@ def compile_attention(heads: int, kv_heads: int, head_dim: int, t_per_split: int
     kernel = decode_attention_kernel if version == 1 else decode_attention_v2_kernel
     consts = {**launch_constants(heads, kv_heads, head_dim, max_seq, t_per_split, block_t, split_block), "PDL": pdl,
               **({"EARLY_LAUNCH": False} if version == 2 else {})}
-    prefetch = {"PF_A": "i32", "PF_A_BYTES": "i32", "PF_B": "i32", "PF_B_BYTES": "i32"} if version == 2 else {}
+    prefetch = {f"PF_{r}{s}": "i32" for r in "ABC" for s in ("", "_BYTES")} if version == 2 else {}
     if version == 2:
         consts.update(L2_PREFETCH=l2, L2_ISSUE=l2, PF_CHUNK=32768, PF_LANES=32 * warps)
     if l2:
-        prefetch = {"PF_A": "i64", "PF_A_BYTES": "i32", "PF_B": "i64", "PF_B_BYTES": "i32"}
+        prefetch = {f"PF_{r}{s}": "i32" if s else "i64" for r in "ABC" for s in ("", "_BYTES")}
     signature = {"QKV": "*fp16", "KC": "*fp16", "VC": "*fp16", "COS": "*fp16", "SIN": "*fp16", "POS": "*i64",
                  "OUT": "*fp16", "PARTIAL": "*fp32", "COUNTERS": "*i32", "scale": "fp32", "max_seq": "i32",
                  **{c: "constexpr" for c in consts if c not in ("L2_PREFETCH", "L2_ISSUE", "PF_CHUNK", "PF_LANES")},

@@ -109,7 +109,7 @@ def _gpu(args, torch) -> dict:
 def _attention_same(torch) -> dict:
     from roofline.lab.kernels.attention import decode_attention
     from roofline.lab.kernels.gemv import Scratch
-    from roofline.lab.kernels.l2_prefetch import prefetch_ranges
+    from roofline.lab.kernels.l2_prefetch import next_weights_ranges
     from roofline.models.llama import LlamaConfig, rope_tables
 
     h, hkv, d, seq, pos = 32, 4, 64, 328, 290
@@ -124,7 +124,7 @@ def _attention_same(torch) -> dict:
         k, v, out = kc.clone(), vc.clone(), torch.empty(h * d, dtype=dt, device="cuda")
         s = Scratch(torch.device("cuda"), 1 << 16, 64)
         decode_attention(qkv, k, v, cos, sin, p, out, n_heads=h, n_kv_heads=hkv, scratch=s, t_per_split=256,
-                         version=2, pdl=True, l2_prefetch=prefetch_ranges([wo, w13], nbytes))
+                         version=2, pdl=True, l2_prefetch=next_weights_ranges(wo, w13, nbytes))
         torch.cuda.synchronize()
         outs.append((out, k, v))
     same = all(torch.equal(a, b) for o in outs[1:] for a, b in zip(outs[0], o))

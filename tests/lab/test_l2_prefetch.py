@@ -14,10 +14,20 @@ import torch
 
 from roofline.lab import decode_fast
 from roofline.lab.decode_fast import FastDecode
-from roofline.lab.kernels.l2_prefetch import CHUNK_BYTES, chunk_plan, prefetch_programs, prefetch_ranges
+from roofline.lab.kernels.l2_prefetch import (CHUNK_BYTES, chunk_plan, next_weights_ranges, prefetch_programs,
+                                              prefetch_ranges)
 
 from benchmark_scripts import load_benchmark
 from lab.test_decode_fast import _interpret, _micro_model
+
+
+def test_the_next_weights_are_wo_then_the_first_rows_of_both_halves_of_w13():
+    wo, w13 = torch.zeros(64, 32, dtype=torch.float16), torch.zeros(128, 32, dtype=torch.float16)  # 4096, 8192 B
+    ranges = next_weights_ranges(wo, w13, 4096 + 2 * 1024)
+    assert [(t.data_ptr(), n) for t, n in ranges] == [(wo.data_ptr(), 4096), (w13.data_ptr(), 1024),
+                                                      (w13[64:].data_ptr(), 1024)]  # gate rows 0-15, up rows 64-79
+    assert [n for _, n in next_weights_ranges(wo, w13, 1 << 20)] == [4096, 4096, 4096]
+    assert [n for _, n in next_weights_ranges(wo, w13, 1000)] == [992] and next_weights_ranges(wo, w13, 0) == []
 
 
 def test_ranges_take_the_first_bytes_of_wo_then_w13_in_multiples_of_16():
@@ -54,20 +64,20 @@ def test_attention_v2_with_prefetch_programs_gives_the_same_bits_in_the_interpre
     import json, torch
     from roofline.lab.kernels.attention import decode_attention
     from roofline.lab.kernels.gemv import Scratch
-    from roofline.lab.kernels.l2_prefetch import prefetch_ranges
+    from roofline.lab.kernels.l2_prefetch import next_weights_ranges
     from roofline.models.llama import LlamaConfig, rope_tables
     torch.manual_seed(0)
     dt, h, hkv, d, seq, pos = torch.float16, 4, 2, 32, 48, 37
     cos, sin = (t.to(dt) for t in rope_tables(LlamaConfig(h * d, 1, h, hkv, 64, 10), seq))
     kc, vc = torch.randn(1, hkv, seq, d, dtype=dt), torch.randn(1, hkv, seq, d, dtype=dt)
     qkv, p = torch.randn((h + 2 * hkv) * d, dtype=dt), torch.tensor([pos])
-    wo, w13 = torch.randn(256, 1024, dtype=dt), torch.randn(512, 1024, dtype=dt)
+    wo, w13 = torch.randn(256, 1024, dtype=dt), torch.randn(1024, 1024, dtype=dt)
     got = []
-    for nbytes in (0, 5 << 19):  # none, then wo's 512 KB and 2 MB of w13: 64 chunks of w13, extra programs
+    for nbytes in (0, 9 << 19):  # none, then wo's 512 KB and 2 x 2 MB of w13: 64 chunks each, extra programs
         k, v, out = kc.clone(), vc.clone(), torch.full((h * d,), float("nan"), dtype=dt)
         s = Scratch(torch.device("cpu"), 1 << 16, 64)
         decode_attention(qkv, k, v, cos, sin, p, out, n_heads=h, n_kv_heads=hkv, scratch=s, t_per_split=16,
-                         version=2, l2_prefetch=prefetch_ranges([wo, w13], nbytes))
+                         version=2, l2_prefetch=next_weights_ranges(wo, w13, nbytes))
         got.append((out, k, v, int(s.counters.abs().sum())))
     same = all(torch.equal(a, b) for a, b in zip(got[0][:3], got[1][:3]))
     print("RESULT", json.dumps({"same": same, "nan": bool(got[1][0].isnan().any()),
@@ -85,8 +95,9 @@ def test_the_step_hands_attention_the_tuned_ranges_of_its_own_layer(monkeypatch)
     fast.tuning = decode_fast.replace(fast.tuning, attention_l2_prefetch=wo_bytes + 4096)
     fast.attend(layer, torch.tensor([3]))
     assert calls[-1]["l2_chunk"] == fast.tuning.attention_l2_chunk == 32768
-    assert [(t.data_ptr(), n) for t, n in calls[-1]["l2_prefetch"]] == [(layer["wo"].data_ptr(), wo_bytes),
-                                                                        (layer["w13"].data_ptr(), 4096)]
+    half = layer["w13"].shape[0] // 2
+    assert [(t.data_ptr(), n) for t, n in calls[-1]["l2_prefetch"]] == [
+        (layer["wo"].data_ptr(), wo_bytes), (layer["w13"].data_ptr(), 2048), (layer["w13"][half:].data_ptr(), 2048)]
     fast.attend(layer, torch.tensor([3]), t_per_split=64)  # a tuning candidate of the attention alone: none
     assert calls[-1]["l2_prefetch"] == ()
     fast.attention_version = 1

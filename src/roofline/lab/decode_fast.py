@@ -24,7 +24,7 @@ from roofline.lab.kernels.argmax import argmax
 from roofline.lab.kernels.attention import (attention_torch, decode_attention, live_split_block, scratch_floats,
                                             splits_for)
 from roofline.lab.kernels.gemv import GemvConfig, Scratch, candidate_configs, gemv, gemv_torch, prefetch_configs
-from roofline.lab.kernels.l2_prefetch import CHUNK_BYTES, CHUNK_CANDIDATES, prefetch_ranges
+from roofline.lab.kernels.l2_prefetch import CHUNK_BYTES, CHUNK_CANDIDATES, next_weights_ranges
 from roofline.models.llama import Transformer
 
 ROLES = ("qkv", "wo", "w13", "w2", "head")
@@ -48,7 +48,8 @@ class Tuning:
     attention_warps: int | None = None  # attention version 2's warps (None: attention.v2_warps' default)
     attention_split_block: int | None = None  # version 2's merge block (None: launch_constants' default)
     attention_early_launch: bool = False  # version 2 under PDL: the next kernel let start when attention starts
-    attention_l2_prefetch: int = 0  # version 2: bytes of the layer's wo then w13 its extra programs ask the L2 for
+    # version 2: bytes of the layer's wo then w13 (l2_prefetch.next_weights_ranges) its extra programs ask the L2 for
+    attention_l2_prefetch: int = 0
     attention_l2_chunk: int = CHUNK_BYTES  # bytes a request of that prefetch
 
     def as_dict(self) -> dict:
@@ -164,8 +165,8 @@ class FastDecode:
                              (split_block if t_per_split else self.tuning.attention_split_block),
                              early_launch=(self.pdl and self.attention_version == 2 and not t_per_split
                                            and self.tuning.attention_early_launch),
-                             l2_prefetch=(prefetch_ranges([layer["wo"], layer["w13"]],
-                                                          self.tuning.attention_l2_prefetch)
+                             l2_prefetch=(next_weights_ranges(layer["wo"], layer["w13"],
+                                                              self.tuning.attention_l2_prefetch)
                                           if self.attention_version == 2 and not t_per_split else ()),
                              l2_chunk=self.tuning.attention_l2_chunk)
 

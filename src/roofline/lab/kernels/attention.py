@@ -21,7 +21,7 @@ import torch
 
 from roofline.lab.kernels import interpreting, triton_available
 from roofline.lab.kernels.gemv import Scratch
-from roofline.lab.kernels.l2_prefetch import CHUNK_BYTES, prefetch_programs
+from roofline.lab.kernels.l2_prefetch import CHUNK_BYTES, MAX_RANGES, prefetch_programs
 from roofline.models.llama import apply_rope, attention
 
 
@@ -106,7 +106,7 @@ def decode_attention(qkv: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Te
     version 2: v2_block_t's). ``split_block``: splits the combine merges per step (default: launch_constants').
     ``version`` 2: triton_attention_v2's kernel (a lone live slice writes the output itself, no merge phase).
     ``early_launch`` (version 2, under ``pdl``): the next kernel may start when this one starts, not after its wait.
-    ``l2_prefetch`` (version 2): up to two (tensor, bytes from its start) ranges (l2_prefetch.prefetch_ranges)
+    ``l2_prefetch`` (version 2): up to three (tensor, bytes from its start) ranges (l2_prefetch.prefetch_ranges)
     that extra programs ask the L2 to fetch while attention runs, ``l2_chunk`` bytes a request, one request a
     thread; under Triton's interpreter the programs are launched but issue nothing."""
     if not triton_available():
@@ -139,9 +139,12 @@ def decode_attention(qkv: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Te
         if l2_chunk <= 0 or l2_chunk % 16:
             raise ValueError(f"decode_attention: l2_chunk {l2_chunk} is not a positive multiple of 16")
         extra = -(-prefetch_programs(list(l2_prefetch), lanes, l2_chunk) // splits)
-        (a, a_bytes), (b, b_bytes) = (list(l2_prefetch) + [(None, 0)])[:2]
-        prefetch = dict(PF_A=a.data_ptr(), PF_A_BYTES=a_bytes, PF_B=0 if b is None else b.data_ptr(),
-                        PF_B_BYTES=b_bytes, L2_PREFETCH=True, L2_ISSUE=not interpreting(), PF_CHUNK=l2_chunk,
+        if len(l2_prefetch) > MAX_RANGES:
+            raise ValueError(f"decode_attention: at most {MAX_RANGES} L2-prefetch ranges")
+        prefetch = {}
+        for name, (t, nbytes) in zip("ABC", list(l2_prefetch) + [(None, 0)] * MAX_RANGES):
+            prefetch.update({f"PF_{name}": 0 if t is None else t.data_ptr(), f"PF_{name}_BYTES": nbytes})
+        prefetch.update(L2_PREFETCH=True, L2_ISSUE=not interpreting(), PF_CHUNK=l2_chunk,
                         PF_LANES=lanes)
     decode_attention_kernel[(n_kv_heads + extra, splits)](
         qkv, k_cache, v_cache, cos, sin, pos, out, scratch.partial, scratch.counters, 1.0 / math.sqrt(head_dim),

@@ -16,7 +16,7 @@ CHUNK_BYTES = 32 * 1024  # bytes one lane asks for at once (the L2 sees 32-byte 
 # The chunk sizes tried: one SM's copy engine may take its requests one after another, so smaller chunks spread
 # the same bytes over more programs (SMs); 32 KB chunks put 8 MB on one 8-warp program.
 CHUNK_CANDIDATES = (4 * 1024, CHUNK_BYTES)
-MAX_RANGES = 2  # byte ranges one launch prefetches (the kernel's A and B)
+MAX_RANGES = 3  # byte ranges one launch prefetches (the kernel's A, B and C)
 
 
 def prefetch_ranges(tensors: list[torch.Tensor], nbytes: int) -> list[tuple[torch.Tensor, int]]:
@@ -31,6 +31,18 @@ def prefetch_ranges(tensors: list[torch.Tensor], nbytes: int) -> list[tuple[torc
         if size:
             ranges.append((t, size))
         left -= size
+    return ranges
+
+
+def next_weights_ranges(wo: torch.Tensor, w13: torch.Tensor, nbytes: int) -> list[tuple[torch.Tensor, int]]:
+    """The ranges of ``nbytes`` of the products after attention: wo's first bytes, then what is left split evenly
+    between the first rows of w13's gate half and of its up half (its first programs read row r of both, so a
+    prefix of the stacked tensor would give them only half their bytes from the L2)."""
+    ranges = prefetch_ranges([wo], nbytes)
+    left = max(0, int(nbytes) - sum(n for _, n in ranges))
+    half = w13.shape[0] // 2
+    for part in (w13[:half], w13[half:]):
+        ranges += prefetch_ranges([part], left // 2)
     return ranges
 
 

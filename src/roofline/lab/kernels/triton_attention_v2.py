@@ -9,7 +9,7 @@ for short contexts: a program loads its first block (up to 64 KB) before the wai
 tail. Past the first slice it is the first kernel (partials and the last program's merge), unchanged.
 
 ``L2_PREFETCH``: the grid has extra programs past the KV heads (axis 0) that only ask the L2 for the next
-products' first weight bytes (two ranges, A then B: l2_prefetch.prefetch_ranges) and exit; the bus is idle while
+products' first weight bytes (up to three ranges: l2_prefetch.next_weights_ranges) and exit; the bus is idle while
 attention runs. ``L2_ISSUE`` False compiles the request out (Triton's interpreter cannot run the instruction).
 """
 
@@ -28,6 +28,7 @@ def decode_attention_v2_kernel(QKV, KC, VC, COS, SIN, POS, OUT, PARTIAL, COUNTER
                                BLOCK_T: tl.constexpr, T_PER_SPLIT: tl.constexpr, SPLITS: tl.constexpr,
                                GROUP_POW2: tl.constexpr, SPLIT_BLOCK: tl.constexpr, PDL: tl.constexpr,
                                EARLY_LAUNCH: tl.constexpr = False, PF_A=0, PF_A_BYTES=0, PF_B=0, PF_B_BYTES=0,
+                               PF_C=0, PF_C_BYTES=0,
                                L2_PREFETCH: tl.constexpr = False, L2_ISSUE: tl.constexpr = False,
                                PF_CHUNK: tl.constexpr = 32768, PF_LANES: tl.constexpr = 128):
     dt = KC.dtype.element_ty
@@ -42,6 +43,7 @@ def decode_attention_v2_kernel(QKV, KC, VC, COS, SIN, POS, OUT, PARTIAL, COUNTER
                 programs = (tl.num_programs(0) - KV_HEADS) * tl.num_programs(1)
                 prefetch_range(PF_A, PF_A_BYTES, program, programs, PF_CHUNK, PF_LANES)
                 prefetch_range(PF_B, PF_B_BYTES, program, programs, PF_CHUNK, PF_LANES)
+                prefetch_range(PF_C, PF_C_BYTES, program, programs, PF_CHUNK, PF_LANES)
             return
     pos = tl.load(POS).to(tl.int32)  # int32 like the slots, so the block loop's slots keep one type
     own = pos // T_PER_SPLIT
