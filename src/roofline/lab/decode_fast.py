@@ -291,8 +291,8 @@ def l2_prefetch_candidates(decode: FastDecode) -> list[int]:
     wo_bytes = wo.numel() * wo.element_size()
     w13 = decode.layers[0]["w13"]
     w13_bytes = w13.numel() * w13.element_size()
-    l2 = (torch.cuda.get_device_properties(decode.device).L2_cache_size
-          if decode.device.type == "cuda" else 50 * MB)
+    l2 = (getattr(torch.cuda.get_device_properties(decode.device), "L2_cache_size", None)
+          if decode.device.type == "cuda" else None) or 50 * MB
     sizes = [0, wo_bytes // 2 // 16 * 16] + [wo_bytes + min(b, w13_bytes) for b in L2_PREFETCH_BEYOND_WO]
     return [b for b in dict.fromkeys(sizes) if b <= l2]
 
