@@ -362,7 +362,11 @@ def _l2_step(model, fast, prefetched: dict, row: dict, progress, position: int):
     tuning = tune_l2_prefetch(step, position=position, progress=progress)
     row["fast"]["l2_prefetch"] = {"bytes": tuning.attention_l2_prefetch, "chunk": tuning.attention_l2_chunk,
                                   "candidates_us": [{**c, "us": us} for c, us in
-                                                    tuning.candidates_us.get("attention l2 prefetch", [])]}
+                                                    tuning.candidates_us.get("attention l2 prefetch", [])],
+                                  "evict_first": [r for r, c in tuning.configs.items() if c.evict_first],
+                                  "evict_first_us": {r: [us for _, us in rows]
+                                                     for r, rows in tuning.candidates_us.items()
+                                                     if r.endswith(" evict first")}}
     return step.step
 
 

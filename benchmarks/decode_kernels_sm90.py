@@ -45,7 +45,8 @@ def compile_gemv(rows: int, k: int, halves: int, norm: bool, residual: bool, con
                   EVEN_N=rows % config.block_n == 0, NORM_BLOCK=_pow2_at_least(k), PDL=pdl,
                   REDUCE_EACH=config.reduce_each, UNROLL=config.unroll,
                   STAGES=config.stages if config.stages > 1 else None, SCALED=fp8,
-                  PREFETCH=getattr(config, "prefetch", 1), EARLY_LAUNCH=getattr(config, "early_launch", False))
+                  PREFETCH=getattr(config, "prefetch", 1), EARLY_LAUNCH=getattr(config, "early_launch", False),
+                  EVICT_FIRST=getattr(config, "evict_first", False))
     signature = {"W": "*fp8e4nv" if fp8 else "*fp16", "X": "*fp16", "OUT": "*fp16", "RES": "*fp16", "GAMMA": "*fp16",
                  "PARTIAL": "*fp32", "COUNTERS": "*i32", "SCALE": "*fp32" if fp8 else "*fp16", "N": "i32", "K": "i32",
                  "eps": "fp32", **{c: "constexpr" for c in consts}}
@@ -157,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     import triton
 
     from roofline.lab.decode_fast import T_PER_SPLITS, T_PER_SPLITS_V2, V2_SIXTEEN_WARPS
-    from roofline.lab.kernels.gemv import TILES, candidate_configs, prefetch_configs
+    from roofline.lab.kernels.gemv import TILES, GemvConfig, candidate_configs, prefetch_configs
 
     print(f"triton {triton.__version__}, target sm_90a")
     problems = 0
@@ -208,6 +209,17 @@ def main(argv: list[str] | None = None) -> int:
         problems += spills != 0
         print(f"attention v2 32/4x64 {per_split} slots with L2 prefetch, pdl=True: {regs} registers, "
               f"{spills} spill bytes")
+    for config in (GemvConfig(2, 1024, 1, 4, prefetch=2, evict_first=True),  # llama-1b's w13 with evict-first
+                   GemvConfig(2, 1024, 2, 4, stages=3, evict_first=True)):
+        try:
+            kernel = compile_gemv(5632, 2048, 2, True, False, config, True)
+            regs, spills = registers_and_spills(kernel)
+            spills += "evict_first" not in kernel.asm["ptx"]  # the policy not in the loads: a problem
+        except Exception as exc:  # noqa: BLE001
+            regs, spills = -1, -1
+            print(f"gemv evict-first {config}: {type(exc).__name__}: {str(exc)[:200]}")
+        problems += spills != 0
+        print(f"gemv 5632x2048 halves=2 {config}: {regs} registers, {spills} spill bytes")
     try:
         regs, spills = registers_and_spills(compile_l2_prefetch())
     except Exception as exc:  # noqa: BLE001

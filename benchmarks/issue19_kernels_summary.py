@@ -94,6 +94,11 @@ def decode_rows(suite: Path) -> tuple[list[dict], list[str]]:
                              + ", ".join(f"{_f(c['us'], '.1f')} us at {c['l2_prefetch_bytes'] / 2**20:.1f} MB"
                                          f"/{c.get('chunk', 0) >> 10} KB"
                                          for c in l2.get("candidates_us", [])) + " in the tuning)")
+                if "evict_first" in l2:
+                    notes.append(f"{model}: evict-first weight loads kept for: {', '.join(l2['evict_first']) or 'none'}"
+                                 " (a step without/with: " + "; ".join(
+                                     f"{r.split()[0]} " + "/".join(_f(u, '.1f') for u in us)
+                                     for r, us in l2.get("evict_first_us", {}).items()) + ")")
             if "attention_v2" in row.get("fast", {}):
                 notes.append(f"{model}: attention v2 tuned to {row['fast']['attention_v2']['t_per_split']} slots a "
                              f"program (v1: {row['fast']['tuning'].get('attention_t_per_split')})")

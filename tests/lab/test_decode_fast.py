@@ -286,7 +286,8 @@ def test_the_benchmark_script_runs_end_to_end_on_cpu(tmp_path, monkeypatch, caps
     with pytest.raises(RuntimeError, match="deep-prefetch step was not built"):
         script._l2_step(model, fast, {}, row, print, 30)
     assert callable(script._l2_step(model, fast, {"tuning": fast.tuning}, row, print, 30))
-    assert row["fast"]["l2_prefetch"] == {"bytes": 0, "chunk": 32768, "candidates_us": []}  # CPU: not tuned
+    assert row["fast"]["l2_prefetch"] == {"bytes": 0, "chunk": 32768, "candidates_us": [], "evict_first": [],
+                                          "evict_first_us": {}}  # CPU: not tuned
 
 
 @pytest.mark.cuda

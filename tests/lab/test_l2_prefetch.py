@@ -80,10 +80,15 @@ def test_attention_v2_with_prefetch_programs_gives_the_same_bits_in_the_interpre
                          version=2, l2_prefetch=next_weights_ranges(wo, w13, nbytes))
         got.append((out, k, v, int(s.counters.abs().sum())))
     same = all(torch.equal(a, b) for a, b in zip(got[0][:3], got[1][:3]))
+    # evict-first weight loads (a cache policy): the same sums as without
+    from roofline.lab.kernels.gemv import GemvConfig, gemv
+    x, w = torch.randn(256, dtype=dt), torch.randn(2 * 48, 256, dtype=dt)
+    sums = [gemv(w, x, torch.empty(48, dtype=dt), config=GemvConfig(16, 128, 1, 4, evict_first=e), halves=2,
+                 scratch=Scratch(torch.device("cpu"), 1 << 12, 64)) for e in (False, True)]
     print("RESULT", json.dumps({"same": same, "nan": bool(got[1][0].isnan().any()),
-                                "counters": got[1][3]}))
+                                "counters": got[1][3], "evict_first_same": torch.equal(*sums)}))
     """)
-    assert result == {"same": True, "nan": False, "counters": 0}
+    assert result == {"same": True, "nan": False, "counters": 0, "evict_first_same": True}
 
 
 def test_the_step_hands_attention_the_tuned_ranges_of_its_own_layer(monkeypatch):
@@ -119,7 +124,8 @@ def test_l2_tuning_chooses_in_the_whole_step_with_zero_among_the_candidates(monk
         timed.append((position, decode.tuning.attention_l2_prefetch))
         if decode.tuning.attention_l2_prefetch == wo_bytes // 2:
             raise RuntimeError("refused")
-        return 700.0 - 3 * (decode.tuning.attention_l2_prefetch == wo_bytes)
+        return (700.0 - 3 * (decode.tuning.attention_l2_prefetch == wo_bytes)
+                - decode.tuning.configs["w13"].evict_first + decode.tuning.configs["qkv"].evict_first)
 
     monkeypatch.setattr(decode_fast, "_time_step", time_step)
     tuning = decode_fast.tune_l2_prefetch(fast, position=30)
@@ -130,6 +136,11 @@ def test_l2_tuning_chooses_in_the_whole_step_with_zero_among_the_candidates(monk
         (wo_bytes, 4096, 697.0), (wo_bytes, 32768, 697.0), (wo_bytes + w13_bytes, 4096, 700.0),
         (wo_bytes + w13_bytes, 32768, 700.0)]
     assert tuning.attention_l2_chunk == 4096 and tuning.as_dict()["attention_l2_prefetch"] == wo_bytes
+    # then evict-first per product, in the step with the chosen prefetch: kept where that step is faster (w13 here)
+    assert [r for r in decode_fast.ROLES if tuning.configs[r].evict_first] == ["w13"]
+    assert [us for _, us in tuning.candidates_us["w13 evict first"]] == [697.0, 696.0]
+    assert [us for _, us in tuning.candidates_us["qkv evict first"]] == [697.0, 698.0]
+    assert timed[-10:] == [(30, wo_bytes)] * 10
     monkeypatch.setattr(decode_fast, "_time_step", lambda decode, position, replays:
                         600.0 + decode.tuning.attention_l2_prefetch)  # every prefetch slower: none kept
     assert decode_fast.tune_l2_prefetch(fast, position=30).attention_l2_prefetch == 0

@@ -302,7 +302,10 @@ def tune_l2_prefetch(decode: FastDecode, *, position: int, candidates: list[int]
     """The attention's L2 prefetch (attention_l2_prefetch bytes) chosen in the whole step's CUDA graph, timed at
     cache slot ``position`` as _choose_in_step times the products' tiles; 0 is a candidate, so the step with the
     choice is never slower than without in that timing. Each amount but 0 is tried with every chunk of
-    CHUNK_CANDIDATES (bytes a request). Attention version 2 on CUDA only (recorded as "attention l2 prefetch")."""
+    CHUNK_CANDIDATES (bytes a request). Then, with that prefetch, each product's weight loads with and without the
+    L2 evict-first policy (GemvConfig.evict_first: the streamed weights leave the L2 before the prefetched lines),
+    in the whole step too ("<role> evict first"). Attention version 2 on CUDA only (recorded as "attention l2
+    prefetch")."""
     if decode.device.type != "cuda" or decode.backend != BACKEND_TRITON or decode.attention_version != 2 \
             or not decode.triton_attention:
         return decode.tuning
@@ -325,8 +328,12 @@ def tune_l2_prefetch(decode: FastDecode, *, position: int, candidates: list[int]
     progress("tune attention l2 prefetch in the step: " + ", ".join(
         f"{c['l2_prefetch_bytes'] / MB:.1f} MB/{c['chunk'] >> 10} KB {us:.1f} us" for c, us in rows)
         + f"; chosen {chosen / MB:.1f} MB in {chunk >> 10} KB requests")
-    decode.tuning = replace(decode.tuning, attention_l2_prefetch=chosen, attention_l2_chunk=chunk,
-                            candidates_us={**decode.tuning.candidates_us, "attention l2 prefetch": rows},
+    decode.tuning = replace(decode.tuning, attention_l2_prefetch=chosen, attention_l2_chunk=chunk)
+    configs, timings = dict(decode.tuning.configs), {"attention l2 prefetch": rows}
+    for role in ROLES:
+        configs[role], timings[f"{role} evict first"] = _choose_in_step(
+            decode, configs, role, [configs[role], replace(configs[role], evict_first=True)], position, progress)
+    decode.tuning = replace(decode.tuning, configs=configs, candidates_us={**decode.tuning.candidates_us, **timings},
                             seconds=decode.tuning.seconds + time.perf_counter() - began)
     return decode.tuning
 
