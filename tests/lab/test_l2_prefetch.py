@@ -154,7 +154,7 @@ def test_the_suite_checks_the_instruction_first_and_fits_one_call(tmp_path):
     names = [name for name, _, _ in stages]
     assert names[:2] == ["env", "l2_smoke"] and names[-1] == "summary"
     assert "--l2-prefetch" in dict((n, a) for n, a, _ in stages)["decode_fast_llama-1b"]
-    assert sum(limit for *_, limit in stages) <= 480 and dict((n, t) for n, _, t in stages)["l2_smoke"] <= 60
+    assert sum(limit for *_, limit in stages) <= 480 and dict((n, t) for n, _, t in stages)["l2_smoke"] <= 45
 
 
 def test_the_smoke_script_on_cpu_checks_the_plan_and_says_what_it_skipped(tmp_path, monkeypatch):
