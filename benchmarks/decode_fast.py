@@ -60,6 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--l2-prefetch", action="store_true",
                         help="also the deep-prefetch step whose attention asks the L2 for the layer's next weights "
                              "(wo, then w13's first bytes; the amount tuned in the whole step); implies --prefetch")
+    parser.add_argument("--l2-smoke", metavar="JSON",
+                        help="l2_prefetch_smoke.py's result: --l2-prefetch only where it says the instruction ran "
+                             "and left attention's bits unchanged (a faulting instruction would poison this process "
+                             "and every variant's figures with it)")
     parser.add_argument("--budget", type=float, default=470.0, help="seconds; baselines are skipped past it")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("-o", "--output")
@@ -183,7 +187,12 @@ def measure_model(name: str, args, device, bandwidth: float, began: float, check
                 more[FAST_PREFETCH] = partial(_prefetch_step, model, fast, v2_tuning, row,
                                               lambda m: print(f"  {name} {m}", flush=True),
                                               args.context + args.steps // 2, prefetched)
-                if args.l2_prefetch:
+                from l2_prefetch_smoke import refused as l2_refused
+
+                refused = l2_refused(args.l2_smoke) if args.l2_prefetch else None
+                if refused:
+                    row["notes"].append(f"L2 prefetch not run: {refused}")
+                elif args.l2_prefetch:
                     more[FAST_L2] = partial(_l2_step, model, fast, prefetched, row,
                                             lambda m: print(f"  {name} {m}", flush=True),
                                             args.context + args.steps // 2)

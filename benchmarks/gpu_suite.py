@@ -200,16 +200,17 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
         # L2-prefetch row last), then the summary table. issue19-prefetch's decode stage took ~110 s on the H200 and
         # its lab llama-1b stage 75 s; the L2 tuning adds 23 whole-step timings (each a graph capture and 20
         # replays) and ~7 compiles (two attention variants, five evict-first products) a run: ~30-60 s each.
+        smoke = out / "l2_smoke" / "l2_prefetch_smoke.json"
         return [
             ("env", ["nvidia-smi"], 10),
             ("l2_smoke", [PY, "benchmarks/l2_prefetch_smoke.py", str(out / "l2_smoke")], 45),
             ("decode_fast_llama-1b", [PY, "benchmarks/decode_fast.py", "--models", "llama-1b", "--baseline", "none",
-                                      "--l2-prefetch", "--reps", "7", "-o", str(out / "decode_fast_llama-1b.json")],
-             225),
-            ("lab_decode_llama-1b", RL + ["lab", "--device", "cuda", "--model", "llama-1b", "--decode-only",
-                                          "--no-tuned", "--ceilings",
-                                          "benchmarks/results/h200/issue19-20/ceilings_h200.json",
-                                          "-o", str(out / "lab_decode" / "llama-1b")], 180),
+                                      "--l2-prefetch", "--l2-smoke", str(smoke),
+                                      "--reps", "7", "-o", str(out / "decode_fast_llama-1b.json")], 225),
+            ("lab_decode_llama-1b", [PY, "benchmarks/l2_prefetch_smoke.py", "--require", str(smoke), "--", *RL,
+                                     "lab", "--device", "cuda", "--model", "llama-1b", "--decode-only", "--no-tuned",
+                                     "--ceilings", "benchmarks/results/h200/issue19-20/ceilings_h200.json",
+                                     "-o", str(out / "lab_decode" / "llama-1b")], 180),
             ("summary", [PY, "benchmarks/issue19_kernels_summary.py", str(out)], 15),
         ]
     if suite == "issue15-doctor":

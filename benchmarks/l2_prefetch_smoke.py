@@ -1,6 +1,7 @@
 """Issue 19: does Hopper's L2 bulk prefetch compile, run and help here? The first stage of gpu_suite.py issue19-l2.
 
     PYTHONPATH=src python3 benchmarks/l2_prefetch_smoke.py OUT_DIR [--mb 32] [--rounds 20]
+    PYTHONPATH=src python3 benchmarks/l2_prefetch_smoke.py --require OUT_DIR/l2_prefetch_smoke.json -- COMMAND...
 
 On the GPU: (1) lab/kernels/triton_l2.l2_prefetch_kernel over a 64 MB tensor, synchronised (a wrong instruction
 or operand fails here, in seconds); (2) the time of a read of an ``--mb`` tensor (torch.sum) after the L2 is
@@ -10,6 +11,10 @@ medians and min-max of the read alone, between two CUDA events; (3) attention v2
 without L2-prefetch programs: the outputs and caches must be bit for bit the same. Without CUDA it writes what it
 skipped (a smoke of this script on CPU) and checks the prefetch plan only. Writes OUT_DIR/l2_prefetch_smoke.json
 and prints its figures last (JSON).
+
+``--require JSON -- COMMAND``: run COMMAND only where that result says the instruction ran and left attention's
+bits unchanged (else say why and exit 0): a faulting instruction would poison COMMAND's CUDA context and every
+figure it was to measure (gpu_suite.py issue19-l2 runs the lab's rows, whose last uses the prefetch, this way).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -36,7 +42,30 @@ def plan_covers(nbytes: int, programs: int, lanes: int) -> bool:
     return covered == nbytes
 
 
+def refused(smoke: str | None) -> str | None:
+    """Why a step with the L2 prefetch must not run after the smoke result ``smoke`` (None: it may, or no file)."""
+    if smoke is None:
+        return None
+    try:
+        found = json.loads(Path(smoke).read_text())
+    except (OSError, ValueError):
+        return f"the smoke test left no result ({smoke})"
+    if not found.get("prefetch_64mb_runs") or not found.get("attention_same"):
+        return f"the smoke test did not pass ({smoke}: {found.get('skipped') or 'prefetch or attention check failed'})"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--require"]:
+        if len(argv) < 4 or argv[2] != "--":
+            print("l2_prefetch_smoke.py: error: --require JSON -- COMMAND...", file=sys.stderr)
+            return 2
+        why = refused(argv[1])
+        if why:
+            print(f"not run: {why}: {' '.join(argv[3:])}")
+            return 0
+        return subprocess.run(argv[3:]).returncode
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
     parser.add_argument("--mb", type=int, default=32, help="MB read after the prefetch (under the 50 MB L2)")

@@ -7,6 +7,7 @@ test_decode_fast's compile check (benchmarks/decode_kernels_sm90.py)."""
 from __future__ import annotations
 
 import json
+import sys
 import types
 
 import pytest
@@ -153,8 +154,32 @@ def test_the_suite_checks_the_instruction_first_and_fits_one_call(tmp_path):
     stages = gpu_suite.stages("issue19-l2", tmp_path)
     names = [name for name, _, _ in stages]
     assert names[:2] == ["env", "l2_smoke"] and names[-1] == "summary"
-    assert "--l2-prefetch" in dict((n, a) for n, a, _ in stages)["decode_fast_llama-1b"]
+    lab = dict((n, a) for n, a, _ in stages)["lab_decode_llama-1b"]
+    assert lab[1:4] == ["benchmarks/l2_prefetch_smoke.py", "--require", str(tmp_path / "l2_smoke" /
+                                                                              "l2_prefetch_smoke.json")]
+    decode = dict((n, a) for n, a, _ in stages)["decode_fast_llama-1b"]
+    assert "--l2-prefetch" in decode and decode[decode.index("--l2-smoke") + 1].endswith("l2_prefetch_smoke.json")
     assert sum(limit for *_, limit in stages) <= 480 and dict((n, t) for n, _, t in stages)["l2_smoke"] <= 45
+
+
+def test_the_decode_benchmark_runs_the_l2_step_only_after_a_passing_smoke_test(tmp_path):
+    smoke_script = load_benchmark("l2_prefetch_smoke")
+    refused = smoke_script.refused
+    smoke = tmp_path / "smoke.json"
+    assert refused(None) is None and "left no result" in refused(str(smoke))
+    smoke.write_text(json.dumps({"prefetch_64mb_runs": True, "attention_same": True}))
+    assert refused(str(smoke)) is None
+    smoke.write_text(json.dumps({"prefetch_64mb_runs": True, "attention_same": False}))
+    assert "did not pass" in refused(str(smoke))
+    smoke.write_text(json.dumps({"skipped": "no CUDA device"}))
+    assert refused(str(smoke)).endswith("no CUDA device)")
+    # the gate gpu_suite.py puts before the lab's rows: the command runs only after a passing smoke test
+    ran = tmp_path / "ran"
+    command = [sys.executable, "-c", f"open({str(ran)!r}, 'w').write('x')"]
+    assert smoke_script.main(["--require", str(smoke), "--", *command]) == 0 and not ran.exists()
+    smoke.write_text(json.dumps({"prefetch_64mb_runs": True, "attention_same": True}))
+    assert smoke_script.main(["--require", str(smoke), "--", *command]) == 0 and ran.exists()
+    assert smoke_script.main(["--require", str(smoke)]) == 2
 
 
 def test_the_smoke_script_on_cpu_checks_the_plan_and_says_what_it_skipped(tmp_path, monkeypatch):
