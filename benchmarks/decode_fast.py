@@ -57,11 +57,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="also the PDL + attention v2 step with its products tuned again for deep prefetch "
                              "(gemv.prefetch_configs: several tiles, or a program's whole row block, read before "
                              "the wait for the previous kernel); implies --attention-v2")
+    parser.add_argument("--l2-prefetch", action="store_true",
+                        help="also the deep-prefetch step whose attention asks the L2 for the layer's next weights "
+                             "(wo, then w13's first bytes; the amount tuned in the whole step); implies --prefetch")
+    parser.add_argument("--l2-smoke", metavar="JSON",
+                        help="l2_prefetch_smoke.py's result: --l2-prefetch only where it says the instruction ran "
+                             "and left attention's bits unchanged (a faulting instruction would poison this process "
+                             "and every variant's figures with it)")
     parser.add_argument("--budget", type=float, default=470.0, help="seconds; baselines are skipped past it")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("-o", "--output")
     parser.add_argument("--table", nargs="+", metavar="JSON", help="print the markdown tables of earlier runs' JSON")
     args = parser.parse_args(argv)
+    args.prefetch = args.prefetch or args.l2_prefetch
     args.attention_v2 = args.attention_v2 or args.prefetch
     if args.table:
         print(table(args.table))
@@ -175,11 +183,23 @@ def measure_model(name: str, args, device, bandwidth: float, began: float, check
                 _v2_step, model, fast, pdl, args.context + args.steps // 2, row,
                 lambda m: print(f"  {name} v2 {m}", flush=True), v2_tuning)
             if args.prefetch and pdl:
+                prefetched = {}
                 more[FAST_PREFETCH] = partial(_prefetch_step, model, fast, v2_tuning, row,
                                               lambda m: print(f"  {name} {m}", flush=True),
-                                              args.context + args.steps // 2)
+                                              args.context + args.steps // 2, prefetched)
+                from l2_prefetch_smoke import refused as l2_refused
+
+                refused = l2_refused(args.l2_smoke) if args.l2_prefetch else None
+                if refused:
+                    row["notes"].append(f"L2 prefetch not run: {refused}")
+                elif args.l2_prefetch:
+                    more[FAST_L2] = partial(_l2_step, model, fast, prefetched, row,
+                                            lambda m: print(f"  {name} {m}", flush=True),
+                                            args.context + args.steps // 2)
             elif args.prefetch:
                 row["notes"].append("deep prefetch needs PDL (the Triton kernels on a CUDA GPU): not run")
+                if args.l2_prefetch:
+                    row["notes"].append("L2 prefetch needs PDL and deep prefetch (Triton on a CUDA GPU): not run")
         if args.baseline == "tuned":
             left = args.budget - (time.perf_counter() - began)
             if left < BUDGET_FOR_BASELINE_S.get(name, 60):
@@ -218,6 +238,7 @@ FAST_PDL = "+ Triton GEMV + PDL"
 FAST_V2 = "+ Triton GEMV + attention v2"
 FAST_PDL_V2 = "+ Triton GEMV + PDL + attention v2"
 FAST_PREFETCH = "+ Triton GEMV + PDL + attention v2 + deep prefetch"
+FAST_L2 = FAST_PREFETCH + " + L2 prefetch"
 
 
 class Run:
@@ -314,7 +335,8 @@ def _v2_step(model, fast, pdl: bool, position: int, row: dict, progress, keep: d
                       attention_version=2).step
 
 
-def _prefetch_step(model, fast, v2_tuning: dict, row: dict, progress, position: int | None = None):
+def _prefetch_step(model, fast, v2_tuning: dict, row: dict, progress, position: int | None = None,
+                   keep: dict | None = None):
     """The PDL + attention v2 step (its tuning, made by _v2_step before this) with the products' tiles tuned again
     under PDL among the deep-prefetch candidates and the tile each had (decode_fast.tune_prefetch; ``position``:
     the slot its whole-step timings write, one the decode rewrites before reading it)."""
@@ -331,6 +353,29 @@ def _prefetch_step(model, fast, v2_tuning: dict, row: dict, progress, position: 
                                                  for r, rows in tuning.candidates_us.items()
                                                  if r.endswith(("prefetch", "in the step", "early launch"))},
                                "seconds": tuning.seconds}
+    if keep is not None:
+        keep["tuning"] = tuning
+    return step.step
+
+
+def _l2_step(model, fast, prefetched: dict, row: dict, progress, position: int):
+    """The deep-prefetch step (its tuning, made by _prefetch_step before this) whose attention also asks the L2
+    for the layer's next weights (wo, then a first slice of w13), the amount chosen in the whole step
+    (decode_fast.tune_l2_prefetch, 0 among the candidates)."""
+    from roofline.lab.decode_fast import FastDecode, tune_l2_prefetch
+
+    if "tuning" not in prefetched:
+        raise RuntimeError("the deep-prefetch step was not built (its tuning is the L2-prefetch step's start)")
+    step = FastDecode(model, tuning=prefetched["tuning"], pdl=True, triton_attention=fast.triton_attention,
+                      attention_version=2)
+    tuning = tune_l2_prefetch(step, position=position, progress=progress)
+    row["fast"]["l2_prefetch"] = {"bytes": tuning.attention_l2_prefetch, "chunk": tuning.attention_l2_chunk,
+                                  "candidates_us": [{**c, "us": us} for c, us in
+                                                    tuning.candidates_us.get("attention l2 prefetch", [])],
+                                  "evict_first": [r for r, c in tuning.configs.items() if c.evict_first],
+                                  "evict_first_us": {r: [us for _, us in rows]
+                                                     for r, rows in tuning.candidates_us.items()
+                                                     if r.endswith(" evict first")}}
     return step.step
 
 

@@ -45,7 +45,8 @@ def compile_gemv(rows: int, k: int, halves: int, norm: bool, residual: bool, con
                   EVEN_N=rows % config.block_n == 0, NORM_BLOCK=_pow2_at_least(k), PDL=pdl,
                   REDUCE_EACH=config.reduce_each, UNROLL=config.unroll,
                   STAGES=config.stages if config.stages > 1 else None, SCALED=fp8,
-                  PREFETCH=getattr(config, "prefetch", 1), EARLY_LAUNCH=getattr(config, "early_launch", False))
+                  PREFETCH=getattr(config, "prefetch", 1), EARLY_LAUNCH=getattr(config, "early_launch", False),
+                  EVICT_FIRST=getattr(config, "evict_first", False))
     signature = {"W": "*fp8e4nv" if fp8 else "*fp16", "X": "*fp16", "OUT": "*fp16", "RES": "*fp16", "GAMMA": "*fp16",
                  "PARTIAL": "*fp32", "COUNTERS": "*i32", "SCALE": "*fp32" if fp8 else "*fp16", "N": "i32", "K": "i32",
                  "eps": "fp32", **{c: "constexpr" for c in consts}}
@@ -55,8 +56,9 @@ def compile_gemv(rows: int, k: int, halves: int, norm: bool, residual: bool, con
 
 
 def compile_attention(heads: int, kv_heads: int, head_dim: int, t_per_split: int, pdl: bool, max_seq: int = 328,
-                      version: int = 1, warps: int | None = None, split_block: int | None = None):
-    """``version`` 2: triton_attention_v2's kernel with attention.py's default block and warps for it."""
+                      version: int = 1, warps: int | None = None, split_block: int | None = None, l2: bool = False):
+    """``version`` 2: triton_attention_v2's kernel with attention.py's default block and warps for it; ``l2``:
+    with its L2-prefetch programs (the request compiled in)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -70,11 +72,32 @@ def compile_attention(heads: int, kv_heads: int, head_dim: int, t_per_split: int
     kernel = decode_attention_kernel if version == 1 else decode_attention_v2_kernel
     consts = {**launch_constants(heads, kv_heads, head_dim, max_seq, t_per_split, block_t, split_block), "PDL": pdl,
               **({"EARLY_LAUNCH": False} if version == 2 else {})}
+    prefetch = {f"PF_{r}{s}": "i32" for r in "ABC" for s in ("", "_BYTES")} if version == 2 else {}
+    if version == 2:
+        consts.update(L2_PREFETCH=l2, L2_ISSUE=l2, PF_CHUNK=32768, PF_LANES=32 * warps)
+    if l2:
+        prefetch = {f"PF_{r}{s}": "i32" if s else "i64" for r in "ABC" for s in ("", "_BYTES")}
     signature = {"QKV": "*fp16", "KC": "*fp16", "VC": "*fp16", "COS": "*fp16", "SIN": "*fp16", "POS": "*i64",
                  "OUT": "*fp16", "PARTIAL": "*fp32", "COUNTERS": "*i32", "scale": "fp32", "max_seq": "i32",
-                 **{c: "constexpr" for c in consts}}
+                 **{c: "constexpr" for c in consts if c not in ("L2_PREFETCH", "L2_ISSUE", "PF_CHUNK", "PF_LANES")},
+                 **prefetch, **{c: "constexpr" for c in ("L2_PREFETCH", "L2_ISSUE", "PF_CHUNK", "PF_LANES")
+                                if c in consts}}
     return triton.compile(ASTSource(kernel, signature, constexprs=consts),
                           target=GPUTarget("cuda", 90, 64), options={"num_warps": warps, "launch_pdl": pdl})
+
+
+def compile_l2_prefetch(lanes: int = 128):
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from roofline.lab.kernels.l2_prefetch import CHUNK_BYTES
+    from roofline.lab.kernels.triton_l2 import l2_prefetch_kernel
+
+    consts = {"CHUNK": CHUNK_BYTES, "LANES": lanes}
+    signature = {"ADDR": "i64", "nbytes": "i64", "CHUNK": "constexpr", "LANES": "constexpr"}
+    return triton.compile(ASTSource(l2_prefetch_kernel, signature, constexprs=consts),
+                          target=GPUTarget("cuda", 90, 64), options={"num_warps": lanes // 32})
 
 
 def compile_argmax(n: int, pdl: bool):
@@ -135,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     import triton
 
     from roofline.lab.decode_fast import T_PER_SPLITS, T_PER_SPLITS_V2, V2_SIXTEEN_WARPS
-    from roofline.lab.kernels.gemv import TILES, candidate_configs, prefetch_configs
+    from roofline.lab.kernels.gemv import TILES, GemvConfig, candidate_configs, prefetch_configs
 
     print(f"triton {triton.__version__}, target sm_90a")
     problems = 0
@@ -175,6 +198,35 @@ def main(argv: list[str] | None = None) -> int:
                     problems += spills != 0
                     print(f"attention v{version} {heads}/{kv_heads}x{head_dim} {per_split} slots{warps and f' {warps} warps' or ''}, {max_seq}-slot cache "
                           f"pdl={pdl}: {regs} registers, {spills} spill bytes")
+    for per_split, warps in ((256, None), (512, 16)):  # version 2 with its L2-prefetch programs (issue 19)
+        try:
+            kernel = compile_attention(32, 4, 64, per_split, True, 328, 2, warps, l2=True)
+            regs, spills = registers_and_spills(kernel)
+            spills += "cp.async.bulk.prefetch.L2.global" not in kernel.asm["ptx"]  # compiled out: a problem
+        except Exception as exc:  # noqa: BLE001
+            regs, spills = -1, -1
+            print(f"attention v2 L2 prefetch: {type(exc).__name__}: {str(exc)[:200]}")
+        problems += spills != 0
+        print(f"attention v2 32/4x64 {per_split} slots with L2 prefetch, pdl=True: {regs} registers, "
+              f"{spills} spill bytes")
+    for config in (GemvConfig(2, 1024, 1, 4, prefetch=2, evict_first=True),  # llama-1b's w13 with evict-first
+                   GemvConfig(2, 1024, 2, 4, stages=3, evict_first=True)):
+        try:
+            kernel = compile_gemv(5632, 2048, 2, True, False, config, True)
+            regs, spills = registers_and_spills(kernel)
+            spills += "evict_first" not in kernel.asm["ptx"]  # the policy not in the loads: a problem
+        except Exception as exc:  # noqa: BLE001
+            regs, spills = -1, -1
+            print(f"gemv evict-first {config}: {type(exc).__name__}: {str(exc)[:200]}")
+        problems += spills != 0
+        print(f"gemv 5632x2048 halves=2 {config}: {regs} registers, {spills} spill bytes")
+    try:
+        regs, spills = registers_and_spills(compile_l2_prefetch())
+    except Exception as exc:  # noqa: BLE001
+        regs, spills = -1, -1
+        print(f"l2_prefetch_kernel: {type(exc).__name__}: {str(exc)[:200]}")
+    problems += spills != 0
+    print(f"l2_prefetch_kernel: {regs} registers, {spills} spill bytes")
     for vocab in sorted({rows for rows, _, _, norm, _ in SHAPES if rows >= 32000}):
         for pdl in (False, True):
             try:

@@ -28,6 +28,9 @@ back at most 8 files). The last lines printed are a short table of what each sta
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue19-prefetch $OUT  # deep prefetch under PDL vs PDL + attention
                                                         # v2: llama-1b decode alternating, the lab's llama-1b and
                                                         # llama-8b decode rows, a summary table last (<= 7 min)
+    PYTHONPATH=src python3 benchmarks/gpu_suite.py issue19-l2 $OUT  # L2 prefetch from attention: the instruction's
+                                                        # smoke test, llama-1b decode with and without it, the
+                                                        # lab's llama-1b rows (with an L2 row), summary (<= 8 min)
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-doctor $OUT    # doctor names HF generate()'s per-token syncs
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-roofs $OUT  # ceilings with the cache roof, then no op above its own roof (DRAM or cache), no unmodelled time (built-ins, ViT-B/16)
     PYTHONPATH=src python3 benchmarks/gpu_suite.py ncu $OUT  # issue 20: analyze --ncu on llama-tiny (<= 300 s, >= 98% joined)
@@ -188,6 +191,28 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
                                       "--ceilings", ceilings, "-o", str(out / "lab_decode" / m)], limit)
             for m, limit in (("llama-1b", 130), ("llama-8b", 215))
         ] + [("summary", [PY, "benchmarks/issue19_kernels_summary.py", str(out)], 15)]
+    if suite == "issue19-l2":
+        # L2 prefetch of the next products' weights from attention v2's extra programs (kernels/triton_l2.py), in one
+        # call (< 8 min): first, in seconds, whether the instruction compiles, runs and helps on this GPU
+        # (l2_prefetch_smoke.py), then llama-1b's decode with PDL + attention v2, deep prefetch and deep prefetch +
+        # L2 prefetch (the amount tuned in the whole step, 0 among the candidates) in alternating runs (7, median,
+        # min-max, kernel classes, tokens against the eager model), the lab's llama-1b rows (2,048-slot cache, the
+        # L2-prefetch row last), then the summary table. issue19-prefetch's decode stage took ~110 s on the H200 and
+        # its lab llama-1b stage 75 s; the L2 tuning adds 23 whole-step timings (each a graph capture and 20
+        # replays) and ~7 compiles (two attention variants, five evict-first products) a run: ~30-60 s each.
+        smoke = out / "l2_smoke" / "l2_prefetch_smoke.json"
+        return [
+            ("env", ["nvidia-smi"], 10),
+            ("l2_smoke", [PY, "benchmarks/l2_prefetch_smoke.py", str(out / "l2_smoke")], 45),
+            ("decode_fast_llama-1b", [PY, "benchmarks/decode_fast.py", "--models", "llama-1b", "--baseline", "none",
+                                      "--l2-prefetch", "--l2-smoke", str(smoke),
+                                      "--reps", "7", "-o", str(out / "decode_fast_llama-1b.json")], 225),
+            ("lab_decode_llama-1b", [PY, "benchmarks/l2_prefetch_smoke.py", "--require", str(smoke), "--", *RL,
+                                     "lab", "--device", "cuda", "--model", "llama-1b", "--decode-only", "--no-tuned",
+                                     "--ceilings", "benchmarks/results/h200/issue19-20/ceilings_h200.json",
+                                     "-o", str(out / "lab_decode" / "llama-1b")], 180),
+            ("summary", [PY, "benchmarks/issue19_kernels_summary.py", str(out)], 15),
+        ]
     if suite == "issue15-doctor":
         return [("env", ["nvidia-smi"], 30),
                 ("generate_syncs", [PY, "benchmarks/generate_syncs.py", str(out / "generate_syncs"), "--device", "cuda",
@@ -214,7 +239,7 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
         ]
     raise SystemExit(f"unknown suite {suite!r}: analyze, lab, lab-tiny, lab-1b, lab-8b, lab-views, decode-roof, decode-breakdown, decode-fast, "
                      "cuda-tests, issue15-doctor, issue15-roofs, issue19-20, issue19-attention, issue19-kernels, "
-                     "issue19-prefetch, ncu or ddp")
+                     "issue19-prefetch, issue19-l2, ncu or ddp")
 
 
 def run_stage(name: str, argv: list[str], timeout: int, out: Path) -> dict:

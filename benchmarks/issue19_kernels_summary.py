@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 V1_LABEL = "+ Triton GEMV + PDL"
 V2_LABEL = "+ Triton GEMV + PDL + attention v2"
 PREFETCH_LABEL = "+ Triton GEMV + PDL + attention v2 + deep prefetch"
+L2_LABEL = PREFETCH_LABEL + " + L2 prefetch"
 
 
 def _load(path: Path) -> dict:
@@ -86,6 +87,18 @@ def decode_rows(suite: Path) -> tuple[list[dict], list[str]]:
                              f"{'on' if deep.get('attention_early_launch') else 'off'} (a step "
                              + ", ".join(f"{_f(c['us'], '.1f')} us {'with' if c['early_launch'] else 'without'}"
                                          for c in steps) + " in the tuning)")
+            l2 = row.get("fast", {}).get("l2_prefetch")
+            if l2:
+                notes.append(f"{model}: L2 prefetch from attention tuned to {l2['bytes'] / 2**20:.1f} MB a layer "
+                             f"in {l2.get('chunk', 0) >> 10} KB requests (a step "
+                             + ", ".join(f"{_f(c['us'], '.1f')} us at {c['l2_prefetch_bytes'] / 2**20:.1f} MB"
+                                         f"/{c.get('chunk', 0) >> 10} KB"
+                                         for c in l2.get("candidates_us", [])) + " in the tuning)")
+                if "evict_first" in l2:
+                    notes.append(f"{model}: evict-first weight loads kept for: {', '.join(l2['evict_first']) or 'none'}"
+                                 " (a step without/with: " + "; ".join(
+                                     f"{r.split()[0]} " + "/".join(_f(u, '.1f') for u in us)
+                                     for r, us in l2.get("evict_first_us", {}).items()) + ")")
             if "attention_v2" in row.get("fast", {}):
                 notes.append(f"{model}: attention v2 tuned to {row['fast']['attention_v2']['t_per_split']} slots a "
                              f"program (v1: {row['fast']['tuning'].get('attention_t_per_split')})")
@@ -176,12 +189,14 @@ def render(attention: list[dict], decode: list[dict], notes: list[str], lab: lis
         if old and new:
             lines.append(f"\n{model}: attention v2 {new['us_per_token'] - old['us_per_token']:+.1f} us/token, "
                          f"{100 * new['share_of_roof']:.1f}% of roof vs {100 * old['share_of_roof']:.1f}% (aim 65%)")
-        deep = by.get((model, PREFETCH_LABEL))
-        if new and deep:
-            products = deep["matmul_us"] and new["matmul_us"] and deep["matmul_us"] - new["matmul_us"]
-            lines.append(f"{model}: deep prefetch {deep['us_per_token'] - new['us_per_token']:+.1f} us/token "
-                         f"(products {_f(products, '+.0f')} us), "
-                         f"{100 * deep['share_of_roof']:.1f}% of roof vs {100 * new['share_of_roof']:.1f}% (aim 65%)")
+        for name, before, after in (("deep prefetch", V2_LABEL, PREFETCH_LABEL),
+                                    ("L2 prefetch", PREFETCH_LABEL, L2_LABEL)):
+            a, b = by.get((model, before)), by.get((model, after))
+            if a and b:
+                products = b["matmul_us"] and a["matmul_us"] and b["matmul_us"] - a["matmul_us"]
+                lines.append(f"{model}: {name} {b['us_per_token'] - a['us_per_token']:+.1f} us/token "
+                             f"(products {_f(products, '+.0f')} us), "
+                             f"{100 * b['share_of_roof']:.1f}% of roof vs {100 * a['share_of_roof']:.1f}% (aim 65%)")
     if tiles:
         lines += ["", "products' tiles, PDL + attention v2 (before) and deep prefetch (after), from the tuning: us per "
                   "product alone under PDL (all layers' weights back to back, a CUDA graph), and us per whole step "
@@ -218,6 +233,21 @@ def render(attention: list[dict], decode: list[dict], notes: list[str], lab: lis
     return "\n".join(lines)
 
 
+def l2_smoke_line(smoke: dict) -> str:
+    """gpu_suite.py issue19-l2's first stage (l2_prefetch_smoke.py) in one line."""
+    if "skipped" in smoke:
+        return f"L2 prefetch smoke: skipped ({smoke['skipped']})"
+    read = smoke.get("read_us", {})
+    us = lambda k: (f"{read[k]['median']:.1f} us ({read[k]['min']:.1f}-{read[k]['max']:.1f})"  # noqa: E731
+                    if k in read else "-")
+    return (f"L2 prefetch smoke: 64 MB prefetch ran: {smoke.get('prefetch_64mb_runs', False)}; "
+            f"a {smoke.get('read_mb')} MB "
+            f"read after an L2 flush {us('without')} without, {us('with')} with a prefetch first in 32 KB requests, "
+            f"{us('with 4 KB')} in 4 KB ones (median, min-max); "
+            f"attention v2 with prefetch programs bit-identical: {smoke.get('attention_same')}; "
+            f"L2 {smoke.get('l2_bytes')} bytes")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1 or not Path(argv[0]).is_dir():
@@ -229,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     lab = lab_rows(suite)
     tiles = prefetch_tiles(suite)
     text = render(attention, decode, notes, lab, tiles, with_attention=bool(list(suite.glob("attention_ctx*"))))
+    smoke = _load(suite / "l2_smoke" / "l2_prefetch_smoke.json")
+    if smoke:
+        text = l2_smoke_line(smoke) + "\n\n" + text
     stage_json = [_load(p) for p in sorted(suite.glob("attention_ctx*/decode_attention_context.json"))
                   + sorted(suite.glob("decode_fast_*.json"))]
     meta = {k: next((d[k] for d in stage_json if k in d), None) for k in ("gpu", "torch", "triton")}

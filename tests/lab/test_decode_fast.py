@@ -259,11 +259,12 @@ def test_the_benchmark_script_runs_end_to_end_on_cpu(tmp_path, monkeypatch, caps
     script = load_benchmark("decode_fast")
     out = tmp_path / "fast.json"
     assert script.main(["--device", "cpu", "--models", "llama-micro", "--context", "16", "--steps", "8",
-                        "--reps", "1", "--prefetch", "-o", str(out)]) == 0  # --prefetch: --attention-v2 too
+                        "--reps", "1", "--l2-prefetch", "-o", str(out)]) == 0  # --prefetch, --attention-v2 too
     data = json.loads(out.read_text())
     row = data["models"]["llama-micro"]
     assert "error" not in row, row
     assert "deep prefetch needs PDL (the Triton kernels on a CUDA GPU): not run" in row["notes"]
+    assert "L2 prefetch needs PDL and deep prefetch (Triton on a CUDA GPU): not run" in row["notes"]
     assert row["fast"]["backend"] in (BACKEND_TORCH, "triton")
     assert set(row["variants"]) == {"+ Triton GEMV", "+ Triton GEMV + attention v2",
                                     "eager stand-in for tuned (cpu smoke)"}
@@ -281,6 +282,12 @@ def test_the_benchmark_script_runs_end_to_end_on_cpu(tmp_path, monkeypatch, caps
         script._prefetch_step(model, fast, {}, row, print)
     step = script._prefetch_step(model, fast, {"tuning": fast.tuning}, row, print)
     assert callable(step) and set(row["fast"]["prefetch"]["configs"]) == {"qkv", "wo", "w13", "w2", "head"}
+    # The L2-prefetch step starts from the deep-prefetch step's tuning (refused without it) and records its amount.
+    with pytest.raises(RuntimeError, match="deep-prefetch step was not built"):
+        script._l2_step(model, fast, {}, row, print, 30)
+    assert callable(script._l2_step(model, fast, {"tuning": fast.tuning}, row, print, 30))
+    assert row["fast"]["l2_prefetch"] == {"bytes": 0, "chunk": 32768, "candidates_us": [], "evict_first": [],
+                                          "evict_first_us": {}}  # CPU: not tuned
 
 
 @pytest.mark.cuda

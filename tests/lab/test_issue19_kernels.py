@@ -134,7 +134,13 @@ def test_the_summary_sets_deep_prefetch_against_pdl_and_attention_v2(tmp_path, c
             **candidates, "attention early launch": [{"early_launch": False, "us": 789.0},
                                                      {"early_launch": True, "us": 788.5}]}}},
         "variants": {"+ Triton GEMV + PDL + attention v2": variant(1250.0, 0.56, 711.0, [1, 2, 3, 4]),
-                     "+ Triton GEMV + PDL + attention v2 + deep prefetch": variant(1400.0, 0.63, 620.0, [1, 2, 5, 4])}}}}
+                     "+ Triton GEMV + PDL + attention v2 + deep prefetch": variant(1400.0, 0.63, 620.0, [1, 2, 5, 4]),
+                     "+ Triton GEMV + PDL + attention v2 + deep prefetch + L2 prefetch":
+                         variant(1500.0, 0.675, 580.0, [1, 2, 5, 4])}}}}
+    decode["models"]["llama-1b"]["fast"]["l2_prefetch"] = {"bytes": 3 << 21, "chunk": 4096, "candidates_us": [
+        {"l2_prefetch_bytes": 0, "chunk": 32768, "us": 714.0},
+        {"l2_prefetch_bytes": 3 << 21, "chunk": 4096, "us": 667.0}], "evict_first": ["w13"],
+        "evict_first_us": {"qkv evict first": [667.0, 668.0], "w13 evict first": [667.0, 665.5]}}
     (tmp_path / "decode_fast_llama-1b.json").write_text(json.dumps(decode))
     script = load_benchmark("issue19_kernels_summary")
     assert script.main([str(tmp_path)]) == 0
@@ -145,4 +151,8 @@ def test_the_summary_sets_deep_prefetch_against_pdl_and_attention_v2(tmp_path, c
             in out)
     assert "attention early launch: on (a step 789.0 us without, 788.5 us with in the tuning)" in out
     assert "deep prefetch's tokens: 2/4 the same as PDL + attention v2's (first differs at 2)" in out
+    assert "llama-1b: L2 prefetch -47.6 us/token (products -40 us), 67.5% of roof vs 63.0% (aim 65%)" in out
+    assert ("L2 prefetch from attention tuned to 6.0 MB a layer in 4 KB requests (a step 714.0 us at 0.0 MB/32 KB, "
+            "667.0 us at 6.0 MB/4 KB" in out)
+    assert "evict-first weight loads kept for: w13 (a step without/with: qkv 667.0/668.0; w13 667.0/665.5)" in out
     assert json.loads((tmp_path / "summary.json").read_text())["tiles"][0]["after_step_us"] == 788.5

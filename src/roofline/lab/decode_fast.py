@@ -24,6 +24,7 @@ from roofline.lab.kernels.argmax import argmax
 from roofline.lab.kernels.attention import (attention_torch, decode_attention, live_split_block, scratch_floats,
                                             splits_for)
 from roofline.lab.kernels.gemv import GemvConfig, Scratch, candidate_configs, gemv, gemv_torch, prefetch_configs
+from roofline.lab.kernels.l2_prefetch import CHUNK_BYTES, CHUNK_CANDIDATES, next_weights_ranges
 from roofline.models.llama import Transformer
 
 ROLES = ("qkv", "wo", "w13", "w2", "head")
@@ -47,12 +48,16 @@ class Tuning:
     attention_warps: int | None = None  # attention version 2's warps (None: attention.v2_warps' default)
     attention_split_block: int | None = None  # version 2's merge block (None: launch_constants' default)
     attention_early_launch: bool = False  # version 2 under PDL: the next kernel let start when attention starts
+    # version 2: bytes of the layer's wo then w13 (l2_prefetch.next_weights_ranges) its extra programs ask the L2 for
+    attention_l2_prefetch: int = 0
+    attention_l2_chunk: int = CHUNK_BYTES  # bytes a request of that prefetch
 
     def as_dict(self) -> dict:
         return {"configs": {r: c.as_dict() for r, c in self.configs.items()}, "attention_t_per_split": self.t_per_split,
                 "attention_position": self.attention_position, "attention_warps": self.attention_warps,
                 "attention_split_block": self.attention_split_block,
                 "attention_early_launch": self.attention_early_launch,
+                "attention_l2_prefetch": self.attention_l2_prefetch, "attention_l2_chunk": self.attention_l2_chunk,
                 "candidates_us": {r: [{**c, "us": us} for c, us in rows] for r, rows in self.candidates_us.items()},
                 "seconds": self.seconds}
 
@@ -159,7 +164,11 @@ class FastDecode:
                              split_block=None if self.attention_version == 1 else
                              (split_block if t_per_split else self.tuning.attention_split_block),
                              early_launch=(self.pdl and self.attention_version == 2 and not t_per_split
-                                           and self.tuning.attention_early_launch))
+                                           and self.tuning.attention_early_launch),
+                             l2_prefetch=(next_weights_ranges(layer["wo"], layer["w13"],
+                                                              self.tuning.attention_l2_prefetch)
+                                          if self.attention_version == 2 and not t_per_split else ()),
+                             l2_chunk=self.tuning.attention_l2_chunk)
 
     @torch.no_grad()
     def step(self, model: Transformer, token: torch.Tensor, input_pos: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
@@ -266,6 +275,65 @@ def tune_prefetch(decode: FastDecode, *, replays: int = 5, progress: Callable[[s
             decode.tuning = replace(decode.tuning, attention_early_launch=attention_early)
     decode.tuning = replace(decode.tuning, configs=chosen,
                             candidates_us={**decode.tuning.candidates_us, **timings},
+                            seconds=decode.tuning.seconds + time.perf_counter() - began)
+    return decode.tuning
+
+
+MB = 1 << 20
+L2_PREFETCH_BEYOND_WO = (0, 4 * MB, 8 * MB, 16 * MB, 24 * MB, 32 * MB)  # w13 bytes after the whole wo: candidates
+
+
+def l2_prefetch_candidates(decode: FastDecode) -> list[int]:
+    """Bytes the attention's extra programs prefetch (wo's, then a first slice of w13's): 0 (so the choice never
+    loses to the step without), half of wo, wo, and wo plus L2_PREFETCH_BEYOND_WO of w13, within the L2 where its
+    size is known (the products read more than the L2 holds: a bigger prefetch would evict its own start)."""
+    wo = decode.layers[0]["wo"]
+    wo_bytes = wo.numel() * wo.element_size()
+    w13 = decode.layers[0]["w13"]
+    w13_bytes = w13.numel() * w13.element_size()
+    l2 = (getattr(torch.cuda.get_device_properties(decode.device), "L2_cache_size", None)
+          if decode.device.type == "cuda" else None) or 50 * MB
+    sizes = [0, wo_bytes // 2 // 16 * 16] + [wo_bytes + min(b, w13_bytes) for b in L2_PREFETCH_BEYOND_WO]
+    return [b for b in dict.fromkeys(sizes) if b <= l2]
+
+
+def tune_l2_prefetch(decode: FastDecode, *, position: int, candidates: list[int] | None = None,
+                     progress: Callable[[str], None] = lambda _: None) -> Tuning:
+    """The attention's L2 prefetch (attention_l2_prefetch bytes) chosen in the whole step's CUDA graph, timed at
+    cache slot ``position`` as _choose_in_step times the products' tiles; 0 is a candidate, so the step with the
+    choice is never slower than without in that timing. Each amount but 0 is tried with every chunk of
+    CHUNK_CANDIDATES (bytes a request). Then, with that prefetch, each product's weight loads with and without the
+    L2 evict-first policy (GemvConfig.evict_first: the streamed weights leave the L2 before the prefetched lines),
+    in the whole step too ("<role> evict first"). Attention version 2 on CUDA only (recorded as "attention l2
+    prefetch")."""
+    if decode.device.type != "cuda" or decode.backend != BACKEND_TRITON or decode.attention_version != 2 \
+            or not decode.triton_attention:
+        return decode.tuning
+    import time
+
+    began = time.perf_counter()
+    rows = []
+    amounts = candidates if candidates is not None else l2_prefetch_candidates(decode)
+    for nbytes, chunk in [(n, c) for n in amounts for c in (CHUNK_CANDIDATES if n else CHUNK_CANDIDATES[-1:])]:
+        decode.tuning = replace(decode.tuning, attention_l2_prefetch=nbytes, attention_l2_chunk=chunk)
+        try:
+            us = _time_step(decode, position, STEP_REPLAYS)
+        except Exception as exc:  # noqa: BLE001 - e.g. the instruction refused: the candidate is left out
+            progress(f"tune attention l2 prefetch {nbytes} B failed: {type(exc).__name__}: {str(exc)[:120]}")
+            us = float("inf")
+        rows.append(({"l2_prefetch_bytes": nbytes, "chunk": chunk}, us))
+    best = min(rows, key=lambda r: r[1])
+    chosen, chunk = ((best[0]["l2_prefetch_bytes"], best[0]["chunk"]) if best[1] < float("inf")
+                     else (0, CHUNK_BYTES))
+    progress("tune attention l2 prefetch in the step: " + ", ".join(
+        f"{c['l2_prefetch_bytes'] / MB:.1f} MB/{c['chunk'] >> 10} KB {us:.1f} us" for c, us in rows)
+        + f"; chosen {chosen / MB:.1f} MB in {chunk >> 10} KB requests")
+    decode.tuning = replace(decode.tuning, attention_l2_prefetch=chosen, attention_l2_chunk=chunk)
+    configs, timings = dict(decode.tuning.configs), {"attention l2 prefetch": rows}
+    for role in ROLES:
+        configs[role], timings[f"{role} evict first"] = _choose_in_step(
+            decode, configs, role, [configs[role], replace(configs[role], evict_first=True)], position, progress)
+    decode.tuning = replace(decode.tuning, configs=configs, candidates_us={**decode.tuning.candidates_us, **timings},
                             seconds=decode.tuning.seconds + time.perf_counter() - began)
     return decode.tuning
 

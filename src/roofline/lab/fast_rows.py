@@ -4,7 +4,9 @@ Four rows, "+ Triton GEMV", "+ Triton GEMV + PDL" (every kernel launched with pr
 "+ Triton GEMV + PDL + attention v2" (the same tiles, the second attention kernel: lab/kernels/triton_attention_v2.py,
 its slices per program tuned of their own) and "... + deep prefetch" (the products' tiles tuned again under PDL among
 gemv.prefetch_configs', which read a program's whole share of a row block, or several tiles of it, before waiting
-for the previous kernel, and the tile the step had),
+for the previous kernel, and the tile the step had) and "... + L2 prefetch" (that step whose attention's extra
+programs ask the L2 for the layer's next weights, wo then w13's first bytes, the amount tuned in the whole step:
+decode_fast.tune_l2_prefetch),
 each timed as bench.peak_decode times its steps (the loop captured as CUDA graphs of 16 steps, same seeded prompt
 and context, median of PEAK_REPS runs), its tiles tuned once per weight shape before anything is timed. Tokens are
 compared with the eager fixed model's greedy tokens on the same prompt; at the first difference, that model's
@@ -36,6 +38,7 @@ FAST = "+ Triton GEMV"
 FAST_PDL = "+ Triton GEMV + PDL"
 FAST_PDL_V2 = "+ Triton GEMV + PDL + attention v2"
 FAST_PREFETCH = "+ Triton GEMV + PDL + attention v2 + deep prefetch"
+FAST_L2 = FAST_PREFETCH + " + L2 prefetch"
 METHOD = (
     "FastDecode (lab/decode_fast.py): five Triton kernels a layer, tiles tuned per weight shape before timing; "
     f"the loop captured as CUDA graphs of {bench.GRAPH_STEPS} steps, median of {bench.PEAK_REPS} runs (as the "
@@ -78,11 +81,11 @@ def skip_reason(device: torch.device) -> str:
 def measure_fast_decode(model: Transformer, ceilings: Ceilings, *, context: int, steps: int, warmup: int,
                         pdl: bool = True, progress: Callable[[str], None] = lambda _: None) -> list[FastDecodeRow]:
     device = model.output.weight.device
-    titles = [FAST] + ([FAST_PDL, FAST_PDL_V2, FAST_PREFETCH] if pdl else [])
+    titles = [FAST] + ([FAST_PDL, FAST_PDL_V2, FAST_PREFETCH, FAST_L2] if pdl else [])
     reason = skip_reason(device)
     if reason:
         return [FastDecodeRow(t, skipped=reason) for t in titles]
-    from roofline.lab.decode_fast import FastDecode, tune, tune_attention, tune_prefetch
+    from roofline.lab.decode_fast import FastDecode, tune, tune_attention, tune_l2_prefetch, tune_prefetch
 
     configure(model, Fixes.all())
     bytes_per_token = bench.decode_bytes(model, 1, context + steps // 2)
@@ -101,7 +104,7 @@ def measure_fast_decode(model: Transformer, ceilings: Ceilings, *, context: int,
         progress("fast decode: tuning the Triton tiles per weight shape")
         tune(fast, progress=progress, position=context + steps // 2)
         known = {"matrix products": fast.weight_bytes(), "attention": kv_bytes}
-        v2 = None
+        v2 = deep = None
         for title in titles:
             row = FastDecodeRow(title, bytes_per_token=bytes_per_token)
             try:
@@ -114,7 +117,13 @@ def measure_fast_decode(model: Transformer, ceilings: Ceilings, *, context: int,
                 elif title == FAST_PREFETCH:
                     progress("fast decode: tuning the products' deep prefetch under PDL")
                     decoder = FastDecode(model, tuning=v2, pdl=True, attention_version=2)
-                    tune_prefetch(decoder, progress=progress, position=context + steps // 2)
+                    deep = tune_prefetch(decoder, progress=progress, position=context + steps // 2)
+                elif title == FAST_L2:
+                    if deep is None:
+                        raise RuntimeError("the deep-prefetch row failed (its tuning is this row's start)")
+                    progress("fast decode: tuning the attention's L2 prefetch in the whole step")
+                    decoder = FastDecode(model, tuning=deep, pdl=True, attention_version=2)
+                    tune_l2_prefetch(decoder, progress=progress, position=context + steps // 2)
                 else:
                     decoder = fast if title == FAST else FastDecode(model, tuning=fast.tuning, pdl=True)
                 progress(f"fast decode: {title}")

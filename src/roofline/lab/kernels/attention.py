@@ -19,8 +19,9 @@ import math
 
 import torch
 
-from roofline.lab.kernels import triton_available
+from roofline.lab.kernels import interpreting, triton_available
 from roofline.lab.kernels.gemv import Scratch
+from roofline.lab.kernels.l2_prefetch import CHUNK_BYTES, MAX_RANGES, prefetch_programs
 from roofline.models.llama import apply_rope, attention
 
 
@@ -97,13 +98,17 @@ def decode_attention(qkv: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Te
                      sin: torch.Tensor, pos: torch.Tensor, out: torch.Tensor, *, n_heads: int, n_kv_heads: int,
                      scratch: Scratch, t_per_split: int = 32, block_t: int | None = None, num_warps: int | None = None,
                      pdl: bool = False, split_block: int | None = None, version: int = 1,
-                     early_launch: bool = False) -> torch.Tensor:
+                     early_launch: bool = False, l2_prefetch: list[tuple[torch.Tensor, int]] = (),
+                     l2_chunk: int = CHUNK_BYTES) -> torch.Tensor:
     """The Triton kernel, launched once: out (n_heads * head_dim,) for the token whose q/k/v is ``qkv``.
 
     ``block_t``: cache slots loaded at once (default: the whole slice up to 64, so a program makes one pass;
     version 2: v2_block_t's). ``split_block``: splits the combine merges per step (default: launch_constants').
     ``version`` 2: triton_attention_v2's kernel (a lone live slice writes the output itself, no merge phase).
-    ``early_launch`` (version 2, under ``pdl``): the next kernel may start when this one starts, not after its wait."""
+    ``early_launch`` (version 2, under ``pdl``): the next kernel may start when this one starts, not after its wait.
+    ``l2_prefetch`` (version 2): up to three (tensor, bytes from its start) ranges (l2_prefetch.prefetch_ranges)
+    that extra programs ask the L2 to fetch while attention runs, ``l2_chunk`` bytes a request, one request a
+    thread; under Triton's interpreter the programs are launched but issue nothing."""
     if not triton_available():
         raise RuntimeError("decode_attention: Triton is not installed (use attention_torch)")
     if version == 2:
@@ -114,6 +119,8 @@ def decode_attention(qkv: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Te
         raise ValueError(f"decode_attention: version {version} (1 or 2)")
     if early_launch and version != 2:
         raise ValueError("decode_attention: early_launch is version 2's")
+    if l2_prefetch and version != 2:
+        raise ValueError("decode_attention: l2_prefetch is version 2's")
 
     head_dim = k_cache.shape[-1]
     max_seq = k_cache.shape[2]
@@ -126,9 +133,22 @@ def decode_attention(qkv: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Te
     splits = consts["SPLITS"]
     if scratch.partial.numel() < scratch_floats(n_kv_heads, n_heads, head_dim, splits):
         raise ValueError("decode_attention: Scratch too small for the partial softmaxes")
-    decode_attention_kernel[(n_kv_heads, splits)](
+    extra, prefetch = 0, {}
+    if l2_prefetch:
+        lanes = 32 * num_warps  # one prefetch a thread: a smaller block would be repeated across threads
+        if l2_chunk <= 0 or l2_chunk % 16:
+            raise ValueError(f"decode_attention: l2_chunk {l2_chunk} is not a positive multiple of 16")
+        extra = -(-prefetch_programs(list(l2_prefetch), lanes, l2_chunk) // splits)
+        if len(l2_prefetch) > MAX_RANGES:
+            raise ValueError(f"decode_attention: at most {MAX_RANGES} L2-prefetch ranges")
+        prefetch = {}
+        for name, (t, nbytes) in zip("ABC", list(l2_prefetch) + [(None, 0)] * MAX_RANGES):
+            prefetch.update({f"PF_{name}": 0 if t is None else t.data_ptr(), f"PF_{name}_BYTES": nbytes})
+        prefetch.update(L2_PREFETCH=True, L2_ISSUE=not interpreting(), PF_CHUNK=l2_chunk,
+                        PF_LANES=lanes)
+    decode_attention_kernel[(n_kv_heads + extra, splits)](
         qkv, k_cache, v_cache, cos, sin, pos, out, scratch.partial, scratch.counters, 1.0 / math.sqrt(head_dim),
         max_seq, **consts, PDL=pdl, num_warps=num_warps, **({"launch_pdl": True} if pdl else {}),
-        **({"EARLY_LAUNCH": early_launch} if version == 2 else {}),
+        **({"EARLY_LAUNCH": early_launch} if version == 2 else {}), **prefetch,
     )
     return out

@@ -36,6 +36,7 @@ class GemvConfig:
     stages: int = 1  # > 1: the K loop software-pipelined that deep (cp.async copies of the next tiles)
     prefetch: int = 1  # > 1: that many tiles of K (one load) read before the wait for the previous kernel (PDL)
     early_launch: bool = False  # PDL: let the next kernel start when this one starts, not after this one's wait
+    evict_first: bool = False  # weight loads marked first to leave the L2 (keep lines another kernel prefetched)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -186,7 +187,8 @@ def gemv(w: torch.Tensor, x: torch.Tensor, out: torch.Tensor, *, config: GemvCon
         EVEN_K=k % config.block_k == 0 and per_split * split == k, EVEN_N=n % config.block_n == 0,
         NORM_BLOCK=_pow2_at_least(k), PDL=pdl, REDUCE_EACH=config.reduce_each, UNROLL=config.unroll,
         STAGES=config.stages if config.stages > 1 else None, num_warps=config.num_warps, SCALED=scale is not None,
-        PREFETCH=prefetch, EARLY_LAUNCH=config.early_launch, **({"launch_pdl": True} if pdl else {}),
+        PREFETCH=prefetch, EARLY_LAUNCH=config.early_launch, EVICT_FIRST=config.evict_first,
+        **({"launch_pdl": True} if pdl else {}),
     )
     return out
 

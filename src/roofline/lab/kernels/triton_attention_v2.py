@@ -7,6 +7,10 @@ single program holds every live slot of its KV head (``pos < T_PER_SPLIT``): no 
 two L2 round trips fewer. Wide slices (128-512 slots, 8 warps, up to 256 slots a block) make that the common case
 for short contexts: a program loads its first block (up to 64 KB) before the wait, under the previous kernel's
 tail. Past the first slice it is the first kernel (partials and the last program's merge), unchanged.
+
+``L2_PREFETCH``: the grid has extra programs past the KV heads (axis 0) that only ask the L2 for the next
+products' first weight bytes (up to three ranges: l2_prefetch.next_weights_ranges) and exit; the bus is idle while
+attention runs. ``L2_ISSUE`` False compiles the request out (Triton's interpreter cannot run the instruction).
 """
 
 import triton
@@ -14,6 +18,7 @@ import triton.language as tl
 
 from roofline.lab.kernels.triton_attention import _add_token, _attend, _load_kv, _load_qkv, _publish
 from roofline.lab.kernels.triton_gemv import gdc_launch_dependents, gdc_wait
+from roofline.lab.kernels.triton_l2 import prefetch_range
 
 
 @triton.jit
@@ -22,12 +27,24 @@ def decode_attention_v2_kernel(QKV, KC, VC, COS, SIN, POS, OUT, PARTIAL, COUNTER
                                GROUP_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, HALF: tl.constexpr,
                                BLOCK_T: tl.constexpr, T_PER_SPLIT: tl.constexpr, SPLITS: tl.constexpr,
                                GROUP_POW2: tl.constexpr, SPLIT_BLOCK: tl.constexpr, PDL: tl.constexpr,
-                               EARLY_LAUNCH: tl.constexpr = False):
+                               EARLY_LAUNCH: tl.constexpr = False, PF_A=0, PF_A_BYTES=0, PF_B=0, PF_B_BYTES=0,
+                               PF_C=0, PF_C_BYTES=0,
+                               L2_PREFETCH: tl.constexpr = False, L2_ISSUE: tl.constexpr = False,
+                               PF_CHUNK: tl.constexpr = 32768, PF_LANES: tl.constexpr = 128):
     dt = KC.dtype.element_ty
     if PDL and EARLY_LAUNCH:  # the next kernel (a product: weights only before its wait) may start with this one
         gdc_launch_dependents()
     kh = tl.program_id(0)
     sp = tl.program_id(1)
+    if L2_PREFETCH:
+        if kh >= KV_HEADS:  # a prefetch program: no wait (weights only), no attention
+            if L2_ISSUE:
+                program = (kh - KV_HEADS) * tl.num_programs(1) + sp
+                programs = (tl.num_programs(0) - KV_HEADS) * tl.num_programs(1)
+                prefetch_range(PF_A, PF_A_BYTES, program, programs, PF_CHUNK, PF_LANES)
+                prefetch_range(PF_B, PF_B_BYTES, program, programs, PF_CHUNK, PF_LANES)
+                prefetch_range(PF_C, PF_C_BYTES, program, programs, PF_CHUNK, PF_LANES)
+            return
     pos = tl.load(POS).to(tl.int32)  # int32 like the slots, so the block loop's slots keep one type
     own = pos // T_PER_SPLIT
     if sp > own:

@@ -34,8 +34,14 @@ def gdc_launch_dependents():
 
 
 @triton.jit
-def _load_w(W, w_rows, ks, K, ROW_OFFSET, EVEN_K: tl.constexpr):
+def _load_w(W, w_rows, ks, K, ROW_OFFSET, EVEN_K: tl.constexpr, EVICT_FIRST: tl.constexpr):
+    """EVICT_FIRST: the weights (read once a step) marked first to leave the L2, so that their stream does not push
+    out lines another kernel prefetched there (attention v2's L2_PREFETCH)."""
     ptrs = W + (w_rows[:, None].to(tl.int64) + ROW_OFFSET) * K + ks[None, :]
+    if EVICT_FIRST:
+        if EVEN_K:
+            return tl.load(ptrs, eviction_policy="evict_first")
+        return tl.load(ptrs, mask=(ks < K)[None, :], other=0.0, eviction_policy="evict_first")
     if EVEN_K:
         return tl.load(ptrs)
     return tl.load(ptrs, mask=(ks < K)[None, :], other=0.0)
@@ -69,17 +75,18 @@ def _load_x(X, GAMMA, ks, K, inv, NORM: tl.constexpr, EVEN_K: tl.constexpr, dt: 
 @triton.jit
 def _prefetched(W, X, GAMMA, w_rows, k_start, K, N, eps, dt: tl.constexpr, HALVES: tl.constexpr, NORM: tl.constexpr,
                 EVEN_K: tl.constexpr, NORM_BLOCK: tl.constexpr, PDL: tl.constexpr, BLOCK_N: tl.constexpr,
-                BLOCK_K: tl.constexpr, K_PER_SPLIT: tl.constexpr, PREFETCH: tl.constexpr, EARLY_LAUNCH: tl.constexpr):
+                BLOCK_K: tl.constexpr, K_PER_SPLIT: tl.constexpr, PREFETCH: tl.constexpr, EARLY_LAUNCH: tl.constexpr,
+                EVICT_FIRST: tl.constexpr):
     """The row block's sums when its first PREFETCH tiles (one load PREFETCH * BLOCK_K wide) are read before the
     wait for the previous kernel: the weights do not depend on it, only x does, so with PREFETCH * BLOCK_K >=
     K_PER_SPLIT a program holds its whole share of the weights in registers before that kernel has finished.
     The rest of the row (if any) is read after the wait, BLOCK_K at a time. Each part's products are summed at once
     (fp32), in K order; the sums are not bit for bit the one-tile kernel's (another order of the fp32 adds)."""
     ks = k_start + tl.arange(0, PREFETCH * BLOCK_K)
-    w = _load_w(W, w_rows, ks, K, 0, EVEN_K)
+    w = _load_w(W, w_rows, ks, K, 0, EVEN_K, EVICT_FIRST)
     w2 = w
     if HALVES == 2:
-        w2 = _load_w(W, w_rows, ks, K, N, EVEN_K)
+        w2 = _load_w(W, w_rows, ks, K, N, EVEN_K, EVICT_FIRST)
     if PDL:
         gdc_wait()
         if not EARLY_LAUNCH:
@@ -97,11 +104,11 @@ def _prefetched(W, X, GAMMA, w_rows, k_start, K, N, eps, dt: tl.constexpr, HALVE
         acc2 = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
         for k0 in range(PREFETCH * BLOCK_K, K_PER_SPLIT, BLOCK_K):
             kt = k_start + k0 + tl.arange(0, BLOCK_K)
-            wt = _load_w(W, w_rows, kt, K, 0, EVEN_K)
+            wt = _load_w(W, w_rows, kt, K, 0, EVEN_K, EVICT_FIRST)
             xt = _load_x(X, GAMMA, kt, K, inv, NORM, EVEN_K, dt)
             acc += wt.to(tl.float32) * xt[None, :]
             if HALVES == 2:
-                wt2 = _load_w(W, w_rows, kt, K, N, EVEN_K)
+                wt2 = _load_w(W, w_rows, kt, K, N, EVEN_K, EVICT_FIRST)
                 acc2 += wt2.to(tl.float32) * xt[None, :]
         y += tl.sum(acc, axis=1)
         if HALVES == 2:
@@ -115,7 +122,7 @@ def gemv_kernel(W, X, OUT, RES, GAMMA, PARTIAL, COUNTERS, SCALE, N, K, eps,
                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, K_PER_SPLIT: tl.constexpr,
                 EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, NORM_BLOCK: tl.constexpr, PDL: tl.constexpr,
                 REDUCE_EACH: tl.constexpr, UNROLL: tl.constexpr, STAGES: tl.constexpr, SCALED: tl.constexpr,
-                PREFETCH: tl.constexpr = 1, EARLY_LAUNCH: tl.constexpr = False):
+                PREFETCH: tl.constexpr = 1, EARLY_LAUNCH: tl.constexpr = False, EVICT_FIRST: tl.constexpr = False):
     dt = OUT.dtype.element_ty
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
@@ -133,15 +140,15 @@ def gemv_kernel(W, X, OUT, RES, GAMMA, PARTIAL, COUNTERS, SCALE, N, K, eps,
         gdc_launch_dependents()
     if PREFETCH > 1:
         y, y2 = _prefetched(W, X, GAMMA, w_rows, k_start, K, N, eps, dt, HALVES, NORM, EVEN_K, NORM_BLOCK, PDL,
-                            BLOCK_N, BLOCK_K, K_PER_SPLIT, PREFETCH, EARLY_LAUNCH)
+                            BLOCK_N, BLOCK_K, K_PER_SPLIT, PREFETCH, EARLY_LAUNCH, EVICT_FIRST)
     else:
         # The first tile of weights is loaded before anything the previous kernel writes is read: under
         # programmatic dependent launch these loads overlap that kernel's tail.
         ks = k_start + tl.arange(0, BLOCK_K)
-        w = _load_w(W, w_rows, ks, K, 0, EVEN_K)
+        w = _load_w(W, w_rows, ks, K, 0, EVEN_K, EVICT_FIRST)
         w2 = w
         if HALVES == 2:
-            w2 = _load_w(W, w_rows, ks, K, N, EVEN_K)
+            w2 = _load_w(W, w_rows, ks, K, N, EVEN_K, EVICT_FIRST)
         if PDL:
             gdc_wait()
             if not EARLY_LAUNCH:
@@ -162,9 +169,9 @@ def gemv_kernel(W, X, OUT, RES, GAMMA, PARTIAL, COUNTERS, SCALE, N, K, eps,
         # shared memory (cp.async), so a program has STAGES - 1 tiles in flight while it multiplies one.
         for k0 in tl.range(BLOCK_K, K_PER_SPLIT, BLOCK_K, loop_unroll_factor=UNROLL, num_stages=STAGES):
             ks = k_start + k0 + tl.arange(0, BLOCK_K)
-            w = _load_w(W, w_rows, ks, K, 0, EVEN_K)
+            w = _load_w(W, w_rows, ks, K, 0, EVEN_K, EVICT_FIRST)
             if HALVES == 2:
-                w2 = _load_w(W, w_rows, ks, K, N, EVEN_K)
+                w2 = _load_w(W, w_rows, ks, K, N, EVEN_K, EVICT_FIRST)
             x = _load_x(X, GAMMA, ks, K, inv, NORM, EVEN_K, dt)
             if REDUCE_EACH:
                 y += tl.sum(w.to(tl.float32) * x[None, :], axis=1)
