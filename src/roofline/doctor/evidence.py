@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from roofline.count.families import ATTENTION, CONV, MATMUL, VIEW, op_kind  # noqa: F401 - op_kind re-exported for rules
 from roofline.count.meta import canonical_dtype, dtype_itemsize
+from roofline.doctor.op_table import KernelTable, OpTable
 from roofline.report import OpRecord, Report
 
 T = TypeVar("T")
@@ -94,6 +95,7 @@ def clear_caches() -> None:
     _TENSOR_INPUTS.clear()
     _ORDERED.clear()
     _PER_REPORT.clear()
+    _PER_OPS.clear()
 
 
 _ORDERED: dict[int, tuple[list[OpRecord], list[OpRecord]]] = {}
@@ -278,23 +280,55 @@ def ordered_ops(report: Report) -> list[OpRecord]:
         hit = _ORDERED.get(id(ops))
         if hit is not None and hit[0] is ops and len(hit[1]) == len(ops):
             return list(hit[1])
-    order = _run_order(ops)
+    order = [ops[i] for i in run_positions(report)]
     if _ordering_memoised:
         _ORDERED[id(ops)] = (ops, order)
         return list(order)
     return order
 
 
-def _run_order(ops: list[OpRecord]) -> list[OpRecord]:
+def run_positions(report: Report) -> list[int]:
+    """The positions in report.ops of the ops in the order they ran (``ordered_ops``' order); read-only."""
+    return _per_ops(report, "run", _run_positions)
+
+
+def op_table(report: Report) -> OpTable:
+    """The ops as columns and distinct calls (doctor/op_table.py), once for every rule of one diagnose()."""
+    return _per_ops(report, "table", lambda r: OpTable(r.ops, run_positions(r)))
+
+
+def _per_ops(report: Report, what: str, build: Callable[[Report], T]) -> T:
+    """Memoised within memoised() for the report's op list as long as it holds the same number of ops."""
+    ops = report.ops
+    if not _ordering_memoised:
+        return build(report)
+    hit = _PER_OPS.get((what, id(ops)))
+    if hit is not None and hit[0] is ops and hit[1] == len(ops):
+        return hit[2]
+    value = build(report)
+    _PER_OPS[(what, id(ops))] = (ops, len(ops), value)
+    return value
+
+
+_PER_OPS: dict[tuple[str, int], tuple[list[OpRecord], int, object]] = {}
+
+
+def _run_positions(report: Report) -> list[int]:
+    ops = report.ops
     indexed = any(op.index for op in ops)
     if _already_ordered(ops, indexed):
-        return list(ops)
+        return list(range(len(ops)))
 
-    def key(pair: tuple[int, OpRecord]) -> tuple[int, int]:
-        pos, op = pair
+    def key(pos: int) -> tuple[int, int]:
+        op = ops[pos]
         return (op.step if op.step is not None else -1, op.index if indexed else pos)
 
-    return [op for _, op in sorted(enumerate(ops), key=key)]
+    return sorted(range(len(ops)), key=key)
+
+
+@once_per_diagnose
+def kernel_table(report: Report) -> KernelTable:
+    return KernelTable(report.kernels)
 
 
 def _already_ordered(ops: list[OpRecord], indexed: bool) -> bool:

@@ -7,6 +7,8 @@ between the step's start and its first device event.
 
 from __future__ import annotations
 
+import functools
+
 from roofline.doctor.evidence import is_gpu_report, severity_for, top_locations
 from roofline.doctor.registry import register
 from roofline.report import Finding, KernelRecord, OpRecord, Report
@@ -17,21 +19,26 @@ MIN_IDLE_SHARE = 0.1
 
 
 def is_host_to_device(k: KernelRecord) -> bool:
-    name = k.name.lower().replace(" ", "")
-    return "htod" in name or "hosttodevice" in name
+    return _names_host_to_device(k.name)
+
+
+@functools.lru_cache(maxsize=8192)
+def _names_host_to_device(name: str) -> bool:
+    """Memoised: a trace's few hundred device event names recur on every step."""
+    squeezed = name.lower().replace(" ", "")
+    return "htod" in squeezed or "hosttodevice" in squeezed
 
 
 @register(COPY_RULE, "tensors made on the CPU and copied to the GPU each step")
 def check_copies(report: Report) -> list[Finding]:
-    copies = [k for k in report.kernels if is_host_to_device(k)]
+    copies = [k for k in report.kernels if _names_host_to_device(k.name)]
     if not copies:
         return []
     per_step = len(copies) / max(report.steps, 1)
     time = sum(k.dur_s for k in copies)
     pageable = sum(1 for k in copies if "pageable" in k.name.lower())
     ops = [report.ops[k.op_index] for k in copies if k.op_index is not None and 0 <= k.op_index < len(report.ops)]
-    ops += [op for op in report.ops if any(is_host_to_device(KernelRecord(name=n)) for n in op.kernels)
-            and op not in ops]
+    ops += [op for op in report.ops if op.kernels and any(map(_names_host_to_device, op.kernels)) and op not in ops]
     return [Finding(
         rule=COPY_RULE, category="input",
         title=f"{per_step:g} host-to-device copies per step ({pageable} of {len(copies)} from pageable memory)",
@@ -58,21 +65,32 @@ def _warmup_in(report: Report, step: int | None, end: float) -> float:
 def _step_leads(report: Report) -> list[tuple[float, float, OpRecord]]:
     """Per step: (host time from the step's start to the first op that launched device work, less any CUDA lazy
     initialisation in it, step span, that op). The first iterations (warm-up) are left out."""
-    by_step: dict[int | None, list[OpRecord]] = {}
-    for op in report.ops:
-        if op.start_s is not None:
-            by_step.setdefault(op.step, []).append(op)
     measured = report.profiled_step_time.median_s if report.profiled_step_time else 0.0
+    # Per step, in the order steps first appear: [first launching op (earliest start, the first of equals),
+    # latest host end of any op]; both in one pass over the ops.
+    by_step: dict[int | None, list] = {}
+    for op in report.ops:
+        start = op.start_s
+        if start is None:
+            continue
+        seen = by_step.get(op.step)
+        if seen is None:
+            seen = by_step[op.step] = [None, None]
+        if op.kernels and (seen[0] is None or start < seen[0].start_s):
+            seen[0] = op
+        if not measured:
+            cpu, dev = op.cpu_time_s, op.time_s
+            end = start + (dev if dev > cpu else cpu)
+            if seen[1] is None or end > seen[1]:
+                seen[1] = end
     leads = []
     warmup_steps = {e.get("step") for e in report.extra.get("warmup") or [] if e.get("kind") == "first-iteration"}
-    for step, ops in by_step.items():
+    for step, (first, latest_end) in by_step.items():
         if step is not None and step in warmup_steps:
             continue
-        launching = [op for op in ops if op.kernels]
-        if not launching:
+        if first is None:
             continue
-        first = min(launching, key=lambda op: op.start_s)
-        span = measured or max(op.start_s + max(op.cpu_time_s, op.time_s) for op in ops)
+        span = measured or latest_end
         if span > 0:
             lead = max(first.start_s, 0.0)
             leads.append((max(lead - _warmup_in(report, first.step, lead), 0.0), span, first))
