@@ -11,7 +11,9 @@ import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
+
+import numpy as np
 
 from roofline.count.families import ATTENTION, CONV, MATMUL, VIEW, op_kind  # noqa: F401 - op_kind re-exported for rules
 from roofline.count.meta import canonical_dtype, dtype_itemsize
@@ -287,14 +289,14 @@ def ordered_ops(report: Report) -> list[OpRecord]:
     return order
 
 
-def run_positions(report: Report) -> list[int]:
+def run_positions(report: Report) -> Sequence[int]:
     """The positions in report.ops of the ops in the order they ran (``ordered_ops``' order); read-only."""
-    return _per_ops(report, "run", _run_positions)
+    return op_table(report).run
 
 
 def op_table(report: Report) -> OpTable:
     """The ops as columns and distinct calls (doctor/op_table.py), once for every rule of one diagnose()."""
-    return _per_ops(report, "table", lambda r: OpTable(r.ops, run_positions(r)))
+    return _per_ops(report, "table", lambda r: OpTable(r.ops))
 
 
 def _per_ops(report: Report, what: str, build: Callable[[Report], T]) -> T:
@@ -313,34 +315,39 @@ def _per_ops(report: Report, what: str, build: Callable[[Report], T]) -> T:
 _PER_OPS: dict[tuple[str, int], tuple[list[OpRecord], int, object]] = {}
 
 
-def _run_positions(report: Report) -> list[int]:
-    ops = report.ops
-    indexed = any(op.index for op in ops)
-    if _already_ordered(ops, indexed):
-        return list(range(len(ops)))
+class StepSpans(NamedTuple):
+    """The ops with a host start time, per step (steps in the order they first appear among those ops): each
+    step's earliest start and latest host end (start + the longer of cpu_time_s and time_s), and its ops'
+    positions in report.ops, ascending (``positions[bounds[g]:bounds[g + 1]]`` for step ``steps[g]``)."""
 
-    def key(pos: int) -> tuple[int, int]:
-        op = ops[pos]
-        return (op.step if op.step is not None else -1, op.index if indexed else pos)
+    steps: list[int | None]
+    earliest_start: np.ndarray
+    latest_end: np.ndarray
+    positions: np.ndarray
+    bounds: np.ndarray
 
-    return sorted(range(len(ops)), key=key)
+
+@once_per_diagnose
+def step_spans(report: Report) -> StepSpans:
+    table = op_table(report)
+    start = table.floats("start_s")
+    timed = np.flatnonzero(~np.isnan(start))
+    steps, group, by_step = table.step_groups(timed)
+    if not steps:
+        empty = np.zeros(0)
+        return StepSpans([], empty, empty, by_step, np.zeros(1, dtype=np.int64))
+    cpu, dev = table.floats("cpu_time_s")[by_step], table.floats("time_s")[by_step]
+    begin = start[by_step]
+    end = begin + np.where(dev > cpu, dev, cpu)
+    bounds = np.flatnonzero(np.diff(group)) + 1
+    heads = np.concatenate(([0], bounds))
+    return StepSpans(steps, np.minimum.reduceat(begin, heads), np.maximum.reduceat(end, heads), by_step,
+                     np.concatenate((heads, [len(by_step)])))
 
 
 @once_per_diagnose
 def kernel_table(report: Report) -> KernelTable:
     return KernelTable(report.kernels)
-
-
-def _already_ordered(ops: list[OpRecord], indexed: bool) -> bool:
-    """Reports are usually built in run order; checking that is one cheap pass instead of a sort."""
-    prev_step, prev_pos = -2, -1
-    for pos, op in enumerate(ops):
-        step = op.step if op.step is not None else -1
-        here = op.index if indexed else pos
-        if step < prev_step or (step == prev_step and here < prev_pos):
-            return False
-        prev_step, prev_pos = step, here
-    return True
 
 
 def step_count(report: Report, ops: Iterable[OpRecord] | None = None) -> int:

@@ -1,14 +1,15 @@
-"""The report's ops and device events as columns, built in one pass that every rule of one diagnose() shares.
+"""The report's ops and device events as columns, built once and shared by every rule of one diagnose().
 
 A 127,620-op report holds a few hundred distinct calls: ops that share their name, dtype and (shared) argument
 lists. A rule's question about an op's kind, dtypes, shapes or strides has one answer per call, so rules ask it
 once per call (``OpTable.calls``) and find the ops through ``OpTable.call``, instead of walking every op's
-attributes again in each rule.
+attributes again in each rule. The columns are read with attrgetter/map, so building them costs no Python per op.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 from typing import TypeVar
 
 import numpy as np
@@ -17,6 +18,9 @@ from roofline.count.families import op_kind
 from roofline.report import KernelRecord, OpRecord
 
 T = TypeVar("T")
+
+_NO_STEP = np.iinfo(np.int64).min  # an op without a step, among the step numbers
+_IDS = tuple(attrgetter(name) for name in ("input_shapes", "input_dtypes", "input_strides"))
 
 
 def call_key(op: OpRecord) -> tuple:
@@ -30,38 +34,34 @@ def call_key(op: OpRecord) -> tuple:
 class OpTable:
     """Columns of ``report.ops`` (same positions), and the distinct calls among them.
 
-    ``kind[i]``: op_kind of op i; ``call[i]``: index of op i's call in ``calls`` (the first op making it);
-    ``members[c]``: the positions of call c's ops, ascending; ``run``: the positions in the order the ops ran
-    (evidence.ordered_ops' order).
+    ``call[i]``: index of op i's call in ``calls`` (the first op making it), also as ``call_array``;
+    ``call_kind[c]``: op_kind of call c; ``step[i]``: op i's step; ``run``: the positions in the order the ops ran
+    (step, then recorded index when any op has one, else position: evidence.ordered_ops' order).
     """
 
-    __slots__ = ("ops", "kind", "call", "calls", "call_kind", "members", "run", "in_run_order")
-
-    def __init__(self, ops: Sequence[OpRecord], run: Sequence[int]):
+    def __init__(self, ops: Sequence[OpRecord]):
         self.ops = ops
+        n = len(ops)
+        names = list(map(attrgetter("name"), ops))
+        columns = [names, map(attrgetter("dtype"), ops)] + [map(id, map(get, ops)) for get in _IDS]
+        if any(map(attrgetter("output_shapes"), ops)) or any(map(attrgetter("output_dtypes"), ops)):
+            columns.append(map(_outputs, ops))
         index: dict[tuple, int] = {}
-        kinds: dict[str, str] = {}
-        self.calls: list[OpRecord] = []
-        self.call_kind: list[str] = []
-        self.members: list[list[int]] = []
-        call: list[int] = []
-        for pos, op in enumerate(ops):
-            key = call_key(op)
-            c = index.get(key)
-            if c is None:
-                c = index[key] = len(self.calls)
-                self.calls.append(op)
-                kind = kinds.get(op.name)
-                if kind is None:
-                    kind = kinds[op.name] = op_kind(op.name)
-                self.call_kind.append(kind)
-                self.members.append([])
-            call.append(c)
-            self.members[c].append(pos)
-        self.call = call
-        self.kind = [self.call_kind[c] for c in call]
-        self.run = run
-        self.in_run_order = all(pos == i for i, pos in enumerate(run))
+        self.call: list[int] = [index.setdefault(key, len(index)) for key in zip(*columns)]
+        self.call_array = np.array(self.call, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
+        first = dict(zip(reversed(self.call), range(n - 1, -1, -1)))
+        self.calls: list[OpRecord] = [ops[first[c]] for c in range(len(index))]
+        self.call_kind = [op_kind(op.name) for op in self.calls]
+        self.step = list(map(attrgetter("step"), ops))
+        self.run = _run_order(ops, self.step)
+        self.in_run_order = isinstance(self.run, range)
+        self._floats: dict[str, np.ndarray] = {}
+
+    @property
+    def kind(self) -> list[str]:
+        """op_kind of each op."""
+        call_kind = self.call_kind
+        return [call_kind[c] for c in self.call]
 
     def per_call(self, answer: Callable[[OpRecord], T]) -> list[T]:
         """``answer`` for each call, asked of the call's first op."""
@@ -69,10 +69,10 @@ class OpTable:
 
     def positions(self, selected: Sequence[object]) -> list[int]:
         """The positions (ascending, report order) of the ops whose call's entry in ``selected`` is true."""
-        picked = [self.members[c] for c, hit in enumerate(selected) if hit]
-        if len(picked) == 1:
-            return list(picked[0])
-        return sorted(pos for group in picked for pos in group)
+        hits = np.array([bool(x) for x in selected], dtype=bool)
+        if not hits.any():
+            return []
+        return np.flatnonzero(hits[self.call_array]).tolist()
 
     def run_of(self, selected: Sequence[object]) -> list[int]:
         """``positions(selected)`` in the order the ops ran."""
@@ -85,6 +85,73 @@ class OpTable:
         ops = self.ops
         return [ops[i] for i in positions]
 
+    def step_groups(self, positions: np.ndarray) -> tuple[list[int | None], np.ndarray, np.ndarray]:
+        """The steps of the ops at ``positions`` (ascending) in the order they first appear there, and those
+        positions sorted by step (in that order), stably, with each one's step index: (steps, group, by_group)."""
+        if not len(positions):
+            return [], np.zeros(0, dtype=np.int64), positions
+        values = self._step_keys()[positions]
+        unique, first, inverse = np.unique(values, return_index=True, return_inverse=True)
+        appearance = np.argsort(first, kind="stable")
+        rank = np.empty_like(appearance)
+        rank[appearance] = np.arange(len(appearance))
+        group = rank[inverse.reshape(-1)]
+        steps = [None if v == _NO_STEP else int(v) for v in unique[appearance].tolist()]
+        order = np.argsort(group, kind="stable")
+        return steps, group[order], positions[order]
+
+    def _step_keys(self) -> np.ndarray:
+        found = self._floats.get("step keys")
+        if found is None:
+            steps = self.step
+            keys = [_NO_STEP if s is None else s for s in steps] if None in steps else steps
+            found = self._floats["step keys"] = np.array(keys, dtype=np.int64)
+        return found
+
+    def has_kernels(self) -> np.ndarray:
+        """Whether each op launched device work (recorded kernels)."""
+        found = self._floats.get("has kernels")
+        if found is None:
+            found = self._floats["has kernels"] = np.array(list(map(bool, map(attrgetter("kernels"), self.ops))),
+                                                           dtype=bool)
+        return found
+
+    def floats(self, field: str) -> np.ndarray:
+        """A float field of every op (NaN where it is None), read once per table."""
+        found = self._floats.get(field)
+        if found is None:
+            values = list(map(attrgetter(field), self.ops))
+            if None in values:
+                values = [np.nan if v is None else v for v in values]
+            found = self._floats[field] = np.array(values, dtype=np.float64)
+        return found
+
+
+def _outputs(op: OpRecord) -> tuple:
+    outs = op.output_shapes
+    return (tuple(map(tuple, outs)) if outs else (), tuple(op.output_dtypes) if op.output_dtypes else ())
+
+
+def _run_order(ops: Sequence[OpRecord], steps: list[int | None]) -> Sequence[int]:
+    """Positions sorted by (step, None first as -1; recorded index when any op has one, else position), stably;
+    ``range(len(ops))`` when the ops already are in that order (reports are usually built in run order)."""
+    n = len(ops)
+    indexes = list(map(attrgetter("index"), ops))
+    indexed = any(indexes)
+    step_keys = [-1 if s is None else s for s in steps] if None in steps else steps
+    try:
+        step_arr = np.array(step_keys, dtype=np.int64)
+        here = np.array(indexes, dtype=np.int64) if indexed else np.arange(n, dtype=np.int64)
+    except OverflowError:
+        order = sorted(range(n), key=lambda p: (step_keys[p], indexes[p] if indexed else p))
+        return range(n) if order == list(range(n)) else order
+    if n < 2:
+        return range(n)
+    d_step, d_here = np.diff(step_arr), np.diff(here)
+    if not np.any((d_step < 0) | ((d_step == 0) & (d_here < 0))):
+        return range(n)
+    return np.lexsort((here, step_arr)).tolist()
+
 
 class KernelTable:
     """``report.kernels``' start and duration as arrays (same positions)."""
@@ -93,6 +160,5 @@ class KernelTable:
 
     def __init__(self, kernels: Sequence[KernelRecord]):
         self.kernels = kernels
-        n = len(kernels)
-        self.start_s = np.fromiter((k.start_s for k in kernels), dtype=np.float64, count=n)
-        self.dur_s = np.fromiter((k.dur_s for k in kernels), dtype=np.float64, count=n)
+        self.start_s = np.array(list(map(attrgetter("start_s"), kernels)), dtype=np.float64)
+        self.dur_s = np.array(list(map(attrgetter("dur_s"), kernels)), dtype=np.float64)

@@ -73,27 +73,16 @@ def profiled_time_s(report: Report) -> float:
     """The longest honest reading of how long the profile covers: the steps' wall time, the ops' summed time,
     the host span of each step's ops, the measured step time, or the span of the device timeline (op time and
     measured sync stalls together when nothing else is known). No finding can save more than this."""
-    from roofline.doctor.evidence import kernel_table
+    from roofline.doctor.evidence import kernel_table, step_spans
 
     span = 0.0
     if report.kernels:
         table = kernel_table(report)
         span = float(np.max(table.start_s + table.dur_s)) - float(np.min(table.start_s))
-    # Per step, in the order steps first appear: [earliest start, at most 0.0; latest host end, at least 0.0].
-    bounds: dict[int | None, list[float]] = {}
-    for op in report.ops:
-        start = op.start_s
-        if start is not None:
-            seen = bounds.get(op.step)
-            if seen is None:
-                seen = bounds[op.step] = [0.0, 0.0]
-            if start < seen[0]:
-                seen[0] = start
-            cpu, dev = op.cpu_time_s, op.time_s
-            end = start + (dev if dev > cpu else cpu)
-            if end > seen[1]:
-                seen[1] = end
-    host = sum(last - first for first, last in bounds.values())
+    spans = step_spans(report)
+    # Each step's first start counts from at most 0.0 and its last end to at least 0.0 (a step's clock starts at 0).
+    first, last = np.minimum(spans.earliest_start, 0.0), np.maximum(spans.latest_end, 0.0)
+    host = sum((last - first).tolist())
     stalls = sum(site.stall_s for site in report.syncs)
     timed = [t.median_s * max(report.steps, 1) for t in (report.step_time, report.profiled_step_time) if t]
     return max(report.summary.wall_time_s or 0.0, report.summary.total_time_s + stalls, span, host, *timed)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import functools
 
-from roofline.doctor.evidence import is_gpu_report, severity_for, top_locations
+import numpy as np
+
+from roofline.doctor.evidence import is_gpu_report, op_table, severity_for, step_spans, top_locations
 from roofline.doctor.registry import register
 from roofline.report import Finding, KernelRecord, OpRecord, Report
 
@@ -66,31 +68,20 @@ def _step_leads(report: Report) -> list[tuple[float, float, OpRecord]]:
     """Per step: (host time from the step's start to the first op that launched device work, less any CUDA lazy
     initialisation in it, step span, that op). The first iterations (warm-up) are left out."""
     measured = report.profiled_step_time.median_s if report.profiled_step_time else 0.0
-    # Per step, in the order steps first appear: [first launching op (earliest start, the first of equals),
-    # latest host end of any op]; both in one pass over the ops.
-    by_step: dict[int | None, list] = {}
-    for op in report.ops:
-        start = op.start_s
-        if start is None:
-            continue
-        seen = by_step.get(op.step)
-        if seen is None:
-            seen = by_step[op.step] = [None, None]
-        if op.kernels and (seen[0] is None or start < seen[0].start_s):
-            seen[0] = op
-        if not measured:
-            cpu, dev = op.cpu_time_s, op.time_s
-            end = start + (dev if dev > cpu else cpu)
-            if seen[1] is None or end > seen[1]:
-                seen[1] = end
+    spans = step_spans(report)
+    table = op_table(report)
+    launched, start = table.has_kernels(), table.floats("start_s")
     leads = []
     warmup_steps = {e.get("step") for e in report.extra.get("warmup") or [] if e.get("kind") == "first-iteration"}
-    for step, (first, latest_end) in by_step.items():
+    for g, step in enumerate(spans.steps):
         if step is not None and step in warmup_steps:
             continue
-        if first is None:
+        ops = spans.positions[spans.bounds[g]:spans.bounds[g + 1]]
+        launching = ops[launched[ops]]
+        if not len(launching):
             continue
-        span = measured or latest_end
+        first = table.ops[int(launching[np.argmin(start[launching])])]  # the earliest, the first of equals
+        span = measured or float(spans.latest_end[g])
         if span > 0:
             lead = max(first.start_s, 0.0)
             leads.append((max(lead - _warmup_in(report, first.step, lead), 0.0), span, first))
