@@ -270,7 +270,8 @@ def top_locations(ops: Iterable[OpRecord], limit: int = 5) -> list[str]:
     """Distinct locations, the most time-consuming first."""
     weight: dict[str, float] = {}
     for op in ops:
-        loc = location(op)
+        source, module = op.source, op.module
+        loc = f"{source} ({module})" if source and module else (source or module or op.name)  # location(op)
         weight[loc] = weight.get(loc, 0.0) + op.time_s
     return [loc for loc, _ in sorted(weight.items(), key=lambda kv: -kv[1])][:limit]
 

@@ -66,21 +66,20 @@ def chain_positions(report: Report) -> list[list[int]]:
     fusible_kind = [kind in ELEMENTWISE_KINDS or kind in NORM_KINDS for kind in table.call_kind]
     in_shapes = table.per_call(_in_shapes)
     out_shape = table.per_call(_out_shape)
-    ops, calls = table.ops, table.call
+    ops, calls, steps = table.ops, table.call, table.step
     chains: list[list[int]] = []
     chain: list[int] = []
     step = None
     produced: set[tuple[int, ...]] = set()
     last_out = None  # out_shape of chain[-1] while the chain has ops: an op depends on it, or reads what it produced
     for i in table.run:
-        op = ops[i]
         c = calls[i]
-        if op.step != step:
+        if steps[i] != step:
             chains.append(chain)
-            chain, step, produced = [], op.step, set()
+            chain, step, produced = [], steps[i], set()
         if is_view[c]:
             continue
-        can_fuse = fusible_kind[c] and op.bound != "compute"
+        can_fuse = fusible_kind[c] and ops[i].bound != "compute"
         if can_fuse and chain and (last_out is None or any(shape in produced for shape in in_shapes[c])):
             chain.append(i)
         else:
