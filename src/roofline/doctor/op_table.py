@@ -120,10 +120,7 @@ class OpTable:
         """A float field of every op (NaN where it is None), read once per table."""
         found = self._floats.get(field)
         if found is None:
-            values = list(map(attrgetter(field), self.ops))
-            if None in values:
-                values = [np.nan if v is None else v for v in values]
-            found = self._floats[field] = np.array(values, dtype=np.float64)
+            found = self._floats[field] = np.array(list(map(attrgetter(field), self.ops)), dtype=np.float64)
         return found
 
 

@@ -8,6 +8,8 @@ On a CPU report there is no device timeline, so the evidence is the ops whose ti
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 import numpy as np
 
 from roofline.doctor.evidence import (VIEW_KINDS, device_time_share, kernel_table, op_kind, roofline_time,
@@ -86,12 +88,12 @@ def _gpu_stretches(report: Report, table: KernelTable, order: np.ndarray) -> lis
         return []
     graph = report.ceilings.launch_overhead_graph_s or 0.0
     gap_cap = max(GAP_CAP_FACTOR * overhead, MAX_LAUNCH_GAP_S)
-    removable = sum(min(g, gap_cap) for g in picked_gaps)
+    removable = sum(np.where(gap_cap < gap[picked], gap_cap, gap[picked]).tolist())  # min(gap, gap_cap) each
     savings = min(max(removable - n * graph, 0.0), gaps)
     method = ("device idle between the stretches' kernels (gaps on the kernel timeline), which a CUDA graph replay "
               f"removes, each gap counted up to {gap_cap * 1e6:.3g} us (a longer gap is host work or a wait, not "
               "the launch)" + (f", less the measured graph launch cost per kernel ({graph:.3g} s x {n})" if graph else ""))
-    op_ids = {k.op_index for k in (kernels[i] for i in order[picked].tolist()) if k.op_index is not None}
+    op_ids = {i for i in map(_OP_INDEX, map(kernels.__getitem__, order[picked].tolist())) if i is not None}
     ops = [report.ops[i] for i in op_ids if 0 <= i < len(report.ops)]
     return [Finding(
         rule=RULE, category="launch",
@@ -103,6 +105,9 @@ def _gpu_stretches(report: Report, table: KernelTable, order: np.ndarray) -> lis
         locations=top_locations(ops), estimated_savings_s=savings, savings_method=method, fix=fix_for(report),
         severity=severity_for(report, savings),
     )]
+
+
+_OP_INDEX = attrgetter("op_index")
 
 
 def _max_zero(values: np.ndarray) -> np.ndarray:
