@@ -67,6 +67,11 @@ def _pin_columns(report: Report) -> None:
         assert table.run_of(mm_calls) == [i for i in _reference_run_order(ops)
                                           if op_kind(ops[i].name) in ("mm", "addmm", "bmm")]
         assert table.positions([False] * len(table.calls)) == []
+        views = [kind == "view" for kind in table.call_kind]
+        run = _reference_run_order(ops)
+        assert list(table.run_skipping(views)) == [
+            i for j, i in enumerate(run)
+            if not views[table.call[i]] or j == 0 or ops[i].step != ops[run[j - 1]].step]
         _pin_step_spans(report)
 
 

@@ -100,6 +100,18 @@ class OpTable:
         order = np.argsort(group, kind="stable")
         return steps, group[order], positions[order]
 
+    def run_skipping(self, skipped: Sequence[object]) -> Sequence[int]:
+        """``run`` without the ops whose call's entry in ``skipped`` is true, except where the step changes (a
+        walk over ``run`` that resets at each new step sees the same resets)."""
+        if not any(skipped) or not self.run:
+            return self.run
+        run = np.asarray(self.run, dtype=np.int64)
+        steps = self._step_keys()[run]
+        kept = ~np.array([bool(x) for x in skipped], dtype=bool)[self.call_array[run]]
+        kept[0] = True
+        kept[1:] |= steps[1:] != steps[:-1]
+        return run[kept].tolist()
+
     def _step_keys(self) -> np.ndarray:
         found = self._floats.get("step keys")
         if found is None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import functools
 from collections import defaultdict
 
+import numpy as np
+
 from roofline.doctor.evidence import (SYNC_KINDS, is_gpu_report, location, op_kind, op_table, severity_for,
                                       step_count)
 from roofline.doctor.registry import register
@@ -49,7 +51,11 @@ def _sync_ops_by_location(report: Report) -> dict[str, list[OpRecord]]:
     never = [kind == "item" and "_local_scalar_dense" in kinds_present for kind in table.call_kind]
     always = [kind in SYNC_KINDS and not skip for kind, skip in zip(table.call_kind, never)]
     by_loc: dict[str, list[OpRecord]] = defaultdict(list)
-    for op, c in zip(table.ops, table.call):
+    ops, calls = table.ops, table.call
+    # On a GPU report only ops that launched device work can count: the others are left out before the walk.
+    candidates = np.flatnonzero(table.has_kernels()).tolist() if on_gpu else range(len(ops))
+    for i in candidates:
+        op, c = ops[i], calls[i]
         kernels = op.kernels
         if (on_gpu and not kernels) or never[c]:
             continue

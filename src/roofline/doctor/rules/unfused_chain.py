@@ -72,7 +72,7 @@ def chain_positions(report: Report) -> list[list[int]]:
     step = None
     produced: set[tuple[int, ...]] = set()
     last_out = None  # out_shape of chain[-1] while the chain has ops: an op depends on it, or reads what it produced
-    for i in table.run:
+    for i in table.run_skipping(is_view):
         c = calls[i]
         if steps[i] != step:
             chains.append(chain)
