@@ -55,7 +55,7 @@ class OpTable:
         self.step = list(map(attrgetter("step"), ops))
         self.run = _run_order(ops, self.step)
         self.in_run_order = isinstance(self.run, range)
-        self._floats: dict[str, np.ndarray] = {}
+        self._columns: dict[str, np.ndarray] = {}
 
     @property
     def kind(self) -> list[str]:
@@ -113,26 +113,26 @@ class OpTable:
         return run[kept].tolist()
 
     def _step_keys(self) -> np.ndarray:
-        found = self._floats.get("step keys")
+        found = self._columns.get("step keys")
         if found is None:
             steps = self.step
             keys = [_NO_STEP if s is None else s for s in steps] if None in steps else steps
-            found = self._floats["step keys"] = np.array(keys, dtype=np.int64)
+            found = self._columns["step keys"] = np.array(keys, dtype=np.int64)
         return found
 
     def has_kernels(self) -> np.ndarray:
         """Whether each op launched device work (recorded kernels)."""
-        found = self._floats.get("has kernels")
+        found = self._columns.get("has kernels")
         if found is None:
-            found = self._floats["has kernels"] = np.array(list(map(bool, map(attrgetter("kernels"), self.ops))),
+            found = self._columns["has kernels"] = np.array(list(map(bool, map(attrgetter("kernels"), self.ops))),
                                                            dtype=bool)
         return found
 
     def floats(self, field: str) -> np.ndarray:
         """A float field of every op (NaN where it is None), read once per table."""
-        found = self._floats.get(field)
+        found = self._columns.get(field)
         if found is None:
-            found = self._floats[field] = np.array(list(map(attrgetter(field), self.ops)), dtype=np.float64)
+            found = self._columns[field] = np.array(list(map(attrgetter(field), self.ops)), dtype=np.float64)
         return found
 
 
