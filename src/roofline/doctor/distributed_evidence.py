@@ -6,7 +6,7 @@ import statistics
 from typing import Any
 
 from roofline.analyze.communication import is_communication_op
-from roofline.doctor.evidence import SYNC_KINDS, location, op_kind, ordered_ops
+from roofline.doctor.evidence import SYNC_KINDS, location, op_kind, op_table, ordered_ops
 from roofline.report import CollectiveSyncSite, DistributedInfo, Report
 
 
@@ -39,13 +39,15 @@ def step_severity(per_step_s: float, step_s: float) -> str:
 
 def syncs_near_collectives(report: Report, reach: int = 2) -> list[CollectiveSyncSite]:
     """Host syncs (ops that wait on the device, barriers) within ``reach`` ops of a collective call, by site."""
-    ops = ordered_ops(report)
     roles: dict[str, tuple[bool, bool, bool]] = {}  # per op name: (collective, barrier, host sync)
-    for op in ops:
+    for op in op_table(report).calls:
         if op.name not in roles:
             comm = is_communication_op(op.name)
             roles[op.name] = (comm and "barrier" not in op.name, comm and "barrier" in op.name,
                               op_kind(op.name) in SYNC_KINDS)
+    if not any(collective or barrier for collective, barrier, _ in roles.values()):
+        return []  # no sync is near a collective, and no barrier: no site
+    ops = ordered_ops(report)
     comm_positions = [i for i, op in enumerate(ops) if roles[op.name][0]]
     sites: dict[str, dict[str, Any]] = {}
     for i, op in enumerate(ops):

@@ -11,10 +11,13 @@ import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
+
+import numpy as np
 
 from roofline.count.families import ATTENTION, CONV, MATMUL, VIEW, op_kind  # noqa: F401 - op_kind re-exported for rules
 from roofline.count.meta import canonical_dtype, dtype_itemsize
+from roofline.doctor.op_table import KernelTable, OpTable
 from roofline.report import OpRecord, Report
 
 T = TypeVar("T")
@@ -94,6 +97,7 @@ def clear_caches() -> None:
     _TENSOR_INPUTS.clear()
     _ORDERED.clear()
     _PER_REPORT.clear()
+    _PER_OPS.clear()
 
 
 _ORDERED: dict[int, tuple[list[OpRecord], list[OpRecord]]] = {}
@@ -266,7 +270,8 @@ def top_locations(ops: Iterable[OpRecord], limit: int = 5) -> list[str]:
     """Distinct locations, the most time-consuming first."""
     weight: dict[str, float] = {}
     for op in ops:
-        loc = location(op)
+        source, module = op.source, op.module
+        loc = f"{source} ({module})" if source and module else (source or module or op.name)  # location(op)
         weight[loc] = weight.get(loc, 0.0) + op.time_s
     return [loc for loc, _ in sorted(weight.items(), key=lambda kv: -kv[1])][:limit]
 
@@ -278,35 +283,72 @@ def ordered_ops(report: Report) -> list[OpRecord]:
         hit = _ORDERED.get(id(ops))
         if hit is not None and hit[0] is ops and len(hit[1]) == len(ops):
             return list(hit[1])
-    order = _run_order(ops)
+    order = [ops[i] for i in run_positions(report)]
     if _ordering_memoised:
         _ORDERED[id(ops)] = (ops, order)
         return list(order)
     return order
 
 
-def _run_order(ops: list[OpRecord]) -> list[OpRecord]:
-    indexed = any(op.index for op in ops)
-    if _already_ordered(ops, indexed):
-        return list(ops)
-
-    def key(pair: tuple[int, OpRecord]) -> tuple[int, int]:
-        pos, op = pair
-        return (op.step if op.step is not None else -1, op.index if indexed else pos)
-
-    return [op for _, op in sorted(enumerate(ops), key=key)]
+def run_positions(report: Report) -> Sequence[int]:
+    """The positions in report.ops of the ops in the order they ran (``ordered_ops``' order); read-only."""
+    return op_table(report).run
 
 
-def _already_ordered(ops: list[OpRecord], indexed: bool) -> bool:
-    """Reports are usually built in run order; checking that is one cheap pass instead of a sort."""
-    prev_step, prev_pos = -2, -1
-    for pos, op in enumerate(ops):
-        step = op.step if op.step is not None else -1
-        here = op.index if indexed else pos
-        if step < prev_step or (step == prev_step and here < prev_pos):
-            return False
-        prev_step, prev_pos = step, here
-    return True
+def op_table(report: Report) -> OpTable:
+    """The ops as columns and distinct calls (doctor/op_table.py), once for every rule of one diagnose()."""
+    return _per_ops(report, "table", lambda r: OpTable(r.ops))
+
+
+def _per_ops(report: Report, what: str, build: Callable[[Report], T]) -> T:
+    """Memoised within memoised() for the report's op list as long as it holds the same number of ops."""
+    ops = report.ops
+    if not _ordering_memoised:
+        return build(report)
+    hit = _PER_OPS.get((what, id(ops)))
+    if hit is not None and hit[0] is ops and hit[1] == len(ops):
+        return hit[2]
+    value = build(report)
+    _PER_OPS[(what, id(ops))] = (ops, len(ops), value)
+    return value
+
+
+_PER_OPS: dict[tuple[str, int], tuple[list[OpRecord], int, object]] = {}
+
+
+class StepSpans(NamedTuple):
+    """The ops with a host start time, per step (steps in the order they first appear among those ops): each
+    step's earliest start and latest host end (start + the longer of cpu_time_s and time_s), and its ops'
+    positions in report.ops, ascending (``positions[bounds[g]:bounds[g + 1]]`` for step ``steps[g]``)."""
+
+    steps: list[int | None]
+    earliest_start: np.ndarray
+    latest_end: np.ndarray
+    positions: np.ndarray
+    bounds: np.ndarray
+
+
+@once_per_diagnose
+def step_spans(report: Report) -> StepSpans:
+    table = op_table(report)
+    start = table.floats("start_s")
+    timed = np.flatnonzero(~np.isnan(start))
+    steps, group, by_step = table.step_groups(timed)
+    if not steps:
+        empty = np.zeros(0)
+        return StepSpans([], empty, empty, by_step, np.zeros(1, dtype=np.int64))
+    cpu, dev = table.floats("cpu_time_s")[by_step], table.floats("time_s")[by_step]
+    begin = start[by_step]
+    end = begin + np.where(dev > cpu, dev, cpu)
+    bounds = np.flatnonzero(np.diff(group)) + 1
+    heads = np.concatenate(([0], bounds))
+    return StepSpans(steps, np.minimum.reduceat(begin, heads), np.maximum.reduceat(end, heads), by_step,
+                     np.concatenate((heads, [len(by_step)])))
+
+
+@once_per_diagnose
+def kernel_table(report: Report) -> KernelTable:
+    return KernelTable(report.kernels)
 
 
 def step_count(report: Report, ops: Iterable[OpRecord] | None = None) -> int:

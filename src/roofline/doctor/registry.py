@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable
 
+import numpy as np
+
 from roofline.errors import RooflineError
 from roofline.report import Finding, Report
 
@@ -46,8 +48,8 @@ def diagnose(report: Report, *, rules: Iterable[str] | None = None) -> list[Find
 
     selected = _select(rules)
     findings: list[Finding] = []
-    cap = profiled_time_s(report)
     with memoised():
+        cap = profiled_time_s(report)
         for rule in selected:
             try:
                 produced = rule.check(report)
@@ -71,15 +73,16 @@ def profiled_time_s(report: Report) -> float:
     """The longest honest reading of how long the profile covers: the steps' wall time, the ops' summed time,
     the host span of each step's ops, the measured step time, or the span of the device timeline (op time and
     measured sync stalls together when nothing else is known). No finding can save more than this."""
-    kernels = report.kernels
-    span = (max(k.start_s + k.dur_s for k in kernels) - min(k.start_s for k in kernels)) if kernels else 0.0
-    first: dict[int | None, float] = {}
-    last: dict[int | None, float] = {}
-    for op in report.ops:
-        if op.start_s is not None:
-            first[op.step] = min(first.get(op.step, 0.0), op.start_s)
-            last[op.step] = max(last.get(op.step, 0.0), op.start_s + max(op.cpu_time_s, op.time_s))
-    host = sum(last[s] - first[s] for s in last)
+    from roofline.doctor.evidence import kernel_table, step_spans
+
+    span = 0.0
+    if report.kernels:
+        table = kernel_table(report)
+        span = float(np.max(table.start_s + table.dur_s)) - float(np.min(table.start_s))
+    spans = step_spans(report)
+    # Each step's first start counts from at most 0.0 and its last end to at least 0.0 (a step's clock starts at 0).
+    first, last = np.minimum(spans.earliest_start, 0.0), np.maximum(spans.latest_end, 0.0)
+    host = sum((last - first).tolist())
     stalls = sum(site.stall_s for site in report.syncs)
     timed = [t.median_s * max(report.steps, 1) for t in (report.step_time, report.profiled_step_time) if t]
     return max(report.summary.wall_time_s or 0.0, report.summary.total_time_s + stalls, span, host, *timed)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 
 from roofline.doctor.evidence import (CONV_KINDS, HALF_DTYPES, MATMUL_KINDS, has_roofs, is_gpu_report, matmul_operands,
-                                      norm_dtype, op_kind, roofline_time_of, severity_for, tensor_inputs, top_locations)
+                                      norm_dtype, op_kind, op_table, roofline_time_of, severity_for, tensor_inputs,
+                                      top_locations)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
 
@@ -44,7 +45,9 @@ def misaligned_dims(op: OpRecord) -> tuple[int, int] | None:
 def check(report: Report) -> list[Finding]:
     if not is_gpu_report(report) or not has_roofs(report):
         return []
-    hits = [(op, dims) for op in report.ops if (dims := misaligned_dims(op))]
+    table = op_table(report)
+    dims = table.per_call(misaligned_dims)
+    hits = [(table.ops[i], dims[table.call[i]]) for i in table.positions(dims)]
     if not hits:
         return []
     savings = 0.0

@@ -7,7 +7,11 @@ between the step's start and its first device event.
 
 from __future__ import annotations
 
-from roofline.doctor.evidence import is_gpu_report, severity_for, top_locations
+import functools
+
+import numpy as np
+
+from roofline.doctor.evidence import is_gpu_report, op_table, severity_for, step_spans, top_locations
 from roofline.doctor.registry import register
 from roofline.report import Finding, KernelRecord, OpRecord, Report
 
@@ -17,21 +21,26 @@ MIN_IDLE_SHARE = 0.1
 
 
 def is_host_to_device(k: KernelRecord) -> bool:
-    name = k.name.lower().replace(" ", "")
-    return "htod" in name or "hosttodevice" in name
+    return _names_host_to_device(k.name)
+
+
+@functools.lru_cache(maxsize=8192)
+def _names_host_to_device(name: str) -> bool:
+    """Memoised: a trace's few hundred device event names recur on every step."""
+    squeezed = name.lower().replace(" ", "")
+    return "htod" in squeezed or "hosttodevice" in squeezed
 
 
 @register(COPY_RULE, "tensors made on the CPU and copied to the GPU each step")
 def check_copies(report: Report) -> list[Finding]:
-    copies = [k for k in report.kernels if is_host_to_device(k)]
+    copies = [k for k in report.kernels if _names_host_to_device(k.name)]
     if not copies:
         return []
     per_step = len(copies) / max(report.steps, 1)
     time = sum(k.dur_s for k in copies)
     pageable = sum(1 for k in copies if "pageable" in k.name.lower())
     ops = [report.ops[k.op_index] for k in copies if k.op_index is not None and 0 <= k.op_index < len(report.ops)]
-    ops += [op for op in report.ops if any(is_host_to_device(KernelRecord(name=n)) for n in op.kernels)
-            and op not in ops]
+    ops += [op for op in report.ops if op.kernels and any(map(_names_host_to_device, op.kernels)) and op not in ops]
     return [Finding(
         rule=COPY_RULE, category="input",
         title=f"{per_step:g} host-to-device copies per step ({pageable} of {len(copies)} from pageable memory)",
@@ -58,21 +67,21 @@ def _warmup_in(report: Report, step: int | None, end: float) -> float:
 def _step_leads(report: Report) -> list[tuple[float, float, OpRecord]]:
     """Per step: (host time from the step's start to the first op that launched device work, less any CUDA lazy
     initialisation in it, step span, that op). The first iterations (warm-up) are left out."""
-    by_step: dict[int | None, list[OpRecord]] = {}
-    for op in report.ops:
-        if op.start_s is not None:
-            by_step.setdefault(op.step, []).append(op)
     measured = report.profiled_step_time.median_s if report.profiled_step_time else 0.0
+    spans = step_spans(report)
+    table = op_table(report)
+    launched, start = table.has_kernels(), table.floats("start_s")
     leads = []
     warmup_steps = {e.get("step") for e in report.extra.get("warmup") or [] if e.get("kind") == "first-iteration"}
-    for step, ops in by_step.items():
+    for g, step in enumerate(spans.steps):
         if step is not None and step in warmup_steps:
             continue
-        launching = [op for op in ops if op.kernels]
-        if not launching:
+        ops = spans.positions[spans.bounds[g]:spans.bounds[g + 1]]
+        launching = ops[launched[ops]]
+        if not len(launching):
             continue
-        first = min(launching, key=lambda op: op.start_s)
-        span = measured or max(op.start_s + max(op.cpu_time_s, op.time_s) for op in ops)
+        first = table.ops[int(launching[np.argmin(start[launching])])]  # the earliest, the first of equals
+        span = measured or float(spans.latest_end[g])
         if span > 0:
             lead = max(first.start_s, 0.0)
             leads.append((max(lead - _warmup_in(report, first.step, lead), 0.0), span, first))

@@ -14,7 +14,10 @@ from __future__ import annotations
 import functools
 from collections import defaultdict
 
-from roofline.doctor.evidence import SYNC_KINDS, is_gpu_report, location, op_kind, severity_for, step_count
+import numpy as np
+
+from roofline.doctor.evidence import (SYNC_KINDS, is_gpu_report, location, op_kind, op_table, severity_for,
+                                      step_count)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
 
@@ -41,11 +44,22 @@ def _is_device_to_host(kernel: str) -> bool:
 
 
 def _sync_ops_by_location(report: Report) -> dict[str, list[OpRecord]]:
-    kinds_present = {op_kind(op.name) for op in report.ops}
+    """``_is_sync_op`` over every op, its kind's part asked once per call (doctor/op_table.py)."""
+    table = op_table(report)
+    kinds_present = set(table.call_kind)
     on_gpu = is_gpu_report(report)
+    never = [kind == "item" and "_local_scalar_dense" in kinds_present for kind in table.call_kind]
+    always = [kind in SYNC_KINDS and not skip for kind, skip in zip(table.call_kind, never)]
     by_loc: dict[str, list[OpRecord]] = defaultdict(list)
-    for op in report.ops:
-        if _is_sync_op(op, kinds_present, on_gpu):
+    ops, calls = table.ops, table.call
+    # On a GPU report only ops that launched device work can count: the others are left out before the walk.
+    candidates = np.flatnonzero(table.has_kernels()).tolist() if on_gpu else range(len(ops))
+    for i in candidates:
+        op, c = ops[i], calls[i]
+        kernels = op.kernels
+        if (on_gpu and not kernels) or never[c]:
+            continue
+        if always[c] or (kernels and any(map(_is_device_to_host, kernels))):
             by_loc[location(op)].append(op)
     return by_loc
 

@@ -8,10 +8,15 @@ On a CPU report there is no device timeline, so the evidence is the ops whose ti
 
 from __future__ import annotations
 
-from roofline.doctor.evidence import (VIEW_KINDS, device_time_share, op_kind, roofline_time, severity_for,
-                                      top_locations)
+from operator import attrgetter
+
+import numpy as np
+
+from roofline.doctor.evidence import (VIEW_KINDS, device_time_share, kernel_table, op_kind, roofline_time,
+                                      severity_for, top_locations)
+from roofline.doctor.op_table import KernelTable
 from roofline.doctor.registry import register
-from roofline.report import Finding, KernelRecord, OpRecord, Report
+from roofline.report import Finding, OpRecord, Report
 
 RULE = "launch-overhead"
 MIN_STRETCH_KERNELS = 10
@@ -46,56 +51,74 @@ def fix_for(report: Report) -> str:
 
 @register(RULE, "many short kernels with the device idle between them")
 def check(report: Report) -> list[Finding]:
-    device_events = [k for k in report.kernels if k.dur_s >= 0]
-    if device_events:
-        return _gpu_stretches(report, sorted(device_events, key=lambda k: k.start_s))
+    if report.kernels:
+        table = kernel_table(report)
+        device_events = np.flatnonzero(table.dur_s >= 0)
+        if len(device_events):
+            return _gpu_stretches(report, table, device_events[np.argsort(table.start_s[device_events], kind="stable")])
     return _cpu_launch_bound(report)
 
 
-def _gpu_stretches(report: Report, kernels: list[KernelRecord]) -> list[Finding]:
+def _gpu_stretches(report: Report, table: KernelTable, order: np.ndarray) -> list[Finding]:
+    """``order``: the device events' positions in report.kernels by start time. A kernel is starved when the
+    device idled before it (since the latest end so far) at least as long as it ran; a stretch is a run of at least
+    MIN_STRETCH_KERNELS starved kernels."""
     overhead = report.ceilings.launch_overhead_s
-    stretches: list[list[tuple[KernelRecord, float]]] = []
-    current: list[tuple[KernelRecord, float]] = []
-    prev_end = None
-    for k in kernels:
-        gap = max(k.start_s - prev_end, 0.0) if prev_end is not None else 0.0
-        starved = prev_end is not None and gap >= k.dur_s and (overhead <= 0 or k.dur_s < overhead)
-        if starved:
-            current.append((k, gap))
-        else:
-            if len(current) >= MIN_STRETCH_KERNELS:
-                stretches.append(current)
-            current = []
-        prev_end = max(prev_end or 0.0, k.start_s + k.dur_s)
-    if len(current) >= MIN_STRETCH_KERNELS:
-        stretches.append(current)
+    start, dur = table.start_s[order], table.dur_s[order]
+    latest_end = np.maximum.accumulate(np.maximum(start + dur, 0.0))
+    gap = np.zeros_like(start)
+    gap[1:] = _max_zero(start[1:] - latest_end[:-1])
+    starved = gap >= dur
+    starved[0] = False
+    if overhead > 0:
+        starved &= dur < overhead
+    stretches = [(a, b) for a, b in _runs(starved) if b - a >= MIN_STRETCH_KERNELS]
     if not stretches:
         return []
-    n = sum(len(s) for s in stretches)
-    gaps = sum(g for s in stretches for _, g in s)
-    busy = sum(k.dur_s for s in stretches for k, _ in s)
-    span = kernels[-1].start_s + kernels[-1].dur_s - kernels[0].start_s
+    picked = np.concatenate([np.arange(a, b) for a, b in stretches])
+    picked_gaps = gap[picked].tolist()
+    picked_durs = dur[picked].tolist()
+    n = len(picked_gaps)
+    gaps = sum(picked_gaps)
+    busy = sum(picked_durs)
+    kernels = table.kernels
+    first, last = kernels[int(order[0])], kernels[int(order[-1])]
+    span = last.start_s + last.dur_s - first.start_s
     if span <= 0 or gaps / span < MIN_SHARE:
         return []
     graph = report.ceilings.launch_overhead_graph_s or 0.0
     gap_cap = max(GAP_CAP_FACTOR * overhead, MAX_LAUNCH_GAP_S)
-    removable = sum(min(g, gap_cap) for s in stretches for _, g in s)
+    removable = sum(np.where(gap_cap < gap[picked], gap_cap, gap[picked]).tolist())  # min(gap, gap_cap) each
     savings = min(max(removable - n * graph, 0.0), gaps)
     method = ("device idle between the stretches' kernels (gaps on the kernel timeline), which a CUDA graph replay "
               f"removes, each gap counted up to {gap_cap * 1e6:.3g} us (a longer gap is host work or a wait, not "
               "the launch)" + (f", less the measured graph launch cost per kernel ({graph:.3g} s x {n})" if graph else ""))
-    op_ids = {k.op_index for s in stretches for k, _ in s if k.op_index is not None}
+    op_ids = {i for i in map(_OP_INDEX, map(kernels.__getitem__, order[picked].tolist())) if i is not None}
     ops = [report.ops[i] for i in op_ids if 0 <= i < len(report.ops)]
     return [Finding(
         rule=RULE, category="launch",
         title=f"launch-bound: {n} short kernels in {len(stretches)} stretch(es), device idle {gaps / span:.0%} of the span",
         evidence={"kernels": n, "stretches": len(stretches), "idle_s": gaps, "removable_idle_s": removable,
                   "busy_s": busy, "span_s": span,
-                  "median_kernel_s": sorted(k.dur_s for s in stretches for k, _ in s)[n // 2],
+                  "median_kernel_s": sorted(picked_durs)[n // 2],
                   "launch_overhead_s": overhead},
         locations=top_locations(ops), estimated_savings_s=savings, savings_method=method, fix=fix_for(report),
         severity=severity_for(report, savings),
     )]
+
+
+_OP_INDEX = attrgetter("op_index")
+
+
+def _max_zero(values: np.ndarray) -> np.ndarray:
+    """max(v, 0.0) as Python takes it, element by element (v itself unless 0.0 > v)."""
+    return np.where(values < 0.0, 0.0, values)
+
+
+def _runs(flags: np.ndarray) -> list[tuple[int, int]]:
+    """[start, end) of each run of true flags."""
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], flags.view(np.int8), [0]))))
+    return list(zip(edges[::2].tolist(), edges[1::2].tolist()))
 
 
 def is_launch_bound(report: Report, op: OpRecord) -> bool:

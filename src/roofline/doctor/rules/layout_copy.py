@@ -9,11 +9,12 @@ calls of its module (the layout is passed on every time), not when it runs once,
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
+from operator import attrgetter
 
 from roofline.doctor.evidence import (MATMUL_KINDS, blas_compatible, generic_module, has_roofs, input_dtype,
                                       is_contiguous, is_dense_permutation, location, matmul_operands, op_kind,
-                                      ordered_ops, output_dtype, roofline_time, severity_for, tensor_bytes,
+                                      op_table, output_dtype, roofline_time, severity_for, tensor_bytes,
                                       top_locations)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
@@ -55,38 +56,46 @@ def is_layout_copy(op: OpRecord) -> bool:
 
 def layout_copies(report: Report) -> list[OpRecord]:
     """Layout copies, counting a composite (reshape) and the clone it runs as once."""
-    ops = ordered_ops(report)
+    table = op_table(report)
+    copying = table.per_call(is_layout_copy)
+    if not any(copying):
+        return []
+    depth = [COPY_DEPTH[kind] if hit else -1 for kind, hit in zip(table.call_kind, copying)]
+    source = [_source(op)[:2] if hit else None for op, hit in zip(table.calls, copying)]
+    run, calls, ops = table.run, table.call, table.ops
+    at = table.positions(copying) if table.in_run_order else [j for j, i in enumerate(run) if copying[calls[i]]]
     found = []
-    for i, op in enumerate(ops):
-        if not is_layout_copy(op):
-            continue
-        src = _source(op)
-        depth = COPY_DEPTH[op_kind(op.name)]
-        child = any(is_layout_copy(nxt) and COPY_DEPTH[op_kind(nxt.name)] > depth and _source(nxt)[:2] == src[:2]
-                    for nxt in ops[i + 1:i + 1 + LOOKAHEAD])
-        if child:
-            continue
-        found.append(op)
+    for j in at:
+        c = calls[run[j]]
+        child = any(copying[n] and depth[n] > depth[c] and source[n] == source[c]
+                    for n in (calls[i] for i in run[j + 1:j + 1 + LOOKAHEAD]))
+        if not child:
+            found.append(ops[run[j]])
     return found
+
+
+def _strided_operand_bytes(op: OpRecord) -> float | None:
+    """The bytes of a matmul's operand that BLAS cannot read in place (None when both can be)."""
+    if op_kind(op.name) not in MATMUL_KINDS:
+        return None
+    operands = matmul_operands(op)
+    if operands is None:
+        return None
+    _, _, a_i, b_i = operands
+    for i in (a_i, b_i):
+        strides = op.input_strides[i] if i < len(op.input_strides) else []
+        shape = op.input_shapes[i]
+        if strides and not blas_compatible(shape, strides) and is_dense_permutation(shape, strides):
+            return tensor_bytes(shape, input_dtype(op, i))
+    return None
 
 
 def strided_matmuls(report: Report) -> list[tuple[OpRecord, float]]:
     """Matmuls with an operand BLAS cannot read in place, with the bytes of that operand."""
-    found = []
-    for op in report.ops:
-        if op_kind(op.name) not in MATMUL_KINDS:
-            continue
-        operands = matmul_operands(op)
-        if operands is None:
-            continue
-        _, _, a_i, b_i = operands
-        for i in (a_i, b_i):
-            strides = op.input_strides[i] if i < len(op.input_strides) else []
-            shape = op.input_shapes[i]
-            if strides and not blas_compatible(shape, strides) and is_dense_permutation(shape, strides):
-                found.append((op, tensor_bytes(shape, input_dtype(op, i))))
-                break
-    return found
+    table = op_table(report)
+    strided = table.per_call(_strided_operand_bytes)
+    ops, calls = table.ops, table.call
+    return [(ops[i], strided[calls[i]]) for i in table.positions([b is not None for b in strided])]
 
 
 Sites = dict[str, dict[tuple[str, str, str | None], int]]
@@ -95,9 +104,12 @@ Sites = dict[str, dict[tuple[str, str, str | None], int]]
 def op_sites(report: Report) -> Sites:
     """Calls per (module, op name, source line), per phase: counted once for every module_calls question."""
     sites: Sites = defaultdict(lambda: defaultdict(int))
-    for op in report.ops:
-        sites[op.phase][(op.module, op.name, op.source)] += 1
+    for (phase, module, name, source), n in Counter(map(_SITE, report.ops)).items():
+        sites[phase][(module, name, source)] += n
     return sites
+
+
+_SITE = attrgetter("phase", "module", "name", "source")
 
 
 def module_calls(report: Report, module: str, phase: str, sites: Sites | None = None) -> int:

@@ -8,10 +8,11 @@ the same work in half, plus the casts' own round trips: e.g. a norm computed in 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 
 from roofline.doctor.evidence import (ATTENTION_KINDS, CONV_KINDS, ELEMENTWISE_KINDS, HALF_DTYPES, MATMUL_KINDS,
                                       VIEW_KINDS, generic_module, has_roofs, input_dtype, is_aten_like, itemsize,
-                                      location, op_kind, ordered_ops, output_dtype, severity_for, tensor_inputs,
+                                      location, op_kind, op_table, output_dtype, severity_for, tensor_inputs,
                                       top_locations)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
@@ -21,26 +22,24 @@ CAST_KINDS = frozenset({"_to_copy", "to", "type_as", "copy", "_cast_Float", "_ca
 SKIPPED_PHASES = frozenset({"optimizer"})
 
 
-def _call_key(op: OpRecord) -> tuple:
-    """What an op's answers here depend on: its name and its (shared) argument lists, by identity: memoised for one
-    check, while the report holds them."""
-    return op.name, id(op.input_shapes), id(op.input_dtypes), id(op.input_strides)
+def _first_float(op: OpRecord) -> str | None:
+    """A matmul/conv/attention op's first floating input dtype (None for other ops, or without one)."""
+    kind = op_kind(op.name)
+    if kind not in MATMUL_KINDS and kind not in CONV_KINDS and kind not in ATTENTION_KINDS:
+        return None
+    floats = [d for _, d, _ in tensor_inputs(op) if d.startswith("float") or d in HALF_DTYPES]
+    return floats[0] if floats else None
 
 
 def model_dtype(report: Report) -> str:
     """The dtype carrying most matmul/conv/attention FLOPs (their count when FLOPs are unknown)."""
+    table = op_table(report)
+    first_float = table.per_call(_first_float)
     weight: dict[str, float] = defaultdict(float)
-    first_float: dict[tuple, str | None] = {}
-    for op in report.ops:
-        key = _call_key(op)
-        if key not in first_float:
-            kind = op_kind(op.name)
-            floats = ([d for _, d, _ in tensor_inputs(op) if d.startswith("float") or d in HALF_DTYPES]
-                      if kind in MATMUL_KINDS or kind in CONV_KINDS or kind in ATTENTION_KINDS else [])
-            first_float[key] = floats[0] if floats else None
-        dtype = first_float[key]
-        if dtype is not None:
-            weight[dtype] += op.flops if op.flops > 0 else 1.0
+    ops, calls = table.ops, table.call
+    for i in table.positions(first_float):
+        op = ops[i]
+        weight[first_float[calls[i]]] += op.flops if op.flops > 0 else 1.0
     return max(weight, key=weight.get) if weight else ""
 
 
@@ -81,25 +80,39 @@ def _is_fp32_compute(op: OpRecord) -> bool:
 
 def find_islands(report: Report, half: str) -> list[list[tuple[OpRecord, str]]]:
     """Runs of (op, role) with role 'up', 'down' or 'fp32'; each run holds at least one fp32 compute op."""
-    ops = [op for op in ordered_ops(report) if op_kind(op.name) not in VIEW_KINDS and op.phase not in SKIPPED_PHASES]
+    table = op_table(report)
+    kept = [kind not in VIEW_KINDS for kind in table.call_kind]
+    is_cast = [kind in CAST_KINDS for kind in table.call_kind]
+    computes_fp32 = [not cast and _is_fp32_compute(op) for op, cast in zip(table.calls, is_cast)]
+    all_ops, all_calls = table.ops, table.call
+    run_order = [i for i in table.run_of(kept) if all_ops[i].phase not in SKIPPED_PHASES]
+    ops = [all_ops[i] for i in run_order]
+    calls = [all_calls[i] for i in run_order]
     islands: list[list[tuple[OpRecord, str]]] = []
     run: list[tuple[OpRecord, str]] = []
+    has_fp32 = False  # whether run holds an fp32 compute op
 
     def close() -> None:
-        nonlocal run
-        if any(role == "fp32" for _, role in run):
+        nonlocal run, has_fp32
+        if has_fp32:
             islands.append(run)
-        run = []
+        if run:
+            run = []
+        has_fp32 = False
 
-    fp32_compute: dict[tuple, bool] = {}
+    # A cast's direction depends on its call and the next op's: asked once per such pair.
+    directions: dict[tuple[int, int | None], str | None] = {}
+    last = len(ops) - 1
     for i, op in enumerate(ops):
-        following = ops[i + 1] if i + 1 < len(ops) else None
-        direction = _cast_direction(op, following, half) if op_kind(op.name) in CAST_KINDS else None
-        if direction is None:
-            key = _call_key(op)
-            computes = fp32_compute.get(key)
-            if computes is None:
-                computes = fp32_compute[key] = _is_fp32_compute(op)
+        c = calls[i]
+        direction = None
+        if is_cast[c]:
+            after = calls[i + 1] if i < last else None
+            pair = (c, after)
+            if pair in directions:
+                direction = directions[pair]
+            else:
+                direction = directions[pair] = _cast_direction(op, ops[i + 1] if i < last else None, half)
         if direction == "up":
             close()
             run = [(op, "up")]
@@ -107,10 +120,11 @@ def find_islands(report: Report, half: str) -> list[list[tuple[OpRecord, str]]]:
             if run:
                 run.append((op, "down"))
             close()
-        elif computes:
+        elif direction is None and computes_fp32[c]:
             if run and run[-1][0].step != op.step:
                 close()
             run.append((op, "fp32"))
+            has_fp32 = True
         else:
             close()
     close()
@@ -118,12 +132,24 @@ def find_islands(report: Report, half: str) -> list[list[tuple[OpRecord, str]]]:
 
 
 def _fp32_savings(report: Report, op: OpRecord, half: str) -> float:
-    kind = op_kind(op.name)
+    return _savings_of(report, half)(op)
+
+
+def _savings_of(report: Report, half: str) -> Callable[[OpRecord], float]:
+    """What computing an fp32 op in ``half`` saves: compute-bound matmuls/convs by the ratio of the compute roofs,
+    the rest by the bytes half saves; the factors worked out once for all the ops."""
     c = report.ceilings
-    if (kind in MATMUL_KINDS or kind in CONV_KINDS) and op.bound == "compute":
-        fast, slow = c.peak_for(half), c.peak_for("float32")
-        return op.time_s * max(1.0 - slow / fast, 0.0) if fast > 0 and slow > 0 else 0.0
-    return op.time_s * (1.0 - itemsize(half) / itemsize("float32"))
+    fast, slow = c.peak_for(half), c.peak_for("float32")
+    compute_factor = max(1.0 - slow / fast, 0.0) if fast > 0 and slow > 0 else None
+    memory_factor = 1.0 - itemsize(half) / itemsize("float32")
+
+    def saving(op: OpRecord) -> float:
+        kind = op_kind(op.name)
+        if (kind in MATMUL_KINDS or kind in CONV_KINDS) and op.bound == "compute":
+            return op.time_s * compute_factor if compute_factor is not None else 0.0
+        return op.time_s * memory_factor
+
+    return saving
 
 
 @register(RULE, "fp32 ops and cast pairs inside an fp16/bf16 model")
@@ -133,10 +159,15 @@ def check(report: Report) -> list[Finding]:
     half = model_dtype(report)
     if half not in HALF_DTYPES:
         return []
+    saving = _savings_of(report, half)
     groups: dict[str, list[list[tuple[OpRecord, str]]]] = defaultdict(list)
+    generic: dict[str, str] = {}
     for island in find_islands(report, half):
         first = next(op for op, role in island if role == "fp32")
-        groups[generic_module(first.module) or location(first)].append(island)
+        where = generic.get(first.module)
+        if where is None:
+            where = generic[first.module] = generic_module(first.module)
+        groups[where or location(first)].append(island)
     findings = []
     for islands in groups.values():
         first = next(op for op, role in islands[0] if role == "fp32")
@@ -145,7 +176,7 @@ def check(report: Report) -> list[Finding]:
         fp32_ops = [op for isl in islands for op, role in isl if role == "fp32"]
         cast_time = sum(op.time_s for op in casts)
         fp32_time = sum(op.time_s for op in fp32_ops)
-        savings = cast_time + sum(_fp32_savings(report, op, half) for op in fp32_ops)
+        savings = cast_time + sum(map(saving, fp32_ops))
         kinds = sorted({op_kind(op.name) for op in fp32_ops})
         up = sum(1 for isl in islands for _, role in isl if role == "up")
         down = sum(1 for isl in islands for _, role in isl if role == "down")

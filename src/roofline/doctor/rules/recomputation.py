@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from roofline.doctor.evidence import (ATTENTION_KINDS, MATMUL_KINDS, location, matmul_operands, once_per_diagnose,
-                                      op_kind, ordered_ops, rows, severity_for, top_locations)
+                                      op_kind, op_table, rows, severity_for, top_locations)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
 
@@ -22,18 +22,27 @@ WEIGHT_KINDS = frozenset({"linear", "mm", "addmm", "_addmm_activation"})
 @once_per_diagnose  # recomputation and unbatched-loop both group the calls
 def call_sites(report: Report) -> dict[tuple, list[tuple[OpRecord, list[int]]]]:
     """Matmul/attention calls grouped by call site, in the order they ran, with each call's activation shape."""
+    table = op_table(report)
+    shapes = table.per_call(_call_shapes)
     sites: dict[tuple, list[tuple[OpRecord, list[int]]]] = defaultdict(list)
-    for op in ordered_ops(report):
-        kind = op_kind(op.name)
-        if kind not in MATMUL_KINDS and kind not in ATTENTION_KINDS:
-            continue
-        operands = matmul_operands(op)
-        if operands is None:
-            continue
-        a, b, _, _ = operands
-        weight = tuple(b) if kind in WEIGHT_KINDS else None
-        sites[(op.module, op.source, kind, a[-1], weight)].append((op, a))
+    ops, calls, call_kind = table.ops, table.call, table.call_kind
+    for i in table.run_of(shapes):
+        op, c = ops[i], calls[i]
+        a, weight = shapes[c]
+        sites[(op.module, op.source, call_kind[c], a[-1], weight)].append((op, list(a)))
     return sites
+
+
+def _call_shapes(op: OpRecord) -> tuple[list[int], tuple[int, ...] | None] | None:
+    """A matmul/attention call's activation shape and, for a weight matmul, its weight's (None for other ops)."""
+    kind = op_kind(op.name)
+    if kind not in MATMUL_KINDS and kind not in ATTENTION_KINDS:
+        return None
+    operands = matmul_operands(op)
+    if operands is None:
+        return None
+    a, b, _, _ = operands
+    return a, (tuple(b) if kind in WEIGHT_KINDS else None)
 
 
 def growing_runs(calls: list[tuple[OpRecord, list[int]]]) -> list[tuple[list[OpRecord], list[int], int]]:

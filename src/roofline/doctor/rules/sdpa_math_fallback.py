@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from roofline.doctor.evidence import (is_gpu_report, op_kind, ordered_ops, roofline_time_of, severity_for,
+from roofline.doctor.evidence import (is_gpu_report, op_kind, op_table, ordered_ops, roofline_time_of, severity_for,
                                       top_locations)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
@@ -132,6 +132,8 @@ def refusals(call: MathCall) -> list[str]:
 
 
 def math_calls(report: Report) -> list[MathCall]:
+    if not any(op.name.split(".")[0] in (SOFTMAX, MATH_OP) for op in op_table(report).calls):
+        return []
     ops = ordered_ops(report)
     calls = []
     for i, op in enumerate(ops):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from roofline.analyze.kernel_names import any_tf32
-from roofline.doctor.evidence import (CONV_KINDS, MATMUL_KINDS, op_kind, roofline_time_of, severity_for,
+from roofline.doctor.evidence import (CONV_KINDS, MATMUL_KINDS, op_kind, op_table, roofline_time_of, severity_for,
                                       tensor_inputs, top_locations)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
@@ -72,16 +72,20 @@ def fp32_peak(report: Report) -> float:
     return 0.0
 
 
+def _fp32_matmul(op: OpRecord) -> bool:
+    """A matmul/conv call whose first floating input is fp32."""
+    kind = op_kind(op.name)
+    if kind not in MATMUL_KINDS and kind not in CONV_KINDS:
+        return False
+    floats = [d for _, d, _ in tensor_inputs(op) if d.startswith("float")]
+    return bool(floats) and floats[0] == "float32"
+
+
 def fp32_matmuls_without_tf32(report: Report) -> list[OpRecord]:
+    table = op_table(report)
     found, seen = [], set()
-    for op in report.ops:
-        kind = op_kind(op.name)
-        if kind not in MATMUL_KINDS and kind not in CONV_KINDS or not op.kernels:
-            continue
-        floats = [d for _, d, _ in tensor_inputs(op) if d.startswith("float")]
-        if not floats or floats[0] != "float32":
-            continue
-        if any_tf32(op.kernels):
+    for op in table.ops_at(table.positions(table.per_call(_fp32_matmul))):
+        if not op.kernels or any_tf32(op.kernels):
             continue
         key = (tuple(op.kernels), op.start_s, op.step)
         if key in seen:
@@ -146,5 +150,6 @@ def check(report: Report) -> list[Finding]:
 
 def tf32_ops(report: Report) -> int:
     """fp32 matmul/conv ops that ran TF32 kernels: TF32 is already enabled in that process."""
-    return sum(1 for op in report.ops
-               if (op_kind(op.name) in MATMUL_KINDS or op_kind(op.name) in CONV_KINDS) and any_tf32(op.kernels))
+    table = op_table(report)
+    matmul = [kind in MATMUL_KINDS or kind in CONV_KINDS for kind in table.call_kind]
+    return sum(1 for op in table.ops_at(table.positions(matmul)) if any_tf32(op.kernels))

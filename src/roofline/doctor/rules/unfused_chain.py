@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from roofline.doctor.evidence import (ELEMENTWISE_KINDS, NORM_KINDS, VIEW_KINDS, generic_module, numel, op_kind,
-                                      op_bytes, ordered_ops, output_dtype, severity_for, tensor_bytes, tensor_inputs,
+from roofline.doctor.evidence import (ELEMENTWISE_KINDS, NORM_KINDS, VIEW_KINDS, generic_module, numel, op_bytes,
+                                      op_kind, op_table, output_dtype, severity_for, tensor_bytes, tensor_inputs,
                                       top_locations)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
@@ -18,11 +18,6 @@ from roofline.report import Finding, OpRecord, Report
 RULE = "unfused-chain"
 MIN_CHAIN = 3
 MAX_FINDINGS = 5
-
-
-def _fusible(op: OpRecord) -> bool:
-    kind = op_kind(op.name)
-    return (kind in ELEMENTWISE_KINDS or kind in NORM_KINDS) and op.bound != "compute"
 
 
 _OUT_SHAPES: dict[tuple, tuple[int, ...] | None] = {}
@@ -60,29 +55,38 @@ def _compute_out_shape(op: OpRecord) -> tuple[int, ...] | None:
 
 
 def find_chains(report: Report) -> list[list[OpRecord]]:
-    chains: list[list[OpRecord]] = []
-    chain: list[OpRecord] = []
+    ops = op_table(report).ops
+    return [[ops[i] for i in chain] for chain in chain_positions(report)]
+
+
+def chain_positions(report: Report) -> list[list[int]]:
+    """The chains as positions in report.ops (``find_chains``)."""
+    table = op_table(report)
+    is_view = [kind in VIEW_KINDS for kind in table.call_kind]
+    fusible_kind = [kind in ELEMENTWISE_KINDS or kind in NORM_KINDS for kind in table.call_kind]
+    in_shapes = table.per_call(_in_shapes)
+    out_shape = table.per_call(_out_shape)
+    ops, calls, steps = table.ops, table.call, table.step
+    chains: list[list[int]] = []
+    chain: list[int] = []
     step = None
     produced: set[tuple[int, ...]] = set()
-    fusible: dict[tuple[str, str], bool] = {}
-    last_out = None  # _out_shape(chain[-1]) while the chain has ops: an op depends on it, or reads what it produced
-    for op in ordered_ops(report):
-        kind = op_kind(op.name)
-        if op.step != step:
+    last_out = None  # out_shape of chain[-1] while the chain has ops: an op depends on it, or reads what it produced
+    for i in table.run_skipping(is_view):
+        c = calls[i]
+        if steps[i] != step:
             chains.append(chain)
-            chain, step, produced = [], op.step, set()
-        if kind in VIEW_KINDS:
+            chain, step, produced = [], steps[i], set()
+        if is_view[c]:
             continue
-        can_fuse = fusible.get((op.name, op.bound))
-        if can_fuse is None:
-            can_fuse = fusible[(op.name, op.bound)] = _fusible(op)
-        if can_fuse and chain and (last_out is None or any(shape in produced for shape in _in_shapes(op))):
-            chain.append(op)
+        can_fuse = fusible_kind[c] and ops[i].bound != "compute"
+        if can_fuse and chain and (last_out is None or any(shape in produced for shape in in_shapes[c])):
+            chain.append(i)
         else:
             chains.append(chain)
-            chain, produced = ([op] if can_fuse else []), set()
-        if chain and chain[-1] is op:
-            last_out = _out_shape(op)
+            chain, produced = ([i] if can_fuse else []), set()
+        if chain and chain[-1] == i:
+            last_out = out_shape[c]
             if last_out is not None:
                 produced.add(last_out)
     chains.append(chain)
@@ -105,17 +109,6 @@ def fused_bytes(chain: list[OpRecord]) -> float:
     return total + tensor_bytes(out, output_dtype(last) or (last.input_dtypes[0] if last.input_dtypes else ""))
 
 
-def _fused_bytes_memoised(chain: list[OpRecord], memo: dict[tuple, float]) -> float:
-    """``fused_bytes``, once per chain of the same calls: its ops' names, own dtypes, outputs and (shared) input
-    lists, these by identity while the report holds them."""
-    key = tuple((op.name, op.dtype, id(op.input_shapes), id(op.input_dtypes), id(op.input_strides),
-                 tuple(map(tuple, op.output_shapes)), tuple(op.output_dtypes)) for op in chain)
-    found = memo.get(key)
-    if found is None:
-        found = memo[key] = fused_bytes(chain)
-    return found
-
-
 @register(RULE, "unfused chains of memory-bound elementwise/norm ops")
 def check(report: Report) -> list[Finding]:
     _OUT_SHAPES.clear()
@@ -129,16 +122,31 @@ def check(report: Report) -> list[Finding]:
 
 def _check(report: Report) -> list[Finding]:
     bandwidth = report.ceilings.memory_bandwidth_bytes_per_s
+    table = op_table(report)
+    ops, calls, call_kind = table.ops, table.call, table.call_kind
     groups: dict[tuple[str, tuple[str, ...]], list[list[OpRecord]]] = defaultdict(list)
-    fused_of: dict[tuple, float] = {}  # a chain's fused bytes by what they depend on: every step repeats its chains
-    for chain in find_chains(report):
-        signature = tuple(op_kind(op.name) for op in chain)
-        groups[(generic_module(chain[0].module), signature)].append(chain)
+    # A chain's fused bytes depend only on its calls (doctor/op_table.py): every step repeats its chains.
+    fused_of: dict[tuple[int, ...], float] = {}
+    fused_each_of: dict[int, float] = {}
+    generic: dict[str, str] = {}
+    for positions in chain_positions(report):
+        chain = [ops[i] for i in positions]
+        signature = tuple(call_kind[calls[i]] for i in positions)
+        key = tuple(calls[i] for i in positions)
+        fused = fused_of.get(key)
+        if fused is None:
+            fused = fused_of[key] = fused_bytes(chain)
+        fused_each_of[id(chain)] = fused
+        module = chain[0].module
+        where = generic.get(module)
+        if where is None:
+            where = generic[module] = generic_module(module)
+        groups[(where, signature)].append(chain)
     findings = []
     for (module, signature), chains in groups.items():
         time = sum(op.time_s for c in chains for op in c)
         unfused = sum(op_bytes(op) for c in chains for op in c)
-        fused_each = [_fused_bytes_memoised(c, fused_of) for c in chains]
+        fused_each = [fused_each_of[id(c)] for c in chains]
         fused = sum(fused_each)
         if bandwidth > 0:
             savings = sum(max(sum(op.time_s for op in c) - f / bandwidth, 0.0) for c, f in zip(chains, fused_each))

@@ -1,0 +1,173 @@
+"""The report's ops and device events as columns, built once and shared by every rule of one diagnose().
+
+A 127,620-op report holds a few hundred distinct calls: ops that share their name, dtype and (shared) argument
+lists. A rule's question about an op's kind, dtypes, shapes or strides has one answer per call, so rules ask it
+once per call (``OpTable.calls``) and find the ops through ``OpTable.call``, instead of walking every op's
+attributes again in each rule. The columns are read with attrgetter/map, so building them costs no Python per op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from operator import attrgetter
+from typing import TypeVar
+
+import numpy as np
+
+from roofline.count.families import op_kind
+from roofline.report import KernelRecord, OpRecord
+
+T = TypeVar("T")
+
+_NO_STEP = np.iinfo(np.int64).min  # an op without a step, among the step numbers
+_IDS = tuple(attrgetter(name) for name in ("input_shapes", "input_dtypes", "input_strides"))
+
+
+def call_key(op: OpRecord) -> tuple:
+    """What an op's own description is made of: name, dtype, argument lists (by identity: reports share them between
+    identical calls, and the table lives only while the report holds them) and outputs (by value)."""
+    outs = op.output_shapes
+    return (op.name, op.dtype, id(op.input_shapes), id(op.input_dtypes), id(op.input_strides),
+            tuple(map(tuple, outs)) if outs else (), tuple(op.output_dtypes) if op.output_dtypes else ())
+
+
+class OpTable:
+    """Columns of ``report.ops`` (same positions), and the distinct calls among them.
+
+    ``call[i]``: index of op i's call in ``calls`` (the first op making it), also as ``call_array``;
+    ``call_kind[c]``: op_kind of call c; ``step[i]``: op i's step; ``run``: the positions in the order the ops ran
+    (step, then recorded index when any op has one, else position: evidence.ordered_ops' order).
+    """
+
+    def __init__(self, ops: Sequence[OpRecord]):
+        self.ops = ops
+        n = len(ops)
+        names = list(map(attrgetter("name"), ops))
+        columns = [names, map(attrgetter("dtype"), ops)] + [map(id, map(get, ops)) for get in _IDS]
+        if any(map(attrgetter("output_shapes"), ops)) or any(map(attrgetter("output_dtypes"), ops)):
+            columns.append(map(_outputs, ops))
+        index: dict[tuple, int] = {}
+        self.call: list[int] = [index.setdefault(key, len(index)) for key in zip(*columns)]
+        self.call_array = np.array(self.call, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
+        first = dict(zip(reversed(self.call), range(n - 1, -1, -1)))
+        self.calls: list[OpRecord] = [ops[first[c]] for c in range(len(index))]
+        self.call_kind = [op_kind(op.name) for op in self.calls]
+        self.step = list(map(attrgetter("step"), ops))
+        self.run = _run_order(ops, self.step)
+        self.in_run_order = isinstance(self.run, range)
+        self._columns: dict[str, np.ndarray] = {}
+
+    @property
+    def kind(self) -> list[str]:
+        """op_kind of each op."""
+        call_kind = self.call_kind
+        return [call_kind[c] for c in self.call]
+
+    def per_call(self, answer: Callable[[OpRecord], T]) -> list[T]:
+        """``answer`` for each call, asked of the call's first op."""
+        return [answer(op) for op in self.calls]
+
+    def positions(self, selected: Sequence[object]) -> list[int]:
+        """The positions (ascending, report order) of the ops whose call's entry in ``selected`` is true."""
+        hits = np.array([bool(x) for x in selected], dtype=bool)
+        if not hits.any():
+            return []
+        return np.flatnonzero(hits[self.call_array]).tolist()
+
+    def run_of(self, selected: Sequence[object]) -> list[int]:
+        """``positions(selected)`` in the order the ops ran."""
+        if self.in_run_order:
+            return self.positions(selected)
+        call = self.call
+        return [i for i in self.run if selected[call[i]]]
+
+    def ops_at(self, positions: Sequence[int]) -> list[OpRecord]:
+        ops = self.ops
+        return [ops[i] for i in positions]
+
+    def step_groups(self, positions: np.ndarray) -> tuple[list[int | None], np.ndarray, np.ndarray]:
+        """The steps of the ops at ``positions`` (ascending) in the order they first appear there, and those
+        positions sorted by step (in that order), stably, with each one's step index: (steps, group, by_group)."""
+        if not len(positions):
+            return [], np.zeros(0, dtype=np.int64), positions
+        values = self._step_keys()[positions]
+        unique, first, inverse = np.unique(values, return_index=True, return_inverse=True)
+        appearance = np.argsort(first, kind="stable")
+        rank = np.empty_like(appearance)
+        rank[appearance] = np.arange(len(appearance))
+        group = rank[inverse.reshape(-1)]
+        steps = [None if v == _NO_STEP else int(v) for v in unique[appearance].tolist()]
+        order = np.argsort(group, kind="stable")
+        return steps, group[order], positions[order]
+
+    def run_skipping(self, skipped: Sequence[object]) -> Sequence[int]:
+        """``run`` without the ops whose call's entry in ``skipped`` is true, except where the step changes (a
+        walk over ``run`` that resets at each new step sees the same resets)."""
+        if not any(skipped) or not self.run:
+            return self.run
+        run = np.asarray(self.run, dtype=np.int64)
+        steps = self._step_keys()[run]
+        kept = ~np.array([bool(x) for x in skipped], dtype=bool)[self.call_array[run]]
+        kept[0] = True
+        kept[1:] |= steps[1:] != steps[:-1]
+        return run[kept].tolist()
+
+    def _step_keys(self) -> np.ndarray:
+        found = self._columns.get("step keys")
+        if found is None:
+            steps = self.step
+            keys = [_NO_STEP if s is None else s for s in steps] if None in steps else steps
+            found = self._columns["step keys"] = np.array(keys, dtype=np.int64)
+        return found
+
+    def has_kernels(self) -> np.ndarray:
+        """Whether each op launched device work (recorded kernels)."""
+        found = self._columns.get("has kernels")
+        if found is None:
+            found = self._columns["has kernels"] = np.array(list(map(bool, map(attrgetter("kernels"), self.ops))),
+                                                           dtype=bool)
+        return found
+
+    def floats(self, field: str) -> np.ndarray:
+        """A float field of every op (NaN where it is None), read once per table."""
+        found = self._columns.get(field)
+        if found is None:
+            found = self._columns[field] = np.array(list(map(attrgetter(field), self.ops)), dtype=np.float64)
+        return found
+
+
+def _outputs(op: OpRecord) -> tuple:
+    outs = op.output_shapes
+    return (tuple(map(tuple, outs)) if outs else (), tuple(op.output_dtypes) if op.output_dtypes else ())
+
+
+def _run_order(ops: Sequence[OpRecord], steps: list[int | None]) -> Sequence[int]:
+    """Positions sorted by (step, None first as -1; recorded index when any op has one, else position), stably;
+    ``range(len(ops))`` when the ops already are in that order (reports are usually built in run order)."""
+    n = len(ops)
+    indexes = list(map(attrgetter("index"), ops))
+    indexed = any(indexes)
+    step_keys = [-1 if s is None else s for s in steps] if None in steps else steps
+    try:
+        step_arr = np.array(step_keys, dtype=np.int64)
+        here = np.array(indexes, dtype=np.int64) if indexed else np.arange(n, dtype=np.int64)
+    except OverflowError:
+        order = sorted(range(n), key=lambda p: (step_keys[p], indexes[p] if indexed else p))
+        return range(n) if order == list(range(n)) else order
+    if n < 2:
+        return range(n)
+    d_step, d_here = np.diff(step_arr), np.diff(here)
+    if not np.any((d_step < 0) | ((d_step == 0) & (d_here < 0))):
+        return range(n)
+    return np.lexsort((here, step_arr)).tolist()
+
+
+class KernelTable:
+    """``report.kernels``' start and duration as arrays (same positions)."""
+
+    __slots__ = ("kernels", "start_s", "dur_s")
+
+    def __init__(self, kernels: Sequence[KernelRecord]):
+        self.kernels = kernels
+        self.start_s = np.array(list(map(attrgetter("start_s"), kernels)), dtype=np.float64)
+        self.dur_s = np.array(list(map(attrgetter("dur_s"), kernels)), dtype=np.float64)
