@@ -405,8 +405,8 @@ class _TraceBuilder:
                     op = CpuOp(0, name, ts, dur, pid, tid, args.external_id,
                                is_annotation=is_annotation, sequence_number=args.sequence_number)
                 else:
-                    # The raw shape lists as the shared lists' key, inline: a call per op and per list cost ~0.1 s of a
-                    # 1 M-event read.
+                    # The raw shape lists as the shared lists' key, inline: a call per op and per list cost 0.04-0.09 s
+                    # of CPU reading the 1 M-event trace (both halves together).
                     types, strides, concrete = args.input_types, args.input_strides, args.concrete_inputs
                     key = (bytes(args.input_dims), None if types is None else bytes(types),
                            None if strides is None else bytes(strides), None if concrete is None else bytes(concrete))
