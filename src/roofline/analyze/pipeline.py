@@ -36,11 +36,12 @@ from roofline.count.registry import OpCost, flatten_metas
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
 from roofline.count.views import DYNAMO_RUNTIME
 from roofline.analyze.environment import trace_environment
-from roofline.forked import release_free_memory
+from roofline.forked import meanwhile, release_free_memory
 from roofline.report import Ceilings, Environment, KernelRecord, MemorySummary, OpRecord, Report, SyncSite
 
 _MATMUL_FAMILY = families.MATMUL | families.MATVEC  # cuBLAS: TF32 as torch.backends.cuda.matmul allows
 _CONV_FAMILY = families.CONV | families.CONV_OTHER  # cuDNN: TF32 as torch.backends.cudnn allows
+SIDE_FORK_MIN_EVENTS = 20_000  # memory and sync events from which their analysis is worth a forked child
 
 
 @dataclass(slots=True)
@@ -187,6 +188,10 @@ def report_from_trace(
     The Report is undiagnosed: the entry point that asked for it runs the doctor, once.
     """
     _ensure_attributed(trace)
+    # A big trace's memory replay and sync sites (~0.4 s on the 1 M-event trace) are worked out by a forked child
+    # while the ops are built here; a small one's when they are collected, as before.
+    side = meanwhile(_syncs_and_memory, trace, reference_peak_bytes,
+                     fork=len(trace.memory) + len(trace.syncs) >= SIDE_FORK_MIN_EVENTS)
     children = children_index(trace)
     counter = _TraceCounter(OptimizerLists(trace))
 
@@ -301,10 +306,7 @@ def report_from_trace(
         report.extra["warmup"] = warmup
     if recording is not None:
         report.extra["tf32"] = {"cuda_matmul": recording.tf32.matmul, "cudnn": recording.tf32.cudnn}
-    # The memory replay and sync sites here, in this process: a forked child for them (~0.4 s on the 1 M-event
-    # trace) cost this process as much again in copy-on-write faults while it built the ops beside it (each page
-    # of the trace it touched copied: 40,000 faults in children_index alone), so only added CPU time.
-    report.syncs, report.memory = _syncs_and_memory(trace, reference_peak_bytes)
+    report.syncs, report.memory = side.result()
     if trace.has_gpu:
         report.summary.kernel_classes = kernel_classes(report)
     return report
