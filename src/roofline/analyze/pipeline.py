@@ -17,7 +17,6 @@ from roofline.analyze.join import (
     children_index,
     choose_with_recording,
     choose_without_recording,
-    op_phase,
     roots_by_step,
     subtree,
 )
@@ -241,11 +240,7 @@ def report_from_trace(
             ops[-1].host_gap_s = statistics.median(per_rec_gap[i]) / 1e6 if per_rec_gap.get(i) else 0.0
             if event is not None:
                 event_to_report[event] = len(ops) - 1
-        for c in extras:
-            events = [c.event] if c.self_only else subtree(c.event, children)
-            ops.append(_op_from_event(trace, c, counter, children, rep_step, recording.tf32, events))
-            ops[-1].host_gap_s = gaps.get(c.event, 0.0) / 1e6
-            event_to_report.setdefault(c.event, len(ops) - 1)
+        _append_ops(trace, extras, counter, children, rep_step, recording.tf32, gaps, ops, event_to_report)
         timeline_steps = [rep_step]
     else:
         names: dict[str, tuple[bool, bool]] = {}
@@ -254,11 +249,7 @@ def report_from_trace(
             chosen = [c for c in choose_without_recording(trace, roots.get(step, []), children, is_modeled, names)
                       if not _is_idle_marker(trace, c)]
             gaps = host_gaps_us(trace, [c.event for c in chosen], step)
-            for c in chosen:
-                events = [c.event] if c.self_only else subtree(c.event, children)
-                ops.append(_op_from_event(trace, c, counter, children, step, no_tf32, events))
-                ops[-1].host_gap_s = gaps[c.event] / 1e6
-                event_to_report.setdefault(c.event, len(ops) - 1)
+            _append_ops(trace, chosen, counter, children, step, no_tf32, gaps, ops, event_to_report)
         timeline_steps = steps
     # The op tree's index and the counting caches are done with: freed (and handed back to the OS) before the host
     # counts, the kernel timeline and the memory replay, which on a million-event trace would otherwise stack on top
@@ -372,37 +363,59 @@ def _op_from_recording(trace: Trace, rec: RecordedOp, rec_index: int, times_us: 
     )
 
 
-def _op_from_event(trace: Trace, c: Chosen, counter: _TraceCounter, children: dict[int, list[int]],
-                   step: int | None, tf32: Tf32Flags, events: list[int]) -> OpRecord:
-    ev = trace.ops[c.event]
-    counted = _NOT_COUNTED if c.self_only or ev.is_annotation else counter(ev)
-    kernels = _kernel_names(trace, events)
-    return OpRecord(
-        name=ev.name,
-        module=ev.module or "",
-        dtype=_roof_dtype(counted.dtype, ev.name, kernels, tf32, trace.has_gpu),
-        flops=counted.cost.flops,
-        bytes=counted.cost.bytes,
-        time_s=_event_time_us(trace, c.event, c.self_only, children) / 1e6,
-        source=ev.source,
-        phase=op_phase(ev),
-        input_shapes=counted.input_shapes,
-        input_dtypes=counted.input_dtypes,
-        input_strides=counted.input_strides,
-        modeled=counted.cost.modeled,
-        kernels=kernels,
-        start_s=_start_s(trace, ev, step),
-        cpu_time_s=ev.dur_us / 1e6,
-        step=step,
-        external_id=ev.external_id,
-    )
+def _append_ops(trace: Trace, chosen: list[Chosen], counter: _TraceCounter, children: dict[int, list[int]],
+                step: int | None, tf32: Tf32Flags, gaps: dict[int, float], ops: list[OpRecord],
+                event_to_report: dict[int, int]) -> None:
+    """An op of each chosen event (its host gap from ``gaps``, 0 if not there), appended to ``ops``; the per-op
+    helpers are spelled out here, not called (127,620 ops on the 1 M-event trace: 0.68 -> 0.60 s)."""
+    all_ops, kernels, has_gpu = trace.ops, trace.kernels, trace.has_gpu
+    origin = _start_origin(trace, step)
+    for c in chosen:
+        idx, self_only = c.event, c.self_only
+        ev = all_ops[idx]
+        counted = _NOT_COUNTED if self_only or ev.is_annotation else counter(ev)
+        if self_only:
+            names = [kernels[k].name for k in ev.kernel_ids]
+            time_us = ev.self_kernel_us if has_gpu else _event_time_us(trace, idx, True, children)
+        else:
+            names = [kernels[k].name for i in subtree(idx, children) for k in all_ops[i].kernel_ids]
+            time_us = ev.total_kernel_us if has_gpu else ev.dur_us
+        dtype = counted.dtype
+        if dtype == "float32":
+            dtype = _roof_dtype(dtype, ev.name, names, tf32, has_gpu)
+        cost = counted.cost
+        ops.append(OpRecord(
+            name=ev.name,
+            module=ev.module or "",
+            dtype=dtype,
+            flops=cost.flops,
+            bytes=cost.bytes,
+            time_s=time_us / 1e6,
+            source=ev.source,
+            phase="optimizer" if ev.is_optimizer else "backward" if ev.is_backward else "forward",
+            input_shapes=counted.input_shapes,
+            input_dtypes=counted.input_dtypes,
+            input_strides=counted.input_strides,
+            modeled=cost.modeled,
+            kernels=names,
+            start_s=(ev.ts_us - origin) / 1e6,
+            cpu_time_s=ev.dur_us / 1e6,
+            step=step,
+            external_id=ev.external_id,
+            host_gap_s=gaps.get(idx, 0.0) / 1e6,
+        ))
+        event_to_report.setdefault(idx, len(ops) - 1)
+
+
+def _start_origin(trace: Trace, step: int | None) -> float:
+    """Where ``_start_s`` counts an op's start from: its step's start, else the trace's first op's."""
+    return trace.steps[step].ts_us if step is not None and trace.steps else (trace.ops[0].ts_us if trace.ops else 0.0)
 
 
 def _start_s(trace: Trace, ev: CpuOp | None, step: int | None) -> float | None:
     if ev is None:
         return None
-    origin = trace.steps[step].ts_us if step is not None and trace.steps else (trace.ops[0].ts_us if trace.ops else 0.0)
-    return (ev.ts_us - origin) / 1e6
+    return (ev.ts_us - _start_origin(trace, step)) / 1e6
 
 
 def _timeline(trace: Trace, steps: list[int | None], event_to_report: dict[int, int],
