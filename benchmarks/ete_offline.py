@@ -115,10 +115,11 @@ def _target_reports(folder: Path, pair: str) -> list[Report]:
     return own or (_rounds(folder, TARGET_TWINS[pair]) if pair in TARGET_TWINS else [])
 
 
-def repredict(out: Path, models: list[str]) -> dict:
+def repredict(out: Path, models: list[str], table=None) -> dict:
+    """``table``: the efficiency table to predict with (default: the shipped one, with the user's over it)."""
     result = json.loads((out / "ete.json").read_text())
     costs = host_costs_of(result)
-    table = load_table()
+    table = table if table is not None else load_table()
     rows, pairs = [], []
     with tempfile.TemporaryDirectory() as tmp:
         folder = _reports(out, Path(tmp))
