@@ -198,4 +198,20 @@ def test_the_aftereffect_stage_times_before_and_after_a_profile_and_with_gc_off(
     assert out["gc_off_over_after"] == pytest.approx(0.5)
     text = ete.render_md({"device": "X", "torch": "t", "repeats": 1, "iters": 1, "workloads": [], "whatif": [],
                           "summary": ete._summary([], []), "anchor": "A", "profiler_aftereffect": out})
-    assert "after/before x1.25, GC off/after x0.50" in text
+    assert "after/before x1.25, GC off/after x0.50; per cycle, before -> after ms: 2 -> 3, 3 -> 3)" in text
+
+
+def test_the_aftereffect_ratio_is_per_cycle_so_it_can_disagree_with_the_pooled_medians(ete, monkeypatch):
+    # the 17:35 run's line: 10.5 ms before, 9.63 after pooled, yet after/before x1.19. Not an inverted ratio: with
+    # the level moving between cycles, two cycles slower after (8 -> 9.6, 10.5 -> 12.5) and one much faster
+    # (13 -> 9.63) give pooled medians 10.5 and 9.63 and per-cycle ratios 1.20, 1.19, 0.74: median 1.19
+    from types import SimpleNamespace
+
+    levels = iter([8e-3] * 5 + [9.6e-3] * 10 + [10.5e-3] * 5 + [12.5e-3] * 10 + [13e-3] * 5 + [9.63e-3] * 10)
+    monkeypatch.setattr(ete, "profile", lambda *a: None)
+    monkeypatch.setattr(ete, "time_steps", lambda step, device, iters: SimpleNamespace(median_s=next(levels)))
+    live = SimpleNamespace(case=SimpleNamespace(name="c"), step=lambda: None)
+    out = ete.profiler_aftereffect(live, "cpu", None, 3, 20, 0, lambda: 1.0)
+    assert (out["median_before_s"], out["median_after_s"]) == (10.5e-3, 9.63e-3)
+    assert [round(c["after_over_before"], 2) for c in out["cycles"]] == [1.2, 1.19, 0.74]
+    assert out["after_over_before"] == pytest.approx(12.5 / 10.5)
