@@ -26,6 +26,8 @@ WHATIF_WITHIN = (0.8, 1.25)
 PART_LIMIT = 15 * 2**20
 MAX_OUT_FILES = 7
 PART_GLOB = "reports.part*.tar.xz"
+# 43 MB of one run's reports: preset 3 in 4.3 s to 2.0 MB, preset 6 in 10.1 s to 1.8 MB (this machine)
+XZ_PRESET = 3
 
 
 def pack_reports(files: list[Path], out: Path, limit: float = PART_LIMIT,
@@ -49,7 +51,7 @@ def pack_reports(files: list[Path], out: Path, limit: float = PART_LIMIT,
             left += [files[i].name for i in group]
             continue
         path = out / f"reports.part{len(parts) + 1:02d}.tar.xz"
-        with tarfile.open(path, "w:xz") as tar:
+        with tarfile.open(path, "w:xz", preset=XZ_PRESET) as tar:
             for i in group:
                 tar.add(files[i], arcname=f"reports/{files[i].name}")
         if path.stat().st_size > limit and len(group) > 1:
@@ -64,7 +66,7 @@ def pack_reports(files: list[Path], out: Path, limit: float = PART_LIMIT,
         last = parts[-1]
         with tarfile.open(last) as tar:
             members = [(m, tar.extractfile(m).read()) for m in tar.getmembers()]
-        with tarfile.open(last, "w:xz") as tar:
+        with tarfile.open(last, "w:xz", preset=XZ_PRESET) as tar:
             for m, data in members:
                 tar.addfile(m, io.BytesIO(data))
             info = tarfile.TarInfo("reports/NOT_KEPT.txt")
