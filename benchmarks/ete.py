@@ -38,8 +38,9 @@ Per repeat the load average and CPU clock (`host_load`), and when each configura
 session and with Python's GC off (`profiler_aftereffect`).
 
 Writes OUT/ete.json and OUT/ete.md, OUT.tgz of both, OUT/reports.partNN.tar.xz (every round's report.json of every
-configuration, in parts under `--part-limit-mb`: the next diagnosis needs no GPU) and OUT/traces.tgz (the first round's profiler traces, gzipped,
-smallest first within a size budget). Sizes: small on a CPU (a few minutes on two cores), realistic on a GPU (about
+configuration, in parts under `--part-limit-mb`: the next diagnosis needs no GPU) and OUT/traces.tgz (the first
+round's profiler traces, gzipped, smallest first within a size budget; left out when the parts need its place: a
+device run returns at most 8 files). Sizes: small on a CPU (a few minutes on two cores), realistic on a GPU (about
 6 minutes on an H200). Anchor: Habitat (Yu et al., USENIX ATC 2021) reports 11.8% average error predicting training
 iteration time across GPUs.
 """

@@ -82,10 +82,13 @@ def evaluate(runs=ETE_RUNS, model: str = "calibrated") -> list[dict]:
 
 
 def render(results: list[dict]) -> str:
-    f = lambda s: (f"{s['workloads']}/{s['n_workloads']}, {s['whatifs']}/{s['n_whatifs']} "  # noqa: E731
-                   f"(what-ifs' mean error {sum(abs(x - 1) for x in s['pairs'].values()) / max(len(s['pairs']), 1):.1%})")
+    def f(s: dict) -> str:
+        error = sum(abs(x - 1) for x in s["pairs"].values()) / max(len(s["pairs"]), 1)
+        return f"{s['workloads']}/{s['n_workloads']}, {s['whatifs']}/{s['n_whatifs']} (what-ifs' mean error {error:.1%})"
+
     lines = ["| run left out | before: shipped table | after: table learned without the run | "
-             "not kept: the same table, the kind in any dtype before the family in the op's dtype |", "|---|---|---|---|"]
+             "not kept: the same table, the kind in any dtype before the family in the op's dtype |",
+             "|---|---|---|---|"]
     lines += [f"| {Path(r['run']).name} | {f(r['before'])} | {f(r['after'])} | {f(r['kind_first'])} |"
               for r in results]
     lines += ["", "(workloads within 0.85-1.15, what-ifs within 0.8-1.25; calibrated host model, predicted/true)", "",
