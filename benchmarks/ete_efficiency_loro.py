@@ -84,7 +84,8 @@ def evaluate(runs=ETE_RUNS, model: str = "calibrated") -> list[dict]:
 def render(results: list[dict]) -> str:
     def f(s: dict) -> str:
         error = sum(abs(x - 1) for x in s["pairs"].values()) / max(len(s["pairs"]), 1)
-        return f"{s['workloads']}/{s['n_workloads']}, {s['whatifs']}/{s['n_whatifs']} (what-ifs' mean error {error:.1%})"
+        return (f"{s['workloads']}/{s['n_workloads']}, {s['whatifs']}/{s['n_whatifs']} "
+                f"(what-ifs' mean error {error:.1%})")
 
     lines = ["| run left out | before: shipped table | after: table learned without the run | "
              "not kept: the same table, the kind in any dtype before the family in the op's dtype |",

@@ -6,8 +6,8 @@ today's predictor, with the run's own host costs, against the run's measured tru
 OUT is a directory `ete.py` wrote (ete.json, and reports.tgz or reports.partNN.tar.xz). Prints, per host model,
 each workload's and what-if's predicted/true ratio (the prediction the median over the rounds, as ete.py takes it)
 and the counts within 0.85-1.15 and 0.8-1.25, and, per workload, the report's own unprofiled step time
-(`analyze_model` times the step without the profiler just before profiling it) over the run's true time: how far a measurement of the same
-configuration in the same sitting lands from the truth, a floor under any model's error.
+(`analyze_model` times the step without the profiler just before profiling it) over the run's true time: how far a
+measurement of the same configuration in the same sitting lands from the truth, a floor under any model's error.
 
 Host costs: ete.json's `host_costs_full` when the run saved it (runs after 2026-12-01 15:30 UTC); before that only the
 median dispatch cost was kept, so every op kind gets that median but views and transposes, which get the views
