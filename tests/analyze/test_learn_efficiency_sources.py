@@ -43,3 +43,14 @@ def test_the_saved_runs_fp32_matmuls_are_learned_but_the_run_left_out(learn, tmp
     both = learn.with_shipped_cpu(EfficiencyTable({"GPU X": {"k": Entry(1, 1, 1, 1)}}, ["s"]))
     assert both.entries["GPU X"] == {"k": Entry(1, 1, 1, 1)} and both.entries["cpu"] == shipped_table().entries["cpu"]
     assert "NVIDIA H200" not in both.entries and any(s.startswith("cpu:") for s in both.sources)
+
+
+def test_the_leave_one_run_out_check_compares_against_the_lookup_order_of_before():
+    loro = load_benchmark("ete_efficiency_loro")
+    half = OpRecord(name="aten::addmm", dtype="bfloat16", flops=1.0, bytes=1.0)
+    assert loro.keys_before(half, 2e-6) == ["addmm|1e-06|bfloat16", "addmm|1e-06", "matmul|1e-06|bfloat16",
+                                            "matmul|1e-06", "*|1e-06"]
+    assert loro.keys_kind_first(half, 2e-6)[:3] == ["addmm|1e-06|bfloat16", "addmm|1e-06|16-bit", "addmm|1e-06"]
+    table = EfficiencyTable({"GPU X": {"addmm|1e-06": Entry(0.1, 0.1, 0.1, 1),
+                                       "matmul|1e-06|bfloat16": Entry(0.4, 0.4, 0.4, 9)}})
+    assert loro.lookup_with(loro.keys_before)(table, H200, half, 2e-6).q50 == 0.1
