@@ -37,9 +37,10 @@ Per repeat the load average and CPU clock (`host_load`), and when each configura
 (`--aftereffect-cycles`, about 10 s on the H200) times one host-bound configuration before and right after a profiler
 session and with Python's GC off (`profiler_aftereffect`).
 
-Writes OUT/ete.json and OUT/ete.md, OUT.tgz of both, OUT/reports.tgz (every round's report.json of every
-configuration: the next diagnosis needs no GPU) and OUT/traces.tgz (the first round's profiler traces, gzipped,
-smallest first within a size budget). Sizes: small on a CPU (a few minutes on two cores), realistic on a GPU (about
+Writes OUT/ete.json and OUT/ete.md, OUT.tgz of both, OUT/reports.partNN.tar.xz (every round's report.json of every
+configuration, in parts under `--part-limit-mb`: the next diagnosis needs no GPU) and OUT/traces.tgz (the first
+round's profiler traces, gzipped, smallest first within a size budget; left out when the parts need its place: a
+device run returns at most 8 files). Sizes: small on a CPU (a few minutes on two cores), realistic on a GPU (about
 6 minutes on an H200). Anchor: Habitat (Yu et al., USENIX ATC 2021) reports 11.8% average error predicting training
 iteration time across GPUs.
 """
@@ -75,8 +76,8 @@ from roofline.analyze.whatif import predict_report  # noqa: E402
 from roofline.device import get_ceilings  # noqa: E402
 from roofline.io import atomic_write_text  # noqa: E402
 
-from ete_common import (WHATIF_WITHIN, WITHIN, iqr, median, paired, predicted_change, ratio,  # noqa: E402
-                        slug, within)
+from ete_common import (MAX_OUT_FILES, PART_LIMIT, WHATIF_WITHIN, WITHIN, iqr, median, pack_reports,  # noqa: E402
+                        paired, predicted_change, ratio, slug, within)
 
 # Every host model, and the profiled one whatever its profiler-cost fit (the same as `profiled` when the fit is
 # sound): a run then shows what the fallback rule kept from users.
@@ -272,6 +273,9 @@ def main() -> int:
                              "Python's GC off: does profiling, or GC, move the host's level?")
     parser.add_argument("--trace-budget-mb", type=float, default=14.0,
                         help="gzipped profiler traces of the first round kept in OUT/traces.tgz up to this size")
+    parser.add_argument("--part-limit-mb", type=float, default=PART_LIMIT / 2**20,
+                        help="the reports go in OUT/reports.partNN.tar.xz, each under this size (a device run "
+                             "returns files of at most 16 MiB)")
     args = parser.parse_args()
     device = torch.device(args.device)
     gpu = device.type == "cuda"
@@ -486,7 +490,7 @@ def main() -> int:
               "host_load": host_load, "profiler_aftereffect": aftereffect, "wall_s": time.perf_counter() - began}
     atomic_write_text(out / "ete.json", json.dumps(result, indent=1) + "\n")
     atomic_write_text(out / "ete.md", render_md(result))
-    _pack(staging, out, args.trace_budget_mb * 2**20)
+    _pack(staging, out, args.trace_budget_mb * 2**20, args.part_limit_mb * 2**20)
     print(render_md(result))
     return 0
 
@@ -548,8 +552,13 @@ def profiler_aftereffect(live: Live, device, ceilings, cycles: int, iters: int, 
     for phase in ("before_s", "after_s", "gc_off_s"):
         result[f"median_{phase}"] = median([x for c in result["cycles"] for x in c[phase]])
     # per cycle, against the adjacent phase (the level drifts between cycles), then the median over the cycles
-    result["after_over_before"] = median([ratio(median(c["after_s"]), median(c["before_s"])) for c in result["cycles"]])
-    result["gc_off_over_after"] = median([ratio(median(c["gc_off_s"]), median(c["after_s"])) for c in result["cycles"]])
+    # (pooled medians and the median of per-cycle ratios can disagree in direction when the level moves between
+    # cycles: 2026-12-01 17:35, 10.5 ms before and 9.63 after pooled, x1.19 per cycle; both are kept and shown)
+    for c in result["cycles"]:
+        c["after_over_before"] = ratio(median(c["after_s"]), median(c["before_s"]))
+        c["gc_off_over_after"] = ratio(median(c["gc_off_s"]), median(c["after_s"]))
+    result["after_over_before"] = median([c["after_over_before"] for c in result["cycles"]])
+    result["gc_off_over_after"] = median([c["gc_off_over_after"] for c in result["cycles"]])
     return result
 
 
@@ -641,29 +650,35 @@ def _gzip(path: Path) -> None:
     path.unlink()
 
 
-def _pack(staging: Path, out: Path, trace_budget: float) -> None:
-    """OUT/reports.tgz: every round's report.json; OUT/traces.tgz: the first round's gzipped traces, smallest
-    first, up to ``trace_budget`` bytes (a device run returns a few files of limited size); OUT.tgz: ete.json and
-    ete.md. The staging folder is removed."""
+def _pack(staging: Path, out: Path, trace_budget: float, part_limit: float = PART_LIMIT) -> None:
+    """OUT/reports.partNN.tar.xz: every round's report.json, each part under ``part_limit`` bytes (a device run
+    returns at most 8 files of at most 16 MiB); OUT/traces.tgz: the first round's gzipped traces, smallest first, up
+    to ``trace_budget`` bytes, left out when the reports need its place among OUT's ``MAX_OUT_FILES`` files (ete.json,
+    ete.md, the command's log); OUT.tgz (beside OUT): ete.json and ete.md. The staging folder is removed."""
     import shutil
 
-    with tarfile.open(out / "reports.tgz", "w:gz") as tar:
-        for path in sorted(staging.glob("*.report.json")):
-            tar.add(path, arcname=f"reports/{path.name}")
+    reports = sorted(staging.glob("*.report.json"))
+    slots = MAX_OUT_FILES - 3
+    parts, left = pack_reports(reports, out, part_limit, max_parts=slots)
+    if len(parts) == slots:
+        print(f"reports in {len(parts)} parts: no place left for traces.tgz", file=sys.stderr)
+    if left:
+        print(f"{len(left)} reports over the parts' budget, left out (listed in {parts[-1].name})", file=sys.stderr)
     kept, skipped, total = [], [], 0
     for path in sorted((staging / "traces").glob("*.gz"), key=lambda p: p.stat().st_size):
-        if total + path.stat().st_size <= trace_budget:
+        if total + path.stat().st_size <= min(trace_budget, part_limit):
             kept.append(path)
             total += path.stat().st_size
         else:
             skipped.append(path.name)
-    with tarfile.open(out / "traces.tgz", "w") as tar:
-        for path in kept:
-            tar.add(path, arcname=f"traces/{path.name}")
-        if skipped:
-            note = staging / "traces" / "NOT_KEPT.txt"
-            note.write_text("over the size budget: " + ", ".join(skipped) + "\n")
-            tar.add(note, arcname="traces/NOT_KEPT.txt")
+    if len(parts) < slots:
+        with tarfile.open(out / "traces.tgz", "w") as tar:
+            for path in kept:
+                tar.add(path, arcname=f"traces/{path.name}")
+            if skipped:
+                note = staging / "traces" / "NOT_KEPT.txt"
+                note.write_text("over the size budget: " + ", ".join(skipped) + "\n")
+                tar.add(note, arcname="traces/NOT_KEPT.txt")
     with tarfile.open(str(out) + ".tgz", "w:gz") as tar:
         for name in ("ete.json", "ete.md"):
             tar.add(out / name, arcname=f"{out.name}/{name}")
@@ -852,7 +867,9 @@ def render_md(result: dict) -> str:
                   f"{_ms(after['median_before_s'])} ms before a profiler session, {_ms(after['median_after_s'])} ms "
                   f"right after, {_ms(after['median_gc_off_s'])} ms with Python's GC off (per cycle, median over the "
                   f"cycles: after/before x{after['after_over_before']:.2f}, GC off/after "
-                  f"x{after['gc_off_over_after']:.2f}); "
+                  f"x{after['gc_off_over_after']:.2f}; per cycle, before -> after ms: "
+                  + ", ".join(f"{_ms(median(c['before_s']))} -> {_ms(median(c['after_s']))}" for c in after["cycles"])
+                  + "); "
                   f"{sum(c['gc_collections'] for c in after['cycles'])} collections in the enabled timings.", ""]
     lines += [f"Anchor: {result['anchor']}.", ""]
     return "\n".join(lines)

@@ -1,13 +1,13 @@
-"""Re-predict a saved `benchmarks/ete.py` run without a GPU: every round's report from OUT/reports.tgz through today's
-predictor, with the run's own host costs, against the run's measured true times.
+"""Re-predict a saved `benchmarks/ete.py` run without a GPU: every round's report from OUT's report archives through
+today's predictor, with the run's own host costs, against the run's measured true times.
 
     PYTHONPATH=src python3 benchmarks/ete_offline.py OUT [--models dispatch,profiled,...]
 
-OUT is a directory `ete.py` wrote (ete.json and reports.tgz). Prints, per host model, each workload's and what-if's
-predicted/true ratio (the prediction the median over the rounds, as ete.py takes it) and the counts within
-0.85-1.15 and 0.8-1.25, and, per workload, the report's own unprofiled step time (`analyze_model` times the step
-without the profiler just before profiling it) over the run's true time: how far a measurement of the same
-configuration in the same sitting lands from the truth, a floor under any model's error.
+OUT is a directory `ete.py` wrote (ete.json, and reports.tgz or reports.partNN.tar.xz). Prints, per host model,
+each workload's and what-if's predicted/true ratio (the prediction the median over the rounds, as ete.py takes it)
+and the counts within 0.85-1.15 and 0.8-1.25, and, per workload, the report's own unprofiled step time
+(`analyze_model` times the step without the profiler just before profiling it) over the run's true time: how far a
+measurement of the same configuration in the same sitting lands from the truth, a floor under any model's error.
 
 Host costs: ete.json's `host_costs_full` when the run saved it (runs after 2026-12-01 15:30 UTC); before that only the
 median dispatch cost was kept, so every op kind gets that median but views and transposes, which get the views
@@ -22,7 +22,6 @@ import argparse
 import json
 import statistics
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
@@ -37,8 +36,8 @@ from roofline.analyze.predict import HOST_MODELS, UNCHECKED_HOST_MODEL  # noqa: 
 from roofline.analyze.whatif import predict_report  # noqa: E402
 from roofline.report import HostCosts, Report, Timing  # noqa: E402
 
-from ete_common import (WHATIF_WITHIN, WITHIN, change_of, paired, predicted_change, ratio, slug,  # noqa: E402
-                        within)
+from ete_common import (WHATIF_WITHIN, WITHIN, change_of, extract_reports, paired, predicted_change,  # noqa: E402
+                        ratio, report_archives, slug, within)
 
 # The op kinds analyze/host_costs.py measures a dispatch cost for (``_kind_probes``).
 KINDS = ("add", "mul", "mm", "addmm", "linear", "bmm", "softmax", "layer_norm", "sum", "mean", "view", "transpose",
@@ -75,14 +74,11 @@ def host_costs_of(result: dict) -> HostCosts:
 
 def _reports(out: Path, tmp: Path) -> Path:
     folder = out / "reports"
-    if folder.is_dir():
-        return folder
-    with tarfile.open(out / "reports.tgz") as tar:
-        if hasattr(tarfile, "data_filter"):  # Python 3.12, and 3.11 from 3.11.4
-            tar.extractall(tmp, filter="data")
-        else:
-            tar.extractall(tmp)
-    return tmp / "reports"
+    return folder if folder.is_dir() else extract_reports(out, tmp)
+
+
+def has_reports(out: Path) -> bool:
+    return (out / "ete.json").exists() and ((out / "reports").is_dir() or bool(report_archives(out)))
 
 
 def _rounds(folder: Path, key: str) -> list[Report]:
@@ -119,10 +115,11 @@ def _target_reports(folder: Path, pair: str) -> list[Report]:
     return own or (_rounds(folder, TARGET_TWINS[pair]) if pair in TARGET_TWINS else [])
 
 
-def repredict(out: Path, models: list[str]) -> dict:
+def repredict(out: Path, models: list[str], table=None) -> dict:
+    """``table``: the efficiency table to predict with (default: the shipped one, with the user's over it)."""
     result = json.loads((out / "ete.json").read_text())
     costs = host_costs_of(result)
-    table = load_table()
+    table = table if table is not None else load_table()
     rows, pairs = [], []
     with tempfile.TemporaryDirectory() as tmp:
         folder = _reports(out, Path(tmp))
@@ -227,12 +224,13 @@ def render(res: dict) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", help="a directory benchmarks/ete.py wrote (ete.json, reports.tgz)")
+    parser.add_argument("out", help="a directory benchmarks/ete.py wrote (ete.json, its report archives)")
     parser.add_argument("--models", default=",".join(HOST_MODELS + (UNCHECKED_HOST_MODEL,)))
     args = parser.parse_args()
     out = Path(args.out)
-    if not (out / "ete.json").exists() or not ((out / "reports.tgz").exists() or (out / "reports").is_dir()):
-        print(f"error: {out} has no ete.json with reports.tgz (a directory benchmarks/ete.py wrote)", file=sys.stderr)
+    if not has_reports(out):
+        print(f"error: {out} has no ete.json with its reports (reports.tgz or reports.part*.tar.xz: a directory "
+              "benchmarks/ete.py wrote)", file=sys.stderr)
         return 2
     print(render(repredict(out, [m.strip() for m in args.models.split(",") if m.strip()])))
     return 0

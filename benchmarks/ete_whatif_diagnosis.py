@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from ete_common import change_of  # noqa: E402
-from ete_offline import _reports, _rounds, _target_reports, host_costs_of  # noqa: E402
+from ete_offline import _reports, _rounds, _target_reports, has_reports, host_costs_of  # noqa: E402
 
 from roofline.analyze.efficiency import load_table  # noqa: E402
 from roofline.analyze.whatif import predict_report  # noqa: E402
@@ -108,8 +108,8 @@ def main() -> int:
         return 2
     for arg in sys.argv[1:]:
         out = Path(arg)
-        if not (out / "ete.json").exists() or not (out / "reports.tgz").exists():
-            print(f"error: {out} has no ete.json with reports.tgz (a directory benchmarks/ete.py wrote)",
+        if not has_reports(out):
+            print(f"error: {out} has no ete.json with its reports (a directory benchmarks/ete.py wrote)",
                   file=sys.stderr)
             return 2
         print("\n".join(per_round(out) + after_profiling(out)))

@@ -58,10 +58,21 @@ def test_each_host_model_is_re_predicted_from_every_round_against_the_runs_true_
     assert "calibrated: 1 of 1 workloads within 0.85-1.15" in text
 
 
+def test_a_run_whose_reports_came_back_in_xz_parts_is_re_predicted_the_same(offline, tmp_path):
+    from ete_common import pack_reports
+
+    out = _run(tmp_path, [60, 66, 54])
+    (out / "reports.tgz").unlink()
+    files = sorted((tmp_path / "staging" / "reports").glob("*.json"))
+    parts, left = pack_reports(files, out, limit=len(files[0].read_bytes()) * 1.5)
+    assert len(parts) > 1 and not left
+    assert offline.repredict(out, ["calibrated"])["rows"][0]["calibrated"] == pytest.approx(1.0, rel=1e-3)
+
+
 def test_a_folder_that_is_not_an_ete_run_is_one_line_and_exit_2(offline, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr("sys.argv", ["ete_offline.py", str(tmp_path)])
     assert offline.main() == 2
-    assert "has no ete.json with reports.tgz" in capsys.readouterr().err
+    assert "has no ete.json with its reports" in capsys.readouterr().err
 
 
 def test_a_whatif_is_also_compared_as_a_change_and_with_its_source_timed_in_the_same_repeat(offline, tmp_path):

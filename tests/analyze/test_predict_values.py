@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from roofline.analyze.efficiency import (EfficiencyTable, Entry, _entry, bucket, dram_roofline_time_s, family, keys,
-                                         learn_table, load_table, user_table_path, save_table)
+                                         learn_table, load_table, lookup, user_table_path, save_table)
 from roofline.analyze.predict import _scaled, predict
 from roofline.analyze.project import Change
 from roofline.analyze.whatif import _pair, host_costs_for
@@ -134,6 +134,25 @@ def test_bound_changes_count_calls_and_skip_ops_that_take_no_time():
     assert p.bound_changes == [BoundChange("aten::mm", "", 1, "memory", "compute")]
 
 
+def test_an_fp32_matmul_takes_fp32_matmuls_efficiency_before_any_dtypes_of_its_kind():
+    # issue 21: the H200's table had mm entries only for bf16/fp16, and an fp32 mm took their 0.94 of the roof
+    mm32 = _mm(256, 256, 256)
+    rt = 2e-5
+    table = EfficiencyTable({"GPU X": {"mm|1e-05": Entry(0.9, 0.94, 0.96, 50),
+                                       "matmul|1e-05|float32": Entry(0.3, 0.35, 0.4, 5)},
+                             "cuda": {"mm|1e-05|float32": Entry(0.6, 0.7, 0.8, 9)}})
+    # its dtype first, on the device's name then its class; then any dtype
+    assert lookup(table, GPU, mm32, rt).q50 == 0.35
+    del table.entries["GPU X"]["matmul|1e-05|float32"]
+    assert lookup(table, GPU, mm32, rt).q50 == 0.7
+    del table.entries["cuda"]["mm|1e-05|float32"]
+    assert lookup(table, GPU, mm32, rt).q50 == 0.94
+    # a bf16 mm pools with fp16 ones (the same tensor-core roof) before its family in bf16 and any dtype's mm
+    table.entries["GPU X"].update({"mm|1e-05|16-bit": Entry(0.5, 0.55, 0.6, 3),
+                                   "matmul|1e-05|bfloat16": Entry(0.1, 0.2, 0.3, 3)})
+    assert lookup(table, GPU, OpRecord(name="aten::mm", dtype="bfloat16", flops=1.0, bytes=1.0), rt).q50 == 0.55
+
+
 def test_efficiency_family_bucket_keys_and_roofline_time():
     def op(flops, nbytes, name="aten::add"):
         return OpRecord(name=name, dtype="float32", flops=flops, bytes=nbytes)
@@ -143,8 +162,11 @@ def test_efficiency_family_bucket_keys_and_roofline_time():
     assert family(op(1, 1, "aten::convolution")) == "conv" and family(op(0, 0, "aten::view")) == "view"
     assert [bucket(t) for t in (0.0, 9.9e-7, 1e-6, 2e-5, 0.05, 5.0)] == \
         ["none", "small", "1e-06", "1e-05", "1e-02", "1e-01"]
-    assert keys(op(1, 2), 2e-5) == ["add|1e-05|float32", "add|1e-05", "memory|1e-05|float32", "memory|1e-05",
+    assert keys(op(1, 2), 2e-5) == ["add|1e-05|float32", "memory|1e-05|float32", "add|1e-05", "memory|1e-05",
                                     "*|1e-05"]
+    half = OpRecord(name="aten::add", dtype="bfloat16", flops=1, bytes=2)
+    assert keys(half, 2e-5)[:4] == ["add|1e-05|bfloat16", "add|1e-05|16-bit", "memory|1e-05|bfloat16",
+                                    "memory|1e-05|16-bit"]
     assert keys(op(0, 0, "aten::view"), 0.0)[-1] == "view"
     assert dram_roofline_time_s(op(2.5e13, 3.5e12), GPU) == pytest.approx(3.5)  # bytes bound
     assert dram_roofline_time_s(op(3.5e13, 2.5e12), GPU) == pytest.approx(3.5)  # FLOPs bound

@@ -50,8 +50,8 @@ class Entry(Struct, array_like=True):
 
 
 class EfficiencyTable(Struct):
-    """``entries[device][key]``: key is ``kind|bucket|dtype``, ``kind|bucket``, ``family|bucket|dtype``,
-    ``family|bucket``, ``*|bucket`` or (views, unmodelled ops) ``family``.
+    """``entries[device][key]``: key is ``kind|bucket|dtype``, ``kind|bucket|16-bit`` (``SHARED_ROOF``), the same
+    two of the op's family, ``kind|bucket``, ``family|bucket``, ``*|bucket`` or (views, unmodelled ops) ``family``.
     ``device`` is a device name, or ``cuda``/``cpu`` for the pooled class."""
 
     entries: dict[str, dict[str, Entry]] = field(default_factory=dict)
@@ -107,12 +107,26 @@ def keeps_time(key_bucket: str) -> bool:
     return key_bucket in (NO_WORK, SMALL)
 
 
+# Dtypes that share a roof (the tensor cores' 16-bit peak): their kernels' efficiencies pool before any other
+# dtype's, whose roof differs (an fp32 matmul's efficiency against the fp32 roof says nothing of a bf16 one's).
+SHARED_ROOF = {"bfloat16": "16-bit", "float16": "16-bit"}
+
+
 def keys(op: OpRecord, rt: float) -> list[str]:
-    """Lookup keys, most specific first."""
+    """Lookup keys, most specific first: the op's dtype's, then its roof-sharing class's (``SHARED_ROOF``), for its
+    kind then its family; then any dtype's, for its kind then its family; then ``*|bucket``."""
     b = bucket(rt) if op.modeled else NO_WORK
     kind, fam = op_kind(op.name), family(op)
-    out = [f"{kind}|{b}|{op.dtype}", f"{kind}|{b}", f"{fam}|{b}|{op.dtype}", f"{fam}|{b}", f"*|{b}"]
+    shared = SHARED_ROOF.get(op.dtype)
+    typed = [k for name in (kind, fam) for k in (f"{name}|{b}|{op.dtype}", f"{name}|{b}|{shared}" if shared else "")
+             if k]
+    out = typed + [f"{kind}|{b}", f"{fam}|{b}", f"*|{b}"]
     return out + [fam] if fam in ("view", "unmodeled") else out
+
+
+def is_typed(key: str) -> bool:
+    """Whether a key holds one dtype's (or one roof-sharing class's) entries."""
+    return key.count("|") == 2
 
 
 def learn_table(reports: Iterable[tuple[str, Report]], method: str = "") -> EfficiencyTable:
@@ -150,15 +164,20 @@ def _entry(values: list[float]) -> Entry:
 
 
 def lookup(table: EfficiencyTable, ceilings: Ceilings, op: OpRecord, rt: float) -> Entry | None:
-    """The most specific entry for this op on this device (its name, else its class), None when none fits."""
-    for dev in (ceilings.device_name, device_class(ceilings)):
-        by_key = table.entries.get(dev)
-        if not by_key:
-            continue
-        for key in keys(op, rt):
-            entry = by_key.get(key)
-            if entry is not None:
-                return entry
+    """The most specific entry for this op, None when none fits. Order: its dtype's entries (``keys``' typed ones:
+    kind, then family) on its device's name, then on its class (``cuda``/``cpu``); then any dtype's (kind, family,
+    every kind) on the same two. An fp32 matmul on the H200 never takes bf16 kernels' efficiency against a roof
+    15x higher while any fp32 matmul of its size was measured (issue 21: HF Llama fp32 seq 512 -> 2048 projected at
+    0.77-0.80 of its time on bf16's 0.94 of the roof; benchmarks/results/h200/ete/offline_fp32_efficiency/)."""
+    devices = [by_key for by_key in (table.entries.get(ceilings.device_name),
+                                     table.entries.get(device_class(ceilings))) if by_key]
+    ordered = keys(op, rt)
+    for tier in ([k for k in ordered if is_typed(k)], [k for k in ordered if not is_typed(k)]):
+        for by_key in devices:
+            for key in tier:
+                entry = by_key.get(key)
+                if entry is not None:
+                    return entry
     return None
 
 
