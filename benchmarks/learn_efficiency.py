@@ -31,7 +31,7 @@ GPU_GLOBS = ("benchmarks/results/h200/**/report.json*", "benchmarks/results/ddp_
              "docs/lab/h200/**/report.json*")
 # The saved benchmarks/ete.py runs on the H200 whose report archives are committed.
 ETE_RUNS = ("benchmarks/results/h200/ete/rounds", "benchmarks/results/h200/ete/calibrated",
-            "benchmarks/results/h200/ete/calibrated_one_round")
+            "benchmarks/results/h200/ete/calibrated_one_round", "benchmarks/results/h200/ete/fp32_efficiency")
 # (workload, batch, seq, training, dtype)
 CPU_RUNS = (("matmul", 1, 256, False, "float32"), ("matmul", 1, 512, False, "float32"),
             ("matmul", 1, 1024, False, "float32"), ("layernorm", 1, 512, False, "float32"),
