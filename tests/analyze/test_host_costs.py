@@ -134,13 +134,17 @@ def test_host_costs_measured_for_real_have_every_figure(tmp_path, monkeypatch):
 
 @pytest.mark.cuda
 def test_on_a_gpu_the_references_count_runtime_calls_and_device_time(tmp_path, monkeypatch):
-    """The views chain launches nothing, the add one kernel; each launching reference has device time."""
+    """The views chain launches nothing, the add one kernel; each launching reference has device time. Each profiled
+    loop also holds runtime calls that are no op's (its closing synchronize, the profiler's own at start-up), spread
+    over the loop's calls: a third of a call each in these 9-call loops on the H200, so the views count is below one
+    and the add's exceeds the views' by the one launch."""
     monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(hc, "CALLS", 20)
     monkeypatch.setattr(hc, "PASSES", 3)
     monkeypatch.setattr(hc, "PROFILED_CALLS", 8)
     monkeypatch.setattr(hc, "PROFILED_PASSES", 2)
     refs = hc.get_host_costs("cuda").profiler_references
-    assert refs["views"][3] == 0 and refs["views"][5] == 0 and refs["views"][4] == 6.0
-    assert refs["tiny add"][3] == pytest.approx(1.0, abs=0.2) and refs["tiny add"][5] > 0
+    views, add = refs["views"], refs["tiny add"]
+    assert views[3] < 0.5 and views[5] == 0 and views[4] == 6.0
+    assert add[3] - views[3] == pytest.approx(1.0, abs=0.2) and add[5] > 0
     assert all(r[5] > 0 for name, r in refs.items() if name != "views")
