@@ -249,17 +249,38 @@ def test_the_calibrated_model_scales_the_profilers_cost_so_the_unchanged_step_re
     assert p.host_time_s == pytest.approx(50 * US, rel=1e-3)
 
 
-def test_a_device_bound_step_bounds_the_host_only_so_the_dispatch_costs_run_where_they_give_less():
+def test_a_device_bound_step_keeps_the_factor_its_measured_step_leaves_not_the_dispatch_costs():
     ops = [_op("aten::mul", 100, 30, 10, 2, 4)]  # 28 us of host, 100 us of device: 128 us replayed
     report = Report(ceilings=GPU, ops=ops, step_time=_timing(300 * US))
     p = predict(report, table=EfficiencyTable(), host_costs=_fitted(), host_model="calibrated")
-    # factor 1 kept (a device-bound replay below its measured step is the device's miss), then mul's 5 us dispatch
-    assert p.host_time_s == pytest.approx(5 * US) and any("times 1.00" in n for n in p.notes)
-    assert "host model dispatch, the calibrated one not usable (the unchanged step is device-bound" in p.method
-    # the dispatch model's 20 + 10 us of Python per op is more than the 28 us calibrated: those stay
-    p = predict(report, table=EfficiencyTable(), host_costs=_fitted(dispatch_s={"mul": 20e-6}, python_per_op_s=10e-6),
-                host_model="calibrated")
-    assert p.host_time_s == pytest.approx(28 * US) and "host model calibrated" in p.method
+    # measured above the replay: a device-bound step's miss is the device's, factor 1 kept; mul's 5 us dispatch
+    # (less) is not taken
+    assert p.host_time_s == pytest.approx(28 * US) and p.step_time_s == pytest.approx(128 * US)
+    assert "host model calibrated" in p.method and "only bounds the host from above" in p.method
+    assert any("device-bound" in n and "factor is 1.00" in n for n in p.notes)
+    # measured below the replay: the bound moves the factor, 40 - 12 f + 100 = 120 at f = 5/3, a host of 20 us
+    report.step_time = _timing(120 * US)
+    p = predict(report, table=EfficiencyTable(), host_costs=_fitted(), host_model="calibrated")
+    assert p.host_time_s == pytest.approx(20 * US, rel=1e-3) and p.step_time_s == pytest.approx(120 * US, rel=1e-3)
+    assert any("factor is 1.67" in n for n in p.notes) and "host model calibrated" in p.method
+
+
+def test_a_what_if_from_a_device_bound_step_that_turns_host_bound_keeps_the_calibrated_host():
+    from roofline.analyze.project import Change
+
+    # 25M-element fp32 mul: 300 us of device at 1e12 B/s; host 210 us profiled less 12 us fitted: 198 + 300 = 498 us,
+    # within the tolerance of the 500 measured (factor 1)
+    big = OpRecord(name="aten::mul", dtype="float32", flops=25e6, bytes=3e8, time_s=300 * US, cpu_time_s=200 * US,
+                   host_gap_s=10 * US, profiled_events=2, runtime_calls=4, profiled_top_level=1, start_s=0.0,
+                   input_shapes=[[5000, 5000], [5000, 5000]], input_dtypes=["float32"] * 2,
+                   output_shapes=[[5000, 5000]], output_dtypes=["float32"])
+    report = Report(ceilings=GPU, ops=[big], step_time=_timing(500 * US))
+    half = predict(report, table=EfficiencyTable(), host_costs=_fitted(), host_model="calibrated",
+                   change=Change(dtype=("float32", "bfloat16")))
+    # bfloat16: 150 us of device under the 198 us of host calibrated on the source, not mul's 5 us dispatch cost
+    # (the rule until 2026-12-01, which gave 155 us)
+    assert half.bound == "host" and half.host_time_s == pytest.approx(198 * US, rel=1e-3)
+    assert half.step_time_s == pytest.approx(348 * US, rel=1e-3) and "host model calibrated" in half.method
 
 
 def test_the_calibrated_model_without_a_measured_step_is_the_profiled_one_its_fit_checked():

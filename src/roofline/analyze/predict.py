@@ -58,7 +58,12 @@ CALIBRATION_STEPS = 40
 UNCHECKED_HOST_MODEL = "profiled-unchecked"
 # The default: the calibrated host model (the profiled one when the report has no step measured without the
 # profiler, which itself falls back to the dispatch model, saying why, when its fit is not sound or the report lacks
-# the counts; the dispatch model where the unchanged step is device-bound and the dispatch costs give less host time).
+# the counts). Where the unchanged step is device-bound its measured time only bounds the host from above: the factor
+# stays where that bound leaves it (1, or more where the replay at 1 is above the measured step). The dispatch model's
+# host, taken there when lower until 2026-12-01, under-predicted what-ifs that turn host-bound (MLP fp32 -> bf16 at
+# 0.53-0.76 of measured in all five saved H200 runs; 0.59-1.44 with the factor kept, 2 of 5 within 25%); re-predicted
+# offline over those five runs, keeping the factor had 22 of 30 what-ifs within 25% against 20 and 52 of 60 workloads
+# within 15% against 50, no run worse on either (benchmarks/results/h200/ete/offline_device_bound_host/).
 # On the H200 the host's speed moved by up to 2x within seconds (2026-12-01): the profiled model's reference-loop
 # fit, measured minutes before, over-predicted the host-bound workloads by 14-51% in one run and under-predicted them
 # by 14-29% in another; re-predicted offline, the calibrated model had 10 of 12 workloads within 15% and 5 of 6
@@ -115,15 +120,9 @@ def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | N
         notes.append(how)
         if not serial and identity_host < identity_device:
             host_bounded_only = True
-            dispatch_host = _dispatch_host_total(identity, host_costs, serial)
-            if dispatch_host < identity_host:
-                replayed = False
-                fallback = ("the unchanged step is device-bound: its measured time only bounds the host from above, "
-                            "and the dispatch costs give less")
-                notes.append(f"calibrated host model: the unchanged step is device-bound, so its measured time only "
-                             f"bounds the host from above ({identity_host * 1e3:.3g} ms once calibrated); the "
-                             f"dispatch costs, measured without the profiler, give less ({dispatch_host * 1e3:.3g} ms) "
-                             "and are used")
+            notes.append(f"calibrated host model: the unchanged step is device-bound, so its measured time only "
+                         f"bounds the host from above: the factor is {scale:.2f}, as far as that bound moved it, and "
+                         f"the host {identity_host * 1e3:.3g} ms")
     if replayed:
         _add_profiled_host(timed, host_costs, serial, scale)
         notes.append("host time per op: its host span and the Python gap before it in the profiled step, less "
@@ -282,7 +281,7 @@ def _calibrated_scale(identity: list[_Timed], costs: HostCosts, serial: bool,
     """The factor on the profiler's cost per op whose replay of the unchanged step (``identity``: each op's measured
     device time) gives the step time ``report`` measured without the profiler, a note saying how it was set, and the
     replay's host and device busy time at that factor (a device-bound replay: the measured step bounds the host only
-    from above, and ``predict`` then takes the dispatch model's host if it is less).
+    from above, and ``predict`` says so; the factor is still used).
 
     Why: the reference loops' fit gives the profiler's cost per event in the minute host_costs.py ran, and on the
     H200 (2026-12-01) the host's own speed moved by up to 2x within seconds, the profiler's added time per event on
@@ -321,12 +320,6 @@ def _calibrated_scale(identity: list[_Timed], costs: HostCosts, serial: bool,
 def _without_host(timed: list[_Timed]) -> list[_Timed]:
     """Copies of ``timed`` with no host time yet, for a trial replay that must leave the originals as they are."""
     return [replace(t, host_s=0.0) for t in timed]
-
-
-def _dispatch_host_total(identity: list[_Timed], costs: HostCosts, serial: bool) -> float:
-    trial = _without_host(identity)
-    _add_host(trial, costs, serial, [])
-    return sum(t.host_s for t in trial)
 
 
 def _bisect(f, lo: float, hi: float) -> float:
@@ -449,7 +442,9 @@ def _method(serial: bool, costs: HostCosts | None, replayed: bool = False, host_
     host = f"host costs measured on {costs.device_name or costs.device}" if costs else "no host costs"
     if replayed and host_model == "calibrated":
         host = ("host model calibrated: host time from the profiled step less the profiler's cost, its fitted cost "
-                f"scaled so that the unchanged step replays at the step time measured without the profiler ({host})")
+                "scaled so that the unchanged step replays at the step time measured without the profiler (where the "
+                "unchanged step is device-bound that time only bounds the host from above: the fitted cost is scaled "
+                f"only as far as that bound requires, factor 1 if it does not) ({host})")
     elif replayed:
         checked = "whose fit is sound" if host_model == "profiled" else "its fit not checked"
         host = f"host model profiled: host time from the profiled step less the profiler's cost, {checked} ({host})"
