@@ -52,6 +52,7 @@ def _run(args: argparse.Namespace) -> int:
     from roofline.analyze.trace_file import analyze_trace_file
     from roofline.doctor import diagnose
     from roofline.forked import meanwhile
+    from roofline.quickexit import keep_until_exit
     from roofline.render.outputs import (html_parts_meanwhile, in_background, is_big, prepare, report_renderers,
                                          write_outputs)
 
@@ -90,6 +91,7 @@ def _run(args: argparse.Namespace) -> int:
         if raw is None:
             problems.append("trace.json.gz not written: the trace is cut short (open the original in Perfetto)")
     print_report_summary(report, args, written, problems)
+    keep_until_exit(report)
     return 0
 
 
