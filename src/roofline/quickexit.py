@@ -6,9 +6,11 @@ teardown another ~0.07 s (2026-12-01, this project's 2-core machine): a quarter 
 takes back at once anyway. mypy ends the same way (``os._exit``) for the same reason.
 
 Only the console entry point arms it (``roofline.cli.run``); for anyone calling ``main()`` (tests, the API)
-``keep_until_exit`` keeps nothing and nothing exits early. ``exit_now`` flushes stdout and stderr and runs the
+``keep_until_exit`` keeps nothing and nothing exits early. ``finish`` ends early only after a command that kept
+something (so asked for it) and with no other thread (whose end a normal exit would wait for); it runs the
 ``atexit`` handlers (multiprocessing's, which joins any child still running; tempfile's and weakref finalizers;
-logging's flush) before ``os._exit``, so nothing a normal exit would do is lost but the freeing.
+logging's flush) and flushes stdout and stderr before ``os._exit``, so nothing a normal exit would do is lost but
+the freeing.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+import threading
 from typing import Any
 
 _kept: list[Any] | None = None
@@ -28,10 +31,22 @@ def arm() -> None:
         _kept = []
 
 
+def armed() -> bool:
+    """The process ends with ``exit_now`` once the command returns."""
+    return _kept is not None
+
+
 def keep_until_exit(obj: Any) -> None:
     """Hold ``obj`` until the process ends, so returning from its builder frees nothing (only when armed)."""
     if _kept is not None:
         _kept.append(obj)
+
+
+def finish(code: int) -> None:
+    """End the process with ``code``: early (``exit_now``) after a command that kept its result, else ``sys.exit``."""
+    if _kept and threading.active_count() == 1:
+        exit_now(code)
+    sys.exit(code)
 
 
 def exit_now(code: int) -> None:

@@ -52,18 +52,27 @@ def test_exit_now_runs_atexit_handlers_and_flushes_a_pipe(tmp_path):
     code = ("import atexit, sys\n"
             "from roofline import quickexit\n"
             "quickexit.arm()\n"
+            "quickexit.keep_until_exit([1])\n"
             "atexit.register(lambda: print('atexit ran'))\n"
             "sys.stdout.write('x' * 100000)\n"
-            "quickexit.exit_now(3)")
+            "quickexit.finish(3)")
     done = _roofline(code=code, cache=tmp_path / "cache")
     assert done.returncode == 3
     assert done.stdout == "x" * 100000 + "atexit ran\n"
 
 
-def test_main_callers_keep_nothing():
+def test_main_callers_keep_nothing_and_get_the_collector_back(tmp_path):
+    import gc
+
+    import pytest
+
     from roofline import quickexit
     from roofline.cli import main
 
-    assert main(["trace", "/nonexistent.json"]) == 2
+    if not FIXTURE.exists():
+        pytest.skip("the shared H200 fixtures are not here")
+    assert gc.isenabled()
+    assert main(["trace", str(FIXTURE), "-o", str(tmp_path / "out"), "--no-html"]) == 0
+    assert gc.isenabled() and not quickexit.armed()
     quickexit.keep_until_exit(object())
     assert quickexit._kept is None

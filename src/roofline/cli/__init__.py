@@ -101,4 +101,4 @@ def run() -> None:
     """The console entry point: a command that built a big report ends without freeing it (roofline.quickexit)."""
     quickexit.arm()
     code = main()
-    quickexit.exit_now(code)
+    quickexit.finish(code)

@@ -6,6 +6,7 @@ import argparse
 
 from roofline.cli.common import (add_ceilings_option, add_fanout_options, add_findings_option, add_output_option,
                                  fanout_jobs, non_negative_int, print_report_summary)
+from roofline import quickexit
 from roofline.gcpause import cyclic_gc_paused
 
 
@@ -44,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    with cyclic_gc_paused():
+    with cyclic_gc_paused(resume=not quickexit.armed()):
         return _run(args)
 
 
@@ -52,7 +53,6 @@ def _run(args: argparse.Namespace) -> int:
     from roofline.analyze.trace_file import analyze_trace_file
     from roofline.doctor import diagnose
     from roofline.forked import meanwhile
-    from roofline.quickexit import keep_until_exit
     from roofline.render.outputs import (html_parts_meanwhile, in_background, is_big, prepare, report_renderers,
                                          write_outputs)
 
@@ -91,7 +91,7 @@ def _run(args: argparse.Namespace) -> int:
         if raw is None:
             problems.append("trace.json.gz not written: the trace is cut short (open the original in Perfetto)")
     print_report_summary(report, args, written, problems)
-    keep_until_exit(report)
+    quickexit.keep_until_exit(report)
     return 0
 
 
