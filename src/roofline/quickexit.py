@@ -1,9 +1,11 @@
-"""End a one-shot command without freeing what it built: ``keep_until_exit(obj)`` and ``exit_now(code)``.
+"""End a one-shot command without freeing what it built: ``keep_until_exit(obj)``, then ``finish(code)``.
 
-After `roofline trace` on the 307 MB, 1.05 M-event trace (127,620 ops) has written its files and printed its
-summary, freeing the report's object graph when the command returns took 0.14-0.18 s and the interpreter's own
-teardown another ~0.07 s (2026-12-01, this project's 2-core machine): a quarter of a second spent on memory the OS
-takes back at once anyway. mypy ends the same way (``os._exit``) for the same reason.
+After `roofline trace` on the 307 MB, 1.05 M-event trace (127,620 ops; issue 23) has written its files and printed
+its summary, the process took 0.19 s more to end (0.186-0.288 over 4 runs, 2026-12-01, this project's 2-core
+machine): mostly the cycle collector, re-enabled when the command returned, collecting every object of the run
+(see roofline/gcpause.py ``resume``), then freeing the report and tearing down the interpreter, all for memory the
+OS takes back at once anyway. Keeping the report, the collector off, and ``os._exit``: 0.04 s (0.040-0.047; the
+kernel unmapping ~400 MB). mypy ends the same way (``os._exit``) for the same reason.
 
 Only the console entry point arms it (``roofline.cli.run``); for anyone calling ``main()`` (tests, the API)
 ``keep_until_exit`` keeps nothing and nothing exits early. ``finish`` ends early only after a command that kept
@@ -25,14 +27,14 @@ _kept: list[Any] | None = None
 
 
 def arm() -> None:
-    """From now on ``keep_until_exit`` keeps: the process will end with ``exit_now``."""
+    """From now on ``keep_until_exit`` keeps: the process ends with ``finish``."""
     global _kept
     if _kept is None:
         _kept = []
 
 
 def armed() -> bool:
-    """The process ends with ``exit_now`` once the command returns."""
+    """The process ends with ``finish`` once the command returns."""
     return _kept is not None
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from roofline import quickexit
 from roofline.cli.common import (add_ceilings_option, add_fanout_options, add_findings_option, add_output_option,
                                  fanout_jobs, non_negative_int, print_report_summary)
-from roofline import quickexit
 from roofline.gcpause import cyclic_gc_paused
 
 
