@@ -24,3 +24,17 @@ def test_a_nested_pause_leaves_the_outer_one_in_force():
             pass
         assert not gc.isenabled()
     assert gc.isenabled()
+
+
+def test_resume_false_leaves_it_off_after_a_normal_exit_but_not_after_a_raise():
+    try:
+        with cyclic_gc_paused(resume=False):
+            pass
+        assert not gc.isenabled()
+        gc.enable()
+        with pytest.raises(ValueError):
+            with cyclic_gc_paused(resume=False):
+                raise ValueError("boom")
+        assert gc.isenabled()
+    finally:
+        gc.enable()

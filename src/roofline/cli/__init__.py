@@ -13,6 +13,7 @@ import pkgutil
 import sys
 import warnings
 
+from roofline import quickexit
 from roofline.errors import RooflineError
 
 _NOT_COMMANDS = {"common", "targets"}
@@ -97,4 +98,7 @@ def quiet_third_party() -> None:
 
 
 def run() -> None:
-    sys.exit(main())
+    """The console entry point: a command that built a big report ends without freeing it (roofline.quickexit)."""
+    quickexit.arm()
+    code = main()
+    quickexit.finish(code)

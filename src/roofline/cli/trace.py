@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from roofline import quickexit
 from roofline.cli.common import (add_ceilings_option, add_fanout_options, add_findings_option, add_output_option,
                                  fanout_jobs, non_negative_int, print_report_summary)
 from roofline.gcpause import cyclic_gc_paused
@@ -44,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    with cyclic_gc_paused():
+    with cyclic_gc_paused(resume=not quickexit.armed()):
         return _run(args)
 
 
@@ -90,6 +91,7 @@ def _run(args: argparse.Namespace) -> int:
         if raw is None:
             problems.append("trace.json.gz not written: the trace is cut short (open the original in Perfetto)")
     print_report_summary(report, args, written, problems)
+    quickexit.keep_until_exit(report)
     return 0
 
 

@@ -1,0 +1,78 @@
+"""The console entry point ends a command without freeing its report (roofline.quickexit): every file is still
+written, stdout is complete through a pipe, and error and interrupt paths keep their exit codes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+FIXTURE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "h200-traces" / "bad_syncs_fwd_fp32.json.gz"
+
+
+def _roofline(*argv: str, code: str = "import runpy; runpy.run_module('roofline', run_name='__main__')",
+              cache: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(SRC), "ROOFLINE_CACHE_DIR": str(cache)}
+    return subprocess.run([sys.executable, "-c", code, *argv], env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_trace_writes_every_file_and_the_whole_summary_through_a_pipe(tmp_path):
+    import pytest
+
+    if not FIXTURE.exists():
+        pytest.skip("the shared H200 fixtures are not here")
+    out = tmp_path / "out"
+    done = _roofline("trace", str(FIXTURE), "-o", str(out), cache=tmp_path / "cache")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.json", "roofline.png", "trace.json.gz"]
+    # the summary's last line names the output directory: nothing buffered was lost at the early exit
+    assert done.stdout.endswith("\n")
+    assert " ".join(done.stdout.split()).endswith(f"wrote {out}/report.json, {out}/roofline.png, "
+                                                  f"{out}/trace.json.gz, {out}/report.html"), done.stdout[-500:]
+
+
+def test_bad_input_still_exits_2_with_one_line(tmp_path):
+    done = _roofline("trace", str(tmp_path / "missing.json"), "-o", str(tmp_path / "out"), cache=tmp_path / "cache")
+    assert done.returncode == 2
+    assert done.stderr.startswith("roofline: error:") and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_interrupt_still_exits_130(tmp_path):
+    code = ("import roofline.cli as cli\n"
+            "def interrupted(): raise KeyboardInterrupt\n"
+            "cli.quiet_third_party = interrupted\n"
+            "cli.run()")
+    done = _roofline("trace", "whatever.json", code=code, cache=tmp_path / "cache")
+    assert done.returncode == 130 and done.stderr == "roofline: interrupted\n"
+
+
+def test_exit_now_runs_atexit_handlers_and_flushes_a_pipe(tmp_path):
+    code = ("import atexit, sys\n"
+            "from roofline import quickexit\n"
+            "quickexit.arm()\n"
+            "quickexit.keep_until_exit([1])\n"
+            "atexit.register(lambda: print('atexit ran'))\n"
+            "sys.stdout.write('x' * 100000)\n"
+            "quickexit.finish(3)")
+    done = _roofline(code=code, cache=tmp_path / "cache")
+    assert done.returncode == 3
+    assert done.stdout == "x" * 100000 + "atexit ran\n"
+
+
+def test_main_callers_keep_nothing_and_get_the_collector_back(tmp_path):
+    import gc
+
+    import pytest
+
+    from roofline import quickexit
+    from roofline.cli import main
+
+    if not FIXTURE.exists():
+        pytest.skip("the shared H200 fixtures are not here")
+    assert gc.isenabled()
+    assert main(["trace", str(FIXTURE), "-o", str(tmp_path / "out"), "--no-html"]) == 0
+    assert gc.isenabled() and not quickexit.armed()
+    quickexit.keep_until_exit(object())
+    assert quickexit._kept is None
