@@ -27,9 +27,11 @@ AUGMENT_LIMIT_BYTES = 192 * 2**20
 # (ticks, text, the PNG encoder), need nothing the rest of the command does.
 BACKGROUND_PNG_MIN_OPS = 20_000
 
-# The PNG's child runs at a lower priority: nothing waits on it until the last file, while the doctor's child and
-# this process are on the critical path (1 M-event trace, two cores, four alternating rounds: 7.6 s against 8.0 s).
-PNG_CHILD_NICENESS = 10
+# The PNG's child's priority. At 10 it yielded to the doctor's child and this process while the doctor's rules were
+# the critical path (1 M-event trace, two cores, four rounds: 7.6 s against 8.0 s at 0). Since the rules share one op
+# table the PNG is the last thing waited for, and at 0 the command is faster again: 5.98 against 6.06 s and 6.14
+# against 6.35 s (medians of 5 and 6 alternating rounds, 8 of 11 pairs faster; benchmarks/results/big_trace_png_niceness.txt).
+PNG_CHILD_NICENESS = 0
 
 
 # deflate never compresses better than about 1032:1: a larger recorded size is not a gzip trailer (a cut file)
