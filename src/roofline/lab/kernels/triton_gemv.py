@@ -73,16 +73,11 @@ def _load_x(X, GAMMA, ks, K, inv, NORM: tl.constexpr, EVEN_K: tl.constexpr, dt: 
 
 
 @triton.jit
-def _prefetched(W, X, GAMMA, w_rows, k_start, K, N, eps, dt: tl.constexpr, HALVES: tl.constexpr, NORM: tl.constexpr,
-                EVEN_K: tl.constexpr, NORM_BLOCK: tl.constexpr, PDL: tl.constexpr, BLOCK_N: tl.constexpr,
-                BLOCK_K: tl.constexpr, K_PER_SPLIT: tl.constexpr, PREFETCH: tl.constexpr, EARLY_LAUNCH: tl.constexpr,
-                EVICT_FIRST: tl.constexpr):
-    """The row block's sums when its first PREFETCH tiles (one load PREFETCH * BLOCK_K wide) are read before the
-    wait for the previous kernel: the weights do not depend on it, only x does, so with PREFETCH * BLOCK_K >=
-    K_PER_SPLIT a program holds its whole share of the weights in registers before that kernel has finished.
-    The rest of the row (if any) is read after the wait, BLOCK_K at a time. Each part's products are summed at once
-    (fp32), in K order; the sums are not bit for bit the one-tile kernel's (another order of the fp32 adds)."""
-    ks = k_start + tl.arange(0, PREFETCH * BLOCK_K)
+def _first_tiles(W, X, GAMMA, w_rows, ks, K, N, eps, dt: tl.constexpr, HALVES: tl.constexpr, NORM: tl.constexpr,
+                 EVEN_K: tl.constexpr, NORM_BLOCK: tl.constexpr, PDL: tl.constexpr, EARLY_LAUNCH: tl.constexpr,
+                 EVICT_FIRST: tl.constexpr):
+    """(w, w2, inv, x) at the columns ``ks``: the weights (both halves' rows) loaded before the wait for the previous
+    kernel, whose output x is, then RMSNorm's 1/rms and x itself (normed) after it."""
     w = _load_w(W, w_rows, ks, K, 0, EVEN_K, EVICT_FIRST)
     w2 = w
     if HALVES == 2:
@@ -95,6 +90,22 @@ def _prefetched(W, X, GAMMA, w_rows, k_start, K, N, eps, dt: tl.constexpr, HALVE
     if NORM:
         inv = _rms_inv(X, K, eps, NORM_BLOCK, dt)
     x = _load_x(X, GAMMA, ks, K, inv, NORM, EVEN_K, dt)
+    return w, w2, inv, x
+
+
+@triton.jit
+def _prefetched(W, X, GAMMA, w_rows, k_start, K, N, eps, dt: tl.constexpr, HALVES: tl.constexpr, NORM: tl.constexpr,
+                EVEN_K: tl.constexpr, NORM_BLOCK: tl.constexpr, PDL: tl.constexpr, BLOCK_N: tl.constexpr,
+                BLOCK_K: tl.constexpr, K_PER_SPLIT: tl.constexpr, PREFETCH: tl.constexpr, EARLY_LAUNCH: tl.constexpr,
+                EVICT_FIRST: tl.constexpr):
+    """The row block's sums when its first PREFETCH tiles (one load PREFETCH * BLOCK_K wide) are read before the
+    wait for the previous kernel: the weights do not depend on it, only x does, so with PREFETCH * BLOCK_K >=
+    K_PER_SPLIT a program holds its whole share of the weights in registers before that kernel has finished.
+    The rest of the row (if any) is read after the wait, BLOCK_K at a time. Each part's products are summed at once
+    (fp32), in K order; the sums are not bit for bit the one-tile kernel's (another order of the fp32 adds)."""
+    ks = k_start + tl.arange(0, PREFETCH * BLOCK_K)
+    w, w2, inv, x = _first_tiles(W, X, GAMMA, w_rows, ks, K, N, eps, dt, HALVES, NORM, EVEN_K, NORM_BLOCK, PDL,
+                                 EARLY_LAUNCH, EVICT_FIRST)
     y = tl.sum(w.to(tl.float32) * x[None, :], axis=1)
     y2 = y
     if HALVES == 2:
@@ -145,18 +156,8 @@ def gemv_kernel(W, X, OUT, RES, GAMMA, PARTIAL, COUNTERS, SCALE, N, K, eps,
         # The first tile of weights is loaded before anything the previous kernel writes is read: under
         # programmatic dependent launch these loads overlap that kernel's tail.
         ks = k_start + tl.arange(0, BLOCK_K)
-        w = _load_w(W, w_rows, ks, K, 0, EVEN_K, EVICT_FIRST)
-        w2 = w
-        if HALVES == 2:
-            w2 = _load_w(W, w_rows, ks, K, N, EVEN_K, EVICT_FIRST)
-        if PDL:
-            gdc_wait()
-            if not EARLY_LAUNCH:
-                gdc_launch_dependents()
-        inv = 1.0
-        if NORM:
-            inv = _rms_inv(X, K, eps, NORM_BLOCK, dt)
-        x = _load_x(X, GAMMA, ks, K, inv, NORM, EVEN_K, dt)
+        w, w2, inv, x = _first_tiles(W, X, GAMMA, w_rows, ks, K, N, eps, dt, HALVES, NORM, EVEN_K, NORM_BLOCK, PDL,
+                                     EARLY_LAUNCH, EVICT_FIRST)
         # REDUCE_EACH: sum each tile's products at once (a [BLOCK_N] accumulator; registers free for more loads in
         # flight) instead of keeping a [BLOCK_N, BLOCK_K] accumulator and summing once at the end.
         if REDUCE_EACH:
