@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -76,6 +77,7 @@ from roofline.analyze.whatif import predict_report  # noqa: E402
 from roofline.device import get_ceilings  # noqa: E402
 from roofline.io import atomic_write_text  # noqa: E402
 
+from host_stability import pin_cpus  # noqa: E402
 from ete_common import (MAX_OUT_FILES, PART_LIMIT, WHATIF_WITHIN, WITHIN, iqr, median, pack_reports,  # noqa: E402
                         paired, predicted_change, ratio, slug, within)
 
@@ -260,6 +262,10 @@ def main() -> int:
                         help="CPU intra-op threads (default 1 on a CPU: a shared machine's other load then costs a "
                              "step a core, not a stalled thread pool; GPU runs leave torch's default)")
     parser.add_argument("--only", default="", help="comma-separated substrings of workload names to run")
+    parser.add_argument("--pin", choices=("free", "node", "core"), default="free",
+                        help="the process's CPU affinity for the whole run: free (as started), node (the CPUs local "
+                             "to the GPU), core (one of them); benchmarks/host_stability.py measures which steadies "
+                             "the host")
     parser.add_argument("--budget-s", type=float, default=420.0,
                         help="no further round starts unless the last round's duration still fits in this many seconds "
                              "from the start (a device call has a time limit; the results are written either way)")
@@ -281,6 +287,8 @@ def main() -> int:
     gpu = device.type == "cuda"
     if args.threads or not gpu:
         torch.set_num_threads(args.threads or 1)
+    pinned = pin_cpus(args.pin, device)
+    os.sched_setaffinity(0, pinned)
     iters = args.iters or (12 if gpu else 5)
     profile_iters = args.profile_iters or min(iters, 10)
     rounds = args.rounds or 3
@@ -464,7 +472,7 @@ def main() -> int:
             _fill_change(pairs[-1])
 
     result = {"device": ceilings.device_name or str(device), "torch": str(torch.__version__),
-              "threads": torch.get_num_threads() if not gpu else None,
+              "threads": torch.get_num_threads() if not gpu else None, "pin": args.pin, "pinned_cpus": pinned,
               "python": platform.python_version(), "command": " ".join(sys.argv), "date": _now(),
               "rounds": done, "rounds_asked": rounds, "budget_s": args.budget_s, "repeats": args.repeats,
               "iters": iters, "profile_iters": profile_iters,
@@ -777,6 +785,8 @@ def render_md(result: dict) -> str:
              "scaled per report so that the unchanged step replays at the step time the report measured without the "
              "profiler just before profiling (measured/true: that measurement's median over the rounds over the true "
              f"time); predicted = the default host model ({head})."
+             + (f" The process ran pinned ({result['pin']}) to CPUs {result['pinned_cpus']}."
+                if result.get("pin", "free") != "free" else "")
              + (f" Stopped after {rounds} of {result['rounds_asked']} rounds: another would have passed the "
                 f"{result['budget_s']:.0f} s budget." if result.get("rounds_asked", rounds) > rounds else ""), "",
              "| workload | bound | predicted ms (range; ± over rounds) | true ms (spread) | predicted/true | "
