@@ -1,0 +1,171 @@
+"""Issue 19's persistent kernel for the products after attention (lab/kernels/persistent_mlp.py, triton_persistent.py).
+
+The grid barrier cannot run under Triton's interpreter (it runs programs one after another), so the kernel's phases
+are checked there as three launches of the same code (bit for bit the three gemv kernels with the same tiles, and
+close to the torch twin), the step that uses it gives the same tokens, and the barrier mode compiles for sm_90a in
+test_decode_fast's compile check (benchmarks/decode_kernels_sm90.py). The occupancy cap, the tuning's choice in the
+whole step and the GPU suite's smoke gate are checked on the host."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+
+import pytest
+import torch
+
+from roofline.lab import decode_fast
+from roofline.lab.decode_fast import FastDecode
+from roofline.lab.kernels.persistent_mlp import (PersistentConfig, candidate_configs, grid_size,
+                                                 resident_programs)
+
+from benchmark_scripts import load_benchmark
+from lab.test_decode_fast import MICRO, _interpret, _micro_model
+
+H200 = types.SimpleNamespace(regs_per_multiprocessor=65536, max_threads_per_multi_processor=2048,
+                             shared_memory_per_multiprocessor=233472, multi_processor_count=132)
+
+
+def test_the_phases_are_the_three_gemv_kernels_bit_for_bit_and_the_step_keeps_its_tokens():
+    result = _interpret(f"""
+    import json, torch
+    import roofline.lab.kernels.persistent_mlp as pm
+    from roofline.lab.kernels.gemv import GemvConfig, Scratch, gemv
+    from roofline.lab.kernels.persistent_mlp import PersistentConfig, PersistentState, persistent_mlp_torch
+    pm.ASSUMED_SMS = 3  # a few programs, each with several row blocks
+    torch.manual_seed(0)
+    dt, found = torch.float16, {{}}
+    cases = [(64, 64, 96, PersistentConfig((2, 64), (2, 64), (2, 64), 4, 1)),  # a row block's K in one chunk
+             (64, 128, 96, PersistentConfig((4, 32), (2, 64), (4, 32), 4, 2)),  # K in chunks, 6 programs
+             (40, 64, 72, PersistentConfig((4, 32), (8, 16), (2, 32), 4, 1))]  # uneven rows and K
+    for i, (dim, ka, ffn, cfg) in enumerate(cases):
+        wo, w13 = torch.randn(dim, ka, dtype=dt) * 0.1, torch.randn(2 * ffn, dim, dtype=dt) * 0.1
+        w2, o = torch.randn(dim, ffn, dtype=dt) * 0.1, torch.randn(ka, dtype=dt)
+        h, g = torch.randn(dim, dtype=dt), torch.rand(dim, dtype=dt) + 0.5
+        runs = []
+        for way in ("persistent", "gemv", "torch"):
+            hh, m = h.clone(), torch.full((ffn,), float("nan"), dtype=dt)
+            if way == "persistent":
+                st = PersistentState(torch.device("cpu"), 2)
+                pm.persistent_mlp(wo, w13, w2, o, hh, m, g, eps=1e-5, config=cfg, state=st, slot=1, phased=True)
+                assert int(st.sync.abs().sum()) == 0 and not st.failed()
+            elif way == "gemv":  # each tile summed at once, in K order: the persistent kernel's order
+                s, c = Scratch(torch.device("cpu"), 4096, 64), lambda t: GemvConfig(t[0], t[1], 1, 4, True)
+                gemv(wo, o, hh, config=c(cfg.wo), scratch=s, residual=hh)
+                gemv(w13, hh, m, config=c(cfg.w13), scratch=s, halves=2, norm_weight=g, eps=1e-5)
+                gemv(w2, m, hh, config=c(cfg.w2), scratch=s, residual=hh)
+            else:
+                persistent_mlp_torch(wo, w13, w2, o, hh, m, g, 1e-5)
+            runs.append((hh.float(), m.float()))
+        found[i] = {{"gemv": max((a - b).abs().max().item() for a, b in zip(runs[0], runs[1])),
+                    "torch": max(((a - b).abs() / b.abs().clamp_min(1)).max().item() for a, b in zip(runs[0], runs[2]))}}
+    from roofline.lab.decode_fast import FastDecode
+    from roofline.lab.model import Fixes, configure
+    from roofline.models.llama import LlamaConfig, build_llama
+    model = configure(build_llama(LlamaConfig(**{MICRO.__dict__!r}), dtype=torch.float16, seed=3), Fixes.all())
+    model.setup_caches(1, 48)
+    prompt = torch.randint(0, 256, (1, 20), generator=torch.Generator().manual_seed(0))
+    pad, tokens = torch.zeros(1, dtype=torch.long), {{}}
+    with torch.no_grad():
+        for name in ("three kernels", "persistent"):
+            fast = FastDecode(model, attention_version=2)
+            if name == "persistent":
+                fast.tuning.persistent = PersistentConfig((2, 64), (2, 128), (4, 64), 4, 1)
+            model(prompt, torch.arange(20))
+            token, out = prompt[:, -1:], []
+            for i in range(2):
+                token = fast.step(model, token, torch.tensor([20 + i]), pad)[:, None]
+                out.append(token.item())
+            tokens[name] = out + [fast.logits.float().tolist()]
+    found["same_tokens"] = tokens["three kernels"] == tokens["persistent"]
+    print("RESULT", json.dumps(found))
+    """)
+    assert result.pop("same_tokens") is True  # the logits too, bit for bit
+    for case, errors in result.items():
+        assert errors["gemv"] == 0.0, f"case {case}: not the three gemv kernels' bits"
+        # the gemv kernels' own distance from the eager ops (fp32 sums in another order; SiLU*mul amplifies an ulp)
+        assert errors["torch"] <= 2**-7, f"case {case}: {errors['torch']} from the torch twin"
+
+
+def test_the_grid_fits_the_multiprocessors_at_the_compiled_kernels_occupancy():
+    assert resident_programs(58, 0, 8, H200) == 4  # 58 -> 64 registers a thread: 2048 a warp, 32 warps an SM
+    assert resident_programs(48, 0, 4, H200) == 10  # 48 x 32 = 1536 a warp: 10 warps a quarter, 40 an SM
+    assert resident_programs(255, 0, 8, H200) == 1  # 255 -> 256 a thread: 8192 a warp, 2 warps a quarter
+    assert resident_programs(255, 0, 16, H200) == 0  # 16 such warps overflow the 64k file
+    assert resident_programs(32, 0, 4, H200) == 16  # threads: 2048 / 128
+    assert resident_programs(32, 100_000, 4, H200) == 2  # shared memory
+    config = PersistentConfig(per_sm=4)
+    assert grid_size(config, 2, torch.device("cpu")) == 2 * 132  # asked 4 a multiprocessor, 2 fit
+    assert grid_size(PersistentConfig(per_sm=1), 4, torch.device("cpu")) == 132
+    with pytest.raises(RuntimeError, match="not one program"):
+        grid_size(config, 0, torch.device("cpu"))
+
+
+def test_candidates_keep_each_phases_chunk_within_its_k():
+    configs = candidate_configs(2048, 5632, 2048)
+    assert len(configs) == 15 and {c.per_sm for c in configs} == {1, 2, 4}
+    assert all(c.wo[1] <= 2048 and c.w13[1] <= 2048 and c.w2[1] <= 8192 for c in configs)
+    tiny = candidate_configs(128, 192)
+    assert all(c.wo[1] <= 128 and c.w13[1] <= 128 and c.w2[1] <= 256 for c in tiny)
+    assert PersistentConfig.from_dict(json.loads(json.dumps(configs[3].as_dict()))) == configs[3]
+
+
+def test_the_tuning_keeps_three_kernels_unless_a_checked_persistent_kernel_is_faster(monkeypatch):
+    fast = FastDecode(_micro_model(), backend=decode_fast.BACKEND_TRITON, attention_version=2)
+    good, wrong, faster = (PersistentConfig((2, 64), (2, 64), (2, 64), 4, 1),
+                           PersistentConfig((4, 64), (2, 64), (2, 64), 4, 1),
+                           PersistentConfig((2, 64), (2, 64), (2, 64), 4, 2))
+
+    def check(decode, config):
+        if config == wrong:
+            raise ValueError("wrong h")
+
+    step_us = {None: 700.0, good: 690.0, wrong: 600.0, faster: 680.0}
+    timed = []
+
+    def time_step(decode, position, replays):
+        timed.append((position, decode.tuning.persistent))
+        return step_us[decode.tuning.persistent]
+
+    monkeypatch.setattr(decode_fast, "_check_persistent", check)
+    monkeypatch.setattr(decode_fast, "_time_step", time_step)
+    monkeypatch.setattr(fast, "device", types.SimpleNamespace(type="cuda"))
+    tuning = decode_fast.tune_persistent(fast, position=30, candidates=[good, wrong, faster])
+    assert tuning.persistent == faster and timed == [(30, None), (30, good), (30, faster)]
+    assert [us for _, us in tuning.candidates_us["persistent in the step"]] == [700.0, 690.0, float("inf"), 680.0]
+    assert tuning.as_dict()["persistent"]["per_sm"] == 2
+    step_us[faster] = step_us[good] = 701.0  # none faster than the three kernels: they stay
+    assert decode_fast.tune_persistent(fast, position=30, candidates=[good, faster]).persistent is None
+    monkeypatch.setattr(fast.persistent_state, "failed", lambda: True)  # a barrier that gave up: no candidate
+    assert decode_fast.tune_persistent(fast, position=30, candidates=[good]).persistent is None
+
+
+def test_the_suite_runs_the_smoke_first_and_gates_every_later_stage_on_it(tmp_path):
+    gpu_suite = load_benchmark("gpu_suite")
+    stages = gpu_suite.stages("issue19-persist", tmp_path)
+    names = [name for name, _, _ in stages]
+    assert names[:2] == ["env", "persist_smoke"] and names[-1] == "summary"
+    smoke = str(tmp_path / "persist_smoke" / "persistent_smoke.json")
+    argv = dict((n, a) for n, a, _ in stages)
+    assert argv["persist_smoke"][1] == "benchmarks/persistent_smoke.py"
+    for name in ("decode_fast_llama-1b", "lab_decode_llama-1b"):
+        assert argv[name][1:4] == ["benchmarks/persistent_smoke.py", "--require", smoke]
+    assert "--persistent" in argv["decode_fast_llama-1b"] and "7" in argv["decode_fast_llama-1b"]
+    assert sum(limit for *_, limit in stages) <= 480 and dict((n, t) for n, _, t in stages)["persist_smoke"] <= 60
+
+
+def test_the_smoke_gate_runs_a_command_only_after_a_passing_smoke(tmp_path, monkeypatch):
+    smoke_script = load_benchmark("persistent_smoke")
+    smoke = tmp_path / "smoke.json"
+    ran = tmp_path / "ran"
+    command = [sys.executable, "-c", f"open({str(ran)!r}, 'w').write('x')"]
+    assert smoke_script.main(["--require", str(smoke), "--", *command]) == 0 and not ran.exists()  # no result
+    smoke.write_text(json.dumps({"passed": False, "skipped": "no CUDA device"}))
+    assert smoke_script.main(["--require", str(smoke), "--", *command]) == 0 and not ran.exists()
+    smoke.write_text(json.dumps({"passed": True}))
+    assert smoke_script.main(["--require", str(smoke), "--", *command]) == 0 and ran.exists()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert smoke_script.main([str(tmp_path / "out")]) == 0
+    written = json.loads((tmp_path / "out" / "persistent_smoke.json").read_text())
+    assert written["passed"] is False and "no CUDA" in written["skipped"]
