@@ -181,7 +181,7 @@ class FastDecode:
         tuning's) where one is chosen and Triton runs, else the three products. Layer ``index`` has its own barrier
         counter. Off a GPU (Triton's interpreter) the kernel runs its phases as three launches, no barrier."""
         config = config or self.tuning.persistent
-        if config is None or self.backend != BACKEND_TRITON:
+        if config is None or self.backend != BACKEND_TRITON or layer["wo"].dtype != self.dtype:  # e4m3: gemv's
             self.product("wo", layer["wo"], self.o, self.h, residual=self.h)
             self.product("w13", layer["w13"], self.h, self.m, norm=layer["ffn_norm"])
             self.product("w2", layer["w2"], self.m, self.h, residual=self.h)

@@ -55,9 +55,10 @@ class PersistentConfig:
 
 
 # (rows per block, K per chunk, warps) for all three phases: a unit (one block's chunk; both halves for w13) is
-# 4-16 KB of fp16, one unit in flight beyond the one being summed, 16-32 fp16 a thread per half.
-TILES = ((2, 1024, 4), (2, 2048, 8), (2, 512, 4), (1, 2048, 4), (4, 512, 4))  # (4, 1024, 8) spilled on sm_90
-PER_SM = (1, 2, 4)
+# 2-16 KB of fp16, one unit in flight beyond the one being summed, 16-32 fp16 a thread per half.
+# (4, 1024, 8) and (4, 2048, 8) spill on sm_90 (benchmarks/decode_kernels_sm90.py --persistent).
+TILES = ((2, 1024, 4), (2, 2048, 8), (2, 512, 4), (1, 2048, 4), (4, 512, 4))
+PER_SM = (1, 2, 4, 8)  # asked for; a 4-warp tile at 48 registers fits 10 a multiprocessor, an 8-warp one at 58 fits 4
 
 
 def candidate_configs(dim: int, ffn: int, k_attn: int | None = None) -> list[PersistentConfig]:
