@@ -83,7 +83,7 @@ def test_the_step_runs_the_persistent_kernel_per_layer_in_place_of_the_three_pro
     assert [a.data_ptr() for a in args] == [t.data_ptr() for t in (layer["wo"], layer["w13"], layer["w2"], fast.o,
                                                                   fast.h, fast.m, layer["ffn_norm"])]
     assert kw["slot"] == 1 and kw["config"] == config and kw["phased"]  # off a GPU: one launch a phase
-    assert kw["state"] is fast.persistent_state and fast.persistent_state.sync.numel() == 2
+    assert kw["state"] is fast.persistent_state and fast.persistent_state.slots == 2
     launched.clear()
     fast.tuning.persistent = None
     fast.step(fast.model, torch.zeros(1, dtype=torch.long), torch.tensor([3]), None)
@@ -171,3 +171,24 @@ def test_the_smoke_gate_runs_a_command_only_after_a_passing_smoke(tmp_path, monk
     assert smoke_script.main([str(tmp_path / "out")]) == 0
     written = json.loads((tmp_path / "out" / "persistent_smoke.json").read_text())
     assert written["passed"] is False and "no CUDA" in written["skipped"]
+
+
+def test_the_decode_benchmarks_persistent_step_starts_from_the_deep_prefetch_tuning():
+    script = load_benchmark("decode_fast")
+    model = _micro_model()
+    fast, row = FastDecode(model), {"fast": {}}
+    with pytest.raises(RuntimeError, match="deep-prefetch step was not built"):
+        script._persistent_step(model, fast, {}, row, print, 30)
+    step = script._persistent_step(model, fast, {"tuning": fast.tuning}, row, print, 30)
+    assert callable(step) and step.__self__.pdl is False  # CPU: no PDL, nothing tuned, the three kernels kept
+    assert row["fast"]["persistent"] == {"config": None, "resident_per_sm": [], "candidates_us": []}
+    summary = load_benchmark("issue19_kernels_summary")
+    line = summary.persistent_line({"config": PersistentConfig(per_sm=2).as_dict(), "resident_per_sm": [4],
+                                    "candidates_us": [{"persistent": None, "us": 761.0},
+                                                      {**PersistentConfig(per_sm=2).as_dict(), "us": 700.5}]})
+    assert line == ("persistent kernel after attention: chosen 2x2048/2x2048/2x2048 w8 2/SM (programs resident a "
+                    "multiprocessor: [4]; a step 761.0 us three kernels, 700.5 us 2x2048/2x2048/2x2048 w8 2/SM in the "
+                    "tuning)")
+    smoke = summary.persist_smoke_line({"passed": True, "failures": [], "cases": [
+        {"bit_identical_to_gemv": True, "torch_rel_error": 0.001, "barrier_gave_up": False}]})
+    assert smoke.startswith("persistent kernel smoke: passed True (1 cases, 1 bit-identical")

@@ -11,7 +11,8 @@ from h in global memory (2,048 values, from the L2).
 
 Co-residency (a spinning program must not keep a waiting one from starting): the grid is at most the device's
 multiprocessors times the programs of this compiled kernel that fit on one at once (``resident_programs``: its
-registers, shared memory and warps against the multiprocessor's), and under PDL the kernel lets the next kernel
+registers, shared memory and warps against the multiprocessor's, and no more than the CUDA driver's occupancy
+query says for it), and under PDL the kernel lets the next kernel
 start only after its last barrier, when every program of the grid has started; kernels before it never wait on it.
 As a safety net a program that spins ``SPIN_LIMIT`` reads without seeing the barrier's count sets the error flag
 and goes on (wrong results, never a hang); ``PersistentState.failed`` reads it and the step's users check it.
@@ -76,10 +77,18 @@ def candidate_configs(dim: int, ffn: int, k_attn: int | None = None) -> list[Per
 class PersistentState:
     """Each launch slot's barrier counter (0 between launches) and the error flag every launch shares."""
 
+    SLOT_STRIDE = 32  # int32s between two slots' counters: each 128-byte aligned (one Triton specialisation for all)
+
     def __init__(self, device: torch.device, slots: int) -> None:
-        self.sync = torch.zeros(max(1, slots), dtype=torch.int32, device=device)
+        self.slots = max(1, slots)
+        self.sync = torch.zeros(self.slots * self.SLOT_STRIDE, dtype=torch.int32, device=device)
         self.error = torch.zeros(1, dtype=torch.int32, device=device)
         self.resident: dict[tuple, int] = {}  # compiled kernel -> programs one multiprocessor holds
+
+    def counter(self, slot: int) -> torch.Tensor:
+        if not 0 <= slot < self.slots:
+            raise ValueError(f"persistent_mlp: slot {slot} of {self.slots}")
+        return self.sync[slot * self.SLOT_STRIDE:slot * self.SLOT_STRIDE + 1]
 
     def failed(self) -> bool:
         """A barrier gave up (its results are wrong) since the last reset; synchronises."""
@@ -131,7 +140,7 @@ def persistent_mlp(wo: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor, o: tor
     consts = {"PDL": pdl, "NORM_BLOCK": _pow2_at_least(dim), "EVICT_FIRST": config.evict_first}
     for i, ((block_n, block_k), k) in enumerate(phases, 1):
         consts.update({f"BN{i}": block_n, f"BK{i}": block_k, f"KT{i}": -(-k // block_k), f"EK{i}": k % block_k == 0})
-    args = (wo, w13, w2, o, h, m, gamma, state.sync[slot:slot + 1], state.error, dim, k_attn, ffn, eps, spin_limit)
+    args = (wo, w13, w2, o, h, m, gamma, state.counter(slot), state.error, dim, k_attn, ffn, eps, spin_limit)
     launch = {"num_warps": config.num_warps, **({"launch_pdl": True} if pdl else {})}
     if phased:
         programs = grid_size(config, None, h.device)
@@ -164,10 +173,30 @@ def _resident(kernel, args, consts, launch, state: PersistentState, config: Pers
         init = getattr(compiled, "_init_handles", None)
         if init is not None:
             init()
-        shared = getattr(compiled.metadata, "shared", 0) if hasattr(compiled, "metadata") else 0
-        state.resident[key] = resident_programs(int(compiled.n_regs), int(shared or 0), config.num_warps,
-                                                torch.cuda.get_device_properties(h.device))
+        shared = int(getattr(compiled.metadata, "shared", 0) or 0) if hasattr(compiled, "metadata") else 0
+        fit = resident_programs(int(compiled.n_regs), shared, config.num_warps,
+                                torch.cuda.get_device_properties(h.device))
+        driver = driver_occupancy(getattr(compiled, "function", None), 32 * config.num_warps, shared)
+        state.resident[key] = fit if driver is None else min(fit, driver)
     return state.resident[key]
+
+
+def driver_occupancy(function, threads: int, shared: int) -> int | None:
+    """The CUDA driver's own count (cuOccupancyMaxActiveBlocksPerMultiprocessor) of the compiled kernel's programs
+    one multiprocessor holds; None where it cannot be asked. The grid takes the smaller of it and
+    resident_programs', so a mistake in either never makes the grid larger than what fits."""
+    if not function:
+        return None
+    try:
+        import ctypes
+
+        lib = ctypes.CDLL("libcuda.so.1")
+        found = ctypes.c_int(0)
+        rc = lib.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(found), ctypes.c_void_p(int(function)),
+                                                             ctypes.c_int(threads), ctypes.c_size_t(shared))
+    except Exception:  # noqa: BLE001 - no driver library here: the computed count alone
+        return None
+    return found.value if rc == 0 else None
 
 
 def _kernel():
