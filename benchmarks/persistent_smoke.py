@@ -148,7 +148,8 @@ def _case(torch, config, pdl, wo, w13, w2, o, h0, gamma, dim, ffn, PersistentSta
     end.record()
     torch.cuda.synchronize()
     return {"barrier_gave_up": gave_up or state.failed(), "gemv_rel_error": rel(((h, hg), (m, mg))),
-            "bit_identical_to_gemv": torch.equal(h, hg) and torch.equal(m, mg), "torch_rel_error": rel(((h, ht), (m, mt))),
+            "bit_identical_to_gemv": torch.equal(h, hg) and torch.equal(m, mg),
+            "torch_rel_error": rel(((h, ht), (m, mt))),
             "counters_reset": int(state.sync.abs().sum()) == 0, "graph_replays_same": bool(same),
             "resident_per_sm": sorted(set(state.resident.values())),
             "replay_ms_with_checks": round(start.elapsed_time(end) / 20, 4)}

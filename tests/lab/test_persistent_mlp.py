@@ -2,9 +2,9 @@
 
 The grid barrier cannot run under Triton's interpreter (it runs programs one after another), so the kernel's phases
 are checked there as three launches of the same code (bit for bit the three gemv kernels with the same tiles, and
-close to the torch twin), the step launches it once a layer with that layer's barrier counter, and the barrier mode compiles for sm_90a in
-test_decode_fast's compile check (benchmarks/decode_kernels_sm90.py). The occupancy cap, the tuning's choice in the
-whole step and the GPU suite's smoke gate are checked on the host."""
+close to the torch twin), the step launches it once a layer with that layer's barrier counter, and the barrier mode
+compiles for sm_90a in test_decode_fast's compile check (benchmarks/decode_kernels_sm90.py). The occupancy cap, the
+tuning's choice in the whole step and the GPU suite's smoke gate are checked on the host."""
 
 from __future__ import annotations
 

@@ -25,13 +25,28 @@ def _unit_weights(W, u, pid, P, N, K, BLOCK_N: tl.constexpr, BLOCK_K: tl.constex
 
 
 @triton.jit
-def _consume(w, w2, y, y2, u, pid, P, X, GAMMA, inv, OUT, RES, N, K, dt: tl.constexpr, BLOCK_N: tl.constexpr,
+def _x_whole(X, GAMMA, inv, K, dt: tl.constexpr, BLOCK_K: tl.constexpr, K_TILES: tl.constexpr, NORM: tl.constexpr,
+             EVEN_K: tl.constexpr):
+    """The whole (normed) input vector where a row block's K is one chunk (loaded once a phase, not once a unit);
+    else a placeholder (each unit loads its chunk)."""
+    x = tl.zeros([BLOCK_K], dtype=tl.float32)
+    if K_TILES == 1:
+        x = _load_x(X, GAMMA, tl.arange(0, BLOCK_K), K, inv, NORM, EVEN_K, dt)
+    return x
+
+
+@triton.jit
+def _consume(w, w2, y, y2, u, pid, P, X, GAMMA, inv, xw, OUT, RES, N, K, dt: tl.constexpr, BLOCK_N: tl.constexpr,
              BLOCK_K: tl.constexpr, K_TILES: tl.constexpr, HALVES: tl.constexpr, NORM: tl.constexpr,
              RESIDUAL: tl.constexpr, EVEN_K: tl.constexpr):
     """Unit ``u``'s products added to the row block's sums (fp32, one K chunk at a time, in K order, as gemv's
-    prefetch path sums them); after the block's last chunk its epilogue is stored and the sums start again."""
-    ks = (u % K_TILES) * BLOCK_K + tl.arange(0, BLOCK_K)
-    x = _load_x(X, GAMMA, ks, K, inv, NORM, EVEN_K, dt)
+    prefetch path sums them); after the block's last chunk its epilogue is stored and the sums start again.
+    ``xw``: _x_whole's vector (used where K is one chunk)."""
+    if K_TILES == 1:
+        x = xw
+    else:
+        ks = (u % K_TILES) * BLOCK_K + tl.arange(0, BLOCK_K)
+        x = _load_x(X, GAMMA, ks, K, inv, NORM, EVEN_K, dt)
     y += tl.sum(w.to(tl.float32) * x[None, :], axis=1)
     if HALVES == 2:
         y2 += tl.sum(w2.to(tl.float32) * x[None, :], axis=1)
@@ -55,17 +70,19 @@ def _stream(W, w, w2, n, pid, P, X, GAMMA, inv, OUT, RES, N, K, dt: tl.constexpr
             BLOCK_K: tl.constexpr, K_TILES: tl.constexpr, HALVES: tl.constexpr, NORM: tl.constexpr,
             RESIDUAL: tl.constexpr, EVEN_K: tl.constexpr, EVICT_FIRST: tl.constexpr):
     """Units 0 .. n-2 of a phase, each one's successor loaded before its own products are summed (``w``, ``w2``:
-    unit 0, loaded by the caller). Returns the last unit's weights (loaded, not yet summed) and the sums: the caller
-    issues the next phase's first loads before it sums them, so the bus stays busy across the barrier."""
+    unit 0, loaded by the caller). Returns the last unit's weights (loaded, not yet summed), the sums and the input
+    vector (_x_whole): the caller issues the next phase's first loads before it sums them, so the bus stays busy
+    across the barrier."""
     y = tl.zeros([BLOCK_N], dtype=tl.float32)
     y2 = tl.zeros([BLOCK_N], dtype=tl.float32)
+    xw = _x_whole(X, GAMMA, inv, K, dt, BLOCK_K, K_TILES, NORM, EVEN_K)
     for u in range(0, n - 1):
         nw, nw2 = _unit_weights(W, u + 1, pid, P, N, K, BLOCK_N, BLOCK_K, K_TILES, HALVES, EVEN_K, EVICT_FIRST)
-        y, y2 = _consume(w, w2, y, y2, u, pid, P, X, GAMMA, inv, OUT, RES, N, K, dt, BLOCK_N, BLOCK_K, K_TILES,
+        y, y2 = _consume(w, w2, y, y2, u, pid, P, X, GAMMA, inv, xw, OUT, RES, N, K, dt, BLOCK_N, BLOCK_K, K_TILES,
                          HALVES, NORM, RESIDUAL, EVEN_K)
         w = nw
         w2 = nw2
-    return w, w2, y, y2
+    return w, w2, y, y2, xw
 
 
 @triton.jit
@@ -114,12 +131,13 @@ def persistent_gemv_kernel(WO, W13, W2, O, H, M, GAMMA, SYNC, ERR, DIM, OK, FFN,
             gdc_wait()
             if PHASE == 1:
                 gdc_launch_dependents()
-        w, w2, y, y2 = _stream(WO, w, w2, n1, pid, P, O, O, 1.0, H, H, DIM, OK, dt, BN1, BK1, KT1, 1, False, True,
+        w, w2, y, y2, xw = _stream(WO, w, w2, n1, pid, P, O, O, 1.0, H, H, DIM, OK, dt, BN1, BK1, KT1, 1, False, True,
                                EK1, EVICT_FIRST)
         if PHASE == 0:
             g, g2 = _unit_weights(W13, 0, pid, P, FFN, DIM, BN2, BK2, KT2, 2, EK2, EVICT_FIRST)
         if n1 > 0:
-            _consume(w, w2, y, y2, n1 - 1, pid, P, O, O, 1.0, H, H, DIM, OK, dt, BN1, BK1, KT1, 1, False, True, EK1)
+            _consume(w, w2, y, y2, n1 - 1, pid, P, O, O, 1.0, xw, H, H, DIM, OK, dt, BN1, BK1, KT1, 1, False, True,
+                     EK1)
         if PHASE == 0:
             _grid_barrier(SYNC, P, ERR, spin_limit)
     if PHASE == 0 or PHASE == 2:
@@ -129,12 +147,12 @@ def persistent_gemv_kernel(WO, W13, W2, O, H, M, GAMMA, SYNC, ERR, DIM, OK, FFN,
                 gdc_wait()
                 gdc_launch_dependents()
         inv = _rms_inv(H, DIM, eps, NORM_BLOCK, dt)
-        g, g2, y, y2 = _stream(W13, g, g2, n2, pid, P, H, GAMMA, inv, M, M, FFN, DIM, dt, BN2, BK2, KT2, 2, True,
+        g, g2, y, y2, xw = _stream(W13, g, g2, n2, pid, P, H, GAMMA, inv, M, M, FFN, DIM, dt, BN2, BK2, KT2, 2, True,
                                False, EK2, EVICT_FIRST)
         if PHASE == 0:
             v, v2 = _unit_weights(W2, 0, pid, P, DIM, FFN, BN3, BK3, KT3, 1, EK3, EVICT_FIRST)
         if n2 > 0:
-            _consume(g, g2, y, y2, n2 - 1, pid, P, H, GAMMA, inv, M, M, FFN, DIM, dt, BN2, BK2, KT2, 2, True, False,
+            _consume(g, g2, y, y2, n2 - 1, pid, P, H, GAMMA, inv, xw, M, M, FFN, DIM, dt, BN2, BK2, KT2, 2, True, False,
                      EK2)
         if PHASE == 0:
             _grid_barrier(SYNC, 2 * P, ERR, spin_limit)
@@ -150,7 +168,8 @@ def persistent_gemv_kernel(WO, W13, W2, O, H, M, GAMMA, SYNC, ERR, DIM, OK, FFN,
             if PDL:
                 gdc_wait()
                 gdc_launch_dependents()
-        v, v2, y, y2 = _stream(W2, v, v2, n3, pid, P, M, M, 1.0, H, H, DIM, FFN, dt, BN3, BK3, KT3, 1, False, True,
+        v, v2, y, y2, xw = _stream(W2, v, v2, n3, pid, P, M, M, 1.0, H, H, DIM, FFN, dt, BN3, BK3, KT3, 1, False, True,
                                EK3, EVICT_FIRST)
         if n3 > 0:
-            _consume(v, v2, y, y2, n3 - 1, pid, P, M, M, 1.0, H, H, DIM, FFN, dt, BN3, BK3, KT3, 1, False, True, EK3)
+            _consume(v, v2, y, y2, n3 - 1, pid, P, M, M, 1.0, xw, H, H, DIM, FFN, dt, BN3, BK3, KT3, 1, False, True,
+                     EK3)
