@@ -1,8 +1,10 @@
 """Issue 19's persistent kernel for the products after attention (lab/kernels/persistent_mlp.py, triton_persistent.py).
 
-The grid barrier cannot run under Triton's interpreter (it runs programs one after another), so the kernel's phases
-are checked there as three launches of the same code (bit for bit the three gemv kernels with the same tiles, and
-close to the torch twin), the step launches it once a layer with that layer's barrier counter, and the barrier mode
+The grid barrier cannot run under Triton's interpreter with more than one program (it runs programs one after
+another), so the kernel's phases are checked there as three launches of the same code (bit for bit the three gemv
+kernels with the same tiles, and close to the torch twin); the one-launch mode with one program (its barriers pass
+at once) gives their bits and leaves its counter at 0; with two programs the first gives up after its spin limit
+and sets the error flag. The step launches it once a layer with that layer's barrier counter, and the barrier mode
 compiles for sm_90a in test_decode_fast's compile check (benchmarks/decode_kernels_sm90.py). The occupancy cap, the
 tuning's choice in the whole step and the GPU suite's smoke gate are checked on the host."""
 
@@ -27,7 +29,7 @@ H200 = types.SimpleNamespace(regs_per_multiprocessor=65536, max_threads_per_mult
                              shared_memory_per_multiprocessor=233472, multi_processor_count=132)
 
 
-def test_the_phases_are_the_three_gemv_kernels_bit_for_bit_in_the_interpreter():
+def test_the_phases_are_the_three_gemv_kernels_bit_for_bit_and_a_stuck_barrier_flags_instead_of_hanging():
     result = _interpret("""
     import json, torch
     import roofline.lab.kernels.persistent_mlp as pm
@@ -60,8 +62,27 @@ def test_the_phases_are_the_three_gemv_kernels_bit_for_bit_in_the_interpreter():
             runs.append((hh.float(), m.float()))
         found[i] = {"gemv": max((a - b).abs().max().item() for a, b in zip(runs[0], runs[1])),
                     "torch": max(((a - b).abs() / b.abs().clamp_min(1)).max().item() for a, b in zip(runs[0], runs[2]))}
+    # PHASE 0 (the launch the GPU runs) with one program: its barriers pass at once, so the interpreter runs the
+    # fused path (next-phase loads before the barrier, the norm after it, the counter reset) to the phased bits; with
+    # two, the first program (run alone) cannot see the second arrive: it gives up after spin_limit reads and flags it
+    dim, ka, ffn, cfg = 40, 64, 72, cases[2][3]
+    wo, w13 = torch.randn(dim, ka, dtype=dt) * 0.1, torch.randn(2 * ffn, dim, dtype=dt) * 0.1
+    w2, o = torch.randn(dim, ffn, dtype=dt) * 0.1, torch.randn(ka, dtype=dt)
+    h, g = torch.randn(dim, dtype=dt), torch.rand(dim, dtype=dt) + 0.5
+    fused = {}
+    for name, sms, phased in (("phased", 1, True), ("one program", 1, False), ("two programs", 2, False)):
+        pm.ASSUMED_SMS = sms
+        st = PersistentState(torch.device("cpu"), 2)
+        hh, m = h.clone(), torch.zeros(ffn, dtype=dt)
+        pm.persistent_mlp(wo, w13, w2, o, hh, m, g, eps=1e-5, config=cfg, state=st, slot=1, phased=phased,
+                          spin_limit=5)
+        fused[name] = (hh, m, int(st.counter(1).item()), int(st.error.item()))
+    found["fused"] = {k: [torch.equal(v[0], fused["phased"][0]) and torch.equal(v[1], fused["phased"][1]), v[2], v[3]]
+                      for k, v in fused.items()}
     print("RESULT", json.dumps(found))
     """)
+    assert result.pop("fused") == {"phased": [True, 0, 0], "one program": [True, 0, 0],
+                                   "two programs": [False, 0, 1]}  # [same bits, counter after, error flag]
     for case, errors in result.items():
         assert errors["gemv"] == 0.0, f"case {case}: not the three gemv kernels' bits"
         # the gemv kernels' own distance from the eager ops (fp32 sums in another order; SiLU*mul amplifies an ulp)
