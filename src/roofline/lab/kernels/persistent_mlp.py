@@ -2,20 +2,22 @@
 persistent kernel a layer, host side (issue 19).
 
 Each of the three gemv kernels pays a start and a drain (llama-1b: wo 3.5 us for 8.4 MB, 2.4 TB/s). Here a grid
-of about one program per multiprocessor walks its row blocks of the three phases in turn with a grid-wide barrier
-between them (an int32 counter in global memory: release adds, acquire reads), and before it arrives at a barrier
-each program issues the loads of its first weights of the next phase: the weights never depend on the previous
-phase (only the activation vector and the norm do), so the memory bus stays busy across the phase boundary as
-deep prefetch keeps it busy across kernels under PDL. After the wo phase every program recomputes RMSNorm's 1/rms
-from h in global memory (2,048 values, from the L2).
+of a few programs per multiprocessor walks its row blocks of the three phases in turn with a grid-wide barrier
+between them (an int32 counter in global memory: release adds, acquire reads). Each program keeps the next unit's
+weights in flight while it sums one, and between its arrival at a barrier and its wait there it issues the loads of
+its first weights of the next phase: the weights never depend on the previous phase (only the activation vector
+and the norm do), so the memory bus stays busy across the phase boundary as deep prefetch keeps it busy across
+kernels under PDL. After the wo phase every program recomputes RMSNorm's 1/rms from h in global memory (2,048
+values, from the L2).
 
 Co-residency (a spinning program must not keep a waiting one from starting): the grid is at most the device's
 multiprocessors times the programs of this compiled kernel that fit on one at once (``resident_programs``: its
 registers, shared memory and warps against the multiprocessor's, and no more than the CUDA driver's occupancy
-query says for it), and under PDL the kernel lets the next kernel
-start only after its last barrier, when every program of the grid has started; kernels before it never wait on it.
-As a safety net a program that spins ``SPIN_LIMIT`` reads without seeing the barrier's count sets the error flag
-and goes on (wrong results, never a hang); ``PersistentState.failed`` reads it and the step's users check it.
+query says for it). Under PDL the kernel lets the next kernel start only after its last barrier, when every program
+of the grid has started, and the kernels before it (all their programs started before it was launched) never wait
+on it, so they only delay its programs. As a safety net a program that spins ``SPIN_LIMIT`` reads without seeing
+the barrier's count sets the error flag and goes on (wrong results, never a hang); ``PersistentState.failed``
+reads it and the step's users check it.
 
 ``phased=True`` launches the same code once per phase (PHASE 1, 2, 3) with no barrier: the mode Triton's
 interpreter can run (it runs programs one after another), checked against the torch twin on CPU.
@@ -57,8 +59,8 @@ class PersistentConfig:
 
 # (rows per block, K per chunk, warps) for all three phases: a unit (one block's chunk; both halves for w13) is
 # 2-16 KB of fp16, one unit in flight beyond the one being summed, 16-32 fp16 a thread per half.
-# (4, 1024, 8) and (4, 2048, 8) spill on sm_90 (benchmarks/decode_kernels_sm90.py --persistent).
-TILES = ((2, 1024, 4), (2, 2048, 8), (2, 512, 4), (1, 2048, 4), (4, 512, 4))
+# (4, 1024, 8), (4, 2048, 8) and (1, 2048, 4) spill on sm_90 (benchmarks/decode_kernels_sm90.py --persistent).
+TILES = ((2, 1024, 4), (2, 2048, 8), (2, 512, 4), (1, 2048, 8), (4, 512, 4))
 PER_SM = (1, 2, 4, 8)  # asked for; a 4-warp tile at 48 registers fits 10 a multiprocessor, an 8-warp one at 58 fits 4
 
 

@@ -71,8 +71,8 @@ def _stream(W, w, w2, n, pid, P, X, GAMMA, inv, OUT, RES, N, K, dt: tl.constexpr
             RESIDUAL: tl.constexpr, EVEN_K: tl.constexpr, EVICT_FIRST: tl.constexpr):
     """Units 0 .. n-2 of a phase, each one's successor loaded before its own products are summed (``w``, ``w2``:
     unit 0, loaded by the caller). Returns the last unit's weights (loaded, not yet summed), the sums and the input
-    vector (_x_whole): the caller issues the next phase's first loads before it sums them, so the bus stays busy
-    across the barrier."""
+    vector (_x_whole) for the caller to sum that unit, arrive at the barrier and issue the next phase's first
+    loads while it waits there."""
     y = tl.zeros([BLOCK_N], dtype=tl.float32)
     y2 = tl.zeros([BLOCK_N], dtype=tl.float32)
     xw = _x_whole(X, GAMMA, inv, K, dt, BLOCK_K, K_TILES, NORM, EVEN_K)
@@ -86,13 +86,20 @@ def _stream(W, w, w2, n, pid, P, X, GAMMA, inv, OUT, RES, N, K, dt: tl.constexpr
 
 
 @triton.jit
-def _grid_barrier(SYNC, target, ERR, spin_limit):
-    """Every program of the grid arrives (a release add: the CTA's stores before it, ordered by the CTA barrier,
-    are visible to whoever acquires the count), then waits until ``target`` programs have arrived (acquire reads).
-    After ``spin_limit`` reads without reaching it the program sets ERR and goes on (wrong results, flagged, instead
-    of a hang: the host checks ERR)."""
+def _arrive(SYNC):
+    """This program's arrival at a grid-wide barrier: a release add after the CTA barrier, so every thread's stores
+    before it are visible to whoever acquires the count. Split from the wait so that the next phase's weight loads
+    are issued between the two: a release waits for the arriving warp's earlier memory operations, so loads issued
+    before it would hold the arrival back by a DRAM round trip, where after it they land while the program waits."""
     tl.debug_barrier()
     tl.atomic_add(SYNC, 1, sem="release", scope="gpu")
+
+
+@triton.jit
+def _wait(SYNC, target, ERR, spin_limit):
+    """Wait until ``target`` programs have arrived (acquire reads; the CTA barrier after them orders every thread's
+    later loads). After ``spin_limit`` reads without reaching it the program sets ERR and goes on (wrong results,
+    flagged, instead of a hang: the host checks ERR)."""
     seen = tl.atomic_add(SYNC, 0, sem="acquire", scope="gpu")
     spins = tl.full([], 0, tl.int32)
     while (seen < target) & (spins < spin_limit):
@@ -114,8 +121,8 @@ def persistent_gemv_kernel(WO, W13, W2, O, H, M, GAMMA, SYNC, ERR, DIM, OK, FFN,
 
     PHASE 0: the three phases in one launch, every program walking its row blocks of each, a grid-wide barrier
     (SYNC, this launch's own counter, 0 at the start) between them: the grid must be co-resident (the host sizes it).
-    Each program loads its first weights of the next phase before it sums its last unit and arrives at the
-    barrier (the weights never depend on the previous phase; only o/h/m and the norm do, read after it). The
+    Each program issues the loads of its first weights of the next phase between its arrival at the barrier and its
+    wait there (the weights never depend on the previous phase; only o/h/m and the norm do, read after it). The
     counter goes to P and 2P at the barriers; past the second each program adds once more and the last (3P) sets it
     back to 0, so a CUDA graph replays it as it was captured. PHASE 1, 2 or 3: that phase alone, no barrier (one
     launch each, in order: Triton's interpreter runs programs one after another, so a barrier cannot run there)."""
@@ -133,13 +140,13 @@ def persistent_gemv_kernel(WO, W13, W2, O, H, M, GAMMA, SYNC, ERR, DIM, OK, FFN,
                 gdc_launch_dependents()
         w, w2, y, y2, xw = _stream(WO, w, w2, n1, pid, P, O, O, 1.0, H, H, DIM, OK, dt, BN1, BK1, KT1, 1, False, True,
                                EK1, EVICT_FIRST)
-        if PHASE == 0:
-            g, g2 = _unit_weights(W13, 0, pid, P, FFN, DIM, BN2, BK2, KT2, 2, EK2, EVICT_FIRST)
         if n1 > 0:
             _consume(w, w2, y, y2, n1 - 1, pid, P, O, O, 1.0, xw, H, H, DIM, OK, dt, BN1, BK1, KT1, 1, False, True,
                      EK1)
         if PHASE == 0:
-            _grid_barrier(SYNC, P, ERR, spin_limit)
+            _arrive(SYNC)
+            g, g2 = _unit_weights(W13, 0, pid, P, FFN, DIM, BN2, BK2, KT2, 2, EK2, EVICT_FIRST)
+            _wait(SYNC, P, ERR, spin_limit)
     if PHASE == 0 or PHASE == 2:
         if PHASE == 2:
             g, g2 = _unit_weights(W13, 0, pid, P, FFN, DIM, BN2, BK2, KT2, 2, EK2, EVICT_FIRST)
@@ -149,13 +156,13 @@ def persistent_gemv_kernel(WO, W13, W2, O, H, M, GAMMA, SYNC, ERR, DIM, OK, FFN,
         inv = _rms_inv(H, DIM, eps, NORM_BLOCK, dt)
         g, g2, y, y2, xw = _stream(W13, g, g2, n2, pid, P, H, GAMMA, inv, M, M, FFN, DIM, dt, BN2, BK2, KT2, 2, True,
                                False, EK2, EVICT_FIRST)
-        if PHASE == 0:
-            v, v2 = _unit_weights(W2, 0, pid, P, DIM, FFN, BN3, BK3, KT3, 1, EK3, EVICT_FIRST)
         if n2 > 0:
             _consume(g, g2, y, y2, n2 - 1, pid, P, H, GAMMA, inv, xw, M, M, FFN, DIM, dt, BN2, BK2, KT2, 2, True, False,
                      EK2)
         if PHASE == 0:
-            _grid_barrier(SYNC, 2 * P, ERR, spin_limit)
+            _arrive(SYNC)
+            v, v2 = _unit_weights(W2, 0, pid, P, DIM, FFN, BN3, BK3, KT3, 1, EK3, EVICT_FIRST)
+            _wait(SYNC, 2 * P, ERR, spin_limit)
             # Every program is resident now (all passed the barrier): the next kernel's programs may take free
             # slots without keeping one of this grid's from starting.
             if PDL:
