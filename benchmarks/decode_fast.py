@@ -60,6 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--l2-prefetch", action="store_true",
                         help="also the deep-prefetch step whose attention asks the L2 for the layer's next weights "
                              "(wo, then w13's first bytes; the amount tuned in the whole step); implies --prefetch")
+    parser.add_argument("--persistent", action="store_true",
+                        help="also the deep-prefetch step with wo, the norm, w13 and w2 as one persistent kernel a "
+                             "layer (kernels/persistent_mlp.py), or the three kernels where they are faster in the "
+                             "whole step (decode_fast.tune_persistent); implies --prefetch. Run it only after "
+                             "persistent_smoke.py passed (gpu_suite.py issue19-persist gates it so)")
     parser.add_argument("--l2-smoke", metavar="JSON",
                         help="l2_prefetch_smoke.py's result: --l2-prefetch only where it says the instruction ran "
                              "and left attention's bits unchanged (a faulting instruction would poison this process "
@@ -69,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-o", "--output")
     parser.add_argument("--table", nargs="+", metavar="JSON", help="print the markdown tables of earlier runs' JSON")
     args = parser.parse_args(argv)
-    args.prefetch = args.prefetch or args.l2_prefetch
+    args.prefetch = args.prefetch or args.l2_prefetch or args.persistent
     args.attention_v2 = args.attention_v2 or args.prefetch
     if args.table:
         print(table(args.table))
@@ -196,10 +201,17 @@ def measure_model(name: str, args, device, bandwidth: float, began: float, check
                     more[FAST_L2] = partial(_l2_step, model, fast, prefetched, row,
                                             lambda m: print(f"  {name} {m}", flush=True),
                                             args.context + args.steps // 2)
+                if args.persistent:
+                    more[FAST_PERSIST] = partial(_persistent_step, model, fast, prefetched, row,
+                                                 lambda m: print(f"  {name} {m}", flush=True),
+                                                 args.context + args.steps // 2)
             elif args.prefetch:
                 row["notes"].append("deep prefetch needs PDL (the Triton kernels on a CUDA GPU): not run")
                 if args.l2_prefetch:
                     row["notes"].append("L2 prefetch needs PDL and deep prefetch (Triton on a CUDA GPU): not run")
+                if args.persistent:
+                    row["notes"].append("the persistent step needs PDL and deep prefetch (Triton on a CUDA GPU): "
+                                        "not run")
         if args.baseline == "tuned":
             left = args.budget - (time.perf_counter() - began)
             if left < BUDGET_FOR_BASELINE_S.get(name, 60):
@@ -225,6 +237,11 @@ def measure_model(name: str, args, device, bandwidth: float, began: float, check
             except Exception as exc:  # noqa: BLE001
                 traceback.print_exc()
                 row["notes"].append(f"alternating runs failed: {type(exc).__name__}: {str(exc)[:300]}")
+    for label, step in steps.items():  # a grid barrier that gave up: that variant's figures are of wrong results
+        state = getattr(getattr(step, "__self__", None), "persistent_state", None)
+        if state is not None and state.failed():
+            row["notes"].append(f"{label}: a persistent kernel's grid barrier gave up (the grid was not "
+                                "co-resident): its figures and tokens are not valid")
     if FAST_PDL in row["variants"]:
         row["notes"].append("PDL: programmatic dependent launch; each kernel reads its first weight tile while the "
                             "previous one finishes")
@@ -239,6 +256,7 @@ FAST_V2 = "+ Triton GEMV + attention v2"
 FAST_PDL_V2 = "+ Triton GEMV + PDL + attention v2"
 FAST_PREFETCH = "+ Triton GEMV + PDL + attention v2 + deep prefetch"
 FAST_L2 = FAST_PREFETCH + " + L2 prefetch"
+FAST_PERSIST = FAST_PREFETCH + " + persistent"
 
 
 class Run:
@@ -376,6 +394,24 @@ def _l2_step(model, fast, prefetched: dict, row: dict, progress, position: int):
                                   "evict_first_us": {r: [us for _, us in rows]
                                                      for r, rows in tuning.candidates_us.items()
                                                      if r.endswith(" evict first")}}
+    return step.step
+
+
+def _persistent_step(model, fast, prefetched: dict, row: dict, progress, position: int):
+    """The deep-prefetch step (its tuning, made by _prefetch_step before this) with wo, the norm, w13 and w2 as one
+    persistent kernel a layer where a checked candidate makes the whole step faster (decode_fast.tune_persistent;
+    the three kernels are a candidate)."""
+    from roofline.lab.decode_fast import FastDecode, tune_persistent
+
+    if "tuning" not in prefetched:
+        raise RuntimeError("the deep-prefetch step was not built (its tuning is the persistent step's start)")
+    step = FastDecode(model, tuning=prefetched["tuning"], pdl=True, triton_attention=fast.triton_attention,
+                      attention_version=2)
+    tuning = tune_persistent(step, position=position, progress=progress)
+    row["fast"]["persistent"] = {"config": tuning.persistent.as_dict() if tuning.persistent is not None else None,
+                                 "resident_per_sm": sorted(set(step.persistent_state.resident.values())),
+                                 "candidates_us": [{**c, "us": us} for c, us in
+                                                   tuning.candidates_us.get("persistent in the step", [])]}
     return step.step
 
 

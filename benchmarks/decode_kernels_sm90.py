@@ -86,6 +86,52 @@ def compile_attention(heads: int, kv_heads: int, head_dim: int, t_per_split: int
                           target=GPUTarget("cuda", 90, 64), options={"num_warps": warps, "launch_pdl": pdl})
 
 
+def compile_persistent(config, dim: int = 2048, k_attn: int = 2048, ffn: int = 5632, pdl: bool = True,
+                       phase: int = 0):
+    """lab/kernels/triton_persistent's kernel (issue 19): ``phase`` 0 the three phases with the grid barriers."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from roofline.lab.kernels.gemv import _pow2_at_least
+    from roofline.lab.kernels.triton_persistent import persistent_gemv_kernel
+
+    consts = {"PHASE": phase, "PDL": pdl, "NORM_BLOCK": _pow2_at_least(dim)}
+    for i, ((block_n, block_k), k) in enumerate(((config.wo, k_attn), (config.w13, dim), (config.w2, ffn)), 1):
+        consts.update({f"BN{i}": block_n, f"BK{i}": block_k, f"KT{i}": -(-k // block_k), f"EK{i}": k % block_k == 0})
+    consts["EVICT_FIRST"] = config.evict_first
+    signature = {"WO": "*fp16", "W13": "*fp16", "W2": "*fp16", "O": "*fp16", "H": "*fp16", "M": "*fp16",
+                 "GAMMA": "*fp16", "SYNC": "*i32", "ERR": "*i32", "DIM": "i32", "OK": "i32", "FFN": "i32",
+                 "eps": "fp32", "spin_limit": "i32", **{c: "constexpr" for c in consts}}
+    attrs = {(i,): [["tt.divisibility", 16]] for i in range(12)}
+    return triton.compile(ASTSource(persistent_gemv_kernel, signature, constexprs=consts, attrs=attrs),
+                          target=GPUTarget("cuda", 90, 64), options={"num_warps": config.num_warps, "launch_pdl": pdl})
+
+
+def persistent_problems(quick: bool) -> int:
+    """Every persistent candidate of llama-1b (one with --quick) with the barriers, under PDL: compiled, no spill,
+    the barrier's release add and acquire reads and griddepcontrol in the PTX."""
+    from roofline.lab.kernels.persistent_mlp import candidate_configs
+
+    problems = 0
+    configs = list({(c.wo, c.w13, c.w2, c.num_warps): c for c in candidate_configs(2048, 5632, 2048)}.values())
+    for config in configs[:1] if quick else configs:
+        try:
+            kernel = compile_persistent(config)
+            regs, spills = registers_and_spills(kernel)
+            ptx = kernel.asm["ptx"]
+            # the release add and the acquire reads (Triton lowers an acquire add of 0 to an acquire load)
+            spills += not ("gpu.release.add" in ptx and ("gpu.acquire.b32" in ptx or "gpu.acquire.add" in ptx)
+                           and "griddepcontrol.wait" in ptx and "griddepcontrol.launch_dependents" in ptx)
+        except Exception as exc:  # noqa: BLE001
+            regs, spills = -1, -1
+            print(f"persistent {config}: {type(exc).__name__}: {str(exc)[:300]}")
+        problems += spills != 0
+        print(f"persistent llama-1b {config.wo}/{config.w13}/{config.w2} warps={config.num_warps}: {regs} registers, "
+              f"{spills} spill bytes (or a barrier instruction missing)", flush=True)
+    return problems
+
+
 def compile_l2_prefetch(lanes: int = 128):
     import triton
     from triton.backends.compiler import GPUTarget
@@ -152,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="one tile per shape kind (a few seconds)")
     parser.add_argument("--only-tiles", type=int, nargs="+", metavar="I",
                         help="only the tiles at these indices of gemv.TILES (e.g. the ones just added)")
+    parser.add_argument("--persistent", action="store_true",
+                        help="only the persistent kernel's candidates (lab/kernels/persistent_mlp.py)")
     parser.add_argument("--prefetch", action="store_true",
                         help="only the deep-prefetch candidates (gemv.prefetch_configs), with PDL, gemv only")
     args = parser.parse_args(argv)
@@ -163,6 +211,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"triton {triton.__version__}, target sm_90a")
     problems = 0
     shapes = SHAPES[5:9] if args.quick else SHAPES
+    if args.persistent:
+        problems = persistent_problems(False)
+        print(f"{problems} kernels failed or spilled")
+        return 1 if problems else 0
     if args.prefetch:
         return _prefetch_only(shapes if args.quick else SHAPES[5:], prefetch_configs)
     for rows, k, halves, norm, residual in shapes:
@@ -220,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"gemv evict-first {config}: {type(exc).__name__}: {str(exc)[:200]}")
         problems += spills != 0
         print(f"gemv 5632x2048 halves=2 {config}: {regs} registers, {spills} spill bytes")
+    problems += persistent_problems(args.quick)
     try:
         regs, spills = registers_and_spills(compile_l2_prefetch())
     except Exception as exc:  # noqa: BLE001

@@ -31,6 +31,10 @@ back at most 8 files). The last lines printed are a short table of what each sta
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue19-l2 $OUT  # L2 prefetch from attention: the instruction's
                                                         # smoke test, llama-1b decode with and without it, the
                                                         # lab's llama-1b rows (with an L2 row), summary (<= 8 min)
+    PYTHONPATH=src python3 benchmarks/gpu_suite.py issue19-persist $OUT  # the persistent kernel after attention: its
+                                                        # smoke test (a subprocess, 75 s) gates llama-1b's decode
+                                                        # with and without it and the lab's llama-1b rows (<= 8 min;
+                                                        # issue19-persist-8b: the smoke, then the lab's llama-8b)
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-doctor $OUT    # doctor names HF generate()'s per-token syncs
     PYTHONPATH=src python3 benchmarks/gpu_suite.py issue15-roofs $OUT  # ceilings with the cache roof, then no op above its own roof (DRAM or cache), no unmodelled time (built-ins, ViT-B/16)
     PYTHONPATH=src python3 benchmarks/gpu_suite.py ncu $OUT  # issue 20: analyze --ncu on llama-tiny (<= 300 s, >= 98% joined)
@@ -213,6 +217,34 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
                                      "-o", str(out / "lab_decode" / "llama-1b")], 180),
             ("summary", [PY, "benchmarks/issue19_kernels_summary.py", str(out)], 15),
         ]
+    if suite in ("issue19-persist", "issue19-persist-8b"):
+        # The products after attention as one persistent kernel a layer (kernels/persistent_mlp.py), in one call
+        # (< 8 min): first, in a subprocess with a time limit, whether the kernel runs at all without a barrier hang
+        # and agrees with the three gemv kernels (persistent_smoke.py, ~14 compiles); every later stage runs only
+        # where it passed. Then llama-1b's decode with deep prefetch and deep prefetch + persistent (the kernel or
+        # the three chosen in the whole step) in 7 alternating runs (kernel classes, tokens), the lab's llama-1b
+        # rows (the persistent row last), the summary table. issue19-prefetch's decode stage took ~110 s and its
+        # lab llama-1b stage 75 s on the H200; the persistent tuning adds ~5 compiles (the smoke test made them) and 21 whole-step timings.
+        # issue19-persist-8b: the smoke and the lab's llama-8b rows (126 s before; it must stay >= 80%).
+        smoke = out / "persist_smoke" / "persistent_smoke.json"
+        gate = [PY, "benchmarks/persistent_smoke.py", "--require", str(smoke), "--"]
+        ceilings = "benchmarks/results/h200/issue19-20/ceilings_h200.json"
+        first = [("env", ["nvidia-smi"], 10),
+                 ("persist_smoke", [PY, "benchmarks/persistent_smoke.py", str(out / "persist_smoke")], 75)]
+        if suite == "issue19-persist-8b":
+            return first + [("lab_decode_llama-8b", gate + RL + ["lab", "--device", "cuda", "--model", "llama-8b",
+                                                                 "--decode-only", "--no-tuned", "--ceilings", ceilings,
+                                                                 "-o", str(out / "lab_decode" / "llama-8b")], 300),
+                            ("summary", [PY, "benchmarks/issue19_kernels_summary.py", str(out)], 15)]
+        return first + [
+            ("decode_fast_llama-1b", gate + [PY, "benchmarks/decode_fast.py", "--models", "llama-1b", "--baseline",
+                                             "none", "--persistent", "--reps", "7",
+                                             "-o", str(out / "decode_fast_llama-1b.json")], 190),
+            ("lab_decode_llama-1b", gate + RL + ["lab", "--device", "cuda", "--model", "llama-1b", "--decode-only",
+                                                 "--no-tuned", "--ceilings", ceilings,
+                                                 "-o", str(out / "lab_decode" / "llama-1b")], 185),
+            ("summary", [PY, "benchmarks/issue19_kernels_summary.py", str(out)], 15),
+        ]
     if suite == "issue15-doctor":
         return [("env", ["nvidia-smi"], 30),
                 ("generate_syncs", [PY, "benchmarks/generate_syncs.py", str(out / "generate_syncs"), "--device", "cuda",
@@ -239,7 +271,7 @@ def stages(suite: str, out: Path) -> list[tuple[str, list[str], int]]:
         ]
     raise SystemExit(f"unknown suite {suite!r}: analyze, lab, lab-tiny, lab-1b, lab-8b, lab-views, decode-roof, decode-breakdown, decode-fast, "
                      "cuda-tests, issue15-doctor, issue15-roofs, issue19-20, issue19-attention, issue19-kernels, "
-                     "issue19-prefetch, issue19-l2, ncu or ddp")
+                     "issue19-prefetch, issue19-l2, issue19-persist, issue19-persist-8b, ncu or ddp")
 
 
 def run_stage(name: str, argv: list[str], timeout: int, out: Path) -> dict:

@@ -9,6 +9,8 @@ its 2,048-slot cache, each row timed on its own) and writes SUITE_DIR/summary.md
 failed or left nothing is a line saying so, not an error. For gpu_suite.py issue19-prefetch (no attention stages:
 that section is left out) it adds the deep-prefetch step against PDL + attention v2: the difference per token, the
 tokens against the old step's, and each product's tile before and after with its time under PDL in the tuning.
+For gpu_suite.py issue19-persist: the persistent kernel's smoke test in one line first, the persistent step against
+deep prefetch, and the persistent tuning's choice and candidates as a note.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ V1_LABEL = "+ Triton GEMV + PDL"
 V2_LABEL = "+ Triton GEMV + PDL + attention v2"
 PREFETCH_LABEL = "+ Triton GEMV + PDL + attention v2 + deep prefetch"
 L2_LABEL = PREFETCH_LABEL + " + L2 prefetch"
+PERSIST_LABEL = PREFETCH_LABEL + " + persistent"
 
 
 def _load(path: Path) -> dict:
@@ -99,6 +102,9 @@ def decode_rows(suite: Path) -> tuple[list[dict], list[str]]:
                                  " (a step without/with: " + "; ".join(
                                      f"{r.split()[0]} " + "/".join(_f(u, '.1f') for u in us)
                                      for r, us in l2.get("evict_first_us", {}).items()) + ")")
+            persistent = row.get("fast", {}).get("persistent")
+            if persistent:
+                notes.append(f"{model}: {persistent_line(persistent)}")
             if "attention_v2" in row.get("fast", {}):
                 notes.append(f"{model}: attention v2 tuned to {row['fast']['attention_v2']['t_per_split']} slots a "
                              f"program (v1: {row['fast']['tuning'].get('attention_t_per_split')})")
@@ -190,7 +196,8 @@ def render(attention: list[dict], decode: list[dict], notes: list[str], lab: lis
             lines.append(f"\n{model}: attention v2 {new['us_per_token'] - old['us_per_token']:+.1f} us/token, "
                          f"{100 * new['share_of_roof']:.1f}% of roof vs {100 * old['share_of_roof']:.1f}% (aim 65%)")
         for name, before, after in (("deep prefetch", V2_LABEL, PREFETCH_LABEL),
-                                    ("L2 prefetch", PREFETCH_LABEL, L2_LABEL)):
+                                    ("L2 prefetch", PREFETCH_LABEL, L2_LABEL),
+                                    ("persistent", PREFETCH_LABEL, PERSIST_LABEL)):
             a, b = by.get((model, before)), by.get((model, after))
             if a and b:
                 products = b["matmul_us"] and a["matmul_us"] and b["matmul_us"] - a["matmul_us"]
@@ -248,6 +255,32 @@ def l2_smoke_line(smoke: dict) -> str:
             f"L2 {smoke.get('l2_bytes')} bytes")
 
 
+def persistent_line(found: dict) -> str:
+    """decode_fast.py's persistent tuning (row["fast"]["persistent"]) in one line: the choice and each candidate."""
+    def name(c: dict) -> str:
+        if c.get("persistent", 0) is None:
+            return "three kernels"
+        return (f"{'/'.join('x'.join(map(str, c[r])) for r in ('wo', 'w13', 'w2'))} w{c['num_warps']} "
+                f"{c['per_sm']}/SM")
+    chosen = found.get("config")
+    return (f"persistent kernel after attention: chosen {name(chosen) if chosen else 'three kernels'} "
+            f"(programs resident a multiprocessor: {found.get('resident_per_sm')}; a step "
+            + ", ".join(f"{_f(c['us'], '.1f')} us {name(c)}" for c in found.get("candidates_us", []))
+            + " in the tuning)")
+
+
+def persist_smoke_line(smoke: dict) -> str:
+    """gpu_suite.py issue19-persist's first stage (persistent_smoke.py) in one line."""
+    if "skipped" in smoke:
+        return f"persistent kernel smoke: skipped ({smoke['skipped']})"
+    cases = smoke.get("cases", [])
+    return (f"persistent kernel smoke: passed {smoke.get('passed')} ({len(cases)} cases, "
+            f"{sum(bool(c.get('bit_identical_to_gemv')) for c in cases)} bit-identical to the three gemv kernels, "
+            f"largest relative error to torch {max((c.get('torch_rel_error', 0) for c in cases), default=0):.2g}, "
+            f"barriers that gave up: {sum(bool(c.get('barrier_gave_up')) for c in cases)})"
+            + "".join(f"; {f}" for f in smoke.get("failures", [])))
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1 or not Path(argv[0]).is_dir():
@@ -262,6 +295,9 @@ def main(argv: list[str] | None = None) -> int:
     smoke = _load(suite / "l2_smoke" / "l2_prefetch_smoke.json")
     if smoke:
         text = l2_smoke_line(smoke) + "\n\n" + text
+    persist = _load(suite / "persist_smoke" / "persistent_smoke.json")
+    if persist:
+        text = persist_smoke_line(persist) + "\n\n" + text
     stage_json = [_load(p) for p in sorted(suite.glob("attention_ctx*/decode_attention_context.json"))
                   + sorted(suite.glob("decode_fast_*.json"))]
     meta = {k: next((d[k] for d in stage_json if k in d), None) for k in ("gpu", "torch", "triton")}
@@ -270,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
                                                     "decode": decode, "lab": lab, "tiles": tiles,
                                                     "notes": notes}, indent=1))
     (suite / "summary.md").write_text(text + "\n")
+    (suite / "table.md").write_text(text + "\n")  # the same table under the name the issue's drivers give it
     print(text)
     return 0
 

@@ -25,6 +25,8 @@ from roofline.lab.kernels.attention import (attention_torch, decode_attention, l
                                             splits_for)
 from roofline.lab.kernels.gemv import GemvConfig, Scratch, candidate_configs, gemv, gemv_torch, prefetch_configs
 from roofline.lab.kernels.l2_prefetch import CHUNK_BYTES, CHUNK_CANDIDATES, next_weights_ranges
+from roofline.lab.kernels.persistent_mlp import PersistentConfig, PersistentState, persistent_mlp
+from roofline.lab.kernels.persistent_mlp import candidate_configs as persistent_candidates
 from roofline.models.llama import Transformer
 
 ROLES = ("qkv", "wo", "w13", "w2", "head")
@@ -51,6 +53,8 @@ class Tuning:
     # version 2: bytes of the layer's wo then w13 (l2_prefetch.next_weights_ranges) its extra programs ask the L2 for
     attention_l2_prefetch: int = 0
     attention_l2_chunk: int = CHUNK_BYTES  # bytes a request of that prefetch
+    # wo, the norm, w13 and w2 as one persistent kernel a layer (kernels/persistent_mlp.py); None: three gemv kernels
+    persistent: PersistentConfig | None = None
 
     def as_dict(self) -> dict:
         return {"configs": {r: c.as_dict() for r, c in self.configs.items()}, "attention_t_per_split": self.t_per_split,
@@ -58,6 +62,7 @@ class Tuning:
                 "attention_split_block": self.attention_split_block,
                 "attention_early_launch": self.attention_early_launch,
                 "attention_l2_prefetch": self.attention_l2_prefetch, "attention_l2_chunk": self.attention_l2_chunk,
+                "persistent": self.persistent.as_dict() if self.persistent is not None else None,
                 "candidates_us": {r: [{**c, "us": us} for c, us in rows] for r, rows in self.candidates_us.items()},
                 "seconds": self.seconds}
 
@@ -115,6 +120,7 @@ class FastDecode:
         splits = splits_for(model.max_seq, min(T_PER_SPLITS + T_PER_SPLITS_V2))
         floats = max(8 * max_rows, scratch_floats(cfg.n_kv_heads, cfg.n_heads, cfg.head_dim, splits))
         self.scratch = Scratch(self.device, floats, max(1 << 14, max_rows))
+        self.persistent_state = PersistentState(self.device, len(self.layers))
 
     def _weights(self, layer) -> dict[str, torch.Tensor]:
         attn, ffn = layer.attention, layer.feed_forward
@@ -170,15 +176,27 @@ class FastDecode:
                                           if self.attention_version == 2 and not t_per_split else ()),
                              l2_chunk=self.tuning.attention_l2_chunk)
 
-    @torch.no_grad()
-    def step(self, model: Transformer, token: torch.Tensor, input_pos: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
-        torch.index_select(model.tok_embeddings.weight, 0, token.view(-1), out=self.h.view(1, -1))
-        for layer in self.layers:
-            self.product("qkv", layer["qkv"], self.h, self.qkv, norm=layer["attention_norm"])
-            self.attend(layer, input_pos)
+    def mlp(self, index: int, layer: dict, config: PersistentConfig | None = None) -> None:
+        """wo + residual, RMSNorm + w13 + SiLU*mul, w2 + residual: the persistent kernel (``config``, else the
+        tuning's) where one is chosen and Triton runs, else the three products. Layer ``index`` has its own barrier
+        counter. Off a GPU (Triton's interpreter) the kernel runs its phases as three launches, no barrier."""
+        config = config or self.tuning.persistent
+        if config is None or self.backend != BACKEND_TRITON or layer["wo"].dtype != self.dtype:  # e4m3: gemv's
             self.product("wo", layer["wo"], self.o, self.h, residual=self.h)
             self.product("w13", layer["w13"], self.h, self.m, norm=layer["ffn_norm"])
             self.product("w2", layer["w2"], self.m, self.h, residual=self.h)
+            return
+        persistent_mlp(layer["wo"], layer["w13"], layer["w2"], self.o, self.h, self.m, layer["ffn_norm"],
+                       eps=self.eps, config=config, state=self.persistent_state, slot=index, pdl=self.pdl,
+                       phased=self.device.type != "cuda")
+
+    @torch.no_grad()
+    def step(self, model: Transformer, token: torch.Tensor, input_pos: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+        torch.index_select(model.tok_embeddings.weight, 0, token.view(-1), out=self.h.view(1, -1))
+        for index, layer in enumerate(self.layers):
+            self.product("qkv", layer["qkv"], self.h, self.qkv, norm=layer["attention_norm"])
+            self.attend(layer, input_pos)
+            self.mlp(index, layer)
         self.product("head", self.head_weight, self.h, self.logits, norm=model.norm.weight)
         if self.backend != BACKEND_TRITON:
             return self.logits.argmax().view(1)
@@ -336,6 +354,74 @@ def tune_l2_prefetch(decode: FastDecode, *, position: int, candidates: list[int]
     decode.tuning = replace(decode.tuning, configs=configs, candidates_us={**decode.tuning.candidates_us, **timings},
                             seconds=decode.tuning.seconds + time.perf_counter() - began)
     return decode.tuning
+
+
+def tune_persistent(decode: FastDecode, *, position: int, candidates: list[PersistentConfig] | None = None,
+                    progress: Callable[[str], None] = lambda _: None) -> Tuning:
+    """The products after attention as one persistent kernel a layer, or not: the three-kernel step as it is (always a
+    candidate, so the choice is never slower in this timing) and each candidate (persistent_mlp.candidate_configs),
+    first checked against the step's three kernels on the first and last layers' weights (CHECK_TOLERANCE; a
+    barrier that gave up fails it too), then timed in the whole step's CUDA graph at cache slot ``position`` as
+    _choose_in_step times tiles; a candidate whose barrier gives up in the timing is left out (CUDA only; recorded
+    as "persistent in the step")."""
+    if decode.device.type != "cuda" or decode.backend != BACKEND_TRITON:
+        return decode.tuning
+    import time
+
+    began = time.perf_counter()
+    base = replace(decode.tuning, persistent=None)
+    dim, k_attn = decode.layers[0]["wo"].shape
+    configs = candidates if candidates is not None else persistent_candidates(dim, decode.shape("w13")[0], k_attn)
+    rows = []
+    for config in [None, *configs]:
+        decode.tuning = replace(base, persistent=config)
+        try:
+            if config is not None:
+                _check_persistent(decode, config)
+            us = _time_step(decode, position, STEP_REPLAYS)
+            if decode.persistent_state.failed():
+                raise RuntimeError("a grid barrier gave up in the step (the grid was not co-resident)")
+        except Exception as exc:  # noqa: BLE001 - a wrong, failing or stuck candidate is left out
+            progress(f"tune persistent: {config} failed: {type(exc).__name__}: {str(exc)[:160]}")
+            decode.persistent_state.reset()
+            us = float("inf")
+        rows.append(({"persistent": None} if config is None else config.as_dict(), us))
+    best = min(range(len(rows)), key=lambda i: rows[i][1])
+    chosen = ([None, *configs][best] if rows[best][1] < float("inf") else None)
+    progress(f"tune persistent in the step: {chosen} {rows[best][1]:.1f} us a step (three kernels: "
+             f"{rows[0][1]:.1f} us) of {len(rows)} candidates")
+    decode.tuning = replace(base, persistent=chosen,
+                            candidates_us={**base.candidates_us, "persistent in the step": rows},
+                            seconds=base.seconds + time.perf_counter() - began)
+    return decode.tuning
+
+
+def _check_persistent(decode: FastDecode, config: PersistentConfig) -> None:
+    """Raise where the persistent kernel's h and m differ from the step's three kernels' (its tuned tiles) on the
+    first and last layers' weights, by more than CHECK_TOLERANCE of the largest value, or a barrier gave up."""
+    device = decode.h.device
+    for index in sorted({0, len(decode.layers) - 1}):
+        layer = decode.layers[index]
+        o = torch.randn_like(decode.o)
+        h = torch.randn_like(decode.h)
+        got = []
+        for use in (None, config):
+            decode.o.copy_(o)
+            decode.h.copy_(h)
+            decode.m.zero_()
+            decode.tuning = replace(decode.tuning, persistent=use)
+            decode.mlp(index, layer)
+            got.append((decode.h.clone(), decode.m.clone()))
+        decode.tuning = replace(decode.tuning, persistent=config)
+        torch.cuda.synchronize(device)
+        if decode.persistent_state.failed():
+            raise RuntimeError("a grid barrier gave up (the grid was not co-resident)")
+        for (want, found), name in zip(zip(got[0], got[1]), ("h", "m")):
+            error = (found.float() - want.float()).abs().max().item()
+            scale = max(want.float().abs().max().item(), 1e-3)
+            if not error <= CHECK_TOLERANCE * scale:  # NaN fails too
+                raise ValueError(f"wrong {name} at layer {index}: max error {error:.3g} against {scale:.3g} "
+                                 "(the three kernels)")
 
 
 def _choose_in_step(decode, configs: dict[str, GemvConfig], role: str, candidates: list[GemvConfig], position: int,

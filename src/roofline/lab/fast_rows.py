@@ -6,7 +6,9 @@ its slices per program tuned of their own) and "... + deep prefetch" (the produc
 gemv.prefetch_configs', which read a program's whole share of a row block, or several tiles of it, before waiting
 for the previous kernel, and the tile the step had) and "... + L2 prefetch" (that step whose attention's extra
 programs ask the L2 for the layer's next weights, wo then w13's first bytes, the amount tuned in the whole step:
-decode_fast.tune_l2_prefetch),
+decode_fast.tune_l2_prefetch) and "... + persistent" (the deep-prefetch step with wo, the norm, w13 and w2 as one
+persistent kernel a layer, a grid barrier between them, where a checked candidate makes the whole step faster:
+decode_fast.tune_persistent, the three kernels among the candidates),
 each timed as bench.peak_decode times its steps (the loop captured as CUDA graphs of 16 steps, same seeded prompt
 and context, median of PEAK_REPS runs), its tiles tuned once per weight shape before anything is timed. Tokens are
 compared with the eager fixed model's greedy tokens on the same prompt; at the first difference, that model's
@@ -39,6 +41,7 @@ FAST_PDL = "+ Triton GEMV + PDL"
 FAST_PDL_V2 = "+ Triton GEMV + PDL + attention v2"
 FAST_PREFETCH = "+ Triton GEMV + PDL + attention v2 + deep prefetch"
 FAST_L2 = FAST_PREFETCH + " + L2 prefetch"
+FAST_PERSIST = FAST_PREFETCH + " + persistent"
 METHOD = (
     "FastDecode (lab/decode_fast.py): five Triton kernels a layer, tiles tuned per weight shape before timing; "
     f"the loop captured as CUDA graphs of {bench.GRAPH_STEPS} steps, median of {bench.PEAK_REPS} runs (as the "
@@ -81,11 +84,12 @@ def skip_reason(device: torch.device) -> str:
 def measure_fast_decode(model: Transformer, ceilings: Ceilings, *, context: int, steps: int, warmup: int,
                         pdl: bool = True, progress: Callable[[str], None] = lambda _: None) -> list[FastDecodeRow]:
     device = model.output.weight.device
-    titles = [FAST] + ([FAST_PDL, FAST_PDL_V2, FAST_PREFETCH, FAST_L2] if pdl else [])
+    titles = [FAST] + ([FAST_PDL, FAST_PDL_V2, FAST_PREFETCH, FAST_L2, FAST_PERSIST] if pdl else [])
     reason = skip_reason(device)
     if reason:
         return [FastDecodeRow(t, skipped=reason) for t in titles]
-    from roofline.lab.decode_fast import FastDecode, tune, tune_attention, tune_l2_prefetch, tune_prefetch
+    from roofline.lab.decode_fast import (FastDecode, tune, tune_attention, tune_l2_prefetch, tune_persistent,
+                                          tune_prefetch)
 
     configure(model, Fixes.all())
     bytes_per_token = bench.decode_bytes(model, 1, context + steps // 2)
@@ -124,6 +128,12 @@ def measure_fast_decode(model: Transformer, ceilings: Ceilings, *, context: int,
                     progress("fast decode: tuning the attention's L2 prefetch in the whole step")
                     decoder = FastDecode(model, tuning=deep, pdl=True, attention_version=2)
                     tune_l2_prefetch(decoder, progress=progress, position=context + steps // 2)
+                elif title == FAST_PERSIST:
+                    if deep is None:
+                        raise RuntimeError("the deep-prefetch row failed (its tuning is this row's start)")
+                    progress("fast decode: tuning the persistent kernel after attention in the whole step")
+                    decoder = FastDecode(model, tuning=deep, pdl=True, attention_version=2)
+                    tune_persistent(decoder, progress=progress, position=context + steps // 2)
                 else:
                     decoder = fast if title == FAST else FastDecode(model, tuning=fast.tuning, pdl=True)
                 progress(f"fast decode: {title}")
@@ -134,6 +144,9 @@ def measure_fast_decode(model: Transformer, ceilings: Ceilings, *, context: int,
                 row.share_of_memory_roof = row.tokens_per_s * bytes_per_token / bandwidth if bandwidth > 0 else None
                 generated[title] = tokens[0].tolist()
                 row.breakdown = _breakdown(model, decoder.step, ceilings, context, steps, known)
+                if decoder.persistent_state.failed():
+                    raise RuntimeError("a persistent kernel's grid barrier gave up (the grid was not co-resident): "
+                                       "its figures are of wrong results")
                 if row.breakdown is not None:
                     row.graphed_gap_s = max(0.0, seconds / steps - row.breakdown.kernel_time_s)
             except Exception as exc:  # noqa: BLE001 - the other rows and the lab's other sections still stand
