@@ -182,6 +182,7 @@ def cases(device: torch.device) -> tuple[list[Case], list[tuple[str, Case, Case,
              family="torchvision"),
         Case("hf gpt2 forward", _hf("gpt2", *hf_size), b, s, family="huggingface"),
         Case("hf bert forward", _hf("bert", *hf_size), b, s, family="huggingface"),
+        Case("hf bert forward fp16", _hf("bert", *hf_size), b, s, "float16", family="huggingface"),
         Case("hf llama forward bf16", _hf("llama", *hf_size), b, s, low, family="huggingface"),
         Case("hf gpt2 training", _hf("gpt2", *hf_size), b, s, backward=True, family="huggingface"),
     ]
