@@ -81,24 +81,3 @@ def test_a_forked_child_runs_at_the_niceness_asked_and_the_parent_keeps_its_own(
     assert Forked(_own_niceness, niceness=5).result() == min(parent + 5, 19)
     assert Forked(_own_niceness).result() == parent
     assert os.nice(0) == parent
-
-
-class _Box:
-    pass
-
-
-def _kind(value):
-    return type(value).__name__
-
-
-@pytest.mark.parametrize("fork", [True, False])
-def test_a_collected_job_lets_go_of_its_inputs(fork):
-    """A big trace's op-tree index, handed to a child, is freed when the caller drops it, not when the job is."""
-    import weakref
-
-    box = _Box()
-    gone = weakref.ref(box)
-    job = meanwhile(_kind, box, fork=fork)
-    assert job.result() == "_Box"
-    del box
-    assert gone() is None

@@ -5,7 +5,7 @@ The child shares this process's memory copy-on-write (its inputs are never pickl
 pickled. Fork is used only where it is available and safe: no other thread, whose locks the child would inherit.
 Whatever goes wrong in the child (it dies, raises, cannot send), ``result()`` does the work in-process instead, so
 errors surface exactly as they would without the fork. The inputs must not change meanwhile in anything the work
-reads. ``result()`` is collected once, and lets go of the inputs.
+reads.
 """
 
 from __future__ import annotations
@@ -74,10 +74,8 @@ class Forked:
         finally:
             self._receive.close()
             self._process.join()
-        work, args = self._work, self._args
-        self._work = self._args = None  # collected once: the inputs are not held any longer than the caller holds them
         if sent is None or self._process.exitcode != 0:
-            return work(*args)
+            return self._work(*self._args)
         return sent[0]
 
 
@@ -88,9 +86,7 @@ class InProcess:
         self._work, self._args = work, args
 
     def result(self) -> Any:
-        work, args = self._work, self._args
-        self._work = self._args = None
-        return work(*args)
+        return self._work(*self._args)
 
 
 def meanwhile(work: Callable[..., Any], *args: Any, fork: bool = True) -> Forked | InProcess:

@@ -47,7 +47,6 @@ import roofline.forked as forked
 
 outputs.BACKGROUND_PNG_MIN_OPS = 0
 pipeline.SIDE_FORK_MIN_EVENTS = 0
-pipeline.CHOICE_FORK_MIN_EVENTS = 0
 started = []
 init = outputs.BackgroundRenderer.__init__
 outputs.BackgroundRenderer.__init__ = lambda self, r, rep: (started.append(type(r).__name__), init(self, r, rep))[1]
@@ -63,8 +62,8 @@ sys.exit(code)
 def test_the_trace_command_writes_the_same_files_with_png_and_doctor_in_the_background(tmp_path):
     """The forked run goes in a fresh interpreter: fork is refused while other threads live (in_background), and a
     full test session has some (Dask's offload pool, tqdm's monitor). Its doctor and its memory and sync analysis
-    run in children too, the choice of its later steps' ops in another, and its report.html's op table in another,
-    started when the ops were placed, before the rest of the report and the findings are known: the same files."""
+    run in children too, and its report.html's op table in another, started when the ops were placed, before the
+    rest of the report and the findings are known: the same files."""
     trace = str(H200 / "bad_syncs_fwd_fp32.json.gz")
     assert main(["trace", trace, "-o", str(tmp_path / "inline")]) == 0
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(outputs.__file__).parents[2]),
@@ -73,8 +72,7 @@ def test_the_trace_command_writes_the_same_files_with_png_and_doctor_in_the_back
                          text=True, env=env, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     # report.html's op table (ops_parts) is started as soon as the ops are placed, before the report is complete
-    assert ("STARTED ['PngRenderer'] ['_syncs_and_memory', '_choices_of', 'ops_parts', '_rendered', 'diagnose']"
-            in run.stdout)
+    assert "STARTED ['PngRenderer'] ['_syncs_and_memory', 'ops_parts', '_rendered', 'diagnose']" in run.stdout
     for name in ("roofline.png", "report.json", "report.html"):
         assert (tmp_path / "forked" / name).read_bytes() == (tmp_path / "inline" / name).read_bytes(), name
     inline = (tmp_path / "inline" / "report.json").read_bytes()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from roofline.analyze.join import (
     Chosen,
@@ -42,7 +42,6 @@ from roofline.report import Ceilings, Environment, KernelRecord, MemorySummary, 
 _MATMUL_FAMILY = families.MATMUL | families.MATVEC  # cuBLAS: TF32 as torch.backends.cuda.matmul allows
 _CONV_FAMILY = families.CONV | families.CONV_OTHER  # cuDNN: TF32 as torch.backends.cudnn allows
 SIDE_FORK_MIN_EVENTS = 20_000  # memory and sync events from which their analysis is worth a forked child
-CHOICE_FORK_MIN_EVENTS = 100_000  # host events from which choosing the later steps' ops is worth a forked child
 
 
 @dataclass(slots=True)
@@ -244,19 +243,12 @@ def report_from_trace(
         _append_ops(trace, extras, counter, children, rep_step, recording.tf32, gaps, ops, event_to_report)
         timeline_steps = [rep_step]
     else:
-        split = _steps_chosen_here(len(steps), len(trace.ops))
-        later = meanwhile(_choices_of, trace, steps[split:], roots, children, counter, fork=split < len(steps))
-
-        def choices() -> Iterator[tuple[list[Chosen], dict[int, float]]]:
-            yield from _choices(trace, steps[:split], roots, children, counter)
-            found = later.result()
-            found.reverse()
-            while found:  # each step's events freed once its ops are built, as when they are chosen here
-                events, self_only, gaps = found.pop()
-                yield [Chosen(e, self_only=s) for e, s in zip(events, self_only)], gaps
-
+        names: dict[str, tuple[bool, bool]] = {}
         no_tf32 = Tf32Flags()
-        for step, (chosen, gaps) in zip(steps, choices()):
+        for step in steps:
+            chosen = [c for c in choose_without_recording(trace, roots.get(step, []), children, is_modeled, names)
+                      if not _is_idle_marker(trace, c)]
+            gaps = host_gaps_us(trace, [c.event for c in chosen], step)
             _append_ops(trace, chosen, counter, children, step, no_tf32, gaps, ops, event_to_report)
         timeline_steps = steps
     # The op tree's index and the counting caches are done with: freed (and handed back to the OS) before the host
@@ -341,38 +333,6 @@ def _syncs_and_memory(trace: Trace, reference_peak_bytes: int | None) -> tuple[l
     syncs = syncs_from_trace(trace) if trace.syncs else []
     # Always filled: with no [memory] events the summary says why it has no peak (never a bare 0 B).
     return syncs, memory_from_trace(trace, reference_peak_bytes=reference_peak_bytes)
-
-
-def _steps_chosen_here(steps: int, events: int) -> int:
-    """How many of a trace's first steps have their ops' events chosen in this process; a forked child chooses the
-    rest's (and takes their host gaps) meanwhile, and sends back only event numbers and gaps.
-
-    A big trace's first third: building a step's ops takes about twice as long as choosing its events, so this
-    process builds the first third's ops while the child chooses the other two thirds'. On the 1 M-event trace
-    that puts ~0.25 s of the op building on the second core
-    (benchmarks/results/big_trace_window_b_2026-12-01.txt)."""
-    return steps // 3 if steps > 1 and events >= CHOICE_FORK_MIN_EVENTS else steps
-
-
-def _choices(trace: Trace, steps: list[int | None], roots: dict[int | None, list[int]],
-             children: dict[int, list[int]], counter: _TraceCounter,
-             ) -> Iterator[tuple[list[Chosen], dict[int, float]]]:
-    """For each of ``steps`` in turn (no recording): the events that become its ops, and their host gaps."""
-    names: dict[str, tuple[bool, bool]] = {}
-
-    def is_modeled(op: CpuOp) -> bool:
-        return counter(op).cost.modeled
-
-    for step in steps:
-        chosen = [c for c in choose_without_recording(trace, roots.get(step, []), children, is_modeled, names)
-                  if not _is_idle_marker(trace, c)]
-        yield chosen, host_gaps_us(trace, [c.event for c in chosen], step)
-
-
-def _choices_of(*args: Any) -> list[tuple[list[int], list[bool], dict[int, float]]]:
-    """``_choices`` as a forked child sends them back: each step's chosen events as plain lists (a million
-    ``Chosen`` objects pickle and unpickle ~10x slower)."""
-    return [([c.event for c in chosen], [c.self_only for c in chosen], gaps) for chosen, gaps in _choices(*args)]
 
 
 def _op_from_recording(trace: Trace, rec: RecordedOp, rec_index: int, times_us: list[float], cpu_us: list[float],
