@@ -105,6 +105,54 @@ def _publish(PARTIAL, OUT, COUNTERS, kh, sp, own, m, l, acc, KV_HEADS: tl.conste
 
 
 @triton.jit
+def _first_block(KC, VC, COS, SIN, kh, sp, pos, max_seq, HEAD_DIM: tl.constexpr, HALF: tl.constexpr,
+                 BLOCK_T: tl.constexpr, T_PER_SPLIT: tl.constexpr):
+    """What a program reads before the wait for q/k/v: its slice's first block of cache slots and the rotation's
+    cos/sin at ``pos`` (neither written by the kernel before this one). Returns the KV head's cache offset too."""
+    d1 = tl.arange(0, HALF)
+    cache = kh.to(tl.int64) * max_seq * HEAD_DIM
+    t = sp * T_PER_SPLIT + tl.arange(0, BLOCK_T)
+    k1, k2, v = _load_kv(KC, VC, cache, t, pos, HEAD_DIM, HALF)
+    c = tl.load(COS + pos * HALF + d1).to(tl.float32)
+    s = tl.load(SIN + pos * HALF + d1).to(tl.float32)
+    return cache, t, k1, k2, v, c, s
+
+
+@triton.jit
+def _slice_softmax(QKV, KC, VC, kh, sp, own, pos, cache, t, k1, k2, v, c, s, scale, Q_HEADS: tl.constexpr,
+                   KV_HEADS: tl.constexpr, GROUP: tl.constexpr, GROUP_PAD: tl.constexpr, HEAD_DIM: tl.constexpr,
+                   HALF: tl.constexpr, BLOCK_T: tl.constexpr, T_PER_SPLIT: tl.constexpr, dt: tl.constexpr):
+    """After the wait: q/k/v, then the online softmax over the program's slice (the first block already loaded,
+    then only the blocks with a slot before ``pos``: a masked block would change nothing), and this step's token
+    when the slice holds ``pos``. Returns the slice's (max, sum, weighted values)."""
+    r1, r2, rk1, rk2, v_new = _load_qkv(QKV, kh, c, s, Q_HEADS, KV_HEADS, GROUP, GROUP_PAD, HEAD_DIM, HALF, dt)
+
+    m = tl.full([GROUP_PAD], -1.0e30, dtype=tl.float32)
+    l = tl.zeros([GROUP_PAD], dtype=tl.float32)
+    acc = tl.zeros([GROUP_PAD, HEAD_DIM], dtype=tl.float32)
+    m, l, acc = _attend(r1, r2, k1, k2, v, t, pos, m, l, acc, scale, dt)
+    if T_PER_SPLIT > BLOCK_T:
+        t_start = sp * T_PER_SPLIT
+        for t0 in range(t_start + BLOCK_T, tl.minimum(t_start + T_PER_SPLIT, pos), BLOCK_T):
+            t = t0 + tl.arange(0, BLOCK_T)
+            k1, k2, v = _load_kv(KC, VC, cache, t, pos, HEAD_DIM, HALF)
+            m, l, acc = _attend(r1, r2, k1, k2, v, t, pos, m, l, acc, scale, dt)
+    if sp == own:
+        m, l, acc = _add_token(KC, VC, cache, pos, r1, r2, rk1, rk2, v_new, m, l, acc, scale, HEAD_DIM, HALF)
+    return m, l, acc
+
+
+@triton.jit
+def _write_out(OUT, kh, l, acc, GROUP: tl.constexpr, GROUP_PAD: tl.constexpr, HEAD_DIM: tl.constexpr,
+               dt: tl.constexpr):
+    """The KV head's group of output rows from a softmax no other program shares (no partials to merge)."""
+    g = tl.arange(0, GROUP_PAD)
+    d = tl.arange(0, HEAD_DIM)
+    out_ptrs = OUT + (kh * GROUP + g)[:, None] * HEAD_DIM + d[None, :]
+    tl.store(out_ptrs, (acc / l[:, None]).to(dt), mask=(g < GROUP)[:, None])
+
+
+@triton.jit
 def decode_attention_kernel(QKV, KC, VC, COS, SIN, POS, OUT, PARTIAL, COUNTERS, scale, max_seq,
                             Q_HEADS: tl.constexpr, KV_HEADS: tl.constexpr, GROUP: tl.constexpr,
                             GROUP_PAD: tl.constexpr, HEAD_DIM: tl.constexpr, HALF: tl.constexpr, BLOCK_T: tl.constexpr,
@@ -117,37 +165,17 @@ def decode_attention_kernel(QKV, KC, VC, COS, SIN, POS, OUT, PARTIAL, COUNTERS, 
     own = pos // T_PER_SPLIT  # the split whose slots hold pos: it writes the token and adds it to its softmax
     if sp > own:  # the grid covers the whole cache (one launch for every step); a split past pos has nothing to do
         return
-    g = tl.arange(0, GROUP_PAD)
-    g_mask = g < GROUP
-    d1 = tl.arange(0, HALF)
-    d = tl.arange(0, HEAD_DIM)
-    cache = kh.to(tl.int64) * max_seq * HEAD_DIM
-    t_start = sp * T_PER_SPLIT
     # The first block of the cache is read before the wait: slots before pos were written by earlier steps'
     # kernels, done before the previous kernel could start, so under PDL this overlaps that kernel's tail.
-    t = t_start + tl.arange(0, BLOCK_T)
-    k1, k2, v = _load_kv(KC, VC, cache, t, pos, HEAD_DIM, HALF)
-    c = tl.load(COS + pos * HALF + d1).to(tl.float32)
-    s = tl.load(SIN + pos * HALF + d1).to(tl.float32)
+    cache, t, k1, k2, v, c, s = _first_block(KC, VC, COS, SIN, kh, sp, pos, max_seq, HEAD_DIM, HALF, BLOCK_T,
+                                             T_PER_SPLIT)
     if PDL:  # q/k/v were written by the kernel before this one
         gdc_wait()
         gdc_launch_dependents()
-    r1, r2, rk1, rk2, v_new = _load_qkv(QKV, kh, c, s, Q_HEADS, KV_HEADS, GROUP, GROUP_PAD, HEAD_DIM, HALF, dt)
-
-    m = tl.full([GROUP_PAD], -1.0e30, dtype=tl.float32)
-    l = tl.zeros([GROUP_PAD], dtype=tl.float32)
-    acc = tl.zeros([GROUP_PAD, HEAD_DIM], dtype=tl.float32)
-    m, l, acc = _attend(r1, r2, k1, k2, v, t, pos, m, l, acc, scale, dt)
-    if T_PER_SPLIT > BLOCK_T:  # only the blocks with a slot before pos (a masked block would change nothing)
-        for t0 in range(t_start + BLOCK_T, tl.minimum(t_start + T_PER_SPLIT, pos), BLOCK_T):
-            t = t0 + tl.arange(0, BLOCK_T)
-            k1, k2, v = _load_kv(KC, VC, cache, t, pos, HEAD_DIM, HALF)
-            m, l, acc = _attend(r1, r2, k1, k2, v, t, pos, m, l, acc, scale, dt)
-    if sp == own:
-        m, l, acc = _add_token(KC, VC, cache, pos, r1, r2, rk1, rk2, v_new, m, l, acc, scale, HEAD_DIM, HALF)
+    m, l, acc = _slice_softmax(QKV, KC, VC, kh, sp, own, pos, cache, t, k1, k2, v, c, s, scale, Q_HEADS, KV_HEADS,
+                               GROUP, GROUP_PAD, HEAD_DIM, HALF, BLOCK_T, T_PER_SPLIT, dt)
     if SPLITS == 1:
-        out_ptrs = OUT + (kh * GROUP + g)[:, None] * HEAD_DIM + d[None, :]
-        tl.store(out_ptrs, (acc / l[:, None]).to(dt), mask=g_mask[:, None])
+        _write_out(OUT, kh, l, acc, GROUP, GROUP_PAD, HEAD_DIM, dt)
     else:
         _publish(PARTIAL, OUT, COUNTERS, kh, sp, own, m, l, acc, KV_HEADS, SPLITS, GROUP, GROUP_PAD, GROUP_POW2,
                  HEAD_DIM, SPLIT_BLOCK, dt)

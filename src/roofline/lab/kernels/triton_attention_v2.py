@@ -16,7 +16,7 @@ attention runs. ``L2_ISSUE`` False compiles the request out (Triton's interprete
 import triton
 import triton.language as tl
 
-from roofline.lab.kernels.triton_attention import _add_token, _attend, _load_kv, _load_qkv, _publish
+from roofline.lab.kernels.triton_attention import _first_block, _publish, _slice_softmax, _write_out
 from roofline.lab.kernels.triton_gemv import gdc_launch_dependents, gdc_wait
 from roofline.lab.kernels.triton_l2 import prefetch_range
 
@@ -49,36 +49,16 @@ def decode_attention_v2_kernel(QKV, KC, VC, COS, SIN, POS, OUT, PARTIAL, COUNTER
     own = pos // T_PER_SPLIT
     if sp > own:
         return
-    g = tl.arange(0, GROUP_PAD)
-    g_mask = g < GROUP
-    d1 = tl.arange(0, HALF)
-    d = tl.arange(0, HEAD_DIM)
-    cache = kh.to(tl.int64) * max_seq * HEAD_DIM
-    t_start = sp * T_PER_SPLIT
-    t = t_start + tl.arange(0, BLOCK_T)
-    k1, k2, v = _load_kv(KC, VC, cache, t, pos, HEAD_DIM, HALF)
-    c = tl.load(COS + pos * HALF + d1).to(tl.float32)
-    s = tl.load(SIN + pos * HALF + d1).to(tl.float32)
+    cache, t, k1, k2, v, c, s = _first_block(KC, VC, COS, SIN, kh, sp, pos, max_seq, HEAD_DIM, HALF, BLOCK_T,
+                                             T_PER_SPLIT)
     if PDL:
         gdc_wait()
         if not EARLY_LAUNCH:
             gdc_launch_dependents()
-    r1, r2, rk1, rk2, v_new = _load_qkv(QKV, kh, c, s, Q_HEADS, KV_HEADS, GROUP, GROUP_PAD, HEAD_DIM, HALF, dt)
-
-    m = tl.full([GROUP_PAD], -1.0e30, dtype=tl.float32)
-    l = tl.zeros([GROUP_PAD], dtype=tl.float32)
-    acc = tl.zeros([GROUP_PAD, HEAD_DIM], dtype=tl.float32)
-    m, l, acc = _attend(r1, r2, k1, k2, v, t, pos, m, l, acc, scale, dt)
-    if T_PER_SPLIT > BLOCK_T:
-        for t0 in range(t_start + BLOCK_T, tl.minimum(t_start + T_PER_SPLIT, pos), BLOCK_T):
-            t = t0 + tl.arange(0, BLOCK_T)
-            k1, k2, v = _load_kv(KC, VC, cache, t, pos, HEAD_DIM, HALF)
-            m, l, acc = _attend(r1, r2, k1, k2, v, t, pos, m, l, acc, scale, dt)
-    if sp == own:
-        m, l, acc = _add_token(KC, VC, cache, pos, r1, r2, rk1, rk2, v_new, m, l, acc, scale, HEAD_DIM, HALF)
+    m, l, acc = _slice_softmax(QKV, KC, VC, kh, sp, own, pos, cache, t, k1, k2, v, c, s, scale, Q_HEADS, KV_HEADS,
+                               GROUP, GROUP_PAD, HEAD_DIM, HALF, BLOCK_T, T_PER_SPLIT, dt)
     if own == 0:  # one live slice: this program holds the whole softmax, nothing to merge
-        out_ptrs = OUT + (kh * GROUP + g)[:, None] * HEAD_DIM + d[None, :]
-        tl.store(out_ptrs, (acc / l[:, None]).to(dt), mask=g_mask[:, None])
+        _write_out(OUT, kh, l, acc, GROUP, GROUP_PAD, HEAD_DIM, dt)
     else:
         _publish(PARTIAL, OUT, COUNTERS, kh, sp, own, m, l, acc, KV_HEADS, SPLITS, GROUP, GROUP_PAD, GROUP_POW2,
                  HEAD_DIM, SPLIT_BLOCK, dt)
