@@ -93,13 +93,10 @@ def compile_persistent(config, dim: int = 2048, k_attn: int = 2048, ffn: int = 5
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from roofline.lab.kernels.gemv import _pow2_at_least
+    from roofline.lab.kernels.persistent_mlp import constexprs
     from roofline.lab.kernels.triton_persistent import persistent_gemv_kernel
 
-    consts = {"PHASE": phase, "PDL": pdl, "NORM_BLOCK": _pow2_at_least(dim)}
-    for i, ((block_n, block_k), k) in enumerate(((config.wo, k_attn), (config.w13, dim), (config.w2, ffn)), 1):
-        consts.update({f"BN{i}": block_n, f"BK{i}": block_k, f"KT{i}": -(-k // block_k), f"EK{i}": k % block_k == 0})
-    consts["EVICT_FIRST"] = config.evict_first
+    consts = {"PHASE": phase, **constexprs(config, dim, k_attn, ffn, pdl)}
     signature = {"WO": "*fp16", "W13": "*fp16", "W2": "*fp16", "O": "*fp16", "H": "*fp16", "M": "*fp16",
                  "GAMMA": "*fp16", "SYNC": "*i32", "ERR": "*i32", "DIM": "i32", "OK": "i32", "FFN": "i32",
                  "eps": "fp32", "spin_limit": "i32", **{c: "constexpr" for c in consts}}

@@ -181,8 +181,10 @@ def main() -> int:
             lines.append(f"| {mode} | {name} | {s['median']:.3f} | {s['q1']:.3f}-{s['q3']:.3f} | "
                          f"{s['min']:.3f}-{s['max']:.3f} | {s['spread']:.1%} | {sorted(set(cpus[mode]))} |")
     table = "\n".join(lines) + "\n"
-    (out / "host_stability.json").write_text(json.dumps(result, indent=1))
-    (out / "host_stability.md").write_text(table)
+    from roofline.io import atomic_write_text
+
+    atomic_write_text(out / "host_stability.json", json.dumps(result, indent=1))
+    atomic_write_text(out / "host_stability.md", table)
     print(table)
     return 0
 

@@ -176,11 +176,11 @@ class FastDecode:
                                           if self.attention_version == 2 and not t_per_split else ()),
                              l2_chunk=self.tuning.attention_l2_chunk)
 
-    def mlp(self, index: int, layer: dict, config: PersistentConfig | None = None) -> None:
-        """wo + residual, RMSNorm + w13 + SiLU*mul, w2 + residual: the persistent kernel (``config``, else the
-        tuning's) where one is chosen and Triton runs, else the three products. Layer ``index`` has its own barrier
-        counter. Off a GPU (Triton's interpreter) the kernel runs its phases as three launches, no barrier."""
-        config = config or self.tuning.persistent
+    def mlp(self, index: int, layer: dict) -> None:
+        """wo + residual, RMSNorm + w13 + SiLU*mul, w2 + residual: the persistent kernel where the tuning chose one
+        and Triton runs, else the three products. Layer ``index`` has its own barrier counter. Off a GPU (Triton's
+        interpreter) the kernel runs its phases as three launches, no barrier."""
+        config = self.tuning.persistent
         if config is None or self.backend != BACKEND_TRITON or layer["wo"].dtype != self.dtype:  # e4m3: gemv's
             self.product("wo", layer["wo"], self.o, self.h, residual=self.h)
             self.product("w13", layer["w13"], self.h, self.m, norm=layer["ffn_norm"])

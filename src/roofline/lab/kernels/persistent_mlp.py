@@ -138,10 +138,7 @@ def persistent_mlp(wo: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor, o: tor
         raise ValueError(f"persistent_mlp: wo {tuple(wo.shape)} w13 {tuple(w13.shape)} w2 {tuple(w2.shape)} "
                          f"o {tuple(o.shape)} h {tuple(h.shape)} m {tuple(m.shape)}")
     kernel = _kernel()
-    phases = ((config.wo, k_attn), (config.w13, dim), (config.w2, ffn))
-    consts = {"PDL": pdl, "NORM_BLOCK": _pow2_at_least(dim), "EVICT_FIRST": config.evict_first}
-    for i, ((block_n, block_k), k) in enumerate(phases, 1):
-        consts.update({f"BN{i}": block_n, f"BK{i}": block_k, f"KT{i}": -(-k // block_k), f"EK{i}": k % block_k == 0})
+    consts = constexprs(config, dim, k_attn, ffn, pdl)
     args = (wo, w13, w2, o, h, m, gamma, state.counter(slot), state.error, dim, k_attn, ffn, eps, spin_limit)
     launch = {"num_warps": config.num_warps, **({"launch_pdl": True} if pdl else {})}
     if phased:
@@ -152,6 +149,16 @@ def persistent_mlp(wo: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor, o: tor
     programs = grid_size(config, _resident(kernel, args, consts, launch, state, config), h.device)
     kernel[(programs,)](*args, PHASE=0, **consts, **launch)
     return h
+
+
+def constexprs(config: PersistentConfig, dim: int, k_attn: int, ffn: int, pdl: bool) -> dict:
+    """The kernel's compile-time arguments but PHASE, in its parameter order: the launch's, and the sm_90 compile
+    check's (benchmarks/decode_kernels_sm90.py), so that check builds what the step launches."""
+    consts = {"PDL": pdl, "NORM_BLOCK": _pow2_at_least(dim)}
+    for i, ((block_n, block_k), k) in enumerate(((config.wo, k_attn), (config.w13, dim), (config.w2, ffn)), 1):
+        consts.update({f"BN{i}": block_n, f"BK{i}": block_k, f"KT{i}": -(-k // block_k), f"EK{i}": k % block_k == 0})
+    consts["EVICT_FIRST"] = config.evict_first
+    return consts
 
 
 def grid_size(config: PersistentConfig, resident: int | None, device: torch.device) -> int:

@@ -69,10 +69,8 @@ def _units(pid, P, N, BLOCK_N: tl.constexpr, K_TILES: tl.constexpr):
 def _stream(W, w, w2, n, pid, P, X, GAMMA, inv, OUT, RES, N, K, dt: tl.constexpr, BLOCK_N: tl.constexpr,
             BLOCK_K: tl.constexpr, K_TILES: tl.constexpr, HALVES: tl.constexpr, NORM: tl.constexpr,
             RESIDUAL: tl.constexpr, EVEN_K: tl.constexpr, EVICT_FIRST: tl.constexpr):
-    """Units 0 .. n-2 of a phase, each one's successor loaded before its own products are summed (``w``, ``w2``:
-    unit 0, loaded by the caller). Returns the last unit's weights (loaded, not yet summed), the sums and the input
-    vector (_x_whole) for the caller to sum that unit, arrive at the barrier and issue the next phase's first
-    loads while it waits there."""
+    """The ``n`` units of a phase, each one's successor loaded before its own products are summed (``w``, ``w2``:
+    unit 0, loaded by the caller), every row block's epilogue stored."""
     y = tl.zeros([BLOCK_N], dtype=tl.float32)
     y2 = tl.zeros([BLOCK_N], dtype=tl.float32)
     xw = _x_whole(X, GAMMA, inv, K, dt, BLOCK_K, K_TILES, NORM, EVEN_K)
@@ -82,7 +80,9 @@ def _stream(W, w, w2, n, pid, P, X, GAMMA, inv, OUT, RES, N, K, dt: tl.constexpr
                          HALVES, NORM, RESIDUAL, EVEN_K)
         w = nw
         w2 = nw2
-    return w, w2, y, y2, xw
+    if n > 0:
+        _consume(w, w2, y, y2, n - 1, pid, P, X, GAMMA, inv, xw, OUT, RES, N, K, dt, BLOCK_N, BLOCK_K, K_TILES, HALVES,
+                 NORM, RESIDUAL, EVEN_K)
 
 
 @triton.jit
@@ -138,11 +138,7 @@ def persistent_gemv_kernel(WO, W13, W2, O, H, M, GAMMA, SYNC, ERR, DIM, OK, FFN,
             gdc_wait()
             if PHASE == 1:
                 gdc_launch_dependents()
-        w, w2, y, y2, xw = _stream(WO, w, w2, n1, pid, P, O, O, 1.0, H, H, DIM, OK, dt, BN1, BK1, KT1, 1, False, True,
-                               EK1, EVICT_FIRST)
-        if n1 > 0:
-            _consume(w, w2, y, y2, n1 - 1, pid, P, O, O, 1.0, xw, H, H, DIM, OK, dt, BN1, BK1, KT1, 1, False, True,
-                     EK1)
+        _stream(WO, w, w2, n1, pid, P, O, O, 1.0, H, H, DIM, OK, dt, BN1, BK1, KT1, 1, False, True, EK1, EVICT_FIRST)
         if PHASE == 0:
             _arrive(SYNC)
             g, g2 = _unit_weights(W13, 0, pid, P, FFN, DIM, BN2, BK2, KT2, 2, EK2, EVICT_FIRST)
@@ -154,11 +150,8 @@ def persistent_gemv_kernel(WO, W13, W2, O, H, M, GAMMA, SYNC, ERR, DIM, OK, FFN,
                 gdc_wait()
                 gdc_launch_dependents()
         inv = _rms_inv(H, DIM, eps, NORM_BLOCK, dt)
-        g, g2, y, y2, xw = _stream(W13, g, g2, n2, pid, P, H, GAMMA, inv, M, M, FFN, DIM, dt, BN2, BK2, KT2, 2, True,
-                               False, EK2, EVICT_FIRST)
-        if n2 > 0:
-            _consume(g, g2, y, y2, n2 - 1, pid, P, H, GAMMA, inv, xw, M, M, FFN, DIM, dt, BN2, BK2, KT2, 2, True, False,
-                     EK2)
+        _stream(W13, g, g2, n2, pid, P, H, GAMMA, inv, M, M, FFN, DIM, dt, BN2, BK2, KT2, 2, True, False, EK2,
+                EVICT_FIRST)
         if PHASE == 0:
             _arrive(SYNC)
             v, v2 = _unit_weights(W2, 0, pid, P, DIM, FFN, BN3, BK3, KT3, 1, EK3, EVICT_FIRST)
@@ -175,8 +168,4 @@ def persistent_gemv_kernel(WO, W13, W2, O, H, M, GAMMA, SYNC, ERR, DIM, OK, FFN,
             if PDL:
                 gdc_wait()
                 gdc_launch_dependents()
-        v, v2, y, y2, xw = _stream(W2, v, v2, n3, pid, P, M, M, 1.0, H, H, DIM, FFN, dt, BN3, BK3, KT3, 1, False, True,
-                               EK3, EVICT_FIRST)
-        if n3 > 0:
-            _consume(v, v2, y, y2, n3 - 1, pid, P, M, M, 1.0, xw, H, H, DIM, FFN, dt, BN3, BK3, KT3, 1, False, True,
-                     EK3)
+        _stream(W2, v, v2, n3, pid, P, M, M, 1.0, H, H, DIM, FFN, dt, BN3, BK3, KT3, 1, False, True, EK3, EVICT_FIRST)
