@@ -111,3 +111,14 @@ def test_the_gpu_suite_measures_the_shared_memory_roof_and_runs_the_rows_of_each
     assert all((repo / arg).is_file() for arg in stages[2][1] if arg.startswith("tests/"))
     lab = stages[-1][1]
     assert lab[lab.index("--ceilings") + 1] == str(tmp_path / "ceilings_h200.json") and "--decode-only" in lab
+
+
+def test_persistent_row_kept_three_kernels_note_gives_the_tunings_figures():
+    from roofline.lab.fast_rows import kept_three_kernels
+
+    note = kept_three_kernels([({"persistent": None}, 768.1), ({"wo": [2, 2048]}, 817.9),
+                               ({"wo": [2, 512]}, 3683.8), ({"wo": [4, 512]}, float("inf"))])
+    assert note.startswith("not measured: the tuning kept the three kernels")
+    assert "768.1 us" in note and "fastest of 2 working candidates 817.9 us" in note and "1 failed" in note
+    assert kept_three_kernels([({"persistent": None}, 700.0), ({"wo": [2, 512]}, float("inf"))]).count(
+        "no candidate ran") == 1

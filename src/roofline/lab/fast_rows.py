@@ -22,6 +22,8 @@ twins would time torch, not the kernels).
 
 from __future__ import annotations
 
+import math
+
 import os
 import tempfile
 from dataclasses import dataclass
@@ -134,19 +136,24 @@ def measure_fast_decode(model: Transformer, ceilings: Ceilings, *, context: int,
                     progress("fast decode: tuning the persistent kernel after attention in the whole step")
                     decoder = FastDecode(model, tuning=deep, pdl=True, attention_version=2)
                     tune_persistent(decoder, progress=progress, position=context + steps // 2)
+                    if decoder.tuning.persistent is None:
+                        row.skipped = kept_three_kernels(decoder.tuning.candidates_us["persistent in the step"])
+                        rows.append(row)
+                        continue
                 else:
                     decoder = fast if title == FAST else FastDecode(model, tuning=fast.tuning, pdl=True)
                 progress(f"fast decode: {title}")
                 seconds, tokens = bench._graphed_decode_time(model, decoder.step, context, steps, warmup,
                                                              reps=bench.PEAK_REPS)
+                breakdown = _breakdown(model, decoder.step, ceilings, context, steps, known)
+                if decoder.persistent_state.failed():
+                    raise RuntimeError("a persistent kernel's grid barrier gave up (the grid was not co-resident): "
+                                       "its figures are of wrong results")
                 row.tokens_per_s = steps / seconds
                 row.ms_per_token = 1e3 * seconds / steps
                 row.share_of_memory_roof = row.tokens_per_s * bytes_per_token / bandwidth if bandwidth > 0 else None
                 generated[title] = tokens[0].tolist()
-                row.breakdown = _breakdown(model, decoder.step, ceilings, context, steps, known)
-                if decoder.persistent_state.failed():
-                    raise RuntimeError("a persistent kernel's grid barrier gave up (the grid was not co-resident): "
-                                       "its figures are of wrong results")
+                row.breakdown = breakdown
                 if row.breakdown is not None:
                     row.graphed_gap_s = max(0.0, seconds / steps - row.breakdown.kernel_time_s)
             except Exception as exc:  # noqa: BLE001 - the other rows and the lab's other sections still stand
@@ -162,6 +169,16 @@ def measure_fast_decode(model: Transformer, ceilings: Ceilings, *, context: int,
             if found.first_divergence is not None:
                 _, row.logit_gap_ulps = logit_gap(model, fed, reference, found.first_divergence)
     return rows
+
+
+def kept_three_kernels(timings: list) -> str:
+    """The persistent row's note when its tuning kept the three kernels: measuring it would repeat the deep-prefetch
+    row. ``timings``: the tuning's (candidate, us a step) pairs, the three kernels first."""
+    tried = [us for _, us in timings[1:] if math.isfinite(us)]
+    fastest = f"the fastest of {len(tried)} working candidates {min(tried):,.1f} us" if tried else "no candidate ran"
+    return (f"not measured: the tuning kept the three kernels after attention (a step {timings[0][1]:,.1f} us in the "
+            f"whole step's CUDA graph; {fastest}; {len(timings) - 1 - len(tried)} failed), so this row is the "
+            "deep-prefetch row's step")
 
 
 def _breakdown(model: Transformer, step, ceilings: Ceilings, context: int, steps: int,
