@@ -22,10 +22,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from smoke_gate import run_gated
 
 
 def plan_covers(nbytes: int, programs: int, lanes: int) -> bool:
@@ -57,15 +58,9 @@ def refused(smoke: str | None) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--require"]:
-        if len(argv) < 4 or argv[2] != "--":
-            print("l2_prefetch_smoke.py: error: --require JSON -- COMMAND...", file=sys.stderr)
-            return 2
-        why = refused(argv[1])
-        if why:
-            print(f"not run: {why}: {' '.join(argv[3:])}")
-            return 0
-        return subprocess.run(argv[3:]).returncode
+    gated = run_gated(argv, refused, "l2_prefetch_smoke.py")
+    if gated is not None:
+        return gated
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
     parser.add_argument("--mb", type=int, default=32, help="MB read after the prefetch (under the 50 MB L2)")

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from smoke_gate import run_gated
 
 SHAPES = (("small", 256, 256, 512), ("llama-1b", 2048, 2048, 5632))  # (name, dim, attention width, ffn)
 TORCH_TOLERANCE = 2**-8  # relative to max(1, |value|): fp32 sums in another order than F.linear's
@@ -44,15 +45,9 @@ def refused(smoke: str) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--require"]:
-        if len(argv) < 4 or argv[2] != "--":
-            print("persistent_smoke.py: error: --require JSON -- COMMAND...", file=sys.stderr)
-            return 2
-        why = refused(argv[1])
-        if why:
-            print(f"not run: {why}: {' '.join(argv[3:])}")
-            return 0
-        return subprocess.run(argv[3:]).returncode
+    gated = run_gated(argv, refused, "persistent_smoke.py")
+    if gated is not None:
+        return gated
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
     args = parser.parse_args(argv)
