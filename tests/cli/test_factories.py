@@ -61,10 +61,20 @@ def test_dict_inputs_are_keyword_arguments():
     assert torch.equal(make_step(model, inputs)(), torch.full((2,), 3.0))
 
 
+def test_a_batch_dict_passed_as_one_argument_is_accepted():
+    class TakesABatch(torch.nn.Module):
+        def forward(self, batch):
+            return batch["x"] * 2
+
+    model, inputs = check_factory_result((TakesABatch(), ({"x": torch.ones(2)},)), "f.py:f")
+    assert torch.equal(make_step(model, inputs)(), torch.full((2,), 2.0))
+
+
 @pytest.mark.parametrize("made, message", [
     ((42, torch.ones(1)), "returned 42 as the model"),
     ((torch.nn.Linear(2, 2), None), "returned None as the inputs"),
     ((torch.nn.Linear(2, 2), {"x": 1}), "no tensor"),
+    ((torch.nn.Linear(2, 2), ({"x": [1, "a"]},)), "no tensor"),
     (torch.nn.Linear(2, 2), "must return \\(model, inputs\\)"),
     ((torch.nn.Linear(2, 2), {1: torch.ones(1)}), "keys are not all argument names"),
 ])

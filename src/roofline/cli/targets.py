@@ -88,11 +88,23 @@ def check_factory_result(made: Any, target: str) -> tuple[Any, tuple | dict]:
     elif not isinstance(inputs, tuple):
         raise RooflineError(f"{target} returned {_describe(inputs)} as the inputs: expected a tensor, a tuple of "
                             "arguments or a dict of keyword arguments")
-    values = list(inputs.values()) if isinstance(inputs, dict) else list(inputs)
-    values += [x for v in values if isinstance(v, (list, tuple)) for x in v]
-    if not any(isinstance(v, torch.Tensor) for v in values):
+    if not _holds_tensor(inputs):
         raise RooflineError(f"{target} returned inputs with no tensor in them ({_describe(inputs)})")
     return model, inputs
+
+
+def _holds_tensor(value: Any) -> bool:
+    """Whether a tensor is anywhere in the inputs: a batch dict passed as one argument (``model(batch)``) or a list
+    of dicts of tensors (detection targets) holds its tensors one level or more down."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return True
+    if isinstance(value, Mapping):
+        return any(_holds_tensor(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_tensor(v) for v in value)
+    return False
 
 
 def _to_device(model: Any, inputs: tuple | dict, device: str | None, target: str,
