@@ -38,3 +38,19 @@ def test_profiling_a_script_prints_no_third_party_lines(tmp_path):
 
 def test_verbose_lets_kineto_through(tmp_path):
     assert "profiler_start" in _doctor_stderr(tmp_path, "--verbose")
+
+
+def test_torch_compiles_warning_about_rooflines_own_module_hooks_is_kept_off_stderr(monkeypatch):
+    import warnings
+
+    from roofline.cli import quiet_third_party
+
+    monkeypatch.setenv("KINETO_LOG_LEVEL", "6")
+    monkeypatch.setenv("TORCH_CPP_LOG_LEVEL", "ERROR")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        quiet_third_party()
+        warnings.warn("Using `torch.compile(module)` when there are global hooks on modules (e.g., from "
+                      "`register_module_forward_hook`); this will cause the hooks to fire an extra time", UserWarning)
+        warnings.warn("the user's own warning", UserWarning)
+    assert [str(w.message) for w in caught] == ["the user's own warning"]

@@ -95,6 +95,9 @@ def quiet_third_party() -> None:
     os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
     warnings.filterwarnings("ignore", module=r"torch(\.|$)")
     warnings.filterwarnings("ignore", message=r".*(allocator|profiler|Profiler).*")
+    # roofline's own global module hooks make torch warn when the user's model is torch.compile'd; the warning
+    # names the caller's line (roofline's), so the torch module filter above does not catch it
+    warnings.filterwarnings("ignore", message=r".*when there are global hooks on modules")
 
 
 def run() -> None:
