@@ -12,6 +12,7 @@ from roofline.distributed.launch import torchrun_command
 from roofline.distributed.merge import RankInput, merge_ranks, merge_trace_files
 from roofline.distributed.rank import MULTICAST_OFF, current_rank, multicast_off_env, prepare_rank, stamp_rank
 from roofline.doctor import diagnose
+from roofline.errors import RooflineError
 from roofline.doctor.distributed_evidence import syncs_near_collectives
 from roofline.report import (
     CollectiveRecord,
@@ -114,6 +115,19 @@ def test_merge_trace_files_reads_ranks_from_distributed_info(tmp_path, cpu_ceili
     assert sorted(reads) == sorted(paths)  # each rank's trace parsed once, by the one Kineto reader
     assert [r.rank for r in merged.ranks] == [0, 1]
     assert merged.distributed.stragglers[0].rank == 1
+
+
+def test_traces_of_one_process_are_not_merged_as_ranks(tmp_path, cpu_ceilings):
+    from roofline.device import save_ceilings
+
+    ceilings = str(save_ceilings(cpu_ceilings, tmp_path / "ceilings.json"))
+    cycles = [_trace(tmp_path / f"cycle{i}.json.gz", 0, 500, 0, distributed=False) for i in (1, 2)]
+    with pytest.raises(RooflineError, match="these 2 traces are not ranks of one distributed job"):
+        merge_trace_files(cycles, ceilings_file=ceilings)
+    with pytest.raises(RooflineError, match="given twice"):
+        merge_trace_files([cycles[0], str(tmp_path / "." / "cycle1.json.gz")], ceilings_file=ceilings)
+    named = [_trace(tmp_path / f"rank{r}.json.gz", r, 500, 0, distributed=False) for r in (1, 0)]
+    assert [r.rank for r in merge_trace_files(named, ceilings_file=ceilings).ranks] == [0, 1]
 
 
 def test_rank_environment_and_output_dir(tmp_path):

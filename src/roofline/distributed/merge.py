@@ -76,17 +76,41 @@ def merge_trace_files(paths: list[str | os.PathLike[str]], ceilings_file: str | 
     'rank<N>' in its path, else its position; by position when two files claim one rank)."""
     from roofline.distributed.fanout import summarize_all
 
+    _refuse_repeated_files(paths)
     tasks = [("trace", str(path), position, len(paths), ceilings_file, partial) for position, path in enumerate(paths)]
     summaries, base = summarize_all(tasks, jobs=jobs, cluster=cluster)
+    _refuse_unrelated_traces(summaries)
     return merge_summaries(summaries, base, ceilings_file=ceilings_file, threshold=threshold)
+
+
+_RANK_IN_PATH = re.compile(r"rank[_-]?(\d+)")
 
 
 def rank_of_trace(timeline: RankTimeline, path: Any, position: int) -> int:
     info = timeline.metadata.get("distributedInfo")
     if isinstance(info, dict) and _int(info.get("rank")) is not None:
         return int(info["rank"])
-    match = re.search(r"rank[_-]?(\d+)", str(path))
+    match = _RANK_IN_PATH.search(str(path))
     return int(match.group(1)) if match else position
+
+
+def _refuse_repeated_files(paths: list[str | os.PathLike[str]]) -> None:
+    seen: set[Path] = set()
+    for path in paths:
+        resolved = Path(path).resolve()
+        if resolved in seen:
+            raise RooflineError(f"{path} is given twice: each rank's trace once")
+        seen.add(resolved)
+
+
+def _refuse_unrelated_traces(summaries: list[RankSummary]) -> None:
+    """Several traces of one process (a profiler schedule's cycles, tensorboard_trace_handler's files) are not
+    ranks: merged as ranks, one cycle's warm-up would be named a straggler of an invented job."""
+    if any(s.backend or s.world_size or s.calls or _RANK_IN_PATH.search(s.path) for s in summaries):
+        return
+    raise RooflineError(f"these {len(summaries)} traces are not ranks of one distributed job (none names its rank "
+                        "in distributedInfo or its file name, none holds a collective): analyse each with "
+                        "`roofline trace FILE`, or compare two with `roofline diff` of their report.json")
 
 
 def merge_ranks(inputs: list[RankInput], *, ceilings_file: str | None = None,
