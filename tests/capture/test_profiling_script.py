@@ -113,6 +113,27 @@ def test_steps_follow_the_largest_modules_top_level_forward() -> None:
     assert not torch.nn.modules.module._global_forward_hooks
 
 
+def test_forwards_on_worker_threads_mark_no_steps_and_are_counted_apart() -> None:
+    import threading
+
+    model = torch.nn.Linear(4, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    steps: list[int] = []
+
+    def work() -> None:
+        for _ in range(3):
+            model(torch.randn(2, 4)).sum().backward()
+            opt.step()
+
+    with StepFinder(lambda: steps.append(1)) as finder:
+        worker = threading.Thread(target=work)
+        worker.start()
+        worker.join()
+        model(torch.randn(2, 4))
+    assert steps == [1] and finder.source == "forward", "only the script's own thread's forward is a step"
+    assert finder.off_thread == 6
+
+
 def test_optimizer_step_outranks_forward_once_seen() -> None:
     model = torch.nn.Linear(4, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import runpy
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,7 +51,10 @@ def weight_elements(module: torch.nn.Module) -> int:
 
 
 class StepFinder:
-    """Calls ``on_step()`` at each step boundary of code that never calls it itself."""
+    """Calls ``on_step()`` at each step boundary of code that never calls it itself. Only boundaries on the thread
+    that entered it count: a forward or optimizer step on a worker thread interleaves with the others (no nesting
+    depth to follow), and the profiler is stepped, and the script stopped, from the script's own thread.
+    ``off_thread`` counts the boundaries seen on other threads."""
 
     def __init__(self, on_step: Callable[[], None], on_switch: Callable[[], None] | None = None) -> None:
         self.on_step = on_step
@@ -62,8 +66,11 @@ class StepFinder:
         self._sizes: dict[int, int] = {}
         self._handles: list[Any] = []
         self._saved_profile: Any = None
+        self._thread: int | None = None
+        self.off_thread = 0
 
     def __enter__(self) -> "StepFinder":
+        self._thread = threading.get_ident()
         from torch.nn.modules import module as nn_module
         from torch.optim import optimizer as optim_module
 
@@ -97,13 +104,23 @@ class StepFinder:
                 self.on_switch()
             self.on_step()
 
+    def _on_my_thread(self) -> bool:
+        return threading.get_ident() == self._thread
+
     def _after_optimizer_step(self, *_: Any) -> None:
+        if not self._on_my_thread():
+            self.off_thread += 1
+            return
         self._fire("optimizer")
 
     def _before_forward(self, module: torch.nn.Module, _inputs: Any) -> None:
-        self._depth += 1
+        if self._on_my_thread():
+            self._depth += 1
 
     def _after_forward(self, module: torch.nn.Module, _inputs: Any, _output: Any) -> None:
+        if not self._on_my_thread():
+            self.off_thread += 1
+            return
         self._depth = max(self._depth - 1, 0)
         if self._depth:
             return
@@ -212,6 +229,7 @@ class ScriptRun:
     error: BaseException | None
     step_source: str | None
     steps_seen: int
+    off_thread_boundaries: int = 0
 
 
 def profile_script(context: "StepProfiler", script: str | os.PathLike[str], script_args: Sequence[str] = (),
@@ -243,4 +261,4 @@ def profile_script(context: "StepProfiler", script: str | os.PathLike[str], scri
         error = exc
     finally:
         context.close()
-    return ScriptRun(error, finder.source, context.steps_done)
+    return ScriptRun(error, finder.source, context.steps_done, finder.off_thread)

@@ -87,7 +87,11 @@ def run(args: argparse.Namespace) -> int:
             raise RooflineError(
                 f"no profiled steps in {args.script}: it made {context.steps_done} step(s), the schedule needs "
                 f"{context.total_steps} (a step: optimizer.step(), else a top-level forward of its largest module, "
-                "else its profiler's step()); lower --wait/--timed/--warmup/--active, or use --whole"
+                "else its profiler's step()); "
+                + ("its forwards or optimizer steps ran on other threads, and only the script's own thread is "
+                   "profiled: run the model there, or analyse it with `roofline analyze FILE.py:factory`"
+                   if run_.off_thread_boundaries and not context.steps_done
+                   else "lower --wait/--timed/--warmup/--active, or use --whole")
             )
     return _write(context, args.output, error, label, step_source)
 
