@@ -54,3 +54,20 @@ def test_torch_compiles_warning_about_rooflines_own_module_hooks_is_kept_off_std
                       "`register_module_forward_hook`); this will cause the hooks to fire an extra time", UserWarning)
         warnings.warn("the user's own warning", UserWarning)
     assert [str(w.message) for w in caught] == ["the user's own warning"]
+
+
+def test_torchs_python_loggers_are_held_at_error_level(monkeypatch):
+    """Inductor logs "No CUDA runtime is found" at WARNING when a model is torch.compile'd on a CPU-only machine."""
+    import warnings
+
+    from roofline.cli import quiet_third_party
+
+    monkeypatch.delenv("TORCH_LOGS", raising=False)
+    monkeypatch.setenv("KINETO_LOG_LEVEL", "6")
+    monkeypatch.setenv("TORCH_CPP_LOG_LEVEL", "ERROR")
+    with warnings.catch_warnings():
+        quiet_third_party()
+    code = "import logging, torch; print(logging.getLogger('torch.utils.cpp_extension').getEffectiveLevel())"
+    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ), capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.strip() == "40", done.stderr

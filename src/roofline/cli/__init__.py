@@ -93,6 +93,9 @@ def quiet_third_party() -> None:
     loads; Kineto's 6 is above its highest level (USDT, 5)."""
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")
     os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+    # torch's Python loggers (Inductor's "No CUDA runtime is found" when a factory's model is torch.compile'd on a
+    # CPU-only machine): torch resets their level when it loads, so only its own variable holds them at ERROR
+    os.environ.setdefault("TORCH_LOGS", "-all")
     warnings.filterwarnings("ignore", module=r"torch(\.|$)")
     warnings.filterwarnings("ignore", message=r".*(allocator|profiler|Profiler).*")
     # roofline's own global module hooks make torch warn when the user's model is torch.compile'd; the warning
