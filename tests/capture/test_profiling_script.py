@@ -134,6 +134,24 @@ def test_forwards_on_worker_threads_mark_no_steps_and_are_counted_apart() -> Non
     assert finder.off_thread == 6
 
 
+def test_a_compiled_model_is_compiled_once_whole_and_its_calls_are_steps() -> None:
+    """Traced by Dynamo, the step hooks' side effects split the graph and recompiled it each call."""
+    from torch._dynamo.testing import CompileCounter
+
+    torch._dynamo.reset()
+    backend = CompileCounter()
+    model = torch.compile(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2)),
+                          backend=backend)
+    steps: list[int] = []
+    try:
+        with StepFinder(lambda: steps.append(1)) as finder:
+            for _ in range(4):
+                model(torch.randn(2, 4))
+    finally:
+        torch._dynamo.reset()
+    assert backend.frame_count == 1 and len(steps) == 4 and finder.off_thread == 0
+
+
 def test_optimizer_step_outranks_forward_once_seen() -> None:
     model = torch.nn.Linear(4, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
