@@ -292,3 +292,18 @@ def test_an_absolute_trace_frame_this_machine_lacks_keeps_its_spelling_whatever_
     recorded = "/tmp/torchinductor_root/sh/not-on-this-machine.py"
     assert _local_trace_path(recorded, str(tmp_path / "repo")) == recorded
     assert _local_trace_path(recorded, "/tmp/clone") == recorded
+
+
+@pytest.mark.parametrize("optimizer", [torch.optim.AdamW, torch.optim.Adam, torch.optim.SGD])
+def test_optimizer_step_counters_are_not_would_be_syncs_but_the_users_item_is(optimizer) -> None:
+    model = torch.nn.Linear(8, 4)
+    opt = optimizer(model.parameters(), lr=1e-3, **({"momentum": 0.9} if optimizer is torch.optim.SGD else {}))
+    with SyncDetector("silent", simulated=True) as det:
+        for _ in range(3):
+            loss = model(torch.randn(2, 8)).square().mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+        loss.item()
+    sites = det.sites()
+    assert [s.kind for s in sites] == ["item"] and sites[0].count == 1

@@ -47,6 +47,19 @@ class SyncWarning(UserWarning):
 _CALLER = object()
 
 
+def _host_bookkeeping_readers() -> frozenset:
+    """Code objects of torch functions that call ``.item()`` on tensors torch keeps on the host on every device:
+    the optimizers' step counters (``_get_value``; with capturable=False, the default, they stay on the CPU on a
+    GPU too, and capturable or fused optimizers never call it). A simulated run, where every tensor is on the
+    CPU, would otherwise report each optimizer step as a would-be sync."""
+    try:
+        from torch.optim import optimizer
+    except ImportError:  # pragma: no cover - every supported torch has it
+        return frozenset()
+    reader = getattr(optimizer, "_get_value", None)
+    return frozenset({reader.__code__}) if reader is not None else frozenset()
+
+
 def user_location(frame: Any = _CALLER, unknown: Any = "<unknown>") -> Any:
     """file:line of the innermost frame of user code (source_paths.is_user_file states the rule), or ``unknown``.
 
@@ -112,6 +125,7 @@ class SyncDetector:
         self._restore: list[Callable[[], None]] = []
         self._local = threading.local()
         self._active = False
+        self._bookkeeping = _host_bookkeeping_readers() if self.simulated else frozenset()
 
     # -- public -------------------------------------------------------------------------------------------
     def __enter__(self) -> "SyncDetector":
@@ -170,6 +184,8 @@ class SyncDetector:
     def _call(self, kind: str, original: Callable, args: tuple, kwargs: dict) -> Any:
         local = self._local
         if getattr(local, "inside", False):
+            return original(*args, **kwargs)
+        if self.simulated and sys._getframe(2).f_code in self._bookkeeping:
             return original(*args, **kwargs)
         location = user_location()
         self._announce(kind, location)
