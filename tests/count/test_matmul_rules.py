@@ -130,3 +130,26 @@ def test_linear_and_einsum():
         assert not count_op("aten::einsum", bad).modeled
     broadcast = [T((1, K), "float32"), T((M, K), "float32")]
     assert cost("aten::einsum", "ik,ik->ik", broadcast)[0] == M * K
+
+
+def test_sparse_products_count_stored_elements_not_the_dense_shape():
+    nnz = 13
+    sparse = T((M, K), "float32", None, nnz)
+    assert sparse.nbytes == nnz * (F32 + 8 * 2)  # each value and its two int64 indices
+    dense, bias = T((K, N), "float32"), T((M, N), "float32")
+    stored = nnz * (F32 + 16)
+    assert cost("aten::_sparse_addmm", bias, sparse, dense) == (2 * nnz * N, (M * N + K * N + M * N) * F32 + stored)
+    assert cost("aten::addmm", bias, sparse, dense) == (2 * nnz * N, (M * N + K * N + M * N) * F32 + stored)
+    assert cost("aten::mm", sparse, dense) == (2 * nnz * N, (K * N + M * N) * F32 + stored)  # a CSR operand's @
+    assert cost("aten::_sparse_mm", sparse, dense) == (2 * nnz * N, (K * N + M * N) * F32 + stored)
+    from_trace = count_op("aten::_sparse_addmm", (bias, T((M, K), "float32"), dense))  # no nonzero count recorded
+    assert from_trace.modeled is False and "stored elements" in from_trace.note
+
+
+def test_a_sparse_tensor_meta_carries_its_stored_elements():
+    torch = pytest.importorskip("torch")
+    indices = torch.tensor([[0, 1, 2], [4, 0, 3]])
+    coo = torch.sparse_coo_tensor(indices, torch.ones(3), (M, K)).coalesce()
+    assert T.from_tensor(coo) == T((M, K), "float32", None, 3)
+    assert T.from_tensor(coo.to_sparse_csr()).nnz == 3
+    assert T.from_tensor(torch.ones(M, K)).nnz is None

@@ -32,14 +32,39 @@ def _mm_shapes(a: TensorMeta, b: TensorMeta) -> tuple[int, int, int]:
 @register("aten::mm")
 def mm(call: Call) -> OpCost:
     a, b = call.tensor(0, "self"), call.tensor(1, "mat2")
+    if a.nnz is not None:  # a CSR/CSC operand's @ reaches mm itself
+        return _sparse_product(call, None, a, b)
     m, k, n = _mm_shapes(a, b)
     return _cost(call, 2 * m * n * k, TensorMeta((m, n), a.dtype), [a, b])
+
+
+def _sparse_product(call: Call, bias: TensorMeta | None, a: TensorMeta, b: TensorMeta) -> OpCost:
+    """A sparse (m,k) @ dense (k,n) product: 2 FLOPs per stored element of the sparse operand per output column,
+    2*nnz*n; bytes: the sparse operand as stored, the dense one and the bias read once, the result written once.
+    A trace records no number of stored elements, so there a sparse product stays unmodelled."""
+    if a.nnz is None:
+        raise ValueError("the sparse operand's number of stored elements is not recorded (a trace does not hold it)")
+    m, _, n = _mm_shapes(a, b)
+    return _cost(call, 2 * a.nnz * n, TensorMeta((m, n), b.dtype), [bias, a, b])
+
+
+@register("aten::_sparse_addmm")
+def sparse_addmm(call: Call) -> OpCost:
+    """torch.sparse.mm / torch.sparse.addmm: _sparse_addmm(self, mat1 sparse, mat2 dense)."""
+    return _sparse_product(call, call.maybe_tensor(0, "self"), call.tensor(1, "mat1"), call.tensor(2, "mat2"))
+
+
+@register("aten::_sparse_mm")
+def sparse_mm(call: Call) -> OpCost:
+    return _sparse_product(call, None, call.tensor(0, "sparse"), call.tensor(1, "dense"))
 
 
 @register("aten::addmm", "aten::addmm_", "aten::_addmm_activation")
 def addmm(call: Call) -> OpCost:
     """addmm(self, mat1, mat2): 2mnk, bias not counted; _addmm_activation's fused relu/gelu not counted."""
     bias, a, b = call.maybe_tensor(0, "self"), call.tensor(1, "mat1"), call.tensor(2, "mat2")
+    if a.nnz is not None:
+        return _sparse_product(call, bias, a, b)
     m, k, n = _mm_shapes(a, b)
     if call.inplace and bias is not None:
         return OpCost(2.0 * m * n * k, float(nbytes([bias, a, b]) + bias.nbytes), True)

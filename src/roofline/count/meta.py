@@ -82,12 +82,15 @@ class TensorMeta:
     """Shape, dtype and (optionally) strides of one tensor view.
 
     ``nbytes`` is the size of the view (numel * itemsize), not of its storage: an op reading a transposed
-    or sliced view is charged for the elements it can see.
+    or sliced view is charged for the elements it can see. A sparse tensor (``nnz`` set: its stored elements,
+    known where the tensor itself is seen, never from a trace) is charged for what it stores: each element's
+    value and one int64 index per dimension (COO; CSR stores one index fewer per element, plus a row pointer).
     """
 
     shape: tuple[int, ...]
     dtype: str
     strides: tuple[int, ...] | None = None
+    nnz: int | None = None
 
     @property
     def numel(self) -> int:
@@ -99,6 +102,8 @@ class TensorMeta:
 
     @property
     def nbytes(self) -> int:
+        if self.nnz is not None:
+            return self.nnz * (DTYPE_ITEMSIZE.get(self.dtype, 4) + 8 * len(self.shape))
         return prod(self.shape) * DTYPE_ITEMSIZE.get(self.dtype, 4)
 
     @property
@@ -129,10 +134,16 @@ class TensorMeta:
             dtype = dtype[6:]
         if getattr(t, "is_nested", False):
             return cls(_nested_shape(t), dtype, None)
+        if str(getattr(t, "layout", "")).startswith("torch.sparse"):  # COO, CSR, CSC, BSR, BSC
+            try:
+                nnz: int | None = int(t._nnz())
+            except (RuntimeError, NotImplementedError, TypeError, AttributeError):
+                nnz = None
+            return cls(tuple(int(s) for s in t.shape), dtype, None, nnz)
         try:
             strides: tuple[int, ...] | None = tuple(t.stride())
         except (RuntimeError, NotImplementedError, TypeError):
-            strides = None  # sparse / nested tensors have no strides
+            strides = None  # nested tensors have no strides
         return cls(tuple(int(s) for s in t.shape), dtype, strides)
 
 
