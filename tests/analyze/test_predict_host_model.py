@@ -265,16 +265,21 @@ def test_a_device_bound_step_keeps_the_factor_its_measured_step_leaves_not_the_d
     assert any("factor is 1.67" in n for n in p.notes) and "host model calibrated" in p.method
 
 
-def test_a_what_if_from_a_device_bound_step_that_turns_host_bound_keeps_the_calibrated_host():
-    from roofline.analyze.project import Change
-
-    # 25M-element fp32 mul: 300 us of device at 1e12 B/s; host 210 us profiled less 12 us fitted: 198 + 300 = 498 us,
-    # within the tolerance of the 500 measured (factor 1)
+def _device_bound_fp32_mul() -> Report:
+    """One 25M-element fp32 mul: 3e8 bytes, 300 us of device at 1e12 B/s, measured 300 us; host 210 us profiled
+    (200 us on the CPU and a 10 us gap) less 12 us fitted; its step measured at 500 us."""
     big = OpRecord(name="aten::mul", dtype="float32", flops=25e6, bytes=3e8, time_s=300 * US, cpu_time_s=200 * US,
                    host_gap_s=10 * US, profiled_events=2, runtime_calls=4, profiled_top_level=1, start_s=0.0,
                    input_shapes=[[5000, 5000], [5000, 5000]], input_dtypes=["float32"] * 2,
                    output_shapes=[[5000, 5000]], output_dtypes=["float32"])
-    report = Report(ceilings=GPU, ops=[big], step_time=_timing(500 * US))
+    return Report(ceilings=GPU, ops=[big], step_time=_timing(500 * US))
+
+
+def test_a_what_if_from_a_device_bound_step_that_turns_host_bound_keeps_the_calibrated_host():
+    from roofline.analyze.project import Change
+
+    # 198 us of host + 300 us of device = 498 us, within the tolerance of the 500 measured (factor 1)
+    report = _device_bound_fp32_mul()
     half = predict(report, table=EfficiencyTable(), host_costs=_fitted(), host_model="calibrated",
                    change=Change(dtype=("float32", "bfloat16")))
     # bfloat16: 150 us of device under the 198 us of host calibrated on the source, not mul's 5 us dispatch cost
@@ -297,12 +302,7 @@ def test_a_projection_that_turns_host_bound_from_a_device_bound_step_says_its_ho
 
     from roofline.analyze.project import Change
 
-    # 25M-element fp32 mul: 3e8 bytes, 300 us at 1e12 B/s, measured 300 us; host 210 us profiled less 12 us fitted
-    big = OpRecord(name="aten::mul", dtype="float32", flops=25e6, bytes=3e8, time_s=300 * US, cpu_time_s=200 * US,
-                   host_gap_s=10 * US, profiled_events=2, runtime_calls=4, profiled_top_level=1, start_s=0.0,
-                   input_shapes=[[5000, 5000], [5000, 5000]], input_dtypes=["float32"] * 2,
-                   output_shapes=[[5000, 5000]], output_dtypes=["float32"])
-    report = Report(ceilings=GPU, ops=[big], step_time=_timing(500 * US))
+    report = _device_bound_fp32_mul()
     costs = _fitted(dispatch_s={"mul": 50e-6}, python_per_op_s=200e-6)  # the dispatch model gives more: not used
     same = predict(report, table=EfficiencyTable(), host_costs=costs, host_model="calibrated")
     assert same.bound == "device" and same.host_time_s == pytest.approx(198 * US, rel=1e-2)
@@ -313,7 +313,8 @@ def test_a_projection_that_turns_host_bound_from_a_device_bound_step_says_its_ho
     assert any("host's level is not calibrated" in n for n in half.notes)
     assert not any("host's level is not calibrated" in n for n in same.notes)
     # a host-bound unchanged step (100 us of device) calibrates the level: no such note
-    fast = Report(ceilings=GPU, ops=[msgspec.structs.replace(big, time_s=100 * US)], step_time=_timing(300 * US))
+    fast = Report(ceilings=GPU, ops=[msgspec.structs.replace(report.ops[0], time_s=100 * US)],
+                  step_time=_timing(300 * US))
     p = predict(fast, table=EfficiencyTable(), host_costs=costs, host_model="calibrated",
                 change=Change(dtype=("float32", "bfloat16")))
     assert p.bound == "host" and not any("host's level is not calibrated" in n for n in p.notes)
