@@ -124,22 +124,20 @@ def measure_fast_decode(model: Transformer, ceilings: Ceilings, *, context: int,
                     progress("fast decode: tuning the products' deep prefetch under PDL")
                     decoder = FastDecode(model, tuning=v2, pdl=True, attention_version=2)
                     deep = tune_prefetch(decoder, progress=progress, position=context + steps // 2)
-                elif title == FAST_L2:
+                elif title in (FAST_L2, FAST_PERSIST):  # each tuned in the whole step, from deep prefetch's tuning
                     if deep is None:
                         raise RuntimeError("the deep-prefetch row failed (its tuning is this row's start)")
-                    progress("fast decode: tuning the attention's L2 prefetch in the whole step")
                     decoder = FastDecode(model, tuning=deep, pdl=True, attention_version=2)
-                    tune_l2_prefetch(decoder, progress=progress, position=context + steps // 2)
-                elif title == FAST_PERSIST:
-                    if deep is None:
-                        raise RuntimeError("the deep-prefetch row failed (its tuning is this row's start)")
-                    progress("fast decode: tuning the persistent kernel after attention in the whole step")
-                    decoder = FastDecode(model, tuning=deep, pdl=True, attention_version=2)
-                    tune_persistent(decoder, progress=progress, position=context + steps // 2)
-                    if decoder.tuning.persistent is None:
-                        row.skipped = kept_three_kernels(decoder.tuning.candidates_us["persistent in the step"])
-                        rows.append(row)
-                        continue
+                    if title == FAST_L2:
+                        progress("fast decode: tuning the attention's L2 prefetch in the whole step")
+                        tune_l2_prefetch(decoder, progress=progress, position=context + steps // 2)
+                    else:
+                        progress("fast decode: tuning the persistent kernel after attention in the whole step")
+                        tune_persistent(decoder, progress=progress, position=context + steps // 2)
+                        if decoder.tuning.persistent is None:
+                            row.skipped = kept_three_kernels(decoder.tuning.candidates_us["persistent in the step"])
+                            rows.append(row)
+                            continue
                 else:
                     decoder = fast if title == FAST else FastDecode(model, tuning=fast.tuning, pdl=True)
                 progress(f"fast decode: {title}")
