@@ -103,3 +103,14 @@ def test_any_command_line_exits_0_or_2_without_a_traceback(argv, files, monkeypa
     assert code in (0, 2), (real, code, err.getvalue()[-500:])
     if code == 2:
         assert [line for line in err.getvalue().splitlines() if line.startswith("roofline: error:")], real
+
+
+@pytest.mark.parametrize("argv", [["analyze", "--model", "matmul", "--iters", "99999999999999999999"],
+                                  ["profile", "--model", "matmul", "--active", "100001"],
+                                  ["analyze", "--model", "matmul", "--warmup", "100001"]])
+def test_a_step_count_that_would_run_for_hours_is_refused_at_once(argv, capsys):
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    assert code == 2 and "at most 100,000 steps" in capsys.readouterr().err

@@ -7,7 +7,8 @@ import tempfile
 from pathlib import Path
 
 from roofline.cli.common import (add_ceilings_option, add_findings_option, add_output_option, add_workload_options,
-                                 non_negative_int, normalize_dtype, positive_int, print_report_summary, run_ceilings)
+                                 non_negative_int, normalize_dtype, positive_int, print_report_summary, run_ceilings,
+                                 step_count, step_count_or_zero)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,8 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_workload_options(p)
     add_output_option(p)
     add_ceilings_option(p)
-    p.add_argument("--iters", type=positive_int, default=5, help="profiled steps to take the median over (default 5)")
-    p.add_argument("--warmup", type=non_negative_int, default=2, help="warm-up steps before timing (default 2)")
+    p.add_argument("--iters", type=step_count, default=5, help="profiled steps to take the median over (default 5)")
+    p.add_argument("--warmup", type=step_count_or_zero, default=2, help="warm-up steps before timing (default 2)")
     p.add_argument("--top", type=non_negative_int, default=15, help="ops to print (default 15)")
     add_findings_option(p)
     p.add_argument("--no-html", action="store_true", help="skip report.html")

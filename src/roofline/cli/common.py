@@ -28,6 +28,25 @@ def positive_int(text: str) -> int:
     return value
 
 
+MAX_STEPS = 100_000
+
+
+def step_count(text: str) -> int:
+    """Steps to run, at least 1: more than MAX_STEPS would run for hours (a typo, not a plan)."""
+    return _at_most_steps(positive_int(text))
+
+
+def step_count_or_zero(text: str) -> int:
+    """Steps to run that may be 0 (warm-up), at most MAX_STEPS."""
+    return _at_most_steps(non_negative_int(text))
+
+
+def _at_most_steps(value: int) -> int:
+    if value > MAX_STEPS:
+        raise argparse.ArgumentTypeError(f"at most {MAX_STEPS:,} steps, got {value:,}")
+    return value
+
+
 def non_negative_int(text: str) -> int:
     """A count that may be 0 (warm-up steps, rows to show)."""
     value = _int(text)

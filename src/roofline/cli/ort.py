@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from roofline.cli.common import (add_ceilings_option, add_findings_option, add_output_option, non_negative_int,
-                                 positive_int, print_report_summary, progress_reporter)
+                                 positive_int, print_report_summary, progress_reporter, step_count,
+                                 step_count_or_zero)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -24,8 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(default: the model's static shapes, unnamed dynamic dimensions 1)")
     p.add_argument("--opt-level", choices=("disable", "basic", "extended", "all"), default="all",
                    help="ONNX Runtime graph optimisation level (default all, what deployments run)")
-    p.add_argument("--iters", type=positive_int, default=10, help="timed runs to take each node's median over (default 10)")
-    p.add_argument("--warmup", type=non_negative_int, default=3, help="warm-up runs left out of the timing (default 3)")
+    p.add_argument("--iters", type=step_count, default=10, help="timed runs to take each node's median over (default 10)")
+    p.add_argument("--warmup", type=step_count_or_zero, default=3, help="warm-up runs left out of the timing (default 3)")
     p.add_argument("--threads", type=positive_int, default=None, help="intra-op threads (default: ORT's choice)")
     add_ceilings_option(p)
     add_output_option(p)

@@ -7,15 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from roofline.cli.common import (
-    add_ceilings_option,
-    add_output_option,
-    add_workload_options,
-    non_negative_int,
-    normalize_dtype,
-    positive_int,
-    run_ceilings,
-)
+from roofline.cli.common import (add_ceilings_option, add_output_option, add_workload_options, normalize_dtype,
+                                 positive_int, run_ceilings, step_count, step_count_or_zero)
 from roofline.errors import RooflineError
 
 
@@ -32,10 +25,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("script", nargs="?", help="the Python script to run, as `python SCRIPT ARGS...` would")
     parser.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     parser.add_argument("--model", help="a built-in workload instead of a script: resnet50, bert-base, bad-syncs, llama-tiny, ...")
-    parser.add_argument("--wait", type=positive_int, default=1, help="steps run untouched first (default 1; at least 1)")
-    parser.add_argument("--timed", type=non_negative_int, default=None, help="steps timed without the profiler (default: --active)")
-    parser.add_argument("--warmup", type=non_negative_int, default=1, help="profiled steps thrown away (default 1)")
-    parser.add_argument("--active", type=positive_int, default=3, help="profiled steps kept (default 3)")
+    parser.add_argument("--wait", type=step_count, default=1, help="steps run untouched first (default 1; at least 1)")
+    parser.add_argument("--timed", type=step_count_or_zero, default=None, help="steps timed without the profiler (default: --active)")
+    parser.add_argument("--warmup", type=step_count_or_zero, default=1, help="profiled steps thrown away (default 1)")
+    parser.add_argument("--active", type=step_count, default=3, help="profiled steps kept (default 3)")
     parser.add_argument("--sync-mode", choices=("warn", "error", "silent"), default="silent",
                         help="what a host-device sync does while profiling (default: silent, listed in the report)")
     parser.add_argument("--no-stack", action="store_true", help="do not record Python stacks (less overhead, no source lines)")
