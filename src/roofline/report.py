@@ -315,6 +315,9 @@ class Timing(Struct):
     n: int = 0
     samples_s: list[float] = field(default_factory=list)
     method: str = ""
+    host_probe_us: float | None = None
+    """The host's speed while this was timed (roofline.device.host.host_probe_us, the mean of probes just before
+    and just after; None where not probed): a host-bound step's time holds only at this speed."""
 
     @classmethod
     def from_samples(cls, samples: list[float], method: str) -> "Timing":

@@ -42,3 +42,22 @@ def test_short_cpu_run_writes_stats_per_mode_and_loop(tmp_path):
             assert s["n"] == 2 and 0 < s["min"] <= s["median"] <= s["max"]
     assert "| core | python |" in (tmp_path / "host_stability.md").read_text()
     assert os.sched_getaffinity(0)  # the test process itself is untouched
+
+
+def test_host_level_probe_cpu_run_times_windows_beside_the_host_probe(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "host_level_probe.py"), str(tmp_path),
+                           "--device", "cpu", "--seconds", "0.3", "--workloads", "mlp forward"],
+                          capture_output=True, text=True, env=env, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads((tmp_path / "host_level_probe.json").read_text())
+    (summary,) = result["summary"]
+    windows = result["windows"]["mlp forward"]
+    assert summary["workload"] == "mlp forward" and summary["windows"] == len(windows) >= 1
+    assert all(w["step_s"] > 0 and w["probe_us"] > 0 for w in windows)
+    assert summary["min_s"] <= summary["median_s"] <= summary["max_s"]
+    assert result["device_bound"] is None and result["smi_samples"] == 0
+    bad = subprocess.run([sys.executable, str(REPO / "benchmarks" / "host_level_probe.py"), str(tmp_path),
+                          "--device", "cpu", "--workloads", "nope"], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert bad.returncode == 2 and "unknown workload" in bad.stderr

@@ -148,6 +148,7 @@ def analyze_model(
     """Count every op once, time the same step under the profiler, join the two, place each op on the roofline."""
     from roofline.capture.kineto import load_trace
     from roofline.device import get_ceilings, resolve_device
+    from roofline.device.host import host_probe_us
 
     dev = resolve_device(device)
     if ceilings is None:
@@ -159,7 +160,9 @@ def analyze_model(
         step()
     _sync(dev)
     progress(f"timing {iters} steps without the profiler")
+    probe_before = host_probe_us()
     true_time = time_steps(step, dev, iters)
+    true_time.host_probe_us = (probe_before + host_probe_us()) / 2
     progress("counting pass (every aten op, shapes, module, source line)")
     recording = record_ops(step, root=model)
     if not recording.ops:

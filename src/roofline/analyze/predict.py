@@ -21,6 +21,8 @@ costs' spread. No torch.
 
 from __future__ import annotations
 
+import math
+
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, replace
@@ -86,12 +88,16 @@ class _Timed:
 
 def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | None,
             ceilings: Ceilings | None = None, change: Change | None = None,
-            host_model: str = DEFAULT_HOST_MODEL) -> Prediction:
+            host_model: str = DEFAULT_HOST_MODEL, host_speed: float | None = None) -> Prediction:
     """The predicted step time of ``report``'s ops under ``change`` on ``ceilings``' device (default: as measured).
     ``host_model``: ``dispatch`` (host time per op built bottom-up from this machine's costs), ``profiled`` (the
     profiled step's own host timeline less the profiler's cost; ``dispatch`` where the report cannot give it) or
     ``calibrated`` (the profiled one, the profiler's fitted cost scaled so that the unchanged step replays at the step
-    time the report measured without the profiler; ``profiled`` when it has none)."""
+    time the report measured without the profiler; ``profiled`` when it has none). ``host_speed``: a factor on every
+    op's host time, for a host running that much slower (>1) or faster than when the report was measured (the ratio
+    of two ``host_probe_us`` figures: ``host_speed_factor``); the device stream is not scaled."""
+    if host_speed is not None and not (math.isfinite(host_speed) and host_speed > 0):
+        raise RooflineError(f"host speed factor must be a positive number, got {host_speed!r}")
     if host_model not in HOST_MODELS + (UNCHECKED_HOST_MODEL,):
         raise RooflineError(f"host model must be one of {', '.join(HOST_MODELS)}, got {host_model!r}")
     change = change or Change()
@@ -130,6 +136,12 @@ def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | N
                      "recorded), measured on this machine")
     else:
         _add_host(timed, host_costs, serial, notes)
+    if host_speed is not None and host_speed != 1.0:
+        for t in timed:
+            t.host_s *= host_speed
+        notes.append(f"host time per op times {host_speed:.3g}: the host's speed given for the prediction over its "
+                     "speed when the report was measured (a probe of the interpreter and dispatcher, "
+                     "roofline.device.host.host_probe_us)")
     spread = min(host_costs.spread if host_costs else 0.0, MAX_HOST_SPREAD)
     step, host, device = _pipeline(timed, serial, "device_s", 1.0)
     low = _pipeline(timed, serial, "device_lo_s", 1.0 - spread)[0]
@@ -151,6 +163,18 @@ def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | N
         method=_method(serial, host_costs, replayed, host_model, fallback),
         notes=sorted(set(notes)),
     )
+
+
+def host_speed_factor(report: Report, probe_us: float) -> float:
+    """How much slower the host is at ``probe_us`` (a ``host_probe_us`` figure) than when ``report``'s step was timed:
+    the factor ``predict``'s ``host_speed`` takes."""
+    at = report.step_time.host_probe_us if report.step_time else None
+    if not at or at <= 0:
+        raise RooflineError("the report records no host speed probe with its step time (written before roofline "
+                            "probed the host, or read from a trace): the host cannot be scaled to another moment")
+    if not (math.isfinite(probe_us) and probe_us > 0):
+        raise RooflineError(f"host probe must be a positive number of microseconds, got {probe_us!r}")
+    return probe_us / at
 
 
 def _time_op(op: OpRecord, change: Change, source: Ceilings, target: Ceilings, same_device: bool, timed: bool,

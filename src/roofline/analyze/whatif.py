@@ -15,9 +15,10 @@ from roofline.report import Ceilings, HostCosts, Prediction, Report
 def predict_report(report: Report, *, batch: int | None = None, seq: int | None = None, dtype: str | None = None,
                    ceilings: Ceilings | None = None, from_batch: int | None = None, from_seq: int | None = None,
                    table: EfficiencyTable | None = None, host_costs: HostCosts | None = None,
-                   host_model: str = DEFAULT_HOST_MODEL) -> Prediction:
+                   host_model: str = DEFAULT_HOST_MODEL, host_speed: float | None = None) -> Prediction:
     """The predicted step of ``report`` with the given changes (None: as measured). The report's own batch and
-    sequence length come from ``extra["batch"]``/``extra["seq"]`` unless ``from_batch``/``from_seq`` say."""
+    sequence length come from ``extra["batch"]``/``extra["seq"]`` unless ``from_batch``/``from_seq`` say.
+    ``host_speed``: a factor on the host's time per op (``analyze.predict.host_speed_factor``)."""
     if not report.ops:
         raise RooflineError("the report has no ops to predict from")
     change = Change(
@@ -34,7 +35,7 @@ def predict_report(report: Report, *, batch: int | None = None, seq: int | None 
         raise RooflineError("the report's ceilings have no roofs: its ops cannot be placed, so nothing to project")
     target = ceilings or report.ceilings
     return predict(report, table=table or load_table(), host_costs=host_costs or host_costs_for(target),
-                   ceilings=ceilings, change=change, host_model=host_model)
+                   ceilings=ceilings, change=change, host_model=host_model, host_speed=host_speed)
 
 
 def _pair(label: str, old, new: int | None, keep_known: bool = False) -> tuple[int, int] | None:

@@ -41,6 +41,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "the profiler's cost as this machine's reference loops fitted it (falls back to dispatch, "
                              "saying why, when that fit is not sound or the report lacks the counts); dispatch: this "
                              "machine's dispatch costs")
+    parser.add_argument("--host-speed", default=None, metavar="now|FACTOR",
+                        help="scale the host's time per op: 'now' probes this host and compares with the speed "
+                             "recorded when the report's step was timed (for a host whose speed moves); a number is "
+                             "the factor itself (2 = a host twice as slow)")
     parser.add_argument("--learn", action="store_true", help="learn the efficiency table from the given reports")
     parser.set_defaults(func=run)
 
@@ -62,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
     prediction = predict_report(report, batch=args.batch, seq=args.seq, dtype=args.dtype,
                                 ceilings=_target_ceilings(args), from_batch=args.from_batch, from_seq=args.from_seq,
                                 table=load_table(args.table),
-                                host_model=args.host_model or DEFAULT_HOST_MODEL)
+                                host_model=args.host_model or DEFAULT_HOST_MODEL,
+                                host_speed=_host_speed(args.host_speed, report))
     report.prediction = prediction
     print(render_prediction(prediction), end="")
     if args.json:
@@ -74,6 +79,24 @@ def run(args: argparse.Namespace) -> int:
         report.save(args.save)
         print(f"wrote {args.save}")
     return 0
+
+
+def _host_speed(value: str | None, report) -> float | None:
+    if value is None:
+        return None
+    from roofline.analyze.predict import host_speed_factor
+
+    if value == "now":
+        from roofline.device.host import host_probe_us
+
+        return host_speed_factor(report, host_probe_us())
+    try:
+        factor = float(value)
+    except ValueError:
+        raise RooflineError(f"--host-speed takes 'now' or a positive number, got {value!r}") from None
+    if not (factor > 0 and factor != float("inf")):
+        raise RooflineError(f"--host-speed takes 'now' or a positive number, got {value!r}")
+    return factor
 
 
 def _target_ceilings(args: argparse.Namespace):

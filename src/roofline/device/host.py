@@ -1,11 +1,13 @@
-"""This machine as a trace or a cache sees it (CPU model, host name), without importing torch."""
+"""This machine as a trace or a cache sees it (CPU model, host name), without importing torch at import time, and
+the host's speed at a moment (``host_probe_us``)."""
 
 from __future__ import annotations
 
 import platform
+import time
 from pathlib import Path
 
-__all__ = ["cpu_name", "host_name"]
+__all__ = ["cpu_name", "host_name", "host_probe_us"]
 
 
 def cpu_name() -> str:
@@ -21,3 +23,32 @@ def cpu_name() -> str:
 def host_name() -> str:
     """The name torch.profiler writes as a trace's ``host_name`` (gethostname)."""
     return platform.node()
+
+
+PROBE_ITERATIONS = 300
+PROBE_REPEATS = 3
+
+
+def host_probe_us(iterations: int = PROBE_ITERATIONS, repeats: int = PROBE_REPEATS) -> float:
+    """This host's speed right now: microseconds per iteration of a fixed loop that calls a Python function which
+    runs one tiny in-place op on a one-element CPU tensor (the interpreter and torch's dispatcher, what an eager
+    host-bound step spends its time in), the fastest of ``repeats`` runs (about 1-5 ms in all).
+
+    Why: on the lent H200's host (2026-12-01, benchmarks/results/h200/host_level_probe/) the CPU's speed moved
+    between two levels about 1.8x apart for tens of seconds at a time, and host-bound steps followed it (correlation
+    +0.86 with a pure-Python probe). A step time means little without the host speed it was measured at; a
+    prediction for another moment scales the host stream by the ratio of two probes."""
+    import torch
+
+    x = torch.zeros(1)
+
+    def op() -> None:
+        x.add_(1.0)
+
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(iterations):
+            op()
+        best = min(best, time.perf_counter() - t0)
+    return best / iterations * 1e6
