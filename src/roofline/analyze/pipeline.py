@@ -195,8 +195,9 @@ def report_from_trace(
     children = children_index(trace)
     counter = _TraceCounter(OptimizerLists(trace))
 
-    def is_modeled(op: CpuOp) -> bool:
-        return counter(op).cost.modeled
+    def is_row(op: CpuOp) -> bool:
+        cost = counter(op).cost
+        return cost.modeled or cost.keep_whole
 
     steps = _step_list(trace)
     roots = roots_by_step(trace)
@@ -218,7 +219,7 @@ def report_from_trace(
 
         per_rec_gap: dict[int, list[float]] = defaultdict(list)
         for pos, step in enumerate(steps):
-            chosen, missing = choose_with_recording(trace, roots.get(step, []), children, recorded, is_modeled,
+            chosen, missing = choose_with_recording(trace, roots.get(step, []), children, recorded, is_row,
                                                     shapes_of=shapes_of)
             last = pos == len(steps) - 1
             gaps = host_gaps_us(trace, [c.event for c in chosen], step)
@@ -246,15 +247,16 @@ def report_from_trace(
         names: dict[str, tuple[bool, bool]] = {}
         no_tf32 = Tf32Flags()
         for step in steps:
-            chosen = [c for c in choose_without_recording(trace, roots.get(step, []), children, is_modeled, names)
+            chosen = [c for c in choose_without_recording(trace, roots.get(step, []), children, is_row, names)
                       if not _is_idle_marker(trace, c)]
             gaps = host_gaps_us(trace, [c.event for c in chosen], step)
             _append_ops(trace, chosen, counter, children, step, no_tf32, gaps, ops, event_to_report)
         timeline_steps = steps
+    kept_whole = _kept_whole_notes(trace, event_to_report, ops, counter)
     # The op tree's index and the counting caches are done with: freed (and handed back to the OS) before the host
     # counts, the kernel timeline and the memory replay, which on a million-event trace would otherwise stack on top
     # of them (the command's peak RSS).
-    del children, counter, is_modeled, roots
+    del children, counter, is_row, roots
     release_free_memory()
     fill_host_counts(trace, event_to_report, ops)
     release_free_memory()  # its columns too
@@ -285,6 +287,7 @@ def report_from_trace(
                                             summary.total_time_s)[0])
     if missing:
         summary.notes.append(f"{missing} recorded op(s) found no event in the timed trace (time counted as 0)")
+    summary.notes.extend(kept_whole)
     summary.notes.extend(trace.warnings)
 
     env = environment or trace_environment(trace, ceilings.device_name)
@@ -310,6 +313,28 @@ def report_from_trace(
     if trace.has_gpu:
         report.summary.kernel_classes = kernel_classes(report)
     return report
+
+
+MAX_KEPT_WHOLE_NOTES = 5
+
+
+def _kept_whole_notes(trace: Trace, event_to_report: dict[int, int], ops: list[OpRecord],
+                      counter: _TraceCounter) -> list[str]:
+    """Why the unmodelled ops kept whole (a sparse product from a trace) are unmodelled, one line per op name and
+    reason, largest share of time first: the row alone says only "unmodeled"."""
+    calls: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for event, i in event_to_report.items():
+        if ops[i].modeled:
+            continue
+        cost = counter(trace.ops[event]).cost
+        if cost.keep_whole and not cost.modeled:
+            calls[(ops[i].name, cost.note)].append(ops[i].time_s)
+    total = sum(op.time_s for op in ops)
+    lines = []
+    for (name, note), times in sorted(calls.items(), key=lambda kv: -sum(kv[1]))[:MAX_KEPT_WHOLE_NOTES]:
+        share = f", {sum(times) / total:.1%} of the time" if total else ""
+        lines.append(f"{name} unmodelled ({len(times)} call(s){share}): {note}")
+    return lines
 
 
 def _wall_time_s(trace: Trace, one_step: bool) -> float | None:

@@ -26,11 +26,16 @@ from roofline.count.meta import TensorMeta
 
 @dataclass(slots=True)
 class OpCost:
+    """``keep_whole``: unmodelled, yet the op is one row of a trace's report: its children would count its work
+    no better (a sparse product from a trace: an addmm over the same sparse operand and the tensor's metadata
+    calls), so the op choice (analyze/join.py) does not descend to them."""
+
     flops: float
     bytes: float
     modeled: bool
     is_view: bool = False
     note: str = ""
+    keep_whole: bool = False
 
 
 Formula = Callable[["Call"], OpCost]
@@ -135,8 +140,8 @@ def nbytes(metas: Iterable[TensorMeta | None]) -> int:
     return sum(m.nbytes for m in metas if m is not None)
 
 
-def unmodeled(note: str) -> OpCost:
-    return OpCost(0.0, 0.0, False, False, note)
+def unmodeled(note: str, keep_whole: bool = False) -> OpCost:
+    return OpCost(0.0, 0.0, False, False, note, keep_whole)
 
 
 def zero_cost(note: str = "", view: bool = False) -> OpCost:

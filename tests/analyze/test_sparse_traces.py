@@ -1,0 +1,99 @@
+"""Sparse products read from real torch.profiler traces (record_shapes=True): the trace marks a sparse operand only
+by an empty stride list and records no nonzero count, so each product is one unmodelled row with its time and
+the reason in the notes, never a dense product (the old count: 262,144 FLOPs for a 64x64 matrix of 100 stored
+elements by a 64x32 one, 6,400 really done) and never its metadata children (_nnz, sparse_dim). Dense ops whose
+0-dim operands also have empty stride lists, and mkldnn-layout operands (no strides either), are counted as
+before."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from roofline.analyze.pipeline import report_from_trace
+from roofline.capture.kineto import load_trace
+from roofline.report import Ceilings
+
+torch = pytest.importorskip("torch")
+
+ROOFS = Ceilings(device="cpu", device_name="test CPU", memory_bandwidth_bytes_per_s=1e11,
+                 peak_flops_per_s={"float32": 1e12}, launch_overhead_s=5e-6)
+METADATA = {"aten::_nnz", "aten::sparse_dim", "aten::dense_dim", "aten::_indices", "aten::_values",
+            "aten::crow_indices", "aten::col_indices", "aten::values"}
+
+
+def _report(tmp_path, run):
+    path = tmp_path / "trace.json"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # sparse tensors' beta/invariant-check warnings
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+            run()
+        prof.export_chrome_trace(str(path))
+    return report_from_trace(load_trace(path), ROOFS)
+
+
+def _operands():
+    gen = torch.Generator().manual_seed(0)
+    indices = torch.stack([torch.randperm(64 * 64, generator=gen)[:100] // 64,
+                           torch.randperm(64 * 64, generator=gen)[:100] % 64])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        coo = torch.sparse_coo_tensor(indices, torch.randn(100, generator=gen), (64, 64)).coalesce()
+        csr = coo.to_sparse_csr()
+    return coo, csr, torch.randn(64, 32, generator=gen), torch.randn(64, 32, generator=gen)
+
+
+@pytest.mark.parametrize("name, row", [
+    ("torch.sparse.mm(coo)", "aten::_sparse_mm"),
+    ("torch.sparse.addmm(coo)", "aten::_sparse_addmm"),
+    ("torch.mm(coo)", "aten::mm"),
+    ("csr @ dense", "aten::mm"),  # under aten::matmul, a composite: its mm is the row
+    ("torch.addmm(csr)", "aten::addmm"),
+])
+def test_a_sparse_product_is_one_unmodelled_row_with_its_time_and_reason(tmp_path, name, row):
+    coo, csr, dense, bias = _operands()
+    run = {"torch.sparse.mm(coo)": lambda: torch.sparse.mm(coo, dense),
+           "torch.sparse.addmm(coo)": lambda: torch.sparse.addmm(bias, coo, dense),
+           "torch.mm(coo)": lambda: torch.mm(coo, dense),
+           "csr @ dense": lambda: csr @ dense,
+           "torch.addmm(csr)": lambda: torch.addmm(bias, csr, dense)}[name]
+    report = _report(tmp_path, run)
+    names = [op.name for op in report.ops]
+    assert names == [row], names  # one row: neither the inner dense-looking addmm nor the metadata calls
+    op = report.ops[0]
+    assert (op.modeled, op.flops, op.bytes, op.bound) == (False, 0.0, 0.0, "unmodeled")
+    assert op.time_s > 0 and op.time_s == op.cpu_time_s  # its whole host time, children included
+    assert op.input_shapes[:3] in ([[64, 64], [64, 32]], [[64, 32], [64, 64], [64, 32]])
+    assert report.summary.unmodeled_time_share == 1.0 and report.summary.total_flops == 0.0
+    assert report.summary.notes[0] == (
+        f"{row} unmodelled (1 call(s), 100.0% of the time): sparse operand: the trace records no nonzero count "
+        "(the dense 64x64 @ 64x32 product, every element stored, would be 262,144 FLOPs)")
+    assert not METADATA & set(names)
+
+
+def test_dense_ops_with_0_dim_operands_and_mkldnn_operands_are_counted_as_before(tmp_path):
+    """A 0-dim tensor's stride list is empty too; so is an mkldnn tensor's (its ops are dense): neither is sparse."""
+    a, b = torch.randn(8, 16), torch.randn(16, 4)
+    scalar = torch.tensor(2.0)
+    conv = torch.nn.Conv2d(3, 4, 3).eval()
+    x = torch.randn(1, 3, 8, 8)
+
+    def run():
+        torch.addmm(scalar, a, b)  # a 0-dim bias
+        torch.mm(a, b)
+        scalar * a
+        with torch.no_grad():
+            torch.ops.aten.mkldnn_convolution(x.to_mkldnn(), conv.weight.detach(), conv.bias.detach(),
+                                              [0, 0], [1, 1], [1, 1], 1)
+
+    report = _report(tmp_path, run)
+    rows = {op.name: op for op in report.ops}
+    assert rows["aten::addmm"].flops == 2 * 8 * 16 * 4 and rows["aten::addmm"].modeled
+    assert rows["aten::addmm"].input_shapes[0] == [] and rows["aten::addmm"].input_strides[0] == []
+    assert rows["aten::mm"].flops == 2 * 8 * 16 * 4
+    assert rows["aten::mul"].flops == 8 * 16 and rows["aten::mul"].modeled
+    conv_row = rows["aten::mkldnn_convolution"]
+    assert conv_row.modeled and conv_row.flops == 2 * (4 * 6 * 6) * (3 * 3 * 3)
+    assert conv_row.input_strides[0] == []  # the trace recorded the mkldnn input without strides
+    assert not any("sparse" in note for note in report.summary.notes)
