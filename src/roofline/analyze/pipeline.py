@@ -24,6 +24,7 @@ from roofline.analyze.host_events import fill_host_counts, host_gaps_us
 from roofline.analyze.kernel_classes import kernel_classes
 from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.optimizer_lists import FOREACH_PREFIX, OptimizerLists, with_lists
+from roofline.analyze.packed_sequences import NEEDS_CHILDREN, outputs_from_children
 from roofline.analyze.roofline import place_op, summarize
 from roofline.analyze.integer_roofs import integer_roof_notes
 from roofline.analyze.stale import stale_ceilings_note
@@ -62,12 +63,14 @@ class _TraceCounter:
     """FLOPs and bytes of trace events from their recorded shapes. The reader shares identical argument lists
     between events, so events with the same name and the same list objects are counted once."""
 
-    def __init__(self, lists: OptimizerLists | None = None) -> None:
+    def __init__(self, lists: OptimizerLists | None = None, trace: Trace | None = None,
+                 children: dict[int, list[int]] | None = None) -> None:
         self._cache: dict[tuple, _Counted] = {}
         self._by_event: dict[int, _Counted | None] = {}
         self._lists_missing: dict[tuple, bool] = {}
         self._with_params: dict[tuple, _Counted] = {}
         self._lists = lists
+        self._trace, self._children = trace, children
 
     def __call__(self, op: CpuOp) -> _Counted:
         name = op.name
@@ -79,6 +82,8 @@ class _TraceCounter:
                 counted = self._by_event[op.index] = self._optimizer_op(op, key)
             if counted is not None:
                 return counted
+        if name in NEEDS_CHILDREN and self._trace is not None and op.input_dims is not None:
+            return self._with_outputs_from_children(op)
         hit = self._cache.get(key)
         if hit is None:
             if op.input_dims is None and name not in DYNAMO_RUNTIME:  # those take no arguments
@@ -88,6 +93,18 @@ class _TraceCounter:
                 hit = _Counted(count_op(name, args, None, None), op_dtype(args, []),
                                *_shape_fields(flatten_metas(args)))
             self._cache[key] = hit
+        return hit
+
+    def _with_outputs_from_children(self, op: CpuOp) -> _Counted:
+        """A packed-sequence op, counted with the outputs its children show (analyze/packed_sequences.py)."""
+        args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
+        outputs = outputs_from_children(self._trace, op, self._children or {}, args)
+        key = (op.name, id(op.input_dims), id(op.input_types), id(op.input_strides), id(op.concrete_inputs),
+               tuple(outputs) if outputs else None)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._cache[key] = _Counted(count_op(op.name, args, None, outputs), op_dtype(args, []),
+                                              *_shape_fields(flatten_metas(args)))
         return hit
 
     def _optimizer_op(self, op: CpuOp, key: tuple) -> _Counted | None:
@@ -193,7 +210,7 @@ def report_from_trace(
     side = meanwhile(_syncs_and_memory, trace, reference_peak_bytes,
                      fork=len(trace.memory) + len(trace.syncs) >= SIDE_FORK_MIN_EVENTS)
     children = children_index(trace)
-    counter = _TraceCounter(OptimizerLists(trace))
+    counter = _TraceCounter(OptimizerLists(trace), trace, children)
 
     def is_row(op: CpuOp) -> bool:
         cost = counter(op).cost
