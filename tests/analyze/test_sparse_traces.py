@@ -97,3 +97,29 @@ def test_dense_ops_with_0_dim_operands_and_mkldnn_operands_are_counted_as_before
     assert conv_row.modeled and conv_row.flops == 2 * (4 * 6 * 6) * (3 * 3 * 3)
     assert conv_row.input_strides[0] == []  # the trace recorded the mkldnn input without strides
     assert not any("sparse" in note for note in report.summary.notes)
+
+
+def test_roofline_trace_on_the_sweeps_sparse_model_states_the_product_unmodelled(tmp_path, capsys):
+    """The sweep's case end to end through the CLI: torch.sparse.mm of a 64x64 COO matrix (100 stored) by a 64x32
+    parameter, in a module; the old count was 262,144 FLOPs for the product."""
+    from roofline.cli import main
+    from roofline.report import Report
+
+    class Sparse(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(64, 32))
+
+        def forward(self, x):
+            return torch.sparse.mm(x, self.w)
+
+    coo, _, _, _ = _operands()
+    model, path = Sparse(), tmp_path / "sparse.json"
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        model(coo)
+    prof.export_chrome_trace(str(path))
+    assert main(["trace", str(path), "-o", str(tmp_path / "out"), "--no-html"]) == 0
+    report = Report.load(tmp_path / "out" / "report.json")
+    assert [(op.name, op.modeled, op.flops) for op in report.ops] == [("aten::_sparse_mm", False, 0.0)]
+    assert report.summary.total_flops == 0.0
+    assert "the trace records no nonzero count" in " ".join(capsys.readouterr().out.split())
