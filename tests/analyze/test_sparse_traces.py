@@ -1,9 +1,9 @@
 """Sparse products read from real torch.profiler traces (record_shapes=True): the trace marks a sparse operand only
 by an empty stride list and records no nonzero count, so each product is one unmodelled row with its time and
 the reason in the notes, never a dense product (the old count: 262,144 FLOPs for a 64x64 matrix of 100 stored
-elements by a 64x32 one, 6,400 really done) and never its metadata children (_nnz, sparse_dim). Dense ops whose
-0-dim operands also have empty stride lists, and mkldnn-layout operands (no strides either), are counted as
-before."""
+elements by a 64x32 one, 6,400 really done) and never its metadata children (_nnz, sparse_dim); other ops on a
+sparse tensor (add, mul, to_dense) likewise. Dense ops whose 0-dim operands also have empty stride lists, and ops
+on mkldnn-layout operands (no strides either), are counted as before."""
 
 from __future__ import annotations
 
@@ -84,8 +84,10 @@ def test_dense_ops_with_0_dim_operands_and_mkldnn_operands_are_counted_as_before
         torch.mm(a, b)
         scalar * a
         with torch.no_grad():
-            torch.ops.aten.mkldnn_convolution(x.to_mkldnn(), conv.weight.detach(), conv.bias.detach(),
+            on_mkldnn = x.to_mkldnn()
+            torch.ops.aten.mkldnn_convolution(on_mkldnn, conv.weight.detach(), conv.bias.detach(),
                                               [0, 0], [1, 1], [1, 1], 1)
+            on_mkldnn + on_mkldnn  # no sparse metadata read: an mkldnn add, counted as a dense one
 
     report = _report(tmp_path, run)
     rows = {op.name: op for op in report.ops}
@@ -96,7 +98,30 @@ def test_dense_ops_with_0_dim_operands_and_mkldnn_operands_are_counted_as_before
     conv_row = rows["aten::mkldnn_convolution"]
     assert conv_row.modeled and conv_row.flops == 2 * (4 * 6 * 6) * (3 * 3 * 3)
     assert conv_row.input_strides[0] == []  # the trace recorded the mkldnn input without strides
+    assert rows["aten::add"].modeled and rows["aten::add"].flops == 3 * 8 * 8
     assert not any("sparse" in note for note in report.summary.notes)
+
+
+def test_other_ops_on_a_sparse_tensor_are_unmodelled_rows_not_dense_ones(tmp_path):
+    """add, mul, to_dense of a COO matrix of 100 stored elements: their formulas would charge the 64x64 shape
+    (4,096 FLOPs for the add); the trace tells them from mkldnn ones by the sparse metadata they read."""
+    coo, _, _, _ = _operands()
+    dense = torch.randn(64, 64)
+
+    def run():
+        coo + coo
+        coo * 2.0
+        dense + coo
+        coo.to_dense()
+
+    report = _report(tmp_path, run)
+    assert [(op.name, op.modeled, op.flops, op.bytes) for op in report.ops] == [
+        ("aten::add", False, 0.0, 0.0), ("aten::mul", False, 0.0, 0.0), ("aten::add", False, 0.0, 0.0),
+        ("aten::to_dense", False, 0.0, 0.0)]
+    reasons = [note for note in report.summary.notes if "sparse operand" in note]
+    assert len(reasons) == 3 and all(note.endswith("sparse operand: the trace records no nonzero count")
+                                     for note in reasons)
+    assert any(note.startswith("aten::add unmodelled (2 call(s)") for note in reasons)
 
 
 def test_roofline_trace_on_the_sweeps_sparse_model_states_the_product_unmodelled(tmp_path, capsys):

@@ -4,8 +4,8 @@ How much ``_pack_padded_sequence`` packs (N = sum(lengths)) and how wide ``_pad_
 (B = batch_sizes[0]) are values, not shapes: their formulas (count/copy.py) need the outputs. Both ops run the
 same ATen code on every device, and its calls show the sizes: packing allocates its batch sizes with a 1-D
 ``aten::empty`` (one per time step) and ends with one ``aten::cat`` of the per-step slices (their rows add up to
-N); padding starts with ``aten::full`` of the time-major padded size (T, B, *). Without those children (or with the cat's list not recorded) the op stays uncounted, and the report
-takes its children instead, as it did before.
+N); padding starts with ``aten::full`` of the time-major padded size (T, B, *). Without those children (or with
+the cat's list not recorded) the op stays uncounted, and the report takes its children instead, as before.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from roofline.analyze.kernel_classes import kernel_classes
 from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.optimizer_lists import FOREACH_PREFIX, OptimizerLists, with_lists
 from roofline.analyze.packed_sequences import NEEDS_CHILDREN, outputs_from_children
+from roofline.analyze.sparse_operands import reads_sparse_metadata
 from roofline.analyze.roofline import place_op, summarize
 from roofline.analyze.integer_roofs import integer_roof_notes
 from roofline.analyze.stale import stale_ceilings_note
@@ -33,7 +34,8 @@ from roofline.capture.recording import OpRecording, RecordedOp, Tf32Flags, op_dt
 from roofline.capture.trace_model import CpuOp, Trace
 from roofline.count import families
 from roofline.count.counting import count_op
-from roofline.count.registry import OpCost, flatten_metas
+from roofline.count.meta import SPARSE_NOT_COUNTED
+from roofline.count.registry import OpCost, flatten_metas, unmodeled
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
 from roofline.count.views import DYNAMO_RUNTIME
 from roofline.analyze.environment import trace_environment
@@ -54,6 +56,7 @@ class _Counted:
     input_shapes: list[list[int]]
     input_dtypes: list[str]
     input_strides: list[list[int]]
+    non_strided: bool = False  # an operand of another layout: sparse or mkldnn (analyze/sparse_operands.py)
 
 
 _NOT_COUNTED = _Counted(OpCost(0.0, 0.0, False, note="kernels launched outside any counted aten op"), "", [], [], [])
@@ -67,6 +70,7 @@ class _TraceCounter:
                  children: dict[int, list[int]] | None = None) -> None:
         self._cache: dict[tuple, _Counted] = {}
         self._by_event: dict[int, _Counted | None] = {}
+        self._sparse_checked: dict[int, _Counted] = {}
         self._lists_missing: dict[tuple, bool] = {}
         self._with_params: dict[tuple, _Counted] = {}
         self._lists = lists
@@ -90,10 +94,25 @@ class _TraceCounter:
                 hit = _Counted(OpCost(0.0, 0.0, False, note="trace has no shapes for this op"), "", [], [], [])
             else:
                 args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
-                hit = _Counted(count_op(name, args, None, None), op_dtype(args, []),
-                               *_shape_fields(flatten_metas(args)))
+                metas = flatten_metas(args)
+                hit = _Counted(count_op(name, args, None, None), op_dtype(args, []), *_shape_fields(metas),
+                               any(not m.strided for m in metas))
             self._cache[key] = hit
+        if hit.non_strided and hit.cost.modeled and not hit.cost.is_view and self._trace is not None:
+            return self._unless_sparse(op, hit)
         return hit
+
+    def _unless_sparse(self, op: CpuOp, hit: _Counted) -> _Counted:
+        """``hit``, or, for an op on a sparse tensor (not an mkldnn one), an unmodelled row kept whole: its formula
+        charged the dense shape (analyze/sparse_operands.py)."""
+        found = self._sparse_checked.get(op.index)
+        if found is None:
+            found = hit
+            if reads_sparse_metadata(self._trace, op.index, self._children or {}):
+                found = _Counted(unmodeled(SPARSE_NOT_COUNTED, keep_whole=True), hit.dtype, hit.input_shapes,
+                                 hit.input_dtypes, hit.input_strides, True)
+            self._sparse_checked[op.index] = found
+        return found
 
     def _with_outputs_from_children(self, op: CpuOp) -> _Counted:
         """A packed-sequence op, counted with the outputs its children show (analyze/packed_sequences.py)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 from math import prod
 
-from roofline.count.meta import TensorMeta, dtype_name
+from roofline.count.meta import SPARSE_NOT_COUNTED, TensorMeta, dtype_name
 from roofline.count.registry import Call, OpCost, nbytes, register, unmodeled
 from roofline.count.shapes import broadcast_shapes
 
@@ -40,9 +40,6 @@ def mm(call: Call) -> OpCost:
         return _sparse_product(call, None, a, b)
     m, k, n = _mm_shapes(a, b)
     return _cost(call, 2 * m * n * k, TensorMeta((m, n), a.dtype), [a, b])
-
-
-SPARSE_NOT_COUNTED = "sparse operand: the trace records no nonzero count"
 
 
 def _sparse_unknown(dense_flops: int, what: str) -> OpCost:

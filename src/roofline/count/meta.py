@@ -22,6 +22,8 @@ DTYPE_ITEMSIZE: dict[str, int] = {
     "bool": 1, "qint8": 1, "quint8": 1, "qint32": 4, "quint4x2": 1, "quint2x4": 1,
 }
 
+SPARSE_NOT_COUNTED = "sparse operand: the trace records no nonzero count"  # why such an op is unmodelled there
+
 UNKNOWN_DTYPE = "unknown"  # a trace's tensor-list member: the profiler records no dtype; 4 bytes assumed
 
 # c10::ScalarType enum values, as trace files record a dtype argument ("Concrete Inputs": "5" is float16).
