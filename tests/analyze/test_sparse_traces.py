@@ -148,3 +148,24 @@ def test_roofline_trace_on_the_sweeps_sparse_model_states_the_product_unmodelled
     assert [(op.name, op.modeled, op.flops) for op in report.ops] == [("aten::_sparse_mm", False, 0.0)]
     assert report.summary.total_flops == 0.0
     assert "the trace records no nonzero count" in " ".join(capsys.readouterr().out.split())
+
+
+def test_analyze_counts_the_product_by_its_stored_elements_and_refuses_a_sparse_add():
+    """Live, the counting pass sees the nonzero count: the product is 2*nnz*n; an add of the sparse matrix to
+    itself is unmodelled with the counting pass's reason (its formula would count the 64x64 shape)."""
+    from roofline.analyze.live import analyze_model
+
+    coo, _, dense, _ = _operands()
+
+    class Both(torch.nn.Module):
+        def forward(self, x, w):
+            return torch.sparse.mm(x, w), x + x
+
+    report = analyze_model(Both(), (coo, dense), device="cpu", ceilings=ROOFS, warmup=1, iters=1)
+    product = next(op for op in report.ops if "sparse" in op.name)
+    assert product.modeled and product.flops == 2 * coo._nnz() * 32
+    add = next(op for op in report.ops if op.name == "aten::add")
+    assert not add.modeled and add.flops == 0.0
+    assert any(note.startswith("aten::add unmodelled (1 call(s)") and note.endswith(
+        "sparse operand: the formula counts the dense shape's FLOPs, not the stored elements'")
+        for note in report.summary.notes)

@@ -180,3 +180,18 @@ def test_a_sparse_tensor_meta_carries_its_stored_elements():
     assert T.from_tensor(coo) == T((M, K), "float32", None, 3, strided=False)
     assert T.from_tensor(coo.to_sparse_csr()).nnz == 3
     assert T.from_tensor(torch.ones(M, K)).nnz is None and not T.from_tensor(torch.ones(M, K)).is_sparse
+
+
+def test_other_formulas_refuse_flops_on_a_sparse_operand_seen_live():
+    """An elementwise formula counts the dense shape (4,096 FLOPs for a 64x64 COO matrix of 97 stored elements
+    added to itself): on a sparse operand whose stored elements are known (analyze) its FLOPs are refused, with
+    the reason; zero-FLOP copies keep their bytes (charged by the stored elements); metadata calls cost nothing."""
+    sparse = T((64, 64), "float32", None, 97, strided=False)
+    for name, args in [("aten::add", (sparse, sparse)), ("aten::mul", (sparse, 2.0)), ("aten::relu", (sparse,))]:
+        got = count_op(name, args)
+        assert (got.modeled, got.keep_whole, got.flops) == (False, True, 0.0), name
+        assert got.note == "sparse operand: the formula counts the dense shape's FLOPs, not the stored elements'"
+    assert cost("aten::clone", sparse, outputs=[sparse]) == (0, 2 * 97 * (F32 + 16))
+    assert cost("aten::add", T((64, 64), "float32"), T((64, 64), "float32"))[0] == 64 * 64  # dense: unchanged
+    for name in ("aten::_nnz", "aten::sparse_dim", "aten::dense_dim", "aten::is_coalesced", "aten::_indices"):
+        assert cost(name, sparse) == (0, 0)

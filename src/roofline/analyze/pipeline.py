@@ -288,7 +288,7 @@ def report_from_trace(
             gaps = host_gaps_us(trace, [c.event for c in chosen], step)
             _append_ops(trace, chosen, counter, children, step, no_tf32, gaps, ops, event_to_report)
         timeline_steps = steps
-    kept_whole = _kept_whole_notes(trace, event_to_report, ops, counter)
+    kept_whole = _kept_whole_notes(trace, event_to_report, ops, counter, recording)
     # The op tree's index and the counting caches are done with: freed (and handed back to the OS) before the host
     # counts, the kernel timeline and the memory replay, which on a million-event trace would otherwise stack on top
     # of them (the command's peak RSS).
@@ -354,17 +354,20 @@ def report_from_trace(
 MAX_KEPT_WHOLE_NOTES = 5
 
 
-def _kept_whole_notes(trace: Trace, event_to_report: dict[int, int], ops: list[OpRecord],
-                      counter: _TraceCounter) -> list[str]:
-    """Why the unmodelled ops kept whole (a sparse product from a trace) are unmodelled, one line per op name and
-    reason, largest share of time first: the row alone says only "unmodeled"."""
+def _kept_whole_notes(trace: Trace, event_to_report: dict[int, int], ops: list[OpRecord], counter: _TraceCounter,
+                      recording: OpRecording | None) -> list[str]:
+    """Why the unmodelled ops kept whole (an op on a sparse tensor) are unmodelled, one line per op name and reason,
+    largest share of time first: the row alone says only "unmodeled". A recorded op's reason is the counting
+    pass's (the first ops of a report with a recording are the recorded ones, in order), any other's the trace's."""
+    recorded = len(recording.ops) if recording is not None else 0
+    events = {i: event for event, i in event_to_report.items() if i >= recorded and not ops[i].modeled}
     calls: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for event, i in event_to_report.items():
-        if ops[i].modeled:
+    for i, op in enumerate(ops):
+        if op.modeled or (i >= recorded and i not in events):
             continue
-        cost = counter(trace.ops[event]).cost
+        cost = recording.ops[i].cost if i < recorded else counter(trace.ops[events[i]]).cost
         if cost.keep_whole and not cost.modeled:
-            calls[(ops[i].name, cost.note)].append(ops[i].time_s)
+            calls[(op.name, cost.note)].append(op.time_s)
     total = sum(op.time_s for op in ops)
     lines = []
     for (name, note), times in sorted(calls.items(), key=lambda kv: -sum(kv[1]))[:MAX_KEPT_WHOLE_NOTES]:

@@ -33,7 +33,7 @@ def _mm_shapes(a: TensorMeta, b: TensorMeta) -> tuple[int, int, int]:
     return m, k, n
 
 
-@register("aten::mm")
+@register("aten::mm", sparse_aware=True)
 def mm(call: Call) -> OpCost:
     a, b = call.tensor(0, "self"), call.tensor(1, "mat2")
     if a.is_sparse or b.is_sparse:  # a CSR/CSC operand's @ reaches mm itself
@@ -71,19 +71,19 @@ def _as_sparse(t: TensorMeta) -> TensorMeta:
     return t if t.is_sparse else replace(t, strides=None, strided=False)
 
 
-@register("aten::_sparse_addmm")
+@register("aten::_sparse_addmm", sparse_aware=True)
 def sparse_addmm(call: Call) -> OpCost:
     """torch.sparse.mm / torch.sparse.addmm: _sparse_addmm(self, mat1 sparse, mat2 dense)."""
     return _sparse_product(call, call.maybe_tensor(0, "self"), _as_sparse(call.tensor(1, "mat1")),
                            call.tensor(2, "mat2"))
 
 
-@register("aten::_sparse_mm")
+@register("aten::_sparse_mm", sparse_aware=True)
 def sparse_mm(call: Call) -> OpCost:
     return _sparse_product(call, None, _as_sparse(call.tensor(0, "sparse")), call.tensor(1, "dense"))
 
 
-@register("aten::addmm", "aten::addmm_", "aten::_addmm_activation")
+@register("aten::addmm", "aten::addmm_", "aten::_addmm_activation", sparse_aware=True)
 def addmm(call: Call) -> OpCost:
     """addmm(self, mat1, mat2): 2mnk, bias not counted; _addmm_activation's fused relu/gelu not counted."""
     bias, a, b = call.maybe_tensor(0, "self"), call.tensor(1, "mat1"), call.tensor(2, "mat2")
@@ -103,7 +103,7 @@ def _bmm_shapes(a: TensorMeta, b: TensorMeta) -> tuple[int, int, int, int]:
     return batch, m, k, n
 
 
-@register("aten::bmm")
+@register("aten::bmm", sparse_aware=True)
 def bmm(call: Call) -> OpCost:
     """A sparse (batch, m, k) operand @ dense: 2*nnz*n, as mm's."""
     a, b = call.tensor(0, "self"), call.tensor(1, "mat2")
@@ -134,7 +134,7 @@ def addbmm(call: Call) -> OpCost:
     return _cost(call, 2 * batch * m * n * k, TensorMeta((m, n), a.dtype), [bias, a, b])
 
 
-@register("aten::mv")
+@register("aten::mv", sparse_aware=True)
 def mv(call: Call) -> OpCost:
     a, v = call.tensor(0, "self"), call.tensor(1, "vec")
     return _matrix_vector(call, None, a, v)
@@ -150,7 +150,7 @@ def _matrix_vector(call: Call, bias: TensorMeta | None, a: TensorMeta, v: Tensor
     return _cost(call, 2 * m * k, TensorMeta((m,), a.dtype), [bias, a, v])
 
 
-@register("aten::addmv", "aten::addmv_")
+@register("aten::addmv", "aten::addmv_", sparse_aware=True)
 def addmv(call: Call) -> OpCost:
     bias, a, v = call.maybe_tensor(0, "self"), call.tensor(1, "mat"), call.tensor(2, "vec")
     return _matrix_vector(call, bias, a, v)
@@ -242,7 +242,7 @@ def matmul_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[tuple[int, ..
     return tuple(out), prod(batch) * m * n * k
 
 
-@register("aten::matmul", composite=True)
+@register("aten::matmul", composite=True, sparse_aware=True)
 def matmul(call: Call) -> OpCost:
     """Composite (-> mm / bmm / dot ...): 2 * batch * m * n * k."""
     a, b = call.tensor(0, "self"), call.tensor(1, "other")
@@ -255,7 +255,7 @@ def matmul(call: Call) -> OpCost:
     return _cost(call, 2 * macs, TensorMeta(out_shape, a.dtype), [a, b])
 
 
-@register("aten::linear", composite=True)
+@register("aten::linear", composite=True, sparse_aware=True)
 def linear(call: Call) -> OpCost:
     """Composite (-> addmm / mm): x (..., in) @ W(out, in)^T: 2 * rows * in * out; bias not counted."""
     x, weight, bias = call.tensor(0, "input"), call.tensor(1, "weight"), call.maybe_tensor(2, "bias")

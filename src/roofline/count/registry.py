@@ -43,14 +43,17 @@ Formula = Callable[["Call"], OpCost]
 FORMULAS: dict[str, Formula] = {}
 VIEW_OPS: set[str] = set()
 COMPOSITE_OPS: set[str] = set()
+SPARSE_AWARE_OPS: set[str] = set()  # formulas that count a sparse operand by its stored elements
 PREFIX_FORMULAS: list[tuple[str, Formula]] = []  # names made up at run time (Inductor's triton_* kernels)
 
 
-def register(*names: str, view: bool = False, composite: bool = False) -> Callable[[Formula], Formula]:
+def register(*names: str, view: bool = False, composite: bool = False,
+             sparse_aware: bool = False) -> Callable[[Formula], Formula]:
     """Register ``formula`` for the op packets ``names`` ("aten::mm"; overloads share the formula).
 
     ``composite`` marks ops that usually run by calling other aten ops (linear -> addmm): in a trace their
-    children appear too, so a caller summing a trace must not add both.
+    children appear too, so a caller summing a trace must not add both. ``sparse_aware``: the formula counts a
+    sparse operand's work by its stored elements; any other formula's FLOPs on one are refused (count_op).
     """
 
     def decorate(formula: Formula) -> Formula:
@@ -62,6 +65,8 @@ def register(*names: str, view: bool = False, composite: bool = False) -> Callab
                 VIEW_OPS.add(name)
             if composite:
                 COMPOSITE_OPS.add(name)
+            if sparse_aware:
+                SPARSE_AWARE_OPS.add(name)
         return formula
 
     return decorate
