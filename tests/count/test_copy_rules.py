@@ -110,3 +110,19 @@ def test_nested_repacks():
     assert cost("aten::_nested_tensor_from_mask", padded, mask, outputs=[T((7, 4), "float32")]) == (0, 112 + 112 + 10)
     assert cost("aten::to_padded_tensor", T((7, 4), "float32"), outputs=[padded]) == (0, 112 + 160)
     assert cost("aten::_nested_tensor_from_mask_left_aligned", padded, mask) == (0, 10)
+
+
+def test_packed_sequences_move_the_kept_elements_and_the_padded_output():
+    """pack_padded_sequence of a (3, 10, 8) fp32 batch of lengths 9, 7, 3 (N = 19 kept rows, 9 steps)."""
+    padded, lengths = T((3, 10, 8), "float32"), T((3,), "int64")
+    data, batch_sizes = T((19, 8), "float32"), T((9,), "int64")
+    assert cost("aten::_pack_padded_sequence", padded, lengths, True, outputs=[data, batch_sizes]) == (
+        0, 19 * 8 * 4 * 2 + 3 * 8 + 9 * 8)  # the kept rows read and written packed
+    assert cost("aten::_pad_packed_sequence", T((19, 16), "float32"), batch_sizes, True, 0.0, -1,
+                outputs=[T((3, 9, 16), "float32"), lengths]) == (0, 19 * 16 * 4 + 9 * 8 + 3 * 9 * 16 * 4 + 3 * 8)
+    assert cost("aten::_pack_padded_sequence_backward", data, [3, 10, 8], batch_sizes, True) == (
+        0, 19 * 8 * 4 + 9 * 8 + 3 * 10 * 8 * 4)  # the padded gradient written whole, zeros included
+    for name, args in [("aten::_pack_padded_sequence", (padded, lengths, True)),
+                       ("aten::_pad_packed_sequence", (data, batch_sizes, True, 0.0, -1))]:
+        alone = count_op(name, args)  # a trace: the sizes are values it does not record
+        assert not alone.modeled and "does not record" in alone.note

@@ -142,14 +142,56 @@ def test_sparse_products_count_stored_elements_not_the_dense_shape():
     assert cost("aten::addmm", bias, sparse, dense) == (2 * nnz * N, (M * N + K * N + M * N) * F32 + stored)
     assert cost("aten::mm", sparse, dense) == (2 * nnz * N, (K * N + M * N) * F32 + stored)  # a CSR operand's @
     assert cost("aten::_sparse_mm", sparse, dense) == (2 * nnz * N, (K * N + M * N) * F32 + stored)
-    from_trace = count_op("aten::_sparse_addmm", (bias, T((M, K), "float32"), dense))  # no nonzero count recorded
-    assert from_trace.modeled is False and "stored elements" in from_trace.note
+    assert cost("aten::mm", dense.with_shape((M, M)), T((M, K), "float32", None, nnz)) == (  # dense @ sparse: 2*m*nnz
+        2 * M * nnz, (M * M + M * K) * F32 + stored)
+    assert cost("aten::mv", sparse, T((K,), "float32")) == (2 * nnz, (K + M) * F32 + stored)
+    assert cost("aten::bmm", T((B, M, K), "float32", None, nnz), T((B, K, N), "float32")) == (
+        2 * nnz * N, (B * K * N + B * M * N) * F32 + nnz * (F32 + 24))
+    weight = T((N, K), "float32", None, nnz)  # linear(x, W sparse) = x @ W^T: 2*rows*nnz
+    assert cost("aten::linear", T((M, K), "float32"), weight)[0] == 2 * M * nnz
+
+
+def test_a_sparse_product_from_a_trace_is_unmodelled_and_kept_whole_never_counted_dense():
+    """A trace records no nonzero count: the product's work is unknown. Counting it as the dense product (the old
+    count) over-counted the sweep's 64x64 matrix of 100 stored elements 40 times."""
+    sparse, dense, bias = T((M, K), "float32", None, strided=False), T((K, N), "float32"), T((M, N), "float32")
+    for name, args in [("aten::_sparse_addmm", (bias, sparse, dense)), ("aten::addmm", (bias, sparse, dense)),
+                       ("aten::mm", (sparse, dense)), ("aten::_sparse_mm", (sparse, dense)),
+                       ("aten::matmul", (sparse, dense)), ("aten::mm", (dense.with_shape((M, M)), sparse)),
+                       ("aten::_sparse_addmm", (bias, T((M, K), "float32"), dense))]:  # its schema says sparse
+        got = count_op(name, args)
+        assert (got.modeled, got.keep_whole, got.flops) == (False, True, 0.0), name
+        assert got.note.startswith("sparse operand: the trace records no nonzero count"), name
+    assert "would be 210 FLOPs" in count_op("aten::mm", (sparse, dense)).note  # 2*3*5*7, the dense count
+    both = count_op("aten::mm", (sparse, T((K, N), "float32", None, strided=False)))
+    assert (both.modeled, both.keep_whole) == (False, True) and "sparse @ sparse" in both.note
+    assert count_op("aten::bmm", (T((B, M, K), "float32", None, strided=False), T((B, K, N), "float32"))).keep_whole
+    assert count_op("aten::addmv", (None, sparse, T((K,), "float32"))).keep_whole
+    assert count_op("aten::linear", (T((M, K), "float32"), T((N, K), "float32", None, strided=False))).keep_whole
+    dense_mm = count_op("aten::mm", (T((M, K), "float32"), dense))
+    assert dense_mm.modeled and not dense_mm.keep_whole
+    assert count_op("no::formula", ()).keep_whole is False  # kept whole only where a formula says so
 
 
 def test_a_sparse_tensor_meta_carries_its_stored_elements():
     torch = pytest.importorskip("torch")
     indices = torch.tensor([[0, 1, 2], [4, 0, 3]])
     coo = torch.sparse_coo_tensor(indices, torch.ones(3), (M, K)).coalesce()
-    assert T.from_tensor(coo) == T((M, K), "float32", None, 3)
+    assert T.from_tensor(coo) == T((M, K), "float32", None, 3, strided=False)
     assert T.from_tensor(coo.to_sparse_csr()).nnz == 3
-    assert T.from_tensor(torch.ones(M, K)).nnz is None
+    assert T.from_tensor(torch.ones(M, K)).nnz is None and not T.from_tensor(torch.ones(M, K)).is_sparse
+
+
+def test_other_formulas_refuse_flops_on_a_sparse_operand_seen_live():
+    """An elementwise formula counts the dense shape (4,096 FLOPs for a 64x64 COO matrix of 97 stored elements
+    added to itself): on a sparse operand whose stored elements are known (analyze) its FLOPs are refused, with
+    the reason; zero-FLOP copies keep their bytes (charged by the stored elements); metadata calls cost nothing."""
+    sparse = T((64, 64), "float32", None, 97, strided=False)
+    for name, args in [("aten::add", (sparse, sparse)), ("aten::mul", (sparse, 2.0)), ("aten::relu", (sparse,))]:
+        got = count_op(name, args)
+        assert (got.modeled, got.keep_whole, got.flops) == (False, True, 0.0), name
+        assert got.note == "sparse operand: the formula counts the dense shape's FLOPs, not the stored elements'"
+    assert cost("aten::clone", sparse, outputs=[sparse]) == (0, 2 * 97 * (F32 + 16))
+    assert cost("aten::add", T((64, 64), "float32"), T((64, 64), "float32"))[0] == 64 * 64  # dense: unchanged
+    for name in ("aten::_nnz", "aten::sparse_dim", "aten::dense_dim", "aten::is_coalesced", "aten::_indices"):
+        assert cost(name, sparse) == (0, 0)

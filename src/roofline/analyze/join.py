@@ -14,7 +14,9 @@ from a root to a leaf, exactly one event:
   annotations, their children are; a node with no children (AddBackward0 passes its gradient through) is
   dropped, its host time being the engine's bookkeeping;
 - without one (trace files): the outermost event that has a formula, except composite ops that show their
-  children (their work is their children's), else a leaf. Annotations with kernels of their own (Triton kernels
+  children (their work is their children's), else a leaf. An op its formula cannot count from the trace but
+  keeps whole (OpCost.keep_whole: a sparse product, whose children see the same uncountable operand) is one
+  unmodelled row, as if it had a formula. Annotations with kernels of their own (Triton kernels
   under a compiled graph) become ops named after the annotation. On a CPU, a library's custom op (outside
   aten::) without a formula that has children keeps its own host time (outside them) as an unmodelled op: it runs
   its own kernel besides them (quantized::linear_dynamic's GEMM beside two allocations), which a trace-only
@@ -85,8 +87,9 @@ def roots_by_step(trace: Trace) -> dict[int | None, list[int]]:
 
 
 def choose_without_recording(trace: Trace, roots: Iterable[int], children: dict[int, list[int]],
-                             is_modeled, names: dict[str, tuple[bool, bool]] | None = None) -> list[Chosen]:
-    """``names``: a cache of (autograd frame, composite) per op name, shared between calls (one per step)."""
+                             is_row, names: dict[str, tuple[bool, bool]] | None = None) -> list[Chosen]:
+    """``is_row(op)``: whether an event's own count stands for its subtree (modelled, or kept whole);
+    ``names``: a cache of (autograd frame, composite) per op name, shared between calls (one per step)."""
     chosen: list[Chosen] = []
     ops = trace.ops
     kinds = {} if names is None else names
@@ -103,11 +106,11 @@ def choose_without_recording(trace: Trace, roots: Iterable[int], children: dict[
                 chosen.append(Chosen(idx, self_only=True))
             stack.extend(reversed(kids))
             continue
-        modeled = is_modeled(op)
-        if modeled and not (kids and kind[1]):
+        row = is_row(op)
+        if row and not (kids and kind[1]):
             chosen.append(Chosen(idx))
         elif kids:
-            if op.self_kernel_us > 0 or (not modeled and not trace.has_gpu and _runs_own_kernel(trace, idx, kids)):
+            if op.self_kernel_us > 0 or (not row and not trace.has_gpu and _runs_own_kernel(trace, idx, kids)):
                 chosen.append(Chosen(idx, self_only=True))
             stack.extend(reversed(kids))
         else:
@@ -161,7 +164,7 @@ class RecordedIndex:
 
 
 def choose_with_recording(trace: Trace, roots: Iterable[int], children: dict[int, list[int]],
-                          index: RecordedIndex, is_modeled, shapes_of=None) -> tuple[list[Chosen], int]:
+                          index: RecordedIndex, is_row, shapes_of=None) -> tuple[list[Chosen], int]:
     """Match recorded ops to trace events; events outside every match fall back to the trace-only rule.
 
     ``shapes_of(event)``: the event's input shapes, as the recording's keys hold them (None: match without shapes).
@@ -198,7 +201,7 @@ def choose_with_recording(trace: Trace, roots: Iterable[int], children: dict[int
         if idx in holds_named:
             chosen.append(Chosen(idx, self_only=True))
         else:
-            chosen.extend(choose_without_recording(trace, [idx], children, is_modeled))
+            chosen.extend(choose_without_recording(trace, [idx], children, is_row))
     return chosen, missing
 
 

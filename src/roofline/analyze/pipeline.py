@@ -24,6 +24,8 @@ from roofline.analyze.host_events import fill_host_counts, host_gaps_us
 from roofline.analyze.kernel_classes import kernel_classes
 from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.optimizer_lists import FOREACH_PREFIX, OptimizerLists, with_lists
+from roofline.analyze.packed_sequences import NEEDS_CHILDREN, outputs_from_children
+from roofline.analyze.sparse_operands import reads_sparse_metadata
 from roofline.analyze.roofline import place_op, summarize
 from roofline.analyze.integer_roofs import integer_roof_notes
 from roofline.analyze.stale import stale_ceilings_note
@@ -32,7 +34,8 @@ from roofline.capture.recording import OpRecording, RecordedOp, Tf32Flags, op_dt
 from roofline.capture.trace_model import CpuOp, Trace
 from roofline.count import families
 from roofline.count.counting import count_op
-from roofline.count.registry import OpCost, flatten_metas
+from roofline.count.meta import SPARSE_NOT_COUNTED
+from roofline.count.registry import OpCost, flatten_metas, unmodeled
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
 from roofline.count.views import DYNAMO_RUNTIME
 from roofline.analyze.environment import trace_environment
@@ -53,6 +56,7 @@ class _Counted:
     input_shapes: list[list[int]]
     input_dtypes: list[str]
     input_strides: list[list[int]]
+    non_strided: bool = False  # an operand of another layout: sparse or mkldnn (analyze/sparse_operands.py)
 
 
 _NOT_COUNTED = _Counted(OpCost(0.0, 0.0, False, note="kernels launched outside any counted aten op"), "", [], [], [])
@@ -62,12 +66,15 @@ class _TraceCounter:
     """FLOPs and bytes of trace events from their recorded shapes. The reader shares identical argument lists
     between events, so events with the same name and the same list objects are counted once."""
 
-    def __init__(self, lists: OptimizerLists | None = None) -> None:
+    def __init__(self, lists: OptimizerLists | None = None, trace: Trace | None = None,
+                 children: dict[int, list[int]] | None = None) -> None:
         self._cache: dict[tuple, _Counted] = {}
         self._by_event: dict[int, _Counted | None] = {}
+        self._sparse_checked: dict[int, _Counted] = {}
         self._lists_missing: dict[tuple, bool] = {}
         self._with_params: dict[tuple, _Counted] = {}
         self._lists = lists
+        self._trace, self._children = trace, children
 
     def __call__(self, op: CpuOp) -> _Counted:
         name = op.name
@@ -79,15 +86,44 @@ class _TraceCounter:
                 counted = self._by_event[op.index] = self._optimizer_op(op, key)
             if counted is not None:
                 return counted
+        if name in NEEDS_CHILDREN and self._trace is not None and op.input_dims is not None:
+            return self._with_outputs_from_children(op)
         hit = self._cache.get(key)
         if hit is None:
             if op.input_dims is None and name not in DYNAMO_RUNTIME:  # those take no arguments
                 hit = _Counted(OpCost(0.0, 0.0, False, note="trace has no shapes for this op"), "", [], [], [])
             else:
                 args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
-                hit = _Counted(count_op(name, args, None, None), op_dtype(args, []),
-                               *_shape_fields(flatten_metas(args)))
+                metas = flatten_metas(args)
+                hit = _Counted(count_op(name, args, None, None), op_dtype(args, []), *_shape_fields(metas),
+                               any(not m.strided for m in metas))
             self._cache[key] = hit
+        if hit.non_strided and hit.cost.modeled and not hit.cost.is_view and self._trace is not None:
+            return self._unless_sparse(op, hit)
+        return hit
+
+    def _unless_sparse(self, op: CpuOp, hit: _Counted) -> _Counted:
+        """``hit``, or, for an op on a sparse tensor (not an mkldnn one), an unmodelled row kept whole: its formula
+        charged the dense shape (analyze/sparse_operands.py)."""
+        found = self._sparse_checked.get(op.index)
+        if found is None:
+            found = hit
+            if reads_sparse_metadata(self._trace, op.index, self._children or {}):
+                found = _Counted(unmodeled(SPARSE_NOT_COUNTED, keep_whole=True), hit.dtype, hit.input_shapes,
+                                 hit.input_dtypes, hit.input_strides, True)
+            self._sparse_checked[op.index] = found
+        return found
+
+    def _with_outputs_from_children(self, op: CpuOp) -> _Counted:
+        """A packed-sequence op, counted with the outputs its children show (analyze/packed_sequences.py)."""
+        args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
+        outputs = outputs_from_children(self._trace, op, self._children or {}, args)
+        key = (op.name, id(op.input_dims), id(op.input_types), id(op.input_strides), id(op.concrete_inputs),
+               tuple(outputs) if outputs else None)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._cache[key] = _Counted(count_op(op.name, args, None, outputs), op_dtype(args, []),
+                                              *_shape_fields(flatten_metas(args)))
         return hit
 
     def _optimizer_op(self, op: CpuOp, key: tuple) -> _Counted | None:
@@ -193,10 +229,11 @@ def report_from_trace(
     side = meanwhile(_syncs_and_memory, trace, reference_peak_bytes,
                      fork=len(trace.memory) + len(trace.syncs) >= SIDE_FORK_MIN_EVENTS)
     children = children_index(trace)
-    counter = _TraceCounter(OptimizerLists(trace))
+    counter = _TraceCounter(OptimizerLists(trace), trace, children)
 
-    def is_modeled(op: CpuOp) -> bool:
-        return counter(op).cost.modeled
+    def is_row(op: CpuOp) -> bool:
+        cost = counter(op).cost
+        return cost.modeled or cost.keep_whole
 
     steps = _step_list(trace)
     roots = roots_by_step(trace)
@@ -218,7 +255,7 @@ def report_from_trace(
 
         per_rec_gap: dict[int, list[float]] = defaultdict(list)
         for pos, step in enumerate(steps):
-            chosen, missing = choose_with_recording(trace, roots.get(step, []), children, recorded, is_modeled,
+            chosen, missing = choose_with_recording(trace, roots.get(step, []), children, recorded, is_row,
                                                     shapes_of=shapes_of)
             last = pos == len(steps) - 1
             gaps = host_gaps_us(trace, [c.event for c in chosen], step)
@@ -246,15 +283,16 @@ def report_from_trace(
         names: dict[str, tuple[bool, bool]] = {}
         no_tf32 = Tf32Flags()
         for step in steps:
-            chosen = [c for c in choose_without_recording(trace, roots.get(step, []), children, is_modeled, names)
+            chosen = [c for c in choose_without_recording(trace, roots.get(step, []), children, is_row, names)
                       if not _is_idle_marker(trace, c)]
             gaps = host_gaps_us(trace, [c.event for c in chosen], step)
             _append_ops(trace, chosen, counter, children, step, no_tf32, gaps, ops, event_to_report)
         timeline_steps = steps
+    kept_whole = _kept_whole_notes(trace, event_to_report, ops, counter, recording)
     # The op tree's index and the counting caches are done with: freed (and handed back to the OS) before the host
     # counts, the kernel timeline and the memory replay, which on a million-event trace would otherwise stack on top
     # of them (the command's peak RSS).
-    del children, counter, is_modeled, roots
+    del children, counter, is_row, roots
     release_free_memory()
     fill_host_counts(trace, event_to_report, ops)
     release_free_memory()  # its columns too
@@ -285,6 +323,7 @@ def report_from_trace(
                                             summary.total_time_s)[0])
     if missing:
         summary.notes.append(f"{missing} recorded op(s) found no event in the timed trace (time counted as 0)")
+    summary.notes.extend(kept_whole)
     summary.notes.extend(trace.warnings)
 
     env = environment or trace_environment(trace, ceilings.device_name)
@@ -310,6 +349,31 @@ def report_from_trace(
     if trace.has_gpu:
         report.summary.kernel_classes = kernel_classes(report)
     return report
+
+
+MAX_KEPT_WHOLE_NOTES = 5
+
+
+def _kept_whole_notes(trace: Trace, event_to_report: dict[int, int], ops: list[OpRecord], counter: _TraceCounter,
+                      recording: OpRecording | None) -> list[str]:
+    """Why the unmodelled ops kept whole (an op on a sparse tensor) are unmodelled, one line per op name and reason,
+    largest share of time first: the row alone says only "unmodeled". A recorded op's reason is the counting
+    pass's (the first ops of a report with a recording are the recorded ones, in order), any other's the trace's."""
+    recorded = len(recording.ops) if recording is not None else 0
+    events = {i: event for event, i in event_to_report.items() if i >= recorded and not ops[i].modeled}
+    calls: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for i, op in enumerate(ops):
+        if op.modeled or (i >= recorded and i not in events):
+            continue
+        cost = recording.ops[i].cost if i < recorded else counter(trace.ops[events[i]]).cost
+        if cost.keep_whole and not cost.modeled:
+            calls[(op.name, cost.note)].append(op.time_s)
+    total = sum(op.time_s for op in ops)
+    lines = []
+    for (name, note), times in sorted(calls.items(), key=lambda kv: -sum(kv[1]))[:MAX_KEPT_WHOLE_NOTES]:
+        share = f", {sum(times) / total:.1%} of the time" if total else ""
+        lines.append(f"{name} unmodelled ({len(times)} call(s){share}): {note}")
+    return lines
 
 
 def _wall_time_s(trace: Trace, one_step: bool) -> float | None:

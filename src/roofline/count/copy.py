@@ -5,7 +5,8 @@ FLOPs: 0 (a cast's conversion is not counted as arithmetic).
 Bytes: the source read once at its own dtype, the destination written once at its dtype (copy_ between
 dtypes reads src at src's dtype and writes self at self's). ``contiguous`` on an already contiguous tensor
 and ``to`` that changes nothing move 0 bytes (they return their input). cat/stack read every input and
-write the joined output. Padding reads the input and writes the padded output.
+write the joined output. Padding reads the input and writes the padded output. Packing a padded batch of
+sequences (pack_padded_sequence) reads and writes the kept elements; unpacking writes the padded output.
 """
 
 from __future__ import annotations
@@ -216,6 +217,50 @@ def nested_repack(call: Call) -> OpCost:
     outputs = call.outputs if call.outputs is not None else [source]
     moved = min(source.nbytes, nbytes(outputs)) + nbytes(outputs)
     return OpCost(0.0, float(moved + (mask.nbytes if mask is not None else 0)), True)
+
+
+def _time_major(shape: tuple[int, ...], batch_first: bool) -> tuple[int, ...]:
+    return (shape[1], shape[0], *shape[2:]) if batch_first else shape
+
+
+@register("aten::_pack_padded_sequence")
+def pack_padded_sequence(call: Call) -> OpCost:
+    """(input (T, B, *) or (B, T, *), lengths (B,), batch_first) -> (data (N, *), batch_sizes): the N kept
+    elements (N = sum(lengths)) read and written packed, lengths read, batch sizes written. N is in the outputs
+    only (the lengths' values decide it): without them (a trace, unless its children show them:
+    analyze/packed_sequences.py) it is not counted."""
+    input_, lengths = call.tensor(0, "input"), call.tensor(1, "lengths")
+    if not call.outputs:
+        raise ValueError("the packed size depends on the lengths' values, which a trace does not record")
+    data = call.outputs[0]
+    steps = _time_major(input_.shape, bool(call.arg(2, "batch_first", False)))[0]
+    batch_sizes = call.outputs[1] if len(call.outputs) > 1 else TensorMeta((steps,), "int64")
+    return OpCost(0.0, float(data.nbytes + lengths.nbytes + data.nbytes + batch_sizes.nbytes), True)
+
+
+@register("aten::_pad_packed_sequence")
+def pad_packed_sequence(call: Call) -> OpCost:
+    """(data (N, *), batch_sizes (T,), batch_first, padding_value, total_length) -> (padded (T', B, *) or
+    (B, T', *), lengths (B,)): data and batch sizes read, the padded output written once (padding included),
+    lengths written. B is batch_sizes[0], a value: known from the outputs only."""
+    data, batch_sizes = call.tensor(0, "data"), call.tensor(1, "batch_sizes")
+    if not call.outputs:
+        raise ValueError("the padded batch size is batch_sizes[0], a value a trace does not record")
+    padded = call.outputs[0]
+    lengths = call.outputs[1] if len(call.outputs) > 1 else TensorMeta((padded.shape[1],), "int64")
+    return OpCost(0.0, float(data.nbytes + batch_sizes.nbytes + padded.nbytes + lengths.nbytes), True)
+
+
+@register("aten::_pack_padded_sequence_backward")
+def pack_padded_sequence_backward(call: Call) -> OpCost:
+    """(grad (N, *), input_size, batch_sizes, batch_first): the packed gradient and batch sizes read, the padded
+    gradient of input_size written once (zeros where padding)."""
+    grad, batch_sizes = call.tensor(0, "grad"), call.tensor(2, "batch_sizes")
+    size = call.arg(1, "input_size")
+    if not isinstance(size, (list, tuple)):
+        raise ValueError("input_size not recorded")
+    written = nbytes(call.outputs) if call.outputs else prod(int(s) for s in size) * grad.itemsize
+    return OpCost(0.0, float(grad.nbytes + batch_sizes.nbytes + written), True)
 
 
 @register("aten::_nested_tensor_from_mask_left_aligned")

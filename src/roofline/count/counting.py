@@ -11,6 +11,7 @@ from roofline.count.registry import (
     COMPOSITE_OPS,
     FORMULAS,
     PREFIX_FORMULAS,
+    SPARSE_AWARE_OPS,
     VIEW_OPS,
     Call,
     Formula,
@@ -110,9 +111,18 @@ def count_op(name: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | None = 
         cost = formula(Call(op, args, kwargs, out_metas))
         if not (0 <= cost.flops < _INF and 0 <= cost.bytes < _INF):
             return unmodeled(f"{op}: no finite, non-negative count for these arguments")
+        if cost.flops and op not in SPARSE_AWARE_OPS and _sparse_operand(args):
+            return unmodeled("sparse operand: the formula counts the dense shape's FLOPs, not the stored elements'",
+                             keep_whole=True)
         return cost
     except Exception as exc:  # noqa: BLE001 - a formula that cannot answer must not break a whole trace
         return unmodeled(f"{op}: could not count ({type(exc).__name__}: {exc})"[:300])
+
+def _sparse_operand(args: Sequence[Any]) -> bool:
+    """Whether a top-level argument is a sparse tensor whose stored elements are known (seen live; a trace's
+    sparse operands, with none known, are the trace pipeline's to judge: analyze/sparse_operands.py)."""
+    return any(type(a) is TensorMeta and a.nnz is not None for a in args)
+
 
 def _prefix_formula(op: str) -> Formula | None:
     for prefix, formula in PREFIX_FORMULAS:

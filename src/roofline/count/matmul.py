@@ -5,14 +5,18 @@ FLOPs: 2*m*n*k for an (m,k) @ (k,n) product, exactly torch.utils.flop_counter's 
 add per term; the "2k-1" refinement is ignored as it is there). The bias / beta*self term of addmm, baddbmm,
 addmv is not counted (FlopCounterMode does not count it either); outer/ger is 1 FLOP per output element.
 Bytes: both operands and the bias (at its own, possibly broadcast, size) read once; the result written once.
+A sparse operand (mm, addmm, bmm, mv, addmv, _sparse_addmm, _sparse_mm, and the matmul/linear composites): 2 FLOPs
+per stored element per column of the dense one, the sparse one read as stored; from a trace, which records no
+nonzero count, such a product is unmodelled (with that reason), never counted as a dense one.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from math import prod
 
-from roofline.count.meta import TensorMeta, dtype_name
-from roofline.count.registry import Call, OpCost, nbytes, register
+from roofline.count.meta import SPARSE_NOT_COUNTED, TensorMeta, dtype_name
+from roofline.count.registry import Call, OpCost, nbytes, register, unmodeled
 from roofline.count.shapes import broadcast_shapes
 
 
@@ -29,41 +33,61 @@ def _mm_shapes(a: TensorMeta, b: TensorMeta) -> tuple[int, int, int]:
     return m, k, n
 
 
-@register("aten::mm")
+@register("aten::mm", sparse_aware=True)
 def mm(call: Call) -> OpCost:
     a, b = call.tensor(0, "self"), call.tensor(1, "mat2")
-    if a.nnz is not None:  # a CSR/CSC operand's @ reaches mm itself
+    if a.is_sparse or b.is_sparse:  # a CSR/CSC operand's @ reaches mm itself
         return _sparse_product(call, None, a, b)
     m, k, n = _mm_shapes(a, b)
     return _cost(call, 2 * m * n * k, TensorMeta((m, n), a.dtype), [a, b])
 
 
+def _sparse_unknown(dense_flops: int, what: str) -> OpCost:
+    """A product whose sparse operand's stored elements are not known (a trace records none): its work is unknown,
+    so unmodelled, never counted as the dense product it is not; kept whole (its children, an addmm over the same
+    operand and the sparse tensor's metadata calls, would count it no better). The note gives the dense
+    product's FLOPs, which the sparse one does not exceed when its operand is coalesced."""
+    return unmodeled(f"{SPARSE_NOT_COUNTED} (the dense {what} product, every element stored, would be "
+                     f"{dense_flops:,} FLOPs)", keep_whole=True)
+
+
 def _sparse_product(call: Call, bias: TensorMeta | None, a: TensorMeta, b: TensorMeta) -> OpCost:
     """A sparse (m,k) @ dense (k,n) product: 2 FLOPs per stored element of the sparse operand per output column,
-    2*nnz*n; bytes: the sparse operand as stored, the dense one and the bias read once, the result written once.
-    A trace records no number of stored elements, so there a sparse product stays unmodelled."""
-    if a.nnz is None:
-        raise ValueError("the sparse operand's number of stored elements is not recorded (a trace does not hold it)")
-    m, _, n = _mm_shapes(a, b)
-    return _cost(call, 2 * a.nnz * n, TensorMeta((m, n), b.dtype), [bias, a, b])
+    2*nnz*n (dense @ sparse: 2*m*nnz); bytes: the sparse operand as stored, the dense one and the bias read once,
+    the dense result written once. sparse @ sparse is not modelled: its work depends on where the elements are."""
+    m, k, n = _mm_shapes(a, b)
+    if a.is_sparse and b.is_sparse:
+        return unmodeled("sparse @ sparse product: its work depends on where the stored elements are",
+                         keep_whole=True)
+    sparse, dense = (a, b) if a.is_sparse else (b, a)
+    if sparse.nnz is None:
+        return _sparse_unknown(2 * m * k * n, f"{m}x{k} @ {k}x{n}")
+    return _cost(call, 2 * sparse.nnz * (n if sparse is a else m), TensorMeta((m, n), dense.dtype), [bias, a, b])
 
 
-@register("aten::_sparse_addmm")
+def _as_sparse(t: TensorMeta) -> TensorMeta:
+    """The operand an op takes as sparse by its schema, sparse even where its layout was not recorded (a trace
+    without strides)."""
+    return t if t.is_sparse else replace(t, strides=None, strided=False)
+
+
+@register("aten::_sparse_addmm", sparse_aware=True)
 def sparse_addmm(call: Call) -> OpCost:
     """torch.sparse.mm / torch.sparse.addmm: _sparse_addmm(self, mat1 sparse, mat2 dense)."""
-    return _sparse_product(call, call.maybe_tensor(0, "self"), call.tensor(1, "mat1"), call.tensor(2, "mat2"))
+    return _sparse_product(call, call.maybe_tensor(0, "self"), _as_sparse(call.tensor(1, "mat1")),
+                           call.tensor(2, "mat2"))
 
 
-@register("aten::_sparse_mm")
+@register("aten::_sparse_mm", sparse_aware=True)
 def sparse_mm(call: Call) -> OpCost:
-    return _sparse_product(call, None, call.tensor(0, "sparse"), call.tensor(1, "dense"))
+    return _sparse_product(call, None, _as_sparse(call.tensor(0, "sparse")), call.tensor(1, "dense"))
 
 
-@register("aten::addmm", "aten::addmm_", "aten::_addmm_activation")
+@register("aten::addmm", "aten::addmm_", "aten::_addmm_activation", sparse_aware=True)
 def addmm(call: Call) -> OpCost:
     """addmm(self, mat1, mat2): 2mnk, bias not counted; _addmm_activation's fused relu/gelu not counted."""
     bias, a, b = call.maybe_tensor(0, "self"), call.tensor(1, "mat1"), call.tensor(2, "mat2")
-    if a.nnz is not None:
+    if a.is_sparse or b.is_sparse:
         return _sparse_product(call, bias, a, b)
     m, k, n = _mm_shapes(a, b)
     if call.inplace and bias is not None:
@@ -79,10 +103,17 @@ def _bmm_shapes(a: TensorMeta, b: TensorMeta) -> tuple[int, int, int, int]:
     return batch, m, k, n
 
 
-@register("aten::bmm")
+@register("aten::bmm", sparse_aware=True)
 def bmm(call: Call) -> OpCost:
+    """A sparse (batch, m, k) operand @ dense: 2*nnz*n, as mm's."""
     a, b = call.tensor(0, "self"), call.tensor(1, "mat2")
     batch, m, k, n = _bmm_shapes(a, b)
+    if b.is_sparse:
+        return unmodeled("bmm with a sparse second operand is not modelled", keep_whole=True)
+    if a.is_sparse:
+        if a.nnz is None:
+            return _sparse_unknown(2 * batch * m * k * n, f"{batch}x{m}x{k} @ {batch}x{k}x{n}")
+        return _cost(call, 2 * a.nnz * n, TensorMeta((batch, m, n), b.dtype), [a, b])
     return _cost(call, 2 * batch * m * n * k, TensorMeta((batch, m, n), a.dtype), [a, b])
 
 
@@ -103,18 +134,26 @@ def addbmm(call: Call) -> OpCost:
     return _cost(call, 2 * batch * m * n * k, TensorMeta((m, n), a.dtype), [bias, a, b])
 
 
-@register("aten::mv")
+@register("aten::mv", sparse_aware=True)
 def mv(call: Call) -> OpCost:
     a, v = call.tensor(0, "self"), call.tensor(1, "vec")
+    return _matrix_vector(call, None, a, v)
+
+
+def _matrix_vector(call: Call, bias: TensorMeta | None, a: TensorMeta, v: TensorMeta) -> OpCost:
+    """(m,k) @ (k,): 2mk; a sparse matrix: 2*nnz."""
     m, k = a.shape
-    return _cost(call, 2 * m * k, TensorMeta((m,), a.dtype), [a, v])
+    if a.is_sparse:
+        if a.nnz is None:
+            return _sparse_unknown(2 * m * k, f"{m}x{k} @ {k}")
+        return _cost(call, 2 * a.nnz, TensorMeta((m,), v.dtype), [bias, a, v])
+    return _cost(call, 2 * m * k, TensorMeta((m,), a.dtype), [bias, a, v])
 
 
-@register("aten::addmv", "aten::addmv_")
+@register("aten::addmv", "aten::addmv_", sparse_aware=True)
 def addmv(call: Call) -> OpCost:
     bias, a, v = call.maybe_tensor(0, "self"), call.tensor(1, "mat"), call.tensor(2, "vec")
-    m, k = a.shape
-    return _cost(call, 2 * m * k, TensorMeta((m,), a.dtype), [bias, a, v])
+    return _matrix_vector(call, bias, a, v)
 
 
 @register("aten::dot", "aten::vdot")
@@ -203,18 +242,28 @@ def matmul_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[tuple[int, ..
     return tuple(out), prod(batch) * m * n * k
 
 
-@register("aten::matmul", composite=True)
+@register("aten::matmul", composite=True, sparse_aware=True)
 def matmul(call: Call) -> OpCost:
     """Composite (-> mm / bmm / dot ...): 2 * batch * m * n * k."""
     a, b = call.tensor(0, "self"), call.tensor(1, "other")
+    if a.is_sparse or b.is_sparse:
+        if a.ndim == b.ndim == 2:
+            return _sparse_product(call, None, a, b)
+        return unmodeled(f"matmul with a sparse operand of {a.ndim} and {b.ndim} dims is not modelled",
+                         keep_whole=True)
     out_shape, macs = matmul_shapes(a.shape, b.shape)
     return _cost(call, 2 * macs, TensorMeta(out_shape, a.dtype), [a, b])
 
 
-@register("aten::linear", composite=True)
+@register("aten::linear", composite=True, sparse_aware=True)
 def linear(call: Call) -> OpCost:
     """Composite (-> addmm / mm): x (..., in) @ W(out, in)^T: 2 * rows * in * out; bias not counted."""
     x, weight, bias = call.tensor(0, "input"), call.tensor(1, "weight"), call.maybe_tensor(2, "bias")
+    if x.is_sparse or weight.is_sparse:
+        if x.ndim == weight.ndim == 2:  # x @ W^T
+            return _sparse_product(call, bias, x, TensorMeta(weight.shape[::-1], weight.dtype, None, weight.nnz,
+                                                              weight.strided))
+        return unmodeled("linear with a sparse operand of these dims is not modelled", keep_whole=True)
     rows = prod(x.shape[:-1])
     in_features = x.shape[-1]
     out_features = weight.shape[0] if weight.ndim == 2 else 1

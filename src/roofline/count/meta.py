@@ -22,6 +22,8 @@ DTYPE_ITEMSIZE: dict[str, int] = {
     "bool": 1, "qint8": 1, "quint8": 1, "qint32": 4, "quint4x2": 1, "quint2x4": 1,
 }
 
+SPARSE_NOT_COUNTED = "sparse operand: the trace records no nonzero count"  # why such an op is unmodelled there
+
 UNKNOWN_DTYPE = "unknown"  # a trace's tensor-list member: the profiler records no dtype; 4 bytes assumed
 
 # c10::ScalarType enum values, as trace files record a dtype argument ("Concrete Inputs": "5" is float16).
@@ -85,12 +87,23 @@ class TensorMeta:
     or sliced view is charged for the elements it can see. A sparse tensor (``nnz`` set: its stored elements,
     known where the tensor itself is seen, never from a trace) is charged for what it stores: each element's
     value and one int64 index per dimension (COO; CSR stores one index fewer per element, plus a row pointer).
+
+    ``strided`` is False for a tensor of another layout: sparse (COO, CSR, ...) or mkldnn. A trace shows no more
+    than that (the profiler records strides only for strided tensors: such an operand has a shape and an empty
+    stride list), so there a sparse operand is a non-strided one with ``nnz`` None. Only formulas of ops that take
+    sparse operands read it (matrix products: an mkldnn tensor goes to mkldnn_* ops, never to mm/addmm).
     """
 
     shape: tuple[int, ...]
     dtype: str
     strides: tuple[int, ...] | None = None
     nnz: int | None = None
+    strided: bool = True
+
+    @property
+    def is_sparse(self) -> bool:
+        """A sparse operand of a matrix product (see ``strided``): its stored elements known or not."""
+        return self.nnz is not None or not self.strided
 
     @property
     def numel(self) -> int:
@@ -139,11 +152,11 @@ class TensorMeta:
                 nnz: int | None = int(t._nnz())
             except (RuntimeError, NotImplementedError, TypeError, AttributeError):
                 nnz = None
-            return cls(tuple(int(s) for s in t.shape), dtype, None, nnz)
+            return cls(tuple(int(s) for s in t.shape), dtype, None, nnz, strided=False)
         try:
             strides: tuple[int, ...] | None = tuple(t.stride())
         except (RuntimeError, NotImplementedError, TypeError):
-            strides = None  # nested tensors have no strides
+            return cls(tuple(int(s) for s in t.shape), dtype, None, strided=False)  # mkldnn: no strides
         return cls(tuple(int(s) for s in t.shape), dtype, strides)
 
 

@@ -26,11 +26,16 @@ from roofline.count.meta import TensorMeta
 
 @dataclass(slots=True)
 class OpCost:
+    """``keep_whole``: unmodelled, yet the op is one row of a trace's report: its children would count its work
+    no better (a sparse product from a trace: an addmm over the same sparse operand and the tensor's metadata
+    calls), so the op choice (analyze/join.py) does not descend to them."""
+
     flops: float
     bytes: float
     modeled: bool
     is_view: bool = False
     note: str = ""
+    keep_whole: bool = False
 
 
 Formula = Callable[["Call"], OpCost]
@@ -38,14 +43,17 @@ Formula = Callable[["Call"], OpCost]
 FORMULAS: dict[str, Formula] = {}
 VIEW_OPS: set[str] = set()
 COMPOSITE_OPS: set[str] = set()
+SPARSE_AWARE_OPS: set[str] = set()  # formulas that count a sparse operand by its stored elements
 PREFIX_FORMULAS: list[tuple[str, Formula]] = []  # names made up at run time (Inductor's triton_* kernels)
 
 
-def register(*names: str, view: bool = False, composite: bool = False) -> Callable[[Formula], Formula]:
+def register(*names: str, view: bool = False, composite: bool = False,
+             sparse_aware: bool = False) -> Callable[[Formula], Formula]:
     """Register ``formula`` for the op packets ``names`` ("aten::mm"; overloads share the formula).
 
     ``composite`` marks ops that usually run by calling other aten ops (linear -> addmm): in a trace their
-    children appear too, so a caller summing a trace must not add both.
+    children appear too, so a caller summing a trace must not add both. ``sparse_aware``: the formula counts a
+    sparse operand's work by its stored elements; any other formula's FLOPs on one are refused (count_op).
     """
 
     def decorate(formula: Formula) -> Formula:
@@ -57,6 +65,8 @@ def register(*names: str, view: bool = False, composite: bool = False) -> Callab
                 VIEW_OPS.add(name)
             if composite:
                 COMPOSITE_OPS.add(name)
+            if sparse_aware:
+                SPARSE_AWARE_OPS.add(name)
         return formula
 
     return decorate
@@ -135,8 +145,8 @@ def nbytes(metas: Iterable[TensorMeta | None]) -> int:
     return sum(m.nbytes for m in metas if m is not None)
 
 
-def unmodeled(note: str) -> OpCost:
-    return OpCost(0.0, 0.0, False, False, note)
+def unmodeled(note: str, keep_whole: bool = False) -> OpCost:
+    return OpCost(0.0, 0.0, False, False, note, keep_whole)
 
 
 def zero_cost(note: str = "", view: bool = False) -> OpCost:

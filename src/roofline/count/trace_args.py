@@ -3,7 +3,8 @@
 A tensor argument becomes a TensorMeta (its "Input type" is a C++ dtype spelling); a tensor list
 ("TensorList"/"GenericList", whose "Input Dims" entry is a list of shapes) a list of TensorMeta, or None when
 the profiler did not record its shapes (it leaves long lists empty); a scalar is parsed from
-"Concrete Inputs" (int, float, bool, list); anything missing is None.
+"Concrete Inputs" (int, float, bool, list); anything missing is None. A tensor with a shape and an empty stride
+list is not strided (sparse or mkldnn: TensorMeta.strided); a 0-dim one has an empty stride list and is strided.
 """
 
 from __future__ import annotations
@@ -86,6 +87,9 @@ def args_from_trace(input_dims: Sequence[Any] | None, input_types: Sequence[Any]
                 args.append(None)
                 continue
             stride = _shape(_strides(input_strides, i))
+            if stride == () and shape:  # strides are recorded for strided tensors only: sparse (or mkldnn)
+                args.append(TensorMeta(shape, dtype, None, strided=False))
+                continue
             args.append(TensorMeta(shape, dtype, stride if stride is not None and len(stride) == len(shape) else None))
         elif kind in LIST_TYPES:
             args.append(_tensor_list(dims, _strides(input_strides, i)))

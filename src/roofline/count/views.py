@@ -34,6 +34,7 @@ VIEW_NAMES = (
     "_debug_has_internal_overlap",
     "_nested_tensor_size", "_nested_tensor_strides", "_nested_tensor_storage_offsets",
     "_sparse_coo_tensor_with_dims_and_tensors", "_sparse_coo_tensor_unsafe", "_sparse_csr_tensor_unsafe",
+    "_nnz", "sparse_dim", "dense_dim", "is_coalesced", "_coalesced_", "ccol_indices", "row_indices",
 )
 
 
