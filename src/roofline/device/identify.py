@@ -106,6 +106,8 @@ def identify_device(metadata: dict[str, Any], kernel_names: Iterable[str], launc
                                        "name the GPU")
         else:
             ident = DeviceIdentity(kind="cpu", name="CPU", how="no device events and no device named in the trace")
+    if ident.how.startswith("deviceProperties") and metadata.get("computeProperties"):
+        ident.how = "computeProperties (Kineto of 2021)" + ident.how[len("deviceProperties"):]
     ident.host_name = str(host)
     return ident
 
