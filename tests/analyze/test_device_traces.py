@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from roofline.analyze.kernel_classes import MATRIX, kernel_classes
 from roofline.analyze.trace_file import analyze_trace_file
 from roofline.capture.kineto import load_trace
 from roofline.device.identify import identify_trace
+from roofline.report import Ceilings, KernelRecord, OpRecord, Report
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "devtraces"
 
@@ -29,3 +31,28 @@ def test_a_2021_kineto_trace_has_its_step_its_gpu_and_its_kernels_ops():
     report = analyze_trace_file(DATA / "kineto_2021_v100x4_excerpt.json")
     assert report.steps == 1
     assert sorted(round(op.time_s * 1e6) for op in report.ops if op.time_s > 0) == [1, 1, 2, 3, 3]
+
+
+def test_kernels_that_overlap_nowhere_show_no_overlap_from_rounding():
+    """Timestamps of 1.6e9 s: the sweep's differences and the durations' sum differ in the last bits only."""
+    report = analyze_trace_file(DATA / "kineto_2021_v100x4_excerpt.json")
+    kc = report.summary.kernel_classes
+    assert kc.overlapped_s == 0.0 and all(c.overlapped_s == 0.0 for c in kc.classes)
+
+
+def test_kernels_on_two_gpus_at_once_are_not_counted_as_overlap():
+    ops = [OpRecord(name="aten::mm", time_s=4e-6), OpRecord(name="aten::mm", time_s=4e-6)]
+    kernels = [KernelRecord("sm80_xmma_gemm", 0.0, 4e-6, device=0, op_index=0),
+               KernelRecord("sm80_xmma_gemm", 1e-6, 4e-6, device=1, op_index=1)]
+    kc = kernel_classes(Report(ops=ops, kernels=kernels, ceilings=Ceilings(device="cuda")))
+    assert kc.classes[0].name == MATRIX and kc.classes[0].time_s == pytest.approx(8e-6)
+    assert kc.overlapped_s == 0.0 and kc.span_s == pytest.approx(8e-6) and kc.gaps_s == 0.0
+    assert "2 GPUs in one process" in kc.method
+
+
+def test_a_two_gpu_process_says_which_gpus_ran_kernels():
+    report = analyze_trace_file(DATA / "two_gpus_one_process_a100.json")
+    note = next(n for n in report.summary.notes if n.startswith("kernels ran on 2 GPUs"))
+    assert "devices 0 (NVIDIA A100-SXM4-80GB), 1 (NVIDIA A100-SXM4-80GB)" in note
+    assert report.summary.kernel_classes.overlapped_s == 0.0
+    assert report.summary.kernel_classes.kernel_time_s == pytest.approx(900e-6)

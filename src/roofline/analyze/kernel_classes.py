@@ -95,18 +95,20 @@ def kernel_classes(report: Report, *, known_bytes: dict[str, float] | None = Non
     count = defaultdict(int)
     op_time: dict[int, float] = defaultdict(float)
     op_cls: dict[int, dict[str, float]] = {}
-    covered = float("-inf")
+    # Kernels on different GPUs of one process (model parallel) run side by side: each device has its own cover.
+    covered_by_device: dict[int | None, float] = {}
     ops = report.ops
     # max()/min() spelled out as comparisons (the same value, NaN included): 60,000+ kernels on a big trace.
     for k in kernels:
         cls = _class_of(k, ops)
         start, dur = k.start_s, k.dur_s
         end = start + dur
+        covered = covered_by_device.get(k.device, float("-inf"))
         own = end - (covered if covered > start else start)
         if not own > 0.0:
             own = 0.0
         if end > covered:
-            covered = end
+            covered_by_device[k.device] = end
         time[cls] += own
         raw[cls] += dur
         count[cls] += 1
@@ -141,17 +143,28 @@ def kernel_classes(report: Report, *, known_bytes: dict[str, float] | None = Non
         achieved = nbytes / over if nbytes is not None and over > 0 else None
         rows.append(KernelClassTime(
             name=cls, time_s=time[cls] / steps, kernels=count[cls] / steps,
-            overlapped_s=max(0.0, raw[cls] - time[cls]) / steps,
+            overlapped_s=_overlap(raw[cls], time[cls]) / steps,
             bytes=None if nbytes is None else nbytes / steps, bytes_time_s=over / steps,
             achieved_bytes_per_s=achieved,
             share_of_roof=achieved / bandwidth if achieved is not None and bandwidth > 0 else None))
     busy = sum(time.values())
-    span = _step_spans(kernels, report.ops)
-    method = METHOD + (f"; {bytes_method}" if bytes_method else "")
+    devices = sorted({k.device for k in kernels}, key=lambda d: (d is None, d or 0))
+    span = sum(_step_spans([k for k in kernels if k.device == d] if len(devices) > 1 else kernels, report.ops)
+               for d in devices)
+    method = METHOD + (f"; {len(devices)} GPUs in one process: each GPU's kernels swept on their own, times and "
+                       "spans summed over the GPUs (GPU-seconds)" if len(devices) > 1 else "") \
+        + (f"; {bytes_method}" if bytes_method else "")
     return KernelClasses(
         classes=rows, kernel_time_s=busy / steps, span_s=span / steps, gaps_s=max(0.0, span - busy) / steps,
-        overlapped_s=max(0.0, sum(raw.values()) - busy) / steps, kernels=len(kernels) / steps, steps=max(1, report.steps),
+        overlapped_s=_overlap(sum(raw.values()), busy) / steps, kernels=len(kernels) / steps, steps=max(1, report.steps),
         bandwidth_bytes_per_s=bandwidth, method=method, unit=unit, per_step=max(1, per_step))
+
+
+def _overlap(raw: float, counted: float) -> float:
+    """Kernel time that ran under an earlier kernel: what the sweep did not count, less float rounding (a sum of
+    durations and a sum of differences of large timestamps differ by ~1e-16 of them where nothing overlapped)."""
+    over = raw - counted
+    return over if over > 1e-9 * raw else 0.0
 
 
 def _step_spans(kernels: list[KernelRecord], ops: list[OpRecord]) -> float:

@@ -151,9 +151,26 @@ def _describe_missing(report: Report, trace) -> None:
     if trace.ops and not report.ops:
         report.summary.notes.append(f"none of the trace's {len(trace.ops)} host events is an op with recorded work "
                                     "inside the profiled steps: nothing to place on a roofline")
+    devices = _devices_note(trace)
+    if devices:
+        report.summary.notes.append(devices)
     collectives = _collectives_note(trace)
     if collectives:
         report.summary.notes.append(collectives)
+
+
+def _devices_note(trace) -> str:
+    """One process driving several GPUs (model parallel, or tensors on cuda:1): which ran kernels, and that the
+    roofs are one GPU's."""
+    used = sorted({k.device for k in trace.kernels if isinstance(k.device, int)})
+    if len(used) < 2:
+        return ""
+    props = trace.metadata.get("deviceProperties")
+    names = {p.get("id"): p.get("name") for p in props if isinstance(p, dict)} if isinstance(props, list) else {}
+    listed = ", ".join(f"{d} ({names[d]})" if names.get(d) else str(d) for d in used)
+    return (f"kernels ran on {len(used)} GPUs of this process (devices {listed}): each op's time is its own "
+            "kernels' on whichever GPU ran them, judged against one GPU's roofs; kernel-class times are summed "
+            "over the GPUs")
 
 
 def _collectives_note(trace) -> str:
