@@ -3,6 +3,7 @@ gives a report with the right device, steps and times."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,28 @@ def test_a_two_gpu_process_says_which_gpus_ran_kernels():
     assert "devices 0 (NVIDIA A100-SXM4-80GB), 1 (NVIDIA A100-SXM4-80GB)" in note
     assert report.summary.kernel_classes.overlapped_s == 0.0
     assert report.summary.kernel_classes.kernel_time_s == pytest.approx(900e-6)
+
+
+def test_bytes_after_a_whole_trace_are_warned_of_and_the_report_is_written(tmp_path, capsys):
+    """A trace followed by NUL padding and text (a crashed writer, two exports appended) is whole: it gets its
+    report and trace.json.gz (whose writer re-reads the file) instead of 'cannot parse trace ... Extra data'."""
+    from roofline.cli import main
+    from roofline.render.chrome_trace import read_chrome_trace
+
+    path = DATA / "trailing_garbage_h100.json"
+    assert "19 bytes after the end of the trace ignored (not part of it)" in load_trace(path).warnings
+    assert len(read_chrome_trace(path)["traceEvents"]) == 17
+    assert main(["trace", str(path), "-o", str(tmp_path / "out"), "--no-html"]) == 0
+    assert (tmp_path / "out" / "trace.json.gz").is_file()
+
+
+def test_metadata_after_the_event_list_is_kept_when_garbage_follows_it(tmp_path):
+    body = {"traceEvents": [{"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm", "pid": 0, "tid": 7, "ts": 1.0,
+                             "dur": 2.0, "args": {"device": 0, "stream": 7, "correlation": 1}}],
+            "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "computeMinor": 0}]}
+    text = json.dumps(body)
+    path = tmp_path / "t.json"
+    path.write_text(text + "\n\x00\x00garbage")
+    trace = load_trace(path)
+    assert trace.metadata["deviceProperties"][0]["name"] == "NVIDIA H100 80GB HBM3"
+    assert "9 bytes after the end of the trace ignored (not part of it)" in trace.warnings
