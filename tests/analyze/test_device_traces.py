@@ -82,3 +82,21 @@ def test_metadata_after_the_event_list_is_kept_when_garbage_follows_it(tmp_path)
     trace = load_trace(path)
     assert trace.metadata["deviceProperties"][0]["name"] == "NVIDIA H100 80GB HBM3"
     assert "9 bytes after the end of the trace ignored (not part of it)" in trace.warnings
+
+
+@pytest.mark.parametrize("name, vendor, device", [
+    ("xpu_linear.json", "intel", "Intel GPU (XPU, model not named)"),
+    ("xpu_linear_pvc_props.json", "intel", "Intel(R) Data Center GPU Max 1550"),
+])
+def test_an_intel_xpu_trace_is_an_intel_gpu_with_its_host_to_device_copy(name, vendor, device):
+    """Kineto's PTI plugin: xpu_runtime/xpu_driver launches, no deviceProperties before torch 2.9, copies named
+    'Memcpy M2D (MEMORY(Unknown) -> DEVICE)'."""
+    from roofline.doctor import diagnose
+
+    report = analyze_trace_file(DATA / name)
+    ident = report.extra["device"]
+    assert (ident["kind"], ident["vendor"], ident["name"]) == ("gpu", vendor, device)
+    assert "sum of the XPU (SYCL/Level Zero) kernels" in report.summary.timing_method
+    copy = next(f for f in diagnose(report) if f.rule == "host-to-device-copy")
+    assert copy.evidence["copies"] == 1 and copy.evidence["pageable"] == 1
+    assert copy.estimated_savings_s == pytest.approx(200e-6)

@@ -127,13 +127,14 @@ def _from_props(props: dict[str, Any]) -> DeviceIdentity | None:
     amd = props.get("warpSize") == 64 or "amd" in name.lower() or bool(re.search(r"\bMI\d{3}", name))
     if name and not _GENERIC_NAMES.match(name):
         key = datasheet_key(name, memory)
-        vendor = "amd" if amd else ("nvidia" if re.search(r"nvidia|tesla|geforce|quadro|rtx", name, re.I) else "")
+        vendor = "amd" if amd else ("nvidia" if re.search(r"nvidia|tesla|geforce|quadro|rtx", name, re.I) else
+                                    "intel" if re.search(r"\bintel\b", name, re.I) else "")
         how = f"deviceProperties names it {name!r}"
         if re.search(r"ARTEMIS|MTIA", name, re.I):
             vendor, name = "meta", f"Meta MTIA ({name})"
         elif not vendor and cc and not amd:
             vendor = "nvidia"
-        kind = "gpu" if vendor in ("nvidia", "amd") or key else "accelerator"
+        kind = "gpu" if vendor in ("nvidia", "amd", "intel") or key else "accelerator"
         return DeviceIdentity(kind=kind, vendor=vendor, name=name, arch=_nvidia_arch(cc) if vendor == "nvidia" else "",
                               compute_capability=cc, memory_bytes=memory, datasheet_key=key, how=how)
     if amd:
@@ -215,6 +216,12 @@ def _cc_order(cc: str) -> float:
 
 def _from_other(metadata: dict[str, Any], categories: set[str]) -> DeviceIdentity | None:
     text = " ".join(str(metadata.get(k, "")) for k in ("logical_server_subtype", "distributedInfo"))
+    xpu_events = sorted(c for c in categories if c.startswith("xpu_"))
+    if xpu_events:
+        # torch's XPU profiler (Kineto's PTI plugin) wrote no deviceProperties before 2.9 (intel/torch-xpu-ops#2247)
+        return DeviceIdentity(kind="gpu", vendor="intel", name="Intel GPU (XPU, model not named)",
+                              how="XPU runtime events in the trace (" + ", ".join(xpu_events) + ") but no "
+                                  "deviceProperties naming the part")
     mtia_events = sorted(c for c in categories if c.startswith("mtia"))
     if mtia_events or re.search(r"\bmtia\b|ARTEMIS", text, re.I):
         how = ("MTIA events in the trace (" + ", ".join(mtia_events) + ")") if mtia_events else \

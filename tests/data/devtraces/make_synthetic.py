@@ -216,7 +216,7 @@ def nccl():
 def xpu():
     """Intel XPU (torch 2.8+ with ProfilerActivity.XPU): xpu_runtime urEnqueueKernelLaunch / xpu_driver
     zeCommandListAppendLaunchKernel calls with 'correlation', kernels with 'device', 'sycl queue', 'l0 queue' (no
-    'stream'), memcpy named 'Memcpy M2D (Host -> Device)'-style; deviceProperties empty (intel/torch-xpu-ops#2247)."""
+    'stream'), memcpy named as memcpyName() with PTI's strings, 'Memcpy M2D (MEMORY(Unknown) -> DEVICE)' for a copy from malloc'd memory; deviceProperties empty (intel/torch-xpu-ops#2247)."""
     t0 = 8000.0
     kargs = {"appended": "8000.100", "submitted": "8000.200", "context": "0x000055d1e3c0", "sycl queue": 64,
              "l0 queue": "0x000055d1e400", "kernel_id": 11, "sycl_node_id": 0, "sycl_invocation_id": 0}
@@ -243,7 +243,7 @@ def xpu():
                " at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int> >", t0 + 570, 20, 41, 4),
           _op("aten::copy_", t0 + 400, 100, 5, [[2048, 2048], [2048, 2048], []], ["c10::BFloat16"] * 2 + ["Scalar"]),
           rt("urEnqueueUSMMemcpy", t0 + 410, 20, 42, 5),
-          {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy M2D (Host -> Device)", "pid": 0, "tid": 64,
+          {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy M2D (MEMORY(Unknown) -> DEVICE)", "pid": 0, "tid": 64,
            "ts": t0 + 600, "dur": 200, "args": {"correlation": 42, "device": 0, "External id": 5,
                                                 "l0 call": "zeCommandListAppendMemoryCopy", "bytes": 8388608,
                                                 "memory bandwidth (GB/s)": 41.9, **kargs}},
