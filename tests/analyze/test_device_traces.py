@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline.analyze.kernel_classes import MATRIX, kernel_classes
+from roofline.analyze.kernel_classes import COMMUNICATION, MATRIX, kernel_classes
 from roofline.analyze.trace_file import analyze_trace_file
 from roofline.capture.kineto import load_trace
 from roofline.device.identify import identify_trace
@@ -100,3 +100,15 @@ def test_an_intel_xpu_trace_is_an_intel_gpu_with_its_host_to_device_copy(name, v
     copy = next(f for f in diagnose(report) if f.rule == "host-to-device-copy")
     assert copy.evidence["copies"] == 1 and copy.evidence["pageable"] == 1
     assert copy.estimated_savings_s == pytest.approx(200e-6)
+
+
+def test_an_all_reduce_overlapping_a_gemm_leaves_the_gemm_its_time():
+    """NCCL kernels run on their own stream under the compute they overlap: swept as one timeline, the GEMM that
+    started later got 0 ns and 'ran under an earlier kernel'."""
+    report = analyze_trace_file(DATA / "nccl_allreduce_h100.json")
+    kc = report.summary.kernel_classes
+    by = {c.name: c for c in kc.classes}
+    assert by[MATRIX].time_s == pytest.approx(420e-6) and by[MATRIX].overlapped_s == 0.0
+    assert by[COMMUNICATION].time_s == pytest.approx(1500e-6) and by[COMMUNICATION].kernels == 1
+    assert kc.span_s == pytest.approx(1500e-6) and kc.gaps_s == 0.0
+    assert "communication (NCCL) kernels swept apart" in kc.method
