@@ -112,3 +112,14 @@ def test_an_all_reduce_overlapping_a_gemm_leaves_the_gemm_its_time():
     assert by[COMMUNICATION].time_s == pytest.approx(1500e-6) and by[COMMUNICATION].kernels == 1
     assert kc.span_s == pytest.approx(1500e-6) and kc.gaps_s == 0.0
     assert "communication (NCCL) kernels swept apart" in kc.method
+
+
+def test_doctor_of_a_trace_cut_short_takes_the_partial_its_refusal_asks_for(capsys):
+    """A crashed run's trace: doctor refused it with 'pass --partial', an option doctor did not have."""
+    from roofline.cli import main
+
+    path = str(DATA / "truncated_h100.json")
+    assert main(["doctor", path]) == 2
+    assert "pass --partial" in capsys.readouterr().err
+    assert main(["doctor", path, "--partial"]) == 0
+    assert capsys.readouterr().out.startswith("PARTIAL: the trace is cut short; this report covers the 7 events")
