@@ -123,3 +123,22 @@ def test_doctor_of_a_trace_cut_short_takes_the_partial_its_refusal_asks_for(caps
     assert "pass --partial" in capsys.readouterr().err
     assert main(["doctor", path, "--partial"]) == 0
     assert capsys.readouterr().out.startswith("PARTIAL: the trace is cut short; this report covers the 7 events")
+
+
+def test_an_mps_run_is_named_from_its_allocations_and_keeps_host_times():
+    """torch.profiler records no MPS kernels; profile_memory's [memory] events carry c10::DeviceType::MPS (13)."""
+    report = analyze_trace_file(DATA / "mps_profile_memory.json")
+    ident = report.extra["device"]
+    assert (ident["vendor"], ident["name"]) == ("apple", "Apple GPU (MPS)")
+    assert report.summary.timing_method.startswith("host time")
+    assert not report.ceilings.has_roofs() and "torch.profiler records no MPS kernels" in report.ceilings.method
+    plain = analyze_trace_file(DATA / "mps_cpu_ops_only.json").extra["device"]
+    assert (plain["kind"], plain["name"]) == ("cpu", "CPU")
+
+
+def test_hpu_op_events_name_a_gaudi_and_say_they_are_not_read():
+    from roofline.device.identify import identify_device
+
+    ident = identify_device({}, [], [], {"hpu_op", "cpu_op"}, has_device_events=False)
+    assert (ident.kind, ident.name) == ("accelerator", "Intel Gaudi (HPU)")
+    assert "does not read them" in ident.how

@@ -36,9 +36,11 @@ def ceilings_for_trace(trace, ceilings_file: str | None = None, identity: Device
     if identity.kind == "cpu":
         return _cpu_ceilings(identity)
     if identity.kind == "gpu" and not trace.kernels:
+        record = ("torch.profiler records no MPS kernels" if identity.vendor == "apple" else
+                  "record with ProfilerActivity.CUDA for device times")
         return no_ceilings(identity, f"no roofs: the trace names {identity.name} but holds no device activity "
                                      "(kernels were not recorded), so op times are host times and are not judged "
-                                     "against a device's roofs; record with ProfilerActivity.CUDA for device times, or pass "
+                                     f"against a device's roofs; {record}, or pass "
                                      "--ceilings FILE to judge them anyway")
     if identity.name and not identity.assumed:
         cached = cached_ceilings(identity.name)

@@ -267,6 +267,12 @@ def mps():
           _op("aten::relu", t0 + 950, 40, 4, [[256, 1024]], ["float"])]
     yield "mps_cpu_ops_only.json", {"schemaVersion": 1, "deviceProperties": [], "record_shapes": 1,
                                     "traceEvents": ev + _tail(t0, t0 + 2000)[:1]}
+    # profile_memory=True: the MPS allocator reports its allocations with c10::DeviceType::MPS (13)
+    ev = ev + [{"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": PID, "tid": TID,
+                "ts": t0 + 25, "args": {"Total Reserved": 2097152, "Total Allocated": 1048576, "Bytes": 1048576,
+                                        "Addr": 5033164800, "Device Id": 0, "Device Type": 13}}]
+    yield "mps_profile_memory.json", {"schemaVersion": 1, "deviceProperties": [], "record_shapes": 1,
+                                    "traceEvents": ev + _tail(t0, t0 + 2000)[:1]}
 
 
 def broken():
