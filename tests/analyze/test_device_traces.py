@@ -142,3 +142,20 @@ def test_hpu_op_events_name_a_gaudi_and_say_they_are_not_read():
     ident = identify_device({}, [], [], {"hpu_op", "cpu_op"}, has_device_events=False)
     assert (ident.kind, ident.name) == ("accelerator", "Intel Gaudi (HPU)")
     assert "does not read them" in ident.how
+
+
+def test_a_cut_gzip_is_refused_with_the_cut_as_the_reason(tmp_path):
+    """The refusal quoted the reader's last warning, which on a cut gzip was 'no input shapes (record_shapes=False)'
+    (the events read before the cut had none), not the cut."""
+    import gzip
+
+    from roofline.errors import RooflineError
+
+    data = gzip.compress((DATA / "nccl_allreduce_h100.json").read_bytes(), mtime=0)
+    path = tmp_path / "cut.json.gz"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(RooflineError, match=r"is cut short \(the gzip stream ends early \(truncated file\)"):
+        analyze_trace_file(path)
+    report = analyze_trace_file(path, partial=True)
+    assert report.extra["partial"]["why"] == ["the gzip stream ends early (truncated file): events after the cut "
+                                              "are missing"]

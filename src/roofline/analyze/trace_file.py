@@ -111,18 +111,23 @@ def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bo
 
     path = trace.path
     if trace.cut and not partial:
-        raise RooflineError(f"{path} is cut short ({'; '.join(trace.warnings[-1:])}; {trace.events_read} events "
+        raise RooflineError(f"{path} is cut short ({'; '.join(_cut_reason(trace))}; {trace.events_read} events "
                             "read): pass --partial for a report of what was read")
     identity = identify_trace(trace)
     ceilings = ceilings_for_trace(trace, ceilings_file, identity)
     report = report_from_trace(trace, ceilings, kind="trace", workload=Path(path).name, ops_placed=ops_placed)
     _describe_device(report, identity, ceilings, ceilings_file)
     if trace.cut:
-        report.extra["partial"] = {"events_read": trace.events_read, "why": trace.warnings[-1:]}
+        report.extra["partial"] = {"events_read": trace.events_read, "why": _cut_reason(trace)}
         report.summary.notes.insert(0, f"PARTIAL: the trace is cut short; this report covers the {trace.events_read} "
                                        "events read before the cut")
     _describe_missing(report, trace)
     return report
+
+
+def _cut_reason(trace) -> list[str]:
+    """The reader's line on where the trace stops (its other warnings, on shapes or steps, come after it)."""
+    return [w for w in trace.warnings if "ends early" in w][-1:] or trace.warnings[-1:]
 
 
 def _describe_device(report: Report, identity: DeviceIdentity, ceilings: Ceilings, ceilings_file: str | None) -> None:
