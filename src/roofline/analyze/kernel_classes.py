@@ -18,6 +18,7 @@ import re
 from collections import defaultdict
 from functools import lru_cache
 
+from roofline.analyze.communication import is_communication_kernel, is_communication_op
 from roofline.count.families import ATTENTION, MATMUL, MATVEC, op_kind
 from roofline.count.inductor import kernel_kind_and_ops
 from roofline.report import KernelClasses, KernelClassTime, KernelRecord, OpRecord, Report
@@ -25,7 +26,8 @@ from roofline.report import KernelClasses, KernelClassTime, KernelRecord, OpReco
 MATRIX = "matrix products"
 ATTENTION_CLASS = "attention"
 OTHER = "other"
-CLASSES = (MATRIX, ATTENTION_CLASS, OTHER)
+COMMUNICATION = "communication"
+CLASSES = (MATRIX, ATTENTION_CLASS, OTHER, COMMUNICATION)
 
 _MATMUL_NAME = re.compile(r"gemm|gemv|nvjet|cutlass|xmma|splitk|sm\d+_xmma", re.I)
 _ATTENTION_NAME = re.compile(r"flash|fmha|attention|sdpa", re.I)
@@ -43,6 +45,8 @@ METHOD = (
 @lru_cache(maxsize=8192)
 def op_class(name: str) -> str | None:
     """The class an op's own name gives (None: let its kernels' names decide)."""
+    if is_communication_op(name):
+        return COMMUNICATION
     kind = op_kind(name)
     if kind in MATMUL or kind in MATVEC:
         return MATRIX
@@ -55,6 +59,8 @@ def op_class(name: str) -> str | None:
 def kernel_class(name: str) -> str:
     """The class of a kernel from its name alone (memoised: a trace launches the same few hundred kernels
     thousands of times, and the regexes were a sixth of `roofline trace` on a 1 M-event trace)."""
+    if is_communication_kernel(name):
+        return COMMUNICATION
     kind, ops = kernel_kind_and_ops(name)
     if kind:
         fused = set(ops)
@@ -95,18 +101,24 @@ def kernel_classes(report: Report, *, known_bytes: dict[str, float] | None = Non
     count = defaultdict(int)
     op_time: dict[int, float] = defaultdict(float)
     op_cls: dict[int, dict[str, float]] = {}
-    covered = float("-inf")
+    # Kernels on different GPUs of one process (model parallel) run side by side, and collectives run on their own
+    # stream under the compute they overlap: each device's compute and its communication have their own cover.
+    covered_by_device: dict[tuple[int | None, bool], float] = {}
+    union = _DeviceUnion()
     ops = report.ops
     # max()/min() spelled out as comparisons (the same value, NaN included): 60,000+ kernels on a big trace.
     for k in kernels:
         cls = _class_of(k, ops)
         start, dur = k.start_s, k.dur_s
         end = start + dur
+        lane = (k.device, cls == COMMUNICATION)
+        covered = covered_by_device.get(lane, float("-inf"))
         own = end - (covered if covered > start else start)
         if not own > 0.0:
             own = 0.0
         if end > covered:
-            covered = end
+            covered_by_device[lane] = end
+        union.add(k.device, start, end)
         time[cls] += own
         raw[cls] += dur
         count[cls] += 1
@@ -141,17 +153,46 @@ def kernel_classes(report: Report, *, known_bytes: dict[str, float] | None = Non
         achieved = nbytes / over if nbytes is not None and over > 0 else None
         rows.append(KernelClassTime(
             name=cls, time_s=time[cls] / steps, kernels=count[cls] / steps,
-            overlapped_s=max(0.0, raw[cls] - time[cls]) / steps,
+            overlapped_s=_overlap(raw[cls], time[cls]) / steps,
             bytes=None if nbytes is None else nbytes / steps, bytes_time_s=over / steps,
             achieved_bytes_per_s=achieved,
             share_of_roof=achieved / bandwidth if achieved is not None and bandwidth > 0 else None))
     busy = sum(time.values())
-    span = _step_spans(kernels, report.ops)
-    method = METHOD + (f"; {bytes_method}" if bytes_method else "")
+    devices = sorted({k.device for k in kernels}, key=lambda d: (d is None, d or 0))
+    span = sum(_step_spans([k for k in kernels if k.device == d] if len(devices) > 1 else kernels, report.ops)
+               for d in devices)
+    method = METHOD + (f"; {len(devices)} GPUs in one process: each GPU's kernels swept on their own, times and "
+                       "spans summed over the GPUs (GPU-seconds)" if len(devices) > 1 else "") \
+        + ("; communication (NCCL) kernels swept apart from the compute they overlap, so class times can add up to "
+           "more than the span; gaps = time no kernel of either ran" if count[COMMUNICATION] else "") \
+        + (f"; {bytes_method}" if bytes_method else "")
     return KernelClasses(
-        classes=rows, kernel_time_s=busy / steps, span_s=span / steps, gaps_s=max(0.0, span - busy) / steps,
-        overlapped_s=max(0.0, sum(raw.values()) - busy) / steps, kernels=len(kernels) / steps, steps=max(1, report.steps),
+        classes=rows, kernel_time_s=busy / steps, span_s=span / steps, gaps_s=max(0.0, span - union.total) / steps,
+        overlapped_s=_overlap(sum(raw.values()), busy) / steps, kernels=len(kernels) / steps, steps=max(1, report.steps),
         bandwidth_bytes_per_s=bandwidth, method=method, unit=unit, per_step=max(1, per_step))
+
+
+class _DeviceUnion:
+    """The time any kernel ran, per device, from kernels added in start order."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self._covered: dict[int | None, float] = {}
+
+    def add(self, device: int | None, start: float, end: float) -> None:
+        covered = self._covered.get(device, float("-inf"))
+        own = end - (covered if covered > start else start)
+        if own > 0.0:
+            self.total += own
+        if end > covered:
+            self._covered[device] = end
+
+
+def _overlap(raw: float, counted: float) -> float:
+    """Kernel time that ran under an earlier kernel: what the sweep did not count, less float rounding (a sum of
+    durations and a sum of differences of large timestamps differ by ~1e-16 of them where nothing overlapped)."""
+    over = raw - counted
+    return over if over > 1e-9 * raw else 0.0
 
 
 def _step_spans(kernels: list[KernelRecord], ops: list[OpRecord]) -> float:

@@ -308,7 +308,8 @@ def report_from_trace(
 
     share, kernel_total, idle = _kernel_stats(trace, steps)
     timing = (
-        "device time: sum of the CUDA kernels each op launched (Kineto/CUPTI, kernel -> op by correlation id)"
+        "device time: sum of the {} kernels each op launched (Kineto/{}, kernel -> op by correlation id)".format(
+            *_device_api(trace))
         if trace.has_gpu
         else "host time: each op's CPU duration in the torch.profiler trace (inclusive of the aten calls inside it)"
     )
@@ -517,6 +518,16 @@ def _int_or_none(value: Any) -> int | None:
         return int(value)
     except (TypeError, ValueError):
         return None
+
+
+def _device_api(trace) -> tuple[str, str]:
+    """(kernels' API, the tracer Kineto read them from), from the launch calls' names and event categories."""
+    launches = {launch.name[:3].lower() for launch in trace.launches[:1000]}
+    if "xpu_runtime" in trace.categories or "xpu_driver" in trace.categories:
+        return "XPU (SYCL/Level Zero)", "PTI"
+    if "hip" in launches and not launches & {"cud", "cul"}:
+        return "HIP", "roctracer"
+    return "CUDA", "CUPTI"
 
 
 def _kernel_stats(trace: Trace, steps: list[int | None]) -> tuple[float | None, float | None, float | None]:

@@ -36,9 +36,11 @@ def ceilings_for_trace(trace, ceilings_file: str | None = None, identity: Device
     if identity.kind == "cpu":
         return _cpu_ceilings(identity)
     if identity.kind == "gpu" and not trace.kernels:
+        record = ("torch.profiler records no MPS kernels" if identity.vendor == "apple" else
+                  "record with ProfilerActivity.CUDA for device times")
         return no_ceilings(identity, f"no roofs: the trace names {identity.name} but holds no device activity "
                                      "(kernels were not recorded), so op times are host times and are not judged "
-                                     "against a device's roofs; record with ProfilerActivity.CUDA for device times, or pass "
+                                     f"against a device's roofs; {record}, or pass "
                                      "--ceilings FILE to judge them anyway")
     if identity.name and not identity.assumed:
         cached = cached_ceilings(identity.name)
@@ -109,18 +111,23 @@ def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bo
 
     path = trace.path
     if trace.cut and not partial:
-        raise RooflineError(f"{path} is cut short ({'; '.join(trace.warnings[-1:])}; {trace.events_read} events "
+        raise RooflineError(f"{path} is cut short ({'; '.join(_cut_reason(trace))}; {trace.events_read} events "
                             "read): pass --partial for a report of what was read")
     identity = identify_trace(trace)
     ceilings = ceilings_for_trace(trace, ceilings_file, identity)
     report = report_from_trace(trace, ceilings, kind="trace", workload=Path(path).name, ops_placed=ops_placed)
     _describe_device(report, identity, ceilings, ceilings_file)
     if trace.cut:
-        report.extra["partial"] = {"events_read": trace.events_read, "why": trace.warnings[-1:]}
+        report.extra["partial"] = {"events_read": trace.events_read, "why": _cut_reason(trace)}
         report.summary.notes.insert(0, f"PARTIAL: the trace is cut short; this report covers the {trace.events_read} "
                                        "events read before the cut")
     _describe_missing(report, trace)
     return report
+
+
+def _cut_reason(trace) -> list[str]:
+    """The reader's line on where the trace stops (its other warnings, on shapes or steps, come after it)."""
+    return [w for w in trace.warnings if "ends early" in w][-1:] or trace.warnings[-1:]
 
 
 def _describe_device(report: Report, identity: DeviceIdentity, ceilings: Ceilings, ceilings_file: str | None) -> None:
@@ -151,9 +158,26 @@ def _describe_missing(report: Report, trace) -> None:
     if trace.ops and not report.ops:
         report.summary.notes.append(f"none of the trace's {len(trace.ops)} host events is an op with recorded work "
                                     "inside the profiled steps: nothing to place on a roofline")
+    devices = _devices_note(trace)
+    if devices:
+        report.summary.notes.append(devices)
     collectives = _collectives_note(trace)
     if collectives:
         report.summary.notes.append(collectives)
+
+
+def _devices_note(trace) -> str:
+    """One process driving several GPUs (model parallel, or tensors on cuda:1): which ran kernels, and that the
+    roofs are one GPU's."""
+    used = sorted({k.device for k in trace.kernels if isinstance(k.device, int)})
+    if len(used) < 2:
+        return ""
+    props = trace.metadata.get("deviceProperties")
+    names = {p.get("id"): p.get("name") for p in props if isinstance(p, dict)} if isinstance(props, list) else {}
+    listed = ", ".join(f"{d} ({names[d]})" if names.get(d) else str(d) for d in used)
+    return (f"kernels ran on {len(used)} GPUs of this process (devices {listed}): each op's time is its own "
+            "kernels' on whichever GPU ran them, judged against one GPU's roofs; kernel-class times are summed "
+            "over the GPUs")
 
 
 def _collectives_note(trace) -> str:

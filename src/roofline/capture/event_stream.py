@@ -16,6 +16,7 @@ finds an event boundary near the middle; ``EventStream(stop=B)`` reads the head 
 
 from __future__ import annotations
 
+import json
 import zlib
 from pathlib import Path
 from typing import Any, Iterator
@@ -264,9 +265,21 @@ class EventStream:
             yield pos
 
     def _suffix(self, text: bytes) -> None:
+        """The metadata written after the event list, and a warning for bytes after the trace's closing brace (a
+        crashed writer's NUL padding, two exports appended to one file)."""
         text = text.strip(_WHITESPACE)
         if text.startswith(b","):
-            self._add_metadata(b"{" + text[1:])
+            body = "{" + text[1:].decode("utf-8", "replace")
+            try:
+                _, end = json.JSONDecoder().raw_decode(body)
+            except json.JSONDecodeError:
+                end = len(body)
+            self._add_metadata(body[:end].encode())
+            rest = body[end:].strip()
+        else:
+            rest = text[1:].decode("utf-8", "replace").strip() if text.startswith(b"}") else ""
+        if rest:
+            self.warnings.append(f"{len(rest.encode())} bytes after the end of the trace ignored (not part of it)")
 
     def _decode_chunk(self, pending: bytearray, stop: int, closed: bool) -> list | None:
         data = bytearray(b"[")

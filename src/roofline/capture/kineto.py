@@ -45,6 +45,8 @@ _Raw = msgspec.Raw
 
 class _Args(msgspec.Struct, gc=False):
     external_id: int | None = msgspec.field(default=None, name="External id")
+    # torch 1.8-1.10 (Kineto 2021) spelled it in lower case on runtime and device events
+    old_external_id: int | None = msgspec.field(default=None, name="external id")
     correlation: int | None = None
     input_dims: _Raw = msgspec.field(default=None, name="Input Dims")
     input_types: _Raw = msgspec.field(default=None, name="Input type")
@@ -393,7 +395,8 @@ class _TraceBuilder:
                 pid = ids.setdefault(ev.pid, ev.pid)
                 tid = ids.setdefault(ev.tid, ev.tid)
                 args = ev.args
-                is_annotation = kind == _ANNOTATION
+                # torch 1.8-1.10 wrote record_function spans (ProfilerStep#N among them) as "Operator" ops.
+                is_annotation = kind == _ANNOTATION or (ev.cat == "Operator" and step_match(name) is not None)
                 if args is None:
                     op = CpuOp(0, name, ts, dur, pid, tid, is_annotation=is_annotation)
                 elif args.input_dims is None:
@@ -428,7 +431,7 @@ class _TraceBuilder:
                 args = ev.args
                 if args is not None and args.correlation is not None:
                     self.launches.append(Launch(intern(ev.name, ev.name), ts, dur, args.correlation,
-                                                args.external_id))
+                                                _external_id(args)))
                     self.launch_threads.append(self._thread(ev.pid, ev.tid))
             elif kind == _GPU:
                 self._gpu(ev, ts, dur)
@@ -436,7 +439,7 @@ class _TraceBuilder:
                 args = ev.args or _Args()
                 name = args.sync_kind or ev.name
                 self.syncs.append(
-                    SyncEvent(intern(name, name), ts, dur, args.external_id, args.correlation,
+                    SyncEvent(intern(name, name), ts, dur, _external_id(args), args.correlation,
                               args.stream if args.stream is not None else ev.tid)
                 )
 
@@ -538,7 +541,7 @@ class _TraceBuilder:
                 0, self._intern(ev.name), ts, dur,
                 args.device if args.device is not None else ev.pid,
                 args.stream if args.stream is not None else ev.tid,
-                args.correlation, args.external_id, category, -1,
+                args.correlation, _external_id(args), category, -1,
                 args.bytes, _comm(args),
             )
         )
@@ -681,6 +684,7 @@ class _TraceBuilder:
 
     def _device_info(self) -> None:
         trace = self.trace
+        _old_device_properties(trace.metadata)
         props = trace.metadata.get("deviceProperties")
         if isinstance(props, list) and props and isinstance(props[0], dict):
             first = props[0]
@@ -707,6 +711,24 @@ class _TraceBuilder:
             warn("no ProfilerStep#N annotations (no profiler schedule): steps unknown")
         if trace.has_gpu and not self.launches:
             warn("no runtime launch events: kernels are attributed by External id only")
+
+
+_OLD_PROPERTY_KEYS = {"major": "computeMajor", "minor": "computeMinor", "multiProcessorCount": "numSms",
+                      "maxThreadsPerMultiProcessor": "maxThreadsPerMultiprocessor"}
+
+
+def _old_device_properties(metadata: dict) -> None:
+    """Kineto of 2021 (torch 1.8/1.9) wrote the GPUs as ``computeProperties`` with ``major``/``minor``/
+    ``multiProcessorCount``: given under today's names, so that the device is named from them."""
+    old = metadata.get("computeProperties")
+    if metadata.get("deviceProperties") or not isinstance(old, list):
+        return
+    metadata["deviceProperties"] = [{_OLD_PROPERTY_KEYS.get(k, k): v for k, v in p.items()}
+                                    for p in old if isinstance(p, dict)]
+
+
+def _external_id(args: _Args) -> int | None:
+    return args.external_id if args.external_id is not None else args.old_external_id
 
 
 def _comm(args: _Args) -> CommArgs | None:

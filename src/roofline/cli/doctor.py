@@ -41,6 +41,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--fail-on", choices=SEVERITIES, default=None,
                         help="exit 1 when a finding of this severity or worse is found (for CI)")
     add_ceilings_option(parser)
+    parser.add_argument("--partial", action="store_true",
+                        help="with a trace cut short: diagnose what was read (refused otherwise)")
     add_workload_options(parser)
     parser.add_argument("-o", "--output", type=output_dir, default=None, help="write DIR/report.json (with the findings), roofline.png and report.html")
     parser.set_defaults(func=run, parser=parser)
@@ -72,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
     rules = [r.strip() for r in args.rules.split(",") if r.strip()] if args.rules else None
     report, script_error = _report_for(args)
     report.findings = diagnose(report, rules=rules)
+    if report.extra.get("partial"):
+        print(next((n for n in report.summary.notes if n.startswith("PARTIAL")), "PARTIAL report"))
     sys.stdout.write(FindingsRenderer(args.findings).render(report))
     if args.output:
         from roofline.render.outputs import report_renderers, write_outputs
@@ -100,16 +104,16 @@ def _report_for(args: argparse.Namespace) -> tuple[Any, str | None]:
         return _profile_script(args)
     if not target.exists():
         raise RooflineError(f"file not found: {target}")
-    return _load_report_or_trace(target, args.ceilings), None
+    return _load_report_or_trace(target, args.ceilings, partial=args.partial), None
 
 
-def _load_report_or_trace(path: Path, ceilings_file: str | None) -> Any:
+def _load_report_or_trace(path: Path, ceilings_file: str | None, *, partial: bool = False) -> Any:
     from roofline.analyze.trace_file import analyze_trace_file
     from roofline.report import Report
 
     if Report.is_report_file(path):
         return Report.load(path)
-    return analyze_trace_file(path, ceilings_file)
+    return analyze_trace_file(path, ceilings_file, partial=partial)
 
 
 def _analyze_model(args: argparse.Namespace) -> Any:

@@ -84,19 +84,21 @@ def identify_trace(trace) -> DeviceIdentity:
             if len(names) >= KERNEL_SAMPLE:
                 break
     launches = {launch.name for launch in trace.launches[:KERNEL_SAMPLE]}
+    memory_devices = {m.device_type for m in getattr(trace, "memory", ())[:KERNEL_SAMPLE]}
     return identify_device(trace.metadata, names, launches, getattr(trace, "categories", ()),
-                           has_device_events=bool(trace.kernels))
+                           has_device_events=bool(trace.kernels), memory_device_types=memory_devices)
 
 
 def identify_device(metadata: dict[str, Any], kernel_names: Iterable[str], launch_names: Iterable[str] = (),
-                    categories: Iterable[str] = (), *, has_device_events: bool | None = None) -> DeviceIdentity:
+                    categories: Iterable[str] = (), *, has_device_events: bool | None = None,
+                    memory_device_types: Iterable[int | None] = ()) -> DeviceIdentity:
     kernel_names = list(kernel_names)
     launch_names = set(launch_names)
     categories = {c.lower() for c in categories}
     host = metadata.get("host_name") or metadata.get("hostname") or ""
     props = _device_props(metadata)
     ident = (_from_props(props) if props else None) or _from_kernels(kernel_names, launch_names) \
-        or _from_other(metadata, categories)
+        or _from_other(metadata, categories) or _from_memory(set(memory_device_types))
     if ident is None:
         if has_device_events is None:
             has_device_events = bool(kernel_names)
@@ -106,6 +108,8 @@ def identify_device(metadata: dict[str, Any], kernel_names: Iterable[str], launc
                                        "name the GPU")
         else:
             ident = DeviceIdentity(kind="cpu", name="CPU", how="no device events and no device named in the trace")
+    if ident.how.startswith("deviceProperties") and metadata.get("computeProperties"):
+        ident.how = "computeProperties (Kineto of 2021)" + ident.how[len("deviceProperties"):]
     ident.host_name = str(host)
     return ident
 
@@ -125,13 +129,14 @@ def _from_props(props: dict[str, Any]) -> DeviceIdentity | None:
     amd = props.get("warpSize") == 64 or "amd" in name.lower() or bool(re.search(r"\bMI\d{3}", name))
     if name and not _GENERIC_NAMES.match(name):
         key = datasheet_key(name, memory)
-        vendor = "amd" if amd else ("nvidia" if re.search(r"nvidia|tesla|geforce|quadro|rtx", name, re.I) else "")
+        vendor = "amd" if amd else ("nvidia" if re.search(r"nvidia|tesla|geforce|quadro|rtx", name, re.I) else
+                                    "intel" if re.search(r"\bintel\b", name, re.I) else "")
         how = f"deviceProperties names it {name!r}"
         if re.search(r"ARTEMIS|MTIA", name, re.I):
             vendor, name = "meta", f"Meta MTIA ({name})"
         elif not vendor and cc and not amd:
             vendor = "nvidia"
-        kind = "gpu" if vendor in ("nvidia", "amd") or key else "accelerator"
+        kind = "gpu" if vendor in ("nvidia", "amd", "intel") or key else "accelerator"
         return DeviceIdentity(kind=kind, vendor=vendor, name=name, arch=_nvidia_arch(cc) if vendor == "nvidia" else "",
                               compute_capability=cc, memory_bytes=memory, datasheet_key=key, how=how)
     if amd:
@@ -211,8 +216,33 @@ def _cc_order(cc: str) -> float:
         return float(cc.split(".")[0])
 
 
+# c10::DeviceType of [memory] events (profile_memory=True) whose device torch.profiler records no kernels of
+_MEMORY_ONLY_DEVICES = {13: ("apple", "Apple GPU (MPS)", "MPS"), 15: ("intel", "Intel Gaudi (HPU)", "HPU")}
+
+
+def _from_memory(device_types: set[int | None]) -> DeviceIdentity | None:
+    """A device known only from its allocations: torch.profiler records no MPS kernels (nor HPU ones without
+    Habana's own profiler), so the trace's times are host times."""
+    for code, (vendor, name, short) in _MEMORY_ONLY_DEVICES.items():
+        if code in device_types:
+            return DeviceIdentity(kind="gpu" if vendor == "apple" else "accelerator", vendor=vendor, name=name,
+                                  how=f"[memory] events on {short} (device type {code}); torch.profiler recorded no "
+                                      f"{short} kernels, so op times are the host's")
+    return None
+
+
 def _from_other(metadata: dict[str, Any], categories: set[str]) -> DeviceIdentity | None:
     text = " ".join(str(metadata.get(k, "")) for k in ("logical_server_subtype", "distributedInfo"))
+    if "hpu_op" in categories:
+        return DeviceIdentity(kind="accelerator", vendor="intel", name="Intel Gaudi (HPU)",
+                              how="hpu_op events in the trace (Habana's profiler plugin); roofline does not read "
+                                  "them as device kernels, so op times are the host's")
+    xpu_events = sorted(c for c in categories if c.startswith("xpu_"))
+    if xpu_events:
+        # torch's XPU profiler (Kineto's PTI plugin) wrote no deviceProperties before 2.9 (intel/torch-xpu-ops#2247)
+        return DeviceIdentity(kind="gpu", vendor="intel", name="Intel GPU (XPU, model not named)",
+                              how="XPU runtime events in the trace (" + ", ".join(xpu_events) + ") but no "
+                                  "deviceProperties naming the part")
     mtia_events = sorted(c for c in categories if c.startswith("mtia"))
     if mtia_events or re.search(r"\bmtia\b|ARTEMIS", text, re.I):
         how = ("MTIA events in the trace (" + ", ".join(mtia_events) + ")") if mtia_events else \

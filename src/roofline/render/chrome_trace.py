@@ -219,7 +219,11 @@ def read_chrome_trace(path: str | os.PathLike[str]) -> dict[str, Any]:
     raw = read_maybe_gzip(path, "trace")
     try:
         data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except json.JSONDecodeError as exc:
+        if not exc.msg.startswith("Extra data"):
+            raise RooflineError(f"cannot parse trace {path}: {exc}") from None
+        data = json.loads(exc.doc[:exc.pos])  # bytes after the trace's end: the trace reader warned of them
+    except UnicodeDecodeError as exc:
         raise RooflineError(f"cannot parse trace {path}: {exc}") from None
     if isinstance(data, list):
         data = {"traceEvents": data}

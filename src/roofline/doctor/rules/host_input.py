@@ -28,7 +28,8 @@ def is_host_to_device(k: KernelRecord) -> bool:
 def _names_host_to_device(name: str) -> bool:
     """Memoised: a trace's few hundred device event names recur on every step."""
     squeezed = name.lower().replace(" ", "")
-    return "htod" in squeezed or "hosttodevice" in squeezed
+    # CUDA "Memcpy HtoD", ROCm "HostToDevice", Intel PTI "Memcpy M2D (MEMORY(Unknown) -> DEVICE)" / "H2D (HOST ->"
+    return "htod" in squeezed or "hosttodevice" in squeezed or squeezed.startswith(("memcpym2d", "memcpyh2d"))
 
 
 @register(COPY_RULE, "tensors made on the CPU and copied to the GPU each step")
@@ -38,7 +39,8 @@ def check_copies(report: Report) -> list[Finding]:
         return []
     per_step = len(copies) / max(report.steps, 1)
     time = sum(k.dur_s for k in copies)
-    pageable = sum(1 for k in copies if "pageable" in k.name.lower())
+    # PTI's M2D: from memory the runtime did not allocate (plain malloc'd, pageable) rather than USM host memory
+    pageable = sum(1 for k in copies if "pageable" in k.name.lower() or k.name.lower().startswith("memcpy m2d"))
     ops = [report.ops[k.op_index] for k in copies if k.op_index is not None and 0 <= k.op_index < len(report.ops)]
     ops += [op for op in report.ops if op.kernels and any(map(_names_host_to_device, op.kernels)) and op not in ops]
     return [Finding(

@@ -1,0 +1,161 @@
+"""Traces from devices and torch versions we did not write ourselves (tests/data/devtraces, see its README): each
+gives a report with the right device, steps and times."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from roofline.analyze.kernel_classes import COMMUNICATION, MATRIX, kernel_classes
+from roofline.analyze.trace_file import analyze_trace_file
+from roofline.capture.kineto import load_trace
+from roofline.device.identify import identify_trace
+from roofline.report import Ceilings, KernelRecord, OpRecord, Report
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "devtraces"
+
+
+def test_a_2021_kineto_trace_has_its_step_its_gpu_and_its_kernels_ops():
+    """torch 1.8/1.9: ProfilerStep#N is an "Operator", the GPUs are "computeProperties" with major/minor, and
+    runtime and kernel events spell "external id" in lower case."""
+    trace = load_trace(DATA / "kineto_2021_v100x4_excerpt.json")
+    assert [(s.number, s.dur_us) for s in trace.steps] == [(2, 13410.0)]
+    assert not any("ProfilerStep" in w for w in trace.warnings)
+    by_corr = {k.correlation: k.external_id for k in trace.kernels}
+    assert by_corr[482] == 107 and by_corr[333] == 41
+    ident = identify_trace(trace)
+    assert (ident.name, ident.datasheet_key, ident.compute_capability) == ("Tesla V100-DGXS-32GB", "V100 SXM2 32GB",
+                                                                           "7.0")
+    assert ident.how.startswith("computeProperties") and not ident.assumed
+    report = analyze_trace_file(DATA / "kineto_2021_v100x4_excerpt.json")
+    assert report.steps == 1
+    assert sorted(round(op.time_s * 1e6) for op in report.ops if op.time_s > 0) == [1, 1, 2, 3, 3]
+
+
+def test_kernels_that_overlap_nowhere_show_no_overlap_from_rounding():
+    """Timestamps of 1.6e9 s: the sweep's differences and the durations' sum differ in the last bits only."""
+    report = analyze_trace_file(DATA / "kineto_2021_v100x4_excerpt.json")
+    kc = report.summary.kernel_classes
+    assert kc.overlapped_s == 0.0 and all(c.overlapped_s == 0.0 for c in kc.classes)
+
+
+def test_kernels_on_two_gpus_at_once_are_not_counted_as_overlap():
+    ops = [OpRecord(name="aten::mm", time_s=4e-6), OpRecord(name="aten::mm", time_s=4e-6)]
+    kernels = [KernelRecord("sm80_xmma_gemm", 0.0, 4e-6, device=0, op_index=0),
+               KernelRecord("sm80_xmma_gemm", 1e-6, 4e-6, device=1, op_index=1)]
+    kc = kernel_classes(Report(ops=ops, kernels=kernels, ceilings=Ceilings(device="cuda")))
+    assert kc.classes[0].name == MATRIX and kc.classes[0].time_s == pytest.approx(8e-6)
+    assert kc.overlapped_s == 0.0 and kc.span_s == pytest.approx(8e-6) and kc.gaps_s == 0.0
+    assert "2 GPUs in one process" in kc.method
+
+
+def test_a_two_gpu_process_says_which_gpus_ran_kernels():
+    report = analyze_trace_file(DATA / "two_gpus_one_process_a100.json")
+    note = next(n for n in report.summary.notes if n.startswith("kernels ran on 2 GPUs"))
+    assert "devices 0 (NVIDIA A100-SXM4-80GB), 1 (NVIDIA A100-SXM4-80GB)" in note
+    assert report.summary.kernel_classes.overlapped_s == 0.0
+    assert report.summary.kernel_classes.kernel_time_s == pytest.approx(900e-6)
+
+
+def test_bytes_after_a_whole_trace_are_warned_of_and_the_report_is_written(tmp_path, capsys):
+    """A trace followed by NUL padding and text (a crashed writer, two exports appended) is whole: it gets its
+    report and trace.json.gz (whose writer re-reads the file) instead of 'cannot parse trace ... Extra data'."""
+    from roofline.cli import main
+    from roofline.render.chrome_trace import read_chrome_trace
+
+    path = DATA / "trailing_garbage_h100.json"
+    assert "19 bytes after the end of the trace ignored (not part of it)" in load_trace(path).warnings
+    assert len(read_chrome_trace(path)["traceEvents"]) == 17
+    assert main(["trace", str(path), "-o", str(tmp_path / "out"), "--no-html"]) == 0
+    assert (tmp_path / "out" / "trace.json.gz").is_file()
+
+
+def test_metadata_after_the_event_list_is_kept_when_garbage_follows_it(tmp_path):
+    body = {"traceEvents": [{"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm", "pid": 0, "tid": 7, "ts": 1.0,
+                             "dur": 2.0, "args": {"device": 0, "stream": 7, "correlation": 1}}],
+            "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "computeMinor": 0}]}
+    text = json.dumps(body)
+    path = tmp_path / "t.json"
+    path.write_text(text + "\n\x00\x00garbage")
+    trace = load_trace(path)
+    assert trace.metadata["deviceProperties"][0]["name"] == "NVIDIA H100 80GB HBM3"
+    assert "9 bytes after the end of the trace ignored (not part of it)" in trace.warnings
+
+
+@pytest.mark.parametrize("name, vendor, device", [
+    ("xpu_linear.json", "intel", "Intel GPU (XPU, model not named)"),
+    ("xpu_linear_pvc_props.json", "intel", "Intel(R) Data Center GPU Max 1550"),
+])
+def test_an_intel_xpu_trace_is_an_intel_gpu_with_its_host_to_device_copy(name, vendor, device):
+    """Kineto's PTI plugin: xpu_runtime/xpu_driver launches, no deviceProperties before torch 2.9, copies named
+    'Memcpy M2D (MEMORY(Unknown) -> DEVICE)'."""
+    from roofline.doctor import diagnose
+
+    report = analyze_trace_file(DATA / name)
+    ident = report.extra["device"]
+    assert (ident["kind"], ident["vendor"], ident["name"]) == ("gpu", vendor, device)
+    assert "sum of the XPU (SYCL/Level Zero) kernels" in report.summary.timing_method
+    copy = next(f for f in diagnose(report) if f.rule == "host-to-device-copy")
+    assert copy.evidence["copies"] == 1 and copy.evidence["pageable"] == 1
+    assert copy.estimated_savings_s == pytest.approx(200e-6)
+
+
+def test_an_all_reduce_overlapping_a_gemm_leaves_the_gemm_its_time():
+    """NCCL kernels run on their own stream under the compute they overlap: swept as one timeline, the GEMM that
+    started later got 0 ns and 'ran under an earlier kernel'."""
+    report = analyze_trace_file(DATA / "nccl_allreduce_h100.json")
+    kc = report.summary.kernel_classes
+    by = {c.name: c for c in kc.classes}
+    assert by[MATRIX].time_s == pytest.approx(420e-6) and by[MATRIX].overlapped_s == 0.0
+    assert by[COMMUNICATION].time_s == pytest.approx(1500e-6) and by[COMMUNICATION].kernels == 1
+    assert kc.span_s == pytest.approx(1500e-6) and kc.gaps_s == 0.0
+    assert "communication (NCCL) kernels swept apart" in kc.method
+
+
+def test_doctor_of_a_trace_cut_short_takes_the_partial_its_refusal_asks_for(capsys):
+    """A crashed run's trace: doctor refused it with 'pass --partial', an option doctor did not have."""
+    from roofline.cli import main
+
+    path = str(DATA / "truncated_h100.json")
+    assert main(["doctor", path]) == 2
+    assert "pass --partial" in capsys.readouterr().err
+    assert main(["doctor", path, "--partial"]) == 0
+    assert capsys.readouterr().out.startswith("PARTIAL: the trace is cut short; this report covers the 7 events")
+
+
+def test_an_mps_run_is_named_from_its_allocations_and_keeps_host_times():
+    """torch.profiler records no MPS kernels; profile_memory's [memory] events carry c10::DeviceType::MPS (13)."""
+    report = analyze_trace_file(DATA / "mps_profile_memory.json")
+    ident = report.extra["device"]
+    assert (ident["vendor"], ident["name"]) == ("apple", "Apple GPU (MPS)")
+    assert report.summary.timing_method.startswith("host time")
+    assert not report.ceilings.has_roofs() and "torch.profiler records no MPS kernels" in report.ceilings.method
+    plain = analyze_trace_file(DATA / "mps_cpu_ops_only.json").extra["device"]
+    assert (plain["kind"], plain["name"]) == ("cpu", "CPU")
+
+
+def test_hpu_op_events_name_a_gaudi_and_say_they_are_not_read():
+    from roofline.device.identify import identify_device
+
+    ident = identify_device({}, [], [], {"hpu_op", "cpu_op"}, has_device_events=False)
+    assert (ident.kind, ident.name) == ("accelerator", "Intel Gaudi (HPU)")
+    assert "does not read them" in ident.how
+
+
+def test_a_cut_gzip_is_refused_with_the_cut_as_the_reason(tmp_path):
+    """The refusal quoted the reader's last warning, which on a cut gzip was 'no input shapes (record_shapes=False)'
+    (the events read before the cut had none), not the cut."""
+    import gzip
+
+    from roofline.errors import RooflineError
+
+    data = gzip.compress((DATA / "nccl_allreduce_h100.json").read_bytes(), mtime=0)
+    path = tmp_path / "cut.json.gz"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(RooflineError, match=r"is cut short \(the gzip stream ends early \(truncated file\)"):
+        analyze_trace_file(path)
+    report = analyze_trace_file(path, partial=True)
+    assert report.extra["partial"]["why"] == ["the gzip stream ends early (truncated file): events after the cut "
+                                              "are missing"]
