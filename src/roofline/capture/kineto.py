@@ -105,6 +105,9 @@ _STEP = re.compile(r"ProfilerStep#(\d+)$")
 MIN_HOST_CALL_US = 100.0
 _FRAME = re.compile(r"^(.*?)\((\d+)\): ")
 _MODULE_PREFIX = "nn.Module: "
+# The frame that starts torch.profiler's tracing (also for torch.autograd.profiler.profile): every frame around it
+# was already running when profiling began.
+_PROFILER_START = re.compile(r"^(?:.*/)?torch/autograd/profiler\.py\(\d+\): _start_trace$")
 
 # Sweep order at equal timestamps: enclosing frames first, then ops (longest first), then what ops contain.
 _RANK_FRAME, _RANK_OP, _RANK_LAUNCH, _RANK_MEMORY = range(4)
@@ -254,6 +257,7 @@ def _send_tail(path: str, offset: int, out) -> None:
         "threads": list(builder.threads), "labels": list(builder.labels), "kinds": builder.kinds,
         "has_stack": builder.has_stack, "has_modules": builder.has_modules, "skipped": builder.skipped,
         "bad_times": builder.bad_times, "shapes": list(builder.shape_cache),
+        "profiler_start": builder.profiler_start,
         "steps": [(number, position[id(op)]) for number, op in builder.step_ops],
         "counts": {name: len(items) for name, items in lists.items()},
         "metadata": builder.trace.metadata, "warnings": builder.trace.warnings, "cut": builder.trace.cut,
@@ -346,7 +350,10 @@ class _TraceBuilder:
         self.frame_ends = array("d")
         self.frame_threads = array("q")
         self.frame_labels = array("q")
-        self.labels: dict[tuple[int, str], int] = {}
+        self.labels: dict[tuple, int] = {}
+        self.call_sites: dict[str, tuple[int, str, None] | None] = {}
+        # (ts, end) of the frame that started tracing (_PROFILER_START), the earliest one seen.
+        self.profiler_start: tuple[float, float] | None = None
         self.has_stack = False
         self.has_modules = False
         self.step_ops: list[tuple[int, CpuOp]] = []
@@ -483,6 +490,9 @@ class _TraceBuilder:
             getattr(self, name).frombytes(header[name])
         for category, kind in header["kinds"].items():
             self.kinds.setdefault(category, kind)
+        start = header["profiler_start"]
+        if start is not None and (self.profiler_start is None or start[0] < self.profiler_start[0]):
+            self.profiler_start = (start[0], start[1])
         self.has_stack = self.has_stack or header["has_stack"]
         self.has_modules = self.has_modules or header["has_modules"]
         self.skipped += header["skipped"]
@@ -508,27 +518,44 @@ class _TraceBuilder:
         return value
 
     def _frame(self, ev: _Event, ts: float, dur: float) -> None:
+        """A Python frame: an nn.Module's (its name), a user frame (its file:line), and where torch records the
+        call site (the CallFrom argument), the user line that called it: that line is exact, where the frame's
+        own line is its function's first line, or for a frame already running when profiling began the line it
+        was on then."""
         kinds = self.frame_kinds
         name = ev.name
+        call_from = ev.args.call_from if ev.args is not None else None
         if dur >= MIN_HOST_CALL_US and name.startswith("<built-in"):
-            call_from = ev.args.call_from if ev.args is not None else None
             self.trace.host_calls.append(HostCall(self._intern(name), ts, dur, self.ids.setdefault(ev.tid, ev.tid),
                                                   call_from if isinstance(call_from, str) else None))
         kind = kinds.get(name, 0)
         if kind == 0:
-            kind = kinds[name] = _classify_frame(name)
+            kind = kinds[name] = _frame_kind(name)
+        if kind is _STARTS_PROFILER:
+            if self.profiler_start is None or ts < self.profiler_start[0]:
+                self.profiler_start = (ts, ts + dur)
+            kind = None
         if kind is not None:
-            label = self.labels.get(kind)
-            if label is None:
-                label = self.labels[kind] = len(self.labels)
-                if kind[0] == 0:
-                    self.has_modules = True
-                else:
-                    self.has_stack = True
-            self.frame_ts.append(ts)
-            self.frame_ends.append(ts + dur)
-            self.frame_threads.append(self._thread(ev.pid, ev.tid))
-            self.frame_labels.append(label)
+            self._add_frame(kind, ev, ts, dur)
+        if type(call_from) is str and (kind is None or kind[0] == 0):
+            site = self.call_sites.get(call_from, 0)
+            if site == 0:
+                site = self.call_sites[call_from] = _call_site(call_from)
+            if site is not None:
+                self._add_frame(site, ev, ts, dur)
+
+    def _add_frame(self, kind: tuple, ev: _Event, ts: float, dur: float) -> None:
+        label = self.labels.get(kind)
+        if label is None:
+            label = self.labels[kind] = len(self.labels)
+            if kind[0] == 0:
+                self.has_modules = True
+            else:
+                self.has_stack = True
+        self.frame_ts.append(ts)
+        self.frame_ends.append(ts + dur)
+        self.frame_threads.append(self._thread(ev.pid, ev.tid))
+        self.frame_labels.append(label)
 
     def _gpu(self, ev: _Event, ts: float, dur: float) -> None:
         args = ev.args or _Args()
@@ -582,8 +609,10 @@ class _TraceBuilder:
             kernel.index = i
         self.syncs.sort(key=lambda s: s.ts_us)
         self._steps()
+        stale = self._relabel_stale_frames()
         self._sweep_threads()
         self._backward_modules()
+        self._warn_stale_sources(stale)
         trace.ops = self.ops
         trace.columns = OpColumns(self.ops, self._sorted_ts, np.frombuffer(self._parents, dtype=np.int32),
                                   np.frombuffer(self._depths, dtype=np.int32), self._sorted_steps)
@@ -612,6 +641,44 @@ class _TraceBuilder:
         for op, i in zip(self.ops, idx.tolist()):
             if i >= 0:
                 op.step = i
+
+    def _relabel_stale_frames(self) -> dict[str, str]:
+        """User frames already running when profiling began (those around the frame that started tracing, or on
+        another thread at that moment) are named by the line they were on then, never updated: such a frame is
+        labelled by its function instead ("train.py, in main()"). Returns each such label with the stale line."""
+        start = self.profiler_start
+        if start is None or not self.frame_labels:
+            return {}
+        labels = np.frombuffer(self.frame_labels, dtype=np.int64)
+        running = ((np.frombuffer(self.frame_ts, dtype=np.float64) <= start[1])
+                   & (np.frombuffer(self.frame_ends, dtype=np.float64) > start[1]))
+        kinds: list[Any] = [None] * len(self.labels)
+        for kind, code in self.labels.items():
+            kinds[code] = kind
+        remap = np.arange(len(self.labels), dtype=np.int64)
+        stale: dict[str, str] = {}
+        for code in np.unique(labels[running]).tolist():
+            kind = kinds[code]
+            if kind[0] == 1 and kind[2] is not None:
+                remap[code] = self.labels.setdefault((1, kind[2], None), len(self.labels))
+                stale[kind[2]] = kind[1]
+        if stale:
+            self.frame_labels = array("q", np.where(running, remap[labels], labels).tobytes())
+        return stale
+
+    def _warn_stale_sources(self, stale: dict[str, str]) -> None:
+        """One note when some op is placed only by a function that was running when profiling began."""
+        if not stale:
+            return
+        used = sorted({op.source for op in self.ops if op.source in stale})
+        if used:
+            places = "; ".join(f"{label} (named at line {stale[label].rpartition(':')[2]})" for label in used[:3])
+            more = f" and {len(used) - 3} more" if len(used) > 3 else ""
+            self.trace.warnings.append(
+                f"source lines: ops called directly from {places}{more} are placed by their function only: it was "
+                "already running when profiling began, and the profiler names such a frame by the line it was on "
+                "then, never updated"
+            )
 
     def _sweep_threads(self) -> None:
         """Per (pid, tid), walk ops, Python frames, launches and memory events in time order with a stack.
@@ -722,6 +789,30 @@ def _category_kind(cat: str) -> int:
     return _OTHER
 
 
+_STARTS_PROFILER = (2, "")
+
+
+def _frame_kind(name: str) -> tuple | None:
+    """_classify_frame's answer as a frame label, a user frame's with what to show if the frame turns out to have
+    been running when profiling began (its function, not the stale line); _STARTS_PROFILER for the frame that
+    started tracing."""
+    if _PROFILER_START.match(name):
+        return _STARTS_PROFILER
+    kind = _classify_frame(name)
+    if kind is None or kind[0] == 0:
+        return kind
+    function = name[name.index("): ") + 3:]
+    return (1, kind[1], f"{kind[1].rpartition(':')[0]}, in {function}{'' if function.startswith('<') else '()'}")
+
+
+def _call_site(call_from: str) -> tuple[int, str, None] | None:
+    """The frame label of a CallFrom value ("file.py:12") when that line is user code, else None."""
+    file, sep, line = call_from.rpartition(":")
+    if not sep or not line.isdigit() or not is_user_file(file):
+        return None
+    return (1, f"{local_trace_path(file)}:{line}", None)
+
+
 def _classify_frame(name: str) -> tuple[int, str] | None:
     """(0, module name) for an nn.Module frame, (1, "file.py:line") for a user frame, None for library code."""
     if name.startswith(_MODULE_PREFIX):
@@ -795,7 +886,7 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
             ops.append(obj)
             op_ends.append(end)
         elif rank == _RANK_FRAME:
-            kind, label = obj
+            kind, label = obj[0], obj[1]
             if kind == 0:
                 while modules and modules[-1][0] <= t:
                     modules.pop()
