@@ -109,6 +109,10 @@ _MODULE_PREFIX = "nn.Module: "
 # was already running when profiling began.
 _PROFILER_START = re.compile(r"^(?:.*/)?torch/autograd/profiler\.py\(\d+\): _start_trace$")
 
+# What to do about a trace with nothing to analyse (here: no event at all; analyze/trace_file: no op to place).
+RECORD_THE_MODEL = ("record the model's steps inside torch.profiler.profile(record_shapes=True), or let roofline "
+                    "record them: `roofline profile SCRIPT.py` or `roofline analyze FILE.py:factory`")
+
 # Sweep order at equal timestamps: enclosing frames first, then ops (longest first), then what ops contain.
 _RANK_FRAME, _RANK_OP, _RANK_LAUNCH, _RANK_MEMORY = range(4)
 
@@ -588,7 +592,8 @@ class _TraceBuilder:
             if self.bad_times:
                 skipped.append(f"{self.bad_times} events with no usable ts/dur")
             detail = f" ({'; '.join(skipped)})" if skipped else ""
-            raise RooflineError(f"{trace.path} has no profiler events (no cpu_op, kernel or memory events){detail}")
+            raise RooflineError(f"{trace.path} has no profiler events (no cpu_op, kernel or memory events){detail}: "
+                                f"the profiler recorded nothing; {RECORD_THE_MODEL}")
         # Ops in time order, the longest first at equal times (stable, as list.sort with that key), from the columns.
         ts = np.frombuffer(self.op_ts, dtype=np.float64)
         durs = np.frombuffer(self.op_durs, dtype=np.float64)
