@@ -89,3 +89,16 @@ def test_the_console_shortens_a_line_and_a_function_label_alike(source, shown):
     from roofline.render.console import _short_source
 
     assert _short_source(source) == shown
+
+
+@pytest.mark.parametrize("name, starts", [
+    ("torch/autograd/profiler.py(422): _start_trace", True),
+    ("/usr/lib/python3.12/site-packages/torch/profiler/profiler.py(409): start_trace", True),
+    ("torch/profiler/profiler.py(1313): step", False),
+    ("my/torch/autograd/profiler_tools.py(3): _start_trace", False),
+    ("train.py(5): start_trace", False),
+])
+def test_the_frames_that_start_tracing_are_recognised(name, starts):
+    from roofline.capture.kineto import _STARTS_PROFILER, _frame_kind
+
+    assert (_frame_kind(name) is _STARTS_PROFILER) is starts

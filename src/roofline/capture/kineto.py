@@ -105,9 +105,10 @@ _STEP = re.compile(r"ProfilerStep#(\d+)$")
 MIN_HOST_CALL_US = 100.0
 _FRAME = re.compile(r"^(.*?)\((\d+)\): ")
 _MODULE_PREFIX = "nn.Module: "
-# The frame that starts torch.profiler's tracing (also for torch.autograd.profiler.profile): every frame around it
-# was already running when profiling began.
-_PROFILER_START = re.compile(r"^(?:.*/)?torch/autograd/profiler\.py\(\d+\): _start_trace$")
+# The frames that start torch.profiler's tracing (torch.autograd.profiler.profile's _start_trace, which
+# torch.profiler.profile's start_trace calls; either may be renamed one day): every frame around the earliest was
+# already running when profiling began.
+_PROFILER_START = re.compile(r"^(?:.*/)?torch/(?:autograd/profiler|profiler/profiler)\.py\(\d+\): _?start_trace$")
 
 # What to do about a trace with nothing to analyse (here: no event at all; analyze/trace_file: no op to place).
 RECORD_THE_MODEL = ("record the model's steps inside torch.profiler.profile(record_shapes=True), or let roofline "
