@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from roofline.capture.kineto import CALL_SITE_PREFIX, load_trace
 from roofline.capture.script_runner import StepFinder, run_script, script_error_line
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,7 +43,8 @@ TRAIN = textwrap.dedent(
     """
 )
 # The loop is inside main(), already running when the profiler starts (at an optimizer step): its ops are placed at
-# the lines they were called from (where torch records them), never at the opt.step() line main was on then.
+# the lines they were called from (torch's CallFrom, or roofline's call-site ranges around each top-level forward),
+# never at the opt.step() line main was on then.
 LINE_FORWARD, LINE_ITEM, LINE_RAISE = 11, 15, 20
 
 
@@ -76,10 +78,19 @@ def test_profile_runs_an_unmodified_training_script(tmp_path: Path) -> None:
     assert report["step_time"]["n"] == 1 and report["profiled_step_time"]["n"] == 2
     (site,) = report["syncs"]
     assert site["kind"] == "item" and site["location"].endswith(f"train.py:{LINE_ITEM}") and site["per_step"] == 1
-    addmm = {op["source"].rsplit("/", 1)[-1] for op in report["ops"] if op["name"] == "aten::addmm"}
+    assert {op["source"].rsplit("/", 1)[-1] for op in report["ops"] if op["name"] == "aten::addmm"} == {
+        f"train.py:{LINE_FORWARD}"}
+    assert not any(op["name"].startswith(CALL_SITE_PREFIX) for op in report["ops"])
+    # As a torch that records no call site (CallFrom) would have written it: roofline's call-site ranges place the
+    # forward (and the backward that borrows its line) all the same.
     with gzip.open(tmp_path / "out" / "trace.json.gz", "rt") as f:
-        call_sites = '"CallFrom"' in f.read()
-    assert addmm == {f"train.py:{LINE_FORWARD}" if call_sites else "train.py, in main()"}
+        data = json.load(f)
+    for event in data["traceEvents"]:
+        (event.get("args") or {}).pop("CallFrom", None)
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    old = load_trace(tmp_path / "old.json")
+    assert {(op.source or "").rsplit("/", 1)[-1] for op in old.ops if op.name in ("aten::addmm", "AddmmBackward0")} == {
+        f"train.py:{LINE_FORWARD}"}
     assert done.stdout.count("loss") < 50, "the script stops once the profiled steps are done"
 
 

@@ -102,3 +102,35 @@ def test_the_frames_that_start_tracing_are_recognised(name, starts):
     from roofline.capture.kineto import _STARTS_PROFILER, _frame_kind
 
     assert (_frame_kind(name) is _STARTS_PROFILER) is starts
+
+
+def _x(cat, name, ts, dur, tid=1, **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+
+def _write(tmp_path, events) -> Path:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return path
+
+
+def test_roofline_call_site_ranges_place_ops_where_torch_records_no_call_site(tmp_path):
+    """The script runner's range around a top-level forward (a cpu_op the trace moved to an overlap thread) is read
+    as that thread's frame, never as an op; where the trace holds CallFrom, torch's own call sites rule instead."""
+    from roofline.capture.kineto import CALL_SITE_PREFIX
+
+    events = [
+        _x("python_function", "train.py(21): main", 0.0, 1000.0),
+        _x("python_function", "torch/autograd/profiler.py(422): _start_trace", 1.0, 2.0),
+        _x("cpu_op", CALL_SITE_PREFIX + "src/train.py:18", 100.0, 50.0, tid="1 overlap 1"),
+        _x("cpu_op", "aten::addmm", 110.0, 10.0),
+        _x("cpu_op", "aten::div", 200.0, 5.0),
+    ]
+    trace = load_trace(_write(tmp_path, events))
+    assert [(op.name, op.source) for op in trace.ops] == [("aten::addmm", "src/train.py:18"),
+                                                          ("aten::div", "train.py, in main()")]
+    events.insert(3, _x("python_function", "torch/nn/modules/module.py(1787): _call_impl", 105.0, 40.0,
+                        CallFrom="train.py:18"))
+    trace = load_trace(_write(tmp_path, events))
+    assert [(op.name, op.source) for op in trace.ops] == [("aten::addmm", "train.py:18"),
+                                                          ("aten::div", "train.py, in main()")]

@@ -110,6 +110,11 @@ _MODULE_PREFIX = "nn.Module: "
 # already running when profiling began.
 _PROFILER_START = re.compile(r"^(?:.*/)?torch/(?:autograd/profiler|profiler/profiler)\.py\(\d+\): _?start_trace$")
 
+# A range (_RecordFunctionFast: a cpu_op event) roofline's script runner opens around each top-level module call
+# while profiling (script_runner.StepFinder), named with the user line that made the call: the call site for a
+# torch that records none (no CallFrom). Read as a frame, never as an op.
+CALL_SITE_PREFIX = "roofline: called at "
+
 # What to do about a trace with nothing to analyse (here: no event at all; analyze/trace_file: no op to place).
 RECORD_THE_MODEL = ("record the model's steps inside torch.profiler.profile(record_shapes=True), or let roofline "
                     "record them: `roofline profile SCRIPT.py` or `roofline analyze FILE.py:factory`")
@@ -262,7 +267,7 @@ def _send_tail(path: str, offset: int, out) -> None:
         "threads": list(builder.threads), "labels": list(builder.labels), "kinds": builder.kinds,
         "has_stack": builder.has_stack, "has_modules": builder.has_modules, "skipped": builder.skipped,
         "bad_times": builder.bad_times, "shapes": list(builder.shape_cache),
-        "profiler_start": builder.profiler_start,
+        "profiler_start": builder.profiler_start, "saw_call_from": builder.saw_call_from,
         "steps": [(number, position[id(op)]) for number, op in builder.step_ops],
         "counts": {name: len(items) for name, items in lists.items()},
         "metadata": builder.trace.metadata, "warnings": builder.trace.warnings, "cut": builder.trace.cut,
@@ -359,6 +364,7 @@ class _TraceBuilder:
         self.call_sites: dict[str, tuple[int, str, None] | None] = {}
         # (ts, end) of the frame that started tracing (_PROFILER_START), the earliest one seen.
         self.profiler_start: tuple[float, float] | None = None
+        self.saw_call_from = False
         self.has_stack = False
         self.has_modules = False
         self.step_ops: list[tuple[int, CpuOp]] = []
@@ -495,6 +501,7 @@ class _TraceBuilder:
             getattr(self, name).frombytes(header[name])
         for category, kind in header["kinds"].items():
             self.kinds.setdefault(category, kind)
+        self.saw_call_from = self.saw_call_from or header["saw_call_from"]
         start = header["profiler_start"]
         if start is not None and (self.profiler_start is None or start[0] < self.profiler_start[0]):
             self.profiler_start = (start[0], start[1])
@@ -542,6 +549,8 @@ class _TraceBuilder:
             kind = None
         if kind is not None:
             self._add_frame(kind, ev, ts, dur)
+        if type(call_from) is str:
+            self.saw_call_from = True
         if type(call_from) is str and (kind is None or kind[0] == 0):
             site = self.call_sites.get(call_from, 0)
             if site == 0:
@@ -550,6 +559,9 @@ class _TraceBuilder:
                 self._add_frame(site, ev, ts, dur)
 
     def _add_frame(self, kind: tuple, ev: _Event, ts: float, dur: float) -> None:
+        self._add_frame_at(kind, self._thread(ev.pid, ev.tid), ts, ts + dur)
+
+    def _add_frame_at(self, kind: tuple, thread: int, ts: float, end: float) -> None:
         label = self.labels.get(kind)
         if label is None:
             label = self.labels[kind] = len(self.labels)
@@ -558,9 +570,30 @@ class _TraceBuilder:
             else:
                 self.has_stack = True
         self.frame_ts.append(ts)
-        self.frame_ends.append(ts + dur)
-        self.frame_threads.append(self._thread(ev.pid, ev.tid))
+        self.frame_ends.append(end)
+        self.frame_threads.append(thread)
         self.frame_labels.append(label)
+
+    def _take_call_site_ranges(self) -> None:
+        """roofline's call-site ranges (CALL_SITE_PREFIX; cpu_op events, as _RecordFunctionFast writes them) out of
+        the ops, into the frames of their thread. Opened in a module pre-hook and closed in the post-hook, a range
+        overlaps the hooks' own frames, so the trace may put it on a thread of its own ("1234 overlap 1")."""
+        keep = []
+        for i, op in enumerate(self.ops):
+            if not op.name.startswith(CALL_SITE_PREFIX):
+                keep.append(i)
+                continue
+            tid = op.tid
+            if isinstance(tid, str) and " overlap " in tid:
+                head = tid.split(" ", 1)[0]
+                tid = int(head) if head.isdigit() else head
+            self._add_frame_at((3, op.name[len(CALL_SITE_PREFIX):], None), self._thread(op.pid, tid), op.ts_us,
+                               op.ts_us + op.dur_us)
+        index = np.array(keep, dtype=np.int64)
+        self.ops = [self.ops[i] for i in keep]
+        for name in ("op_ts", "op_durs", "op_threads"):
+            column = getattr(self, name)
+            setattr(self, name, array(column.typecode, np.frombuffer(column, dtype=column.typecode)[index].tobytes()))
 
     def _gpu(self, ev: _Event, ts: float, dur: float) -> None:
         args = ev.args or _Args()
@@ -588,6 +621,8 @@ class _TraceBuilder:
 
     def finish(self) -> Trace:
         trace = self.trace
+        if any(text.startswith(CALL_SITE_PREFIX) for text in self.strings):  # distinct names: a few thousand
+            self._take_call_site_ranges()
         if not (self.ops or self.kernels or self.memory):
             skipped = [f"{self.skipped} malformed events skipped"] if self.skipped else []
             if self.bad_times:
@@ -716,6 +751,8 @@ class _TraceBuilder:
         order = order[with_op[threads[order]]]
         labels: list[Any] = [None] * len(self.labels)
         for kind, label in self.labels.items():
+            if kind[0] == 3:  # roofline's call-site range: the fallback for a torch that records no CallFrom
+                kind = None if self.saw_call_from else (1, kind[1], None)
             labels[label] = kind
         # Event number -> its object (an op, a frame's (kind, label), a launch, a memory event): one list of
         # references, a few MB, indexed without a call per event.
@@ -892,6 +929,8 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
             ops.append(obj)
             op_ends.append(end)
         elif rank == _RANK_FRAME:
+            if obj is None:
+                continue
             kind, label = obj[0], obj[1]
             if kind == 0:
                 while modules and modules[-1][0] <= t:
