@@ -16,3 +16,5 @@ def test_the_ranges_are_in_the_trace_only_when_on(tmp_path, one_thread):
     assert len(on.profiled_step_s) == len(off.profiled_step_s) == 2
     assert on.trace_path.read_text().count(CALL_SITE_PREFIX) >= 2  # one per profiled forward at least
     assert CALL_SITE_PREFIX not in off.trace_path.read_text()
+    (cost,) = bench.range_cost_s(repeats=1, calls=20)
+    assert 0 < cost < 1e-3
