@@ -82,3 +82,15 @@ def test_an_op_outside_the_profiled_step_is_named_with_the_step(tmp_path):
     assert str(caught.value).startswith(f"{path} holds no op to place on a roofline: its 1 op ('aten::add') lies "
                                         "outside its 1 profiled step; record")
 
+
+
+def test_a_trace_holding_only_collectives_still_reports_them(tmp_path):
+    """A gloo job's CPU trace may place no op yet time its collectives (HTA's cpu_only rank trace): kept."""
+    def x(cat, name, ts, dur):
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": {}}
+
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": [
+        x("user_annotation", "ProfilerStep#1", 0.0, 10.0), x("user_annotation", "gloo:all_reduce", 50.0, 30.0)]}))
+    report = analyze_trace_file(path)
+    assert report.ops == [] and report.summary.notes[-1] == "collectives: gloo:all_reduce x1 (3e-05 s host time)"

@@ -114,7 +114,9 @@ def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bo
     identity = identify_trace(trace)
     ceilings = ceilings_for_trace(trace, ceilings_file, identity)
     report = report_from_trace(trace, ceilings, kind="trace", workload=Path(path).name, ops_placed=ops_placed)
-    if not report.ops and not trace.kernels:
+    if not report.ops and not trace.kernels and not _collectives_note(trace):
+        # Nothing to report: no op, no kernel, no collective (a gloo job's CPU trace may hold only its collectives,
+        # whose times the report's note and a merge of the ranks still give).
         from roofline.capture.kineto import RECORD_THE_MODEL
 
         raise RooflineError(f"{path} holds no op to place on a roofline: {_what_it_holds(trace)}; {RECORD_THE_MODEL}")
