@@ -193,7 +193,7 @@ def _open_call_site(frame: Any) -> Any:
     """A range named with the user line that called the top-level module (None where no user frame called it):
     the trace reader places the ops inside it at that line where torch records no call site itself (older torch
     writes no CallFrom, and a frame already running when profiling began is named by a stale line). One range per
-    top-level forward, only while the profiler runs: about 3 us each (_RecordFunctionFast and a walk up a few
+    top-level forward, only while the profiler runs: 3-5 us each (_RecordFunctionFast and a walk up a few
     frames, each file spelled once)."""
     while frame is not None:
         filename = frame.f_code.co_filename
