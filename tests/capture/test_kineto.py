@@ -45,7 +45,8 @@ def test_counts_match_a_plain_json_load(name):
     assert len(trace.syncs) == plain["cuda_sync"]
     assert len(trace.memory) == plain["memory"]
     assert {k.category for k in trace.kernels} <= {"kernel", "gpu_memcpy", "gpu_memset"}
-    assert trace.warnings == []
+    # The recording script's own step loop was running when profiling began (see test_stale_frame_*)
+    assert [w for w in trace.warnings if not w.startswith("source lines:")] == []
 
 
 @pytest.mark.parametrize("name", FIXTURES)

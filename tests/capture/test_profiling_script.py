@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from roofline.capture.kineto import CALL_SITE_PREFIX, load_trace
 from roofline.capture.script_runner import StepFinder, run_script, script_error_line
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,20 +23,29 @@ TRAIN = textwrap.dedent(
     import sys
     import torch
 
-    torch.set_num_threads(1)
-    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    x, y = torch.randn(8, 16), torch.randint(0, 4, (8,))
-    for i in range(int(sys.argv[1])):
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        print("loss", loss.item())
+
+    def main():
+        torch.set_num_threads(1)
+        model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        x, y = torch.randn(8, 16), torch.randint(0, 4, (8,))
+        for i in range(int(sys.argv[1])):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            print("loss", loss.item())
+
+
+    main()
     if __name__ == "__main__" and sys.argv[2:] == ["fail"]:
         raise ValueError("the script's own bug")
     """
 )
+# The loop is inside main(), already running when the profiler starts (at an optimizer step): its ops are placed at
+# the lines they were called from (torch's CallFrom, or roofline's call-site ranges around each top-level forward),
+# never at the opt.step() line main was on then.
+LINE_FORWARD, LINE_ITEM, LINE_RAISE = 11, 15, 20
 
 
 def _ceilings(tmp_path: Path) -> Path:
@@ -66,8 +77,20 @@ def test_profile_runs_an_unmodified_training_script(tmp_path: Path) -> None:
     assert report["profile"]["step_source"] == "optimizer"
     assert report["step_time"]["n"] == 1 and report["profiled_step_time"]["n"] == 2
     (site,) = report["syncs"]
-    assert site["kind"] == "item" and site["location"].endswith("train.py:13") and site["per_step"] == 1
-    assert any(op["name"] == "aten::addmm" for op in report["ops"])
+    assert site["kind"] == "item" and site["location"].endswith(f"train.py:{LINE_ITEM}") and site["per_step"] == 1
+    assert {op["source"].rsplit("/", 1)[-1] for op in report["ops"] if op["name"] == "aten::addmm"} == {
+        f"train.py:{LINE_FORWARD}"}
+    assert not any(op["name"].startswith(CALL_SITE_PREFIX) for op in report["ops"])
+    # As a torch that records no call site (CallFrom) would have written it: roofline's call-site ranges place the
+    # forward (and the backward that borrows its line) all the same.
+    with gzip.open(tmp_path / "out" / "trace.json.gz", "rt") as f:
+        data = json.load(f)
+    for event in data["traceEvents"]:
+        (event.get("args") or {}).pop("CallFrom", None)
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    old = load_trace(tmp_path / "old.json")
+    assert {(op.source or "").rsplit("/", 1)[-1] for op in old.ops if op.name in ("aten::addmm", "AddmmBackward0")} == {
+        f"train.py:{LINE_FORWARD}"}
     assert done.stdout.count("loss") < 50, "the script stops once the profiled steps are done"
 
 
@@ -78,7 +101,7 @@ def test_a_script_that_raises_gives_one_line_keeps_outputs_and_fails(tmp_path: P
     done = _profile(tmp_path, str(script), "3", "fail", extra=("--run-to-end",))
     assert done.returncode == 2
     errors = [line for line in done.stderr.splitlines() if line.startswith("roofline: error:")]
-    assert errors == ["roofline: error: train.py raised ValueError: the script's own bug (at train.py:15)"]
+    assert errors == [f"roofline: error: train.py raised ValueError: the script's own bug (at train.py:{LINE_RAISE})"]
     assert "Traceback" not in done.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert "the script's own bug" in report["profile"]["error"]

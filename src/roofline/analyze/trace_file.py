@@ -116,6 +116,12 @@ def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bo
     identity = identify_trace(trace)
     ceilings = ceilings_for_trace(trace, ceilings_file, identity)
     report = report_from_trace(trace, ceilings, kind="trace", workload=Path(path).name, ops_placed=ops_placed)
+    if not report.ops and not trace.kernels and not _collectives_note(trace):
+        # Nothing to report: no op, no kernel, no collective (a gloo job's CPU trace may hold only its collectives,
+        # whose times the report's note and a merge of the ranks still give).
+        from roofline.capture.kineto import RECORD_THE_MODEL
+
+        raise RooflineError(f"{path} holds no op to place on a roofline: {_what_it_holds(trace)}; {RECORD_THE_MODEL}")
     _describe_device(report, identity, ceilings, ceilings_file)
     if trace.cut:
         report.extra["partial"] = {"events_read": trace.events_read, "why": _cut_reason(trace)}
@@ -178,6 +184,35 @@ def _devices_note(trace) -> str:
     return (f"kernels ran on {len(used)} GPUs of this process (devices {listed}): each op's time is its own "
             "kernels' on whichever GPU ran them, judged against one GPU's roofs; kernel-class times are summed "
             "over the GPUs")
+
+
+def _what_it_holds(trace: Trace) -> str:
+    """What a trace with no op to place holds instead, in a few words ("only 1 record_function range ('setup')")."""
+    ranges = [op.name for op in trace.ops if op.is_annotation and not op.name.startswith("ProfilerStep#")]
+    ops = [op.name for op in trace.ops if not op.is_annotation]
+    parts = []
+    if ops:
+        lie = "lies" if len(ops) == 1 else "lie"
+        where = f"outside its {_count(len(trace.steps), 'profiled step')}" if trace.steps else "with no recorded work"
+        parts.append(f"its {_count(len(ops), 'op')} ({_names(ops)}) {lie} {where}")
+    if ranges:
+        parts.append(f"{_count(len(ranges), 'record_function range')} ({_names(ranges)})")
+    if trace.steps and not ops:
+        parts.append(_count(len(trace.steps), "ProfilerStep range"))
+    if trace.memory:
+        parts.append(_count(len(trace.memory), "memory event"))
+    if not parts:
+        return "it holds no op"
+    return ("" if ops else "only ") + ", ".join(parts)
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def _names(names: list[str]) -> str:
+    distinct = list(dict.fromkeys(names))
+    return ", ".join(repr(n) for n in distinct[:3]) + (f" and {len(distinct) - 3} more" if len(distinct) > 3 else "")
 
 
 def _collectives_note(trace) -> str:

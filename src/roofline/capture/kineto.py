@@ -107,6 +107,19 @@ _STEP = re.compile(r"ProfilerStep#(\d+)$")
 MIN_HOST_CALL_US = 100.0
 _FRAME = re.compile(r"^(.*?)\((\d+)\): ")
 _MODULE_PREFIX = "nn.Module: "
+# The frames that start torch.profiler's tracing (torch.autograd.profiler.profile's _start_trace, which
+# torch.profiler.profile's start_trace calls; either may be renamed one day): every frame around the earliest was
+# already running when profiling began.
+_PROFILER_START = re.compile(r"^(?:.*/)?torch/(?:autograd/profiler|profiler/profiler)\.py\(\d+\): _?start_trace$")
+
+# A range (_RecordFunctionFast: a cpu_op event) roofline's script runner opens around each top-level module call
+# while profiling (script_runner.StepFinder), named with the user line that made the call: the call site for a
+# torch that records none (no CallFrom). Read as a frame, never as an op.
+CALL_SITE_PREFIX = "roofline: called at "
+
+# What to do about a trace with nothing to analyse (here: no event at all; analyze/trace_file: no op to place).
+RECORD_THE_MODEL = ("record the model's steps inside torch.profiler.profile(record_shapes=True), or let roofline "
+                    "record them: `roofline profile SCRIPT.py` or `roofline analyze FILE.py:factory`")
 
 # Sweep order at equal timestamps: enclosing frames first, then ops (longest first), then what ops contain.
 _RANK_FRAME, _RANK_OP, _RANK_LAUNCH, _RANK_MEMORY = range(4)
@@ -256,6 +269,7 @@ def _send_tail(path: str, offset: int, out) -> None:
         "threads": list(builder.threads), "labels": list(builder.labels), "kinds": builder.kinds,
         "has_stack": builder.has_stack, "has_modules": builder.has_modules, "skipped": builder.skipped,
         "bad_times": builder.bad_times, "shapes": list(builder.shape_cache),
+        "profiler_start": builder.profiler_start, "saw_call_from": builder.saw_call_from,
         "steps": [(number, position[id(op)]) for number, op in builder.step_ops],
         "counts": {name: len(items) for name, items in lists.items()},
         "metadata": builder.trace.metadata, "warnings": builder.trace.warnings, "cut": builder.trace.cut,
@@ -348,7 +362,11 @@ class _TraceBuilder:
         self.frame_ends = array("d")
         self.frame_threads = array("q")
         self.frame_labels = array("q")
-        self.labels: dict[tuple[int, str], int] = {}
+        self.labels: dict[tuple, int] = {}
+        self.call_sites: dict[str, tuple[int, str, None] | None] = {}
+        # (ts, end) of the frame that started tracing (_PROFILER_START), the earliest one seen.
+        self.profiler_start: tuple[float, float] | None = None
+        self.saw_call_from = False
         self.has_stack = False
         self.has_modules = False
         self.step_ops: list[tuple[int, CpuOp]] = []
@@ -486,6 +504,10 @@ class _TraceBuilder:
             getattr(self, name).frombytes(header[name])
         for category, kind in header["kinds"].items():
             self.kinds.setdefault(category, kind)
+        self.saw_call_from = self.saw_call_from or header["saw_call_from"]
+        start = header["profiler_start"]
+        if start is not None and (self.profiler_start is None or start[0] < self.profiler_start[0]):
+            self.profiler_start = (start[0], start[1])
         self.has_stack = self.has_stack or header["has_stack"]
         self.has_modules = self.has_modules or header["has_modules"]
         self.skipped += header["skipped"]
@@ -511,27 +533,70 @@ class _TraceBuilder:
         return value
 
     def _frame(self, ev: _Event, ts: float, dur: float) -> None:
+        """A Python frame: an nn.Module's (its name), a user frame (its file:line), and where torch records the
+        call site (the CallFrom argument), the user line that called it: that line is exact, where the frame's
+        own line is its function's first line, or for a frame already running when profiling began the line it
+        was on then."""
         kinds = self.frame_kinds
         name = ev.name
+        call_from = ev.args.call_from if ev.args is not None else None
         if dur >= MIN_HOST_CALL_US and name.startswith("<built-in"):
-            call_from = ev.args.call_from if ev.args is not None else None
             self.trace.host_calls.append(HostCall(self._intern(name), ts, dur, self.ids.setdefault(ev.tid, ev.tid),
                                                   call_from if isinstance(call_from, str) else None))
         kind = kinds.get(name, 0)
         if kind == 0:
-            kind = kinds[name] = _classify_frame(name)
+            kind = kinds[name] = _frame_kind(name)
+        if kind is _STARTS_PROFILER:
+            if self.profiler_start is None or ts < self.profiler_start[0]:
+                self.profiler_start = (ts, ts + dur)
+            kind = None
         if kind is not None:
-            label = self.labels.get(kind)
-            if label is None:
-                label = self.labels[kind] = len(self.labels)
-                if kind[0] == 0:
-                    self.has_modules = True
-                else:
-                    self.has_stack = True
-            self.frame_ts.append(ts)
-            self.frame_ends.append(ts + dur)
-            self.frame_threads.append(self._thread(ev.pid, ev.tid))
-            self.frame_labels.append(label)
+            self._add_frame(kind, ev, ts, dur)
+        if type(call_from) is str:
+            self.saw_call_from = True
+        if type(call_from) is str and (kind is None or kind[0] == 0):
+            site = self.call_sites.get(call_from, 0)
+            if site == 0:
+                site = self.call_sites[call_from] = _call_site(call_from)
+            if site is not None:
+                self._add_frame(site, ev, ts, dur)
+
+    def _add_frame(self, kind: tuple, ev: _Event, ts: float, dur: float) -> None:
+        self._add_frame_at(kind, self._thread(ev.pid, ev.tid), ts, ts + dur)
+
+    def _add_frame_at(self, kind: tuple, thread: int, ts: float, end: float) -> None:
+        label = self.labels.get(kind)
+        if label is None:
+            label = self.labels[kind] = len(self.labels)
+            if kind[0] == 0:
+                self.has_modules = True
+            else:
+                self.has_stack = True
+        self.frame_ts.append(ts)
+        self.frame_ends.append(end)
+        self.frame_threads.append(thread)
+        self.frame_labels.append(label)
+
+    def _take_call_site_ranges(self) -> None:
+        """roofline's call-site ranges (CALL_SITE_PREFIX; cpu_op events, as _RecordFunctionFast writes them) out of
+        the ops, into the frames of their thread. Opened in a module pre-hook and closed in the post-hook, a range
+        overlaps the hooks' own frames, so the trace may put it on a thread of its own ("1234 overlap 1")."""
+        keep = []
+        for i, op in enumerate(self.ops):
+            if not op.name.startswith(CALL_SITE_PREFIX):
+                keep.append(i)
+                continue
+            tid = op.tid
+            if isinstance(tid, str) and " overlap " in tid:
+                head = tid.split(" ", 1)[0]
+                tid = int(head) if head.isdigit() else head
+            self._add_frame_at((3, op.name[len(CALL_SITE_PREFIX):], None), self._thread(op.pid, tid), op.ts_us,
+                               op.ts_us + op.dur_us)
+        index = np.array(keep, dtype=np.int64)
+        self.ops = [self.ops[i] for i in keep]
+        for name in ("op_ts", "op_durs", "op_threads"):
+            column = getattr(self, name)
+            setattr(self, name, array(column.typecode, np.frombuffer(column, dtype=column.typecode)[index].tobytes()))
 
     def _gpu(self, ev: _Event, ts: float, dur: float) -> None:
         args = ev.args or _Args()
@@ -559,12 +624,15 @@ class _TraceBuilder:
 
     def finish(self) -> Trace:
         trace = self.trace
+        if any(text.startswith(CALL_SITE_PREFIX) for text in self.strings):  # distinct names: a few thousand
+            self._take_call_site_ranges()
         if not (self.ops or self.kernels or self.memory):
             skipped = [f"{self.skipped} malformed events skipped"] if self.skipped else []
             if self.bad_times:
                 skipped.append(f"{self.bad_times} events with no usable ts/dur")
             detail = f" ({'; '.join(skipped)})" if skipped else ""
-            raise RooflineError(f"{trace.path} has no profiler events (no cpu_op, kernel or memory events){detail}")
+            raise RooflineError(f"{trace.path} has no profiler events (no cpu_op, kernel or memory events){detail}: "
+                                f"the profiler recorded nothing; {RECORD_THE_MODEL}")
         # Ops in time order, the longest first at equal times (stable, as list.sort with that key), from the columns.
         ts = np.frombuffer(self.op_ts, dtype=np.float64)
         durs = np.frombuffer(self.op_durs, dtype=np.float64)
@@ -585,8 +653,10 @@ class _TraceBuilder:
             kernel.index = i
         self.syncs.sort(key=lambda s: s.ts_us)
         self._steps()
+        stale = self._relabel_stale_frames()
         self._sweep_threads()
         self._backward_modules()
+        self._warn_stale_sources(stale)
         trace.ops = self.ops
         trace.columns = OpColumns(self.ops, self._sorted_ts, np.frombuffer(self._parents, dtype=np.int32),
                                   np.frombuffer(self._depths, dtype=np.int32), self._sorted_steps)
@@ -615,6 +685,44 @@ class _TraceBuilder:
         for op, i in zip(self.ops, idx.tolist()):
             if i >= 0:
                 op.step = i
+
+    def _relabel_stale_frames(self) -> dict[str, str]:
+        """User frames already running when profiling began (those around the frame that started tracing, or on
+        another thread at that moment) are named by the line they were on then, never updated: such a frame is
+        labelled by its function instead ("train.py, in main()"). Returns each such label with the stale line."""
+        start = self.profiler_start
+        if start is None or not self.frame_labels:
+            return {}
+        labels = np.frombuffer(self.frame_labels, dtype=np.int64)
+        running = ((np.frombuffer(self.frame_ts, dtype=np.float64) <= start[1])
+                   & (np.frombuffer(self.frame_ends, dtype=np.float64) > start[1]))
+        kinds: list[Any] = [None] * len(self.labels)
+        for kind, code in self.labels.items():
+            kinds[code] = kind
+        remap = np.arange(len(self.labels), dtype=np.int64)
+        stale: dict[str, str] = {}
+        for code in np.unique(labels[running]).tolist():
+            kind = kinds[code]
+            if kind[0] == 1 and kind[2] is not None:
+                remap[code] = self.labels.setdefault((1, kind[2], None), len(self.labels))
+                stale[kind[2]] = kind[1]
+        if stale:
+            self.frame_labels = array("q", np.where(running, remap[labels], labels).tobytes())
+        return stale
+
+    def _warn_stale_sources(self, stale: dict[str, str]) -> None:
+        """One note when some op is placed only by a function that was running when profiling began."""
+        if not stale:
+            return
+        used = sorted({op.source for op in self.ops if op.source in stale})
+        if used:
+            places = "; ".join(f"{label} (named at line {stale[label].rpartition(':')[2]})" for label in used[:3])
+            more = f" and {len(used) - 3} more" if len(used) > 3 else ""
+            self.trace.warnings.append(
+                f"source lines: ops called directly from {places}{more} are placed by their function only: it was "
+                "already running when profiling began, and the profiler names such a frame by the line it was on "
+                "then, never updated"
+            )
 
     def _sweep_threads(self) -> None:
         """Per (pid, tid), walk ops, Python frames, launches and memory events in time order with a stack.
@@ -646,6 +754,8 @@ class _TraceBuilder:
         order = order[with_op[threads[order]]]
         labels: list[Any] = [None] * len(self.labels)
         for kind, label in self.labels.items():
+            if kind[0] == 3:  # roofline's call-site range: the fallback for a torch that records no CallFrom
+                kind = None if self.saw_call_from else (1, kind[1], None)
             labels[label] = kind
         # Event number -> its object (an op, a frame's (kind, label), a launch, a memory event): one list of
         # references, a few MB, indexed without a call per event.
@@ -744,6 +854,30 @@ def _category_kind(cat: str) -> int:
     return _OTHER
 
 
+_STARTS_PROFILER = (2, "")
+
+
+def _frame_kind(name: str) -> tuple | None:
+    """_classify_frame's answer as a frame label, a user frame's with what to show if the frame turns out to have
+    been running when profiling began (its function, not the stale line); _STARTS_PROFILER for the frame that
+    started tracing."""
+    if _PROFILER_START.match(name):
+        return _STARTS_PROFILER
+    kind = _classify_frame(name)
+    if kind is None or kind[0] == 0:
+        return kind
+    function = name[name.index("): ") + 3:]
+    return (1, kind[1], f"{kind[1].rpartition(':')[0]}, in {function}{'' if function.startswith('<') else '()'}")
+
+
+def _call_site(call_from: str) -> tuple[int, str, None] | None:
+    """The frame label of a CallFrom value ("file.py:12") when that line is user code, else None."""
+    file, sep, line = call_from.rpartition(":")
+    if not sep or not line.isdigit() or not is_user_file(file):
+        return None
+    return (1, f"{local_trace_path(file)}:{line}", None)
+
+
 def _classify_frame(name: str) -> tuple[int, str] | None:
     """(0, module name) for an nn.Module frame, (1, "file.py:line") for a user frame, None for library code."""
     if name.startswith(_MODULE_PREFIX):
@@ -817,7 +951,9 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
             ops.append(obj)
             op_ends.append(end)
         elif rank == _RANK_FRAME:
-            kind, label = obj
+            if obj is None:
+                continue
+            kind, label = obj[0], obj[1]
             if kind == 0:
                 while modules and modules[-1][0] <= t:
                     modules.pop()

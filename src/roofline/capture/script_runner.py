@@ -23,10 +23,15 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
+from roofline.capture.kineto import CALL_SITE_PREFIX
+from roofline.capture.source_paths import is_user_file, short_path
+
 if TYPE_CHECKING:
     from roofline.capture.profiling import StepProfiler
 
 _RANK = {"profiler": 1, "forward": 2, "optimizer": 3}
+_profiler_enabled = torch._C._autograd._profiler_enabled
+_FastRange = getattr(getattr(torch._C, "_profiler", None), "_RecordFunctionFast", None)
 
 
 class StopScript(BaseException):
@@ -54,11 +59,14 @@ class StepFinder:
     """Calls ``on_step()`` at each step boundary of code that never calls it itself. Only boundaries on the thread
     that entered it count: a forward or optimizer step on a worker thread interleaves with the others (no nesting
     depth to follow), and the profiler is stepped, and the script stopped, from the script's own thread.
-    ``off_thread`` counts the boundaries seen on other threads."""
+    ``off_thread`` counts the boundaries seen on other threads. ``call_sites``: while the profiler runs, each
+    top-level forward is wrapped in a range naming the user line that called it (``_open_call_site``)."""
 
-    def __init__(self, on_step: Callable[[], None], on_switch: Callable[[], None] | None = None) -> None:
+    def __init__(self, on_step: Callable[[], None], on_switch: Callable[[], None] | None = None, *,
+                 call_sites: bool = True) -> None:
         self.on_step = on_step
         self.on_switch = on_switch
+        self.call_sites = call_sites and _FastRange is not None
         self.source: str | None = None
         self.counts = {name: 0 for name in _RANK}
         self._depth = 0
@@ -68,6 +76,7 @@ class StepFinder:
         self._saved_profile: Any = None
         self._thread: int | None = None
         self.off_thread = 0
+        self._call_site: Any = None
 
     def __enter__(self) -> "StepFinder":
         self._thread = threading.get_ident()
@@ -88,6 +97,9 @@ class StepFinder:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        if self._call_site is not None:  # a forward that raised: its range is still open
+            _close_call_site(self._call_site)
+            self._call_site = None
         if self._saved_profile is not None:
             torch.profiler.profile = self._saved_profile
             self._saved_profile = None
@@ -118,6 +130,8 @@ class StepFinder:
 
     def _before_forward(self, module: torch.nn.Module, _inputs: Any) -> None:
         if self._on_my_thread():
+            if not self._depth and self.call_sites and _profiler_enabled():
+                self._call_site = _open_call_site(sys._getframe(1))
             self._depth += 1
 
     def _after_forward(self, module: torch.nn.Module, _inputs: Any, _output: Any) -> None:
@@ -127,6 +141,9 @@ class StepFinder:
         self._depth = max(self._depth - 1, 0)
         if self._depth:
             return
+        if self._call_site is not None:
+            _close_call_site(self._call_site)
+            self._call_site = None
         size = self._sizes.get(id(module))
         if size is None:
             size = self._sizes[id(module)] = weight_elements(module)
@@ -169,6 +186,32 @@ class StepFinder:
         torch.profiler.profile = ScriptProfiler  # type: ignore[misc]
 
 
+_spelled: dict[str, str] = {}
+
+
+def _open_call_site(frame: Any) -> Any:
+    """A range named with the user line that called the top-level module (None where no user frame called it):
+    the trace reader places the ops inside it at that line where torch records no call site itself (older torch
+    writes no CallFrom, and a frame already running when profiling began is named by a stale line). One range per
+    top-level forward, only while the profiler runs: 3-5 us each (_RecordFunctionFast and a walk up a few
+    frames, each file spelled once)."""
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if is_user_file(filename):
+            path = _spelled.get(filename)
+            if path is None:
+                path = _spelled[filename] = short_path(filename)
+            handle = _FastRange(f"{CALL_SITE_PREFIX}{path}:{frame.f_lineno}")
+            handle.__enter__()
+            return handle
+        frame = frame.f_back
+    return None
+
+
+def _close_call_site(handle: Any) -> None:
+    handle.__exit__(None, None, None)
+
+
 class _EmptyTable(list):
     def table(self, *args: Any, **kwargs: Any) -> str:
         return "(profiled by roofline: see its report)"
@@ -204,8 +247,6 @@ def script_error_line(exc: BaseException, script: str | os.PathLike[str]) -> str
 def user_error_line(exc: BaseException, what: str) -> str:
     """One line for an error raised by the user's code called from roofline (a factory, a model's forward): the
     error and the innermost line outside torch and roofline where it was raised."""
-    from roofline.capture.source_paths import is_user_file, short_path
-
     return _error_line(exc, what, is_user_file, short_path)
 
 
@@ -251,7 +292,8 @@ def profile_script(context: "StepProfiler", script: str | os.PathLike[str], scri
         if context.steps_done >= context.total_steps and not run_to_end:
             raise StopScript()
 
-    finder = StepFinder((lambda: None) if whole else on_step, on_switch=context.extend_wait)
+    finder = StepFinder((lambda: None) if whole else on_step, on_switch=context.extend_wait,
+                        call_sites=context.with_stack)
     error: BaseException | None = None
     try:
         with context, finder:

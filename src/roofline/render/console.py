@@ -167,9 +167,13 @@ def _short_source(source: str | None) -> str:
     """The last two path parts and the line: enough to find it, short enough for a table cell."""
     if not source:
         return "-"
-    path, _, line = source.rpartition(":")
+    path, sep, line = source.rpartition(":")
+    path, line = (path, f":{line}" if line else "") if sep else (source, "")
+    if ", in " in source and not line[1:].isdigit():  # a function with no known line ("train.py, in main()")
+        path, sep, line = source.partition(", in ")
+        line = sep + line
     parts = path.replace("\\", "/").split("/")
-    return "/".join(parts[-2:]) + (f":{line}" if line else "")
+    return "/".join(parts[-2:]) + line
 
 
 def summary_table(report: Report) -> Table:
