@@ -70,12 +70,27 @@ class _Recorder(EagerDispatchMode):
         return deepest, phase
 
 
-def record_ops(step: Callable[[], Any], root: torch.nn.Module | None = None) -> OpRecording:
-    """Run ``step()`` once under the recorder and return every aten op it dispatched, in order."""
+def _forward_module_tracker() -> Any:
+    """torch's ModuleTracker without its backward hooks. Those (register_multi_grad_hook on every module's inputs
+    and outputs) make torch.autograd.grad raise "A leaf node was passed to _will_engine_execute_node" when a
+    forward takes a gradient itself (a gradient penalty, torch.func.grad); the recorder names a backward op's
+    module from its autograd node instead (``_Recorder.forward_of``), so it needs only the forward half."""
     from torch.utils.module_tracker import ModuleTracker
 
+    class ForwardModuleTracker(ModuleTracker):
+        def _fw_pre_hook(self, mod, input) -> None:
+            self._get_append_fn(self._get_mod_name(mod), False)()
+
+        def _fw_post_hook(self, mod, input, output) -> None:
+            self._get_pop_fn(self._get_mod_name(mod), False)()
+
+    return ForwardModuleTracker()
+
+
+def record_ops(step: Callable[[], Any], root: torch.nn.Module | None = None) -> OpRecording:
+    """Run ``step()`` once under the recorder and return every aten op it dispatched, in order."""
     recording = OpRecording(tf32=Tf32Flags(matmul=_tf32_matmul_enabled(), cudnn=_tf32_cudnn_enabled()))
-    tracker = ModuleTracker()
+    tracker = _forward_module_tracker()
     root_name = type(root).__name__ if root is not None else ""
     with tracker, _Recorder(recording, tracker, lambda: root_name):
         step()
