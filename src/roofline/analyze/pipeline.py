@@ -7,7 +7,7 @@ live run can afford. Nothing here imports torch, so `roofline trace` stays light
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -240,9 +240,12 @@ def report_from_trace(
             ops[-1].host_gap_s = statistics.median(per_rec_gap[i]) / 1e6 if per_rec_gap.get(i) else 0.0
             if event is not None:
                 event_to_report[event] = len(ops) - 1
+        first_extra = len(ops)
         _append_ops(trace, extras, counter, children, rep_step, recording.tf32, gaps, ops, event_to_report)
+        unseen = _uncount_unseen(ops[first_extra:], recorded.names)
         timeline_steps = [rep_step]
     else:
+        unseen = []
         names: dict[str, tuple[bool, bool]] = {}
         no_tf32 = Tf32Flags()
         for step in steps:
@@ -285,6 +288,8 @@ def report_from_trace(
                                             summary.total_time_s)[0])
     if missing:
         summary.notes.append(f"{missing} recorded op(s) found no event in the timed trace (time counted as 0)")
+    if recording is not None and unseen:
+        summary.notes.append(_unseen_note(unseen))
     summary.notes.extend(trace.warnings)
 
     env = environment or trace_environment(trace, ceilings.device_name)
@@ -405,6 +410,27 @@ def _append_ops(trace: Trace, chosen: list[Chosen], counter: _TraceCounter, chil
             host_gap_s=gaps.get(idx, 0.0) / 1e6,
         ))
         event_to_report.setdefault(idx, len(ops) - 1)
+
+
+def _uncount_unseen(extras: list[OpRecord], recorded_names) -> list[OpRecord]:
+    """Of the ops a live run's timed trace has beyond the counting pass, those named like an op the counting pass
+    did count: it would have seen them had they reached their kernel, so they did no countable work in the step
+    (non-reentrant torch.utils.checkpoint stops its recomputation by raising inside the first op past the last
+    tensor it needs, after the profiler opened that op's event: its FLOPs were counted once per checkpointed
+    block). They keep their time, as unmodelled ops with no FLOPs or bytes."""
+    unseen = [op for op in extras if op.name in recorded_names]
+    for op in unseen:
+        op.flops = op.bytes = 0.0
+        op.modeled = False
+    return unseen
+
+
+def _unseen_note(unseen: list[OpRecord]) -> str:
+    names = ", ".join(f"{name} x{n}" for name, n in Counter(op.name for op in unseen).most_common(4))
+    return (f"{len(unseen)} op event(s) of the timed step the counting pass did not see, though it counted ops of "
+            f"the same name ({names}): kept with their time as unmodelled, no FLOPs or bytes. Non-reentrant "
+            "activation checkpointing makes these: its recomputation stops by aborting the first op it does not "
+            "need, which the profiler still records")
 
 
 def _start_origin(trace: Trace, step: int | None) -> float:
