@@ -153,7 +153,8 @@ class RecordedIndex:
               shapes: list[tuple] | None = None) -> "RecordedIndex":
         names = set(recorded_names)
         n = len(recorded_names)
-        keys = [(recorded_names[i], phases[i] if phases else "", shapes[i] if shapes else ()) for i in range(n)]
+        keys = [(recorded_names[i], _trace_phase(phases[i]) if phases else "", shapes[i] if shapes else ())
+                for i in range(n)]
         by_key: dict[Key, list[int]] = defaultdict(list)
         for rec_idx, key in enumerate(keys):
             by_key[key].append(rec_idx)
@@ -220,6 +221,11 @@ def _pair_in_order(candidates: list[int], event_keys: list[Key], recorded_keys: 
             seen[key] = k + 1
             pairs[pos] = recs[k]
             taken.add(recs[k])
+
+
+def _trace_phase(recorded_phase: str) -> str:
+    """A recorded phase as the trace can tell it: a checkpoint's recomputation runs inside the autograd engine."""
+    return "backward" if recorded_phase == "recompute" else recorded_phase
 
 
 def _recorded_phase(op: CpuOp) -> str:

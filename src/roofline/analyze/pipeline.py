@@ -288,6 +288,9 @@ def report_from_trace(
                                             summary.total_time_s)[0])
     if missing:
         summary.notes.append(f"{missing} recorded op(s) found no event in the timed trace (time counted as 0)")
+    recomputed = [op for op in ops if op.phase == "recompute"]
+    if recomputed:
+        summary.notes.append(_recompute_note(recomputed, summary.total_flops, summary.total_time_s))
     if recording is not None and unseen:
         summary.notes.append(_unseen_note(unseen))
     summary.notes.extend(trace.warnings)
@@ -431,6 +434,14 @@ def _unseen_note(unseen: list[OpRecord]) -> str:
             f"the same name ({names}): kept with their time as unmodelled, no FLOPs or bytes. Non-reentrant "
             "activation checkpointing makes these: its recomputation stops by aborting the first op it does not "
             "need, which the profiler still records")
+
+
+def _recompute_note(recomputed: list[OpRecord], total_flops: float, total_time_s: float) -> str:
+    flops = sum(op.flops for op in recomputed)
+    time_s = sum(op.time_s for op in recomputed)
+    return (f"{len(recomputed)} op(s) recompute checkpointed forwards inside the backward (phase 'recompute', "
+            f"activation checkpointing): {flops / total_flops if total_flops else 0:.1%} of the step's FLOPs, "
+            f"{time_s / total_time_s if total_time_s else 0:.1%} of its op time, counted once each")
 
 
 def _start_origin(trace: Trace, step: int | None) -> float:
