@@ -789,7 +789,9 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
                 obj.parent = parents[obj.index] = parent.index
                 obj.depth = depths[obj.index] = len(ops)
                 obj.is_backward = parent.is_backward or flags[0]
-                obj.is_optimizer = parent.is_optimizer or flags[1]
+                # an optimizer that calls a closure (LBFGS) runs the model's forward (in a module) and backward
+                # inside its step: those ops stay forward and backward, not the optimizer's own
+                obj.is_optimizer = (parent.is_optimizer or flags[1]) and not (obj.is_backward or obj.module)
             else:
                 obj.is_backward, obj.is_optimizer = flags[0], flags[1]
             ops.append(obj)
