@@ -262,6 +262,8 @@ def subtree(idx: int, children: dict[int, list[int]]) -> list[int]:
 def op_phase(op: CpuOp) -> str:
     if op.is_optimizer:
         return "optimizer"
+    if op.is_recompute:
+        return "recompute"
     if op.is_backward:
         return "backward"
     return "forward"

@@ -105,6 +105,10 @@ _STEP = re.compile(r"ProfilerStep#(\d+)$")
 MIN_HOST_CALL_US = 100.0
 _FRAME = re.compile(r"^(.*?)\((\d+)\): ")
 _MODULE_PREFIX = "nn.Module: "
+# where torch.utils.checkpoint reruns the forward: the reentrant CheckpointFunction.backward, the non-reentrant
+# saved-tensor unpack hook
+_CHECKPOINT_FILE = "torch/utils/checkpoint.py"
+_RECOMPUTE_FUNCTIONS = frozenset({"backward", "unpack_hook"})
 
 # Sweep order at equal timestamps: enclosing frames first, then ops (longest first), then what ops contain.
 _RANK_FRAME, _RANK_OP, _RANK_LAUNCH, _RANK_MEMORY = range(4)
@@ -523,7 +527,7 @@ class _TraceBuilder:
                 label = self.labels[kind] = len(self.labels)
                 if kind[0] == 0:
                     self.has_modules = True
-                else:
+                elif kind[0] == 1:
                     self.has_stack = True
             self.frame_ts.append(ts)
             self.frame_ends.append(ts + dur)
@@ -656,10 +660,11 @@ class _TraceBuilder:
 
         Several forward ops can carry one sequence number (the profiler records the counter on entry, before the
         node is made): ops that make no node (eval dropout, detach) share it with the next op that does, and that
-        op, the last of them, is the one whose node it is."""
+        op, the last of them, is the one whose node it is. A reentrant checkpoint's inner backward runs the nodes
+        its recomputation made."""
         forward: dict[int, CpuOp] = {}
         for op in self.ops:
-            if op.sequence_number is not None and not op.is_backward:
+            if op.sequence_number is not None and (not op.is_backward or op.is_recompute):
                 forward[op.sequence_number] = op
         if not forward:
             return
@@ -723,13 +728,16 @@ def _category_kind(cat: str) -> int:
 
 
 def _classify_frame(name: str) -> tuple[int, str] | None:
-    """(0, module name) for an nn.Module frame, (1, "file.py:line") for a user frame, None for library code."""
+    """(0, module name) for an nn.Module frame, (1, "file.py:line") for a user frame, (2, "") for the frame in
+    which torch.utils.checkpoint reruns a forward during the backward, None for other library code."""
     if name.startswith(_MODULE_PREFIX):
         return (0, name[len(_MODULE_PREFIX):])
     match = _FRAME.match(name)
     if match is None:
         return None
     file = match.group(1)
+    if file.endswith(_CHECKPOINT_FILE) and name[match.end():] in _RECOMPUTE_FUNCTIONS:
+        return (2, "")
     if not is_user_file(file):
         return None
     return (1, f"{local_trace_path(file)}:{match.group(2)}")
@@ -753,13 +761,14 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
     flags_of: dict[str, tuple[bool, bool, bool]] = {}
     ops: list[CpuOp] = []
     op_ends: list[float] = []
-    modules: list[tuple[float, str]] = []
+    modules: list[tuple[float, str, bool]] = []  # (end, path, entered while a checkpoint recomputes)
     sources: list[tuple[float, str]] = []
+    recomputing: list[float] = []
     thread = -1
     for j, t, end, rank, code in items:
         if code != thread:
             thread = code
-            ops, op_ends, modules, sources = [], [], [], []
+            ops, op_ends, modules, sources, recomputing = [], [], [], [], []
         while op_ends and op_ends[-1] <= t:
             op_ends.pop()
             ops.pop()
@@ -770,6 +779,7 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
                     modules.pop()
                 if modules:
                     obj.module = modules[-1][1]
+                    obj.is_recompute = modules[-1][2]
             if sources:
                 while sources and sources[-1][0] <= t:
                     sources.pop()
@@ -801,7 +811,13 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
             if kind == 0:
                 while modules and modules[-1][0] <= t:
                     modules.pop()
-                modules.append((end, f"{modules[-1][1]}.{label}" if modules else label))
+                while recomputing and recomputing[-1] <= t:
+                    recomputing.pop()
+                modules.append((end, f"{modules[-1][1]}.{label}" if modules else label, bool(recomputing)))
+            elif kind == 2:
+                while recomputing and recomputing[-1] <= t:
+                    recomputing.pop()
+                recomputing.append(end)
             else:
                 while sources and sources[-1][0] <= t:
                     sources.pop()
