@@ -59,10 +59,11 @@ class _Recorder(EagerDispatchMode):
         return out
 
     def _forward_running(self) -> bool:
-        """A module's forward is running: inside the backward, that is activation checkpointing recomputing it
+        """A module's forward entered inside the backward is running: activation checkpointing recomputing it
         (both torch.utils.checkpoint flavours rerun the module under enable_grad), a ``recompute`` op that takes
-        the module and line of the forward it reruns."""
-        return any(p != "Global" for p in self.tracker.parents)
+        the module and line of the forward it reruns. A forward that takes a gradient itself (a gradient penalty)
+        entered its modules before that backward began: its backward stays backward."""
+        return bool(self.tracker.entered_in_backward)
 
     def _module(self) -> tuple[str, str]:
         parents = [p for p in self.tracker.parents if p != "Global"]
@@ -87,6 +88,12 @@ def _forward_module_tracker() -> Any:
     from torch.utils.module_tracker import ModuleTracker
 
     class ForwardModuleTracker(ModuleTracker):
+        """Also knows which running forwards were entered inside a backward: activation checkpointing's."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.entered_in_backward: set[str] = set()
+
         def __enter__(self):
             # always_call: a forward that raises leaves too (non-reentrant checkpointing stops its recomputation
             # by raising inside the module), else later ops would be taken for a recomputation of it
@@ -95,10 +102,15 @@ def _forward_module_tracker() -> Any:
             return self
 
         def _fw_pre_hook(self, mod, input) -> None:
-            self._get_append_fn(self._get_mod_name(mod), False)()
+            name = self._get_mod_name(mod)
+            self._get_append_fn(name, False)()
+            if torch._C._current_graph_task_id() != -1:
+                self.entered_in_backward.add(name)
 
         def _fw_post_hook(self, mod, input, output) -> None:
-            self._get_pop_fn(self._get_mod_name(mod), False)()
+            name = self._get_mod_name(mod)
+            self._get_pop_fn(name, False)()
+            self.entered_in_backward.discard(name)
 
     return ForwardModuleTracker()
 
