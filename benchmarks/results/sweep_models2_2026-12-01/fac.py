@@ -235,3 +235,19 @@ def hf_bert_attn_out():
             num_attention_heads=4, intermediate_size=128, attn_implementation="eager")
     ids = torch.randint(0, 500, (2, 16))
     return m, {"input_ids": ids, "output_attentions": True}
+
+def _hf_ckpt(reentrant):
+    m = _hf("LlamaConfig", "LlamaForCausalLM", vocab_size=500, hidden_size=64, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, intermediate_size=128)
+    m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": reentrant})
+    ids = torch.randint(0, 500, (2, 16))
+    return m.train(), {"input_ids": ids, "labels": ids}
+
+def hf_llama_gc_reentrant():
+    return _hf_ckpt(True)
+
+def hf_llama_gc():
+    return _hf_ckpt(False)
+
+def hf_llama_nogc():
+    m, x = _hf_ckpt(False); m.gradient_checkpointing_disable(); return m, x
