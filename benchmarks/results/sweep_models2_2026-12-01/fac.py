@@ -251,3 +251,46 @@ def hf_llama_gc():
 
 def hf_llama_nogc():
     m, x = _hf_ckpt(False); m.gradient_checkpointing_disable(); return m, x
+
+def ckpt_sequential():
+    seq = nn.Sequential(*[_Block() for _ in range(4)])
+    class M(nn.Module):
+        def __init__(s): super().__init__(); s.seq = seq
+        def forward(s, x): return torch.utils.checkpoint.checkpoint_sequential(s.seq, 2, x, use_reentrant=False)
+    return M(), torch.randn(8, 64)
+
+def ckpt_selective():
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+    def policy(ctx, op, *args, **kwargs):  # save matmuls, recompute the rest
+        return CheckpointPolicy.MUST_SAVE if op in (torch.ops.aten.addmm.default, torch.ops.aten.mm.default) \
+            else CheckpointPolicy.PREFER_RECOMPUTE
+    import functools
+    ctx = functools.partial(create_selective_checkpoint_contexts, policy)
+    class M(nn.Module):
+        def __init__(s): super().__init__(); s.blocks = nn.ModuleList(_Block() for _ in range(2))
+        def forward(s, x):
+            for b in s.blocks: x = checkpoint(b, x, use_reentrant=False, context_fn=ctx)
+            return x
+    return M(), torch.randn(8, 64)
+
+def save_on_cpu():
+    class M(nn.Module):
+        def __init__(s): super().__init__(); s.blocks = nn.ModuleList(_Block() for _ in range(2))
+        def forward(s, x):
+            with torch.autograd.graph.save_on_cpu():
+                for b in s.blocks: x = b(x)
+            return x
+    return M(), torch.randn(8, 64)
+
+def user_hooks():
+    m = _Ckpt(False)
+    seen = []
+    for mod in m.modules():
+        mod.register_forward_hook(lambda mod, i, o: seen.append(1))
+        if isinstance(mod, nn.Linear):
+            mod.register_full_backward_hook(lambda mod, gi, go: seen.append(2))
+    return m, torch.randn(8, 64)
+
+def compiled_ckpt():
+    m = _Ckpt(False)
+    return torch.compile(m), torch.randn(8, 64)
