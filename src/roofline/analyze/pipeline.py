@@ -421,7 +421,8 @@ def _uncount_unseen(extras: list[OpRecord], recorded_names) -> list[OpRecord]:
     did count: it would have seen them had they reached their kernel, so they did no countable work in the step
     (non-reentrant torch.utils.checkpoint stops its recomputation by raising inside the first op past the last
     tensor it needs, after the profiler opened that op's event: its FLOPs were counted once per checkpointed
-    block). They keep their time, as unmodelled ops with no FLOPs or bytes."""
+    block; selective checkpointing's mode returns a saved op's output without running it). They keep their time,
+    as unmodelled ops with no FLOPs or bytes."""
     unseen = [op for op in extras if op.name in recorded_names and (op.flops or op.bytes)]
     for op in unseen:
         op.flops = op.bytes = 0.0
@@ -432,9 +433,9 @@ def _uncount_unseen(extras: list[OpRecord], recorded_names) -> list[OpRecord]:
 def _unseen_note(unseen: list[OpRecord]) -> str:
     names = ", ".join(f"{name} x{n}" for name, n in Counter(op.name for op in unseen).most_common(4))
     return (f"{len(unseen)} op event(s) of the timed step the counting pass did not see, though it counted ops of "
-            f"the same name ({names}): kept with their time as unmodelled, no FLOPs or bytes (as non-reentrant "
-            "activation checkpointing makes them: its recomputation stops by aborting the first op it does not "
-            "need, which the profiler still records)")
+            f"the same name ({names}): kept with their time as unmodelled, no FLOPs or bytes (as activation "
+            "checkpointing makes them: non-reentrant recomputation stops by aborting the first op it does not "
+            "need, selective checkpointing answers saved ops from its cache; the profiler records both)")
 
 
 def _recompute_note(recomputed: list[OpRecord], total_flops: float, total_time_s: float) -> str:
