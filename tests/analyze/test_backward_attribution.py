@@ -104,3 +104,27 @@ def test_join_pairs_each_counted_op_with_the_event_of_the_same_shapes_in_a_repea
                                                                      else "forward")
              or _shape_key(recording.ops[c.recorded].input_tensors)[:1] != tuple(map(tuple, counter(trace.ops[c.event]).input_shapes))[:1]]
     assert len(wrong) <= 0.01 * len(paired), [(recording.ops[c.recorded].name, trace.ops[c.event].name) for c in wrong]
+
+
+class GradientPenalty(torch.nn.Module):
+    """A forward that takes a gradient itself (WGAN-GP, physics-informed losses) through a submodule."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.critic = torch.nn.Linear(8, 1)
+
+    def forward(self, x):
+        x = x.detach().requires_grad_()
+        (g,) = torch.autograd.grad(self.critic(x).sum(), x, create_graph=True)
+        return g.pow(2).sum()
+
+
+def test_a_forward_calling_autograd_grad_is_recorded_with_its_modules(one_thread):
+    """torch's ModuleTracker hooked every module's inputs for backward, which made autograd.grad of a leaf raise
+    ("A leaf node was passed to _will_engine_execute_node"): analyze of such a model exited 2."""
+    model = GradientPenalty()
+    recording = record_ops(make_step(model, (torch.randn(4, 8),), backward=True), root=model)
+    forward_mm = [op for op in recording.ops if op.phase == "forward" and op.module == "critic"]
+    assert [op.name for op in forward_mm if op.name in ("aten::addmm", "aten::mm")] == ["aten::addmm"]
+    # its inner backward runs inside the module's forward, under create_graph: backward, not a recomputation
+    assert {op.phase for op in recording.ops} == {"forward", "backward"}

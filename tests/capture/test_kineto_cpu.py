@@ -132,3 +132,69 @@ def test_ops_on_two_threads_get_parents_only_within_their_thread(tmp_path):
     assert trace.ops[by_key["aten::add", 1, 1].parent].name == "main_region"
     assert trace.ops[by_key["aten::mm", 2, 1].parent].name == "worker_region"
     assert by_key["aten::mm", 1, 2].parent == -1 and by_key["worker_region", 2, 1].parent == -1
+
+
+def test_a_closure_optimizers_forward_and_backward_keep_their_phases(tmp_path):
+    """LBFGS runs the model's forward and backward in its step's closure: those were all labelled optimizer."""
+    torch.manual_seed(0)
+    model = _Tiny()
+    optimizer = torch.optim.LBFGS(model.parameters(), max_iter=2)
+    x, y = torch.randn(8, 16), torch.randn(8, 4)
+
+    def closure():
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        return loss
+
+    path = tmp_path / "lbfgs.json"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True,
+                                    with_stack=True, with_modules=True) as prof:
+            optimizer.step(closure)
+    prof.export_chrome_trace(str(path))
+    trace = load_trace(path)
+    phases = {}
+    for op in trace.ops:
+        if op.name in ("aten::addmm", "aten::mm", "aten::dot"):
+            phases.setdefault(op.name, set()).add("optimizer" if op.is_optimizer else
+                                                  "backward" if op.is_backward else "forward")
+    assert phases == {"aten::addmm": {"forward"}, "aten::mm": {"backward"}, "aten::dot": {"optimizer"}}
+
+
+class _Checkpointed(torch.nn.Module):
+    def __init__(self, reentrant: bool) -> None:
+        super().__init__()
+        self.block = _Tiny()
+        self.reentrant = reentrant
+
+    def forward(self, x):
+        from torch.utils.checkpoint import checkpoint
+
+        return checkpoint(self.block, x, use_reentrant=self.reentrant)
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_checkpoint_recomputation_is_told_from_forward_and_backward(tmp_path, reentrant):
+    """From a trace with Python stacks: ops torch.utils.checkpoint reruns inside the backward were backward ops
+    (a reentrant checkpoint's inner backward without a module)."""
+    torch.manual_seed(0)
+    model = _Checkpointed(reentrant)
+    x = torch.randn(8, 16, requires_grad=reentrant)
+    path = tmp_path / "ckpt.json"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True,
+                                    with_stack=True) as prof:
+            model(x).sum().backward()
+    prof.export_chrome_trace(str(path))
+    trace = load_trace(path)
+    addmm = [("recompute" if op.is_recompute else "backward" if op.is_backward else "forward", op.module)
+             for op in trace.ops if op.name == "aten::addmm"]
+    # non-reentrant: fc1's recomputation, then the event of fc2's addmm its early stop aborts (a trace cannot tell
+    # that this one did no work; a live analyze can, see tests/analyze/test_checkpoint_recompute.py)
+    assert [phase for phase, _ in addmm] == ["forward"] * 2 + ["recompute"] * 2
+    assert all(module and module.endswith(("Linear_0", "Linear_1")) for _, module in addmm)
+    mm = [op for op in trace.ops if op.name == "aten::mm"]
+    assert mm and all(op.is_backward and not op.is_recompute and op.module for op in mm)

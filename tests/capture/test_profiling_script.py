@@ -187,6 +187,23 @@ def test_optimizer_step_outranks_forward_once_seen() -> None:
     assert len(steps) == 1 + 4, "the first forward counts before the optimizer is seen, then one per step"
 
 
+def test_two_optimizers_in_one_iteration_end_one_step() -> None:
+    """A GAN steps its discriminator's and its generator's optimizer once per iteration: each ended a step, so a
+    profiled "step" was half an iteration, alternating between two different pieces of work."""
+    gen, disc = torch.nn.Linear(4, 8), torch.nn.Linear(8, 1)
+    opt_g, opt_d = torch.optim.SGD(gen.parameters(), lr=0.1), torch.optim.SGD(disc.parameters(), lr=0.1)
+    steps: list[str] = []
+    with StepFinder(lambda: steps.append("s")) as finder:
+        for _ in range(4):
+            disc(gen(torch.randn(2, 4)).detach()).sum().backward()
+            opt_d.step()
+            disc(gen(torch.randn(2, 4))).sum().backward()
+            opt_g.step()
+    assert finder.source == "optimizer"
+    # the first forward, then the discriminator's first step (the only optimizer seen yet), then each generator step
+    assert len(steps) == 1 + 1 + 4
+
+
 def test_switching_boundaries_tells_the_harness_before_the_partial_step_ends() -> None:
     model = torch.nn.Linear(4, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -75,3 +75,15 @@ def test_one_forward_per_step_prompts_one_at_a_time_are_found_across_steps():
     ops = [_mm(n, step=s) for s, n in enumerate(lengths)]
     findings = diagnose(report(ops, steps=len(lengths)), rules=["unbatched-loop"])
     assert findings and findings[0].evidence["sequences"] == 2
+
+
+def test_backward_weight_gradients_of_a_one_output_layer_are_not_a_batch_one_loop():
+    """LBFGS evaluates its closure 4 times a step: the [1, 64] x [64, 64] weight gradient of a Linear(64, 1) ran 4
+    times per step and was reported as "the same weights applied at batch 1 up to 4 times"."""
+    ops = [_mm(1) for _ in range(8)]
+    for o in ops:
+        o.phase = "backward"
+    assert diagnose(report(ops), rules=["unbatched-loop"]) == []
+    for o in ops:
+        o.phase = "forward"
+    assert diagnose(report(ops), rules=["unbatched-loop"])

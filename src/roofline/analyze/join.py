@@ -156,7 +156,8 @@ class RecordedIndex:
               shapes: list[tuple] | None = None) -> "RecordedIndex":
         names = set(recorded_names)
         n = len(recorded_names)
-        keys = [(recorded_names[i], phases[i] if phases else "", shapes[i] if shapes else ()) for i in range(n)]
+        keys = [(recorded_names[i], _trace_phase(phases[i]) if phases else "", shapes[i] if shapes else ())
+                for i in range(n)]
         by_key: dict[Key, list[int]] = defaultdict(list)
         for rec_idx, key in enumerate(keys):
             by_key[key].append(rec_idx)
@@ -225,6 +226,11 @@ def _pair_in_order(candidates: list[int], event_keys: list[Key], recorded_keys: 
             taken.add(recs[k])
 
 
+def _trace_phase(recorded_phase: str) -> str:
+    """A recorded phase as the trace can tell it: a checkpoint's recomputation runs inside the autograd engine."""
+    return "backward" if recorded_phase == "recompute" else recorded_phase
+
+
 def _recorded_phase(op: CpuOp) -> str:
     """The phase as the counting pass names it (it runs no optimizer: an optimizer's ops count as forward)."""
     return "backward" if op.is_backward else "forward"
@@ -259,6 +265,8 @@ def subtree(idx: int, children: dict[int, list[int]]) -> list[int]:
 def op_phase(op: CpuOp) -> str:
     if op.is_optimizer:
         return "optimizer"
+    if op.is_recompute:
+        return "recompute"
     if op.is_backward:
         return "backward"
     return "forward"

@@ -7,7 +7,7 @@ live run can afford. Nothing here imports torch, so `roofline trace` stays light
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -16,6 +16,7 @@ from roofline.analyze.join import (
     RecordedIndex,
     children_index,
     choose_with_recording,
+    op_phase,
     choose_without_recording,
     roots_by_step,
     subtree,
@@ -277,9 +278,12 @@ def report_from_trace(
             ops[-1].host_gap_s = statistics.median(per_rec_gap[i]) / 1e6 if per_rec_gap.get(i) else 0.0
             if event is not None:
                 event_to_report[event] = len(ops) - 1
+        first_extra = len(ops)
         _append_ops(trace, extras, counter, children, rep_step, recording.tf32, gaps, ops, event_to_report)
+        unseen = _uncount_unseen(ops[first_extra:], recorded.names)
         timeline_steps = [rep_step]
     else:
+        unseen = []
         names: dict[str, tuple[bool, bool]] = {}
         no_tf32 = Tf32Flags()
         for step in steps:
@@ -325,6 +329,11 @@ def report_from_trace(
     if missing:
         summary.notes.append(f"{missing} recorded op(s) found no event in the timed trace (time counted as 0)")
     summary.notes.extend(kept_whole)
+    recomputed = [op for op in ops if op.phase == "recompute"]
+    if recomputed:
+        summary.notes.append(_recompute_note(recomputed, summary.total_flops, summary.total_time_s))
+    if recording is not None and unseen:
+        summary.notes.append(_unseen_note(unseen))
     summary.notes.extend(trace.warnings)
 
     env = environment or trace_environment(trace, ceilings.device_name)
@@ -457,7 +466,7 @@ def _append_ops(trace: Trace, chosen: list[Chosen], counter: _TraceCounter, chil
             bytes=cost.bytes,
             time_s=time_us / 1e6,
             source=ev.source,
-            phase="optimizer" if ev.is_optimizer else "backward" if ev.is_backward else "forward",
+            phase=op_phase(ev),
             input_shapes=counted.input_shapes,
             input_dtypes=counted.input_dtypes,
             input_strides=counted.input_strides,
@@ -470,6 +479,36 @@ def _append_ops(trace: Trace, chosen: list[Chosen], counter: _TraceCounter, chil
             host_gap_s=gaps.get(idx, 0.0) / 1e6,
         ))
         event_to_report.setdefault(idx, len(ops) - 1)
+
+
+def _uncount_unseen(extras: list[OpRecord], recorded_names) -> list[OpRecord]:
+    """Of the ops a live run's timed trace has beyond the counting pass, those named like an op the counting pass
+    did count: it would have seen them had they reached their kernel, so they did no countable work in the step
+    (non-reentrant torch.utils.checkpoint stops its recomputation by raising inside the first op past the last
+    tensor it needs, after the profiler opened that op's event: its FLOPs were counted once per checkpointed
+    block; selective checkpointing's mode returns a saved op's output without running it). They keep their time,
+    as unmodelled ops with no FLOPs or bytes."""
+    unseen = [op for op in extras if op.name in recorded_names and (op.flops or op.bytes)]
+    for op in unseen:
+        op.flops = op.bytes = 0.0
+        op.modeled = False
+    return unseen
+
+
+def _unseen_note(unseen: list[OpRecord]) -> str:
+    names = ", ".join(f"{name} x{n}" for name, n in Counter(op.name for op in unseen).most_common(4))
+    return (f"{len(unseen)} op event(s) of the timed step the counting pass did not see, though it counted ops of "
+            f"the same name ({names}): kept with their time as unmodelled, no FLOPs or bytes (as activation "
+            "checkpointing makes them: non-reentrant recomputation stops by aborting the first op it does not "
+            "need, selective checkpointing answers saved ops from its cache; the profiler records both)")
+
+
+def _recompute_note(recomputed: list[OpRecord], total_flops: float, total_time_s: float) -> str:
+    flops = sum(op.flops for op in recomputed)
+    time_s = sum(op.time_s for op in recomputed)
+    return (f"{len(recomputed)} op(s) recompute checkpointed forwards inside the backward (phase 'recompute', "
+            f"activation checkpointing): {flops / total_flops if total_flops else 0:.1%} of the step's FLOPs, "
+            f"{time_s / total_time_s if total_time_s else 0:.1%} of its op time, counted once each")
 
 
 def _start_origin(trace: Trace, step: int | None) -> float:

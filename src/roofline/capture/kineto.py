@@ -121,6 +121,11 @@ CALL_SITE_PREFIX = "roofline: called at "
 RECORD_THE_MODEL = ("record the model's steps inside torch.profiler.profile(record_shapes=True), or let roofline "
                     "record them: `roofline profile SCRIPT.py` or `roofline analyze FILE.py:factory`")
 
+# where torch.utils.checkpoint reruns the forward: the reentrant CheckpointFunction.backward, the non-reentrant
+# saved-tensor unpack hook
+_CHECKPOINT_FILE = "torch/utils/checkpoint.py"
+_RECOMPUTE_FUNCTIONS = frozenset({"backward", "unpack_hook"})
+
 # Sweep order at equal timestamps: enclosing frames first, then ops (longest first), then what ops contain.
 _RANK_FRAME, _RANK_OP, _RANK_LAUNCH, _RANK_MEMORY = range(4)
 
@@ -570,7 +575,7 @@ class _TraceBuilder:
             label = self.labels[kind] = len(self.labels)
             if kind[0] == 0:
                 self.has_modules = True
-            else:
+            elif kind[0] in (1, 3):
                 self.has_stack = True
         self.frame_ts.append(ts)
         self.frame_ends.append(end)
@@ -769,10 +774,11 @@ class _TraceBuilder:
 
         Several forward ops can carry one sequence number (the profiler records the counter on entry, before the
         node is made): ops that make no node (eval dropout, detach) share it with the next op that does, and that
-        op, the last of them, is the one whose node it is."""
+        op, the last of them, is the one whose node it is. A reentrant checkpoint's inner backward runs the nodes
+        its recomputation made."""
         forward: dict[int, CpuOp] = {}
         for op in self.ops:
-            if op.sequence_number is not None and not op.is_backward:
+            if op.sequence_number is not None and (not op.is_backward or op.is_recompute):
                 forward[op.sequence_number] = op
         if not forward:
             return
@@ -854,7 +860,10 @@ def _category_kind(cat: str) -> int:
     return _OTHER
 
 
+# Frame labels' first members: 0 an nn.Module, 1 a user frame, 2 the frame that started tracing, 3 roofline's
+# call-site range, 4 torch.utils.checkpoint's recomputation.
 _STARTS_PROFILER = (2, "")
+_RECOMPUTES = (4, "")
 
 
 def _frame_kind(name: str) -> tuple | None:
@@ -864,7 +873,7 @@ def _frame_kind(name: str) -> tuple | None:
     if _PROFILER_START.match(name):
         return _STARTS_PROFILER
     kind = _classify_frame(name)
-    if kind is None or kind[0] == 0:
+    if kind is None or kind[0] != 1:
         return kind
     function = name[name.index("): ") + 3:]
     return (1, kind[1], f"{kind[1].rpartition(':')[0]}, in {function}{'' if function.startswith('<') else '()'}")
@@ -879,13 +888,16 @@ def _call_site(call_from: str) -> tuple[int, str, None] | None:
 
 
 def _classify_frame(name: str) -> tuple[int, str] | None:
-    """(0, module name) for an nn.Module frame, (1, "file.py:line") for a user frame, None for library code."""
+    """(0, module name) for an nn.Module frame, (1, "file.py:line") for a user frame, _RECOMPUTES for the frame in
+    which torch.utils.checkpoint reruns a forward during the backward, None for other library code."""
     if name.startswith(_MODULE_PREFIX):
         return (0, name[len(_MODULE_PREFIX):])
     match = _FRAME.match(name)
     if match is None:
         return None
     file = match.group(1)
+    if file.endswith(_CHECKPOINT_FILE) and name[match.end():] in _RECOMPUTE_FUNCTIONS:
+        return _RECOMPUTES
     if not is_user_file(file):
         return None
     return (1, f"{local_trace_path(file)}:{match.group(2)}")
@@ -909,13 +921,14 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
     flags_of: dict[str, tuple[bool, bool, bool]] = {}
     ops: list[CpuOp] = []
     op_ends: list[float] = []
-    modules: list[tuple[float, str]] = []
+    modules: list[tuple[float, str, bool]] = []  # (end, path, entered while a checkpoint recomputes)
     sources: list[tuple[float, str]] = []
+    recomputing: list[float] = []
     thread = -1
     for j, t, end, rank, code in items:
         if code != thread:
             thread = code
-            ops, op_ends, modules, sources = [], [], [], []
+            ops, op_ends, modules, sources, recomputing = [], [], [], [], []
         while op_ends and op_ends[-1] <= t:
             op_ends.pop()
             ops.pop()
@@ -926,6 +939,7 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
                     modules.pop()
                 if modules:
                     obj.module = modules[-1][1]
+                    obj.is_recompute = modules[-1][2]
             if sources:
                 while sources and sources[-1][0] <= t:
                     sources.pop()
@@ -945,7 +959,9 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
                 obj.parent = parents[obj.index] = parent.index
                 obj.depth = depths[obj.index] = len(ops)
                 obj.is_backward = parent.is_backward or flags[0]
-                obj.is_optimizer = parent.is_optimizer or flags[1]
+                # an optimizer that calls a closure (LBFGS) runs the model's forward (in a module) and backward
+                # inside its step: those ops stay forward and backward, not the optimizer's own
+                obj.is_optimizer = (parent.is_optimizer or flags[1]) and not (obj.is_backward or obj.module)
             else:
                 obj.is_backward, obj.is_optimizer = flags[0], flags[1]
             ops.append(obj)
@@ -957,7 +973,13 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
             if kind == 0:
                 while modules and modules[-1][0] <= t:
                     modules.pop()
-                modules.append((end, f"{modules[-1][1]}.{label}" if modules else label))
+                while recomputing and recomputing[-1] <= t:
+                    recomputing.pop()
+                modules.append((end, f"{modules[-1][1]}.{label}" if modules else label, bool(recomputing)))
+            elif kind == 4:
+                while recomputing and recomputing[-1] <= t:
+                    recomputing.pop()
+                recomputing.append(end)
             else:
                 while sources and sources[-1][0] <= t:
                     sources.pop()

@@ -42,11 +42,13 @@ class _Recorder(EagerDispatchMode):
         name = normalize_op_name(func)
         meta_args, _, meta_out, cost = op_cost(name, args, kwargs, out)
         node = _current_node() if _current_node is not None else None
-        if node is not None:
+        recompute = node is not None and torch.is_grad_enabled() and self._forward_running()
+        if node is not None and not recompute:
             module, source = self.forward_of.get(node._sequence_nr(), ("", None))
             phase = "backward"
         else:
             module, phase = self._module()
+            phase = "recompute" if recompute else phase
             source = user_location(sys._getframe().f_back, unknown=None)
             if _sequence_nr is not None and torch.is_grad_enabled():
                 # below autograd: the node this op made (if any) took the number just before the counter
@@ -55,6 +57,13 @@ class _Recorder(EagerDispatchMode):
             RecordedOp(name, meta_args, meta_out, cost, op_dtype(meta_args, meta_out), module, phase, source)
         )
         return out
+
+    def _forward_running(self) -> bool:
+        """A module's forward entered inside the backward is running: activation checkpointing recomputing it
+        (both torch.utils.checkpoint flavours rerun the module under enable_grad), a ``recompute`` op that takes
+        the module and line of the forward it reruns. A forward that takes a gradient itself (a gradient penalty)
+        entered its modules before that backward began: its backward stays backward."""
+        return bool(self.tracker.entered_in_backward)
 
     def _module(self) -> tuple[str, str]:
         parents = [p for p in self.tracker.parents if p != "Global"]
@@ -70,12 +79,46 @@ class _Recorder(EagerDispatchMode):
         return deepest, phase
 
 
-def record_ops(step: Callable[[], Any], root: torch.nn.Module | None = None) -> OpRecording:
-    """Run ``step()`` once under the recorder and return every aten op it dispatched, in order."""
+def _forward_module_tracker() -> Any:
+    """torch's ModuleTracker without its backward hooks. Those (register_multi_grad_hook on every module's inputs
+    and outputs) make torch.autograd.grad raise "A leaf node was passed to _will_engine_execute_node" when a
+    forward takes a gradient itself (a gradient penalty, torch.func.grad); the recorder names a backward op's
+    module from its autograd node instead (``_Recorder.forward_of``), so it needs only the forward half."""
+    from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
     from torch.utils.module_tracker import ModuleTracker
 
+    class ForwardModuleTracker(ModuleTracker):
+        """Also knows which running forwards were entered inside a backward: activation checkpointing's."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.entered_in_backward: set[str] = set()
+
+        def __enter__(self):
+            # always_call: a forward that raises leaves too (non-reentrant checkpointing stops its recomputation
+            # by raising inside the module), else later ops would be taken for a recomputation of it
+            self._fw_pre_handle = register_module_forward_pre_hook(self._fw_pre_hook)
+            self._fw_post_handle = register_module_forward_hook(self._fw_post_hook, always_call=True)
+            return self
+
+        def _fw_pre_hook(self, mod, input) -> None:
+            name = self._get_mod_name(mod)
+            self._get_append_fn(name, False)()
+            if torch._C._current_graph_task_id() != -1:
+                self.entered_in_backward.add(name)
+
+        def _fw_post_hook(self, mod, input, output) -> None:
+            name = self._get_mod_name(mod)
+            self._get_pop_fn(name, False)()
+            self.entered_in_backward.discard(name)
+
+    return ForwardModuleTracker()
+
+
+def record_ops(step: Callable[[], Any], root: torch.nn.Module | None = None) -> OpRecording:
+    """Run ``step()`` once under the recorder and return every aten op it dispatched, in order."""
     recording = OpRecording(tf32=Tf32Flags(matmul=_tf32_matmul_enabled(), cudnn=_tf32_cudnn_enabled()))
-    tracker = ModuleTracker()
+    tracker = _forward_module_tracker()
     root_name = type(root).__name__ if root is not None else ""
     with tracker, _Recorder(recording, tracker, lambda: root_name):
         step()

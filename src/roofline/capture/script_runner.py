@@ -71,6 +71,7 @@ class StepFinder:
         self.counts = {name: 0 for name in _RANK}
         self._depth = 0
         self._largest: tuple[int, int] | None = None
+        self._largest_optimizer: tuple[int, int] | None = None
         self._sizes: dict[int, int] = {}
         self._handles: list[Any] = []
         self._saved_profile: Any = None
@@ -122,11 +123,22 @@ class StepFinder:
         The compiled module's own call (its OptimizedModule) still runs them, outside the trace."""
         return not torch.compiler.is_compiling() and threading.get_ident() == self._thread
 
-    def _after_optimizer_step(self, *_: Any) -> None:
+    def _after_optimizer_step(self, optimizer: Any, *_: Any) -> None:
+        """Several optimizers stepping in one iteration (a GAN's generator and discriminator) would each end a
+        step, of different work: only the one holding the most parameter elements does, as the largest module's
+        forward does for forwards."""
         if not self._on_my_thread():
             self.off_thread += not torch.compiler.is_compiling()
             return
-        self._fire("optimizer")
+        size = self._sizes.get(id(optimizer))
+        if size is None:
+            size = self._sizes[id(optimizer)] = sum(
+                p.numel() for group in getattr(optimizer, "param_groups", []) for p in group.get("params", [])
+                if isinstance(p, torch.Tensor))
+        if self._largest_optimizer is None or size > self._largest_optimizer[1]:
+            self._largest_optimizer = (id(optimizer), size)
+        if self._largest_optimizer[0] == id(optimizer):
+            self._fire("optimizer")
 
     def _before_forward(self, module: torch.nn.Module, _inputs: Any) -> None:
         if self._on_my_thread():

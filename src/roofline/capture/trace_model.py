@@ -85,6 +85,7 @@ class CpuOp(msgspec.Struct, gc=False, array_like=True):
     source: str | None = None
     is_backward: bool = False
     is_optimizer: bool = False
+    is_recompute: bool = False  # activation checkpointing rerunning a module's forward inside the backward
     is_annotation: bool = False
     sequence_number: int | None = None
     kernel_ids: Any = ()  # list[int] | tuple; Any so that msgspec can decode ops (kineto's split load)

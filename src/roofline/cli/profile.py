@@ -17,8 +17,9 @@ def register(subparsers: Any) -> None:
         "profile",
         help="profile a script (unmodified) or a built-in model: ops, kernels, memory, syncs, true step time",
         description=(
-            "Run SCRIPT unchanged under the profiling harness (steps: each optimizer.step(), else each top-level "
-            "forward of the largest module, else the script's own profiler steps), or a built-in --model. "
+            "Run SCRIPT unchanged under the profiling harness (steps: each step() of the optimizer with the most "
+            "parameters, else each top-level forward of the largest module, else the script's own profiler "
+            "steps), or a built-in --model. "
             "Writes DIR/report.json and DIR/trace.json.gz."
         ),
     )

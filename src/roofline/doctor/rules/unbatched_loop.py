@@ -105,7 +105,11 @@ def _savings(report: Report, groups: list[list[list[OpRecord]]]) -> float:
 def check(report: Report) -> list[Finding]:
     hits = []
     for site, calls in call_sites(report).items():
-        if site[2] in WEIGHT_KINDS:
+        # forward calls only: a backward weight gradient of a layer with one output feature is a [1, n] matmul,
+        # repeated once per forward, which an optimizer evaluating its closure several times a step (LBFGS) made
+        # look like a batch-1 loop
+        calls = [call for call in calls if call[0].phase == "forward"]
+        if site[2] in WEIGHT_KINDS and calls:
             pattern, groups = merge_groups(calls)
             if pattern:
                 hits.append((site, pattern, groups))
