@@ -115,7 +115,9 @@ def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bo
         raise RooflineError(f"{path} is cut short ({'; '.join(_cut_reason(trace))}; {trace.events_read} events "
                             "read): pass --partial for a report of what was read")
     identity = identify_trace(trace)
-    gpu = identity if identity.kind == "gpu" and ran_on_host_only(trace) else None
+    # Kineto names every GPU present in deviceProperties, kernels or not: one named there that ran nothing.
+    gpu = identity if identity.kind == "gpu" and identity.how.startswith("deviceProperties") and \
+        ran_on_host_only(trace) else None
     if gpu is not None:
         identity = _host_of(gpu)
     ceilings = ceilings_for_trace(trace, ceilings_file, identity)

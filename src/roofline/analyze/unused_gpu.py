@@ -22,18 +22,19 @@ from roofline.report import Ceilings, Report
 # Runtime/driver calls that put work on a device: a model on the GPU makes them, one on the CPU never does (the
 # profiling harness's own cudaDeviceSynchronize at each step boundary is no such call).
 _DEVICE_WORK_CALL = re.compile(r"launch|memcpy|memset", re.I)
-# c10::DeviceType::CUDA in a [memory] event's "Device Type"
-CUDA_DEVICE_TYPE = 1
+# c10::DeviceType::CPU in a [memory] event's "Device Type" (CUDA is 1, MPS 13, HPU 15)
+CPU_DEVICE_TYPE = 0
 
 
 def ran_on_host_only(trace: Trace) -> bool:
     """Whether the trace's ops ran on the CPU alone: no device activity, no call that launches device work or
-    copies to a device, no allocation on a CUDA device, and some op."""
+    copies to a device, no allocation on another device than the CPU (an MPS run allocates on its GPU and records
+    no kernel), and some op."""
     if trace.kernels or not trace.ops:
         return False
     if any(_DEVICE_WORK_CALL.search(launch.name) for launch in trace.launches):
         return False
-    return not any(m.device_type == CUDA_DEVICE_TYPE for m in trace.memory)
+    return all(m.device_type in (None, CPU_DEVICE_TYPE) for m in trace.memory)
 
 
 def record_unused_gpu(report: Report, name: str, how: str, gpu: Ceilings | None) -> None:
