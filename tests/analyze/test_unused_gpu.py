@@ -50,9 +50,11 @@ def test_a_profiled_step_without_gpu_kernels_on_a_cuda_run_is_judged_against_the
     assert max(op.attainable_flops_per_s for op in report.ops) == 1e11  # the CPU's roof, not the H200's 67e12
     unused = report.extra["unused_gpu"]
     assert unused["name"] == "NVIDIA H200" and unused["roofs"]["peak_flops_per_s"] == {"float32": 67e12}
-    assert report.summary.notes[0].startswith("the ops ran on the CPU (Test CPU 9000) though NVIDIA H200 is present "
-                                              "(the run's device was cuda, and the profiled steps launched no GPU "
-                                              "kernel): their times are the CPU's, judged against the CPU's roofs")
+    assert report.summary.notes[0] == ("the ops ran on the CPU (Test CPU 9000) though NVIDIA H200 is present (the "
+                                       "run's device was cuda, and the profiled steps launched no GPU kernel): their "
+                                       "times are the CPU's, judged against the CPU's roofs; unless the CPU is "
+                                       "deliberate, move the model and its inputs with .to('cuda') (doctor rule "
+                                       "model-on-cpu)")
 
 
 def test_the_roofs_asked_for_are_kept_and_a_cpu_run_or_a_gpu_step_is_left_alone():
@@ -95,13 +97,14 @@ def test_a_cpu_trace_naming_a_gpu_from_another_host_gets_no_roofs(monkeypatch):
     assert report.extra["unused_gpu"]["name"] == "NVIDIA H200"
 
 
-@pytest.mark.parametrize("event", [
-    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1.0, "dur": 1.0,
-     "args": {"correlation": 9}},
-    {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 1.0, "s": "t",
-     "args": {"Addr": 1, "Bytes": 512, "Total Allocated": 512, "Total Reserved": 2 << 20, "Device Type": 1,
-              "Device Id": 0}},
-])
+LAUNCH = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1.0, "dur": 1.0,
+          "args": {"correlation": 9}}
+CUDA_ALLOCATION = {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 1.0, "s": "t",
+                   "args": {"Addr": 1, "Bytes": 512, "Total Allocated": 512, "Total Reserved": 2 << 20,
+                            "Device Type": 1, "Device Id": 0}}
+
+
+@pytest.mark.parametrize("event", [LAUNCH, CUDA_ALLOCATION])
 def test_a_gpu_model_whose_kernels_were_not_recorded_is_not_taken_for_a_cpu_one(tmp_path, event):
     """A launch call or a CUDA allocation: the ops drove the GPU, only its activity went unrecorded."""
     path = _edited(tmp_path, [event])
@@ -117,3 +120,12 @@ def test_the_harness_own_device_synchronize_does_not_count_as_gpu_work(tmp_path)
             "dur": 3.0, "args": {"correlation": 4}}
     assert ran_on_host_only(load_trace(_edited(tmp_path, [sync])))
     assert not ran_on_host_only(load_trace(H200_TRACE))  # kernels: a GPU (or mixed) step is never this case
+
+
+def test_in_a_profiled_cuda_run_only_kernels_and_launches_count(tmp_path):
+    """The harness recorded CUDA activity: a CUDA allocation without a kernel (a buffer the process made outside
+    the model) does not hide the CPU step; a launch call does."""
+    report = report_from_profile(_record(_edited(tmp_path, [CUDA_ALLOCATION])), cpu_ceilings=lambda: CPU)
+    assert report.ceilings is CPU and "unused_gpu" in report.extra
+    launched = report_from_profile(_record(_edited(tmp_path, [LAUNCH])), cpu_ceilings=lambda: pytest.fail("asked"))
+    assert launched.ceilings is H200 and "unused_gpu" not in launched.extra

@@ -47,7 +47,7 @@ def report_from_profile(record: ProfileRecord, ceilings: Ceilings | None = None,
 
         ceilings = ceilings_for_run(record.device)
     trace = load_trace(record.trace_path)
-    gpu = ceilings if record.device.startswith("cuda") and ran_on_host_only(trace) else None
+    gpu = ceilings if record.device.startswith("cuda") and ran_on_host_only(trace, device_recorded=True) else None
     if gpu is not None and cpu_ceilings is not None:
         ceilings = cpu_ceilings()
     device_name = ceilings.device_name if gpu is not None else trace.device_name or ceilings.device_name

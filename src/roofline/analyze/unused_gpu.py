@@ -26,15 +26,17 @@ _DEVICE_WORK_CALL = re.compile(r"launch|memcpy|memset", re.I)
 CPU_DEVICE_TYPE = 0
 
 
-def ran_on_host_only(trace: Trace) -> bool:
-    """Whether the trace's ops ran on the CPU alone: no device activity, no call that launches device work or
-    copies to a device, no allocation on another device than the CPU (an MPS run allocates on its GPU and records
-    no kernel), and some op."""
+def ran_on_host_only(trace: Trace, *, device_recorded: bool = False) -> bool:
+    """Whether the trace's ops ran on the CPU alone: some op, no device activity, no call that launches device work
+    or copies to a device, and, unless the device's activity is known to be recorded (``device_recorded``: the
+    profiling harness asks for it on a GPU), no allocation on another device than the CPU (an MPS run allocates
+    on its GPU and records no kernel). With it recorded, an allocation the harness or the process made outside
+    the model (a buffer left by the ceilings' measurement) says nothing about where the ops ran."""
     if trace.kernels or not trace.ops:
         return False
     if any(_DEVICE_WORK_CALL.search(launch.name) for launch in trace.launches):
         return False
-    return all(m.device_type in (None, CPU_DEVICE_TYPE) for m in trace.memory)
+    return device_recorded or all(m.device_type in (None, CPU_DEVICE_TYPE) for m in trace.memory)
 
 
 def record_unused_gpu(report: Report, name: str, how: str, gpu: Ceilings | None) -> None:
@@ -55,4 +57,5 @@ def record_unused_gpu(report: Report, name: str, how: str, gpu: Ceilings | None)
     else:
         judged = f"judged against the roofs given ({c.device_name or c.device}), as asked"
     report.summary.notes.insert(0, f"the ops ran on the CPU{cpu} though {name} is present ({how}): their times "
-                                   f"are the CPU's, {judged}")
+                                   f"are the CPU's, {judged}; unless the CPU is deliberate, move the model and its "
+                                   "inputs with .to('cuda') (doctor rule model-on-cpu)")
