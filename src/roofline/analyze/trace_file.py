@@ -3,8 +3,10 @@
 The roofs come from, in order: ``--ceilings FILE``; this machine's measured ceilings from the cache, only for a
 device of this machine (a GPU named in the trace and measured here, or a CPU trace whose ``host_name`` is this
 host); the datasheet of the device the trace names or its kernels imply. Nothing is ever measured here: a trace
-recorded elsewhere is never judged against this machine. A device with no known roofs still gets a report
-(times, breakdown, attribution and every finding that needs no roof) with one note saying what is missing.
+recorded elsewhere is never judged against this machine. A trace whose ops ran on the CPU though its
+``deviceProperties`` name a GPU (analyze/unused_gpu.py) is a CPU trace here. A device with no known roofs still
+gets a report (times, breakdown, attribution and every finding that needs no roof) with one note saying what is
+missing.
 """
 
 from __future__ import annotations

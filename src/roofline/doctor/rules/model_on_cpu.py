@@ -10,6 +10,7 @@ copy of each step's inputs to the GPU and the GPU's lower efficiency on small op
 
 from __future__ import annotations
 
+from roofline.analyze.trace_file import ASSUMED_LAUNCH_S
 from roofline.doctor.evidence import severity_for, top_locations
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
@@ -18,7 +19,6 @@ RULE = "model-on-cpu"
 FIX = ("if the CPU is not deliberate, move the model and its inputs to the GPU: model.to('cuda') once, and each "
        "batch with x.to('cuda', non_blocking=True) (a DataLoader with pin_memory=True); torch.autocast('cuda') for "
        "mixed precision")
-ASSUMED_LAUNCH_S = 5e-6
 
 
 @register(RULE, "the model ran on the CPU though a GPU is present (.to('cuda') forgotten?)")
