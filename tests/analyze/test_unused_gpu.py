@@ -31,7 +31,7 @@ CPU = Ceilings(device="cpu", device_name="Test CPU 9000", memory_bandwidth_bytes
 def _record(trace: Path, device: str = "cuda") -> ProfileRecord:
     return ProfileRecord(trace_path=trace, device=device, workload="train.py", ceilings=H200, schedule={"active": 2},
                          steps_seen=2, whole_block=False, block_s=0.0, true_step_s=[1e-3, 1e-3],
-                         profiled_step_s=[2e-3, 2e-3], timed_after_profiler=False, reference_peak_bytes=None,
+                         profiled_step_s=[2e-3, 2e-3], timed_after_profiler=False, reference_peak_bytes=33 << 20,
                          syncs=None, sync_steps=0, syncs_in_warmup=False, syncs_simulated=False, error=None)
 
 
@@ -48,6 +48,8 @@ def test_a_profiled_step_without_gpu_kernels_on_a_cuda_run_is_judged_against_the
     report = report_from_profile(_record(CPU_ON_H200), cpu_ceilings=lambda: CPU)
     assert report.ceilings is CPU and report.environment.device_name == "Test CPU 9000"
     assert max(op.attainable_flops_per_s for op in report.ops) == 1e11  # the CPU's roof, not the H200's 67e12
+    assert not any(n.startswith("no GPU kernels") for n in report.summary.notes)  # the first note says it all
+    assert report.memory.reference_peak_bytes is None  # the GPU allocator's peak is not this step's memory
     unused = report.extra["unused_gpu"]
     assert unused["name"] == "NVIDIA H200" and unused["roofs"]["peak_flops_per_s"] == {"float32": 67e12}
     assert report.summary.notes[0] == ("the ops ran on the CPU (Test CPU 9000) though NVIDIA H200 is present (the "

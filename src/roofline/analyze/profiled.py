@@ -51,8 +51,10 @@ def report_from_profile(record: ProfileRecord, ceilings: Ceilings | None = None,
     if gpu is not None and cpu_ceilings is not None:
         ceilings = cpu_ceilings()
     device_name = ceilings.device_name if gpu is not None else trace.device_name or ceilings.device_name
+    # The GPU allocator's peak says nothing of a CPU step's memory (buffers the process left on the GPU).
+    reference = record.reference_peak_bytes if gpu is None else None
     report = report_from_trace(trace, ceilings, None, kind="profile", workload=record.workload,
-                               reference_peak_bytes=record.reference_peak_bytes,
+                               reference_peak_bytes=reference,
                                environment=Environment.capture(device_name))
     if gpu is not None:
         record_unused_gpu(report, gpu.device_name or trace.device_name or record.device,

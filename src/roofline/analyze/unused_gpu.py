@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from roofline.capture.kineto import NO_KERNELS_WARNING
 from roofline.capture.trace_model import Trace
 from roofline.report import Ceilings, Report
 
@@ -48,6 +49,8 @@ def record_unused_gpu(report: Report, name: str, how: str, gpu: Ceilings | None)
                  "peak_flops_per_s": dict(gpu.peak_flops_per_s), "launch_overhead_s": gpu.launch_overhead_s,
                  "source": gpu.source}
     report.extra["unused_gpu"] = {"name": name, "how": how, "roofs": roofs}
+    # the reader's "no GPU kernels ... a CPU-only profile, or the device's activity was not recorded": said below
+    report.summary.notes[:] = [n for n in report.summary.notes if not n.startswith(NO_KERNELS_WARNING)]
     c = report.ceilings
     cpu = f" ({c.device_name})" if c.device == "cpu" and c.device_name not in ("", "CPU") else ""
     if not c.has_roofs():
