@@ -6,7 +6,10 @@ knows: true vs profiled step time, the live sync sites, and how the schedule wen
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from roofline.analyze.pipeline import report_from_trace
+from roofline.analyze.unused_gpu import ran_on_host_only, record_unused_gpu
 from roofline.capture.kineto import load_trace
 from roofline.capture.profiling import ProfileRecord
 from roofline.report import Ceilings, Environment, ProfileInfo, Report, Timing
@@ -22,18 +25,40 @@ _AFTER_PROFILER_CAVEAT = (
 )
 
 
-def report_from_profile(record: ProfileRecord, ceilings: Ceilings | None = None) -> Report:
+def _this_cpu() -> Ceilings:
+    from roofline.device import ceilings_for_run
+
+    return ceilings_for_run("cpu")
+
+
+def report_from_profile(record: ProfileRecord, ceilings: Ceilings | None = None, *,
+                        cpu_ceilings: Callable[[], Ceilings] | None = _this_cpu) -> Report:
     """The Report of the profiled steps, with syncs, memory and true vs profiled time; undiagnosed (the entry
-    point runs the doctor). Roofs: ``ceilings``, else the run's own, else this machine's for the run's device."""
+    point runs the doctor). Roofs: ``ceilings``, else the run's own, else this machine's for the run's device.
+
+    Steps run on a GPU device that launched no GPU work (the model stayed on the CPU) are judged against
+    ``cpu_ceilings()`` (this machine's CPU roofs; None keeps the run's roofs, a --ceilings FILE; ``ceilings``
+    given are always kept), and the report says the GPU went unused (analyze/unused_gpu.py)."""
+    if ceilings is not None:
+        cpu_ceilings = None
     ceilings = ceilings or record.ceilings
     if ceilings is None:
         from roofline.device import ceilings_for_run
 
         ceilings = ceilings_for_run(record.device)
     trace = load_trace(record.trace_path)
+    gpu = ceilings if record.device.startswith("cuda") and ran_on_host_only(trace, device_recorded=True) else None
+    if gpu is not None and cpu_ceilings is not None:
+        ceilings = cpu_ceilings()
+    device_name = ceilings.device_name if gpu is not None else trace.device_name or ceilings.device_name
+    # The GPU allocator's peak says nothing of a CPU step's memory (buffers the process left on the GPU).
+    reference = record.reference_peak_bytes if gpu is None else None
     report = report_from_trace(trace, ceilings, None, kind="profile", workload=record.workload,
-                               reference_peak_bytes=record.reference_peak_bytes,
-                               environment=Environment.capture(trace.device_name or ceilings.device_name))
+                               reference_peak_bytes=reference,
+                               environment=Environment.capture(device_name))
+    if gpu is not None:
+        record_unused_gpu(report, gpu.device_name or trace.device_name or record.device,
+                          f"the run's device was {record.device}, and the profiled steps launched no GPU kernel", gpu)
     # Kineto's own cuda_sync view, kept beside the live detector's for cross-checking; context syncs with
     # no op are the harness's own step boundaries, left out.
     trace_syncs = [s for s in report.syncs if not (s.kind == "cuda.synchronize" and s.location == "<unknown>")]

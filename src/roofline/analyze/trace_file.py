@@ -3,8 +3,10 @@
 The roofs come from, in order: ``--ceilings FILE``; this machine's measured ceilings from the cache, only for a
 device of this machine (a GPU named in the trace and measured here, or a CPU trace whose ``host_name`` is this
 host); the datasheet of the device the trace names or its kernels imply. Nothing is ever measured here: a trace
-recorded elsewhere is never judged against this machine. A device with no known roofs still gets a report
-(times, breakdown, attribution and every finding that needs no roof) with one note saying what is missing.
+recorded elsewhere is never judged against this machine. A trace whose ops ran on the CPU though its
+``deviceProperties`` name a GPU (analyze/unused_gpu.py) is a CPU trace here. A device with no known roofs still
+gets a report (times, breakdown, attribution and every finding that needs no roof) with one note saying what is
+missing.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from roofline.analyze.unused_gpu import ran_on_host_only, record_unused_gpu
 from roofline.capture.trace_model import Trace, op_columns
 from roofline.device.datasheet import with_datasheet_cache
 from roofline.device.identify import DeviceIdentity, identify_trace
@@ -86,7 +89,7 @@ def _cpu_ceilings(identity: DeviceIdentity) -> Ceilings:
             cached.method = f"the trace was recorded on this host ({here}): its cached CPU ceilings. {cached.method}"
             return cached
         return no_ceilings(identity, f"no roofs: this host's CPU ceilings are not measured yet; run `roofline "
-                                     "ceilings` once (then traces recorded here use them), or pass --ceilings FILE")
+                                     "ceilings --device cpu` once (then traces recorded here use them), or pass --ceilings FILE")
     where = f"on {identity.host_name}" if identity.host_name else "on a host the trace does not name"
     return no_ceilings(identity, f"no roofs: a CPU trace recorded {where} is not judged against this machine's CPU; "
                                  "for roofs, " + _HOW_TO_SUPPLY)
@@ -114,6 +117,11 @@ def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bo
         raise RooflineError(f"{path} is cut short ({'; '.join(_cut_reason(trace))}; {trace.events_read} events "
                             "read): pass --partial for a report of what was read")
     identity = identify_trace(trace)
+    # Kineto names every GPU present in deviceProperties, kernels or not: one named there that ran nothing.
+    gpu = identity if identity.kind == "gpu" and identity.how.startswith("deviceProperties") and \
+        ran_on_host_only(trace) else None
+    if gpu is not None:
+        identity = _host_of(gpu)
     ceilings = ceilings_for_trace(trace, ceilings_file, identity)
     report = report_from_trace(trace, ceilings, kind="trace", workload=Path(path).name, ops_placed=ops_placed)
     if not report.ops and not trace.kernels and not _collectives_note(trace):
@@ -122,6 +130,9 @@ def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bo
         from roofline.capture.kineto import RECORD_THE_MODEL
 
         raise RooflineError(f"{path} holds no op to place on a roofline: {_what_it_holds(trace)}; {RECORD_THE_MODEL}")
+    if gpu is not None:
+        record_unused_gpu(report, gpu.name, "the trace's deviceProperties name it, and it holds no device activity "
+                                            "nor any call that launches device work", _gpu_roofs(gpu))
     _describe_device(report, identity, ceilings, ceilings_file)
     if trace.cut:
         report.extra["partial"] = {"events_read": trace.events_read, "why": _cut_reason(trace)}
@@ -129,6 +140,23 @@ def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bo
                                        "events read before the cut")
     _describe_missing(report, trace)
     return report
+
+
+def _host_of(gpu: DeviceIdentity) -> DeviceIdentity:
+    """The CPU that ran a trace's ops when the GPU it names ran none of them (analyze/unused_gpu.py)."""
+    return DeviceIdentity(kind="cpu", name="CPU", host_name=gpu.host_name,
+                          how=f"no device activity in the trace, though it names {gpu.name}: its ops ran on the CPU")
+
+
+def _gpu_roofs(gpu: DeviceIdentity) -> Ceilings | None:
+    """The roofs of a GPU the trace names but did not use: measured here (cached), else its datasheet's."""
+    from roofline.device.cache import cached_ceilings
+    from roofline.device.datasheet import DATASHEET
+
+    cached = cached_ceilings(gpu.name) if gpu.name and not gpu.assumed else None
+    if cached is not None:
+        return cached
+    return _from_datasheet(gpu, DATASHEET[gpu.datasheet_key]) if gpu.datasheet_key else None
 
 
 def _cut_reason(trace) -> list[str]:

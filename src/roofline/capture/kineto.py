@@ -117,6 +117,7 @@ _PROFILER_START = re.compile(r"^(?:.*/)?torch/(?:autograd/profiler|profiler/prof
 # torch that records none (no CallFrom). Read as a frame, never as an op.
 CALL_SITE_PREFIX = "roofline: called at "
 
+NO_KERNELS_WARNING = "no GPU kernels (nor other accelerator kernels) in the trace"
 # What to do about a trace with nothing to analyse (here: no event at all; analyze/trace_file: no op to place).
 RECORD_THE_MODEL = ("record the model's steps inside torch.profiler.profile(record_shapes=True), or let roofline "
                     "record them: `roofline profile SCRIPT.py` or `roofline analyze FILE.py:factory`")
@@ -817,8 +818,7 @@ class _TraceBuilder:
         if self.bad_times:
             warn(f"{self.bad_times} events without a usable ts/dur skipped")
         if not trace.has_gpu:
-            warn("no GPU kernels (nor other accelerator kernels) in the trace: a CPU-only profile, or the device's "
-                 "activity was not recorded")
+            warn(NO_KERNELS_WARNING + ": a CPU-only profile, or the device's activity was not recorded")
         if not self.ops:
             warn("no cpu_op events: kernels cannot be attributed to ops")
         elif not trace.has_shapes:

@@ -143,7 +143,8 @@ def _profile_script(args: argparse.Namespace) -> tuple[Any, str | None]:
     run = profile_script(context, args.target, args.script_args)
     error = script_error_line(run.error, args.target) if run.error is not None else None
     try:
-        report = report_from_profile(context.record())
+        cpu = None if args.ceilings else (lambda: run_ceilings("cpu", None))
+        report = report_from_profile(context.record(), cpu_ceilings=cpu)
     except RooflineError:
         if error is None:
             raise

@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
                    if run_.off_thread_boundaries and not context.steps_done
                    else "lower --wait/--timed/--warmup/--active, or use --whole")
             )
-    return _write(context, args.output, error, label, step_source)
+    return _write(context, args.output, error, label, step_source, args.ceilings)
 
 
 def _profile_model(args: argparse.Namespace, device: Any, context: Any) -> BaseException | None:
@@ -111,7 +111,8 @@ def _profile_model(args: argparse.Namespace, device: Any, context: Any) -> BaseE
     return None
 
 
-def _write(context: Any, output: str, error: BaseException | None, label: str, step_source: str | None) -> int:
+def _write(context: Any, output: str, error: BaseException | None, label: str, step_source: str | None,
+           ceilings_file: str | None = None) -> int:
     from roofline.render.profile_report import ProfileReport
 
     report = None
@@ -120,7 +121,10 @@ def _write(context: Any, output: str, error: BaseException | None, label: str, s
         from roofline.distributed.rank import stamp_rank
         from roofline.doctor import diagnose
 
-        report = report_from_profile(context.record())
+        # A script that kept its model on the CPU of a GPU machine is judged against this machine's CPU roofs
+        # (measured once and cached, as `roofline ceilings --device cpu` does); a --ceilings FILE is kept.
+        cpu = None if ceilings_file else (lambda: run_ceilings("cpu", None))
+        report = report_from_profile(context.record(), cpu_ceilings=cpu)
         report.findings = diagnose(report)
 
         stamp_rank(report)

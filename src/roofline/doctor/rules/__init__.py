@@ -20,4 +20,5 @@ from roofline.doctor.rules import (  # noqa: F401
     excess_traffic,
     onnx_nodes,
     sdpa_math_fallback,
+    model_on_cpu,
 )

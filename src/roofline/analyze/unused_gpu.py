@@ -1,0 +1,64 @@
+"""A step that ran on the CPU where a GPU is present: the model or its inputs never moved to it (`.to("cuda")`
+forgotten), or CPU training by choice.
+
+Such a trace holds no device activity at all, yet names the GPU (Kineto writes ``deviceProperties`` for every GPU
+present, kernels or not; the profiling harness knows the device it resolved). Its op times are the CPU's own
+durations, so they are judged against the CPU's roofs, never the GPU's; the GPU's roofs are kept in
+``report.extra['unused_gpu']`` for the doctor's estimate of what moving the model would save
+(doctor/rules/model_on_cpu.py).
+
+A trace whose ops drove a device whose activity went unrecorded (profiled with ProfilerActivity.CPU only) is not
+this case: its kernel-launch or copy calls, or its CUDA allocations, show it, and their host times are launch
+costs, not the work.
+"""
+
+from __future__ import annotations
+
+import re
+
+from roofline.capture.kineto import NO_KERNELS_WARNING
+from roofline.capture.trace_model import Trace
+from roofline.report import Ceilings, Report
+
+# Runtime/driver calls that put work on a device: a model on the GPU makes them, one on the CPU never does (the
+# profiling harness's own cudaDeviceSynchronize at each step boundary is no such call).
+_DEVICE_WORK_CALL = re.compile(r"launch|memcpy|memset", re.I)
+# c10::DeviceType::CPU in a [memory] event's "Device Type" (CUDA is 1, MPS 13, HPU 15)
+CPU_DEVICE_TYPE = 0
+
+
+def ran_on_host_only(trace: Trace, *, device_recorded: bool = False) -> bool:
+    """Whether the trace's ops ran on the CPU alone: some op, no device activity, no call that launches device work
+    or copies to a device, and, unless the device's activity is known to be recorded (``device_recorded``: the
+    profiling harness asks for it on a GPU), no allocation on another device than the CPU (an MPS run allocates
+    on its GPU and records no kernel). With it recorded, an allocation the harness or the process made outside
+    the model (a buffer left by the ceilings' measurement) says nothing about where the ops ran."""
+    if trace.kernels or not trace.ops:
+        return False
+    if any(_DEVICE_WORK_CALL.search(launch.name) for launch in trace.launches):
+        return False
+    return device_recorded or all(m.device_type in (None, CPU_DEVICE_TYPE) for m in trace.memory)
+
+
+def record_unused_gpu(report: Report, name: str, how: str, gpu: Ceilings | None) -> None:
+    """Say in ``report`` that the ops ran on the CPU though the GPU ``name`` is present (``how``: what shows it),
+    keeping the GPU's roofs (``gpu``; None when none are known) for the doctor's estimate."""
+    roofs = None
+    if gpu is not None and gpu.has_roofs():
+        roofs = {"memory_bandwidth_bytes_per_s": gpu.memory_bandwidth_bytes_per_s,
+                 "peak_flops_per_s": dict(gpu.peak_flops_per_s), "launch_overhead_s": gpu.launch_overhead_s,
+                 "source": gpu.source}
+    report.extra["unused_gpu"] = {"name": name, "how": how, "roofs": roofs}
+    # the reader's "no GPU kernels ... a CPU-only profile, or the device's activity was not recorded": said below
+    report.summary.notes[:] = [n for n in report.summary.notes if not n.startswith(NO_KERNELS_WARNING)]
+    c = report.ceilings
+    cpu = f" ({c.device_name})" if c.device == "cpu" and c.device_name not in ("", "CPU") else ""
+    if not c.has_roofs():
+        judged = "not judged against any roof (no CPU roofs are known)"
+    elif c.device == "cpu":
+        judged = "judged against the CPU's roofs"
+    else:
+        judged = f"judged against the roofs given ({c.device_name or c.device}), as asked"
+    report.summary.notes.insert(0, f"the ops ran on the CPU{cpu} though {name} is present ({how}): their times "
+                                   f"are the CPU's, {judged}; unless the CPU is deliberate, move the model and its "
+                                   "inputs with .to('cuda') (doctor rule model-on-cpu)")
