@@ -280,7 +280,10 @@ def report_from_trace(
                 event_to_report[event] = len(ops) - 1
         first_extra = len(ops)
         _append_ops(trace, extras, counter, children, rep_step, recording.tf32, gaps, ops, event_to_report)
-        unseen = _uncount_unseen(ops[first_extra:], recorded.names)
+        # Only where the counting pass saw checkpointing rerun a forward: elsewhere an op it missed is one the
+        # autograd engine ran below its dispatch mode (an LSTM's per-step gradient sums), counted from the trace.
+        checkpointed = any(rec.phase == "recompute" for rec in recording.ops)
+        unseen = _uncount_unseen(ops[first_extra:], recorded.names) if checkpointed else []
         timeline_steps = [rep_step]
     else:
         unseen = []
