@@ -59,6 +59,37 @@ def test_a_two_gpu_process_says_which_gpus_ran_kernels():
     assert report.summary.kernel_classes.kernel_time_s == pytest.approx(900e-6)
 
 
+def test_two_gpus_taking_turns_each_idle_and_each_judged_on_its_own_roofs():
+    """GPU 0 (an A100) works while GPU 1 (an H100) idles, then the other way round: merged, the gaps would hide
+    each other (1.1 ms idle per step); each GPU idles 1.55 ms of the 2 ms step."""
+    from roofline.device.datasheet import DATASHEET
+
+    report = analyze_trace_file(DATA / "two_gpus_taking_turns_a100_h100.json")
+    assert report.summary.idle_time_s == pytest.approx(2 * 1550e-6)
+    assert report.extra["idle_by_device_s"] == pytest.approx({"0": 2 * 1550e-6, "1": 2 * 1550e-6})
+    assert any(n.startswith("GPU idle time per GPU of this process (device 0 3.1 ms, device 1 3.1 ms)")
+               for n in report.summary.notes)
+    on = {k.op_index: k.device for k in report.kernels}
+    gemms = {on[i]: op for i, op in enumerate(report.ops) if op.name == "aten::addmm"}
+    a100, h100 = DATASHEET["A100 80GB"], DATASHEET["H100 SXM"]
+    assert gemms[0].predicted_time_s == pytest.approx(gemms[0].flops / a100.peak_flops_per_s["float16"])
+    assert gemms[1].predicted_time_s == pytest.approx(gemms[1].flops / h100.peak_flops_per_s["float16"])
+    assert gemms[0].above_roof and not gemms[1].above_roof  # H100-speed kernels beat an A100's roof only
+    note = next(n for n in report.summary.notes if n.startswith("kernels ran on 2 GPUs"))
+    assert "device 0: NVIDIA A100-SXM4-80GB, datasheet; device 1: NVIDIA H100 80GB HBM3, datasheet" in note
+
+
+def test_a_gpu_waiting_for_another_gpus_work_is_the_input_idle_gpu():
+    from roofline.doctor import diagnose
+
+    report = analyze_trace_file(DATA / "two_gpus_taking_turns_a100_h100.json")
+    (finding,) = diagnose(report, rules=["input-idle"])
+    assert finding.evidence["device"] == 1
+    assert finding.evidence["idle_at_start_s"] == pytest.approx(420e-6)
+    assert finding.evidence["idle_before_any_gpu_work_s"] == pytest.approx(20e-6)
+    assert finding.title.startswith("GPU 1 idle") and "issues the other GPUs' work first" in finding.title
+
+
 def test_bytes_after_a_whole_trace_are_warned_of_and_the_report_is_written(tmp_path, capsys):
     """A trace followed by NUL padding and text (a crashed writer, two exports appended) is whole: it gets its
     report and trace.json.gz (whose writer re-reads the file) instead of 'cannot parse trace ... Extra data'."""

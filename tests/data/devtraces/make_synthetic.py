@@ -176,6 +176,29 @@ def two_gpus():
     yield "two_gpus_one_process_a100.json", _trace(props, ev)
 
 
+def two_gpus_taking_turns():
+    """One process driving two GPUs of different models in turn (a pipeline split over an A100 and an H100): GPU 0
+    runs the first layer, then idles while GPU 1 runs the second. On one merged timeline neither gap shows."""
+    props = [_props("NVIDIA A100-SXM4-80GB", 85198045184, 8, 0, 108, dev=0),
+             _props("NVIDIA H100 80GB HBM3", 85045231616, 9, 0, 132, dev=1)]
+    ev = []
+    for step in (0, 1):
+        t0 = 1000.0 + 2000 * step
+        first = _linear_step(t0, 10 + 100 * step, 100 + 100 * step, device=0,
+                             gemm="sm80_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x32_stage5_warpsize2x2x1_"
+                                  "tensor16x8x16_kernel")
+        second = _linear_step(t0, 50 + 100 * step, 150 + 100 * step, device=1)
+        for e in second:
+            if e.get("pid") == PID:
+                e["ts"] += 400  # launched after the first layer's ops on the host
+            elif e["name"] != "ac2g" or e["ph"] == "f":
+                e["ts"] += 700  # runs once GPU 0 is done (the activation copied over)
+        ev.append(_op(f"ProfilerStep#{step + 5}", t0, 2000, 10 + 100 * step, cat="user_annotation"))
+        ev += [e for e in first + second if not e["name"].startswith("ProfilerStep")]
+    ev += _tail(1000.0, 5000.0)
+    yield "two_gpus_taking_turns_a100_h100.json", _trace(props, ev)
+
+
 def cuda_graph():
     """A CUDA graph replay: one cudaGraphLaunch, several kernels sharing its correlation id, no per-kernel launch
     (as in HTA's and vLLM's traces: kernels carry 'graph id'/'graph node id')."""
@@ -284,7 +307,7 @@ def broken():
 
 
 def main():
-    for gen in (device_traces, new_torch, two_gpus, cuda_graph, nccl, xpu, mps, broken):
+    for gen in (device_traces, new_torch, two_gpus, two_gpus_taking_turns, cuda_graph, nccl, xpu, mps, broken):
         for name, body in gen():
             text = body if isinstance(body, str) else json.dumps(body, indent=1)
             (HERE / name).write_text(text)

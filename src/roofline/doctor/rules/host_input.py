@@ -66,13 +66,16 @@ def _warmup_in(report: Report, step: int | None, end: float) -> float:
     return spent
 
 
-def _step_leads(report: Report) -> list[tuple[float, float, OpRecord]]:
+def _step_leads(report: Report, launched: np.ndarray | None = None) -> list[tuple[float, float, OpRecord]]:
     """Per step: (host time from the step's start to the first op that launched device work, less any CUDA lazy
-    initialisation in it, step span, that op). The first iterations (warm-up) are left out."""
+    initialisation in it, step span, that op). The first iterations (warm-up) are left out. ``launched``: which
+    ops count as launching (by default every op with kernels; one GPU's ops for that GPU's lead)."""
     measured = report.profiled_step_time.median_s if report.profiled_step_time else 0.0
     spans = step_spans(report)
     table = op_table(report)
-    launched, start = table.has_kernels(), table.floats("start_s")
+    start = table.floats("start_s")
+    if launched is None:
+        launched = table.has_kernels()
     leads = []
     warmup_steps = {e.get("step") for e in report.extra.get("warmup") or [] if e.get("kind") == "first-iteration"}
     for g, step in enumerate(spans.steps):
@@ -94,7 +97,7 @@ def _step_leads(report: Report) -> list[tuple[float, float, OpRecord]]:
 def check_idle(report: Report) -> list[Finding]:
     if not is_gpu_report(report):
         return []
-    leads = _step_leads(report)
+    leads, device = _worst_gpu_leads(report)
     if not leads:
         return []
     lead = sum(lead for lead, _, _ in leads) / len(leads)
@@ -102,16 +105,51 @@ def check_idle(report: Report) -> list[Finding]:
     if lead / span < MIN_IDLE_SHARE:
         return []
     firsts = [op for _, _, op in leads]
+    gpu = f"GPU {device}" if device is not None else "GPU"
+    title = f"{gpu} idle for the first {lead / span:.0%} of each step while the host prepares work"
+    fix = ("prepare the next input while the GPU works: DataLoader workers with pin_memory=True and prefetching, "
+           "non_blocking copies, no host-side preprocessing between steps; make tensors on the device")
+    evidence = {"idle_at_start_s": lead, "step_span_s": span, "steps": len(leads), "first_device_op": firsts[0].name}
+    if device is not None:
+        # Until the host launches any GPU's first work it prepares input; after that this GPU waits while the host
+        # issues other GPUs' work first (model or pipeline parallel run in turn), which input prefetching won't fix.
+        any_gpu = _step_leads(report)
+        before_any = sum(l for l, _, _ in any_gpu) / len(any_gpu) if any_gpu else 0.0
+        evidence.update(device=device, idle_before_any_gpu_work_s=before_any)
+        if before_any < lead:
+            title = (f"{gpu} idle for the first {lead / span:.0%} of each step: {before_any / span:.0%} while the "
+                     "host prepares work, the rest while it issues the other GPUs' work first")
+            fix += ("; with several GPUs in one process, start each GPU's work as early as possible (split the batch "
+                    "into micro-batches so the GPUs work at once, as pipeline parallelism does)")
     return [Finding(
-        rule=IDLE_RULE, category="input",
-        title=f"GPU idle for the first {lead / span:.0%} of each step while the host prepares work",
-        evidence={"idle_at_start_s": lead, "step_span_s": span, "steps": len(leads),
-                  "first_device_op": firsts[0].name},
+        rule=IDLE_RULE, category="input", title=title, evidence=evidence,
         locations=top_locations(firsts), estimated_savings_s=sum(l for l, _, _ in leads),
-        savings_method=("host time from each step's start to the first op that launched device work (nothing "
-                        "is queued on the GPU before it), less CUDA lazy initialisation, hidden when the next input "
-                        "is prepared ahead"),
-        fix=("prepare the next input while the GPU works: DataLoader workers with pin_memory=True and prefetching, "
-             "non_blocking copies, no host-side preprocessing between steps; make tensors on the device"),
+        savings_method=("host time from each step's start to the first op that launched device work"
+                        + (f" on GPU {device}" if device is not None else "") +
+                        " (nothing is queued on the GPU before it), less CUDA lazy initialisation, hidden when the "
+                        "next input is prepared ahead"),
+        fix=fix,
         severity=severity_for(report, sum(l for l, _, _ in leads)),
     )]
+
+
+def _worst_gpu_leads(report: Report) -> tuple[list[tuple[float, float, OpRecord]], int | None]:
+    """The step leads of the GPU that waits longest for its first work, with its device id when one process drove
+    several GPUs (each GPU waits for its own first kernel: another GPU's work does not keep it busy)."""
+    devices: dict[int, set[int]] = {}
+    for k in report.kernels:
+        if k.device is not None and k.op_index is not None:
+            devices.setdefault(k.device, set()).add(k.op_index)
+    if len(devices) < 2:
+        return _step_leads(report), None
+    n = len(report.ops)
+    best: tuple[float, list, int | None] = (-1.0, [], None)
+    for device, ops in sorted(devices.items()):
+        mask = np.zeros(n, dtype=bool)
+        mask[[i for i in ops if 0 <= i < n]] = True
+        leads = _step_leads(report, mask)
+        if leads:
+            share = sum(lead for lead, _, _ in leads) / sum(span for _, span, _ in leads)
+            if share > best[0]:
+                best = (share, leads, device)
+    return best[1], best[2]

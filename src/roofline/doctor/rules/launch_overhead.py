@@ -55,8 +55,31 @@ def check(report: Report) -> list[Finding]:
         table = kernel_table(report)
         device_events = np.flatnonzero(table.dur_s >= 0)
         if len(device_events):
-            return _gpu_stretches(report, table, device_events[np.argsort(table.start_s[device_events], kind="stable")])
+            by_start = device_events[np.argsort(table.start_s[device_events], kind="stable")]
+            gpus = _per_gpu(table, by_start)
+            if len(gpus) < 2:
+                return _gpu_stretches(report, table, by_start)
+            # One process driving several GPUs: each GPU's timeline on its own (another GPU's kernels do not fill
+            # its gaps); the most idle GPU's finding, named.
+            found = [(f, device) for device, order in gpus.items() for f in _gpu_stretches(report, table, order)]
+            if not found:
+                return []
+            finding, device = max(found, key=lambda fd: fd[0].evidence["idle_s"])
+            finding.title += f" on GPU {device}"
+            finding.evidence["device"] = device
+            finding.evidence["gpus_with_stretches"] = sorted(d for _, d in found)
+            return [finding]
     return _cpu_launch_bound(report)
+
+
+def _per_gpu(table: KernelTable, order: np.ndarray) -> dict[int, np.ndarray]:
+    """``order`` split by the kernels' GPU (kernels with no device id go with the first GPU)."""
+    devices = [table.kernels[i].device for i in order.tolist()]
+    ids = sorted({d for d in devices if d is not None})
+    if len(ids) < 2:
+        return {ids[0] if ids else 0: order}
+    column = np.array([ids[0] if d is None else d for d in devices])
+    return {d: order[column == d] for d in ids}
 
 
 def _gpu_stretches(report: Report, table: KernelTable, order: np.ndarray) -> list[Finding]:
