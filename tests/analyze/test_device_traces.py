@@ -131,6 +131,24 @@ def test_an_intel_xpu_trace_is_an_intel_gpu_with_its_host_to_device_copy(name, v
     copy = next(f for f in diagnose(report) if f.rule == "host-to-device-copy")
     assert copy.evidence["copies"] == 1 and copy.evidence["pageable"] == 1
     assert copy.estimated_savings_s == pytest.approx(200e-6)
+    assert "device='xpu'" in copy.fix and ".to('xpu', non_blocking=True)" in copy.fix and "cuda" not in copy.fix
+
+
+def test_xpu_host_waits_are_syncs_and_device_barriers_are_not():
+    """Kineto's XPU plugin writes PTI's synchronizations as xpu_sync events: the host's zeEventHostSynchronize
+    after .item()'s device-to-host copy is a host-device sync; a GPU_BARRIER_EXECUTION between kernels is not."""
+    from roofline.capture.trace_syncs import sync_kind
+    from roofline.doctor import diagnose
+
+    trace = load_trace(DATA / "xpu_linear.json")
+    assert [(s.name, s.dur_us) for s in trace.syncs] == [("zeEventHostSynchronize", 40.0)]
+    assert "xpu_sync" in trace.categories
+    report = analyze_trace_file(DATA / "xpu_linear.json")
+    assert [(s.kind, s.count, s.stall_s) for s in report.syncs] == [("item", 1, pytest.approx(40e-6))]
+    (finding,) = diagnose(report, rules=["host-device-sync"])
+    assert finding.evidence["sync_kinds"] == ["item"] and finding.estimated_savings_s == pytest.approx(40e-6)
+    assert sync_kind(None, device="xpu") == "xpu.synchronize"
+    assert sync_kind("aten::copy_", "Memcpy D2M (DEVICE -> MEMORY(Unknown))") == "copy to host"
 
 
 def test_an_all_reduce_overlapping_a_gemm_leaves_the_gemm_its_time():

@@ -63,6 +63,8 @@ class _Args(msgspec.Struct, gc=False):
     device_type: int | None = msgspec.field(default=None, name="Device Type")
     device_id: int | None = msgspec.field(default=None, name="Device Id")
     sync_kind: str | None = msgspec.field(default=None, name="cuda_sync_kind")
+    # Kineto's XPU plugin: PTI's synchronization type on xpu_sync events (HOST_EVENT, GPU_BARRIER_EXECUTION...)
+    sync_type: Any = msgspec.field(default=None, name="Type")
     collective: Any = msgspec.field(default=None, name="Collective name")
     in_nelems: Any = msgspec.field(default=None, name="In msg nelems")
     out_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
@@ -461,6 +463,8 @@ class _TraceBuilder:
                 self._gpu(ev, ts, dur)
             else:
                 args = ev.args or _Args()
+                if isinstance(args.sync_type, str) and args.sync_type.startswith("GPU_BARRIER"):
+                    continue  # an XPU barrier between kernels: the device waits, not the host
                 name = args.sync_kind or ev.name
                 self.syncs.append(
                     SyncEvent(intern(name, name), ts, dur, _external_id(args), args.correlation,
@@ -854,9 +858,13 @@ def _comm(args: _Args) -> CommArgs | None:
 
 
 def _category_kind(cat: str) -> int:
-    """Runtime calls of other backends (hip_runtime, xpu_runtime, privateuse1_driver...) count as launches."""
+    """Runtime calls of other backends (hip_runtime, xpu_runtime, privateuse1_driver...) count as launches; Intel
+    XPU's host waits (xpu_sync, Kineto's XPU plugin) are read like cuda_sync's. Left out of ``_CATEGORY_KIND`` so
+    that ``Trace.categories`` still names them (the device is told from them)."""
     if cat.lower().endswith(("_runtime", "_driver")):
         return _RUNTIME
+    if cat.lower() == "xpu_sync":
+        return _SYNC
     return _OTHER
 
 

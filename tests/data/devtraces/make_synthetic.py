@@ -270,13 +270,34 @@ def xpu():
            "ts": t0 + 600, "dur": 200, "args": {"correlation": 42, "device": 0, "External id": 5,
                                                 "l0 call": "zeCommandListAppendMemoryCopy", "bytes": 8388608,
                                                 "memory bandwidth (GB/s)": 41.9, **kargs}},
-          {"ph": "X", "cat": "xpu_sync", "name": "zeEventHostSynchronize", "pid": PID, "tid": TID,
-           "ts": t0 + 820, "dur": 50, "args": {"correlation": 43, "Type": "HOST_EVENT"}}]
+          # a barrier the GPU waits on (relu after the GEMM): PTI reports it as a synchronization too, not a host wait
+          _xpu_sync("zeCommandListAppendBarrier", t0 + 334, 2, 46, 4, "GPU_BARRIER_EXECUTION"),
+          # loss.item(): a device-to-host copy into malloc'd memory, then the host waits for its event
+          _op("aten::item", t0 + 820, 60, 6, [[]], ["c10::BFloat16"]),
+          _op("aten::_local_scalar_dense", t0 + 822, 56, 7, [[]], ["c10::BFloat16"]),
+          rt("urEnqueueUSMMemcpy", t0 + 825, 10, 44, 7),
+          {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy D2M (DEVICE -> MEMORY(Unknown))", "pid": 0, "tid": 64,
+           "ts": t0 + 830, "dur": 2, "args": {"correlation": 44, "device": 0, "External id": 7,
+                                              "l0 call": "zeCommandListAppendMemoryCopy", "bytes": 2,
+                                              "memory bandwidth (GB/s)": 1.0, **kargs}},
+          rt("zeEventHostSynchronize", t0 + 836, 40, 45, 7, cat="xpu_driver"),
+          _xpu_sync("zeEventHostSynchronize", t0 + 836, 40, 45, 7, "HOST_EVENT")]
     ev += _tail(t0, t0 + 900)
     yield "xpu_linear.json", _trace([], ev)
     props = [{"id": 0, "name": "Intel(R) Data Center GPU Max 1550", "totalGlobalMem": 68719476736,
               "numSms": 448, "maxThreadsPerBlock": 1024, "warpSize": 32}]
     yield "xpu_linear_pvc_props.json", _trace(props, ev)
+
+
+def _xpu_sync(name, ts, dur, corr, ext, kind):
+    """An xpu_sync event as Kineto's XPU plugin writes it (XpuptiActivityHandlers.cpp,
+    handleSynchronizationActivity; output_json.cpp's handleActivity): the API call's name, pid -1 (the activity's
+    device), tid the calling thread, 'External id' of the linked op, then the plugin's metadata; 'Type' is PTI's
+    synchronization type (GPU_BARRIER_* on the device, HOST_* when the host waits)."""
+    return {"ph": "X", "cat": "xpu_sync", "name": name, "pid": -1, "tid": TID, "ts": ts, "dur": dur,
+            "args": {"External id": ext, "correlation": corr, "Type": kind, "Context_handle": "0x000055d1e3c0",
+                     "Queue_handle": "0x000055d1e400", "Event_handle": "0x000055d1f0a8",
+                     "Number_wait_events": 0 if kind.startswith("HOST") else 1, "Return_code": 0}}
 
 
 def mps():

@@ -11,7 +11,7 @@ import functools
 
 import numpy as np
 
-from roofline.doctor.evidence import is_gpu_report, op_table, severity_for, step_spans, top_locations
+from roofline.doctor.evidence import is_gpu_report, op_table, severity_for, step_spans, top_locations, torch_device
 from roofline.doctor.registry import register
 from roofline.report import Finding, KernelRecord, OpRecord, Report
 
@@ -40,6 +40,7 @@ def check_copies(report: Report) -> list[Finding]:
     per_step = len(copies) / max(report.steps, 1)
     time = sum(k.dur_s for k in copies)
     # PTI's M2D: from memory the runtime did not allocate (plain malloc'd, pageable) rather than USM host memory
+    device = torch_device(report)
     pageable = sum(1 for k in copies if "pageable" in k.name.lower() or k.name.lower().startswith("memcpy m2d"))
     ops = [report.ops[k.op_index] for k in copies if k.op_index is not None and 0 <= k.op_index < len(report.ops)]
     ops += [op for op in report.ops if op.kernels and any(map(_names_host_to_device, op.kernels)) and op not in ops]
@@ -50,9 +51,9 @@ def check_copies(report: Report) -> list[Finding]:
         locations=top_locations(ops), estimated_savings_s=time,
         savings_method=("the copies' device time on the step's timeline, removed when the tensors are made on the "
                         "device or hidden behind compute with pinned memory and non_blocking=True"),
-        fix=("create the tensors on the device (torch.arange/zeros/full(..., device='cuda')) or keep them there across "
-             "steps; for real input, use a DataLoader with pin_memory=True and .to('cuda', non_blocking=True), "
-             "prefetching the next batch while this one computes"),
+        fix=(f"create the tensors on the device (torch.arange/zeros/full(..., device='{device}')) or keep them there "
+             f"across steps; for real input, use a DataLoader with pin_memory=True and .to('{device}', "
+             "non_blocking=True), prefetching the next batch while this one computes"),
         severity=severity_for(report, time),
     )]
 
