@@ -34,6 +34,16 @@ def test_a_2021_kineto_trace_has_its_step_its_gpu_and_its_kernels_ops():
     assert sorted(round(op.time_s * 1e6) for op in report.ops if op.time_s > 0) == [1, 1, 2, 3, 3]
 
 
+def test_an_op_that_launched_no_kernel_is_predicted_no_launch():
+    """aten::empty and aten::view launch nothing: the 5 us launch floor made 9 ops of 10 us predict 45 us."""
+    report = analyze_trace_file(DATA / "kineto_2021_v100x4_excerpt.json")
+    idle = [op for op in report.ops if not op.kernels]
+    assert sorted(op.name for op in idle) == ["aten::empty", "aten::empty", "aten::empty_strided", "aten::view"]
+    assert all(op.predicted_time_s == 0.0 for op in idle)
+    assert all(op.predicted_time_s == pytest.approx(5e-6) for op in report.ops if op.kernels)
+    assert report.summary.predicted_total_s == pytest.approx(25e-6)
+
+
 def test_kernels_that_overlap_nowhere_show_no_overlap_from_rounding():
     """Timestamps of 1.6e9 s: the sweep's differences and the durations' sum differ in the last bits only."""
     report = analyze_trace_file(DATA / "kineto_2021_v100x4_excerpt.json")

@@ -313,7 +313,8 @@ def report_from_trace(
     for i, op in enumerate(ops):
         device = on_device.get(i)
         roofs = ceilings_by_device.get(device, ceilings) if device is not None else ceilings
-        place_op(op, roofs, idle_before_s=idle_before.get(i), peaks=peaks.setdefault(device, {}))
+        place_op(op, roofs, idle_before_s=idle_before.get(i), peaks=peaks.setdefault(device, {}),
+                 launches=not (trace.has_gpu and not op.kernels and op.time_s == 0))
     if ops_placed is not None:
         ops_placed(ops)
 
