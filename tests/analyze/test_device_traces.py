@@ -125,6 +125,25 @@ def test_metadata_after_the_event_list_is_kept_when_garbage_follows_it(tmp_path)
     assert "9 bytes after the end of the trace ignored (not part of it)" in trace.warnings
 
 
+def test_xpu_runtime_waits_are_the_syncs_of_a_trace_without_xpu_sync_events(tmp_path):
+    """XPU_SYNC activity off: the host waits are read from the runtime/driver calls, a driver wait inside a
+    runtime wait (queue.wait(): urQueueFinish -> zeCommandListHostSynchronize) once."""
+    doc = json.loads((DATA / "xpu_linear.json").read_text())
+    events = [e for e in doc["traceEvents"] if e.get("cat") != "xpu_sync"]
+    host = {"ph": "X", "pid": 4242, "tid": 4242, "args": {"External id": 0}}
+    events += [{**host, "cat": "xpu_runtime", "name": "urQueueFinish", "ts": 8885.0, "dur": 10.0,
+                "args": {"correlation": 50}},
+               {**host, "cat": "xpu_driver", "name": "zeCommandListHostSynchronize", "ts": 8886.0, "dur": 8.0,
+                "args": {"correlation": 50}}]
+    doc["traceEvents"] = events
+    path = tmp_path / "xpu_no_sync_events.json"
+    path.write_text(json.dumps(doc))
+    trace = load_trace(path)
+    assert [(s.name, s.dur_us) for s in trace.syncs] == [("zeEventHostSynchronize", 40.0), ("urQueueFinish", 10.0)]
+    report = analyze_trace_file(path)
+    assert sorted((s.kind, s.count) for s in report.syncs) == [("item", 1), ("xpu.synchronize", 1)]
+
+
 @pytest.mark.parametrize("name, vendor, device", [
     ("xpu_linear.json", "intel", "Intel GPU (XPU, model not named)"),
     ("xpu_linear_pvc_props.json", "intel", "Intel(R) Data Center GPU Max 1550"),

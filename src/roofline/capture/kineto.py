@@ -10,6 +10,7 @@ launch call, memory event and op (same pid and tid, by time).
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import signal
@@ -661,6 +662,8 @@ class _TraceBuilder:
         self.kernels.sort(key=lambda k: k.ts_us)
         for i, kernel in enumerate(self.kernels):
             kernel.index = i
+        if not self.syncs and "xpu_sync" not in self.kinds and any(c.startswith("xpu_") for c in self.kinds):
+            self.syncs = _xpu_host_waits(self.launches)
         self.syncs.sort(key=lambda s: s.ts_us)
         self._steps()
         stale = self._relabel_stale_frames()
@@ -855,6 +858,27 @@ def _comm(args: _Args) -> CommArgs | None:
     if args.collective is None and args.in_nelems is None and args.out_nelems is None:
         return None
     return CommArgs(args.collective, args.in_nelems, args.out_nelems, args.group_size, args.dtype)
+
+
+# Intel XPU calls in which the host waits for the device: SYCL's queue.wait() / event.wait() (Unified Runtime) and the
+# Level Zero host synchronizations they and blocking copies make.
+_XPU_HOST_WAITS = frozenset({"urQueueFinish", "urEventWait", "zeEventHostSynchronize", "zeCommandListHostSynchronize",
+                             "zeCommandQueueSynchronize", "zeFenceHostSynchronize"})
+
+
+def _xpu_host_waits(launches: list[Launch]) -> list[SyncEvent]:
+    """An XPU trace recorded without xpu_sync events (the XPU_SYNC activity off, or a Kineto before it): its runtime
+    and driver waits as syncs, a driver wait inside a runtime wait (urQueueFinish -> zeCommandListHostSynchronize)
+    counted once, as the outer call."""
+    waits = sorted((l for l in launches if l.name in _XPU_HOST_WAITS), key=lambda l: (l.ts_us, -l.dur_us))
+    syncs: list[SyncEvent] = []
+    end = -math.inf
+    for wait in waits:
+        if wait.ts_us + wait.dur_us <= end:
+            continue
+        end = wait.ts_us + wait.dur_us
+        syncs.append(SyncEvent(wait.name, wait.ts_us, wait.dur_us, wait.external_id, wait.correlation))
+    return syncs
 
 
 def _category_kind(cat: str) -> int:
