@@ -562,15 +562,17 @@ def _timeline(trace: Trace, steps: list[int | None], event_to_report: dict[int, 
     records: list[KernelRecord] = []
     idle_before: dict[int, float] = {}
     prev_end: dict[int | None, float] = {}
+    several = len({d for d in (_int_or_none(k.device) for k in kernels) if d is not None}) > 1
     for k in kernels:
         op_index = _report_op_of(trace, k.op, event_to_report)
         device = _int_or_none(k.device)
         records.append(KernelRecord(k.name, (k.ts_us - origin) / 1e6, k.dur_us / 1e6,
                                     _int_or_none(k.stream), device, k.category, op_index))
-        before = prev_end.get(device)
+        lane = device if several else None  # one GPU: events with and without a device id share its timeline
+        before = prev_end.get(lane)
         if op_index is not None and op_index not in idle_before and before is not None:
             idle_before[op_index] = max(0.0, (k.ts_us - before) / 1e6)
-        prev_end[device] = k.end_us if before is None else max(before, k.end_us)
+        prev_end[lane] = k.end_us if before is None else max(before, k.end_us)
     return records, idle_before
 
 
