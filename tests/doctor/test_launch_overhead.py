@@ -58,3 +58,11 @@ def test_one_gpus_gaps_are_found_though_another_gpu_fills_them():
     assert findings[0].evidence["device"] == 0 and findings[0].evidence["kernels"] == 29
     assert findings[0].title.endswith("on GPU 0")
     assert findings[0].estimated_savings_s == pytest.approx(29 * 10e-6)
+
+
+def test_on_an_intel_xpu_the_fix_is_fusion_not_cuda_graphs():
+    r = report([], ceil=ceilings(device="cuda", launch=5e-6), kernels=_timeline(gap=10e-6))
+    r.extra["device"] = {"kind": "gpu", "vendor": "intel", "name": "Intel GPU (XPU, model not named)"}
+    (finding,) = diagnose(r, rules=["launch-overhead"])
+    assert finding.fix.startswith("fuse the small ops with torch.compile") and "CUDA" not in finding.fix
+    assert "fusing the kernels removes" in finding.savings_method and "CUDA" not in finding.savings_method
