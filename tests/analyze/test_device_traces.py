@@ -34,6 +34,16 @@ def test_a_2021_kineto_trace_has_its_step_its_gpu_and_its_kernels_ops():
     assert sorted(round(op.time_s * 1e6) for op in report.ops if op.time_s > 0) == [1, 1, 2, 3, 3]
 
 
+def test_an_op_that_launched_no_kernel_is_predicted_no_launch():
+    """aten::empty and aten::view launch nothing: the 5 us launch floor made 9 ops of 10 us predict 45 us."""
+    report = analyze_trace_file(DATA / "kineto_2021_v100x4_excerpt.json")
+    idle = [op for op in report.ops if not op.kernels]
+    assert sorted(op.name for op in idle) == ["aten::empty", "aten::empty", "aten::empty_strided", "aten::view"]
+    assert all(op.predicted_time_s == 0.0 for op in idle)
+    assert all(op.predicted_time_s == pytest.approx(5e-6) for op in report.ops if op.kernels)
+    assert report.summary.predicted_total_s == pytest.approx(25e-6)
+
+
 def test_kernels_that_overlap_nowhere_show_no_overlap_from_rounding():
     """Timestamps of 1.6e9 s: the sweep's differences and the durations' sum differ in the last bits only."""
     report = analyze_trace_file(DATA / "kineto_2021_v100x4_excerpt.json")
@@ -57,6 +67,37 @@ def test_a_two_gpu_process_says_which_gpus_ran_kernels():
     assert "devices 0 (NVIDIA A100-SXM4-80GB), 1 (NVIDIA A100-SXM4-80GB)" in note
     assert report.summary.kernel_classes.overlapped_s == 0.0
     assert report.summary.kernel_classes.kernel_time_s == pytest.approx(900e-6)
+
+
+def test_two_gpus_taking_turns_each_idle_and_each_judged_on_its_own_roofs():
+    """GPU 0 (an A100) works while GPU 1 (an H100) idles, then the other way round: merged, the gaps would hide
+    each other (1.1 ms idle per step); each GPU idles 1.55 ms of the 2 ms step."""
+    from roofline.device.datasheet import DATASHEET
+
+    report = analyze_trace_file(DATA / "two_gpus_taking_turns_a100_h100.json")
+    assert report.summary.idle_time_s == pytest.approx(2 * 1550e-6)
+    assert report.extra["idle_by_device_s"] == pytest.approx({"0": 2 * 1550e-6, "1": 2 * 1550e-6})
+    assert any(n.startswith("GPU idle time per GPU of this process (device 0 3.1 ms, device 1 3.1 ms)")
+               for n in report.summary.notes)
+    on = {k.op_index: k.device for k in report.kernels}
+    gemms = {on[i]: op for i, op in enumerate(report.ops) if op.name == "aten::addmm"}
+    a100, h100 = DATASHEET["A100 80GB"], DATASHEET["H100 SXM"]
+    assert gemms[0].predicted_time_s == pytest.approx(gemms[0].flops / a100.peak_flops_per_s["float16"])
+    assert gemms[1].predicted_time_s == pytest.approx(gemms[1].flops / h100.peak_flops_per_s["float16"])
+    assert gemms[0].above_roof and not gemms[1].above_roof  # H100-speed kernels beat an A100's roof only
+    note = next(n for n in report.summary.notes if n.startswith("kernels ran on 2 GPUs"))
+    assert "device 0: NVIDIA A100-SXM4-80GB, datasheet; device 1: NVIDIA H100 80GB HBM3, datasheet" in note
+
+
+def test_a_gpu_waiting_for_another_gpus_work_is_the_input_idle_gpu():
+    from roofline.doctor import diagnose
+
+    report = analyze_trace_file(DATA / "two_gpus_taking_turns_a100_h100.json")
+    (finding,) = diagnose(report, rules=["input-idle"])
+    assert finding.evidence["device"] == 1
+    assert finding.evidence["idle_at_start_s"] == pytest.approx(420e-6)
+    assert finding.evidence["idle_before_any_gpu_work_s"] == pytest.approx(20e-6)
+    assert finding.title.startswith("GPU 1 idle") and "issues the other GPUs' work first" in finding.title
 
 
 def test_bytes_after_a_whole_trace_are_warned_of_and_the_report_is_written(tmp_path, capsys):
@@ -84,6 +125,25 @@ def test_metadata_after_the_event_list_is_kept_when_garbage_follows_it(tmp_path)
     assert "9 bytes after the end of the trace ignored (not part of it)" in trace.warnings
 
 
+def test_xpu_runtime_waits_are_the_syncs_of_a_trace_without_xpu_sync_events(tmp_path):
+    """XPU_SYNC activity off: the host waits are read from the runtime/driver calls, a driver wait inside a
+    runtime wait (queue.wait(): urQueueFinish -> zeCommandListHostSynchronize) once."""
+    doc = json.loads((DATA / "xpu_linear.json").read_text())
+    events = [e for e in doc["traceEvents"] if e.get("cat") != "xpu_sync"]
+    host = {"ph": "X", "pid": 4242, "tid": 4242, "args": {"External id": 0}}
+    events += [{**host, "cat": "xpu_runtime", "name": "urQueueFinish", "ts": 8885.0, "dur": 10.0,
+                "args": {"correlation": 50}},
+               {**host, "cat": "xpu_driver", "name": "zeCommandListHostSynchronize", "ts": 8886.0, "dur": 8.0,
+                "args": {"correlation": 50}}]
+    doc["traceEvents"] = events
+    path = tmp_path / "xpu_no_sync_events.json"
+    path.write_text(json.dumps(doc))
+    trace = load_trace(path)
+    assert [(s.name, s.dur_us) for s in trace.syncs] == [("zeEventHostSynchronize", 40.0), ("urQueueFinish", 10.0)]
+    report = analyze_trace_file(path)
+    assert sorted((s.kind, s.count) for s in report.syncs) == [("item", 1), ("xpu.synchronize", 1)]
+
+
 @pytest.mark.parametrize("name, vendor, device", [
     ("xpu_linear.json", "intel", "Intel GPU (XPU, model not named)"),
     ("xpu_linear_pvc_props.json", "intel", "Intel(R) Data Center GPU Max 1550"),
@@ -100,6 +160,24 @@ def test_an_intel_xpu_trace_is_an_intel_gpu_with_its_host_to_device_copy(name, v
     copy = next(f for f in diagnose(report) if f.rule == "host-to-device-copy")
     assert copy.evidence["copies"] == 1 and copy.evidence["pageable"] == 1
     assert copy.estimated_savings_s == pytest.approx(200e-6)
+    assert "device='xpu'" in copy.fix and ".to('xpu', non_blocking=True)" in copy.fix and "cuda" not in copy.fix
+
+
+def test_xpu_host_waits_are_syncs_and_device_barriers_are_not():
+    """Kineto's XPU plugin writes PTI's synchronizations as xpu_sync events: the host's zeEventHostSynchronize
+    after .item()'s device-to-host copy is a host-device sync; a GPU_BARRIER_EXECUTION between kernels is not."""
+    from roofline.capture.trace_syncs import sync_kind
+    from roofline.doctor import diagnose
+
+    trace = load_trace(DATA / "xpu_linear.json")
+    assert [(s.name, s.dur_us) for s in trace.syncs] == [("zeEventHostSynchronize", 40.0)]
+    assert "xpu_sync" in trace.categories
+    report = analyze_trace_file(DATA / "xpu_linear.json")
+    assert [(s.kind, s.count, s.stall_s) for s in report.syncs] == [("item", 1, pytest.approx(40e-6))]
+    (finding,) = diagnose(report, rules=["host-device-sync"])
+    assert finding.evidence["sync_kinds"] == ["item"] and finding.estimated_savings_s == pytest.approx(40e-6)
+    assert sync_kind(None, device="xpu") == "xpu.synchronize"
+    assert sync_kind("aten::copy_", "Memcpy D2M (DEVICE -> MEMORY(Unknown))") == "copy to host"
 
 
 def test_an_all_reduce_overlapping_a_gemm_leaves_the_gemm_its_time():

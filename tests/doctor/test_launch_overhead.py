@@ -43,3 +43,26 @@ def test_gpu_kernels_with_idle_gaps_form_a_launch_bound_stretch():
 def test_back_to_back_gpu_kernels_are_silent():
     r = report([], ceil=ceilings(device="cuda", launch=5e-6), kernels=_timeline(gap=0.0))
     assert diagnose(r, rules=["launch-overhead"]) == []
+
+
+def test_one_gpus_gaps_are_found_though_another_gpu_fills_them():
+    """One process driving two GPUs: GPU 1's kernels run in GPU 0's gaps; on one merged timeline there is no gap."""
+    gpu0 = _timeline(gap=10e-6)
+    for k in gpu0:
+        k.device = 0
+    gpu1 = [KernelRecord(name="void elementwise_kernel", start_s=k.start_s + k.dur_s, dur_s=10e-6, device=1)
+            for k in gpu0]
+    r = report([], ceil=ceilings(device="cuda", launch=5e-6), kernels=sorted(gpu0 + gpu1, key=lambda k: k.start_s))
+    findings = diagnose(r, rules=["launch-overhead"])
+    assert len(findings) == 1
+    assert findings[0].evidence["device"] == 0 and findings[0].evidence["kernels"] == 29
+    assert findings[0].title.endswith("on GPU 0")
+    assert findings[0].estimated_savings_s == pytest.approx(29 * 10e-6)
+
+
+def test_on_an_intel_xpu_the_fix_is_fusion_not_cuda_graphs():
+    r = report([], ceil=ceilings(device="cuda", launch=5e-6), kernels=_timeline(gap=10e-6))
+    r.extra["device"] = {"kind": "gpu", "vendor": "intel", "name": "Intel GPU (XPU, model not named)"}
+    (finding,) = diagnose(r, rules=["launch-overhead"])
+    assert finding.fix.startswith("fuse the small ops with torch.compile") and "CUDA" not in finding.fix
+    assert "fusing the kernels removes" in finding.savings_method and "CUDA" not in finding.savings_method

@@ -33,8 +33,10 @@ _TOP_NAMES = 20
 class StepStats:
     """Device activity of one profiler step. Kernels belong to the step in which they were launched.
 
-    The window runs from the step's host start to the later of its host end and its last kernel's end;
-    ``idle_us`` is the window minus the union of the step's kernel intervals (all streams merged).
+    The window runs from the step's host start to the later of its host end and its last kernel's end; a GPU's
+    idle time is the window minus the union of its kernel intervals (all its streams merged). One process driving
+    several GPUs: ``idle_by_device`` holds each GPU's, and ``idle_us`` is the most idle GPU's (one GPU's kernels do
+    not fill another's gaps, and the GPUs' idle times are not added up).
     """
 
     number: int
@@ -43,6 +45,7 @@ class StepStats:
     busy_us: float
     idle_us: float
     kernels: int
+    idle_by_device: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -197,6 +200,7 @@ def _step_stats(trace: Trace, launch_ts: dict) -> list[StepStats]:
     if not trace.steps:
         return []
     per_step: list[list[tuple[float, float]]] = [[] for _ in trace.steps]
+    devices: list[list] = [[] for _ in trace.steps]
     for kernel in trace.kernels:
         step = None
         if kernel.op >= 0:
@@ -206,13 +210,31 @@ def _step_stats(trace: Trace, launch_ts: dict) -> list[StepStats]:
             step = trace.step_of(ts if ts is not None else kernel.ts_us)
         if step is not None:
             per_step[step].append((kernel.ts_us, kernel.end_us))
+            devices[step].append(kernel.device)
+    used = {d for on in devices for d in on if isinstance(d, int)}
     result = []
-    for step, intervals in zip(trace.steps, per_step):
-        intervals.sort()
+    for step, intervals, on in zip(trace.steps, per_step, devices):
         start = step.ts_us
         end = max([step.end_us] + [e for _, e in intervals])
-        busy = length(union(clip(intervals, start, end)))
         window = end - start
+        busy = {device: length(union(clip(sorted(spans), start, end)))
+                for device, spans in _by_device(intervals, on, used).items()} or {0: 0.0}
+        intervals.sort()
         kernel_us = sum(e - s for s, e in intervals)
-        result.append(StepStats(step.number, window, kernel_us, busy, max(window - busy, 0.0), len(intervals)))
+        idle = {device: max(window - b, 0.0) for device, b in busy.items()}
+        worst = max(idle, key=idle.__getitem__)
+        result.append(StepStats(step.number, window, kernel_us, busy[worst], idle[worst], len(intervals),
+                                idle if len(idle) > 1 else {}))
     return result
+
+
+def _by_device(intervals: list[tuple[float, float]], devices: list,
+               ids: set[int]) -> dict[int, list[tuple[float, float]]]:
+    """A step's kernel intervals per GPU, every GPU of the trace (``ids``) present, also one idle all step (kernels
+    with no device id, as in old traces, are one GPU's)."""
+    if len(ids) < 2:
+        return {next(iter(ids), 0): intervals} if intervals else {}
+    grouped: dict[int, list[tuple[float, float]]] = {d: [] for d in sorted(ids)}
+    for span, device in zip(intervals, devices):
+        grouped.setdefault(device if isinstance(device, int) else min(ids), []).append(span)
+    return grouped

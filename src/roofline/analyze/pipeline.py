@@ -210,8 +210,12 @@ def report_from_trace(
     reference_peak_bytes: int | None = None,
     environment: Environment | None = None,
     ops_placed: Callable[[list[OpRecord]], None] | None = None,
+    ceilings_by_device: dict[int, Ceilings] | None = None,
 ) -> Report:
     """The per-op roofline Report of a trace.
+
+    ``ceilings_by_device``: for one process driving GPUs of different models, each GPU's roofs by device id; an
+    op is placed against those of the GPU its kernels ran on (most of their time), others against ``ceilings``.
 
     ``ops_placed``: called with the report's ops as soon as they are final (placed on the roofline), before the
     rest of the report (summary, kernel classes, memory) is: a command can start work on them meanwhile.
@@ -307,9 +311,13 @@ def report_from_trace(
         op.index = i
 
     kernels, idle_before = _timeline(trace, timeline_steps, event_to_report, ops)
-    peaks: dict[str, float] = {}
+    on_device = _op_devices(kernels) if ceilings_by_device else {}
+    peaks: dict[int | None, dict[str, float]] = {}
     for i, op in enumerate(ops):
-        place_op(op, ceilings, idle_before_s=idle_before.get(i), peaks=peaks)
+        device = on_device.get(i)
+        roofs = ceilings_by_device.get(device, ceilings) if device is not None else ceilings
+        place_op(op, roofs, idle_before_s=idle_before.get(i), peaks=peaks.setdefault(device, {}),
+                 launches=not (trace.has_gpu and not op.kernels and op.time_s == 0))
     if ops_placed is not None:
         ops_placed(ops)
 
@@ -332,6 +340,9 @@ def report_from_trace(
     if missing:
         summary.notes.append(f"{missing} recorded op(s) found no event in the timed trace (time counted as 0)")
     summary.notes.extend(kept_whole)
+    idle_by_device = idle_by_device_s(trace, steps)
+    if idle_by_device:
+        summary.notes.append(_idle_by_device_note(idle_by_device))
     recomputed = [op for op in ops if op.phase == "recompute"]
     if recomputed:
         summary.notes.append(_recompute_note(recomputed, summary.total_flops, summary.total_time_s))
@@ -359,9 +370,27 @@ def report_from_trace(
     if recording is not None:
         report.extra["tf32"] = {"cuda_matmul": recording.tf32.matmul, "cudnn": recording.tf32.cudnn}
     report.syncs, report.memory = side.result()
+    if idle_by_device:
+        report.extra["idle_by_device_s"] = {str(d): t for d, t in sorted(idle_by_device.items())}
     if trace.has_gpu:
         report.summary.kernel_classes = kernel_classes(report)
     return report
+
+
+def _idle_by_device_note(idle: dict[int, float]) -> str:
+    worst = max(idle, key=idle.__getitem__)
+    each = ", ".join(f"device {d} {t * 1e3:.3g} ms" for d, t in sorted(idle.items()))
+    return (f"GPU idle time per GPU of this process ({each}): the idle time given is device {worst}'s, the most "
+            "idle; one GPU's kernels do not fill another's gaps")
+
+
+def _op_devices(kernels: list[KernelRecord]) -> dict[int, int]:
+    """Each op's GPU: the device its kernels spent most time on (ops whose kernels carry no device id: absent)."""
+    time: dict[int, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    for k in kernels:
+        if k.op_index is not None and k.device is not None:
+            time[k.op_index][k.device] += k.dur_s
+    return {op: max(by.items(), key=lambda kv: (kv[1], -kv[0]))[0] for op, by in time.items()}
 
 
 MAX_KEPT_WHOLE_NOTES = 5
@@ -527,21 +556,26 @@ def _start_s(trace: Trace, ev: CpuOp | None, step: int | None) -> float | None:
 
 def _timeline(trace: Trace, steps: list[int | None], event_to_report: dict[int, int],
               ops: list[OpRecord]) -> tuple[list[KernelRecord], dict[int, float]]:
-    """Kernels of the given steps on the report's timeline, and for each op the device idle time before it."""
+    """Kernels of the given steps on the report's timeline, and for each op the idle time, before its first kernel,
+    of the GPU that kernel ran on (another GPU's kernels do not fill that GPU's gap)."""
     wanted = set(steps)
     kernels = [k for k in trace.kernels if k.op >= 0 and (None in wanted or trace.ops[k.op].step in wanted)]
     kernels.sort(key=lambda k: k.ts_us)
     origin = kernels[0].ts_us if kernels else 0.0
     records: list[KernelRecord] = []
     idle_before: dict[int, float] = {}
-    prev_end: float | None = None
+    prev_end: dict[int | None, float] = {}
+    several = len({d for d in (_int_or_none(k.device) for k in kernels) if d is not None}) > 1
     for k in kernels:
         op_index = _report_op_of(trace, k.op, event_to_report)
+        device = _int_or_none(k.device)
         records.append(KernelRecord(k.name, (k.ts_us - origin) / 1e6, k.dur_us / 1e6,
-                                    _int_or_none(k.stream), _int_or_none(k.device), k.category, op_index))
-        if op_index is not None and op_index not in idle_before and prev_end is not None:
-            idle_before[op_index] = max(0.0, (k.ts_us - prev_end) / 1e6)
-        prev_end = k.end_us if prev_end is None else max(prev_end, k.end_us)
+                                    _int_or_none(k.stream), device, k.category, op_index))
+        lane = device if several else None  # one GPU: events with and without a device id share its timeline
+        before = prev_end.get(lane)
+        if op_index is not None and op_index not in idle_before and before is not None:
+            idle_before[op_index] = max(0.0, (k.ts_us - before) / 1e6)
+        prev_end[lane] = k.end_us if before is None else max(before, k.end_us)
     return records, idle_before
 
 
@@ -573,13 +607,28 @@ def _device_api(trace) -> tuple[str, str]:
 
 
 def _kernel_stats(trace: Trace, steps: list[int | None]) -> tuple[float | None, float | None, float | None]:
-    """Share of kernel time attributed to an op, total kernel time and device idle time (attribution's stats)."""
+    """Share of kernel time attributed to an op, total kernel time and device idle time (attribution's stats;
+    several GPUs: the idle time of the GPU idle longest over the steps)."""
     if not trace.kernels:
         return None, None, None
     stats = trace.attribution
     wanted = {s for s in steps if s is not None}
+    per_device = idle_by_device_s(trace, steps)
+    if per_device:
+        return stats.share, stats.total_kernel_us / 1e6, max(per_device.values())
     idle_us = sum(st.idle_us for i, st in enumerate(stats.steps) if not wanted or i in wanted) if stats.steps else None
     return stats.share, stats.total_kernel_us / 1e6, (idle_us / 1e6 if idle_us is not None else None)
+
+
+def idle_by_device_s(trace: Trace, steps: list[int | None]) -> dict[int, float]:
+    """Each GPU's idle time over the given steps, for a process that drove several GPUs (else empty)."""
+    wanted = {s for s in steps if s is not None}
+    totals: dict[int, float] = {}
+    for i, st in enumerate(trace.attribution.steps if trace.kernels else []):
+        if not wanted or i in wanted:
+            for device, idle_us in st.idle_by_device.items():
+                totals[device] = totals.get(device, 0.0) + idle_us / 1e6
+    return totals
 
 
 _LIVE = ("analyze_model", "make_step", "time_steps", "profile_steps")

@@ -6,7 +6,9 @@ Definitions (per op, with the ceilings of the device it ran on):
 - attainable FLOP/s = min(peak FLOP/s of the op's dtype, I x memory roof);
 - efficiency = achieved / attainable. An op that does no FLOPs (copy, cast, cat) is judged on bytes instead:
   efficiency = achieved B/s / memory roof.
-- predicted time (the execution time estimator) = max(FLOPs / peak, bytes / memory roof, launch overhead).
+- predicted time (the execution time estimator) = max(FLOPs / peak, bytes / memory roof, launch overhead); an op
+  that launched nothing (no kernel and no device time on a GPU trace: aten::empty, views, metadata ops) pays no
+  launch, so its predicted time is its roofline time alone (0 for a view).
 
 Classification rules, applied in order. The roofline time of an op is max(FLOPs / peak, bytes / memory roof):
 the time it would take running exactly on its roof.
@@ -58,9 +60,10 @@ ROOFS = ("dram", "cache", "cache-unknown")
 
 
 def place_op(op: OpRecord, ceilings: Ceilings, *, idle_before_s: float | None = None,
-             peaks: dict[str, float] | None = None) -> OpRecord:
+             peaks: dict[str, float] | None = None, launches: bool = True) -> OpRecord:
     """Fill the roofline fields of one op in place (and return it). ``peaks``: ``ceilings.peak_for`` by dtype,
-    filled as met, for a caller placing many ops against the same ceilings."""
+    filled as met, for a caller placing many ops against the same ceilings. ``launches``: false for an op that
+    launched no device work (no launch overhead in its predicted time)."""
     op.roof = judged_roof(op, ceilings)
     bw = memory_roof(op, ceilings)
     if peaks is None:
@@ -69,9 +72,8 @@ def place_op(op: OpRecord, ceilings: Ceilings, *, idle_before_s: float | None = 
         peak = peaks.get(op.dtype)
         if peak is None:
             peak = peaks[op.dtype] = ceilings.peak_for(op.dtype)
-    launch = ceilings.launch_overhead_s
     on_roof_s = _roofline_time_s(op, peak, bw)
-    op.predicted_time_s = max(on_roof_s, launch)
+    op.predicted_time_s = max(on_roof_s, ceilings.launch_overhead_s) if launches else on_roof_s
     op.arithmetic_intensity = op.flops / op.bytes if op.bytes > 0 else (math.inf if op.flops > 0 else 0.0)
     t = op.time_s
     op.achieved_flops_per_s = op.flops / t if t > 0 else 0.0

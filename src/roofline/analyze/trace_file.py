@@ -19,7 +19,7 @@ import numpy as np
 from roofline.analyze.unused_gpu import ran_on_host_only, record_unused_gpu
 from roofline.capture.trace_model import Trace, op_columns
 from roofline.device.datasheet import with_datasheet_cache
-from roofline.device.identify import DeviceIdentity, identify_trace
+from roofline.device.identify import DeviceIdentity, identify_gpus, identify_trace
 from roofline.errors import RooflineError
 from roofline.report import Ceilings, OpRecord, Report
 
@@ -123,7 +123,11 @@ def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bo
     if gpu is not None:
         identity = _host_of(gpu)
     ceilings = ceilings_for_trace(trace, ceilings_file, identity)
-    report = report_from_trace(trace, ceilings, kind="trace", workload=Path(path).name, ops_placed=ops_placed)
+    by_device = _ceilings_by_device(trace, identity) if gpu is None and not ceilings_file else {}
+    report = report_from_trace(trace, ceilings, kind="trace", workload=Path(path).name, ops_placed=ops_placed,
+                               ceilings_by_device=by_device or None)
+    if by_device:
+        report.extra["roofs_by_device"] = {str(d): f"{c.device_name}, {c.source}" for d, c in by_device.items()}
     if not report.ops and not trace.kernels and not _collectives_note(trace):
         # Nothing to report: no op, no kernel, no collective (a gloo job's CPU trace may hold only its collectives,
         # whose times the report's note and a merge of the ranks still give).
@@ -140,6 +144,22 @@ def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bo
                                        "events read before the cut")
     _describe_missing(report, trace)
     return report
+
+
+def _ceilings_by_device(trace: Trace, identity: DeviceIdentity) -> dict[int, Ceilings]:
+    """Each GPU's roofs, by device id, when the GPUs that ran kernels are not all one model (else empty: the
+    trace's roofs are every GPU's). Found as a single GPU's are: measured here (cached), else the datasheet."""
+    if identity.kind != "gpu":
+        return {}
+    gpus = identify_gpus(trace)
+    used = [d for d in _devices_used(trace) if d in gpus]
+    if len({gpus[d].name for d in used}) < 2:
+        return {}
+    return {d: ceilings_for_trace(trace, None, gpus[d]) for d in used}
+
+
+def _devices_used(trace) -> list[int]:
+    return sorted({k.device for k in trace.kernels if isinstance(k.device, int)})
 
 
 def _host_of(gpu: DeviceIdentity) -> DeviceIdentity:
@@ -192,7 +212,7 @@ def _describe_missing(report: Report, trace) -> None:
     if trace.ops and not report.ops:
         report.summary.notes.append(f"none of the trace's {len(trace.ops)} host events is an op with recorded work "
                                     "inside the profiled steps: nothing to place on a roofline")
-    devices = _devices_note(trace)
+    devices = _devices_note(trace, report)
     if devices:
         report.summary.notes.append(devices)
     collectives = _collectives_note(trace)
@@ -200,18 +220,30 @@ def _describe_missing(report: Report, trace) -> None:
         report.summary.notes.append(collectives)
 
 
-def _devices_note(trace) -> str:
-    """One process driving several GPUs (model parallel, or tensors on cuda:1): which ran kernels, and that the
-    roofs are one GPU's."""
-    used = sorted({k.device for k in trace.kernels if isinstance(k.device, int)})
+def _devices_note(trace, report: Report) -> str:
+    """One process driving several GPUs (model parallel, or tensors on cuda:1): which ran kernels, and whose roofs
+    each op was judged against."""
+    used = _devices_used(trace)
     if len(used) < 2:
         return ""
     props = trace.metadata.get("deviceProperties")
     names = {p.get("id"): p.get("name") for p in props if isinstance(p, dict)} if isinstance(props, list) else {}
     listed = ", ".join(f"{d} ({names[d]})" if names.get(d) else str(d) for d in used)
+    by_device = report.extra.get("roofs_by_device")
+    if by_device:
+        roofs = ("GPUs of different models: each op judged against the roofs of the GPU its kernels ran on ("
+                 + "; ".join(f"device {d}: {r}" for d, r in by_device.items())
+                 + f"); the ceilings table, kernel-class % of roof and the doctor's roof-based estimates use "
+                 f"{report.ceilings.device_name}'s")
+    elif len({names.get(d) for d in used}) > 1:
+        roofs = (f"GPUs of different models, all judged against one set of roofs ({report.ceilings.source}"
+                 + (f", {report.ceilings.device_name}" if report.ceilings.device_name else "") + ")")
+    elif names.get(used[0]):
+        roofs = "all judged against that model's roofs"
+    else:
+        roofs = "judged against one GPU's roofs (the trace does not name the GPUs)"
     return (f"kernels ran on {len(used)} GPUs of this process (devices {listed}): each op's time is its own "
-            "kernels' on whichever GPU ran them, judged against one GPU's roofs; kernel-class times are summed "
-            "over the GPUs")
+            f"kernels' on whichever GPU ran them, {roofs}; kernel-class times are summed over the GPUs")
 
 
 def _what_it_holds(trace: Trace) -> str:

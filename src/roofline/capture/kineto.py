@@ -10,6 +10,7 @@ launch call, memory event and op (same pid and tid, by time).
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import signal
@@ -63,6 +64,8 @@ class _Args(msgspec.Struct, gc=False):
     device_type: int | None = msgspec.field(default=None, name="Device Type")
     device_id: int | None = msgspec.field(default=None, name="Device Id")
     sync_kind: str | None = msgspec.field(default=None, name="cuda_sync_kind")
+    # Kineto's XPU plugin: PTI's synchronization type on xpu_sync events (HOST_EVENT, GPU_BARRIER_EXECUTION...)
+    sync_type: Any = msgspec.field(default=None, name="Type")
     collective: Any = msgspec.field(default=None, name="Collective name")
     in_nelems: Any = msgspec.field(default=None, name="In msg nelems")
     out_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
@@ -461,6 +464,8 @@ class _TraceBuilder:
                 self._gpu(ev, ts, dur)
             else:
                 args = ev.args or _Args()
+                if isinstance(args.sync_type, str) and args.sync_type.startswith("GPU_BARRIER"):
+                    continue  # an XPU barrier between kernels: the device waits, not the host
                 name = args.sync_kind or ev.name
                 self.syncs.append(
                     SyncEvent(intern(name, name), ts, dur, _external_id(args), args.correlation,
@@ -657,6 +662,8 @@ class _TraceBuilder:
         self.kernels.sort(key=lambda k: k.ts_us)
         for i, kernel in enumerate(self.kernels):
             kernel.index = i
+        if not self.syncs and "xpu_sync" not in self.kinds and any(c.startswith("xpu_") for c in self.kinds):
+            self.syncs = _xpu_host_waits(self.launches)
         self.syncs.sort(key=lambda s: s.ts_us)
         self._steps()
         stale = self._relabel_stale_frames()
@@ -853,10 +860,35 @@ def _comm(args: _Args) -> CommArgs | None:
     return CommArgs(args.collective, args.in_nelems, args.out_nelems, args.group_size, args.dtype)
 
 
+# Intel XPU calls in which the host waits for the device: SYCL's queue.wait() / event.wait() (Unified Runtime) and the
+# Level Zero host synchronizations they and blocking copies make.
+_XPU_HOST_WAITS = frozenset({"urQueueFinish", "urEventWait", "zeEventHostSynchronize", "zeCommandListHostSynchronize",
+                             "zeCommandQueueSynchronize", "zeFenceHostSynchronize"})
+
+
+def _xpu_host_waits(launches: list[Launch]) -> list[SyncEvent]:
+    """An XPU trace recorded without xpu_sync events (the XPU_SYNC activity off, or a Kineto before it): its runtime
+    and driver waits as syncs, a driver wait inside a runtime wait (urQueueFinish -> zeCommandListHostSynchronize)
+    counted once, as the outer call."""
+    waits = sorted((l for l in launches if l.name in _XPU_HOST_WAITS), key=lambda l: (l.ts_us, -l.dur_us))
+    syncs: list[SyncEvent] = []
+    end = -math.inf
+    for wait in waits:
+        if wait.ts_us + wait.dur_us <= end:
+            continue
+        end = wait.ts_us + wait.dur_us
+        syncs.append(SyncEvent(wait.name, wait.ts_us, wait.dur_us, wait.external_id, wait.correlation))
+    return syncs
+
+
 def _category_kind(cat: str) -> int:
-    """Runtime calls of other backends (hip_runtime, xpu_runtime, privateuse1_driver...) count as launches."""
+    """Runtime calls of other backends (hip_runtime, xpu_runtime, privateuse1_driver...) count as launches; Intel
+    XPU's host waits (xpu_sync, Kineto's XPU plugin) are read like cuda_sync's. Left out of ``_CATEGORY_KIND`` so
+    that ``Trace.categories`` still names them (the device is told from them)."""
     if cat.lower().endswith(("_runtime", "_driver")):
         return _RUNTIME
+    if cat.lower() == "xpu_sync":
+        return _SYNC
     return _OTHER
 
 

@@ -1,4 +1,5 @@
-"""Host-device syncs read back from a torch.profiler trace (Kineto cuda_sync events), without importing torch.
+"""Host-device syncs read back from a torch.profiler trace (Kineto's cuda_sync events, and the XPU plugin's
+xpu_sync host waits), without importing torch.
 
 Split from syncs.py (the live SyncDetector) so that `roofline trace` never pays torch's import time and memory.
 """
@@ -36,17 +37,27 @@ _KIND_BY_OP = {
 }
 
 
-def sync_kind(op_name: str | None, memcpy_name: str | None = None) -> str:
-    """A readable kind for a cuda_sync event, from the op that made it and the copy it waited for."""
+def sync_kind(op_name: str | None, memcpy_name: str | None = None, device: str = "cuda") -> str:
+    """A readable kind for a sync event (cuda_sync, xpu_sync), from the op that made it and the copy it waited
+    for; ``device``: torch's name for the device type (``xpu.synchronize`` on Intel GPUs)."""
     if op_name is None:
-        return "cuda.synchronize"
+        return f"{device}.synchronize"
     if op_name in ("aten::copy_", "aten::to", "aten::_to_copy"):
-        if memcpy_name and "DtoH" in memcpy_name:
-            return "copy to host"
-        if memcpy_name and "HtoD" in memcpy_name:
-            return "copy to device"
-        return "copy"
+        direction = copy_direction(memcpy_name or "")
+        return f"copy to {direction}" if direction else "copy"
     return _KIND_BY_OP.get(op_name, op_name.replace("aten::", ""))
+
+
+def copy_direction(memcpy_name: str) -> str:
+    """``host`` or ``device`` for a device copy event's name: CUDA's "Memcpy DtoH (Device -> Pageable)", ROCm's
+    "CopyDeviceToHost", Intel PTI's "Memcpy D2M (DEVICE -> MEMORY(Unknown))" (M: malloc'd host memory) and
+    "Memcpy H2D (HOST -> DEVICE)"; else empty."""
+    squeezed = memcpy_name.lower().replace(" ", "")
+    if "dtoh" in squeezed or "devicetohost" in squeezed or squeezed.startswith(("memcpyd2h", "memcpyd2m")):
+        return "host"
+    if "htod" in squeezed or "hosttodevice" in squeezed or squeezed.startswith(("memcpyh2d", "memcpym2d")):
+        return "device"
+    return ""
 
 
 @dataclass
@@ -108,6 +119,7 @@ def trace_syncs_from_trace(trace: Any) -> tuple[list[TraceSync], int | None]:
     to the copy it waited for; the number of profiled steps."""
     op_by_ext = {op.external_id: op for op in trace.ops if op.external_id is not None and not op.is_annotation}
     memcpy_by_ext = {k.external_id: k.name for k in trace.kernels if k.category == "gpu_memcpy"}
+    device = "xpu" if any(c.startswith("xpu_") for c in getattr(trace, "categories", ())) else "cuda"
     result = []
     for sync in trace.syncs:
         op = trace.ops[sync.op] if sync.op >= 0 else op_by_ext.get(sync.external_id)
@@ -115,6 +127,6 @@ def trace_syncs_from_trace(trace: Any) -> tuple[list[TraceSync], int | None]:
         if trace.steps and step is None:
             continue
         location = (op.source or op.module or "<unknown>") if op is not None else "<unknown>"
-        kind = sync_kind(op.name if op is not None else None, memcpy_by_ext.get(sync.external_id))
+        kind = sync_kind(op.name if op is not None else None, memcpy_by_ext.get(sync.external_id), device)
         result.append(TraceSync(kind, location, sync.dur_us * 1e-6, step))
     return result, (len(trace.steps) or None)

@@ -89,6 +89,19 @@ def identify_trace(trace) -> DeviceIdentity:
                            has_device_events=bool(trace.kernels), memory_device_types=memory_devices)
 
 
+def identify_gpus(trace) -> dict[int, DeviceIdentity]:
+    """Each GPU ``deviceProperties`` lists, by device id (one process may drive GPUs of different models)."""
+    props = trace.metadata.get("deviceProperties")
+    found: dict[int, DeviceIdentity] = {}
+    for entry in props if isinstance(props, list) else []:
+        if isinstance(entry, dict) and isinstance(entry.get("id"), int) and entry["id"] not in found:
+            ident = _from_props(entry)
+            if ident is not None:
+                ident.host_name = str(trace.metadata.get("host_name") or trace.metadata.get("hostname") or "")
+                found[entry["id"]] = ident
+    return found
+
+
 def identify_device(metadata: dict[str, Any], kernel_names: Iterable[str], launch_names: Iterable[str] = (),
                     categories: Iterable[str] = (), *, has_device_events: bool | None = None,
                     memory_device_types: Iterable[int | None] = ()) -> DeviceIdentity:

@@ -246,6 +246,20 @@ def is_gpu_report(report: Report) -> bool:
     return device.startswith("cuda") or any(k.category == "kernel" for k in report.kernels)
 
 
+def torch_device(report: Report) -> str:
+    """torch's name for the report's device type, for advice with code in it (``device='xpu'`` on an Intel GPU):
+    ``xpu``, ``mps``, ``hpu`` or ``cuda`` (NVIDIA, and AMD under ROCm, which torch also calls cuda)."""
+    found = report.extra.get("device") if isinstance(report.extra, dict) else None
+    if isinstance(found, dict):
+        vendor, kind = found.get("vendor"), found.get("kind")
+        if vendor == "intel":
+            return "xpu" if kind == "gpu" else "hpu"
+        if vendor == "apple":
+            return "mps"
+    device = (report.ceilings.device or "").lower().split(":")[0]
+    return device if device in ("xpu", "mps", "hpu") else "cuda"
+
+
 def generic_module(module: str) -> str:
     """'model.layers.3.attn' -> 'model.layers.*.attn', 'Model_0.Layer_5.Norm_11' -> 'Model.Layer.Norm':
     one name for the same code in every layer."""

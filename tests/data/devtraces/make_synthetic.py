@@ -176,6 +176,29 @@ def two_gpus():
     yield "two_gpus_one_process_a100.json", _trace(props, ev)
 
 
+def two_gpus_taking_turns():
+    """One process driving two GPUs of different models in turn (a pipeline split over an A100 and an H100): GPU 0
+    runs the first layer, then idles while GPU 1 runs the second. On one merged timeline neither gap shows."""
+    props = [_props("NVIDIA A100-SXM4-80GB", 85198045184, 8, 0, 108, dev=0),
+             _props("NVIDIA H100 80GB HBM3", 85045231616, 9, 0, 132, dev=1)]
+    ev = []
+    for step in (0, 1):
+        t0 = 1000.0 + 2000 * step
+        first = _linear_step(t0, 10 + 100 * step, 100 + 100 * step, device=0,
+                             gemm="sm80_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x32_stage5_warpsize2x2x1_"
+                                  "tensor16x8x16_kernel")
+        second = _linear_step(t0, 50 + 100 * step, 150 + 100 * step, device=1)
+        for e in second:
+            if e.get("pid") == PID:
+                e["ts"] += 400  # launched after the first layer's ops on the host
+            elif e["name"] != "ac2g" or e["ph"] == "f":
+                e["ts"] += 700  # runs once GPU 0 is done (the activation copied over)
+        ev.append(_op(f"ProfilerStep#{step + 5}", t0, 2000, 10 + 100 * step, cat="user_annotation"))
+        ev += [e for e in first + second if not e["name"].startswith("ProfilerStep")]
+    ev += _tail(1000.0, 5000.0)
+    yield "two_gpus_taking_turns_a100_h100.json", _trace(props, ev)
+
+
 def cuda_graph():
     """A CUDA graph replay: one cudaGraphLaunch, several kernels sharing its correlation id, no per-kernel launch
     (as in HTA's and vLLM's traces: kernels carry 'graph id'/'graph node id')."""
@@ -247,13 +270,34 @@ def xpu():
            "ts": t0 + 600, "dur": 200, "args": {"correlation": 42, "device": 0, "External id": 5,
                                                 "l0 call": "zeCommandListAppendMemoryCopy", "bytes": 8388608,
                                                 "memory bandwidth (GB/s)": 41.9, **kargs}},
-          {"ph": "X", "cat": "xpu_sync", "name": "zeEventHostSynchronize", "pid": PID, "tid": TID,
-           "ts": t0 + 820, "dur": 50, "args": {"correlation": 43, "Type": "HOST_EVENT"}}]
+          # a barrier the GPU waits on (relu after the GEMM): PTI reports it as a synchronization too, not a host wait
+          _xpu_sync("zeCommandListAppendBarrier", t0 + 334, 2, 46, 4, "GPU_BARRIER_EXECUTION"),
+          # loss.item(): a device-to-host copy into malloc'd memory, then the host waits for its event
+          _op("aten::item", t0 + 820, 60, 6, [[]], ["c10::BFloat16"]),
+          _op("aten::_local_scalar_dense", t0 + 822, 56, 7, [[]], ["c10::BFloat16"]),
+          rt("urEnqueueUSMMemcpy", t0 + 825, 10, 44, 7),
+          {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy D2M (DEVICE -> MEMORY(Unknown))", "pid": 0, "tid": 64,
+           "ts": t0 + 830, "dur": 2, "args": {"correlation": 44, "device": 0, "External id": 7,
+                                              "l0 call": "zeCommandListAppendMemoryCopy", "bytes": 2,
+                                              "memory bandwidth (GB/s)": 1.0, **kargs}},
+          rt("zeEventHostSynchronize", t0 + 836, 40, 45, 7, cat="xpu_driver"),
+          _xpu_sync("zeEventHostSynchronize", t0 + 836, 40, 45, 7, "HOST_EVENT")]
     ev += _tail(t0, t0 + 900)
     yield "xpu_linear.json", _trace([], ev)
     props = [{"id": 0, "name": "Intel(R) Data Center GPU Max 1550", "totalGlobalMem": 68719476736,
               "numSms": 448, "maxThreadsPerBlock": 1024, "warpSize": 32}]
     yield "xpu_linear_pvc_props.json", _trace(props, ev)
+
+
+def _xpu_sync(name, ts, dur, corr, ext, kind):
+    """An xpu_sync event as Kineto's XPU plugin writes it (XpuptiActivityHandlers.cpp,
+    handleSynchronizationActivity; output_json.cpp's handleActivity): the API call's name, pid -1 (the activity's
+    device), tid the calling thread, 'External id' of the linked op, then the plugin's metadata; 'Type' is PTI's
+    synchronization type (GPU_BARRIER_* on the device, HOST_* when the host waits)."""
+    return {"ph": "X", "cat": "xpu_sync", "name": name, "pid": -1, "tid": TID, "ts": ts, "dur": dur,
+            "args": {"External id": ext, "correlation": corr, "Type": kind, "Context_handle": "0x000055d1e3c0",
+                     "Queue_handle": "0x000055d1e400", "Event_handle": "0x000055d1f0a8",
+                     "Number_wait_events": 0 if kind.startswith("HOST") else 1, "Return_code": 0}}
 
 
 def mps():
@@ -284,7 +328,7 @@ def broken():
 
 
 def main():
-    for gen in (device_traces, new_torch, two_gpus, cuda_graph, nccl, xpu, mps, broken):
+    for gen in (device_traces, new_torch, two_gpus, two_gpus_taking_turns, cuda_graph, nccl, xpu, mps, broken):
         for name, body in gen():
             text = body if isinstance(body, str) else json.dumps(body, indent=1)
             (HERE / name).write_text(text)

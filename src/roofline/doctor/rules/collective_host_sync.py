@@ -11,14 +11,14 @@ from __future__ import annotations
 import msgspec
 
 from roofline.doctor.distributed_evidence import syncs_near_collectives
-from roofline.doctor.evidence import severity_for
+from roofline.doctor.evidence import severity_for, torch_device
 from roofline.doctor.registry import register
 from roofline.report import Finding, Report
 
 RULE = "collective-host-sync"
 
 FIX = ("keep the host ahead of the device around collectives: drop per-step dist.barrier() and "
-       "torch.cuda.synchronize(); read losses or metrics with .item() every N steps (or all_reduce them on the "
+       "torch.{device}.synchronize(); read losses or metrics with .item() every N steps (or all_reduce them on the "
        "device and read once); use async_op=True and wait() only where the result is needed")
 
 
@@ -50,6 +50,6 @@ def check(report: Report) -> list[Finding]:
                       "ranks": [r for r in site["ranks"] if r is not None]},
             locations=[where], estimated_savings_s=site["time_s"],
             savings_method="the sync ops' own measured time (the slowest rank's); the lost overlap is not estimated",
-            fix=FIX, severity=severity,
+            fix=FIX.format(device=torch_device(report)), severity=severity,
         ))
     return findings

@@ -11,7 +11,7 @@ import functools
 
 import numpy as np
 
-from roofline.doctor.evidence import is_gpu_report, op_table, severity_for, step_spans, top_locations
+from roofline.doctor.evidence import is_gpu_report, op_table, severity_for, step_spans, top_locations, torch_device
 from roofline.doctor.registry import register
 from roofline.report import Finding, KernelRecord, OpRecord, Report
 
@@ -40,6 +40,7 @@ def check_copies(report: Report) -> list[Finding]:
     per_step = len(copies) / max(report.steps, 1)
     time = sum(k.dur_s for k in copies)
     # PTI's M2D: from memory the runtime did not allocate (plain malloc'd, pageable) rather than USM host memory
+    device = torch_device(report)
     pageable = sum(1 for k in copies if "pageable" in k.name.lower() or k.name.lower().startswith("memcpy m2d"))
     ops = [report.ops[k.op_index] for k in copies if k.op_index is not None and 0 <= k.op_index < len(report.ops)]
     ops += [op for op in report.ops if op.kernels and any(map(_names_host_to_device, op.kernels)) and op not in ops]
@@ -50,9 +51,9 @@ def check_copies(report: Report) -> list[Finding]:
         locations=top_locations(ops), estimated_savings_s=time,
         savings_method=("the copies' device time on the step's timeline, removed when the tensors are made on the "
                         "device or hidden behind compute with pinned memory and non_blocking=True"),
-        fix=("create the tensors on the device (torch.arange/zeros/full(..., device='cuda')) or keep them there across "
-             "steps; for real input, use a DataLoader with pin_memory=True and .to('cuda', non_blocking=True), "
-             "prefetching the next batch while this one computes"),
+        fix=(f"create the tensors on the device (torch.arange/zeros/full(..., device='{device}')) or keep them there "
+             f"across steps; for real input, use a DataLoader with pin_memory=True and .to('{device}', "
+             "non_blocking=True), prefetching the next batch while this one computes"),
         severity=severity_for(report, time),
     )]
 
@@ -66,13 +67,16 @@ def _warmup_in(report: Report, step: int | None, end: float) -> float:
     return spent
 
 
-def _step_leads(report: Report) -> list[tuple[float, float, OpRecord]]:
+def _step_leads(report: Report, launched: np.ndarray | None = None) -> list[tuple[float, float, OpRecord]]:
     """Per step: (host time from the step's start to the first op that launched device work, less any CUDA lazy
-    initialisation in it, step span, that op). The first iterations (warm-up) are left out."""
+    initialisation in it, step span, that op). The first iterations (warm-up) are left out. ``launched``: which
+    ops count as launching (by default every op with kernels; one GPU's ops for that GPU's lead)."""
     measured = report.profiled_step_time.median_s if report.profiled_step_time else 0.0
     spans = step_spans(report)
     table = op_table(report)
-    launched, start = table.has_kernels(), table.floats("start_s")
+    start = table.floats("start_s")
+    if launched is None:
+        launched = table.has_kernels()
     leads = []
     warmup_steps = {e.get("step") for e in report.extra.get("warmup") or [] if e.get("kind") == "first-iteration"}
     for g, step in enumerate(spans.steps):
@@ -94,7 +98,7 @@ def _step_leads(report: Report) -> list[tuple[float, float, OpRecord]]:
 def check_idle(report: Report) -> list[Finding]:
     if not is_gpu_report(report):
         return []
-    leads = _step_leads(report)
+    leads, device = _worst_gpu_leads(report)
     if not leads:
         return []
     lead = sum(lead for lead, _, _ in leads) / len(leads)
@@ -102,16 +106,51 @@ def check_idle(report: Report) -> list[Finding]:
     if lead / span < MIN_IDLE_SHARE:
         return []
     firsts = [op for _, _, op in leads]
+    gpu = f"GPU {device}" if device is not None else "GPU"
+    title = f"{gpu} idle for the first {lead / span:.0%} of each step while the host prepares work"
+    fix = ("prepare the next input while the GPU works: DataLoader workers with pin_memory=True and prefetching, "
+           "non_blocking copies, no host-side preprocessing between steps; make tensors on the device")
+    evidence = {"idle_at_start_s": lead, "step_span_s": span, "steps": len(leads), "first_device_op": firsts[0].name}
+    if device is not None:
+        # Until the host launches any GPU's first work it prepares input; after that this GPU waits while the host
+        # issues other GPUs' work first (model or pipeline parallel run in turn), which input prefetching won't fix.
+        any_gpu = _step_leads(report)
+        before_any = sum(l for l, _, _ in any_gpu) / len(any_gpu) if any_gpu else 0.0
+        evidence.update(device=device, idle_before_any_gpu_work_s=before_any)
+        if before_any < lead:
+            title = (f"{gpu} idle for the first {lead / span:.0%} of each step: {before_any / span:.0%} while the "
+                     "host prepares work, the rest while it issues the other GPUs' work first")
+            fix += ("; with several GPUs in one process, start each GPU's work as early as possible (split the batch "
+                    "into micro-batches so the GPUs work at once, as pipeline parallelism does)")
     return [Finding(
-        rule=IDLE_RULE, category="input",
-        title=f"GPU idle for the first {lead / span:.0%} of each step while the host prepares work",
-        evidence={"idle_at_start_s": lead, "step_span_s": span, "steps": len(leads),
-                  "first_device_op": firsts[0].name},
+        rule=IDLE_RULE, category="input", title=title, evidence=evidence,
         locations=top_locations(firsts), estimated_savings_s=sum(l for l, _, _ in leads),
-        savings_method=("host time from each step's start to the first op that launched device work (nothing "
-                        "is queued on the GPU before it), less CUDA lazy initialisation, hidden when the next input "
-                        "is prepared ahead"),
-        fix=("prepare the next input while the GPU works: DataLoader workers with pin_memory=True and prefetching, "
-             "non_blocking copies, no host-side preprocessing between steps; make tensors on the device"),
+        savings_method=("host time from each step's start to the first op that launched device work"
+                        + (f" on GPU {device}" if device is not None else "") +
+                        " (nothing is queued on the GPU before it), less CUDA lazy initialisation, hidden when the "
+                        "next input is prepared ahead"),
+        fix=fix,
         severity=severity_for(report, sum(l for l, _, _ in leads)),
     )]
+
+
+def _worst_gpu_leads(report: Report) -> tuple[list[tuple[float, float, OpRecord]], int | None]:
+    """The step leads of the GPU that waits longest for its first work, with its device id when one process drove
+    several GPUs (each GPU waits for its own first kernel: another GPU's work does not keep it busy)."""
+    devices: dict[int, set[int]] = {}
+    for k in report.kernels:
+        if k.device is not None and k.op_index is not None:
+            devices.setdefault(k.device, set()).add(k.op_index)
+    if len(devices) < 2:
+        return _step_leads(report), None
+    n = len(report.ops)
+    best: tuple[float, list, int | None] = (-1.0, [], None)
+    for device, ops in sorted(devices.items()):
+        mask = np.zeros(n, dtype=bool)
+        mask[[i for i in ops if 0 <= i < n]] = True
+        leads = _step_leads(report, mask)
+        if leads:
+            share = sum(lead for lead, _, _ in leads) / sum(span for _, span, _ in leads)
+            if share > best[0]:
+                best = (share, leads, device)
+    return best[1], best[2]

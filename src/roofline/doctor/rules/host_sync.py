@@ -16,6 +16,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from roofline.capture.trace_syncs import copy_direction
 from roofline.doctor.evidence import (SYNC_KINDS, is_gpu_report, location, op_kind, op_table, severity_for,
                                       step_count)
 from roofline.doctor.registry import register
@@ -39,8 +40,7 @@ def _is_sync_op(op: OpRecord, kinds_present: set[str], on_gpu: bool) -> bool:
 @functools.lru_cache(maxsize=8192)
 def _is_device_to_host(kernel: str) -> bool:
     """Memoised: a trace's few hundred kernel names recur on every op of a 127,620-op report."""
-    squeezed = kernel.lower().replace(" ", "")
-    return "dtoh" in squeezed or "devicetohost" in squeezed
+    return copy_direction(kernel) == "host"
 
 
 def _sync_ops_by_location(report: Report) -> dict[str, list[OpRecord]]:

@@ -13,7 +13,7 @@ from operator import attrgetter
 import numpy as np
 
 from roofline.doctor.evidence import (VIEW_KINDS, device_time_share, kernel_table, op_kind, roofline_time,
-                                      severity_for, top_locations)
+                                      severity_for, top_locations, torch_device)
 from roofline.doctor.op_table import KernelTable
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
@@ -36,6 +36,8 @@ ORT_CPU_FIX = ("let ONNX Runtime fuse the graph into fewer, larger nodes: graph 
                "(SessionOptions.graph_optimization_level = ORT_ENABLE_ALL), and for transformer graphs "
                "onnxruntime.transformers.optimizer")
 ONNX_FIX = "fuse the small layers in the exported graph (fewer, larger layers) before compiling it for the device"
+FUSE_FIX = ("fuse the small ops with torch.compile: fewer, larger kernels, so fewer launches and fewer gaps between "
+            "them")
 
 
 def fix_for(report: Report) -> str:
@@ -43,7 +45,8 @@ def fix_for(report: Report) -> str:
     `roofline ort` or `roofline trace --onnx`) is not fixed with torch.compile."""
     onnx = report.extra.get("onnx") if isinstance(report.extra, dict) else None
     if not isinstance(onnx, dict):
-        return FIX
+        # CUDA graphs are CUDA's (ROCm's too, under torch.cuda); on an Intel XPU or Apple MPS fusion is the fix
+        return FUSE_FIX if torch_device(report) in ("xpu", "mps") else FIX
     if not str(onnx.get("source", "")).startswith("onnxruntime"):
         return ONNX_FIX
     return ORT_GPU_FIX if onnx.get("main_unit") == "gpu" else ORT_CPU_FIX
@@ -55,8 +58,31 @@ def check(report: Report) -> list[Finding]:
         table = kernel_table(report)
         device_events = np.flatnonzero(table.dur_s >= 0)
         if len(device_events):
-            return _gpu_stretches(report, table, device_events[np.argsort(table.start_s[device_events], kind="stable")])
+            by_start = device_events[np.argsort(table.start_s[device_events], kind="stable")]
+            gpus = _per_gpu(table, by_start)
+            if len(gpus) < 2:
+                return _gpu_stretches(report, table, by_start)
+            # One process driving several GPUs: each GPU's timeline on its own (another GPU's kernels do not fill
+            # its gaps); the most idle GPU's finding, named.
+            found = [(f, device) for device, order in gpus.items() for f in _gpu_stretches(report, table, order)]
+            if not found:
+                return []
+            finding, device = max(found, key=lambda fd: fd[0].evidence["idle_s"])
+            finding.title += f" on GPU {device}"
+            finding.evidence["device"] = device
+            finding.evidence["gpus_with_stretches"] = sorted(d for _, d in found)
+            return [finding]
     return _cpu_launch_bound(report)
+
+
+def _per_gpu(table: KernelTable, order: np.ndarray) -> dict[int, np.ndarray]:
+    """``order`` split by the kernels' GPU (kernels with no device id go with the first GPU)."""
+    devices = [table.kernels[i].device for i in order.tolist()]
+    ids = sorted({d for d in devices if d is not None})
+    if len(ids) < 2:
+        return {ids[0] if ids else 0: order}
+    column = np.array([ids[0] if d is None else d for d in devices])
+    return {d: order[column == d] for d in ids}
 
 
 def _gpu_stretches(report: Report, table: KernelTable, order: np.ndarray) -> list[Finding]:
@@ -90,7 +116,8 @@ def _gpu_stretches(report: Report, table: KernelTable, order: np.ndarray) -> lis
     gap_cap = max(GAP_CAP_FACTOR * overhead, MAX_LAUNCH_GAP_S)
     removable = sum(np.where(gap_cap < gap[picked], gap_cap, gap[picked]).tolist())  # min(gap, gap_cap) each
     savings = min(max(removable - n * graph, 0.0), gaps)
-    method = ("device idle between the stretches' kernels (gaps on the kernel timeline), which a CUDA graph replay "
+    remover = "a CUDA graph replay" if torch_device(report) == "cuda" else "fusing the kernels"
+    method = (f"device idle between the stretches' kernels (gaps on the kernel timeline), which {remover} "
               f"removes, each gap counted up to {gap_cap * 1e6:.3g} us (a longer gap is host work or a wait, not "
               "the launch)" + (f", less the measured graph launch cost per kernel ({graph:.3g} s x {n})" if graph else ""))
     op_ids = {i for i in map(_OP_INDEX, map(kernels.__getitem__, order[picked].tolist())) if i is not None}
