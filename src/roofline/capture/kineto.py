@@ -127,6 +127,17 @@ RECORD_THE_MODEL = ("record the model's steps inside torch.profiler.profile(reco
 _CHECKPOINT_FILE = "torch/utils/checkpoint.py"
 _RECOMPUTE_FUNCTIONS = frozenset({"backward", "unpack_hook"})
 
+# Work on the gradients that is neither autograd's nor the optimizer's update (CpuOp.is_gradient, phase "gradient"):
+# what clip_grad_norm_/clip_grad_value_ and GradScaler's unscale_/step (its inf checks)/update run, and
+# zero_grad. With Python stacks their frames tell it (GradScaler.scale is left out: multiplying the loss is part of
+# computing it, as a trace without stacks says too); the optimizer's zero_grad span and AMP's own ops tell it from
+# any trace; between the last backward op and an optimizer step the position does (_between_backward_and_step).
+_GRADIENT_FILES = ("torch/nn/utils/clip_grad.py", "torch/amp/grad_scaler.py", "torch/cuda/amp/grad_scaler.py")
+_GRADIENT_SCALER_FUNCTIONS = frozenset({"unscale_", "step", "update"})
+_GRADIENT_SPAN_PREFIX = "Optimizer.zero_grad#"
+_GRADIENT_OPS = frozenset({"aten::_amp_foreach_non_finite_check_and_unscale_", "aten::_amp_update_scale_"})
+_OPTIMIZER_STEP_PREFIX = "Optimizer.step#"
+
 # Sweep order at equal timestamps: enclosing frames first, then ops (longest first), then what ops contain.
 _RANK_FRAME, _RANK_OP, _RANK_LAUNCH, _RANK_MEMORY = range(4)
 
@@ -560,7 +571,7 @@ class _TraceBuilder:
             self._add_frame(kind, ev, ts, dur)
         if type(call_from) is str:
             self.saw_call_from = True
-        if type(call_from) is str and (kind is None or kind[0] == 0):
+        if type(call_from) is str and (kind is None or kind[0] in (0, 5)):
             site = self.call_sites.get(call_from, 0)
             if site == 0:
                 site = self.call_sites[call_from] = _call_site(call_from)
@@ -661,6 +672,7 @@ class _TraceBuilder:
         self._steps()
         stale = self._relabel_stale_frames()
         self._sweep_threads()
+        self._between_backward_and_step()
         self._backward_modules()
         self._warn_stale_sources(stale)
         trace.ops = self.ops
@@ -768,6 +780,39 @@ class _TraceBuilder:
         objs = [*ops, *[labels[label] for label in self.frame_labels], *self.launches, *self.memory]
         _sweep(_in_slices(order, ts, ends, ranks, threads), objs, self._parents, self._depths)
 
+    def _between_backward_and_step(self) -> None:
+        """Ops an optimizer step's thread runs after the last backward op (of any thread: on a GPU the autograd
+        engine's own) and before the step begins are work on the gradients (is_gradient), where no module or
+        library frame says otherwise: clip_grad_norm_'s norms and scaling, GradScaler's unscale and inf check,
+        from a trace without Python stacks as from one with. A forward between them is another micro-batch's
+        (gradient accumulation: its backward follows, so the window starts after that), and the forward after the
+        step the next step's. Only where a backward ran since this thread's previous optimizer step: a second
+        optimizer stepping right after the first (a GAN's) makes no window."""
+        ops = self.ops
+        starts = [op.index for op in ops if op.name.startswith(_OPTIMIZER_STEP_PREFIX)
+                  and (op.parent < 0 or not ops[op.parent].is_optimizer)]
+        if not starts:
+            return
+        backward_ends = np.sort(np.fromiter((op.ts_us + op.dur_us for op in ops if op.is_backward), dtype=np.float64))
+        if not len(backward_ends):
+            return
+        threads, ts = self._sorted_threads, self._sorted_ts
+        previous_end: dict[int, float] = {}
+        for i in starts:
+            step, thread = ops[i], int(threads[i])
+            after = backward_ends.searchsorted(step.ts_us, side="right")
+            since = previous_end.get(thread, -np.inf)
+            previous_end[thread] = max(since, step.ts_us + step.dur_us)
+            if not after or backward_ends[after - 1] <= since:
+                continue
+            first = int(ts.searchsorted(backward_ends[after - 1], side="left"))
+            for k in range(first, i):
+                op = ops[k]
+                # a span that holds the step too (the user's record_function around it, a step marker) is not
+                if (threads[k] == thread and op.ts_us + op.dur_us <= step.ts_us
+                        and not (op.is_backward or op.is_optimizer or op.is_recompute or op.module)):
+                    op.is_gradient = True
+
     def _backward_modules(self) -> None:
         """A backward op borrows the module and source line of the forward op whose autograd node it runs (by
         sequence number): on a GPU it runs on the autograd thread, outside any Python frame, and on the CPU its
@@ -861,9 +906,10 @@ def _category_kind(cat: str) -> int:
 
 
 # Frame labels' first members: 0 an nn.Module, 1 a user frame, 2 the frame that started tracing, 3 roofline's
-# call-site range, 4 torch.utils.checkpoint's recomputation.
+# call-site range, 4 torch.utils.checkpoint's recomputation, 5 torch's gradient clipping or loss scaling.
 _STARTS_PROFILER = (2, "")
 _RECOMPUTES = (4, "")
+_TENDS_GRADIENTS = (5, "")
 
 
 def _frame_kind(name: str) -> tuple | None:
@@ -889,7 +935,8 @@ def _call_site(call_from: str) -> tuple[int, str, None] | None:
 
 def _classify_frame(name: str) -> tuple[int, str] | None:
     """(0, module name) for an nn.Module frame, (1, "file.py:line") for a user frame, _RECOMPUTES for the frame in
-    which torch.utils.checkpoint reruns a forward during the backward, None for other library code."""
+    which torch.utils.checkpoint reruns a forward during the backward, _TENDS_GRADIENTS for torch's gradient
+    clipping and GradScaler's unscale_/step/update, None for other library code."""
     if name.startswith(_MODULE_PREFIX):
         return (0, name[len(_MODULE_PREFIX):])
     match = _FRAME.match(name)
@@ -898,6 +945,9 @@ def _classify_frame(name: str) -> tuple[int, str] | None:
     file = match.group(1)
     if file.endswith(_CHECKPOINT_FILE) and name[match.end():] in _RECOMPUTE_FUNCTIONS:
         return _RECOMPUTES
+    if file.endswith(_GRADIENT_FILES) and (file.endswith(_GRADIENT_FILES[0])
+                                           or name[match.end():] in _GRADIENT_SCALER_FUNCTIONS):
+        return _TENDS_GRADIENTS
     if not is_user_file(file):
         return None
     return (1, f"{local_trace_path(file)}:{match.group(2)}")
@@ -918,17 +968,18 @@ def _in_slices(order: np.ndarray, ts: np.ndarray, ends: np.ndarray, ranks: np.nd
 def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, parents: array, depths: array) -> None:
     """Assign parents, depth, flags, module and source to ops, and the enclosing op to launches and memory; ops'
     parents and depths also into ``parents`` and ``depths`` (by op index)."""
-    flags_of: dict[str, tuple[bool, bool, bool]] = {}
+    flags_of: dict[str, tuple[bool, bool, bool, bool]] = {}
     ops: list[CpuOp] = []
     op_ends: list[float] = []
     modules: list[tuple[float, str, bool]] = []  # (end, path, entered while a checkpoint recomputes)
     sources: list[tuple[float, str]] = []
     recomputing: list[float] = []
+    tending: list[float] = []  # ends of the open gradient clipping / loss scaling frames
     thread = -1
     for j, t, end, rank, code in items:
         if code != thread:
             thread = code
-            ops, op_ends, modules, sources, recomputing = [], [], [], [], []
+            ops, op_ends, modules, sources, recomputing, tending = [], [], [], [], [], []
         while op_ends and op_ends[-1] <= t:
             op_ends.pop()
             ops.pop()
@@ -948,8 +999,12 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
             name = obj.name
             flags = flags_of.get(name)
             if flags is None:
-                flags = flags_of[name] = (_is_backward_name(name), name.startswith("Optimizer.step#"),
-                                          obj.is_annotation and _STEP.match(name) is not None)
+                flags = flags_of[name] = (_is_backward_name(name), name.startswith(_OPTIMIZER_STEP_PREFIX),
+                                          obj.is_annotation and _STEP.match(name) is not None,
+                                          name in _GRADIENT_OPS or name.startswith(_GRADIENT_SPAN_PREFIX))
+            if tending:
+                while tending and tending[-1] <= t:
+                    tending.pop()
             if flags[2]:
                 # A step boundary nests under nothing: a span still open when profiler.step() ran (the
                 # optimizer's own, when steps end at optimizer.step()) would otherwise hold every later step.
@@ -962,8 +1017,14 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
                 # an optimizer that calls a closure (LBFGS) runs the model's forward (in a module) and backward
                 # inside its step: those ops stay forward and backward, not the optimizer's own
                 obj.is_optimizer = (parent.is_optimizer or flags[1]) and not (obj.is_backward or obj.module)
+                gradient = parent.is_gradient
             else:
                 obj.is_backward, obj.is_optimizer = flags[0], flags[1]
+                gradient = False
+            # a closure's forward and backward run inside GradScaler.step too: they keep their phases; a step
+            # marker opened by a hook inside scaler.step(opt) holds the next step's ops
+            obj.is_gradient = ((gradient or flags[3] or bool(tending))
+                               and not (obj.is_backward or obj.module or flags[2]))
             ops.append(obj)
             op_ends.append(end)
         elif rank == _RANK_FRAME:
@@ -980,6 +1041,10 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
                 while recomputing and recomputing[-1] <= t:
                     recomputing.pop()
                 recomputing.append(end)
+            elif kind == 5:
+                while tending and tending[-1] <= t:
+                    tending.pop()
+                tending.append(end)
             else:
                 while sources and sources[-1][0] <= t:
                     sources.pop()
