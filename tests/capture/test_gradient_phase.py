@@ -111,3 +111,58 @@ def test_report_and_html_show_the_gradient_phase(traces):
     assert "aten::addmm" in by_phase["forward"] and "aten::addmm" not in by_phase["gradient"]
     assert "gradient" in ops_parts(report.ops)["strings"]  # the op table's phase filter offers it
 
+
+TRAIN = '''\
+import torch
+
+
+def main():
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu")
+    x = torch.randn(8, 16)
+    for _ in range(20):
+        for _ in range(2):
+            scaler.scale(model(x).square().mean()).backward()
+        scaler.unscale_(opt)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad()
+
+
+main()
+'''
+
+
+def test_profile_of_a_script_and_a_trace_of_its_output_agree_on_phases(tmp_path):
+    """`roofline profile train.py` ends steps at optimizer.step(), inside the optimizer's span (the step marker
+    partly overlaps it, and roofline's trace.json.gz moves it to an extra lane): `roofline trace` of that output
+    reads the same phases."""
+    import gzip
+    import json
+
+    from roofline.cli import main
+
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN)
+    ceilings = tmp_path / "ceilings.json"
+    ceilings.write_text(json.dumps({"device": "cpu", "device_name": "test cpu", "memory_bandwidth_bytes_per_s": 2e10,
+                                    "peak_flops_per_s": {"float32": 1e11}, "launch_overhead_s": 5e-6}))
+    out = tmp_path / "out"
+    assert main(["profile", "--device", "cpu", "--ceilings", str(ceilings), "--wait", "1", "--timed", "1",
+                 "--warmup", "1", "--active", "2", "-o", str(out), str(script)]) == 0
+    report = json.loads((out / "report.json").read_text())
+    phases = defaultdict(Counter)
+    for op in report["ops"]:
+        phases[op["phase"]][op["name"]] += 1
+    assert phases["gradient"]["aten::_foreach_norm"] == phases["gradient"]["aten::_foreach_mul_"] == 2
+    assert phases["optimizer"]["aten::add_"] == 8 and set(phases["optimizer"]) == {"aten::add_"}
+    assert phases["forward"]["aten::addmm"] == 8 and phases["forward"]["aten::square"] == 4
+    with gzip.open(out / "trace.json.gz", "rt") as f:
+        assert any(" overlap " in str(e.get("tid")) for e in json.load(f)["traceEvents"])
+    again = load_trace(out / "trace.json.gz")
+    assert Counter(op_phase(op) for op in again.ops if op.name == "aten::add_" and op.is_optimizer) == {"optimizer": 8}
+    assert {op_phase(op) for op in again.ops if op.name == "aten::_foreach_norm"} == {"gradient"}

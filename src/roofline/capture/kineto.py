@@ -428,7 +428,10 @@ class _TraceBuilder:
             if kind <= _ANNOTATION:
                 name = intern(ev.name, ev.name)
                 pid = ids.setdefault(ev.pid, ev.pid)
-                tid = ids.setdefault(ev.tid, ev.tid)
+                tid = ev.tid
+                if type(tid) is str and " overlap " in tid:
+                    tid = _lane_root(tid)
+                tid = ids.setdefault(tid, tid)
                 args = ev.args
                 # torch 1.8-1.10 wrote record_function spans (ProfilerStep#N among them) as "Operator" ops.
                 is_annotation = kind == _ANNOTATION or (ev.cat == "Operator" and step_match(name) is not None)
@@ -597,17 +600,14 @@ class _TraceBuilder:
     def _take_call_site_ranges(self) -> None:
         """roofline's call-site ranges (CALL_SITE_PREFIX; cpu_op events, as _RecordFunctionFast writes them) out of
         the ops, into the frames of their thread. Opened in a module pre-hook and closed in the post-hook, a range
-        overlaps the hooks' own frames, so the trace may put it on a thread of its own ("1234 overlap 1")."""
+        overlaps the hooks' own frames, so roofline's trace output may put it on a lane of its own ("1234 overlap 1",
+        read as thread 1234: _lane_root)."""
         keep = []
         for i, op in enumerate(self.ops):
             if not op.name.startswith(CALL_SITE_PREFIX):
                 keep.append(i)
                 continue
-            tid = op.tid
-            if isinstance(tid, str) and " overlap " in tid:
-                head = tid.split(" ", 1)[0]
-                tid = int(head) if head.isdigit() else head
-            self._add_frame_at((3, op.name[len(CALL_SITE_PREFIX):], None), self._thread(op.pid, tid), op.ts_us,
+            self._add_frame_at((3, op.name[len(CALL_SITE_PREFIX):], None), self._thread(op.pid, op.tid), op.ts_us,
                                op.ts_us + op.dur_us)
         index = np.array(keep, dtype=np.int64)
         self.ops = [self.ops[i] for i in keep]
@@ -896,6 +896,14 @@ def _comm(args: _Args) -> CommArgs | None:
     if args.collective is None and args.in_nelems is None and args.out_nelems is None:
         return None
     return CommArgs(args.collective, args.in_nelems, args.out_nelems, args.group_size, args.dtype)
+
+
+def _lane_root(tid: str) -> Any:
+    """The thread of an extra lane ``"<tid> overlap N"`` that roofline's trace output moves partial overlaps to
+    (render/chrome_trace.py: a step marker opened inside the optimizer's step, a call-site range): read as the
+    thread it came from, so that roofline's own trace.json.gz reads as the trace it was made from."""
+    head = tid.split(" overlap ", 1)[0]
+    return int(head) if head.isdigit() else head
 
 
 def _category_kind(cat: str) -> int:
