@@ -23,7 +23,7 @@ import msgspec
 import numpy as np
 
 from roofline.capture.event_stream import EventStream, split_offset
-from roofline.capture.source_paths import is_user_file, local_trace_path
+from roofline.capture.source_paths import is_generated_file, is_user_file, local_trace_path
 from roofline.capture.trace_model import (
     CommArgs,
     CpuOp,
@@ -287,6 +287,7 @@ def _send_tail(path: str, offset: int, out) -> None:
         "has_stack": builder.has_stack, "has_modules": builder.has_modules, "skipped": builder.skipped,
         "bad_times": builder.bad_times, "shapes": list(builder.shape_cache),
         "profiler_start": builder.profiler_start, "saw_call_from": builder.saw_call_from,
+        "generated_files": sorted(builder.generated_files),
         "steps": [(number, position[id(op)]) for number, op in builder.step_ops],
         "counts": {name: len(items) for name, items in lists.items()},
         "metadata": builder.trace.metadata, "warnings": builder.trace.warnings, "cut": builder.trace.cut,
@@ -393,6 +394,7 @@ class _TraceBuilder:
         self.ids: dict[Any, Any] = {}
         self.kinds: dict[str, int] = dict(_CATEGORY_KIND)
         self.frame_kinds: dict[str, tuple[int, str] | None] = {}
+        self.generated_files: set[str] = set()  # torch.compile's output code that ran (frames of it seen)
         self.skipped = 0
         self.bad_times = 0
 
@@ -525,6 +527,7 @@ class _TraceBuilder:
         for category, kind in header["kinds"].items():
             self.kinds.setdefault(category, kind)
         self.saw_call_from = self.saw_call_from or header["saw_call_from"]
+        self.generated_files.update(header["generated_files"])
         start = header["profiler_start"]
         if start is not None and (self.profiler_start is None or start[0] < self.profiler_start[0]):
             self.profiler_start = (start[0], start[1])
@@ -566,6 +569,9 @@ class _TraceBuilder:
         kind = kinds.get(name, 0)
         if kind == 0:
             kind = kinds[name] = _frame_kind(name)
+            generated = _generated_file(name) if kind is None else None
+            if generated is not None:
+                self.generated_files.add(generated)
         if kind is _STARTS_PROFILER:
             if self.profiler_start is None or ts < self.profiler_start[0]:
                 self.profiler_start = (ts, ts + dur)
@@ -870,6 +876,11 @@ class _TraceBuilder:
             warn("no input shapes (record_shapes=False): FLOPs and bytes cannot be counted from this trace")
         if self.ops and not trace.steps:
             warn("no ProfilerStep#N annotations (no profiler schedule): steps unknown")
+        if self.generated_files:
+            files = sorted(self.generated_files)
+            more = f" and {len(files) - 2} more" if len(files) > 2 else ""
+            warn(f"source lines: ops that torch.compile's generated code ran ({', '.join(files[:2])}{more}) are "
+                 "placed at the user line that called the compiled module or function, never at a line of that code")
         if trace.has_gpu and not self.launches:
             warn("no runtime launch events: kernels are attributed by External id only")
 
@@ -931,6 +942,12 @@ def _frame_kind(name: str) -> tuple | None:
         return kind
     function = name[name.index("): ") + 3:]
     return (1, kind[1], f"{kind[1].rpartition(':')[0]}, in {function}{'' if function.startswith('<') else '()'}")
+
+
+def _generated_file(name: str) -> str | None:
+    """The file of a frame of torch.compile's generated code (source_paths.is_generated_file), else None."""
+    match = _FRAME.match(name)
+    return match.group(1) if match is not None and is_generated_file(match.group(1)) else None
 
 
 def _call_site(call_from: str) -> tuple[int, str, None] | None:
