@@ -110,6 +110,14 @@ def test_report_and_html_show_the_gradient_phase(traces):
     assert {"aten::_foreach_norm", "aten::_amp_foreach_non_finite_check_and_unscale_"} <= by_phase["gradient"]
     assert "aten::addmm" in by_phase["forward"] and "aten::addmm" not in by_phase["gradient"]
     assert "gradient" in ops_parts(report.ops)["strings"]  # the op table's phase filter offers it
+    (note,) = [n for n in report.summary.notes if "phase 'gradient'" in n]
+    gradient = [op for op in report.ops if op.phase == "gradient"]
+    share = sum(op.time_s for op in gradient) / report.summary.total_time_s
+    assert note.startswith(f"{len(gradient)} op(s) work on the gradients") and note.endswith(f"{share:.1%} of the op time")
+    # GradScaler's scalar casts (to > reciprocal > to) are no chain for torch.compile to fuse in the user's module
+    from roofline.doctor.rules.unfused_chain import find_chains
+
+    assert not any(op.phase == "gradient" for chain in find_chains(report) for op in chain)
 
 
 TRAIN = '''\

@@ -332,6 +332,9 @@ def report_from_trace(
     recomputed = [op for op in ops if op.phase == "recompute"]
     if recomputed:
         summary.notes.append(_recompute_note(recomputed, summary.total_flops, summary.total_time_s))
+    gradient = [op for op in ops if op.phase == "gradient"]
+    if gradient:
+        summary.notes.append(_gradient_note(gradient, summary.total_time_s))
     if recording is not None and unseen:
         summary.notes.append(_unseen_note(unseen))
     summary.notes.extend(trace.warnings)
@@ -509,6 +512,15 @@ def _recompute_note(recomputed: list[OpRecord], total_flops: float, total_time_s
     return (f"{len(recomputed)} op(s) recompute checkpointed forwards inside the backward (phase 'recompute', "
             f"activation checkpointing): {flops / total_flops if total_flops else 0:.1%} of the step's FLOPs, "
             f"{time_s / total_time_s if total_time_s else 0:.1%} of its op time, counted once each")
+
+
+def _gradient_note(gradient: list[OpRecord], total_time_s: float) -> str:
+    """What the phase 'gradient' holds and its share: otherwise a reader takes it for part of the backward or of
+    the optimizer, whose ops it is not."""
+    time_s = sum(op.time_s for op in gradient)
+    share = f": {time_s / total_time_s:.1%} of the op time" if total_time_s else ""
+    return (f"{len(gradient)} op(s) work on the gradients between the backward and optimizer.step() (phase "
+            f"'gradient': gradient clipping, GradScaler's unscale, inf check and scale update, zero_grad){share}")
 
 
 def _start_origin(trace: Trace, step: int | None) -> float:
