@@ -794,30 +794,43 @@ class _TraceBuilder:
         (gradient accumulation: its backward follows, so the window starts after that), and the forward after the
         step the next step's. Only where a backward ran since this thread's previous optimizer step: a second
         optimizer stepping right after the first (a GAN's) makes no window."""
+        names = {name for name in self.strings if name.startswith(_OPTIMIZER_STEP_PREFIX)}
+        if not names:  # no optimizer step: no walk over the ops (a million-event inference trace pays nothing)
+            return
         ops = self.ops
-        starts = [op.index for op in ops if op.name.startswith(_OPTIMIZER_STEP_PREFIX)
-                  and (op.parent < 0 or not ops[op.parent].is_optimizer)]
-        if not starts:
-            return
-        backward_ends = np.sort(np.fromiter((op.ts_us + op.dur_us for op in ops if op.is_backward), dtype=np.float64))
-        if not len(backward_ends):
-            return
+        starts = [op.index for op in ops if op.name in names and (op.parent < 0 or not ops[op.parent].is_optimizer)]
         threads, ts = self._sorted_threads, self._sorted_ts
         previous_end: dict[int, float] = {}
         for i in starts:
             step, thread = ops[i], int(threads[i])
-            after = backward_ends.searchsorted(step.ts_us, side="right")
             since = previous_end.get(thread, -np.inf)
             previous_end[thread] = max(since, step.ts_us + step.dur_us)
-            if not after or backward_ends[after - 1] <= since:
+            backward_end = self._last_backward_end(i, since)
+            if backward_end is None:
                 continue
-            first = int(ts.searchsorted(backward_ends[after - 1], side="left"))
-            for k in range(first, i):
+            for k in range(int(ts.searchsorted(backward_end, side="left")), i):
                 op = ops[k]
                 # a span that holds the step too (the user's record_function around it, a step marker) is not
                 if (threads[k] == thread and op.ts_us + op.dur_us <= step.ts_us
                         and not (op.is_backward or op.is_optimizer or op.is_recompute or op.module)):
                     op.is_gradient = True
+
+    def _last_backward_end(self, before: int, since: float) -> float | None:
+        """When the last backward op that began after ``since`` and before op ``before`` began ended, with the
+        backward ops around it (its autograd node ends after its aten calls), else None. A walk back from
+        ``before``: over the ops between the backward and the step, or the step's, once."""
+        ops, ts = self.ops, self._sorted_ts
+        k = before - 1
+        while k >= 0 and ts[k] >= since:
+            op = ops[k]
+            if op.is_backward:
+                end = op.ts_us + op.dur_us
+                while op.parent >= 0 and ops[op.parent].is_backward:
+                    op = ops[op.parent]
+                    end = max(end, op.ts_us + op.dur_us)
+                return end if end <= ops[before].ts_us else None
+            k -= 1
+        return None
 
     def _backward_modules(self) -> None:
         """A backward op borrows the module and source line of the forward op whose autograd node it runs (by
