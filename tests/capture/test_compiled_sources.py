@@ -82,3 +82,43 @@ def test_ops_of_a_compiled_model_are_placed_at_its_call_site(tmp_path):
     sources = {op.source for op in report.ops if op.source}
     assert sources and all(source.endswith(f"app.py:{LINE_CALL}") for source in sources)
     assert any("torch.compile's generated code" in note for note in report.summary.notes)
+
+
+SCRIPT = '''\
+import torch
+
+
+def main():
+    torch.manual_seed(0)
+    model = torch.compile(torch.nn.Linear(16, 4))
+    x = torch.randn(8, 16)
+    with torch.no_grad():
+        for _ in range(8):
+            model(x)
+
+
+main()
+'''
+LINE_SCRIPT_CALL = 10
+
+
+@pytest.mark.slow  # about 3 s, and 8 s more where no other test compiled before it
+def test_profile_of_a_compiled_script_places_ops_at_the_script_line(tmp_path):
+    from roofline.cli import main
+
+    script = tmp_path / "infer.py"
+    script.write_text(SCRIPT)
+    ceilings = tmp_path / "ceilings.json"
+    ceilings.write_text(json.dumps({"device": "cpu", "device_name": "test cpu", "memory_bandwidth_bytes_per_s": 2e10,
+                                    "peak_flops_per_s": {"float32": 1e11}, "launch_overhead_s": 5e-6}))
+    out = tmp_path / "out"
+    try:
+        assert main(["profile", "--device", "cpu", "--ceilings", str(ceilings), "--wait", "1", "--timed", "1",
+                     "--warmup", "1", "--active", "2", "-o", str(out), str(script)]) == 0
+    finally:
+        torch._dynamo.reset()
+    report = json.loads((out / "report.json").read_text())
+    addmm = [op for op in report["ops"] if op["name"] == "aten::addmm"]
+    assert len(addmm) == 2 and {op["source"].rsplit("/", 1)[-1] for op in addmm} == {f"infer.py:{LINE_SCRIPT_CALL}"}
+    assert not any(op["source"] and is_generated_file(op["source"].rsplit(":", 1)[0]) for op in report["ops"])
+    assert any("torch.compile's generated code" in note for note in report["summary"]["notes"])
