@@ -588,7 +588,10 @@ class _TraceBuilder:
                 self._add_frame(site, ev, ts, dur)
 
     def _add_frame(self, kind: tuple, ev: _Event, ts: float, dur: float) -> None:
-        self._add_frame_at(kind, self._thread(ev.pid, ev.tid), ts, ts + dur)
+        tid = ev.tid
+        if type(tid) is str and " overlap " in tid:
+            tid = _lane_root(tid)
+        self._add_frame_at(kind, self._thread(ev.pid, tid), ts, ts + dur)
 
     def _add_frame_at(self, kind: tuple, thread: int, ts: float, end: float) -> None:
         label = self.labels.get(kind)
