@@ -24,7 +24,7 @@ from roofline.analyze.join import (
 from roofline.analyze.host_events import fill_host_counts, host_gaps_us
 from roofline.analyze.kernel_classes import kernel_classes
 from roofline.analyze.kernel_names import any_tf32
-from roofline.analyze.optimizer_lists import FOREACH_PREFIX, OptimizerLists, with_lists
+from roofline.analyze.optimizer_lists import LIST_OP_PREFIXES, OptimizerLists, with_lists
 from roofline.analyze.packed_sequences import NEEDS_CHILDREN, outputs_from_children
 from roofline.analyze.sparse_operands import reads_sparse_metadata
 from roofline.analyze.roofline import place_op, summarize
@@ -80,7 +80,7 @@ class _TraceCounter:
     def __call__(self, op: CpuOp) -> _Counted:
         name = op.name
         key = (name, id(op.input_dims), id(op.input_types), id(op.input_strides), id(op.concrete_inputs))
-        if self._lists is not None and name.startswith(FOREACH_PREFIX):
+        if self._lists is not None and name.startswith(LIST_OP_PREFIXES):
             if op.index in self._by_event:
                 counted = self._by_event[op.index]
             else:
@@ -128,8 +128,9 @@ class _TraceCounter:
         return hit
 
     def _optimizer_op(self, op: CpuOp, key: tuple) -> _Counted | None:
-        """A foreach optimizer op whose lists the trace left empty, counted over the step's parameters
-        (analyze/optimizer_lists.py); None when its own recorded shapes suffice or nothing stands in for them.
+        """A foreach op of the optimizer or of the work on the gradients whose lists the trace left empty, counted
+        over the step's parameters (analyze/optimizer_lists.py); None when its own recorded shapes suffice or
+        nothing stands in for them.
         Counted once per call and parameter list (every profiled step repeats them)."""
         missing = self._lists_missing.get(key)
         if missing is None:
