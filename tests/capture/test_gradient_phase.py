@@ -120,57 +120,29 @@ def test_report_and_html_show_the_gradient_phase(traces):
     assert not any(op.phase == "gradient" for chain in find_chains(report) for op in chain)
 
 
-TRAIN = '''\
-import torch
 
-
-def main():
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    scaler = torch.amp.GradScaler("cpu")
-    x = torch.randn(8, 16)
-    for _ in range(20):
-        for _ in range(2):
-            scaler.scale(model(x).square().mean()).backward()
-        scaler.unscale_(opt)
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        scaler.step(opt)
-        scaler.update()
-        opt.zero_grad()
-
-
-main()
-'''
-
-
-def test_profile_of_a_script_and_a_trace_of_its_output_agree_on_phases(tmp_path):
-    """`roofline profile train.py` ends steps at optimizer.step(), inside the optimizer's span (the step marker
-    partly overlaps it, and roofline's trace.json.gz moves it to an extra lane): `roofline trace` of that output
-    reads the same phases."""
+def test_profile_of_a_script_and_a_trace_of_its_output_agree_on_phases(tmp_path, capsys):
+    """benchmarks/gradient_phase.py's CPU path (AMP, clipping, accumulation, foreach AdamW through `roofline
+    profile`): every watched op gets its phase. Steps end at optimizer.step(), inside the optimizer's span (the
+    step marker partly overlaps it, and roofline's trace.json.gz moves it to an extra lane): `roofline trace` of
+    that output reads the same phases."""
     import gzip
     import json
 
-    from roofline.cli import main
+    from benchmark_scripts import load_benchmark
 
-    script = tmp_path / "train.py"
-    script.write_text(TRAIN)
-    ceilings = tmp_path / "ceilings.json"
-    ceilings.write_text(json.dumps({"device": "cpu", "device_name": "test cpu", "memory_bandwidth_bytes_per_s": 2e10,
-                                    "peak_flops_per_s": {"float32": 1e11}, "launch_overhead_s": 5e-6}))
-    out = tmp_path / "out"
-    assert main(["profile", "--device", "cpu", "--ceilings", str(ceilings), "--wait", "1", "--timed", "1",
-                 "--warmup", "1", "--active", "2", "-o", str(out), str(script)]) == 0
-    report = json.loads((out / "report.json").read_text())
-    phases = defaultdict(Counter)
-    for op in report["ops"]:
-        phases[op["phase"]][op["name"]] += 1
-    assert phases["gradient"]["aten::_foreach_norm"] == phases["gradient"]["aten::_foreach_mul_"] == 2
-    assert phases["optimizer"]["aten::add_"] == 8 and set(phases["optimizer"]) == {"aten::add_"}
-    assert phases["forward"]["aten::addmm"] == 8 and phases["forward"]["aten::square"] == 4
-    with gzip.open(out / "trace.json.gz", "rt") as f:
+    bench = load_benchmark("gradient_phase")
+    result = bench.profile_phases("cpu", 1, True, tmp_path)
+    table = bench.table({"stack": result}).splitlines()
+    assert [line.split()[-1] for line in table[1:]] == ["ok"] * len(bench.EXPECTED), "\n".join(table)
+    assert all(result["ops"][name]["modelled"] for name in bench.EXPECTED)
+    assert result["notes"] and "phase 'gradient'" in result["notes"][0]
+    with gzip.open(tmp_path / "stack" / "trace.json.gz", "rt") as f:
         assert any(" overlap " in str(e.get("tid")) for e in json.load(f)["traceEvents"])
-    again = load_trace(out / "trace.json.gz")
-    assert Counter(op_phase(op) for op in again.ops if op.name == "aten::add_" and op.is_optimizer) == {"optimizer": 8}
-    assert {op_phase(op) for op in again.ops if op.name == "aten::_foreach_norm"} == {"gradient"}
+    again = load_trace(tmp_path / "stack" / "trace.json.gz")
+    phases = defaultdict(Counter)
+    for op in again.ops:
+        if op.name in bench.EXPECTED:
+            phases[op.name][op_phase(op)] += 1
+    assert {name: set(found) for name, found in phases.items()} == {
+        name: set(want) for name, want in bench.EXPECTED.items()}
