@@ -226,6 +226,8 @@ class OpRecord(Struct):
     efficiency: float = 0.0
     bound: str = "unmodeled"
     source: str | None = None
+    # forward, backward, recompute (activation checkpointing), optimizer (its step), gradient (between the two:
+    # clipping, AMP unscale/inf checks/scale update, zero_grad): analyze/join.op_phase
     phase: str = "forward"
     input_shapes: list[list[int]] = field(default_factory=list)
     input_dtypes: list[str] = field(default_factory=list)

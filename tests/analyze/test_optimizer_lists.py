@@ -25,14 +25,23 @@ def _x(cat, name, ts, dur, pid=1, tid=1, **args):
     return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
 
 
-def _trace(tmp_path, *, groups=1, optimizers=1, dtypes=("float", "float"), kernel_us=4, first=()):
+def _trace(tmp_path, *, groups=1, optimizers=1, dtypes=("float", "float"), kernel_us=4, first=(), gradient=()):
     """One ProfilerStep: a backward recording two parameters, then optimizer step(s) of foreach ops with empty lists
-    (``first``: (name, kernel_us) ops each step runs before them, 0: no kernel)."""
+    (``first``: (name, kernel_us) ops each step runs before them, 0: no kernel; ``gradient``: (name, lists) ops with
+    empty lists between the backward, on the autograd thread, and the step, as clip_grad_norm_ runs them)."""
     events = [_x("user_annotation", "ProfilerStep#1", 0, 10_000)]
     for i, (shape, dtype) in enumerate(zip(PARAMS, dtypes)):
-        events.append(_x("cpu_op", "torch::autograd::AccumulateGrad", 10 + 10 * i, 5,
+        tid = 2 if gradient else 1
+        if gradient:
+            events.append(_x("cpu_op", "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad",
+                             9 + 10 * i, 7, tid=tid))
+        events.append(_x("cpu_op", "torch::autograd::AccumulateGrad", 10 + 10 * i, 5, tid=tid,
                          **{"Input Dims": [shape], "Input type": [dtype], "External id": 100 + i}))
-    ts, ext, corr = 100, 1, 1
+    ts, ext, corr = 40, 1, 1
+    for name, lists in gradient:
+        _op_events(events, name, lists, kernel_us, ts, ext, corr)
+        ts, ext, corr = ts + 30, ext + 1, corr + 1
+    ts = max(ts, 100)
     for _ in range(optimizers):
         span = _x("user_annotation", "Optimizer.step#AdamW.step", ts, 4000)
         events.append(span)
@@ -41,19 +50,24 @@ def _trace(tmp_path, *, groups=1, optimizers=1, dtypes=("float", "float"), kerne
         ops += [(name, lists, kernel_us) for _ in range(groups)
                 for name, lists in (("aten::_foreach_mul_", 1), ("aten::_foreach_addcmul_", 3))]
         for name, lists, us in ops:
-            dims, types = ([[]] * lists, ["TensorList"] * lists) if lists else ([[2]], ["float"])
-            events.append(_x("cpu_op", name, ts, 20, **{
-                "External id": ext, "Input Dims": dims + [[]], "Input type": types + ["Scalar"],
-                "Concrete Inputs": [""] * len(dims) + ["0.5"]}))
-            if us:
-                events.append(_x("cuda_runtime", "cudaLaunchKernel", ts + 1, 2, correlation=corr, **{"External id": ext}))
-                events.append(_x("kernel", "multi_tensor_apply_kernel", ts + 5, us, pid=0, tid=7, correlation=corr,
-                                 device=0, stream=7))
+            _op_events(events, name, lists, us, ts, ext, corr)
             ts, ext, corr = ts + 30, ext + 1, corr + 1
         ts += 100
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
     return report_from_trace(load_trace(path), CEIL)
+
+
+def _op_events(events, name, lists, kernel_us, ts, ext, corr):
+    """An op taking ``lists`` tensor lists the trace left empty (none: a [2] tensor), and its kernel if any."""
+    dims, types = ([[]] * lists, ["TensorList"] * lists) if lists else ([[2]], ["float"])
+    events.append(_x("cpu_op", name, ts, 20, **{
+        "External id": ext, "Input Dims": dims + [[]], "Input type": types + ["Scalar"],
+        "Concrete Inputs": [""] * len(dims) + ["0.5"]}))
+    if kernel_us:
+        events.append(_x("cuda_runtime", "cudaLaunchKernel", ts + 1, 2, correlation=corr, **{"External id": ext}))
+        events.append(_x("kernel", "multi_tensor_apply_kernel", ts + 5, kernel_us, pid=0, tid=7, correlation=corr,
+                         device=0, stream=7))
 
 
 def test_the_steps_parameters_stand_in_for_unrecorded_lists(tmp_path):
@@ -72,6 +86,18 @@ def test_ambiguous_lists_stay_unmodelled(tmp_path, kwargs, why):
     report = _trace(tmp_path, **kwargs)
     assert report.ops and not any(op.modeled for op in report.ops), why
     assert all(op.flops == 0 and op.bytes == 0 for op in report.ops)
+
+
+def test_the_gradients_foreach_ops_before_the_step_are_counted_over_the_parameters_too(tmp_path):
+    """clip_grad_norm_'s _foreach_norm and _foreach_mul_ (phase gradient) run over the gradients: the parameters'
+    shapes stand in for their unrecorded lists as for the optimizer's."""
+    report = _trace(tmp_path, gradient=[("aten::_foreach_norm", 1), ("aten::_foreach_mul_", 1)])
+    elements = sum(math.prod(s) for s in PARAMS)
+    norm, clip, mul, addcmul = report.ops
+    assert [op.phase for op in report.ops] == ["gradient", "gradient", "optimizer", "optimizer"]
+    assert norm.name == "aten::_foreach_norm" and norm.modeled and norm.input_shapes[0] == PARAMS[0]
+    assert clip.modeled and clip.flops == mul.flops == elements and clip.bytes == mul.bytes
+    assert report.summary.unmodeled_time_share == 0
 
 
 def test_a_sub_microsecond_kernel_is_still_a_kernel(tmp_path):

@@ -263,10 +263,14 @@ def subtree(idx: int, children: dict[int, list[int]]) -> list[int]:
 
 
 def op_phase(op: CpuOp) -> str:
+    """forward, backward, recompute (activation checkpointing's rerun forward), optimizer (its step's update),
+    gradient (work on the gradients between them: clipping, AMP's unscale and inf checks, zero_grad)."""
     if op.is_optimizer:
         return "optimizer"
     if op.is_recompute:
         return "recompute"
     if op.is_backward:
         return "backward"
+    if op.is_gradient:
+        return "gradient"
     return "forward"

@@ -14,6 +14,11 @@ _foreach_* op inside an ``Optimizer.step#`` span that ran device kernels is take
 Ops that ran no device kernel (the step counters, which live on the host) are never given the parameters.
 Otherwise the op stays unmodelled and its note says why. A trace of a step without a backward (gradient
 accumulation) takes the parameters of the latest step that had one.
+
+The work on the gradients before the step (phase "gradient": clip_grad_norm_'s _foreach_norm and _foreach_mul_,
+GradScaler's _amp_foreach_non_finite_check_and_unscale_, zero_grad's _foreach_zero_) runs over the same lists, the
+parameters' gradients: its list ops are given the step's parameters under the same conditions (clipping a part of
+the parameters would go unnoticed: torch's clip_grad_norm_ is almost always given model.parameters()).
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from roofline.count.trace_args import LIST_TYPES, args_from_trace
 
 ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
 FOREACH_PREFIX = "aten::_foreach_"
+# ops that take tensor lists: torch's foreach ops, and AMP's unscale with its inf check
+LIST_OP_PREFIXES = (FOREACH_PREFIX, "aten::_amp_foreach_")
 
 
 class OptimizerLists:
@@ -67,7 +74,7 @@ class OptimizerLists:
 
     def for_op(self, op: CpuOp) -> tuple[list[TensorMeta] | None, str]:
         """(the parameters this op's unrecorded lists stand for, "") or (None, why not)."""
-        if not op.name.startswith(FOREACH_PREFIX) or not op.is_optimizer:
+        if not op.name.startswith(LIST_OP_PREFIXES) or not (op.is_optimizer or op.is_gradient):
             return None, ""
         if op.total_kernel_us <= 0:
             return None, "ran no device kernel (host-side lists, such as step counters)"

@@ -24,7 +24,7 @@ from roofline.analyze.join import (
 from roofline.analyze.host_events import fill_host_counts, host_gaps_us
 from roofline.analyze.kernel_classes import kernel_classes
 from roofline.analyze.kernel_names import any_tf32
-from roofline.analyze.optimizer_lists import FOREACH_PREFIX, OptimizerLists, with_lists
+from roofline.analyze.optimizer_lists import LIST_OP_PREFIXES, OptimizerLists, with_lists
 from roofline.analyze.packed_sequences import NEEDS_CHILDREN, outputs_from_children
 from roofline.analyze.sparse_operands import reads_sparse_metadata
 from roofline.analyze.roofline import place_op, summarize
@@ -80,7 +80,7 @@ class _TraceCounter:
     def __call__(self, op: CpuOp) -> _Counted:
         name = op.name
         key = (name, id(op.input_dims), id(op.input_types), id(op.input_strides), id(op.concrete_inputs))
-        if self._lists is not None and name.startswith(FOREACH_PREFIX):
+        if self._lists is not None and name.startswith(LIST_OP_PREFIXES):
             if op.index in self._by_event:
                 counted = self._by_event[op.index]
             else:
@@ -128,8 +128,9 @@ class _TraceCounter:
         return hit
 
     def _optimizer_op(self, op: CpuOp, key: tuple) -> _Counted | None:
-        """A foreach optimizer op whose lists the trace left empty, counted over the step's parameters
-        (analyze/optimizer_lists.py); None when its own recorded shapes suffice or nothing stands in for them.
+        """A foreach op of the optimizer or of the work on the gradients whose lists the trace left empty, counted
+        over the step's parameters (analyze/optimizer_lists.py); None when its own recorded shapes suffice or
+        nothing stands in for them.
         Counted once per call and parameter list (every profiled step repeats them)."""
         missing = self._lists_missing.get(key)
         if missing is None:
@@ -346,6 +347,9 @@ def report_from_trace(
     recomputed = [op for op in ops if op.phase == "recompute"]
     if recomputed:
         summary.notes.append(_recompute_note(recomputed, summary.total_flops, summary.total_time_s))
+    gradient = [op for op in ops if op.phase == "gradient"]
+    if gradient:
+        summary.notes.append(_gradient_note(gradient, summary.total_time_s))
     if recording is not None and unseen:
         summary.notes.append(_unseen_note(unseen))
     summary.notes.extend(trace.warnings)
@@ -541,6 +545,15 @@ def _recompute_note(recomputed: list[OpRecord], total_flops: float, total_time_s
     return (f"{len(recomputed)} op(s) recompute checkpointed forwards inside the backward (phase 'recompute', "
             f"activation checkpointing): {flops / total_flops if total_flops else 0:.1%} of the step's FLOPs, "
             f"{time_s / total_time_s if total_time_s else 0:.1%} of its op time, counted once each")
+
+
+def _gradient_note(gradient: list[OpRecord], total_time_s: float) -> str:
+    """What the phase 'gradient' holds and its share: otherwise a reader takes it for part of the backward or of
+    the optimizer, whose ops it is not."""
+    time_s = sum(op.time_s for op in gradient)
+    share = f": {time_s / total_time_s:.1%} of the op time" if total_time_s else ""
+    return (f"{len(gradient)} op(s) work on the gradients between the backward and optimizer.step() (phase "
+            f"'gradient': gradient clipping, GradScaler's unscale, inf check and scale update, zero_grad){share}")
 
 
 def _start_origin(trace: Trace, step: int | None) -> float:

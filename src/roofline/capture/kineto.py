@@ -24,7 +24,7 @@ import msgspec
 import numpy as np
 
 from roofline.capture.event_stream import EventStream, split_offset
-from roofline.capture.source_paths import is_user_file, local_trace_path
+from roofline.capture.source_paths import is_generated_file, is_user_file, local_trace_path
 from roofline.capture.trace_model import (
     CommArgs,
     CpuOp,
@@ -129,6 +129,17 @@ RECORD_THE_MODEL = ("record the model's steps inside torch.profiler.profile(reco
 # saved-tensor unpack hook
 _CHECKPOINT_FILE = "torch/utils/checkpoint.py"
 _RECOMPUTE_FUNCTIONS = frozenset({"backward", "unpack_hook"})
+
+# Work on the gradients that is neither autograd's nor the optimizer's update (CpuOp.is_gradient, phase "gradient"):
+# what clip_grad_norm_/clip_grad_value_ and GradScaler's unscale_/step (its inf checks)/update run, and
+# zero_grad. With Python stacks their frames tell it (GradScaler.scale is left out: multiplying the loss is part of
+# computing it, as a trace without stacks says too); the optimizer's zero_grad span and AMP's own ops tell it from
+# any trace; between the last backward op and an optimizer step the position does (_between_backward_and_step).
+_GRADIENT_FILES = ("torch/nn/utils/clip_grad.py", "torch/amp/grad_scaler.py", "torch/cuda/amp/grad_scaler.py")
+_GRADIENT_SCALER_FUNCTIONS = frozenset({"unscale_", "step", "update"})
+_GRADIENT_SPAN_PREFIX = "Optimizer.zero_grad#"
+_GRADIENT_OPS = frozenset({"aten::_amp_foreach_non_finite_check_and_unscale_", "aten::_amp_update_scale_"})
+_OPTIMIZER_STEP_PREFIX = "Optimizer.step#"
 
 # Sweep order at equal timestamps: enclosing frames first, then ops (longest first), then what ops contain.
 _RANK_FRAME, _RANK_OP, _RANK_LAUNCH, _RANK_MEMORY = range(4)
@@ -279,6 +290,7 @@ def _send_tail(path: str, offset: int, out) -> None:
         "has_stack": builder.has_stack, "has_modules": builder.has_modules, "skipped": builder.skipped,
         "bad_times": builder.bad_times, "shapes": list(builder.shape_cache),
         "profiler_start": builder.profiler_start, "saw_call_from": builder.saw_call_from,
+        "generated_files": sorted(builder.generated_files),
         "steps": [(number, position[id(op)]) for number, op in builder.step_ops],
         "counts": {name: len(items) for name, items in lists.items()},
         "metadata": builder.trace.metadata, "warnings": builder.trace.warnings, "cut": builder.trace.cut,
@@ -385,6 +397,7 @@ class _TraceBuilder:
         self.ids: dict[Any, Any] = {}
         self.kinds: dict[str, int] = dict(_CATEGORY_KIND)
         self.frame_kinds: dict[str, tuple[int, str] | None] = {}
+        self.generated_files: set[str] = set()  # torch.compile's output code that ran (frames of it seen)
         self.skipped = 0
         self.bad_times = 0
 
@@ -420,7 +433,10 @@ class _TraceBuilder:
             if kind <= _ANNOTATION:
                 name = intern(ev.name, ev.name)
                 pid = ids.setdefault(ev.pid, ev.pid)
-                tid = ids.setdefault(ev.tid, ev.tid)
+                tid = ev.tid
+                if type(tid) is str and " overlap " in tid:
+                    tid = _lane_root(tid)
+                tid = ids.setdefault(tid, tid)
                 args = ev.args
                 # torch 1.8-1.10 wrote record_function spans (ProfilerStep#N among them) as "Operator" ops.
                 is_annotation = kind == _ANNOTATION or (ev.cat == "Operator" and step_match(name) is not None)
@@ -516,6 +532,7 @@ class _TraceBuilder:
         for category, kind in header["kinds"].items():
             self.kinds.setdefault(category, kind)
         self.saw_call_from = self.saw_call_from or header["saw_call_from"]
+        self.generated_files.update(header["generated_files"])
         start = header["profiler_start"]
         if start is not None and (self.profiler_start is None or start[0] < self.profiler_start[0]):
             self.profiler_start = (start[0], start[1])
@@ -557,6 +574,9 @@ class _TraceBuilder:
         kind = kinds.get(name, 0)
         if kind == 0:
             kind = kinds[name] = _frame_kind(name)
+            generated = _generated_file(name) if kind is None else None
+            if generated is not None:
+                self.generated_files.add(generated)
         if kind is _STARTS_PROFILER:
             if self.profiler_start is None or ts < self.profiler_start[0]:
                 self.profiler_start = (ts, ts + dur)
@@ -565,7 +585,7 @@ class _TraceBuilder:
             self._add_frame(kind, ev, ts, dur)
         if type(call_from) is str:
             self.saw_call_from = True
-        if type(call_from) is str and (kind is None or kind[0] == 0):
+        if type(call_from) is str and (kind is None or kind[0] in (0, 5)):
             site = self.call_sites.get(call_from, 0)
             if site == 0:
                 site = self.call_sites[call_from] = _call_site(call_from)
@@ -573,7 +593,10 @@ class _TraceBuilder:
                 self._add_frame(site, ev, ts, dur)
 
     def _add_frame(self, kind: tuple, ev: _Event, ts: float, dur: float) -> None:
-        self._add_frame_at(kind, self._thread(ev.pid, ev.tid), ts, ts + dur)
+        tid = ev.tid
+        if type(tid) is str and " overlap " in tid:
+            tid = _lane_root(tid)
+        self._add_frame_at(kind, self._thread(ev.pid, tid), ts, ts + dur)
 
     def _add_frame_at(self, kind: tuple, thread: int, ts: float, end: float) -> None:
         label = self.labels.get(kind)
@@ -591,17 +614,14 @@ class _TraceBuilder:
     def _take_call_site_ranges(self) -> None:
         """roofline's call-site ranges (CALL_SITE_PREFIX; cpu_op events, as _RecordFunctionFast writes them) out of
         the ops, into the frames of their thread. Opened in a module pre-hook and closed in the post-hook, a range
-        overlaps the hooks' own frames, so the trace may put it on a thread of its own ("1234 overlap 1")."""
+        overlaps the hooks' own frames, so roofline's trace output may put it on a lane of its own ("1234 overlap 1",
+        read as thread 1234: _lane_root)."""
         keep = []
         for i, op in enumerate(self.ops):
             if not op.name.startswith(CALL_SITE_PREFIX):
                 keep.append(i)
                 continue
-            tid = op.tid
-            if isinstance(tid, str) and " overlap " in tid:
-                head = tid.split(" ", 1)[0]
-                tid = int(head) if head.isdigit() else head
-            self._add_frame_at((3, op.name[len(CALL_SITE_PREFIX):], None), self._thread(op.pid, tid), op.ts_us,
+            self._add_frame_at((3, op.name[len(CALL_SITE_PREFIX):], None), self._thread(op.pid, op.tid), op.ts_us,
                                op.ts_us + op.dur_us)
         index = np.array(keep, dtype=np.int64)
         self.ops = [self.ops[i] for i in keep]
@@ -668,6 +688,7 @@ class _TraceBuilder:
         self._steps()
         stale = self._relabel_stale_frames()
         self._sweep_threads()
+        self._between_backward_and_step()
         self._backward_modules()
         self._warn_stale_sources(stale)
         trace.ops = self.ops
@@ -775,6 +796,52 @@ class _TraceBuilder:
         objs = [*ops, *[labels[label] for label in self.frame_labels], *self.launches, *self.memory]
         _sweep(_in_slices(order, ts, ends, ranks, threads), objs, self._parents, self._depths)
 
+    def _between_backward_and_step(self) -> None:
+        """Ops an optimizer step's thread runs after the last backward op (of any thread: on a GPU the autograd
+        engine's own) and before the step begins are work on the gradients (is_gradient), where no module or
+        library frame says otherwise: clip_grad_norm_'s norms and scaling, GradScaler's unscale and inf check,
+        from a trace without Python stacks as from one with. A forward between them is another micro-batch's
+        (gradient accumulation: its backward follows, so the window starts after that), and the forward after the
+        step the next step's. Only where a backward ran since this thread's previous optimizer step: a second
+        optimizer stepping right after the first (a GAN's) makes no window."""
+        names = {name for name in self.strings if name.startswith(_OPTIMIZER_STEP_PREFIX)}
+        if not names:  # no optimizer step: no walk over the ops (a million-event inference trace pays nothing)
+            return
+        ops = self.ops
+        starts = [op.index for op in ops if op.name in names and (op.parent < 0 or not ops[op.parent].is_optimizer)]
+        threads, ts = self._sorted_threads, self._sorted_ts
+        previous_end: dict[int, float] = {}
+        for i in starts:
+            step, thread = ops[i], int(threads[i])
+            since = previous_end.get(thread, -np.inf)
+            previous_end[thread] = max(since, step.ts_us + step.dur_us)
+            backward_end = self._last_backward_end(i, since)
+            if backward_end is None:
+                continue
+            for k in range(int(ts.searchsorted(backward_end, side="left")), i):
+                op = ops[k]
+                # a span that holds the step too (the user's record_function around it, a step marker) is not
+                if (threads[k] == thread and op.ts_us + op.dur_us <= step.ts_us
+                        and not (op.is_backward or op.is_optimizer or op.is_recompute or op.module)):
+                    op.is_gradient = True
+
+    def _last_backward_end(self, before: int, since: float) -> float | None:
+        """When the last backward op that began after ``since`` and before op ``before`` began ended, with the
+        backward ops around it (its autograd node ends after its aten calls), else None. A walk back from
+        ``before``: over the ops between the backward and the step, or the step's, once."""
+        ops, ts = self.ops, self._sorted_ts
+        k = before - 1
+        while k >= 0 and ts[k] >= since:
+            op = ops[k]
+            if op.is_backward:
+                end = op.ts_us + op.dur_us
+                while op.parent >= 0 and ops[op.parent].is_backward:
+                    op = ops[op.parent]
+                    end = max(end, op.ts_us + op.dur_us)
+                return end if end <= ops[before].ts_us else None
+            k -= 1
+        return None
+
     def _backward_modules(self) -> None:
         """A backward op borrows the module and source line of the forward op whose autograd node it runs (by
         sequence number): on a GPU it runs on the autograd thread, outside any Python frame, and on the CPU its
@@ -832,6 +899,11 @@ class _TraceBuilder:
             warn("no input shapes (record_shapes=False): FLOPs and bytes cannot be counted from this trace")
         if self.ops and not trace.steps:
             warn("no ProfilerStep#N annotations (no profiler schedule): steps unknown")
+        if self.generated_files:
+            files = sorted(self.generated_files)
+            more = f" and {len(files) - 2} more" if len(files) > 2 else ""
+            warn(f"source lines: ops that torch.compile's generated code ran ({', '.join(files[:2])}{more}) are "
+                 "placed at the user line that called the compiled module or function, never at a line of that code")
         if trace.has_gpu and not self.launches:
             warn("no runtime launch events: kernels are attributed by External id only")
 
@@ -881,6 +953,14 @@ def _xpu_host_waits(launches: list[Launch]) -> list[SyncEvent]:
     return syncs
 
 
+def _lane_root(tid: str) -> Any:
+    """The thread of an extra lane ``"<tid> overlap N"`` that roofline's trace output moves partial overlaps to
+    (render/chrome_trace.py: a step marker opened inside the optimizer's step, a call-site range): read as the
+    thread it came from, so that roofline's own trace.json.gz reads as the trace it was made from."""
+    head = tid.split(" overlap ", 1)[0]
+    return int(head) if head.isdigit() else head
+
+
 def _category_kind(cat: str) -> int:
     """Runtime calls of other backends (hip_runtime, xpu_runtime, privateuse1_driver...) count as launches; Intel
     XPU's host waits (xpu_sync, Kineto's XPU plugin) are read like cuda_sync's. Left out of ``_CATEGORY_KIND`` so
@@ -893,9 +973,10 @@ def _category_kind(cat: str) -> int:
 
 
 # Frame labels' first members: 0 an nn.Module, 1 a user frame, 2 the frame that started tracing, 3 roofline's
-# call-site range, 4 torch.utils.checkpoint's recomputation.
+# call-site range, 4 torch.utils.checkpoint's recomputation, 5 torch's gradient clipping or loss scaling.
 _STARTS_PROFILER = (2, "")
 _RECOMPUTES = (4, "")
+_TENDS_GRADIENTS = (5, "")
 
 
 def _frame_kind(name: str) -> tuple | None:
@@ -911,6 +992,12 @@ def _frame_kind(name: str) -> tuple | None:
     return (1, kind[1], f"{kind[1].rpartition(':')[0]}, in {function}{'' if function.startswith('<') else '()'}")
 
 
+def _generated_file(name: str) -> str | None:
+    """The file of a frame of torch.compile's generated code (source_paths.is_generated_file), else None."""
+    match = _FRAME.match(name)
+    return match.group(1) if match is not None and is_generated_file(match.group(1)) else None
+
+
 def _call_site(call_from: str) -> tuple[int, str, None] | None:
     """The frame label of a CallFrom value ("file.py:12") when that line is user code, else None."""
     file, sep, line = call_from.rpartition(":")
@@ -921,7 +1008,8 @@ def _call_site(call_from: str) -> tuple[int, str, None] | None:
 
 def _classify_frame(name: str) -> tuple[int, str] | None:
     """(0, module name) for an nn.Module frame, (1, "file.py:line") for a user frame, _RECOMPUTES for the frame in
-    which torch.utils.checkpoint reruns a forward during the backward, None for other library code."""
+    which torch.utils.checkpoint reruns a forward during the backward, _TENDS_GRADIENTS for torch's gradient
+    clipping and GradScaler's unscale_/step/update, None for other library code."""
     if name.startswith(_MODULE_PREFIX):
         return (0, name[len(_MODULE_PREFIX):])
     match = _FRAME.match(name)
@@ -930,6 +1018,9 @@ def _classify_frame(name: str) -> tuple[int, str] | None:
     file = match.group(1)
     if file.endswith(_CHECKPOINT_FILE) and name[match.end():] in _RECOMPUTE_FUNCTIONS:
         return _RECOMPUTES
+    if file.endswith(_GRADIENT_FILES) and (file.endswith(_GRADIENT_FILES[0])
+                                           or name[match.end():] in _GRADIENT_SCALER_FUNCTIONS):
+        return _TENDS_GRADIENTS
     if not is_user_file(file):
         return None
     return (1, f"{local_trace_path(file)}:{match.group(2)}")
@@ -950,17 +1041,18 @@ def _in_slices(order: np.ndarray, ts: np.ndarray, ends: np.ndarray, ranks: np.nd
 def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, parents: array, depths: array) -> None:
     """Assign parents, depth, flags, module and source to ops, and the enclosing op to launches and memory; ops'
     parents and depths also into ``parents`` and ``depths`` (by op index)."""
-    flags_of: dict[str, tuple[bool, bool, bool]] = {}
+    flags_of: dict[str, tuple[bool, bool, bool, bool]] = {}
     ops: list[CpuOp] = []
     op_ends: list[float] = []
     modules: list[tuple[float, str, bool]] = []  # (end, path, entered while a checkpoint recomputes)
     sources: list[tuple[float, str]] = []
     recomputing: list[float] = []
+    tending: list[float] = []  # ends of the open gradient clipping / loss scaling frames
     thread = -1
     for j, t, end, rank, code in items:
         if code != thread:
             thread = code
-            ops, op_ends, modules, sources, recomputing = [], [], [], [], []
+            ops, op_ends, modules, sources, recomputing, tending = [], [], [], [], [], []
         while op_ends and op_ends[-1] <= t:
             op_ends.pop()
             ops.pop()
@@ -980,8 +1072,12 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
             name = obj.name
             flags = flags_of.get(name)
             if flags is None:
-                flags = flags_of[name] = (_is_backward_name(name), name.startswith("Optimizer.step#"),
-                                          obj.is_annotation and _STEP.match(name) is not None)
+                flags = flags_of[name] = (_is_backward_name(name), name.startswith(_OPTIMIZER_STEP_PREFIX),
+                                          obj.is_annotation and _STEP.match(name) is not None,
+                                          name in _GRADIENT_OPS or name.startswith(_GRADIENT_SPAN_PREFIX))
+            if tending:
+                while tending and tending[-1] <= t:
+                    tending.pop()
             if flags[2]:
                 # A step boundary nests under nothing: a span still open when profiler.step() ran (the
                 # optimizer's own, when steps end at optimizer.step()) would otherwise hold every later step.
@@ -994,8 +1090,14 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
                 # an optimizer that calls a closure (LBFGS) runs the model's forward (in a module) and backward
                 # inside its step: those ops stay forward and backward, not the optimizer's own
                 obj.is_optimizer = (parent.is_optimizer or flags[1]) and not (obj.is_backward or obj.module)
+                gradient = parent.is_gradient
             else:
                 obj.is_backward, obj.is_optimizer = flags[0], flags[1]
+                gradient = False
+            # a closure's forward and backward run inside GradScaler.step too: they keep their phases; a step
+            # marker opened by a hook inside scaler.step(opt) holds the next step's ops
+            obj.is_gradient = ((gradient or flags[3] or bool(tending))
+                               and not (obj.is_backward or obj.module or flags[2]))
             ops.append(obj)
             op_ends.append(end)
         elif rank == _RANK_FRAME:
@@ -1012,6 +1114,10 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
                 while recomputing and recomputing[-1] <= t:
                     recomputing.pop()
                 recomputing.append(end)
+            elif kind == 5:
+                while tending and tending[-1] <= t:
+                    tending.pop()
+                tending.append(end)
             else:
                 while sources and sources[-1][0] <= t:
                     sources.pop()

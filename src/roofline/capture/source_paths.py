@@ -33,6 +33,24 @@ _STDLIB_DIRS = tuple(
 _STDLIB_ANYWHERE = re.compile(r"/lib/python\d[^/]*/")  # a standard library, also another machine's
 
 
+# Code torch.compile generates and runs, which no user can edit: Inductor's output code and kernels
+# ({cache}/{key[1:3]}/{key}.py, key "c" + a base32 hash; the cache is /tmp/torchinductor_<user> unless
+# TORCHINDUCTOR_CACHE_DIR moves it), its debug dumps (torch_compile_debug/) and Triton's cache (~/.triton/cache,
+# TRITON_CACHE_DIR). FX graph modules (<eval_with_key>.N) and <frozen ...> start with "<", as all unreal files do.
+_GENERATED = re.compile(r"(?:^|/)(?:torchinductor_[^/]*|torch_compile_debug|\.triton/cache)/|(?:^|/)(\w\w)/c\1\w{40,}\.py$")
+_GENERATED_DIR_VARIABLES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+
+
+def is_generated_file(filename: str) -> bool:
+    """Whether ``filename`` is code torch.compile (Inductor, Triton) generated: such a frame is never the user's
+    line; the user line that called the compiled module or function is (see ``_GENERATED``)."""
+    path = filename.replace(os.sep, "/")
+    if _GENERATED.search(path):
+        return True
+    return any(directory and path.startswith(directory.replace(os.sep, "/").rstrip("/") + "/")
+               for directory in map(os.environ.get, _GENERATED_DIR_VARIABLES))
+
+
 @functools.lru_cache(maxsize=16384)
 def is_user_file(filename: str) -> bool:
     """Whether a frame of ``filename`` is the user's code: the one test for live frames (absolute paths: sync
@@ -42,12 +60,12 @@ def is_user_file(filename: str) -> bool:
 
     Not user code: torch (a ``torch`` path component), roofline's machinery (roofline's own files except its
     built-in workloads and case study, ``roofline/models`` and ``roofline/lab``), Python's standard library,
-    generated or built-in code (``<frozen ...>``, ``<string>``, ``<built-in ...>``) and console-script
-    launchers (``.venv/bin/roofline``). Everything else is, installed packages included: a sync inside HF
+    generated or built-in code (``<frozen ...>``, ``<string>``, ``<built-in ...>``, FX's ``<eval_with_key>``,
+    torch.compile's output: ``is_generated_file``) and console-script launchers (``.venv/bin/roofline``). Everything else is, installed packages included: a sync inside HF
     generate() is reported at the library line that waits (``transformers/generation/utils.py:383``, once per
     decode step), which is what the fix changes, not at the user's one call of generate()."""
     path = filename.replace(os.sep, "/")
-    if not path or path.startswith("<"):
+    if not path or path.startswith("<") or is_generated_file(filename):
         return False
     if "/bin/" in path and not path.endswith(".py"):
         return False

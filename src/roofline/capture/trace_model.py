@@ -86,6 +86,9 @@ class CpuOp(msgspec.Struct, gc=False, array_like=True):
     is_backward: bool = False
     is_optimizer: bool = False
     is_recompute: bool = False  # activation checkpointing rerunning a module's forward inside the backward
+    # work on the gradients outside autograd and the optimizer's update: clipping, AMP's unscale and inf checks,
+    # zero_grad (kineto._GradientWork)
+    is_gradient: bool = False
     is_annotation: bool = False
     sequence_number: int | None = None
     kernel_ids: Any = ()  # list[int] | tuple; Any so that msgspec can decode ops (kineto's split load)

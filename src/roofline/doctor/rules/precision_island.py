@@ -19,7 +19,8 @@ from roofline.report import Finding, OpRecord, Report
 
 RULE = "precision-island"
 CAST_KINDS = frozenset({"_to_copy", "to", "type_as", "copy", "_cast_Float", "_cast_Half", "_cast_BFloat16"})
-SKIPPED_PHASES = frozenset({"optimizer"})
+# the optimizer's update and the work on the gradients before it (AMP unscales fp32 gradients by design)
+SKIPPED_PHASES = frozenset({"optimizer", "gradient"})
 
 
 def _first_float(op: OpRecord) -> str | None:

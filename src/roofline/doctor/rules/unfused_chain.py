@@ -18,6 +18,7 @@ from roofline.report import Finding, OpRecord, Report
 RULE = "unfused-chain"
 MIN_CHAIN = 3
 MAX_FINDINGS = 5
+SKIPPED_PHASES = frozenset({"gradient"})
 
 
 _OUT_SHAPES: dict[tuple, tuple[int, ...] | None] = {}
@@ -79,7 +80,8 @@ def chain_positions(report: Report) -> list[list[int]]:
             chain, step, produced = [], steps[i], set()
         if is_view[c]:
             continue
-        can_fuse = fusible_kind[c] and ops[i].bound != "compute"
+        # the gradient phase's chains are torch's own (clip_grad_norm_, GradScaler), in no module to compile
+        can_fuse = fusible_kind[c] and ops[i].bound != "compute" and ops[i].phase not in SKIPPED_PHASES
         if can_fuse and chain and (last_out is None or any(shape in produced for shape in in_shapes[c])):
             chain.append(i)
         else:
