@@ -32,6 +32,9 @@ def plain_trace(tmp_path_factory) -> Path:
 def split_small(monkeypatch):
     """Split from any size; record whether the child's half was taken."""
     monkeypatch.setattr(kineto, "SPLIT_MIN_BYTES", 0)
+    # a thread an earlier test left (torch.compile's tqdm monitor) would turn the split off for the whole module:
+    # the split itself is what these tests check (test_no_split_while_another_thread_runs checks that rule)
+    monkeypatch.setattr(kineto.threading, "active_count", lambda: 1)
     taken = []
     absorb = kineto._TailReader.absorb_into
 
@@ -119,3 +122,19 @@ def test_a_failure_in_the_first_half_stops_and_reaps_the_child(plain_trace, spli
     assert started and started[0] is not None
     with pytest.raises(ChildProcessError):
         os.waitpid(started[0]._pid, os.WNOHANG)  # already reaped
+
+
+def test_no_split_while_another_thread_runs(plain_trace, monkeypatch):
+    """Forking a process that runs other threads can copy a lock one of them holds: the child's read could hang."""
+    import threading
+
+    monkeypatch.setattr(kineto, "SPLIT_MIN_BYTES", 0)
+    monkeypatch.setattr(kineto, "_usable_cpus", lambda: 2)
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait, daemon=True)
+    worker.start()
+    try:
+        assert kineto._TailReader.start(plain_trace) is None
+    finally:
+        stop.set()
+        worker.join()
