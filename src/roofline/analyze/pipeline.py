@@ -26,6 +26,7 @@ from roofline.analyze.kernel_classes import kernel_classes
 from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.optimizer_lists import FOREACH_PREFIX, OptimizerLists, with_lists
 from roofline.analyze.packed_sequences import NEEDS_CHILDREN, outputs_from_children
+from roofline.analyze.quantized_outputs import QUANTIZED_LINEARS, linear_outputs_from_children
 from roofline.analyze.sparse_operands import reads_sparse_metadata
 from roofline.analyze.roofline import place_op, summarize
 from roofline.analyze.integer_roofs import integer_roof_notes
@@ -87,7 +88,8 @@ class _TraceCounter:
                 counted = self._by_event[op.index] = self._optimizer_op(op, key)
             if counted is not None:
                 return counted
-        if name in NEEDS_CHILDREN and self._trace is not None and op.input_dims is not None:
+        if (name in NEEDS_CHILDREN or name in QUANTIZED_LINEARS) and self._trace is not None \
+                and op.input_dims is not None:
             return self._with_outputs_from_children(op)
         hit = self._cache.get(key)
         if hit is None:
@@ -116,9 +118,11 @@ class _TraceCounter:
         return found
 
     def _with_outputs_from_children(self, op: CpuOp) -> _Counted:
-        """A packed-sequence op, counted with the outputs its children show (analyze/packed_sequences.py)."""
+        """A packed-sequence op or a quantized linear, counted with the outputs its children show
+        (analyze/packed_sequences.py, analyze/quantized_outputs.py)."""
         args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
-        outputs = outputs_from_children(self._trace, op, self._children or {}, args)
+        found = linear_outputs_from_children if op.name in QUANTIZED_LINEARS else outputs_from_children
+        outputs = found(self._trace, op, self._children or {}, args)
         key = (op.name, id(op.input_dims), id(op.input_types), id(op.input_strides), id(op.concrete_inputs),
                tuple(outputs) if outputs else None)
         hit = self._cache.get(key)
