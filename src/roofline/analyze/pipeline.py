@@ -95,6 +95,8 @@ class _TraceCounter:
         if hit is None:
             if op.input_dims is None and name not in DYNAMO_RUNTIME:  # those take no arguments
                 hit = _Counted(OpCost(0.0, 0.0, False, note="trace has no shapes for this op"), "", [], [], [])
+            elif _first_operand_unrecorded(op):
+                hit = _Counted(OpCost(0.0, 0.0, False, note=UNRECORDED_OPERAND), "", [], [], [])
             else:
                 args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
                 metas = flatten_metas(args)
@@ -159,6 +161,19 @@ class _TraceCounter:
                                                                   "parameters (from AccumulateGrad events) stand in"]))
             hit = self._with_params[full] = _Counted(cost, op_dtype(args, []), *_shape_fields(flatten_metas(args)))
         return hit
+
+
+UNRECORDED_OPERAND = ("first operand not recorded (a nested or other tensor subclass: the trace gives neither its "
+                      "shape nor its dtype); its children counted instead")
+
+
+def _first_operand_unrecorded(op: CpuOp) -> bool:
+    """An op whose first argument, a tensor in every aten schema that has one there, has neither a type nor a
+    shape: a nested tensor or another tensor subclass (a None optional first argument would read the same; no
+    counted op takes one). Counted without it, an element-wise op was counted on its scalar alone (1 FLOP for the
+    544-element scale of a nested SDPA's query); unmodelled, its children (the op on the nested buffer) are."""
+    types, dims = op.input_types, op.input_dims
+    return bool(types) and types[0] == "" and bool(dims) and dims[0] == []
 
 
 def _ensure_attributed(trace: Trace) -> None:
