@@ -33,7 +33,7 @@ SCHEMA_VERSION = 2
 NonNegative = Annotated[float, msgspec.Meta(ge=0)]
 Count = Annotated[int, msgspec.Meta(ge=0)]
 
-BOUNDS = ("compute", "memory", "launch", "unmodeled", "unknown")
+BOUNDS = ("compute", "memory", "launch", "communication", "unmodeled", "unknown")
 
 
 class Environment(Struct):

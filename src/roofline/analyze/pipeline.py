@@ -22,6 +22,7 @@ from roofline.analyze.join import (
     subtree,
 )
 from roofline.analyze.host_events import fill_host_counts, host_gaps_us
+from roofline.analyze.communication import is_communication_op
 from roofline.analyze.kernel_classes import kernel_classes
 from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.optimizer_lists import FOREACH_PREFIX, OptimizerLists, with_lists
@@ -395,7 +396,7 @@ def _kept_whole_notes(trace: Trace, event_to_report: dict[int, int], ops: list[O
         if op.modeled or (i >= recorded and i not in events):
             continue
         cost = recording.ops[i].cost if i < recorded else counter(trace.ops[events[i]]).cost
-        if cost.keep_whole and not cost.modeled:
+        if cost.keep_whole and not cost.modeled and not is_communication_op(op.name):
             calls[(op.name, cost.note)].append(op.time_s)
     total = sum(op.time_s for op in ops)
     lines = []

@@ -1,0 +1,75 @@
+"""Collectives in the op table: communication, not unmodelled (second model sweep: a 2-rank gloo DDP run showed
+c10d::allreduce_ as 43.7% unmodelled while its distributed section timed it as communication). Their row keeps its
+time and shows its message; the summary's unmodelled share leaves them out, alike in console, HTML and JSON."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from roofline.analyze.pipeline import report_from_trace
+from roofline.capture.kineto import load_trace
+from roofline.count import count_op
+from roofline.count.meta import TensorMeta as T
+from roofline.render.console import render_report
+from roofline.render.html import render_html
+from roofline.report import Report
+
+
+def test_a_collective_costs_its_message_and_is_kept_whole():
+    grads = [T((136,), "float32")]
+    cost = count_op("c10d::allreduce_", [grads, None, None, None, True, -1])
+    assert (cost.modeled, cost.keep_whole, cost.flops, cost.bytes) == (False, True, 0, 544)
+    shard, full = T((1024,), "bfloat16"), T((4096,), "bfloat16")
+    assert count_op("c10d::_allgather_base_", [full, shard, None]).bytes == 8192  # the gathered output
+    assert count_op("c10d::_reduce_scatter_base_", [shard, full, None]).bytes == 8192  # the scattered input
+    assert count_op("_c10d_functional::all_gather_into_tensor", [shard, 4, "0"]).bytes == 8192
+    assert count_op("c10d::barrier", [T((1,), "uint8"), None]).bytes == 0
+
+
+@pytest.fixture
+def ddp_trace(tmp_path):
+    if not (dist.is_available() and dist.is_gloo_available()) or dist.is_initialized():
+        pytest.skip("gloo not available, or a process group already exists")
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        torch.manual_seed(0)
+        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(16, 8))
+        x = torch.randn(4, 16)
+        model(x).sum().backward()
+        path = tmp_path / "ddp.json"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as p:
+                model(x).sum().backward()
+            p.export_chrome_trace(str(path))
+        return path
+    finally:
+        dist.destroy_process_group()
+
+
+def test_ddp_allreduce_is_communication_in_every_view(ddp_trace, cpu_ceilings):
+    report = report_from_trace(load_trace(str(ddp_trace)), cpu_ceilings)
+    rows = [op for op in report.ops if op.name == "c10d::allreduce_"]
+    assert len(rows) == 1 and rows[0].bound == "communication" and rows[0].time_s > 0
+    assert rows[0].bytes == (16 * 8 + 8) * 4  # the gradient bucket: weight and bias, float32
+    s = report.summary
+    assert s.time_by_bound_s["communication"] >= rows[0].time_s
+    unmodeled = sum(op.time_s for op in report.ops if op.bound == "unmodeled")
+    assert s.unmodeled_time_share == pytest.approx(unmodeled / s.total_time_s)
+    assert s.total_bytes == sum(op.bytes for op in report.ops if op.bound != "communication")
+    assert not any(n.startswith("c10d::") for n in s.notes if "unmodelled" in n)
+
+    text = render_report(report)
+    assert any(line.split("│")[1].strip() == "communication" for line in text.splitlines() if line.count("│") == 4)
+    assert "allreduce_" in text and "unmodeled" not in next(line for line in text.splitlines()
+                                                            if "allreduce_" in line)
+    html = render_html(report)
+    assert ".badge.b-communication" in html and '"communication"' in html
+    back = Report.from_dict(json.loads(report.to_json()))
+    assert [op.bound for op in back.ops if op.name == "c10d::allreduce_"] == ["communication"]
+    assert back.summary.share_by_bound["communication"] == pytest.approx(s.share_by_bound["communication"])
