@@ -71,5 +71,6 @@ def test_ddp_allreduce_is_communication_in_every_view(ddp_trace, cpu_ceilings):
     html = render_html(report)
     assert ".badge.b-communication" in html and '"communication"' in html
     back = Report.from_dict(json.loads(report.to_json()))
-    assert [op.bound for op in back.ops if op.name == "c10d::allreduce_"] == ["communication"]
+    assert [(op.bound, op.bytes) for op in back.ops if op.name == "c10d::allreduce_"] == [("communication", 544)]
+    assert [o["flops"] for o in json.loads(report.to_json())["ops"] if o["name"] == "c10d::allreduce_"] == [None]
     assert back.summary.share_by_bound["communication"] == pytest.approx(s.share_by_bound["communication"])
