@@ -88,3 +88,5 @@ def test_from_a_trace_nested_ops_are_counted_by_their_children(tmp_path, cpu_cei
     # the products: the padded bmm the CPU kernel ran, (12, 9, 8) @ (12, 8, 9) and (12, 9, 9) @ (12, 9, 8)
     assert [o.flops for o in ops if o.name == "aten::bmm"] == [15552, 15552]
     assert not [o for o in ops if o.name == "aten::matmul"]
+    values = [o for o in ops if o.name == "aten::values"]  # a view of a nested tensor: free, not unmodelled
+    assert values and all(o.modeled and o.bound == "launch" for o in values)

@@ -36,7 +36,7 @@ from roofline.analyze.warmup import warmup_events
 from roofline.capture.recording import OpRecording, RecordedOp, Tf32Flags, op_dtype
 from roofline.capture.trace_model import CpuOp, Trace
 from roofline.count import families
-from roofline.count.counting import count_op
+from roofline.count.counting import count_op, is_view_op
 from roofline.count.meta import SPARSE_NOT_COUNTED
 from roofline.count.registry import OpCost, flatten_metas, unmodeled
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
@@ -96,7 +96,7 @@ class _TraceCounter:
         if hit is None:
             if op.input_dims is None and name not in DYNAMO_RUNTIME:  # those take no arguments
                 hit = _Counted(OpCost(0.0, 0.0, False, note="trace has no shapes for this op"), "", [], [], [])
-            elif _first_operand_unrecorded(op):
+            elif _first_operand_unrecorded(op) and not is_view_op(name):  # a view is free whatever it views
                 hit = _Counted(OpCost(0.0, 0.0, False, note=UNRECORDED_OPERAND), "", [], [], [])
             else:
                 args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
