@@ -87,6 +87,23 @@ def test_from_a_trace_nested_ops_are_counted_by_their_children(tmp_path, cpu_cei
     assert [o.flops for o in ops if o.name == "aten::mul"] == [544, 544]
     # the products: the padded bmm the CPU kernel ran, (12, 9, 8) @ (12, 8, 9) and (12, 9, 9) @ (12, 9, 8)
     assert [o.flops for o in ops if o.name == "aten::bmm"] == [15552, 15552]
-    assert not [o for o in ops if o.name == "aten::matmul"]
+    assert not [o for o in ops if o.name == "aten::matmul"]  # unmodelled, its children taken
     values = [o for o in ops if o.name == "aten::values"]  # a view of a nested tensor: free, not unmodelled
     assert values and all(o.modeled and o.bound == "launch" for o in values)
+
+
+def test_analyze_counts_the_nested_products_per_component_and_says_so(cpu_ceilings):
+    from roofline.analyze.live import analyze_model
+
+    class Attention(torch.nn.Module):
+        def forward(self, q):
+            return F.scaled_dot_product_attention(q, q, q)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = analyze_model(Attention().eval(), (_jagged_attention_inputs(),), device="cpu",
+                               ceilings=cpu_ceilings, warmup=1, iters=1)
+    matmuls = [op for op in report.ops if op.name == "aten::matmul"]
+    assert [(op.modeled, op.flops) for op in matmuls] == [(True, 7360), (True, 7360)]  # attn @ V was unmodelled
+    assert any(n.startswith("aten::matmul on nested tensors (2 call(s)) counted per component") and "15,552" in n
+               for n in report.summary.notes)

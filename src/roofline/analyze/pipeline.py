@@ -349,6 +349,8 @@ def report_from_trace(
     if missing:
         summary.notes.append(f"{missing} recorded op(s) found no event in the timed trace (time counted as 0)")
     summary.notes.extend(kept_whole)
+    if recording is not None:
+        summary.notes.extend(_nested_product_notes(recording))
     recomputed = [op for op in ops if op.phase == "recompute"]
     if recomputed:
         summary.notes.append(_recompute_note(recomputed, summary.total_flops, summary.total_time_s))
@@ -404,6 +406,18 @@ def _kept_whole_notes(trace: Trace, event_to_report: dict[int, int], ops: list[O
         share = f", {sum(times) / total:.1%} of the time" if total else ""
         lines.append(f"{name} unmodelled ({len(times)} call(s){share}): {note}")
     return lines
+
+
+def _nested_product_notes(recording: OpRecording) -> list[str]:
+    """How the recorded matrix products on nested tensors were counted (count/matmul.py): per component, which a
+    trace alone cannot do (it records a nested operand with no shape: there the op's children, a padding kernel's
+    dense product, are counted), one line per op name."""
+    calls: dict[str, list[str]] = defaultdict(list)
+    for rec in recording.ops:
+        if rec.cost.modeled and rec.cost.note.startswith("nested operand"):
+            calls[rec.name].append(rec.cost.note)
+    return [f"{name} on nested tensors ({len(notes)} call(s)) counted per component (from a trace alone, the dense "
+            f"product of a kernel that pads is counted instead); first call: {notes[0]}" for name, notes in calls.items()]
 
 
 def _wall_time_s(trace: Trace, one_step: bool) -> float | None:
