@@ -92,12 +92,13 @@ class _TraceCounter:
         if (name in NEEDS_CHILDREN or name in QUANTIZED_LINEARS) and self._trace is not None \
                 and op.input_dims is not None:
             return self._with_outputs_from_children(op)
+        if self._children and self._children.get(op.index) and _first_operand_unrecorded(op) \
+                and not is_view_op(name):  # a view is free whatever it views
+            return _UNRECORDED
         hit = self._cache.get(key)
         if hit is None:
             if op.input_dims is None and name not in DYNAMO_RUNTIME:  # those take no arguments
                 hit = _Counted(OpCost(0.0, 0.0, False, note="trace has no shapes for this op"), "", [], [], [])
-            elif _first_operand_unrecorded(op) and not is_view_op(name):  # a view is free whatever it views
-                hit = _Counted(OpCost(0.0, 0.0, False, note=UNRECORDED_OPERAND), "", [], [], [])
             else:
                 args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
                 metas = flatten_metas(args)
@@ -166,13 +167,15 @@ class _TraceCounter:
 
 UNRECORDED_OPERAND = ("first operand not recorded (a nested or other tensor subclass: the trace gives neither its "
                       "shape nor its dtype); its children counted instead")
+_UNRECORDED = _Counted(OpCost(0.0, 0.0, False, note=UNRECORDED_OPERAND), "", [], [], [])
 
 
 def _first_operand_unrecorded(op: CpuOp) -> bool:
     """An op whose first argument, a tensor in every aten schema that has one there, has neither a type nor a
     shape: a nested tensor or another tensor subclass (a None optional first argument would read the same; no
     counted op takes one). Counted without it, an element-wise op was counted on its scalar alone (1 FLOP for the
-    544-element scale of a nested SDPA's query); unmodelled, its children (the op on the nested buffer) are."""
+    544-element scale of a nested SDPA's query); unmodelled, its children (the op on the nested buffer) are. Only
+    an op with children is judged so: a leaf has nothing better to count."""
     types, dims = op.input_types, op.input_dims
     return bool(types) and types[0] == "" and bool(dims) and dims[0] == []
 
