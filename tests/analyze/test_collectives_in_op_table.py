@@ -74,3 +74,25 @@ def test_ddp_allreduce_is_communication_in_every_view(ddp_trace, cpu_ceilings):
     assert [(op.bound, op.bytes) for op in back.ops if op.name == "c10d::allreduce_"] == [("communication", 544)]
     assert [o["flops"] for o in json.loads(report.to_json())["ops"] if o["name"] == "c10d::allreduce_"] == [None]
     assert back.summary.share_by_bound["communication"] == pytest.approx(s.share_by_bound["communication"])
+
+
+def test_without_shapes_the_message_comes_from_record_param_comms(tmp_path, cpu_ceilings):
+    """Traces recorded without record_shapes (HTA's NCCL samples) size a collective only in its
+    record_param_comms child's args: the all-reduce's input, the all-gather's gathered output."""
+    def x(name, ts, dur, **args):
+        return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": args}
+
+    def comms(collective, n_in, n_out, dtype):
+        return {"Collective name": collective, "In msg nelems": n_in, "Out msg nelems": n_out, "Group size": 2,
+                "dtype": dtype}
+
+    path = tmp_path / "nccl.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": [
+        x("c10d::allreduce_", 0, 100), x("record_param_comms", 1, 98, **comms("allreduce", 2049000, 2049000, "Float")),
+        x("c10d::_allgather_base_", 200, 50),
+        x("record_param_comms", 201, 48, **comms("_allgather_base", 1024, 2048, "BFloat16")),
+    ]}))
+    report = report_from_trace(load_trace(str(path)), cpu_ceilings)
+    assert [(op.name, op.bound, op.bytes) for op in report.ops] == [
+        ("c10d::allreduce_", "communication", 2049000 * 4), ("c10d::_allgather_base_", "communication", 2048 * 2)]
+    assert report.summary.unmodeled_time_share == 0.0

@@ -22,7 +22,7 @@ from roofline.analyze.join import (
     subtree,
 )
 from roofline.analyze.host_events import fill_host_counts, host_gaps_us
-from roofline.analyze.communication import is_communication_op
+from roofline.analyze.communication import is_communication_op, recorded_message_bytes
 from roofline.analyze.kernel_classes import kernel_classes
 from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.optimizer_lists import FOREACH_PREFIX, OptimizerLists, with_lists
@@ -37,6 +37,7 @@ from roofline.capture.recording import OpRecording, RecordedOp, Tf32Flags, op_dt
 from roofline.capture.trace_model import CpuOp, Trace
 from roofline.count import families
 from roofline.count.counting import count_op, is_view_op
+from roofline.count.collectives import COMMUNICATION_NOTE
 from roofline.count.meta import SPARSE_NOT_COUNTED
 from roofline.count.registry import OpCost, flatten_metas, unmodeled
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
@@ -92,6 +93,8 @@ class _TraceCounter:
         if (name in NEEDS_CHILDREN or name in QUANTIZED_LINEARS) and self._trace is not None \
                 and op.input_dims is not None:
             return self._with_outputs_from_children(op)
+        if name.startswith("c10d::"):
+            return self._collective(op, key)
         if self._children and self._children.get(op.index) and _first_operand_unrecorded(op) \
                 and not is_view_op(name):  # a view is free whatever it views
             return _UNRECORDED
@@ -108,6 +111,25 @@ class _TraceCounter:
         if hit.non_strided and hit.cost.modeled and not hit.cost.is_view and self._trace is not None:
             return self._unless_sparse(op, hit)
         return hit
+
+    def _collective(self, op: CpuOp, key: tuple) -> _Counted:
+        """A c10d collective: its formula's message (count/collectives.py) from its recorded tensors, else the one
+        its own or its ``record_param_comms`` child's collective args give (traces without shapes carry those)."""
+        hit = self._cache.get(key) if op.input_dims is not None else None
+        if hit is None and op.input_dims is not None:
+            args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
+            hit = self._cache[key] = _Counted(count_op(op.name, args, None, None), op_dtype(args, []),
+                                              *_shape_fields(flatten_metas(args)))
+        if hit is not None and hit.cost.bytes:
+            return hit
+        comms = [op.comm] + [self._trace.ops[k].comm for k in (self._children or {}).get(op.index, [])
+                             if self._trace is not None]
+        message = next((b for b in map(recorded_message_bytes, comms) if b is not None), None)
+        if message is None:
+            return hit or _Counted(OpCost(0.0, 0.0, False, note=COMMUNICATION_NOTE, keep_whole=True), "", [], [], [])
+        cost = OpCost(0.0, message, False, note=COMMUNICATION_NOTE + " (from its collective args)", keep_whole=True)
+        return _Counted(cost, hit.dtype if hit else "", *((hit.input_shapes, hit.input_dtypes, hit.input_strides)
+                                                          if hit else ([], [], [])))
 
     def _unless_sparse(self, op: CpuOp, hit: _Counted) -> _Counted:
         """``hit``, or, for an op on a sparse tensor (not an mkldnn one), an unmodelled row kept whole: its formula
