@@ -442,7 +442,8 @@ def _nested_product_notes(recording: OpRecording) -> list[str]:
         if rec.cost.modeled and rec.cost.note.startswith("nested operand"):
             calls[rec.name].append(rec.cost.note)
     return [f"{name} on nested tensors ({len(notes)} call(s)) counted per component (from a trace alone, the dense "
-            f"product of a kernel that pads is counted instead); first call: {notes[0]}" for name, notes in calls.items()]
+            f"product of a kernel that pads is counted instead); first call: {notes[0]}"
+            for name, notes in calls.items()]
 
 
 def _wall_time_s(trace: Trace, one_step: bool) -> float | None:
