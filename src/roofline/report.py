@@ -33,7 +33,7 @@ SCHEMA_VERSION = 2
 NonNegative = Annotated[float, msgspec.Meta(ge=0)]
 Count = Annotated[int, msgspec.Meta(ge=0)]
 
-BOUNDS = ("compute", "memory", "launch", "unmodeled", "unknown")
+BOUNDS = ("compute", "memory", "launch", "communication", "unmodeled", "unknown")
 
 
 class Environment(Struct):
@@ -834,11 +834,13 @@ UNKNOWN_WORK_FIELDS = ("flops", "bytes", "arithmetic_intensity")
 
 
 def _null_unknown_work(data: dict[str, Any]) -> dict[str, Any]:
-    """An unmodelled op's work is unknown: null in JSON, not 0 (the report's plain data, changed in place)."""
+    """An unmodelled op's work is unknown: null in JSON, not 0 (the report's plain data, changed in place). A
+    collective (bound ``communication``) keeps its bytes: its message, where the trace recorded it."""
     for op in data.get("ops") or ():
         if not op.get("modeled", True):
             for name in UNKNOWN_WORK_FIELDS:
-                op[name] = None
+                if not (name == "bytes" and op.get("bound") == "communication" and op.get("bytes")):
+                    op[name] = None
     return data
 
 

@@ -107,12 +107,13 @@ def test_an_empty_report_has_no_unmodeled_share():
 
 
 def test_a_cpu_op_without_a_formula_keeps_its_own_time_beside_its_children(tmp_path):
-    """CPU trace: quantized::linear_dynamic (no formula without its packed weight) runs its GEMM itself beside two
-    small children; its 90 us outside them were lost (the report showed 0% unmodelled). A composite op with a
-    formula (aten::linear over aten::addmm) still adds no row of its own."""
+    """CPU trace: an op without a formula (found with quantized::linear_dynamic, which a trace now counts from its
+    output allocation; here a packed embedding bag) runs its work itself beside two small children; its 90 us
+    outside them were lost (the report showed 0% unmodelled). A composite op with a formula (aten::linear over
+    aten::addmm) still adds no row of its own."""
     f = {"Input Dims": [[8, 16]], "Input type": ["float"]}
     trace = _trace(tmp_path, [
-        _x("cpu_op", "quantized::linear_dynamic", 0, 100, **f),
+        _x("cpu_op", "quantized::embedding_bag_byte_rowwise_offsets", 0, 100, **f),
         _x("cpu_op", "aten::empty", 5, 4, **{"Input Dims": [[]], "Input type": [""]}),
         _x("cpu_op", "aten::empty_like", 50, 6, **f),
         _x("cpu_op", "aten::linear", 200, 30, **{"Input Dims": [[8, 16], [16, 16], [16]],
@@ -124,7 +125,7 @@ def test_a_cpu_op_without_a_formula_keeps_its_own_time_beside_its_children(tmp_p
                    peak_flops_per_s={"float32": 2e11}, launch_overhead_s=4e-6)
     report = report_from_trace(trace, cpu)
     times = {(op.name, op.modeled): op.time_s for op in report.ops}
-    assert times[("quantized::linear_dynamic", False)] == pytest.approx(90e-6)
+    assert times[("quantized::embedding_bag_byte_rowwise_offsets", False)] == pytest.approx(90e-6)
     assert ("aten::linear", False) not in times and times[("aten::addmm", True)] == pytest.approx(26e-6)
     assert report.summary.unmodeled_time_share == pytest.approx(90 / (90 + 4 + 6 + 26))
 

@@ -121,7 +121,7 @@ def test_time_by_bound_sums_to_the_total(path):
     s = report.summary
     assert sum(op.time_s for op in report.ops) == pytest.approx(s.total_time_s)
     assert sum(s.time_by_bound_s.values()) == pytest.approx(s.total_time_s, rel=1e-9, abs=1e-15)
-    assert {op.bound for op in report.ops} <= {"compute", "memory", "launch", "unmodeled"}
+    assert {op.bound for op in report.ops} <= {"compute", "memory", "launch", "communication", "unmodeled"}
     assert sum(op.flops for op in report.ops) == pytest.approx(s.total_flops)
 
 

@@ -482,6 +482,7 @@ def test_inductor_kernel_names_get_the_table_figure():
 
 
 # The fast-path, recurrent and FFT families are checked against hand counts in test_sequence_families.py.
+import test_collective_rules as collective_rules  # noqa: E402
 import test_quantized_rules as quantized_rules  # noqa: E402
 import test_sequence_families as sequence_families  # noqa: E402 (a module, so its tests are not collected twice)
 import test_vision_ops_rules as vision_ops_rules  # noqa: E402
@@ -500,6 +501,7 @@ FAMILY_TESTS = {
     "fft": sequence_families.test_fft_counts_five_n_log_n,
     "vision_ops": vision_ops_rules.test_roi_align_samples_per_bin_and_gathered_bytes,
     "quantized": quantized_rules.test_linear_static_dynamic_and_fp16_weights,
+    "collectives": collective_rules.test_a_collective_costs_its_message_and_is_kept_whole,
     "rnn": sequence_families.test_lstm_counts_its_gate_products_and_cells,
     "transformer": sequence_families.test_mha_fast_path_counts_at_least_the_unfused_matmuls,
     "reduction:sort": test_sort_and_topk_by_hand, "shapes": test_promotion_broadcast_registry_and_trace_args_by_hand, "inductor": test_inductor_kernel_names_get_the_table_figure,

@@ -59,6 +59,30 @@ def test_encoder_layer_fast_path_counts_the_feed_forward_and_norms():
     assert products + 4 * 2 * 10 * 10 * 32 < ours < 1.2 * products
 
 
+def test_nested_encoder_attends_within_each_sequence():
+    """A padding mask sends the encoder's fast path a nested batch of the real tokens (lengths 16, 10, 4, 12):
+    its scores are the sum of each sequence's s^2 (516), not the 42 tokens stacked into one (1,764; found by the
+    second model sweep: 6.62 M FLOPs against a hand count of 5.8 M)."""
+    import warnings
+
+    torch.manual_seed(0)
+    embed, hidden, lengths = 32, 64, (16, 10, 4, 12)
+    encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(embed, 4, hidden, batch_first=True), 1,
+                                    enable_nested_tensor=True).eval()
+    pad = torch.ones(4, 16, dtype=torch.bool)
+    for row, n in enumerate(lengths):
+        pad[row, :n] = False
+    with torch.no_grad(), warnings.catch_warnings(), OpCollector() as collector:
+        warnings.simplefilter("ignore")
+        encoder(torch.randn(4, 16, embed), src_key_padding_mask=pad)
+    layer = next(op.cost() for op in collector.ops if op.name == "aten::_transformer_encoder_layer_fwd")
+    tokens = sum(lengths)
+    products = 2 * tokens * embed * embed * 4 + 2 * 2 * tokens * embed * hidden
+    attention = 4 * embed * sum(n * n for n in lengths)
+    assert products + attention < layer.flops < 1.1 * (products + attention)
+    assert layer.flops < products + 4 * embed * tokens * tokens  # the stacked count would exceed this
+
+
 def _lstm_hand_count(tokens, input_size, hidden, layers, directions):
     products = 0
     for layer in range(layers):

@@ -15,3 +15,21 @@ def is_communication_kernel(name: str) -> bool:
 
 def is_communication_op(name: str) -> bool:
     return name.startswith(_COMM_OP_PREFIXES)
+
+
+def recorded_message_bytes(comm) -> float | None:
+    """A collective's message as its ``record_param_comms`` args give it (CommArgs): the gathered output of an
+    all-gather, else the input, in elements of the recorded dtype ("Float", "BFloat16", ...); None if not given."""
+    from roofline.count.meta import dtype_itemsize
+
+    if comm is None:
+        return None
+    gathers = "gather" in str(comm.collective or "").lower().replace("_", "")
+    for value in ((comm.out_nelems, comm.in_nelems) if gathers else (comm.in_nelems, comm.out_nelems)):
+        try:
+            elements = int(value)
+        except (TypeError, ValueError):
+            continue
+        if elements >= 0:
+            return float(elements * dtype_itemsize(str(comm.dtype) if comm.dtype else None))
+    return None

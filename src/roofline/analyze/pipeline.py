@@ -22,10 +22,12 @@ from roofline.analyze.join import (
     subtree,
 )
 from roofline.analyze.host_events import fill_host_counts, host_gaps_us
+from roofline.analyze.communication import is_communication_op, recorded_message_bytes
 from roofline.analyze.kernel_classes import kernel_classes
 from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.optimizer_lists import LIST_OP_PREFIXES, OptimizerLists, with_lists
 from roofline.analyze.packed_sequences import NEEDS_CHILDREN, outputs_from_children
+from roofline.analyze.quantized_outputs import QUANTIZED_LINEARS, linear_outputs_from_children
 from roofline.analyze.sparse_operands import reads_sparse_metadata
 from roofline.analyze.roofline import place_op, summarize
 from roofline.analyze.integer_roofs import integer_roof_notes
@@ -34,7 +36,8 @@ from roofline.analyze.warmup import warmup_events
 from roofline.capture.recording import OpRecording, RecordedOp, Tf32Flags, op_dtype
 from roofline.capture.trace_model import CpuOp, Trace
 from roofline.count import families
-from roofline.count.counting import count_op
+from roofline.count.counting import count_op, is_view_op
+from roofline.count.collectives import COMMUNICATION_NOTE
 from roofline.count.meta import SPARSE_NOT_COUNTED
 from roofline.count.registry import OpCost, flatten_metas, unmodeled
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
@@ -87,8 +90,14 @@ class _TraceCounter:
                 counted = self._by_event[op.index] = self._optimizer_op(op, key)
             if counted is not None:
                 return counted
-        if name in NEEDS_CHILDREN and self._trace is not None and op.input_dims is not None:
+        if (name in NEEDS_CHILDREN or name in QUANTIZED_LINEARS) and self._trace is not None \
+                and op.input_dims is not None:
             return self._with_outputs_from_children(op)
+        if name.startswith("c10d::"):
+            return self._collective(op, key)
+        if self._children and self._children.get(op.index) and _first_operand_unrecorded(op) \
+                and not is_view_op(name):  # a view is free whatever it views
+            return _UNRECORDED
         hit = self._cache.get(key)
         if hit is None:
             if op.input_dims is None and name not in DYNAMO_RUNTIME:  # those take no arguments
@@ -103,6 +112,25 @@ class _TraceCounter:
             return self._unless_sparse(op, hit)
         return hit
 
+    def _collective(self, op: CpuOp, key: tuple) -> _Counted:
+        """A c10d collective: its formula's message (count/collectives.py) from its recorded tensors, else the one
+        its own or its ``record_param_comms`` child's collective args give (traces without shapes carry those)."""
+        hit = self._cache.get(key) if op.input_dims is not None else None
+        if hit is None and op.input_dims is not None:
+            args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
+            hit = self._cache[key] = _Counted(count_op(op.name, args, None, None), op_dtype(args, []),
+                                              *_shape_fields(flatten_metas(args)))
+        if hit is not None and hit.cost.bytes:
+            return hit
+        comms = [op.comm] + [self._trace.ops[k].comm for k in (self._children or {}).get(op.index, [])
+                             if self._trace is not None]
+        message = next((b for b in map(recorded_message_bytes, comms) if b is not None), None)
+        if message is None:
+            return hit or _Counted(OpCost(0.0, 0.0, False, note=COMMUNICATION_NOTE, keep_whole=True), "", [], [], [])
+        cost = OpCost(0.0, message, False, note=COMMUNICATION_NOTE + " (from its collective args)", keep_whole=True)
+        return _Counted(cost, hit.dtype if hit else "", *((hit.input_shapes, hit.input_dtypes, hit.input_strides)
+                                                          if hit else ([], [], [])))
+
     def _unless_sparse(self, op: CpuOp, hit: _Counted) -> _Counted:
         """``hit``, or, for an op on a sparse tensor (not an mkldnn one), an unmodelled row kept whole: its formula
         charged the dense shape (analyze/sparse_operands.py)."""
@@ -116,9 +144,11 @@ class _TraceCounter:
         return found
 
     def _with_outputs_from_children(self, op: CpuOp) -> _Counted:
-        """A packed-sequence op, counted with the outputs its children show (analyze/packed_sequences.py)."""
+        """A packed-sequence op or a quantized linear, counted with the outputs its children show
+        (analyze/packed_sequences.py, analyze/quantized_outputs.py)."""
         args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
-        outputs = outputs_from_children(self._trace, op, self._children or {}, args)
+        found = linear_outputs_from_children if op.name in QUANTIZED_LINEARS else outputs_from_children
+        outputs = found(self._trace, op, self._children or {}, args)
         key = (op.name, id(op.input_dims), id(op.input_types), id(op.input_strides), id(op.concrete_inputs),
                tuple(outputs) if outputs else None)
         hit = self._cache.get(key)
@@ -156,6 +186,21 @@ class _TraceCounter:
                                                                   "parameters (from AccumulateGrad events) stand in"]))
             hit = self._with_params[full] = _Counted(cost, op_dtype(args, []), *_shape_fields(flatten_metas(args)))
         return hit
+
+
+UNRECORDED_OPERAND = ("first operand not recorded (a nested or other tensor subclass: the trace gives neither its "
+                      "shape nor its dtype); its children counted instead")
+_UNRECORDED = _Counted(OpCost(0.0, 0.0, False, note=UNRECORDED_OPERAND), "", [], [], [])
+
+
+def _first_operand_unrecorded(op: CpuOp) -> bool:
+    """An op whose first argument, a tensor in every aten schema that has one there, has neither a type nor a
+    shape: a nested tensor or another tensor subclass (a None optional first argument would read the same; no
+    counted op takes one). Counted without it, an element-wise op was counted on its scalar alone (1 FLOP for the
+    544-element scale of a nested SDPA's query); unmodelled, its children (the op on the nested buffer) are. Only
+    an op with children is judged so: a leaf has nothing better to count."""
+    types, dims = op.input_types, op.input_dims
+    return bool(types) and types[0] == "" and bool(dims) and dims[0] == []
 
 
 def _ensure_attributed(trace: Trace) -> None:
@@ -344,6 +389,8 @@ def report_from_trace(
     idle_by_device = idle_by_device_s(trace, steps)
     if idle_by_device:
         summary.notes.append(_idle_by_device_note(idle_by_device))
+    if recording is not None:
+        summary.notes.extend(_nested_product_notes(recording))
     recomputed = [op for op in ops if op.phase == "recompute"]
     if recomputed:
         summary.notes.append(_recompute_note(recomputed, summary.total_flops, summary.total_time_s))
@@ -412,7 +459,7 @@ def _kept_whole_notes(trace: Trace, event_to_report: dict[int, int], ops: list[O
         if op.modeled or (i >= recorded and i not in events):
             continue
         cost = recording.ops[i].cost if i < recorded else counter(trace.ops[events[i]]).cost
-        if cost.keep_whole and not cost.modeled:
+        if cost.keep_whole and not cost.modeled and not is_communication_op(op.name):
             calls[(op.name, cost.note)].append(op.time_s)
     total = sum(op.time_s for op in ops)
     lines = []
@@ -420,6 +467,19 @@ def _kept_whole_notes(trace: Trace, event_to_report: dict[int, int], ops: list[O
         share = f", {sum(times) / total:.1%} of the time" if total else ""
         lines.append(f"{name} unmodelled ({len(times)} call(s){share}): {note}")
     return lines
+
+
+def _nested_product_notes(recording: OpRecording) -> list[str]:
+    """How the recorded matrix products on nested tensors were counted (count/matmul.py): per component, which a
+    trace alone cannot do (it records a nested operand with no shape: there the op's children, a padding kernel's
+    dense product, are counted), one line per op name."""
+    calls: dict[str, list[str]] = defaultdict(list)
+    for rec in recording.ops:
+        if rec.cost.modeled and rec.cost.note.startswith("nested operand"):
+            calls[rec.name].append(rec.cost.note)
+    return [f"{name} on nested tensors ({len(notes)} call(s)) counted per component (from a trace alone, the dense "
+            f"product of a kernel that pads is counted instead); first call: {notes[0]}"
+            for name, notes in calls.items()]
 
 
 def _wall_time_s(trace: Trace, one_step: bool) -> float | None:

@@ -12,6 +12,9 @@ Definitions (per op, with the ceilings of the device it ran on):
 
 Classification rules, applied in order. The roofline time of an op is max(FLOPs / peak, bytes / memory roof):
 the time it would take running exactly on its roof.
+0. ``communication``: a collective (c10d::allreduce_, nccl:*, gloo:*: analyze/communication.py), whose time is
+   the network's, not a roofline's: its time counts, outside the unmodeled share; its bytes are its message
+   (count/collectives.py), its work otherwise unmodelled (``modeled`` False).
 1. ``unmodeled``: no formula for the op; its time still counts, in the unmodeled share.
 2. ``launch`` for views and other metadata-only ops (no FLOPs, no bytes): all they cost is dispatch.
 3. ``memory`` or ``compute`` (by rule 5) when the measured time is within ``ROOF_FACTOR`` of the roofline time
@@ -48,6 +51,7 @@ import math
 from collections import defaultdict
 from math import prod
 
+from roofline.analyze.communication import is_communication_op
 from roofline.count.meta import dtype_itemsize
 from roofline.report import Ceilings, OpRecord, Summary, module_tree
 
@@ -72,7 +76,8 @@ def place_op(op: OpRecord, ceilings: Ceilings, *, idle_before_s: float | None = 
         peak = peaks.get(op.dtype)
         if peak is None:
             peak = peaks[op.dtype] = ceilings.peak_for(op.dtype)
-    on_roof_s = _roofline_time_s(op, peak, bw)
+    # an unmodelled op's bytes, if any, are a collective's message (count/collectives.py): no roof to be on
+    on_roof_s = _roofline_time_s(op, peak, bw) if op.modeled else 0.0
     op.predicted_time_s = max(on_roof_s, ceilings.launch_overhead_s) if launches else on_roof_s
     op.arithmetic_intensity = op.flops / op.bytes if op.bytes > 0 else (math.inf if op.flops > 0 else 0.0)
     t = op.time_s
@@ -86,6 +91,8 @@ def place_op(op: OpRecord, ceilings: Ceilings, *, idle_before_s: float | None = 
         op.efficiency = op.achieved_bytes_per_s / bw if bw and op.bytes > 0 else 0.0
     if op.roof == "cache-unknown":
         op.efficiency = 1.0
+    if not op.modeled:
+        op.efficiency = 0.0
     op.above_roof = op.modeled and op.efficiency > 1.0
     op.bound = _bound(op, ceilings, idle_before_s, on_roof_s, peak, bw)
     return op
@@ -132,6 +139,8 @@ def classify(op: OpRecord, ceilings: Ceilings, idle_before_s: float | None = Non
 def _bound(op: OpRecord, ceilings: Ceilings, idle_before_s: float | None, roofline_time: float, peak: float,
            bw: float) -> str:
     """``classify`` with the op's roofline time, peak and memory roof already worked out (place_op has them)."""
+    if not op.modeled and is_communication_op(op.name):
+        return "communication"
     if not op.modeled:
         return "unmodeled"
     launch = ceilings.launch_overhead_s
@@ -169,7 +178,8 @@ def summarize(ops: list[OpRecord], *, timing_method: str = "", kernel_share: flo
         from_cache += op.roof != "dram"
         total += op.time_s
         flops += op.flops
-        nbytes += op.bytes
+        if op.bound != "communication":  # a message, not memory traffic: the op's row shows it, the total does not
+            nbytes += op.bytes
         predicted += op.predicted_time_s
         above += op.above_roof
         by_bound[op.bound] += op.time_s

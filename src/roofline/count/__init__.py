@@ -10,6 +10,7 @@ module states its FLOP convention in its docstring; the byte convention is in ``
 
 from roofline.count import (  # noqa: F401  (importing a family registers its formulas)
     attention,
+    collectives,
     conv,
     copy,
     elementwise,

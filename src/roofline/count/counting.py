@@ -10,6 +10,7 @@ from roofline.count.meta import PackedWeights, TensorMeta
 from roofline.count.registry import (
     COMPOSITE_OPS,
     FORMULAS,
+    NESTED_AWARE_OPS,
     PREFIX_FORMULAS,
     SPARSE_AWARE_OPS,
     VIEW_OPS,
@@ -114,6 +115,9 @@ def count_op(name: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | None = 
         if cost.flops and op not in SPARSE_AWARE_OPS and _sparse_operand(args):
             return unmodeled("sparse operand: the formula counts the dense shape's FLOPs, not the stored elements'",
                              keep_whole=True)
+        if cost.flops and op not in NESTED_AWARE_OPS and _ragged_structured_op(op, args):
+            return unmodeled("nested operand whose components differ beyond their first dim: this op's count "
+                             "depends on each component's shape, which its formula does not read")
         return cost
     except Exception as exc:  # noqa: BLE001 - a formula that cannot answer must not break a whole trace
         return unmodeled(f"{op}: could not count ({type(exc).__name__}: {exc})"[:300])
@@ -122,6 +126,22 @@ def _sparse_operand(args: Sequence[Any]) -> bool:
     """Whether a top-level argument is a sparse tensor whose stored elements are known (seen live; a trace's
     sparse operands, with none known, are the trace pipeline's to judge: analyze/sparse_operands.py)."""
     return any(type(a) is TensorMeta and a.nnz is not None for a in args)
+
+
+def _ragged_structured_op(op: str, args: Sequence[Any]) -> bool:
+    """Whether a matrix product, convolution or attention (whose FLOPs depend on more than the element count)
+    has a nested operand that no dense shape describes: its components differ beyond their first dim, so
+    TensorMeta.shape flattened it. Element-wise, reduction and copy formulas count such an operand right: its
+    element count is exact."""
+    if not any(type(a) is TensorMeta and a.components is not None for a in args):
+        return False
+    from roofline.count import families  # lazy: families imports this module's registry at its own import
+
+    if families.op_kind(op) not in (families.MATMUL | families.MATVEC | families.CONV | families.CONV_OTHER
+                                    | families.ATTENTION | {"einsum", "dot", "vdot", "inner", "outer"}):
+        return False
+    return any(type(a) is TensorMeta and a.components is not None and len({c[1:] for c in a.components}) > 1
+               for a in args)
 
 
 def _prefix_formula(op: str) -> Formula | None:

@@ -8,6 +8,10 @@ Bytes: both operands and the bias (at its own, possibly broadcast, size) read on
 A sparse operand (mm, addmm, bmm, mv, addmv, _sparse_addmm, _sparse_mm, and the matmul/linear composites): 2 FLOPs
 per stored element per column of the dense one, the sparse one read as stored; from a trace, which records no
 nonzero count, such a product is unmodelled (with that reason), never counted as a dense one.
+A nested operand (TensorMeta.components, seen live; bmm, matmul, linear): the sum over its components of each
+one's product, 2 * m * n * k each (as torch.utils.flop_counter counts the same products made one by one); the
+note gives the product of every component padded to the largest, which a kernel that pads (torch's CPU matmul of
+4-dim nested tensors does) computes instead.
 """
 
 from __future__ import annotations
@@ -103,10 +107,39 @@ def _bmm_shapes(a: TensorMeta, b: TensorMeta) -> tuple[int, int, int, int]:
     return batch, m, k, n
 
 
-@register("aten::bmm", sparse_aware=True)
+def _component_shapes(t: TensorMeta, count: int) -> tuple[tuple[int, ...], ...]:
+    return t.components if t.components is not None else (t.shape,) * count
+
+
+def _padded(shapes: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
+    return tuple(max(dims) for dims in zip(*shapes))
+
+
+def _nested_product(call: Call, a: TensorMeta, b: TensorMeta, bias: TensorMeta | None = None,
+                    may_pad: bool = True) -> OpCost:
+    """A product with a nested operand, component by component (a dense operand meets every component): the
+    sum of each pair's 2 * batch * m * n * k; bytes: both operands as stored, the result (its components')."""
+    count = len(a.components if a.components is not None else b.components or ())
+    if a.components is not None and b.components is not None and len(b.components) != count:
+        raise ValueError(f"nested operands with {count} and {len(b.components)} components")
+    shapes_a, shapes_b = _component_shapes(a, count), _component_shapes(b, count)
+    pairs = [matmul_shapes(sa, sb) for sa, sb in zip(shapes_a, shapes_b)]
+    flops = 2 * sum(macs for _, macs in pairs)
+    padded = 2 * count * matmul_shapes(_padded(shapes_a), _padded(shapes_b))[1]
+    outputs = call.outputs if call.outputs is not None else \
+        [TensorMeta((sum(prod(shape) for shape, _ in pairs),), a.dtype)]
+    note = f"nested operand: {count} components' products summed"
+    if may_pad and padded > flops:
+        note += f" (every component padded to the largest: {padded:,} FLOPs)"
+    return OpCost(float(flops), float(nbytes([a, b, bias]) + nbytes(outputs)), True, note=note)
+
+
+@register("aten::bmm", sparse_aware=True, nested_aware=True)
 def bmm(call: Call) -> OpCost:
     """A sparse (batch, m, k) operand @ dense: 2*nnz*n, as mm's."""
     a, b = call.tensor(0, "self"), call.tensor(1, "mat2")
+    if a.components is not None or b.components is not None:
+        return _nested_product(call, a, b)
     batch, m, k, n = _bmm_shapes(a, b)
     if b.is_sparse:
         return unmodeled("bmm with a sparse second operand is not modelled", keep_whole=True)
@@ -242,10 +275,12 @@ def matmul_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[tuple[int, ..
     return tuple(out), prod(batch) * m * n * k
 
 
-@register("aten::matmul", composite=True, sparse_aware=True)
+@register("aten::matmul", composite=True, sparse_aware=True, nested_aware=True)
 def matmul(call: Call) -> OpCost:
     """Composite (-> mm / bmm / dot ...): 2 * batch * m * n * k."""
     a, b = call.tensor(0, "self"), call.tensor(1, "other")
+    if a.components is not None or b.components is not None:
+        return _nested_product(call, a, b)
     if a.is_sparse or b.is_sparse:
         if a.ndim == b.ndim == 2:
             return _sparse_product(call, None, a, b)
@@ -255,10 +290,13 @@ def matmul(call: Call) -> OpCost:
     return _cost(call, 2 * macs, TensorMeta(out_shape, a.dtype), [a, b])
 
 
-@register("aten::linear", composite=True, sparse_aware=True)
+@register("aten::linear", composite=True, sparse_aware=True, nested_aware=True)
 def linear(call: Call) -> OpCost:
     """Composite (-> addmm / mm): x (..., in) @ W(out, in)^T: 2 * rows * in * out; bias not counted."""
     x, weight, bias = call.tensor(0, "input"), call.tensor(1, "weight"), call.maybe_tensor(2, "bias")
+    if x.components is not None and weight.ndim == 2:
+        return _nested_product(call, x, TensorMeta(weight.shape[::-1], weight.dtype), bias,
+                               may_pad=False)
     if x.is_sparse or weight.is_sparse:
         if x.ndim == weight.ndim == 2:  # x @ W^T
             return _sparse_product(call, bias, x, TensorMeta(weight.shape[::-1], weight.dtype, None, weight.nnz,

@@ -92,6 +92,11 @@ class TensorMeta:
     than that (the profiler records strides only for strided tensors: such an operand has a shape and an empty
     stride list), so there a sparse operand is a non-strided one with ``nnz`` None. Only formulas of ops that take
     sparse operands read it (matrix products: an mkldnn tensor goes to mkldnn_* ops, never to mm/addmm).
+
+    ``components``: a strided nested tensor's per-component shapes (seen live only: a trace records a nested
+    operand with neither shape nor dtype). ``shape`` then stacks them into one dense shape whose numel is exact
+    (``_nested_shape``); formulas whose count depends on more than the element count (matrix products) read the
+    components instead (``NESTED_AWARE``).
     """
 
     shape: tuple[int, ...]
@@ -99,6 +104,7 @@ class TensorMeta:
     strides: tuple[int, ...] | None = None
     nnz: int | None = None
     strided: bool = True
+    components: tuple[tuple[int, ...], ...] | None = None
 
     @property
     def is_sparse(self) -> bool:
@@ -146,7 +152,8 @@ class TensorMeta:
         if dtype.startswith("torch."):
             dtype = dtype[6:]
         if getattr(t, "is_nested", False):
-            return cls(_nested_shape(t), dtype, None)
+            components = _nested_components(t)
+            return cls(_nested_shape(t, components), dtype, None, components=components)
         if str(getattr(t, "layout", "")).startswith("torch.sparse"):  # COO, CSR, CSC, BSR, BSC
             try:
                 nnz: int | None = int(t._nnz())
@@ -160,16 +167,27 @@ class TensorMeta:
         return cls(tuple(int(s) for s in t.shape), dtype, strides)
 
 
-def _nested_shape(t: Any) -> tuple[int, ...]:
+def _nested_components(t: Any) -> tuple[tuple[int, ...], ...] | None:
+    """A strided nested tensor's component shapes (``_nested_tensor_size()``, one row per component); None for a
+    jagged-layout one (its ``_values`` already are the stacked components, what its ops compute on) or when torch
+    does not say."""
+    if hasattr(getattr(t, "_values", None), "shape"):  # a strided one's _values is Tensor._values, a method
+        return None
+    try:
+        return tuple(tuple(int(v) for v in row) for row in t._nested_tensor_size().tolist())
+    except (AttributeError, RuntimeError, TypeError, NotImplementedError):
+        return None
+
+
+def _nested_shape(t: Any, sizes: tuple[tuple[int, ...], ...] | None) -> tuple[int, ...]:
     """A nested (ragged) tensor as one dense tensor of its components stacked along their first dim: (sum of
     the components' lengths, *their other dims), so its numel and bytes are exact. Its shapes are not: a batch
-    of sequences reads as one long sequence."""
+    of sequences reads as one long sequence, and components that differ in another dim too flatten to one
+    dim."""
     values = getattr(t, "_values", None)  # a jagged-layout tensor: its components already stacked
     if values is not None and hasattr(values, "shape"):
         return tuple(int(s) for s in values.shape)
-    try:
-        sizes = [tuple(int(v) for v in row) for row in t._nested_tensor_size().tolist()]
-    except (AttributeError, RuntimeError, TypeError, NotImplementedError):
+    if sizes is None:
         try:
             return (int(t.numel()),)
         except (RuntimeError, NotImplementedError, TypeError):

@@ -4,7 +4,9 @@ dequantize, and the dynamically quantized recurrent stacks (aten::quantized_lstm
 
 A quantized linear or convolution takes its weight prepacked (a LinearPackedParamsBase / Conv*dPackedParamsBase
 object, not a tensor): a live recording reads it as a PackedWeights (count/meta.py; counting.to_meta unpacks it),
-a trace file records nothing of it, so those ops stay unmodelled there.
+a trace file records nothing of it. There a linear is counted from its output (which the trace pipeline reads
+from the allocation its children make, analyze/quantized_outputs.py): its weight (out, in) int8 (float16 for the
+*_fp16 ops), a float32 bias assumed; a convolution, whose output does not give its kernel size, stays unmodelled.
 
 FLOPs (FlopCounterMode counts none of these): the products as matmul.py and conv.py count them (2 per
 multiply-add, int8 or not); the element-wise work around them (the dynamic ops' input quantization, the static
@@ -24,7 +26,7 @@ from math import prod
 
 from roofline.count.conv import conv_flop_count, conv_output_shape
 from roofline.count.meta import PackedWeights, TensorMeta
-from roofline.count.registry import Call, OpCost, flatten_metas, nbytes, register
+from roofline.count.registry import Call, OpCost, flatten_metas, nbytes, register, unmodeled
 from roofline.count.rnn import GRU, LSTM, _tokens, rnn_forward_flops, stack_weights
 
 # Per element, for the torch ops here and the ONNX nodes of onnx_quant.py alike. Quantize is
@@ -36,11 +38,8 @@ DEQUANTIZE_FLOPS = 2
 MINMAX_FLOPS = 2
 
 
-def _packed(call: Call, index: int) -> PackedWeights:
-    packed = call.arg(index)
-    if not isinstance(packed, PackedWeights):
-        raise ValueError("the prepacked weight was not recorded (a trace file records none)")
-    return packed
+CONV_NOT_RECORDED = ("the prepacked weight (kernel size, stride, padding, groups) was not recorded: a trace "
+                     "records none, and the output allocation gives only the output channels")
 
 
 def _stored(weight: TensorMeta, name: str) -> TensorMeta:
@@ -48,22 +47,30 @@ def _stored(weight: TensorMeta, name: str) -> TensorMeta:
     return TensorMeta(weight.shape, "float16") if name.endswith("_fp16") else weight
 
 
-_LINEARS = ("quantized::linear", "quantized::linear_relu", "quantized::linear_dynamic",
+LINEARS = ("quantized::linear", "quantized::linear_relu", "quantized::linear_dynamic",
             "quantized::linear_relu_dynamic", "quantized::linear_dynamic_fp16", "quantized::linear_relu_dynamic_fp16",
             "quantized::linear_leaky_relu", "quantized::linear_tanh")
 
 
-@register(*_LINEARS)
+@register(*LINEARS)
 def quantized_linear(call: Call) -> OpCost:
     """(X (..., in), W_prepack, ...): 2 * rows * in * out, as aten::linear."""
-    x, packed = call.tensor(0, "X"), _packed(call, 1)
+    x = call.tensor(0, "X")
+    packed, note = call.arg(1), ""
+    if not isinstance(packed, PackedWeights):
+        if not call.outputs or call.outputs[0].ndim == 0:
+            return unmodeled("the prepacked weight was not recorded (a trace records none), nor an output "
+                             "allocation that gives its out features", keep_whole=True)
+        packed = PackedWeights(TensorMeta((call.outputs[0].shape[-1], x.shape[-1]), "qint8"),
+                               TensorMeta((call.outputs[0].shape[-1],), "float32"))
+        note = "prepacked weight not recorded: (out, in) int8 from the output's size, a float32 bias assumed"
     weight = _stored(packed.weight, call.name)
     out_features = weight.shape[0]
     rows = prod(x.shape[:-1])
     out_dtype = "quint8" if "dynamic" not in call.name else x.dtype
     outputs = call.outputs if call.outputs is not None else [TensorMeta(x.shape[:-1] + (out_features,), out_dtype)]
     return OpCost(float(2 * rows * x.shape[-1] * out_features), float(nbytes([x, weight, packed.bias])
-                                                                        + nbytes(outputs)), True)
+                                                                        + nbytes(outputs)), True, note=note)
 
 
 _CONVS = tuple(f"quantized::{kind}{suffix}" for kind in ("conv1d", "conv2d", "conv3d")
@@ -77,7 +84,9 @@ def quantized_conv(call: Call) -> OpCost:
     *_add forms read the added tensor (argument 1 after qx) too."""
     x = call.tensor(0, "qx")
     packed_index = 2 if call.name.endswith(("_add", "_add_relu")) else 1
-    packed = _packed(call, packed_index)
+    packed = call.arg(packed_index)
+    if not isinstance(packed, PackedWeights):  # kept whole: its children (allocations, scale reads) count nothing
+        return unmodeled(CONV_NOT_RECORDED, keep_whole=True)
     added = call.maybe_tensor(1) if packed_index == 2 else None
     if call.outputs is not None:
         outputs, out_shape = call.outputs, call.outputs[0].shape

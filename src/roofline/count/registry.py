@@ -44,16 +44,19 @@ FORMULAS: dict[str, Formula] = {}
 VIEW_OPS: set[str] = set()
 COMPOSITE_OPS: set[str] = set()
 SPARSE_AWARE_OPS: set[str] = set()  # formulas that count a sparse operand by its stored elements
+NESTED_AWARE_OPS: set[str] = set()  # formulas that count a nested operand per component (TensorMeta.components)
 PREFIX_FORMULAS: list[tuple[str, Formula]] = []  # names made up at run time (Inductor's triton_* kernels)
 
 
 def register(*names: str, view: bool = False, composite: bool = False,
-             sparse_aware: bool = False) -> Callable[[Formula], Formula]:
+             sparse_aware: bool = False, nested_aware: bool = False) -> Callable[[Formula], Formula]:
     """Register ``formula`` for the op packets ``names`` ("aten::mm"; overloads share the formula).
 
     ``composite`` marks ops that usually run by calling other aten ops (linear -> addmm): in a trace their
     children appear too, so a caller summing a trace must not add both. ``sparse_aware``: the formula counts a
     sparse operand's work by its stored elements; any other formula's FLOPs on one are refused (count_op).
+    ``nested_aware``: the formula counts a nested operand per component; a matrix product's, convolution's or
+    attention's FLOPs on one whose components differ beyond their first dim are refused otherwise (count_op).
     """
 
     def decorate(formula: Formula) -> Formula:
@@ -67,6 +70,8 @@ def register(*names: str, view: bool = False, composite: bool = False,
                 COMPOSITE_OPS.add(name)
             if sparse_aware:
                 SPARSE_AWARE_OPS.add(name)
+            if nested_aware:
+                NESTED_AWARE_OPS.add(name)
         return formula
 
     return decorate

@@ -9,6 +9,9 @@ FLOPs, counted as the unfused ops they replace would be (matmul.py, softmax.py, 
 - out-projection 2*E*E per query token, plus its bias;
 - encoder layer: the attention above, two layer norms (7 an element), the feed-forward 2*E*F*2 per token
   plus biases, relu (1) or gelu (8) on the hidden, two residual adds.
+A nested (ragged) input, as the encoder's fast path makes of a padded batch with a padding mask, attends within
+each sequence: its scores are the sum over components of s_i^2 (TensorMeta.components, seen live), not the
+square of all tokens stacked into one sequence.
 NB: the mask and the head-averaging of returned weights are not counted; torch's FlopCounterMode counts
 nothing for these ops (it sees one op it has no formula for), so an eval-mode ViT is undercounted there.
 Bytes: the op's own inputs (activations, weights, biases, mask) read once, its outputs written once (with
@@ -37,14 +40,24 @@ def _tokens_and_seq(x: TensorMeta) -> tuple[int, int, int]:
 
 def attention_block_flops(q: TensorMeta, k: TensorMeta, v: TensorMeta, embed: int, heads: int) -> float:
     """FLOPs of one multi-head attention with in- and out-projections, as the unfused ops would count them."""
-    batch, s_q, _ = _tokens_and_seq(q)
-    _, s_k, _ = _tokens_and_seq(k)
     n_q, n_k, n_v = q.numel // embed, k.numel // embed, v.numel // embed
     in_proj = 2.0 * embed * embed * (n_q + n_k + n_v) + embed * (n_q + n_k + n_v) + embed * n_q
-    scores = batch * s_q * s_k
+    scores = _score_count(q, k)
     attention = 4.0 * scores * embed + SOFTMAX_FLOPS * scores * heads
     out_proj = 2.0 * embed * embed * n_q + embed * n_q
     return in_proj + attention + out_proj
+
+
+def _score_count(q: TensorMeta, k: TensorMeta) -> int:
+    """batch * s_q * s_k, summed over the sequences of a nested query and key."""
+    if q.components is not None and k.components is not None and len(q.components) == len(k.components):
+        total = 0
+        for cq, ck in zip(q.components, k.components):
+            batch, s_q, _ = _tokens_and_seq(TensorMeta(cq, q.dtype))
+            total += batch * s_q * _tokens_and_seq(TensorMeta(ck, k.dtype))[1]
+        return total
+    batch, s_q, _ = _tokens_and_seq(q)
+    return batch * s_q * _tokens_and_seq(k)[1]
 
 
 def _cost(call: Call, flops: float, fallback_outputs: list[TensorMeta]) -> OpCost:

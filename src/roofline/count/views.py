@@ -35,6 +35,7 @@ VIEW_NAMES = (
     "_nested_tensor_size", "_nested_tensor_strides", "_nested_tensor_storage_offsets",
     "_sparse_coo_tensor_with_dims_and_tensors", "_sparse_coo_tensor_unsafe", "_sparse_csr_tensor_unsafe",
     "_nnz", "sparse_dim", "dense_dim", "is_coalesced", "_coalesced_", "ccol_indices", "row_indices",
+    "q_scale", "q_zero_point", "qscheme", "q_per_channel_axis",
 )
 
 

@@ -12,7 +12,8 @@ from rich.table import Table
 from roofline.render.units import fmt_bytes, fmt_count, fmt_pct, fmt_rate, fmt_time, rate_unit
 from roofline.report import BOUNDS, Ceilings, KernelClasses, Report
 
-BOUND_STYLE = {"compute": "red", "memory": "blue", "launch": "grey50", "unmodeled": "yellow"}
+BOUND_STYLE = {"compute": "red", "memory": "blue", "launch": "grey50", "communication": "magenta",
+               "unmodeled": "yellow"}
 
 
 def terminal_width() -> int:
@@ -145,10 +146,10 @@ def _op_cells(op, total: float, roofs: bool = True) -> dict[str, str]:
         "time": fmt_time(op.time_s),
         "share": fmt_pct(op.time_s / total),
         "FLOP": fmt_count(op.flops) if op.modeled else UNKNOWN,
-        "bytes": fmt_bytes(op.bytes) if op.modeled else UNKNOWN,
+        "bytes": fmt_bytes(op.bytes) if op.modeled or (op.bound == "communication" and op.bytes) else UNKNOWN,
         "FLOP/B": f"{op.arithmetic_intensity:.3g}" if op.modeled else "-",
         "achieved": (fmt_rate(op.achieved_flops_per_s, "FLOP/s") if op.flops else fmt_rate(op.achieved_bytes_per_s, "B/s"))
-        if op.modeled else UNKNOWN,
+        if op.modeled or (op.bound == "communication" and op.bytes) else UNKNOWN,
         "% of roof": _roof_cell(op) if op.modeled and roofs else "-",
         "bound": f"[{style}]{op.bound}[/{style}]" if style else op.bound,
         "source": _short_source(op.source),
@@ -185,7 +186,7 @@ def summary_table(report: Report) -> Table:
     table.add_column("share", justify="right")
     for bound in BOUNDS:
         t = s.time_by_bound_s.get(bound, 0.0)
-        if bound == "unknown" and not t:
+        if bound in ("unknown", "communication") and not t:
             continue
         table.add_row(bound, fmt_time(t), fmt_pct(s.share_by_bound.get(bound, t / total)))
     table.add_row("total (sum of ops)", fmt_time(s.total_time_s), "100%")
