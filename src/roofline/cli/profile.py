@@ -67,9 +67,9 @@ def run(args: argparse.Namespace) -> int:
         with_stack=not args.no_stack, sync_mode=args.sync_mode, ceilings=ceilings,
         workload=args.model or Path(args.script).name, whole_block=bool(args.whole and not args.model),
     )
-    step_source = None
+    step_source, sizes = None, {}
     if args.model:
-        error = _profile_model(args, device, context)
+        error, sizes = _profile_model(args, device, context)
         label = args.model
     else:
         from roofline.capture.script_runner import profile_script
@@ -87,12 +87,14 @@ def run(args: argparse.Namespace) -> int:
                    if run_.off_thread_boundaries and not context.steps_done
                    else "lower --wait/--timed/--warmup/--active, or use --whole")
             )
-    return _write(context, args.output, error, label, step_source, args.ceilings)
+    return _write(context, args.output, error, label, step_source, args.ceilings, sizes)
 
 
-def _profile_model(args: argparse.Namespace, device: Any, context: Any) -> BaseException | None:
+def _profile_model(args: argparse.Namespace, device: Any, context: Any) -> tuple[BaseException | None, dict]:
+    """The error the steps raised (None: they ran), and the workload's batch and seq for the report."""
     from roofline.analyze.live import make_step
     from roofline.models import get_workload
+    from roofline.models.workloads import recorded_sizes
 
     dtype = normalize_dtype(args.dtype)
     workload = get_workload(args.model, batch=args.batch, seq=args.seq, dtype=dtype, device=device,
@@ -107,12 +109,12 @@ def _profile_model(args: argparse.Namespace, device: Any, context: Any) -> BaseE
                 one_step()
                 context.step()
     except Exception as exc:  # noqa: BLE001 - reported in one line below, outputs kept
-        return exc
-    return None
+        return exc, recorded_sizes(workload)
+    return None, recorded_sizes(workload)
 
 
 def _write(context: Any, output: str, error: BaseException | None, label: str, step_source: str | None,
-           ceilings_file: str | None = None) -> int:
+           ceilings_file: str | None = None, sizes: dict | None = None) -> int:
     from roofline.render.profile_report import ProfileReport
 
     report = None
@@ -125,6 +127,7 @@ def _write(context: Any, output: str, error: BaseException | None, label: str, s
         # (measured once and cached, as `roofline ceilings --device cpu` does); a --ceilings FILE is kept.
         cpu = None if ceilings_file else (lambda: run_ceilings("cpu", None))
         report = report_from_profile(context.record(), cpu_ceilings=cpu)
+        report.extra.update(sizes or {})
         report.findings = diagnose(report)
 
         stamp_rank(report)

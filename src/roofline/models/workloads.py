@@ -35,6 +35,16 @@ class Workload:
     device: torch.device
     description: str
     loss_fn: Callable[[object], torch.Tensor] | None = None
+    # The batch and sequence length its inputs were built with (None: the workload has no such dimension), which
+    # `roofline predict --batch/--seq` projects from.
+    batch: int | None = None
+    seq: int | None = None
+
+
+def recorded_sizes(workload: object) -> dict[str, int]:
+    """``{"batch": B, "seq": S}`` as far as a workload knows them, for ``report.extra`` (a file.py:factory's
+    model knows neither)."""
+    return {label: value for label in ("batch", "seq") if (value := getattr(workload, label, None)) is not None}
 
 
 @dataclass(frozen=True)
@@ -140,7 +150,7 @@ def _llama(name, device, dtype, batch, seq) -> Workload:
         f"heads, FFN {config.ffn_dim}, vocab {config.vocab_size}; random weights; forward on token ids "
         f"(batch {size.batch}, seq {size.seq}) -> logits"
     )
-    return Workload(name, model, (tokens,), dtype, device, description, loss_fn)
+    return Workload(name, model, (tokens,), dtype, device, description, loss_fn, size.batch, size.seq)
 
 
 def _resnet50(name, device, dtype, batch, seq) -> Workload:
@@ -162,7 +172,7 @@ def _resnet50(name, device, dtype, batch, seq) -> Workload:
         return F.cross_entropy(logits.float(), targets)
 
     description = f"torchvision resnet50(weights=None), input images ({size.batch}, 3, 224, 224)"
-    return Workload(name, model, (images,), dtype, device, description, loss_fn)
+    return Workload(name, model, (images,), dtype, device, description, loss_fn, size.batch)
 
 
 def _bert_base(name, device, dtype, batch, seq) -> Workload:
@@ -185,7 +195,7 @@ def _bert_base(name, device, dtype, batch, seq) -> Workload:
         f"transformers BertModel(BertConfig()) base, random weights, input ids + attention mask "
         f"(batch {size.batch}, seq {size.seq})"
     )
-    return Workload(name, model, (ids, mask), dtype, device, description, _mean_square)
+    return Workload(name, model, (ids, mask), dtype, device, description, _mean_square, size.batch, size.seq)
 
 
 def _bad_syncs(name, device, dtype, batch, seq) -> Workload:
@@ -199,7 +209,7 @@ def _bad_syncs(name, device, dtype, batch, seq) -> Workload:
         f"Linear(1024, 1024) + ReLU applied 10 times to a ({size.batch}, 1024) input; each iteration calls "
         f".item() on a mean and round-trips the activation through .cpu().to(device)"
     )
-    return Workload(name, model, (x,), dtype, device, description, _mean_square)
+    return Workload(name, model, (x,), dtype, device, description, _mean_square, size.batch)
 
 
 _BUILDERS: dict[str, Callable[..., Workload]] = {

@@ -1,0 +1,43 @@
+"""A built-in workload's report records its batch and seq, so `roofline predict --batch N` works on it as the
+README shows, without --from-batch."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+from roofline.cli import main
+from roofline.device import save_ceilings
+from roofline.models import get_workload
+from roofline.models.workloads import recorded_sizes
+from roofline.report import Ceilings
+
+
+def _ceilings(tmp_path):
+    given = Ceilings(device="cpu", device_name="given cpu", memory_bandwidth_bytes_per_s=12.5e9,
+                     peak_flops_per_s={"float32": 321e9}, launch_overhead_s=3e-6, source="measured")
+    return str(save_ceilings(given, tmp_path / "ceilings.json"))
+
+
+def test_workloads_know_their_sizes():
+    assert recorded_sizes(get_workload("llama-tiny", batch=1, seq=8)) == {"batch": 1, "seq": 8}
+    assert recorded_sizes(get_workload("bad-syncs", batch=4)) == {"batch": 4}
+    assert recorded_sizes(SimpleNamespace(name="file.py:factory")) == {}
+
+
+def test_predict_projects_an_analyze_report_by_batch(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["analyze", "--model", "llama-tiny", "--batch", "1", "--seq", "8", "--device", "cpu", "--iters", "1",
+                 "--warmup", "0", "--no-html", "--ceilings", _ceilings(tmp_path), "-o", str(out)]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert (report["extra"]["batch"], report["extra"]["seq"]) == (1, 8)
+    capsys.readouterr()
+    assert main(["predict", str(out / "report.json"), "--batch", "2", "--json", str(tmp_path / "p.json")]) == 0
+    assert json.loads((tmp_path / "p.json").read_text())["scenario"] == {"batch": "1 -> 2"}
+
+
+def test_profile_of_a_builtin_model_records_its_batch(tmp_path):
+    out = tmp_path / "out"
+    assert main(["profile", "--model", "bad-syncs", "--batch", "4", "--device", "cpu", "--wait", "1", "--warmup", "0",
+                 "--active", "1", "--timed", "1", "--ceilings", _ceilings(tmp_path), "-o", str(out)]) == 0
+    assert json.loads((out / "report.json").read_text())["extra"]["batch"] == 4
