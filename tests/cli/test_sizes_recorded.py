@@ -1,12 +1,13 @@
 """A built-in workload's report records its batch and seq, so `roofline predict --batch N` works on it as the
-README shows, without --from-batch."""
+README shows, without --from-batch; and `profile --help` names the files it writes."""
 
 from __future__ import annotations
 
 import json
 from types import SimpleNamespace
 
-from roofline.cli import main
+from roofline.cli import build_parser, main
+from roofline.cli.profile import _subparser
 from roofline.device import save_ceilings
 from roofline.models import get_workload
 from roofline.models.workloads import recorded_sizes
@@ -36,8 +37,12 @@ def test_predict_projects_an_analyze_report_by_batch(tmp_path, capsys):
     assert json.loads((tmp_path / "p.json").read_text())["scenario"] == {"batch": "1 -> 2"}
 
 
-def test_profile_of_a_builtin_model_records_its_batch(tmp_path):
+def test_profile_of_a_builtin_model_records_its_batch_and_writes_what_its_help_says(tmp_path):
     out = tmp_path / "out"
     assert main(["profile", "--model", "bad-syncs", "--batch", "4", "--device", "cpu", "--wait", "1", "--warmup", "0",
                  "--active", "1", "--timed", "1", "--ceilings", _ceilings(tmp_path), "-o", str(out)]) == 0
     assert json.loads((out / "report.json").read_text())["extra"]["batch"] == 4
+    written = sorted(p.name for p in out.iterdir())
+    assert written == ["report.html", "report.json", "roofline.png", "trace.json.gz"]
+    description = " ".join(_subparser(build_parser(), "profile").description.split())
+    assert all(name in description for name in written), description

@@ -20,7 +20,7 @@ def register(subparsers: Any) -> None:
             "Run SCRIPT unchanged under the profiling harness (steps: each step() of the optimizer with the most "
             "parameters, else each top-level forward of the largest module, else the script's own profiler "
             "steps), or a built-in --model. "
-            "Writes DIR/report.json and DIR/trace.json.gz."
+            "Writes DIR/report.json, roofline.png, report.html and trace.json.gz."
         ),
     )
     parser.add_argument("script", nargs="?", help="the Python script to run, as `python SCRIPT ARGS...` would")
