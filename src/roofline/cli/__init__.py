@@ -84,6 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("roofline: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader closed the pipe (`roofline doctor --list-rules | head`): stop quietly, as Unix tools do, with
+        # stdout pointed at /dev/null so that the interpreter's last flush does not fail too
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 def quiet_third_party() -> None:
