@@ -12,7 +12,7 @@ from roofline.cli.profile import _subparser
 from roofline.device import save_ceilings
 from roofline.models import get_workload
 from roofline.models.workloads import recorded_sizes
-from roofline.report import Ceilings
+from roofline.report import Ceilings, HostCosts
 
 
 def _ceilings(tmp_path):
@@ -27,7 +27,11 @@ def test_workloads_know_their_sizes():
     assert recorded_sizes(SimpleNamespace(name="file.py:factory")) == {}
 
 
-def test_predict_projects_an_analyze_report_by_batch(tmp_path, capsys):
+def test_predict_projects_an_analyze_report_by_batch(tmp_path, capsys, monkeypatch):
+    # this machine's host costs are measured once per cache (seconds); the projection needs only some
+    costs = HostCosts(device="cpu", device_name="given cpu", dispatch_s={"*": 5e-6}, backward_per_op_s=5e-6,
+                      method="given")
+    monkeypatch.setattr("roofline.analyze.whatif.host_costs_for", lambda ceilings: costs)
     out = tmp_path / "out"
     assert main(["analyze", "--model", "llama-tiny", "--batch", "1", "--seq", "8", "--device", "cpu", "--iters", "1",
                  "--warmup", "0", "--no-html", "--ceilings", _ceilings(tmp_path), "-o", str(out)]) == 0
