@@ -224,6 +224,22 @@ _BUILDERS: dict[str, Callable[..., Workload]] = {
 }
 
 
+# A size a workload has no dimension for, and why (given, it would be ignored without a word).
+_NO_SUCH_SIZE: dict[tuple[str, str], str] = {
+    ("matmul", "batch"): "one square matrix product; --seq sets its size",
+    ("layernorm", "batch"): "one square input; --seq sets its size",
+    ("resnet50", "seq"): "its images are 3x224x224; --batch sets how many",
+    ("bad-syncs", "seq"): "its input is (batch, 1024); --batch sets the rows",
+}
+
+
+def _check_sizes_apply(name: str, batch: int | None, seq: int | None) -> None:
+    for label, value in (("batch", batch), ("seq", seq)):
+        why = _NO_SUCH_SIZE.get((name, label))
+        if why and value is not None and not (label == "batch" and value == 1):  # a batch of one is what it is
+            raise RooflineError(f"--{label} does not apply to {name}: {why}")
+
+
 def list_workloads() -> list[str]:
     return list(_BUILDERS)
 
@@ -240,6 +256,7 @@ def get_workload(
     """Build a named workload on ``device`` in ``dtype``; with ``backward`` its parameters require grad."""
     if name not in _BUILDERS:
         raise RooflineError(f"unknown workload {name!r}; choose one of: {', '.join(_BUILDERS)}")
+    _check_sizes_apply(name, batch, seq)
     torch_dtype, torch_device = parse_dtype(dtype), resolve_device(device)
     try:
         workload = _BUILDERS[name](name, torch_device, torch_dtype, batch, seq)
