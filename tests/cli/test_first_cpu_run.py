@@ -54,3 +54,13 @@ def test_profile_of_a_builtin_model_records_its_batch_and_writes_what_its_help_s
     assert written == ["report.html", "report.json", "roofline.png", "trace.json.gz"]
     description = " ".join(_subparser(build_parser(), "profile").description.split())
     assert all(name in description for name in written), description
+
+
+def test_profile_refuses_a_size_before_measuring_anything(monkeypatch, capsys):
+    """On a fresh machine the ceilings take about 20 s: a --seq that bad-syncs has no dimension for is told first."""
+    def measured(*args, **kwargs):
+        raise AssertionError("the ceilings were measured before the size was checked")
+
+    monkeypatch.setattr("roofline.cli.profile.run_ceilings", measured)
+    assert main(["profile", "--model", "bad-syncs", "--seq", "4", "--device", "cpu", "-o", "unused"]) == 2
+    assert "--seq does not apply to bad-syncs" in capsys.readouterr().err

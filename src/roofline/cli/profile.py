@@ -61,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
     from roofline.device.resolve import resolve_device
 
     device = resolve_device(args.device)
+    # built before the ceilings are measured: a size it refuses, or one that does not fit, is told at once
+    workload = _workload(args, device) if args.model else None
     ceilings = run_ceilings(device, args.ceilings)
     context = StepProfiler(
         wait=args.wait, warmup=args.warmup, active=args.active, timed=args.timed, device=device,
@@ -69,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     )
     step_source, sizes = None, {}
     if args.model:
-        error, sizes = _profile_model(args, device, context)
+        error, sizes = _profile_model(args, workload, context)
         label = args.model
     else:
         from roofline.capture.script_runner import profile_script
@@ -90,15 +92,18 @@ def run(args: argparse.Namespace) -> int:
     return _write(context, args.output, error, label, step_source, args.ceilings, sizes)
 
 
-def _profile_model(args: argparse.Namespace, device: Any, context: Any) -> tuple[BaseException | None, dict]:
+def _workload(args: argparse.Namespace, device: Any) -> Any:
+    from roofline.models import get_workload
+
+    return get_workload(args.model, batch=args.batch, seq=args.seq, dtype=normalize_dtype(args.dtype), device=device,
+                        backward=args.backward)
+
+
+def _profile_model(args: argparse.Namespace, workload: Any, context: Any) -> tuple[BaseException | None, dict]:
     """The error the steps raised (None: they ran), and the workload's batch and seq for the report."""
     from roofline.analyze.live import make_step
-    from roofline.models import get_workload
     from roofline.models.workloads import recorded_sizes
 
-    dtype = normalize_dtype(args.dtype)
-    workload = get_workload(args.model, batch=args.batch, seq=args.seq, dtype=dtype, device=device,
-                            backward=args.backward)
     one_step = make_step(workload.model, workload.inputs, backward=args.backward, loss_fn=workload.loss_fn)
 
     import torch
