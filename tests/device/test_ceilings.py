@@ -141,6 +141,20 @@ def test_cli_ceilings_dtypes_filter(capsys, cpu_ceilings):
     assert "peak float32" in out and "peak bfloat16" not in out
 
 
+def test_cli_ceilings_dtypes_take_the_short_spellings_dtype_takes(capsys, cpu_ceilings):
+    assert main(["ceilings", "--device", "cpu", "--quick", "--dtypes", "fp16,bf16"]) == 0
+    out = capsys.readouterr().out
+    assert "peak float16" in out and "peak bfloat16" in out and "peak float32" not in out
+
+
+def test_a_dtype_the_cpu_lacks_lists_int8_among_those_it_has(capsys):
+    from roofline.device.measure import int8_unavailable_reason
+
+    assert main(["ceilings", "--device", "cpu", "--dtypes", "float8_e4m3fn"]) == 2
+    available = capsys.readouterr().err.split("(available: ")[1]
+    assert ("int8" in available) is (int8_unavailable_reason(resolve_device("cpu")) is None)
+
+
 def test_cpu_ceilings_carry_a_measured_cache_roof_above_dram(cpu_ceilings):
     from roofline.device.resolve import last_level_cache_bytes
 

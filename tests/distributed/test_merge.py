@@ -9,7 +9,7 @@ from rank_traces import write_rank_trace as _trace
 from roofline.cli.profile import forwarded_profile_args
 from roofline.distributed.comm import RankTimeline, Span
 from roofline.distributed.launch import torchrun_command
-from roofline.distributed.merge import RankInput, merge_ranks, merge_trace_files
+from roofline.distributed.merge import RankInput, merge_ranks, merge_trace_files, write_merged
 from roofline.distributed.rank import MULTICAST_OFF, current_rank, multicast_off_env, prepare_rank, stamp_rank
 from roofline.doctor import diagnose
 from roofline.errors import RooflineError
@@ -64,6 +64,15 @@ def test_merge_names_the_straggler_and_fills_rank_rows():
     assert "sleep" in rules["straggler"].title
     roundtrip = Report.from_dict(json.loads(merged.to_json()))
     assert roundtrip.ranks == merged.ranks and roundtrip.distributed == merged.distributed
+
+
+def test_write_merged_returns_every_file_it_wrote(tmp_path):
+    """`roofline merge` printed only report.json as written, beside the roofline.png and report.html it wrote."""
+    merged = merge_ranks([_rank(0, compute_us=500), _rank(1, compute_us=500, sleep_us=1000)])
+    written = write_merged(merged, tmp_path / "all")
+    assert [p.name for p in written] == ["report.json", "roofline.png", "report.html"]
+    assert all(p.is_file() for p in written)
+    assert [p.name for p in write_merged(merged, tmp_path / "json", png=False, html=False)] == ["report.json"]
 
 
 def test_exposed_communication_rule_takes_the_least_exposed_rank():

@@ -44,3 +44,21 @@ def test_chain_broken_by_matmuls_is_silent():
         ops.append(op("aten::mm", [([256, 256], "float32"), ([256, 256], "float32")], out=[256, 256],
                       bound="compute", flops=2 * 256**3))
     assert diagnose(report(ops), rules=["unfused-chain"]) == []
+
+
+def test_to_that_returned_its_input_is_no_chain():
+    """bad-syncs on a CPU: `.cpu().to(device)` of a CPU tensor returns it (counted 0 bytes); ten iterations made
+    a chain of 20 `to` ops with 20 MiB of invented traffic, the doctor's top finding."""
+    ops = [op("aten::to", [(X, "float32")], out=X, time=4e-4, bound="launch") for _ in range(20)]
+    assert diagnose(report(ops), rules=["unfused-chain"]) == []
+    # a `to` that converted (bytes counted) still chains
+    casts = [op("aten::to", [(X, "float32")], out=X, out_dtype="float16", nbytes=6 * 65536, time=4e-4)
+             for _ in range(3)]
+    assert diagnose(report(casts), rules=["unfused-chain"])
+
+
+def test_a_to_that_returned_its_input_drops_out_of_a_chain_like_a_view():
+    chain = _rms_norm_chain()
+    chain.insert(1, op("aten::to", [(X, "float32")], out=X, module="norm", time=2e-5))
+    findings = diagnose(report(chain), rules=["unfused-chain"])
+    assert [f.evidence["ops"] for f in findings] == [["pow", "mean", "add", "rsqrt", "mul", "mul"]]

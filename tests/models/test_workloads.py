@@ -79,6 +79,21 @@ def test_bad_dtype_and_device_are_user_errors():
             get_workload("matmul", device="cuda")
 
 
+@pytest.mark.parametrize("name, sizes, message", [
+    ("resnet50", {"batch": 2, "seq": 128}, "--seq does not apply to resnet50"),
+    ("bad-syncs", {"seq": 16}, "--seq does not apply to bad-syncs"),
+    ("matmul", {"batch": 4, "seq": 32}, "--batch does not apply to matmul"),
+    ("layernorm", {"batch": 2}, "--batch does not apply to layernorm"),
+])
+def test_a_size_the_workload_has_no_dimension_for_is_refused_not_ignored(name, sizes, message):
+    with pytest.raises(RooflineError, match=message):
+        get_workload(name, **sizes)
+
+
+def test_a_batch_of_one_for_a_single_matrix_is_what_it_is():
+    assert get_workload("matmul", batch=1, seq=32).inputs[0].shape == (32, 32)
+
+
 def test_missing_zoo_package_says_which_extra(monkeypatch):
     import builtins
 

@@ -165,6 +165,17 @@ def test_bad_profiles_are_one_line_and_exit_2(tmp_path, model, capsys, case, mes
     assert code == 2 and len(err.splitlines()) == 1 and message in err
 
 
+def test_a_device_name_with_no_datasheet_is_refused_not_reported_without_roofs(tmp_path, model, capsys):
+    """A name no datasheet knows (a typo) used to write a report judged against no roofs, the reason in a note;
+    now it is one line and exit 2, before the profile is read."""
+    profile = qnn_profile(tmp_path / "qnn.json")
+    assert main(["trace", str(profile), "--onnx", str(model), "--device", "Snapdragon 9", "-o",
+                 str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("roofline: error: --device 'Snapdragon 9': no datasheet") and len(err.splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
 def test_ort_bad_inputs_are_one_line(tmp_path, model, capsys):
     assert main(["ort", str(model), "--inputs", "x=banana", "-o", str(tmp_path / "o")]) == 2
     assert main(["ort", str(tmp_path / "missing.onnx"), "-o", str(tmp_path / "o")]) == 2

@@ -263,3 +263,23 @@ def test_a_thousand_rank_job_pages_its_rank_table(driver, tmp_path):
     assert len(section.find_elements(By.CSS_SELECTOR, "table.simple tbody tr")) == 64
     click(driver, driver.find_element(By.ID, "rank-prev"))
     assert "rank 700 · straggler" not in section.text
+
+
+def test_a_diff_finding_keeps_its_rule_name_on_one_line(driver, tmp_path):
+    """Five long locations squeezed the rule name of a diff's finding into a column a few letters wide
+    ('unfuse / d-chai / n'): the row wraps instead."""
+    from selenium.webdriver.common.by import By
+
+    from roofline.report import Finding
+
+    a, b = make_report(20), make_report(20)
+    b.findings = [Finding(rule="unfused-chain", title="unfused chain of 7 memory-bound ops", category="fusion",
+                          locations=[f"src/roofline/models/llama.py:76 (layers.{i}.attention_norm)" for i in range(5)],
+                          estimated_savings_s=1e-3, fix="fuse the chain")]
+    open_page(driver, tmp_path, render_diff_html(diff_reports(a, b, "base.json", "new.json")), "diff.html")
+    assert console_problems(driver) == []
+    rule = driver.find_element(By.CSS_SELECTOR, "#findings .f-meta code")
+    assert rule.text == "unfused-chain"
+    lines = driver.execute_script(
+        "var r = document.createRange(); r.selectNodeContents(arguments[0]); return r.getClientRects().length", rule)
+    assert lines == 1

@@ -177,6 +177,10 @@ def analyze_model(
         trace = load_trace(raw)
     report = report_from_trace(trace, ceilings, recording, kind="analyze", workload=workload,
                                environment=Environment.capture(trace.device_name or ceilings.device_name))
+    if dev.type == "cpu":
+        from roofline.analyze.unused_gpu import drop_no_kernels_note
+
+        drop_no_kernels_note(report)
     report.step_time = true_time
     report.profiled_step_time = profiled
     report.extra["backward"] = backward

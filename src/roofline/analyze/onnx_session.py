@@ -120,6 +120,9 @@ def analyze_onnx_profile(path: str, model: str, *, ceilings_file: str | None = N
     """A profile from elsewhere (ORT's JSON, or AI Hub's per-layer results) against the ONNX model it ran."""
     from roofline.capture.ort_run import parse_inputs_spec
 
+    if device and lookup_soc(device) is None and lookup_datasheet(device) is None:
+        raise RooflineError(f"--device {device!r}: no datasheet by that name (Snapdragon 8 Gen 2, 8 Gen 3 or 8 Elite; "
+                            "Samsung Galaxy S23/S24/S25; a GPU such as 'H100 SXM'); or pass --ceilings FILE")
     data = read_profile_json(path)
     shapes, dims = parse_inputs_spec(inputs)
     graph = load_onnx_graph(model, {**dims, **_dims_from_shapes(model, shapes)})

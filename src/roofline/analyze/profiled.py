@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from roofline.analyze.pipeline import report_from_trace
-from roofline.analyze.unused_gpu import ran_on_host_only, record_unused_gpu
+from roofline.analyze.unused_gpu import drop_no_kernels_note, ran_on_host_only, record_unused_gpu
 from roofline.capture.kineto import load_trace
 from roofline.capture.profiling import ProfileRecord
 from roofline.report import Ceilings, Environment, ProfileInfo, Report, Timing
@@ -59,6 +59,8 @@ def report_from_profile(record: ProfileRecord, ceilings: Ceilings | None = None,
     if gpu is not None:
         record_unused_gpu(report, gpu.device_name or trace.device_name or record.device,
                           f"the run's device was {record.device}, and the profiled steps launched no GPU kernel", gpu)
+    elif record.device == "cpu":
+        drop_no_kernels_note(report)
     # Kineto's own cuda_sync view, kept beside the live detector's for cross-checking; context syncs with
     # no op are the harness's own step boundaries, left out.
     trace_syncs = [s for s in report.syncs if not (s.kind == "cuda.synchronize" and s.location == "<unknown>")]

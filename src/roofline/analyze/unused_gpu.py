@@ -40,6 +40,13 @@ def ran_on_host_only(trace: Trace, *, device_recorded: bool = False) -> bool:
     return device_recorded or all(m.device_type in (None, CPU_DEVICE_TYPE) for m in trace.memory)
 
 
+def drop_no_kernels_note(report: Report) -> None:
+    """Leave out the trace reader's "no GPU kernels ... a CPU-only profile, or the device's activity was not
+    recorded" from a run the harness itself made on the CPU: nothing was left unrecorded, and the note would only
+    alarm a user who asked for the CPU."""
+    report.summary.notes[:] = [n for n in report.summary.notes if not n.startswith(NO_KERNELS_WARNING)]
+
+
 def record_unused_gpu(report: Report, name: str, how: str, gpu: Ceilings | None) -> None:
     """Say in ``report`` that the ops ran on the CPU though the GPU ``name`` is present (``how``: what shows it),
     keeping the GPU's roofs (``gpu``; None when none are known) for the doctor's estimate."""
@@ -50,7 +57,7 @@ def record_unused_gpu(report: Report, name: str, how: str, gpu: Ceilings | None)
                  "source": gpu.source}
     report.extra["unused_gpu"] = {"name": name, "how": how, "roofs": roofs}
     # the reader's "no GPU kernels ... a CPU-only profile, or the device's activity was not recorded": said below
-    report.summary.notes[:] = [n for n in report.summary.notes if not n.startswith(NO_KERNELS_WARNING)]
+    drop_no_kernels_note(report)
     c = report.ceilings
     cpu = f" ({c.device_name})" if c.device == "cpu" and c.device_name not in ("", "CPU") else ""
     if not c.has_roofs():

@@ -106,7 +106,9 @@ def run_profiled(model: str | Path, provider: str = "cpu", inputs_spec: str | No
     so.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
     if threads:
         so.intra_op_num_threads = threads
-    so.log_severity_level = 3
+    # fatal only: a model that fails to load raises (one line below), and the session's teardown would add ORT's
+    # own "Could not write a profile because no model was loaded" error line on stderr
+    so.log_severity_level = 4
     providers = [wanted] + (["CPUExecutionProvider"] if wanted != "CPUExecutionProvider" else [])
     try:
         session = ort.InferenceSession(str(model), so, providers=providers)

@@ -26,16 +26,29 @@ class _Parser(argparse.ArgumentParser):
         command = self.prog.removeprefix("roofline").strip()
         raise RooflineError(f"{command + ': ' if command else ''}{message} (see `{self.prog} --help`)")
 
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        """As argparse's, but an option the subcommand does not know points at that subcommand's --help (argparse
+        reports it from the top-level parser, which knows none of them)."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = getattr(parsed, "command", None)
+            prog = f"{self.prog} {command}" if command else self.prog
+            raise RooflineError(f"{command + ': ' if command else ''}unrecognized arguments: {' '.join(extras)} "
+                                f"(see `{prog} --help`)")
+        return parsed
+
 
 class DefaultsFormatter(argparse.HelpFormatter):
     """Every option's help ends with its default, unless the help already states it: a flag's is "off", an
-    option left unset "not set"."""
+    option left unset "not set"; a required option says it is required."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
         if (action.default is argparse.SUPPRESS or "default" in text.lower() or not action.option_strings
                 or text is argparse.SUPPRESS or isinstance(action, (argparse._HelpAction, argparse._VersionAction))):
             return text
+        if action.required:
+            return f"{text} (required)"
         if action.default is False or action.nargs == 0:
             return f"{text} (default: off)"
         if action.default is None:
@@ -84,6 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("roofline: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader closed the pipe (`roofline doctor --list-rules | head`): stop quietly, as Unix tools do, with
+        # stdout pointed at /dev/null so that the interpreter's last flush does not fail too
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 def quiet_third_party() -> None:

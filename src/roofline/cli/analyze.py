@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from roofline.cli.targets import load_target, user_code
     from roofline.device import resolve_device
     from roofline.doctor import diagnose
+    from roofline.models.workloads import recorded_sizes
     from roofline.render.outputs import TextFileRenderer, report_renderers, write_outputs
 
     ncu_metrics = _ncu_preflight(args)
@@ -69,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
                     trace_path=raw, progress=status.update,
                 )
             report.extra["workload_description"] = workload.description
+            report.extra.update(recorded_sizes(workload))
             ncu_csv = None
             if ncu_metrics:
                 status.update("one step under Nsight Compute (each kernel replayed per metric pass)")

@@ -53,8 +53,10 @@ def _wanted_dtypes(text: str | None, device: str | None) -> list[str]:
     """The dtypes asked for, checked against what the device has before anything is measured."""
     if not text:
         return []
+    from roofline.count.meta import canonical_dtype
     from roofline.device import resolve_device
     from roofline.device.measure import measurable_dtype
 
     dev = resolve_device(device)
-    return [measurable_dtype(dev, d.strip()) for d in text.split(",") if d.strip()]
+    # the spellings --dtype takes elsewhere (fp16, bf16, fp32) are taken here too
+    return [measurable_dtype(dev, canonical_dtype(d) or d.strip()) for d in text.split(",") if d.strip()]

@@ -120,15 +120,18 @@ def _analyze_model(args: argparse.Namespace) -> Any:
     from roofline.analyze.pipeline import analyze_model
     from roofline.device import resolve_device
     from roofline.models import get_workload
+    from roofline.models.workloads import recorded_sizes
 
     device = resolve_device(args.device)
     dtype = normalize_dtype(args.dtype)
     workload = get_workload(args.model, batch=args.batch, seq=args.seq, dtype=dtype, device=device,
                             backward=args.backward)
     ceilings = run_ceilings(device, args.ceilings)
-    return analyze_model(workload.model, workload.inputs, device=device, ceilings=ceilings,
-                         backward=args.backward, loss_fn=workload.loss_fn, workload=args.model,
-                         progress=lambda msg: print(f"roofline: {msg}", file=sys.stderr))
+    report = analyze_model(workload.model, workload.inputs, device=device, ceilings=ceilings,
+                           backward=args.backward, loss_fn=workload.loss_fn, workload=args.model,
+                           progress=lambda msg: print(f"roofline: {msg}", file=sys.stderr))
+    report.extra.update(recorded_sizes(workload))
+    return report
 
 
 def _profile_script(args: argparse.Namespace) -> tuple[Any, str | None]:

@@ -43,5 +43,5 @@ def run(args: argparse.Namespace) -> int:
     written = write_merged(report, args.output or args.run_dir, png=not args.no_png, html=not args.no_html)
     sys.stdout.write(DistributedRenderer().render(report))
     sys.stdout.write(FindingsRenderer(args.findings).render(report))
-    print(f"wrote {written}")
+    print(f"wrote {', '.join(map(str, written))}")
     return 0

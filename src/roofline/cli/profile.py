@@ -20,7 +20,7 @@ def register(subparsers: Any) -> None:
             "Run SCRIPT unchanged under the profiling harness (steps: each step() of the optimizer with the most "
             "parameters, else each top-level forward of the largest module, else the script's own profiler "
             "steps), or a built-in --model. "
-            "Writes DIR/report.json and DIR/trace.json.gz."
+            "Writes DIR/report.json, roofline.png, report.html and trace.json.gz."
         ),
     )
     parser.add_argument("script", nargs="?", help="the Python script to run, as `python SCRIPT ARGS...` would")
@@ -61,15 +61,17 @@ def run(args: argparse.Namespace) -> int:
     from roofline.device.resolve import resolve_device
 
     device = resolve_device(args.device)
+    # built before the ceilings are measured: a size it refuses, or one that does not fit, is told at once
+    workload = _workload(args, device) if args.model else None
     ceilings = run_ceilings(device, args.ceilings)
     context = StepProfiler(
         wait=args.wait, warmup=args.warmup, active=args.active, timed=args.timed, device=device,
         with_stack=not args.no_stack, sync_mode=args.sync_mode, ceilings=ceilings,
         workload=args.model or Path(args.script).name, whole_block=bool(args.whole and not args.model),
     )
-    step_source = None
+    step_source, sizes = None, {}
     if args.model:
-        error = _profile_model(args, device, context)
+        error, sizes = _profile_model(args, workload, context)
         label = args.model
     else:
         from roofline.capture.script_runner import profile_script
@@ -87,16 +89,21 @@ def run(args: argparse.Namespace) -> int:
                    if run_.off_thread_boundaries and not context.steps_done
                    else "lower --wait/--timed/--warmup/--active, or use --whole")
             )
-    return _write(context, args.output, error, label, step_source, args.ceilings)
+    return _write(context, args.output, error, label, step_source, args.ceilings, sizes)
 
 
-def _profile_model(args: argparse.Namespace, device: Any, context: Any) -> BaseException | None:
-    from roofline.analyze.live import make_step
+def _workload(args: argparse.Namespace, device: Any) -> Any:
     from roofline.models import get_workload
 
-    dtype = normalize_dtype(args.dtype)
-    workload = get_workload(args.model, batch=args.batch, seq=args.seq, dtype=dtype, device=device,
-                            backward=args.backward)
+    return get_workload(args.model, batch=args.batch, seq=args.seq, dtype=normalize_dtype(args.dtype), device=device,
+                        backward=args.backward)
+
+
+def _profile_model(args: argparse.Namespace, workload: Any, context: Any) -> tuple[BaseException | None, dict]:
+    """The error the steps raised (None: they ran), and the workload's batch and seq for the report."""
+    from roofline.analyze.live import make_step
+    from roofline.models.workloads import recorded_sizes
+
     one_step = make_step(workload.model, workload.inputs, backward=args.backward, loss_fn=workload.loss_fn)
 
     import torch
@@ -107,12 +114,12 @@ def _profile_model(args: argparse.Namespace, device: Any, context: Any) -> BaseE
                 one_step()
                 context.step()
     except Exception as exc:  # noqa: BLE001 - reported in one line below, outputs kept
-        return exc
-    return None
+        return exc, recorded_sizes(workload)
+    return None, recorded_sizes(workload)
 
 
 def _write(context: Any, output: str, error: BaseException | None, label: str, step_source: str | None,
-           ceilings_file: str | None = None) -> int:
+           ceilings_file: str | None = None, sizes: dict | None = None) -> int:
     from roofline.render.profile_report import ProfileReport
 
     report = None
@@ -125,6 +132,7 @@ def _write(context: Any, output: str, error: BaseException | None, label: str, s
         # (measured once and cached, as `roofline ceilings --device cpu` does); a --ceilings FILE is kept.
         cpu = None if ceilings_file else (lambda: run_ceilings("cpu", None))
         report = report_from_profile(context.record(), cpu_ceilings=cpu)
+        report.extra.update(sizes or {})
         report.findings = diagnose(report)
 
         stamp_rank(report)

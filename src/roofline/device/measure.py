@@ -232,9 +232,8 @@ def measurable_dtype(device: torch.device, dtype: str) -> str:
         if reason:
             raise RooflineError(f"dtype int8 is not available on {device}: {reason}")
     elif dtype not in supported_dtypes(device):
-        raise RooflineError(
-            f"dtype {dtype} is not available on {device} (available: {', '.join(supported_dtypes(device))})"
-        )
+        available = supported_dtypes(device) + ([] if int8_unavailable_reason(device) else ["int8"])
+        raise RooflineError(f"dtype {dtype} is not available on {device} (available: {', '.join(available)})")
     return dtype
 
 

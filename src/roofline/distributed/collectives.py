@@ -62,7 +62,9 @@ def measure_collectives(*, device: str | None = None, nproc: int | None = None, 
     with tempfile.TemporaryDirectory(prefix="roofline-collectives-") as tmp:
         out = Path(tmp) / "collectives.json"
         words = ["--out", str(out), "--device", "cuda" if on_gpu else "cpu"] + (["--quick"] if quick else [])
-        code = run_torchrun(nproc, words, module="roofline.distributed.collectives", timeout_s=timeout_s)
+        # one thread per rank, as torchrun would choose, said here so that torchrun prints no banner about it
+        env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+        code = run_torchrun(nproc, words, module="roofline.distributed.collectives", timeout_s=timeout_s, env=env)
         if code != 0 or not out.is_file():
             raise RooflineError(f"the collectives job failed (torchrun exit code {code}); its output is above")
         results = json.loads(out.read_text())
@@ -164,7 +166,8 @@ def _time_one(dist: Any, torch: Any, kind: str, size: int, world: int, device: A
     elif kind == "all_gather":
         src = torch.ones(numel // world, dtype=torch.float32, device=device)
         dst = torch.empty(numel, dtype=torch.float32, device=device)
-        call = lambda: dist.all_gather_into_tensor(dst, src)  # noqa: E731
+        gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor  # the old name warns
+        call = lambda: gather(dst, src)  # noqa: E731
     else:
         src = torch.ones(numel, dtype=torch.float32, device=device)
         dst = torch.empty(numel // world, dtype=torch.float32, device=device)

@@ -89,7 +89,7 @@ def launch_profile(args: argparse.Namespace, forwarded: list[str]) -> int:
     report = merge_run_dir(run_dir, ceilings_file=args.ceilings)
     report.findings = diagnose(report)
     written = write_merged(report, run_dir)
-    print(f"merged {len(ranks)} rank(s) into {written}", file=sys.stderr)
+    print(f"merged {len(ranks)} rank(s) into {', '.join(map(str, written))}", file=sys.stderr)
     if len(ranks) < int(args.nproc):
         print(f"roofline: error: only {len(ranks)} of {args.nproc} ranks wrote a report", file=sys.stderr)
         return 1

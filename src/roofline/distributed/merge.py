@@ -220,8 +220,9 @@ def matched_calls(calls: dict[int, list[CollectiveCall]]) -> list[CollectiveCall
     return out
 
 
-def write_merged(report: Report, out_dir: str | os.PathLike[str], *, png: bool = True, html: bool = True) -> Path:
+def write_merged(report: Report, out_dir: str | os.PathLike[str], *, png: bool = True, html: bool = True) -> list[Path]:
+    """The merged report.json, with roofline.png and report.html unless left out; the paths written."""
     from roofline.render.outputs import report_renderers, write_outputs
 
     written, _ = write_outputs(report, Path(out_dir), report_renderers(png=png, html=html))
-    return written[0]
+    return written

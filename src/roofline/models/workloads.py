@@ -35,6 +35,16 @@ class Workload:
     device: torch.device
     description: str
     loss_fn: Callable[[object], torch.Tensor] | None = None
+    # The batch and sequence length its inputs were built with (None: the workload has no such dimension), which
+    # `roofline predict --batch/--seq` projects from.
+    batch: int | None = None
+    seq: int | None = None
+
+
+def recorded_sizes(workload: object) -> dict[str, int]:
+    """``{"batch": B, "seq": S}`` as far as a workload knows them, for ``report.extra`` (a file.py:factory's
+    model knows neither)."""
+    return {label: value for label in ("batch", "seq") if (value := getattr(workload, label, None)) is not None}
 
 
 @dataclass(frozen=True)
@@ -140,7 +150,7 @@ def _llama(name, device, dtype, batch, seq) -> Workload:
         f"heads, FFN {config.ffn_dim}, vocab {config.vocab_size}; random weights; forward on token ids "
         f"(batch {size.batch}, seq {size.seq}) -> logits"
     )
-    return Workload(name, model, (tokens,), dtype, device, description, loss_fn)
+    return Workload(name, model, (tokens,), dtype, device, description, loss_fn, size.batch, size.seq)
 
 
 def _resnet50(name, device, dtype, batch, seq) -> Workload:
@@ -162,7 +172,7 @@ def _resnet50(name, device, dtype, batch, seq) -> Workload:
         return F.cross_entropy(logits.float(), targets)
 
     description = f"torchvision resnet50(weights=None), input images ({size.batch}, 3, 224, 224)"
-    return Workload(name, model, (images,), dtype, device, description, loss_fn)
+    return Workload(name, model, (images,), dtype, device, description, loss_fn, size.batch)
 
 
 def _bert_base(name, device, dtype, batch, seq) -> Workload:
@@ -185,7 +195,7 @@ def _bert_base(name, device, dtype, batch, seq) -> Workload:
         f"transformers BertModel(BertConfig()) base, random weights, input ids + attention mask "
         f"(batch {size.batch}, seq {size.seq})"
     )
-    return Workload(name, model, (ids, mask), dtype, device, description, _mean_square)
+    return Workload(name, model, (ids, mask), dtype, device, description, _mean_square, size.batch, size.seq)
 
 
 def _bad_syncs(name, device, dtype, batch, seq) -> Workload:
@@ -199,7 +209,7 @@ def _bad_syncs(name, device, dtype, batch, seq) -> Workload:
         f"Linear(1024, 1024) + ReLU applied 10 times to a ({size.batch}, 1024) input; each iteration calls "
         f".item() on a mean and round-trips the activation through .cpu().to(device)"
     )
-    return Workload(name, model, (x,), dtype, device, description, _mean_square)
+    return Workload(name, model, (x,), dtype, device, description, _mean_square, size.batch)
 
 
 _BUILDERS: dict[str, Callable[..., Workload]] = {
@@ -212,6 +222,22 @@ _BUILDERS: dict[str, Callable[..., Workload]] = {
     "bert-base": _bert_base,
     "bad-syncs": _bad_syncs,
 }
+
+
+# A size a workload has no dimension for, and why (given, it would be ignored without a word).
+_NO_SUCH_SIZE: dict[tuple[str, str], str] = {
+    ("matmul", "batch"): "one square matrix product; --seq sets its size",
+    ("layernorm", "batch"): "one square input; --seq sets its size",
+    ("resnet50", "seq"): "its images are 3x224x224; --batch sets how many",
+    ("bad-syncs", "seq"): "its input is (batch, 1024); --batch sets the rows",
+}
+
+
+def _check_sizes_apply(name: str, batch: int | None, seq: int | None) -> None:
+    for label, value in (("batch", batch), ("seq", seq)):
+        why = _NO_SUCH_SIZE.get((name, label))
+        if why and value is not None and not (label == "batch" and value == 1):  # a batch of one is what it is
+            raise RooflineError(f"--{label} does not apply to {name}: {why}")
 
 
 def list_workloads() -> list[str]:
@@ -230,6 +256,7 @@ def get_workload(
     """Build a named workload on ``device`` in ``dtype``; with ``backward`` its parameters require grad."""
     if name not in _BUILDERS:
         raise RooflineError(f"unknown workload {name!r}; choose one of: {', '.join(_BUILDERS)}")
+    _check_sizes_apply(name, batch, seq)
     torch_dtype, torch_device = parse_dtype(dtype), resolve_device(device)
     try:
         workload = _BUILDERS[name](name, torch_device, torch_dtype, batch, seq)

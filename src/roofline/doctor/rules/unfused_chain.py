@@ -55,6 +55,15 @@ def _compute_out_shape(op: OpRecord) -> tuple[int, ...] | None:
     return None
 
 
+_MAY_RETURN_INPUT = frozenset({"to", "contiguous", "type_as"})
+
+
+def _returns_its_input(op: OpRecord) -> bool:
+    """Counted as moving nothing because it returned its input (``to`` with nothing to convert, on the device it
+    is on; ``contiguous`` of a contiguous tensor): like a view, no pass over memory to fuse away."""
+    return op.modeled and op.bytes == 0 and op_kind(op.name) in _MAY_RETURN_INPUT
+
+
 def find_chains(report: Report) -> list[list[OpRecord]]:
     ops = op_table(report).ops
     return [[ops[i] for i in chain] for chain in chain_positions(report)]
@@ -63,7 +72,7 @@ def find_chains(report: Report) -> list[list[OpRecord]]:
 def chain_positions(report: Report) -> list[list[int]]:
     """The chains as positions in report.ops (``find_chains``)."""
     table = op_table(report)
-    is_view = [kind in VIEW_KINDS for kind in table.call_kind]
+    is_view = [kind in VIEW_KINDS or _returns_its_input(op) for kind, op in zip(table.call_kind, table.calls)]
     fusible_kind = [kind in ELEMENTWISE_KINDS or kind in NORM_KINDS for kind in table.call_kind]
     in_shapes = table.per_call(_in_shapes)
     out_shape = table.per_call(_out_shape)
