@@ -48,3 +48,19 @@ def one_thread():
         yield
     finally:
         torch.set_num_threads(previous)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_tqdm_monitor():
+    """tqdm's monitor thread (torch.compile shows a progress bar) outlives the test that started it, and a process
+    running another thread refuses to fork: the split trace read and the fan-out tests after it would not run
+    their forked path."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        yield
+        return
+    before = tqdm.monitor_interval
+    tqdm.monitor_interval = 0
+    yield
+    tqdm.monitor_interval = before
