@@ -112,8 +112,10 @@ def ops_table(report: Report, top: int = 15, width: int | None = None) -> Table:
     rows = [_op_cells(op, total, roofs) for op in ops]
     columns = list(_OP_COLUMNS)
     op_width = 40
+    # what the analysis timed: a CPU trace's op times are host durations (Summary.timing_method says which)
+    clock = "host time" if report.summary.timing_method.startswith("host time") else "device time"
     while True:
-        table = Table(title=f"Top {len(ops)} ops by device time (of {len(report.ops)})", title_justify="left")
+        table = Table(title=f"Top {len(ops)} ops by {clock} (of {len(report.ops)})", title_justify="left")
         for col in columns:
             table.add_column(col, justify="right" if col in _RIGHT else "left", no_wrap=True, overflow="ellipsis",
                              max_width={"module": 28, "op": op_width}.get(col))
