@@ -585,7 +585,7 @@ class _TraceBuilder:
             self._add_frame(kind, ev, ts, dur)
         if type(call_from) is str:
             self.saw_call_from = True
-        if type(call_from) is str and (kind is None or kind[0] in (0, 5)):
+        if type(call_from) is str and (kind is None or kind[0] in (_MODULE, _GRADIENT)):
             site = self.call_sites.get(call_from, 0)
             if site == 0:
                 site = self.call_sites[call_from] = _call_site(call_from)
@@ -602,9 +602,9 @@ class _TraceBuilder:
         label = self.labels.get(kind)
         if label is None:
             label = self.labels[kind] = len(self.labels)
-            if kind[0] == 0:
+            if kind[0] == _MODULE:
                 self.has_modules = True
-            elif kind[0] in (1, 3):
+            elif kind[0] in (_USER, _CALL_SITE):
                 self.has_stack = True
         self.frame_ts.append(ts)
         self.frame_ends.append(end)
@@ -621,7 +621,7 @@ class _TraceBuilder:
             if not op.name.startswith(CALL_SITE_PREFIX):
                 keep.append(i)
                 continue
-            self._add_frame_at((3, op.name[len(CALL_SITE_PREFIX):], None), self._thread(op.pid, op.tid), op.ts_us,
+            self._add_frame_at((_CALL_SITE, op.name[len(CALL_SITE_PREFIX):], None), self._thread(op.pid, op.tid), op.ts_us,
                                op.ts_us + op.dur_us)
         index = np.array(keep, dtype=np.int64)
         self.ops = [self.ops[i] for i in keep]
@@ -737,8 +737,8 @@ class _TraceBuilder:
         stale: dict[str, str] = {}
         for code in np.unique(labels[running]).tolist():
             kind = kinds[code]
-            if kind[0] == 1 and kind[2] is not None:
-                remap[code] = self.labels.setdefault((1, kind[2], None), len(self.labels))
+            if kind[0] == _USER and kind[2] is not None:
+                remap[code] = self.labels.setdefault((_USER, kind[2], None), len(self.labels))
                 stale[kind[2]] = kind[1]
         if stale:
             self.frame_labels = array("q", np.where(running, remap[labels], labels).tobytes())
@@ -788,8 +788,8 @@ class _TraceBuilder:
         order = order[with_op[threads[order]]]
         labels: list[Any] = [None] * len(self.labels)
         for kind, label in self.labels.items():
-            if kind[0] == 3:  # roofline's call-site range: the fallback for a torch that records no CallFrom
-                kind = None if self.saw_call_from else (1, kind[1], None)
+            if kind[0] == _CALL_SITE:  # the fallback for a torch that records no CallFrom
+                kind = None if self.saw_call_from else (_USER, kind[1], None)
             labels[label] = kind
         # Event number -> its object (an op, a frame's (kind, label), a launch, a memory event): one list of
         # references, a few MB, indexed without a call per event.
@@ -972,11 +972,12 @@ def _category_kind(cat: str) -> int:
     return _OTHER
 
 
-# Frame labels' first members: 0 an nn.Module, 1 a user frame, 2 the frame that started tracing, 3 roofline's
-# call-site range, 4 torch.utils.checkpoint's recomputation, 5 torch's gradient clipping or loss scaling.
-_STARTS_PROFILER = (2, "")
-_RECOMPUTES = (4, "")
-_TENDS_GRADIENTS = (5, "")
+# Frame labels' first members: an nn.Module, a user frame, the frame that started tracing, roofline's call-site
+# range, torch.utils.checkpoint's recomputation, torch's gradient clipping or loss scaling.
+_MODULE, _USER, _TRACING_START, _CALL_SITE, _RECOMPUTE, _GRADIENT = range(6)
+_STARTS_PROFILER = (_TRACING_START, "")
+_RECOMPUTES = (_RECOMPUTE, "")
+_TENDS_GRADIENTS = (_GRADIENT, "")
 
 
 def _frame_kind(name: str) -> tuple | None:
@@ -986,10 +987,10 @@ def _frame_kind(name: str) -> tuple | None:
     if _PROFILER_START.match(name):
         return _STARTS_PROFILER
     kind = _classify_frame(name)
-    if kind is None or kind[0] != 1:
+    if kind is None or kind[0] != _USER:
         return kind
     function = name[name.index("): ") + 3:]
-    return (1, kind[1], f"{kind[1].rpartition(':')[0]}, in {function}{'' if function.startswith('<') else '()'}")
+    return (_USER, kind[1], f"{kind[1].rpartition(':')[0]}, in {function}{'' if function.startswith('<') else '()'}")
 
 
 def _generated_file(name: str) -> str | None:
@@ -1003,7 +1004,7 @@ def _call_site(call_from: str) -> tuple[int, str, None] | None:
     file, sep, line = call_from.rpartition(":")
     if not sep or not line.isdigit() or not is_user_file(file):
         return None
-    return (1, f"{local_trace_path(file)}:{line}", None)
+    return (_USER, f"{local_trace_path(file)}:{line}", None)
 
 
 def _classify_frame(name: str) -> tuple[int, str] | None:
@@ -1011,7 +1012,7 @@ def _classify_frame(name: str) -> tuple[int, str] | None:
     which torch.utils.checkpoint reruns a forward during the backward, _TENDS_GRADIENTS for torch's gradient
     clipping and GradScaler's unscale_/step/update, None for other library code."""
     if name.startswith(_MODULE_PREFIX):
-        return (0, name[len(_MODULE_PREFIX):])
+        return (_MODULE, name[len(_MODULE_PREFIX):])
     match = _FRAME.match(name)
     if match is None:
         return None
@@ -1023,7 +1024,7 @@ def _classify_frame(name: str) -> tuple[int, str] | None:
         return _TENDS_GRADIENTS
     if not is_user_file(file):
         return None
-    return (1, f"{local_trace_path(file)}:{match.group(2)}")
+    return (_USER, f"{local_trace_path(file)}:{match.group(2)}")
 
 
 _SLICE = 1 << 16
@@ -1104,17 +1105,17 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
             if obj is None:
                 continue
             kind, label = obj[0], obj[1]
-            if kind == 0:
+            if kind == _MODULE:
                 while modules and modules[-1][0] <= t:
                     modules.pop()
                 while recomputing and recomputing[-1] <= t:
                     recomputing.pop()
                 modules.append((end, f"{modules[-1][1]}.{label}" if modules else label, bool(recomputing)))
-            elif kind == 4:
+            elif kind == _RECOMPUTE:
                 while recomputing and recomputing[-1] <= t:
                     recomputing.pop()
                 recomputing.append(end)
-            elif kind == 5:
+            elif kind == _GRADIENT:
                 while tending and tending[-1] <= t:
                     tending.pop()
                 tending.append(end)
