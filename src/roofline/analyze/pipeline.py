@@ -103,10 +103,7 @@ class _TraceCounter:
             if op.input_dims is None and name not in DYNAMO_RUNTIME:  # those take no arguments
                 hit = _Counted(OpCost(0.0, 0.0, False, note="trace has no shapes for this op"), "", [], [], [])
             else:
-                args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
-                metas = flatten_metas(args)
-                hit = _Counted(count_op(name, args, None, None), op_dtype(args, []), *_shape_fields(metas),
-                               any(not m.strided for m in metas))
+                hit = _counted(name, _trace_args(op))
             self._cache[key] = hit
         if hit.non_strided and hit.cost.modeled and not hit.cost.is_view and self._trace is not None:
             return self._unless_sparse(op, hit)
@@ -117,9 +114,7 @@ class _TraceCounter:
         its own or its ``record_param_comms`` child's collective args give (traces without shapes carry those)."""
         hit = self._cache.get(key) if op.input_dims is not None else None
         if hit is None and op.input_dims is not None:
-            args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
-            hit = self._cache[key] = _Counted(count_op(op.name, args, None, None), op_dtype(args, []),
-                                              *_shape_fields(flatten_metas(args)))
+            hit = self._cache[key] = _counted(op.name, _trace_args(op))
         if hit is not None and hit.cost.bytes:
             return hit
         comms = [op.comm] + [self._trace.ops[k].comm for k in (self._children or {}).get(op.index, [])
@@ -146,15 +141,14 @@ class _TraceCounter:
     def _with_outputs_from_children(self, op: CpuOp) -> _Counted:
         """A packed-sequence op or a quantized linear, counted with the outputs its children show
         (analyze/packed_sequences.py, analyze/quantized_outputs.py)."""
-        args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
+        args = _trace_args(op)
         found = linear_outputs_from_children if op.name in QUANTIZED_LINEARS else outputs_from_children
         outputs = found(self._trace, op, self._children or {}, args)
         key = (op.name, id(op.input_dims), id(op.input_types), id(op.input_strides), id(op.concrete_inputs),
                tuple(outputs) if outputs else None)
         hit = self._cache.get(key)
         if hit is None:
-            hit = self._cache[key] = _Counted(count_op(op.name, args, None, outputs), op_dtype(args, []),
-                                              *_shape_fields(flatten_metas(args)))
+            hit = self._cache[key] = _counted(op.name, args, outputs)
         return hit
 
     def _optimizer_op(self, op: CpuOp, key: tuple) -> _Counted | None:
@@ -164,7 +158,7 @@ class _TraceCounter:
         Counted once per call and parameter list (every profiled step repeats them)."""
         missing = self._lists_missing.get(key)
         if missing is None:
-            args = args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
+            args = _trace_args(op)
             missing = self._lists_missing[key] = any(a is None and t in LIST_TYPES
                                                      for a, t in zip(args, op.input_types or ()))
         if not missing:
@@ -178,14 +172,25 @@ class _TraceCounter:
         full = (*key, tuple(params))
         hit = self._with_params.get(full)
         if hit is None:
-            args = with_lists(args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs),
-                              op.input_types, params)
+            args = with_lists(_trace_args(op), op.input_types, params)
             cost = count_op(op.name, args, None, None)
             if cost.modeled:
                 cost.note = "; ".join(filter(None, [cost.note, f"tensor lists not recorded: the step's {len(params)} "
                                                                   "parameters (from AccumulateGrad events) stand in"]))
             hit = self._with_params[full] = _Counted(cost, op_dtype(args, []), *_shape_fields(flatten_metas(args)))
         return hit
+
+
+def _trace_args(op: CpuOp) -> list:
+    return args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
+
+
+def _counted(name: str, args: list, outputs: list | None = None) -> _Counted:
+    """An op counted by its formula from the arguments its trace event recorded (and its outputs, where its
+    children show them)."""
+    metas = flatten_metas(args)
+    return _Counted(count_op(name, args, None, outputs), op_dtype(args, []), *_shape_fields(metas),
+                    any(not m.strided for m in metas))
 
 
 UNRECORDED_OPERAND = ("first operand not recorded (a nested or other tensor subclass: the trace gives neither its "
@@ -367,7 +372,8 @@ def report_from_trace(
     if ops_placed is not None:
         ops_placed(ops)
 
-    share, kernel_total, idle = _kernel_stats(trace, steps)
+    idle_by_device = idle_by_device_s(trace, steps)
+    share, kernel_total, idle = _kernel_stats(trace, steps, idle_by_device)
     timing = (
         "device time: sum of the {} kernels each op launched (Kineto/{}, kernel -> op by correlation id)".format(
             *_device_api(trace))
@@ -386,7 +392,6 @@ def report_from_trace(
     if missing:
         summary.notes.append(f"{missing} recorded op(s) found no event in the timed trace (time counted as 0)")
     summary.notes.extend(kept_whole)
-    idle_by_device = idle_by_device_s(trace, steps)
     if idle_by_device:
         summary.notes.append(_idle_by_device_note(idle_by_device))
     if recording is not None:
@@ -679,14 +684,14 @@ def _device_api(trace) -> tuple[str, str]:
     return "CUDA", "CUPTI"
 
 
-def _kernel_stats(trace: Trace, steps: list[int | None]) -> tuple[float | None, float | None, float | None]:
+def _kernel_stats(trace: Trace, steps: list[int | None],
+                  per_device: dict[int, float]) -> tuple[float | None, float | None, float | None]:
     """Share of kernel time attributed to an op, total kernel time and device idle time (attribution's stats;
-    several GPUs: the idle time of the GPU idle longest over the steps)."""
+    several GPUs, ``per_device`` from idle_by_device_s: the idle time of the GPU idle longest over the steps)."""
     if not trace.kernels:
         return None, None, None
     stats = trace.attribution
     wanted = {s for s in steps if s is not None}
-    per_device = idle_by_device_s(trace, steps)
     if per_device:
         return stats.share, stats.total_kernel_us / 1e6, max(per_device.values())
     idle_us = sum(st.idle_us for i, st in enumerate(stats.steps) if not wanted or i in wanted) if stats.steps else None
