@@ -450,7 +450,7 @@ def main() -> int:
         if samples.get(case.name):
             _fill(rows[-1], samples[case.name])
             rows[-1]["true_at_s"] = sampled_at[case.name]
-            _fill_host_speed(rows[-1], runs, probes[case.name], samples[case.name], table, host_costs)
+            _fill_host_speed(rows[-1], runs, probes[case.name], table, host_costs)
             rows[-1]["profiled_at_s"] = profiled_at.get(case.name, [])
 
     pairs: list[dict] = []
@@ -477,8 +477,7 @@ def main() -> int:
             _fill(pairs[-1], samples[f"whatif:{label}"])
             pairs[-1]["true_at_s"] = sampled_at[f"whatif:{label}"]
             _fill_change(pairs[-1])
-            _fill_host_speed(pairs[-1], runs, probes[f"whatif:{label}"], samples[f"whatif:{label}"], table,
-                             host_costs)
+            _fill_host_speed(pairs[-1], runs, probes[f"whatif:{label}"], table, host_costs)
 
     result = {"device": ceilings.device_name or str(device), "torch": str(torch.__version__),
               "threads": torch.get_num_threads() if not gpu else None, "pin": args.pin, "pinned_cpus": pinned,
@@ -591,8 +590,7 @@ def _timing_order(keys: list[str], repeat: int) -> list[str]:
     return out
 
 
-def _fill_host_speed(row: dict, runs: list[dict], probes: list[tuple[int, float]], truth: list[float], table,
-                     host_costs) -> None:
+def _fill_host_speed(row: dict, runs: list[dict], probes: list[tuple[int, float]], table, host_costs) -> None:
     """A third comparison, the prediction at the host's speed of each timing: per repeat, the default host model's
     prediction from that round's report with the host's time per op scaled by the host probe taken just before the
     repeat over the one the report took when its step was timed (roofline.device.host.host_probe_us); the median
@@ -602,7 +600,7 @@ def _fill_host_speed(row: dict, runs: list[dict], probes: list[tuple[int, float]
     host's speed."""
     by_round = {x["round"]: x for x in runs}
     preds, speeds = [], []
-    for (r, probe), _step in zip(probes, truth):
+    for r, probe in probes:
         run = by_round.get(r)
         report = run["report"] if run else None
         at = report.step_time.host_probe_us if report is not None and report.step_time else None
