@@ -20,6 +20,7 @@ def test_ddp_job_profiled_merged_and_straggler_named(tmp_path, cpu_ceilings):
            "1", "--active", "2", "-o", str(run_dir), str(SCRIPT), "--slow-rank", "1", "--sleep", "0.05"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "Setting OMP_NUM_THREADS" not in done.stderr  # torchrun's banner: the job is given its thread count
 
     for rank in (0, 1):
         rank_report = Report.load(run_dir / f"rank{rank}" / "report.json")
@@ -51,6 +52,19 @@ def test_ddp_job_profiled_merged_and_straggler_named(tmp_path, cpu_ceilings):
 
     from_traces = merge_trace_files(traces, ceilings_file=str(run_dir / "ceilings.json"))
     assert [r.rank for r in from_traces.ranks] == [0, 1] and from_traces.ranks[1].straggler
+
+
+def test_each_rank_gets_a_share_of_the_cores_unless_the_user_chose(monkeypatch):
+    from roofline.distributed.launch import rank_threads_env
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    env, said = rank_threads_env(3)
+    assert env["OMP_NUM_THREADS"] == "2" and said.startswith("OMP_NUM_THREADS=2 per rank: 8 cores over 3 ranks")
+    assert rank_threads_env(16)[0]["OMP_NUM_THREADS"] == "1"
+    monkeypatch.setenv("OMP_NUM_THREADS", "5")
+    env, said = rank_threads_env(3)
+    assert env["OMP_NUM_THREADS"] == "5" and said == "OMP_NUM_THREADS=5 per rank, as set"
 
 
 def test_nproc_needs_a_script(tmp_path):

@@ -20,6 +20,21 @@ from roofline.distributed.rank import find_rank_dirs, multicast_off_env
 from roofline.errors import RooflineError
 
 
+def rank_threads_env(nproc: int) -> tuple[dict[str, str], str]:
+    """The job's environment with OMP_NUM_THREADS set, and a few words saying how it was chosen.
+
+    torchrun gives each of several ranks one thread when OMP_NUM_THREADS is unset, and prints a banner saying so.
+    On a CPU job that leaves most cores idle; the machine's cores shared among the ranks is what a user profiling
+    on their own machine means. A value the user set is kept.
+    """
+    given = os.environ.get("OMP_NUM_THREADS")
+    if given:
+        return dict(os.environ), f"OMP_NUM_THREADS={given} per rank, as set"
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    threads = max(1, cores // max(nproc, 1))
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    return env, f"OMP_NUM_THREADS={threads} per rank: {cores} cores over {nproc} ranks; set it to choose"
+
 
 def torchrun_command(nproc: int, module_args: list[str], *, module: str = "roofline") -> list[str]:
     """``python -m torch.distributed.run --standalone --nproc-per-node N -m MODULE ARGS`` (a free local port)."""
@@ -78,8 +93,9 @@ def launch_profile(args: argparse.Namespace, forwarded: list[str]) -> int:
     if ceilings:
         words += ["--ceilings", str(ceilings)]
     words += ["-o", str(run_dir), str(args.script), *list(args.script_args or [])]
-    print(f"roofline: launching {args.nproc} ranks with torchrun into {run_dir}", file=sys.stderr)
-    code = run_torchrun(int(args.nproc), ["profile", *words])
+    env, threads = rank_threads_env(int(args.nproc))
+    print(f"roofline: launching {args.nproc} ranks with torchrun into {run_dir} ({threads})", file=sys.stderr)
+    code = run_torchrun(int(args.nproc), ["profile", *words], env=env)
     ranks = find_rank_dirs(run_dir)
     if not ranks:
         raise RooflineError(f"no rank wrote a report into {run_dir} (torchrun exit code {code})")
