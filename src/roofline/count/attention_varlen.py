@@ -23,6 +23,8 @@ from typing import Any
 from roofline.count.causal_mask import causal_fraction, causal_kept
 from roofline.count.meta import TensorMeta
 
+NOTE_PREFIX = "variable-length batch"  # how every note of this module's counts begins
+
 
 def _lengths(cumulative: TensorMeta | None, tokens: int) -> tuple[int, ...] | None:
     """Each sequence's length from cumulative lengths' values; None when unknown or not cumulative lengths of
@@ -98,7 +100,7 @@ class Varlen:
     def _counted(self, causal: bool, bottom_right: bool, notes: list[str]) -> int:
         pairs = list(zip(self.lengths_q or (), self.lengths_k or ()))
         full = sum(q * k for q, k in pairs)
-        notes.append(f"variable-length batch: {len(pairs)} sequences counted one by one")
+        notes.append(f"{NOTE_PREFIX}: {len(pairs)} sequences counted one by one")
         if not causal:
             return full
         kept = sum(causal_kept(q, k, bottom_right) for q, k in pairs)
@@ -107,25 +109,27 @@ class Varlen:
         return kept
 
     def _estimated(self, causal: bool, bottom_right: bool) -> tuple[float, float, str]:
-        """(fewest, most score entries the trace's totals allow, the note with {fewest} and {most} FLOPs)."""
+        """(fewest, most score entries the trace's totals allow, the note with {fewest} and {most} FLOPs): one
+        clause, no semicolon (a summary note quotes it whole)."""
         batch, tokens, longest = self.batch, self.tokens_q, self.max_q
-        told = f"{batch} sequences of {tokens} tokens in all" + (f", the longest {longest}" if longest else "")
-        head = f"variable-length batch ({told}) from a trace, which records no sequence lengths: "
+        told = f"{batch} sequences, {tokens} tokens in all" + (f", the longest {longest}" if longest else "")
+        head = f"{NOTE_PREFIX} ({told}) from a trace, which records no sequence lengths: "
         if self.tokens_q == self.tokens_k and self.max_q == self.max_k:
             fewest, most = squares_range(tokens, batch, longest)
             if causal:  # each square sequence keeps s*(s+1)/2 of s*s, top-left or bottom-right alike
                 fewest, most = (fewest + tokens) // 2, (most + tokens) // 2
             if fewest == most:
-                return fewest, most, head + "those totals fix the count ({fewest:,} FLOPs)"
+                return fewest, most, head + "those totals fix the count"
             assumed = "one sequence of the longest, the others equal" if longest else "equal lengths"
-            return fewest, most, (head + f"counted as the fewest FLOPs those allow ({assumed}; each sequence's "
-                                  "queries as many as its keys); the true count lies between {fewest:,} and "
-                                  "{most:,} FLOPs" + (", causal per sequence" if causal else ""))
+            causal_part = ", causal per sequence" if causal else ""
+            return fewest, most, (head + f"counted as the fewest FLOPs those allow ({assumed}, each with as many "
+                                  f"queries as keys), the true count lying between {{fewest:,}} and {{most:,}} "
+                                  f"FLOPs{causal_part}")
         seq_q, seq_k = max(round(tokens / batch), 1), max(round(self.tokens_k / batch), 1)
         share = causal_fraction(seq_q, seq_k, bottom_right) if causal else 1.0
         equal = self.tokens_q * self.tokens_k / batch * share
         most_q = squares_range(self.tokens_q, batch, self.max_q)[1]
         most_k = squares_range(self.tokens_k, batch, self.max_k)[1]
         most = float(isqrt(most_q * most_k) + 1)  # Cauchy-Schwarz: sum(q_i k_i) <= sqrt(sum q_i^2 * sum k_i^2)
-        return equal, max(most, equal), (head + f"equal lengths assumed ({seq_q} queries, {seq_k} keys each); "
-                                         "the true count is at most {most:,.0f} FLOPs")
+        return equal, max(most, equal), (head + f"equal lengths assumed ({seq_q} queries, {seq_k} keys each), the "
+                                         "true count at most {most:,.0f} FLOPs")
