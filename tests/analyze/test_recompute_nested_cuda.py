@@ -1,6 +1,7 @@
 """Checkpoint recomputation and nested-tensor products on a CUDA GPU, where autograd runs the backward (and so the
 recomputed forward) on its own device thread, and SDPA on a jagged tensor runs a fused varlen attention kernel rather
-than the CPU's padded math path. The CPU versions are tests/analyze/test_checkpoint_recompute.py,
+than the CPU's padded math path (counted per sequence live, from a trace as an estimate with its range:
+tests/count/test_attention_varlen.py is the CPU side). The CPU versions are tests/analyze/test_checkpoint_recompute.py,
 tests/capture/test_kineto_cpu.py and tests/count/test_nested_products.py. Run on the device (< 1 min):
     PYTHONPATH=src python3 -m pytest -m cuda tests/analyze/test_recompute_nested_cuda.py
 """
@@ -104,12 +105,16 @@ def test_sdpa_on_a_jagged_tensor_on_the_gpu_is_counted_per_sequence(gpu_ceilings
     assert top, _rows(report.ops)
     assert sum(op.flops for op in top) == _per_sequence_attention_flops(), _rows(report.ops) + "\n" + "\n".join(
         report.summary.notes)
+    # the fused varlen kernel's count read its cumulative lengths (0, 5, 14, 17) in the counting pass, not 17 // 3 each
+    assert any("variable-length batches" in n and "3 sequences counted one by one" in n
+               for n in report.summary.notes), report.summary.notes
     assert report.summary.unmodeled_time_share < 0.05, _rows(report.ops) + "\n" + "\n".join(report.summary.notes)
 
 
 def test_sdpa_on_a_jagged_tensor_from_a_gpu_trace_is_counted_not_unmodelled(tmp_path, gpu_ceilings):
     from roofline.analyze.pipeline import report_from_trace
     from roofline.capture.kineto import load_trace
+    from roofline.count.attention_varlen import squares_range
 
     q = _jagged_qkv()
     path = tmp_path / "nested_cuda.json"
@@ -125,8 +130,12 @@ def test_sdpa_on_a_jagged_tensor_from_a_gpu_trace_is_counted_not_unmodelled(tmp_
     attention = [op for op in report.ops if "attention" in op.name]
     assert attention, _rows(report.ops)
     # a trace records a nested operand with neither shape nor dtype: the fused kernel's op is counted from its own
-    # (flattened) arguments, or left unmodelled with its reason, never counted as a dense (3, 4, j, 64) attention
-    total = sum(op.flops for op in attention if op.modeled)
-    assert total in (0, _per_sequence_attention_flops()), _rows(report.ops)
+    # (flattened) arguments, never as a dense (3, 4, j, 64) attention. They hold no lengths, only the 17 tokens, the
+    # 3 sequences and the longest (9): counted as the fewest FLOPs those allow (9, 4, 4), the range in a note
+    fewest, most = (2 * 2 * HEADS * HEAD_DIM * n for n in squares_range(sum(LENGTHS), len(LENGTHS), max(LENGTHS)))
+    assert (fewest, most) == (115_712, 148_480) and fewest <= _per_sequence_attention_flops() <= most
+    assert sum(op.flops for op in attention if op.modeled) == fewest, _rows(report.ops)
+    assert any("variable-length batches" in n and f"between {fewest:,} and {most:,} FLOPs" in n
+               for n in report.summary.notes), report.summary.notes
     unmodelled = {op.name for op in attention if not op.modeled}
     assert all(any(name in note for note in report.summary.notes) for name in unmodelled), report.summary.notes

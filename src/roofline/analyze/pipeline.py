@@ -32,6 +32,7 @@ from roofline.analyze.sparse_operands import reads_sparse_metadata
 from roofline.analyze.roofline import place_op, summarize
 from roofline.analyze.integer_roofs import integer_roof_notes
 from roofline.analyze.stale import stale_ceilings_note
+from roofline.analyze.varlen_notes import varlen_attention_notes
 from roofline.analyze.warmup import warmup_events
 from roofline.capture.recording import OpRecording, RecordedOp, Tf32Flags, op_dtype
 from roofline.capture.trace_model import CpuOp, Trace
@@ -39,7 +40,7 @@ from roofline.count import families
 from roofline.count.counting import count_op, is_view_op
 from roofline.count.collectives import COMMUNICATION_NOTE
 from roofline.count.meta import SPARSE_NOT_COUNTED
-from roofline.count.registry import OpCost, flatten_metas, unmodeled
+from roofline.count.registry import VALUE_ARGS, OpCost, flatten_metas, unmodeled
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
 from roofline.count.views import DYNAMO_RUNTIME
 from roofline.analyze.environment import trace_environment
@@ -351,6 +352,7 @@ def report_from_trace(
             _append_ops(trace, chosen, counter, children, step, no_tf32, gaps, ops, event_to_report)
         timeline_steps = steps
     kept_whole = _kept_whole_notes(trace, event_to_report, ops, counter, recording)
+    varlen = varlen_attention_notes(_value_dependent_notes(trace, event_to_report, ops, counter, recording))
     # The op tree's index and the counting caches are done with: freed (and handed back to the OS) before the host
     # counts, the kernel timeline and the memory replay, which on a million-event trace would otherwise stack on top
     # of them (the command's peak RSS).
@@ -396,6 +398,7 @@ def report_from_trace(
         summary.notes.append(_idle_by_device_note(idle_by_device))
     if recording is not None:
         summary.notes.extend(_nested_product_notes(recording))
+    summary.notes.extend(varlen)
     recomputed = [op for op in ops if op.phase == "recompute"]
     if recomputed:
         summary.notes.append(_recompute_note(recomputed, summary.total_flops, summary.total_time_s))
@@ -472,6 +475,23 @@ def _kept_whole_notes(trace: Trace, event_to_report: dict[int, int], ops: list[O
         share = f", {sum(times) / total:.1%} of the time" if total else ""
         lines.append(f"{name} unmodelled ({len(times)} call(s){share}): {note}")
     return lines
+
+
+def _value_dependent_notes(trace: Trace, event_to_report: dict[int, int], ops: list[OpRecord],
+                           counter: _TraceCounter, recording: OpRecording | None) -> list[tuple[str, str]]:
+    """(name, OpCost.note) of each modelled op whose count reads its arguments' values (registry.VALUE_ARGS): the
+    counting pass's cost for a recorded op, the trace's for any other."""
+    recorded = len(recording.ops) if recording is not None else 0
+    events = {i: event for event, i in event_to_report.items()}
+    found = []
+    for i, op in enumerate(ops):
+        if not op.modeled or op.name not in VALUE_ARGS:
+            continue
+        if i < recorded:
+            found.append((op.name, recording.ops[i].cost.note))
+        elif i in events:
+            found.append((op.name, counter(trace.ops[events[i]]).cost.note))
+    return found
 
 
 def _nested_product_notes(recording: OpRecording) -> list[str]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from roofline.count.counting import count_op, to_meta
+from roofline.count.counting import count_op, normalize_op_name, read_values, to_meta
 from roofline.count.registry import OpCost
 
 
@@ -23,8 +23,11 @@ class EagerDispatchMode(TorchDispatchMode):
 
 
 def op_cost(func: Any, args: Any, kwargs: dict, out: Any) -> tuple[list, dict, list, OpCost]:
-    """(meta args, meta kwargs, meta outputs, cost) of one dispatched call."""
+    """(meta args, meta kwargs, meta outputs, cost) of one dispatched call. The few arguments whose values a
+    formula reads (cumulative sequence lengths) are copied from the device: a counting pass only, never timed."""
+    name = normalize_op_name(func)
     meta_args = to_meta(list(args))
     meta_kwargs = to_meta(dict(kwargs))
+    read_values(name, args, kwargs, meta_args, meta_kwargs)
     meta_out = to_meta(list(out) if isinstance(out, (tuple, list)) else [out])
-    return meta_args, meta_kwargs, meta_out, count_op(func, meta_args, meta_kwargs, meta_out)
+    return meta_args, meta_kwargs, meta_out, count_op(name, meta_args, meta_kwargs, meta_out)

@@ -12,6 +12,8 @@ from typing import Any, Callable
 import torch
 
 from roofline.capture.dispatch import EagerDispatchMode, op_cost
+from roofline.count.counting import normalize_op_name
+from roofline.count.registry import VALUE_ARGS
 
 
 def _signature(value: Any) -> Any:
@@ -36,6 +38,7 @@ class TrafficCounter(EagerDispatchMode):
         self.unmodeled = 0
         self.kernels = 0
         self._views: dict[Any, bool] = {}
+        self._reads_values: dict[Any, bool] = {}
         self._costs: dict[Any, tuple[float, float] | None] = {}
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -44,11 +47,14 @@ class TrafficCounter(EagerDispatchMode):
         self.ops += 1
         if not self._is_view(func):
             self.kernels += 1
-        try:
-            key = (func, _signature(args), _signature(kwargs), _signature(out))
-            cost = self._costs[key] if key in self._costs else self._cost(key, func, args, kwargs, out)
-        except TypeError:  # an argument that cannot be hashed: cost this call alone
+        if self._value_dependent(func):  # its count reads argument values that the signature does not hold
             cost = self._cost(None, func, args, kwargs, out)
+        else:
+            try:
+                key = (func, _signature(args), _signature(kwargs), _signature(out))
+                cost = self._costs[key] if key in self._costs else self._cost(key, func, args, kwargs, out)
+            except TypeError:  # an argument that cannot be hashed: cost this call alone
+                cost = self._cost(None, func, args, kwargs, out)
         if cost is None:
             self.unmodeled += 1
         else:
@@ -63,6 +69,11 @@ class TrafficCounter(EagerDispatchMode):
             self._views[func] = bool(returns) and all(
                 r.alias_info is not None and not r.alias_info.is_write for r in returns)
         return self._views[func]
+
+    def _value_dependent(self, func) -> bool:
+        if func not in self._reads_values:
+            self._reads_values[func] = normalize_op_name(func) in VALUE_ARGS
+        return self._reads_values[func]
 
     def _cost(self, key, func, args, kwargs, out) -> tuple[float, float] | None:
         cost = op_cost(func, args, kwargs, out)[3]

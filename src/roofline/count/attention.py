@@ -12,7 +12,9 @@ Where FlopCounterMode is known wrong we count the true work and say so in OpCost
   custom_mask_type=2 is bottom-right aligned). FlopCounterMode counts the full matrix.
 - _efficient_attention_forward/backward take (batch, seq, heads, dim) tensors; FlopCounterMode reads them as
   (batch, heads, seq, dim). We read the real layout (as it does for _flash_attention_*).
-- variable-length (nested) batches give only totals here: we assume equal lengths (note says so).
+- variable-length (packed, jagged) batches: (total_tokens, h, d) tensors split by cumulative lengths. Counted per
+  sequence (sum of s_q_i * s_k_i, causal per sequence) from the lengths' values where the op is seen live; a trace
+  records no values, so there the count is an estimate with the range the true one lies in (attention_varlen.py).
 Bytes: Q, K, V (and a mask/bias, if any) read once; the output (b, h_q, s_q, d_v) and the fp32 logsumexp
 (b, h_q, s_q) written once (flash-style kernels never write the s_q*s_k score matrix). The math fallback
 (which does) appears in recordings as its own bmm/softmax ops. Backward reads dO, Q, K, V, O, logsumexp and
@@ -23,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from roofline.count.attention_varlen import Varlen
+from roofline.count.causal_mask import causal_fraction
 from roofline.count.meta import TensorMeta
 from roofline.count.registry import Call, OpCost, nbytes, register
 
@@ -56,21 +60,17 @@ def _dims_bshd(q: TensorMeta, k: TensorMeta, v: TensorMeta) -> _Dims:
     return _dims_bhsd(*swap)
 
 
-def _dims_varlen(q: TensorMeta, k: TensorMeta, v: TensorMeta, cu_seq_q: TensorMeta) -> _Dims:
-    """(total_tokens, heads, dim) tensors: assume every sequence of the batch has the same length."""
-    batch = max(cu_seq_q.numel - 1, 1)
-    return _Dims(batch, q.shape[1], max(q.shape[0] // batch, 1), max(k.shape[0] // batch, 1), q.shape[2],
-                 v.shape[2])
+def _varlen_dims(q: TensorMeta, k: TensorMeta, v: TensorMeta) -> _Dims:
+    """A variable-length batch's (total_tokens, heads, dim) tensors as one sequence of all its tokens: the shape
+    its output has; its FLOPs are ``Varlen``'s (per sequence)."""
+    return _dims_bshd(*(TensorMeta((1,) + t.shape, t.dtype) for t in (q, k, v)))
 
 
-_VARLEN_NOTE = "variable-length batch: equal sequence lengths assumed"
-
-
-def _flash_dims(q: TensorMeta, k: TensorMeta, v: TensorMeta, cu_seq_q: TensorMeta | None) -> tuple[_Dims, str]:
+def _flash_dims(q: TensorMeta, k: TensorMeta, v: TensorMeta, cum_seq_q: TensorMeta | None) -> _Dims:
     """Flash attention's tensors: (total_tokens, heads, dim) with cumulative lengths, else (b, s, h, d)."""
-    if cu_seq_q is not None and q.ndim == 3:
-        return _dims_varlen(q, k, v, cu_seq_q), _VARLEN_NOTE
-    return _dims_bshd(q, k, v), ""
+    if cum_seq_q is not None and q.ndim == 3:
+        return _varlen_dims(q, k, v)
+    return _dims_bshd(q, k, v)
 
 
 def forward_flops(d: _Dims) -> int:
@@ -81,30 +81,6 @@ def forward_flops(d: _Dims) -> int:
 def backward_flops(d: _Dims) -> int:
     bh = d.batch * d.heads_q
     return 2 * bh * d.seq_q * d.seq_k * (d.dim_qk + d.dim_v + d.dim_v + d.dim_qk + d.dim_qk)
-
-
-def _clamped_sum(lo: int, hi: int, cap: int) -> int:
-    """sum(clamp(x, 0, cap) for x in range(lo, hi + 1))."""
-    if hi < lo:
-        return 0
-    total = 0
-    a, b = max(lo, 1), min(hi, cap)
-    if b >= a:
-        total += (a + b) * (b - a + 1) // 2
-    above_lo = max(lo, cap + 1)
-    if hi >= above_lo:
-        total += cap * (hi - above_lo + 1)
-    return total
-
-
-def causal_fraction(seq_q: int, seq_k: int, bottom_right: bool = False) -> float:
-    """Share of the seq_q x seq_k score matrix a causal mask keeps (row i keeps keys j <= i, shifted by
-    seq_k - seq_q when bottom-right aligned)."""
-    if seq_q <= 0 or seq_k <= 0:
-        return 0.0
-    offset = seq_k - seq_q if bottom_right else 0
-    kept = _clamped_sum(1 + offset, seq_q + offset, seq_k)
-    return kept / (seq_q * seq_k)
 
 
 def _causal_scaled(flops: float, d: _Dims, causal: bool, bottom_right: bool, notes: list[str]) -> float:
@@ -118,9 +94,13 @@ def _causal_scaled(flops: float, d: _Dims, causal: bool, bottom_right: bool, not
 
 
 def _forward_cost(call: Call, d: _Dims, q: TensorMeta, reads: list[TensorMeta | None], causal: bool,
-                  bottom_right: bool = False, writes_lse: bool = True, note: str = "") -> OpCost:
+                  bottom_right: bool = False, writes_lse: bool = True, note: str = "",
+                  varlen: Varlen | None = None) -> OpCost:
     notes = [note] if note else []
-    flops = _causal_scaled(float(forward_flops(d)), d, causal, bottom_right, notes)
+    if varlen is None:
+        flops = _causal_scaled(float(forward_flops(d)), d, causal, bottom_right, notes)
+    else:
+        flops = varlen.flops(forward_flops, d, causal, bottom_right, notes)
     if call.outputs is not None:
         written = nbytes(call.outputs)
     else:
@@ -131,9 +111,12 @@ def _forward_cost(call: Call, d: _Dims, q: TensorMeta, reads: list[TensorMeta | 
 
 
 def _backward_cost(call: Call, d: _Dims, reads: list[TensorMeta | None], grads_like: list[TensorMeta],
-                   causal: bool, bottom_right: bool = False, note: str = "") -> OpCost:
+                   causal: bool, bottom_right: bool = False, note: str = "", varlen: Varlen | None = None) -> OpCost:
     notes = [note] if note else []
-    flops = _causal_scaled(float(backward_flops(d)), d, causal, bottom_right, notes)
+    if varlen is None:
+        flops = _causal_scaled(float(backward_flops(d)), d, causal, bottom_right, notes)
+    else:
+        flops = varlen.flops(backward_flops, d, causal, bottom_right, notes)
     written = nbytes(call.outputs) if call.outputs is not None else nbytes(grads_like)
     return OpCost(flops, float(nbytes(reads) + written), True, note="; ".join(notes))
 
@@ -177,30 +160,36 @@ def sdpa_entry(call: Call) -> OpCost:
     return _forward_cost(call, _dims_bhsd(q, k, v), q, [q, k, v, mask], causal, writes_lse=writes_lse)
 
 
-@register("aten::_flash_attention_forward")
+_EFFICIENT_LAYOUT_NOTE = ("FlopCounterMode reads this op's (b, s, h, d) tensors as (b, h, s, d); counted with the "
+                          "real layout")
+# A variable-length call's (index, keyword) of its cumulative query and key lengths and longest query and key
+_FLASH_FORWARD_LENGTHS = ((3, "cum_seq_q"), (4, "cum_seq_k"), (5, "max_q"), (6, "max_k"))
+_EFFICIENT_FORWARD_LENGTHS = ((4, "cu_seqlens_q"), (5, "cu_seqlens_k"), (6, "max_seqlen_q"), (7, "max_seqlen_k"))
+_FLASH_BACKWARD_LENGTHS = ((6, "cum_seq_q"), (7, "cum_seq_k"), (8, "max_q"), (9, "max_k"))
+_EFFICIENT_BACKWARD_LENGTHS = ((6, "cu_seqlens_q"), (7, "cu_seqlens_k"), (8, "max_seqlen_q"), (9, "max_seqlen_k"))
+
+
+@register("aten::_flash_attention_forward", values_of=_FLASH_FORWARD_LENGTHS[:2])
 def flash_forward(call: Call) -> OpCost:
-    """Args: query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, ... (b, s, h, d)."""
+    """Args: query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, ... (b, s, h, d), or
+    (total_tokens, h, d) with cumulative lengths."""
     q, k, v = _qkv(call)
-    dims, note = _flash_dims(q, k, v, call.maybe_tensor(3, "cum_seq_q"))
-    return _forward_cost(call, dims, q, [q, k, v], bool(call.arg(8, "is_causal", False)), note=note)
+    cum_seq_q = call.maybe_tensor(3, "cum_seq_q")
+    dims = _flash_dims(q, k, v, cum_seq_q)
+    varlen = Varlen.of(call, dims, _FLASH_FORWARD_LENGTHS) if q.ndim == 3 else None
+    return _forward_cost(call, dims, q, [q, k, v], bool(call.arg(8, "is_causal", False)), varlen=varlen)
 
 
-@register("aten::_efficient_attention_forward")
+@register("aten::_efficient_attention_forward", values_of=_EFFICIENT_FORWARD_LENGTHS[:2])
 def efficient_forward(call: Call) -> OpCost:
     """Args: query, key, value, bias, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p,
     custom_mask_type (0 none, 1 causal top-left, 2 causal bottom-right), ... Tensors are (b, s, h, d)."""
     q, k, v = _qkv(call)
     bias = call.maybe_tensor(3, "bias")
-    cu_seq_q = call.maybe_tensor(4, "cu_seqlens_q")
     mask_type = call.arg(9, "custom_mask_type", 0)
     dims = _dims_bshd(q, k, v)
-    note = "FlopCounterMode reads this op's (b, s, h, d) tensors as (b, h, s, d); counted with the real layout"
-    if cu_seq_q is not None:
-        dims = _Dims(max(cu_seq_q.numel - 1, 1), dims.heads_q, max(q.shape[1] // max(cu_seq_q.numel - 1, 1), 1),
-                     max(k.shape[1] // max(cu_seq_q.numel - 1, 1), 1), dims.dim_qk, dims.dim_v)
-        note += "; " + _VARLEN_NOTE
     return _forward_cost(call, dims, q, [q, k, v, bias], mask_type in (1, 2), bottom_right=mask_type == 2,
-                         note=note)
+                         note=_EFFICIENT_LAYOUT_NOTE, varlen=Varlen.of(call, dims, _EFFICIENT_FORWARD_LENGTHS))
 
 
 # Backward ops laid out (batch, heads, seq, dim): name -> (out index, logsumexp index, bias index, is_causal index)
@@ -226,18 +215,20 @@ def sdpa_backward(call: Call) -> OpCost:
     return _backward_cost(call, _dims_bhsd(q, k, v), reads, [q, k, v], causal)
 
 
-@register("aten::_flash_attention_backward")
+@register("aten::_flash_attention_backward", values_of=_FLASH_BACKWARD_LENGTHS[:2])
 def flash_backward(call: Call) -> OpCost:
     """Args: grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p,
-    is_causal, ... Tensors are (b, s, h, d)."""
+    is_causal, ... Tensors are (b, s, h, d), or (total_tokens, h, d) with cumulative lengths."""
     grad_out = call.tensor(0, "grad_out")
     q, k, v = _qkv(call, 1)
-    dims, note = _flash_dims(q, k, v, call.maybe_tensor(6, "cum_seq_q"))
+    cum_seq_q = call.maybe_tensor(6, "cum_seq_q")
+    dims = _flash_dims(q, k, v, cum_seq_q)
+    varlen = Varlen.of(call, dims, _FLASH_BACKWARD_LENGTHS) if q.ndim == 3 else None
     reads = [grad_out, q, k, v, call.maybe_tensor(4, "out"), call.maybe_tensor(5, "logsumexp")]
-    return _backward_cost(call, dims, reads, [q, k, v], bool(call.arg(11, "is_causal", False)), note=note)
+    return _backward_cost(call, dims, reads, [q, k, v], bool(call.arg(11, "is_causal", False)), varlen=varlen)
 
 
-@register("aten::_efficient_attention_backward")
+@register("aten::_efficient_attention_backward", values_of=_EFFICIENT_BACKWARD_LENGTHS[:2])
 def efficient_backward(call: Call) -> OpCost:
     """Args: grad_out, query, key, value, bias, out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
     logsumexp, dropout_p, philox_seed, philox_offset, custom_mask_type, ... Tensors are (b, s, h, d)."""
@@ -246,6 +237,6 @@ def efficient_backward(call: Call) -> OpCost:
     mask_type = call.arg(14, "custom_mask_type", 0)
     reads = [grad_out, q, k, v, call.maybe_tensor(4, "bias"), call.maybe_tensor(5, "out"),
              call.maybe_tensor(10, "logsumexp")]
-    note = "FlopCounterMode reads this op's (b, s, h, d) tensors as (b, h, s, d); counted with the real layout"
-    return _backward_cost(call, _dims_bshd(q, k, v), reads, [q, k, v], mask_type in (1, 2),
-                          bottom_right=mask_type == 2, note=note)
+    dims = _dims_bshd(q, k, v)
+    return _backward_cost(call, dims, reads, [q, k, v], mask_type in (1, 2), bottom_right=mask_type == 2,
+                          note=_EFFICIENT_LAYOUT_NOTE, varlen=Varlen.of(call, dims, _EFFICIENT_BACKWARD_LENGTHS))

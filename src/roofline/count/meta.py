@@ -97,6 +97,10 @@ class TensorMeta:
     operand with neither shape nor dtype). ``shape`` then stacks them into one dense shape whose numel is exact
     (``_nested_shape``); formulas whose count depends on more than the element count (matrix products) read the
     components instead (``NESTED_AWARE``).
+
+    ``values``: a small integer tensor's elements, flattened; filled (``counting.read_values``) only where a live op
+    is counted and only for the arguments its formula declared it reads (``register(values_of=...)``: a
+    variable-length attention's cumulative sequence lengths), never from a trace (which records no tensor's values).
     """
 
     shape: tuple[int, ...]
@@ -105,6 +109,7 @@ class TensorMeta:
     nnz: int | None = None
     strided: bool = True
     components: tuple[tuple[int, ...], ...] | None = None
+    values: tuple[int, ...] | None = None
 
     @property
     def is_sparse(self) -> bool:
