@@ -86,6 +86,11 @@ def test_fast_rows_on_a_gpu():
     rows = measure_fast_decode(model, ceilings, context=32, steps=16, warmup=2)
     assert [r.title for r in rows] == [FAST, FAST_PDL, FAST_PDL_V2, FAST_PREFETCH, FAST_L2, FAST_PERSIST]
     for r in rows:
+        if r.title == FAST_PERSIST and r.skipped:
+            # the tuning kept the three kernels: the row says so with both steps' figures (measured on the H200,
+            # 2026-12-02: 18.9 us against the fastest persistent candidate's 20.5 us at this micro size)
+            assert r.skipped.startswith("not measured: the tuning kept the three kernels") and " us" in r.skipped
+            continue
         assert not r.skipped, r.skipped
         assert r.tokens_per_s > 0 and r.compared_tokens == 16
         assert r.first_divergence is None or r.logit_gap_ulps is not None
