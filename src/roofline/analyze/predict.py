@@ -17,8 +17,8 @@ ready, and a sync (``.item()``, ``nonzero``...) makes the host wait for the devi
 have. On a CPU one thread does both: the step is their sum (the op's measured time already holds its aten-level
 dispatch, so only the Python and module calls are added), and the calibrated model scales the whole replayed step,
 the ops' own time with the Python between them, by one factor (``_cpu_speed_scale``): there the ops run on the host,
-and the profiler's fitted cost per event (under a microsecond) cannot explain a step that moved by milliseconds. The range comes from the table's quartiles and the host
-costs' spread. No torch.
+and the profiler's fitted cost per event (under a microsecond) cannot explain a step that moved by milliseconds.
+The range comes from the table's quartiles and the host costs' spread. No torch.
 """
 
 from __future__ import annotations
