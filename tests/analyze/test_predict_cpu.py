@@ -87,6 +87,13 @@ def test_a_cpu_projection_keeps_the_factor_of_its_unchanged_step():
     assert p.step_time_s == pytest.approx(1572.6 * US) and p.scenario == {"batch": "8 -> 16"}
 
 
+def test_a_cpu_hosts_speed_scales_the_ops_own_time_too():
+    p = predict(_cpu_report(822.6), table=EfficiencyTable(), host_costs=CPU_COSTS, host_speed=2.0)
+    assert p.step_time_s == pytest.approx(1645.2 * US) and p.device_time_s == pytest.approx(1500 * US)
+    assert any(n.startswith("each op's own time and the Python between ops times 2 (on a CPU the ops run on the host)")
+               for n in p.notes)
+
+
 def test_a_gpu_profiler_cost_factor_above_the_ceiling_is_not_used():
     # 10 ms of host span, 1 top-level event: closing 10 ms down to the 100 us measured would take the profiler's
     # 4 us per event times 2480

@@ -102,7 +102,8 @@ def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | N
     ``calibrated`` (the profiled one, the profiler's fitted cost scaled so that the unchanged step replays at the step
     time the report measured without the profiler; ``profiled`` when it has none). ``host_speed``: a factor on every
     op's host time, for a host running that much slower (>1) or faster than when the report was measured (the ratio
-    of two ``host_probe_us`` figures: ``host_speed_factor``); the device stream is not scaled."""
+    of two ``host_probe_us`` figures: ``host_speed_factor``); the device stream is not scaled, but on a CPU, where
+    the ops run on the host, their own time is."""
     if host_speed is not None and not (math.isfinite(host_speed) and host_speed > 0):
         raise RooflineError(f"host speed factor must be a positive number, got {host_speed!r}")
     if host_model not in HOST_MODELS + (UNCHECKED_HOST_MODEL,):
@@ -155,7 +156,14 @@ def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | N
                          "recorded), measured on this machine")
     else:
         _add_host(timed, host_costs, serial, notes)
-    if host_speed is not None and host_speed != 1.0:
+    if host_speed is not None and host_speed != 1.0 and serial:
+        for t in timed:
+            t.host_s, t.device_s, t.device_lo_s, t.device_hi_s = (
+                x * host_speed for x in (t.host_s, t.device_s, t.device_lo_s, t.device_hi_s))
+        notes.append(f"each op's own time and the Python between ops times {host_speed:.3g} (on a CPU the ops run on "
+                     "the host): the host's speed given for the prediction over its speed when the report was "
+                     "measured (a probe of the interpreter and dispatcher, roofline.device.host.host_probe_us)")
+    elif host_speed is not None and host_speed != 1.0:
         for t in timed:
             t.host_s *= host_speed
         notes.append(f"host time per op times {host_speed:.3g}: the host's speed given for the prediction over its "
