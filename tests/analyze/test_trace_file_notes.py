@@ -49,7 +49,8 @@ def test_collectives_outer_calls_only_four_longest_with_the_job(tmp_path):
               x("cpu_op", "record_param_comms", 700.0, 5.0), x("cpu_op", "nccl:send", 710.0, 1.0),
               x("cpu_op", "mpi:recv", 720.0, 2.0)]
     notes = _analyze(tmp_path, events, distributedInfo={"backend": "gloo", "rank": 1, "world_size": 4}).summary.notes
-    assert notes[:2] == ["Device: CPU (no device events and no device named in the trace); roofs: none", NO_CPU_ROOFS]
+    assert notes[:2] == ["Device: CPU (model not recorded in the trace) (no device events and no device named in the "
+                         "trace); roofs: none", NO_CPU_ROOFS]
     assert notes[-1] == ("collectives (backend gloo, rank 1 of 4): gloo:all_reduce x2 (0.0004 s host time), "
                          "c10d::broadcast_ x1 (1e-05 s host time), record_param_comms x1 (5e-06 s host time), "
                          "mpi:recv x1 (2e-06 s host time)")

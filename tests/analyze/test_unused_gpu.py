@@ -80,9 +80,15 @@ def test_a_cpu_trace_naming_a_gpu_recorded_here_gets_this_hosts_cpu_roofs(monkey
     here = cached_ceilings(host.cpu_name(), allow_quick=True)  # conftest caches this machine's quick CPU roofs
     assert report.ceilings.device == "cpu" and report.ceilings.device_name == here.device_name
     assert report.ceilings.memory_bandwidth_bytes_per_s == here.memory_bandwidth_bytes_per_s
-    assert report.extra["device"]["kind"] == "cpu" and report.environment.device_name == "CPU"
-    assert report.summary.notes[0] == ("Device: CPU (no device activity in the trace, though it names NVIDIA H200: "
-                                       f"its ops ran on the CPU); roofs: {here.source}")
+    # the trace records no CPU model: this machine's is named only as whose roofs were used, never as the device's
+    assert report.extra["device"]["kind"] == "cpu"
+    assert report.environment.device_name == "CPU (model not recorded in the trace)"
+    assert report.summary.notes[0] == ("Device: CPU (model not recorded in the trace) (no device activity in the "
+                                       "trace, though it names NVIDIA H200: its ops ran on the CPU); roofs: this "
+                                       f"machine's measured CPU ceilings ({here.device_name}, {here.source}), because "
+                                       "the trace's host name 'vm' is this machine's; the trace does not record which "
+                                       "CPU ran it")
+    assert report.summary.notes[1].startswith("the ops ran on the CPU though NVIDIA H200 is present")
     roofs = report.extra["unused_gpu"]["roofs"]
     assert roofs["source"] == "datasheet" and roofs["memory_bandwidth_bytes_per_s"] == pytest.approx(4.8e12)
 

@@ -15,8 +15,10 @@ between the reference loops, the profile and the truth; the report's unprofiled 
 Pipeline: on a GPU the host issues op i when its host time is spent, the device runs it when both it and the op are
 ready, and a sync (``.item()``, ``nonzero``...) makes the host wait for the device; the step ends when both streams
 have. On a CPU one thread does both: the step is their sum (the op's measured time already holds its aten-level
-dispatch, so only the Python and module calls are added). The range comes from the table's quartiles and the host
-costs' spread. No torch.
+dispatch, so only the Python and module calls are added), and the calibrated model scales the whole replayed step,
+the ops' own time with the Python between them, by one factor (``_cpu_speed_scale``): there the ops run on the host,
+and the profiler's fitted cost per event (under a microsecond) cannot explain a step that moved by milliseconds.
+The range comes from the table's quartiles and the host costs' spread. No torch.
 """
 
 from __future__ import annotations
@@ -72,6 +74,11 @@ UNCHECKED_HOST_MODEL = "profiled-unchecked"
 # what-ifs within 25% of that run against the profiled model's 6 and 3 (benchmarks/results/h200/ete/rounds/
 # DIAGNOSIS.md; offline, on the run studied: a new run validates).
 DEFAULT_HOST_MODEL = "calibrated"
+# A calibration factor beyond these is not a calibration but a sign that the difference it was set to close is not
+# what it scales (a factor of 1885 on the profiler's cost of a 16 ms CPU layer norm ate most of the op's own time):
+# it is not used, and the prediction says why. On a GPU the profiler-cost factor's floor is 0, its bisection's end (the
+# profiled host timeline as it was): only non-finite factors and those above the ceiling are refused there.
+CALIBRATION_RANGE = (0.01, 100.0)
 TOP = 8
 
 
@@ -95,7 +102,8 @@ def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | N
     ``calibrated`` (the profiled one, the profiler's fitted cost scaled so that the unchanged step replays at the step
     time the report measured without the profiler; ``profiled`` when it has none). ``host_speed``: a factor on every
     op's host time, for a host running that much slower (>1) or faster than when the report was measured (the ratio
-    of two ``host_probe_us`` figures: ``host_speed_factor``); the device stream is not scaled."""
+    of two ``host_probe_us`` figures: ``host_speed_factor``); the device stream is not scaled, but on a CPU, where
+    the ops run on the host, their own time is."""
     if host_speed is not None and not (math.isfinite(host_speed) and host_speed > 0):
         raise RooflineError(f"host speed factor must be a positive number, got {host_speed!r}")
     if host_model not in HOST_MODELS + (UNCHECKED_HOST_MODEL,):
@@ -118,11 +126,15 @@ def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | N
                 if host_model != "dispatch" else None)
     replayed = host_model != "dispatch" and fallback is None
     scale = 1.0
+    speed = 1.0
     host_bounded_only = False
     if replayed and calibrated:
         identity = (timed if unchanged else
                     [_time_op(op, Change(), source, source, True, measured, table, []) for op in report.ops])
-        scale, how, identity_host, identity_device = _calibrated_scale(identity, host_costs, serial, report)
+        if serial:
+            speed, how = _cpu_speed_scale(identity, host_costs, report)
+        else:
+            scale, how, identity_host, identity_device = _calibrated_scale(identity, host_costs, serial, report)
         notes.append(how)
         if not serial and identity_host < identity_device:
             host_bounded_only = True
@@ -131,12 +143,27 @@ def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | N
                          f"the host {identity_host * 1e3:.3g} ms")
     if replayed:
         _add_profiled_host(timed, host_costs, serial, scale)
-        notes.append("host time per op: its host span and the Python gap before it in the profiled step, less "
-                     "the profiler's own cost (per top-level event, nested aten event and CUDA runtime call it "
-                     "recorded), measured on this machine")
+        if serial:
+            notes.append("one thread: each op's own time is its measured span and the Python before it the gap since "
+                         "the previous op ended in the profiled step, less the profiler's fitted cost per event it "
+                         "recorded there (what the gap cannot absorb comes off the op's span)")
+            for t in timed:
+                t.host_s, t.device_s, t.device_lo_s, t.device_hi_s = (
+                    x * speed for x in (t.host_s, t.device_s, t.device_lo_s, t.device_hi_s))
+        else:
+            notes.append("host time per op: its host span and the Python gap before it in the profiled step, less "
+                         "the profiler's own cost (per top-level event, nested aten event and CUDA runtime call it "
+                         "recorded), measured on this machine")
     else:
         _add_host(timed, host_costs, serial, notes)
-    if host_speed is not None and host_speed != 1.0:
+    if host_speed is not None and host_speed != 1.0 and serial:
+        for t in timed:
+            t.host_s, t.device_s, t.device_lo_s, t.device_hi_s = (
+                x * host_speed for x in (t.host_s, t.device_s, t.device_lo_s, t.device_hi_s))
+        notes.append(f"each op's own time and the Python between ops times {host_speed:.3g} (on a CPU the ops run on "
+                     "the host): the host's speed given for the prediction over its speed when the report was "
+                     "measured (a probe of the interpreter and dispatcher, roofline.device.host.host_probe_us)")
+    elif host_speed is not None and host_speed != 1.0:
         for t in timed:
             t.host_s *= host_speed
         notes.append(f"host time per op times {host_speed:.3g}: the host's speed given for the prediction over its "
@@ -160,7 +187,7 @@ def predict(report: Report, *, table: EfficiencyTable, host_costs: HostCosts | N
         device_name=target.device_name or target.device,
         dominant=_dominant(timed, bound), modules=_modules(timed),
         bound_changes=[] if unchanged else _bound_changes(timed, target),
-        method=_method(serial, host_costs, replayed, host_model, fallback),
+        method=_method(serial, host_costs, replayed, host_model, fallback, speed),
         notes=sorted(set(notes)),
     )
 
@@ -335,10 +362,47 @@ def _calibrated_scale(identity: list[_Timed], costs: HostCosts, serial: bool,
         scale = _bisect(lambda x: replay(x)[0] - measured, 0.0, 1.0)
     else:
         scale = 1.0
+    if not (math.isfinite(scale) and scale <= CALIBRATION_RANGE[1]):
+        return 1.0, (f"calibrated host model not used: replaying the unchanged step at the {measured * 1e3:.3g} ms "
+                     f"measured without the profiler would take the profiler's fitted cost per op times {scale:.3g}, "
+                     f"over {CALIBRATION_RANGE[1]:g}: the difference from the {step * 1e3:.3g} ms replayed is not the "
+                     f"profiler's cost; its fitted cost is taken as fitted (factor 1)"), host, device
     _, host, device = first if scale == 1.0 else replay(scale)
     return scale, (f"calibrated host model: the profiler's fitted cost per op times {scale:.2f}, so that the unchanged "
                    f"step replays at the {measured * 1e3:.3g} ms measured without the profiler (factor 1: "
                    f"{step * 1e3:.3g} ms)"), host, device
+
+
+def _cpu_speed_scale(identity: list[_Timed], costs: HostCosts, report: Report) -> tuple[float, str]:
+    """On a CPU, the one factor on the whole replayed step (each op's own time and the Python before it) that
+    makes the unchanged step (``identity``) replay at the step time ``report`` measured without the profiler, and a
+    note saying so; 1, said why, when that factor is outside ``CALIBRATION_RANGE``.
+
+    Why not the profiler's cost, as on a GPU: on a CPU the ops run on the host thread, so whatever moved the host
+    between the profiled steps and the timing (other load, the clock) moved the ops' own time with it, while the
+    profiler's fitted cost per event is under a microsecond there: scaling that cost alone to close a difference of
+    milliseconds took factors of 0 or thousands, most of an op's own time called the profiler's (a 16 ms layer norm
+    profiled against 7.9 ms timed on a 2-core machine shared with other jobs, 2026-12-02)."""
+    measured = report.step_time.median_s if report.step_time else 0.0
+    trial = _without_host(identity)
+    _add_profiled_host(trial, costs, True, 1.0)
+    replayed = _pipeline(trial, True, "device_s", 1.0)[0]
+    lo, hi = CALIBRATION_RANGE
+    factor = measured / replayed if replayed > 0 else math.inf
+    if measured <= 0 or not (math.isfinite(factor) and lo <= factor <= hi):
+        return 1.0, (f"calibration not used: the unchanged step replays at {_duration(replayed)} from the profile "
+                     f"and measured {_duration(measured)} without the profiler, a factor outside {lo:g}-{hi:g}: the "
+                     f"profiled step is taken as it was")
+    if abs(factor - 1.0) <= CALIBRATION_TOLERANCE:
+        factor = 1.0
+    return factor, (f"calibrated on a CPU: each op's own time and the Python between ops times {factor:.2f}, so that "
+                    f"the unchanged step replays at the {_duration(measured)} measured without the profiler (as "
+                    f"profiled, less the profiler's fitted cost: {_duration(replayed)}); on a CPU the ops run on the "
+                    f"host, so the host's speed between the profile and the timing moves them too")
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.3g} s" if seconds >= 1 else f"{seconds * 1e3:.3g} ms"
 
 
 def _without_host(timed: list[_Timed]) -> list[_Timed]:
@@ -457,13 +521,22 @@ def _scenario(change: Change, source: Ceilings, target: Ceilings, same_device: b
 
 
 def _method(serial: bool, costs: HostCosts | None, replayed: bool = False, host_model: str = DEFAULT_HOST_MODEL,
-            fallback: str | None = None) -> str:
+            fallback: str | None = None, speed: float = 1.0) -> str:
     """How the figure was made; names the host model that ran, and, when the profiled one was asked for and the
     dispatch one ran, why."""
-    pipeline = ("one thread: step = sum of host and device time" if serial else
+    pipeline = ("one thread (the ops run on the host, no device stream): step = the ops' own time plus the Python "
+                "between them" if serial else
                 "two streams: the device runs an op once the host has issued it and the device is free; syncs "
                 "make the host wait; step = when both have finished")
     host = f"host costs measured on {costs.device_name or costs.device}" if costs else "no host costs"
+    if serial and replayed:
+        how = (f"the profiled step scaled by {speed:.2f} so that the unchanged step replays at the step time measured "
+               "without the profiler" if host_model == "calibrated" and speed != 1.0 else "the profiled step as it was")
+        return (f"per-op time from measured time or roofline time / learned efficiency; host model {host_model}: the "
+                f"Python between ops from the profiled step less the profiler's fitted cost ({host}); {how}; "
+                f"{pipeline}")
+    if serial:
+        pipeline += " (module calls, the Python per op, autograd's cost per backward op)"
     if replayed and host_model == "calibrated":
         host = ("host model calibrated: host time from the profiled step less the profiler's cost, its fitted cost "
                 "scaled so that the unchanged step replays at the step time measured without the profiler (where the "

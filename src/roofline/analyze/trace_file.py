@@ -136,7 +136,7 @@ def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bo
         raise RooflineError(f"{path} holds no op to place on a roofline: {_what_it_holds(trace)}; {RECORD_THE_MODEL}")
     if gpu is not None:
         record_unused_gpu(report, gpu.name, "the trace's deviceProperties name it, and it holds no device activity "
-                                            "nor any call that launches device work", _gpu_roofs(gpu))
+                                            "nor any call that launches device work", _gpu_roofs(gpu), cpu_name="")
     _describe_device(report, identity, ceilings, ceilings_file)
     if trace.cut:
         report.extra["partial"] = {"events_read": trace.events_read, "why": _cut_reason(trace)}
@@ -186,13 +186,40 @@ def _cut_reason(trace) -> list[str]:
 
 def _describe_device(report: Report, identity: DeviceIdentity, ceilings: Ceilings, ceilings_file: str | None) -> None:
     roofs = f"--ceilings {ceilings_file}" if ceilings_file else ceilings.source
+    name, whose = identity.name, roofs
+    if identity.kind == "cpu":
+        name, whose = _cpu_label(identity), _cpu_roofs_of(identity, ceilings, roofs, ceilings_file)
     report.extra["device"] = {**identity.to_dict(), "roofs": roofs}
-    report.environment.device_name = identity.name or report.environment.device_name
+    if identity.kind == "cpu":
+        report.extra["device"]["roofs_of"] = whose
+    report.environment.device_name = name or report.environment.device_name
     if "device_name" in report.environment.unknown and report.environment.device_name:
         report.environment.unknown.remove("device_name")
-    report.summary.notes.insert(0, f"Device: {identity.name} ({identity.how}); roofs: {roofs}")
+    report.summary.notes.insert(0, f"Device: {name} ({identity.how}); roofs: {whose}")
     if not ceilings.has_roofs():
         report.summary.notes.insert(1, f"warning: {ceilings.method}")
+
+
+# Kineto records no CPU model (its deviceProperties list only GPUs): a CPU trace's device is named as this, never as
+# the CPU of the machine reading it.
+CPU_NOT_RECORDED = "CPU (model not recorded in the trace)"
+
+
+def _cpu_label(identity: DeviceIdentity) -> str:
+    """The name a CPU trace's device is shown by: the model the trace names, else ``CPU_NOT_RECORDED``."""
+    return identity.name if identity.name not in ("", "CPU") else CPU_NOT_RECORDED
+
+
+def _cpu_roofs_of(identity: DeviceIdentity, ceilings: Ceilings, roofs: str, ceilings_file: str | None) -> str:
+    """Whose roofs a CPU trace is judged against, in words: the trace does not say which CPU ran it, so roofs of a
+    named CPU are always someone's choice (the file given, or this machine's because the host names agree)."""
+    named = f"{ceilings.device_name}, {ceilings.source}" if ceilings.device_name else ceilings.source
+    if ceilings_file:
+        return f"{roofs} ({named or 'no device named in it'})"
+    if not ceilings.has_roofs():
+        return roofs
+    return (f"this machine's measured CPU ceilings ({named}), because the trace's host name "
+            f"{identity.host_name!r} is this machine's; the trace does not record which CPU ran it")
 
 
 def _describe_missing(report: Report, trace) -> None:

@@ -47,9 +47,11 @@ def drop_no_kernels_note(report: Report) -> None:
     report.summary.notes[:] = [n for n in report.summary.notes if not n.startswith(NO_KERNELS_WARNING)]
 
 
-def record_unused_gpu(report: Report, name: str, how: str, gpu: Ceilings | None) -> None:
+def record_unused_gpu(report: Report, name: str, how: str, gpu: Ceilings | None, cpu_name: str | None = None) -> None:
     """Say in ``report`` that the ops ran on the CPU though the GPU ``name`` is present (``how``: what shows it),
-    keeping the GPU's roofs (``gpu``; None when none are known) for the doctor's estimate."""
+    keeping the GPU's roofs (``gpu``; None when none are known) for the doctor's estimate. ``cpu_name``: the CPU's
+    model as the note names it (default: the CPU ceilings'; "" for a trace, which records none: its ceilings are
+    this machine's at most)."""
     roofs = None
     if gpu is not None and gpu.has_roofs():
         roofs = {"memory_bandwidth_bytes_per_s": gpu.memory_bandwidth_bytes_per_s,
@@ -59,7 +61,9 @@ def record_unused_gpu(report: Report, name: str, how: str, gpu: Ceilings | None)
     # the reader's "no GPU kernels ... a CPU-only profile, or the device's activity was not recorded": said below
     drop_no_kernels_note(report)
     c = report.ceilings
-    cpu = f" ({c.device_name})" if c.device == "cpu" and c.device_name not in ("", "CPU") else ""
+    if cpu_name is None:
+        cpu_name = c.device_name if c.device == "cpu" else ""
+    cpu = f" ({cpu_name})" if cpu_name not in ("", "CPU") else ""
     if not c.has_roofs():
         judged = "not judged against any roof (no CPU roofs are known)"
     elif c.device == "cpu":

@@ -222,8 +222,12 @@ def render_report(report: Report, top: int = 15) -> str:
     s = report.summary
     lines = []
     env = report.environment
-    lines.append(f"roofline report: {report.workload or report.kind} on {env.device_name or report.ceilings.device} "
-                 f"(torch {env.torch_version or 'unknown'})")
+    if "torch_version" in env.unknown and not env.torch_version:
+        torch = "; torch version not recorded" + (" in the trace" if report.kind == "trace" else "")
+    else:
+        torch = f" (torch {env.torch_version or 'unknown'})"
+    lines.append(f"roofline report: {report.workload or report.kind} on {env.device_name or report.ceilings.device}"
+                 f"{torch}")
     c = report.ceilings
     if report.extra.get("partial"):
         lines.insert(0, "PARTIAL REPORT: the trace is cut short; what follows covers only the events read before the cut")

@@ -1,0 +1,108 @@
+"""A CPU-only torch.profiler trace read by `roofline trace`: Kineto records no CPU model and no torch version (torch
+2.x writes schemaVersion, deviceProperties (GPUs only), trace_id, record_shapes, host_name, displayTimeUnit,
+baseTimeNanoseconds, traceName; distributedInfo in a distributed job), so the device is shown as a CPU whose model
+the trace does not record, never as the CPU of the machine reading it, and the roofs say whose they are: this
+machine's measured ceilings only when the trace's host name is this machine's, the file given with --ceilings, or
+none. Console, report.json (environment, Summary notes, extra["device"]) and report.html."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+import torch
+
+from conftest import SHARED
+from roofline.analyze.trace_file import CPU_NOT_RECORDED, analyze_trace_file
+from roofline.cli import main
+from roofline.device.host import cpu_name, host_name
+
+HTA_CPU_ONLY = (SHARED / "fixtures" / "public-traces" / "hta" / "cpu_only"
+                / "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")
+
+
+@pytest.fixture(scope="module")
+def cpu_trace(tmp_path_factory):
+    """A real CPU-activity trace of a small MLP, recorded here with record_shapes=True."""
+    from torch.profiler import ProfilerActivity, profile
+
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 64))
+    x = torch.randn(16, 64)
+    model(x)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        for _ in range(2):
+            model(x)
+            prof.step()
+    path = tmp_path_factory.mktemp("cpu-trace") / "cpu.json"
+    prof.export_chrome_trace(str(path))
+    return path
+
+
+def _elsewhere(trace, tmp_path, host: str = "another-box"):
+    data = json.loads(trace.read_text())
+    data["host_name"] = host
+    path = tmp_path / "elsewhere.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_torch_writes_no_cpu_model_nor_torch_version_in_a_cpu_trace(cpu_trace):
+    top = json.loads(cpu_trace.read_text())
+    assert top["deviceProperties"] == [] and top["host_name"] == host_name()
+    assert not {"torch_version", "pytorch_version", "cpu", "cpu_name"} & set(top)
+
+
+def test_a_cpu_trace_recorded_here_names_no_cpu_model_and_says_whose_roofs(cpu_trace, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["trace", str(cpu_trace), "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    report = json.loads((out / "report.json").read_text())
+    here = cpu_name()
+    assert report["environment"]["device_name"] == CPU_NOT_RECORDED == "CPU (model not recorded in the trace)"
+    assert "torch_version" in report["environment"]["unknown"] and report["environment"]["torch_version"] == ""
+    whose = (f"this machine's measured CPU ceilings ({here}, {report['ceilings']['source']}), because the trace's "
+             f"host name '{host_name()}' is this machine's; the trace does not record which CPU ran it")
+    assert report["summary"]["notes"][0] == (f"Device: {CPU_NOT_RECORDED} (no device events and no device named in the "
+                                             f"trace); roofs: {whose}")
+    assert report["extra"]["device"]["roofs_of"] == whose and report["ceilings"]["device_name"] == here
+    assert text.splitlines()[0] == (f"roofline report: cpu.json on {CPU_NOT_RECORDED}; torch version not recorded in "
+                                    "the trace")
+    assert "this machine's measured CPU ceilings" in " ".join(text.split())
+    html = (out / "report.html").read_text()
+    assert html.count(CPU_NOT_RECORDED) >= 2  # the environment and the Device note in the overview's notes
+    assert "because the trace" in html
+
+
+def test_a_cpu_trace_from_another_host_never_carries_this_machines_cpu(cpu_trace, tmp_path):
+    report = analyze_trace_file(_elsewhere(cpu_trace, tmp_path))
+    assert report.environment.device_name == CPU_NOT_RECORDED and not report.ceilings.has_roofs()
+    assert report.summary.notes[0] == (f"Device: {CPU_NOT_RECORDED} (no device events and no device named in the "
+                                       "trace); roofs: none")
+    assert report.summary.notes[1].startswith("warning: no roofs: a CPU trace recorded on another-box is not judged "
+                                              "against this machine's CPU")
+    everything = json.dumps([report.summary.notes, report.environment.device_name, report.extra["device"]])
+    assert cpu_name() not in everything
+
+
+def test_a_cpu_trace_judged_against_a_ceilings_file_names_the_file_and_its_cpu(cpu_trace, tmp_path, cpu_ceilings):
+    import msgspec
+
+    given = msgspec.structs.replace(cpu_ceilings, device_name="Given CPU 9000")
+    path = tmp_path / "given.json"
+    path.write_bytes(msgspec.json.encode(given))
+    report = analyze_trace_file(_elsewhere(cpu_trace, tmp_path), str(path))
+    assert report.environment.device_name == CPU_NOT_RECORDED
+    assert report.summary.notes[0] == (f"Device: {CPU_NOT_RECORDED} (no device events and no device named in the "
+                                       f"trace); roofs: --ceilings {path} (Given CPU 9000, {given.source})")
+    assert report.ceilings.memory_bandwidth_bytes_per_s == cpu_ceilings.memory_bandwidth_bytes_per_s
+
+
+@pytest.mark.skipif(not HTA_CPU_ONLY.exists(), reason="public trace corpus not present")
+def test_a_public_cpu_only_trace_names_no_cpu_and_no_torch_version():
+    top = json.loads(gzip.decompress(HTA_CPU_ONLY.read_bytes()))
+    assert "host_name" not in top and top["deviceProperties"] == []
+    report = analyze_trace_file(HTA_CPU_ONLY)
+    assert report.environment.device_name == CPU_NOT_RECORDED and report.environment.torch_version == ""
+    assert (report.environment.rank, report.environment.world_size, report.environment.backend) == (34, 300, "gloo")
+    assert report.summary.notes[0].endswith("roofs: none") and cpu_name() not in report.summary.notes[0]
