@@ -242,6 +242,9 @@ def test_the_calibrated_model_scales_the_profilers_cost_so_the_unchanged_step_re
     report.step_time = _timing(200 * US)
     p = predict(report, table=EfficiencyTable(), host_costs=_fitted(), host_model="calibrated")
     assert p.host_time_s == pytest.approx(80 * US) and any("times 0.00" in n for n in p.notes)
+    # and the note does not claim the measured step was reached: at 0 the replay is 80 + 10 us
+    assert any("times 0.00, as near as it can bring the unchanged step to the 0.2 ms measured without the profiler: "
+               "it replays at 0.09 ms" in n for n in p.notes), p.notes
     # a what-if keeps the factor the unchanged step gave: in bfloat16 the device time changes, the host does not
     report.step_time = _timing(60 * US)
     p = predict(report, table=EfficiencyTable(), host_costs=_fitted(), host_model="calibrated",

@@ -367,9 +367,13 @@ def _calibrated_scale(identity: list[_Timed], costs: HostCosts, serial: bool,
                      f"measured without the profiler would take the profiler's fitted cost per op times {scale:.3g}, "
                      f"over {CALIBRATION_RANGE[1]:g}: the difference from the {step * 1e3:.3g} ms replayed is not the "
                      f"profiler's cost; its fitted cost is taken as fitted (factor 1)"), host, device
-    _, host, device = first if scale == 1.0 else replay(scale)
-    return scale, (f"calibrated host model: the profiler's fitted cost per op times {scale:.2f}, so that the unchanged "
-                   f"step replays at the {measured * 1e3:.3g} ms measured without the profiler (factor 1: "
+    reached, host, device = first if scale == 1.0 else replay(scale)
+    if abs(reached - measured) <= CALIBRATION_TOLERANCE * measured:
+        aim = f"so that the unchanged step replays at the {measured * 1e3:.3g} ms measured without the profiler"
+    else:  # the factor's bound reached first (0: the profiled host time as it was is still above the measured step)
+        aim = (f"as near as it can bring the unchanged step to the {measured * 1e3:.3g} ms measured without the "
+               f"profiler: it replays at {reached * 1e3:.3g} ms")
+    return scale, (f"calibrated host model: the profiler's fitted cost per op times {scale:.2f}, {aim} (factor 1: "
                    f"{step * 1e3:.3g} ms)"), host, device
 
 
