@@ -22,7 +22,8 @@ from roofline.analyze.join import (
     subtree,
 )
 from roofline.analyze.host_events import fill_host_counts, host_gaps_us
-from roofline.analyze.communication import is_communication_op, recorded_message_bytes
+from roofline.analyze.communication import (MESSAGE_UNRECORDED, is_communication_op, message_unrecorded,
+                                            recorded_message_bytes)
 from roofline.analyze.kernel_classes import kernel_classes
 from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.optimizer_lists import LIST_OP_PREFIXES, OptimizerLists, with_lists
@@ -121,7 +122,8 @@ class _TraceCounter:
                              if self._trace is not None]
         message = next((b for b in map(recorded_message_bytes, comms) if b is not None), None)
         if message is None:
-            return hit or _Counted(OpCost(0.0, 0.0, False, note=COMMUNICATION_NOTE, keep_whole=True), "", [], [], [])
+            return hit or _Counted(OpCost(0.0, 0.0, False, note=f"{COMMUNICATION_NOTE}; {MESSAGE_UNRECORDED}",
+                                          keep_whole=True), "", [], [], [])
         cost = OpCost(0.0, message, False, note=COMMUNICATION_NOTE + " (from its collective args)", keep_whole=True)
         return _Counted(cost, hit.dtype if hit else "", *((hit.input_shapes, hit.input_dtypes, hit.input_strides)
                                                           if hit else ([], [], [])))
@@ -392,6 +394,9 @@ def report_from_trace(
     if missing:
         summary.notes.append(f"{missing} recorded op(s) found no event in the timed trace (time counted as 0)")
     summary.notes.extend(kept_whole)
+    unsized = _unsized_collectives_note(ops, summary.total_time_s)
+    if unsized:
+        summary.notes.append(unsized)
     if idle_by_device:
         summary.notes.append(_idle_by_device_note(idle_by_device))
     if recording is not None:
@@ -472,6 +477,20 @@ def _kept_whole_notes(trace: Trace, event_to_report: dict[int, int], ops: list[O
         share = f", {sum(times) / total:.1%} of the time" if total else ""
         lines.append(f"{name} unmodelled ({len(times)} call(s){share}): {note}")
     return lines
+
+
+def _unsized_collectives_note(ops: list[OpRecord], total_s: float) -> str:
+    """The collectives whose message the trace did not record: their rows show no bytes ("?"), and this says why,
+    so a 0 is never read as a measured empty message."""
+    calls = Counter(op.name for op in ops if message_unrecorded(op))
+    if not calls:
+        return ""
+    time = sum(op.time_s for op in ops if message_unrecorded(op))
+    share = f", {time / total_s:.1%} of the time" if total_s else ""
+    listed = ", ".join(f"{name} x{n}" for name, n in calls.most_common(4))
+    return (f"{sum(calls.values())} collective call(s) with no message size ({listed}{share}): the trace recorded "
+            "neither their tensors' shapes nor their collective args' 'In msg nelems', so their bytes are unknown "
+            "(shown as ?), not 0; their time still counts as communication")
 
 
 def _nested_product_notes(recording: OpRecording) -> list[str]:

@@ -9,6 +9,7 @@ import textwrap
 from rich.console import Console
 from rich.table import Table
 
+from roofline.analyze.communication import message_unrecorded
 from roofline.render.units import fmt_bytes, fmt_count, fmt_pct, fmt_rate, fmt_time, rate_unit
 from roofline.report import BOUNDS, Ceilings, KernelClasses, Report
 
@@ -139,6 +140,13 @@ def _table_width(table: Table) -> int:
     return console.measure(table).maximum
 
 
+def _no_bytes(op) -> str:
+    """An unmodelled op's bytes: unknown, unless it is a collective that sends nothing (a barrier, a wait)."""
+    if op.bound == "communication" and not message_unrecorded(op):
+        return "-"
+    return UNKNOWN
+
+
 def _op_cells(op, total: float, roofs: bool = True) -> dict[str, str]:
     style = BOUND_STYLE.get(op.bound, "")
     return {
@@ -148,10 +156,10 @@ def _op_cells(op, total: float, roofs: bool = True) -> dict[str, str]:
         "time": fmt_time(op.time_s),
         "share": fmt_pct(op.time_s / total),
         "FLOP": fmt_count(op.flops) if op.modeled else UNKNOWN,
-        "bytes": fmt_bytes(op.bytes) if op.modeled or (op.bound == "communication" and op.bytes) else UNKNOWN,
+        "bytes": fmt_bytes(op.bytes) if op.modeled or (op.bound == "communication" and op.bytes) else _no_bytes(op),
         "FLOP/B": f"{op.arithmetic_intensity:.3g}" if op.modeled else "-",
         "achieved": (fmt_rate(op.achieved_flops_per_s, "FLOP/s") if op.flops else fmt_rate(op.achieved_bytes_per_s, "B/s"))
-        if op.modeled or (op.bound == "communication" and op.bytes) else UNKNOWN,
+        if op.modeled or (op.bound == "communication" and op.bytes) else _no_bytes(op),
         "% of roof": _roof_cell(op) if op.modeled and roofs else "-",
         "bound": f"[{style}]{op.bound}[/{style}]" if style else op.bound,
         "source": _short_source(op.source),

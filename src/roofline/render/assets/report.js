@@ -374,6 +374,7 @@
     function cell(key, i) {
       var v = T[key][i];
       if (WORK_COLUMNS[key] && S[T.bound[i]] === "unmodeled") return el("td", { "class": "n", title: "no formula for this op: its work is unknown", text: "?" });
+      if (key === "bytes" && T.no_size && T.no_size[i]) return el("td", { "class": "n", title: "a collective whose message size the trace did not record: its bytes are unknown, not 0", text: "?" });
       if (WORK_COLUMNS[key] && key !== "bytes" && S[T.bound[i]] === "communication") return el("td", { "class": "n", title: "a collective: its time is the network's, not a roofline's; bytes are its message", text: "-" });
       switch (key) {
         case "name": return el("td", { "class": "opname", text: S[v] });
