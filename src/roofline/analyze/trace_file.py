@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
 import numpy as np
 
 from roofline.analyze.unused_gpu import ran_on_host_only, record_unused_gpu
@@ -128,6 +129,7 @@ def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bo
                                ceilings_by_device=by_device or None)
     if by_device:
         report.extra["roofs_by_device"] = {str(d): f"{c.device_name}, {c.source}" for d, c in by_device.items()}
+        report.extra["ceilings_by_device"] = {str(d): msgspec.to_builtins(c) for d, c in by_device.items()}
     if not report.ops and not trace.kernels and not _collectives_note(trace):
         # Nothing to report: no op, no kernel, no collective (a gloo job's CPU trace may hold only its collectives,
         # whose times the report's note and a merge of the ranks still give).

@@ -226,6 +226,16 @@ def kernel_class_table(kc: KernelClasses) -> Table:
     return table
 
 
+def _roofs(c: Ceilings) -> str:
+    if not c.has_roofs():
+        return "none known (times and findings only)"
+    return (f"memory {fmt_rate(c.memory_bandwidth_bytes_per_s, 'B/s')}, "
+            + ", ".join(f"{d} {fmt_rate(v, rate_unit(d))}" for d, v in c.peak_flops_per_s.items())
+            + f", launch {fmt_time(c.launch_overhead_s)} ({c.source})"
+            + (f"; cache roof {fmt_rate(c.cache_bandwidth_bytes_per_s, 'B/s')} ({fmt_bytes(c.cache_bytes)} last-level "
+               "cache)" if c.cache_bandwidth_bytes_per_s > 0 else ""))
+
+
 def render_report(report: Report, top: int = 15) -> str:
     s = report.summary
     lines = []
@@ -235,14 +245,11 @@ def render_report(report: Report, top: int = 15) -> str:
     c = report.ceilings
     if report.extra.get("partial"):
         lines.insert(0, "PARTIAL REPORT: the trace is cut short; what follows covers only the events read before the cut")
-    if c.has_roofs():
-        lines.append(
-            f"Roofs: memory {fmt_rate(c.memory_bandwidth_bytes_per_s, 'B/s')}, "
-            + ", ".join(f"{d} {fmt_rate(v, rate_unit(d))}" for d, v in c.peak_flops_per_s.items())
-            + f", launch {fmt_time(c.launch_overhead_s)} ({c.source})"
-            + (f"; cache roof {fmt_rate(c.cache_bandwidth_bytes_per_s, 'B/s')} ({fmt_bytes(c.cache_bytes)} last-level cache)"
-               if c.cache_bandwidth_bytes_per_s > 0 else "")
-        )
+    by_device = report.ceilings_by_device()
+    if by_device:
+        lines.extend(f"Roofs of device {d} ({g.device_name or g.device}): {_roofs(g)}" for d, g in by_device.items())
+    elif c.has_roofs():
+        lines.append(f"Roofs: {_roofs(c)}")
     else:
         lines.append("Roofs: none known for this device (times and findings only; see the warning below)")
     width = terminal_width()

@@ -170,6 +170,8 @@ def report_payload(report: Report, prepared: dict[str, Any] | None = None) -> di
         },
         "environment": msgspec.to_builtins(report.environment),
         "ceilings": msgspec.to_builtins(report.ceilings),
+        "ceilings_by_device": [{"device": d, "ceilings": msgspec.to_builtins(c)}
+                               for d, c in report.ceilings_by_device().items()],
         "summary": summary,
         "step_time": _timing(report.step_time),
         "profiled_step_time": _timing(report.profiled_step_time),
