@@ -140,12 +140,26 @@ def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bo
         record_unused_gpu(report, gpu.name, "the trace's deviceProperties name it, and it holds no device activity "
                                             "nor any call that launches device work", _gpu_roofs(gpu))
     _describe_device(report, identity, ceilings, ceilings_file)
+    written = _written_by_roofline(trace)
+    if written:
+        report.extra["written_by_roofline"] = written
     if trace.cut:
         report.extra["partial"] = {"events_read": trace.events_read, "why": _cut_reason(trace)}
         report.summary.notes.insert(0, f"PARTIAL: the trace is cut short; this report covers the {trace.events_read} "
                                        "events read before the cut")
     _describe_missing(report, trace)
     return report
+
+
+def _written_by_roofline(trace: Trace) -> dict[str, str]:
+    """Which roofline run wrote this trace (the trace.json.gz of `analyze`/`profile`, render/trace_augment.py), so
+    `roofline diff` can tell that run's report and this one are one run read two ways; empty for other traces."""
+    stamp = trace.metadata.get("roofline")
+    if not isinstance(stamp, dict) or not stamp.get("workload"):
+        return {}
+    found = {"workload": str(stamp["workload"]), "report_kind": str(stamp.get("report_kind") or ""),
+             "captured_at": str(stamp.get("captured_at") or ""), "trace_name": str(trace.metadata.get("traceName") or "")}
+    return {k: v for k, v in found.items() if v}
 
 
 def _ceilings_by_device(trace: Trace, identity: DeviceIdentity) -> dict[int, Ceilings]:

@@ -9,10 +9,11 @@
     app.appendChild(el("header", { "class": "top" }, el("div", { "class": "brand", text: "roofline diff" }),
       el("h1", null, D.a_label, el("span", { "class": "muted", text: "  →  " }), D.b_label)));
     (D.warnings || []).forEach(function (w) { app.appendChild(el("p", { "class": "bad", text: "warning: " + w })); });
+    (D.notes || []).forEach(function (n) { app.appendChild(el("p", { "class": "method", text: n })); });
     app.appendChild(totalSection());
     app.appendChild(rowsSection("classes", "By bound class", D.classes, D.classes.length));
-    app.appendChild(rowsSection("ops", "Ops (name @ module)", D.ops, D.n_ops));
-    app.appendChild(rowsSection("modules", "Modules", D.modules, D.n_modules));
+    app.appendChild(rowsSection("ops", "Ops (" + (D.op_key || "name @ module") + ")", D.ops, D.n_ops));
+    if (D.modules && D.modules.length) app.appendChild(rowsSection("modules", "Modules", D.modules, D.n_modules));
     app.appendChild(findingsSection());
     app.appendChild(el("footer", { text: "roofline · self-contained page: no network requests, data inlined" }));
   }
