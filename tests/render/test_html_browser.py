@@ -305,3 +305,28 @@ def test_each_gpus_ceilings_and_an_unsized_collective_in_the_page(driver, tmp_pa
     cells = [c for c in row.find_elements(By.TAG_NAME, "td") if "message size" in
              (c.get_attribute("title") or "")]
     assert [c.text for c in cells] == ["?"]
+
+
+def test_the_diff_page_fits_a_1280_px_window(driver, tmp_path):
+    """The diff page scrolled sideways at 1280 px: its row keys (op @ module) never wrapped, so a long op name or
+    module path (HTA's `torch::autograd::CppNode<SplitLookupFunction_rowwise_adagrad_Op>`) widened the nine-column
+    tables past the window, and a long report path widened the heading. Now the keys and the heading wrap."""
+    a, b = make_report(40), make_report(40)
+    b.ops[0].name = "torch::autograd::CppNode<SplitLookupFunction_rowwise_adagrad_Op>"
+    b.ops[1].module = "model.encoder.layers.11.attention.self_attention.query_key_value.lora_A.default.base_layer"
+    for op in b.ops[:5]:
+        op.time_s *= 3
+    b.summary.total_time_s = sum(op.time_s for op in b.ops)
+    labels = ("/home/ci/runs/2026-12-01/nightly/" + "llama_70b_fsdp_" * 6 + "/report.json",
+              "/home/ci/runs/2026-12-02/nightly/" + "llama_70b_fsdp_" * 6 + "/report.json")
+    driver.set_window_size(1280, 900)
+    try:
+        open_page(driver, tmp_path, render_diff_html(diff_reports(a, b, *labels)), "diff_1280.html")
+        assert console_problems(driver) == []
+        width, inner = driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+        assert inner == 1280 and width <= inner
+        scrolls = driver.execute_script("return Array.from(document.querySelectorAll('.table-scroll'))"
+                                        ".map(function (e) { return [e.scrollWidth, e.clientWidth]; })")
+        assert len(scrolls) == 3 and all(sw <= cw for sw, cw in scrolls), scrolls
+    finally:
+        driver.set_window_size(1400, 1000)

@@ -48,7 +48,7 @@
       rows.slice(shown, shown + n).forEach(function (r) {
         var a = r.a, b = r.b, c = cls(r.delta_time_s);
         body.appendChild(el("tr", null,
-          el("td", { "class": "opname", text: r.key }),
+          el("td", { "class": "opname key", text: r.key }),
           el("td", { "class": "n", text: a ? R.time(a.time_s) : "—" }),
           el("td", { "class": "n", text: b ? R.time(b.time_s) : "—" }),
           el("td", { "class": "n delta-" + c }, R.signedTime(r.delta_time_s),
