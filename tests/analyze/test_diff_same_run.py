@@ -88,3 +88,16 @@ def test_one_step_of_medians_against_every_step_is_compared_per_step_and_by_name
     payload = diff_payload(d)
     assert payload["op_key"] == "name" and payload["notes"] == d.notes
     assert "Modules" not in render_diff_console(d)
+
+
+def test_a_collective_without_a_recorded_size_diffs_as_unknown_bytes():
+    """HTA's trace_diff pair: c10d::allreduce_ with no message size showed "0 B → 0 B" in the diff."""
+    def allreduce(nbytes):
+        return OpRecord(name="c10d::allreduce_", time_s=1e-3, bytes=nbytes, bound="communication", modeled=False)
+
+    d = diff_reports(Report(ops=[allreduce(0.0), allreduce(0.0)]), Report(ops=[allreduce(0.0), allreduce(4096.0)]))
+    (row,) = d.ops
+    assert (row.a.unsized, row.b.unsized, row.b.bytes) == (2, 1, 4096.0)
+    line = next(line for line in render_diff_console(d).splitlines() if line.startswith("c10d::allreduce_"))
+    assert "?→>=4.1e+03" in line
+    assert diff_payload(d)["ops"][0]["a"]["unsized"] == 2

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from roofline.analyze.communication import message_unrecorded
 from roofline.report import Finding, OpRecord, Report, Timing
 
 
@@ -24,6 +25,7 @@ class Side:
     efficiency: float = 0.0
     bound: str = ""
     calls: int = 0
+    unsized: int = 0  # calls of collectives whose message the trace did not record: bytes unknown, not 0
 
 
 @dataclass
@@ -307,6 +309,8 @@ def _group(ops: list[OpRecord], key, per: int = 1) -> dict[str, Side]:
         side.flops += op.flops
         side.bytes += op.bytes
         side.calls += op.count
+        if message_unrecorded(op):
+            side.unsized += op.count
         weighted_eff[k] += op.efficiency * op.time_s
         time_by_bound[k][op.bound] += op.time_s
     for k, side in sides.items():

@@ -65,6 +65,13 @@ def render_diff_console(diff: ReportDiff, top: int = 15, width: int = 140) -> st
     return buf.getvalue()
 
 
+def _bytes(side) -> str:
+    """A group's bytes; where some of its collectives' sizes went unrecorded, "?" or at least the known ones."""
+    if side.unsized:
+        return f">={side.bytes:.3g}" if side.bytes else "?"
+    return f"{side.bytes:.3g}"
+
+
 def _rows_table(title: str, rows: list[RowDelta], top: int) -> Table:
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     for name, justify in (("key", "left"), ("time A", "right"), ("time B", "right"), ("Δ time", "right"), ("Δ %", "right"),
@@ -79,7 +86,7 @@ def _rows_table(title: str, rows: list[RowDelta], top: int) -> Table:
             _signed_ms(row.delta_time_s),
             _pct(row.delta_time_pct) if row.status == "changed" or row.status == "same" else row.status,
             f"{a.flops:.3g}→{b.flops:.3g}" if a and b else "",
-            f"{a.bytes:.3g}→{b.bytes:.3g}" if a and b else "",
+            f"{_bytes(a)}→{_bytes(b)}" if a and b else "",
             f"{a.efficiency:.0%}→{b.efficiency:.0%}" if a and b else "",
             Text(f"{a.bound}→{b.bound}" if row.bound_changed else (a or b).bound),
         )

@@ -18,6 +18,7 @@
     app.appendChild(el("footer", { text: "roofline · self-contained page: no network requests, data inlined" }));
   }
 
+  function sized(side) { return side.unsized ? (side.bytes ? "≥" + R.si(side.bytes, "B") : "?") : R.si(side.bytes, "B"); }
   function cls(delta) { return delta > 0 ? "bad" : delta < 0 ? "good" : ""; }
 
   function totalSection() {
@@ -55,7 +56,7 @@
             el("span", { "class": "dbar " + c, style: "width:" + (max ? 60 * Math.abs(r.delta_time_s) / max : 0).toFixed(0) + "px" })),
           el("td", { "class": "n delta-" + c, text: r.status === "added" || r.status === "removed" ? r.status : R.signedPct(r.delta_time_pct) }),
           el("td", { "class": "n", text: a && b ? R.si(a.flops, "") + " → " + R.si(b.flops, "") : "" }),
-          el("td", { "class": "n", text: a && b ? R.si(a.bytes, "B") + " → " + R.si(b.bytes, "B") : "" }),
+          el("td", { "class": "n", title: a && b && (a.unsized || b.unsized) ? "?: collectives whose message size the trace did not record" : null, text: a && b ? sized(a) + " → " + sized(b) : "" }),
           el("td", { "class": "n", text: a && b ? R.pct(a.efficiency, 0) + " → " + R.pct(b.efficiency, 0) : "" }),
           el("td", null, r.bound_changed ? [R.badge(a.bound), " → ", R.badge(b.bound)] : R.badge((a || b).bound))));
       });
