@@ -138,7 +138,8 @@ def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bo
         raise RooflineError(f"{path} holds no op to place on a roofline: {_what_it_holds(trace)}; {RECORD_THE_MODEL}")
     if gpu is not None:
         record_unused_gpu(report, gpu.name, "the trace's deviceProperties name it, and it holds no device activity "
-                                            "nor any call that launches device work", _gpu_roofs(gpu))
+                                            "nor any call that launches device work", _gpu_roofs(gpu),
+                          {"intel": "xpu", "apple": "mps"}.get(gpu.vendor, "cuda"))
     _describe_device(report, identity, ceilings, ceilings_file)
     written = _written_by_roofline(trace)
     if written:

@@ -47,15 +47,16 @@ def drop_no_kernels_note(report: Report) -> None:
     report.summary.notes[:] = [n for n in report.summary.notes if not n.startswith(NO_KERNELS_WARNING)]
 
 
-def record_unused_gpu(report: Report, name: str, how: str, gpu: Ceilings | None) -> None:
+def record_unused_gpu(report: Report, name: str, how: str, gpu: Ceilings | None, device: str = "cuda") -> None:
     """Say in ``report`` that the ops ran on the CPU though the GPU ``name`` is present (``how``: what shows it),
-    keeping the GPU's roofs (``gpu``; None when none are known) for the doctor's estimate."""
+    keeping the GPU's roofs (``gpu``; None when none are known) for the doctor's estimate; ``device``: torch's name
+    for its type (``cuda``, ``xpu``), for the advice's ``.to(...)``."""
     roofs = None
     if gpu is not None and gpu.has_roofs():
         roofs = {"memory_bandwidth_bytes_per_s": gpu.memory_bandwidth_bytes_per_s,
                  "peak_flops_per_s": dict(gpu.peak_flops_per_s), "launch_overhead_s": gpu.launch_overhead_s,
                  "source": gpu.source}
-    report.extra["unused_gpu"] = {"name": name, "how": how, "roofs": roofs}
+    report.extra["unused_gpu"] = {"name": name, "how": how, "roofs": roofs, "device": device}
     # the reader's "no GPU kernels ... a CPU-only profile, or the device's activity was not recorded": said below
     drop_no_kernels_note(report)
     c = report.ceilings
@@ -68,4 +69,4 @@ def record_unused_gpu(report: Report, name: str, how: str, gpu: Ceilings | None)
         judged = f"judged against the roofs given ({c.device_name or c.device}), as asked"
     report.summary.notes.insert(0, f"the ops ran on the CPU{cpu} though {name} is present ({how}): their times "
                                    f"are the CPU's, {judged}; unless the CPU is deliberate, move the model and its "
-                                   "inputs with .to('cuda') (doctor rule model-on-cpu)")
+                                   f"inputs with .to('{device}') (doctor rule model-on-cpu)")
