@@ -250,8 +250,8 @@ def _devices_note(trace, report: Report) -> str:
     if by_device:
         roofs = ("GPUs of different models: each op judged against the roofs of the GPU its kernels ran on ("
                  + "; ".join(f"device {d}: {r}" for d, r in by_device.items())
-                 + f"); the ceilings table, kernel-class % of roof and the doctor's roof-based estimates use "
-                 f"{report.ceilings.device_name}'s")
+                 + f"; the ceilings tables show each); kernel-class % of roof and the doctor's roof-based estimates "
+                 f"use {report.ceilings.device_name}'s")
     elif len({names.get(d) for d in used}) > 1:
         roofs = (f"GPUs of different models, all judged against one set of roofs ({report.ceilings.source}"
                  + (f", {report.ceilings.device_name}" if report.ceilings.device_name else "") + ")")
