@@ -21,6 +21,11 @@ def message_unrecorded(op) -> bool:
     return op.bound == "communication" and not op.bytes and not op.name.endswith(_SIZELESS)
 
 
+# The backends' own annotations of a collective (ProcessGroupNCCL's "nccl:all_reduce" ...): they record the tensor
+# the backend was handed.
+BACKEND_PREFIXES = ("nccl:", "gloo:", "mpi:", "ucc:")
+
+
 def is_communication_kernel(name: str) -> bool:
     return "nccl" in name.lower()
 
