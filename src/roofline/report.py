@@ -734,6 +734,21 @@ class Report(Struct):
             data = msgspec.json.format(data, indent=indent)
         return data.decode()
 
+    def ceilings_by_device(self) -> dict[int, Ceilings]:
+        """Each GPU's roofs, by device id, where one process drove GPUs of different models and each op was judged
+        against its own GPU's (``extra["ceilings_by_device"]``, analyze/trace_file.py); empty otherwise, when
+        ``ceilings`` are every op's."""
+        stored = self.extra.get("ceilings_by_device")
+        if not isinstance(stored, dict):
+            return {}
+        found = {}
+        for device, data in stored.items():
+            try:
+                found[int(device)] = from_builtins(Ceilings, dict(data))
+            except (TypeError, ValueError, msgspec.ValidationError):
+                continue
+        return dict(sorted(found.items()))
+
     @classmethod
     def from_dict(cls, data: Any) -> "Report":
         """A Report from plain JSON data of any schema up to this one (schema 1's dicts become typed records)."""

@@ -83,3 +83,81 @@ def test_without_shapes_the_message_comes_from_record_param_comms(tmp_path, cpu_
     assert [(op.name, op.bound, op.bytes) for op in report.ops] == [
         ("c10d::allreduce_", "communication", 2049000 * 4), ("c10d::_allgather_base_", "communication", 2048 * 2)]
     assert report.summary.unmodeled_time_share == 0.0
+
+
+def test_a_collective_without_a_recorded_size_shows_unknown_bytes_not_zero(tmp_path, cpu_ceilings):
+    """HTA's trace_diff and df_index_resolver traces record c10d::allreduce_ with an empty TensorList and a
+    record_param_comms child with no 'In msg nelems': the message is unknown. Its row says so ("?" in console and
+    HTML, null in JSON) and a note counts such calls; a barrier, which sends nothing, is not among them."""
+    def x(name, ts, dur, **args):
+        return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": args}
+
+    path = tmp_path / "unsized.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": [
+        x("c10d::allreduce_", 0, 100, **{"Input Dims": [[], [], [], []],
+                                         "Input type": ["TensorList", "", "Scalar", "Scalar"]}),
+        x("record_param_comms", 1, 98),
+        x("c10d::allreduce_", 200, 100),
+        x("c10d::barrier", 400, 50),
+        x("c10d::allreduce_", 500, 100),
+        x("record_param_comms", 501, 98, **{"Collective name": "allreduce", "In msg nelems": 256,
+                                             "Out msg nelems": 256, "dtype": "Float"}),
+    ]}))
+    report = report_from_trace(load_trace(str(path)), cpu_ceilings)
+    assert [(op.name, op.bound, op.bytes) for op in report.ops] == [
+        ("c10d::allreduce_", "communication", 0.0), ("c10d::allreduce_", "communication", 0.0),
+        ("c10d::barrier", "communication", 0.0), ("c10d::allreduce_", "communication", 1024.0)]
+    notes = [n for n in report.summary.notes if "no message size" in n]
+    assert notes == ["2 collective call(s) with no message size (c10d::allreduce_ x2, 57.1% of the time): the trace "
+                     "recorded neither their tensors' shapes nor their collective args' 'In msg nelems', so their "
+                     "bytes are unknown (shown as ?), not 0; their time still counts as communication"]
+
+    text = render_report(report, top=10)
+    rows = [line.split("│") for line in text.splitlines() if line.startswith("│ c10d::")]
+    header = next(line.split("┃") for line in text.splitlines() if line.startswith("┃ op "))
+    col = [h.strip() for h in header].index("bytes")
+    assert sorted(r[col].strip() for r in rows) == ["-", "1 KiB", "?", "?"]
+
+    html = render_html(report)
+    assert '"no_size":[1,1,0,0]' in html
+    ops = json.loads(report.to_json())["ops"]
+    assert [o["bytes"] for o in ops] == [None, None, None, 1024.0]
+
+
+def test_a_backends_annotation_sizes_the_collective_its_c10d_op_left_unsized(tmp_path, cpu_ceilings):
+    """HTA's trace_filter and trace_diff ranks: c10d::allreduce_ records an empty TensorList, but the
+    nccl:all_reduce annotation below it records the tensor ([[19618307]] float); an nccl:all_to_all with no c10d
+    op above it is a row of its own (it launched the NCCL kernel) with its tensor. An all-gather's annotation records
+    only the local shard: its gathered size stays unknown without the collective args' group size."""
+    events = []
+
+    def event(name, ts, dur, cat="cpu_op", **args):
+        events.append({"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": args})
+
+    def nccl_kernel(ts, ext):
+        event("cudaLaunchKernel", ts, 5, "cuda_runtime", **{"External id": ext, "correlation": ext})
+        events.append({"ph": "X", "cat": "kernel", "name": "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)",
+                       "pid": 0, "tid": 20, "ts": ts + 10, "dur": 50,
+                       "args": {"External id": ext, "device": 0, "stream": 20, "correlation": ext}})
+
+    event("c10d::allreduce_", 0, 100, **{"External id": 1, "Input Dims": [[], [], [], []],
+                                         "Input type": ["TensorList", "", "Scalar", "Scalar"]})
+    event("record_param_comms", 1, 98, **{"External id": 5, "Input Dims": [[], [], []]})  # no sizes: torch 2.0's
+    event("nccl:all_reduce", 2, 90, "user_annotation", **{"External id": 2, "Input Dims": [[1000]],
+                                                           "Input type": ["float"]})
+    nccl_kernel(5, 2)
+    event("nccl:all_to_all", 200, 100, "user_annotation", **{"External id": 3, "Input Dims": [[8, 1024, 16]],
+                                                              "Input type": ["float"]})
+    nccl_kernel(205, 3)
+    event("nccl:_all_gather_base", 400, 100, "user_annotation", **{"External id": 4, "Input Dims": [[64]],
+                                                                    "Input type": ["c10::BFloat16"]})
+    nccl_kernel(405, 4)
+    path = tmp_path / "annotated.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events, "deviceProperties": [
+        {"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "computeMinor": 0}]}))
+    report = report_from_trace(load_trace(str(path)), cpu_ceilings)
+    assert [(op.name, op.bound, op.bytes) for op in report.ops] == [
+        ("c10d::allreduce_", "communication", 4000.0), ("nccl:all_to_all", "communication", 8 * 1024 * 16 * 4.0),
+        ("nccl:_all_gather_base", "communication", 0.0)]
+    assert [n.split(":")[0] for n in report.summary.notes if "no message size" in n] == [
+        "1 collective call(s) with no message size (nccl"]

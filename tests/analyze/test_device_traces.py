@@ -237,3 +237,35 @@ def test_a_cut_gzip_is_refused_with_the_cut_as_the_reason(tmp_path):
     report = analyze_trace_file(path, partial=True)
     assert report.extra["partial"]["why"] == ["the gzip stream ends early (truncated file): events after the cut "
                                               "are missing"]
+
+
+def test_two_gpu_models_each_show_their_own_roofs_in_console_html_and_json():
+    """The ceilings table used to show device 0's roofs only, although device 1's ops were judged against an
+    H100's: each GPU's roofs are kept in the report and shown, labelled with the device they belong to."""
+    from roofline.device.datasheet import DATASHEET
+    from roofline.render.console import render_report
+    from roofline.render.html import report_payload
+
+    report = analyze_trace_file(DATA / "two_gpus_taking_turns_a100_h100.json")
+    by_device = Report.from_json(report.json_bytes()).ceilings_by_device()
+    assert {d: (c.device_name, c.memory_bandwidth_bytes_per_s, c.peak_flops_per_s["float16"])
+            for d, c in by_device.items()} == {
+        0: ("NVIDIA A100-SXM4-80GB", DATASHEET["A100 80GB"].memory_bandwidth_bytes_per_s,
+            DATASHEET["A100 80GB"].peak_flops_per_s["float16"]),
+        1: ("NVIDIA H100 80GB HBM3", DATASHEET["H100 SXM"].memory_bandwidth_bytes_per_s,
+            DATASHEET["H100 SXM"].peak_flops_per_s["float16"])}
+    roofs = [line for line in render_report(report).splitlines() if line.startswith("Roofs")]
+    assert [line.split(":")[0] for line in roofs] == ["Roofs of device 0 (NVIDIA A100-SXM4-80GB)",
+                                                      "Roofs of device 1 (NVIDIA H100 80GB HBM3)"]
+    assert "memory 2.04 TB/s" in roofs[0] and "memory 3.35 TB/s" in roofs[1]
+    payload = report_payload(report)
+    assert [(g["device"], g["ceilings"]["device_name"]) for g in payload["ceilings_by_device"]] == [
+        (0, "NVIDIA A100-SXM4-80GB"), (1, "NVIDIA H100 80GB HBM3")]
+
+
+def test_one_gpu_model_keeps_one_roofs_line():
+    from roofline.render.console import render_report
+
+    report = analyze_trace_file(DATA / "two_gpus_one_process_a100.json")
+    assert report.ceilings_by_device() == {}
+    assert [line[:6] for line in render_report(report).splitlines() if line.startswith("Roofs")] == ["Roofs:"]

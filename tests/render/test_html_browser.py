@@ -283,3 +283,50 @@ def test_a_diff_finding_keeps_its_rule_name_on_one_line(driver, tmp_path):
     lines = driver.execute_script(
         "var r = document.createRange(); r.selectNodeContents(arguments[0]); return r.getClientRects().length", rule)
     assert lines == 1
+
+
+def test_each_gpus_ceilings_and_an_unsized_collective_in_the_page(driver, tmp_path):
+    """A report of two GPU models shows a ceilings table per GPU, headed by its device; a collective whose size
+    the trace did not record shows "?" bytes, not 0 B."""
+    from selenium.webdriver.common.by import By
+
+    from roofline.analyze.trace_file import analyze_trace_file
+    from roofline.report import OpRecord
+
+    data = Path(__file__).resolve().parents[1] / "data" / "devtraces"
+    report = analyze_trace_file(data / "two_gpus_taking_turns_a100_h100.json")
+    report.ops.append(OpRecord(name="c10d::allreduce_", bound="communication", modeled=False, time_s=1e-3))
+    open_page(driver, tmp_path, render_html(report), "two_gpus.html")
+    assert console_problems(driver) == []
+    heads = [h.text for h in driver.find_elements(By.CSS_SELECTOR, "#environment h3")]
+    assert heads == ["Ceilings of device 0: NVIDIA A100-SXM4-80GB (datasheet)",
+                     "Ceilings of device 1: NVIDIA H100 80GB HBM3 (datasheet)", "Environment"]
+    row = next(r for r in driver.find_elements(By.CSS_SELECTOR, "#ops tbody tr") if "c10d::allreduce_" in r.text)
+    cells = [c for c in row.find_elements(By.TAG_NAME, "td") if "message size" in
+             (c.get_attribute("title") or "")]
+    assert [c.text for c in cells] == ["?"]
+
+
+def test_the_diff_page_fits_a_1280_px_window(driver, tmp_path):
+    """The diff page scrolled sideways at 1280 px: its row keys (op @ module) never wrapped, so a long op name or
+    module path (HTA's `torch::autograd::CppNode<SplitLookupFunction_rowwise_adagrad_Op>`) widened the nine-column
+    tables past the window, and a long report path widened the heading. Now the keys and the heading wrap."""
+    a, b = make_report(40), make_report(40)
+    b.ops[0].name = "torch::autograd::CppNode<SplitLookupFunction_rowwise_adagrad_Op>"
+    b.ops[1].module = "model.encoder.layers.11.attention.self_attention.query_key_value.lora_A.default.base_layer"
+    for op in b.ops[:5]:
+        op.time_s *= 3
+    b.summary.total_time_s = sum(op.time_s for op in b.ops)
+    labels = ("/home/ci/runs/2026-12-01/nightly/" + "llama_70b_fsdp_" * 6 + "/report.json",
+              "/home/ci/runs/2026-12-02/nightly/" + "llama_70b_fsdp_" * 6 + "/report.json")
+    driver.set_window_size(1280, 900)
+    try:
+        open_page(driver, tmp_path, render_diff_html(diff_reports(a, b, *labels)), "diff_1280.html")
+        assert console_problems(driver) == []
+        width, inner = driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+        assert inner == 1280 and width <= inner
+        scrolls = driver.execute_script("return Array.from(document.querySelectorAll('.table-scroll'))"
+                                        ".map(function (e) { return [e.scrollWidth, e.clientWidth]; })")
+        assert len(scrolls) == 3 and all(sw <= cw for sw, cw in scrolls), scrolls
+    finally:
+        driver.set_window_size(1400, 1000)

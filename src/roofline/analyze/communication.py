@@ -9,6 +9,23 @@ _COMM_OP_PREFIXES = ("c10d::", "c10d_functional::", "_c10d_functional::", "nccl:
                      "record_param_comms", "ProcessGroupNCCL", "ProcessGroupGloo")
 
 
+# Collectives that move no message whatever the trace recorded: a zero there is their size, not a missing one.
+_SIZELESS = ("barrier", "barrier_", "wait_tensor")
+
+MESSAGE_UNRECORDED = ("message size not recorded in the trace (neither its tensors' shapes nor its collective args' "
+                      "'In msg nelems'): its bytes are unknown, not 0")
+
+
+def message_unrecorded(op) -> bool:
+    """A collective row (an OpRecord) whose bytes are 0 for want of a record, not because it sends nothing."""
+    return op.bound == "communication" and not op.bytes and not op.name.endswith(_SIZELESS)
+
+
+# The backends' own annotations of a collective (ProcessGroupNCCL's "nccl:all_reduce" ...): they record the tensor
+# the backend was handed.
+BACKEND_PREFIXES = ("nccl:", "gloo:", "mpi:", "ucc:")
+
+
 def is_communication_kernel(name: str) -> bool:
     return "nccl" in name.lower()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from roofline.analyze.communication import message_unrecorded
 from roofline.report import Finding, OpRecord, Report, Timing
 
 
@@ -24,6 +25,7 @@ class Side:
     efficiency: float = 0.0
     bound: str = ""
     calls: int = 0
+    unsized: int = 0  # calls of collectives whose message the trace did not record: bytes unknown, not 0
 
 
 @dataclass
@@ -101,6 +103,8 @@ class ReportDiff:
     a_bytes: float = 0.0
     b_bytes: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # how A and B were compared, where not the plain way
+    op_key: str = "name @ module"  # "name" where one side has no module paths (see diff_reports)
 
     @property
     def bound_changes(self) -> list[RowDelta]:
@@ -108,22 +112,70 @@ class ReportDiff:
 
 
 def diff_reports(a: Report, b: Report, a_label: str = "A", b_label: str = "B", fail_above_pct: float | None = None) -> ReportDiff:
-    """Compare B against A (B is the new run). Rows are sorted by |time change|, largest first."""
+    """Compare B against A (B is the new run). Rows are sorted by |time change|, largest first.
+
+    A and B may be one run read two ways (``same_run``: a run's report and `roofline trace` of the trace.json.gz
+    it wrote): then each side's figures are per step (the run's report may hold one step's medians, the trace's
+    every profiled step), ops are keyed by name alone where one side has no module paths (a trace records them
+    only with ``with_modules``), and neither devices nor workload names are warned about: they are one run's."""
+    one_run = same_run(a, b)
+    per_a, per_b = (_steps(a), _steps(b)) if one_run else (1, 1)
+    modules = _has_modules(a) == _has_modules(b) if one_run else True  # where both or neither have module paths
+    op_key = (lambda op: f"{op.name} @ {op.module or '(top level)'}") if modules else (lambda op: op.name)
     return ReportDiff(
         a_label=a_label,
         b_label=b_label,
-        total=total_verdict(a, b, fail_above_pct),
-        ops=_rows(a.ops, b.ops, lambda op: f"{op.name} @ {op.module or '(top level)'}"),
-        modules=_rows(a.ops, b.ops, lambda op: op.module or "(top level)"),
-        classes=_rows(a.ops, b.ops, lambda op: op.bound),
-        findings_appeared=_finding_changes(b.findings, a.findings),
-        findings_gone=_finding_changes(a.findings, b.findings),
-        a_flops=sum(op.flops for op in a.ops),
-        b_flops=sum(op.flops for op in b.ops),
-        a_bytes=sum(op.bytes for op in a.ops),
-        b_bytes=sum(op.bytes for op in b.ops),
-        warnings=device_warnings(a, b) + workload_warnings(a, b),
+        total=total_verdict(a, b, fail_above_pct, per=(per_a, per_b), one_run=bool(one_run)),
+        ops=_rows(a.ops, b.ops, op_key, per_a, per_b),
+        modules=_rows(a.ops, b.ops, lambda op: op.module or "(top level)", per_a, per_b) if modules else [],
+        classes=_rows(a.ops, b.ops, lambda op: op.bound, per_a, per_b),
+        findings_appeared=_finding_changes(b.findings, a.findings, modules),
+        findings_gone=_finding_changes(a.findings, b.findings, modules),
+        op_key="name @ module" if modules else "name",
+        a_flops=sum(op.flops for op in a.ops) / per_a,
+        b_flops=sum(op.flops for op in b.ops) / per_b,
+        a_bytes=sum(op.bytes for op in a.ops) / per_a,
+        b_bytes=sum(op.bytes for op in b.ops) / per_b,
+        warnings=[] if one_run else device_warnings(a, b) + workload_warnings(a, b),
+        notes=[_same_run_line(a, b, one_run, per_a, per_b, modules)] if one_run else [],
     )
+
+
+def same_run(a: Report, b: Report) -> str:
+    """"A" or "B": the side that is `roofline trace` of the trace the other side's run wrote (its
+    ``extra["written_by_roofline"]``, analyze/trace_file.py, names the run: its workload and the time it was
+    captured, or the profiler's trace file); "" when A and B are not one run."""
+    for side, read, other in (("B", b, a), ("A", a, b)):
+        written = read.extra.get("written_by_roofline")
+        if read.kind != "trace" or other.kind == "trace" or not isinstance(written, dict) \
+                or written.get("workload") != other.workload:
+            continue
+        source = other.extra.get("trace")
+        path = source.get("path") if isinstance(source, dict) else None
+        if (written.get("captured_at") and written["captured_at"] == other.environment.timestamp) or \
+                (written.get("trace_name") and written["trace_name"] == path):
+            return side
+    return ""
+
+
+def _steps(report: Report) -> int:
+    """How many steps the report's ops cover (a live run's report: one step's medians; a trace's: every step)."""
+    return max(int(report.steps or 1), 1)
+
+
+def _has_modules(report: Report) -> bool:
+    return any(op.module for op in report.ops)
+
+
+def _same_run_line(a: Report, b: Report, trace_side: str, per_a: int, per_b: int, modules: bool) -> str:
+    run = a if trace_side == "B" else b
+    other = "A" if trace_side == "B" else "B"
+    compared = ["per step" + (f" (A's ops cover {per_a} step(s), B's {per_b})" if per_a != per_b else "")]
+    if not modules:
+        compared.append("ops and findings by name (one side has no module paths)")
+    return (f"A and B are one run of {run.workload} read two ways ({other}: `roofline {run.kind}`, {trace_side}: "
+            f"`roofline trace` of its trace.json.gz), compared {', '.join(compared)}: what differs is what each "
+            "reading counts, not the code or the device")
 
 
 def device_name_of(report: Report) -> str:
@@ -168,7 +220,8 @@ def _shared_time_share(a: Report, b: Report) -> float | None:
     return shared / total
 
 
-def total_verdict(a: Report, b: Report, fail_above_pct: float | None = None) -> TotalVerdict:
+def total_verdict(a: Report, b: Report, fail_above_pct: float | None = None, per: tuple[int, int] = (1, 1),
+                  one_run: bool = False) -> TotalVerdict:
     """Total device time of A and B, the spread it must beat, and (given a threshold) whether it failed.
 
     The compared quantity is ``Summary.total_time_s`` (device time summed over ops) when both reports have it,
@@ -179,10 +232,14 @@ def total_verdict(a: Report, b: Report, fail_above_pct: float | None = None) -> 
     if a.summary.total_time_s > 0 and b.summary.total_time_s > 0:
         quantity = "total device time (Summary.total_time_s, sum over ops)"
         a_total, b_total = a.summary.total_time_s, b.summary.total_time_s
+        if per != (1, 1):
+            quantity = "total device time per step (Summary.total_time_s / steps its ops cover)"
+            a_total, b_total = a_total / per[0], b_total / per[1]
     else:
         quantity = "step time median"
         a_total, b_total = _median(a), _median(b)
-    noise_s, noise_method = _noise(a, b)
+    noise_s, noise_method = _noise(a, b) if not one_run else (
+        0.0, "none: A and B are one run read twice, so no run-to-run spread lies between them")
     verdict = TotalVerdict(quantity, a_total, b_total, noise_s, noise_method, fail_above_pct)
     if fail_above_pct is not None:
         _judge(verdict, fail_above_pct)
@@ -233,14 +290,15 @@ def _noise(a: Report, b: Report) -> tuple[float, str]:
     return 0.0, "no run-to-run spread measured in either report: the threshold alone decides"
 
 
-def _rows(a_ops: list[OpRecord], b_ops: list[OpRecord], key) -> list[RowDelta]:
-    a_groups, b_groups = _group(a_ops, key), _group(b_ops, key)
+def _rows(a_ops: list[OpRecord], b_ops: list[OpRecord], key, per_a: int = 1, per_b: int = 1) -> list[RowDelta]:
+    a_groups, b_groups = _group(a_ops, key, per_a), _group(b_ops, key, per_b)
     rows = [RowDelta(k, a_groups.get(k), b_groups.get(k)) for k in {*a_groups, *b_groups}]
     rows.sort(key=lambda r: (-abs(r.delta_time_s), r.key))
     return rows
 
 
-def _group(ops: list[OpRecord], key) -> dict[str, Side]:
+def _group(ops: list[OpRecord], key, per: int = 1) -> dict[str, Side]:
+    """Each group's figures; over ``per`` steps, each step's share (time, work and calls divided by it)."""
     sides: dict[str, Side] = {}
     weighted_eff: dict[str, float] = defaultdict(float)
     time_by_bound: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
@@ -251,24 +309,30 @@ def _group(ops: list[OpRecord], key) -> dict[str, Side]:
         side.flops += op.flops
         side.bytes += op.bytes
         side.calls += op.count
+        if message_unrecorded(op):
+            side.unsized += op.count
         weighted_eff[k] += op.efficiency * op.time_s
         time_by_bound[k][op.bound] += op.time_s
     for k, side in sides.items():
         side.efficiency = weighted_eff[k] / side.time_s if side.time_s > 0 else 0.0
+        if per > 1:
+            side.time_s, side.flops, side.bytes, side.calls = (side.time_s / per, side.flops / per, side.bytes / per,
+                                                               round(side.calls / per))
         side.bound = max(time_by_bound[k].items(), key=lambda kv: (kv[1], kv[0]))[0]
     return sides
 
 
-def _finding_key(finding: Finding) -> tuple:
-    return (finding.rule, tuple(sorted(finding.locations)) or finding.title)
+def _finding_key(finding: Finding, located: bool = True) -> tuple:
+    """A finding's identity across runs; by rule alone where the locations (module paths) are not comparable."""
+    return (finding.rule, tuple(sorted(finding.locations)) or finding.title) if located else (finding.rule,)
 
 
-def _finding_changes(present: list[Finding], other: list[Finding]) -> list[FindingChange]:
-    other_keys = {_finding_key(f) for f in other}
+def _finding_changes(present: list[Finding], other: list[Finding], located: bool = True) -> list[FindingChange]:
+    other_keys = {_finding_key(f, located) for f in other}
     changes = [
         FindingChange(f.rule, f.title, list(f.locations), f.estimated_savings_s, f.fix)
         for f in present
-        if _finding_key(f) not in other_keys
+        if _finding_key(f, located) not in other_keys
     ]
     changes.sort(key=lambda c: -c.estimated_savings_s)
     return changes

@@ -22,7 +22,8 @@ from roofline.analyze.join import (
     subtree,
 )
 from roofline.analyze.host_events import fill_host_counts, host_gaps_us
-from roofline.analyze.communication import is_communication_op, recorded_message_bytes
+from roofline.analyze.communication import (BACKEND_PREFIXES, MESSAGE_UNRECORDED, is_communication_op,
+                                            message_unrecorded, recorded_message_bytes)
 from roofline.analyze.kernel_classes import kernel_classes
 from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.optimizer_lists import LIST_OP_PREFIXES, OptimizerLists, with_lists
@@ -40,7 +41,7 @@ from roofline.count import families
 from roofline.count.counting import count_op, is_view_op
 from roofline.count.collectives import COMMUNICATION_NOTE
 from roofline.count.meta import SPARSE_NOT_COUNTED
-from roofline.count.registry import VALUE_ARGS, OpCost, flatten_metas, unmodeled
+from roofline.count.registry import VALUE_ARGS, OpCost, flatten_metas, nbytes, unmodeled
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
 from roofline.count.views import DYNAMO_RUNTIME
 from roofline.analyze.environment import trace_environment
@@ -94,7 +95,7 @@ class _TraceCounter:
         if (name in NEEDS_CHILDREN or name in QUANTIZED_LINEARS) and self._trace is not None \
                 and op.input_dims is not None:
             return self._with_outputs_from_children(op)
-        if name.startswith("c10d::"):
+        if name.startswith(("c10d::", *BACKEND_PREFIXES)):
             return self._collective(op, key)
         if self._children and self._children.get(op.index) and _first_operand_unrecorded(op) \
                 and not is_view_op(name):  # a view is free whatever it views
@@ -111,19 +112,30 @@ class _TraceCounter:
         return hit
 
     def _collective(self, op: CpuOp, key: tuple) -> _Counted:
-        """A c10d collective: its formula's message (count/collectives.py) from its recorded tensors, else the one
-        its own or its ``record_param_comms`` child's collective args give (traces without shapes carry those)."""
-        hit = self._cache.get(key) if op.input_dims is not None else None
-        if hit is None and op.input_dims is not None:
+        """A c10d collective (or a backend's annotation of one, "nccl:all_reduce", where no c10d op encloses it):
+        its formula's message (count/collectives.py) from its recorded tensors, else the one its own or its
+        ``record_param_comms`` child's collective args give (traces without shapes carry those), else the tensor
+        its backend's annotation recorded (a c10d op's TensorList often records no shape; the annotation below
+        it does)."""
+        backend = op.name.startswith(BACKEND_PREFIXES)
+        hit = self._cache.get(key) if op.input_dims is not None and not backend else None
+        if hit is None and op.input_dims is not None and not backend:
             hit = self._cache[key] = _counted(op.name, _trace_args(op))
         if hit is not None and hit.cost.bytes:
             return hit
-        comms = [op.comm] + [self._trace.ops[k].comm for k in (self._children or {}).get(op.index, [])
-                             if self._trace is not None]
-        message = next((b for b in map(recorded_message_bytes, comms) if b is not None), None)
+        below = [self._trace.ops[k] for k in (self._children or {}).get(op.index, []) if self._trace is not None]
+        message = next((b for b in map(recorded_message_bytes, [op.comm] + [c.comm for c in below])
+                        if b is not None), None)
+        how = "its collective args"
+        if message is None:  # the annotation sits below record_param_comms, or directly below the c10d op
+            inside = [op] + ([self._trace.ops[k] for k in subtree(op.index, self._children or {})[1:]]
+                             if self._trace is not None else [])
+            message = next((b for b in map(_annotated_message, inside) if b is not None), None)
+            how = "the tensor its backend's annotation recorded"
         if message is None:
-            return hit or _Counted(OpCost(0.0, 0.0, False, note=COMMUNICATION_NOTE, keep_whole=True), "", [], [], [])
-        cost = OpCost(0.0, message, False, note=COMMUNICATION_NOTE + " (from its collective args)", keep_whole=True)
+            return hit or _Counted(OpCost(0.0, 0.0, False, note=f"{COMMUNICATION_NOTE}; {MESSAGE_UNRECORDED}",
+                                          keep_whole=True), "", [], [], [])
+        cost = OpCost(0.0, message, False, note=f"{COMMUNICATION_NOTE} (from {how})", keep_whole=True)
         return _Counted(cost, hit.dtype if hit else "", *((hit.input_shapes, hit.input_dtypes, hit.input_strides)
                                                           if hit else ([], [], [])))
 
@@ -180,6 +192,17 @@ class _TraceCounter:
                                                                   "parameters (from AccumulateGrad events) stand in"]))
             hit = self._with_params[full] = _Counted(cost, op_dtype(args, []), *_shape_fields(flatten_metas(args)))
         return hit
+
+
+def _annotated_message(op: CpuOp) -> float | None:
+    """The message a backend's annotation ("nccl:all_reduce", "gloo:broadcast") records: the tensor it was handed,
+    which is the buffer sent, reduced or scattered. Not an all-gather's: that is the local shard, and the gathered
+    size needs the group's, which only the collective args give."""
+    if not op.name.startswith(BACKEND_PREFIXES) or "gather" in op.name.replace("_", "").lower() \
+            or op.input_dims is None:
+        return None
+    size = nbytes(flatten_metas(_trace_args(op)))
+    return float(size) if size > 0 else None
 
 
 def _trace_args(op: CpuOp) -> list:
@@ -394,6 +417,9 @@ def report_from_trace(
     if missing:
         summary.notes.append(f"{missing} recorded op(s) found no event in the timed trace (time counted as 0)")
     summary.notes.extend(kept_whole)
+    unsized = _unsized_collectives_note(ops, summary.total_time_s)
+    if unsized:
+        summary.notes.append(unsized)
     if idle_by_device:
         summary.notes.append(_idle_by_device_note(idle_by_device))
     if recording is not None:
@@ -494,6 +520,20 @@ def _value_dependent_notes(trace: Trace, event_to_report: dict[int, int], ops: l
     return found
 
 
+def _unsized_collectives_note(ops: list[OpRecord], total_s: float) -> str:
+    """The collectives whose message the trace did not record: their rows show no bytes ("?"), and this says why,
+    so a 0 is never read as a measured empty message."""
+    calls = Counter(op.name for op in ops if message_unrecorded(op))
+    if not calls:
+        return ""
+    time = sum(op.time_s for op in ops if message_unrecorded(op))
+    share = f", {time / total_s:.1%} of the time" if total_s else ""
+    listed = ", ".join(f"{name} x{n}" for name, n in calls.most_common(4))
+    return (f"{sum(calls.values())} collective call(s) with no message size ({listed}{share}): the trace recorded "
+            "neither their tensors' shapes nor their collective args' 'In msg nelems', so their bytes are unknown "
+            "(shown as ?), not 0; their time still counts as communication")
+
+
 def _nested_product_notes(recording: OpRecording) -> list[str]:
     """How the recorded matrix products on nested tensors were counted (count/matmul.py): per component, which a
     trace alone cannot do (it records a nested operand with no shape: there the op's children, a padding kernel's
@@ -568,7 +608,10 @@ def _append_ops(trace: Trace, chosen: list[Chosen], counter: _TraceCounter, chil
     for c in chosen:
         idx, self_only = c.event, c.self_only
         ev = all_ops[idx]
-        counted = _NOT_COUNTED if self_only or ev.is_annotation else counter(ev)
+        if self_only or ev.is_annotation:  # a backend's annotation of a collective ("nccl:all_to_all") has a message
+            counted = counter(ev) if ev.name.startswith(BACKEND_PREFIXES) else _NOT_COUNTED
+        else:
+            counted = counter(ev)
         if self_only:
             names = [kernels[k].name for k in ev.kernel_ids]
             time_us = ev.self_kernel_us if has_gpu else _event_time_us(trace, idx, True, children)

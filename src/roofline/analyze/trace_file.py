@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
 import numpy as np
 
 from roofline.analyze.unused_gpu import ran_on_host_only, record_unused_gpu
@@ -128,6 +129,7 @@ def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bo
                                ceilings_by_device=by_device or None)
     if by_device:
         report.extra["roofs_by_device"] = {str(d): f"{c.device_name}, {c.source}" for d, c in by_device.items()}
+        report.extra["ceilings_by_device"] = {str(d): msgspec.to_builtins(c) for d, c in by_device.items()}
     if not report.ops and not trace.kernels and not _collectives_note(trace):
         # Nothing to report: no op, no kernel, no collective (a gloo job's CPU trace may hold only its collectives,
         # whose times the report's note and a merge of the ranks still give).
@@ -136,14 +138,29 @@ def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bo
         raise RooflineError(f"{path} holds no op to place on a roofline: {_what_it_holds(trace)}; {RECORD_THE_MODEL}")
     if gpu is not None:
         record_unused_gpu(report, gpu.name, "the trace's deviceProperties name it, and it holds no device activity "
-                                            "nor any call that launches device work", _gpu_roofs(gpu), cpu_name="")
+                                            "nor any call that launches device work", _gpu_roofs(gpu),
+                          {"intel": "xpu", "apple": "mps"}.get(gpu.vendor, "cuda"), cpu_name="")
     _describe_device(report, identity, ceilings, ceilings_file)
+    written = _written_by_roofline(trace)
+    if written:
+        report.extra["written_by_roofline"] = written
     if trace.cut:
         report.extra["partial"] = {"events_read": trace.events_read, "why": _cut_reason(trace)}
         report.summary.notes.insert(0, f"PARTIAL: the trace is cut short; this report covers the {trace.events_read} "
                                        "events read before the cut")
     _describe_missing(report, trace)
     return report
+
+
+def _written_by_roofline(trace: Trace) -> dict[str, str]:
+    """Which roofline run wrote this trace (the trace.json.gz of `analyze`/`profile`, render/trace_augment.py), so
+    `roofline diff` can tell that run's report and this one are one run read two ways; empty for other traces."""
+    stamp = trace.metadata.get("roofline")
+    if not isinstance(stamp, dict) or not stamp.get("workload"):
+        return {}
+    found = {"workload": str(stamp["workload"]), "report_kind": str(stamp.get("report_kind") or ""),
+             "captured_at": str(stamp.get("captured_at") or ""), "trace_name": str(trace.metadata.get("traceName") or "")}
+    return {k: v for k, v in found.items() if v}
 
 
 def _ceilings_by_device(trace: Trace, identity: DeviceIdentity) -> dict[int, Ceilings]:
@@ -260,8 +277,8 @@ def _devices_note(trace, report: Report) -> str:
     if by_device:
         roofs = ("GPUs of different models: each op judged against the roofs of the GPU its kernels ran on ("
                  + "; ".join(f"device {d}: {r}" for d, r in by_device.items())
-                 + f"); the ceilings table, kernel-class % of roof and the doctor's roof-based estimates use "
-                 f"{report.ceilings.device_name}'s")
+                 + f"; the ceilings tables show each); kernel-class % of roof and the doctor's roof-based estimates "
+                 f"use {report.ceilings.device_name}'s")
     elif len({names.get(d) for d in used}) > 1:
         roofs = (f"GPUs of different models, all judged against one set of roofs ({report.ceilings.source}"
                  + (f", {report.ceilings.device_name}" if report.ceilings.device_name else "") + ")")

@@ -47,17 +47,18 @@ def drop_no_kernels_note(report: Report) -> None:
     report.summary.notes[:] = [n for n in report.summary.notes if not n.startswith(NO_KERNELS_WARNING)]
 
 
-def record_unused_gpu(report: Report, name: str, how: str, gpu: Ceilings | None, cpu_name: str | None = None) -> None:
+def record_unused_gpu(report: Report, name: str, how: str, gpu: Ceilings | None, device: str = "cuda",
+                      cpu_name: str | None = None) -> None:
     """Say in ``report`` that the ops ran on the CPU though the GPU ``name`` is present (``how``: what shows it),
-    keeping the GPU's roofs (``gpu``; None when none are known) for the doctor's estimate. ``cpu_name``: the CPU's
-    model as the note names it (default: the CPU ceilings'; "" for a trace, which records none: its ceilings are
-    this machine's at most)."""
+    keeping the GPU's roofs (``gpu``; None when none are known) for the doctor's estimate; ``device``: torch's name
+    for its type (``cuda``, ``xpu``), for the advice's ``.to(...)``. ``cpu_name``: the CPU's model as the note names
+    it (default: the CPU ceilings'; "" for a trace, which records none: its ceilings are this machine's at most)."""
     roofs = None
     if gpu is not None and gpu.has_roofs():
         roofs = {"memory_bandwidth_bytes_per_s": gpu.memory_bandwidth_bytes_per_s,
                  "peak_flops_per_s": dict(gpu.peak_flops_per_s), "launch_overhead_s": gpu.launch_overhead_s,
                  "source": gpu.source}
-    report.extra["unused_gpu"] = {"name": name, "how": how, "roofs": roofs}
+    report.extra["unused_gpu"] = {"name": name, "how": how, "roofs": roofs, "device": device}
     # the reader's "no GPU kernels ... a CPU-only profile, or the device's activity was not recorded": said below
     drop_no_kernels_note(report)
     c = report.ceilings
@@ -72,4 +73,4 @@ def record_unused_gpu(report: Report, name: str, how: str, gpu: Ceilings | None,
         judged = f"judged against the roofs given ({c.device_name or c.device}), as asked"
     report.summary.notes.insert(0, f"the ops ran on the CPU{cpu} though {name} is present ({how}): their times "
                                    f"are the CPU's, {judged}; unless the CPU is deliberate, move the model and its "
-                                   "inputs with .to('cuda') (doctor rule model-on-cpu)")
+                                   f"inputs with .to('{device}') (doctor rule model-on-cpu)")

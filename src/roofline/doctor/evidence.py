@@ -243,7 +243,7 @@ def has_roofs(report: Report) -> bool:
 
 def is_gpu_report(report: Report) -> bool:
     device = (report.ceilings.device or "").lower()
-    return device.startswith("cuda") or any(k.category == "kernel" for k in report.kernels)
+    return device.startswith(("cuda", "xpu")) or any(k.category == "kernel" for k in report.kernels)
 
 
 def torch_device(report: Report) -> str:
@@ -258,6 +258,19 @@ def torch_device(report: Report) -> str:
             return "mps"
     device = (report.ceilings.device or "").lower().split(":")[0]
     return device if device in ("xpu", "mps", "hpu") else "cuda"
+
+
+# Whose runtime a GPU report's lazy initialisation and launches are, in advice ("CUDA's lazy initialisation").
+_RUNTIMES = {"cuda": "CUDA", "xpu": "the XPU runtime", "mps": "Metal", "hpu": "the HPU runtime"}
+
+
+def device_runtime(report: Report) -> str:
+    """The runtime a report's device runs on, for advice: CUDA (NVIDIA; HIP for AMD under ROCm), the XPU runtime
+    on an Intel GPU, ..."""
+    found = report.extra.get("device") if isinstance(report.extra, dict) else None
+    if isinstance(found, dict) and found.get("vendor") == "amd":
+        return "HIP"
+    return _RUNTIMES[torch_device(report)]
 
 
 def generic_module(module: str) -> str:

@@ -9,6 +9,7 @@ import textwrap
 from rich.console import Console
 from rich.table import Table
 
+from roofline.analyze.communication import message_unrecorded
 from roofline.render.units import fmt_bytes, fmt_count, fmt_pct, fmt_rate, fmt_time, rate_unit
 from roofline.report import BOUNDS, Ceilings, KernelClasses, Report
 
@@ -139,6 +140,13 @@ def _table_width(table: Table) -> int:
     return console.measure(table).maximum
 
 
+def _no_bytes(op) -> str:
+    """An unmodelled op's bytes: unknown, unless it is a collective that sends nothing (a barrier, a wait)."""
+    if op.bound == "communication" and not message_unrecorded(op):
+        return "-"
+    return UNKNOWN
+
+
 def _op_cells(op, total: float, roofs: bool = True) -> dict[str, str]:
     style = BOUND_STYLE.get(op.bound, "")
     return {
@@ -148,10 +156,10 @@ def _op_cells(op, total: float, roofs: bool = True) -> dict[str, str]:
         "time": fmt_time(op.time_s),
         "share": fmt_pct(op.time_s / total),
         "FLOP": fmt_count(op.flops) if op.modeled else UNKNOWN,
-        "bytes": fmt_bytes(op.bytes) if op.modeled or (op.bound == "communication" and op.bytes) else UNKNOWN,
+        "bytes": fmt_bytes(op.bytes) if op.modeled or (op.bound == "communication" and op.bytes) else _no_bytes(op),
         "FLOP/B": f"{op.arithmetic_intensity:.3g}" if op.modeled else "-",
         "achieved": (fmt_rate(op.achieved_flops_per_s, "FLOP/s") if op.flops else fmt_rate(op.achieved_bytes_per_s, "B/s"))
-        if op.modeled or (op.bound == "communication" and op.bytes) else UNKNOWN,
+        if op.modeled or (op.bound == "communication" and op.bytes) else _no_bytes(op),
         "% of roof": _roof_cell(op) if op.modeled and roofs else "-",
         "bound": f"[{style}]{op.bound}[/{style}]" if style else op.bound,
         "source": _short_source(op.source),
@@ -218,6 +226,16 @@ def kernel_class_table(kc: KernelClasses) -> Table:
     return table
 
 
+def _roofs(c: Ceilings) -> str:
+    if not c.has_roofs():
+        return "none known (times and findings only)"
+    return (f"memory {fmt_rate(c.memory_bandwidth_bytes_per_s, 'B/s')}, "
+            + ", ".join(f"{d} {fmt_rate(v, rate_unit(d))}" for d, v in c.peak_flops_per_s.items())
+            + f", launch {fmt_time(c.launch_overhead_s)} ({c.source})"
+            + (f"; cache roof {fmt_rate(c.cache_bandwidth_bytes_per_s, 'B/s')} ({fmt_bytes(c.cache_bytes)} last-level "
+               "cache)" if c.cache_bandwidth_bytes_per_s > 0 else ""))
+
+
 def render_report(report: Report, top: int = 15) -> str:
     s = report.summary
     lines = []
@@ -231,14 +249,11 @@ def render_report(report: Report, top: int = 15) -> str:
     c = report.ceilings
     if report.extra.get("partial"):
         lines.insert(0, "PARTIAL REPORT: the trace is cut short; what follows covers only the events read before the cut")
-    if c.has_roofs():
-        lines.append(
-            f"Roofs: memory {fmt_rate(c.memory_bandwidth_bytes_per_s, 'B/s')}, "
-            + ", ".join(f"{d} {fmt_rate(v, rate_unit(d))}" for d, v in c.peak_flops_per_s.items())
-            + f", launch {fmt_time(c.launch_overhead_s)} ({c.source})"
-            + (f"; cache roof {fmt_rate(c.cache_bandwidth_bytes_per_s, 'B/s')} ({fmt_bytes(c.cache_bytes)} last-level cache)"
-               if c.cache_bandwidth_bytes_per_s > 0 else "")
-        )
+    by_device = report.ceilings_by_device()
+    if by_device:
+        lines.extend(f"Roofs of device {d} ({g.device_name or g.device}): {_roofs(g)}" for d, g in by_device.items())
+    elif c.has_roofs():
+        lines.append(f"Roofs: {_roofs(c)}")
     else:
         lines.append("Roofs: none known for this device (times and findings only; see the warning below)")
     width = terminal_width()

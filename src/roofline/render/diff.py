@@ -37,6 +37,8 @@ def render_diff_console(diff: ReportDiff, top: int = 15, width: int = 140) -> st
     console.print(f"[bold]roofline diff[/bold]  A = {escape(diff.a_label)}   B = {escape(diff.b_label)}")
     for warning in diff.warnings:
         console.print(f"warning: {warning}", markup=False)
+    for note in diff.notes:
+        console.print(f"note: {note}", markup=False)
     console.print(
         f"{t.quantity}: A {_ms(t.a_total_s)} -> B {_ms(t.b_total_s)}  "
         f"({_signed_ms(t.delta_s)}, {_pct(t.delta_pct)})"
@@ -46,8 +48,9 @@ def render_diff_console(diff: ReportDiff, top: int = 15, width: int = 140) -> st
         f"FLOPs: {diff.a_flops:.4g} -> {diff.b_flops:.4g}   bytes: {diff.a_bytes:.4g} -> {diff.b_bytes:.4g}"
     )
     console.print(_rows_table("By bound class", diff.classes, len(diff.classes)))
-    console.print(_rows_table(f"Ops (name @ module), top {top} by |Δ time|", diff.ops, top))
-    console.print(_rows_table(f"Modules, top {top} by |Δ time|", diff.modules, top))
+    console.print(_rows_table(f"Ops ({diff.op_key}), top {top} by |Δ time|", diff.ops, top))
+    if diff.modules:
+        console.print(_rows_table(f"Modules, top {top} by |Δ time|", diff.modules, top))
     bound_changes = diff.bound_changes
     if bound_changes:
         console.print(f"Bound changed for {len(bound_changes)} op group(s):")
@@ -60,6 +63,13 @@ def render_diff_console(diff: ReportDiff, top: int = 15, width: int = 140) -> st
     if t.threshold_pct is not None:
         console.print(f"gate --fail-above {t.threshold_pct:g}%: {'FAIL' if t.failed else 'pass'} — {t.reason}", markup=False)
     return buf.getvalue()
+
+
+def _bytes(side) -> str:
+    """A group's bytes; where some of its collectives' sizes went unrecorded, "?" or at least the known ones."""
+    if side.unsized:
+        return f">={side.bytes:.3g}" if side.bytes else "?"
+    return f"{side.bytes:.3g}"
 
 
 def _rows_table(title: str, rows: list[RowDelta], top: int) -> Table:
@@ -76,7 +86,7 @@ def _rows_table(title: str, rows: list[RowDelta], top: int) -> Table:
             _signed_ms(row.delta_time_s),
             _pct(row.delta_time_pct) if row.status == "changed" or row.status == "same" else row.status,
             f"{a.flops:.3g}→{b.flops:.3g}" if a and b else "",
-            f"{a.bytes:.3g}→{b.bytes:.3g}" if a and b else "",
+            f"{_bytes(a)}→{_bytes(b)}" if a and b else "",
             f"{a.efficiency:.0%}→{b.efficiency:.0%}" if a and b else "",
             Text(f"{a.bound}→{b.bound}" if row.bound_changed else (a or b).bound),
         )
@@ -107,6 +117,8 @@ def diff_payload(diff: ReportDiff, max_rows: int = 2000) -> dict[str, Any]:
         "b_label": diff.b_label,
         "total": {**dataclasses.asdict(t), "delta_s": t.delta_s, "delta_pct": t.delta_pct},
         "warnings": list(diff.warnings),
+        "notes": list(diff.notes),
+        "op_key": diff.op_key,
         "work": {"a_flops": diff.a_flops, "b_flops": diff.b_flops, "a_bytes": diff.a_bytes, "b_bytes": diff.b_bytes},
         "classes": rows(diff.classes),
         "ops": rows(diff.ops),

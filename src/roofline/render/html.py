@@ -32,11 +32,13 @@ from typing import Any
 
 import msgspec
 
+from roofline.analyze.communication import message_unrecorded
 from roofline.render.colors import BOUND_COLORS
 from roofline.report import OpRecord, Report, finite_for_json
 
 _INFS = (float("inf"), float("-inf"))
-_INT_COLUMNS = {"index", "name", "module", "phase", "dtype", "shapes", "source", "bound", "above_roof", "count", "roof"}
+_INT_COLUMNS = {"index", "name", "module", "phase", "dtype", "shapes", "source", "bound", "above_roof", "count", "roof",
+                "no_size"}
 
 MAX_POINTS = 2500
 BIN_STEPS_PER_DECADE = 8
@@ -168,6 +170,8 @@ def report_payload(report: Report, prepared: dict[str, Any] | None = None) -> di
         },
         "environment": msgspec.to_builtins(report.environment),
         "ceilings": msgspec.to_builtins(report.ceilings),
+        "ceilings_by_device": [{"device": d, "ceilings": msgspec.to_builtins(c)}
+                               for d, c in report.ceilings_by_device().items()],
         "summary": summary,
         "step_time": _timing(report.step_time),
         "profiled_step_time": _timing(report.profiled_step_time),
@@ -283,6 +287,9 @@ def _op_columns(ops: list[OpRecord], names: _Interner) -> _RawColumns:
     }
     if not ops:
         cols = {}
+    unsized = [1 if message_unrecorded(op) else 0 for op in ops]
+    if any(unsized):
+        cols["no_size"] = unsized
     if any(op.measured is not None for op in ops):
         cols["dram_bytes"] = [op.measured.dram_bytes if op.measured is not None else 0.0 for op in ops]
         cols["excess"] = [(op.measured.excess_ratio or 0.0) if op.measured is not None else 0.0 for op in ops]

@@ -56,6 +56,9 @@ def augment_trace(trace: str | os.PathLike[str] | dict[str, Any], report: Report
     events.extend(c[2] for c in counters)
     data["roofline"] = {
         "workload": report.workload,
+        # What `roofline diff` needs to know a `roofline trace` report of this file is the same run as this one.
+        "report_kind": report.kind,
+        "captured_at": report.environment.timestamp,
         "annotated_ops": annotated_ops,
         "annotated_kernels": annotated_kernels,
         "report_ops_with_external_id": len(ops),

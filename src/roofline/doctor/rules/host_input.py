@@ -11,7 +11,8 @@ import functools
 
 import numpy as np
 
-from roofline.doctor.evidence import is_gpu_report, op_table, severity_for, step_spans, top_locations, torch_device
+from roofline.doctor.evidence import (device_runtime, is_gpu_report, op_table, severity_for, step_spans, top_locations,
+                                      torch_device)
 from roofline.doctor.registry import register
 from roofline.report import Finding, KernelRecord, OpRecord, Report
 
@@ -127,7 +128,8 @@ def check_idle(report: Report) -> list[Finding]:
         locations=top_locations(firsts), estimated_savings_s=sum(l for l, _, _ in leads),
         savings_method=("host time from each step's start to the first op that launched device work"
                         + (f" on GPU {device}" if device is not None else "") +
-                        " (nothing is queued on the GPU before it), less CUDA lazy initialisation, hidden when the "
+                        f" (nothing is queued on the GPU before it), less {device_runtime(report)}'s lazy initialisation, "
+                        "hidden when the "
                         "next input is prepared ahead"),
         fix=fix,
         severity=severity_for(report, sum(l for l, _, _ in leads)),

@@ -16,17 +16,18 @@ from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
 
 RULE = "model-on-cpu"
-FIX = ("if the CPU is not deliberate, move the model and its inputs to the GPU: model.to('cuda') once, and each "
-       "batch with x.to('cuda', non_blocking=True) (a DataLoader with pin_memory=True); torch.autocast('cuda') for "
-       "mixed precision")
+FIX = ("if the CPU is not deliberate, move the model and its inputs to the GPU: model.to('{device}') once, and "
+       "each batch with x.to('{device}', non_blocking=True) (a DataLoader with pin_memory=True); "
+       "torch.autocast('{device}') for mixed precision")
 
 
-@register(RULE, "the model ran on the CPU though a GPU is present (.to('cuda') forgotten?)")
+@register(RULE, "the model ran on the CPU though a GPU is present (.to(device) forgotten?)")
 def check(report: Report) -> list[Finding]:
     unused = report.extra.get("unused_gpu")
     if not isinstance(unused, dict) or not report.ops:
         return []
     name = unused.get("name") or "a GPU"
+    device = str(unused.get("device") or "cuda")  # reports written before it was kept: CUDA's
     roofs = unused.get("roofs") if isinstance(unused.get("roofs"), dict) else None
     worked = [op for op in report.ops if op.flops > 0 or op.bytes > 0]
     cpu_time = sum(op.time_s for op in report.ops)
@@ -43,11 +44,12 @@ def check(report: Report) -> list[Finding]:
         rule=RULE, category="placement",
         title=f"the model ran on the CPU though {name} is present: no GPU kernel ran in the profiled steps "
               f"({cpu_time * 1e3:.3g} ms of op time on the CPU); unless that is deliberate, move the model and its "
-              "inputs with .to('cuda')",
+              f"inputs with .to('{device}')",
         evidence={"gpu": name, "how": unused.get("how", ""), "ops": len(report.ops), "ops_with_work": len(worked),
                   "cpu_time_s": cpu_time, "flops": sum(op.flops for op in worked),
                   "bytes": sum(op.bytes for op in worked)},
-        locations=top_locations(worked or report.ops), estimated_savings_s=savings, savings_method=method, fix=FIX,
+        locations=top_locations(worked or report.ops), estimated_savings_s=savings, savings_method=method,
+        fix=FIX.format(device=device),
         severity=max(severity_for(report, savings), "warning", key=_rank),
     )]
 

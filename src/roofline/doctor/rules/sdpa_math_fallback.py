@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from roofline.doctor.evidence import (is_gpu_report, op_kind, op_table, ordered_ops, roofline_time_of, severity_for,
-                                      top_locations)
+                                      top_locations, torch_device)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
 
@@ -174,9 +174,12 @@ def check(report: Report) -> list[Finding]:
     first = calls[0]
     shapes = sorted({(c.heads, c.seq_q, c.seq_k, c.head_dim, c.dtype) for c in calls})[:4]
     if not reasons:
-        reasons = ["none visible in the report: a fused backend disabled (sdpa_kernel, "
-                   "torch.backends.cuda.enable_flash_sdp(False) and the like), a last dimension with stride != 1, "
-                   "or a GPU older than sm80"]
+        reasons = [("none visible in the report: a fused backend disabled (sdpa_kernel, "
+                    "torch.backends.cuda.enable_flash_sdp(False) and the like), a last dimension with stride != 1, "
+                    "or a GPU older than sm80") if torch_device(report) == "cuda" else
+                   ("none visible in the report: a fused backend disabled (torch.nn.attention.sdpa_kernel), a last "
+                    f"dimension with stride != 1, or inputs this {torch_device(report).upper()} build's fused "
+                    "kernels do not take")]
     fix = ("run the attention in fp16/bf16 (autocast)" if first.dtype and first.dtype not in HALF else
            "keep head dim <= 256 and a multiple of 8") if any("inputs" in r or "head dim" in r for r in reasons) else ""
     steps = [fix] if fix else []

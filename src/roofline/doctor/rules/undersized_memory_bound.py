@@ -14,7 +14,7 @@ from __future__ import annotations
 import statistics
 
 from roofline.doctor.evidence import (VIEW_KINDS, device_time_share, is_gpu_report, op_bytes, op_kind,
-                                      severity_for, top_locations)
+                                      severity_for, top_locations, torch_device)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
 
@@ -27,12 +27,20 @@ MIN_SHARE = 0.05
 MATMULS = {"mm", "addmm", "linear", "matmul", "bmm", "baddbmm", "addmv", "mv"}
 
 FIX = ("give each kernel enough work to fill the GPU, or fewer kernels: for matrix-vector products (batch-1 "
-       "decode) a tuned GEMV with split-K so short outputs still spread over every SM (Inductor's "
+       "decode) a tuned GEMV with split-K so short outputs still spread over every {units} (Inductor's "
        "coordinate_descent_tuning, or a Triton kernel), stack weights that read the same input (q/k/v, gate/up) "
        "into one product, fuse the norm before and the residual add or activation after into the same kernel "
-       "(torch.compile), and capture the step in a CUDA graph, with programmatic dependent launch where the "
-       "kernels allow it, so each kernel's loads start while the previous one drains; batching more rows per call "
-       "raises the bytes per kernel too")
+       "(torch.compile){overlap}; batching more rows per call raises the bytes per kernel too")
+# CUDA only: graphs replay the step and programmatic dependent launch overlaps a kernel's start with the previous
+# one's tail; XPU and MPS have neither in torch, so their advice stops at fusing.
+CUDA_OVERLAP = (", and capture the step in a CUDA graph, with programmatic dependent launch where the kernels allow "
+                "it, so each kernel's loads start while the previous one drains")
+UNITS = {"cuda": "SM", "xpu": "Xe core"}
+
+
+def fix_for(report: Report) -> str:
+    device = torch_device(report)
+    return FIX.format(units=UNITS.get(device, "compute unit"), overlap=CUDA_OVERLAP if device == "cuda" else "")
 
 
 @register(RULE, "memory-bound ops too small to reach the memory roof")
@@ -66,7 +74,7 @@ def check(report: Report) -> list[Finding]:
         locations=top_locations(sorted(ops, key=lambda o: -o.time_s)), estimated_savings_s=savings,
         savings_method=(f"their time less their bytes at the measured memory bandwidth ({bandwidth / 1e12:.3g} TB/s): "
                         "what they would take at the roof; the roof is an upper bound no real kernel reaches"),
-        fix=FIX, severity=severity_for(report, savings),
+        fix=fix_for(report), severity=severity_for(report, savings),
     )]
 
 

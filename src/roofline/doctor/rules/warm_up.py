@@ -7,6 +7,7 @@ the fix is to profile steps after the first (a profiler schedule with wait/warmu
 
 from __future__ import annotations
 
+from roofline.doctor.evidence import device_runtime
 from roofline.doctor.registry import register
 from roofline.report import Finding, Report
 
@@ -15,7 +16,7 @@ FIX = ("profile steady-state steps: torch.profiler.profile(schedule=torch.profil
        "active=3)) and call prof.step() each iteration, or run one warm-up iteration before profiling")
 
 
-@register(RULE, "CUDA lazy initialisation, torch.compile's compilation or only the first iterations inside the "
+@register(RULE, "the GPU runtime's lazy initialisation, torch.compile's compilation or only the first iterations inside the "
                 "profiled window")
 def check(report: Report) -> list[Finding]:
     warmup = report.extra.get("warmup") or []
@@ -56,7 +57,8 @@ def _start_up(report: Report, warmup: list[dict]) -> list[Finding]:
     calls = sorted({e["call"] for e in events})
     return [Finding(
         rule=RULE, category="profiling",
-        title=f"the profile includes CUDA's lazy initialisation ({total:.3g} s in {', '.join(calls)}): a one-time "
+        title=f"the profile includes {device_runtime(report)}'s lazy initialisation ({total:.3g} s in "
+              f"{', '.join(calls)}): a one-time "
               "start-up cost, not a per-step one",
         evidence={"calls": calls, "time_s": total, "events": len(events)},
         estimated_savings_s=0.0,
@@ -64,3 +66,4 @@ def _start_up(report: Report, warmup: list[dict]) -> list[Finding]:
         fix=FIX,
         severity="info",
     )]
+

@@ -9,14 +9,16 @@
     app.appendChild(el("header", { "class": "top" }, el("div", { "class": "brand", text: "roofline diff" }),
       el("h1", null, D.a_label, el("span", { "class": "muted", text: "  →  " }), D.b_label)));
     (D.warnings || []).forEach(function (w) { app.appendChild(el("p", { "class": "bad", text: "warning: " + w })); });
+    (D.notes || []).forEach(function (n) { app.appendChild(el("p", { "class": "method", text: n })); });
     app.appendChild(totalSection());
     app.appendChild(rowsSection("classes", "By bound class", D.classes, D.classes.length));
-    app.appendChild(rowsSection("ops", "Ops (name @ module)", D.ops, D.n_ops));
-    app.appendChild(rowsSection("modules", "Modules", D.modules, D.n_modules));
+    app.appendChild(rowsSection("ops", "Ops (" + (D.op_key || "name @ module") + ")", D.ops, D.n_ops));
+    if (D.modules && D.modules.length) app.appendChild(rowsSection("modules", "Modules", D.modules, D.n_modules));
     app.appendChild(findingsSection());
     app.appendChild(el("footer", { text: "roofline · self-contained page: no network requests, data inlined" }));
   }
 
+  function sized(side) { return side.unsized ? (side.bytes ? "≥" + R.si(side.bytes, "B") : "?") : R.si(side.bytes, "B"); }
   function cls(delta) { return delta > 0 ? "bad" : delta < 0 ? "good" : ""; }
 
   function totalSection() {
@@ -47,14 +49,14 @@
       rows.slice(shown, shown + n).forEach(function (r) {
         var a = r.a, b = r.b, c = cls(r.delta_time_s);
         body.appendChild(el("tr", null,
-          el("td", { "class": "opname", text: r.key }),
+          el("td", { "class": "opname key", text: r.key }),
           el("td", { "class": "n", text: a ? R.time(a.time_s) : "—" }),
           el("td", { "class": "n", text: b ? R.time(b.time_s) : "—" }),
           el("td", { "class": "n delta-" + c }, R.signedTime(r.delta_time_s),
             el("span", { "class": "dbar " + c, style: "width:" + (max ? 60 * Math.abs(r.delta_time_s) / max : 0).toFixed(0) + "px" })),
           el("td", { "class": "n delta-" + c, text: r.status === "added" || r.status === "removed" ? r.status : R.signedPct(r.delta_time_pct) }),
           el("td", { "class": "n", text: a && b ? R.si(a.flops, "") + " → " + R.si(b.flops, "") : "" }),
-          el("td", { "class": "n", text: a && b ? R.si(a.bytes, "B") + " → " + R.si(b.bytes, "B") : "" }),
+          el("td", { "class": "n", title: a && b && (a.unsized || b.unsized) ? "?: collectives whose message size the trace did not record" : null, text: a && b ? sized(a) + " → " + sized(b) : "" }),
           el("td", { "class": "n", text: a && b ? R.pct(a.efficiency, 0) + " → " + R.pct(b.efficiency, 0) : "" }),
           el("td", null, r.bound_changed ? [R.badge(a.bound), " → ", R.badge(b.bound)] : R.badge((a || b).bound))));
       });

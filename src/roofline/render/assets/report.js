@@ -374,6 +374,7 @@
     function cell(key, i) {
       var v = T[key][i];
       if (WORK_COLUMNS[key] && S[T.bound[i]] === "unmodeled") return el("td", { "class": "n", title: "no formula for this op: its work is unknown", text: "?" });
+      if (key === "bytes" && T.no_size && T.no_size[i]) return el("td", { "class": "n", title: "a collective whose message size the trace did not record: its bytes are unknown, not 0", text: "?" });
       if (WORK_COLUMNS[key] && key !== "bytes" && S[T.bound[i]] === "communication") return el("td", { "class": "n", title: "a collective: its time is the network's, not a roofline's; bytes are its message", text: "-" });
       switch (key) {
         case "name": return el("td", { "class": "opname", text: S[v] });
@@ -706,10 +707,8 @@
   }
 
   /* ---------- environment and ceilings ---------- */
-  function environmentSection() {
-    var env = D.environment, c = D.ceilings, ds = c.datasheet;
-    function envValue(k) { return env[k] || ((env.unknown || []).indexOf(k) >= 0 ? "not recorded in the trace" : ""); }
-    var sec = R.section("environment", "Environment and ceilings", "The roofs every efficiency is measured against.");
+  function ceilingsBlock(c, title) {
+    var ds = c.datasheet;
     var ceilRows = [["memory bandwidth", R.si(c.memory_bandwidth_bytes_per_s, "B/s"), ds ? R.si(ds.memory_bandwidth_bytes_per_s, "B/s") : "—",
       ds && ds.memory_bandwidth_bytes_per_s ? R.pct(c.memory_bandwidth_bytes_per_s / ds.memory_bandwidth_bytes_per_s, 0) : "—"]];
     var dts = Object.keys(c.peak_flops_per_s || {});
@@ -726,12 +725,25 @@
     Object.keys(c.bandwidth_by_kernel_bytes_per_s || {}).forEach(function (k) {
       ceilRows.push(["bandwidth: " + k, R.si(c.bandwidth_by_kernel_bytes_per_s[k], "B/s"), "—", "—"]);
     });
+    return [el("h3", { text: title }),
+      simpleTable(["ceiling", c.source === "datasheet" ? "used" : "measured", "datasheet", "measured / datasheet"], ceilRows, [false, true, true, true]),
+      c.method ? el("p", { "class": "method" }, el("strong", { text: "Method: " }), c.method) : null,
+      ds ? el("p", { "class": "method" }, el("strong", { text: "Datasheet: " }), ds.name + " — " + ds.source) : null,
+      c.measured_at ? el("p", { "class": "method", text: "Measured " + c.measured_at + (c.torch_version ? " with torch " + c.torch_version : "") }) : null];
+  }
+
+  function environmentSection() {
+    var env = D.environment, c = D.ceilings, byDevice = D.ceilings_by_device || [];
+    function envValue(k) { return env[k] || ((env.unknown || []).indexOf(k) >= 0 ? "not recorded in the trace" : ""); }
+    var sec = R.section("environment", "Environment and ceilings", byDevice.length
+      ? "The roofs every efficiency is measured against: each op against those of the GPU its kernels ran on; kernel-class % of roof and the doctor's roof-based estimates use " + (c.device_name || c.device) + "'s."
+      : "The roofs every efficiency is measured against.");
+    var name = c.device_name || c.device;
+    var blocks = byDevice.length
+      ? [].concat.apply([], byDevice.map(function (g) { return ceilingsBlock(g.ceilings, "Ceilings of device " + g.device + ": " + (g.ceilings.device_name || g.ceilings.device) + " (" + (g.ceilings.source || "?") + ")"); }))
+      : ceilingsBlock(c, "Ceilings" + (name ? " of " + name : "") + " (" + (c.source || "?") + ")");
     var grid = el("div", { "class": "two" },
-      el("div", null, el("h3", { text: "Ceilings (" + (c.source || "?") + ")" }),
-        simpleTable(["ceiling", c.source === "datasheet" ? "used" : "measured", "datasheet", "measured / datasheet"], ceilRows, [false, true, true, true]),
-        c.method ? el("p", { "class": "method" }, el("strong", { text: "Method: " }), c.method) : null,
-        ds ? el("p", { "class": "method" }, el("strong", { text: "Datasheet: " }), ds.name + " — " + ds.source) : null,
-        c.measured_at ? el("p", { "class": "method", text: "Measured " + c.measured_at + (c.torch_version ? " with torch " + c.torch_version : "") }) : null),
+      el("div", null, blocks),
       el("div", null, el("h3", { text: "Environment" }), R.kv([
         ["device", env.device_name || c.device_name || c.device], ["torch", envValue("torch_version")],
         ["python", envValue("python_version")], ["platform", envValue("platform")], ["host", envValue("hostname")],
