@@ -183,7 +183,10 @@ def import_matplotlib_without_property_docs() -> None:
         return
     import matplotlib.artist
 
-    kwdoc = matplotlib.artist.kwdoc
+    kwdoc = getattr(matplotlib.artist, "kwdoc", None)
+    if kwdoc is None:  # another matplotlib: imported as it comes
+        import roofline.render.png  # noqa: F401
+        return
     matplotlib.artist.kwdoc = lambda artist: ""
     try:
         import roofline.render.png  # noqa: F401
