@@ -1,10 +1,15 @@
 """roofline/forked.py: work done by a forked child meanwhile comes back as the work's result; a child that fails is
 redone in-process, so the work's own error surfaces in the parent."""
 
+import ctypes
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
+import roofline.forked as forked
 from roofline.forked import Forked, InProcess, meanwhile
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
@@ -81,3 +86,35 @@ def test_a_forked_child_runs_at_the_niceness_asked_and_the_parent_keeps_its_own(
     assert Forked(_own_niceness, niceness=5).result() == min(parent + 5, 19)
     assert Forked(_own_niceness).result() == parent
     assert os.nice(0) == parent
+
+
+_HEAP_OR_MAPPED = """
+import ctypes, sys
+from roofline.forked import reuse_freed_memory
+
+
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+
+mallinfo2 = ctypes.CDLL(None).mallinfo2
+mallinfo2.restype = MallInfo2
+if sys.argv[1] == "reuse":
+    assert reuse_freed_memory()
+before = mallinfo2().hblks
+block = bytearray(4 << 20)  # the trace reader's block size
+print(mallinfo2().hblks - before)
+"""
+
+
+@pytest.mark.skipif(not hasattr(ctypes.CDLL(None), "mallinfo2"), reason="glibc >= 2.33 only")
+@pytest.mark.parametrize(("mode", "mapped"), [("default", "1"), ("reuse", "0")])
+def test_a_one_shot_process_takes_its_big_blocks_from_the_heap(mode, mapped):
+    """By default glibc maps a 4 MiB block of its own (and unmaps it on free); after reuse_freed_memory it comes
+    from the heap, where a freed one is reused without new page faults."""
+    run = subprocess.run([sys.executable, "-c", _HEAP_OR_MAPPED, mode], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(Path(forked.__file__).parents[1])})
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == [mapped]

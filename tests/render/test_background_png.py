@@ -72,7 +72,7 @@ def test_the_trace_command_writes_the_same_files_with_png_and_doctor_in_the_back
                          text=True, env=env, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     # report.html's op table (ops_parts) is started as soon as the ops are placed, before the report is complete
-    assert "STARTED ['PngRenderer'] ['_syncs_and_memory', 'ops_parts', '_rendered', 'diagnose']" in run.stdout
+    assert "STARTED ['PngRenderer'] ['_syncs_and_memory', 'ops_parts', '_rendered_apart', 'diagnose']" in run.stdout
     for name in ("roofline.png", "report.json", "report.html"):
         assert (tmp_path / "forked" / name).read_bytes() == (tmp_path / "inline" / name).read_bytes(), name
     inline = (tmp_path / "inline" / "report.json").read_bytes()
@@ -94,3 +94,25 @@ def test_small_reports_stay_in_process():
 
     renderers = [outputs.JsonRenderer(), outputs.PngRenderer()]
     assert in_background(renderers, Tiny()) == renderers
+
+
+_QUICK_IMPORT = """
+import sys
+import matplotlib.artist
+kwdoc = matplotlib.artist.kwdoc
+from roofline.render.outputs import import_matplotlib_without_property_docs
+import_matplotlib_without_property_docs()
+from matplotlib.lines import Line2D
+print("png" if "roofline.render.png" in sys.modules else "-", matplotlib.artist.kwdoc is kwdoc,
+      "antialiased" in (Line2D.set.__doc__ or ""))
+"""
+
+
+def test_the_png_childs_quick_import_skips_only_the_property_docs():
+    """The PNG's child imports matplotlib without the property tables of its Artist docstrings (kwdoc) and puts
+    kwdoc back; the chart's bytes are compared with an in-process one above (the forked run uses it)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(outputs.__file__).parents[2]),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.run([sys.executable, "-c", _QUICK_IMPORT], capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["png", "True", "False"]

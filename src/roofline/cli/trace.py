@@ -45,6 +45,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if quickexit.armed():  # this process ends with the command: keep what it frees for its own reuse
+        from roofline.forked import reuse_freed_memory
+
+        reuse_freed_memory()
     with cyclic_gc_paused(resume=not quickexit.armed()):
         return _run(args)
 

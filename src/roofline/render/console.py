@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import heapq
 import io
 import shutil
 import textwrap
+from operator import attrgetter
 
 from rich.console import Console
 from rich.table import Table
@@ -108,7 +110,7 @@ _RIGHT = {"time", "share", "FLOP", "bytes", "FLOP/B", "achieved", "% of roof"}
 def ops_table(report: Report, top: int = 15, width: int | None = None) -> Table:
     """The top ops; with the columns that fit in `width` (all when None), never wrapping a cell."""
     total = report.summary.total_time_s or sum(op.time_s for op in report.ops) or 1.0
-    ops = sorted(report.ops, key=lambda op: op.time_s, reverse=True)[:top]
+    ops = heapq.nlargest(top, report.ops, key=attrgetter("time_s"))  # = sorted(reverse=True)[:top], ties too
     roofs = report.ceilings.has_roofs()
     rows = [_op_cells(op, total, roofs) for op in ops]
     columns = list(_OP_COLUMNS)

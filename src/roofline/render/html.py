@@ -22,12 +22,14 @@ side-by-side table and stacked bars. Known per-rank keys: ``rank``, ``step_time_
 
 from __future__ import annotations
 
+import heapq
 import html as _html
 import json
 import math
 from collections import defaultdict
 from collections.abc import Iterator
 from importlib import resources
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -39,6 +41,8 @@ from roofline.report import OpRecord, Report, finite_for_json
 _INFS = (float("inf"), float("-inf"))
 _INT_COLUMNS = {"index", "name", "module", "phase", "dtype", "shapes", "source", "bound", "above_roof", "count", "roof",
                 "no_size"}
+# Codes into the interned strings and 0/1 flags (ints by construction): a few distinct values, each written once.
+_CODE_COLUMNS = _INT_COLUMNS - {"index", "count"}
 
 MAX_POINTS = 2500
 BIN_STEPS_PER_DECADE = 8
@@ -117,13 +121,23 @@ def safe_json_chunks(payload: Any) -> Iterator[str]:
     yield ("," if text != "{}" else "") + text[1:]
 
 
+class _IntTexts(dict):
+    """str() of each int, made once per distinct value (an int and an equal float would share one: ints only)."""
+
+    def __missing__(self, value: int) -> str:
+        text = self[value] = str(value)
+        return text
+
+
 class _RawColumns:
     """Numeric columns serialised once with 5 significant digits (the table shows 3), instead of round + repr."""
 
     def __init__(self, columns: dict[str, list]) -> None:
         self._parts = []
         for name, values in columns.items():
-            if name in _INT_COLUMNS:
+            if name in _CODE_COLUMNS:
+                body = ",".join(map(_IntTexts().__getitem__, values))
+            elif name in _INT_COLUMNS:
                 body = ",".join(map(str, values))
             elif all(map(math.isfinite, values)):
                 body = ",".join(map("%.5g".__mod__, values))
@@ -374,7 +388,7 @@ def _bins(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _top_predicted(ops: list[OpRecord], n: int = 15) -> list[dict[str, Any]]:
-    top = sorted(ops, key=lambda op: -op.time_s)[:n]
+    top = heapq.nlargest(n, ops, key=attrgetter("time_s"))  # = sorted(reverse=True)[:n], ties in op order
     return [
         {"name": op.name, "module": op.module, "time_s": op.time_s, "predicted_s": op.predicted_time_s, "bound": op.bound}
         for op in top
