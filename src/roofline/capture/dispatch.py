@@ -7,6 +7,7 @@ from typing import Any
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from roofline.count.counting import count_op, to_meta
+from roofline.count.linalg import live_facts
 from roofline.count.registry import OpCost
 
 
@@ -27,4 +28,6 @@ def op_cost(func: Any, args: Any, kwargs: dict, out: Any) -> tuple[list, dict, l
     meta_args = to_meta(list(args))
     meta_kwargs = to_meta(dict(kwargs))
     meta_out = to_meta(list(out) if isinstance(out, (tuple, list)) else [out])
-    return meta_args, meta_kwargs, meta_out, count_op(func, meta_args, meta_kwargs, meta_out)
+    facts = live_facts(str(getattr(func, "__name__", func)), args)
+    return meta_args, meta_kwargs, meta_out, count_op(func, meta_args, meta_kwargs | facts if facts else meta_kwargs,
+                                                      meta_out)
