@@ -77,3 +77,11 @@ def test_hessian_in_a_forward_has_no_unmodelled_op():
     x = torch.randn(8, 4)
     recording = record_ops(lambda: torch.func.vmap(torch.func.hessian(g))(x))
     assert {op.name for op in recording.ops if not op.cost.modeled} == set()
+
+
+def test_broadcast_tensors_is_a_view():
+    # torchvision's box coder (fasterrcnn in train mode) calls it; it returns expanded views, no kernel runs. Its
+    # trace event has one TensorList argument, which the expand_copy formula it shared read as a tensor:
+    # "could not count", an unmodelled row
+    cost = count_op("aten::broadcast_tensors", [[TensorMeta((9, 4), "float32"), TensorMeta((1, 4), "float32")]])
+    assert cost.modeled and cost.is_view and (cost.flops, cost.bytes) == (0.0, 0.0)

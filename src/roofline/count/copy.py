@@ -153,7 +153,7 @@ def tile(call: Call) -> OpCost:
     return repeat(call)
 
 
-@register("aten::expand_copy", "aten::broadcast_tensors")
+@register("aten::expand_copy")
 def expand_copy(call: Call) -> OpCost:
     """expand_copy(self, size): the expanded tensor materialized; self read once."""
     self_ = call.tensor(0, "self")
