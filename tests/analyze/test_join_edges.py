@@ -69,6 +69,24 @@ def test_recorded_ops_without_an_event_are_counted_exactly(tmp_path):
     assert sorted(c.recorded for c in chosen if c.recorded is not None) == [0, 1]
 
 
+def test_an_op_run_in_place_in_one_run_and_out_of_place_in_the_other_is_one_op(tmp_path):
+    # the autograd engine accumulated a gradient with add under the counting pass and with add_ in the timed run
+    # (sweep 3, Mamba's selective scan): unpaired, both were counted, 60 accumulations a step twice
+    dims = {"Input Dims": [[2, 64], [2, 64], []], "Input type": ["float", "float", "Scalar"]}
+    trace = _trace(tmp_path, [
+        _x("cpu_op", "aten::add_", 0, 10, **{"External id": 1}, **dims),
+        _x("cpu_op", "aten::mul", 20, 10, **{"External id": 2}, **dims),
+        _x("cpu_op", "aten::add_", 40, 10, **{"External id": 3}, **dims),
+    ])
+    attribute(trace)
+    index = RecordedIndex.build(trace, ["aten::add", "aten::mul", "aten::add"], phases=["forward"] * 3)
+    chosen, missing = choose_with_recording(trace, roots_by_step(trace)[None], children_index(trace), index,
+                                            lambda op: True)
+    assert missing == 0
+    assert [(trace.ops[c.event].name, c.recorded) for c in chosen] == [("aten::add_", 0), ("aten::mul", 1),
+                                                                       ("aten::add_", 2)]
+
+
 def test_sub_microsecond_kernels_of_an_annotation_count(tmp_path):
     trace = _trace(tmp_path, [
         _x("user_annotation", "triton_poi_fused_add_0", 0, 10, **{"External id": 1}),

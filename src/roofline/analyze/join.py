@@ -154,7 +154,7 @@ class RecordedIndex:
     @classmethod
     def build(cls, trace: Trace, recorded_names: list[str], phases: list[str] | None = None,
               shapes: list[tuple] | None = None) -> "RecordedIndex":
-        names = set(recorded_names)
+        names = set(recorded_names) | {_inplace_variant(name) for name in recorded_names}
         n = len(recorded_names)
         keys = [(recorded_names[i], _trace_phase(phases[i]) if phases else "", shapes[i] if shapes else ())
                 for i in range(n)]
@@ -194,7 +194,7 @@ def choose_with_recording(trace: Trace, roots: Iterable[int], children: dict[int
     recorded_keys = index.keys if with_shapes else [(k[0], k[1], ()) for k in index.keys]
     pairs: dict[int, int] = {}
     taken: set[int] = set()
-    for coarsen in (lambda k: k, lambda k: k[:2], lambda k: k[:1]):
+    for coarsen in (lambda k: k, _out_of_place_key, lambda k: k[:2], lambda k: k[:1]):
         _pair_in_order(candidates, event_keys, recorded_keys, coarsen, pairs, taken)
     chosen = [Chosen(idx, pairs.get(pos)) for pos, idx in enumerate(candidates)]
     missing = len(index.keys) - len(taken)
@@ -204,6 +204,22 @@ def choose_with_recording(trace: Trace, roots: Iterable[int], children: dict[int
         else:
             chosen.extend(choose_without_recording(trace, [idx], children, is_row))
     return chosen, missing
+
+
+def _out_of_place_key(key: Key) -> Key:
+    """A key with an in-place name (aten::add_) read as its out-of-place twin, shapes and phase kept: the counting
+    pass and the timed run are two runs of one program, and an op can run in place in one and not in the other.
+    The autograd engine accumulates a gradient in place when nothing else holds the buffer, which differs between
+    the two (Mamba's selective scan: 60 accumulations a step recorded as add, timed as add_, were counted twice)."""
+    name = key[0]
+    return (name[:-1] if name.endswith("_") and not name.endswith("__") else name,) + tuple(key[1:])
+
+
+def _inplace_variant(name: str) -> str:
+    """aten::add -> aten::add_ and back (see _out_of_place_key); dunder names are left as they are."""
+    if name.endswith("__"):
+        return name
+    return name[:-1] if name.endswith("_") else name + "_"
 
 
 def _pair_in_order(candidates: list[int], event_keys: list[Key], recorded_keys: list[Key], coarsen,
