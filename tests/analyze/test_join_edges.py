@@ -165,3 +165,20 @@ def test_a_compiled_graph_on_a_cpu_keeps_its_inductor_kernels_time(tmp_path):
     rows = sorted((op.name, op.modeled, round(op.time_s * 1e6)) for op in report.ops)
     assert rows == [("## Call CompiledFxGraph fabc123", False, 70), ("TorchDynamo Cache Lookup", True, 5),
                     ("aten::addmm", True, 30), ("aten::addmm", True, 30)], "a user's annotation keeps no own time"
+
+
+def test_a_vmapped_op_in_a_trace_is_counted_at_its_batch_shapes(tmp_path):
+    # torch.func.vmap records each op at the per-sample shapes with the batched run nested inside it; the outer
+    # event was counted, one sample's FLOPs (sweep 3: jacrev in a forward, 0.70x what analyze counts)
+    import torch
+
+    w = torch.randn(32, 4)
+    x = torch.randn(8, 4)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        torch.func.vmap(lambda xi: (w @ xi).tanh())(x)
+    path = tmp_path / "vmap.json"
+    prof.export_chrome_trace(str(path))
+    report = report_from_trace(load_trace(path), CEIL)
+    flops = {op.name: op.flops * op.count for op in report.ops if op.flops}
+    assert flops.get("aten::mv") is None and flops["aten::mm"] == 2 * 8 * 32 * 4  # the batching rule's mm, not mv
+    assert flops["aten::tanh"] == 4 * 8 * 32  # 4 FLOPs an element (count/elementwise.py), all 8 samples

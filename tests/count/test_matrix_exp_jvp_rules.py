@@ -13,7 +13,8 @@ from roofline.count.meta import TensorMeta
 
 
 def test_products_follow_torchs_degree_thresholds():
-    # float32 thetas: 1.19e-7 (deg 1: 0 products), 5.98e-4 (2: 1), 5.12e-2 (4: 2), 0.580 (8: 3), 1.46 (12: 4), 3.01 (18: 5)
+    # float32 thetas: 1.19e-7 (degree 1: 0 products), 5.98e-4 (2: 1), 5.12e-2 (4: 2), 0.580 (8: 3),
+    # 1.46 (12: 4), 3.01 (18: 5)
     assert [products_for_norm(v, "float32") for v in (0.0, 1e-4, 0.01, 0.5, 1.0, 3.0)] == [0, 1, 2, 3, 4, 5]
     # above theta_18 = 3.0101: scale by 2^-s, s = ceil(log2(norm / theta_18)), then square s times
     assert products_for_norm(17.28, "float32") == 5 + 3
@@ -44,6 +45,12 @@ def test_live_matrix_exp_counts_each_matrix_by_its_own_norm():
     recording = record_ops(lambda: torch.linalg.matrix_exp(batch))
     (op,) = [op for op in recording.ops if "matrix_exp" in op.name]
     assert op.cost.modeled and op.cost.flops == 2 * 16 ** 3 * (3 + 7)
+
+
+def test_a_matrix_with_a_nan_is_left_unmodelled_not_raised():
+    recording = record_ops(lambda: torch.linalg.matrix_exp(torch.full((4, 4), float("nan"))))
+    (op,) = [op for op in recording.ops if "matrix_exp" in op.name]
+    assert not op.cost.modeled and op.cost.note == NO_NORM
 
 
 def test_orthogonal_parametrization_step_has_no_unmodelled_op():

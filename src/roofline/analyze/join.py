@@ -31,11 +31,12 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from math import prod
 
 import numpy as np
 
 from roofline.capture.trace_model import CpuOp, Trace, is_autograd_frame, is_step_marker, op_columns
-from roofline.count.counting import is_composite_op
+from roofline.count.counting import is_composite_op, is_view_op
 
 
 @dataclass
@@ -107,7 +108,7 @@ def choose_without_recording(trace: Trace, roots: Iterable[int], children: dict[
             stack.extend(reversed(kids))
             continue
         row = is_row(op)
-        if row and not (kids and kind[1]):
+        if row and not (kids and (kind[1] or _batched_below(trace, idx, children))):
             chosen.append(Chosen(idx))
         elif kids:
             if op.self_kernel_us > 0 or (not row and not trace.has_gpu and _runs_own_kernel(trace, idx, kids)):
@@ -119,6 +120,43 @@ def choose_without_recording(trace: Trace, roots: Iterable[int], children: dict[
 
 
 COMPILED_GRAPH = "## Call CompiledFxGraph"
+
+
+def _batched_below(trace: Trace, idx: int, children: dict[int, list[int]]) -> bool:
+    """Whether this event is torch.func.vmap's per-sample (logical) record of an op whose batched (physical) run is
+    nested below it: vmap records each op at the per-sample shapes and runs its batching rule inside (the same op,
+    or another: mv -> mm), on the batch. Counting the outer event counted one sample (sweep 3: jacrev in a forward,
+    mm at [1, 4] @ [4, 32] where [8, 4] @ [4, 32] ran; the trace's FLOPs 0.70x analyze's).
+
+    Told by functorch's layer re-dispatch, which records an op inside itself with the same shapes (on this event
+    or on its ancestors, up to 6 levels; eager code does that too, a scalar mul wrapped), and by a descendant other
+    than a view whose first two inputs hold more elements than this event's (the batch; the first two only, as
+    the re-dispatch records out= variants whose extra arguments would outweigh it)."""
+    ops = trace.ops
+    op = ops[idx]
+    kids = children.get(idx, [])
+    layered = any(ops[k].name == op.name and ops[k].input_dims == op.input_dims for k in kids)
+    child, parent = idx, op.parent
+    for _ in range(6):
+        if layered or parent is None or parent < 0:
+            break
+        layered = ops[parent].name == ops[child].name and ops[parent].input_dims == ops[child].input_dims
+        child, parent = parent, ops[parent].parent
+    if not layered:
+        return False
+    size = _operands_numel(op)
+    stack = list(kids)
+    while stack:
+        k = stack.pop()
+        if _operands_numel(ops[k]) > size and not is_view_op(ops[k].name):
+            return True
+        stack.extend(children.get(k, []))
+    return False
+
+
+def _operands_numel(op: CpuOp) -> int:
+    """Elements of an event's first two inputs: an out= variant's extra arguments left out."""
+    return sum(prod(d) for d in (op.input_dims or [])[:2] if isinstance(d, list) and all(isinstance(v, int) for v in d))
 
 
 def _cpu_compiled_graph(trace: Trace, op: CpuOp) -> bool:

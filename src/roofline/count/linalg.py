@@ -47,17 +47,18 @@ def products_for_norm(norm: float, dtype: str) -> int:
 
 
 def live_facts(name: str, args: Any) -> dict[str, int]:
-    """``name``: the op's name in any spelling. What a formula needs from a live op's values rather than its shapes: {PRODUCTS_KWARG: total products over
-    the batch of matrices} for matrix_exp, {} for every other op. Called by the dispatch pass with real tensors."""
+    """What a formula needs from a live op's values rather than its shapes (``name``: the op's name in any
+    spelling): {PRODUCTS_KWARG: total products over the batch of matrices} for matrix_exp, {} for every other op.
+    Called by the dispatch pass with real tensors."""
     if "matrix_exp" not in name or not args:
         return {}
     a = args[0]
     try:
         norms = a.detach().abs().sum(-2).amax(-1).reshape(-1).tolist()
         dtype = str(a.dtype).removeprefix("torch.")
-    except (AttributeError, RuntimeError, TypeError):
+        return {PRODUCTS_KWARG: sum(products_for_norm(float(v), dtype) for v in norms)}
+    except (AttributeError, RuntimeError, TypeError, ValueError):  # not a dense tensor; a nan or inf norm
         return {}
-    return {PRODUCTS_KWARG: sum(products_for_norm(float(v), dtype) for v in norms)}
 
 
 @register("aten::linalg_matrix_exp", "aten::matrix_exp")
