@@ -32,7 +32,7 @@ def test_matrix_exp_counts_two_n_cubed_per_product():
 
 def test_matrix_exp_from_a_trace_is_unmodelled_with_its_reason():
     cost = count_op("aten::linalg_matrix_exp", [TensorMeta((16, 16), "float32")])
-    assert not cost.modeled and cost.note == NO_NORM
+    assert not cost.modeled and cost.note == NO_NORM and cost.keep_whole
 
 
 def test_live_matrix_exp_counts_each_matrix_by_its_own_norm():
