@@ -69,6 +69,24 @@ def test_recorded_ops_without_an_event_are_counted_exactly(tmp_path):
     assert sorted(c.recorded for c in chosen if c.recorded is not None) == [0, 1]
 
 
+def test_an_op_run_in_place_in_one_run_and_out_of_place_in_the_other_is_one_op(tmp_path):
+    # the autograd engine accumulated a gradient with add under the counting pass and with add_ in the timed run
+    # (sweep 3, Mamba's selective scan): unpaired, both were counted, 60 accumulations a step twice
+    dims = {"Input Dims": [[2, 64], [2, 64], []], "Input type": ["float", "float", "Scalar"]}
+    trace = _trace(tmp_path, [
+        _x("cpu_op", "aten::add_", 0, 10, **{"External id": 1}, **dims),
+        _x("cpu_op", "aten::mul", 20, 10, **{"External id": 2}, **dims),
+        _x("cpu_op", "aten::add_", 40, 10, **{"External id": 3}, **dims),
+    ])
+    attribute(trace)
+    index = RecordedIndex.build(trace, ["aten::add", "aten::mul", "aten::add"], phases=["forward"] * 3)
+    chosen, missing = choose_with_recording(trace, roots_by_step(trace)[None], children_index(trace), index,
+                                            lambda op: True)
+    assert missing == 0
+    assert [(trace.ops[c.event].name, c.recorded) for c in chosen] == [("aten::add_", 0), ("aten::mul", 1),
+                                                                       ("aten::add_", 2)]
+
+
 def test_sub_microsecond_kernels_of_an_annotation_count(tmp_path):
     trace = _trace(tmp_path, [
         _x("user_annotation", "triton_poi_fused_add_0", 0, 10, **{"External id": 1}),
@@ -147,3 +165,20 @@ def test_a_compiled_graph_on_a_cpu_keeps_its_inductor_kernels_time(tmp_path):
     rows = sorted((op.name, op.modeled, round(op.time_s * 1e6)) for op in report.ops)
     assert rows == [("## Call CompiledFxGraph fabc123", False, 70), ("TorchDynamo Cache Lookup", True, 5),
                     ("aten::addmm", True, 30), ("aten::addmm", True, 30)], "a user's annotation keeps no own time"
+
+
+def test_a_vmapped_op_in_a_trace_is_counted_at_its_batch_shapes(tmp_path):
+    # torch.func.vmap records each op at the per-sample shapes with the batched run nested inside it; the outer
+    # event was counted, one sample's FLOPs (sweep 3: jacrev in a forward, 0.70x what analyze counts)
+    import torch
+
+    w = torch.randn(32, 4)
+    x = torch.randn(8, 4)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        torch.func.vmap(lambda xi: (w @ xi).tanh())(x)
+    path = tmp_path / "vmap.json"
+    prof.export_chrome_trace(str(path))
+    report = report_from_trace(load_trace(path), CEIL)
+    flops = {op.name: op.flops * op.count for op in report.ops if op.flops}
+    assert flops.get("aten::mv") is None and flops["aten::mm"] == 2 * 8 * 32 * 4  # the batching rule's mm, not mv
+    assert flops["aten::tanh"] == 4 * 8 * 32  # 4 FLOPs an element (count/elementwise.py), all 8 samples

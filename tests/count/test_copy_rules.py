@@ -126,3 +126,16 @@ def test_packed_sequences_move_the_kept_elements_and_the_padded_output():
                        ("aten::_pad_packed_sequence", (data, batch_sizes, True, 0.0, -1))]:
         alone = count_op(name, args)  # a trace: the sizes are values it does not record
         assert not alone.modeled and "does not record" in alone.note
+
+
+def test_fsdp2_copies_around_its_collectives_are_counted():
+    # shapes from a 2-rank fully_shard trace (sweep 3): a Linear(32, 64)'s weight and bias shards
+    shards = [T((1024,), "float32"), T((32,), "float32")]
+    copy_in = count_op("fsdp::all_gather_copy_in", [shards, T((2112,), "float32"), [1024, 32], 1056, 0])
+    assert copy_in.modeled and (copy_in.flops, copy_in.bytes) == (0.0, 2 * 1056 * 4)
+    outs = [T((2, 1024), "float32"), T((2, 32), "float32")]
+    split = count_op("fsdp::split_with_sizes_copy", [T((2, 1056), "float32"), [1024, 32], 1, outs])
+    assert split.modeled and split.bytes == 2 * 2112 * 4
+    grads = [T((4, 64), "float32"), T((4,), "float32")]
+    cat = count_op("fsdp::chunk_cat", [grads, 0, 2, T((2, 130), "float32")])
+    assert cat.modeled and cat.bytes == (260 + 260) * 4

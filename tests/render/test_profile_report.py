@@ -67,3 +67,16 @@ def test_without_a_profiler_trace_the_trace_is_built_from_the_report(tmp_path: P
     written = ProfileReport(report).generate(tmp_path, console=False)
     assert validate_chrome_trace(json.loads(gzip.decompress(written["trace"].read_bytes()))) == []
     assert Report.load(written["report"]).ops[0].name == "aten::mm"
+
+
+@pytest.mark.parametrize("profiled", [[0.0217, 0.0227, 0.0238],  # faster under the profiler: noise (sweep 3's MoE)
+                                      [0.0270, 0.0280, 0.0290]])  # slower, but by less than the true steps' spread
+def test_a_profiler_cost_within_the_noise_is_not_reported_as_added_or_negative(profiled) -> None:
+    report = Report(workload="toy", ops=[OpRecord("aten::mm", time_s=2e-3, cpu_time_s=1e-3)],
+                    step_time=Timing.from_samples([0.0220, 0.0264, 0.0330], "test"),
+                    profiled_step_time=Timing.from_samples(profiled, "test"))
+    text = ProfileReport(report).text()
+    assert "the profiler added" not in text
+    line = next(ln for ln in text.splitlines() if "profiler's cost" in ln)
+    change = f"{Timing.from_samples(profiled, 'test').median_s / 0.0264 - 1:+.0%}"
+    assert f"within these timings' noise (under it the step took {change}, spread" in line

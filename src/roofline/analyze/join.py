@@ -31,11 +31,12 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from math import prod
 
 import numpy as np
 
 from roofline.capture.trace_model import CpuOp, Trace, is_autograd_frame, is_step_marker, op_columns
-from roofline.count.counting import is_composite_op
+from roofline.count.counting import is_composite_op, is_view_op
 
 
 @dataclass
@@ -107,7 +108,7 @@ def choose_without_recording(trace: Trace, roots: Iterable[int], children: dict[
             stack.extend(reversed(kids))
             continue
         row = is_row(op)
-        if row and not (kids and kind[1]):
+        if row and not (kids and (kind[1] or _batched_below(trace, idx, children))):
             chosen.append(Chosen(idx))
         elif kids:
             if op.self_kernel_us > 0 or (not row and not trace.has_gpu and _runs_own_kernel(trace, idx, kids)):
@@ -119,6 +120,43 @@ def choose_without_recording(trace: Trace, roots: Iterable[int], children: dict[
 
 
 COMPILED_GRAPH = "## Call CompiledFxGraph"
+
+
+def _batched_below(trace: Trace, idx: int, children: dict[int, list[int]]) -> bool:
+    """Whether this event is torch.func.vmap's per-sample (logical) record of an op whose batched (physical) run is
+    nested below it: vmap records each op at the per-sample shapes and runs its batching rule inside (the same op,
+    or another: mv -> mm), on the batch. Counting the outer event counted one sample (sweep 3: jacrev in a forward,
+    mm at [1, 4] @ [4, 32] where [8, 4] @ [4, 32] ran; the trace's FLOPs 0.70x analyze's).
+
+    Told by functorch's layer re-dispatch, which records an op inside itself with the same shapes (on this event
+    or on its ancestors, up to 6 levels; eager code does that too, a scalar mul wrapped), and by a descendant other
+    than a view whose first two inputs hold more elements than this event's (the batch; the first two only, as
+    the re-dispatch records out= variants whose extra arguments would outweigh it)."""
+    ops = trace.ops
+    op = ops[idx]
+    kids = children.get(idx, [])
+    layered = any(ops[k].name == op.name and ops[k].input_dims == op.input_dims for k in kids)
+    child, parent = idx, op.parent
+    for _ in range(6):
+        if layered or parent is None or parent < 0:
+            break
+        layered = ops[parent].name == ops[child].name and ops[parent].input_dims == ops[child].input_dims
+        child, parent = parent, ops[parent].parent
+    if not layered:
+        return False
+    size = _operands_numel(op)
+    stack = list(kids)
+    while stack:
+        k = stack.pop()
+        if _operands_numel(ops[k]) > size and not is_view_op(ops[k].name):
+            return True
+        stack.extend(children.get(k, []))
+    return False
+
+
+def _operands_numel(op: CpuOp) -> int:
+    """Elements of an event's first two inputs: an out= variant's extra arguments left out."""
+    return sum(prod(d) for d in (op.input_dims or [])[:2] if isinstance(d, list) and all(isinstance(v, int) for v in d))
 
 
 def _cpu_compiled_graph(trace: Trace, op: CpuOp) -> bool:
@@ -154,7 +192,7 @@ class RecordedIndex:
     @classmethod
     def build(cls, trace: Trace, recorded_names: list[str], phases: list[str] | None = None,
               shapes: list[tuple] | None = None) -> "RecordedIndex":
-        names = set(recorded_names)
+        names = set(recorded_names) | {_inplace_variant(name) for name in recorded_names}
         n = len(recorded_names)
         keys = [(recorded_names[i], _trace_phase(phases[i]) if phases else "", shapes[i] if shapes else ())
                 for i in range(n)]
@@ -194,7 +232,7 @@ def choose_with_recording(trace: Trace, roots: Iterable[int], children: dict[int
     recorded_keys = index.keys if with_shapes else [(k[0], k[1], ()) for k in index.keys]
     pairs: dict[int, int] = {}
     taken: set[int] = set()
-    for coarsen in (lambda k: k, lambda k: k[:2], lambda k: k[:1]):
+    for coarsen in (lambda k: k, _out_of_place_key, lambda k: k[:2], lambda k: k[:1]):
         _pair_in_order(candidates, event_keys, recorded_keys, coarsen, pairs, taken)
     chosen = [Chosen(idx, pairs.get(pos)) for pos, idx in enumerate(candidates)]
     missing = len(index.keys) - len(taken)
@@ -204,6 +242,22 @@ def choose_with_recording(trace: Trace, roots: Iterable[int], children: dict[int
         else:
             chosen.extend(choose_without_recording(trace, [idx], children, is_row))
     return chosen, missing
+
+
+def _out_of_place_key(key: Key) -> Key:
+    """A key with an in-place name (aten::add_) read as its out-of-place twin, shapes and phase kept: the counting
+    pass and the timed run are two runs of one program, and an op can run in place in one and not in the other.
+    The autograd engine accumulates a gradient in place when nothing else holds the buffer, which differs between
+    the two (Mamba's selective scan: 60 accumulations a step recorded as add, timed as add_, were counted twice)."""
+    name = key[0]
+    return (name[:-1] if name.endswith("_") and not name.endswith("__") else name,) + tuple(key[1:])
+
+
+def _inplace_variant(name: str) -> str:
+    """aten::add -> aten::add_ and back (see _out_of_place_key); dunder names are left as they are."""
+    if name.endswith("__"):
+        return name
+    return name[:-1] if name.endswith("_") else name + "_"
 
 
 def _pair_in_order(candidates: list[int], event_keys: list[Key], recorded_keys: list[Key], coarsen,

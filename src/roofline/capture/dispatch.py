@@ -7,6 +7,7 @@ from typing import Any
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from roofline.count.counting import count_op, normalize_op_name, read_values, to_meta
+from roofline.count.linalg import live_facts
 from roofline.count.registry import OpCost
 
 
@@ -30,4 +31,6 @@ def op_cost(func: Any, args: Any, kwargs: dict, out: Any) -> tuple[list, dict, l
     meta_kwargs = to_meta(dict(kwargs))
     read_values(name, args, kwargs, meta_args, meta_kwargs)
     meta_out = to_meta(list(out) if isinstance(out, (tuple, list)) else [out])
-    return meta_args, meta_kwargs, meta_out, count_op(name, meta_args, meta_kwargs, meta_out)
+    facts = live_facts(name, args)
+    return meta_args, meta_kwargs, meta_out, count_op(name, meta_args, meta_kwargs | facts if facts else meta_kwargs,
+                                                      meta_out)

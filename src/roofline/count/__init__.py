@@ -20,6 +20,7 @@ from roofline.count import (  # noqa: F401  (importing a family registers its fo
     foreach,
     indexing,
     inductor,
+    linalg,
     loss,
     matmul,
     norm,

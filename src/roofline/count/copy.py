@@ -153,7 +153,7 @@ def tile(call: Call) -> OpCost:
     return repeat(call)
 
 
-@register("aten::expand_copy", "aten::broadcast_tensors")
+@register("aten::expand_copy")
 def expand_copy(call: Call) -> OpCost:
     """expand_copy(self, size): the expanded tensor materialized; self read once."""
     self_ = call.tensor(0, "self")
@@ -267,3 +267,41 @@ def pack_padded_sequence_backward(call: Call) -> OpCost:
 def nested_mask_check(call: Call) -> OpCost:
     """Whether a padding mask is left-aligned: the mask read, a bool returned."""
     return OpCost(0.0, float(call.tensor(1, "mask").nbytes), True)
+
+
+# FSDP2's (torch.distributed.fsdp.fully_shard) copies around its collectives, custom ops of the fsdp namespace
+# (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py). Copies: 0 FLOPs, what they read and write.
+def _tensor_list(call: Call, index: int, name: str) -> list[TensorMeta]:
+    value = call.arg(index, name)
+    metas = [m for m in value if isinstance(m, TensorMeta)] if isinstance(value, (list, tuple)) else []
+    if not metas:
+        raise ValueError(f"{name} not recorded")
+    return metas
+
+
+@register("fsdp::all_gather_copy_in")
+def fsdp_all_gather_copy_in(call: Call) -> OpCost:
+    """(all_gather_inputs: Tensor[], all_gather_output, inp_split_sizes, all_gather_input_numel, rank): this
+    rank's shards read and written into its slice of the all-gather buffer (the buffer's other slices untouched)."""
+    inputs = _tensor_list(call, 0, "all_gather_inputs")
+    return OpCost(0.0, float(2 * nbytes(inputs)), True, note=unknown_dtype_note(inputs))
+
+
+@register("fsdp::split_with_sizes_copy")
+def fsdp_split_with_sizes_copy(call: Call) -> OpCost:
+    """(all_gather_output, all_gather_input_split_sizes, dim, *, out: Tensor[]): the gathered buffer read once,
+    copied out into the unsharded parameters."""
+    source = call.tensor(0, "all_gather_output")
+    out = call.arg(3, "out")
+    written = nbytes(m for m in out if isinstance(m, TensorMeta)) if isinstance(out, (list, tuple)) else 0
+    return _copy_cost(source, written or source.nbytes)
+
+
+@register("fsdp::chunk_cat")
+def fsdp_chunk_cat(call: Call) -> OpCost:
+    """(tensors: Tensor[], dim, num_chunks, out): the gradients read, written chunk-interleaved (padded to whole
+    chunks) into the reduce-scatter input ``out``."""
+    tensors = _tensor_list(call, 0, "tensors")
+    out = call.maybe_tensor(3, "out")
+    return OpCost(0.0, float(nbytes(tensors) + (out.nbytes if out is not None else nbytes(tensors))), True,
+                  note=unknown_dtype_note(tensors))

@@ -122,8 +122,21 @@ for _count, _bases in ((1, ONE_FLOP), (1, ONE_FLOP_BOOL), (2, TWO_FLOPS), (3, TH
         FLOPS_PER_ELEMENT[_base] = _count
 FLOPS_PER_ELEMENT.update(MORE_FLOPS)
 
+# torch's primitives (torch._prims) that run eagerly where a decomposition reaches them: forward-mode AD
+# (torch.func.jvp, jacfwd, hessian) calls prims::add on the tangents. Counted as their aten namesakes (never
+# in place). The list is what torch.ops.prims defines of the bases above (torch 2.14).
+PRIMS_ELEMENTWISE = (
+    "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_not",
+    "bitwise_or", "bitwise_xor", "ceil", "conj_physical", "cos", "cosh", "digamma", "div", "eq", "erf", "erfc",
+    "exp", "exp2", "expm1", "floor", "fmax", "fmin", "fmod", "ge", "gt", "hypot", "isfinite", "le", "lgamma",
+    "log", "log10", "log1p", "log2", "lt", "maximum", "minimum", "mul", "ne", "neg", "reciprocal", "remainder",
+    "round", "rsqrt", "sign", "signbit", "sin", "sinh", "sqrt", "sub", "tan", "tanh", "trunc",
+)
+for _base in PRIMS_ELEMENTWISE:
+    register(f"prims::{_base}")(_fixed(FLOPS_PER_ELEMENT[_base], bool_output=_base in ONE_FLOP_BOOL))
 
-@register("aten::pow", "aten::pow_")
+
+@register("aten::pow", "aten::pow_", "prims::pow")
 def pow_(call: Call) -> OpCost:
     """1 FLOP an element for a small integer exponent (x**2 is one multiply), else 4 (exp(y*log(x)))."""
     exponent = call.arg(1, "exponent")

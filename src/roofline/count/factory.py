@@ -45,6 +45,12 @@ def allocation(call: Call) -> OpCost:
     return zero_cost("allocation only")
 
 
+@register("aten::_efficientzerotensor")
+def efficient_zero_tensor(call: Call) -> OpCost:
+    """A ZeroTensor (forward-mode AD's zero tangent, torch.func.jvp/jacfwd): no storage, nothing written."""
+    return zero_cost("a ZeroTensor holds no storage")
+
+
 @register("aten::zeros", "aten::ones", "aten::rand", "aten::randn", "aten::scalar_tensor")
 def sized_fill(call: Call) -> OpCost:
     return _new_tensor(call, size_index=0, dtype_index=1)

@@ -31,7 +31,7 @@ VIEW_NAMES = (
     "record_stream", "is_pinned", "_is_zerotensor", "is_floating_point", "is_complex",
     "can_cast", "promote_types", "_assert_async", "_assert_tensor_metadata", "sym_constrain_range_for_size",
     "_functional_assert_async", "dequantize_self", "_propagate_xla_data", "sym_is_contiguous",
-    "_debug_has_internal_overlap",
+    "_debug_has_internal_overlap", "_has_same_storage_numel", "broadcast_tensors",
     "_nested_tensor_size", "_nested_tensor_strides", "_nested_tensor_storage_offsets",
     "_sparse_coo_tensor_with_dims_and_tensors", "_sparse_coo_tensor_unsafe", "_sparse_csr_tensor_unsafe",
     "_nnz", "sparse_dim", "dense_dim", "is_coalesced", "_coalesced_", "ccol_indices", "row_indices",

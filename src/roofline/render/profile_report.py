@@ -101,11 +101,22 @@ def _step_times(r: Report) -> list[str]:
              f"  true (no profiler):  {_timing_text(r.step_time)}",
              f"  under the profiler:  {_timing_text(r.profiled_step_time)}"]
     if r.step_time and r.profiled_step_time and r.step_time.n and r.profiled_step_time.n and r.step_time.median_s:
-        lines.append(f"  the profiler added {r.profiled_step_time.median_s / r.step_time.median_s - 1:+.0%} to the step")
+        lines.append(_profiler_cost_line(r.step_time, r.profiled_step_time))
     method = (r.step_time or r.profiled_step_time).method if (r.step_time or r.profiled_step_time) else ""
     if method:
         lines.append(f"  how: {method}")
     return lines
+
+
+def _profiler_cost_line(true: Timing, profiled: Timing) -> str:
+    """What the profiler added to the step; a difference within the two timings' spread, or a step that ran
+    faster under the profiler (it only adds work), is reported as noise, not as a negative cost."""
+    change = profiled.median_s / true.median_s - 1
+    spread = max(true.spread_s, profiled.spread_s)
+    if profiled.median_s < true.median_s or abs(profiled.median_s - true.median_s) <= spread:
+        return (f"  the profiler's cost is within these timings' noise (under it the step took {change:+.0%}, "
+                f"spread {fmt_time(spread)})")
+    return f"  the profiler added {change:+.0%} to the step"
 
 
 def _top_ops(ops: list[OpRecord], what: str, key: Any, how: str) -> list[str]:
