@@ -47,11 +47,13 @@ def products_for_norm(norm: float, dtype: str) -> int:
     return _PRODUCTS[-1] + max(0, math.ceil(math.log2(norm / thetas[-1])))
 
 
+LIVE_FACT_OPS = frozenset({"aten::linalg_matrix_exp", "aten::matrix_exp"})
+
+
 def live_facts(name: str, args: Any) -> dict[str, int]:
-    """What a formula needs from a live op's values rather than its shapes (``name``: the op's name in any
-    spelling): {PRODUCTS_KWARG: total products over the batch of matrices} for matrix_exp, {} for every other op.
+    """What a formula needs from a live op's values rather than its shapes (``name``: normalize_op_name's): {PRODUCTS_KWARG: total products over the batch of matrices} for matrix_exp, {} for every other op.
     Called by the dispatch pass with real tensors."""
-    if "matrix_exp" not in name or not args:
+    if name not in LIVE_FACT_OPS or not args:
         return {}
     a = args[0]
     try:
@@ -62,7 +64,7 @@ def live_facts(name: str, args: Any) -> dict[str, int]:
         return {}
 
 
-@register("aten::linalg_matrix_exp", "aten::matrix_exp")
+@register(*LIVE_FACT_OPS)
 def matrix_exp(call: Call) -> OpCost:
     a = call.tensor(0, "self")
     products = call.kwargs.get(PRODUCTS_KWARG)
