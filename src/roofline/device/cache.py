@@ -6,6 +6,7 @@ Needs no torch: `roofline trace` reads ceilings for a GPU it only knows by name.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -71,9 +72,31 @@ def load_ceilings(path: str | os.PathLike[str], *, missing_ok: bool = False) -> 
             return None
         raise RooflineError(f"{path} holds no ceilings (no memory_bandwidth_bytes_per_s field)")
     try:
-        return from_builtins(Ceilings, data)
+        ceilings = from_builtins(Ceilings, data)
     except msgspec.ValidationError as exc:
+        if missing_ok:
+            return None
         raise RooflineError(f"malformed ceilings file {path}: {exc}") from None
+    problem = unusable_roof(ceilings)
+    if problem:
+        if missing_ok:
+            return None
+        raise RooflineError(f"malformed ceilings file {path}: {problem}")
+    return ceilings
+
+
+def unusable_roof(ceilings: Ceilings) -> str | None:
+    """What makes a roof unusable (NaN, infinite or negative: JSON allows NaN and Infinity), else None. Zero is
+    allowed: a roof not known (a report's ceilings block for an unnamed device)."""
+    roofs = {"memory_bandwidth_bytes_per_s": ceilings.memory_bandwidth_bytes_per_s,
+             **{f"peak_flops_per_s.{dtype}": value for dtype, value in (ceilings.peak_flops_per_s or {}).items()}}
+    for name, value in roofs.items():
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+            return f"{name} is {value!r}, expected a finite number, 0 or more"
+    launch = ceilings.launch_overhead_s
+    if not (isinstance(launch, (int, float)) and math.isfinite(launch) and launch >= 0):
+        return f"launch_overhead_s is {launch!r}, expected a finite number, 0 or more"
+    return None
 
 
 def cached_ceilings(name: str | None, *, allow_quick: bool = False) -> Ceilings | None:
