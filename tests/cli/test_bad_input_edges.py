@@ -245,3 +245,35 @@ def test_a_mistyped_workload_gets_a_did_you_mean(typed, meant):
 
     with pytest.raises(RooflineError, match=f"unknown workload '{typed}' \\(did you mean {meant}\\?\\); choose one"):
         get_workload(typed)
+
+
+def test_an_unwritable_ceilings_cache_is_refused_before_measuring(tmp_path, monkeypatch):
+    """It measured for 20 s first, then failed to save."""
+    from roofline.device import ceilings as ceilings_module
+
+    (tmp_path / "a_file").write_text("")
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path / "a_file" / "cache"))
+    monkeypatch.setattr(ceilings_module, "measure_ceilings", lambda *a, **k: pytest.fail("measured first"))
+    with pytest.raises(RooflineError, match=r"cannot write the ceilings cache .*a_file/cache: Not a directory; set "
+                                            r"ROOFLINE_CACHE_DIR"):
+        ceilings_module.get_ceilings("cpu")
+
+
+def test_no_home_directory_asks_for_roofline_cache_dir(monkeypatch):
+    from roofline.device.cache import cache_dir
+
+    def no_home():
+        raise RuntimeError("Could not determine home directory.")
+
+    for name in ("ROOFLINE_CACHE_DIR", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    with pytest.raises(RooflineError, match="set ROOFLINE_CACHE_DIR"):
+        cache_dir()
+
+
+def test_a_report_whose_schema_version_is_a_string_is_malformed_not_newer(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"schema_version": "one", "workload": "w", "ops": []}))
+    with pytest.raises(RooflineError, match="schema_version is 'one', expected a whole number"):
+        Report.load(path)

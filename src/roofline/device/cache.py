@@ -23,8 +23,30 @@ def cache_dir() -> Path:
     """$ROOFLINE_CACHE_DIR, else $XDG_CACHE_HOME/roofline, else ~/.cache/roofline."""
     if os.environ.get("ROOFLINE_CACHE_DIR"):
         return Path(os.environ["ROOFLINE_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".cache")
+        except RuntimeError:  # no $HOME and no home in the password database (a bare container user)
+            raise RooflineError("no home directory for the ceilings cache: set ROOFLINE_CACHE_DIR to a writable "
+                                "folder") from None
     return Path(base) / "roofline"
+
+
+def check_cache_writable(path: str | os.PathLike[str]) -> None:
+    """Refuse, before a measurement of seconds to minutes, a cache folder its result could not be saved in."""
+    folder = Path(path).parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        writable = os.access(folder, os.W_OK | os.X_OK)
+    except OSError as exc:
+        problem = exc.strerror or str(exc)
+    else:
+        if writable:
+            return
+        problem = "Permission denied"
+    raise RooflineError(f"cannot write the ceilings cache {folder}: {problem}; set ROOFLINE_CACHE_DIR to a "
+                        "writable folder")
 
 
 def _slug(text: str) -> str:
