@@ -95,6 +95,8 @@ def _write_in_place(path: Path, chunks: Iterable[bytes]) -> Path:
             for chunk in chunks:
                 fh.write(chunk)
             fh.flush()
+    except BrokenPipeError:  # `-o /dev/stdout | head`: the reader had enough, which is no error (cli.main)
+        raise
     except OSError as exc:
         raise RooflineError(f"cannot write {path}: {exc.strerror or exc}") from None
     return path
@@ -165,8 +167,14 @@ def check_output_file(path: str | os.PathLike[str]) -> Path:
     target = Path(path)
     if str(path) == "" or target.is_dir():
         raise RooflineError(f"output file {str(path)!r} is a directory" if str(path) else "the output file name is empty")
+    if _is_special(target):  # /dev/stdout, a FIFO: written in place, its folder need not be writable
+        if not os.access(target, os.W_OK):
+            raise RooflineError(f"output file {target} is not writable")
+        return target
+    if target.is_symlink():
+        target = Path(os.path.realpath(target))
     check_output_dir(target.parent if str(target.parent) else ".")
-    return target
+    return Path(path)
 
 
 def _commit(tmp: Path, target: Path, owned: set[str]) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from roofline.errors import RooflineError
-from roofline.io import atomic_write_bytes, check_output_dir
+from roofline.io import atomic_write_bytes, check_output_dir, check_output_file
 from roofline.render.outputs import write_outputs
 from roofline.report import OpRecord, Report
 
@@ -47,6 +47,7 @@ def test_a_fifo_is_written_into_not_replaced_by_a_plain_file(tmp_path):
     assert got == [b"ceilings"]
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"], "no temporary file beside it"
+    assert check_output_file(fifo) == fifo, "taken as an output file: written in place"
 
 
 def test_a_symlink_is_written_through_and_stays_a_link(tmp_path):
@@ -277,3 +278,17 @@ def test_a_report_whose_schema_version_is_a_string_is_malformed_not_newer(tmp_pa
     path.write_text(json.dumps({"schema_version": "one", "workload": "w", "ops": []}))
     with pytest.raises(RooflineError, match="schema_version is 'one', expected a whole number"):
         Report.load(path)
+
+
+@pytest.mark.parametrize("edit, why", [
+    (lambda raw: raw.replace(b'"ts": 1000.0', b'"ts": NaN'), "it holds NaN, which JSON does not allow"),
+    (lambda raw: raw.replace(b"aten::linear", b"aten::lin\xe9ar"), "it is not UTF-8 (byte "),
+])
+def test_a_trace_no_event_of_which_decodes_says_why(edit, why, tmp_path, capsys):
+    """Both said only 'no complete trace event'."""
+    events = json.loads(TRACE.read_text())["traceEvents"]
+    raw = edit(json.dumps({"traceEvents": [dict(e, ts=1000.0) for e in events]}).encode())
+    (tmp_path / "t.json").write_bytes(raw)
+    code, _, err = _main(["trace", str(tmp_path / "t.json"), "-o", str(tmp_path / "out")], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert "no complete trace event; " + why in err
