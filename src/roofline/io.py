@@ -52,7 +52,7 @@ def atomic_write_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes]) -
     path = Path(path)
     if path.suffix == ".gz":
         chunks = (gzip.compress(b"".join(chunks), compresslevel=6),)
-    if _is_special(path) or path.parts[:2] == ("/", "dev"):  # /dev/stdout redirected to a file is a regular file
+    if _is_special(path) or _through_proc(path):
         return _write_in_place(path, chunks)
     if path.is_symlink():
         path = Path(os.path.realpath(path))
@@ -87,6 +87,16 @@ def _is_special(path: Path) -> bool:
     except OSError:
         return False
     return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def _through_proc(path: Path) -> bool:
+    """/dev/stdout, /dev/fd/N, /proc/self/fd/N: a descriptor of this process, a regular file when stdout is
+    redirected to one (`--json /dev/stdout > c.json`), which a rename beside it would not reach."""
+    try:
+        first_hop = os.readlink(path) if path.is_symlink() else ""
+        return first_hop.startswith("/proc/") or os.path.realpath(path.parent).startswith("/proc/")
+    except OSError:
+        return False
 
 
 def _write_in_place(path: Path, chunks: Iterable[bytes]) -> Path:

@@ -292,3 +292,15 @@ def test_a_trace_no_event_of_which_decodes_says_why(edit, why, tmp_path, capsys)
     code, _, err = _main(["trace", str(tmp_path / "t.json"), "-o", str(tmp_path / "out")], capsys)
     assert code == 2 and err.count("\n") == 1
     assert "no complete trace event; " + why in err
+
+
+def test_dev_stdout_redirected_to_a_file_is_written_into_not_renamed_over(tmp_path):
+    """`--json /dev/stdout > c.json`: /dev/stdout resolves to c.json, a regular file; renaming a new file over it
+    would leave the shell's descriptor on the old one and c.json empty."""
+    out = tmp_path / "c.json"
+    with open(out, "wb") as fh:
+        link = Path(f"/proc/self/fd/{fh.fileno()}")
+        atomic_write_bytes(link, b"through the descriptor")
+        assert os.path.realpath(link) == str(out)
+    assert out.read_bytes() == b"through the descriptor"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json"]
