@@ -1,10 +1,16 @@
-"""Every kind of bad input tried on the CLI (issue 15), run in-process through roofline.cli.main, with the exit
-code and the message each one gives. Writes benchmarks/results/bad_input_cases.md (or the path given).
+"""Every kind of bad input tried on the CLI (issue 15), with the exit code and the message each one gives. Writes
+benchmarks/results/bad_input_cases.md (or the path given).
+
+Two sets: ``cases`` run in-process through roofline.cli.main (fast; tests/cli/test_bad_input.py runs them all), and
+``proc_cases`` run as a user would, each in a fresh ``python -m roofline`` process (about 6 minutes on 2 cores):
+scripts that fork, chdir, os._exit or leave threads running; broken trace files; permissions (as uid 65534 through
+setpriv, when run as root); a full disk (a 64 KiB tmpfs, when mount is allowed); the environment (locale, COLUMNS,
+cache folder). Where a case's -o held a previous report, its bytes are compared before and after.
 
 Each case must end in exit 2 with one `roofline: error: ...` line and no traceback, except the few marked
 otherwise (a diff of unrelated runs is not an error: it exits 0 and says so in a warning line).
 
-    PYTHONPATH=src python benchmarks/bad_inputs.py [OUT.md]
+    PYTHONPATH=src python benchmarks/bad_inputs.py [OUT.md] [--only TEXT]
 """
 
 from __future__ import annotations
@@ -503,7 +509,7 @@ def proc_cases(tmp: Path) -> list[ProcCase]:
         # numbers
         ProcCase("analyze --batch 1e9", ["analyze", *small, "--batch", "1e9"]),
         ProcCase("analyze --batch nan", ["analyze", *small, "--batch", "nan"]),
-        ProcCase("analyze --batch 1000000000", ["analyze", "--model", "matmul", *cpu, "--batch", "1000000000"]),
+        ProcCase("analyze --batch 1000000000", ["analyze", "--model", "llama-tiny", *cpu, "--batch", "1000000000"]),
         ProcCase("analyze --iters 10**12", ["analyze", *small[:-4], "--iters", str(10**12)]),
         ProcCase("profile --active 10**12", ["profile", "--model", "matmul", "--active", str(10**12)]),
         ProcCase("predict --batch nan", ["predict", f"{t}/report_ok.json", "--batch", "nan"]),
@@ -531,8 +537,9 @@ def proc_cases(tmp: Path) -> list[ProcCase]:
                  env={"ROOFLINE_CACHE_DIR": f"{t}/read_only/cache"}, user=65534),
         ProcCase("a corrupt cached ceilings file", ["analyze", *small, "-o", "corrupt_cache_out"],
                  env={"ROOFLINE_CACHE_DIR": f"{t}/corrupt_cache"}, expect=None),
-        ProcCase("HOME and ROOFLINE_CACHE_DIR unset", ["analyze", *small, "-o", "home_out"],
-                 env={"HOME": None, "ROOFLINE_CACHE_DIR": None, "XDG_CACHE_HOME": None}, expect=None),
+        ProcCase("HOME and ROOFLINE_CACHE_DIR unset, a user whose home does not exist (uid 65534)",
+                 ["analyze", *small, "-o", f"{t}/shared_rw/o4"],
+                 env={"HOME": None, "ROOFLINE_CACHE_DIR": None, "XDG_CACHE_HOME": None}, user=65534),
         ProcCase("TERM=dumb, NO_COLOR, no tty", ["trace", str(GOOD_TRACE), "-o", "dumb_out", "--no-html"],
                  env={"TERM": "dumb", "NO_COLOR": "1"}, expect=0),
         ProcCase("an ASCII-only stdout (PYTHONIOENCODING=ascii)", ["trace", str(GOOD_TRACE), "-o", "ascii_out",
@@ -644,6 +651,14 @@ def run_proc_case(case: ProcCase, tmp: Path, cache: Path, has: dict[str, bool]) 
     return {"code": code, "verdict": verdict, "first": first, "kept": kept, "stderr": stderr}
 
 
+class _Terminated(BaseException):
+    """SIGTERM: the cases stop, the cleanup runs (the in-process runner catches everything else a case raises)."""
+
+
+def _terminate(*frame: Any) -> None:
+    raise _Terminated
+
+
 def run_case(argv: list[str]) -> tuple[int | str, str, str]:
     """(exit code, stdout, stderr) of ``roofline ARGV`` in this process; an escaping exception is 'exception'."""
     from roofline.cli import main
@@ -652,6 +667,8 @@ def run_case(argv: list[str]) -> tuple[int | str, str, str]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             code: int | str = main(argv)
+        except _Terminated:
+            raise
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
         except BaseException as exc:  # noqa: BLE001 - that is exactly what this check looks for
@@ -686,7 +703,7 @@ def main() -> int:
     parser.add_argument("--only", default=None, help="run only the cases whose name holds this text; write nothing")
     options = parser.parse_args()
     # killed (timeout, kill), the cleanup below still runs: the tmpfs is unmounted and the case's process ended
-    signal.signal(signal.SIGTERM, lambda *frame: sys.exit(143))
+    signal.signal(signal.SIGTERM, _terminate)
     cache = Path(os.environ.get("ROOFLINE_CACHE_DIR") or tempfile.mkdtemp(prefix="roofline-cache-"))
     os.environ["ROOFLINE_CACHE_DIR"] = str(cache)
     import torch
@@ -762,8 +779,9 @@ def main() -> int:
         "",
         "Each case in its own process, cwd TMP, stdin empty. *kept*: the case's -o held a previous run's report "
         "(report.json, report.html, roofline.png, trace.json.gz); `yes` when every byte of it is unchanged after "
-        "the case. *recorded*: no exit code is claimed (the user's code ended the process itself, or the outcome is "
-        "a choice, not an error); the row says what happened. Cases marked *as uid 65534* run through `setpriv` "
+        "the case. *recorded*: no exit code is claimed (the outcome is a choice, not an error: a corrupt cached "
+        "ceilings file is measured again, a 5-column terminal gets its report); the row says what happened. Cases "
+        "marked *as uid 65534* run through `setpriv` "
         "as nobody, because root reads and writes any file whatever its mode. "
         f"{len(proc_rows)} cases, {len(proc_rows) - len(proc_bad) - len(skipped)} as expected, {len(skipped)} "
         f"skipped, {len(proc_bad)} not.",
