@@ -290,6 +290,8 @@ PROC_SCRIPTS = {
         threading.Thread(target=lambda: time.sleep(3600)).start()
         """) + TRAIN_LOOP,
     "chatty.py": "import torch\n" + TRAIN_LOOP.replace("\n    model(", "\n    print('x' * 1_000_000)\n    model("),
+    "kill1.py": "import os\nimport time\n\nif os.environ.get('RANK') == '1':\n    os.kill(os.getpid(), 9)\n"
+                "time.sleep(5)\n",
     "stdin.py": "import sys\nimport torch\n\nline = input('batch size? ')\ntorch.randn(int(line))\n",
     "fac2.py": textwrap.dedent("""\
         import torch
@@ -350,6 +352,7 @@ def _trace_variants(tmp: Path) -> None:
     with open(tmp / "sparse_2g.json", "wb") as fh:  # 2 GiB of holes: a disk image or core dump named .json
         fh.truncate(2 * 1024**3)
     (tmp / "dir.json").mkdir(exist_ok=True)
+    (tmp / "dir.py").mkdir(exist_ok=True)
     for a, b in (("loop_a.json", "loop_b.json"), ("loop_b.json", "loop_a.json")):
         with contextlib.suppress(FileExistsError):
             os.symlink(tmp / b, tmp / a)
@@ -497,6 +500,17 @@ def proc_cases(tmp: Path) -> list[ProcCase]:
         ProcCase("profile a script reading an empty stdin", ["profile", *prof, "-o", g, f"{t}/stdin.py"], guard=g,
                  stdin=b""),
         ProcCase("doctor a script calling sys.exit(3)", ["doctor", *cpu, f"{t}/exit3.py"]),
+        ProcCase("profile --nproc 2 of a script that raises (torchrun)", ["profile", "--nproc", "2", *cpu, "-o",
+                                                                          f"{t}/ranks", f"{t}/raises.py"]),
+        ProcCase("profile --nproc 2 of a script whose rank 1 is SIGKILLed", ["profile", "--nproc", "2", *cpu, "-o",
+                                                                             f"{t}/ranks_killed", f"{t}/kill1.py"]),
+        ProcCase("profile a directory named x.py", ["profile", *prof, f"{t}/dir.py"]),
+        ProcCase("doctor --rules nope", ["doctor", f"{t}/report_ok.json", "--rules", "nope"]),
+        ProcCase("diff --html /dev/full", ["diff", f"{t}/report_ok.json", f"{t}/report_ok.json", "--html",
+                                           "/dev/full"]),
+        ProcCase("predict --save naming a directory", ["predict", f"{t}/report_ok.json", "--save", f"{t}/a_dir"]),
+        ProcCase("trace --ceilings that is not JSON", ["trace", str(GOOD_TRACE), "--ceilings", f"{t}/junk.json",
+                                                       "-o", g], guard=g),
         # factories and --model
         ProcCase("factory returning inputs on the meta device", ["analyze", f"{t}/fac2.py:meta_inputs", *cpu, "-o", g],
                  guard=g),

@@ -304,3 +304,36 @@ def test_dev_stdout_redirected_to_a_file_is_written_into_not_renamed_over(tmp_pa
         assert os.path.realpath(link) == str(out)
     assert out.read_bytes() == b"through the descriptor"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json"]
+
+
+@pytest.mark.parametrize("exitcode, line", [(2, ""), (-9, "roofline: error: rank 1 was killed by SIGKILL\n"),
+                                             (3, "roofline: error: rank 1 exited with code 3\n")])
+def test_a_failed_torchrun_worker_is_one_line_not_torchruns_traceback(exitcode, line, monkeypatch, capsys):
+    """`profile --nproc 2` of a failing script printed torchrun's ChildFailedError traceback and failure table."""
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
+
+    from roofline.distributed import torchrun_quiet
+
+    def failing_run(args):
+        failure = ProcessFailure(local_rank=1, pid=123, exitcode=exitcode, error_file="/nonexistent")
+        raise ChildFailedError("roofline", {1: failure})
+
+    monkeypatch.setattr("torch.distributed.run.run", failing_run)
+    assert torchrun_quiet.main(["--standalone", "--nproc-per-node=2", "-m", "roofline", "profile", "x.py"]) == 1
+    assert capsys.readouterr().err == line
+
+
+def test_the_same_error_from_every_rank_is_shown_once(capsys):
+    from roofline.distributed.launch import _pass_stderr
+
+    shown: list[str] = []
+    _pass_stderr(io.BytesIO(b"roofline: error: x.py raised E\nrank 1 log\nroofline: error: x.py raised E\n"), shown)
+    assert capsys.readouterr().err == "roofline: error: x.py raised E\nrank 1 log\n"
+    assert shown == ["roofline: error: x.py raised E"]
+
+
+def test_a_directory_named_like_a_script_is_called_a_directory(tmp_path, capsys):
+    (tmp_path / "train.py").mkdir()
+    for argv in (["profile", "--device", "cpu", str(tmp_path / "train.py")], ["doctor", str(tmp_path / "train.py")]):
+        code, _, err = _main(argv, capsys)
+        assert (code, err) == (2, f"roofline: error: {tmp_path / 'train.py'} is a directory, not a script\n")

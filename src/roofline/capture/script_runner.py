@@ -233,17 +233,25 @@ class _EmptyTable(list):
         return "(profiled by roofline: see its report)"
 
 
+def check_script(path: str | os.PathLike[str]) -> Path:
+    """The script to run, refused when it is missing or is not a file (a folder named x.py)."""
+    from roofline.errors import RooflineError
+
+    script = Path(path)
+    if script.is_dir():
+        raise RooflineError(f"{script} is a directory, not a script")
+    if not script.is_file():
+        raise RooflineError(f"script not found: {script}")
+    return script
+
+
 def run_script(path: str | os.PathLike[str], args: list[str]) -> None:
     """Run ``path`` as ``__main__`` with ``sys.argv = [path, *args]``; argv, sys.path and the working directory
     (a script's os.chdir would move a relative -o) are restored after.
 
     A process the script forks (os.fork) runs the rest of the script, as it would under ``python SCRIPT``, and ends
     there: it never comes back into roofline, which would profile and write the report a second time."""
-    script = Path(path)
-    if not script.is_file():
-        from roofline.errors import RooflineError
-
-        raise RooflineError(f"script not found: {script}")
+    script = check_script(path)
     saved_argv, saved_path, saved_cwd = sys.argv[:], sys.path[:], os.getcwd()
     pid = os.getpid()
     sys.argv = [str(script), *args]

@@ -100,8 +100,9 @@ def _report_for(args: argparse.Namespace) -> tuple[Any, str | None]:
         return _analyze_model(args), None
     target = Path(args.target)
     if target.suffix == ".py":
-        if not target.is_file():
-            raise RooflineError(f"script not found: {target}")
+        from roofline.capture.script_runner import check_script
+
+        check_script(target)
         return _profile_script(args)
     if not target.exists():
         raise RooflineError(f"file not found: {target}")

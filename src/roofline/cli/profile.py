@@ -48,8 +48,10 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if bool(args.script) == bool(args.model):
         raise RooflineError("give a script to run or --model NAME (one of the two)")
-    if args.script and not Path(args.script).is_file():
-        raise RooflineError(f"script not found: {args.script}")
+    if args.script:
+        from roofline.capture.script_runner import check_script
+
+        check_script(args.script)
     if args.nproc:
         from roofline.distributed.launch import launch_profile
 
