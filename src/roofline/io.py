@@ -8,6 +8,7 @@ import gzip
 import os
 import shutil
 import signal
+import stat
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator
@@ -42,10 +43,19 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
 
 def atomic_write_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes]) -> Path:
     """``atomic_write_bytes`` of the concatenated ``chunks``, written as they come: a report of 100,000+ ops never
-    sits in memory whole as JSON."""
+    sits in memory whole as JSON.
+
+    A symlink is written through (its target replaced, the link kept); an existing file that is not a regular one
+    (/dev/stdout, a FIFO, a device) is written into directly: replacing it would swap the device node or pipe for
+    a plain file (as root, `--json /dev/full` did). A write that fails (a full disk, a quota) is a RooflineError
+    and leaves the previous file as it was."""
     path = Path(path)
     if path.suffix == ".gz":
         chunks = (gzip.compress(b"".join(chunks), compresslevel=6),)
+    if _is_special(path) or _through_proc(path):
+        return _write_in_place(path, chunks)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -59,12 +69,46 @@ def atomic_write_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes]) -
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise RooflineError(f"cannot write {path}: {exc.strerror or exc}") from None
         raise
+    return path
+
+
+def _is_special(path: Path) -> bool:
+    """An existing file (symlinks followed) that is not a regular file: a device, a FIFO, a socket."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def _through_proc(path: Path) -> bool:
+    """/dev/stdout, /dev/fd/N, /proc/self/fd/N: a descriptor of this process, a regular file when stdout is
+    redirected to one (`--json /dev/stdout > c.json`), which a rename beside it would not reach."""
+    try:
+        first_hop = os.readlink(path) if path.is_symlink() else ""
+        return first_hop.startswith("/proc/") or os.path.realpath(path.parent).startswith("/proc/")
+    except OSError:
+        return False
+
+
+def _write_in_place(path: Path, chunks: Iterable[bytes]) -> Path:
+    try:
+        with open(path, "wb") as fh:
+            for chunk in chunks:
+                fh.write(chunk)
+            fh.flush()
+    except BrokenPipeError:  # `-o /dev/stdout | head`: the reader had enough, which is no error (cli.main)
+        raise
+    except OSError as exc:
+        raise RooflineError(f"cannot write {path}: {exc.strerror or exc}") from None
     return path
 
 
@@ -101,6 +145,10 @@ def atomic_directory(path: str | os.PathLike[str], owned: Iterable[str]) -> Iter
         os.chmod(tmp, 0o777 & ~_umask())
         with _sigint_held():
             _commit(tmp, target, set(owned))
+    except OSError as exc:  # a full disk or a quota while filling it; raised by a renderer's own write, too
+        raise RooflineError(f"cannot write {target}: {exc.strerror or exc}") from None
+    except RooflineError as exc:  # a file's own atomic write: name where the user asked for it, not the scratch
+        raise RooflineError(str(exc).replace(str(tmp), str(target))) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -112,6 +160,8 @@ def check_output_dir(path: str | os.PathLike[str]) -> Path:
         raise RooflineError("the output directory name is empty")
     if target.exists() and not target.is_dir():
         raise RooflineError(f"output directory {target} is an existing file")
+    if target.is_dir() and not os.access(target, os.W_OK | os.X_OK):
+        raise RooflineError(f"output directory {target} is not writable")
     for parent in target.parents:
         if parent.exists():
             if not parent.is_dir():
@@ -127,8 +177,14 @@ def check_output_file(path: str | os.PathLike[str]) -> Path:
     target = Path(path)
     if str(path) == "" or target.is_dir():
         raise RooflineError(f"output file {str(path)!r} is a directory" if str(path) else "the output file name is empty")
+    if _is_special(target):  # /dev/stdout, a FIFO: written in place, its folder need not be writable
+        if not os.access(target, os.W_OK):
+            raise RooflineError(f"output file {target} is not writable")
+        return target
+    if target.is_symlink():
+        target = Path(os.path.realpath(target))
     check_output_dir(target.parent if str(target.parent) else ".")
-    return target
+    return Path(path)
 
 
 def _commit(tmp: Path, target: Path, owned: set[str]) -> None:

@@ -24,6 +24,7 @@ import threading
 from typing import Any
 
 _kept: list[Any] | None = None
+_threads_left_behind = False
 
 
 def arm() -> None:
@@ -44,9 +45,17 @@ def keep_until_exit(obj: Any) -> None:
         _kept.append(obj)
 
 
+def leave_threads_behind() -> None:
+    """End the process without waiting for its other threads: a profiled script's, which run on after roofline
+    stopped the script (an endless loop would keep the finished command from ever exiting). Only when armed."""
+    global _threads_left_behind
+    _threads_left_behind = True
+
+
 def finish(code: int) -> None:
-    """End the process with ``code``: early (``exit_now``) after a command that kept its result, else ``sys.exit``."""
-    if _kept and threading.active_count() == 1:
+    """End the process with ``code``: early (``exit_now``) after a command that kept its result or left threads
+    behind, else ``sys.exit``."""
+    if (_kept and threading.active_count() == 1) or (_threads_left_behind and _kept is not None):
         exit_now(code)
     sys.exit(code)
 

@@ -860,7 +860,9 @@ def _null_unknown_work(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_version(version: Any) -> None:
-    if not isinstance(version, int) or isinstance(version, bool) or version > SCHEMA_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise RooflineError(f"malformed roofline report: schema_version is {version!r}, expected a whole number")
+    if version > SCHEMA_VERSION:
         raise RooflineError(
             f"report schema_version {version!r} is newer than this roofline understands ({SCHEMA_VERSION}); upgrade roofline"
         )

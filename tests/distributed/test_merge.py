@@ -166,4 +166,4 @@ def test_profile_options_are_forwarded_to_the_ranks():
     assert words == ["--timed", "1", "--no-stack"] or set(words) >= {"--timed", "1", "--no-stack"}
     assert "--nproc" not in words and "-o" not in words and "train.py" not in words
     cmd = torchrun_command(2, ["profile", *words])
-    assert cmd[1:3] == ["-m", "torch.distributed.run"] and "--nproc-per-node=2" in cmd
+    assert cmd[1:3] == ["-m", "roofline.distributed.torchrun_quiet"] and "--nproc-per-node=2" in cmd

@@ -135,7 +135,7 @@ def test_save_is_atomic_and_keeps_the_old_file_on_failure(tmp_path, monkeypatch)
         raise OSError("disk full")
 
     monkeypatch.setattr("os.replace", boom)
-    with pytest.raises(OSError):
+    with pytest.raises(RooflineError, match=r"cannot write .*r\.json: disk full"):  # one line for the user, exit 2
         Report(workload="other").save(path)
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]

@@ -17,6 +17,7 @@ finds an event boundary near the middle; ``EventStream(stop=B)`` reads the head 
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from pathlib import Path
 from typing import Any, Iterator
@@ -32,6 +33,22 @@ _END_SCAN = 1 << 16
 _CUT_TRIES = 4
 _WHITESPACE = b" \t\r\n"
 _SYNTAX_ERRORS = (msgspec.DecodeError, RecursionError)
+_NOT_JSON_NUMBERS = re.compile(rb"[:\[,]\s*-?(NaN|Infinity)\b")
+
+
+def _why_unreadable(events: bytearray) -> str:
+    """Why not even the first event decodes, where that is one of the usual suspects: '; ...' or ''."""
+    head = bytes(events[: 1 << 20])
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # not a character cut by the 1 MiB window
+            return f"; it is not UTF-8 (byte {exc.start} of the events is {head[exc.start]:#04x}): re-export the trace"
+    found = _NOT_JSON_NUMBERS.search(head)
+    if found:
+        return (f"; it holds {found.group(1).decode()}, which JSON does not allow (Python's json.dumps writes it "
+                "unless allow_nan=False)")
+    return ""
 
 
 class EventStream:
@@ -236,7 +253,8 @@ class EventStream:
             yield events
         if self.events_read == 0:
             what = "gzip file" if self._input_cut else "JSON"
-            raise RooflineError(f"{self.path} is not valid {what} (truncated or corrupt?): no complete trace event")
+            raise RooflineError(f"{self.path} is not valid {what} (truncated or corrupt?): no complete trace event"
+                                f"{_why_unreadable(pending)}")
         self.cut = True
         if not self._input_cut:
             self.warnings.append(

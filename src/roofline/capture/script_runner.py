@@ -12,11 +12,12 @@ Once a higher rule fires, lower ones stop counting. After the profiled steps the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import runpy
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -76,11 +77,12 @@ class StepFinder:
         self._handles: list[Any] = []
         self._saved_profile: Any = None
         self._thread: int | None = None
+        self._pid = os.getpid()
         self.off_thread = 0
         self._call_site: Any = None
 
     def __enter__(self) -> "StepFinder":
-        self._thread = threading.get_ident()
+        self._thread, self._pid = threading.get_ident(), os.getpid()
         from torch.nn.modules import module as nn_module
         from torch.optim import optimizer as optim_module
 
@@ -120,8 +122,10 @@ class StepFinder:
     def _on_my_thread(self) -> bool:
         """Also False while Dynamo traces a torch.compile'd module (checked first: threading.get_ident breaks its
         graph): traced, the hooks split a small MLP into 8 compiled regions and 9 cache lookups a step instead of 1.
-        The compiled module's own call (its OptimizedModule) still runs them, outside the trace."""
-        return not torch.compiler.is_compiling() and threading.get_ident() == self._thread
+        The compiled module's own call (its OptimizedModule) still runs them, outside the trace. False in a process
+        the script forked, too: its steps are not the profiled process's."""
+        return (not torch.compiler.is_compiling() and threading.get_ident() == self._thread
+                and os.getpid() == self._pid)
 
     def _after_optimizer_step(self, optimizer: Any, *_: Any) -> None:
         """Several optimizers stepping in one iteration (a GAN's generator and discriminator) would each end a
@@ -229,24 +233,88 @@ class _EmptyTable(list):
         return "(profiled by roofline: see its report)"
 
 
-def run_script(path: str | os.PathLike[str], args: list[str]) -> None:
-    """Run ``path`` as ``__main__`` with ``sys.argv = [path, *args]``; argv and sys.path are restored after."""
-    script = Path(path)
-    if not script.is_file():
-        from roofline.errors import RooflineError
+def check_script(path: str | os.PathLike[str]) -> Path:
+    """The script to run, refused when it is missing or is not a file (a folder named x.py)."""
+    from roofline.errors import RooflineError
 
+    script = Path(path)
+    if script.is_dir():
+        raise RooflineError(f"{script} is a directory, not a script")
+    if not script.is_file():
         raise RooflineError(f"script not found: {script}")
-    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    return script
+
+
+def run_script(path: str | os.PathLike[str], args: list[str]) -> None:
+    """Run ``path`` as ``__main__`` with ``sys.argv = [path, *args]``; argv, sys.path and the working directory
+    (a script's os.chdir would move a relative -o) are restored after.
+
+    A process the script forks (os.fork) runs the rest of the script, as it would under ``python SCRIPT``, and ends
+    there: it never comes back into roofline, which would profile and write the report a second time."""
+    script = check_script(path)
+    saved_argv, saved_path, saved_cwd = sys.argv[:], sys.path[:], os.getcwd()
+    pid = os.getpid()
     sys.argv = [str(script), *args]
     sys.path.insert(0, str(script.resolve().parent))
     try:
-        runpy.run_path(str(script.resolve()), run_name="__main__")  # an absolute __file__, as `python script.py` gives
+        with hard_exit_raises():
+            runpy.run_path(str(script.resolve()), run_name="__main__")  # an absolute __file__, as `python SCRIPT` gives
     except SystemExit as exc:
+        if os.getpid() != pid:
+            _end_forked_child(exc)
         if exc.code not in (None, 0):
             raise
+    except BaseException as exc:
+        if os.getpid() != pid:
+            _end_forked_child(exc)
+        raise
     finally:
         sys.argv[:] = saved_argv
         sys.path[:] = saved_path
+        with contextlib.suppress(OSError):
+            os.chdir(saved_cwd)
+    if os.getpid() != pid:
+        _end_forked_child(None)
+
+
+class HardExit(SystemExit):
+    """The user's code called os._exit(code) in the profiled process (see ``hard_exit_raises``)."""
+
+
+@contextlib.contextmanager
+def hard_exit_raises() -> Iterator[None]:
+    """While the user's code runs, its os._exit(code) in this process raises HardExit instead of ending the process
+    on the spot, silently, without a report or a line saying why; in a process it forked it exits as always (a
+    multiprocessing worker's normal end). os._exit is restored after, whatever the code raised."""
+    real, pid = os._exit, os.getpid()
+
+    def _exit(code: int) -> None:
+        if os.getpid() != pid:
+            real(code)
+        raise HardExit(code)
+
+    os._exit = _exit  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        os._exit = real
+
+
+def _end_forked_child(exc: BaseException | None) -> None:
+    """End a process the script forked, where the script ended in it, with the exit code ``python SCRIPT`` would
+    give (0, sys.exit's code, or 1 and the error's line)."""
+    code = 0
+    if isinstance(exc, SystemExit):
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    elif isinstance(exc, StopScript):
+        code = 0
+    elif exc is not None:
+        code = 1
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def script_error_line(exc: BaseException, script: str | os.PathLike[str]) -> str:
@@ -272,7 +340,7 @@ def _error_line(exc: BaseException, what: str, counts: Callable[[str], bool], sp
             where = f" (at {spell(filename)}:{tb.tb_lineno})"
         tb = tb.tb_next
     if isinstance(exc, SystemExit):
-        return f"{what} called sys.exit({exc.code!r}){where}"
+        return f"{what} called {'os._exit' if isinstance(exc, HardExit) else 'sys.exit'}({exc.code!r}){where}"
     message = str(exc).splitlines()[0] if str(exc) else ""
     return f"{what} raised {type(exc).__name__}{': ' + message if message else ''}{where}"
 
@@ -286,6 +354,9 @@ class ScriptRun:
     step_source: str | None
     steps_seen: int
     off_thread_boundaries: int = 0
+    threads_left: tuple[str, ...] = ()
+    """Names of the threads the script started that are still running (not daemons): a plain exit would wait for
+    them, forever if they loop."""
 
 
 def profile_script(context: "StepProfiler", script: str | os.PathLike[str], script_args: Sequence[str] = (),
@@ -307,6 +378,7 @@ def profile_script(context: "StepProfiler", script: str | os.PathLike[str], scri
     finder = StepFinder((lambda: None) if whole else on_step, on_switch=context.extend_wait,
                         call_sites=context.with_stack)
     error: BaseException | None = None
+    before = set(threading.enumerate())
     try:
         with context, finder:
             run_script(script, list(script_args))
@@ -318,4 +390,5 @@ def profile_script(context: "StepProfiler", script: str | os.PathLike[str], scri
         error = exc
     finally:
         context.close()
-    return ScriptRun(error, finder.source, context.steps_done, finder.off_thread)
+    left = tuple(t.name for t in threading.enumerate() if t not in before and t.is_alive() and not t.daemon)
+    return ScriptRun(error, finder.source, context.steps_done, finder.off_thread, left)

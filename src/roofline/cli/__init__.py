@@ -82,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    _replace_unencodable_output()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -102,6 +103,15 @@ def main(argv: list[str] | None = None) -> int:
         # stdout pointed at /dev/null so that the interpreter's last flush does not fail too
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+
+
+def _replace_unencodable_output() -> None:
+    """On a stdout or stderr that is not UTF-8 (PYTHONIOENCODING=ascii, a Latin-1 locale) a character it cannot
+    encode (an ellipsis, 'µs', a box line) is shown as '?' instead of ending the command in UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+        if encoding and encoding != "utf8" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
 
 
 def quiet_third_party() -> None:

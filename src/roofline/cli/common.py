@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -52,6 +53,24 @@ def non_negative_int(text: str) -> int:
     value = _int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def finite_number(text: str) -> float:
+    """A number that is not NaN or infinite (float() takes 'nan' and 'inf', which pass every comparison or none)."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def non_negative_number(text: str) -> float:
+    value = finite_number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
     return value
 
 
@@ -188,3 +207,17 @@ def print_report_summary(report: Any, args: argparse.Namespace, written: list, p
         print(f"note: {problem}")
     sys.stdout.write(FindingsRenderer(args.findings).render(report))
     print(fit("wrote " + ", ".join(str(p) for p in written)))
+
+
+def leave_script_threads(script: str, names: tuple[str, ...]) -> None:
+    """A note that the profiled script left threads running, and the process's end not waiting for them."""
+    if not names:
+        return
+    from pathlib import Path
+
+    from roofline import quickexit
+
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    print(f"roofline: note: {Path(script).name} left {len(names)} thread(s) running ({shown}); roofline ends "
+          "without waiting for them", file=sys.stderr)
+    quickexit.leave_threads_behind()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from roofline.cli.common import non_negative_int, output_file
+from roofline.cli.common import finite_number, non_negative_int, output_file
 from roofline.errors import RooflineError
 from roofline.io import atomic_write_text
 from roofline.report import Report
@@ -23,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("b", help="the new report.json")
     parser.add_argument("--html", type=output_file, default=None, metavar="OUT", help="also write the diff as a self-contained HTML page")
     parser.add_argument(
-        "--fail-above", type=float, default=None, metavar="PCT",
+        "--fail-above", type=finite_number, default=None, metavar="PCT",
         help="exit 1 when B's total device time is worse than A's by more than PCT%% and by more than the run-to-run spread",
     )
     parser.add_argument("--top", type=non_negative_int, default=15, help="rows per console table (default 15)")

@@ -12,6 +12,7 @@ from roofline.cli.common import (
     add_ceilings_option,
     add_findings_option,
     add_workload_options,
+    leave_script_threads,
     normalize_dtype,
     output_dir,
     run_ceilings,
@@ -99,8 +100,9 @@ def _report_for(args: argparse.Namespace) -> tuple[Any, str | None]:
         return _analyze_model(args), None
     target = Path(args.target)
     if target.suffix == ".py":
-        if not target.is_file():
-            raise RooflineError(f"script not found: {target}")
+        from roofline.capture.script_runner import check_script
+
+        check_script(target)
         return _profile_script(args)
     if not target.exists():
         raise RooflineError(f"file not found: {target}")
@@ -144,6 +146,7 @@ def _profile_script(args: argparse.Namespace) -> tuple[Any, str | None]:
     device = resolve_device(args.device)
     context = StepProfiler(device=device, ceilings=run_ceilings(device, args.ceilings), workload=Path(args.target).name)
     run = profile_script(context, args.target, args.script_args)
+    leave_script_threads(args.target, run.threads_left)
     error = script_error_line(run.error, args.target) if run.error is not None else None
     try:
         cpu = None if args.ceilings else (lambda: run_ceilings("cpu", None))

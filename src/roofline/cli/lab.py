@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 
-from roofline.cli.common import add_ceilings_option, non_empty, output_dir
+from roofline.cli.common import add_ceilings_option, finite_number, non_empty, output_dir
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "needed (a seeded random prompt)")
     parser.add_argument("--no-tuned", action="store_true",
                         help="leave out the Inductor-tuned batch-1 step (its compile takes minutes on llama-8b)")
-    parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--budget", type=finite_number, default=None, metavar="SECONDS",
                         help="time for the configurations of the three views; runs that would not fit are not "
                              "started, and lab.md says what was cut")
     parser.add_argument("--study", default=None, choices=["attention", "fp8", "batching"],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from roofline.cli.common import add_fanout_options, add_findings_option, fanout_jobs, output_dir
+from roofline.cli.common import add_fanout_options, add_findings_option, fanout_jobs, non_negative_number, output_dir
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", type=output_dir, default=None, help="output directory (default: RUN_DIR)")
     p.add_argument("--ceilings", metavar="FILE",
                    help="collective ceilings JSON (`roofline ceilings --collectives --json`)")
-    p.add_argument("--threshold", type=float, default=None,
+    p.add_argument("--threshold", type=non_negative_number, default=None,
                    help="straggler threshold: busy time above the median rank's by this fraction (default 0.1)")
     p.add_argument("--no-html", action="store_true", help="skip report.html")
     p.add_argument("--no-png", action="store_true", help="skip roofline.png")

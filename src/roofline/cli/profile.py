@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from roofline.cli.common import (add_ceilings_option, add_output_option, add_workload_options, normalize_dtype,
-                                 positive_int, run_ceilings, step_count, step_count_or_zero)
+from roofline.cli.common import (add_ceilings_option, add_output_option, add_workload_options, leave_script_threads,
+                                 normalize_dtype, positive_int, run_ceilings, step_count, step_count_or_zero)
 from roofline.errors import RooflineError
 
 
@@ -48,8 +48,10 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if bool(args.script) == bool(args.model):
         raise RooflineError("give a script to run or --model NAME (one of the two)")
-    if args.script and not Path(args.script).is_file():
-        raise RooflineError(f"script not found: {args.script}")
+    if args.script:
+        from roofline.capture.script_runner import check_script
+
+        check_script(args.script)
     if args.nproc:
         from roofline.distributed.launch import launch_profile
 
@@ -79,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         run_ = profile_script(context, args.script, args.script_args, whole=args.whole, run_to_end=args.run_to_end)
         error, step_source = run_.error, run_.step_source
         label = args.script
+        leave_script_threads(args.script, run_.threads_left)
         if error is None and context.trace_path is None:
             raise RooflineError(
                 f"no profiled steps in {args.script}: it made {context.steps_done} step(s), the schedule needs "

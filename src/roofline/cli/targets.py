@@ -56,8 +56,11 @@ def load_factory(target: str, device: str | None = None, dtype: str | None = Non
     factory = getattr(module, func_name, None)
     if not callable(factory):
         raise RooflineError(f"{path} has no callable {func_name!r}")
+    from roofline.capture.script_runner import hard_exit_raises
+
     try:
-        made = factory()
+        with hard_exit_raises():
+            made = factory()
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's code: one line naming its line
         from roofline.capture.script_runner import user_error_line
 

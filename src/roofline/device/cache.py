@@ -6,6 +6,7 @@ Needs no torch: `roofline trace` reads ceilings for a GPU it only knows by name.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -22,8 +23,30 @@ def cache_dir() -> Path:
     """$ROOFLINE_CACHE_DIR, else $XDG_CACHE_HOME/roofline, else ~/.cache/roofline."""
     if os.environ.get("ROOFLINE_CACHE_DIR"):
         return Path(os.environ["ROOFLINE_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".cache")
+        except RuntimeError:  # no $HOME and no home in the password database (a bare container user)
+            raise RooflineError("no home directory for the ceilings cache: set ROOFLINE_CACHE_DIR to a writable "
+                                "folder") from None
     return Path(base) / "roofline"
+
+
+def check_cache_writable(path: str | os.PathLike[str]) -> None:
+    """Refuse, before a measurement of seconds to minutes, a cache folder its result could not be saved in."""
+    folder = Path(path).parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        writable = os.access(folder, os.W_OK | os.X_OK)
+    except OSError as exc:
+        problem = exc.strerror or str(exc)
+    else:
+        if writable:
+            return
+        problem = "Permission denied"
+    raise RooflineError(f"cannot write the ceilings cache {folder}: {problem}; set ROOFLINE_CACHE_DIR to a "
+                        "writable folder")
 
 
 def _slug(text: str) -> str:
@@ -71,9 +94,31 @@ def load_ceilings(path: str | os.PathLike[str], *, missing_ok: bool = False) -> 
             return None
         raise RooflineError(f"{path} holds no ceilings (no memory_bandwidth_bytes_per_s field)")
     try:
-        return from_builtins(Ceilings, data)
+        ceilings = from_builtins(Ceilings, data)
     except msgspec.ValidationError as exc:
+        if missing_ok:
+            return None
         raise RooflineError(f"malformed ceilings file {path}: {exc}") from None
+    problem = unusable_roof(ceilings)
+    if problem:
+        if missing_ok:
+            return None
+        raise RooflineError(f"malformed ceilings file {path}: {problem}")
+    return ceilings
+
+
+def unusable_roof(ceilings: Ceilings) -> str | None:
+    """What makes a roof unusable (NaN, infinite or negative: JSON allows NaN and Infinity), else None. Zero is
+    allowed: a roof not known (a report's ceilings block for an unnamed device)."""
+    roofs = {"memory_bandwidth_bytes_per_s": ceilings.memory_bandwidth_bytes_per_s,
+             **{f"peak_flops_per_s.{dtype}": value for dtype, value in (ceilings.peak_flops_per_s or {}).items()}}
+    for name, value in roofs.items():
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+            return f"{name} is {value!r}, expected a finite number, 0 or more"
+    launch = ceilings.launch_overhead_s
+    if not (isinstance(launch, (int, float)) and math.isfinite(launch) and launch >= 0):
+        return f"launch_overhead_s is {launch!r}, expected a finite number, 0 or more"
+    return None
 
 
 def cached_ceilings(name: str | None, *, allow_quick: bool = False) -> Ceilings | None:

@@ -14,6 +14,7 @@ from roofline.device.cache import (  # noqa: F401 - the cache half, re-exported 
     cache_dir,
     cache_path,
     ceilings_for_device_name,
+    check_cache_writable,
     load_ceilings,
     remeasure_command,
     save_ceilings,
@@ -242,6 +243,7 @@ def get_ceilings(
             save_ceilings(cached, path)
         if cached is not None:
             return cached
+    check_cache_writable(path)
     ceilings = measure_ceilings(dev, quick=quick, progress=progress)
     save_ceilings(ceilings, path)
     return ceilings

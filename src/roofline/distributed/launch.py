@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -37,24 +38,43 @@ def rank_threads_env(nproc: int) -> tuple[dict[str, str], str]:
 
 
 def torchrun_command(nproc: int, module_args: list[str], *, module: str = "roofline") -> list[str]:
-    """``python -m torch.distributed.run --standalone --nproc-per-node N -m MODULE ARGS`` (a free local port)."""
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+    """torchrun's ``--standalone --nproc-per-node N -m MODULE ARGS`` (a free local port), through
+    roofline.distributed.torchrun_quiet: a failing worker is its own one line, not torchrun's traceback."""
+    return [sys.executable, "-m", "roofline.distributed.torchrun_quiet", "--standalone", f"--nproc-per-node={nproc}",
             "-m", module, *module_args]
 
 
 def run_torchrun(nproc: int, module_args: list[str], *, module: str = "roofline", timeout_s: float | None = None,
-                 env: dict[str, str] | None = None) -> int:
-    """Run the job to the end and return torchrun's exit code; the whole process group is ended on any error."""
+                 env: dict[str, str] | None = None, errors: list[str] | None = None) -> int:
+    """Run the job to the end and return torchrun's exit code; the whole process group is ended on any error.
+
+    The workers' stderr passes through, less repeats of a `roofline: error:` line (N ranks failing alike print it
+    N times); ``errors``, when given, receives the distinct error lines shown."""
     if nproc < 1:
         raise RooflineError(f"--nproc must be at least 1 (got {nproc})")
     cmd = torchrun_command(nproc, module_args, module=module)
-    process = subprocess.Popen(cmd, env=multicast_off_env(env), start_new_session=True)
+    process = subprocess.Popen(cmd, env=multicast_off_env(env), start_new_session=True, stderr=subprocess.PIPE)
+    shown = errors if errors is not None else []
+    pump = threading.Thread(target=_pass_stderr, args=(process.stderr, shown), daemon=True)
+    pump.start()
     try:
         return process.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         raise RooflineError(f"the {nproc}-process job ran past {timeout_s:g} s and was stopped") from None
     finally:
         _end_group(process)
+        pump.join(5)
+
+
+def _pass_stderr(stream: Any, shown: list[str]) -> None:
+    for raw in iter(stream.readline, b""):
+        line = raw.decode(errors="replace")
+        if line.startswith("roofline: error:"):
+            if line.rstrip("\n") in shown:
+                continue
+            shown.append(line.rstrip("\n"))
+        sys.stderr.write(line)
+        sys.stderr.flush()
 
 
 def _end_group(process: subprocess.Popen) -> None:
@@ -95,9 +115,12 @@ def launch_profile(args: argparse.Namespace, forwarded: list[str]) -> int:
     words += ["-o", str(run_dir), str(args.script), *list(args.script_args or [])]
     env, threads = rank_threads_env(int(args.nproc))
     print(f"roofline: launching {args.nproc} ranks with torchrun into {run_dir} ({threads})", file=sys.stderr)
-    code = run_torchrun(int(args.nproc), ["profile", *words], env=env)
+    errors: list[str] = []
+    code = run_torchrun(int(args.nproc), ["profile", *words], env=env, errors=errors)
     ranks = find_rank_dirs(run_dir)
     if not ranks:
+        if errors:  # the ranks said why, once
+            return RooflineError.exit_code
         raise RooflineError(f"no rank wrote a report into {run_dir} (torchrun exit code {code})")
     from roofline.distributed.merge import merge_run_dir, write_merged
     from roofline.doctor import diagnose

@@ -244,6 +244,17 @@ def list_workloads() -> list[str]:
     return list(_BUILDERS)
 
 
+def _did_you_mean(name: str) -> str:
+    """' (did you mean 'llama-tiny'?)' for a typo, a prefix or another case of a workload's name; else ''."""
+    import difflib
+
+    lowered = {known.lower(): known for known in _BUILDERS}
+    close = [lowered[name.lower()]] if name.lower() in lowered else []
+    close = close or [known for known in _BUILDERS if name and known.startswith(name.lower())][:2]
+    close = close or difflib.get_close_matches(name.lower(), list(_BUILDERS), n=2, cutoff=0.6)
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+
+
 def get_workload(
     name: str,
     *,
@@ -255,7 +266,7 @@ def get_workload(
 ) -> Workload:
     """Build a named workload on ``device`` in ``dtype``; with ``backward`` its parameters require grad."""
     if name not in _BUILDERS:
-        raise RooflineError(f"unknown workload {name!r}; choose one of: {', '.join(_BUILDERS)}")
+        raise RooflineError(f"unknown workload {name!r}{_did_you_mean(name)}; choose one of: {', '.join(_BUILDERS)}")
     _check_sizes_apply(name, batch, seq)
     torch_dtype, torch_device = parse_dtype(dtype), resolve_device(device)
     try:

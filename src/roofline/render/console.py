@@ -5,6 +5,7 @@ from __future__ import annotations
 import heapq
 import io
 import shutil
+import sys
 import textwrap
 from operator import attrgetter
 
@@ -41,9 +42,18 @@ def fit(text: str, width: int | None = None) -> str:
     return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
 
+class TextBuffer(io.StringIO):
+    """Where a console renderer draws: carries stdout's encoding, so that rich draws its tables with ASCII boxes
+    for a terminal that cannot show the others (LANG=C on an old system, PYTHONIOENCODING=ascii)."""
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(sys.stdout, "encoding", None) or "utf-8"
+
+
 def to_text(*renderables, width: int | None = None) -> str:
     width = width or terminal_width()
-    buf = io.StringIO()
+    buf = TextBuffer()
     console = Console(file=buf, width=width, force_terminal=False, color_system=None, highlight=False)
     for r in renderables:
         console.print(r)

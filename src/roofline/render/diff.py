@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import io
 from typing import Any
 
 import msgspec
@@ -13,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from roofline.analyze.diff import ReportDiff, RowDelta
+from roofline.render.console import TextBuffer
 
 
 def _ms(seconds: float | None) -> str:
@@ -31,7 +31,7 @@ def _pct(value: float | None) -> str:
 
 def render_diff_console(diff: ReportDiff, top: int = 15, width: int = 140) -> str:
     """The diff as console text (ANSI colour when ``color``); callers print it."""
-    buf = io.StringIO()
+    buf = TextBuffer()
     console = Console(file=buf, width=width, force_terminal=False, color_system=None, highlight=False)
     t = diff.total
     console.print(f"[bold]roofline diff[/bold]  A = {escape(diff.a_label)}   B = {escape(diff.b_label)}")
