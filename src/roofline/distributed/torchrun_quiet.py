@@ -1,6 +1,7 @@
 """torchrun (``torch.distributed.run``) for roofline's own jobs, less its noise when a worker fails: the traceback
 of its ChildFailedError and the failure table (the worker's own ``roofline: error:`` line has said why), and the
-OMP_NUM_THREADS banner (set to 1 here, the value torchrun itself would set). A root cause that printed no line of
+OMP_NUM_THREADS banner (`profile --nproc` sets the cores' share per rank, launch.rank_threads_env; any other
+job gets 1 here, the value torchrun itself would set). A root cause that printed no line of
 its own (a worker killed by a signal, a crash) is told in one line."""
 
 from __future__ import annotations
