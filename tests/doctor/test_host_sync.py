@@ -34,7 +34,8 @@ def test_item_in_generation_loop_on_a_gpu_is_found_with_count_and_line():
 def test_item_in_a_loop_on_a_cpu_only_run_is_a_read_not_a_sync():
     """On the CPU .item() waits for nothing: the ops are told as a read of a value at their own cost, not a sync."""
     (f,) = diagnose(_generation_loop(12, with_item=True), rules=["host-device-sync"])
-    assert f.title.startswith("tensor value read by the host (_local_scalar_dense) inside a loop: 12 per step at gen.py:41")
+    assert f.title.startswith(
+        "tensor value read by the host (_local_scalar_dense) inside a loop: 12 per step at gen.py:41")
     assert f.evidence["waits_for_device"] is False and f.evidence["in_loop"]
     assert f.estimated_savings_s == pytest.approx(12 * 2e-6) and f.severity == "warning"  # 2e-5 of 1.4e-4: its cost
     for text in (f.title, f.fix, f.savings_method):
