@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from roofline.capture.kineto import _classify_frame, load_trace
+from roofline.capture.kineto import NO_STEPS_WARNING, _classify_frame, load_trace
 from roofline.errors import RooflineError
 
 
@@ -175,7 +175,7 @@ def test_a_cpu_only_trace_warns_about_each_missing_part(tmp_path):
         "no GPU kernels (nor other accelerator kernels) in the trace: a CPU-only profile, or the device's activity "
         "was not recorded",
         "no input shapes (record_shapes=False): FLOPs and bytes cannot be counted from this trace",
-        "no ProfilerStep#N annotations (no profiler schedule): steps unknown",
+        NO_STEPS_WARNING,
     ]
 
 

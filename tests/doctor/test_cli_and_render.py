@@ -1,7 +1,7 @@
 import json
 from pathlib import Path
 
-from doctor_cases import linear, op, report
+from doctor_cases import ceilings, linear, op, report
 from roofline.cli import main
 from roofline.doctor import diagnose
 from roofline.render.findings import render_findings
@@ -11,8 +11,9 @@ H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
 
 def _saved_report(tmp_path: Path) -> Path:
     ops = [linear([1, t, 64], time=t * 1e-5) for t in range(5, 12)]
-    ops += [op("aten::_local_scalar_dense", [([1], "int64")], source="gen.py:41", time=1e-6) for _ in range(7)]
-    return report(ops).save(tmp_path / "in.json")
+    ops += [op("aten::_local_scalar_dense", [([1], "int64")], source="gen.py:41", time=1e-6,
+               kernels=["Memcpy DtoH (Device -> Pageable)"]) for _ in range(7)]
+    return report(ops, ceil=ceilings(device="cuda", device_name="test gpu")).save(tmp_path / "in.json")
 
 
 def test_render_lists_findings_ranked_with_saving_method_and_fix():

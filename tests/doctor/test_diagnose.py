@@ -1,6 +1,6 @@
 import pytest
 
-from doctor_cases import linear, op, report
+from doctor_cases import ceilings, linear, op, report
 from roofline.doctor import RULES, diagnose
 from roofline.doctor.registry import Rule
 from roofline.errors import RooflineError
@@ -10,8 +10,9 @@ from roofline.report import Finding, Report
 def _buggy():
     ops = [linear([1, t, 64], time=t * 1e-5) for t in range(5, 13)]
     for _ in range(8):
-        ops.append(op("aten::_local_scalar_dense", [([1], "int64")], source="gen.py:41", time=1e-6))
-    return report(ops)
+        ops.append(op("aten::_local_scalar_dense", [([1], "int64")], source="gen.py:41", time=1e-6,
+                      kernels=["Memcpy DtoH (Device -> Pageable)"]))
+    return report(ops, ceil=ceilings(device="cuda", device_name="test gpu"))
 
 
 def test_findings_are_ranked_by_estimated_savings():

@@ -1,27 +1,53 @@
 import pytest
 
-from doctor_cases import op, report
+from doctor_cases import ceilings, op, report
 from roofline.doctor import diagnose
 from roofline.report import ProfileInfo, SyncSite
 
 
-def _generation_loop(tokens: int, with_item: bool):
+DTOH = "Memcpy DtoH (Device -> Pageable)"
+
+
+def _generation_loop(tokens: int, with_item: bool, device: str = "cpu"):
+    """A decode loop's ops; on ``device="cuda"`` each .item() copies its value device -> host, as on a GPU."""
     ops = []
     for t in range(tokens):
         ops.append(op("aten::argmax", [([1, 100], "float32")], out=[1], source="gen.py:40", module=""))
         if with_item:
             ops.append(op("aten::_local_scalar_dense", [([1], "int64")], source="gen.py:41", module="", time=2e-6))
-    return report(ops)
+            if device == "cuda":
+                ops[-1].kernels = [DTOH]
+    return report(ops, ceil=ceilings(device=device, device_name="test gpu" if device == "cuda" else "test cpu"))
 
 
-def test_item_in_generation_loop_is_found_with_count_and_line():
-    findings = diagnose(_generation_loop(12, with_item=True), rules=["host-device-sync"])
+def test_item_in_generation_loop_on_a_gpu_is_found_with_count_and_line():
+    findings = diagnose(_generation_loop(12, with_item=True, device="cuda"), rules=["host-device-sync"])
     assert len(findings) == 1
     f = findings[0]
-    assert f.evidence["per_step"] == 12 and f.evidence["in_loop"]
+    assert f.evidence["per_step"] == 12 and f.evidence["in_loop"] and f.severity == "warning"
     assert f.locations == ["gen.py:41"]
+    assert f.title == "host-device sync (_local_scalar_dense) inside a loop: 12 per step at gen.py:41"
     assert f.estimated_savings_s == pytest.approx(12 * 2e-6)
-    assert "CPU" in f.savings_method and f.fix
+    assert "device" in f.savings_method and f.fix.startswith("keep the value on the device")
+
+
+def test_item_in_a_loop_on_a_cpu_only_run_is_a_read_not_a_sync():
+    """On the CPU .item() waits for nothing: the ops are told as a read of a value at their own cost, not a sync."""
+    (f,) = diagnose(_generation_loop(12, with_item=True), rules=["host-device-sync"])
+    assert f.title.startswith(
+        "tensor value read by the host (_local_scalar_dense) inside a loop: 12 per step at gen.py:41")
+    assert f.evidence["waits_for_device"] is False and f.evidence["in_loop"]
+    assert f.estimated_savings_s == pytest.approx(12 * 2e-6) and f.severity == "warning"  # 2e-5 of 1.4e-4: its cost
+    for text in (f.title, f.fix, f.savings_method):
+        assert "host-device sync" not in text and "cuda" not in text.lower()
+
+
+def test_the_optimizers_step_counter_reads_on_a_cpu_only_run_are_no_finding():
+    r = _generation_loop(12, with_item=True)
+    for o in r.ops:
+        if o.name == "aten::_local_scalar_dense":
+            o.phase = "optimizer"
+    assert diagnose(r, rules=["host-device-sync"]) == []
 
 
 def test_sync_free_loop_is_silent():
@@ -29,7 +55,7 @@ def test_sync_free_loop_is_silent():
 
 
 def test_sync_detector_sites_carry_stall_and_are_not_counted_twice():
-    r = _generation_loop(4, with_item=True)
+    r = _generation_loop(4, with_item=True, device="cuda")
     r.syncs = [SyncSite(kind="item", location="gen.py:41", count=8, stall_s=3e-3, per_step=4.0)]
     r.steps = 2
     findings = diagnose(r, rules=["host-device-sync"])
@@ -45,13 +71,13 @@ def test_on_a_gpu_report_a_scalar_read_of_a_cpu_tensor_is_not_a_sync():
     assert diagnose(r, rules=["host-device-sync"]) == []
     for o in r.ops:
         if o.name == "aten::_local_scalar_dense":
-            o.kernels = ["Memcpy DtoH (Device -> Pageable)"]
+            o.kernels = [DTOH]
     assert len(diagnose(r, rules=["host-device-sync"])) == 1
 
 
 def test_a_sync_in_every_forward_is_the_finding_when_steps_are_forwards():
     """A generation loop profiled one decode step (one forward) per step: one sync per step is one per token."""
-    r = _generation_loop(4, with_item=False)
+    r = _generation_loop(4, with_item=False, device="cuda")
     r.syncs = [SyncSite(kind="bool", location="transformers/generation/utils.py:396", count=4, stall_s=0.0,
                         per_step=1.0)]
     r.steps = 4
@@ -60,3 +86,19 @@ def test_a_sync_in_every_forward_is_the_finding_when_steps_are_forwards():
     (finding,) = diagnose(r, rules=["host-device-sync"])
     assert finding.evidence["every_forward"] and finding.severity == "warning"
     assert finding.locations == ["transformers/generation/utils.py:396"] and "every forward" in finding.title
+
+
+def test_detector_sites_on_a_cpu_only_run_are_worded_as_reads_not_syncs():
+    """The detector's sites on a CPU run (calls that would synchronise an accelerator) keep their place and count,
+    but the finding says what the call is on the CPU and takes the severity of its own cost."""
+    r = _generation_loop(4, with_item=False)
+    r.syncs = [SyncSite(kind="bool", location="transformers/generation/utils.py:396", count=4, stall_s=4e-7,
+                        per_step=1.0)]
+    r.steps = 4
+    r.profile = ProfileInfo(step_source="forward")
+    (finding,) = diagnose(r, rules=["host-device-sync"])
+    assert finding.evidence["every_forward"] and finding.evidence["waits_for_device"] is False
+    assert finding.title.startswith("tensor value read by the host (bool) in every forward: 1 per forward at ")
+    assert finding.severity == "info" and finding.estimated_savings_s == pytest.approx(4e-7)
+    for text in (finding.title, finding.fix, finding.savings_method):
+        assert "host-device sync" not in text and "cuda" not in text.lower()

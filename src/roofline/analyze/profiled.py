@@ -93,7 +93,7 @@ def _fill_timing_and_syncs(report: Report, record: ProfileRecord) -> None:
             + ("(the warmup steps, so the kept profile is free of the detector's cost)" if record.syncs_in_warmup
                else "(the profiled steps)")
         )
-        if record.syncs_simulated:
+        if record.syncs_simulated and record.syncs:
             report.summary.notes.append(
                 "syncs found on CPU tensors: sites that would synchronise host and device on an accelerator"
             )

@@ -121,6 +121,12 @@ _PROFILER_START = re.compile(r"^(?:.*/)?torch/(?:autograd/profiler|profiler/prof
 CALL_SITE_PREFIX = "roofline: called at "
 
 NO_KERNELS_WARNING = "no GPU kernels (nor other accelerator kernels) in the trace"
+# torch.profiler.profile writes ProfilerStep#N spans only when it has a schedule: without one, prof.step() counts
+# steps but records nothing (torch/profiler/profiler.py: record_steps = False), so the note says what to do.
+NO_STEPS_WARNING = ("no ProfilerStep#N annotations: steps unknown. torch.profiler.profile marks steps only when "
+                    "given a schedule (prof.step() alone records nothing): pass "
+                    "schedule=torch.profiler.schedule(wait=0, warmup=1, active=3) and call prof.step() each step, "
+                    "or wrap each step in torch.profiler.record_function('ProfilerStep#N')")
 # What to do about a trace with nothing to analyse (here: no event at all; analyze/trace_file: no op to place).
 RECORD_THE_MODEL = ("record the model's steps inside torch.profiler.profile(record_shapes=True), or let roofline "
                     "record them: `roofline profile SCRIPT.py` or `roofline analyze FILE.py:factory`")
@@ -898,7 +904,7 @@ class _TraceBuilder:
         elif not trace.has_shapes:
             warn("no input shapes (record_shapes=False): FLOPs and bytes cannot be counted from this trace")
         if self.ops and not trace.steps:
-            warn("no ProfilerStep#N annotations (no profiler schedule): steps unknown")
+            warn(NO_STEPS_WARNING)
         if self.generated_files:
             files = sorted(self.generated_files)
             more = f" and {len(files) - 2} more" if len(files) > 2 else ""

@@ -246,6 +246,12 @@ def is_gpu_report(report: Report) -> bool:
     return device.startswith(("cuda", "xpu")) or any(k.category == "kernel" for k in report.kernels)
 
 
+def is_cpu_report(report: Report) -> bool:
+    """A run on the CPU alone: its device is the CPU and no device kernel ran (an MPS or HPU run is neither)."""
+    device = (report.ceilings.device or "").lower().split(":")[0]
+    return device == "cpu" and not is_gpu_report(report)
+
+
 def torch_device(report: Report) -> str:
     """torch's name for the report's device type, for advice with code in it (``device='xpu'`` on an Intel GPU):
     ``xpu``, ``mps``, ``hpu`` or ``cuda`` (NVIDIA, and AMD under ROCm, which torch also calls cuda)."""

@@ -3,6 +3,10 @@
 Evidence: the sync detector's SyncSites (with their stall time) when it ran; otherwise the ops that always sync
 (aten::_local_scalar_dense behind .item(), nonzero, masked_select, unique...) or whose kernels copy device -> host,
 grouped by location.
+On a CPU-only run there is no device to wait for: the same calls are plain reads of a value. They are told only as
+what they are (a tensor value read by the host, which would wait for the device on an accelerator), at the severity
+of their own cost, never as host-device syncs; the optimizer's own step-counter reads (AdamW's .item() on its CPU
+step tensors, which stay on the host on a GPU too) are left out.
 A site that syncs more than once per step sits inside a loop: the costly case. So does a site syncing in every
 step when each step is one forward of the model (the profiler found steps at forwards: a generation loop's decode
 steps, an inference loop's batches): the host waits for each token before it can launch the next. A site syncing
@@ -17,8 +21,8 @@ from collections import defaultdict
 import numpy as np
 
 from roofline.capture.trace_syncs import copy_direction
-from roofline.doctor.evidence import (SYNC_KINDS, is_gpu_report, location, op_kind, op_table, severity_for,
-                                      step_count)
+from roofline.doctor.evidence import (SYNC_KINDS, is_cpu_report, is_gpu_report, location, op_kind, op_table,
+                                      severity_for, step_count)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
 
@@ -43,8 +47,9 @@ def _is_device_to_host(kernel: str) -> bool:
     return copy_direction(kernel) == "host"
 
 
-def _sync_ops_by_location(report: Report) -> dict[str, list[OpRecord]]:
-    """``_is_sync_op`` over every op, its kind's part asked once per call (doctor/op_table.py)."""
+def _sync_ops_by_location(report: Report, on_cpu: bool = False) -> dict[str, list[OpRecord]]:
+    """``_is_sync_op`` over every op, its kind's part asked once per call (doctor/op_table.py). ``on_cpu``: leave
+    out the optimizer's step (its reads are torch's bookkeeping on host tensors, on every device)."""
     table = op_table(report)
     kinds_present = set(table.call_kind)
     on_gpu = is_gpu_report(report)
@@ -57,7 +62,7 @@ def _sync_ops_by_location(report: Report) -> dict[str, list[OpRecord]]:
     for i in candidates:
         op, c = ops[i], calls[i]
         kernels = op.kernels
-        if (on_gpu and not kernels) or never[c]:
+        if (on_gpu and not kernels) or never[c] or (on_cpu and op.phase == "optimizer"):
             continue
         if always[c] or (kernels and any(map(_is_device_to_host, kernels))):
             by_loc[location(op)].append(op)
@@ -73,11 +78,16 @@ def check(report: Report) -> list[Finding]:
     findings = []
     steps = max(report.steps, 1)
     per_forward = _steps_are_forwards(report)
+    on_cpu = is_cpu_report(report)
     for site in report.syncs:
         if site.count <= 0:
             continue
         per_step = site.per_step if site.per_step is not None else site.count / steps
         stall = max(site.stall_s, 0.0)
+        if on_cpu:
+            findings.append(_cpu_read_finding(report, [site.kind], site.location, site.count, per_step, stall,
+                                              per_forward))
+            continue
         findings.append(_finding(
             report, kinds=[site.kind], where=site.location, count=site.count, per_step=per_step, savings=stall,
             per_forward=per_forward,
@@ -85,15 +95,19 @@ def check(report: Report) -> list[Finding]:
                     "which a sync-free loop overlaps with device work" if stall > 0 else
                     "not estimated: the sync detector measured no stall at this site"),
         ))
-    by_location = {} if report.syncs else _sync_ops_by_location(report)
+    by_location = {} if report.syncs else _sync_ops_by_location(report, on_cpu)
     for loc, ops in by_location.items():
         per_step = len(ops) / step_count(report, ops)
         blocked = sum(max(op.time_s, op.cpu_time_s) for op in ops)
+        if on_cpu:
+            kinds = sorted({op_kind(op.name) for op in ops})
+            findings.append(_cpu_read_finding(report, kinds, loc, len(ops), per_step, blocked, per_forward))
+            continue
         on_gpu = is_gpu_report(report)
         method = ("the sync ops' measured time (host CPU time blocked in them, or their device time if longer)"
                   if on_gpu else
-                  "the sync ops' measured time on the CPU, where a sync costs only the op itself; on a GPU each one "
-                  "also drains the queue and idles the device until the host launches again")
+                  "the sync ops' measured time (host CPU time blocked in them); on a GPU each one also drains the "
+                  "queue and idles the device until the host launches again")
         findings.append(_finding(
             report, kinds=sorted({op_kind(op.name) for op in ops}), where=loc, count=len(ops), per_step=per_step,
             savings=blocked, method=method, ops=ops, per_forward=per_forward,
@@ -128,4 +142,30 @@ def _finding(report: Report, *, kinds: list[str], where: str, count: int, per_st
              "(e.g. torch.where on a device flag), check stop conditions every N iterations, or only read results "
              "after the loop; for nonzero/masked_select use fixed-size masks" if in_loop else
              "move the read of device values out of the hot path, or make it non_blocking into pinned memory"),
+    )
+
+
+def _cpu_read_finding(report: Report, kinds: list[str], where: str, count: int, per_step: float, call_s: float,
+                      per_forward: bool) -> Finding:
+    """A detector site on a CPU-only run: the call read a CPU tensor's value, waiting for nothing; told because the
+    same line would stall an accelerator, in words that do not call it a sync and at the severity of its own cost."""
+    kind = ", ".join(kinds)
+    every_forward = per_forward and per_step >= 1
+    in_loop = per_step > 1 or every_forward
+    if every_forward:
+        title = (f"tensor value read by the host ({kind}) in every forward: {per_step:g} per forward at {where} "
+                 "(waits for nothing on the CPU; on an accelerator each read would wait for the device)")
+    elif in_loop:
+        title = (f"tensor value read by the host ({kind}) inside a loop: {per_step:g} per step at {where} "
+                 "(waits for nothing on the CPU; on an accelerator each read would wait for the device)")
+    else:
+        title = f"tensor value read by the host ({kind}) at {where}"
+    return Finding(
+        rule=RULE, title=title, category="sync", locations=[where],
+        evidence={"sync_kinds": kinds, "count": count, "per_step": per_step, "in_loop": in_loop,
+                  "every_forward": every_forward, "device": "cpu", "waits_for_device": False},
+        estimated_savings_s=call_s, severity=severity_for(report, call_s),
+        savings_method="the reads' measured time in the call itself: on the CPU there is no device to wait for",
+        fix=("nothing waits on the CPU: each read costs only itself. If this loop is meant to run on an accelerator, "
+             "keep the value in a tensor there (a flag tensor and torch.where) or read it every N iterations"),
     )
