@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import os
+import re
 import shutil
 import signal
 import stat
@@ -16,6 +17,20 @@ from pathlib import Path
 from typing import Any
 
 from roofline.errors import RooflineError
+
+
+_NOT_JSON_NUMBERS = re.compile(rb"[:\[,]\s*-?(NaN|Infinity)\b")
+
+
+def non_json_number_hint(raw: bytes) -> str:
+    """'; it holds NaN, which JSON does not allow ...' where ``raw`` (a file's head, or the bytes around where its
+    decoding failed) holds a NaN or Infinity, the usual reason a JSON file written by Python does not parse; ''
+    otherwise."""
+    found = _NOT_JSON_NUMBERS.search(raw)
+    if found is None:
+        return ""
+    return (f"; it holds {found.group(1).decode()}, which JSON does not allow (Python's json.dumps writes it "
+            "unless allow_nan=False)")
 
 
 def read_maybe_gzip(path: str | os.PathLike[str], what: str) -> bytes:

@@ -337,3 +337,41 @@ def test_a_directory_named_like_a_script_is_called_a_directory(tmp_path, capsys)
     for argv in (["profile", "--device", "cpu", str(tmp_path / "train.py")], ["doctor", str(tmp_path / "train.py")]):
         code, _, err = _main(argv, capsys)
         assert (code, err) == (2, f"roofline: error: {tmp_path / 'train.py'} is a directory, not a script\n")
+
+
+_REPORT = {"schema_version": 1, "kind": "trace", "workload": "w",
+           "ops": [{"name": "aten::mm", "module": "m", "flops": 1e9, "bytes": 1e6, "time_s": 1e-3}]}
+
+
+@pytest.mark.parametrize("argv", [["doctor", "{r}"], ["doctor", "{r}", "-o", "{tmp}/out"], ["view", "{r}"],
+                                  ["diff", "{r}", "{ok}"], ["predict", "{r}"]])
+def test_every_command_reading_a_report_says_what_is_wrong_in_roofline_words(argv, tmp_path, capsys):
+    """`doctor -o` printed msgspec's ``Expected `float`, got `str` - at `$.ops[0].time_s```."""
+    bad = tmp_path / "r.json"
+    bad.write_text(json.dumps(dict(_REPORT, ops=[dict(_REPORT["ops"][0], time_s="fast")])))
+    (tmp_path / "ok.json").write_text(json.dumps(_REPORT))
+    code, _, err = _main([a.format(r=bad, ok=tmp_path / "ok.json", tmp=tmp_path) for a in argv], capsys)
+    assert (code, err) == (2, f'roofline: error: {bad}: malformed roofline report: ops[0].time_s is "fast", '
+                              "expected a number\n")
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"ops": "all of them"}, 'ops is "all of them", expected a list'),
+    ({"ops": [7]}, "ops[0] is 7, expected an object"),
+    ({"ops": [{"module": "m"}]}, "ops[0] has no name field"),
+    ({"ops": [dict(_REPORT["ops"][0], time_s=-1.0)]}, "ops[0].time_s is -1.0, expected a number >= 0.0"),
+    ({"ops": [dict(_REPORT["ops"][0], flops=[1, 2])]}, "ops[0].flops is a list, expected a number"),
+])
+def test_a_malformed_report_names_the_field_its_value_and_what_was_expected(change, words):
+    with pytest.raises(RooflineError) as caught:
+        Report.from_dict(json.loads(json.dumps(dict(_REPORT, **change))))
+    assert str(caught.value) == f"malformed roofline report: {words}"
+
+
+def test_a_report_holding_nan_gets_the_hint_traces_get(tmp_path, capsys):
+    bad = tmp_path / "r.json"
+    bad.write_text(json.dumps(dict(_REPORT, ops=[dict(_REPORT["ops"][0], time_s=float("nan"))])))
+    code, _, err = _main(["doctor", str(bad)], capsys)
+    assert code == 2
+    assert err == (f"roofline: error: cannot parse report {bad}: JSON is malformed: invalid character (byte 153); "
+                   "it holds NaN, which JSON does not allow (Python's json.dumps writes it unless allow_nan=False)\n")
