@@ -375,3 +375,15 @@ def test_a_report_holding_nan_gets_the_hint_traces_get(tmp_path, capsys):
     assert code == 2
     assert err == (f"roofline: error: cannot parse report {bad}: JSON is malformed: invalid character (byte 153); "
                    "it holds NaN, which JSON does not allow (Python's json.dumps writes it unless allow_nan=False)\n")
+
+
+@pytest.mark.parametrize("dtypes", ["", " , "])
+def test_an_empty_dtypes_list_is_refused_before_anything_is_measured(dtypes, capsys, monkeypatch):
+    """`ceilings --dtypes ''` filtered nothing and showed every dtype, exit 0, as if the flag were not given."""
+    import roofline.device
+
+    monkeypatch.setattr(roofline.device, "get_ceilings", lambda *a, **k: pytest.fail("measured"))
+    code, out, err = _main(["ceilings", "--device", "cpu", "--dtypes", dtypes], capsys)
+    assert (code, out) == (2, "")
+    assert err == (f"roofline: error: --dtypes {dtypes!r} names no dtype: give one or more "
+                   "(e.g. --dtypes float16,bfloat16), or leave it out for all\n")
