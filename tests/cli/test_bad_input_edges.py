@@ -387,3 +387,17 @@ def test_an_empty_dtypes_list_is_refused_before_anything_is_measured(dtypes, cap
     assert (code, out) == (2, "")
     assert err == (f"roofline: error: --dtypes {dtypes!r} names no dtype: give one or more "
                    "(e.g. --dtypes float16,bfloat16), or leave it out for all\n")
+
+
+def test_cluster_with_one_trace_says_it_is_not_used(tmp_path, capsys, monkeypatch):
+    """`trace --cluster ADDRESS one.json` ignored --cluster without a word (it spreads several traces' ranks)."""
+    import roofline.analyze.trace_file
+
+    def stop(*args, **kwargs):
+        raise RooflineError("stopped after the note")
+
+    monkeypatch.setattr(roofline.analyze.trace_file, "analyze_trace_file", stop)
+    code, _, err = _main(["trace", str(TRACE), "--cluster", "tcp://nowhere:8786", "-o", str(tmp_path)], capsys)
+    assert code == 2
+    assert err == ("roofline: note: --cluster tcp://nowhere:8786 not used: it spreads the ranks of several traces "
+                   "over the cluster; one trace is read here\nroofline: error: stopped after the note\n")
