@@ -814,7 +814,7 @@ class Report(Struct):
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "Report":
-        raw = read_maybe_gzip(path, "report")
+        raw = read_maybe_gzip(path, "report", json=True)
         try:
             return cls.from_json(raw)
         except (UnicodeDecodeError, msgspec.DecodeError) as exc:

@@ -401,3 +401,43 @@ def test_cluster_with_one_trace_says_it_is_not_used(tmp_path, capsys, monkeypatc
     assert code == 2
     assert err == ("roofline: note: --cluster tcp://nowhere:8786 not used: it spreads the ranks of several traces "
                    "over the cluster; one trace is read here\nroofline: error: stopped after the note\n")
+
+
+def test_a_file_of_zero_bytes_is_refused_from_its_first_block_not_read_whole(tmp_path, monkeypatch):
+    """A 2 GiB file of zero bytes named .json was read whole (~2 GiB of memory) before "not valid JSON"."""
+    zeros = tmp_path / "x.json"
+    with open(zeros, "wb") as fh:
+        fh.truncate(64 << 20)  # sparse: no disk used
+    monkeypatch.setattr(Path, "read_bytes", lambda self: pytest.fail(f"{self} read whole"))
+    with pytest.raises(RooflineError) as caught:
+        Report.load(zeros)
+    assert str(caught.value) == (f"cannot parse report {zeros}: not JSON: its first 65,536 bytes are all zero "
+                                 "(a disk image, or a file allocated and never written?)")
+    (tmp_path / "x.png.json").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(100))
+    with pytest.raises(RooflineError, match=r"not JSON: it does not start like JSON: b'\\x89PNG"):
+        Report.load(tmp_path / "x.png.json")
+
+
+def test_a_trace_of_zero_bytes_says_so(tmp_path):
+    from roofline.capture.kineto import load_trace
+
+    zeros = tmp_path / "x.json"
+    with open(zeros, "wb") as fh:
+        fh.truncate(1 << 20)
+    with pytest.raises(RooflineError) as caught:
+        load_trace(zeros)
+    assert str(caught.value).endswith("invalid character (byte 0); its first 1,048,576 bytes are all zero "
+                                      "(a disk image, or a file allocated and never written?)")
+
+
+@pytest.mark.parametrize("head, why", [(b"", None), (b'  \n{"a": 1}', None), (b"[1]", None), (b"\xef\xbb\xbf{}", None),
+                                       (b'\x00{\x00"', None), (b"\x00" * 8, "its first 8 bytes are all zero"),
+                                       (b"  <html>", "it does not start like JSON: b'<html>'")])
+def test_what_the_first_block_of_a_json_file_says(head, why):
+    from roofline.io import not_json_head
+
+    found = not_json_head(head)
+    if why is None:
+        assert found is None
+    else:
+        assert found is not None and found.startswith(why)

@@ -24,7 +24,7 @@ from typing import Any, Iterator
 import msgspec
 
 from roofline.errors import RooflineError
-from roofline.io import non_json_number_hint
+from roofline.io import non_json_number_hint, not_json_head
 
 BLOCK_BYTES = 4 << 20  # 16 MiB held ~90 MB more decoded events at once on a 304 MB trace and loaded it no faster
 _READ_BYTES = 4 << 20
@@ -205,7 +205,9 @@ class EventStream:
             value = msgspec.json.decode(bytes(head))
         except _SYNTAX_ERRORS as exc:
             what = "gzip file" if self._input_cut else "JSON"
-            raise RooflineError(f"{self.path} is not valid {what} (truncated or corrupt?): {exc}") from None
+            why = not_json_head(bytes(head))
+            raise RooflineError(f"{self.path} is not valid {what} (truncated or corrupt?): {exc}"
+                                f"{f'; {why}' if why else ''}") from None
         if isinstance(value, dict):
             raise RooflineError(f"{self.path} is not a Chrome/Kineto trace: it has no traceEvents")
         raise RooflineError(f"{self.path} is not a trace: expected a JSON object with traceEvents")
