@@ -849,13 +849,13 @@ _KINDS = {"float": "a number", "int": "a whole number", "str": "a string", "arra
           "bool": "true or false", "null": "null"}
 
 
-def describe_invalid(exc: msgspec.ValidationError, data: Any = None) -> str:
+def describe_invalid(exc: msgspec.ValidationError, data: Any = None, whole: str = "the report") -> str:
     """A msgspec validation error in roofline's words: where (``ops[0].time_s``), what it holds (its value, looked
     up in ``data`` where given) and what was expected, instead of the decoder's ``Expected `float`, got `str` - at
     `$.ops[0].time_s```."""
     message = _INVALID.fullmatch(str(exc))
     where = message.group("where") or ""
-    place = where.lstrip(".") or "the report"
+    place = where.lstrip(".") or whole
     what = message.group("what")
     missing = re.fullmatch(r"Object missing required field `(.*)`", what)
     if missing:

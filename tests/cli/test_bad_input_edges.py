@@ -441,3 +441,14 @@ def test_what_the_first_block_of_a_json_file_says(head, why):
         assert found is None
     else:
         assert found is not None and found.startswith(why)
+
+
+def test_a_malformed_ceilings_file_is_described_in_the_same_words(tmp_path):
+    from roofline.device.cache import load_ceilings
+
+    bad = tmp_path / "c.json"
+    bad.write_text(json.dumps({"memory_bandwidth_bytes_per_s": "fast"}))
+    with pytest.raises(RooflineError) as caught:
+        load_ceilings(bad)
+    assert str(caught.value) == (f'malformed ceilings file {bad}: memory_bandwidth_bytes_per_s is "fast", '
+                                 'expected a number')
