@@ -6,11 +6,13 @@ from __future__ import annotations
 import contextlib
 import gzip
 import os
+import re
 import shutil
 import signal
 import stat
 import tempfile
 import threading
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,11 +20,61 @@ from typing import Any
 from roofline.errors import RooflineError
 
 
-def read_maybe_gzip(path: str | os.PathLike[str], what: str) -> bytes:
+_NOT_JSON_NUMBERS = re.compile(rb"[:\[,]\s*-?(NaN|Infinity)\b")
+
+
+def non_json_number_hint(raw: bytes) -> str:
+    """'; it holds NaN, which JSON does not allow ...' where ``raw`` (a file's head, or the bytes around where its
+    decoding failed) holds a NaN or Infinity, the usual reason a JSON file written by Python does not parse; ''
+    otherwise."""
+    found = _NOT_JSON_NUMBERS.search(raw)
+    if found is None:
+        return ""
+    return (f"; it holds {found.group(1).decode()}, which JSON does not allow (Python's json.dumps writes it "
+            "unless allow_nan=False)")
+
+
+SNIFF_BYTES = 1 << 16
+_JSON_OPENERS = frozenset(b'{["-0123456789tfn')
+_UNICODE_STARTS = frozenset(b"\x00\xef\xfe\xff")  # a BOM, or UTF-16/32 text: Python's json.loads reads them
+
+
+def not_json_head(head: bytes) -> str | None:
+    """Why a file whose first bytes (a block of at most a few MiB, gunzipped) are ``head`` cannot be JSON, where its
+    start shows it: all zero bytes (a disk image, a file allocated and never written) or a first character no JSON
+    value opens with; None where it may be JSON. Cheap enough for the one block a reader holds anyway."""
+    if not head:
+        return None
+    if head.count(0) == len(head):
+        return f"its first {len(head):,} bytes are all zero (a disk image, or a file allocated and never written?)"
+    start = head.lstrip(b" \t\r\n")
+    if start and start[0] not in _JSON_OPENERS | _UNICODE_STARTS:
+        return f"it does not start like JSON: {bytes(start[:16])!r}"
+    return None
+
+
+def _sniffed_head(path: Path) -> bytes:
+    """The first SNIFF_BYTES of ``path``, gunzipped when it is gzip (as far as its first block goes)."""
+    with open(path, "rb") as fh:
+        head = fh.read(SNIFF_BYTES)
+    if head[:2] == b"\x1f\x8b":
+        try:
+            return zlib.decompressobj(wbits=31).decompress(head, SNIFF_BYTES)
+        except zlib.error:
+            return b""  # corrupt gzip: read_maybe_gzip says so
+    return head
+
+
+def read_maybe_gzip(path: str | os.PathLike[str], what: str, *, json: bool = False) -> bytes:
     """A file's bytes, gunzipped when it is gzip; a missing, unreadable or corrupt file is one RooflineError
-    naming ``what`` it should have been ("report", "trace", "ncu CSV")."""
+    naming ``what`` it should have been ("report", "trace", "ncu CSV"). ``json``: a file whose first 64 KiB show it
+    is not JSON (``not_json_head``) is refused from them, before it is read whole: it can be gigabytes."""
     path = Path(path)
     try:
+        if json:
+            problem = not_json_head(_sniffed_head(path))
+            if problem:
+                raise RooflineError(f"cannot parse {what} {path}: not JSON: {problem}")
         raw = path.read_bytes()
     except FileNotFoundError:
         raise RooflineError(f"{what} file not found: {path}") from None

@@ -23,7 +23,7 @@ import msgspec
 from msgspec import Struct, field
 
 from roofline.errors import RooflineError
-from roofline.io import atomic_write_bytes, atomic_write_chunks, read_maybe_gzip
+from roofline.io import atomic_write_bytes, atomic_write_chunks, non_json_number_hint, read_maybe_gzip
 
 _REPORT_HEAD = re.compile(rb'\s*\{\s*"schema_version"\s*:')
 
@@ -758,7 +758,7 @@ class Report(Struct):
         try:
             report = from_builtins(Report, data)
         except msgspec.ValidationError as exc:
-            raise RooflineError(f"malformed roofline report: {exc}") from None
+            raise RooflineError(f"malformed roofline report: {describe_invalid(exc, data)}") from None
         return report._upgraded()
 
     @classmethod
@@ -786,7 +786,7 @@ class Report(Struct):
                 if isinstance(self.extra.get("distributed"), dict):
                     self.distributed = from_builtins(DistributedInfo, self.extra.pop("distributed"))
             except msgspec.ValidationError as exc:
-                raise RooflineError(f"malformed roofline report: {exc}") from None
+                raise RooflineError(f"malformed roofline report: {describe_invalid(exc)}") from None
             self.extra.pop("chrome_trace", None)  # the path of a temporary file, gone once its run ended
             self.schema_version = SCHEMA_VERSION
         self.summary.fill_shares()
@@ -814,11 +814,11 @@ class Report(Struct):
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "Report":
-        raw = read_maybe_gzip(path, "report")
+        raw = read_maybe_gzip(path, "report", json=True)
         try:
             return cls.from_json(raw)
         except (UnicodeDecodeError, msgspec.DecodeError) as exc:
-            raise RooflineError(f"cannot parse report {path}: {exc}") from None
+            raise RooflineError(f"cannot parse report {path}: {exc}{_syntax_hint(exc, raw)}") from None
         except RooflineError as exc:
             if b'"traceEvents"' in raw[:1 << 20] or raw.lstrip()[:1] == b"[":
                 raise RooflineError(f"{path} is a trace, not a roofline report: run `roofline trace {path}` "
@@ -832,6 +832,65 @@ class Report(Struct):
         except ImportError:
             raise RooflineError("to_pandas() needs pandas: pip install pandas") from None
         return pd.DataFrame(msgspec.to_builtins(self.ops))
+
+
+def _syntax_hint(exc: Exception, raw: bytes) -> str:
+    """Why a report does not parse, where the bytes at the error are a NaN or Infinity: '; ...' or ''."""
+    at = re.search(r"\(byte (\d+)\)", str(exc))
+    if at is None:
+        return ""
+    pos = int(at.group(1))
+    return non_json_number_hint(raw[max(0, pos - 64):pos + 16])
+
+
+_INVALID = re.compile(r"(?P<what>.*?)(?: - at `\$(?P<where>.*)`)?", re.S)
+_EXPECTED = re.compile(r"Expected `(?P<want>[^`]*)`(?:, got `(?P<got>[^`]*)`)?(?P<rest>.*)", re.S)
+_KINDS = {"float": "a number", "int": "a whole number", "str": "a string", "array": "a list", "object": "an object",
+          "bool": "true or false", "null": "null"}
+
+
+def describe_invalid(exc: msgspec.ValidationError, data: Any = None, whole: str = "the report") -> str:
+    """A msgspec validation error in roofline's words: where (``ops[0].time_s``), what it holds (its value, looked
+    up in ``data`` where given) and what was expected, instead of the decoder's ``Expected `float`, got `str` - at
+    `$.ops[0].time_s```."""
+    message = _INVALID.fullmatch(str(exc))
+    where = message.group("where") or ""
+    place = where.lstrip(".") or whole
+    what = message.group("what")
+    missing = re.fullmatch(r"Object missing required field `(.*)`", what)
+    if missing:
+        return f"{place} has no {missing.group(1)} field"
+    enum = re.fullmatch(r"Invalid enum value (.*)", what)
+    if enum:
+        return f"{place} is {enum.group(1)}, not one of the values roofline knows"
+    expected = _EXPECTED.fullmatch(what)
+    if expected is None:
+        return what.replace("`", "'") + (f" at {place}" if where else "")
+    want = " or ".join(_KINDS.get(kind.strip(), kind.strip()) for kind in expected.group("want").split("|"))
+    value = _value_at(data, where)
+    if value is not None:
+        held = value
+    elif expected.group("got"):
+        held = _KINDS.get(expected.group("got"), expected.group("got"))
+    else:
+        held = "out of range"
+    return f"{place} is {held}, expected {want}{expected.group('rest').rstrip()}"
+
+
+def _value_at(data: Any, where: str) -> str | None:
+    """The JSON of the scalar at msgspec's path ``where`` (``.ops[0].time_s``) in ``data``, short; None when
+    ``data`` is not given, the path does not lead anywhere, or it leads to a list or object."""
+    if data is None:
+        return None
+    for name, index in re.findall(r"\.([^.\[]+)|\[(\d+)\]", where):
+        try:
+            data = data[name] if name else data[int(index)]
+        except (KeyError, IndexError, TypeError):
+            return None
+    if isinstance(data, (dict, list)):
+        return None
+    text = msgspec.json.encode(data).decode() if not isinstance(data, float) or math.isfinite(data) else repr(data)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def finite_for_json(obj: Any) -> Any:

@@ -337,3 +337,118 @@ def test_a_directory_named_like_a_script_is_called_a_directory(tmp_path, capsys)
     for argv in (["profile", "--device", "cpu", str(tmp_path / "train.py")], ["doctor", str(tmp_path / "train.py")]):
         code, _, err = _main(argv, capsys)
         assert (code, err) == (2, f"roofline: error: {tmp_path / 'train.py'} is a directory, not a script\n")
+
+
+_REPORT = {"schema_version": 1, "kind": "trace", "workload": "w",
+           "ops": [{"name": "aten::mm", "module": "m", "flops": 1e9, "bytes": 1e6, "time_s": 1e-3}]}
+
+
+@pytest.mark.parametrize("argv", [["doctor", "{r}"], ["doctor", "{r}", "-o", "{tmp}/out"], ["view", "{r}"],
+                                  ["diff", "{r}", "{ok}"], ["predict", "{r}"]])
+def test_every_command_reading_a_report_says_what_is_wrong_in_roofline_words(argv, tmp_path, capsys):
+    """`doctor -o` printed msgspec's ``Expected `float`, got `str` - at `$.ops[0].time_s```."""
+    bad = tmp_path / "r.json"
+    bad.write_text(json.dumps(dict(_REPORT, ops=[dict(_REPORT["ops"][0], time_s="fast")])))
+    (tmp_path / "ok.json").write_text(json.dumps(_REPORT))
+    code, _, err = _main([a.format(r=bad, ok=tmp_path / "ok.json", tmp=tmp_path) for a in argv], capsys)
+    assert (code, err) == (2, f'roofline: error: {bad}: malformed roofline report: ops[0].time_s is "fast", '
+                              "expected a number\n")
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"ops": "all of them"}, 'ops is "all of them", expected a list'),
+    ({"ops": [7]}, "ops[0] is 7, expected an object"),
+    ({"ops": [{"module": "m"}]}, "ops[0] has no name field"),
+    ({"ops": [dict(_REPORT["ops"][0], time_s=-1.0)]}, "ops[0].time_s is -1.0, expected a number >= 0.0"),
+    ({"ops": [dict(_REPORT["ops"][0], flops=[1, 2])]}, "ops[0].flops is a list, expected a number"),
+])
+def test_a_malformed_report_names_the_field_its_value_and_what_was_expected(change, words):
+    with pytest.raises(RooflineError) as caught:
+        Report.from_dict(json.loads(json.dumps(dict(_REPORT, **change))))
+    assert str(caught.value) == f"malformed roofline report: {words}"
+
+
+def test_a_report_holding_nan_gets_the_hint_traces_get(tmp_path, capsys):
+    bad = tmp_path / "r.json"
+    bad.write_text(json.dumps(dict(_REPORT, ops=[dict(_REPORT["ops"][0], time_s=float("nan"))])))
+    code, _, err = _main(["doctor", str(bad)], capsys)
+    assert code == 2
+    assert err == (f"roofline: error: cannot parse report {bad}: JSON is malformed: invalid character (byte 153); "
+                   "it holds NaN, which JSON does not allow (Python's json.dumps writes it unless allow_nan=False)\n")
+
+
+@pytest.mark.parametrize("dtypes", ["", " , "])
+def test_an_empty_dtypes_list_is_refused_before_anything_is_measured(dtypes, capsys, monkeypatch):
+    """`ceilings --dtypes ''` filtered nothing and showed every dtype, exit 0, as if the flag were not given."""
+    import roofline.device
+
+    monkeypatch.setattr(roofline.device, "get_ceilings", lambda *a, **k: pytest.fail("measured"))
+    code, out, err = _main(["ceilings", "--device", "cpu", "--dtypes", dtypes], capsys)
+    assert (code, out) == (2, "")
+    assert err == (f"roofline: error: --dtypes {dtypes!r} names no dtype: give one or more "
+                   "(e.g. --dtypes float16,bfloat16), or leave it out for all\n")
+
+
+def test_cluster_with_one_trace_says_it_is_not_used(tmp_path, capsys, monkeypatch):
+    """`trace --cluster ADDRESS one.json` ignored --cluster without a word (it spreads several traces' ranks)."""
+    import roofline.analyze.trace_file
+
+    def stop(*args, **kwargs):
+        raise RooflineError("stopped after the note")
+
+    monkeypatch.setattr(roofline.analyze.trace_file, "analyze_trace_file", stop)
+    code, _, err = _main(["trace", str(TRACE), "--cluster", "tcp://nowhere:8786", "-o", str(tmp_path)], capsys)
+    assert code == 2
+    assert err == ("roofline: note: --cluster tcp://nowhere:8786 not used: it spreads the ranks of several traces "
+                   "over the cluster; one trace is read here\nroofline: error: stopped after the note\n")
+
+
+def test_a_file_of_zero_bytes_is_refused_from_its_first_block_not_read_whole(tmp_path, monkeypatch):
+    """A 2 GiB file of zero bytes named .json was read whole (~2 GiB of memory) before "not valid JSON"."""
+    zeros = tmp_path / "x.json"
+    with open(zeros, "wb") as fh:
+        fh.truncate(64 << 20)  # sparse: no disk used
+    monkeypatch.setattr(Path, "read_bytes", lambda self: pytest.fail(f"{self} read whole"))
+    with pytest.raises(RooflineError) as caught:
+        Report.load(zeros)
+    assert str(caught.value) == (f"cannot parse report {zeros}: not JSON: its first 65,536 bytes are all zero "
+                                 "(a disk image, or a file allocated and never written?)")
+    (tmp_path / "x.png.json").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(100))
+    with pytest.raises(RooflineError, match=r"not JSON: it does not start like JSON: b'\\x89PNG"):
+        Report.load(tmp_path / "x.png.json")
+
+
+def test_a_trace_of_zero_bytes_says_so(tmp_path):
+    from roofline.capture.kineto import load_trace
+
+    zeros = tmp_path / "x.json"
+    with open(zeros, "wb") as fh:
+        fh.truncate(1 << 20)
+    with pytest.raises(RooflineError) as caught:
+        load_trace(zeros)
+    assert str(caught.value).endswith("invalid character (byte 0); its first 1,048,576 bytes are all zero "
+                                      "(a disk image, or a file allocated and never written?)")
+
+
+@pytest.mark.parametrize("head, why", [(b"", None), (b'  \n{"a": 1}', None), (b"[1]", None), (b"\xef\xbb\xbf{}", None),
+                                       (b'\x00{\x00"', None), (b"\x00" * 8, "its first 8 bytes are all zero"),
+                                       (b"  <html>", "it does not start like JSON: b'<html>'")])
+def test_what_the_first_block_of_a_json_file_says(head, why):
+    from roofline.io import not_json_head
+
+    found = not_json_head(head)
+    if why is None:
+        assert found is None
+    else:
+        assert found is not None and found.startswith(why)
+
+
+def test_a_malformed_ceilings_file_is_described_in_the_same_words(tmp_path):
+    from roofline.device.cache import load_ceilings
+
+    bad = tmp_path / "c.json"
+    bad.write_text(json.dumps({"memory_bandwidth_bytes_per_s": "fast"}))
+    with pytest.raises(RooflineError) as caught:
+        load_ceilings(bad)
+    assert str(caught.value) == (f'malformed ceilings file {bad}: memory_bandwidth_bytes_per_s is "fast", '
+                                 'expected a number')

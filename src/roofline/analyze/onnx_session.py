@@ -81,7 +81,7 @@ def _device_times(run, profile: OrtProfile) -> tuple[DeviceAttribution | None, s
     if any(ev.kernels for r in profile.runs for ev in r):
         return None, None  # ORT's own CUPTI profiler (a build with it) already joined each node's kernels
     try:
-        data = json.loads(read_maybe_gzip(run.device_trace, "torch.profiler trace"))
+        data = json.loads(read_maybe_gzip(run.device_trace, "torch.profiler trace", json=True))
         events = data.get("traceEvents", []) if isinstance(data, dict) else data
         clock = None
         if run.profiling_start_ns and isinstance(data, dict):

@@ -67,7 +67,7 @@ def parse_aihub_profile(data: object, path: str) -> HubProfile:
 
 def read_profile_json(path: str | Path) -> object:
     """A profile file's JSON (ORT's event list or AI Hub's results); one line and exit 2 when it is cut short."""
-    raw = read_maybe_gzip(path, "profile")
+    raw = read_maybe_gzip(path, "profile", json=True)
     try:
         return json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

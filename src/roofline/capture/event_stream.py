@@ -17,7 +17,6 @@ finds an event boundary near the middle; ``EventStream(stop=B)`` reads the head 
 from __future__ import annotations
 
 import json
-import re
 import zlib
 from pathlib import Path
 from typing import Any, Iterator
@@ -25,6 +24,7 @@ from typing import Any, Iterator
 import msgspec
 
 from roofline.errors import RooflineError
+from roofline.io import non_json_number_hint, not_json_head
 
 BLOCK_BYTES = 4 << 20  # 16 MiB held ~90 MB more decoded events at once on a 304 MB trace and loaded it no faster
 _READ_BYTES = 4 << 20
@@ -33,7 +33,6 @@ _END_SCAN = 1 << 16
 _CUT_TRIES = 4
 _WHITESPACE = b" \t\r\n"
 _SYNTAX_ERRORS = (msgspec.DecodeError, RecursionError)
-_NOT_JSON_NUMBERS = re.compile(rb"[:\[,]\s*-?(NaN|Infinity)\b")
 
 
 def _why_unreadable(events: bytearray) -> str:
@@ -44,11 +43,7 @@ def _why_unreadable(events: bytearray) -> str:
     except UnicodeDecodeError as exc:
         if exc.start < len(head) - 4:  # not a character cut by the 1 MiB window
             return f"; it is not UTF-8 (byte {exc.start} of the events is {head[exc.start]:#04x}): re-export the trace"
-    found = _NOT_JSON_NUMBERS.search(head)
-    if found:
-        return (f"; it holds {found.group(1).decode()}, which JSON does not allow (Python's json.dumps writes it "
-                "unless allow_nan=False)")
-    return ""
+    return non_json_number_hint(head)
 
 
 class EventStream:
@@ -210,7 +205,9 @@ class EventStream:
             value = msgspec.json.decode(bytes(head))
         except _SYNTAX_ERRORS as exc:
             what = "gzip file" if self._input_cut else "JSON"
-            raise RooflineError(f"{self.path} is not valid {what} (truncated or corrupt?): {exc}") from None
+            why = not_json_head(bytes(head))
+            raise RooflineError(f"{self.path} is not valid {what} (truncated or corrupt?): {exc}"
+                                f"{f'; {why}' if why else ''}") from None
         if isinstance(value, dict):
             raise RooflineError(f"{self.path} is not a Chrome/Kineto trace: it has no traceEvents")
         raise RooflineError(f"{self.path} is not a trace: expected a JSON object with traceEvents")

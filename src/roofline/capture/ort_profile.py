@@ -129,7 +129,7 @@ def parse_ort_events(events: object, path: str) -> OrtProfile:
 
 def read_ort_profile(path: str | Path) -> OrtProfile:
     """An ORT profile file (.json or .json.gz); one line and exit 2 (RooflineError) when it is not one or is cut."""
-    raw = read_maybe_gzip(path, "ONNX Runtime profile")
+    raw = read_maybe_gzip(path, "ONNX Runtime profile", json=True)
     try:
         events = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

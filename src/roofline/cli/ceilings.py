@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from roofline.cli.common import add_device_option, output_file, progress_reporter
+from roofline.errors import RooflineError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -51,12 +52,17 @@ def run(args: argparse.Namespace) -> int:
 
 def _wanted_dtypes(text: str | None, device: str | None) -> list[str]:
     """The dtypes asked for, checked against what the device has before anything is measured."""
-    if not text:
+    if text is None:
         return []
+    names = [d.strip() for d in text.split(",") if d.strip()]
+    if not names:
+        # an empty list filtered nothing and showed every dtype, as if --dtypes had not been given
+        raise RooflineError(f"--dtypes {text!r} names no dtype: give one or more (e.g. --dtypes float16,bfloat16), "
+                            "or leave it out for all")
     from roofline.count.meta import canonical_dtype
     from roofline.device import resolve_device
     from roofline.device.measure import measurable_dtype
 
     dev = resolve_device(device)
     # the spellings --dtype takes elsewhere (fp16, bf16, fp32) are taken here too
-    return [measurable_dtype(dev, canonical_dtype(d) or d.strip()) for d in text.split(",") if d.strip()]
+    return [measurable_dtype(dev, canonical_dtype(d) or d) for d in names]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from roofline import quickexit
 from roofline.cli.common import (add_ceilings_option, add_fanout_options, add_findings_option, add_output_option,
@@ -74,6 +75,9 @@ def _run(args: argparse.Namespace) -> int:
         report.findings = diagnose(report)
         written, problems = write_outputs(report, args.output, report_renderers(png=False, html=not args.no_html))
     else:
+        if args.cluster:
+            print(f"roofline: note: --cluster {args.cluster} not used: it spreads the ranks of several traces over "
+                  "the cluster; one trace is read here", file=sys.stderr)
         # report.html's op table is started as soon as the ops are placed (a forked child on a big report, while
         # this process builds the rest of the report); with --ncu the ops change after (their measured traffic).
         html_parts = []

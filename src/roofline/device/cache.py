@@ -16,7 +16,7 @@ import msgspec
 from roofline.device.datasheet import lookup_datasheet, with_datasheet_cache
 from roofline.errors import RooflineError
 from roofline.io import atomic_write_text
-from roofline.report import Ceilings, from_builtins
+from roofline.report import Ceilings, describe_invalid, from_builtins
 
 
 def cache_dir() -> Path:
@@ -98,7 +98,7 @@ def load_ceilings(path: str | os.PathLike[str], *, missing_ok: bool = False) -> 
     except msgspec.ValidationError as exc:
         if missing_ok:
             return None
-        raise RooflineError(f"malformed ceilings file {path}: {exc}") from None
+        raise RooflineError(f"malformed ceilings file {path}: {describe_invalid(exc, data, 'the file')}") from None
     problem = unusable_roof(ceilings)
     if problem:
         if missing_ok:

@@ -216,7 +216,7 @@ def chrome_trace_from_report(report: Any) -> dict:
 def read_chrome_trace(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A .json / .json.gz Chrome trace as a dict with traceEvents (a bare event list is wrapped)."""
     path = Path(path)
-    raw = read_maybe_gzip(path, "trace")
+    raw = read_maybe_gzip(path, "trace", json=True)
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
