@@ -106,3 +106,53 @@ def test_a_public_cpu_only_trace_names_no_cpu_and_no_torch_version():
     assert report.environment.device_name == CPU_NOT_RECORDED and report.environment.torch_version == ""
     assert (report.environment.rank, report.environment.world_size, report.environment.backend) == (34, 300, "gloo")
     assert report.summary.notes[0].endswith("roofs: none") and cpu_name() not in report.summary.notes[0]
+
+
+@pytest.mark.parametrize("name, generic", [
+    ("localhost", True), ("localhost.localdomain", True), ("", True), (None, True), ("ubuntu", True),
+    ("3f9a1c2b7d4e", True), ("3F9A1C2B7D4E", True), ("a" * 64, True),
+    ("gpu-box-17", False), ("vm", False), ("3f9a1c2b7d4", False), ("ip-10-0-3-17", False)])
+def test_generic_host_names(name, generic):
+    from roofline.device.host import generic_host_name
+
+    assert generic_host_name(name) is generic
+
+
+def _as_if_here(monkeypatch, name, cpu_ceilings):
+    """This machine named ``name``, with ``cpu_ceilings`` as its cached CPU ceilings."""
+    import msgspec
+
+    from roofline.device import cache, host
+
+    monkeypatch.setattr(host, "host_name", lambda: name)
+    measured = msgspec.structs.replace(cpu_ceilings, device_name="Here CPU 1")
+    monkeypatch.setattr(cache, "cached_ceilings", lambda *a, **k: msgspec.structs.replace(measured))
+    return measured
+
+
+def test_a_cpu_trace_whose_real_host_name_is_this_machines_uses_its_ceilings(cpu_trace, tmp_path, monkeypatch,
+                                                                             cpu_ceilings):
+    measured = _as_if_here(monkeypatch, "gpu-box-17", cpu_ceilings)
+    report = analyze_trace_file(_elsewhere(cpu_trace, tmp_path, "gpu-box-17"))
+    assert report.ceilings.has_roofs() and report.ceilings.device_name == "Here CPU 1"
+    assert report.ceilings.memory_bandwidth_bytes_per_s == measured.memory_bandwidth_bytes_per_s
+    assert report.extra["device"]["roofs_of"] == (
+        f"this machine's measured CPU ceilings (Here CPU 1, {measured.source}), because the trace's host name "
+        "'gpu-box-17' is this machine's; the trace does not record which CPU ran it")
+
+
+@pytest.mark.parametrize("generic", ["localhost", "3f9a1c2b7d4e"])
+def test_a_cpu_trace_whose_generic_host_name_matches_this_machines_is_not_claimed(cpu_trace, tmp_path, monkeypatch,
+                                                                                  cpu_ceilings, generic):
+    """Both the trace and this machine say "localhost" (or one container id pattern): no evidence the trace ran
+    here, so no roofs of this machine, and the note says why and how to use them anyway."""
+    _as_if_here(monkeypatch, generic, cpu_ceilings)
+    report = analyze_trace_file(_elsewhere(cpu_trace, tmp_path, generic))
+    assert not report.ceilings.has_roofs() and report.ceilings.device_name == "CPU"
+    assert report.summary.notes[0] == (f"Device: {CPU_NOT_RECORDED} (no device events and no device named in the "
+                                       "trace); roofs: none")
+    assert report.summary.notes[1].startswith(f"warning: no roofs: the trace's host name '{generic}' is a generic "
+                                              "default (many machines and containers share it), so it is no "
+                                              "evidence the trace was recorded on this machine")
+    everything = json.dumps([report.summary.notes, report.extra["device"]])
+    assert "Here CPU 1" not in everything and "is this machine's" not in everything

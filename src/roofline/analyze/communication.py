@@ -15,6 +15,13 @@ _SIZELESS = ("barrier", "barrier_", "wait_tensor")
 MESSAGE_UNRECORDED = ("message size not recorded in the trace (neither its tensors' shapes nor its collective args' "
                       "'In msg nelems'): its bytes are unknown, not 0")
 
+# An all-gather sized only by its backend's annotation (nccl:all_gather, nccl:_all_gather_base): the annotation
+# records the tensor the backend was handed, the local shard; the gathered message is the shard times the group's
+# size, which only the collective args give (analyze/pipeline.py _annotated_message).
+SHARD_ONLY = ("message size not known from the trace: its only size record is its backend's all-gather annotation, "
+              "which holds the local shard, and the gathered size needs the group's size, which only the collective "
+              "args ('Out msg nelems') give; its bytes are unknown, not 0")
+
 
 def message_unrecorded(op) -> bool:
     """A collective row (an OpRecord) whose bytes are 0 for want of a record, not because it sends nothing."""

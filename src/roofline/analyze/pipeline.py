@@ -22,7 +22,7 @@ from roofline.analyze.join import (
     subtree,
 )
 from roofline.analyze.host_events import fill_host_counts, host_gaps_us
-from roofline.analyze.communication import (BACKEND_PREFIXES, MESSAGE_UNRECORDED, is_communication_op,
+from roofline.analyze.communication import (BACKEND_PREFIXES, MESSAGE_UNRECORDED, SHARD_ONLY, is_communication_op,
                                             message_unrecorded, recorded_message_bytes)
 from roofline.analyze.kernel_classes import kernel_classes
 from roofline.analyze.kernel_names import any_tf32
@@ -133,7 +133,8 @@ class _TraceCounter:
             message = next((b for b in map(_annotated_message, inside) if b is not None), None)
             how = "the tensor its backend's annotation recorded"
         if message is None:
-            return hit or _Counted(OpCost(0.0, 0.0, False, note=f"{COMMUNICATION_NOTE}; {MESSAGE_UNRECORDED}",
+            why = SHARD_ONLY if any(map(_shard_annotation, inside)) else MESSAGE_UNRECORDED
+            return hit or _Counted(OpCost(0.0, 0.0, False, note=f"{COMMUNICATION_NOTE}; {why}",
                                           keep_whole=True), "", [], [], [])
         cost = OpCost(0.0, message, False, note=f"{COMMUNICATION_NOTE} (from {how})", keep_whole=True)
         return _Counted(cost, hit.dtype if hit else "", *((hit.input_shapes, hit.input_dtypes, hit.input_strides)
@@ -203,6 +204,12 @@ def _annotated_message(op: CpuOp) -> float | None:
         return None
     size = nbytes(flatten_metas(_trace_args(op)))
     return float(size) if size > 0 else None
+
+
+def _shard_annotation(op: CpuOp) -> bool:
+    """A backend's annotation of an all-gather that recorded its tensor: the local shard, not the message."""
+    return op.name.startswith(BACKEND_PREFIXES) and "gather" in op.name.replace("_", "").lower() \
+        and op.input_dims is not None and nbytes(flatten_metas(_trace_args(op))) > 0
 
 
 def _trace_args(op: CpuOp) -> list:
@@ -375,6 +382,7 @@ def report_from_trace(
             _append_ops(trace, chosen, counter, children, step, no_tf32, gaps, ops, event_to_report)
         timeline_steps = steps
     kept_whole = _kept_whole_notes(trace, event_to_report, ops, counter, recording)
+    shard_only = _shard_only_collectives(trace, event_to_report, ops, counter, recording)
     varlen = varlen_attention_notes(_value_dependent_notes(trace, event_to_report, ops, counter, recording))
     # The op tree's index and the counting caches are done with: freed (and handed back to the OS) before the host
     # counts, the kernel timeline and the memory replay, which on a million-event trace would otherwise stack on top
@@ -417,9 +425,7 @@ def report_from_trace(
     if missing:
         summary.notes.append(f"{missing} recorded op(s) found no event in the timed trace (time counted as 0)")
     summary.notes.extend(kept_whole)
-    unsized = _unsized_collectives_note(ops, summary.total_time_s)
-    if unsized:
-        summary.notes.append(unsized)
+    summary.notes.extend(_unsized_collectives_note(ops, summary.total_time_s, shard_only))
     if idle_by_device:
         summary.notes.append(_idle_by_device_note(idle_by_device))
     if recording is not None:
@@ -520,18 +526,45 @@ def _value_dependent_notes(trace: Trace, event_to_report: dict[int, int], ops: l
     return found
 
 
-def _unsized_collectives_note(ops: list[OpRecord], total_s: float) -> str:
+def _unsized_collectives_note(ops: list[OpRecord], total_s: float, shard_only: set[int] = frozenset()) -> list[str]:
     """The collectives whose message the trace did not record: their rows show no bytes ("?"), and this says why,
-    so a 0 is never read as a measured empty message."""
-    calls = Counter(op.name for op in ops if message_unrecorded(op))
-    if not calls:
-        return ""
-    time = sum(op.time_s for op in ops if message_unrecorded(op))
-    share = f", {time / total_s:.1%} of the time" if total_s else ""
-    listed = ", ".join(f"{name} x{n}" for name, n in calls.most_common(4))
-    return (f"{sum(calls.values())} collective call(s) with no message size ({listed}{share}): the trace recorded "
-            "neither their tensors' shapes nor their collective args' 'In msg nelems', so their bytes are unknown "
-            "(shown as ?), not 0; their time still counts as communication")
+    so a 0 is never read as a measured empty message. One line per reason: the trace recorded no size at all, or
+    (``shard_only``, indices into ``ops``) only an all-gather's backend annotation, which holds the local shard."""
+    unsized = [i for i, op in enumerate(ops) if message_unrecorded(op)]
+    why = {False: "the trace recorded neither their tensors' shapes nor their collective args' 'In msg nelems', so "
+                  "their bytes are unknown",
+           True: "their only size record is their backend's all-gather annotation (nccl:all_gather ...), which holds "
+                 "the local shard; the gathered size needs the group's size, which only the collective args' 'Out "
+                 "msg nelems' give, so their bytes are unknown"}
+    lines = []
+    for shard in (False, True):
+        these = [ops[i] for i in unsized if (i in shard_only) == shard]
+        if not these:
+            continue
+        calls = Counter(op.name for op in these)
+        time = sum(op.time_s for op in these)
+        share = f", {time / total_s:.1%} of the time" if total_s else ""
+        listed = ", ".join(f"{name} x{n}" for name, n in calls.most_common(4))
+        lines.append(f"{sum(calls.values())} collective call(s) with no message size ({listed}{share}): {why[shard]} "
+                     "(shown as ?), not 0; their time still counts as communication")
+    return lines
+
+
+def _shard_only_collectives(trace: Trace, event_to_report: dict[int, int], ops: list[OpRecord],
+                            counter: _TraceCounter, recording: OpRecording | None) -> set[int]:
+    """The collective rows (indices into ``ops``) left unsized whose only size record was an all-gather's annotation of
+    the local shard (SHARD_ONLY in their counted note): the counting pass's cost for a recorded op, the trace's for
+    any other."""
+    recorded = len(recording.ops) if recording is not None else 0
+    events = {i: event for event, i in event_to_report.items()}
+    found = set()
+    for i, op in enumerate(ops):
+        if op.modeled or not is_communication_op(op.name) or (i >= recorded and i not in events):
+            continue
+        cost = recording.ops[i].cost if i < recorded else counter(trace.ops[events[i]]).cost
+        if SHARD_ONLY in cost.note:
+            found.add(i)
+    return found
 
 
 def _nested_product_notes(recording: OpRecording) -> list[str]:

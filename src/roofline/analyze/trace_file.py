@@ -2,11 +2,11 @@
 
 The roofs come from, in order: ``--ceilings FILE``; this machine's measured ceilings from the cache, only for a
 device of this machine (a GPU named in the trace and measured here, or a CPU trace whose ``host_name`` is this
-host); the datasheet of the device the trace names or its kernels imply. Nothing is ever measured here: a trace
-recorded elsewhere is never judged against this machine. A trace whose ops ran on the CPU though its
-``deviceProperties`` name a GPU (analyze/unused_gpu.py) is a CPU trace here. A device with no known roofs still
-gets a report (times, breakdown, attribution and every finding that needs no roof) with one note saying what is
-missing.
+host's and not a generic default such as "localhost" or a container id); the datasheet of the device the trace names
+or its kernels imply. Nothing is ever measured here: a trace recorded elsewhere is never judged against this
+machine. A trace whose ops ran on the CPU though its ``deviceProperties`` name a GPU (analyze/unused_gpu.py) is a
+CPU trace here. A device with no known roofs still gets a report (times, breakdown, attribution and every finding
+that needs no roof) with one note saying what is missing.
 """
 
 from __future__ import annotations
@@ -81,9 +81,15 @@ def _from_datasheet(identity: DeviceIdentity, sheet) -> Ceilings:
 
 def _cpu_ceilings(identity: DeviceIdentity) -> Ceilings:
     from roofline.device.cache import cached_ceilings
-    from roofline.device.host import cpu_name, host_name
+    from roofline.device.host import cpu_name, generic_host_name, host_name
 
     here = host_name()
+    if generic_host_name(identity.host_name):
+        return no_ceilings(identity, f"no roofs: the trace's host name {identity.host_name!r} is a generic default "
+                                     "(many machines and containers share it), so it is no evidence the trace was "
+                                     "recorded on this machine, and it is not judged against this machine's CPU; if "
+                                     "it was, pass this machine's ceilings (`roofline ceilings --device cpu --json "
+                                     "FILE`, then --ceilings FILE)")
     if identity.host_name and identity.host_name == here:
         cached = cached_ceilings(cpu_name(), allow_quick=True)
         if cached is not None:

@@ -4,10 +4,11 @@ the host's speed at a moment (``host_probe_us``)."""
 from __future__ import annotations
 
 import platform
+import re
 import time
 from pathlib import Path
 
-__all__ = ["cpu_name", "host_name", "host_probe_us"]
+__all__ = ["cpu_name", "generic_host_name", "host_name", "host_probe_us"]
 
 
 def cpu_name() -> str:
@@ -23,6 +24,22 @@ def cpu_name() -> str:
 def host_name() -> str:
     """The name torch.profiler writes as a trace's ``host_name`` (gethostname)."""
     return platform.node()
+
+
+# Names many machines share: an unset host name, a distribution's default, a container's default (Docker names a
+# container by the first 12 hex digits of its id, and two containers of one image on two machines share nothing
+# else but the pattern).
+_GENERIC_HOST_NAMES = frozenset({"", "localhost", "localhost.localdomain", "localhost6", "localhost6.localdomain6",
+                                 "ip6-localhost", "(none)", "ubuntu", "debian", "fedora", "centos", "archlinux",
+                                 "raspberrypi", "buildkitsandbox", "runner", "sandbox", "container"})
+_CONTAINER_ID = re.compile(r"[0-9a-f]{12}|[0-9a-f]{64}")
+
+
+def generic_host_name(name: str | None) -> bool:
+    """A host name that says nothing about which machine it is (``_GENERIC_HOST_NAMES``, a container id): two
+    traces, or a trace and this machine, that share it need not have run on one machine."""
+    name = (name or "").strip().lower()
+    return name in _GENERIC_HOST_NAMES or _CONTAINER_ID.fullmatch(name) is not None
 
 
 PROBE_ITERATIONS = 300
