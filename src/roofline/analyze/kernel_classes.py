@@ -21,7 +21,7 @@ from functools import lru_cache
 from roofline.analyze.communication import is_communication_kernel, is_communication_op
 from roofline.count.families import ATTENTION, MATMUL, MATVEC, op_kind
 from roofline.count.inductor import kernel_kind_and_ops
-from roofline.report import KernelClasses, KernelClassTime, KernelRecord, OpRecord, Report
+from roofline.report import Ceilings, KernelClasses, KernelClassTime, KernelRecord, OpRecord, Report
 
 MATRIX = "matrix products"
 ATTENTION_CLASS = "attention"
@@ -85,13 +85,17 @@ def _class_of(kernel: KernelRecord, ops: list[OpRecord]) -> str:
 
 
 def kernel_classes(report: Report, *, known_bytes: dict[str, float] | None = None, bytes_method: str = "",
-                   per_step: int = 1, unit: str = "step") -> KernelClasses | None:
+                   per_step: int = 1, unit: str = "step",
+                   ceilings_by_device: dict[int, Ceilings] | None = None) -> KernelClasses | None:
     """The report's device time per step by kernel class, or None for a report without device kernels.
 
     ``per_step``/``unit``: each profiled step did ``per_step`` units of work (a decode loop's tokens), and every
     figure is given per unit. ``known_bytes``: bytes per unit a caller knows a class moves (a hand-written
     kernel's weights, which no counted op carries), used for that class instead of its ops' modelled bytes;
-    ``bytes_method`` says where they come from."""
+    ``bytes_method`` says where they come from. ``ceilings_by_device`` (default: the report's,
+    ``Report.ceilings_by_device()``): where one process drove GPUs of different models, each GPU's roofs; a class's
+    share of roof is then its bytes over what its kernels' time could have moved, each kernel's time at its own
+    GPU's bandwidth (a kernel on no known device at the report's)."""
     kernels = sorted((k for k in report.kernels if k.category == "kernel"), key=lambda k: k.start_s)
     if not kernels:
         return None
@@ -106,6 +110,13 @@ def kernel_classes(report: Report, *, known_bytes: dict[str, float] | None = Non
     covered_by_device: dict[tuple[int | None, bool], float] = {}
     union = _DeviceUnion()
     ops = report.ops
+    by_device = report.ceilings_by_device() if ceilings_by_device is None else ceilings_by_device
+    bandwidth = report.ceilings.memory_bandwidth_bytes_per_s
+    # Bytes each op's kernels (and each class's) could have moved at their own GPUs' roofs: only with GPUs of
+    # different roofs (one GPU's share stays achieved / bandwidth, the same float as before).
+    roof_of = {d: c.memory_bandwidth_bytes_per_s for d, c in by_device.items()} if by_device else None
+    op_roof_bytes: dict[int, float] = defaultdict(float)
+    class_roof_bytes: dict[str, float] = defaultdict(float)
     # max()/min() spelled out as comparisons (the same value, NaN included): 60,000+ kernels on a big trace.
     for k in kernels:
         cls = _class_of(k, ops)
@@ -123,6 +134,11 @@ def kernel_classes(report: Report, *, known_bytes: dict[str, float] | None = Non
         raw[cls] += dur
         count[cls] += 1
         index = k.op_index
+        if roof_of is not None:
+            at_roof = own * roof_of.get(k.device, bandwidth)
+            class_roof_bytes[cls] += at_roof
+            if index is not None:
+                op_roof_bytes[index] += at_roof
         if index is not None:
             op_time[index] += own
             by_cls = op_cls.get(index)
@@ -131,6 +147,7 @@ def kernel_classes(report: Report, *, known_bytes: dict[str, float] | None = Non
             by_cls[cls] = by_cls.get(cls, 0.0) + own
     moved = defaultdict(float)
     moved_time = defaultdict(float)
+    moved_roof = defaultdict(float)
     for index, by_cls in op_cls.items():
         if not 0 <= index < len(report.ops):
             continue
@@ -140,23 +157,28 @@ def kernel_classes(report: Report, *, known_bytes: dict[str, float] | None = Non
         cls = max(by_cls, key=by_cls.get)
         moved[cls] += op.bytes
         moved_time[cls] += op_time[index]
-    bandwidth = report.ceilings.memory_bandwidth_bytes_per_s
+        moved_roof[cls] += op_roof_bytes[index]
     known = known_bytes or {}
     rows = []
     for cls in CLASSES:
         if not count[cls]:
             continue
         if cls in known:
-            nbytes, over = known[cls] * steps, time[cls]
+            nbytes, over, at_roof = known[cls] * steps, time[cls], class_roof_bytes[cls]
         else:
-            nbytes, over = (moved[cls], moved_time[cls]) if moved[cls] > 0 else (None, 0.0)
+            nbytes, over, at_roof = (moved[cls], moved_time[cls], moved_roof[cls]) if moved[cls] > 0 \
+                else (None, 0.0, 0.0)
         achieved = nbytes / over if nbytes is not None and over > 0 else None
+        if roof_of is None:
+            share = achieved / bandwidth if achieved is not None and bandwidth > 0 else None
+        else:
+            share = nbytes / at_roof if achieved is not None and at_roof > 0 else None
         rows.append(KernelClassTime(
             name=cls, time_s=time[cls] / steps, kernels=count[cls] / steps,
             overlapped_s=_overlap(raw[cls], time[cls]) / steps,
             bytes=None if nbytes is None else nbytes / steps, bytes_time_s=over / steps,
             achieved_bytes_per_s=achieved,
-            share_of_roof=achieved / bandwidth if achieved is not None and bandwidth > 0 else None))
+            share_of_roof=share))
     busy = sum(time.values())
     devices = sorted({k.device for k in kernels}, key=lambda d: (d is None, d or 0))
     span = sum(_step_spans([k for k in kernels if k.device == d] if len(devices) > 1 else kernels, report.ops)
@@ -165,7 +187,10 @@ def kernel_classes(report: Report, *, known_bytes: dict[str, float] | None = Non
                        "spans summed over the GPUs (GPU-seconds)" if len(devices) > 1 else "") \
         + ("; communication (NCCL) kernels swept apart from the compute they overlap, so class times can add up to "
            "more than the span; gaps = time no kernel of either ran" if count[COMMUNICATION] else "") \
-        + (f"; {bytes_method}" if bytes_method else "")
+        + (f"; {bytes_method}" if bytes_method else "") \
+        + ("; share of roof with each kernel's time at its own GPU's memory bandwidth ("
+           + ", ".join(f"device {d} {c.device_name or '?'} {c.memory_bandwidth_bytes_per_s / 1e12:.3g} TB/s"
+                       for d, c in sorted(by_device.items())) + ")" if roof_of is not None else "")
     return KernelClasses(
         classes=rows, kernel_time_s=busy / steps, span_s=span / steps, gaps_s=max(0.0, span - union.total) / steps,
         overlapped_s=_overlap(sum(raw.values()), busy) / steps, kernels=len(kernels) / steps, steps=max(1, report.steps),

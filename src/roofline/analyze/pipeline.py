@@ -464,7 +464,7 @@ def report_from_trace(
     if idle_by_device:
         report.extra["idle_by_device_s"] = {str(d): t for d, t in sorted(idle_by_device.items())}
     if trace.has_gpu:
-        report.summary.kernel_classes = kernel_classes(report)
+        report.summary.kernel_classes = kernel_classes(report, ceilings_by_device=ceilings_by_device or None)
     return report
 
 
