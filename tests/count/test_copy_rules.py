@@ -72,6 +72,20 @@ def test_cat_and_stack():
     assert unknown.bytes == 40 + 20 + 80 and unknown.note == "tensor-list dtype not recorded: 4 bytes an element assumed"
 
 
+def test_cat_of_an_unrecorded_tensor_list_is_a_copy_of_its_recorded_output():
+    """clip_grad_norm_'s torch.stack of 91 per-parameter norms, its TensorList recorded without shapes: with the
+    output's shape known, the inputs hold exactly its elements (read = written); without, unmodelled with why."""
+    for name in ("aten::cat", "aten::stack"):
+        for unrecorded in (None, [], [None, None]):
+            counted = count_op(name, (unrecorded, 0), outputs=[T((91,), "float32")])
+            assert (counted.modeled, counted.flops, counted.bytes) == (True, 0.0, 2 * 91 * 4)
+            assert counted.note == ("tensor list's shapes not recorded: counted as a copy of the output's 364 bytes "
+                                    "(read = written)")
+            bare = count_op(name, (unrecorded, 0))
+            assert not bare.modeled and bare.bytes == 0
+            assert bare.note.endswith("the tensor list's shapes were not recorded, nor the output's)")
+
+
 def test_repeat_expand_interleave():
     assert cost("aten::repeat", X, [2, 3]) == (0, 30 + 180)
     assert cost("aten::repeat", X, [2, 1, 3]) == (0, 30 + 180)

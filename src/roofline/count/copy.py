@@ -105,11 +105,19 @@ def _joined_shape(tensors: list[TensorMeta], dim: int, stack: bool) -> tuple[int
 @register("aten::cat", "aten::concat", "aten::concatenate", "aten::_cat", "aten::stack", "aten::hstack",
           "aten::vstack", "aten::dstack", "aten::column_stack", "aten::_stack")
 def cat(call: Call) -> OpCost:
-    """(tensors, dim): every input read, the joined output written."""
+    """(tensors, dim): every input read, the joined output written. A list whose shapes the profiler did not record
+    (clip_grad_norm_'s stack of per-parameter norms) with a known output is a copy of the output: the inputs hold
+    exactly its elements, so as many bytes are read as written."""
     tensors = call.arg(0, "tensors")
     if not isinstance(tensors, (list, tuple)) or not tensors or \
             not all(isinstance(t, TensorMeta) for t in tensors):
-        raise ValueError("the tensor list's shapes were not recorded")
+        outputs = [t for t in call.outputs or () if isinstance(t, TensorMeta)]
+        if not outputs:
+            raise ValueError("the tensor list's shapes were not recorded, nor the output's")
+        written = nbytes(outputs)
+        return OpCost(0.0, float(2 * written), True,
+                      note=f"tensor list's shapes not recorded: counted as a copy of the output's {written} bytes "
+                           "(read = written)")
     note = unknown_dtype_note(tensors)
     read = nbytes(tensors)
     if call.outputs is not None:
