@@ -53,7 +53,13 @@ def test_torch_writes_no_cpu_model_nor_torch_version_in_a_cpu_trace(cpu_trace):
     assert not {"torch_version", "pytorch_version", "cpu", "cpu_name"} & set(top)
 
 
-def test_a_cpu_trace_recorded_here_names_no_cpu_model_and_says_whose_roofs(cpu_trace, tmp_path, capsys):
+def test_a_cpu_trace_recorded_here_names_no_cpu_model_and_says_whose_roofs(cpu_trace, tmp_path, capsys, monkeypatch):
+    from roofline.device import host
+    from roofline.device.host import generic_host_name
+
+    if generic_host_name(host_name()):  # a container's id or "localhost": no evidence of "here", said elsewhere
+        monkeypatch.setattr(host, "host_name", lambda: "roofline-test-box")
+        cpu_trace = _elsewhere(cpu_trace, tmp_path, "roofline-test-box")
     out = tmp_path / "out"
     assert main(["trace", str(cpu_trace), "-o", str(out)]) == 0
     text = capsys.readouterr().out
@@ -62,12 +68,12 @@ def test_a_cpu_trace_recorded_here_names_no_cpu_model_and_says_whose_roofs(cpu_t
     assert report["environment"]["device_name"] == CPU_NOT_RECORDED == "CPU (model not recorded in the trace)"
     assert "torch_version" in report["environment"]["unknown"] and report["environment"]["torch_version"] == ""
     whose = (f"this machine's measured CPU ceilings ({here}, {report['ceilings']['source']}), because the trace's "
-             f"host name '{host_name()}' is this machine's; the trace does not record which CPU ran it")
+             f"host name '{host.host_name()}' is this machine's; the trace does not record which CPU ran it")
     assert report["summary"]["notes"][0] == (f"Device: {CPU_NOT_RECORDED} (no device events and no device named in the "
                                              f"trace); roofs: {whose}")
     assert report["extra"]["device"]["roofs_of"] == whose and report["ceilings"]["device_name"] == here
-    assert text.splitlines()[0] == (f"roofline report: cpu.json on {CPU_NOT_RECORDED}; torch version not recorded in "
-                                    "the trace")
+    assert text.splitlines()[0] == (f"roofline report: {cpu_trace.name} on {CPU_NOT_RECORDED}; torch version not "
+                                    "recorded in the trace")
     assert "this machine's measured CPU ceilings" in " ".join(text.split())
     html = (out / "report.html").read_text()
     assert html.count(CPU_NOT_RECORDED) >= 2  # the environment and the Device note in the overview's notes
