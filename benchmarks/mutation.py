@@ -77,6 +77,36 @@ TESTS = {
 }
 PACKAGES = {"count": "count/*.py", "analyze": "analyze/*.py", "capture/kineto.py": "capture/kineto.py",
             "doctor": "doctor/**/*.py"}
+
+# Narrow targets: new code checked on its own. A target named in FUNCTIONS mutates only the bodies (decorators
+# included) of those functions; without an entry, every line of its files.
+NEW = {
+    "new/attention_varlen": ("count/attention_varlen.py", ["tests/count/test_attention_varlen.py",
+                                                           "tests/count/test_attention_rules.py"]),
+    "new/causal_mask": ("count/causal_mask.py", ["tests/count/test_attention_varlen.py",
+                                                 "tests/count/test_attention_rules.py",
+                                                 "tests/count/test_formula_values.py"]),
+    "new/linalg": ("count/linalg.py", ["tests/count/test_matrix_exp_jvp_rules.py",
+                                       "tests/count/test_reduction_factory_rules.py",
+                                       "tests/count/test_formula_values.py"]),
+    "new/predict_cpu": ("analyze/predict.py", ["tests/analyze/test_predict_cpu.py",
+                                               "tests/analyze/test_predict_host_model.py",
+                                               "tests/analyze/test_predict.py", "tests/analyze/test_predict_values.py",
+                                               "tests/analyze/test_host_speed.py"]),
+    "new/communication": ("analyze/communication.py", ["tests/analyze/test_collectives_in_op_table.py",
+                                                       "tests/distributed/test_comm.py"]),
+    "new/pipeline_unsized": ("analyze/pipeline.py", ["tests/analyze/test_collectives_in_op_table.py"]),
+    "new/diff_same_run": ("analyze/diff.py", ["tests/analyze/test_diff_same_run.py", "tests/analyze/test_diff.py",
+                                              "tests/analyze/test_diff_values.py"]),
+}
+FUNCTIONS = {
+    "new/predict_cpu": ["_cpu_speed_scale", "host_speed_factor", "_calibrated_scale"],
+    "new/communication": ["message_unrecorded"],
+    "new/pipeline_unsized": ["_unsized_collectives_note"],
+    "new/diff_same_run": ["same_run", "_steps", "_has_modules", "_same_run_line", "_rows", "_group"],
+}
+for _target, (_glob, _tests) in NEW.items():
+    PACKAGES[_target], TESTS[_target] = _glob, _tests
 PYTEST_ARGS = ["-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-W", "ignore"]
 
 
@@ -311,6 +341,12 @@ def body_spans(source: str) -> list[tuple[int, int]]:
     return sorted(spans)
 
 
+def function_spans(source: str, names: list[str]) -> list[tuple[int, int]]:
+    """(first, last) line of each named function (module level or in a class), decorators included."""
+    return [(min([n.lineno] + [d.lineno for d in n.decorator_list]), n.end_lineno) for n in ast.walk(ast.parse(source))
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in names]
+
+
 def enumerate_mutants(package: str) -> tuple[list[dict], int]:
     """Every cosmic-ray mutant of the package in a fixed order, less those inside annotations (and their count)."""
     from cosmic_ray.commands.init import _all_work_items
@@ -319,8 +355,11 @@ def enumerate_mutants(package: str) -> tuple[list[dict], int]:
     for rel in _modules(package):
         path = REPO / "src" / "roofline" / rel
         spans = annotation_spans(path.read_text())
+        wanted = function_spans(path.read_text(), FUNCTIONS[package]) if package in FUNCTIONS else None
         for item in _all_work_items([path], {}):
             spec = item.mutations[0]
+            if wanted is not None and not any(a <= spec.start_pos[0] <= b for a, b in wanted):
+                continue
             if any(s <= tuple(spec.start_pos) < e for s, e in spans):
                 annotated += 1
                 continue
