@@ -193,6 +193,30 @@ EQUIVALENT = {
     ("count/shapes.py", '_FLOAT_RANK = {"float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 2, "float8_e5m2fnuz": 1,'):
         "torch promotes a float8 dtype with no other dtype ('Promotion for Float8 Types is not supported'): "
         "float8_e4m3fnuz's rank never decides a pick for an op that ran",
+    ("count/attention_varlen.py", "if longest is not None and not (longest <= tokens <= longest * batch and "
+                                  "(batch > 1 or longest > tokens)):"):
+        "with one sequence the first test (longest <= tokens <= longest) already means longest == tokens, and "
+        "squares_range(t, 1, t) == squares_range(t, 1, None) == (t^2, t^2): dropping the longest changes nothing",
+    ("count/causal_mask.py", "if seq_q <= 0 or seq_k == 0:"):
+        "seq_k is a shape's dim or a length _lengths checked non-negative: == 0 and <= 0 agree",
+    ("count/causal_mask.py", "if seq_q <= 0 or seq_k < 0:"):
+        "at seq_k = 0 the clamped sum with cap 0 is 0 as well (no x in [1, 0], 0 per x above it)",
+    ("analyze/diff.py", 'other = "A" if trace_side is "B" else "B"'):
+        "trace_side is same_run's return value, one of its literal constants 'A' or 'B' (interned): `is` and == agree",
+    ("analyze/diff.py", "return max(int(report.steps or 0), 1)"):
+        "a falsy steps (0 or None) gives max(0, 1) = max(1, 1) = 1 either way",
+    ("analyze/diff.py", "return max(int(report.steps or 1), 0)"):
+        "steps is a count of profiled steps: int(steps or 1) is at least 1, so max(., 0) and max(., 1) agree",
+    ("count/linalg.py", "return _PRODUCTS[-1] + max( 1, math.ceil(math.log2(norm / thetas[-1])))"):
+        "the loop above returned for every norm <= thetas[-1]: here norm / thetas[-1] > 1, its log2 > 0 and the "
+        "ceiling at least 1, so max(0, .) and max(1, .) agree",
+    ("analyze/predict.py", "measured = report.step_time.median_s if report.step_time else -1.0"):
+        "predict only takes the calibrated model when the report has a step time above 0 (else 'profiled'): "
+        "the default is never read",
+    ("analyze/predict.py", "if measured <= -1:"):
+        "predict only takes the calibrated model when the measured step is above 0: the guard never fires",
+    ("analyze/predict.py", "if measured < 0 or not (math.isfinite(factor) and lo <= factor <= hi):"):
+        "predict only takes the calibrated model when the measured step is above 0: measured is never 0 here",
     ("capture/kineto.py", "op = CpuOp( -1, name, ts, dur, pid, tid, args.external_id,"):
         "a placeholder index: finish() numbers every op after sorting them",
     ("capture/kineto.py", "op = CpuOp( 1, name, ts, dur, pid, tid, args.external_id,"):

@@ -175,7 +175,8 @@ def test_from_a_trace_queries_and_keys_of_other_totals_assume_equal_lengths_with
     # 1, 2, 3, 4) of its entries, the share applied to the 68
     for mask_type, kept in ((1, 18), (2, 10)):
         args[9] = mask_type
-        assert count_op("aten::_efficient_attention_forward", args).flops == pytest.approx(PER_ENTRY_FWD * 68 * kept / 24)
+        flops = count_op("aten::_efficient_attention_forward", args).flops
+        assert flops == pytest.approx(PER_ENTRY_FWD * 68 * kept / 24)
     # no longest recorded: the bound from every token in one sequence, isqrt(17^2 * 12^2) + 1
     args[6:10] = [None, None, 0.0, 0]
     assert f"at most {PER_ENTRY_FWD * (17 * 12 + 1):,} FLOPs" in count_op("aten::_efficient_attention_forward",
@@ -200,3 +201,12 @@ def test_a_negative_length_is_not_read_as_lengths():
 @pytest.mark.parametrize("tokens, batch, longest", [(10, 3, 11), (10, 3, 3), (10, 1, 9), (10, 1, 11), (10, 2, 4)])
 def test_a_longest_the_totals_cannot_hold_is_ignored(tokens, batch, longest):
     assert squares_range(tokens, batch, longest) == squares_range(tokens, batch, None)
+
+
+def test_causal_kept_is_the_brute_force_count_of_every_small_matrix():
+    from roofline.count.causal_mask import causal_kept
+
+    for q, k, bottom_right in itertools.product(range(9), range(9), (False, True)):
+        shift = k - q if bottom_right else 0
+        brute = sum(1 for i in range(q) for j in range(k) if j <= i + shift)
+        assert causal_kept(q, k, bottom_right) == brute, (q, k, bottom_right)
