@@ -207,6 +207,9 @@ EQUIVALENT = {
         "a falsy steps (0 or None) gives max(0, 1) = max(1, 1) = 1 either way",
     ("analyze/diff.py", "return max(int(report.steps or 1), 0)"):
         "steps is a count of profiled steps: int(steps or 1) is at least 1, so max(., 0) and max(., 1) agree",
+    ("analyze/diff.py", "def _rows(a_ops: list[OpRecord], b_ops: list[OpRecord], key, per_a: int = 2, per_b: int = 1) "
+                        "-> list[RowDelta]:"):
+        "a default never read: diff_reports, _rows' only caller, passes per_a and per_b every time",
     ("count/linalg.py", "return _PRODUCTS[-1] + max( 1, math.ceil(math.log2(norm / thetas[-1])))"):
         "the loop above returned for every norm <= thetas[-1]: here norm / thetas[-1] > 1, its log2 > 0 and the "
         "ceiling at least 1, so max(0, .) and max(1, .) agree",

@@ -6,6 +6,7 @@ on synthetic timings."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -268,8 +269,9 @@ def test_the_calibrated_note_gives_the_factor_the_measured_step_and_the_replay_a
 
 def test_a_profiler_cost_factor_of_exactly_the_ceiling_is_used_and_one_above_it_is_not():
     # 1190 + 10 us of host over the fitted 12 us per op: the factor that calls it all the profiler's is 100, the
-    # ceiling; a 1 us measured step pushes the factor there (the host floored at mul's 5 us dispatch)
-    for cpu_us, used in ((1190, True), (1190.0001, False)):
+    # ceiling; a 1 us measured step pushes the factor there (the host floored at mul's 5 us dispatch). 1190 us
+    # itself gives 99.99999999999999 in floats: its next float gives exactly 100.0
+    for cpu_us, used in ((math.nextafter(1190, math.inf), True), (1190.0001, False)):
         ops = [_op("aten::mul", 10, cpu_us, 10, 2, 4)]
         p = predict(Report(ceilings=GPU, ops=ops, step_time=_timing(1 * US)), table=EfficiencyTable(),
                     host_costs=_fitted(), host_model="calibrated")
