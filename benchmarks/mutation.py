@@ -77,6 +77,36 @@ TESTS = {
 }
 PACKAGES = {"count": "count/*.py", "analyze": "analyze/*.py", "capture/kineto.py": "capture/kineto.py",
             "doctor": "doctor/**/*.py"}
+
+# Narrow targets: new code checked on its own. A target named in FUNCTIONS mutates only the bodies (decorators
+# included) of those functions; without an entry, every line of its files.
+NEW = {
+    "new/attention_varlen": ("count/attention_varlen.py", ["tests/count/test_attention_varlen.py",
+                                                           "tests/count/test_attention_rules.py"]),
+    "new/causal_mask": ("count/causal_mask.py", ["tests/count/test_attention_varlen.py",
+                                                 "tests/count/test_attention_rules.py",
+                                                 "tests/count/test_formula_values.py"]),
+    "new/linalg": ("count/linalg.py", ["tests/count/test_matrix_exp_jvp_rules.py",
+                                       "tests/count/test_reduction_factory_rules.py",
+                                       "tests/count/test_formula_values.py"]),
+    "new/predict_cpu": ("analyze/predict.py", ["tests/analyze/test_predict_cpu.py",
+                                               "tests/analyze/test_predict_host_model.py",
+                                               "tests/analyze/test_predict.py", "tests/analyze/test_predict_values.py",
+                                               "tests/analyze/test_host_speed.py"]),
+    "new/communication": ("analyze/communication.py", ["tests/analyze/test_collectives_in_op_table.py",
+                                                       "tests/distributed/test_comm.py"]),
+    "new/pipeline_unsized": ("analyze/pipeline.py", ["tests/analyze/test_collectives_in_op_table.py"]),
+    "new/diff_same_run": ("analyze/diff.py", ["tests/analyze/test_diff_same_run.py", "tests/analyze/test_diff.py",
+                                              "tests/analyze/test_diff_values.py"]),
+}
+FUNCTIONS = {
+    "new/predict_cpu": ["_cpu_speed_scale", "host_speed_factor", "_calibrated_scale"],
+    "new/communication": ["message_unrecorded"],
+    "new/pipeline_unsized": ["_unsized_collectives_note"],
+    "new/diff_same_run": ["same_run", "_steps", "_has_modules", "_same_run_line", "_rows", "_group"],
+}
+for _target, (_glob, _tests) in NEW.items():
+    PACKAGES[_target], TESTS[_target] = _glob, _tests
 PYTEST_ARGS = ["-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-W", "ignore"]
 
 
@@ -163,6 +193,33 @@ EQUIVALENT = {
     ("count/shapes.py", '_FLOAT_RANK = {"float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 2, "float8_e5m2fnuz": 1,'):
         "torch promotes a float8 dtype with no other dtype ('Promotion for Float8 Types is not supported'): "
         "float8_e4m3fnuz's rank never decides a pick for an op that ran",
+    ("count/attention_varlen.py", "if longest is not None and not (longest <= tokens <= longest * batch and "
+                                  "(batch > 1 or longest > tokens)):"):
+        "with one sequence the first test (longest <= tokens <= longest) already means longest == tokens, and "
+        "squares_range(t, 1, t) == squares_range(t, 1, None) == (t^2, t^2): dropping the longest changes nothing",
+    ("count/causal_mask.py", "if seq_q <= 0 or seq_k == 0:"):
+        "seq_k is a shape's dim or a length _lengths checked non-negative: == 0 and <= 0 agree",
+    ("count/causal_mask.py", "if seq_q <= 0 or seq_k < 0:"):
+        "at seq_k = 0 the clamped sum with cap 0 is 0 as well (no x in [1, 0], 0 per x above it)",
+    ("analyze/diff.py", 'other = "A" if trace_side is "B" else "B"'):
+        "trace_side is same_run's return value, one of its literal constants 'A' or 'B' (interned): `is` and == agree",
+    ("analyze/diff.py", "return max(int(report.steps or 0), 1)"):
+        "a falsy steps (0 or None) gives max(0, 1) = max(1, 1) = 1 either way",
+    ("analyze/diff.py", "return max(int(report.steps or 1), 0)"):
+        "steps is a count of profiled steps: int(steps or 1) is at least 1, so max(., 0) and max(., 1) agree",
+    ("analyze/diff.py", "def _rows(a_ops: list[OpRecord], b_ops: list[OpRecord], key, per_a: int = 2, per_b: int = 1) "
+                        "-> list[RowDelta]:"):
+        "a default never read: diff_reports, _rows' only caller, passes per_a and per_b every time",
+    ("count/linalg.py", "return _PRODUCTS[-1] + max( 1, math.ceil(math.log2(norm / thetas[-1])))"):
+        "the loop above returned for every norm <= thetas[-1]: here norm / thetas[-1] > 1, its log2 > 0 and the "
+        "ceiling at least 1, so max(0, .) and max(1, .) agree",
+    ("analyze/predict.py", "measured = report.step_time.median_s if report.step_time else -1.0"):
+        "predict only takes the calibrated model when the report has a step time above 0 (else 'profiled'): "
+        "the default is never read",
+    ("analyze/predict.py", "if measured <= -1:"):
+        "predict only takes the calibrated model when the measured step is above 0: the guard never fires",
+    ("analyze/predict.py", "if measured < 0 or not (math.isfinite(factor) and lo <= factor <= hi):"):
+        "predict only takes the calibrated model when the measured step is above 0: measured is never 0 here",
     ("capture/kineto.py", "op = CpuOp( -1, name, ts, dur, pid, tid, args.external_id,"):
         "a placeholder index: finish() numbers every op after sorting them",
     ("capture/kineto.py", "op = CpuOp( 1, name, ts, dur, pid, tid, args.external_id,"):
@@ -311,6 +368,12 @@ def body_spans(source: str) -> list[tuple[int, int]]:
     return sorted(spans)
 
 
+def function_spans(source: str, names: list[str]) -> list[tuple[int, int]]:
+    """(first, last) line of each named function (module level or in a class), decorators included."""
+    return [(min([n.lineno] + [d.lineno for d in n.decorator_list]), n.end_lineno) for n in ast.walk(ast.parse(source))
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in names]
+
+
 def enumerate_mutants(package: str) -> tuple[list[dict], int]:
     """Every cosmic-ray mutant of the package in a fixed order, less those inside annotations (and their count)."""
     from cosmic_ray.commands.init import _all_work_items
@@ -319,8 +382,11 @@ def enumerate_mutants(package: str) -> tuple[list[dict], int]:
     for rel in _modules(package):
         path = REPO / "src" / "roofline" / rel
         spans = annotation_spans(path.read_text())
+        wanted = function_spans(path.read_text(), FUNCTIONS[package]) if package in FUNCTIONS else None
         for item in _all_work_items([path], {}):
             spec = item.mutations[0]
+            if wanted is not None and not any(a <= spec.start_pos[0] <= b for a, b in wanted):
+                continue
             if any(s <= tuple(spec.start_pos) < e for s, e in spans):
                 annotated += 1
                 continue

@@ -164,3 +164,39 @@ def test_a_backends_annotation_sizes_the_collective_its_c10d_op_left_unsized(tmp
     # the reason is the shard, not missing shapes: the annotation did record a tensor
     assert "holds the local shard" in unsized[0] and "recorded neither" not in unsized[0]
     assert "'Out msg nelems'" in unsized[0] and "'In msg nelems'" not in unsized[0]
+
+
+def _row(name: str, bound: str, nbytes: float, time_s: float = 1e-3):
+    from roofline.report import OpRecord
+
+    return OpRecord(name=name, dtype="float32", flops=0.0, bytes=nbytes, time_s=time_s, bound=bound)
+
+
+def test_only_a_communication_row_of_no_bytes_has_its_message_unrecorded_also_read_back_from_json():
+    import msgspec
+
+    from roofline.analyze.communication import message_unrecorded
+    from roofline.report import OpRecord
+
+    assert message_unrecorded(_row("c10d::allreduce_", "communication", 0.0))
+    assert not message_unrecorded(_row("c10d::allreduce_", "communication", 512.0))
+    assert not message_unrecorded(_row("c10d::barrier", "communication", 0.0))  # sends nothing by design
+    # a row of no bytes under any other bound (a view, an unmodelled op) is not a collective
+    assert not any(message_unrecorded(_row("aten::view", b, 0.0))
+                   for b in ("compute", "memory", "unmodeled", "launch", "host", "device", "serial", "a", "z"))
+    # a report read back from its JSON holds its own copy of the string, not the interned literal
+    back = msgspec.json.decode(msgspec.json.encode(_row("c10d::allreduce_", "communication", 0.0)), type=OpRecord)
+    assert message_unrecorded(back)
+
+
+def test_the_unsized_note_lists_the_four_most_called_collectives_with_their_share():
+    from roofline.analyze.pipeline import _unsized_collectives_note
+
+    names = ["c10d::allreduce_"] * 5 + ["c10d::allgather_"] * 4 + ["c10d::broadcast_"] * 3 + \
+        ["c10d::reduce_scatter_"] * 2 + ["c10d::alltoall_"]
+    ops = [_row(n, "communication", 0.0) for n in names] + [_row("aten::mm", "compute", 1e6, 5e-3)]
+    (note,) = _unsized_collectives_note(ops, 20e-3)
+    assert note.startswith("15 collective call(s) with no message size (c10d::allreduce_ x5, c10d::allgather_ x4, "
+                           "c10d::broadcast_ x3, c10d::reduce_scatter_ x2, 75.0% of the time): ")
+    assert _unsized_collectives_note(ops[-1:], 20e-3) == []
+    assert "% of the time" not in _unsized_collectives_note(ops, 0.0)[0]

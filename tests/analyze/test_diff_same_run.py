@@ -101,3 +101,27 @@ def test_a_collective_without_a_recorded_size_diffs_as_unknown_bytes():
     line = next(line for line in render_diff_console(d).splitlines() if line.startswith("c10d::allreduce_"))
     assert "?→>=4.1e+03" in line
     assert diff_payload(d)["ops"][0]["a"]["unsized"] == 2
+
+
+def test_two_trace_readings_are_never_one_run_of_each_other():
+    """Only a run's own report against `roofline trace` of its file is one run: a trace report whose written_by_roofline
+    names the other side is still a trace, and two trace readings are compared as two reports."""
+    stamp = "2026-12-02T01:32:36+00:00"
+    written = {"workload": "s.py", "report_kind": "profile", "captured_at": stamp}
+    a, b = (Report(kind="trace", workload="s.py", environment=Environment(timestamp=stamp),
+                   extra={"written_by_roofline": written}) for _ in range(2))
+    assert same_run(a, b) == "" and same_run(b, a) == ""
+    live = Report(kind="profile", workload="s.py", environment=Environment(timestamp=stamp))
+    assert same_run(live, b) == "B" and same_run(b, live) == "A"
+
+
+def test_a_trace_named_by_its_file_path_is_one_run_with_the_report_that_read_that_file():
+    """Without a capture time: the profiler's trace name against the path the run's report recorded, equal strings
+    that are not one object (each read from its own JSON)."""
+    path = "/".join(["", "tmp", "run", "trace.json"])
+    read = Report(kind="trace", workload="s.py", extra={"written_by_roofline": {"workload": "s.py",
+                                                                                "trace_name": "".join(path)}})
+    run = Report(kind="profile", workload="s.py", extra={"trace": {"path": "/".join(path.split("/"))}})
+    assert same_run(run, read) == "B"
+    run.extra["trace"]["path"] = "/tmp/other/trace.json"
+    assert same_run(run, read) == ""

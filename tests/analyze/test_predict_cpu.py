@@ -77,6 +77,15 @@ def test_a_cpu_calibration_factor_outside_the_range_is_not_used_and_says_why():
         assert "the profiled step as it was" in p.method
 
 
+def test_a_cpu_calibration_factor_at_either_end_of_the_range_is_used():
+    # 16.452 us and 164.52 ms against the 1645.2 us replayed: factors of exactly 0.01 and 100
+    for measured_us, factor in ((16.452, "0.01"), (164520.0, "100.00")):
+        p = predict(_cpu_report(measured_us), table=EfficiencyTable(), host_costs=CPU_COSTS)
+        assert p.step_time_s == pytest.approx(measured_us * US)
+        assert any(n.startswith(f"calibrated on a CPU: each op's own time and the Python between ops times {factor},")
+                   for n in p.notes), p.notes
+
+
 def test_a_cpu_projection_keeps_the_factor_of_its_unchanged_step():
     from roofline.analyze.project import Change
 

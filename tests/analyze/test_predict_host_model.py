@@ -6,6 +6,7 @@ on synthetic timings."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -250,6 +251,51 @@ def test_the_calibrated_model_scales_the_profilers_cost_so_the_unchanged_step_re
     p = predict(report, table=EfficiencyTable(), host_costs=_fitted(), host_model="calibrated",
                 change=Change(dtype=("float32", "bfloat16")))
     assert p.host_time_s == pytest.approx(50 * US, rel=1e-3)
+
+
+def test_the_calibrated_note_gives_the_factor_the_measured_step_and_the_replay_at_factor_1():
+    ops = [_op("aten::mul", 10, 30, 10, 2, 4), _op("aten::mul", 10, 30, 10, 2, 4)]
+    report = Report(ceilings=GPU, ops=ops, step_time=_timing(60 * US))
+    p = predict(report, table=EfficiencyTable(), host_costs=_fitted(), host_model="calibrated")
+    assert ("calibrated host model: the profiler's fitted cost per op times 1.25, so that the unchanged step replays "
+            "at the 0.06 ms measured without the profiler (factor 1: 0.066 ms)") in p.notes, p.notes
+    # the same host time with no gap before the ops (all 40 us on the op's span): the factor's search range is
+    # the profiled host time over the fitted cost, 40 / 12, whatever the split
+    gapless = [_op("aten::mul", 10, 40, 0, 2, 4), _op("aten::mul", 10, 40, 0, 2, 4)]
+    p = predict(Report(ceilings=GPU, ops=gapless, step_time=_timing(60 * US)), table=EfficiencyTable(),
+                host_costs=_fitted(), host_model="calibrated")
+    assert p.host_time_s == pytest.approx(50 * US, rel=1e-3) and any("times 1.25" in n for n in p.notes)
+
+
+def test_a_profiler_cost_factor_of_exactly_the_ceiling_is_used_and_one_above_it_is_not():
+    # 1190 + 10 us of host over the fitted 12 us per op: the factor that calls it all the profiler's is 100, the
+    # ceiling; a 1 us measured step pushes the factor there (the host floored at mul's 5 us dispatch). 1190 us
+    # itself gives 99.99999999999999 in floats: its next float gives exactly 100.0
+    for cpu_us, used in ((math.nextafter(1190, math.inf), True), (1190.0001, False)):
+        ops = [_op("aten::mul", 10, cpu_us, 10, 2, 4)]
+        p = predict(Report(ceilings=GPU, ops=ops, step_time=_timing(1 * US)), table=EfficiencyTable(),
+                    host_costs=_fitted(), host_model="calibrated")
+        assert p.host_time_s == pytest.approx(5 * US if used else (cpu_us + 10 - 12) * US)
+        assert any(n.startswith("calibrated host model not used") for n in p.notes) != used
+
+
+def test_ops_with_no_fitted_profiler_cost_keep_factor_1_in_the_note():
+    # only runtime calls carry a fitted cost and these ops made none: no factor moves the replay, so none is claimed
+    ops = [_op("aten::mul", 10, 30, 10, 2, 0)]
+    costs = _fitted(profiler_per_top_level_s=0.0, profiler_per_nested_event_s=0.0)
+    p = predict(Report(ceilings=GPU, ops=ops, step_time=_timing(20 * US)), table=EfficiencyTable(),
+                host_costs=costs, host_model="calibrated")
+    assert p.host_time_s == pytest.approx(40 * US)
+    assert any(n.startswith("calibrated host model: the profiler's fitted cost per op times 1.00,") for n in p.notes)
+
+
+def test_a_measured_step_within_the_tolerance_keeps_factor_1_exactly():
+    # replayed at 66 us, measured 0.4% slower: within CALIBRATION_TOLERANCE, the fit is kept as fitted (a search
+    # would have moved the host by the 0.26 us)
+    ops = [_op("aten::mul", 10, 30, 10, 2, 4), _op("aten::mul", 10, 30, 10, 2, 4)]
+    report = Report(ceilings=GPU, ops=ops, step_time=_timing(66 * 1.004 * US))
+    p = predict(report, table=EfficiencyTable(), host_costs=_fitted(), host_model="calibrated")
+    assert p.host_time_s == pytest.approx(56 * US, rel=1e-9) and any("times 1.00" in n for n in p.notes)
 
 
 def test_a_device_bound_step_keeps_the_factor_its_measured_step_leaves_not_the_dispatch_costs():

@@ -151,3 +151,62 @@ def test_a_profiled_varlen_call_reports_the_estimate_and_its_range(tmp_path, cpu
     assert [op.flops for op in flash] == [FEWEST]
     notes = [n for n in report.summary.notes if n.startswith("aten::_flash_attention_forward on variable-length")]
     assert len(notes) == 1 and f"between {FEWEST:,} and {MOST:,} FLOPs" in notes[0], report.summary.notes
+
+
+def test_the_causal_estimate_notes_the_most_causal_entries_too():
+    """The causal range's top end: the most squares (81 + 64 of one 9 and one 8) each keep s*(s+1)/2."""
+    q, plain = _tokens(), T((4,), "int32")
+    causal = count_op("aten::_flash_attention_forward", [q, q, q, plain, plain, 9, 9, 0.0, True, False])
+    most = PER_ENTRY_FWD * ((81 + 64 + 17) // 2)
+    assert f"between {PER_ENTRY_FWD * 65:,} and {most:,} FLOPs, causal per sequence" in causal.note
+
+
+def test_from_a_trace_queries_and_keys_of_other_totals_assume_equal_lengths_with_a_cauchy_schwarz_bound():
+    """17 queries and 12 keys in 3 sequences, the longest 9 and 6: equal lengths (6 queries, 4 keys) give
+    17 * 12 / 3 = 68 entries; the bound is isqrt(most q squares 81 + 64 times most k squares 36 + 36) + 1 = 103."""
+    q, k = T((1, 17, HEADS, DIM), "float16"), T((1, 12, HEADS, DIM), "float16")
+    plain = T((4,), "int32")
+    args = [q, k, k, None, plain, plain, 9, 6, 0.0, 0]
+    cost = count_op("aten::_efficient_attention_forward", args)
+    assert cost.flops == PER_ENTRY_FWD * 68
+    assert "equal lengths assumed (6 queries, 4 keys each)" in cost.note
+    assert f"the true count at most {PER_ENTRY_FWD * 103:,} FLOPs" in cost.note
+    # causal: each 6 x 4 sequence keeps 18 of 24 (top-left: rows keep 1, 2, 3, 4, 4, 4) or 10 (bottom-right: 0, 0,
+    # 1, 2, 3, 4) of its entries, the share applied to the 68
+    for mask_type, kept in ((1, 18), (2, 10)):
+        args[9] = mask_type
+        flops = count_op("aten::_efficient_attention_forward", args).flops
+        assert flops == pytest.approx(PER_ENTRY_FWD * 68 * kept / 24)
+    # no longest recorded: the bound from every token in one sequence, isqrt(17^2 * 12^2) + 1
+    args[6:10] = [None, None, 0.0, 0]
+    assert f"at most {PER_ENTRY_FWD * (17 * 12 + 1):,} FLOPs" in count_op("aten::_efficient_attention_forward",
+                                                                           args).note
+
+
+def test_lengths_known_for_one_side_only_or_of_other_batches_fall_back_to_the_estimate():
+    q = _tokens()
+    plain = T((4,), "int32")
+    for cum_q, cum_k in ((_cum(), plain), (plain, _cum()), (_cum(), T((3,), "int32", values=(0, 8, 17)))):
+        cost = count_op("aten::_flash_attention_forward", [q, q, q, cum_q, cum_k, 9, 9, 0.0, False, False])
+        assert cost.flops == FEWEST and "from a trace" in cost.note
+
+
+def test_a_negative_length_is_not_read_as_lengths():
+    q = _tokens()
+    bad = _cum((0, 5, 4, 17))  # lengths 5, -1, 13
+    cost = count_op("aten::_flash_attention_forward", [q, q, q, bad, bad, 9, 9, 0.0, False, False])
+    assert cost.flops == FEWEST and "from a trace" in cost.note
+
+
+@pytest.mark.parametrize("tokens, batch, longest", [(10, 3, 11), (10, 3, 3), (10, 1, 9), (10, 1, 11), (10, 2, 4)])
+def test_a_longest_the_totals_cannot_hold_is_ignored(tokens, batch, longest):
+    assert squares_range(tokens, batch, longest) == squares_range(tokens, batch, None)
+
+
+def test_causal_kept_is_the_brute_force_count_of_every_small_matrix():
+    from roofline.count.causal_mask import causal_kept
+
+    for q, k, bottom_right in itertools.product(range(9), range(9), (False, True)):
+        shift = k - q if bottom_right else 0
+        brute = sum(1 for i in range(q) for j in range(k) if j <= i + shift)
+        assert causal_kept(q, k, bottom_right) == brute, (q, k, bottom_right)

@@ -92,3 +92,15 @@ def test_broadcast_tensors_is_a_view():
     # "could not count", an unmodelled row
     cost = count_op("aten::broadcast_tensors", [[TensorMeta((9, 4), "float32"), TensorMeta((1, 4), "float32")]])
     assert cost.modeled and cost.is_view and (cost.flops, cost.bytes) == (0.0, 0.0)
+
+
+def test_a_norm_exactly_at_a_threshold_takes_that_degree_and_one_just_above_the_next():
+    import math
+
+    from roofline.count.linalg import _PRODUCTS, _THETAS
+
+    for dtype in ("float32", "float64"):
+        for i, theta in enumerate(_THETAS[dtype]):
+            assert products_for_norm(theta, dtype) == _PRODUCTS[i]  # theta_m bounds the norm: <=
+            above = products_for_norm(math.nextafter(theta, math.inf), dtype)
+            assert above == (_PRODUCTS[i + 1] if i + 1 < len(_PRODUCTS) else _PRODUCTS[-1] + 1)
