@@ -84,7 +84,7 @@ def _cpu_ceilings(identity: DeviceIdentity) -> Ceilings:
     from roofline.device.host import cpu_name, generic_host_name, host_name
 
     here = host_name()
-    if generic_host_name(identity.host_name):
+    if identity.host_name and generic_host_name(identity.host_name):
         return no_ceilings(identity, f"no roofs: the trace's host name {identity.host_name!r} is a generic default "
                                      "(many machines and containers share it), so it is no evidence the trace was "
                                      "recorded on this machine, and it is not judged against this machine's CPU; if "
