@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from roofline.analyze.join import (
     Chosen,
@@ -195,21 +195,25 @@ class _TraceCounter:
         return hit
 
 
-def _annotated_message(op: CpuOp) -> float | None:
-    """The message a backend's annotation ("nccl:all_reduce", "gloo:broadcast") records: the tensor it was handed,
-    which is the buffer sent, reduced or scattered. Not an all-gather's: that is the local shard, and the gathered
-    size needs the group's, which only the collective args give."""
-    if not op.name.startswith(BACKEND_PREFIXES) or "gather" in op.name.replace("_", "").lower() \
-            or op.input_dims is None:
+def _annotation(op: CpuOp) -> tuple[bool, float] | None:
+    """(is it an all-gather's, the bytes of the tensor it recorded) of a backend's annotation of a collective
+    ("nccl:all_reduce", "gloo:broadcast") that recorded one; None for any other op. The tensor is the buffer sent,
+    reduced or scattered, except an all-gather's: that is the local shard, and the gathered size needs the group's,
+    which only the collective args give."""
+    if not op.name.startswith(BACKEND_PREFIXES) or op.input_dims is None:
         return None
     size = nbytes(flatten_metas(_trace_args(op)))
-    return float(size) if size > 0 else None
+    return ("gather" in op.name.replace("_", "").lower(), float(size)) if size > 0 else None
+
+
+def _annotated_message(op: CpuOp) -> float | None:
+    found = _annotation(op)
+    return found[1] if found is not None and not found[0] else None
 
 
 def _shard_annotation(op: CpuOp) -> bool:
-    """A backend's annotation of an all-gather that recorded its tensor: the local shard, not the message."""
-    return op.name.startswith(BACKEND_PREFIXES) and "gather" in op.name.replace("_", "").lower() \
-        and op.input_dims is not None and nbytes(flatten_metas(_trace_args(op))) > 0
+    found = _annotation(op)
+    return found is not None and found[0]
 
 
 def _trace_args(op: CpuOp) -> list:
@@ -382,8 +386,12 @@ def report_from_trace(
             _append_ops(trace, chosen, counter, children, step, no_tf32, gaps, ops, event_to_report)
         timeline_steps = steps
     kept_whole = _kept_whole_notes(trace, event_to_report, ops, counter, recording)
-    shard_only = _shard_only_collectives(trace, event_to_report, ops, counter, recording)
-    varlen = varlen_attention_notes(_value_dependent_notes(trace, event_to_report, ops, counter, recording))
+    costs = _CountedCosts(trace, event_to_report, ops, counter, recording)
+    shard_only = {i for i, _, cost in costs.of(lambda op: not op.modeled and is_communication_op(op.name))
+                  if SHARD_ONLY in cost.note}
+    # (name, OpCost.note) of each modelled op whose count reads its arguments' values (registry.VALUE_ARGS)
+    varlen = varlen_attention_notes([(op.name, cost.note) for _, op, cost in
+                                     costs.of(lambda op: op.modeled and op.name in VALUE_ARGS)])
     # The op tree's index and the counting caches are done with: freed (and handed back to the OS) before the host
     # counts, the kernel timeline and the memory replay, which on a million-event trace would otherwise stack on top
     # of them (the command's peak RSS).
@@ -509,21 +517,30 @@ def _kept_whole_notes(trace: Trace, event_to_report: dict[int, int], ops: list[O
     return lines
 
 
-def _value_dependent_notes(trace: Trace, event_to_report: dict[int, int], ops: list[OpRecord],
-                           counter: _TraceCounter, recording: OpRecording | None) -> list[tuple[str, str]]:
-    """(name, OpCost.note) of each modelled op whose count reads its arguments' values (registry.VALUE_ARGS): the
-    counting pass's cost for a recorded op, the trace's for any other."""
-    recorded = len(recording.ops) if recording is not None else 0
-    events = {i: event for event, i in event_to_report.items()}
-    found = []
-    for i, op in enumerate(ops):
-        if not op.modeled or op.name not in VALUE_ARGS:
-            continue
-        if i < recorded:
-            found.append((op.name, recording.ops[i].cost.note))
-        elif i in events:
-            found.append((op.name, counter(trace.ops[events[i]]).cost.note))
-    return found
+class _CountedCosts:
+    """Each report op's OpCost as it was counted, for notes that read a cost's note: the counting pass's for a
+    recorded op, the trace's for any other. The event index by report row is built only when a note asks for a
+    row the trace counted (most reports: none), not on every trace."""
+
+    def __init__(self, trace: Trace, event_to_report: dict[int, int], ops: list[OpRecord], counter: _TraceCounter,
+                 recording: OpRecording | None) -> None:
+        self._trace, self._event_to_report, self._ops, self._counter = trace, event_to_report, ops, counter
+        self._recording = recording
+        self._events: dict[int, int] | None = None
+
+    def of(self, keep: Callable[[OpRecord], bool]) -> Iterator[tuple[int, OpRecord, OpCost]]:
+        """(index, op, cost) of each op ``keep`` accepts whose cost is known."""
+        recorded = len(self._recording.ops) if self._recording is not None else 0
+        for i, op in enumerate(self._ops):
+            if not keep(op):
+                continue
+            if i < recorded:
+                yield i, op, self._recording.ops[i].cost
+                continue
+            if self._events is None:
+                self._events = {i: event for event, i in self._event_to_report.items()}
+            if i in self._events:
+                yield i, op, self._counter(self._trace.ops[self._events[i]]).cost
 
 
 def _unsized_collectives_note(ops: list[OpRecord], total_s: float, shard_only: set[int] = frozenset()) -> list[str]:
@@ -548,23 +565,6 @@ def _unsized_collectives_note(ops: list[OpRecord], total_s: float, shard_only: s
         lines.append(f"{sum(calls.values())} collective call(s) with no message size ({listed}{share}): {why[shard]} "
                      "(shown as ?), not 0; their time still counts as communication")
     return lines
-
-
-def _shard_only_collectives(trace: Trace, event_to_report: dict[int, int], ops: list[OpRecord],
-                            counter: _TraceCounter, recording: OpRecording | None) -> set[int]:
-    """The collective rows (indices into ``ops``) left unsized whose only size record was an all-gather's annotation of
-    the local shard (SHARD_ONLY in their counted note): the counting pass's cost for a recorded op, the trace's for
-    any other."""
-    recorded = len(recording.ops) if recording is not None else 0
-    events = {i: event for event, i in event_to_report.items()}
-    found = set()
-    for i, op in enumerate(ops):
-        if op.modeled or not is_communication_op(op.name) or (i >= recorded and i not in events):
-            continue
-        cost = recording.ops[i].cost if i < recorded else counter(trace.ops[events[i]]).cost
-        if SHARD_ONLY in cost.note:
-            found.add(i)
-    return found
 
 
 def _nested_product_notes(recording: OpRecording) -> list[str]:
