@@ -41,7 +41,7 @@ from roofline.count import families
 from roofline.count.counting import count_op, is_view_op
 from roofline.count.collectives import COMMUNICATION_NOTE
 from roofline.count.meta import SPARSE_NOT_COUNTED
-from roofline.count.registry import VALUE_ARGS, OpCost, flatten_metas, nbytes, unmodeled
+from roofline.count.registry import LIVE_FACTS, OpCost, flatten_metas, nbytes, unmodeled
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
 from roofline.count.views import DYNAMO_RUNTIME
 from roofline.analyze.environment import trace_environment
@@ -389,9 +389,9 @@ def report_from_trace(
     costs = _CountedCosts(trace, event_to_report, ops, counter, recording)
     shard_only = {i for i, _, cost in costs.of(lambda op: not op.modeled and is_communication_op(op.name))
                   if SHARD_ONLY in cost.note}
-    # (name, OpCost.note) of each modelled op whose count reads its arguments' values (registry.VALUE_ARGS)
+    # (name, OpCost.note) of each modelled op whose count reads live values (registry.LIVE_FACTS): varlen attention's
     varlen = varlen_attention_notes([(op.name, cost.note) for _, op, cost in
-                                     costs.of(lambda op: op.modeled and op.name in VALUE_ARGS)])
+                                     costs.of(lambda op: op.modeled and op.name in LIVE_FACTS)])
     # The op tree's index and the counting caches are done with: freed (and handed back to the OS) before the host
     # counts, the kernel timeline and the memory replay, which on a million-event trace would otherwise stack on top
     # of them (the command's peak RSS).

@@ -6,8 +6,8 @@ from typing import Any
 
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from roofline.count.counting import count_op, normalize_op_name, read_values, to_meta
-from roofline.count.linalg import live_facts
+from roofline.count.counting import count_op, normalize_op_name, to_meta
+from roofline.count.live import read_live_facts
 from roofline.count.registry import OpCost
 
 
@@ -24,13 +24,13 @@ class EagerDispatchMode(TorchDispatchMode):
 
 
 def op_cost(func: Any, args: Any, kwargs: dict, out: Any) -> tuple[list, dict, list, OpCost]:
-    """(meta args, meta kwargs, meta outputs, cost) of one dispatched call. The few arguments whose values a
-    formula reads (cumulative sequence lengths) are copied from the device: a counting pass only, never timed."""
+    """(meta args, meta kwargs, meta outputs, cost) of one dispatched call: the counting passes' one path from a
+    live call to its count. The live facts the op's formula declared (count/live.py: cumulative sequence lengths, a
+    matrix's norm) are read here from the real tensors, a sync with the device: a counting pass only, never timed.
+    Derived facts go to the formula's kwargs, and so into the returned meta kwargs."""
     name = normalize_op_name(func)
     meta_args = to_meta(list(args))
     meta_kwargs = to_meta(dict(kwargs))
-    read_values(name, args, kwargs, meta_args, meta_kwargs)
+    read_live_facts(name, args, kwargs, meta_args, meta_kwargs)
     meta_out = to_meta(list(out) if isinstance(out, (tuple, list)) else [out])
-    facts = live_facts(name, args)
-    return meta_args, meta_kwargs, meta_out, count_op(name, meta_args, meta_kwargs | facts if facts else meta_kwargs,
-                                                      meta_out)
+    return meta_args, meta_kwargs, meta_out, count_op(name, meta_args, meta_kwargs, meta_out)

@@ -13,8 +13,7 @@ import torch
 
 from roofline.capture.dispatch import EagerDispatchMode, op_cost
 from roofline.count.counting import normalize_op_name
-from roofline.count.linalg import LIVE_FACT_OPS
-from roofline.count.registry import VALUE_ARGS
+from roofline.count.registry import LIVE_FACTS
 
 
 def _signature(value: Any) -> Any:
@@ -73,8 +72,7 @@ class TrafficCounter(EagerDispatchMode):
 
     def _value_dependent(self, func) -> bool:
         if func not in self._reads_values:
-            name = normalize_op_name(func)
-            self._reads_values[func] = name in VALUE_ARGS or name in LIVE_FACT_OPS
+            self._reads_values[func] = normalize_op_name(func) in LIVE_FACTS
         return self._reads_values[func]
 
     def _cost(self, key, func, args, kwargs, out) -> tuple[float, float] | None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from roofline.count.attention_varlen import Varlen
 from roofline.count.causal_mask import causal_fraction
+from roofline.count.live import ArgValues
 from roofline.count.meta import TensorMeta
 from roofline.count.registry import Call, OpCost, nbytes, register
 
@@ -169,7 +170,7 @@ _FLASH_BACKWARD_LENGTHS = ((6, "cum_seq_q"), (7, "cum_seq_k"), (8, "max_q"), (9,
 _EFFICIENT_BACKWARD_LENGTHS = ((6, "cu_seqlens_q"), (7, "cu_seqlens_k"), (8, "max_seqlen_q"), (9, "max_seqlen_k"))
 
 
-@register("aten::_flash_attention_forward", values_of=_FLASH_FORWARD_LENGTHS[:2])
+@register("aten::_flash_attention_forward", live=ArgValues(_FLASH_FORWARD_LENGTHS[:2]))
 def flash_forward(call: Call) -> OpCost:
     """Args: query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, ... (b, s, h, d), or
     (total_tokens, h, d) with cumulative lengths."""
@@ -180,7 +181,7 @@ def flash_forward(call: Call) -> OpCost:
     return _forward_cost(call, dims, q, [q, k, v], bool(call.arg(8, "is_causal", False)), varlen=varlen)
 
 
-@register("aten::_efficient_attention_forward", values_of=_EFFICIENT_FORWARD_LENGTHS[:2])
+@register("aten::_efficient_attention_forward", live=ArgValues(_EFFICIENT_FORWARD_LENGTHS[:2]))
 def efficient_forward(call: Call) -> OpCost:
     """Args: query, key, value, bias, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p,
     custom_mask_type (0 none, 1 causal top-left, 2 causal bottom-right), ... Tensors are (b, s, h, d)."""
@@ -215,7 +216,7 @@ def sdpa_backward(call: Call) -> OpCost:
     return _backward_cost(call, _dims_bhsd(q, k, v), reads, [q, k, v], causal)
 
 
-@register("aten::_flash_attention_backward", values_of=_FLASH_BACKWARD_LENGTHS[:2])
+@register("aten::_flash_attention_backward", live=ArgValues(_FLASH_BACKWARD_LENGTHS[:2]))
 def flash_backward(call: Call) -> OpCost:
     """Args: grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p,
     is_causal, ... Tensors are (b, s, h, d), or (total_tokens, h, d) with cumulative lengths."""
@@ -228,7 +229,7 @@ def flash_backward(call: Call) -> OpCost:
     return _backward_cost(call, dims, reads, [q, k, v], bool(call.arg(11, "is_causal", False)), varlen=varlen)
 
 
-@register("aten::_efficient_attention_backward", values_of=_EFFICIENT_BACKWARD_LENGTHS[:2])
+@register("aten::_efficient_attention_backward", live=ArgValues(_EFFICIENT_BACKWARD_LENGTHS[:2]))
 def efficient_backward(call: Call) -> OpCost:
     """Args: grad_out, query, key, value, bias, out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
     logsumexp, dropout_p, philox_seed, philox_offset, custom_mask_type, ... Tensors are (b, s, h, d)."""

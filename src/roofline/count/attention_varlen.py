@@ -4,9 +4,9 @@ cum_seq_q/k; efficient: cu_seqlens_q/k). SDPA on a jagged nested tensor runs the
 
 The work is per sequence: the sum over sequences of s_q_i * s_k_i score entries (causal: of each sequence's own
 kept part), never total_tokens^2 / batch unless the lengths are equal. Where the op is seen live its formula reads
-the cumulative lengths' values (TensorMeta.values, declared with ``register(values_of=...)``) and counts each
-sequence. A trace records no tensor's values: only the totals T (the tensors' first dim), the batch B (the
-cumulative tensor's length - 1) and, as concrete inputs, the longest sequences M (max_q, max_k). With each
+the cumulative lengths' values (TensorMeta.values, declared with ``register(live=ArgValues(...))``, count/live.py)
+and counts each sequence. A trace records no tensor's values: only the totals T (the tensors' first dim), the batch
+B (the cumulative tensor's length - 1) and, as concrete inputs, the longest sequences M (max_q, max_k). With each
 sequence's queries as long as its keys (self-attention, the packed case), those bound the sum of squares:
   fewest: one sequence of M tokens, the other B - 1 as equal as integers go (all equal, about T^2/B, M unknown);
   most: as many sequences of M as T holds and the remainder in one (T^2, M unknown).

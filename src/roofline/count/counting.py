@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, MutableMapping, MutableSequence, Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from roofline.count.meta import PackedWeights, TensorMeta
@@ -14,7 +13,6 @@ from roofline.count.registry import (
     NESTED_AWARE_OPS,
     PREFIX_FORMULAS,
     SPARSE_AWARE_OPS,
-    VALUE_ARGS,
     VIEW_OPS,
     Call,
     Formula,
@@ -58,31 +56,6 @@ def to_meta(obj: Any) -> Any:
     if type(obj).__name__ == "ScriptObject":
         return packed_weights(obj) or obj
     return obj
-
-
-_MAX_VALUES = 1 << 16  # a cumulative-length tensor has batch + 1 elements; anything larger is not one
-
-
-def read_values(op: str, args: Sequence[Any], kwargs: Mapping[str, Any], meta_args: MutableSequence[Any],
-                meta_kwargs: MutableMapping[str, Any]) -> None:
-    """Fill TensorMeta.values in ``meta_args``/``meta_kwargs`` (``to_meta`` of the live ``args``/``kwargs``) for
-    the arguments ``op``'s formula declared (``register(values_of=...)``); every other op returns at once. Copying
-    a device tensor's values synchronises with the device: call this only in a counting pass, never a timed one."""
-    for index, key in VALUE_ARGS.get(op, ()):
-        if index < len(args):
-            live, metas, slot = args[index], meta_args, index
-        elif key in kwargs:
-            live, metas, slot = kwargs[key], meta_kwargs, key
-        else:
-            continue
-        meta = metas[slot]
-        if type(meta) is not TensorMeta or meta.numel > _MAX_VALUES or not meta.dtype.startswith(("int", "uint")):
-            continue
-        try:
-            values = tuple(int(v) for v in live.reshape(-1).tolist())
-        except Exception:  # noqa: BLE001 - a meta or fake tensor has no values: the formula says what it assumed
-            continue
-        metas[slot] = replace(meta, values=values)
 
 
 def packed_weights(obj: Any) -> PackedWeights | None:

@@ -8,11 +8,12 @@ by 2^-s, s = ceil(log2(norm / theta_18)), and squares the result s times: 5 + s 
 FLOPs: 2 n^3 per product per matrix (x4 for complex). The sums of scaled powers (a few n^2 each) are not counted.
 Bytes: the input read once, the output written once.
 
-The count depends on the matrix's values, so it is exact only where the tensor itself is seen (``analyze``: the
-dispatch pass gives each matrix's product count, ``matrix_exp_products``). A trace records the shape alone: there
-the op is one unmodelled row with its whole time and that reason (``keep_whole``). Its recorded children would
-not stand for it: most of its products run in calls the profiler does not record (3 bmm events for the 8
-products of a 32 x 32 matrix), so descending to them showed 0% unmodelled and left most of its time out.
+The count depends on the matrix's values, so it is exact only where the tensor itself is seen (``analyze``): the
+formula declares the live fact ``matrix_products`` (count/live.py), which the counting pass computes from the real
+tensor and hands it as ``matrix_exp_products``. A trace records the shape alone: there the op is one unmodelled row
+with its whole time and that reason (``keep_whole``). Its recorded children would not stand for it: most of its
+products run in calls the profiler does not record (3 bmm events for the 8 products of a 32 x 32 matrix), so
+descending to them showed 0% unmodelled and left most of its time out.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from roofline.count.live import Derived
 from roofline.count.registry import Call, OpCost, nbytes, register, unmodeled
 
 # theta_m for m = 1, 2, 4, 8, 12, 18 (torch's thetas_float / thetas_double); the product counts for each degree.
@@ -32,7 +34,7 @@ _THETAS = {
 _THETAS["complex64"] = _THETAS["float32"]
 _THETAS["complex128"] = _THETAS["float64"]
 _PRODUCTS = (0, 1, 2, 3, 4, 5)
-PRODUCTS_KWARG = "matrix_exp_products"  # the live pass's per-call fact (see live_facts)
+PRODUCTS_KWARG = "matrix_exp_products"  # the live pass's per-call fact (matrix_products)
 NO_NORM = "matrix_exp: its product count depends on the matrix's 1-norm, which a trace does not record"
 
 
@@ -47,24 +49,21 @@ def products_for_norm(norm: float, dtype: str) -> int:
     return _PRODUCTS[-1] + max(0, math.ceil(math.log2(norm / thetas[-1])))
 
 
-LIVE_FACT_OPS = frozenset({"aten::linalg_matrix_exp", "aten::matrix_exp"})
-
-
-def live_facts(name: str, args: Any) -> dict[str, int]:
-    """What a formula needs from a live op's values rather than its shapes (``name``: normalize_op_name's): {PRODUCTS_KWARG: total products over the batch of matrices} for matrix_exp, {} for every other op.
-    Called by the dispatch pass with real tensors."""
-    if name not in LIVE_FACT_OPS or not args:
-        return {}
+def matrix_products(args: Any, kwargs: Any) -> int | None:
+    """The live fact matrix_exp's formula reads (live.Derived, ``PRODUCTS_KWARG``): total products over the batch of
+    matrices of the real tensor it is given; None where that tensor has no values (meta) or a nan or inf norm."""
+    if not args:
+        return None
     a = args[0]
     try:
         norms = a.detach().abs().sum(-2).amax(-1).reshape(-1).tolist()
         dtype = str(a.dtype).removeprefix("torch.")
-        return {PRODUCTS_KWARG: sum(products_for_norm(float(v), dtype) for v in norms)}
+        return sum(products_for_norm(float(v), dtype) for v in norms)
     except (AttributeError, RuntimeError, TypeError, ValueError):  # not a dense tensor; a nan or inf norm
-        return {}
+        return None
 
 
-@register(*LIVE_FACT_OPS)
+@register("aten::linalg_matrix_exp", "aten::matrix_exp", live=Derived(PRODUCTS_KWARG, matrix_products))
 def matrix_exp(call: Call) -> OpCost:
     a = call.tensor(0, "self")
     products = call.kwargs.get(PRODUCTS_KWARG)

@@ -98,8 +98,8 @@ class TensorMeta:
     (``_nested_shape``); formulas whose count depends on more than the element count (matrix products) read the
     components instead (``NESTED_AWARE``).
 
-    ``values``: a small integer tensor's elements, flattened; filled (``counting.read_values``) only where a live op
-    is counted and only for the arguments its formula declared it reads (``register(values_of=...)``: a
+    ``values``: a small integer tensor's elements, flattened; filled (``live.read_live_facts``) only where a live op
+    is counted and only for the arguments its formula declared it reads (``register(live=ArgValues(...))``: a
     variable-length attention's cumulative sequence lengths), never from a trace (which records no tensor's values).
     """
 

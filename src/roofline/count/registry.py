@@ -19,9 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roofline.count.meta import TensorMeta
+
+if TYPE_CHECKING:
+    from roofline.count.live import LiveFact
 
 
 @dataclass(slots=True)
@@ -45,13 +48,13 @@ VIEW_OPS: set[str] = set()
 COMPOSITE_OPS: set[str] = set()
 SPARSE_AWARE_OPS: set[str] = set()  # formulas that count a sparse operand by its stored elements
 NESTED_AWARE_OPS: set[str] = set()  # formulas that count a nested operand per component (TensorMeta.components)
-VALUE_ARGS: dict[str, tuple[tuple[int, str], ...]] = {}  # op -> (index, keyword) of each arg whose values it reads
+LIVE_FACTS: dict[str, tuple[LiveFact, ...]] = {}  # op -> what its formula reads from a live call's values (live.py)
 PREFIX_FORMULAS: list[tuple[str, Formula]] = []  # names made up at run time (Inductor's triton_* kernels)
 
 
 def register(*names: str, view: bool = False, composite: bool = False,
              sparse_aware: bool = False, nested_aware: bool = False,
-             values_of: tuple[tuple[int, str], ...] = ()) -> Callable[[Formula], Formula]:
+             live: LiveFact | tuple[LiveFact, ...] = ()) -> Callable[[Formula], Formula]:
     """Register ``formula`` for the op packets ``names`` ("aten::mm"; overloads share the formula).
 
     ``composite`` marks ops that usually run by calling other aten ops (linear -> addmm): in a trace their
@@ -59,10 +62,13 @@ def register(*names: str, view: bool = False, composite: bool = False,
     sparse operand's work by its stored elements; any other formula's FLOPs on one are refused (count_op).
     ``nested_aware``: the formula counts a nested operand per component; a matrix product's, convolution's or
     attention's FLOPs on one whose components differ beyond their first dim are refused otherwise (count_op).
-    ``values_of``: the (index, keyword) of each small integer tensor argument whose elements the formula reads
-    (TensorMeta.values): a live counting pass copies them from the device for these ops' arguments only (a sync,
-    never in a timed pass); from a trace they are None and the formula must say what it assumed instead.
+    ``live``: what the formula reads from the op's tensor values rather than its shapes (live.py: an argument's
+    elements, ``ArgValues``, or a fact computed from the tensors, ``Derived``): a live counting pass reads them for
+    these ops only (a sync, never in a timed pass); from a trace they are absent and the formula must say what it
+    assumed instead.
     """
+
+    facts = live if isinstance(live, tuple) else (live,)
 
     def decorate(formula: Formula) -> Formula:
         for name in names:
@@ -77,8 +83,8 @@ def register(*names: str, view: bool = False, composite: bool = False,
                 SPARSE_AWARE_OPS.add(name)
             if nested_aware:
                 NESTED_AWARE_OPS.add(name)
-            if values_of:
-                VALUE_ARGS[name] = values_of
+            if facts:
+                LIVE_FACTS[name] = facts
         return formula
 
     return decorate
