@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 from roofline.analyze.kernel_names import any_tf32
-from roofline.doctor.evidence import (CONV_KINDS, MATMUL_KINDS, op_kind, op_table, roofline_time_of, severity_for,
-                                      tensor_inputs, top_locations)
+from roofline.doctor.evidence import (CONV_KINDS, MATMUL_KINDS, bandwidth_of, op_kind, op_table, roofline_time_of,
+                                      severity_for, tensor_inputs, top_locations)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
 
@@ -98,7 +98,7 @@ def fp32_matmuls_without_tf32(report: Report) -> list[OpRecord]:
 def _compute_bound(report: Report, op: OpRecord) -> bool:
     if op.bound in ("compute", "memory", "launch"):
         return op.bound == "compute"
-    bw = report.ceilings.memory_bandwidth_bytes_per_s
+    bw = bandwidth_of(report, op)
     peak = fp32_peak(report)
     return peak > 0 and bw > 0 and op.flops / peak >= op.bytes / bw
 
@@ -120,7 +120,7 @@ def check(report: Report) -> list[Finding]:
         savings = 0.0
         for op in bound:
             tf32_time = max(op.time_s * slow / fast,
-                            roofline_time_of(report, 0.0, op.bytes, "float32"))
+                            roofline_time_of(report, 0.0, op.bytes, "float32", op))
             savings += max(op.time_s - tf32_time, 0.0)
         method = (f"compute-bound fp32 ops' time scaled by the fp32/TF32 compute roofs ({slow:.3g}/{fast:.3g} "
                   "FLOP/s), never below their memory-roof time; memory-bound ones gain nothing")

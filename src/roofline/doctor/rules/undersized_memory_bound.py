@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import statistics
 
-from roofline.doctor.evidence import (VIEW_KINDS, device_time_share, is_gpu_report, op_bytes, op_kind,
-                                      severity_for, top_locations, torch_device)
+from roofline.doctor.evidence import (VIEW_KINDS, bandwidth_of, ceilings_by_op, device_time_share, is_gpu_report,
+                                      op_bytes, op_kind, severity_for, top_locations, torch_device)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
 
@@ -48,14 +48,16 @@ def check(report: Report) -> list[Finding]:
     bandwidth = report.ceilings.memory_bandwidth_bytes_per_s
     if bandwidth <= 0 or not is_gpu_report(report):
         return []
-    ops = [op for op in report.ops if _undersized(op, bandwidth)]
+    ops = [op for op in report.ops if _undersized(op, bandwidth_of(report, op))]
     if len(ops) < MIN_OPS:
         return []
     spent = sum(op.time_s for op in ops)
     if device_time_share(report, spent) < MIN_SHARE:
         return []
     moved = sum(op_bytes(op) for op in ops)
-    at_roof = moved / bandwidth
+    # GPUs of different models: each op's bytes at its own GPU's roof
+    at_roof = (sum(op_bytes(op) / bandwidth_of(report, op) for op in ops)
+               if ceilings_by_op(report) else moved / bandwidth)
     savings = max(spent - at_roof, 0.0)
     matmuls = [op for op in ops if op_kind(op.name) in MATMULS]
     achieved = moved / spent

@@ -1,0 +1,46 @@
+"""One process driving GPUs of different models (an A100 as device 0, an H100 as device 1): the doctor's
+roof-based estimates put each op's bytes and FLOPs on its own GPU's roofs (Report.ceilings_by_device), not the
+first GPU's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from roofline.analyze.trace_file import analyze_trace_file
+from roofline.doctor.evidence import bandwidth_of, ceilings_of, roofline_time_of
+from roofline.doctor.rules.excess_traffic import extra_time_s
+from roofline.report import MeasuredTraffic
+
+TRACE = Path(__file__).parents[1] / "data" / "devtraces" / "two_gpus_taking_turns_a100_h100.json"
+A100_BW, H100_BW = 2.039e12, 3.35e12
+
+
+@pytest.fixture(scope="module")
+def report():
+    return analyze_trace_file(TRACE)
+
+
+def _on(report, device, name):
+    """The first op named ``name`` whose kernels ran on ``device``."""
+    ops = {k.op_index for k in report.kernels if k.device == device}
+    return next(op for op in report.ops if op.index in ops and op.name == name)
+
+
+def test_each_op_is_timed_at_its_own_gpus_bandwidth(report):
+    assert report.ceilings.memory_bandwidth_bytes_per_s == A100_BW  # the first GPU's: what every op used before
+    on_h100, on_a100 = _on(report, 1, "aten::relu"), _on(report, 0, "aten::relu")
+    assert ceilings_of(report, on_h100).device_name == "NVIDIA H100 80GB HBM3"
+    assert bandwidth_of(report, on_h100) == H100_BW
+    assert bandwidth_of(report, on_a100) == A100_BW
+    assert roofline_time_of(report, 0.0, on_h100.bytes, "float16", on_h100) == pytest.approx(67108864 / H100_BW)
+    assert roofline_time_of(report, 0.0, on_a100.bytes, "float16", on_a100) == pytest.approx(67108864 / A100_BW)
+    assert roofline_time_of(report, 0.0, on_h100.bytes, "float16") == pytest.approx(67108864 / A100_BW)
+
+
+def test_excess_traffic_on_the_h100_costs_its_bytes_at_the_h100s_bandwidth(report):
+    op = _on(report, 1, "aten::relu").__copy__()
+    op.measured = MeasuredTraffic(dram_bytes=2 * op.bytes)
+    op.time_s = 1e-3  # far above the roof: the bound is the extra bytes' own time
+    assert extra_time_s(report, op) == pytest.approx(op.bytes / H100_BW)
