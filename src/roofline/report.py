@@ -918,6 +918,14 @@ def collective_size_unknown(name: str, bound: str, nbytes: float | None) -> bool
     return bound == "communication" and not nbytes and not name.endswith(SIZELESS_COLLECTIVES)
 
 
+def known_bytes(op: OpRecord) -> float | None:
+    """The op's bytes as report.json writes them: None where unknown (an unmodelled op's work; a collective's
+    message the trace did not record), a collective's message even though its row is unmodelled."""
+    if op.bound == "communication":
+        return None if collective_size_unknown(op.name, op.bound, op.bytes) else op.bytes
+    return op.bytes if op.modeled else None
+
+
 def _unknown_work(op: OpRecord) -> bool:
     return not op.modeled or collective_size_unknown(op.name, op.bound, op.bytes)
 
