@@ -44,3 +44,18 @@ def test_excess_traffic_on_the_h100_costs_its_bytes_at_the_h100s_bandwidth(repor
     op.measured = MeasuredTraffic(dram_bytes=2 * op.bytes)
     op.time_s = 1e-3  # far above the roof: the bound is the extra bytes' own time
     assert extra_time_s(report, op) == pytest.approx(op.bytes / H100_BW)
+
+
+def test_compute_roof_ratios_are_the_ops_own_gpus(report):
+    """TF32's and half precision's savings scale a compute-bound op's time by its own GPU's roofs: the H100's
+    67 / 494.7 (fp32 / TF32) and 67 / 989.4 (fp32 / fp16) TFLOP/s, not the A100's 19.5 / 156 and 19.5 / 312."""
+    from roofline.doctor.rules.precision_island import _savings_of
+    from roofline.doctor.rules.tf32 import fp32_peak, tf32_peak
+
+    on_h100, on_a100 = _on(report, 1, "aten::addmm"), _on(report, 0, "aten::addmm")
+    assert (fp32_peak(report, on_h100), tf32_peak(report, on_h100)) == (67e12, 494.7e12)
+    assert (fp32_peak(report, on_a100), tf32_peak(report, on_a100)) == (19.5e12, 156e12)
+    assert on_h100.bound == on_a100.bound == "compute"
+    saving = _savings_of(report, "float16")
+    assert saving(on_h100) == pytest.approx(on_h100.time_s * (1 - 67 / 989.4))
+    assert saving(on_a100) == pytest.approx(on_a100.time_s * (1 - 19.5 / 312))
