@@ -59,3 +59,25 @@ def test_compute_roof_ratios_are_the_ops_own_gpus(report):
     saving = _savings_of(report, "float16")
     assert saving(on_h100) == pytest.approx(on_h100.time_s * (1 - 67 / 989.4))
     assert saving(on_a100) == pytest.approx(on_a100.time_s * (1 - 19.5 / 312))
+
+
+def test_undersized_memory_bound_ops_are_placed_at_their_own_gpus_memory_roof(report):
+    """Four small copies of 4 MB on each GPU at 1 TB/s: the saving is their time less 4 x 4 MB at the A100's
+    2.039 TB/s and 4 x 4 MB at the H100's 3.35 TB/s (the A100's for all eight would save less)."""
+    import msgspec
+
+    from roofline.doctor import diagnose
+    from roofline.report import KernelRecord, OpRecord, Report
+
+    mixed = Report.from_json(report.json_bytes())
+    size, dur = 4e6, 4e-6
+    mixed.ops = [OpRecord(name="aten::copy_", index=i, bytes=size, time_s=dur, bound="memory", dtype="float16",
+                          modeled=True) for i in range(8)]
+    mixed.kernels = [KernelRecord(name="copy_kernel", start_s=i * 1e-5, dur_s=dur, device=i // 4, op_index=i)
+                     for i in range(8)]
+    mixed.summary = msgspec.structs.replace(mixed.summary, total_time_s=8 * dur)
+    [finding] = diagnose(mixed, rules=["undersized-memory-bound"])
+    at_roof = 4 * size / A100_BW + 4 * size / H100_BW
+    assert finding.estimated_savings_s == pytest.approx(8 * dur - at_roof)
+    assert finding.evidence["share_of_roof"] == pytest.approx(at_roof / (8 * dur))
+    assert "each op's own GPU's measured memory bandwidth" in finding.savings_method
