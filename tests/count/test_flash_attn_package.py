@@ -78,6 +78,14 @@ def test_padded_forward_and_both_backwards():
     assert padded.flops == 10 * 2 * 36 * H * D and padded.bytes == 5 * q.nbytes + lse.nbytes + 3 * q.nbytes
 
 
+def test_a_paged_kv_cache_is_unmodelled_with_its_reason():
+    pages = T((10, 16, H, D), "float16")
+    args = [QKV, pages, pages, _cum(), _cum(), 9, 60, 0.0, 0.125, True, -1, -1, 0.0, None, False,
+            T((3, 4), "int32"), None, None]
+    cost = count_op("flashattn::_flash_attn_varlen_forward", args)
+    assert not cost.modeled and "paged KV cache (block_table)" in cost.note
+
+
 def test_a_profiled_flash_attn_call_reaches_the_report(tmp_path, cpu_ceilings):
     """The event as torch.profiler records a custom op: shapes in Input Dims, scalars in Concrete Inputs."""
     from roofline.analyze.pipeline import report_from_trace

@@ -280,6 +280,8 @@ def _fa2_window(call: Call, causal_index: int) -> tuple[bool, tuple[int, int] | 
 
 
 def _fa2_dims(q: TensorMeta, k: TensorMeta, v: TensorMeta, lengths: tuple | None) -> _Dims:
+    if lengths is not None and k.ndim == 4:  # a paged KV cache: (blocks, block size, heads, dim)
+        raise ValueError("paged KV cache (block_table): which cached keys each sequence reads is not recorded")
     return _varlen_dims(q, k, v) if lengths is not None else _dims_bshd(q, k, v)
 
 
