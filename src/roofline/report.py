@@ -690,12 +690,13 @@ class Report(Struct):
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data; non-finite floats become None (JSON has no NaN or Infinity); an unmodelled
-        op's FLOPs, bytes and intensity are None (unknown, never zero)."""
+        op's FLOPs, bytes and intensity are None (unknown, never zero), and so are a collective's bytes where the
+        trace recorded no message size."""
         return finite_for_json(_null_unknown_work(msgspec.to_builtins(self)))
 
     def json_bytes(self) -> bytes:
         """``to_json()`` as UTF-8 bytes, without the text copy (a 100,000-op report is ~150 MB of JSON)."""
-        if all(op.modeled for op in self.ops):
+        if not any(_unknown_work(op) for op in self.ops):
             return msgspec.json.encode(self)
         return msgspec.json.encode(_null_unknown_work(msgspec.to_builtins(self)))
 
@@ -706,7 +707,7 @@ class Report(Struct):
 
         ``before_findings``: called just before the findings are read (a doctor running elsewhere sets them), so
         the ops, kernels and summary before them can be written meanwhile."""
-        if not all(op.modeled for op in self.ops):
+        if any(_unknown_work(op) for op in self.ops):
             if before_findings is not None:
                 before_findings()
             yield self.json_bytes()
@@ -907,14 +908,41 @@ def finite_for_json(obj: Any) -> Any:
 UNKNOWN_WORK_FIELDS = ("flops", "bytes", "arithmetic_intensity")
 
 
+# Collectives that move no message whatever the trace recorded: a zero there is their size, not a missing one.
+SIZELESS_COLLECTIVES = ("barrier", "barrier_", "wait_tensor")
+
+
+def collective_size_unknown(name: str, bound: str, nbytes: float | None) -> bool:
+    """A collective row (bound ``communication``) whose bytes are 0 for want of a record (the trace recorded no
+    message size), not because it sends nothing."""
+    return bound == "communication" and not nbytes and not name.endswith(SIZELESS_COLLECTIVES)
+
+
+def known_bytes(op: OpRecord) -> float | None:
+    """The op's bytes as report.json writes them: None where unknown (an unmodelled op's work; a collective's
+    message the trace did not record), a collective's message even though its row is unmodelled."""
+    if op.bound == "communication":
+        return None if collective_size_unknown(op.name, op.bound, op.bytes) else op.bytes
+    return op.bytes if op.modeled else None
+
+
+def _unknown_work(op: OpRecord) -> bool:
+    return not op.modeled or collective_size_unknown(op.name, op.bound, op.bytes)
+
+
 def _null_unknown_work(data: dict[str, Any]) -> dict[str, Any]:
     """An unmodelled op's work is unknown: null in JSON, not 0 (the report's plain data, changed in place). A
-    collective (bound ``communication``) keeps its bytes: its message, where the trace recorded it."""
+    collective's (bound ``communication``) bytes are its message: kept where the trace recorded it, 0 for one that
+    sends none (a barrier), else null, modelled or not (a script must not read an unsized all-gather as one that
+    moved nothing). Loading turns each null back into the field's 0 (from_builtins), which collective_size_unknown
+    reads as unknown again."""
     for op in data.get("ops") or ():
+        message = op.get("bytes")
         if not op.get("modeled", True):
             for name in UNKNOWN_WORK_FIELDS:
-                if not (name == "bytes" and op.get("bound") == "communication" and op.get("bytes")):
-                    op[name] = None
+                op[name] = None
+        if op.get("bound") == "communication":  # its bytes are its message, a barrier's none at all
+            op["bytes"] = None if collective_size_unknown(op.get("name") or "", "communication", message) else message
     return data
 
 

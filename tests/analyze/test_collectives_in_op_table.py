@@ -11,6 +11,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
+from roofline.analyze.communication import message_unrecorded
 from roofline.analyze.pipeline import report_from_trace
 from roofline.capture.kineto import load_trace
 from roofline.render.console import render_report
@@ -121,7 +122,7 @@ def test_a_collective_without_a_recorded_size_shows_unknown_bytes_not_zero(tmp_p
     html = render_html(report)
     assert '"no_size":[1,1,0,0]' in html
     ops = json.loads(report.to_json())["ops"]
-    assert [o["bytes"] for o in ops] == [None, None, None, 1024.0]
+    assert [o["bytes"] for o in ops] == [None, None, 0.0, 1024.0]  # a barrier sends nothing: 0, known
 
 
 def test_a_backends_annotation_sizes_the_collective_its_c10d_op_left_unsized(tmp_path, cpu_ceilings):
@@ -164,6 +165,14 @@ def test_a_backends_annotation_sizes_the_collective_its_c10d_op_left_unsized(tmp
     # the reason is the shard, not missing shapes: the annotation did record a tensor
     assert "holds the local shard" in unsized[0] and "recorded neither" not in unsized[0]
     assert "'Out msg nelems'" in unsized[0] and "'In msg nelems'" not in unsized[0]
+    # report.json: the unsized all-gather's bytes are null (unknown), not 0, whether written whole or in chunks,
+    # and read back as unknown again; a barrier's 0 stays (it sends nothing)
+    written = [json.loads(report.json_bytes()), json.loads(b"".join(report.json_chunks(records_per_chunk=1)))]
+    for data in written:
+        assert [o["bytes"] for o in data["ops"]] == [4000.0, 8 * 1024 * 16 * 4.0, None]
+    back = Report.from_json(report.json_bytes())
+    assert back.ops[2].bytes == 0.0 and message_unrecorded(back.ops[2])
+    assert render_report(back, top=10) == render_report(report, top=10)
 
 
 def _row(name: str, bound: str, nbytes: float, time_s: float = 1e-3):

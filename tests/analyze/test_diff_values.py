@@ -146,3 +146,16 @@ def test_verdict_threshold_is_strict_and_reasons_carry_the_noise_figure():
     assert worse.reason == "worse by +50.00% (> 10%) and by 500.000 ms (> noise 187.500 ms)"
     noisy = total_verdict(run(1.0, 0.25, 5), run(1.5, 0.5, 5), 10.0)
     assert noisy.reason == "worse by +50.00% but within run-to-run noise (500.000 ms <= 750.000 ms)"
+
+
+def test_the_bytes_totals_are_memory_traffic_not_collective_messages():
+    """As Summary.total_bytes: an all-reduce's 1 MB message and an all-gather whose size went unrecorded (0 for
+    unknown) are not memory traffic; their rows keep them, the unsized one counted as such."""
+    comm = {"bound": "communication", "modeled": False, "time_s": 1e-3}
+    a = Report(ops=[OpRecord(name="mm", time_s=1e-3, flops=2e9, bytes=3e6, bound="compute"),
+                    OpRecord(name="c10d::allreduce_", bytes=1e6, **comm), OpRecord(name="c10d::allgather_", **comm)])
+    d = diff_reports(a, a)
+    assert (d.a_bytes, d.b_bytes) == (3e6, 3e6)
+    rows = {r.key: r.a for r in d.ops}
+    assert rows["c10d::allreduce_ @ (top level)"].bytes == 1e6
+    assert rows["c10d::allgather_ @ (top level)"].unsized == 1

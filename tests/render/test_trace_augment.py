@@ -149,3 +149,17 @@ def test_bad_trace_is_a_roofline_error(tmp_path):
         augment_trace(bad, Report())
     with pytest.raises(RooflineError):
         augment_trace({"no": "events"}, Report())
+
+
+def test_a_collectives_message_is_in_its_args_and_an_unrecorded_one_is_null():
+    """As in report.json: a collective's recorded message is known though its row is unmodelled; one the trace
+    did not size is null, not 0; a barrier's is 0 (it sends nothing)."""
+    from roofline.render.chrome_trace import chrome_trace_from_report
+    from roofline.render.trace_augment import op_args
+
+    comm = {"bound": "communication", "time_s": 1e-3, "modeled": False}
+    ops = [OpRecord(name="c10d::allreduce_", bytes=4096.0, **comm), OpRecord(name="c10d::allgather_", **comm),
+           OpRecord(name="c10d::barrier", **comm), OpRecord(name="aten::mystery", bound="unmodeled", modeled=False)]
+    assert [op_args(op)["roofline.bytes"] for op in ops] == [4096.0, None, 0.0, None]
+    events = chrome_trace_from_report(Report(kind="trace", ops=ops))["traceEvents"]
+    assert [e["args"]["bytes"] for e in events if e.get("cat") == "op"] == [4096.0, None, 0.0, None]

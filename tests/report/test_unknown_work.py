@@ -37,3 +37,24 @@ def test_console_shows_a_question_mark():
     row = next(line for line in console.export_text().splitlines() if "mystery" in line)
     cells = [c.strip() for c in row.split("│")]
     assert "?" in cells and "0" not in cells and "0 B" not in cells
+
+
+def test_a_collectives_bytes_are_its_message_zero_for_a_barrier_and_null_when_unrecorded():
+    """An all-gather whose trace recorded no size moved an unknown message, not none: null, even on a row counted as
+    modelled; a barrier sends nothing (0); a recorded message is kept. Written whole or in chunks alike, and read
+    back as unknown again."""
+    from roofline.analyze.communication import message_unrecorded
+
+    comm = {"bound": "communication", "time_s": 1e-3, "modeled": False}
+    ops = [OpRecord(name="c10d::_allgather_base_", **comm),
+           OpRecord(name="nccl:_all_gather_base", bound="communication", time_s=1e-3),  # modelled, size unknown
+           OpRecord(name="c10d::barrier", **comm),
+           OpRecord(name="c10d::allreduce_", bytes=4096.0, **comm),
+           OpRecord(name="aten::relu", bytes=0.0, time_s=1e-6, bound="launch")]
+    report = Report(kind="trace", ops=ops, summary=Summary(total_time_s=4e-3))
+    for data in (json.loads(report.json_bytes()), json.loads(b"".join(report.json_chunks(records_per_chunk=2))),
+                 report.to_dict()):
+        assert [o["bytes"] for o in data["ops"]] == [None, None, 0.0, 4096.0, 0.0]
+        assert [o["flops"] for o in data["ops"]] == [None, 0.0, None, None, 0.0]
+    back = Report.from_json(report.json_bytes())
+    assert [message_unrecorded(op) for op in back.ops] == [True, True, False, False, False]

@@ -5,12 +5,11 @@ One table for the analysis of a trace (analyze/trace_file.py), the doctor and di
 
 from __future__ import annotations
 
+from roofline.report import collective_size_unknown
+
 _COMM_OP_PREFIXES = ("c10d::", "c10d_functional::", "_c10d_functional::", "nccl:", "gloo:", "mpi:", "ucc:",
                      "record_param_comms", "ProcessGroupNCCL", "ProcessGroupGloo")
 
-
-# Collectives that move no message whatever the trace recorded: a zero there is their size, not a missing one.
-_SIZELESS = ("barrier", "barrier_", "wait_tensor")
 
 MESSAGE_UNRECORDED = ("message size not recorded in the trace (neither its tensors' shapes nor its collective args' "
                       "'In msg nelems'): its bytes are unknown, not 0")
@@ -25,7 +24,7 @@ SHARD_ONLY = ("message size not known from the trace: its only size record is it
 
 def message_unrecorded(op) -> bool:
     """A collective row (an OpRecord) whose bytes are 0 for want of a record, not because it sends nothing."""
-    return op.bound == "communication" and not op.bytes and not op.name.endswith(_SIZELESS)
+    return collective_size_unknown(op.name, op.bound, op.bytes)
 
 
 # The backends' own annotations of a collective (ProcessGroupNCCL's "nccl:all_reduce" ...): they record the tensor

@@ -134,11 +134,17 @@ def diff_reports(a: Report, b: Report, a_label: str = "A", b_label: str = "B", f
         op_key="name @ module" if modules else "name",
         a_flops=sum(op.flops for op in a.ops) / per_a,
         b_flops=sum(op.flops for op in b.ops) / per_b,
-        a_bytes=sum(op.bytes for op in a.ops) / per_a,
-        b_bytes=sum(op.bytes for op in b.ops) / per_b,
+        a_bytes=_traffic(a.ops) / per_a,
+        b_bytes=_traffic(b.ops) / per_b,
         warnings=[] if one_run else device_warnings(a, b) + workload_warnings(a, b),
         notes=[_same_run_line(a, b, one_run, per_a, per_b, modules)] if one_run else [],
     )
+
+
+def _traffic(ops: list[OpRecord]) -> float:
+    """The ops' memory traffic, as Summary.total_bytes counts it: a collective's bytes are its message (unknown,
+    0, where the trace recorded no size), not memory traffic; its row shows it."""
+    return sum(op.bytes for op in ops if op.bound != "communication")
 
 
 def same_run(a: Report, b: Report) -> str:

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from roofline.count.attention_varlen import Varlen
-from roofline.count.causal_mask import causal_fraction
+from roofline.count.attention_varlen import Varlen, window_note
+from roofline.count.causal_mask import causal_fraction, window_kept
 from roofline.count.live import ArgValues
 from roofline.count.meta import TensorMeta
 from roofline.count.registry import Call, OpCost, nbytes, register
@@ -84,8 +84,14 @@ def backward_flops(d: _Dims) -> int:
     return 2 * bh * d.seq_q * d.seq_k * (d.dim_qk + d.dim_v + d.dim_v + d.dim_qk + d.dim_qk)
 
 
-def _causal_scaled(flops: float, d: _Dims, causal: bool, bottom_right: bool, notes: list[str]) -> float:
-    """``flops`` of the full score matrix, cut to the causal part (and noted) when the op is causal."""
+def _causal_scaled(flops: float, d: _Dims, causal: bool, bottom_right: bool, notes: list[str],
+                   window: tuple[int, int] | None = None) -> float:
+    """``flops`` of the full score matrix, cut to the causal part (and noted) when the op is causal, or to a sliding
+    window's (left, right) part (causal_mask.window_kept)."""
+    if window is not None:
+        fraction = window_kept(d.seq_q, d.seq_k, *window) / max(d.seq_q * d.seq_k, 1)
+        notes.append(f"{window_note(window)}: only {fraction:.3f} of the {d.seq_q}x{d.seq_k} score matrix is computed")
+        return flops * fraction
     if not causal:
         return flops
     fraction = causal_fraction(d.seq_q, d.seq_k, bottom_right)
@@ -96,12 +102,12 @@ def _causal_scaled(flops: float, d: _Dims, causal: bool, bottom_right: bool, not
 
 def _forward_cost(call: Call, d: _Dims, q: TensorMeta, reads: list[TensorMeta | None], causal: bool,
                   bottom_right: bool = False, writes_lse: bool = True, note: str = "",
-                  varlen: Varlen | None = None) -> OpCost:
+                  varlen: Varlen | None = None, window: tuple[int, int] | None = None) -> OpCost:
     notes = [note] if note else []
     if varlen is None:
-        flops = _causal_scaled(float(forward_flops(d)), d, causal, bottom_right, notes)
+        flops = _causal_scaled(float(forward_flops(d)), d, causal, bottom_right, notes, window)
     else:
-        flops = varlen.flops(forward_flops, d, causal, bottom_right, notes)
+        flops = varlen.flops(forward_flops, d, causal, bottom_right, notes, window)
     if call.outputs is not None:
         written = nbytes(call.outputs)
     else:
@@ -111,14 +117,20 @@ def _forward_cost(call: Call, d: _Dims, q: TensorMeta, reads: list[TensorMeta | 
     return OpCost(flops, float(nbytes(reads) + written), True, note="; ".join(notes))
 
 
-def _backward_cost(call: Call, d: _Dims, reads: list[TensorMeta | None], grads_like: list[TensorMeta],
-                   causal: bool, bottom_right: bool = False, note: str = "", varlen: Varlen | None = None) -> OpCost:
+def _backward_cost(call: Call, d: _Dims, reads: list[TensorMeta | None], grads_like: list[TensorMeta | None],
+                   causal: bool, bottom_right: bool = False, note: str = "", varlen: Varlen | None = None,
+                   window: tuple[int, int] | None = None, grads_in_place: bool = False) -> OpCost:
+    """``grads_in_place``: the op writes its gradients into ``grads_like`` (buffers it was given) and returns only
+    the rest of its outputs."""
     notes = [note] if note else []
     if varlen is None:
-        flops = _causal_scaled(float(backward_flops(d)), d, causal, bottom_right, notes)
+        flops = _causal_scaled(float(backward_flops(d)), d, causal, bottom_right, notes, window)
     else:
-        flops = varlen.flops(backward_flops, d, causal, bottom_right, notes)
-    written = nbytes(call.outputs) if call.outputs is not None else nbytes(grads_like)
+        flops = varlen.flops(backward_flops, d, causal, bottom_right, notes, window)
+    if grads_in_place:
+        written = nbytes(grads_like) + (nbytes(call.outputs) if call.outputs is not None else 0)
+    else:
+        written = nbytes(call.outputs) if call.outputs is not None else nbytes(grads_like)
     return OpCost(flops, float(nbytes(reads) + written), True, note="; ".join(notes))
 
 
@@ -241,3 +253,72 @@ def efficient_backward(call: Call) -> OpCost:
     dims = _dims_bshd(q, k, v)
     return _backward_cost(call, dims, reads, [q, k, v], mask_type in (1, 2), bottom_right=mask_type == 2,
                           note=_EFFICIENT_LAYOUT_NOTE, varlen=Varlen.of(call, dims, _EFFICIENT_BACKWARD_LENGTHS))
+
+
+# The flash-attn package's ops (flash-attn 2.x, torch.library custom ops; "flash_attn::" before 2.7.1, "flashattn::"
+# since), which Hugging Face models call with attn_implementation="flash_attention_2". Tensors are (b, s, h, d), or
+# (total_tokens, h, d) with cumulative lengths (varlen). Causal is bottom-right aligned (flash-attn >= 2.1); a
+# window_size_left/right of -1 is unbounded, causal sets the right one to 0 (as the kernel does). Name -> (index and
+# keyword of is_causal, the cumulative lengths' (index, keyword) or None).
+_FA2_VARLEN_FORWARD_LENGTHS = ((3, "cu_seqlens_q"), (4, "cu_seqlens_k"), (5, "max_seqlen_q"), (6, "max_seqlen_k"))
+_FA2_VARLEN_BACKWARD_LENGTHS = ((9, "cu_seqlens_q"), (10, "cu_seqlens_k"), (11, "max_seqlen_q"), (12, "max_seqlen_k"))
+_FA2_FORWARD = {"_flash_attn_forward": (5, None), "_flash_attn_varlen_forward": (9, _FA2_VARLEN_FORWARD_LENGTHS)}
+_FA2_BACKWARD = {"_flash_attn_backward": (11, None), "_flash_attn_varlen_backward": (15, _FA2_VARLEN_BACKWARD_LENGTHS)}
+_FA2_NAMESPACES = ("flash_attn::", "flashattn::")
+
+
+def _fa2_window(call: Call, causal_index: int) -> tuple[bool, tuple[int, int] | None]:
+    """(causal, the sliding window's (left, right) or None): flash-attn's own reading of causal, window_size_left
+    and window_size_right (the two arguments after is_causal)."""
+    causal = bool(call.arg(causal_index, "causal", False))
+    left = call.arg(causal_index + 1, "window_size_left", -1)
+    right = call.arg(causal_index + 2, "window_size_right", -1)
+    left = left if isinstance(left, int) and not isinstance(left, bool) else -1
+    right = 0 if causal else (right if isinstance(right, int) and not isinstance(right, bool) else -1)
+    if left < 0 and (causal or right < 0):
+        return causal, None
+    return causal, (left, right)
+
+
+def _fa2_dims(q: TensorMeta, k: TensorMeta, v: TensorMeta, lengths: tuple | None) -> _Dims:
+    if lengths is not None and k.ndim == 4:  # a paged KV cache: (blocks, block size, heads, dim)
+        raise ValueError("paged KV cache (block_table): which cached keys each sequence reads is not recorded")
+    return _varlen_dims(q, k, v) if lengths is not None else _dims_bshd(q, k, v)
+
+
+@register(*(ns + name for ns in _FA2_NAMESPACES for name in _FA2_FORWARD),
+          live=ArgValues(_FA2_VARLEN_FORWARD_LENGTHS[:2]))
+def flash_attn_forward(call: Call) -> OpCost:
+    """Args: q, k, v, [cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,] dropout_p, softmax_scale, causal,
+    window_size_left, window_size_right, softcap, alibi_slopes, return_softmax, ... Returns out, softmax_lse,
+    S_dmask (empty unless asked for), rng_state."""
+    causal_index, lengths = _FA2_FORWARD[call.name.split("::", 1)[1]]
+    q, k, v = call.tensor(0, "q"), call.tensor(1, "k"), call.tensor(2, "v")
+    dims = _fa2_dims(q, k, v, lengths)
+    causal, window = _fa2_window(call, causal_index)
+    varlen = Varlen.of(call, dims, lengths) if lengths is not None else None
+    return _forward_cost(call, dims, q, [q, k, v], causal, bottom_right=True, varlen=varlen, window=window)
+
+
+@register(*(ns + name for ns in _FA2_NAMESPACES for name in _FA2_BACKWARD),
+          live=ArgValues(_FA2_VARLEN_BACKWARD_LENGTHS[:2]))
+def flash_attn_backward(call: Call) -> OpCost:
+    """Args: dout, q, k, v, out, softmax_lse, dq, dk, dv, [cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,]
+    dropout_p, softmax_scale, causal, window_size_left, window_size_right, ... Writes dq, dk, dv in place (given, or
+    shaped like q, k, v) and returns softmax_d."""
+    causal_index, lengths = _FA2_BACKWARD[call.name.split("::", 1)[1]]
+    dout = call.tensor(0, "dout")
+    q, k, v = call.tensor(1, "q"), call.tensor(2, "k"), call.tensor(3, "v")
+    dims = _fa2_dims(q, k, v, lengths)
+    causal, window = _fa2_window(call, causal_index)
+    varlen = Varlen.of(call, dims, lengths) if lengths is not None else None
+    reads = [dout, q, k, v, call.maybe_tensor(4, "out"), call.maybe_tensor(5, "softmax_lse")]
+    grads = [_given(call, 6, "dq", q), _given(call, 7, "dk", k), _given(call, 8, "dv", v)]
+    return _backward_cost(call, dims, reads, grads, causal, bottom_right=True, varlen=varlen, window=window,
+                          grads_in_place=True)
+
+
+def _given(call: Call, index: int, name: str, like: TensorMeta) -> TensorMeta:
+    """The buffer at ``index`` the op writes a gradient into, else one shaped like ``like`` (it allocates it)."""
+    given = call.maybe_tensor(index, name)
+    return given if given is not None else like

@@ -18,7 +18,7 @@ import numpy as np
 from roofline.count.families import ATTENTION, CONV, MATMUL, VIEW, op_kind  # noqa: F401 - op_kind re-exported for rules
 from roofline.count.meta import canonical_dtype, dtype_itemsize
 from roofline.doctor.op_table import KernelTable, OpTable
-from roofline.report import OpRecord, Report
+from roofline.report import Ceilings, OpRecord, Report
 
 T = TypeVar("T")
 
@@ -223,15 +223,51 @@ def rows(shape: Sequence[int]) -> int:
     return numel(shape[:-1]) if len(shape) >= 2 else 1
 
 
+@once_per_diagnose
+def ceilings_by_op(report: Report) -> dict[int, Ceilings]:
+    """The roofs of each op that ran on a GPU of its own model (one process driving GPUs of different models):
+    its GPU's, the device its kernels spent most time on (the analysis's choice, analyze/pipeline.py); empty
+    when the report's ceilings are every op's."""
+    by_device = report.ceilings_by_device()
+    if not by_device:
+        return {}
+    time: dict[int, dict[int, float]] = {}
+    for k in report.kernels:
+        if k.op_index is not None and k.device is not None:
+            on = time.setdefault(k.op_index, {})
+            on[k.device] = on.get(k.device, 0.0) + k.dur_s
+    found = {}
+    for index, on in time.items():
+        device = max(on.items(), key=lambda kv: (kv[1], -kv[0]))[0]
+        roofs = by_device.get(device)
+        if roofs is not None and roofs.memory_bandwidth_bytes_per_s > 0:
+            found[index] = roofs
+    return found
+
+
+def ceilings_of(report: Report, op: OpRecord | None) -> Ceilings:
+    """The roofs ``op`` is judged against: its own GPU's where the report holds each GPU's
+    (Report.ceilings_by_device), else the report's."""
+    if op is None:
+        return report.ceilings
+    return ceilings_by_op(report).get(op.index, report.ceilings)
+
+
+def bandwidth_of(report: Report, op: OpRecord | None) -> float:
+    """The memory bandwidth ``op``'s bytes move at: its own GPU's (ceilings_of)."""
+    return ceilings_of(report, op).memory_bandwidth_bytes_per_s
+
+
 def roofline_time(report: Report, op: OpRecord) -> float:
     """The op's time at the roof: the analysis's prediction when present, else flops/peak vs bytes/bandwidth."""
     if op.predicted_time_s > 0:
         return op.predicted_time_s
-    return roofline_time_of(report, op.flops, op.bytes, norm_dtype(op.dtype) or "float32")
+    return roofline_time_of(report, op.flops, op.bytes, norm_dtype(op.dtype) or "float32", op)
 
 
-def roofline_time_of(report: Report, flops: float, nbytes: float, dtype: str) -> float:
-    c = report.ceilings
+def roofline_time_of(report: Report, flops: float, nbytes: float, dtype: str, op: OpRecord | None = None) -> float:
+    """``flops`` and ``nbytes`` at the roofs of ``op``'s own GPU (ceilings_of), else the report's."""
+    c = ceilings_of(report, op)
     compute = flops / c.peak_for(dtype) if flops > 0 and c.peak_for(dtype) > 0 else 0.0
     memory = nbytes / c.memory_bandwidth_bytes_per_s if nbytes > 0 and c.memory_bandwidth_bytes_per_s > 0 else 0.0
     return max(compute, memory)

@@ -19,6 +19,7 @@ from typing import Any
 
 from roofline.errors import RooflineError
 from roofline.io import atomic_write_text, read_maybe_gzip
+from roofline.report import known_bytes
 
 _KNOWN_PHASES = set("XiIMstfCbenNODPRcpv")
 _EPSILON_US = 1e-6
@@ -201,7 +202,7 @@ def chrome_trace_from_report(report: Any) -> dict:
         cursor = max(cursor, start + dur)
         events.append({"ph": "X", "name": op.name, "cat": "op", "pid": 0, "tid": 0, "ts": start, "dur": dur,
                        "args": {"module": op.module, "bound": op.bound,
-                                "flops": op.flops if op.modeled else None, "bytes": op.bytes if op.modeled else None,
+                                "flops": op.flops if op.modeled else None, "bytes": known_bytes(op),
                                 "source": op.source, "step": op.step}})
     for kernel in report.kernels:
         events.append({"ph": "X", "name": kernel.name, "cat": kernel.category, "pid": 1,

@@ -20,7 +20,7 @@ from typing import Any
 from roofline.errors import RooflineError
 from roofline.io import atomic_write_text
 from roofline.render.chrome_trace import read_chrome_trace
-from roofline.report import OpRecord, Report
+from roofline.report import OpRecord, Report, known_bytes
 
 DEVICE_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset"}
 BANDWIDTH_TRACK = "roofline achieved bandwidth (GB/s)"
@@ -81,7 +81,7 @@ def op_args(op: OpRecord) -> dict[str, Any]:
     return {
         "roofline.module": op.module,
         "roofline.flops": op.flops if op.modeled else None,
-        "roofline.bytes": op.bytes if op.modeled else None,
+        "roofline.bytes": known_bytes(op),
         "roofline.arithmetic_intensity": _finite(op.arithmetic_intensity) if op.modeled else None,
         "roofline.bound": op.bound,
         "roofline.pct_of_roof": round(100.0 * op.efficiency, 2),

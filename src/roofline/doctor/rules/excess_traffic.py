@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 from roofline.doctor.evidence import (ATTENTION_KINDS, CONV_KINDS, ELEMENTWISE_KINDS, MATMUL_KINDS, NORM_KINDS,
-                                      generic_module, has_roofs, is_contiguous, norm_dtype, op_kind, severity_for,
-                                      top_locations)
+                                      ceilings_of, generic_module, has_roofs, is_contiguous, norm_dtype, op_kind,
+                                      severity_for, top_locations)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
 
@@ -31,7 +31,7 @@ COPY_KINDS = frozenset({"copy", "clone", "contiguous", "_to_copy", "to", "cat", 
 def extra_time_s(report: Report, op: OpRecord) -> float:
     """Time the bytes beyond the minimum cost at the DRAM roof, bounded by the op's time above both its compute
     floor and its minimum bytes' time."""
-    c = report.ceilings
+    c = ceilings_of(report, op)
     m = op.measured
     bw = c.memory_bandwidth_bytes_per_s
     if m is None or bw <= 0 or op.bytes <= 0:

@@ -53,7 +53,7 @@ def check(report: Report) -> list[Finding]:
     savings = 0.0
     for op, (k, n) in hits:
         grow = (math.ceil(k / ALIGN) * ALIGN * math.ceil(n / ALIGN) * ALIGN) / (k * n)
-        padded = roofline_time_of(report, op.flops * grow, op.bytes * grow, norm_dtype(op.dtype) or "float16")
+        padded = roofline_time_of(report, op.flops * grow, op.bytes * grow, norm_dtype(op.dtype) or "float16", op)
         savings += max(op.time_s - padded, 0.0) if padded > 0 else 0.0
     ops = [op for op, _ in hits]
     return [Finding(

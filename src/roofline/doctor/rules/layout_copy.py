@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from operator import attrgetter
 
-from roofline.doctor.evidence import (MATMUL_KINDS, blas_compatible, generic_module, has_roofs, input_dtype,
-                                      is_contiguous, is_dense_permutation, location, matmul_operands, op_kind,
-                                      op_table, output_dtype, roofline_time, severity_for, tensor_bytes,
+from roofline.doctor.evidence import (MATMUL_KINDS, bandwidth_of, blas_compatible, generic_module, has_roofs,
+                                      input_dtype, is_contiguous, is_dense_permutation, location, matmul_operands,
+                                      op_kind, op_table, output_dtype, roofline_time, severity_for, tensor_bytes,
                                       top_locations)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
@@ -167,10 +167,9 @@ def check(report: Report) -> list[Finding]:
         ))
     strided = strided_matmuls(report)
     if strided:
-        bandwidth = report.ceilings.memory_bandwidth_bytes_per_s
         ops = [op for op, _ in strided]
         time = sum(op.time_s for op in ops)
-        copy_s = sum(b for _, b in strided) * 2 / bandwidth if bandwidth > 0 else 0.0
+        copy_s = sum(b * 2 / bw for op, b in strided if (bw := bandwidth_of(report, op)) > 0)
         savings = max(time - sum(roofline_time(report, op) for op in ops) - copy_s, 0.0)
         findings.append(Finding(
             rule=RULE, category="layout",

@@ -11,11 +11,11 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from roofline.doctor.evidence import (ATTENTION_KINDS, CONV_KINDS, ELEMENTWISE_KINDS, HALF_DTYPES, MATMUL_KINDS,
-                                      VIEW_KINDS, generic_module, has_roofs, input_dtype, is_aten_like, itemsize,
-                                      location, op_kind, op_table, output_dtype, severity_for, tensor_inputs,
+                                      VIEW_KINDS, ceilings_by_op, generic_module, has_roofs, input_dtype, is_aten_like,
+                                      itemsize, location, op_kind, op_table, output_dtype, severity_for, tensor_inputs,
                                       top_locations)
 from roofline.doctor.registry import register
-from roofline.report import Finding, OpRecord, Report
+from roofline.report import Ceilings, Finding, OpRecord, Report
 
 RULE = "precision-island"
 CAST_KINDS = frozenset({"_to_copy", "to", "type_as", "copy", "_cast_Float", "_cast_Half", "_cast_BFloat16"})
@@ -139,15 +139,19 @@ def _fp32_savings(report: Report, op: OpRecord, half: str) -> float:
 def _savings_of(report: Report, half: str) -> Callable[[OpRecord], float]:
     """What computing an fp32 op in ``half`` saves: compute-bound matmuls/convs by the ratio of the compute roofs,
     the rest by the bytes half saves; the factors worked out once for all the ops."""
-    c = report.ceilings
-    fast, slow = c.peak_for(half), c.peak_for("float32")
-    compute_factor = max(1.0 - slow / fast, 0.0) if fast > 0 and slow > 0 else None
+    def factor_of(c: Ceilings) -> float | None:
+        fast, slow = c.peak_for(half), c.peak_for("float32")
+        return max(1.0 - slow / fast, 0.0) if fast > 0 and slow > 0 else None
+
+    compute_factor = factor_of(report.ceilings)
+    by_op = ceilings_by_op(report)  # GPUs of different models: each op's own roofs
     memory_factor = 1.0 - itemsize(half) / itemsize("float32")
 
     def saving(op: OpRecord) -> float:
         kind = op_kind(op.name)
         if (kind in MATMUL_KINDS or kind in CONV_KINDS) and op.bound == "compute":
-            return op.time_s * compute_factor if compute_factor is not None else 0.0
+            factor = factor_of(by_op[op.index]) if op.index in by_op else compute_factor
+            return op.time_s * factor if factor is not None else 0.0
         return op.time_s * memory_factor
 
     return saving

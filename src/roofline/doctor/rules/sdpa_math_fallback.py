@@ -158,7 +158,7 @@ def _fused_time(report: Report, call: MathCall) -> float:
     flops = 4.0 * batch * call.heads * call.seq_q * call.seq_k * call.head_dim * (0.5 if call.causal else 1.0)
     size = 2 if call.dtype in HALF else 4
     moved = size * batch * call.heads * call.head_dim * (2 * call.seq_q + 2 * call.seq_k)
-    return roofline_time_of(report, flops, moved, call.dtype or "float32")
+    return roofline_time_of(report, flops, moved, call.dtype or "float32", call.ops[0] if call.ops else None)
 
 
 @register(RULE, "scaled_dot_product_attention fell back to the math backend on a GPU")

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 from roofline.analyze.kernel_names import any_tf32
-from roofline.doctor.evidence import (CONV_KINDS, MATMUL_KINDS, op_kind, op_table, roofline_time_of, severity_for,
-                                      tensor_inputs, top_locations)
+from roofline.doctor.evidence import (CONV_KINDS, MATMUL_KINDS, bandwidth_of, ceilings_of, op_kind, op_table,
+                                      roofline_time_of, severity_for, tensor_inputs, top_locations)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
 
@@ -53,22 +53,26 @@ def compute_capability(report: Report) -> float | None:
     return None
 
 
-def tf32_peak(report: Report) -> float:
+def tf32_peak(report: Report, op: OpRecord | None = None) -> float:
+    """The TF32 compute roof of ``op``'s GPU (evidence.ceilings_of), else the report's."""
+    c = ceilings_of(report, op)
     for key in TF32_KEYS:
-        if report.ceilings.peak_flops_per_s.get(key):
-            return report.ceilings.peak_flops_per_s[key]
-    if report.ceilings.datasheet:
+        if c.peak_flops_per_s.get(key):
+            return c.peak_flops_per_s[key]
+    if c.datasheet:
         for key in TF32_KEYS:
-            if report.ceilings.datasheet.peak_flops_per_s.get(key):
-                return report.ceilings.datasheet.peak_flops_per_s[key]
+            if c.datasheet.peak_flops_per_s.get(key):
+                return c.datasheet.peak_flops_per_s[key]
     return 0.0
 
 
-def fp32_peak(report: Report) -> float:
-    if report.ceilings.peak_flops_per_s.get("float32"):
-        return report.ceilings.peak_flops_per_s["float32"]
-    if report.ceilings.datasheet:
-        return report.ceilings.datasheet.peak_flops_per_s.get("float32", 0.0)
+def fp32_peak(report: Report, op: OpRecord | None = None) -> float:
+    """The fp32 compute roof of ``op``'s GPU (evidence.ceilings_of), else the report's."""
+    c = ceilings_of(report, op)
+    if c.peak_flops_per_s.get("float32"):
+        return c.peak_flops_per_s["float32"]
+    if c.datasheet:
+        return c.datasheet.peak_flops_per_s.get("float32", 0.0)
     return 0.0
 
 
@@ -98,8 +102,8 @@ def fp32_matmuls_without_tf32(report: Report) -> list[OpRecord]:
 def _compute_bound(report: Report, op: OpRecord) -> bool:
     if op.bound in ("compute", "memory", "launch"):
         return op.bound == "compute"
-    bw = report.ceilings.memory_bandwidth_bytes_per_s
-    peak = fp32_peak(report)
+    bw = bandwidth_of(report, op)
+    peak = fp32_peak(report, op)
     return peak > 0 and bw > 0 and op.flops / peak >= op.bytes / bw
 
 
@@ -119,8 +123,11 @@ def check(report: Report) -> list[Finding]:
     if fast > 0 and slow > 0:
         savings = 0.0
         for op in bound:
-            tf32_time = max(op.time_s * slow / fast,
-                            roofline_time_of(report, 0.0, op.bytes, "float32"))
+            op_fast, op_slow = tf32_peak(report, op), fp32_peak(report, op)
+            if not (op_fast > 0 and op_slow > 0):
+                op_fast, op_slow = fast, slow
+            tf32_time = max(op.time_s * op_slow / op_fast,
+                            roofline_time_of(report, 0.0, op.bytes, "float32", op))
             savings += max(op.time_s - tf32_time, 0.0)
         method = (f"compute-bound fp32 ops' time scaled by the fp32/TF32 compute roofs ({slow:.3g}/{fast:.3g} "
                   "FLOP/s), never below their memory-roof time; memory-bound ones gain nothing")

@@ -80,7 +80,7 @@ def _merged_time(report: Report, seqs: list[list[OpRecord]]) -> float:
         at_j = [s[j] for s in seqs if j < len(s)]
         flops = sum(op.flops for op in at_j)
         nbytes = weight + sum(max(op_bytes(op) - weight, 0.0) for op in at_j)
-        total += roofline_time_of(report, flops, nbytes, dtype)
+        total += roofline_time_of(report, flops, nbytes, dtype, at_j[0])
     return total
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import statistics
 
-from roofline.doctor.evidence import (VIEW_KINDS, device_time_share, is_gpu_report, op_bytes, op_kind,
-                                      severity_for, top_locations, torch_device)
+from roofline.doctor.evidence import (VIEW_KINDS, bandwidth_of, ceilings_by_op, device_time_share, is_gpu_report,
+                                      op_bytes, op_kind, severity_for, top_locations, torch_device)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
 
@@ -48,32 +48,36 @@ def check(report: Report) -> list[Finding]:
     bandwidth = report.ceilings.memory_bandwidth_bytes_per_s
     if bandwidth <= 0 or not is_gpu_report(report):
         return []
-    ops = [op for op in report.ops if _undersized(op, bandwidth)]
+    ops = [op for op in report.ops if _undersized(op, bandwidth_of(report, op))]
     if len(ops) < MIN_OPS:
         return []
     spent = sum(op.time_s for op in ops)
     if device_time_share(report, spent) < MIN_SHARE:
         return []
     moved = sum(op_bytes(op) for op in ops)
-    at_roof = moved / bandwidth
+    achieved = moved / spent
+    mixed = bool(ceilings_by_op(report))  # GPUs of different models: each op's bytes at its own GPU's roof
+    at_roof = sum(op_bytes(op) / bandwidth_of(report, op) for op in ops) if mixed else moved / bandwidth
+    share = at_roof / spent if mixed else achieved / bandwidth
+    roof = "each op's own GPU's measured memory bandwidth" if mixed else (
+        f"the measured memory bandwidth ({bandwidth / 1e12:.3g} TB/s)")
     savings = max(spent - at_roof, 0.0)
     matmuls = [op for op in ops if op_kind(op.name) in MATMULS]
-    achieved = moved / spent
     kinds = sorted({op_kind(op.name) for op in ops})
     what = f"{len(matmuls)} of them matrix products" if matmuls else "none of them matrix products"
     return [Finding(
         rule=RULE, category="memory",
-        title=(f"{len(ops)} small memory-bound ops reach {achieved / bandwidth:.0%} of the memory roof "
+        title=(f"{len(ops)} small memory-bound ops reach {share:.0%} of the memory roof "
                f"({_mb(statistics.median(op_bytes(op) for op in ops))} each, median; {what}): too small to fill the GPU"),
         evidence={"ops": len(ops), "matmul_ops": len(matmuls), "time_s": spent, "bytes": moved,
                   "achieved_bytes_per_s": achieved, "memory_bandwidth_bytes_per_s": bandwidth,
                   "median_op_bytes": statistics.median(op_bytes(op) for op in ops),
                   "median_op_s": statistics.median(op.time_s for op in ops),
-                  "share_of_roof": achieved / bandwidth, "op_kinds": kinds[:12],
+                  "share_of_roof": share, "op_kinds": kinds[:12],
                   "small_roof_s": SMALL_ROOF_S, "slow_share": SLOW_SHARE},
         locations=top_locations(sorted(ops, key=lambda o: -o.time_s)), estimated_savings_s=savings,
-        savings_method=(f"their time less their bytes at the measured memory bandwidth ({bandwidth / 1e12:.3g} TB/s): "
-                        "what they would take at the roof; the roof is an upper bound no real kernel reaches"),
+        savings_method=(f"their time less their bytes at {roof}: what they would take at the roof; the roof is an "
+                        "upper bound no real kernel reaches"),
         fix=fix_for(report), severity=severity_for(report, savings),
     )]
 

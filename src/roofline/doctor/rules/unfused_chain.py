@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from roofline.doctor.evidence import (ELEMENTWISE_KINDS, NORM_KINDS, VIEW_KINDS, generic_module, numel, op_bytes,
-                                      op_kind, op_table, output_dtype, severity_for, tensor_bytes, tensor_inputs,
-                                      top_locations)
+from roofline.doctor.evidence import (ELEMENTWISE_KINDS, NORM_KINDS, VIEW_KINDS, bandwidth_of, generic_module, numel,
+                                      op_bytes, op_kind, op_table, output_dtype, severity_for, tensor_bytes,
+                                      tensor_inputs, top_locations)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
 
@@ -160,9 +160,10 @@ def _check(report: Report) -> list[Finding]:
         fused_each = [fused_each_of[id(c)] for c in chains]
         fused = sum(fused_each)
         if bandwidth > 0:
-            savings = sum(max(sum(op.time_s for op in c) - f / bandwidth, 0.0) for c, f in zip(chains, fused_each))
+            savings = sum(max(sum(op.time_s for op in c) - f / (bandwidth_of(report, c[0]) or bandwidth), 0.0)
+                          for c, f in zip(chains, fused_each))
             method = ("each chain's measured time minus one fused pass at the memory roof: (external inputs read "
-                      "once + last output written once) / measured bandwidth")
+                      "once + last output written once) / measured bandwidth of the chain's GPU")
         elif unfused > 0:
             savings = time * max(1.0 - fused / unfused, 0.0)
             method = "measured time scaled by the bytes fusion removes (same achieved bandwidth; no roof measured)"
