@@ -1,0 +1,50 @@
+"""benchmarks/gpu_sweep.py: its CPU path runs a case through profile, trace and doctor and records the checks."""
+
+import json
+
+import pytest
+
+from benchmark_scripts import load_benchmark
+
+
+def test_bad_numbers_names_each_path_once_with_its_count():
+    bench = load_benchmark("gpu_sweep")
+    tree = {"ops": [{"time_s": -1.0}, {"time_s": 2.0}, {"time_s": float("nan")}], "a": {"b": float("inf"), "ok": True}}
+    found = bench.bad_numbers(tree)
+    assert found == {".ops[].time_s": {"count": 2, "example": "-1.0"}, ".a.b": {"count": 1, "example": "inf"}}
+
+
+def test_checks_flag_an_op_over_its_roof_only_when_not_marked():
+    bench = load_benchmark("gpu_sweep")
+    report = {"environment": {"device_name": "NVIDIA H200"}, "summary": {"kernel_time_attributed_share": 0.9},
+              "ops": [{"name": "mm", "efficiency": 1.2, "above_roof": True, "time_s": 1.0},
+                      {"name": "add", "efficiency": 1.1, "time_s": 1.0},
+                      {"name": "weird", "efficiency": 0.0, "modeled": False, "time_s": 3.0},
+                      {"name": "odd", "efficiency": 0.0, "modeled": False, "time_s": 4.0}]}
+    checks = bench.report_checks(report, "cuda")
+    assert checks["over_roof_unflagged"] == ["add"] and checks["above_roof_flagged"] == 1
+    assert checks["unmodelled_top"] == [["odd", 4.0], ["weird", 3.0]]
+    assert bench.report_checks({"environment": {"device_name": "cpu"}}, "cuda")["device_ok"] is False
+
+
+@pytest.mark.slow
+def test_cpu_sweep_of_one_case_and_one_gpu_only(tmp_path, capsys, cpu_ceilings):
+    from roofline.device import save_ceilings
+
+    bench = load_benchmark("gpu_sweep")
+    save_ceilings(cpu_ceilings, tmp_path / "ceilings.json")
+    out = tmp_path / "out"
+    argv = [str(out), "--device", "cpu", "--cases", "fused_adamw,cuda_graph_replay", "--quick", "--ceilings",
+            str(tmp_path / "ceilings.json")]
+    assert bench.main(argv) == 0
+    sweep = json.loads((out / "sweep.json").read_text())
+    assert sweep["gpu"] == "cpu" and sweep["torch_version"] and "--device cpu" in sweep["command"]
+    ran, skipped = sweep["cases"]
+    assert skipped == {"case": "cuda_graph_replay", "doc": skipped["doc"], "skipped": "GPU only: CUDA graphs"}
+    assert ran["profile"]["rc"] == 0 and ran["trace"]["rc"] == 0 and ran["doctor"]["rc"] == 0, ran["broken"]
+    assert ran["broken"] == [] and ran["checks"]["bad_numbers"] == {}
+    assert ran["checks"]["ops"] > 0 and ran["checks"]["unmodelled_ops"] == 0
+    assert ran["trace_agrees"] is True and ran["compared"] == "op_time_s"
+    assert isinstance(ran["doctor_findings"], list)
+    assert sorted(p.name for p in out.iterdir()) == ["cases.tgz", "sweep.json", "sweep.md"]
+    assert capsys.readouterr().out.rstrip().endswith("| cuda_graph_replay | skipped: GPU only: CUDA graphs | | | | | | | | |")
