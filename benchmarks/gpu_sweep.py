@@ -79,7 +79,7 @@ def bad_numbers(node, path: str = "") -> dict[str, dict]:
     return found
 
 
-def report_checks(report: dict, device: str) -> dict:
+def report_checks(report: dict, device: str, gpu: str = "") -> dict:
     """What a report says about how the run was captured and attributed (the sweep's columns)."""
     summary = report.get("summary") or {}
     ops = report.get("ops") or []
@@ -92,7 +92,7 @@ def report_checks(report: dict, device: str) -> dict:
     top = sorted(unmodelled.items(), key=lambda kv: -kv[1])[:5]
     return {
         "device_name": name,
-        "device_ok": bool(name) and (device == "cpu" or "cpu" not in name.lower()),
+        "device_ok": bool(name) and (device == "cpu" or (bool(gpu) and gpu in name)),
         "bad_numbers": bad_numbers(report),
         "ops": len(ops),
         "over_roof_unflagged": sorted({op["name"] for op in over})[:5],
@@ -151,13 +151,16 @@ def failed(row: dict) -> list[str]:
             why.append("nan/inf/negative: " + ", ".join(list(c["bad_numbers"])[:3]))
         if c["over_roof_unflagged_count"]:
             why.append(f"{c['over_roof_unflagged_count']} ops >100% unflagged")
+        traced = row.get("trace_checks") or {}
+        if traced.get("bad_numbers"):
+            why.append("trace nan/inf/negative: " + ", ".join(list(traced["bad_numbers"])[:3]))
         if row.get("trace_agrees") is False:
             why.append(f"trace/profile {row['trace_ratio']}")
     return why
 
 
 def run_case(case: Case, out: Path, device: str, ceilings: list[str], scale: float, profile_extra: list[str],
-             deadline: float) -> dict:
+             deadline: float, gpu: str) -> dict:
     """profile, trace, doctor and the checks of one case; every call's limit is cut to what is left before deadline
     (a perf_counter time), so that a late case cannot run the sweep past it."""
 
@@ -173,13 +176,13 @@ def run_case(case: Case, out: Path, device: str, ceilings: list[str], scale: flo
                                str(script), device], limit(case.timeout_s), work / "profile")
     report = load(work / "profile" / "report.json")
     if report is not None:
-        row["checks"] = report_checks(report, device)
+        row["checks"] = report_checks(report, device, gpu)
     trace_file = work / "profile" / "trace.json.gz"
     if trace_file.is_file():
         row["trace"] = run(RL + ["trace", *ceilings, "--no-html", "-o", str(work / "trace"), str(trace_file)],
                            limit(60), work / "trace")
         traced = load(work / "trace" / "report.json")
-        row["trace_checks"] = None if traced is None else report_checks(traced, device)
+        row["trace_checks"] = None if traced is None else report_checks(traced, device, gpu)
         if row.get("checks"):
             row.update(agreement(row["checks"], row["trace_checks"]))
     if report is not None:
@@ -214,7 +217,7 @@ def ceilings_args(args, out: Path) -> tuple[list[str], dict | None]:
     if args.device.startswith("cuda") and H200_CEILINGS.is_file():
         import torch
 
-        if "H200" in torch.cuda.get_device_name():
+        if "H200" in torch.cuda.get_device_name(torch.device(args.device)):
             return ["--ceilings", str(H200_CEILINGS)], None
     path = out / "cases" / "ceilings.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -278,6 +281,9 @@ def main(argv: list[str] | None = None) -> int:
     (out / "scripts").mkdir(exist_ok=True)
     for case in cases:
         (out / "scripts" / f"{case.name}.py").write_text(case.script())
+    import torch
+
+    gpu = torch.cuda.get_device_name(torch.device(args.device)) if not cpu and torch.cuda.is_available() else "cpu"
     start = time.perf_counter()
     ceilings, ceilings_stage = ceilings_args(args, out)
 
@@ -288,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
             return {"case": case.name, "doc": case.doc, "skipped": f"GPU only: {case.gpu_only}"}
         if time.perf_counter() - start > args.budget - 60:
             return {"case": case.name, "doc": case.doc, "skipped": f"sweep budget ({args.budget:.0f} s) spent"}
-        row = run_case(case, out, args.device, ceilings, args.timeout_scale, quick, start + args.budget)
+        row = run_case(case, out, args.device, ceilings, args.timeout_scale, quick, start + args.budget, gpu)
         print(f"[{time.perf_counter() - start:6.1f}s] {case.name}: {'; '.join(row['broken']) or 'ok'}", flush=True)
         return row
 
@@ -296,12 +302,10 @@ def main(argv: list[str] | None = None) -> int:
     with ThreadPoolExecutor(jobs) as pool:
         done = dict(zip([c.name for c in slow_first], pool.map(one, slow_first)))
     rows = [done[c.name] for c in cases]
-    import torch
-
-    gpu = torch.cuda.get_device_name() if not cpu and torch.cuda.is_available() else "cpu"
     result = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "gpu": gpu, "device": args.device,
               "torch_version": torch.__version__, "python": sys.version.split()[0],
-              "command": " ".join([Path(PY).name, "benchmarks/gpu_sweep.py", *(sys.argv[1:] if argv is None else argv)]), "jobs": jobs, "ceilings": ceilings,
+              "command": " ".join([Path(PY).name, "benchmarks/gpu_sweep.py", *(sys.argv[1:] if argv is None else argv)]),
+              "jobs": jobs, "ceilings": ceilings,
               "ceilings_stage": ceilings_stage, "seconds": round(time.perf_counter() - start, 1),
               "broken": sum(bool(r.get("broken")) for r in rows), "cases": rows}
     (out / "sweep.json").write_text(json.dumps(result, indent=1))

@@ -21,10 +21,18 @@ def test_checks_flag_an_op_over_its_roof_only_when_not_marked():
                       {"name": "add", "efficiency": 1.1, "time_s": 1.0},
                       {"name": "weird", "efficiency": 0.0, "modeled": False, "time_s": 3.0},
                       {"name": "odd", "efficiency": 0.0, "modeled": False, "time_s": 4.0}]}
-    checks = bench.report_checks(report, "cuda")
+    checks = bench.report_checks(report, "cuda", "NVIDIA H200")
     assert checks["over_roof_unflagged"] == ["add"] and checks["above_roof_flagged"] == 1
     assert checks["unmodelled_top"] == [["odd", 4.0], ["weird", 3.0]]
-    assert bench.report_checks({"environment": {"device_name": "cpu"}}, "cuda")["device_ok"] is False
+    assert checks["device_ok"] and checks["attributed_share"] == 0.9
+    assert bench.report_checks({"environment": {"device_name": "AMD EPYC"}}, "cuda", "NVIDIA H200")["device_ok"] is False
+
+
+def test_every_case_script_compiles_and_names_are_unique():
+    cases = load_benchmark("gpu_sweep_cases").CASES
+    assert len({c.name for c in cases}) == len(cases) >= 20
+    for case in cases:
+        compile(case.script(), case.name, "exec")
 
 
 @pytest.mark.slow
