@@ -14,7 +14,7 @@ Writes OUT/sweep.json and OUT/sweep.md and prints the table last. Traces, plots 
 checks; each case keeps report.json.gz, and a failed one its stderr files too; everything per case is packed into
 OUT/cases.tgz (the device tool brings back few files).
 
-Cases run --jobs at a time (default 3 on cuda, 1 on cpu): the sweep looks for breakage, not speed; figures such
+Cases run --jobs at a time (default 4 on cuda, 1 on cpu): the sweep looks for breakage, not speed; figures such
 as % of roof are from runs that shared the GPU with up to jobs-1 other cases (they can only read lower).
 """
 
@@ -120,10 +120,12 @@ def agreement(profile: dict, trace: dict | None) -> dict:
     """trace's time against profile's: kernel time when both have it (GPU), else the ops' time (CPU traces)."""
     if trace is None:
         return {"trace_agrees": None, "trace_ratio": None, "compared": None}
-    key = "kernel_time_s" if profile.get("kernel_time_s") and trace.get("kernel_time_s") else "op_time_s"
+    key = "kernel_time_s" if profile.get("kernel_time_s") else "op_time_s"
     p, t = profile.get(key), trace.get(key)
-    if not p or t is None:
+    if not p:
         return {"trace_agrees": None, "trace_ratio": None, "compared": key}
+    if not t:  # profile timed kernels (or ops) that trace, reading the same file, did not find
+        return {"trace_agrees": False, "trace_ratio": t, "compared": key}
     ratio = t / p
     return {"trace_agrees": abs(ratio - 1) <= AGREE, "trace_ratio": round(ratio, 4), "compared": key}
 
@@ -172,8 +174,9 @@ def run_case(case: Case, out: Path, device: str, ceilings: list[str], scale: flo
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     row: dict = {"case": case.name, "doc": case.doc}
-    row["profile"] = run(RL + ["profile", *ceilings, "--device", device, *case.profile_args, *profile_extra, "-o", str(work / "profile"),
-                               str(script), device], limit(case.timeout_s), work / "profile")
+    argv = RL + ["profile", *ceilings, "--device", device, *case.profile_args, *profile_extra,
+                 "-o", str(work / "profile"), str(script), device]
+    row["profile"] = run(argv, limit(case.timeout_s), work / "profile")
     report = load(work / "profile" / "report.json")
     if report is not None:
         row["checks"] = report_checks(report, device, gpu)
@@ -189,7 +192,8 @@ def run_case(case: Case, out: Path, device: str, ceilings: list[str], scale: flo
         row["doctor"] = run(RL + ["doctor", *ceilings, "--findings", "0", "-o", str(work / "doctor"),
                                   str(work / "profile" / "report.json")], limit(60), work / "doctor")
         doctored = load(work / "doctor" / "report.json")
-        row["doctor_findings"] = None if doctored is None else [f.get("title", "") for f in doctored.get("findings") or []]
+        found = None if doctored is None else doctored.get("findings") or []
+        row["doctor_findings"] = None if found is None else [f.get("title", "") for f in found]
     row["broken"] = failed(row)
     tidy(work, keep_logs=bool(row["broken"]))
     return row
@@ -234,7 +238,8 @@ def cell(v) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| case | profile | s | trace | doctor | attributed | unmodelled (top) | trace/profile | findings | broken |\n"
+    head = ("| case | profile | s | trace | doctor | attributed | unmodelled (top) | trace/profile | findings "
+            "| broken |\n"
             "|---|---|---:|---|---|---:|---|---:|---:|---|")
     lines = [head]
     for r in rows:
@@ -243,12 +248,30 @@ def table(rows: list[dict]) -> str:
             continue
         c = r.get("checks") or {}
         rc = lambda s: "-" if r.get(s) is None else ("hung" if r[s]["timed_out"] else str(r[s]["rc"]))  # noqa: E731
-        unm = ", ".join(n for n, _ in c.get("unmodelled_top", [])[:3])
-        unm = f"{c.get('unmodelled_ops', '-')} {unm}".strip()
+        unm = ", ".join(n[:40] for n, _ in c.get("unmodelled_top", [])[:3])
+        unm = "-" if not c else "0" if not c["unmodelled_ops"] else (
+            f"{c['unmodelled_ops']} ops, {c['unmodelled_share'] or 0:.1%}: {unm}")
         share = c.get("attributed_share")
         lines.append(f"| {r['case']} | {rc('profile')} | {r['profile']['seconds']} | {rc('trace')} | {rc('doctor')} | "
                      f"{'-' if share is None else f'{share:.1%}'} | {unm} | {cell(r.get('trace_ratio'))} | "
                      f"{len(r.get('doctor_findings') or [])} | {'; '.join(r['broken']) or 'ok'} |")
+    return "\n".join(lines)
+
+
+def details(rows: list[dict]) -> str:
+    """Per case that ran: why it broke (with the last line of the failing stage's stderr) and the doctor's findings."""
+    lines = []
+    for r in rows:
+        if "skipped" in r:
+            continue
+        lines.append(f"- **{r['case']}**: {'; '.join(r['broken']) or 'ok'}")
+        for stage in ("profile", "trace", "doctor"):
+            st = r.get(stage)
+            if st and (st["rc"] != 0 or st["traceback"]):
+                last = [ln for ln in st["stderr_tail"].splitlines() if ln.strip()][-1:] or ["(no stderr)"]
+                lines.append(f"  - {stage} stderr: `{last[0][:300]}`")
+        for title in (r.get("doctor_findings") or [])[:5]:
+            lines.append(f"  - finding: {title[:160]}")
     return "\n".join(lines)
 
 
@@ -257,11 +280,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
-    parser.add_argument("--jobs", type=int, default=None, help="cases at a time (default 3 on cuda, 1 on cpu)")
+    parser.add_argument("--jobs", type=int, default=None, help="cases at a time (default 4 on cuda, 1 on cpu)")
     parser.add_argument("--ceilings", default=None, help="ceilings JSON for every case")
-    parser.add_argument("--budget", type=float, default=480,
+    parser.add_argument("--budget", type=float, default=330,
                         help="seconds the sweep may take: no case starts in its last 60 s, and every call is cut to "
-                             "what is left (default 480)")
+                             "what is left (default 330)")
     parser.add_argument("--quick", action="store_true",
                         help="profile one step, no warm-up (the test's CPU run: the flow, not the figures)")
     parser.add_argument("--keep", action="store_true", help="leave scripts/ and cases/ unpacked (no cases.tgz)")
@@ -277,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     cases = [c for c in CASES if not wanted or c.name in wanted]
     cpu = args.device == "cpu"
-    jobs = args.jobs or (1 if cpu else 3)
+    jobs = args.jobs or (1 if cpu else 4)
     (out / "scripts").mkdir(exist_ok=True)
     for case in cases:
         (out / "scripts" / f"{case.name}.py").write_text(case.script())
@@ -304,13 +327,14 @@ def main(argv: list[str] | None = None) -> int:
     rows = [done[c.name] for c in cases]
     result = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "gpu": gpu, "device": args.device,
               "torch_version": torch.__version__, "python": sys.version.split()[0],
-              "command": " ".join([Path(PY).name, "benchmarks/gpu_sweep.py", *(sys.argv[1:] if argv is None else argv)]),
+              "command": " ".join([Path(PY).name, "benchmarks/gpu_sweep.py",
+                                   *(sys.argv[1:] if argv is None else argv)]),
               "jobs": jobs, "ceilings": ceilings,
               "ceilings_stage": ceilings_stage, "seconds": round(time.perf_counter() - start, 1),
               "broken": sum(bool(r.get("broken")) for r in rows), "cases": rows}
     (out / "sweep.json").write_text(json.dumps(result, indent=1))
     md = (f"# gpu_sweep {result['date']}: {gpu}, torch {torch.__version__}, {jobs} cases at a time, "
-          f"{result['seconds']} s\n\n`{result['command']}`\n\n{table(rows)}\n")
+          f"{result['seconds']} s\n\n`{result['command']}`\n\n{details(rows)}\n\n{table(rows)}\n")
     (out / "sweep.md").write_text(md)
     if not args.keep:
         with tarfile.open(out / "cases.tgz", "w:gz") as tar:

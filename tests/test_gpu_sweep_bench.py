@@ -56,3 +56,16 @@ def test_cpu_sweep_of_one_case_and_one_gpu_only(tmp_path, capsys, cpu_ceilings):
     assert isinstance(ran["doctor_findings"], list)
     assert sorted(p.name for p in out.iterdir()) == ["cases.tgz", "sweep.json", "sweep.md"]
     assert capsys.readouterr().out.rstrip().endswith("| cuda_graph_replay | skipped: GPU only: CUDA graphs | | | | | | | | |")
+
+
+def test_a_case_breaks_on_a_hang_an_exit_a_traceback_or_a_disagreeing_trace():
+    bench = load_benchmark("gpu_sweep")
+    ok = {"rc": 0, "timed_out": False, "traceback": False}
+    checks = bench.report_checks({"environment": {"device_name": "NVIDIA H200"}, "ops": []}, "cuda", "NVIDIA H200")
+    row = {"profile": ok, "trace": ok, "doctor": ok, "checks": checks, "trace_agrees": True, "trace_ratio": 1.0}
+    assert bench.failed(row) == []
+    assert bench.failed({**row, "trace": {"rc": None, "timed_out": True, "traceback": False}}) == ["trace hung"]
+    assert bench.failed({**row, "doctor": {**ok, "traceback": True}}) == ["doctor traceback"]
+    assert bench.failed({**row, "trace_agrees": False, "trace_ratio": 0.9}) == ["trace/profile 0.9"]
+    assert bench.failed({"profile": ok}) == ["no report.json"]
+    assert bench.failed({"profile": {**ok, "rc": 2}}) == ["profile exit 2"]
