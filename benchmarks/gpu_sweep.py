@@ -11,7 +11,7 @@ exit codes, wall times, the stderr tail, and checks on report.json: the device n
 anywhere in it, no op over 100% of its roof unless flagged above_roof, the share of device time attributed to
 ops, the unmodelled ops, the doctor's findings, and whether trace's kernel time agrees with profile's within 5%.
 Writes OUT/sweep.json and OUT/sweep.md and prints the table last. Traces, plots and HTML are deleted after the
-checks; each case keeps report.json.gz, and a failed one its stderr files too; everything per case is packed into
+checks; each case keeps profile's report.json.gz, a broken one also trace's, doctor's and the logs; all is packed into
 OUT/cases.tgz (the device tool brings back few files).
 
 Cases run --jobs at a time (default 4 on cuda, 1 on cpu): the sweep looks for breakage, not speed; figures such
@@ -195,22 +195,23 @@ def run_case(case: Case, out: Path, device: str, ceilings: list[str], scale: flo
         found = None if doctored is None else doctored.get("findings") or []
         row["doctor_findings"] = None if found is None else [f.get("title", "") for f in found]
     row["broken"] = failed(row)
-    tidy(work, keep_logs=bool(row["broken"]))
+    tidy(work, broken=bool(row["broken"]))
     return row
 
 
-def tidy(work: Path, keep_logs: bool) -> None:
-    """Keep each stage's report.json (gzipped) and, for a broken case, its stdout/stderr; drop traces and plots."""
+def tidy(work: Path, broken: bool) -> None:
+    """Keep profile's report.json (gzipped); for a broken case also trace's and doctor's and every stage's
+    stdout/stderr. Traces, plots and HTML go (the files that come back from the device are few and capped)."""
     for path in sorted(work.rglob("*"), reverse=True):
         if path.is_dir():
             if not any(path.iterdir()):
                 path.rmdir()
             continue
-        if path.name == "report.json":
+        if path.name == "report.json" and (broken or path.parent.name == "profile"):
             with open(path, "rb") as src, gzip.open(path.with_suffix(".json.gz"), "wb") as dst:
                 shutil.copyfileobj(src, dst)
             path.unlink()
-        elif not (keep_logs and path.suffix in (".err", ".out")):
+        elif not (broken and path.suffix in (".err", ".out")):
             path.unlink()
 
 

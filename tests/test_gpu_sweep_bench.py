@@ -1,6 +1,7 @@
 """benchmarks/gpu_sweep.py: its CPU path runs a case through profile, trace and doctor and records the checks."""
 
 import json
+import tarfile
 
 import pytest
 
@@ -55,6 +56,9 @@ def test_cpu_sweep_of_one_case_and_one_gpu_only(tmp_path, capsys, cpu_ceilings):
     assert ran["trace_agrees"] is True and ran["compared"] == "op_time_s"
     assert isinstance(ran["doctor_findings"], list)
     assert sorted(p.name for p in out.iterdir()) == ["cases.tgz", "sweep.json", "sweep.md"]
+    with tarfile.open(out / "cases.tgz") as tar:
+        files = sorted(m.name for m in tar.getmembers() if m.isfile())
+    assert files == ["cases/fused_adamw/profile/report.json.gz", "scripts/cuda_graph_replay.py", "scripts/fused_adamw.py"]
     assert capsys.readouterr().out.rstrip().endswith("| cuda_graph_replay | skipped: GPU only: CUDA graphs | | | | | | | | |")
 
 
