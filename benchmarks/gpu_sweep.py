@@ -36,6 +36,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gpu_sweep_cases import CASES, Case  # noqa: E402
 
+from roofline.io import atomic_write_bytes  # noqa: E402
+
 PY = sys.executable
 RL = [PY, "-m", "roofline"]
 H200_CEILINGS = Path(__file__).resolve().parent / "results/h200/issue19-20/ceilings_h200.json"
@@ -318,7 +320,11 @@ def main(argv: list[str] | None = None) -> int:
             return {"case": case.name, "doc": case.doc, "skipped": f"GPU only: {case.gpu_only}"}
         if time.perf_counter() - start > args.budget - 60:
             return {"case": case.name, "doc": case.doc, "skipped": f"sweep budget ({args.budget:.0f} s) spent"}
-        row = run_case(case, out, args.device, ceilings, args.timeout_scale, quick, start + args.budget, gpu)
+        try:
+            row = run_case(case, out, args.device, ceilings, args.timeout_scale, quick, start + args.budget, gpu)
+        except Exception as exc:  # the driver's own fault on one case (an odd report) is that case's row
+            row = {"case": case.name, "doc": case.doc, "skipped": f"driver error: {type(exc).__name__}: {exc}",
+                   "broken": [f"driver error: {exc}"]}
         print(f"[{time.perf_counter() - start:6.1f}s] {case.name}: {'; '.join(row['broken']) or 'ok'}", flush=True)
         return row
 
@@ -333,10 +339,10 @@ def main(argv: list[str] | None = None) -> int:
               "jobs": jobs, "ceilings": ceilings,
               "ceilings_stage": ceilings_stage, "seconds": round(time.perf_counter() - start, 1),
               "broken": sum(bool(r.get("broken")) for r in rows), "cases": rows}
-    (out / "sweep.json").write_text(json.dumps(result, indent=1))
+    atomic_write_bytes(out / "sweep.json", json.dumps(result, indent=1).encode())
     md = (f"# gpu_sweep {result['date']}: {gpu}, torch {torch.__version__}, {jobs} cases at a time, "
           f"{result['seconds']} s\n\n`{result['command']}`\n\n{details(rows)}\n\n{table(rows)}\n")
-    (out / "sweep.md").write_text(md)
+    atomic_write_bytes(out / "sweep.md", md.encode())
     if not args.keep:
         with tarfile.open(out / "cases.tgz", "w:gz") as tar:
             for sub in ("scripts", "cases"):
