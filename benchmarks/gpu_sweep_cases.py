@@ -49,12 +49,12 @@ x = torch.randn(B, T, 512, device=DEV, dtype=DT)
 ATTENTION_TRAIN = ATTENTION + '''
 opt = torch.optim.SGD(m.parameters(), lr=1e-3)
 with sdpa_kernel(SDPBackend.{backend}):
-    for _ in range(8):
+    for _ in range(12):
         m(x).float().square().mean().backward(); opt.step(); opt.zero_grad()
 '''
 ATTENTION_INFER = ATTENTION + '''
 with sdpa_kernel(SDPBackend.{backend}), torch.no_grad():
-    for _ in range(8):
+    for _ in range(12):
         m(x)
 '''
 
@@ -75,7 +75,7 @@ m = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
 opt = torch.optim.SGD(m.parameters(), lr=1e-2, momentum=0.9)
 scaler = torch.amp.GradScaler(DEV, enabled=not CPU)
 x, y = torch.randn(B, 3, S, S, device=DEV), torch.randint(0, 10, (B,), device=DEV)
-for _ in range(8):
+for _ in range(12):
     with torch.autocast(DEV, dtype=DT):
         loss = nn.functional.cross_entropy(m(x), y)
     scaler.scale(loss).backward(); scaler.step(opt); scaler.update(); opt.zero_grad()
@@ -88,7 +88,7 @@ layer = nn.TransformerEncoderLayer(D, 8, 4 * D, batch_first=True, norm_first=Tru
 m = nn.TransformerEncoder(layer, 4).to(DEV)
 opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
 x = torch.randn(B, T, D, device=DEV)
-for _ in range(8):
+for _ in range(12):
     with torch.autocast(DEV, dtype=torch.bfloat16):
         loss = m(x).float().square().mean()
     loss.backward(); opt.step(); opt.zero_grad()
@@ -101,7 +101,7 @@ B, S = (2, 64) if CPU else (32, 224)
 m = torchvision.models.resnet18(weights=None).to(DEV, DT).to(memory_format=torch.channels_last).eval()
 x = torch.randn(B, 3, S, S, device=DEV, dtype=DT).to(memory_format=torch.channels_last)
 with torch.no_grad():
-    for _ in range(8):
+    for _ in range(12):
         m(x)
 '''),
     Case("tf32_mlp", "An fp32 MLP trained with TF32 matmuls on (torch.set_float32_matmul_precision('high')).",
@@ -112,7 +112,7 @@ B, D = (16, 64) if CPU else (4096, 2048)
 m = nn.Sequential(nn.Linear(D, 4 * D), nn.GELU(), nn.Linear(4 * D, D), nn.LayerNorm(D)).to(DEV)
 opt = torch.optim.Adam(m.parameters(), lr=1e-4, foreach=True)
 x = torch.randn(B, D, device=DEV)
-for _ in range(8):
+for _ in range(12):
     m(x).square().mean().backward(); opt.step(); opt.zero_grad()
 '''),
     Case("fused_adamw", "An MLP trained with AdamW(fused=True) (one fused kernel for all parameters).",
@@ -122,7 +122,7 @@ B, D = (16, 64) if CPU else (1024, 1024)
 m = nn.Sequential(*[nn.Sequential(nn.Linear(D, D), nn.ReLU()) for _ in range(6)]).to(DEV)
 opt = torch.optim.AdamW(m.parameters(), lr=1e-4, fused=True)
 x = torch.randn(B, D, device=DEV)
-for _ in range(8):
+for _ in range(12):
     m(x).square().mean().backward(); opt.step(); opt.zero_grad()
 '''),
     Case("cuda_graph_replay", "An MLP's forward captured once in a torch.cuda.CUDAGraph and replayed each step.",
@@ -144,7 +144,7 @@ class Graphed(nn.Module):
 inner = nn.Sequential(*[nn.Sequential(nn.Linear(1024, 1024), nn.GELU()) for _ in range(8)]).to(DEV, torch.float16)
 x = torch.randn(64, 1024, device=DEV, dtype=torch.float16)
 g = Graphed(inner, x)
-for _ in range(8):
+for _ in range(12):
     g(x)
 ''', gpu_only="CUDA graphs"),
     Case("compile_default", "torch.compile (default mode, inductor) of an MLP block, training steps.",
@@ -155,7 +155,7 @@ m = nn.Sequential(nn.LayerNorm(D), nn.Linear(D, 4 * D), nn.GELU(), nn.Linear(4 *
 cm = torch.compile(m)
 opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
 x = torch.randn(B, D, device=DEV)
-for _ in range(8):
+for _ in range(12):
     cm(x).square().mean().backward(); opt.step(); opt.zero_grad()
 ''', timeout_s=150),
     Case("compile_reduce_overhead", "torch.compile(mode='reduce-overhead') (CUDA graph trees) of an MLP, inference.",
@@ -165,7 +165,7 @@ m = nn.Sequential(*[nn.Sequential(nn.Linear(512, 512), nn.GELU()) for _ in range
 cm = torch.compile(m, mode="reduce-overhead")
 x = torch.randn(32, 512, device=DEV, dtype=torch.float16)
 with torch.no_grad():
-    for _ in range(10):
+    for _ in range(12):
         cm(x)
 ''', gpu_only="reduce-overhead compiles to CUDA graphs", timeout_s=150),
     Case("cudnn_lstm", "A 2-layer LSTM (cuDNN on the GPU) trained with Adam on a sequence regression.",
@@ -180,7 +180,7 @@ class Net(nn.Module):
 m = Net().to(DEV)
 opt = torch.optim.Adam(m.parameters(), lr=1e-3)
 x, y = torch.randn(B, T, H, device=DEV), torch.randn(B, T, 1, device=DEV)
-for _ in range(8):
+for _ in range(12):
     nn.functional.mse_loss(m(x), y).backward(); opt.step(); opt.zero_grad()
 '''),
     Case("flex_attention_causal", "FlexAttention (compiled) with a causal BlockMask, fp16, forward and backward.",
@@ -197,7 +197,7 @@ class Attn(torch.nn.Module):
         return flex(q, k, v, block_mask=mask)
 m = Attn().to(DEV, torch.float16)
 x = torch.randn(B, T, H * D, device=DEV, dtype=torch.float16)
-for _ in range(8):
+for _ in range(12):
     m(x).float().square().mean().backward()
 ''', gpu_only="FlexAttention's compiled kernels are Triton (GPU)", timeout_s=150),
     Case("fp8_scaled_mm", "Linear layers run as torch._scaled_mm on float8_e4m3fn with per-tensor scales, bf16 out.",
@@ -215,7 +215,7 @@ class Fp8Linear(torch.nn.Module):
 m = torch.nn.Sequential(*[Fp8Linear(4096) for _ in range(4)])
 x = torch.randn(4096, 4096, device=DEV, dtype=torch.bfloat16)
 with torch.no_grad():
-    for _ in range(8):
+    for _ in range(12):
         m(x)
 ''', gpu_only="fp8 _scaled_mm needs an sm89+ GPU"),
     Case("nested_jagged_sdpa", "Nested tensors (layout=torch.jagged, variable lengths) through Linear and SDPA.",
@@ -235,7 +235,7 @@ class Attn(torch.nn.Module):
 m = Attn().to(DEV, DT)
 x = torch.nested.nested_tensor([torch.randn(n, E) for n in lengths], layout=torch.jagged, device=DEV, dtype=DT)
 with torch.no_grad():
-    for _ in range(8):
+    for _ in range(12):
         m(x)
 ''', gpu_only="torch's jagged SDPA asks cuDNN first, which raises on a CUDA build of torch on a machine with no "
               "GPU driver (torch 2.14 here)"),
@@ -251,7 +251,7 @@ m = LlamaForCausalLM(cfg).to(DEV, torch.bfloat16)
 opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
 B, T = (2, 32) if CPU else (8, 512)
 ids = torch.randint(0, cfg.vocab_size, (B, T), device=DEV)
-for _ in range(8):
+for _ in range(12):
     m(input_ids=ids, labels=ids).loss.backward(); opt.step(); opt.zero_grad()
 '''),
     Case("hf_bert_sdpa_padded", "BertModel from a small config, sdpa attention with a padding mask, fp16 inference.",
@@ -266,7 +266,7 @@ ids = torch.randint(0, 1000, (B, T), device=DEV)
 mask = torch.ones(B, T, dtype=torch.long, device=DEV)
 mask[0, T // 2:] = 0
 with torch.no_grad():
-    for _ in range(8):
+    for _ in range(12):
         m(input_ids=ids, attention_mask=mask)
 '''),
     Case("hf_gpt2_generate", "GPT-2 from a small config (sdpa), greedy generate() of 24 tokens with the KV cache.",
@@ -289,7 +289,7 @@ m = torchvision.models.detection.fasterrcnn_mobilenet_v3_large_fpn(weights=None,
                                                                    min_size=S, max_size=S).to(DEV).eval()
 images = [torch.rand(3, S, S, device=DEV) for _ in range(2 if CPU else 4)]
 with torch.no_grad():
-    for _ in range(8):
+    for _ in range(12):
         m(images)
 '''),
     Case("tv_maskrcnn_train_amp", "torchvision maskrcnn_resnet50_fpn training steps under fp16 autocast + GradScaler.",
@@ -305,7 +305,7 @@ def target():
     masks = torch.zeros(2, S, S, dtype=torch.uint8, device=DEV); masks[0, 30:220, 20:200] = 1; masks[1, 50:160, 100:300] = 1
     return {"boxes": boxes, "labels": torch.tensor([1, 3], device=DEV), "masks": masks}
 images, targets = [torch.rand(3, S, S, device=DEV) for _ in range(2)], [target() for _ in range(2)]
-for _ in range(8):
+for _ in range(12):
     with torch.autocast(DEV, dtype=torch.float16):
         loss = sum(m(images, targets).values())
     scaler.scale(loss).backward(); scaler.step(opt); scaler.update(); opt.zero_grad()
@@ -329,7 +329,7 @@ class TwoBranch(nn.Module):
 m = TwoBranch().to(DEV, torch.float16)
 x = torch.randn(2048, 2048, device=DEV, dtype=torch.float16)
 with torch.no_grad():
-    for _ in range(8):
+    for _ in range(12):
         m(x)
 ''', gpu_only="CUDA streams"),
 ]
