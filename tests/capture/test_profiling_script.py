@@ -136,6 +136,21 @@ def test_steps_follow_the_largest_modules_top_level_forward() -> None:
     assert not torch.nn.modules.module._global_forward_hooks
 
 
+def test_a_wrapper_around_a_model_first_called_bare_takes_over_its_steps() -> None:
+    """A model warmed up (or captured in a CUDA graph) bare, then called through a weightless wrapper: the
+    wrapper ties on size, and its forwards were no step at all (gpu_sweep's cuda_graph_replay case on CPU)."""
+    inner = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
+    wrapper = torch.nn.Sequential(inner)
+    other = torch.nn.Linear(8, 8)  # as large as inner (72 weights), holds nothing of it: never the steps
+    steps: list[int] = []
+    with StepFinder(lambda: steps.append(1)) as finder:
+        inner(torch.randn(1, 8))
+        for _ in range(3):
+            wrapper(torch.randn(1, 8))
+            other(torch.randn(1, 8))
+    assert finder.source == "forward" and len(steps) == 1 + 3
+
+
 def test_forwards_on_worker_threads_mark_no_steps_and_are_counted_apart() -> None:
     import threading
 

@@ -99,6 +99,9 @@ def test_factories_write_their_output_only():
     assert cost("aten::zeros", None, outputs=[T((2, 2), "float64")]) == (0, 32)
     assert not count_op("aten::zeros", (None,)).modeled
     assert cost("aten::randperm", 7) == (0, 56)
+    assert cost("aten::scalar_tensor", 5) == (0, 4)  # a 0-dim float32 holding 5, not 5 elements
+    assert cost("aten::scalar_tensor", -3.4e38, "float16") == (0, 2)
+    assert cost("aten::scalar_tensor", 1.5, outputs=[T((), "float64")]) == (0, 8)
     assert cost("aten::randperm", 7, outputs=[T((7,), "int32")]) == (0, 28)
     assert cost("aten::zeros_like", X) == (0, 240)
     assert cost("aten::ones_like", X, "float32") == (0, 480)

@@ -2,8 +2,9 @@
 
 A step ends, by the first rule that applies:
 1. at each ``optimizer.step()`` (training), through torch's global optimizer step hook;
-2. else at the end of each top-level ``forward`` of the largest module seen (by parameter count), through
-   torch's global module hooks;
+2. else at the end of each top-level ``forward`` of the largest module seen (by parameter count; on a tie, a module
+   that holds the largest takes its place: a wrapper around a model first called bare), through torch's global
+   module hooks;
 3. else at each ``step()`` of the script's own ``torch.profiler.profile``, which is replaced by a stand-in
    that records nothing (two profilers cannot run at once).
 Once a higher rule fires, lower ones stop counting. After the profiled steps the script is stopped (unless
@@ -17,6 +18,7 @@ import os
 import runpy
 import sys
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +74,8 @@ class StepFinder:
         self.counts = {name: 0 for name in _RANK}
         self._depth = 0
         self._largest: tuple[int, int] | None = None
+        self._largest_ref: weakref.ref | None = None
+        self._wrapping: dict[tuple[int, int], bool] = {}
         self._largest_optimizer: tuple[int, int] | None = None
         self._sizes: dict[int, int] = {}
         self._handles: list[Any] = []
@@ -163,10 +167,22 @@ class StepFinder:
         size = self._sizes.get(id(module))
         if size is None:
             size = self._sizes[id(module)] = weight_elements(module)
-        if self._largest is None or size > self._largest[1]:
+        if self._largest is None or size > self._largest[1] or (
+                size == self._largest[1] and id(module) != self._largest[0] and self._wraps_largest(module)):
             self._largest = (id(module), size)
+            self._largest_ref = weakref.ref(module)
         if self._largest[0] == id(module):
             self._fire("forward")
+
+    def _wraps_largest(self, module: torch.nn.Module) -> bool:
+        """Whether MODULE holds the largest module so far: a wrapper of no weights of its own (a CUDA-graph replayer,
+        a DDP-like shell) around a model first called bare (a warm-up, a graph capture) ties with it on size, and
+        its forwards, which call the model only nested or not at all, are then the steps. Asked once a pair."""
+        key = (id(module), self._largest[0])
+        if key not in self._wrapping:
+            largest = self._largest_ref() if self._largest_ref is not None else None
+            self._wrapping[key] = largest is not None and any(sub is largest for sub in module.modules())
+        return self._wrapping[key]
 
     def _replace_script_profiler(self) -> None:
         finder = self

@@ -51,9 +51,17 @@ def efficient_zero_tensor(call: Call) -> OpCost:
     return zero_cost("a ZeroTensor holds no storage")
 
 
-@register("aten::zeros", "aten::ones", "aten::rand", "aten::randn", "aten::scalar_tensor")
+@register("aten::zeros", "aten::ones", "aten::rand", "aten::randn")
 def sized_fill(call: Call) -> OpCost:
     return _new_tensor(call, size_index=0, dtype_index=1)
+
+
+@register("aten::scalar_tensor")
+def scalar_tensor(call: Call) -> OpCost:
+    """One element: the first argument is the value, not a size (an int value was read as a size, a float one left
+    it unmodelled: HF BERT's sdpa mask on a trace without output shapes)."""
+    fallback = None if call.outputs is not None else TensorMeta((), _dtype_arg(call, 1))
+    return OpCost(0.0, float(nbytes(_outputs_or(call, fallback))), True)
 
 
 @register("aten::full")
