@@ -126,3 +126,15 @@ def test_the_timed_passes_never_compute_a_fact(monkeypatch, cpu_ceilings):
     assert model.steps == 7 and fact.calls == 1
     (row,) = [op for op in report.ops if op.name == "aten::linalg_matrix_exp"]
     assert row.flops == 2 * 8 ** 3 * 3
+
+
+def test_no_fact_is_read_while_a_cuda_graph_is_captured(declared, tolist_calls, monkeypatch):
+    """A values read while the stream captures a CUDA graph would end the user's capture with an error: the
+    formula gets no facts there, as from a trace."""
+    import roofline.count.live as live
+
+    x, lengths = torch.tensor([1.0, -2.0]), torch.tensor([0, 2], dtype=torch.int32)
+    monkeypatch.setattr(live, "_capturing", lambda: True)
+    (op,) = [op for op in record_ops(lambda: weighted_copy(x, lengths)).ops if op.name == OP]
+    assert declared.calls == 0 and tolist_calls[0] == 0
+    assert not op.cost.modeled and op.cost.note == "no live facts"

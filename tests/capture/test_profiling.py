@@ -134,3 +134,44 @@ def test_cuda_profile_memory_matches_max_memory_allocated_and_finds_syncs() -> N
     per_kind = {s.kind: s.per_step for s in report.syncs}
     assert per_kind.get("item") == 10 and per_kind.get("cpu") == 10, report.syncs
     assert report.kernels and report.step_time.n == 2
+
+
+def test_a_step_that_ends_during_cuda_graph_capture_is_not_counted_and_makes_no_sync(
+        model: torch.nn.Module, monkeypatch: pytest.MonkeyPatch) -> None:
+    syncs: list[int] = []
+    capturing = [False]
+    with ProfilingContext(wait=0, timed=1, warmup=0, active=1, ceilings=CPU) as prof:
+        monkeypatch.setattr(prof, "_synchronize", lambda: syncs.append(prof.steps_done))
+        monkeypatch.setattr(prof, "_capturing", lambda: capturing[0])
+        capturing[0] = True  # a graph capture: the module's step boundary comes, nothing ran
+        _step(model)
+        prof.step()
+        assert prof.steps_done == 0 and syncs == []
+        capturing[0] = False
+        total = prof.total_steps
+        for _ in range(total):
+            _step(model)
+            prof.step()
+    assert prof.steps_done == total and syncs.count(0) == 1 and len(syncs) == 2 * total
+
+
+@pytest.mark.cuda
+def test_profiling_a_loop_that_captures_a_cuda_graph() -> None:
+    lin = torch.nn.Linear(256, 256, device="cuda")
+    x = torch.randn(32, 256, device="cuda")
+    with torch.no_grad(), ProfilingContext(wait=0, timed=1, warmup=0, active=1, ceilings=CPU) as prof:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            lin(x)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            y = lin(x)
+            prof.step()  # inside the capture: would sync and end the capture with an error
+        total = prof.total_steps
+        for _ in range(total):
+            graph.replay()
+            prof.step()
+    assert prof.steps_done == total and y.shape == (32, 256)
+    assert prof.report().kernels

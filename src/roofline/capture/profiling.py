@@ -185,6 +185,9 @@ class StepProfiler:
         if self._synchronize is not None:
             self._synchronize()
 
+    def _capturing(self) -> bool:
+        return self._cuda and torch.cuda.is_current_stream_capturing()
+
     # -- context manager -----------------------------------------------------------------------------------
     def __enter__(self) -> "StepProfiler":
         if self._open or self._closed:
@@ -205,8 +208,11 @@ class StepProfiler:
         self.close()
 
     def step(self) -> None:
-        """Mark the end of one step (one training iteration, one forward, one generated token...)."""
-        if not self._open or self._closed:
+        """Mark the end of one step (one training iteration, one forward, one generated token...).
+
+        A step that ends while the current stream captures a CUDA graph is not one: capture records kernels without
+        running them, and the sync a step boundary makes would end the user's capture with an error."""
+        if not self._open or self._closed or self._capturing():
             return
         self._sync()
         now = time.perf_counter()

@@ -77,6 +77,16 @@ class Derived:
 def read_live_facts(op: str, args: Sequence[Any], kwargs: Mapping[str, Any], meta_args: MutableSequence[Any],
                     meta_kwargs: MutableMapping[str, Any]) -> None:
     """Fill, in ``meta_args``/``meta_kwargs`` (``to_meta`` of the live ``args``/``kwargs``), the live facts ``op``'s
-    formula declared; every other op returns at once. Synchronises with the device: a counting pass only."""
-    for fact in LIVE_FACTS.get(op, ()):
-        fact.fill(args, kwargs, meta_args, meta_kwargs)
+    formula declared; every other op returns at once. Synchronises with the device: a counting pass only, and
+    never while the stream captures a CUDA graph (a read there would end the user's capture with an error; the
+    formula gets no facts, as from a trace)."""
+    facts = LIVE_FACTS.get(op, ())
+    if facts and not _capturing():
+        for fact in facts:
+            fact.fill(args, kwargs, meta_args, meta_kwargs)
+
+
+def _capturing() -> bool:
+    import torch
+
+    return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
