@@ -10,6 +10,7 @@ import pytest
 
 from roofline.analyze.attribution import AttributionStats, attribute
 from roofline.capture.kineto import load_trace
+from roofline.capture.trace_model import GRAPH_REPLAY_OP
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
 FIXTURES = sorted(p.name for p in H200.glob("*.json.gz"))
@@ -172,6 +173,9 @@ def test_cuda_graph_replay_goes_to_the_op_around_the_graph_launch(tmp_path):
     ]
     trace = load_trace(_write(tmp_path, events))
     stats = attribute(trace)
-    assert [k.op for k in trace.kernels] == [1, 1, -1]
-    assert trace.ops[1].kernel_ids == [0, 1]
-    assert stats.graph_replay_us == 9 and stats.other_us == 6 and stats.unattributed_names == {"k3": 3}
+    # the second launch, under the profiler step only, gets an op of its own (it was unattributed)
+    assert [op.name for op in trace.ops] == ["ProfilerStep#1", "replay_decoder", GRAPH_REPLAY_OP]
+    assert (trace.ops[2].ts_us, trace.ops[2].dur_us, trace.ops[2].parent) == (60, 5, 0)
+    assert [k.op for k in trace.kernels] == [1, 1, 2]
+    assert trace.ops[1].kernel_ids == [0, 1] and trace.ops[2].kernel_ids == [2]
+    assert stats.graph_replay_us == 9 and stats.other_us == 9 and stats.unattributed_names == {}

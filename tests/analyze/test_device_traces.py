@@ -288,3 +288,40 @@ def test_one_gpu_model_keeps_one_roofs_line():
     report = analyze_trace_file(DATA / "two_gpus_one_process_a100.json")
     assert report.ceilings_by_device() == {}
     assert [line[:6] for line in render_report(report).splitlines() if line.startswith("Roofs")] == ["Roofs:"]
+
+
+def test_a_graph_replayed_from_python_gets_an_op_with_its_kernels_module_and_line():
+    """torch.cuda.CUDAGraph.replay() from a module's forward (recorded by `roofline profile` on the H200,
+    benchmarks/gpu_sweep_cases.py's cuda_graph_replay): the cudaGraphLaunch sits under no op, only the profiler
+    step, so the graph's 16 kernels a step were unattributed (2.3% of kernel time attributed). Each launch now has
+    an op of its own, placed where the graph was replayed."""
+    from roofline.analyze.pipeline import GRAPH_REPLAY_NOTE
+    from roofline.capture.trace_model import GRAPH_REPLAY_OP
+
+    path = DATA / "cuda_graph_python_replay_h200.json.gz"
+    trace = load_trace(path)
+    replays = [op for op in trace.ops if op.name == GRAPH_REPLAY_OP]
+    launches = [l for l in trace.launches if l.name == "cudaGraphLaunch"]
+    assert len(replays) == len(launches) == 3
+    assert [(op.ts_us, op.dur_us) for op in replays] == [(l.ts_us, l.dur_us) for l in launches]
+    assert all(trace.ops[op.parent].name.startswith("ProfilerStep#") for op in replays)
+    report = analyze_trace_file(path)
+    assert report.summary.kernel_time_attributed_share == pytest.approx(1.0)
+    rows = [op for op in report.ops if op.name == GRAPH_REPLAY_OP]
+    assert len(rows) == 3 and all(len(op.kernels) == 16 and not op.modeled for op in rows)
+    assert {(op.module, op.source, op.phase) for op in rows} == {("Graphed_0", "cuda_graph_replay.py:18", "forward")}
+    graph_time = sum(k.dur_s for k in report.kernels if report.ops[k.op_index].name == GRAPH_REPLAY_OP)
+    assert sum(op.time_s for op in rows) == pytest.approx(graph_time) and graph_time > 0.9 * sum(
+        k.dur_s for k in report.kernels)
+    assert any(n.startswith(f"{GRAPH_REPLAY_OP} unmodelled (3 call(s), 9") and n.endswith(GRAPH_REPLAY_NOTE)
+               for n in report.summary.notes), report.summary.notes
+
+
+def test_a_graph_launch_inside_an_op_keeps_that_op():
+    """The synthetic H100 trace's launch runs inside a CUDAGraph.replay annotation: no op is added, its kernels
+    stay on the annotation."""
+    from roofline.capture.trace_model import GRAPH_REPLAY_OP
+
+    trace = load_trace(DATA / "cuda_graph_replay_h100.json")
+    assert [op.name for op in trace.ops] == ["ProfilerStep#5", "CUDAGraph.replay"]
+    assert GRAPH_REPLAY_OP not in {op.name for op in trace.ops}

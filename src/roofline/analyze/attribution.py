@@ -11,7 +11,8 @@ The innermost op is often an aten op (``aten::mm``). Under torch.compile the Tri
 ``triton_...`` record_function or the ``## Call CompiledFxGraph ##`` annotation, with no aten op: the kernel is
 attributed to that op under its own name and counted as ``other_us`` (not as aten). ``ProfilerStep#N`` is never
 a target: a kernel launched directly under it is unattributed. Kernels replayed from a CUDA graph carry the
-correlation of their cudaGraphLaunch: they go to the op around that call (``graph_replay_us`` sums them).
+correlation of their cudaGraphLaunch: they go to the op around that call (``graph_replay_us`` sums them); a
+launch under no op (a graph replayed from Python) has an op of its own, ``GRAPH_REPLAY_OP``, made by load_trace.
 Syncs are linked the same way.
 
 "Kernel time" here is the summed duration of all device events, kernels plus memcpy and memset.

@@ -27,6 +27,7 @@ from roofline.capture.event_stream import EventStream, split_offset
 from roofline.capture.source_paths import is_generated_file, is_user_file, local_trace_path
 from roofline.capture.trace_model import (
     CommArgs,
+    GRAPH_REPLAY_OP,
     CpuOp,
     GpuEvent,
     HostCall,
@@ -119,6 +120,7 @@ _PROFILER_START = re.compile(r"^(?:.*/)?torch/(?:autograd/profiler|profiler/prof
 # while profiling (script_runner.StepFinder), named with the user line that made the call: the call site for a
 # torch that records none (no CallFrom). Read as a frame, never as an op.
 CALL_SITE_PREFIX = "roofline: called at "
+_GRAPH_LAUNCH_NAMES = frozenset({"cudaGraphLaunch", "cudaGraphLaunch_v10000", "cuGraphLaunch", "hipGraphLaunch"})
 
 NO_KERNELS_WARNING = "no GPU kernels (nor other accelerator kernels) in the trace"
 # torch.profiler.profile writes ProfilerStep#N spans only when it has a schedule: without one, prof.step() counts
@@ -635,6 +637,48 @@ class _TraceBuilder:
             column = getattr(self, name)
             setattr(self, name, array(column.typecode, np.frombuffer(column, dtype=column.typecode)[index].tobytes()))
 
+    def _adopt_orphan_graph_launches(self) -> None:
+        """An op of its own (GRAPH_REPLAY_OP) around each CUDA/HIP graph launch that no op encloses.
+
+        A graph replayed from Python (``torch.cuda.CUDAGraph.replay()``) launches under no op: its launch sits
+        directly in the profiler step, which is never an attribution target, so every kernel of the graph was
+        unattributed (97.7% of the kernel time of a graph-replaying loop on the H200) and had no module or source.
+        The new op spans the launch call; the sweep gives it the module and line that replayed the graph. A launch
+        inside an op or annotation (torch.compile's CUDA graph trees replay inside the compiled graph's call) keeps
+        that op. Only traces with graph launches pay for the check."""
+        graph = [i for i, launch in enumerate(self.launches) if launch.name in _GRAPH_LAUNCH_NAMES]
+        if not graph:
+            return
+        op_threads = np.frombuffer(self.op_threads, dtype=np.int64)
+        op_ts = np.frombuffer(self.op_ts, dtype=np.float64)
+        op_ends = op_ts + np.frombuffer(self.op_durs, dtype=np.float64)
+        step_spans = {(op.ts_us, op.ts_us + op.dur_us) for _, op in self.step_ops}
+        launch_threads = np.frombuffer(self.launch_threads, dtype=np.int64)
+        where = {code: key for key, code in self.threads.items()}
+        adopted: list[tuple[Launch, int]] = []
+        for code in sorted({int(launch_threads[i]) for i in graph}):
+            on = np.flatnonzero(op_threads == code)
+            on = on[np.argsort(op_ts[on], kind="stable")]
+            ts, ends = op_ts[on], op_ends[on].copy()
+            if step_spans:
+                ends[[(t, e) in step_spans for t, e in zip(ts.tolist(), ends.tolist())]] = -np.inf
+            reach = np.maximum.accumulate(ends) if len(ends) else ends  # the latest end of the ops begun so far
+            for i in graph:
+                if int(launch_threads[i]) != code:
+                    continue
+                launch = self.launches[i]
+                end = launch.ts_us + launch.dur_us
+                k = int(np.searchsorted(ts, launch.ts_us, side="right")) - 1
+                if k < 0 or reach[k] < end:
+                    adopted.append((launch, code))
+        del op_threads, op_ts, op_ends, launch_threads  # views of the columns, which grow below
+        for launch, code in adopted:
+            pid, tid = where[code]
+            self.ops.append(CpuOp(0, GRAPH_REPLAY_OP, launch.ts_us, launch.dur_us, pid, tid))
+            self.op_ts.append(launch.ts_us)
+            self.op_durs.append(launch.dur_us)
+            self.op_threads.append(code)
+
     def _gpu(self, ev: _Event, ts: float, dur: float) -> None:
         args = ev.args or _Args()
         category = _GPU_CATEGORY.get(ev.cat, ev.cat)
@@ -670,6 +714,7 @@ class _TraceBuilder:
             detail = f" ({'; '.join(skipped)})" if skipped else ""
             raise RooflineError(f"{trace.path} has no profiler events (no cpu_op, kernel or memory events){detail}: "
                                 f"the profiler recorded nothing; {RECORD_THE_MODEL}")
+        self._adopt_orphan_graph_launches()
         # Ops in time order, the longest first at equal times (stable, as list.sort with that key), from the columns.
         ts = np.frombuffer(self.op_ts, dtype=np.float64)
         durs = np.frombuffer(self.op_durs, dtype=np.float64)

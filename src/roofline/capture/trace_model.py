@@ -64,6 +64,9 @@ class HostCall(msgspec.Struct, gc=False, array_like=True):
         return self.ts_us + self.dur_us
 
 
+GRAPH_REPLAY_OP = "CUDA graph replay"  # the op load_trace makes around a graph launch that no op encloses
+
+
 class CpuOp(msgspec.Struct, gc=False, array_like=True):
     """A host-side op (cat ``cpu_op``) or a ``record_function`` annotation (``is_annotation``)."""
 
