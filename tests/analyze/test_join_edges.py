@@ -87,6 +87,48 @@ def test_an_op_run_in_place_in_one_run_and_out_of_place_in_the_other_is_one_op(t
                                                                        ("aten::add_", 2)]
 
 
+def test_an_op_the_recorder_sees_under_another_name_is_paired_with_the_timed_one(tmp_path):
+    # a Python dispatch mode makes every tensor "subclass-like", so index's backward runs index_put (functional)
+    # under the counting pass and _index_put_impl_ in the timed run, reshape's alias view and _reshape_alias
+    # (sweep 4, timm's Swin): unpaired, the recorded op had no time and the timed one's was lost
+    trace = _trace(tmp_path, [
+        _x("cpu_op", "aten::_reshape_alias", 0, 5, **{"External id": 1, "Input Dims": [[256, 2], [], []]}),
+        _x("cpu_op", "aten::_index_put_impl_", 10, 40, **{"External id": 2,
+                                                          "Input Dims": [[49, 2], [], [256, 2], [], []]}),
+    ])
+    attribute(trace)
+    index = RecordedIndex.build(trace, ["aten::view", "aten::index_put"], phases=["forward"] * 2,
+                                shapes=[((256, 2),), ((49, 2), (256,), (256, 2))])
+    chosen, missing = choose_with_recording(trace, roots_by_step(trace)[None], children_index(trace), index,
+                                            lambda op: True, shapes_of=lambda op: tuple(map(tuple, op.input_dims)))
+    assert missing == 0
+    assert [(trace.ops[c.event].name, c.recorded) for c in chosen] == [("aten::_reshape_alias", 0),
+                                                                       ("aten::_index_put_impl_", 1)]
+
+
+def test_a_gathered_table_s_gradient_has_its_time(cpu_ceilings):
+    """A learned table gathered by a fixed index (Swin's relative position bias), trained: the index_put of its
+    backward carries its FLOPs and its measured time, and every recorded op found its event."""
+    import torch
+
+    from roofline.analyze.live import analyze_model
+
+    class RelativeBias(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = torch.nn.Parameter(torch.randn(49, 2))
+            self.register_buffer("index", torch.randint(0, 49, (256,)))
+
+        def forward(self, x):
+            return x + self.table[self.index].reshape(16, 16, 2).permute(2, 0, 1)
+
+    report = analyze_model(RelativeBias(), (torch.randn(2, 16, 16),), device="cpu", ceilings=cpu_ceilings,
+                           backward=True, warmup=1, iters=1)
+    (put,) = [op for op in report.ops if op.name == "aten::index_put"]
+    assert put.phase == "backward" and put.flops == 512 and put.time_s > 0
+    assert not [n for n in report.summary.notes if "found no event" in n]
+
+
 def test_sub_microsecond_kernels_of_an_annotation_count(tmp_path):
     trace = _trace(tmp_path, [
         _x("user_annotation", "triton_poi_fused_add_0", 0, 10, **{"External id": 1}),
