@@ -62,3 +62,23 @@ def test_a_to_that_returned_its_input_drops_out_of_a_chain_like_a_view():
     chain.insert(1, op("aten::to", [(X, "float32")], out=X, module="norm", time=2e-5))
     findings = diagnose(report(chain), rules=["unfused-chain"])
     assert [f.evidence["ops"] for f in findings] == [["pow", "mean", "add", "rsqrt", "mul", "mul"]]
+
+
+def test_a_disabled_dropout_is_no_link_of_a_chain():
+    """diffusers' blocks hold Dropout(p=0.0), which returns its input (counted 0 bytes) even in train mode: the
+    chain was titled 'dropout > div > add > native_layer_norm' (sweep 4, a UNet denoising loop)."""
+    import torch
+
+    from roofline.count import count_op, to_meta
+
+    x = torch.randn(*X)
+    assert torch.nn.functional.dropout(x, p=0.0, training=True) is x  # what torch runs: nothing
+    assert count_op("aten::dropout", (to_meta(x), 0.0, True)).bytes == 0
+    chain = _rms_norm_chain()
+    chain.insert(0, op("aten::dropout", [(X, "float32")], out=X, module="norm", time=2e-6, bound="launch"))
+    findings = diagnose(report(chain), rules=["unfused-chain"])
+    assert [f.evidence["ops"] for f in findings] == [["pow", "mean", "add", "rsqrt", "mul", "mul"]]
+    # a dropout that ran (its mask and scale counted) is still a link
+    chain[0] = op("aten::dropout", [(X, "float32")], out=X, module="norm", time=2e-5, nbytes=2 * 4 * 64 * 256 * 4)
+    assert [f.evidence["ops"] for f in diagnose(report(chain), rules=["unfused-chain"])] == [
+        ["dropout", "pow", "mean", "add", "rsqrt", "mul", "mul"]]

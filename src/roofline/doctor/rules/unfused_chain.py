@@ -55,12 +55,14 @@ def _compute_out_shape(op: OpRecord) -> tuple[int, ...] | None:
     return None
 
 
-_MAY_RETURN_INPUT = frozenset({"to", "contiguous", "type_as"})
+_MAY_RETURN_INPUT = frozenset({"to", "contiguous", "type_as", "dropout", "feature_dropout", "alpha_dropout",
+                               "feature_alpha_dropout"})
 
 
 def _returns_its_input(op: OpRecord) -> bool:
     """Counted as moving nothing because it returned its input (``to`` with nothing to convert, on the device it
-    is on; ``contiguous`` of a contiguous tensor): like a view, no pass over memory to fuse away."""
+    is on; ``contiguous`` of a contiguous tensor; a dropout with p=0 or in eval mode, as in every diffusers
+    block): like a view, no pass over memory to fuse away."""
     return op.modeled and op.bytes == 0 and op_kind(op.name) in _MAY_RETURN_INPUT
 
 
