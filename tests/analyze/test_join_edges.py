@@ -224,3 +224,22 @@ def test_a_vmapped_op_in_a_trace_is_counted_at_its_batch_shapes(tmp_path):
     flops = {op.name: op.flops * op.count for op in report.ops if op.flops}
     assert flops.get("aten::mv") is None and flops["aten::mm"] == 2 * 8 * 32 * 4  # the batching rule's mm, not mv
     assert flops["aten::tanh"] == 4 * 8 * 32  # 4 FLOPs an element (count/elementwise.py), all 8 samples
+
+
+def test_an_autocast_op_is_not_mistaken_for_a_vmapped_one(tmp_path):
+    # autocast records conv2d inside conv2d at the same shapes, like vmap's re-dispatch, and oneDNN's contiguous
+    # copy of the weight (copy_(w, w)) below outweighs input + weight: the convolution was judged batched, its
+    # mkldnn_convolution child counted instead and the copy left as a row of its own (sweep 4, timm's ConvNeXt
+    # downsampling under bf16 autocast)
+    import torch
+
+    conv = torch.nn.Conv2d(80, 160, 2, stride=2)
+    x = torch.randn(8, 80, 8, 8).to(memory_format=torch.channels_last)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            conv(x)
+    path = tmp_path / "autocast.json"
+    prof.export_chrome_trace(str(path))
+    report = report_from_trace(load_trace(path), CEIL)
+    assert [(op.name, op.flops) for op in report.ops if op.flops] == [("aten::convolution", 2 * 8 * 160 * 16 * 320)]
+    assert not [op for op in report.ops if op.name in ("aten::copy_", "aten::mkldnn_convolution")]

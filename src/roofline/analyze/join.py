@@ -129,9 +129,10 @@ def _batched_below(trace: Trace, idx: int, children: dict[int, list[int]]) -> bo
     mm at [1, 4] @ [4, 32] where [8, 4] @ [4, 32] ran; the trace's FLOPs 0.70x analyze's).
 
     Told by functorch's layer re-dispatch, which records an op inside itself with the same shapes (on this event
-    or on its ancestors, up to 6 levels; eager code does that too, a scalar mul wrapped), and by a descendant other
-    than a view whose first two inputs hold more elements than this event's (the batch; the first two only, as
-    the re-dispatch records out= variants whose extra arguments would outweigh it)."""
+    or on its ancestors, up to 6 levels; eager code does that too, a scalar mul wrapped, and so does autocast), and
+    by a descendant other than a view whose first two inputs hold more elements than this event's (the batch; the
+    first two only, as the re-dispatch records out= variants whose extra arguments would outweigh it) in a shape
+    none of this event's inputs has."""
     ops = trace.ops
     op = ops[idx]
     kids = children.get(idx, [])
@@ -145,13 +146,22 @@ def _batched_below(trace: Trace, idx: int, children: dict[int, list[int]]) -> bo
     if not layered:
         return False
     size = _operands_numel(op)
+    own = {tuple(d) for d in (op.input_dims or []) if isinstance(d, list)}
     stack = list(kids)
     while stack:
         k = stack.pop()
-        if _operands_numel(ops[k]) > size and not is_view_op(ops[k].name):
+        if _operands_numel(ops[k]) > size and not is_view_op(ops[k].name) and _holds_another_shape(ops[k], own):
             return True
         stack.extend(children.get(k, []))
     return False
+
+
+def _holds_another_shape(op: CpuOp, own: set[tuple]) -> bool:
+    """Whether one of an event's first two inputs has a shape its ancestor's inputs do not: the batch. A layout copy
+    of the ancestor's own operand has none (autocast records conv2d inside conv2d at the same shapes, and oneDNN's
+    contiguous copy of the weight, copy_(w, w), outweighs input + weight: timm's ConvNeXt downsampling convs were
+    judged batched and counted as their mkldnn_convolution child, sweep 4)."""
+    return any(isinstance(d, list) and d and tuple(d) not in own for d in (op.input_dims or [])[:2])
 
 
 def _operands_numel(op: CpuOp) -> int:
