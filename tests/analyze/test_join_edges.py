@@ -243,3 +243,24 @@ def test_an_autocast_op_is_not_mistaken_for_a_vmapped_one(tmp_path):
     report = report_from_trace(load_trace(path), CEIL)
     assert [(op.name, op.flops) for op in report.ops if op.flops] == [("aten::convolution", 2 * 8 * 160 * 16 * 320)]
     assert not [op for op in report.ops if op.name in ("aten::copy_", "aten::mkldnn_convolution")]
+
+
+def test_recorded_ops_that_do_no_work_are_told_apart_from_missing_work(cpu_ceilings):
+    """GroupNorm's saved statistics are detached under the counting pass's recorder and not in the timed run: a
+    diffusers UNet's note said '112 recorded op(s) found no event' for 100 detaches and 12 views, the same words
+    as for work whose time was lost. It now says they do no work, and names ops with work."""
+    import torch
+
+    from roofline.analyze.live import analyze_model
+    from roofline.analyze.pipeline import _no_event_note
+    from roofline.report import OpRecord
+
+    model = torch.nn.Sequential(torch.nn.Conv2d(4, 8, 3), torch.nn.GroupNorm(2, 8))
+    report = analyze_model(model, (torch.randn(2, 4, 8, 8),), device="cpu", ceilings=cpu_ceilings, backward=True,
+                           warmup=1, iters=1)
+    notes = [n for n in report.summary.notes if "found no event" in n]
+    assert notes == ["4 recorded op(s) that do no work (views, detach) found no event in the timed trace"]
+    detach = OpRecord(name="aten::detach", flops=0.0, bytes=0.0, modeled=True)
+    put = OpRecord(name="aten::index_put", flops=512.0, bytes=4096.0, modeled=True)
+    assert _no_event_note([detach, put, put]) == ("2 recorded op(s) found no event in the timed trace (time counted "
+                                                  "as 0): index_put x2; and 1 that do no work (views, detach)")
