@@ -87,6 +87,48 @@ def test_an_op_run_in_place_in_one_run_and_out_of_place_in_the_other_is_one_op(t
                                                                        ("aten::add_", 2)]
 
 
+def test_an_op_the_recorder_sees_under_another_name_is_paired_with_the_timed_one(tmp_path):
+    # a Python dispatch mode makes every tensor "subclass-like", so index's backward runs index_put (functional)
+    # under the counting pass and _index_put_impl_ in the timed run, reshape's alias view and _reshape_alias
+    # (sweep 4, timm's Swin): unpaired, the recorded op had no time and the timed one's was lost
+    trace = _trace(tmp_path, [
+        _x("cpu_op", "aten::_reshape_alias", 0, 5, **{"External id": 1, "Input Dims": [[256, 2], [], []]}),
+        _x("cpu_op", "aten::_index_put_impl_", 10, 40, **{"External id": 2,
+                                                          "Input Dims": [[49, 2], [], [256, 2], [], []]}),
+    ])
+    attribute(trace)
+    index = RecordedIndex.build(trace, ["aten::view", "aten::index_put"], phases=["forward"] * 2,
+                                shapes=[((256, 2),), ((49, 2), (256,), (256, 2))])
+    chosen, missing = choose_with_recording(trace, roots_by_step(trace)[None], children_index(trace), index,
+                                            lambda op: True, shapes_of=lambda op: tuple(map(tuple, op.input_dims)))
+    assert missing == 0
+    assert [(trace.ops[c.event].name, c.recorded) for c in chosen] == [("aten::_reshape_alias", 0),
+                                                                       ("aten::_index_put_impl_", 1)]
+
+
+def test_a_gathered_table_s_gradient_has_its_time(cpu_ceilings):
+    """A learned table gathered by a fixed index (Swin's relative position bias), trained: the index_put of its
+    backward carries its FLOPs and its measured time, and every recorded op found its event."""
+    import torch
+
+    from roofline.analyze.live import analyze_model
+
+    class RelativeBias(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = torch.nn.Parameter(torch.randn(49, 2))
+            self.register_buffer("index", torch.randint(0, 49, (256,)))
+
+        def forward(self, x):
+            return x + self.table[self.index].reshape(16, 16, 2).permute(2, 0, 1)
+
+    report = analyze_model(RelativeBias(), (torch.randn(2, 16, 16),), device="cpu", ceilings=cpu_ceilings,
+                           backward=True, warmup=1, iters=1)
+    (put,) = [op for op in report.ops if op.name == "aten::index_put"]
+    assert put.phase == "backward" and put.flops == 512 and put.time_s > 0
+    assert not [n for n in report.summary.notes if "found no event" in n]
+
+
 def test_sub_microsecond_kernels_of_an_annotation_count(tmp_path):
     trace = _trace(tmp_path, [
         _x("user_annotation", "triton_poi_fused_add_0", 0, 10, **{"External id": 1}),
@@ -182,3 +224,43 @@ def test_a_vmapped_op_in_a_trace_is_counted_at_its_batch_shapes(tmp_path):
     flops = {op.name: op.flops * op.count for op in report.ops if op.flops}
     assert flops.get("aten::mv") is None and flops["aten::mm"] == 2 * 8 * 32 * 4  # the batching rule's mm, not mv
     assert flops["aten::tanh"] == 4 * 8 * 32  # 4 FLOPs an element (count/elementwise.py), all 8 samples
+
+
+def test_an_autocast_op_is_not_mistaken_for_a_vmapped_one(tmp_path):
+    # autocast records conv2d inside conv2d at the same shapes, like vmap's re-dispatch, and oneDNN's contiguous
+    # copy of the weight (copy_(w, w)) below outweighs input + weight: the convolution was judged batched, its
+    # mkldnn_convolution child counted instead and the copy left as a row of its own (sweep 4, timm's ConvNeXt
+    # downsampling under bf16 autocast)
+    import torch
+
+    conv = torch.nn.Conv2d(80, 160, 2, stride=2)
+    x = torch.randn(8, 80, 8, 8).to(memory_format=torch.channels_last)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            conv(x)
+    path = tmp_path / "autocast.json"
+    prof.export_chrome_trace(str(path))
+    report = report_from_trace(load_trace(path), CEIL)
+    assert [(op.name, op.flops) for op in report.ops if op.flops] == [("aten::convolution", 2 * 8 * 160 * 16 * 320)]
+    assert not [op for op in report.ops if op.name in ("aten::copy_", "aten::mkldnn_convolution")]
+
+
+def test_recorded_ops_that_do_no_work_are_told_apart_from_missing_work(cpu_ceilings):
+    """GroupNorm's saved statistics are detached under the counting pass's recorder and not in the timed run: a
+    diffusers UNet's note said '112 recorded op(s) found no event' for 100 detaches and 12 views, the same words
+    as for work whose time was lost. It now says they do no work, and names ops with work."""
+    import torch
+
+    from roofline.analyze.live import analyze_model
+    from roofline.analyze.pipeline import _no_event_note
+    from roofline.report import OpRecord
+
+    model = torch.nn.Sequential(torch.nn.Conv2d(4, 8, 3), torch.nn.GroupNorm(2, 8))
+    report = analyze_model(model, (torch.randn(2, 4, 8, 8),), device="cpu", ceilings=cpu_ceilings, backward=True,
+                           warmup=1, iters=1)
+    notes = [n for n in report.summary.notes if "found no event" in n]
+    assert notes == ["4 recorded op(s) that do no work (views, detach) found no event in the timed trace"]
+    detach = OpRecord(name="aten::detach", flops=0.0, bytes=0.0, modeled=True)
+    put = OpRecord(name="aten::index_put", flops=512.0, bytes=4096.0, modeled=True)
+    assert _no_event_note([detach, put, put]) == ("2 recorded op(s) found no event in the timed trace (time counted "
+                                                  "as 0): index_put x2; and 1 that do no work (views, detach)")

@@ -95,7 +95,7 @@ def test_recorded_ops_get_their_own_events_and_median_times(trace):
     assert extra.time_s == pytest.approx(1e-6) and extra.flops == 8 and extra.step == 1
     assert [op.index for op in report.ops] == [0, 1, 2, 3, 4]
     assert report.steps == 1
-    assert "1 recorded op(s) found no event in the timed trace (time counted as 0)" in report.summary.notes
+    assert "1 recorded op(s) found no event in the timed trace (time counted as 0): softmax x1" in report.summary.notes
     assert report.summary.timing_method.endswith("; median over 2 profiled step(s), counted in a separate pass")
     assert report.summary.wall_time_s == pytest.approx(100e-6)  # the steps' median, for a one-step report
     assert report.extra["tf32"] == {"cuda_matmul": False, "cudnn": False}

@@ -98,3 +98,26 @@ def test_max_and_min_of_two_tensors_are_elementwise_of_one_a_reduction():
     whole = count_op("aten::max", (X,))
     assert whole.flops == 15  # one compare per input element (count/reduction.py)
     assert whole.bytes == 60 + 4
+
+
+def test_glu_and_its_backward_counted_from_a_real_run_and_without_outputs():
+    """torchaudio's Conformer convolution module (pointwise conv, GLU over channels): glu_backward had no formula
+    (its grad_output, half of self, does not broadcast with self), so every Conformer training step was partly
+    unmodelled; glu itself was 2 FLOPs per element, below its sigmoid + multiply."""
+    import torch
+
+    from count_recording import OpCollector
+
+    x = torch.randn(2, 16, 50, requires_grad=True)
+    with OpCollector() as rec:
+        torch.nn.functional.glu(x, dim=1).sum().backward()
+    by_name = {op.name: op for op in rec.ops}
+    fwd, bwd = by_name["aten::glu"].cost(), by_name["aten::glu_backward"].cost()
+    assert (fwd.modeled, fwd.flops, fwd.bytes) == (True, 5 * 800, 1600 * 4 + 800 * 4)
+    assert (bwd.modeled, bwd.flops, bwd.bytes) == (True, 4.5 * 1600, 800 * 4 + 1600 * 4 + 1600 * 4)
+    # a trace records no outputs: the output's shape comes from the input and dim
+    g, s = TensorMeta((2, 8, 50), "float32"), TensorMeta((2, 16, 50), "float32")
+    assert count_op("aten::glu", (s, 1)).flops == fwd.flops
+    assert count_op("aten::glu", (TensorMeta((4, 6), "float32"),)).flops == 5 * 12  # dim defaults to -1
+    assert (count_op("aten::glu_backward", (g, s, 1)).flops, count_op("aten::glu_backward", (g, s, 1)).bytes) == \
+        (bwd.flops, bwd.bytes)

@@ -16,6 +16,9 @@ def test_many_tiny_cpu_ops_are_launch_bound():
     assert f.evidence["ops"] == 40
     assert f.estimated_savings_s == pytest.approx(40 * 4e-6)
     assert "launch overhead" in f.savings_method
+    # in the unit the evidence shows, not '(5e-06 s)' (sweep 4: Emformer's finding read '(2.42e-06 s)' beside
+    # 'launch_overhead_s=2.42 us')
+    assert "measured launch overhead (5 us), summed over 40 ops" in f.savings_method
 
 
 def test_few_large_ops_are_silent():

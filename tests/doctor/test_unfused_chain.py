@@ -62,3 +62,53 @@ def test_a_to_that_returned_its_input_drops_out_of_a_chain_like_a_view():
     chain.insert(1, op("aten::to", [(X, "float32")], out=X, module="norm", time=2e-5))
     findings = diagnose(report(chain), rules=["unfused-chain"])
     assert [f.evidence["ops"] for f in findings] == [["pow", "mean", "add", "rsqrt", "mul", "mul"]]
+
+
+def test_a_disabled_dropout_is_no_link_of_a_chain():
+    """diffusers' blocks hold Dropout(p=0.0), which returns its input (counted 0 bytes) even in train mode: the
+    chain was titled 'dropout > div > add > native_layer_norm' (sweep 4, a UNet denoising loop)."""
+    import torch
+
+    from roofline.count import count_op, to_meta
+
+    x = torch.randn(*X)
+    assert torch.nn.functional.dropout(x, p=0.0, training=True) is x  # what torch runs: nothing
+    assert count_op("aten::dropout", (to_meta(x), 0.0, True)).bytes == 0
+    chain = _rms_norm_chain()
+    chain.insert(0, op("aten::dropout", [(X, "float32")], out=X, module="norm", time=2e-6, bound="launch"))
+    findings = diagnose(report(chain), rules=["unfused-chain"])
+    assert [f.evidence["ops"] for f in findings] == [["pow", "mean", "add", "rsqrt", "mul", "mul"]]
+    # a dropout that ran (its mask and scale counted) is still a link
+    chain[0] = op("aten::dropout", [(X, "float32")], out=X, module="norm", time=2e-5, nbytes=2 * 4 * 64 * 256 * 4)
+    assert [f.evidence["ops"] for f in diagnose(report(chain), rules=["unfused-chain"])] == [
+        ["dropout", "pow", "mean", "add", "rsqrt", "mul", "mul"]]
+
+
+def _optimizer_step_report(tmp_path, **adamw):
+    import torch
+
+    from doctor_cases import ceilings
+    from roofline.analyze.pipeline import report_from_trace
+    from roofline.capture.kineto import load_trace
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[torch.nn.Linear(64, 64) for _ in range(4)])
+    opt = torch.optim.AdamW(model.parameters(), **adamw)
+    model(torch.randn(8, 64)).sum().backward()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        opt.step()
+    prof.export_chrome_trace(str(tmp_path / "step.json"))
+    return report_from_trace(load_trace(tmp_path / "step.json"), ceilings())
+
+
+def test_a_chain_of_the_optimizer_s_step_says_how_to_fuse_an_optimizer(tmp_path):
+    """AdamW on CPU tensors updates each parameter op by op; the finding told the user to torch.compile 'the
+    module' at '(top level)', which a compiled model's run still showed (sweep 4, a compiled timm ViT)."""
+    findings = diagnose(_optimizer_step_report(tmp_path, foreach=False), rules=["unfused-chain"])
+    assert {tuple(f.evidence["ops"]) for f in findings} == {("sqrt", "div", "add", "addcdiv"),
+                                                            ("add", "mul", "lerp", "mul", "addcmul")}
+    for f in findings:
+        assert "in the optimizer's step:" in f.title and f.evidence["chains"] == 8  # 4 weights + 4 biases
+        assert "fused=True" in f.fix and "compile the module" not in f.fix
+    # what the fix says, done: one fused kernel per group, no chain left
+    assert diagnose(_optimizer_step_report(tmp_path, fused=True), rules=["unfused-chain"]) == []

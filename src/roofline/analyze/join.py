@@ -129,9 +129,10 @@ def _batched_below(trace: Trace, idx: int, children: dict[int, list[int]]) -> bo
     mm at [1, 4] @ [4, 32] where [8, 4] @ [4, 32] ran; the trace's FLOPs 0.70x analyze's).
 
     Told by functorch's layer re-dispatch, which records an op inside itself with the same shapes (on this event
-    or on its ancestors, up to 6 levels; eager code does that too, a scalar mul wrapped), and by a descendant other
-    than a view whose first two inputs hold more elements than this event's (the batch; the first two only, as
-    the re-dispatch records out= variants whose extra arguments would outweigh it)."""
+    or on its ancestors, up to 6 levels; eager code does that too, a scalar mul wrapped, and so does autocast), and
+    by a descendant other than a view whose first two inputs hold more elements than this event's (the batch; the
+    first two only, as the re-dispatch records out= variants whose extra arguments would outweigh it) in a shape
+    none of this event's inputs has."""
     ops = trace.ops
     op = ops[idx]
     kids = children.get(idx, [])
@@ -145,13 +146,22 @@ def _batched_below(trace: Trace, idx: int, children: dict[int, list[int]]) -> bo
     if not layered:
         return False
     size = _operands_numel(op)
+    own = {tuple(d) for d in (op.input_dims or []) if isinstance(d, list)}
     stack = list(kids)
     while stack:
         k = stack.pop()
-        if _operands_numel(ops[k]) > size and not is_view_op(ops[k].name):
+        if _operands_numel(ops[k]) > size and not is_view_op(ops[k].name) and _holds_another_shape(ops[k], own):
             return True
         stack.extend(children.get(k, []))
     return False
+
+
+def _holds_another_shape(op: CpuOp, own: set[tuple]) -> bool:
+    """Whether one of an event's first two inputs has a shape its ancestor's inputs do not: the batch. A layout copy
+    of the ancestor's own operand has none (autocast records conv2d inside conv2d at the same shapes, and oneDNN's
+    contiguous copy of the weight, copy_(w, w), outweighs input + weight: timm's ConvNeXt downsampling convs were
+    judged batched and counted as their mkldnn_convolution child, sweep 4)."""
+    return any(isinstance(d, list) and d and tuple(d) not in own for d in (op.input_dims or [])[:2])
 
 
 def _operands_numel(op: CpuOp) -> int:
@@ -193,6 +203,7 @@ class RecordedIndex:
     def build(cls, trace: Trace, recorded_names: list[str], phases: list[str] | None = None,
               shapes: list[tuple] | None = None) -> "RecordedIndex":
         names = set(recorded_names) | {_inplace_variant(name) for name in recorded_names}
+        names |= {twin for name in names for twin in _TWINS_OF.get(name, ())}
         n = len(recorded_names)
         keys = [(recorded_names[i], _trace_phase(phases[i]) if phases else "", shapes[i] if shapes else ())
                 for i in range(n)]
@@ -232,7 +243,7 @@ def choose_with_recording(trace: Trace, roots: Iterable[int], children: dict[int
     recorded_keys = index.keys if with_shapes else [(k[0], k[1], ()) for k in index.keys]
     pairs: dict[int, int] = {}
     taken: set[int] = set()
-    for coarsen in (lambda k: k, _out_of_place_key, lambda k: k[:2], lambda k: k[:1]):
+    for coarsen in (lambda k: k, _out_of_place_key, lambda k: (_twin(k[0]), *k[1:2]), lambda k: (_twin(k[0]),)):
         _pair_in_order(candidates, event_keys, recorded_keys, coarsen, pairs, taken)
     chosen = [Chosen(idx, pairs.get(pos)) for pos, idx in enumerate(candidates)]
     missing = len(index.keys) - len(taken)
@@ -244,12 +255,28 @@ def choose_with_recording(trace: Trace, roots: Iterable[int], children: dict[int
     return chosen, missing
 
 
+# An op that the counting pass sees under another name than the timed run runs: torch's backward formulas take a
+# functional path when any tensor is "subclass-like", which a Python dispatch mode (the counting pass's recorder)
+# makes every tensor. index's backward is index_put into zeros under the recorder, _index_put_impl_ in place
+# without it (sweep 4: timm's Swin and MaxViT relative-position-bias tables; the timed op's time was lost and the
+# recorded one had none). reshape's view is _reshape_alias only where no Python dispatch key is set.
+DISPATCH_MODE_TWINS = {"aten::_index_put_impl_": "aten::index_put", "aten::_reshape_alias": "aten::view"}
+_TWINS_OF: dict[str, set[str]] = defaultdict(set)
+for _timed, _recorded in DISPATCH_MODE_TWINS.items():
+    _TWINS_OF[_recorded].add(_timed)
+
+
+def _twin(name: str) -> str:
+    return DISPATCH_MODE_TWINS.get(name, name)
+
+
 def _out_of_place_key(key: Key) -> Key:
     """A key with an in-place name (aten::add_) read as its out-of-place twin, shapes and phase kept: the counting
     pass and the timed run are two runs of one program, and an op can run in place in one and not in the other.
     The autograd engine accumulates a gradient in place when nothing else holds the buffer, which differs between
-    the two (Mamba's selective scan: 60 accumulations a step recorded as add, timed as add_, were counted twice)."""
-    name = key[0]
+    the two (Mamba's selective scan: 60 accumulations a step recorded as add, timed as add_, were counted twice).
+    A timed op with a twin under the recorder (DISPATCH_MODE_TWINS) reads as that twin."""
+    name = _twin(key[0])
     return (name[:-1] if name.endswith("_") and not name.endswith("__") else name,) + tuple(key[1:])
 
 

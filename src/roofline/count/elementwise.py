@@ -9,7 +9,10 @@ FLOPs per OUTPUT element (our convention; torch's FlopCounterMode counts none of
 - 3: lerp, hardswish/hardsigmoid, sigmoid_backward, tanh_backward.
 - 4: one transcendental (exp, log, sin, cos, tanh, sigmoid, erf, softplus, general pow, ...): several
   hardware instructions each; counted as 4 so that a transcendental-heavy op is not mistaken for a free one.
-- 5: silu (sigmoid + mul), elu/selu/celu.  8: gelu (erf or tanh form), silu_backward.
+- 5: silu (sigmoid + mul), elu/selu/celu, glu (a * sigmoid(b) over the two halves of its input: per output
+  element; its output is half its input along dim).
+- 4.5: glu_backward, per element of its output (the input's gradient, both halves): 9 FLOPs per pair,
+  sigmoid(b), the a-half's g * s and the b-half's g * a * s * (1 - s).  8: gelu (erf or tanh form), silu_backward.
   9: mish.  12: gelu_backward.  14: mish_backward.
 Complex outputs: each complex element is two real lanes: 2x the count above, except mul (6 when both
 operands are complex: 4 multiplies and 2 adds; 2 when one is real) and div (11 by a complex divisor, 2 by
@@ -43,7 +46,7 @@ ONE_FLOP_BOOL = (
     "logical_and", "logical_or", "logical_xor", "isnan", "isinf", "isfinite", "isneginf", "isposinf",
     "signbit", "isclose", "isin",
 )
-TWO_FLOPS = ("addcmul", "addcdiv", "hardtanh_backward", "leaky_relu_backward", "glu", "hypot",
+TWO_FLOPS = ("addcmul", "addcdiv", "hardtanh_backward", "leaky_relu_backward", "hypot",
              "native_dropout_backward", "_masked_softmax_backward_elementwise", "hardsigmoid_backward")
 THREE_FLOPS = ("lerp", "hardswish", "hardsigmoid", "sigmoid_backward", "tanh_backward", "logit_backward",
                "hardswish_backward")
@@ -143,6 +146,29 @@ def pow_(call: Call) -> OpCost:
     cheap = isinstance(exponent, (int, float)) and not isinstance(exponent, bool) and \
         float(exponent).is_integer() and -3 <= exponent <= 3
     return elementwise_cost(call, 1 if cheap else 4)
+
+
+def _halved(meta: TensorMeta, dim: int) -> TensorMeta:
+    shape = list(meta.shape)
+    shape[dim] //= 2
+    return meta.with_shape(tuple(shape))
+
+
+@register("aten::glu")
+def glu(call: Call) -> OpCost:
+    """Reads its input, writes half of it (along dim, default -1); see the module docstring for the FLOPs."""
+    source = call.tensor(0, "self")
+    outputs = call.outputs if call.outputs is not None else [_halved(source, call.arg(1, "dim", -1))]
+    return OpCost(5.0 * max(m.numel for m in outputs), float(source.nbytes + nbytes(outputs)), True)
+
+
+@register("aten::glu_backward")
+def glu_backward(call: Call) -> OpCost:
+    """glu_backward(grad_output, self, dim): reads both, writes self's gradient (self's shape). Its inputs do not
+    broadcast (grad_output is half of self), so the generic elementwise rule cannot give the output."""
+    grad, source = call.tensor(0, "grad_output"), call.tensor(1, "self")
+    outputs = call.outputs if call.outputs is not None else [source.with_shape(source.shape)]
+    return OpCost(4.5 * max(m.numel for m in outputs), float(grad.nbytes + source.nbytes + nbytes(outputs)), True)
 
 
 @register("aten::native_dropout")

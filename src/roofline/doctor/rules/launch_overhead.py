@@ -119,7 +119,7 @@ def _gpu_stretches(report: Report, table: KernelTable, order: np.ndarray) -> lis
     remover = "a CUDA graph replay" if torch_device(report) == "cuda" else "fusing the kernels"
     method = (f"device idle between the stretches' kernels (gaps on the kernel timeline), which {remover} "
               f"removes, each gap counted up to {gap_cap * 1e6:.3g} us (a longer gap is host work or a wait, not "
-              "the launch)" + (f", less the measured graph launch cost per kernel ({graph:.3g} s x {n})" if graph else ""))
+              "the launch)" + (f", less the measured graph launch cost per kernel ({graph * 1e6:.3g} us x {n})" if graph else ""))
     op_ids = {i for i in map(_OP_INDEX, map(kernels.__getitem__, order[picked].tolist())) if i is not None}
     ops = [report.ops[i] for i in op_ids if 0 <= i < len(report.ops)]
     return [Finding(
@@ -169,7 +169,7 @@ def _cpu_launch_bound(report: Report) -> list[Finding]:
     if overhead > 0:
         savings = max(sum(min(op.time_s, overhead) for op in ops) - len(ops) * graph, 0.0)
         method = (f"per-op overhead removed: for each launch-bound op, its time up to the measured launch overhead "
-                  f"({overhead:.3g} s), summed over {len(ops)} ops" + (", less the graph launch cost" if graph else ""))
+                  f"({overhead * 1e6:.3g} us), summed over {len(ops)} ops" + (", less the graph launch cost" if graph else ""))
     else:
         savings = sum(max(op.time_s - roofline_time(report, op), 0.0) for op in ops)
         method = "the launch-bound ops' time above their roofline time (no launch overhead measured)"

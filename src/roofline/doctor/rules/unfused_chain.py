@@ -55,12 +55,14 @@ def _compute_out_shape(op: OpRecord) -> tuple[int, ...] | None:
     return None
 
 
-_MAY_RETURN_INPUT = frozenset({"to", "contiguous", "type_as"})
+_MAY_RETURN_INPUT = frozenset({"to", "contiguous", "type_as", "dropout", "feature_dropout", "alpha_dropout",
+                               "feature_alpha_dropout"})
 
 
 def _returns_its_input(op: OpRecord) -> bool:
     """Counted as moving nothing because it returned its input (``to`` with nothing to convert, on the device it
-    is on; ``contiguous`` of a contiguous tensor): like a view, no pass over memory to fuse away."""
+    is on; ``contiguous`` of a contiguous tensor; a dropout with p=0 or in eval mode, as in every diffusers
+    block): like a view, no pass over memory to fuse away."""
     return op.modeled and op.bytes == 0 and op_kind(op.name) in _MAY_RETURN_INPUT
 
 
@@ -120,6 +122,15 @@ def fused_bytes(chain: list[OpRecord]) -> float:
     return total + tensor_bytes(out, output_dtype(last) or (last.input_dtypes[0] if last.input_dtypes else ""))
 
 
+MODULE_FIX = ("fuse the chain: torch.compile the module (Inductor emits one kernel per chain), or use a fused kernel "
+              "(F.rms_norm / F.layer_norm / F.scaled_dot_product_attention) instead of composing it op by op")
+# A chain of the optimizer's step is its per-parameter update run op by op (torch.optim's single-tensor path, the
+# default for CPU tensors): compiling the model leaves it as it is (sweep 4: a compiled timm ViT's AdamW).
+OPTIMIZER_FIX = ("the optimizer updates each parameter op by op: construct it with fused=True (Adam, AdamW, SGD, "
+                 "Adagrad: one kernel per parameter group, CPU and CUDA) or foreach=True, or torch.compile the "
+                 "optimizer's step; compiling the model does not fuse it")
+
+
 @register(RULE, "unfused chains of memory-bound elementwise/norm ops")
 def check(report: Report) -> list[Finding]:
     _OUT_SHAPES.clear()
@@ -172,15 +183,15 @@ def _check(report: Report) -> list[Finding]:
         if savings <= 0:
             continue
         ops = [op for c in chains for op in c]
-        where = module or "(top level)"
+        in_optimizer = all(op.phase == "optimizer" for op in ops)
+        where = module or ("the optimizer's step" if in_optimizer else "(top level)")
         findings.append(Finding(
             rule=RULE, category="fusion",
             title=f"unfused chain of {len(signature)} memory-bound ops x{len(chains)} in {where}: {' > '.join(signature)}",
             evidence={"ops": list(signature), "chains": len(chains), "time_s": time, "bytes_unfused": unfused,
                       "bytes_fused": fused, "bytes_saved": max(unfused - fused, 0.0)},
             locations=top_locations(ops), estimated_savings_s=savings, savings_method=method,
-            fix=("fuse the chain: torch.compile the module (Inductor emits one kernel per chain), or use a fused "
-                 "kernel (F.rms_norm / F.layer_norm / F.scaled_dot_product_attention) instead of composing it op by op"),
+            fix=OPTIMIZER_FIX if in_optimizer else MODULE_FIX,
             severity=severity_for(report, savings),
         ))
     findings.sort(key=lambda f: -f.estimated_savings_s)
