@@ -51,10 +51,12 @@ class Environment(Struct):
     world_size: int | None = None
     backend: str | None = None
     unknown: list[str] = field(default_factory=list)
+    threads: int | None = None  # torch's CPU threads in the run (torch.get_num_threads()); None: not known (a trace)
 
     @classmethod
     def capture(cls, device_name: str = "") -> "Environment":
         torch_version = _torch_version()
+        torch = sys.modules.get("torch")
         return cls(
             torch_version=torch_version,
             device_name=device_name,
@@ -63,6 +65,7 @@ class Environment(Struct):
             timestamp=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             platform=platform.platform(),
             hostname=platform.node(),
+            threads=torch.get_num_threads() if torch is not None else None,
         )
 
 

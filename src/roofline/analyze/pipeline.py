@@ -32,7 +32,7 @@ from roofline.analyze.quantized_outputs import QUANTIZED_LINEARS, linear_outputs
 from roofline.analyze.sparse_operands import reads_sparse_metadata
 from roofline.analyze.roofline import place_op, summarize
 from roofline.analyze.integer_roofs import integer_roof_notes
-from roofline.analyze.stale import stale_ceilings_note
+from roofline.analyze.stale import stale_ceilings_note, thread_count_note
 from roofline.analyze.varlen_notes import varlen_attention_notes
 from roofline.analyze.warmup import warmup_events
 from roofline.capture.recording import OpRecording, RecordedOp, Tf32Flags, op_dtype
@@ -433,6 +433,9 @@ def report_from_trace(
     summary = summarize(ops, timing_method=timing, kernel_share=share, kernel_total_s=kernel_total, idle_s=idle)
     summary.wall_time_s = _wall_time_s(trace, recording is not None)
     summary.stale_ceilings = stale_ceilings_note(ops, ceilings)
+    threads = thread_count_note(environment, ceilings)
+    if threads:
+        summary.notes.append(threads)
     summary.notes.extend(integer_roof_notes(ops, lambda i: (ceilings.device, ceilings), lambda i: ops[i].name,
                                             summary.total_time_s)[0])
     if missing and recording is not None:

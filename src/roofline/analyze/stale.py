@@ -8,7 +8,7 @@ there counts. Datasheet ceilings are not measurements and are never called stale
 from __future__ import annotations
 
 from roofline.device.cache import remeasure_command
-from roofline.report import Ceilings, OpRecord
+from roofline.report import Ceilings, Environment, OpRecord
 
 CLEARLY_ABOVE = 1.15
 COMPUTE_SHARE = 0.01
@@ -41,3 +41,19 @@ def stale_ceilings_note(ops: list[OpRecord], ceilings: Ceilings) -> str | None:
     return (f"ceilings look stale: {len(found)} op(s), {100 * sum(share[b] for b in stale):.1f}% of op time, run up to "
             f"{100 * worst:.0f}% of the {roofs} roof measured{when}{load}. Re-measure on a quiet machine:\n"
             f"    {remeasure_command(ceilings)}")
+
+
+def thread_count_note(environment: Environment | None, ceilings: Ceilings) -> str | None:
+    """A CPU run on another number of threads than its measured roofs: its % of roof is against what that many
+    threads reach (compute scales about with the threads, memory bandwidth less), so it reads low with fewer
+    (OMP_NUM_THREADS=1 against 2-thread roofs read up to 2x low in a model sweep) and can pass 100% with more.
+    None for a GPU, a trace (threads not known) or datasheet roofs (no thread count)."""
+    if environment is None or not ceilings.device.startswith("cpu"):
+        return None
+    run, roofs = environment.threads, ceilings.threads
+    if not run or not roofs or run == roofs:
+        return None
+    return (f"threads: this run used {run} CPU thread(s), the CPU roofs were measured with {roofs}: % of roof "
+            f"compares it with what {roofs} thread(s) reach. Run with OMP_NUM_THREADS={roofs}, or measure roofs for "
+            f"{run} thread(s) (this replaces the cached ones) and pass them with --ceilings FILE:\n"
+            f"    OMP_NUM_THREADS={run} roofline ceilings --device cpu --remeasure --json FILE")
