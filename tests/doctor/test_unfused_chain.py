@@ -112,3 +112,18 @@ def test_a_chain_of_the_optimizer_s_step_says_how_to_fuse_an_optimizer(tmp_path)
         assert "fused=True" in f.fix and "compile the module" not in f.fix
     # what the fix says, done: one fused kernel per group, no chain left
     assert diagnose(_optimizer_step_report(tmp_path, fused=True), rules=["unfused-chain"]) == []
+
+
+def test_a_chain_is_named_after_the_module_holding_most_of_its_time():
+    """A Llama's backward chain began with the gradient add of an MLP Linear and went on through 17 ops of
+    RMSNorm's backward: it was named after the Linear (gpu_sweep, hf_llama_sdpa_train on the H200)."""
+    from roofline.doctor.rules.unfused_chain import _main_module
+    from roofline.report import OpRecord
+
+    linear, norm = "Llama.Layer.MLP.Linear", "Llama.Layer.RMSNorm"
+    chain = [OpRecord(name="aten::add", module=linear, time_s=2e-6)] + [
+        OpRecord(name="aten::mul", module=norm, time_s=1e-6) for _ in range(3)]
+    assert _main_module(chain) == norm
+    tie = [OpRecord(name="aten::add", module=linear, time_s=1e-6), OpRecord(name="aten::mul", module=norm, time_s=1e-6)]
+    assert _main_module(tie) == linear
+    assert _main_module([OpRecord(name="aten::add", module=linear), OpRecord(name="aten::mul", module=norm)]) == linear
