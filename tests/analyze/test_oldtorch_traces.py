@@ -1,0 +1,48 @@
+"""Real CPU traces written by torch 2.1.2, 2.4.1 and 2.7.1 (tests/data/devtraces/torch2.*, recorded by
+benchmarks/sweep_oldtorch.py; the sweep is benchmarks/results/sweep_oldtorch_2026-12-02.md): each gives its steps,
+its ops with the FLOPs of their recorded shapes, and the time it was recorded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from roofline.analyze.trace_file import analyze_trace_file
+from roofline.capture.kineto import load_trace
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "devtraces"
+
+
+@pytest.mark.parametrize(("name", "steps", "when"), [
+    # torch 2.1: integer Unix microseconds, no baseTimeNanoseconds; schedule's first active step is #1
+    ("torch2.1.2_cpu_mlp_train_rank0.pt.trace.json.gz", [(1, 8673.0), (2, 10433.0)], "2026-12-02T04:25:41+00:00"),
+    # torch 2.7: fractional microseconds after baseTimeNanoseconds (2026-10-01, not the recording's day)
+    ("torch2.7.1_cpu_mlp_train_rank0.pt.trace.json.gz", [(2, 3047.318), (3, 8034.027)], "2026-12-02T04:25:57+00:00"),
+])
+def test_a_scheduled_training_loop_of_an_older_torch_has_its_steps_flops_and_recording_time(name, steps, when):
+    trace = load_trace(DATA / name)
+    assert [(s.number, s.dur_us) for s in trace.steps] == steps
+    report = analyze_trace_file(DATA / name)
+    assert report.steps == 2 and report.ceilings.device == "cpu"
+    assert report.environment.timestamp == when
+    assert "torch_version" in report.environment.unknown  # neither version writes it
+    assert (len(report.ops), sum(op.flops > 0 for op in report.ops)) == (68, 34)
+    first = [op for op in report.ops if op.name == "aten::addmm" and op.input_shapes[1] == [64, 256]]
+    assert [op.flops for op in first] == [2 * 64 * 256 * 512] * 2  # Linear(256, 512) on a batch of 64, each step
+
+
+def test_a_torch_24_conv_net_is_counted_from_its_shapes_with_modules_from_its_stack():
+    report = analyze_trace_file(DATA / "torch2.4.1_cpu_conv_shapes_stack.json")
+    convs = [(op.module, op.flops) for op in report.ops if op.name == "aten::convolution"]
+    assert convs == [("Sequential_0.Conv2d_0", 2 * 8 * 16 * 32 * 32 * 3 * 3 * 3),
+                     ("Sequential_0.Conv2d_1", 2 * 8 * 32 * 16 * 16 * 16 * 3 * 3)]
+    assert report.environment.timestamp == "2026-12-02T04:25:48+00:00"
+
+
+def test_the_transformer_fast_path_of_torch_27_is_counted_through_its_fused_layer():
+    """eval + no_grad runs aten::_transformer_encoder_layer_fwd: its children (the QKV mm, bmm, ...) are counted."""
+    report = analyze_trace_file(DATA / "torch2.7.1_cpu_transformer_eval.json")
+    qkv = [op.flops for op in report.ops if op.name == "aten::mm" and op.input_shapes[:2] == [[64, 64], [64, 192]]]
+    assert qkv == [2 * 64 * 64 * 192] * 2  # one per layer, 4 x 16 tokens
+    assert (len(report.ops), sum(op.flops > 0 for op in report.ops)) == (70, 24)
