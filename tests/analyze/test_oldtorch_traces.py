@@ -46,3 +46,15 @@ def test_the_transformer_fast_path_of_torch_27_is_counted_through_its_fused_laye
     qkv = [op.flops for op in report.ops if op.name == "aten::mm" and op.input_shapes[:2] == [[64, 64], [64, 192]]]
     assert qkv == [2 * 64 * 64 * 192] * 2  # one per layer, 4 x 16 tokens
     assert (len(report.ops), sum(op.flops > 0 for op in report.ops)) == (70, 24)
+
+
+def test_a_torch_21_cat_of_an_unrecorded_tensor_list_says_why_it_is_unmodelled():
+    """torch 2.1 records a TensorList argument's "Input Dims" as []: the LSTM's cat has no shapes to count, and the
+    row alone said only "unmodeled"; its RNN layers are counted from their shapes."""
+    report = analyze_trace_file(DATA / "torch2.1.2_cpu_lstm.json")
+    assert [op.name for op in report.ops if not op.modeled] == ["aten::cat", "aten::cat"]
+    note = next(n for n in report.summary.notes if n.startswith("aten::cat unmodelled (2 call(s)"))
+    assert "tensor list's shapes were not recorded" in note and "torch 2.1 records every tensor list as []" in note
+    layers = [op.flops for op in report.ops if op.name == "aten::mkldnn_rnn_layer"]
+    # 20 time steps x batch 4 x (2 GEMMs of 4 x 128 gates) + the cell's elementwise work, per layer
+    assert layers == [16097280.0, 21340160.0]

@@ -40,6 +40,7 @@ from roofline.capture.trace_model import CpuOp, Trace
 from roofline.count import families
 from roofline.count.counting import count_op, is_view_op
 from roofline.count.collectives import COMMUNICATION_NOTE
+from roofline.count.copy import LIST_NOT_RECORDED
 from roofline.count.meta import SPARSE_NOT_COUNTED
 from roofline.count.registry import VALUE_ARGS, OpCost, flatten_metas, nbytes, unmodeled
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
@@ -497,8 +498,9 @@ MAX_KEPT_WHOLE_NOTES = 5
 
 def _kept_whole_notes(trace: Trace, event_to_report: dict[int, int], ops: list[OpRecord], counter: _TraceCounter,
                       recording: OpRecording | None) -> list[str]:
-    """Why the unmodelled ops kept whole (an op on a sparse tensor) are unmodelled, one line per op name and reason,
-    largest share of time first: the row alone says only "unmodeled". A recorded op's reason is the counting
+    """Why the unmodelled ops kept whole (an op on a sparse tensor), and those whose tensor list the profiler
+    recorded as [] (a cat in every trace of torch 2.1), are unmodelled, one line per op name and reason, largest
+    share of time first: the row alone says only "unmodeled". A recorded op's reason is the counting
     pass's (the first ops of a report with a recording are the recorded ones, in order), any other's the trace's."""
     recorded = len(recording.ops) if recording is not None else 0
     events = {i: event for event, i in event_to_report.items() if i >= recorded and not ops[i].modeled}
@@ -507,13 +509,16 @@ def _kept_whole_notes(trace: Trace, event_to_report: dict[int, int], ops: list[O
         if op.modeled or (i >= recorded and i not in events):
             continue
         cost = recording.ops[i].cost if i < recorded else counter(trace.ops[events[i]]).cost
-        if cost.keep_whole and not cost.modeled and not is_communication_op(op.name):
+        if (cost.keep_whole or LIST_NOT_RECORDED in cost.note) and not cost.modeled \
+                and not is_communication_op(op.name):
             calls[(op.name, cost.note)].append(op.time_s)
     total = sum(op.time_s for op in ops)
     lines = []
     for (name, note), times in sorted(calls.items(), key=lambda kv: -sum(kv[1]))[:MAX_KEPT_WHOLE_NOTES]:
         share = f", {sum(times) / total:.1%} of the time" if total else ""
-        lines.append(f"{name} unmodelled ({len(times)} call(s){share}): {note}")
+        why = (" (torch 2.1 records every tensor list as []; torch 2.4 and later record each tensor's shape)"
+               if LIST_NOT_RECORDED in note else "")
+        lines.append(f"{name} unmodelled ({len(times)} call(s){share}): {note}{why}")
     return lines
 
 
