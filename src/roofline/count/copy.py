@@ -18,8 +18,9 @@ from roofline.count.meta import TensorMeta, dtype_name, itemsize_of, unknown_dty
 from roofline.count.registry import Call, OpCost, nbytes, register
 from roofline.count.shapes import broadcast_shapes
 
-# torch 2.1 records every TensorList argument as [] (2.4 and later record each tensor's shape): a cat or stack
-# of one is left unmodelled with this reason, which the report's notes repeat (analyze/pipeline.py).
+# torch 2.1 and older (2.0: the HTA traces of 2023) record every TensorList argument as [] (2.4 and later record
+# each tensor's shape): a cat or stack of one is left unmodelled with this reason, which the report's notes repeat
+# (analyze/pipeline.py).
 LIST_NOT_RECORDED = "the tensor list's shapes were not recorded"
 
 
