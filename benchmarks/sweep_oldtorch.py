@@ -99,8 +99,45 @@ def mlp_memory_modules_flops(out: Path) -> str:
     return "MLP forward + backward, record_shapes + profile_memory + with_modules + with_flops"
 
 
+def _ddp_rank(rank: int, world: int, out: str, port: int) -> None:
+    import os
+
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = DistributedDataParallel(nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 10)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(32, 256), torch.randint(0, 10, (32,))
+    handler = tensorboard_trace_handler(out, worker_name=f"rank{rank}")
+    with profile(activities=CPU, schedule=schedule(wait=1, warmup=1, active=2), on_trace_ready=handler,
+                 record_shapes=True) as prof:
+        for _ in range(5):
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            prof.step()
+    dist.destroy_process_group()
+
+
+def ddp_gloo_two_ranks(out: Path) -> str:
+    """Two processes of one gloo DDP job, each writing its own trace (distributedInfo names rank and world)."""
+    import socket
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(_ddp_rank, args=(2, str(out / "ddp_gloo"), port), nprocs=2, join=True)
+    return "DDP over gloo, 2 CPU processes, MLP 256-512-10 batch 32 per rank, schedule(wait=1, warmup=1, active=2)"
+
+
 WORKLOADS = [mlp_training_steps, conv_forward_shapes_stack, conv_forward_no_shapes, lstm_forward_backward,
-             transformer_fast_path, mlp_memory_modules_flops]
+             transformer_fast_path, mlp_memory_modules_flops, ddp_gloo_two_ranks]
 
 
 def main() -> int:

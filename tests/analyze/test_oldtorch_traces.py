@@ -71,3 +71,19 @@ def test_a_cpu_trace_whose_steps_lie_mostly_outside_its_ops_says_so():
                for n in old.summary.notes)
     new = analyze_trace_file(DATA / "torch2.7.1_cpu_mlp_train_rank0.pt.trace.json.gz")
     assert not any("profiled step(s)' wall time" in n for n in new.summary.notes)
+
+
+def test_two_ranks_of_a_torch_21_gloo_ddp_job_merge_with_their_all_reduce_sized_from_gloos_span():
+    """Real DDP over gloo, 2 CPU processes: distributedInfo names the ranks; torch 2.1 records c10d::allreduce_'s
+    tensor list as [], so its size comes from the gloo:all_reduce span (every parameter of the MLP, float32)."""
+    from roofline.distributed.merge import merge_trace_files
+
+    report = merge_trace_files([DATA / f"torch2.1.2_cpu_ddp_gloo_rank{r}.pt.trace.json.gz" for r in (0, 1)])
+    dist = report.distributed
+    assert (dist.world_size, dist.backend, dist.ranks_merged, dist.steps) == (2, "gloo", [0, 1], 2.0)
+    [allreduce] = dist.collectives
+    params = 256 * 512 + 512 + 512 * 10 + 10
+    assert (allreduce.kind, allreduce.calls, allreduce.bytes) == ("all_reduce", 2, 4.0 * params)
+    assert [(r.rank, r.profiled_steps, r.collectives_per_step) for r in report.ranks] == [(0, 2, 1.0), (1, 2, 1.0)]
+    assert any(n.startswith("2 collective call(s) with no message size (c10d::allreduce_ x2")
+               for n in report.summary.notes)
