@@ -33,7 +33,8 @@ def mlp_training_steps(out: Path) -> str:
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x, y = torch.randn(64, 256), torch.randint(0, 10, (64,))
     gz = "use_gzip" in inspect.signature(tensorboard_trace_handler).parameters
-    handler = tensorboard_trace_handler(str(out / "mlp_train"), worker_name="rank0", **({"use_gzip": True} if gz else {}))
+    handler = tensorboard_trace_handler(str(out / "mlp_train"), worker_name="rank0",
+                                        **({"use_gzip": True} if gz else {}))
     with profile(activities=CPU, schedule=schedule(wait=1, warmup=1, active=2), on_trace_ready=handler,
                  record_shapes=True) as prof:
         for _ in range(5):
