@@ -87,3 +87,15 @@ def test_two_ranks_of_a_torch_21_gloo_ddp_job_merge_with_their_all_reduce_sized_
     assert [(r.rank, r.profiled_steps, r.collectives_per_step) for r in report.ranks] == [(0, 2, 1.0), (1, 2, 1.0)]
     assert any(n.startswith("2 collective call(s) with no message size (c10d::allreduce_ x2")
                for n in report.summary.notes)
+
+
+def test_traces_that_name_no_backend_merge_without_an_invented_one():
+    """Two single-process traces whose file names say rank0 (tensorboard_trace_handler(worker_name="rank0")) merge
+    by position; no trace records a backend or a collective, so the note must not call it a gloo job."""
+    from roofline.distributed.merge import merge_trace_files
+
+    report = merge_trace_files([DATA / f"torch{v}_cpu_mlp_train_rank0.pt.trace.json.gz" for v in ("2.1.2", "2.7.1")])
+    note = next(n for n in report.summary.notes if n.startswith("merged 2 rank(s)"))
+    assert note.startswith("merged 2 rank(s) of a 2-rank job whose traces name no backend (gloo assumed for the "
+                           "collectives' roofs)")
+    assert report.distributed.ranks_merged == [0, 1] and report.distributed.collectives == []

@@ -138,8 +138,8 @@ def merge_summaries(summaries: list[RankSummary], base: Report, *, ceilings_file
     summaries = sorted(summaries, key=lambda s: s.rank)
     world = job_world(len(summaries), [s.world_size for s in summaries])
     on_gpu = any(s.has_gpu for s in summaries)
-    backend = next((s.backend for s in summaries if s.backend), None)
-    backend = backend or ("nccl" if on_gpu else "gloo")
+    recorded_backend = next((s.backend for s in summaries if s.backend), None)
+    backend = recorded_backend or ("nccl" if on_gpu else "gloo")
     breakdowns = {s.rank: s.breakdown for s in summaries}
     costs = {s.rank: s.costs for s in summaries}
     median_step = statistics.median(b.step_time_s for b in breakdowns.values())
@@ -171,9 +171,11 @@ def merge_summaries(summaries: list[RankSummary], base: Report, *, ceilings_file
             "no measured collective bandwidth for this backend and world size: run `roofline ceilings --collectives`",
         syncs_near_collectives=[RankSyncs(s.rank, s.syncs) for s in summaries],
     )
+    job = f"a {world}-rank {backend} job" if recorded_backend else \
+        f"a {world}-rank job whose traces name no backend ({backend} assumed for the collectives' roofs)"
     base.summary.notes.append(
-        f"merged {len(summaries)} rank(s) of a {world}-rank {backend} job: ops, kernels and roofline are rank "
-        f"{first.rank}'s; the Ranks table has every rank"
+        f"merged {len(summaries)} rank(s) of {job}: ops, kernels and roofline are rank {first.rank}'s; the Ranks "
+        "table has every rank"
     )
     return base
 
