@@ -89,13 +89,29 @@ def test_two_ranks_of_a_torch_21_gloo_ddp_job_merge_with_their_all_reduce_sized_
                for n in report.summary.notes)
 
 
-def test_traces_that_name_no_backend_merge_without_an_invented_one():
-    """Two single-process traces whose file names say rank0 (tensorboard_trace_handler(worker_name="rank0")) merge
-    by position; no trace records a backend or a collective, so the note must not call it a gloo job."""
+def test_traces_that_name_no_backend_merge_without_an_invented_one(tmp_path):
+    """Two single-process traces named rank0 and rank1 (tensorboard_trace_handler's worker_name) merge by their
+    names; no trace records a backend or a collective, so the note must not call it a gloo job."""
+    import shutil
+
     from roofline.distributed.merge import merge_trace_files
 
-    report = merge_trace_files([DATA / f"torch{v}_cpu_mlp_train_rank0.pt.trace.json.gz" for v in ("2.1.2", "2.7.1")])
+    rank1 = tmp_path / "rank1.pt.trace.json.gz"
+    shutil.copy(DATA / "torch2.7.1_cpu_mlp_train_rank0.pt.trace.json.gz", rank1)
+    report = merge_trace_files([DATA / "torch2.1.2_cpu_mlp_train_rank0.pt.trace.json.gz", rank1])
     note = next(n for n in report.summary.notes if n.startswith("merged 2 rank(s)"))
     assert note.startswith("merged 2 rank(s) of a 2-rank job whose traces name no backend (gloo assumed for the "
                            "collectives' roofs)")
     assert report.distributed.ranks_merged == [0, 1] and report.distributed.collectives == []
+
+
+def test_two_runs_whose_files_both_say_rank0_are_not_merged_as_two_ranks():
+    """The file name was the only evidence of a job: two files naming rank 0, no distributedInfo, no collective,
+    were merged by position and got a straggler finding ("the other ranks wait ... in the next collective")."""
+    from roofline.distributed.merge import merge_trace_files
+    from roofline.errors import RooflineError
+
+    paths = [DATA / f"torch{v}_cpu_mlp_train_rank0.pt.trace.json.gz" for v in ("2.1.2", "2.7.1")]
+    with pytest.raises(RooflineError, match=r"not ranks of one distributed job \(their file names give rank 0 "
+                                            r"more than once"):
+        merge_trace_files(paths)

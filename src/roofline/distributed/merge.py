@@ -105,12 +105,20 @@ def _refuse_repeated_files(paths: list[str | os.PathLike[str]]) -> None:
 
 def _refuse_unrelated_traces(summaries: list[RankSummary]) -> None:
     """Several traces of one process (a profiler schedule's cycles, tensorboard_trace_handler's files) are not
-    ranks: merged as ranks, one cycle's warm-up would be named a straggler of an invented job."""
-    if any(s.backend or s.world_size or s.calls or _RANK_IN_PATH.search(s.path) for s in summaries):
+    ranks: merged as ranks, one cycle's warm-up would be named a straggler of an invented job. A rank in the file
+    name vouches for a job only if no two files give the same one: two runs of one script with
+    tensorboard_trace_handler(worker_name="rank0") are not ranks 0 and 1."""
+    if any(s.backend or s.world_size or s.calls for s in summaries):
         return
-    raise RooflineError(f"these {len(summaries)} traces are not ranks of one distributed job (none names its rank "
-                        "in distributedInfo or its file name, none holds a collective): analyse each with "
-                        "`roofline trace FILE`, or compare two with `roofline diff` of their report.json")
+    named = [int(m.group(1)) for s in summaries if (m := _RANK_IN_PATH.search(s.path))]
+    if named and len(set(named)) == len(named):
+        return
+    repeated = sorted({r for r in named if named.count(r) > 1})
+    why = (f"their file names give rank {', '.join(map(str, repeated))} more than once" if repeated
+           else "none names its rank in distributedInfo or its file name")
+    raise RooflineError(f"these {len(summaries)} traces are not ranks of one distributed job ({why}, none records "
+                        "a backend or holds a collective): analyse each with `roofline trace FILE`, or compare two "
+                        "with `roofline diff` of their report.json")
 
 
 def merge_ranks(inputs: list[RankInput], *, ceilings_file: str | None = None,
