@@ -115,3 +115,19 @@ def test_two_runs_whose_files_both_say_rank0_are_not_merged_as_two_ranks():
     with pytest.raises(RooflineError, match=r"not ranks of one distributed job \(their file names give rank 0 "
                                             r"more than once"):
         merge_trace_files(paths)
+
+
+def test_a_torch_21_traces_matmul_flops_equal_torchs_own_with_flops_count():
+    """with_flops writes no FLOPs into the exported trace; sweep_oldtorch.py saved torch 2.1.2's key_averages()
+    figures beside it. roofline's, from the recorded shapes alone, are the same for every op torch counts."""
+    import json
+    from collections import defaultdict
+
+    report = analyze_trace_file(DATA / "torch2.1.2_cpu_mlp_memory_flops.json")
+    torch_flops = json.loads((DATA / "torch2.1.2_cpu_mlp_memory_flops.torch_flops.json").read_text())
+    ours: dict[str, float] = defaultdict(float)
+    for op in report.ops:
+        ours[op.name] += op.flops
+    assert torch_flops == {"aten::addmm": 17432576, "aten::mm": 18087936}
+    assert {name: ours[name] for name in torch_flops} == torch_flops
+    assert report.memory.peak_allocated_bytes == 677936  # from the [memory] events (profile_memory)
