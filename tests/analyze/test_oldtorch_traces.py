@@ -133,3 +133,13 @@ def test_a_torch_21_traces_matmul_flops_equal_torchs_own_with_flops_count():
     assert torch_flops == {"aten::addmm": 17432576, "aten::mm": 18087936}
     assert {name: ours[name] for name in torch_flops} == torch_flops
     assert report.memory.peak_allocated_bytes == 677936  # from the [memory] events (profile_memory)
+
+
+def test_a_trace_without_device_activity_repeats_the_errors_the_profiler_logged_in_it():
+    """torch 2.7's CUDA wheel on a machine without a usable GPU writes its Kineto error into the header: the one
+    clue to why a run meant for a GPU recorded none of its activity."""
+    trace = load_trace(DATA / "torch2.7.1_cpu_mlp_train_rank0.pt.trace.json.gz")
+    [note] = [w for w in trace.warnings if w.startswith("no GPU kernels")]
+    assert note.endswith("not recorded; the profiler logged: gpuGetDeviceCount failed with code 35")
+    older = load_trace(DATA / "torch2.1.2_cpu_mlp_train_rank0.pt.trace.json.gz")  # no ERROR in its header
+    assert [w for w in older.warnings if w.startswith("no GPU kernels")][0].endswith("was not recorded")
