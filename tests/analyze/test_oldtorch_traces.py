@@ -143,3 +143,15 @@ def test_a_trace_without_device_activity_repeats_the_errors_the_profiler_logged_
     assert note.endswith("not recorded; the profiler logged: gpuGetDeviceCount failed with code 35")
     older = load_trace(DATA / "torch2.1.2_cpu_mlp_train_rank0.pt.trace.json.gz")  # no ERROR in its header
     assert [w for w in older.warnings if w.startswith("no GPU kernels")][0].endswith("was not recorded")
+
+
+def test_a_torch_20_lstm_without_concrete_inputs_is_counted_from_its_weights():
+    """torch 2.0 records no "Concrete Inputs": mkldnn_rnn_layer's mode was None, its count failed, and the report
+    fell to its children (aten::empty, aten::add): 0.45 ms of the trace's 46 ms of ops. The mode now comes from the
+    recurrent weight (4 x hidden rows: an LSTM), and the layers count as torch 2.1's trace of the same model does."""
+    report = analyze_trace_file(DATA / "torch2.0.1_cpu_lstm.json")
+    layers = [(op.name, op.flops) for op in report.ops if "mkldnn_rnn_layer" in op.name]
+    assert layers == [("aten::mkldnn_rnn_layer", 16097280.0), ("aten::mkldnn_rnn_layer", 21340160.0),
+                      ("aten::mkldnn_rnn_layer_backward", 42311680.0),
+                      ("aten::mkldnn_rnn_layer_backward", 31825920.0)]
+    assert report.summary.total_time_s == pytest.approx(45.77e-3, abs=0.01e-3)
