@@ -1,4 +1,4 @@
-"""Real CPU traces written by torch 2.1.2, 2.4.1 and 2.7.1 (tests/data/devtraces/torch2.*, recorded by
+"""Real CPU traces written by torch 2.0.1, 2.1.2, 2.4.1 and 2.7.1 (tests/data/devtraces/torch2.*, recorded by
 benchmarks/sweep_oldtorch.py; the sweep is benchmarks/results/sweep_oldtorch_2026-12-02.md): each gives its steps,
 its ops with the FLOPs of their recorded shapes, and the time it was recorded."""
 
