@@ -55,8 +55,7 @@ def test_a_torch_21_cat_of_an_unrecorded_tensor_list_says_why_it_is_unmodelled()
     """torch 2.1 records a TensorList argument's "Input Dims" as []: the LSTM's cat has no shapes to count, and the
     row alone said only "unmodeled"; its RNN layers are counted from their shapes."""
     report = analyze_trace_file(DATA / "torch2.1.2_cpu_lstm.json")
-    # the stack's own 63 us (beyond its cat) is most of it: kept as an unmodelled row of its own
-    assert [op.name for op in report.ops if not op.modeled] == ["aten::stack", "aten::cat", "aten::cat"]
+    assert [op.name for op in report.ops if not op.modeled] == ["aten::cat", "aten::cat"]
     note = next(n for n in report.summary.notes if n.startswith("aten::cat unmodelled (2 call(s)"))
     assert "tensor list's shapes were not recorded" in note
     assert "torch 2.1 and older record every tensor list as []" in note
@@ -156,23 +155,5 @@ def test_a_torch_20_lstm_without_concrete_inputs_is_counted_from_its_weights():
     assert layers == [("aten::mkldnn_rnn_layer", 16097280.0), ("aten::mkldnn_rnn_layer", 21340160.0),
                       ("aten::mkldnn_rnn_layer_backward", 42311680.0),
                       ("aten::mkldnn_rnn_layer_backward", 31825920.0)]
-    assert report.summary.total_time_s == pytest.approx(45.817e-3, abs=0.001e-3)  # of 46.06 ms top-level ops
+    assert report.summary.total_time_s == pytest.approx(45.77e-3, abs=0.01e-3)  # of 46.06 ms of top-level ops
 
-
-def test_an_uncounted_aten_op_that_spends_its_time_itself_keeps_it_on_a_cpu(tmp_path):
-    """Before the mode fix, torch 2.0's mkldnn_rnn_layer could not be counted and the report kept only its
-    children (allocations: 25 us of 41 ms). An aten op whose own time is most of its time keeps that time as an
-    unmodelled row; a wrapper whose children hold most of it (fft_rfft -> _fft_r2c) still gives way to them."""
-    import json
-
-    def op(name, ts, dur):
-        return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur,
-                "args": {"Input Dims": [[8, 8]], "Input type": ["float"]}}
-
-    events = [op("aten::no_formula_here", 0, 1000), op("aten::empty", 10, 5),
-              op("aten::no_formula_either", 2000, 100), op("aten::mul", 2005, 90)]
-    path = tmp_path / "t.json"
-    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
-    rows = {(o.name, round(o.time_s * 1e6)) for o in analyze_trace_file(path).ops}
-    assert ("aten::no_formula_here", 995) in rows and ("aten::empty", 5) in rows
-    assert ("aten::mul", 90) in rows and not any(name == "aten::no_formula_either" for name, _ in rows)

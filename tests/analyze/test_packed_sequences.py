@@ -52,11 +52,7 @@ def test_from_a_trace_each_packing_op_is_one_modelled_row_of_its_copy_bytes(tmp_
         assert (op.modeled, op.flops, op.bytes) == (True, 0.0, PACKING[op.name]), op.name
         assert op.bound != "unmodeled" and op.time_s > 0
     assert next(op for op in rows if "backward" in op.name).phase == "backward"
-    # unmodelled: an aten::index whose index list the profiler did not record, its own time (the gather, ~50 us)
-    # kept since e3b5063 (dropped for its view children before, which made the share 0); index_select_backward too
-    # when its own time is most of it (it varies from run to run)
-    unmodelled = {op.name for op in report.ops if not op.modeled}
-    assert "aten::index" in unmodelled and unmodelled <= {"aten::index", "aten::index_select_backward"}
+    assert report.summary.unmodeled_time_share == 0.0
 
 
 def test_analyze_counts_the_packing_from_its_outputs():
