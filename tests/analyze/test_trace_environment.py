@@ -42,3 +42,14 @@ def test_the_recording_time_is_read_from_any_positive_epoch_and_nothing_else():
     assert _recorded_at(1) == "1970-01-01T00:00:00+00:00"  # 1 ns after the epoch
     assert _recorded_at(1_790_857_026.5e9) == "2026-10-01T12:17:06+00:00"
     assert [_recorded_at(v) for v in (0, -1_000_000_000, True, "1790857026000000000", None)] == [""] * 5
+
+
+def test_the_recording_time_is_the_base_plus_the_first_event_or_unix_microseconds_without_a_base():
+    """Kineto's baseTimeNanoseconds is an epoch, not the trace's start: every trace of torch 2.4 to 2.14 recorded on
+    2026-12-02 carries 1790857026000000000 (2026-10-01); its events count microseconds from it."""
+    from roofline.analyze.environment import _recorded_at
+
+    assert _recorded_at(1_790_857_026_000_000_000, 5_328_522_671_995.994) == "2026-12-02T04:25:48+00:00"
+    assert _recorded_at(None, 1_796_185_541_542_754.0) == "2026-12-02T04:25:41+00:00"  # torch 2.1: no base
+    assert _recorded_at(None, 5_328_522_671_995.0) == ""  # no base and not Unix time: unknown, not 1970
+    assert _recorded_at(None, None) == ""

@@ -114,3 +114,15 @@ def test_mkldnn_layers_cells_and_fused_cells():
     assert count_op("aten::_thnn_fused_gru_cell_backward", [h, f32(2, 15), True]).flops == 6 * 26
     assert count_op("aten::_thnn_differentiable_lstm_cell_backward", [h, h, f32(2, 12), f32(2, 12)]).flops == 6 * 36
     assert count_op("aten::_thnn_differentiable_gru_cell_backward", [h, f32(2, 9), f32(2, 9)]).flops == 6 * 26
+
+
+def test_an_rnn_layers_unrecorded_mode_comes_from_its_recurrent_weight_or_not_at_all():
+    from roofline.count.meta import TensorMeta
+    from roofline.count.rnn import GRU, LSTM, _layer_mode
+
+    assert _layer_mode(None, TensorMeta((512, 128), "float32")) == (
+        LSTM, "mode not recorded: lstm from the recurrent weight's 4 x hidden rows")
+    assert _layer_mode(None, TensorMeta((384, 128), "float32"))[0] == GRU
+    assert _layer_mode(2, TensorMeta((384, 128), "float32")) == (2, "")  # recorded: taken as it is
+    with pytest.raises(ValueError, match="mode was not recorded"):
+        _layer_mode(None, TensorMeta((500, 128), "float32"))

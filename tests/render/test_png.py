@@ -37,3 +37,15 @@ def test_png_of_a_memory_bound_only_report_has_no_compute_colour():
 def test_png_renderer_copes_with_an_empty_report():
     data = render_png(Report(ceilings=synthetic_report().ceilings))
     assert_roofline_png(data, bounds=set(), absent=set(COLORS))
+
+
+def test_a_long_roofs_method_is_cut_at_a_word_and_says_where_the_rest_is():
+    """A CPU trace of an unnamed host has a 300-character method; the caption ended mid-word ("for roofs, wr")."""
+    from roofline.render.png import CAPTION_ROOFS_CHARS, _clipped
+
+    method = ("no roofs: a CPU trace recorded on a host the trace does not name is not judged against this machine's "
+              "CPU; for roofs, write them with `roofline ceilings --json FILE` on that machine")
+    clipped = _clipped(method, CAPTION_ROOFS_CHARS)
+    assert clipped == ("no roofs: a CPU trace recorded on a host the trace does not name is not judged against this "
+                       "machine's CPU ... (whole in report.json: ceilings.method)")
+    assert _clipped("measured", CAPTION_ROOFS_CHARS) == "measured"

@@ -17,7 +17,7 @@ def trace_environment(trace: Trace, device_name: str = "") -> Environment:
     env = Environment(
         torch_version=_text(meta.get("pytorch_version") or meta.get("torch_version")),
         device_name=trace.device_name or device_name,
-        timestamp=_recorded_at(meta.get("baseTimeNanoseconds")),
+        timestamp=_recorded_at(meta.get("baseTimeNanoseconds"), _first_event_us(trace)),
         hostname=_text(meta.get("host_name") or meta.get("hostname")),
         rank=_int(info.get("rank")),
         world_size=_int(info.get("world_size")),
@@ -28,15 +28,28 @@ def trace_environment(trace: Trace, device_name: str = "") -> Environment:
     return env
 
 
-def _recorded_at(base_ns: Any) -> str:
-    """Kineto's baseTimeNanoseconds, the wall-clock epoch its timestamps count from, as ISO time (UTC)."""
-    if not isinstance(base_ns, (int, float)) or isinstance(base_ns, bool) or base_ns <= 0:
+def _recorded_at(base_ns: Any, first_us: float | None = None) -> str:
+    """When the trace began, as ISO time (UTC). Kineto's event times are microseconds after baseTimeNanoseconds,
+    an epoch it picks that is not the trace's start (traces of torch 2.4, 2.7 and 2.14 recorded on 2026-12-02 all
+    carry 1790857026000000000, 2026-10-01), so the trace began at base + its first event's ts. A trace without a
+    base (torch 2.1 and older) writes Unix microseconds; its first ts is the time only if it reads as one (after
+    2001), never a counter since boot."""
+    if base_ns is None and first_us is not None and first_us >= _UNIX_US_2001:
+        base_ns = 0
+    elif not isinstance(base_ns, (int, float)) or isinstance(base_ns, bool) or base_ns <= 0:
         return ""
     try:
-        when = _dt.datetime.fromtimestamp(base_ns / 1e9, _dt.timezone.utc)
+        when = _dt.datetime.fromtimestamp((base_ns + (first_us or 0.0) * 1e3) / 1e9, _dt.timezone.utc)
     except (OverflowError, OSError, ValueError):
         return ""
     return when.isoformat(timespec="seconds")
+
+
+_UNIX_US_2001 = 1e15
+
+
+def _first_event_us(trace: Trace) -> float | None:
+    return min((op.ts_us for op in trace.ops), default=None)
 
 
 def _text(value: Any) -> str:

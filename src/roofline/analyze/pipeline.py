@@ -40,6 +40,7 @@ from roofline.capture.trace_model import GRAPH_REPLAY_OP, CpuOp, Trace
 from roofline.count import families
 from roofline.count.counting import count_op, is_view_op
 from roofline.count.collectives import COMMUNICATION_NOTE
+from roofline.count.copy import LIST_NOT_RECORDED
 from roofline.count.meta import SPARSE_NOT_COUNTED
 from roofline.count.registry import LIVE_FACTS, OpCost, flatten_metas, nbytes, unmodeled
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
@@ -432,6 +433,8 @@ def report_from_trace(
         timing += f"; totals cover all {len(steps)} profiled steps"
     summary = summarize(ops, timing_method=timing, kernel_share=share, kernel_total_s=kernel_total, idle_s=idle)
     summary.wall_time_s = _wall_time_s(trace, recording is not None)
+    if not trace.has_gpu and recording is None:
+        summary.notes.extend(_host_outside_ops_note(summary.total_time_s, summary.wall_time_s, len(steps)))
     summary.stale_ceilings = stale_ceilings_note(ops, ceilings)
     threads = thread_count_note(environment, ceilings)
     if threads:
@@ -485,6 +488,20 @@ def report_from_trace(
     return report
 
 
+HOST_COVERED_AT_LEAST = 0.5
+
+
+def _host_outside_ops_note(ops_s: float, wall_s: float | None, steps: int) -> list[str]:
+    """On a CPU trace the table's total is the ops' host time; when most of the steps' wall time lies outside every
+    op, it says so (else a 19 ms step reads as its 2.7 ms of ops: a real torch 2.1 trace, 8 ms of it inside
+    AccumulateGrad before its one aten call)."""
+    if not wall_s or ops_s >= HOST_COVERED_AT_LEAST * wall_s:
+        return []
+    return [f"the ops' host time ({ops_s * 1e3:.3g} ms) is {ops_s / wall_s:.0%} of the {steps} profiled step(s)' wall "
+            f"time ({wall_s * 1e3:.3g} ms): the rest ran outside every counted op (Python between ops, autograd's "
+            "engine and the optimizer's frames, the profiler, or the OS taking the thread away)"]
+
+
 def _idle_by_device_note(idle: dict[int, float]) -> str:
     worst = max(idle, key=idle.__getitem__)
     each = ", ".join(f"device {d} {t * 1e3:.3g} ms" for d, t in sorted(idle.items()))
@@ -506,8 +523,9 @@ MAX_KEPT_WHOLE_NOTES = 5
 
 def _kept_whole_notes(trace: Trace, event_to_report: dict[int, int], ops: list[OpRecord], counter: _TraceCounter,
                       recording: OpRecording | None) -> list[str]:
-    """Why the unmodelled ops kept whole (an op on a sparse tensor) are unmodelled, one line per op name and reason,
-    largest share of time first: the row alone says only "unmodeled". A recorded op's reason is the counting
+    """Why the unmodelled ops kept whole (an op on a sparse tensor), and those whose tensor list the profiler
+    recorded as [] (a cat in a trace of torch 2.1 or older), are unmodelled, one line per op name and reason, largest
+    share of time first: the row alone says only "unmodeled". A recorded op's reason is the counting
     pass's (the first ops of a report with a recording are the recorded ones, in order), any other's the trace's."""
     recorded = len(recording.ops) if recording is not None else 0
     events = {i: event for event, i in event_to_report.items() if i >= recorded and not ops[i].modeled}
@@ -516,13 +534,16 @@ def _kept_whole_notes(trace: Trace, event_to_report: dict[int, int], ops: list[O
         if op.modeled or (i >= recorded and i not in events):
             continue
         cost = recording.ops[i].cost if i < recorded else counter(trace.ops[events[i]]).cost
-        if cost.keep_whole and not cost.modeled and not is_communication_op(op.name):
+        if (cost.keep_whole or LIST_NOT_RECORDED in cost.note) and not cost.modeled \
+                and not is_communication_op(op.name):
             calls[(op.name, cost.note)].append(op.time_s)
     total = sum(op.time_s for op in ops)
     lines = []
     for (name, note), times in sorted(calls.items(), key=lambda kv: -sum(kv[1]))[:MAX_KEPT_WHOLE_NOTES]:
         share = f", {sum(times) / total:.1%} of the time" if total else ""
-        lines.append(f"{name} unmodelled ({len(times)} call(s){share}): {note}")
+        why = (" (torch 2.1 and older record every tensor list as []; torch 2.4 and later record each tensor's "
+               "shape)" if LIST_NOT_RECORDED in note else "")
+        lines.append(f"{name} unmodelled ({len(times)} call(s){share}): {note}{why}")
     return lines
 
 

@@ -185,6 +185,21 @@ def _read(builder: "_TraceBuilder", stream: EventStream) -> None:
     builder.skipped += stream.skipped
 
 
+def _profiler_errors(metadata: dict) -> str:
+    """Kineto's own errors, which it lists in the header ("ERROR": ["ERROR:<time> <pid>:<tid>
+    DeviceProperties.cpp:47] gpuGetDeviceCount failed with code 35"], torch 2.7 without a usable GPU): why a trace
+    may hold no device activity."""
+    errors = metadata.get("ERROR")
+    if not isinstance(errors, list):
+        return ""
+    messages = list(dict.fromkeys(e.split("] ", 1)[-1].strip() for e in errors if isinstance(e, str)))
+    messages = [m for m in messages if m]
+    if not messages:
+        return ""
+    more = f" (and {len(messages) - 1} more in the trace's header)" if len(messages) > 1 else ""
+    return f"; the profiler logged: {messages[0][:200]}{more}"
+
+
 def _take_stream(trace: Trace, stream: Any) -> None:
     """What a read of the file says about it (metadata before and after the list, warnings, a cut, events read)."""
     trace.metadata.update(stream.metadata)
@@ -943,7 +958,8 @@ class _TraceBuilder:
         if self.bad_times:
             warn(f"{self.bad_times} events without a usable ts/dur skipped")
         if not trace.has_gpu:
-            warn(NO_KERNELS_WARNING + ": a CPU-only profile, or the device's activity was not recorded")
+            warn(NO_KERNELS_WARNING + ": a CPU-only profile, or the device's activity was not recorded"
+                 + _profiler_errors(trace.metadata))
         if not self.ops:
             warn("no cpu_op events: kernels cannot be attributed to ops")
         elif not trace.has_shapes:

@@ -129,15 +129,31 @@ def cudnn_rnn(call: Call) -> OpCost:
 def mkldnn_rnn_layer(call: Call) -> OpCost:
     """One layer, one direction: (input, w_ih, w_hh, b_ih, b_hh, hx, cx, reverse, batch_sizes, mode, ...)."""
     weights = [call.tensor(1, "weight0"), call.tensor(2, "weight1")]
-    mode = int(call.arg(9, "mode"))
-    return _cost(call, _rnn_flops(_tokens(call.tensor(0, "input")), weights, mode, False))
+    mode, note = _layer_mode(call.arg(9, "mode"), weights[1])
+    return _cost(call, _rnn_flops(_tokens(call.tensor(0, "input")), weights, mode, False), note)
 
 
 @register("aten::mkldnn_rnn_layer_backward")
 def mkldnn_rnn_layer_backward(call: Call) -> OpCost:
     weights = [call.tensor(1, "weight1"), call.tensor(2, "weight2")]
-    mode = int(call.arg(14, "mode"))
-    return _cost(call, _rnn_flops(_tokens(call.tensor(0, "input")), weights, mode, True))
+    mode, note = _layer_mode(call.arg(14, "mode"), weights[1])
+    return _cost(call, _rnn_flops(_tokens(call.tensor(0, "input")), weights, mode, True), note)
+
+
+_MODE_OF_GATES = {GATES[LSTM]: LSTM, GATES[GRU]: GRU}
+
+
+def _layer_mode(recorded, w_hh: TensorMeta) -> tuple[int, str]:
+    """The recorded mode, else (torch 2.0 records no scalar argument: no "Concrete Inputs") the one that the
+    recurrent weight's gates x hidden rows over its hidden columns give: 4 an LSTM, 3 a GRU."""
+    if recorded is not None:
+        return int(recorded), ""
+    gates = w_hh.shape[0] // w_hh.shape[1] if w_hh.ndim == 2 and w_hh.shape[1] else 0
+    if gates not in _MODE_OF_GATES or gates * w_hh.shape[1] != w_hh.shape[0]:
+        raise ValueError("the RNN mode was not recorded and the weights' shapes do not give it")
+    mode = _MODE_OF_GATES[gates]
+    name = next(k for k, v in _MODE_OF_NAME.items() if v == mode)
+    return mode, f"mode not recorded: {name} from the recurrent weight's {gates} x hidden rows"
 
 
 @register("aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu", "aten::_lstm_mps", composite=True)

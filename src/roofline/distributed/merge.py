@@ -105,12 +105,20 @@ def _refuse_repeated_files(paths: list[str | os.PathLike[str]]) -> None:
 
 def _refuse_unrelated_traces(summaries: list[RankSummary]) -> None:
     """Several traces of one process (a profiler schedule's cycles, tensorboard_trace_handler's files) are not
-    ranks: merged as ranks, one cycle's warm-up would be named a straggler of an invented job."""
-    if any(s.backend or s.world_size or s.calls or _RANK_IN_PATH.search(s.path) for s in summaries):
+    ranks: merged as ranks, one cycle's warm-up would be named a straggler of an invented job. A rank in the file
+    name vouches for a job only if no two files give the same one: two runs of one script with
+    tensorboard_trace_handler(worker_name="rank0") are not ranks 0 and 1."""
+    if any(s.backend or s.world_size or s.calls for s in summaries):
         return
-    raise RooflineError(f"these {len(summaries)} traces are not ranks of one distributed job (none names its rank "
-                        "in distributedInfo or its file name, none holds a collective): analyse each with "
-                        "`roofline trace FILE`, or compare two with `roofline diff` of their report.json")
+    named = [int(m.group(1)) for s in summaries if (m := _RANK_IN_PATH.search(s.path))]
+    if named and len(set(named)) == len(named):
+        return
+    repeated = sorted({r for r in named if named.count(r) > 1})
+    why = (f"their file names give rank {', '.join(map(str, repeated))} more than once" if repeated
+           else "none names its rank in distributedInfo or its file name")
+    raise RooflineError(f"these {len(summaries)} traces are not ranks of one distributed job ({why}, none records "
+                        "a backend or holds a collective): analyse each with `roofline trace FILE`, or compare two "
+                        "with `roofline diff` of their report.json")
 
 
 def merge_ranks(inputs: list[RankInput], *, ceilings_file: str | None = None,
@@ -138,8 +146,8 @@ def merge_summaries(summaries: list[RankSummary], base: Report, *, ceilings_file
     summaries = sorted(summaries, key=lambda s: s.rank)
     world = job_world(len(summaries), [s.world_size for s in summaries])
     on_gpu = any(s.has_gpu for s in summaries)
-    backend = next((s.backend for s in summaries if s.backend), None)
-    backend = backend or ("nccl" if on_gpu else "gloo")
+    recorded_backend = next((s.backend for s in summaries if s.backend), None)
+    backend = recorded_backend or ("nccl" if on_gpu else "gloo")
     breakdowns = {s.rank: s.breakdown for s in summaries}
     costs = {s.rank: s.costs for s in summaries}
     median_step = statistics.median(b.step_time_s for b in breakdowns.values())
@@ -171,9 +179,11 @@ def merge_summaries(summaries: list[RankSummary], base: Report, *, ceilings_file
             "no measured collective bandwidth for this backend and world size: run `roofline ceilings --collectives`",
         syncs_near_collectives=[RankSyncs(s.rank, s.syncs) for s in summaries],
     )
+    job = f"a {world}-rank {backend} job" if recorded_backend else \
+        f"a {world}-rank job whose traces name no backend ({backend} assumed for the collectives' roofs)"
     base.summary.notes.append(
-        f"merged {len(summaries)} rank(s) of a {world}-rank {backend} job: ops, kernels and roofline are rank "
-        f"{first.rank}'s; the Ranks table has every rank"
+        f"merged {len(summaries)} rank(s) of {job}: ops, kernels and roofline are rank {first.rank}'s; the Ranks "
+        "table has every rank"
     )
     return base
 

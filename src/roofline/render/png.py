@@ -126,13 +126,27 @@ def draw_roofline(report: Report, *, top_labels: int = 8, title: str | None = No
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7, loc="lower right")
     caption = (f"{len(points)} of {len(report.ops)} ops drawn, sized by share of time; {skipped} not drawn (no FLOPs: "
-               f"copies, casts, views have no place on a FLOP/s axis).{merged_note} Roofs: {c.method[:120] or c.source}")
+               f"copies, casts, views have no place on a FLOP/s axis).{merged_note} Roofs: "
+               f"{_clipped(c.method, CAPTION_ROOFS_CHARS) or c.source}")
     fig.text(0.01, 0.005, caption, fontsize=6, wrap=True)
     fig.subplots_adjust(left=0.08, right=0.98, top=0.94, bottom=0.12)
     return fig
 
 
 LEVEL_MARKERS = {"dram": ("D", "DRAM"), "l2": ("^", "L2")}
+
+
+CAPTION_ROOFS_CHARS = 120
+
+
+def _clipped(text: str, limit: int) -> str:
+    """``text``, or its clauses (else words) up to ``limit`` characters with an ellipsis saying where the rest is: a
+    plain cut left a CPU trace's caption ending "...; for roofs, wr"."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    head = head.rsplit("; ", 1)[0] if "; " in head else head.rsplit(" ", 1)[0].rstrip(";,:")
+    return head + " ... (whole in report.json: ceilings.method)"
 
 
 def _measured_levels(points: list) -> list[tuple[object, dict[str, float]]]:
