@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from roofline.cli.common import (add_ceilings_option, add_output_option, add_workload_options, leave_script_threads,
-                                 normalize_dtype, positive_int, run_ceilings, step_count, step_count_or_zero)
+                                 normalize_dtype, positive_int, refuse_workload_options, run_ceilings, step_count,
+                                 step_count_or_zero)
 from roofline.errors import RooflineError
 
 
@@ -51,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     if args.script:
         from roofline.capture.script_runner import check_script
 
+        refuse_workload_options(args, args.script)
         check_script(args.script)
     if args.nproc:
         from roofline.distributed.launch import launch_profile
