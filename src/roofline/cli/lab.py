@@ -23,8 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", type=non_empty, default=None, help="cpu or cuda (default: cuda when present)")
     parser.add_argument("--model", default="llama-tiny", choices=["llama-tiny", "llama-1b", "llama-8b"],
                         help="the LLaMA size to run")
-    parser.add_argument("--dtype", default=None, help="default float16 on CUDA, float32 on CPU")
-    parser.add_argument("--data", default=None, help="folder with WikiText-2 test.txt/valid.txt ($ROOFLINE_DATA)")
+    parser.add_argument("--dtype", default=None, help="model dtype (default float16 on CUDA, float32 on CPU)")
+    parser.add_argument("--data", default=None, help="folder with WikiText-2 test.txt/valid.txt (default: $ROOFLINE_DATA)")
     parser.add_argument("--no-doctor", action="store_true", help="skip the doctor's profiling runs")
     parser.add_argument("--decode-only", action="store_true",
                         help="only the batch-1 decode against the memory roof: compiled, tuned and the hand-written "
