@@ -36,7 +36,7 @@ def test_doctor_of_a_script_or_report_refuses_them_too(tmp_path, capsys):
     report = tmp_path / "report.json"
     Report(workload="w", ops=[OpRecord(name="aten::mm", flops=1e6, bytes=1e3, time_s=1e-3)]).save(report)
     assert main(["doctor", str(report), "--seq", "64"]) == 2
-    assert "--seq apply only" in capsys.readouterr().err
+    assert "--seq applies only" in capsys.readouterr().err
     assert main(["doctor", str(report)]) == 0
 
 

@@ -158,7 +158,8 @@ def refuse_workload_options(args: argparse.Namespace, target: str) -> None:
 
     given = [f"--{name}" for name in ("batch", "seq", "dtype", "backward") if getattr(args, name, None)]
     if given:
-        raise RooflineError(f"{', '.join(given)} apply only to a built-in --model, not to {target}: a script sets "
+        verb = "applies" if len(given) == 1 else "apply"
+        raise RooflineError(f"{', '.join(given)} {verb} only to a built-in --model, not to {target}: a script sets "
                             "its own sizes, dtype and backward; a report or trace was recorded as it ran")
 
 
