@@ -211,6 +211,10 @@ def cases(tmp: Path) -> list[Case]:
         Case("profile a missing script", ["profile", "--device", "cpu", *out, f"{t}/nope.py"]),
         Case("doctor a missing script", ["doctor", f"{t}/nope.py"]),
         Case("profile both a script and --model", ["profile", "--model", "matmul", *out, f"{t}/exits.py"]),
+        Case("profile a script with --batch (a built-in --model's)", ["profile", "--batch", "4", *out,
+                                                                       f"{t}/exits.py"]),
+        Case("doctor a report with --dtype (a built-in --model's)", ["doctor", f"{t}/report_ok.json", "--dtype",
+                                                                      "fp16"]),
         # reports and traces
         Case("doctor a report whose ops is a string", ["doctor", f"{t}/report_ops_string.json"]),
         Case("doctor a report whose op time is 'fast'", ["doctor", f"{t}/report_time_fast.json"]),

@@ -154,8 +154,9 @@ def test_a_projection_keeps_a_big_ops_measured_efficiency_and_reports_its_scenar
 
 def test_predict_report_refuses_what_it_cannot_know():
     report = Report(ceilings=GPU, ops=_ops(1, 1e-6))
-    with pytest.raises(RooflineError, match="--from-batch"):
+    with pytest.raises(RooflineError, match="--from-batch") as refused:
         predict_report(report, batch=8, host_costs=HOST)
+    assert "from_batch=N in predict_report" in str(refused.value)  # the API's own spelling, for an API user
     with pytest.raises(RooflineError, match="cannot be told apart"):
         predict_report(report, batch=8, from_batch=64, from_seq=64, host_costs=HOST)
     with pytest.raises(RooflineError, match="no roofs"):

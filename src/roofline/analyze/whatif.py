@@ -46,7 +46,7 @@ def _pair(label: str, old, new: int | None, keep_known: bool = False) -> tuple[i
         raise RooflineError(f"--{label} must be at least 1, got {new}")
     if not isinstance(old, int) or isinstance(old, bool) or old < 1:
         raise RooflineError(f"the report does not record its {label}; give --from-{label} N (the {label} it was "
-                            "measured with)")
+                            f"measured with; from_{label}=N in predict_report)")
     return (old, new)
 
 

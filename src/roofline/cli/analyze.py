@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("target", nargs="?", help="path/to/file.py:factory, where factory() returns (model, inputs)")
     p.add_argument("--model", help="a built-in workload: matmul, layernorm, llama-tiny, llama-1b, resnet50, bert-base, ...")
-    add_workload_options(p)
+    add_workload_options(p, factory=True)
     add_output_option(p)
     add_ceilings_option(p)
     p.add_argument("--iters", type=step_count, default=5, help="profiled steps to take the median over (default 5)")

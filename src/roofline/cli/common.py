@@ -136,15 +136,31 @@ def add_device_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_workload_options(parser: argparse.ArgumentParser) -> None:
-    """--batch/--seq/--dtype/--device/--backward, as `analyze`, `profile` and `doctor` take them."""
-    parser.add_argument("--batch", type=positive_int, default=None, help="batch size (default: per workload)")
+def add_workload_options(parser: argparse.ArgumentParser, *, factory: bool = False) -> None:
+    """--batch/--seq/--dtype/--device/--backward, as `analyze`, `profile` and `doctor` take them. ``factory``: the
+    command also takes path/to/file.py:factory, whose model --dtype casts and --backward runs backward."""
+    parser.add_argument("--batch", type=positive_int, default=None,
+                        help="batch size of a built-in --model (default: per workload)")
     parser.add_argument("--seq", type=positive_int, default=None,
-                        help="sequence length or matrix size (default: per workload)")
+                        help="sequence length or matrix size of a built-in --model (default: per workload)")
     parser.add_argument("--dtype", default=None, choices=DTYPE_CHOICES,
-                        help="model dtype (default float32; a file.py:factory's model and inputs as it built them)")
+                        help="model dtype (default float32; a file.py:factory's model and inputs as it built them)"
+                        if factory else "dtype of a built-in --model (default float32)")
     add_device_option(parser)
-    parser.add_argument("--backward", action="store_true", help="also run and measure the backward pass")
+    parser.add_argument("--backward", action="store_true",
+                        help="also run and measure the backward pass" + ("" if factory else " of a built-in --model"))
+
+
+def refuse_workload_options(args: argparse.Namespace, target: str) -> None:
+    """--batch/--seq/--dtype/--backward build a built-in --model; given with a script, report or trace they would
+    be ignored without a word, so they are refused."""
+    from roofline.errors import RooflineError
+
+    given = [f"--{name}" for name in ("batch", "seq", "dtype", "backward") if getattr(args, name, None)]
+    if given:
+        verb = "applies" if len(given) == 1 else "apply"
+        raise RooflineError(f"{', '.join(given)} {verb} only to a built-in --model, not to {target}: a script sets "
+                            "its own sizes, dtype and backward; a report or trace was recorded as it ran")
 
 
 def add_output_option(parser: argparse.ArgumentParser, default: str | None = "roofline-out") -> None:

@@ -15,6 +15,7 @@ from roofline.cli.common import (
     leave_script_threads,
     normalize_dtype,
     output_dir,
+    refuse_workload_options,
     run_ceilings,
 )
 from roofline.errors import RooflineError
@@ -98,6 +99,7 @@ def _report_for(args: argparse.Namespace) -> tuple[Any, str | None]:
     profiled before it)."""
     if args.model:
         return _analyze_model(args), None
+    refuse_workload_options(args, args.target)
     target = Path(args.target)
     if target.suffix == ".py":
         from roofline.capture.script_runner import check_script

@@ -23,8 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", type=non_empty, default=None, help="cpu or cuda (default: cuda when present)")
     parser.add_argument("--model", default="llama-tiny", choices=["llama-tiny", "llama-1b", "llama-8b"],
                         help="the LLaMA size to run")
-    parser.add_argument("--dtype", default=None, help="default float16 on CUDA, float32 on CPU")
-    parser.add_argument("--data", default=None, help="folder with WikiText-2 test.txt/valid.txt ($ROOFLINE_DATA)")
+    parser.add_argument("--dtype", default=None, help="model dtype (default float16 on CUDA, float32 on CPU)")
+    parser.add_argument("--data", default=None, help="folder with WikiText-2 test.txt/valid.txt (default: $ROOFLINE_DATA)")
     parser.add_argument("--no-doctor", action="store_true", help="skip the doctor's profiling runs")
     parser.add_argument("--decode-only", action="store_true",
                         help="only the batch-1 decode against the memory roof: compiled, tuned and the hand-written "
@@ -33,8 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-tuned", action="store_true",
                         help="leave out the Inductor-tuned batch-1 step (its compile takes minutes on llama-8b)")
     parser.add_argument("--budget", type=finite_number, default=None, metavar="SECONDS",
-                        help="time for the configurations of the three views; runs that would not fit are not "
-                             "started, and lab.md says what was cut")
+                        help="time for the configurations of the three views (default: no limit); runs that would "
+                             "not fit are not started, and lab.md says what was cut. With --study batching: time for "
+                             "its graph capture, calibration and sweep (default 360 s; none with --quick)")
     parser.add_argument("--study", default=None, choices=["attention", "fp8", "batching"],
                         help="run one extension study instead of the staged lab: attention (SDPA backends vs the "
                              "naive attention over sequence lengths), fp8 (FP8 weights for decode, FP8 matmuls for "

@@ -17,9 +17,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "it: each op scaled by its formula from its recorded shapes, keeping its measured efficiency. "
                     "With --learn, the given reports refresh the efficiency table instead.")
     parser.add_argument("reports", nargs="+", metavar="REPORT", help="report.json (several with --learn)")
-    parser.add_argument("--batch", type=positive_int, default=None, help="batch size to project to")
-    parser.add_argument("--seq", type=positive_int, default=None, help="sequence length to project to")
-    parser.add_argument("--dtype", default=None, choices=DTYPE_CHOICES, help="model dtype to project to")
+    parser.add_argument("--batch", type=positive_int, default=None,
+                        help="batch size to project to (default: the report's)")
+    parser.add_argument("--seq", type=positive_int, default=None,
+                        help="sequence length to project to (default: the report's)")
+    parser.add_argument("--dtype", default=None, choices=DTYPE_CHOICES,
+                        help="model dtype to project to (default: the report's)")
     parser.add_argument("--from-batch", type=positive_int, default=None,
                         help="the batch size the report was measured with, when it does not record it")
     parser.add_argument("--from-seq", type=positive_int, default=None,

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from roofline.cli.common import (add_ceilings_option, add_output_option, add_workload_options, leave_script_threads,
-                                 normalize_dtype, positive_int, run_ceilings, step_count, step_count_or_zero)
+                                 normalize_dtype, positive_int, refuse_workload_options, run_ceilings, step_count,
+                                 step_count_or_zero)
 from roofline.errors import RooflineError
 
 
@@ -26,8 +27,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("script", nargs="?", help="the Python script to run, as `python SCRIPT ARGS...` would")
     parser.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     parser.add_argument("--model", help="a built-in workload instead of a script: resnet50, bert-base, bad-syncs, llama-tiny, ...")
-    parser.add_argument("--wait", type=step_count, default=1, help="steps run untouched first (default 1; at least 1)")
-    parser.add_argument("--timed", type=step_count_or_zero, default=None, help="steps timed without the profiler (default: --active)")
+    parser.add_argument("--wait", type=step_count, default=1,
+                        help="steps run first, neither timed nor profiled: compile, autotune, allocator warm-up "
+                             "(default 1; at least 1)")
+    parser.add_argument("--timed", type=step_count_or_zero, default=None,
+                        help="steps then timed without the profiler, for the true step time (default: as many as "
+                             "--active)")
     parser.add_argument("--warmup", type=step_count_or_zero, default=1, help="profiled steps thrown away (default 1)")
     parser.add_argument("--active", type=step_count, default=3, help="profiled steps kept (default 3)")
     parser.add_argument("--sync-mode", choices=("warn", "error", "silent"), default="silent",
@@ -51,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     if args.script:
         from roofline.capture.script_runner import check_script
 
+        refuse_workload_options(args, args.script)
         check_script(args.script)
     if args.nproc:
         from roofline.distributed.launch import launch_profile

@@ -197,7 +197,7 @@ def run(options: StudyOptions, out_dir: Path, progress: Progress) -> StudyResult
         "seconds": time.perf_counter() - began,
     }
     charts = {"fp8.png": fp8_png(payload)} if any(math.isfinite(r.tokens_per_s) for r in decode_rows) else {}
-    files = common.write_study(out_dir, "fp8", payload, fp8_markdown(payload), charts)
+    files = common.write_study(out_dir, "fp8", payload, fp8_markdown(payload, charted=bool(charts)), charts)
     return StudyResult("fp8", fp8_table(payload), files, summary=_summary(payload))
 
 
@@ -509,7 +509,8 @@ def fp8_table(payload: dict[str, Any]) -> str:
     return "\n\n".join([decode_table(payload), prefill_table(payload), quality_table(payload)])
 
 
-def fp8_markdown(payload: dict[str, Any]) -> str:
+def fp8_markdown(payload: dict[str, Any], *, charted: bool) -> str:
+    """``charted``: fp8.png was drawn (it plots the speed rows, so not on a CPU, where they are CUDA only)."""
     m = payload["methods"]
     return "\n".join([
         f"# FP8 weights and matmuls: {payload['model']} on {payload['device_name'] or payload['device']} "
@@ -522,7 +523,8 @@ def fp8_markdown(payload: dict[str, Any]) -> str:
         f"- Decode: {m['decode']}.", f"- Bytes per token: {m['bytes']}.",
         f"- Prefill: {m['prefill']}.", f"- Quality: {m['quality']}.", f"- Timing: {m['timing']}.",
         "", "Chart: fp8.png (decode tokens/s against the memory roof of each format; prefill TFLOP/s against the "
-            "fp16 and fp8 roofs).", "",
+            "fp16 and fp8 roofs)." if charted else "No chart: fp8.png plots the decode and prefill speed rows, which "
+            "are CUDA only.", "",
     ])
 
 
