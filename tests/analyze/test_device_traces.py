@@ -325,3 +325,18 @@ def test_a_graph_launch_inside_an_op_keeps_that_op():
     trace = load_trace(DATA / "cuda_graph_replay_h100.json")
     assert [op.name for op in trace.ops] == ["ProfilerStep#5", "CUDAGraph.replay"]
     assert GRAPH_REPLAY_OP not in {op.name for op in trace.ops}
+
+
+def test_a_cpu_ceilings_file_for_a_gpu_trace_is_named_as_the_wrong_kind_of_device(tmp_path):
+    """`trace H100.json --ceilings cpu.json` said "ceilings look stale, re-measure" (the H100's kernels ran far above
+    a CPU's roofs) instead of saying the file describes another kind of device."""
+    from roofline.device.cache import save_ceilings
+
+    cpu = Ceilings(device="cpu", device_name="AMD EPYC", source="measured", memory_bandwidth_bytes_per_s=2e10,
+                   peak_flops_per_s={"float32": 1e11, "float16": 1e11}, launch_overhead_s=5e-6)
+    path = save_ceilings(cpu, tmp_path / "cpu.json")
+    report = analyze_trace_file(DATA / "device_h100_sxm.json", str(path))
+    (warning,) = [n for n in report.summary.notes if "--ceilings file describes" in n]
+    assert "AMD EPYC (cpu)" in warning and "NVIDIA H100" in warning and report.summary.stale_ceilings is None
+    assert not [n for n in analyze_trace_file(DATA / "device_h100_sxm.json").summary.notes
+                if "--ceilings file describes" in n]

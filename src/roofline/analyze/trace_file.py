@@ -221,6 +221,23 @@ def _describe_device(report: Report, identity: DeviceIdentity, ceilings: Ceiling
     report.summary.notes.insert(0, f"Device: {name} ({identity.how}); roofs: {whose}")
     if not ceilings.has_roofs():
         report.summary.notes.insert(1, f"warning: {ceilings.method}")
+    other = _other_kind_of_device(identity, ceilings) if ceilings_file else None
+    if other:
+        report.summary.notes.insert(1, other)
+        report.summary.stale_ceilings = None  # its "re-measure" advice is for the roofs' own device, not this trace's
+
+
+def _other_kind_of_device(identity: DeviceIdentity, ceilings: Ceilings) -> str | None:
+    """A warning when a --ceilings file describes a CPU and the trace ran on a GPU (or the reverse): every % of roof
+    is then against the wrong kind of device, which the stale-ceilings check took for roofs measured low."""
+    roofs_on_cpu = ceilings.device.startswith("cpu")
+    if identity.kind not in ("gpu", "cpu") or roofs_on_cpu == (identity.kind == "cpu") or not ceilings.device:
+        return None
+    described = ceilings.device_name or ceilings.device
+    ran = identity.name or ("a CPU" if identity.kind == "cpu" else "a GPU")
+    return (f"warning: the --ceilings file describes {described} ({ceilings.device}) and the trace ran on {ran}: "
+            "every % of roof compares it with another kind of device; pass that device's ceilings (`roofline "
+            "ceilings --json FILE` on it), or none to use its datasheet")
 
 
 # Kineto records no CPU model (its deviceProperties list only GPUs): a CPU trace's device is named as this, never as
