@@ -4,9 +4,9 @@ SyncDetector patches the Python entry points that make the host wait for the dev
 ``.tolist``, ``.numpy``, ``.cpu``, ``.to('cpu')``, ``__bool__/__int__/__float__``, ``torch.cuda.synchronize``,
 ``Event.synchronize``, ``Stream.synchronize``) and the ops whose output size depends on data, which must copy a
 count back to the host (``nonzero``, ``masked_select``, boolean-mask indexing and assignment,
-``repeat_interleave`` by a tensor of repeats without ``output_size``, ``multinomial``, ``unique``). On CUDA it also turns on
-``torch.cuda.set_sync_debug_mode("warn")`` and turns those warnings into sites, which catches syncs made inside
-torch where no Python entry point is visible.
+``repeat_interleave`` by a tensor of repeats without ``output_size``, ``multinomial``, ``unique``). On CUDA it
+also turns on ``torch.cuda.set_sync_debug_mode("warn")`` and turns those warnings into sites, which catches syncs
+made inside torch where no Python entry point is visible.
 
 Where no accelerator is present, the same calls on CPU tensors are reported as sites that *would* synchronise on
 one (``simulated=True``), so the check runs on a laptop and in CI.
