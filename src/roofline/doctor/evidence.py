@@ -46,6 +46,17 @@ SYNC_KINDS = frozenset({"_local_scalar_dense", "item", "nonzero", "masked_select
                         "unique_consecutive", "is_nonzero", "equal", "tolist", "nonzero_static_sync", "repeat_interleave"})
 
 
+def waits_for_data(op: OpRecord) -> bool:
+    """Whether an op of a SYNC_KINDS kind makes the host read a value. repeat_interleave does only when its
+    repeats are a tensor (their sum sizes the output): a second tensor input, or its only input integers
+    (``torch.repeat_interleave(repeats)``); by an int (GQA's ``k.repeat_interleave(n_rep, dim=1)``) the output's
+    size is known and nothing is read, though doctor said so in every forward (gpu_sweep batch 2)."""
+    if op_kind(op.name) != "repeat_interleave":
+        return True
+    tensors = tensor_inputs(op)
+    return len(tensors) >= 2 or (len(tensors) == 1 and tensors[0][1].startswith(("int", "uint")))
+
+
 norm_dtype = functools.lru_cache(maxsize=256)(canonical_dtype)
 itemsize = dtype_itemsize
 
