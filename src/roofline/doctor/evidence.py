@@ -15,7 +15,7 @@ from typing import NamedTuple, TypeVar
 
 import numpy as np
 
-from roofline.count.families import ATTENTION, CONV, MATMUL, VIEW, op_kind  # noqa: F401 - op_kind re-exported for rules
+from roofline.count.families import ATTENTION, CONV, MATMUL, VIEW, op_kind, repeats_read_by_host  # noqa: F401 - op_kind re-exported for rules
 from roofline.count.meta import canonical_dtype, dtype_itemsize
 from roofline.doctor.op_table import KernelTable, OpTable
 from roofline.report import Ceilings, OpRecord, Report
@@ -47,14 +47,8 @@ SYNC_KINDS = frozenset({"_local_scalar_dense", "item", "nonzero", "masked_select
 
 
 def waits_for_data(op: OpRecord) -> bool:
-    """Whether an op of a SYNC_KINDS kind makes the host read a value. repeat_interleave does only when its
-    repeats are a tensor (their sum sizes the output): a second tensor input, or its only input integers
-    (``torch.repeat_interleave(repeats)``); by an int (GQA's ``k.repeat_interleave(n_rep, dim=1)``) the output's
-    size is known and nothing is read, though doctor said so in every forward (gpu_sweep batch 2)."""
-    if op_kind(op.name) != "repeat_interleave":
-        return True
-    tensors = tensor_inputs(op)
-    return len(tensors) >= 2 or (len(tensors) == 1 and tensors[0][1].startswith(("int", "uint")))
+    """Whether an op of a SYNC_KINDS kind makes the host read a value (count/families.repeats_read_by_host)."""
+    return op_kind(op.name) != "repeat_interleave" or repeats_read_by_host(op.input_shapes, op.input_dtypes)
 
 
 norm_dtype = functools.lru_cache(maxsize=256)(canonical_dtype)
