@@ -2,6 +2,7 @@
 breaks: one command on the lent GPU (the CPU sweeps never ran these paths through the CLI).
 
     PYTHONPATH=src python3 benchmarks/gpu_sweep.py OUT                       # every case, on cuda
+    PYTHONPATH=src python3 benchmarks/gpu_sweep.py OUT --batch 2 --budget 240     # the second batch only
     PYTHONPATH=src python3 benchmarks/gpu_sweep.py OUT --device cpu --cases sdpa_flash_train,fused_adamw
 
 Each case (gpu_sweep_cases.py) is a user script written to OUT/scripts/, run in a subprocess with a time limit:
@@ -283,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
+    parser.add_argument("--batch", type=int, default=None,
+                        help="only the cases of this batch (1: the first ~21, 2: the second, added 2026-12-02)")
     parser.add_argument("--jobs", type=int, default=None, help="cases at a time (default 4 on cuda, 1 on cpu)")
     parser.add_argument("--ceilings", default=None, help="ceilings JSON for every case")
     parser.add_argument("--budget", type=float, default=330,
@@ -301,7 +304,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gpu_sweep: unknown case(s) {', '.join(unknown)}; known: {', '.join(c.name for c in CASES)}",
               file=sys.stderr)
         return 2
-    cases = [c for c in CASES if not wanted or c.name in wanted]
+    cases = [c for c in CASES if (not wanted or c.name in wanted) and args.batch in (None, c.batch)]
+    if not cases:
+        print(f"gpu_sweep: no case in batch {args.batch}; batches: {sorted({c.batch for c in CASES})}", file=sys.stderr)
+        return 2
     cpu = args.device == "cpu"
     jobs = args.jobs or (1 if cpu else 4)
     (out / "scripts").mkdir(exist_ok=True)

@@ -25,6 +25,7 @@ class Case:
     gpu_only: str | None = None  # why the case cannot run on CPU
     timeout_s: int = 90  # the profile's limit on the GPU (trace and doctor get their own)
     profile_args: list[str] = field(default_factory=list)
+    batch: int = 1  # which sweep added it: `gpu_sweep.py --batch 2` runs only the second batch
 
     def script(self) -> str:
         return f'"""{self.doc}"""\n' + HEADER + self.body.strip() + "\n"
@@ -333,3 +334,230 @@ with torch.no_grad():
         m(x)
 ''', gpu_only="CUDA streams"),
 ]
+
+# The second batch (2026-12-02): GPU paths the first one did not take. `gpu_sweep.py --batch 2` runs only these.
+BATCH2: list[Case] = [
+    Case("hf_llama_static_cache_compile",
+         "LlamaForCausalLM (small config) greedy generate() of 8 tokens with a static KV cache and its forward under "
+         "torch.compile(mode='reduce-overhead') (CUDA graph trees).",
+         '''
+from transformers import LlamaConfig, LlamaForCausalLM
+cfg = LlamaConfig(hidden_size=256, intermediate_size=688, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, vocab_size=2000, attn_implementation="sdpa")
+m = LlamaForCausalLM(cfg).to(DEV, torch.bfloat16).eval()
+m.forward = torch.compile(m.forward, mode="reduce-overhead", fullgraph=True)
+ids = torch.randint(0, 2000, (2, 32), device=DEV)
+with torch.no_grad():
+    for _ in range(3):
+        out = m.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=8, do_sample=False, pad_token_id=0,
+                         cache_implementation="static", disable_compile=True)  # the user's compile only
+print("generated", out.shape)
+''', gpu_only="reduce-overhead compiles to CUDA graphs", timeout_s=200, batch=2),
+    Case("make_graphed_callables_mlp",
+         "torch.cuda.make_graphed_callables on an MLP (forward and backward graphed), trained with SGD.",
+         '''
+import torch.nn as nn
+m = nn.Sequential(nn.Linear(1024, 2048), nn.GELU(), nn.Linear(2048, 1024)).to(DEV)
+opt = torch.optim.SGD(m.parameters(), lr=1e-3)
+x = torch.randn(256, 1024, device=DEV, requires_grad=True)
+g = torch.cuda.make_graphed_callables(m, (x,))
+for _ in range(12):
+    g(x).square().mean().backward(); opt.step(); opt.zero_grad(set_to_none=True)
+''', gpu_only="CUDA graphs", batch=2),
+    Case("compile_max_autotune_nocg",
+         "torch.compile(mode='max-autotune-no-cudagraphs') of a small MLP (tiny shapes: a short autotune), inference.",
+         '''
+import torch.nn as nn
+D = 32 if CPU else 256
+m = nn.Sequential(nn.Linear(D, 2 * D), nn.ReLU(), nn.Linear(2 * D, D)).to(DEV).eval()
+cm = torch.compile(m, mode="max-autotune-no-cudagraphs")
+x = torch.randn(16 if CPU else 128, D, device=DEV)
+with torch.no_grad():
+    for _ in range(12):
+        cm(x)
+''', timeout_s=240, batch=2),
+    Case("compile_dynamic_batches", "torch.compile(dynamic=True) of an MLP trained on a different batch size each step.",
+         '''
+import torch.nn as nn
+D = 32 if CPU else 512
+m = nn.Sequential(nn.Linear(D, 4 * D), nn.GELU(), nn.Linear(4 * D, D)).to(DEV)
+cm = torch.compile(m, dynamic=True)
+opt = torch.optim.SGD(m.parameters(), lr=1e-3)
+sizes = [8, 12, 5, 16] if CPU else [256, 384, 100, 512]
+for i in range(12):
+    x = torch.randn(sizes[i % 4], D, device=DEV)
+    cm(x).square().mean().backward(); opt.step(); opt.zero_grad()
+''', timeout_s=200, batch=2),
+    Case("sdpa_float_mask_gqa",
+         "SDPA with an explicit float (additive) attn_mask, then grouped-query SDPA (enable_gqa=True), fp16 inference.",
+         '''
+import torch.nn.functional as F
+DT = torch.float32 if CPU else torch.float16
+B, T, HQ, HKV, D = (2, 32, 8, 2, 16) if CPU else (4, 1024, 16, 4, 64)
+class Attn(torch.nn.Module):  # a step: one forward of this module
+    def forward(s, q, k, v, bias):
+        kk, vv = (t.repeat_interleave(HQ // HKV, dim=1) for t in (k, v))
+        return (F.scaled_dot_product_attention(q, kk, vv, attn_mask=bias)
+                + F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True))
+q = torch.randn(B, HQ, T, D, device=DEV, dtype=DT)
+k, v = (torch.randn(B, HKV, T, D, device=DEV, dtype=DT) for _ in range(2))
+bias = torch.randn(B, 1, T, T, device=DEV, dtype=DT)  # an ALiBi-like additive bias
+m = Attn()
+with torch.no_grad():
+    for _ in range(12):
+        m(q, k, v, bias)
+''', batch=2),
+    Case("hf_qwen2_moe_infer", "Qwen2MoeForCausalLM from a tiny config (8 experts, top-2, shared expert), bf16 forward.",
+         '''
+from transformers import Qwen2MoeConfig, Qwen2MoeForCausalLM
+cfg = Qwen2MoeConfig(hidden_size=64 if CPU else 512, intermediate_size=128 if CPU else 1024,
+                     moe_intermediate_size=32 if CPU else 256, shared_expert_intermediate_size=64 if CPU else 512,
+                     num_experts=8, num_experts_per_tok=2, num_hidden_layers=2, num_attention_heads=4,
+                     num_key_value_heads=2, vocab_size=1000, attn_implementation="sdpa")
+m = Qwen2MoeForCausalLM(cfg).to(DEV, torch.bfloat16).eval()
+ids = torch.randint(0, 1000, (2, 32) if CPU else (8, 256), device=DEV)
+with torch.no_grad():
+    for _ in range(12):
+        m(input_ids=ids)
+''', batch=2),
+    Case("cudnn_gru", "A 2-layer bidirectional GRU (cuDNN on the GPU) classifier trained with Adam.",
+         '''
+import torch.nn as nn
+B, T, H = (2, 16, 32) if CPU else (64, 200, 256)
+class Net(nn.Module):
+    def __init__(s):
+        super().__init__(); s.rnn = nn.GRU(H, H, num_layers=2, batch_first=True, bidirectional=True)
+        s.head = nn.Linear(2 * H, 5)
+    def forward(s, x):
+        return s.head(s.rnn(x)[0][:, -1])
+m = Net().to(DEV)
+opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+x, y = torch.randn(B, T, H, device=DEV), torch.randint(0, 5, (B,), device=DEV)
+for _ in range(12):
+    nn.functional.cross_entropy(m(x), y).backward(); opt.step(); opt.zero_grad()
+''', batch=2),
+    Case("embedding_bag_sum", "nn.EmbeddingBag (mode='sum', offsets, per-sample weights) + MLP, a recsys-like train step.",
+         '''
+import torch.nn as nn
+N, E, B, L = (1000, 16, 8, 5) if CPU else (200000, 128, 2048, 40)
+class Net(nn.Module):
+    def __init__(s):
+        super().__init__(); s.bag = nn.EmbeddingBag(N, E, mode="sum")
+        s.mlp = nn.Sequential(nn.Linear(E, 4 * E), nn.ReLU(), nn.Linear(4 * E, 1))
+    def forward(s, ids, offsets, w):
+        return s.mlp(s.bag(ids, offsets, per_sample_weights=w))
+m = Net().to(DEV)
+opt = torch.optim.Adagrad(m.parameters(), lr=1e-2)
+ids = torch.randint(0, N, (B * L,), device=DEV)
+offsets = torch.arange(0, B * L, L, device=DEV)
+w = torch.rand(B * L, device=DEV)
+y = torch.rand(B, 1, device=DEV)
+for _ in range(12):
+    nn.functional.binary_cross_entropy_with_logits(m(ids, offsets, w), y).backward(); opt.step(); opt.zero_grad()
+''', batch=2),
+    Case("sparse_mm_coo_csr", "torch.sparse.mm of a 1%-dense sparse matrix (COO, then CSR) with a dense one, a GCN-like layer.",
+         '''
+N, F_ = (256, 16) if CPU else (16384, 256)
+idx = torch.randint(0, N, (2, N * N // 100), device=DEV)
+adj = torch.sparse_coo_tensor(idx, torch.rand(idx.shape[1], device=DEV), (N, N)).coalesce()
+csr = adj.to_sparse_csr()
+lin = torch.nn.Linear(F_, F_).to(DEV)
+x = torch.randn(N, F_, device=DEV)
+with torch.no_grad():
+    for _ in range(12):
+        h = torch.relu(torch.sparse.mm(adj, lin(x)))
+        h = torch.sparse.mm(csr, h)
+''', batch=2),
+    Case("checkpoint_train",
+         "A 6-block MLP residual stack trained with torch.utils.checkpoint (use_reentrant=False) on every block.",
+         '''
+import torch.nn as nn
+from torch.utils.checkpoint import checkpoint
+D, B = (64, 16) if CPU else (1024, 2048)
+class Block(nn.Module):
+    def __init__(s):
+        super().__init__(); s.n = nn.LayerNorm(D); s.f = nn.Sequential(nn.Linear(D, 4 * D), nn.GELU(), nn.Linear(4 * D, D))
+    def forward(s, x):
+        return x + s.f(s.n(x))
+class Net(nn.Module):
+    def __init__(s):
+        super().__init__(); s.blocks = nn.ModuleList(Block() for _ in range(6))
+    def forward(s, x):
+        for b in s.blocks:
+            x = checkpoint(b, x, use_reentrant=False)
+        return x
+m = Net().to(DEV)
+opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+x = torch.randn(B, D, device=DEV)
+for _ in range(12):
+    m(x).square().mean().backward(); opt.step(); opt.zero_grad()
+''', batch=2),
+    Case("pinned_nonblocking_loader",
+         "A dataloader-like loop: each step copies a pinned host batch to the device with non_blocking=True, then trains "
+         "(no pinning on CPU).",
+         '''
+import torch.nn as nn
+B, D = (16, 64) if CPU else (4096, 1024)
+batches = [torch.randn(B, D) for _ in range(4)]
+if not CPU:
+    batches = [b.pin_memory() for b in batches]
+m = nn.Sequential(nn.Linear(D, D), nn.ReLU(), nn.Linear(D, 10)).to(DEV)
+opt = torch.optim.SGD(m.parameters(), lr=1e-3)
+for i in range(12):
+    x = batches[i % 4].to(DEV, non_blocking=True)
+    m(x).logsumexp(-1).mean().backward(); opt.step(); opt.zero_grad()
+''', batch=2),
+    Case("int8_int_mm", "torch._int_mm (int8 x int8 -> int32) matmuls with a per-row dequantise, inference.",
+         '''
+M, K, N = (32, 64, 64) if CPU else (4096, 4096, 4096)
+class Int8Linear(torch.nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.register_buffer("w8", torch.randint(-128, 127, (K, N), dtype=torch.int8))
+        s.register_buffer("scale", torch.rand(N))
+    def forward(s, x8):
+        return torch._int_mm(x8, s.w8).float() * s.scale
+m = Int8Linear().to(DEV)
+x8 = torch.randint(-128, 127, (M, K), dtype=torch.int8, device=DEV)
+with torch.no_grad():
+    for _ in range(12):
+        m(x8)
+''', batch=2),
+    Case("flex_attention_document",
+         "FlexAttention (compiled) with a document (block-diagonal) BlockMask over packed sequences, fp16, fwd+bwd.",
+         '''
+from torch.nn.attention.flex_attention import flex_attention, create_block_mask
+B, H, T, D = 1, 8, 2048, 64
+doc = torch.repeat_interleave(torch.arange(4, device=DEV), torch.tensor([300, 700, 512, 536], device=DEV))
+flex = torch.compile(flex_attention)
+mask = create_block_mask(lambda b, h, q, kv: doc[q] == doc[kv], None, None, T, T, device=DEV)
+q, k, v = (torch.randn(B, H, T, D, device=DEV, dtype=torch.float16, requires_grad=True) for _ in range(3))
+for _ in range(12):
+    flex(q, k, v, block_mask=mask).float().square().mean().backward()
+''', gpu_only="FlexAttention's compiled kernels are Triton (GPU); its CPU path compiles C++ for minutes here",
+         timeout_s=200, batch=2),
+    Case("unet_block_bf16_channels_last",
+         "A UNet-ish up block (ConvTranspose2d, Conv2d, GroupNorm, SiLU, skip concat) trained under bf16 autocast in "
+         "channels_last.",
+         '''
+import torch.nn as nn
+B, C, S = (2, 16, 16) if CPU else (16, 128, 64)
+class Up(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.up = nn.ConvTranspose2d(2 * C, C, 2, stride=2)
+        s.body = nn.Sequential(nn.Conv2d(2 * C, C, 3, padding=1), nn.GroupNorm(8, C), nn.SiLU(),
+                               nn.Conv2d(C, C, 3, padding=1), nn.GroupNorm(8, C), nn.SiLU())
+    def forward(s, x, skip):
+        return s.body(torch.cat([s.up(x), skip], dim=1))
+m = Up().to(DEV).to(memory_format=torch.channels_last)
+opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+x = torch.randn(B, 2 * C, S // 2, S // 2, device=DEV).to(memory_format=torch.channels_last)
+skip = torch.randn(B, C, S, S, device=DEV).to(memory_format=torch.channels_last)
+for _ in range(12):
+    with torch.autocast(DEV, dtype=torch.bfloat16):
+        loss = m(x, skip).float().square().mean()
+    loss.backward(); opt.step(); opt.zero_grad()
+''', batch=2),
+]
+CASES += BATCH2

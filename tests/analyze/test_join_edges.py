@@ -264,3 +264,22 @@ def test_recorded_ops_that_do_no_work_are_told_apart_from_missing_work(cpu_ceili
     put = OpRecord(name="aten::index_put", flops=512.0, bytes=4096.0, modeled=True)
     assert _no_event_note([detach, put, put]) == ("2 recorded op(s) found no event in the timed trace (time counted "
                                                   "as 0): index_put x2; and 1 that do no work (views, detach)")
+
+
+def test_an_autocast_cat_of_a_tensor_list_is_one_row(tmp_path):
+    # autocast records cat inside cat with the same tensor-list input, whose recorded dims are a list of shapes: the
+    # join's vmap check hashed them and raised (TypeError: unhashable type: 'list'; gpu_sweep batch 2, a UNet up
+    # block's skip concat under bf16 autocast), and, once hashable, read the list as 0 elements, so that the cast
+    # of the fp32 operand below outweighed it and the cat was judged batched: its cast became a row of its own
+    import torch
+
+    up = torch.nn.ConvTranspose2d(8, 4, 2, stride=2)
+    x, skip = torch.randn(2, 8, 4, 4), torch.randn(2, 4, 8, 8)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            torch.cat([up(x), skip], dim=1)
+    path = tmp_path / "cat.json"
+    prof.export_chrome_trace(str(path))
+    report = report_from_trace(load_trace(path), CEIL)
+    names = [op.name for op in report.ops]
+    assert names.count("aten::cat") == 1 and names.count("aten::_to_copy") == 3  # conv_transpose2d's own casts

@@ -367,3 +367,12 @@ def test_a_projection_that_turns_host_bound_from_a_device_bound_step_says_its_ho
     p = predict(fast, table=EfficiencyTable(), host_costs=costs, host_model="calibrated",
                 change=Change(dtype=("float32", "bfloat16")))
     assert p.bound == "host" and not any("host's level is not calibrated" in n for n in p.notes)
+
+
+def test_a_repeat_interleave_by_an_int_is_no_sync_but_by_a_tensor_of_repeats_it_is():
+    # GQA's k.repeat_interleave(n_rep, dim=1) knows its output size (gpu_sweep batch 2): it was timed as a sync
+    by_int = _op("aten::repeat_interleave", 10, 30, 10, 2, 4)
+    by_int.input_shapes, by_int.input_dtypes = [[2, 2, 32, 16]], ["float32"]
+    by_tensor = _op("aten::repeat_interleave", 10, 30, 10, 2, 4)
+    by_tensor.input_shapes, by_tensor.input_dtypes = [[2, 3], [2]], ["float32", "int64"]
+    assert _predict([by_int]).syncs == 0 and _predict([by_tensor]).syncs == 1

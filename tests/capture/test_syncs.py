@@ -70,9 +70,19 @@ def test_to_a_dtype_or_the_same_device_by_dtype_is_not_a_sync() -> None:
     with SyncDetector("silent", simulated=True) as detector:
         x.to(torch.float16)
         x.repeat_interleave(2, output_size=8)
+        x.repeat_interleave(2)  # an int's output size is known: no read (GQA's K/V expansion)
+        torch.repeat_interleave(x, repeats=3, dim=0)
         x[0:2]
         x[torch.tensor([0, 1])]
     assert detector.sites() == []
+
+
+def test_repeat_interleave_by_a_tensor_of_repeats_is_a_sync() -> None:
+    x = torch.randn(2)
+    with SyncDetector("silent", simulated=True) as detector:
+        x.repeat_interleave(torch.tensor([1, 2])); first = _here()  # noqa: E702
+        torch.repeat_interleave(x, repeats=torch.tensor(2)); second = _here()  # noqa: E702
+    assert _sites(detector) == {("repeat_interleave", first): 1, ("repeat_interleave", second): 1}
 
 
 def test_to_where_the_data_already_is_is_not_a_sync_but_to_cpu_is() -> None:

@@ -102,3 +102,18 @@ def test_detector_sites_on_a_cpu_only_run_are_worded_as_reads_not_syncs():
     assert finding.severity == "info" and finding.estimated_savings_s == pytest.approx(4e-7)
     for text in (finding.title, finding.fix, finding.savings_method):
         assert "host-device sync" not in text and "cuda" not in text.lower()
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_repeat_interleave_by_an_int_is_no_read_but_by_a_tensor_of_repeats_it_is(device):
+    """GQA's k.repeat_interleave(n_rep, dim=1) knows its output size: doctor said 'tensor value read by the host
+    (repeat_interleave) in every forward' for it (gpu_sweep batch 2). A tensor of repeats is read (its sum)."""
+    def loop(inputs):
+        ops = [op("aten::repeat_interleave", inputs, source="attn.py:7", kernels=["copy"] if device == "cuda" else None)
+               for _ in range(4)]
+        return report(ops, ceil=ceilings(device=device, device_name=f"test {device}"))
+
+    assert diagnose(loop([([2, 2, 32, 16], "float32")]), rules=["host-device-sync"]) == []
+    by_tensor = diagnose(loop([([2, 3], "float32"), ([2], "int64")]), rules=["host-device-sync"])
+    repeats_only = diagnose(loop([([2], "int64")]), rules=["host-device-sync"])
+    assert [f.locations for f in by_tensor + repeats_only] == [["attn.py:7 (model)"]] * 2

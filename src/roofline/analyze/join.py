@@ -146,7 +146,7 @@ def _batched_below(trace: Trace, idx: int, children: dict[int, list[int]]) -> bo
     if not layered:
         return False
     size = _operands_numel(op)
-    own = {tuple(d) for d in (op.input_dims or []) if isinstance(d, list)}
+    own = {_shape_key(d) for d in (op.input_dims or []) if isinstance(d, list)}
     stack = list(kids)
     while stack:
         k = stack.pop()
@@ -161,12 +161,24 @@ def _holds_another_shape(op: CpuOp, own: set[tuple]) -> bool:
     of the ancestor's own operand has none (autocast records conv2d inside conv2d at the same shapes, and oneDNN's
     contiguous copy of the weight, copy_(w, w), outweighs input + weight: timm's ConvNeXt downsampling convs were
     judged batched and counted as their mkldnn_convolution child, sweep 4)."""
-    return any(isinstance(d, list) and d and tuple(d) not in own for d in (op.input_dims or [])[:2])
+    return any(isinstance(d, list) and d and _shape_key(d) not in own for d in (op.input_dims or [])[:2])
+
+
+def _shape_key(dims: list) -> tuple:
+    """An input's recorded dims as a set key: a tensor list's (cat's, stack's) are a list of shapes."""
+    return tuple(_shape_key(d) if isinstance(d, list) else d for d in dims)
 
 
 def _operands_numel(op: CpuOp) -> int:
-    """Elements of an event's first two inputs: an out= variant's extra arguments left out."""
-    return sum(prod(d) for d in (op.input_dims or [])[:2] if isinstance(d, list) and all(isinstance(v, int) for v in d))
+    """Elements of an event's first two inputs: an out= variant's extra arguments left out; a tensor list's (cat's)
+    every tensor."""
+    return sum(_numel(d) for d in (op.input_dims or [])[:2] if isinstance(d, list))
+
+
+def _numel(dims: list) -> int:
+    if all(isinstance(v, int) for v in dims):
+        return prod(dims)
+    return sum(_numel(d) for d in dims if isinstance(d, list))
 
 
 def _cpu_compiled_graph(trace: Trace, op: CpuOp) -> bool:

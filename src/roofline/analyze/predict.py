@@ -35,7 +35,7 @@ from roofline.analyze.efficiency import (MAX_EFFICIENCY, EfficiencyTable, bucket
                                          dram_roofline_time_s, keeps_time, lookup)
 from roofline.analyze.project import Change, project_op
 from roofline.analyze.roofline import classify, place_op
-from roofline.count.families import op_kind
+from roofline.count.families import op_kind, repeats_read_by_host
 from roofline.errors import RooflineError
 from roofline.report import (BoundChange, Ceilings, HostCosts, OpRecord, PredictedModule, PredictedOps, Prediction,
                              Report)
@@ -211,7 +211,8 @@ def _time_op(op: OpRecord, change: Change, source: Ceilings, target: Ceilings, s
     rt_old = dram_roofline_time_s(op, source) if op.modeled else 0.0
     rt_new = dram_roofline_time_s(new, target) if new.modeled else 0.0
     entry = lookup(table, target, new, rt_new / calls)
-    sync = op_kind(op.name) in SYNC_KINDS
+    kind = op_kind(op.name)
+    sync = kind in SYNC_KINDS and (kind != "repeat_interleave" or repeats_read_by_host(op.input_shapes, op.input_dtypes))
     new_small = keeps_time(bucket(rt_new / calls))
     measured = timed and same_device
     if measured and (new is op or rt_old <= 0 or (new_small and keeps_time(bucket(rt_old / calls)))):

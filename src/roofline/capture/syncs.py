@@ -4,9 +4,9 @@ SyncDetector patches the Python entry points that make the host wait for the dev
 ``.tolist``, ``.numpy``, ``.cpu``, ``.to('cpu')``, ``__bool__/__int__/__float__``, ``torch.cuda.synchronize``,
 ``Event.synchronize``, ``Stream.synchronize``) and the ops whose output size depends on data, which must copy a
 count back to the host (``nonzero``, ``masked_select``, boolean-mask indexing and assignment,
-``repeat_interleave`` without ``output_size``, ``multinomial``, ``unique``). On CUDA it also turns on
-``torch.cuda.set_sync_debug_mode("warn")`` and turns those warnings into sites, which catches syncs made inside
-torch where no Python entry point is visible.
+``repeat_interleave`` by a tensor of repeats without ``output_size``, ``multinomial``, ``unique``). On CUDA it
+also turns on ``torch.cuda.set_sync_debug_mode("warn")`` and turns those warnings into sites, which catches syncs
+made inside torch where no Python entry point is visible.
 
 Where no accelerator is present, the same calls on CPU tensors are reported as sites that *would* synchronise on
 one (``simulated=True``), so the check runs on a laptop and in CI.
@@ -38,6 +38,15 @@ MODES = ("warn", "error", "silent")
 
 _SYNC_DEBUG_MESSAGE = "called a synchronizing CUDA operation"
 IMPLICIT = "implicit (inside torch)"
+
+
+def _repeats_on_device(args: tuple, kwargs: dict) -> bool:
+    """Whether repeat_interleave's repeats (after the input) are a tensor, whose sum the host must read to size the
+    output: an int's size is the input's times it, no read (GQA's ``k.repeat_interleave(n_rep, dim=1)`` was
+    reported as a would-be sync in every forward, gpu_sweep batch 2). ``torch.repeat_interleave(repeats)``, the
+    repeats as the input, leaves ``args`` empty."""
+    repeats = args[0] if args else kwargs.get("repeats")
+    return repeats is None or isinstance(repeats, torch.Tensor)
 
 
 class SyncWarning(UserWarning):
@@ -286,7 +295,7 @@ class SyncDetector:
         self._install_to()
         self._tensor_method("__getitem__", "boolean-mask indexing", when=lambda a, k: bool(a) and _has_bool_mask(a[0]))
         self._tensor_method("__setitem__", "boolean-mask assignment", when=lambda a, k: bool(a) and _has_bool_mask(a[0]))
-        no_output_size = lambda a, k: k.get("output_size") is None  # noqa: E731
+        no_output_size = lambda a, k: k.get("output_size") is None and _repeats_on_device(a, k)  # noqa: E731
         for name in ("nonzero", "masked_select", "multinomial", "unique", "argwhere"):
             self._tensor_method(name, name)
             self._function(torch, name, name)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import functools
 
+from roofline.count.meta import canonical_dtype
+
 # (input, weight) matrix products: the doctor reads their operands as such.
 MATMUL = frozenset({"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addbmm", "_addmm_activation"})
 # Matrix-vector products: cuBLAS too (TF32 applies), but no (K, N) tile to align.
@@ -48,3 +50,14 @@ def _view_kinds() -> frozenset[str]:
 ALLOCATION = frozenset({"empty", "empty_like", "empty_strided"})
 # Ops that move no data: the views and metadata queries count registers as such (view=True), and allocations.
 VIEW = _view_kinds()
+
+
+def repeats_read_by_host(input_shapes: list, input_dtypes: list) -> bool:
+    """Whether a repeat_interleave's host reads its repeats (their sum sizes the output): a tensor of repeats, a
+    second tensor input or its only input integers (``torch.repeat_interleave(repeats)``). By an int (GQA's
+    ``k.repeat_interleave(n_rep, dim=1)``) the output's size is known and nothing is read, though the doctor said
+    so in every forward and the prediction timed it as a sync (gpu_sweep batch 2)."""
+    tensors = [canonical_dtype(input_dtypes[i]) if i < len(input_dtypes) else ""
+               for i, shape in enumerate(input_shapes) if shape and isinstance(shape, (list, tuple))]
+    return len(tensors) >= 2 or (len(tensors) == 1 and tensors[0].startswith(("int", "uint")))
+

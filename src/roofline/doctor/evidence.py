@@ -15,7 +15,7 @@ from typing import NamedTuple, TypeVar
 
 import numpy as np
 
-from roofline.count.families import ATTENTION, CONV, MATMUL, VIEW, op_kind  # noqa: F401 - op_kind re-exported for rules
+from roofline.count.families import ATTENTION, CONV, MATMUL, VIEW, op_kind, repeats_read_by_host  # noqa: F401 - op_kind re-exported for rules
 from roofline.count.meta import canonical_dtype, dtype_itemsize
 from roofline.doctor.op_table import KernelTable, OpTable
 from roofline.report import Ceilings, OpRecord, Report
@@ -44,6 +44,11 @@ NORM_KINDS = frozenset({"mean", "sum", "var", "var_mean", "std", "softmax", "_so
 
 SYNC_KINDS = frozenset({"_local_scalar_dense", "item", "nonzero", "masked_select", "unique", "_unique", "_unique2",
                         "unique_consecutive", "is_nonzero", "equal", "tolist", "nonzero_static_sync", "repeat_interleave"})
+
+
+def waits_for_data(op: OpRecord) -> bool:
+    """Whether an op of a SYNC_KINDS kind makes the host read a value (count/families.repeats_read_by_host)."""
+    return op_kind(op.name) != "repeat_interleave" or repeats_read_by_host(op.input_shapes, op.input_dtypes)
 
 
 norm_dtype = functools.lru_cache(maxsize=256)(canonical_dtype)

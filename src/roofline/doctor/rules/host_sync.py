@@ -22,7 +22,7 @@ import numpy as np
 
 from roofline.capture.trace_syncs import copy_direction
 from roofline.doctor.evidence import (SYNC_KINDS, is_cpu_report, is_gpu_report, location, op_kind, op_table,
-                                      severity_for, step_count)
+                                      severity_for, step_count, waits_for_data)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
 
@@ -36,7 +36,7 @@ def _is_sync_op(op: OpRecord, kinds_present: set[str], on_gpu: bool) -> bool:
     kind = op_kind(op.name)
     if kind == "item" and "_local_scalar_dense" in kinds_present:
         return False
-    if kind in SYNC_KINDS:
+    if kind in SYNC_KINDS and waits_for_data(op):
         return True
     return any(_is_device_to_host(k) for k in op.kernels)
 
@@ -64,7 +64,7 @@ def _sync_ops_by_location(report: Report, on_cpu: bool = False) -> dict[str, lis
         kernels = op.kernels
         if (on_gpu and not kernels) or never[c] or (on_cpu and op.phase == "optimizer"):
             continue
-        if always[c] or (kernels and any(map(_is_device_to_host, kernels))):
+        if (always[c] and waits_for_data(op)) or (kernels and any(map(_is_device_to_host, kernels))):
             by_loc[location(op)].append(op)
     return by_loc
 
