@@ -341,3 +341,23 @@ def test_a_dynamic_int8_model_is_the_largest_module_though_it_has_no_parameters(
         for _ in range(3):
             model(torch.randn(2, 16))
     assert finder.source == "forward" and len(steps) == 1 + 3
+
+
+def test_a_profiler_stopped_by_another_session_is_not_blamed_on_the_script_alone(tmp_path):
+    """On the H200, FlexAttention compiled with an empty Inductor cache inside `roofline profile` ended with
+    "flex_attention_document.py raised RuntimeError: Can't disable Kineto profiler when it's not running": roofline's
+    own step boundary raised it, after another profiler session had stopped roofline's. The line now says so."""
+    from roofline.capture.script_runner import PROFILER_STOPPED_HINT
+
+    script = tmp_path / "flex.py"
+    script.write_text("raise RuntimeError(\"Can't disable Kineto profiler when it's not running\")\n")
+    try:
+        exec(compile(script.read_text(), str(script), "exec"), {})
+    except RuntimeError as exc:
+        line = script_error_line(exc, script)
+    assert line.startswith("flex.py raised RuntimeError: Can't disable Kineto profiler when it's not running (at "
+                           "flex.py:1); another torch.profiler session") and line.endswith(PROFILER_STOPPED_HINT)
+    try:
+        exec(compile("raise RuntimeError('boom')", str(script), "exec"), {})
+    except RuntimeError as exc:
+        assert script_error_line(exc, script) == "flex.py raised RuntimeError: boom (at flex.py:1)"

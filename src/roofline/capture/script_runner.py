@@ -358,7 +358,17 @@ def _error_line(exc: BaseException, what: str, counts: Callable[[str], bool], sp
     if isinstance(exc, SystemExit):
         return f"{what} called {'os._exit' if isinstance(exc, HardExit) else 'sys.exit'}({exc.code!r}){where}"
     message = str(exc).splitlines()[0] if str(exc) else ""
-    return f"{what} raised {type(exc).__name__}{': ' + message if message else ''}{where}"
+    hint = f"; {PROFILER_STOPPED_HINT}" if KINETO_STOPPED in message else ""
+    return f"{what} raised {type(exc).__name__}{': ' + message if message else ''}{where}{hint}"
+
+
+# torch's error when a profiler is stopped that another session already stopped: raised inside the user's call
+# stack by roofline's own step boundary, so "the script raised" alone would blame the script.
+KINETO_STOPPED = "Can't disable Kineto profiler when it's not running"
+PROFILER_STOPPED_HINT = ("another torch.profiler session in the program stopped roofline's (on a GPU, torch.compile "
+                         "can time its autotuning candidates with one when it compiles during the profiled steps, as "
+                         "FlexAttention did with an empty compile cache on an H200): run the script once without "
+                         "roofline to fill the compile cache, or compile before profiling starts (a larger --wait)")
 
 
 @dataclass
