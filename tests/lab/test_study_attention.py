@@ -40,3 +40,11 @@ def test_attention_study_cpu_quick(tmp_path, monkeypatch, cpu_ceilings):
     assert data["shape"] == {"batch": 1, "heads": 8, "kv_heads": 8, "head_dim": 64, "causal": True}
     assert (out / "attention.png").read_bytes()[:4] == b"\x89PNG"
     assert "| float32 | 64 |" in (out / "attention.md").read_text()
+
+
+def test_a_cpu_s_rates_are_not_rounded_to_zero_in_the_table():
+    """On a CPU a backend reaches a few hundredths of a TFLOP/s: the table's one decimal printed 0.0."""
+    cell = attention.Cell("flash", "float32", 256, "ok", median_ms=1.0, iqr_ms=0.1, tflops=0.0123, intensity=40.0,
+                          roof_tflops=0.137, share_of_roof=0.0898)
+    row = attention.detail_table([cell]).splitlines()[-1]
+    assert "| 0.0123 | 40 | 0.137 | 9% |" in row

@@ -306,8 +306,8 @@ def detail_table(cells: list[Cell]) -> str:
         timing = f"{c.median_ms:.3g} ({c.iqr_ms:.2g})" if c.status == "ok" else "-"
         peak = f"{c.peak_bytes / 2**20:,.0f} MiB" if c.peak_bytes is not None else "-"
         lines.append(f"| {c.dtype} | {c.seq} | {c.backend} | {c.status} | {timing} | {peak} | "
-                     f"{common.fmt(c.tflops, '.1f')} | {common.fmt(c.intensity, '.0f')} | "
-                     f"{common.fmt(c.roof_tflops, '.0f')} | {common.fmt(100 * c.share_of_roof, '.0f', '%')} | "
+                     f"{common.fmt(c.tflops, '.3g')} | {common.fmt(c.intensity, '.0f')} | "
+                     f"{common.fmt(c.roof_tflops, '.3g')} | {common.fmt(100 * c.share_of_roof, '.0f', '%')} | "
                      f"{c.reason.replace('|', '/')[:200]} |")
     return "\n".join(lines)
 
