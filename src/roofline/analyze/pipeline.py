@@ -391,8 +391,8 @@ def report_from_trace(
             gaps = host_gaps_us(trace, [c.event for c in chosen], step)
             _append_ops(trace, chosen, counter, children, step, no_tf32, gaps, ops, event_to_report)
         timeline_steps = steps
-    kept_whole = _kept_whole_notes(trace, event_to_report, ops, counter, recording)
     costs = _CountedCosts(trace, event_to_report, ops, counter, recording)
+    kept_whole = _kept_whole_notes(costs, ops)
     shard_only = {i for i, _, cost in costs.of(lambda op: not op.modeled and is_communication_op(op.name))
                   if SHARD_ONLY in cost.note}
     # (name, OpCost.note) of each modelled op whose count reads live values (registry.LIVE_FACTS): varlen attention's
@@ -521,19 +521,13 @@ def _op_devices(kernels: list[KernelRecord]) -> dict[int, int]:
 MAX_KEPT_WHOLE_NOTES = 5
 
 
-def _kept_whole_notes(trace: Trace, event_to_report: dict[int, int], ops: list[OpRecord], counter: _TraceCounter,
-                      recording: OpRecording | None) -> list[str]:
+def _kept_whole_notes(costs: _CountedCosts, ops: list[OpRecord]) -> list[str]:
     """Why the unmodelled ops kept whole (an op on a sparse tensor), and those whose tensor list the profiler
     recorded as [] (a cat in a trace of torch 2.1 or older), are unmodelled, one line per op name and reason, largest
-    share of time first: the row alone says only "unmodeled". A recorded op's reason is the counting
-    pass's (the first ops of a report with a recording are the recorded ones, in order), any other's the trace's."""
-    recorded = len(recording.ops) if recording is not None else 0
-    events = {i: event for event, i in event_to_report.items() if i >= recorded and not ops[i].modeled}
+    share of time first: the row alone says only "unmodeled". Each reason is the op's cost as counted
+    (``_CountedCosts``: the counting pass's for a recorded op, the trace's for any other)."""
     calls: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for i, op in enumerate(ops):
-        if op.modeled or (i >= recorded and i not in events):
-            continue
-        cost = recording.ops[i].cost if i < recorded else counter(trace.ops[events[i]]).cost
+    for _, op, cost in costs.of(lambda op: not op.modeled):
         if (cost.keep_whole or LIST_NOT_RECORDED in cost.note) and not cost.modeled \
                 and not is_communication_op(op.name):
             calls[(op.name, cost.note)].append(op.time_s)
@@ -549,8 +543,8 @@ def _kept_whole_notes(trace: Trace, event_to_report: dict[int, int], ops: list[O
 
 class _CountedCosts:
     """Each report op's OpCost as it was counted, for notes that read a cost's note: the counting pass's for a
-    recorded op, the trace's for any other. The event index by report row is built only when a note asks for a
-    row the trace counted (most reports: none), not on every trace."""
+    recorded op, the trace's for any other. The event index by report row is built once, and only when a note asks
+    for a row the trace counted: an unmodelled op, or one whose count read live values."""
 
     def __init__(self, trace: Trace, event_to_report: dict[int, int], ops: list[OpRecord], counter: _TraceCounter,
                  recording: OpRecording | None) -> None:
