@@ -675,8 +675,8 @@ class _TraceBuilder:
             on = np.flatnonzero(op_threads == code)
             on = on[np.argsort(op_ts[on], kind="stable")]
             ts, ends = op_ts[on], op_ends[on].copy()
-            if step_spans:
-                ends[[(t, e) in step_spans for t, e in zip(ts.tolist(), ends.tolist())]] = -np.inf
+            for t, e in step_spans:  # a few (one a profiled step): no Python pass over the thread's ops
+                ends[(ts == t) & (ends == e)] = -np.inf
             reach = np.maximum.accumulate(ends) if len(ends) else ends  # the latest end of the ops begun so far
             for i in graph:
                 if int(launch_threads[i]) != code:
