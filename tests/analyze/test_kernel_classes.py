@@ -86,6 +86,29 @@ def test_overlapping_kernels_count_once_and_known_bytes_replace_the_model():
     assert known.method.endswith("KV cache bytes")
 
 
+def test_an_op_s_bytes_go_to_the_class_its_kernels_spent_most_time_in_ties_to_the_first_seen():
+    # op 0 (a custom op: no class of its own): 1 us of "other" then 3 us of gemm -> matrix products.
+    # op 1: 2 us of attention, then 2 us of gemm -> a tie, the first class seen (attention).
+    # op 2: its only kernel runs wholly under op 1's second one (no own time) -> still its class (other).
+    # op 3 is unmodelled and the last kernel names an op past the table: neither moves bytes.
+    ops = [_op("mylib::fused", 8e6), _op("mylib::mixed", 4e6), _op("mylib::tiny", 1e6),
+           OpRecord(name="mylib::opaque", bytes=5e6, time_s=1e-6, modeled=False)]
+    kernels = [
+        KernelRecord("elementwise_kernel", 0.0, 1e-6, op_index=0),
+        KernelRecord("gemm_kernel", 1e-6, 3e-6, op_index=0),
+        KernelRecord("flash_fwd_kernel", 4e-6, 2e-6, op_index=1),
+        KernelRecord("gemm_kernel", 6e-6, 2e-6, op_index=1),
+        KernelRecord("elementwise_kernel", 6.5e-6, 1e-6, op_index=2),
+        KernelRecord("elementwise_kernel", 8e-6, 1e-6, op_index=3),
+        KernelRecord("gemm_kernel", 9e-6, 1e-6, op_index=7),
+    ]
+    report = Report(ops=ops, kernels=kernels, ceilings=Ceilings(device="cuda", memory_bandwidth_bytes_per_s=4e12))
+    by = {c.name: c for c in kernel_classes(report).classes}
+    assert by[MATRIX].bytes == pytest.approx(8e6) and by[MATRIX].bytes_time_s == pytest.approx(4e-6)
+    assert by[ATTENTION_CLASS].bytes == pytest.approx(4e6) and by[ATTENTION_CLASS].bytes_time_s == pytest.approx(4e-6)
+    assert by[OTHER].bytes == pytest.approx(1e6) and by[OTHER].bytes_time_s == 0.0
+
+
 def test_no_kernels_no_breakdown():
     assert kernel_classes(Report(ops=[_op("aten::add", 1.0)])) is None
 
