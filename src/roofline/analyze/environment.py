@@ -7,7 +7,9 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
-from roofline.capture.trace_model import Trace
+import numpy as np
+
+from roofline.capture.trace_model import Trace, op_columns
 from roofline.report import Environment
 
 
@@ -49,7 +51,13 @@ _UNIX_US_2001 = 1e15
 
 
 def _first_event_us(trace: Trace) -> float | None:
-    return min((op.ts_us for op in trace.ops), default=None)
+    """The earliest op's start, from the trace's op columns (a pass over a million ops' attributes was 0.14 s of
+    `roofline trace` on issue 23's trace)."""
+    if not trace.ops:
+        return None
+    ts = op_columns(trace).ts_us
+    finite = ts[np.isfinite(ts)]
+    return float(finite.min()) if len(finite) else None
 
 
 def _text(value: Any) -> str:
