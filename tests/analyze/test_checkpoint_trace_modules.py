@@ -91,3 +91,32 @@ def test_no_chain_joins_two_phases(checkpointed_trace, cpu_ceilings):
     assert any(op.phase == "backward" and not op.module for chain in chains for op in chain)
     recomputed = {op.module for op in report.ops if op.phase == "recompute"}
     assert recomputed and recomputed <= {op.module for op in report.ops if op.phase == "forward"}
+
+
+def test_hf_gradient_checkpointing_names_recomputed_layers_like_their_forward(tmp_path):
+    """transformers' gradient_checkpointing_enable(): each decoder layer is the checkpointed module."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=32)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        torch.manual_seed(0)
+        model = transformers.LlamaForCausalLM(config)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.gradient_checkpointing_enable()
+            model.train()
+            ids = torch.randint(0, 64, (2, 8))
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True,
+                                        with_stack=True) as prof:
+                model(input_ids=ids, labels=ids, use_cache=False).loss.backward()
+        prof.export_chrome_trace(str(tmp_path / "trace.json"))
+    finally:
+        torch.set_num_threads(previous)
+    ops = load_trace(tmp_path / "trace.json").ops
+    linears = {phase: [op.module for op in ops if op.name == "aten::mm" and _phase(op) == phase]
+               for phase in ("forward", "recompute")}
+    assert len(linears["recompute"]) == 14  # q, k, v, o, gate, up, down of both layers
+    assert set(linears["recompute"]) == {m for m in linears["forward"] if ".LlamaDecoderLayer_" in m}
+    assert all(m.startswith("LlamaForCausalLM_0.LlamaModel_0.LlamaDecoderLayer_") for m in linears["recompute"])
