@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
 from roofline.analyze.live import analyze_model
+from roofline.doctor.rules.unfused_chain import find_chains
 
 PRODUCT = 2 * 8 * 64 * 256  # one 8x64 @ 64x256 (or 8x256 @ 256x64) product
 
@@ -54,6 +55,9 @@ def test_recomputed_forward_counted_once(cpu_ceilings, one_thread, reentrant, re
     assert _product_flops(report, "forward") == 4 * PRODUCT
     assert _product_flops(report, "backward") == grad_products * PRODUCT
     assert [op.module for op in report.ops if op.phase == "recompute" and op.name == "aten::addmm"] == recomputed
+    assert {op.module for op in report.ops if op.phase == "recompute"} <= {
+        op.module for op in report.ops if op.phase == "forward"}
+    assert all(len({op.phase for op in chain}) == 1 for chain in find_chains(report))
     assert _product_flops(report, "recompute") == len(recomputed) * PRODUCT
     assert {op.module for op in report.ops if op.phase == "backward" and op.name == "aten::mm"} == {
         "blocks.0.a", "blocks.0.b", "blocks.1.a", "blocks.1.b"}

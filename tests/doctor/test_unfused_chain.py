@@ -127,3 +127,15 @@ def test_a_chain_is_named_after_the_module_holding_most_of_its_time():
     tie = [OpRecord(name="aten::add", module=linear, time_s=1e-6), OpRecord(name="aten::mul", module=norm, time_s=1e-6)]
     assert _main_module(tie) == linear
     assert _main_module([OpRecord(name="aten::add", module=linear), OpRecord(name="aten::mul", module=norm)]) == linear
+
+
+def test_a_chain_never_joins_two_phases():
+    """The loss's backward (div > pow > mul > mul) and the LayerNorm a checkpoint recomputes next are adjacent and
+    share a shape: they were one chain 'in Block.LayerNorm' (gpu_sweep, checkpoint_train on the H200)."""
+    loss_backward = [op(f"aten::{name}", [(X, "float32")], out=X, module="", phase="backward", time=1e-5)
+                     for name in ("div", "pow", "mul", "mul")]
+    recomputed = [op("aten::native_layer_norm", [(X, "float32"), ([256], "float32")], out=X,
+                     module="Net.Block.LayerNorm", phase="recompute", time=4e-5)]
+    findings = diagnose(report(loss_backward + recomputed), rules=["unfused-chain"])
+    assert [(f.evidence["ops"], f.title.split(": ")[0]) for f in findings] == [
+        (["div", "pow", "mul", "mul"], "unfused chain of 4 memory-bound ops x1 in (top level)")]

@@ -1109,6 +1109,8 @@ def _in_slices(order: np.ndarray, ts: np.ndarray, ends: np.ndarray, ranks: np.nd
 def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, parents: array, depths: array) -> None:
     """Assign parents, depth, flags, module and source to ops, and the enclosing op to launches and memory; ops'
     parents and depths also into ``parents`` and ``depths`` (by op index)."""
+    forward_paths: dict[str, str] = {}  # module label -> its path in the forward (first seen)
+    recomputed: list[CpuOp] = []
     flags_of: dict[str, tuple[bool, bool, bool, bool]] = {}
     ops: list[CpuOp] = []
     op_ends: list[float] = []
@@ -1132,6 +1134,8 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
                 if modules:
                     obj.module = modules[-1][1]
                     obj.is_recompute = modules[-1][2]
+                    if obj.is_recompute:
+                        recomputed.append(obj)
             if sources:
                 while sources and sources[-1][0] <= t:
                     sources.pop()
@@ -1177,7 +1181,14 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
                     modules.pop()
                 while recomputing and recomputing[-1] <= t:
                     recomputing.pop()
-                modules.append((end, f"{modules[-1][1]}.{label}" if modules else label, bool(recomputing)))
+                if recomputing and not (modules and modules[-1][2]):
+                    # the module a checkpoint reruns: its path starts at its own label, completed after the walk
+                    modules.append((end, label, True))
+                else:
+                    path = f"{modules[-1][1]}.{label}" if modules else label
+                    modules.append((end, path, bool(recomputing)))
+                    if not recomputing:
+                        forward_paths.setdefault(label, path)
             elif kind == _RECOMPUTE:
                 while recomputing and recomputing[-1] <= t:
                     recomputing.pop()
@@ -1192,6 +1203,21 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
                 sources.append((end, label))
         elif ops:
             obj.op = ops[-1].index
+    _recomputed_in_forward_paths(recomputed, forward_paths)
+
+
+def _recomputed_in_forward_paths(recomputed: list[CpuOp], forward_paths: dict[str, str]) -> None:
+    """A recomputed op takes the module path of the forward it reruns. In the backward the profiler's Python stack
+    holds only the checkpointed module and what it calls (the modules that called checkpoint() in the forward
+    have returned), but the label it gives a module ("Block_3") names that one instance, so the path that label
+    had in the forward is the rerun's path too: one name for a block's forward, recompute and backward ops (a
+    reentrant checkpoint's backward ops borrow the recomputed ops' modules). A module no forward frame of the
+    trace named (profiling began inside the backward) keeps its own label as root."""
+    for op in recomputed:
+        root, dot, rest = op.module.partition(".")
+        path = forward_paths.get(root)
+        if path is not None:
+            op.module = f"{path}{dot}{rest}"
 
 
 def _is_backward_name(name: str) -> bool:

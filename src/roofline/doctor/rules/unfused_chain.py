@@ -1,7 +1,7 @@
 """Unfused chains of memory-bound ops: elementwise and norm ops that each read and write the whole tensor.
 
-A chain is a run of consecutive elementwise/reduction ops (views in between don't count), each consuming a shape
-an earlier op of the chain produced. Fused into one kernel, the chain reads its external inputs once and writes
+A chain is a run of consecutive elementwise/reduction ops of one phase (views in between don't count), each consuming
+a shape an earlier op of the chain produced. Fused into one kernel, the chain reads its external inputs once and writes
 its last output once; each op's own round trip through memory disappears.
 """
 
@@ -92,8 +92,12 @@ def chain_positions(report: Report) -> list[list[int]]:
         if is_view[c]:
             continue
         # the gradient phase's chains are torch's own (clip_grad_norm_, GradScaler), in no module to compile
-        can_fuse = fusible_kind[c] and ops[i].bound != "compute" and ops[i].phase not in SKIPPED_PHASES
-        if can_fuse and chain and (last_out is None or any(shape in produced for shape in in_shapes[c])):
+        phase = ops[i].phase
+        can_fuse = fusible_kind[c] and ops[i].bound != "compute" and phase not in SKIPPED_PHASES
+        # never across phases: the loss's backward ops and the forward a checkpoint then recomputes are adjacent,
+        # and share shapes, but no compiler fuses them into one kernel
+        if (can_fuse and chain and ops[chain[-1]].phase == phase
+                and (last_out is None or any(shape in produced for shape in in_shapes[c]))):
             chain.append(i)
         else:
             chains.append(chain)
