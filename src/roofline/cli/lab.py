@@ -35,7 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--budget", type=finite_number, default=None, metavar="SECONDS",
                         help="time for the configurations of the three views (default: no limit); runs that would "
                              "not fit are not started, and lab.md says what was cut. With --study batching: time for "
-                             "its graph capture, calibration and sweep (default 360 s; none with --quick)")
+                             "its graph capture, calibration and sweep (default 360 s; none with --quick); with "
+                             "--study attention: time for its sweep of lengths (default: no limit); not with "
+                             "--study fp8")
     parser.add_argument("--study", default=None, choices=["attention", "fp8", "batching"],
                         help="run one extension study instead of the staged lab: attention (SDPA backends vs the "
                              "naive attention over sequence lengths), fp8 (FP8 weights for decode, FP8 matmuls for "
