@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from roofline.lab.render import write_lab
     from roofline.lab.runner import LabOptions, run_lab
 
+    _refuse_unused(args)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     began = time.perf_counter()
 
@@ -90,6 +91,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"doctor, naive model: {', '.join(sorted({f.rule for f in result.naive_report.findings}))}")
     print(f"wrote {len(written)} files to {args.output} in {time.perf_counter() - began:.0f} s")
     return 0
+
+
+def _refuse_unused(args: argparse.Namespace) -> None:
+    """Options of the staged lab given to a study, or of the batching study given elsewhere: refused, not ignored."""
+    from roofline.errors import RooflineError
+
+    if args.study is not None:
+        staged = [flag for flag, given in (("--no-doctor", args.no_doctor), ("--decode-only", args.decode_only),
+                                           ("--no-tuned", args.no_tuned)) if given]
+        if staged:
+            raise RooflineError(f"{', '.join(staged)} {'applies' if len(staged) == 1 else 'apply'} to the staged lab, "
+                                f"not to --study {args.study}")
+    if args.no_graphs and args.study != "batching":
+        raise RooflineError("--no-graphs applies only to --study batching")
 
 
 def _run_study(args: argparse.Namespace, device: str, progress, began: float) -> int:

@@ -56,6 +56,10 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if bool(args.script) == bool(args.model):
         raise RooflineError("give a script to run or --model NAME (one of the two)")
+    script_only = [flag for flag, given in (("--whole", args.whole), ("--run-to-end", args.run_to_end)) if given]
+    if args.model and script_only:
+        raise RooflineError(f"{', '.join(script_only)} {'applies' if len(script_only) == 1 else 'apply'} only to a "
+                            f"script, not to --model {args.model}: a built-in model runs exactly the steps asked for")
     if args.script:
         from roofline.capture.script_runner import check_script
 
