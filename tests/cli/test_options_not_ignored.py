@@ -30,6 +30,8 @@ def saved_report(tmp_path) -> str:
     (["doctor", "--model", "llama-tiny", "--partial"], "--partial does not apply to --model llama-tiny"),
     (["profile", "--model", "llama-tiny", "--whole", "--run-to-end"],
      "--whole, --run-to-end apply only to a script, not to --model llama-tiny"),
+    (["profile", "--whole", "--active", "5", "--timed", "0", "-o", "OUT", "SCRIPT"],
+     "--timed, --active set the step schedule, which --whole has none of"),
     (["lab", "--study", "attention", "--no-doctor", "-o", "OUT"],
      "--no-doctor applies to the staged lab, not to --study attention"),
     (["lab", "--study", "fp8", "--decode-only", "--no-tuned", "-o", "OUT"],
@@ -39,7 +41,9 @@ def saved_report(tmp_path) -> str:
 def test_an_option_that_would_be_ignored_is_refused(argv, said, saved_report, tmp_path, capsys, monkeypatch):
     for command in ("doctor", "profile"):
         monkeypatch.setattr(f"roofline.cli.{command}.run_ceilings", lambda *a, **k: pytest.fail("measured first"))
-    argv = [saved_report if a == "REPORT" else str(tmp_path / "out") if a == "OUT" else a for a in argv]
+    script = tmp_path / "train.py"
+    script.write_text("raise SystemExit('ran')\n")
+    argv = [{"REPORT": saved_report, "OUT": str(tmp_path / "out"), "SCRIPT": str(script)}.get(a, a) for a in argv]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("roofline: error: " + said.replace("REPORT", saved_report)) and err.count("\n") == 1

@@ -50,7 +50,7 @@ def register(subparsers: Any) -> None:
     add_output_option(parser)
     parser.add_argument("--top", type=non_negative_int, default=15, help="ops to print (default 15)")
     add_findings_option(parser)
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, parser=parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,6 +60,11 @@ def run(args: argparse.Namespace) -> int:
     if args.model and script_only:
         raise RooflineError(f"{', '.join(script_only)} {'applies' if len(script_only) == 1 else 'apply'} only to a "
                             f"script, not to --model {args.model}: a built-in model runs exactly the steps asked for")
+    schedule = [f"--{name}" for name in ("wait", "timed", "warmup", "active")
+                if getattr(args, name) != args.parser.get_default(name)]
+    if args.whole and schedule:
+        raise RooflineError(f"{', '.join(schedule)} {'sets' if len(schedule) == 1 else 'set'} the step schedule, "
+                            "which --whole has none of (the whole script is one profiled step)")
     if args.script:
         from roofline.capture.script_runner import check_script
 
