@@ -37,6 +37,7 @@ def saved_report(tmp_path) -> str:
     (["lab", "--study", "fp8", "--decode-only", "--no-tuned", "-o", "OUT"],
      "--decode-only, --no-tuned apply to the staged lab, not to --study fp8"),
     (["lab", "--no-graphs", "-o", "OUT"], "--no-graphs applies only to --study batching"),
+    (["lab", "--study", "attention", "--data", "OUT", "-o", "OUT"], "--data does not apply to --study attention"),
 ])
 def test_an_option_that_would_be_ignored_is_refused(argv, said, saved_report, tmp_path, capsys, monkeypatch):
     for command in ("doctor", "profile"):

@@ -105,6 +105,9 @@ def _refuse_unused(args: argparse.Namespace) -> None:
                                 f"not to --study {args.study}")
     if args.no_graphs and args.study != "batching":
         raise RooflineError("--no-graphs applies only to --study batching")
+    if args.data and args.study == "attention":
+        raise RooflineError("--data does not apply to --study attention: it times attention on seeded random inputs, "
+                            "no text")
 
 
 def _run_study(args: argparse.Namespace, device: str, progress, began: float) -> int:
