@@ -49,7 +49,7 @@ def _check(report: dict, text: str, gpu: str) -> None:
     assert report["extra"]["unused_gpu"]["name"] == gpu
     finding = next(f for f in report["findings"] if f["rule"] == "model-on-cpu")
     assert finding["title"].startswith(f"the model ran on the CPU though {gpu} is present")
-    # the console's notes (`roofline profile` prints no findings: report.json/html and `roofline doctor` do)
+    # the console's notes (the roofline report's, printed before the findings)
     assert f"the ops ran on the CPU ({cpu_name()}) though {gpu} is present" in " ".join(text.split())
 
 

@@ -41,6 +41,11 @@ def test_ddp_job_profiled_merged_and_straggler_named(tmp_path, cpu_ceilings):
     assert collective.bytes == (32 * 64 + 64 + 64 * 4 + 4) * 4 and collective.busbw_bytes_per_s > 0
     (finding,) = [f for f in merged.findings if f.rule == "straggler"]
     assert "rank 1" in finding.title and "sleep" in finding.title
+    # printed: rank 0's report (the only rank that prints), then the merged run's ranks and findings, as `merge` does
+    assert done.stdout.count("roofline profile: ddp_tiny.py") == 1 and "Doctor:" in done.stdout
+    merged_part = done.stdout[done.stdout.rindex("rank(s), gloo backend"):]
+    assert "straggler: rank 1" in merged_part and finding.title.split(":")[0] in merged_part
+    assert " ".join(merged_part.split()).endswith(f"{run_dir / 'report.html'}")
 
     again = subprocess.run([sys.executable, "-m", "roofline", "merge", str(run_dir), "-o", str(tmp_path / "m"),
                             "--no-png", "--no-html"], capture_output=True, text=True, timeout=120)

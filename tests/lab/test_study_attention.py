@@ -48,3 +48,29 @@ def test_a_cpu_s_rates_are_not_rounded_to_zero_in_the_table():
                           roof_tflops=0.137, share_of_roof=0.0898)
     row = attention.detail_table([cell]).splitlines()[-1]
     assert "| 0.0123 | 40 | 0.137 | 9% |" in row
+
+
+def test_a_budget_cuts_the_lengths_that_would_not_fit_and_says_so(tmp_path, monkeypatch, cpu_ceilings, capsys):
+    """--budget bounds the sweep (it was accepted and ignored): a length predicted to overrun is not started."""
+    monkeypatch.setattr(runner, "measured_ceilings", lambda device, ceilings_file, progress: cpu_ceilings)
+    monkeypatch.setattr(attention, "CPU_SEQS", (32, 64))
+    out = tmp_path / "att"
+    assert main(["lab", "--study", "attention", "--device", "cpu", "--budget", "1e-9", "-o", str(out)]) == 0
+    data = json.loads((out / "attention.json").read_text())
+    assert data["cells"] == [] and data["budget_s"] == 1e-9 and data["cut_by_budget"] == ["float32 at 32", "float32 at 64"]
+    note = "--budget 1e-09 s: not measured: float32 at 32, float32 at 64"
+    assert any(n.startswith(note) for n in data["notes"]) and note in (out / "attention.md").read_text()
+    assert note in capsys.readouterr().out
+
+
+def test_the_budget_predicts_a_length_from_the_last_by_the_square_of_the_length():
+    clock = iter([0.0, 0.0, 0.0, 2.0, 2.0, 2.0])  # begin, fits, timing (2 s), fits, fits
+    budget = attention.SweepBudget(9.0, clock=lambda: next(clock))
+    assert budget.fits(128)  # nothing measured yet: the first length starts
+    with budget.timing(128):
+        pass
+    assert budget.predicted_s(256) == pytest.approx(8.0) and not budget.fits(256)  # 8 s > 7 s left
+    assert budget.fits(128)  # 2 s predicted
+    with pytest.raises(attention.RooflineError, match="--budget must be a positive number"):
+        attention.SweepBudget(0)
+    assert attention.SweepBudget(None).fits(1 << 20)

@@ -88,3 +88,15 @@ def test_rowwise_scaled_matmul_is_the_product_within_fp8_rounding():
     rel = (y - expected).norm(dim=0) / expected.norm(dim=0)
     assert float(rel.max()) < 0.08
     assert y.shape == (32, 48)
+
+
+def test_a_budget_with_the_fp8_study_is_refused_before_any_work(tmp_path, monkeypatch, capsys):
+    """--budget was accepted and ignored by --study fp8 (a fixed set of measurements, no sweep to cut)."""
+    from roofline.cli import main
+    from roofline.lab import runner
+
+    monkeypatch.setattr(runner, "measured_ceilings", lambda *a, **k: pytest.fail("measured before refusing"))
+    assert main(["lab", "--study", "fp8", "--device", "cpu", "--budget", "60", "-o", str(tmp_path / "fp8")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("roofline: error: --budget does not apply to --study fp8") and len(err.splitlines()) == 1
+    assert not (tmp_path / "fp8" / "fp8.json").exists()

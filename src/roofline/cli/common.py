@@ -225,6 +225,18 @@ def print_report_summary(report: Any, args: argparse.Namespace, written: list, p
     print(fit("wrote " + ", ".join(str(p) for p in written)))
 
 
+def print_merged_summary(report: Any, findings: int, written: list) -> None:
+    """What a merge of ranks prints (`roofline merge`, `roofline profile --nproc`): the ranks, stragglers and
+    collectives, the findings (the ``findings`` largest; 0: all) and the files written."""
+    from roofline.render.console import fit
+    from roofline.render.distributed import DistributedRenderer
+    from roofline.render.findings import FindingsRenderer
+
+    sys.stdout.write(DistributedRenderer().render(report))
+    sys.stdout.write(FindingsRenderer(findings).render(report))
+    print(fit("wrote " + ", ".join(str(p) for p in written)))
+
+
 def leave_script_threads(script: str, names: tuple[str, ...]) -> None:
     """A note that the profiled script left threads running, and the process's end not waiting for them."""
     if not names:

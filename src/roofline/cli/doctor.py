@@ -98,26 +98,41 @@ def _report_for(args: argparse.Namespace) -> tuple[Any, str | None]:
     """The report to diagnose, and the user script's own error line when it raised (the report is of the steps
     profiled before it)."""
     if args.model:
+        _refuse_unused(args, f"--model {args.model}", "partial")
         return _analyze_model(args), None
     refuse_workload_options(args, args.target)
     target = Path(args.target)
     if target.suffix == ".py":
         from roofline.capture.script_runner import check_script
 
+        _refuse_unused(args, args.target, "partial")
         check_script(target)
         return _profile_script(args)
     if not target.exists():
         raise RooflineError(f"file not found: {target}")
-    return _load_report_or_trace(target, args.ceilings, partial=args.partial), None
-
-
-def _load_report_or_trace(path: Path, ceilings_file: str | None, *, partial: bool = False) -> Any:
-    from roofline.analyze.trace_file import analyze_trace_file
     from roofline.report import Report
 
-    if Report.is_report_file(path):
-        return Report.load(path)
-    return analyze_trace_file(path, ceilings_file, partial=partial)
+    if Report.is_report_file(target):
+        _refuse_unused(args, args.target, "partial", "ceilings", "device")
+        return Report.load(target), None
+    _refuse_unused(args, args.target, "device")
+    from roofline.analyze.trace_file import analyze_trace_file
+
+    return analyze_trace_file(target, args.ceilings, partial=args.partial), None
+
+
+_UNUSED_WHY = {"partial": "--partial reads a trace cut short",
+               "ceilings": "a saved report keeps the roofs it was judged against (re-judge its trace with --ceilings)",
+               "device": "a report or a trace names the device it ran on"}
+
+
+def _refuse_unused(args: argparse.Namespace, target: str, *names: str) -> None:
+    """Options that the target makes meaningless, refused rather than ignored without a word."""
+    given = [name for name in names if getattr(args, name)]
+    if given:
+        flags = ", ".join(f"--{name}" for name in given)
+        raise RooflineError(f"{flags} {'does' if len(given) == 1 else 'do'} not apply to {target}: "
+                            + "; ".join(_UNUSED_WHY[name] for name in given))
 
 
 def _analyze_model(args: argparse.Namespace) -> Any:

@@ -35,7 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--budget", type=finite_number, default=None, metavar="SECONDS",
                         help="time for the configurations of the three views (default: no limit); runs that would "
                              "not fit are not started, and lab.md says what was cut. With --study batching: time for "
-                             "its graph capture, calibration and sweep (default 360 s; none with --quick)")
+                             "its graph capture, calibration and sweep (default 360 s; none with --quick); with "
+                             "--study attention: time for its sweep of lengths (default: no limit); not with "
+                             "--study fp8")
     parser.add_argument("--study", default=None, choices=["attention", "fp8", "batching"],
                         help="run one extension study instead of the staged lab: attention (SDPA backends vs the "
                              "naive attention over sequence lengths), fp8 (FP8 weights for decode, FP8 matmuls for "
@@ -53,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from roofline.lab.render import write_lab
     from roofline.lab.runner import LabOptions, run_lab
 
+    _refuse_unused(args)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     began = time.perf_counter()
 
@@ -88,6 +91,23 @@ def run(args: argparse.Namespace) -> int:
         print(f"doctor, naive model: {', '.join(sorted({f.rule for f in result.naive_report.findings}))}")
     print(f"wrote {len(written)} files to {args.output} in {time.perf_counter() - began:.0f} s")
     return 0
+
+
+def _refuse_unused(args: argparse.Namespace) -> None:
+    """Options of the staged lab given to a study, or of the batching study given elsewhere: refused, not ignored."""
+    from roofline.errors import RooflineError
+
+    if args.study is not None:
+        staged = [flag for flag, given in (("--no-doctor", args.no_doctor), ("--decode-only", args.decode_only),
+                                           ("--no-tuned", args.no_tuned)) if given]
+        if staged:
+            raise RooflineError(f"{', '.join(staged)} {'applies' if len(staged) == 1 else 'apply'} to the staged lab, "
+                                f"not to --study {args.study}")
+    if args.no_graphs and args.study != "batching":
+        raise RooflineError("--no-graphs applies only to --study batching")
+    if args.data and args.study == "attention":
+        raise RooflineError("--data does not apply to --study attention: it times attention on seeded random inputs, "
+                            "no text")
 
 
 def _run_study(args: argparse.Namespace, device: str, progress, began: float) -> int:

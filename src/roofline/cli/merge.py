@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from roofline.cli.common import add_fanout_options, add_findings_option, fanout_jobs, non_negative_number, output_dir
+from roofline.cli.common import (add_fanout_options, add_findings_option, fanout_jobs, non_negative_number, output_dir,
+                                 print_merged_summary)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,15 +33,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from roofline.distributed.merge import STRAGGLER_THRESHOLD, merge_run_dir, write_merged
     from roofline.doctor import diagnose
-    from roofline.render.distributed import DistributedRenderer
-    from roofline.render.findings import FindingsRenderer
 
     threshold = STRAGGLER_THRESHOLD if args.threshold is None else args.threshold
     report = merge_run_dir(args.run_dir, ceilings_file=args.ceilings, threshold=threshold, jobs=fanout_jobs(args),
                            cluster=args.cluster)
     report.findings = diagnose(report)
     written = write_merged(report, args.output or args.run_dir, png=not args.no_png, html=not args.no_html)
-    sys.stdout.write(DistributedRenderer().render(report))
-    sys.stdout.write(FindingsRenderer(args.findings).render(report))
-    print(f"wrote {', '.join(map(str, written))}")
+    print_merged_summary(report, args.findings, written)
     return 0

@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from roofline.cli.common import (add_ceilings_option, add_output_option, add_workload_options, leave_script_threads,
-                                 normalize_dtype, positive_int, refuse_workload_options, run_ceilings, step_count,
-                                 step_count_or_zero)
+from roofline.cli.common import (add_ceilings_option, add_findings_option, add_output_option, add_workload_options,
+                                 leave_script_threads, non_negative_int, normalize_dtype, positive_int,
+                                 print_merged_summary, print_report_summary, refuse_workload_options, run_ceilings,
+                                 step_count, step_count_or_zero)
 from roofline.errors import RooflineError
 
 
@@ -47,12 +48,23 @@ def register(subparsers: Any) -> None:
                              "then merged into OUTPUT/report.json")
     add_workload_options(parser)
     add_output_option(parser)
-    parser.set_defaults(func=run)
+    parser.add_argument("--top", type=non_negative_int, default=15, help="ops to print (default 15)")
+    add_findings_option(parser)
+    parser.set_defaults(func=run, parser=parser)
 
 
 def run(args: argparse.Namespace) -> int:
     if bool(args.script) == bool(args.model):
         raise RooflineError("give a script to run or --model NAME (one of the two)")
+    script_only = [flag for flag, given in (("--whole", args.whole), ("--run-to-end", args.run_to_end)) if given]
+    if args.model and script_only:
+        raise RooflineError(f"{', '.join(script_only)} {'applies' if len(script_only) == 1 else 'apply'} only to a "
+                            f"script, not to --model {args.model}: a built-in model runs exactly the steps asked for")
+    schedule = [f"--{name}" for name in ("wait", "timed", "warmup", "active")
+                if getattr(args, name) != args.parser.get_default(name)]
+    if args.whole and schedule:
+        raise RooflineError(f"{', '.join(schedule)} {'sets' if len(schedule) == 1 else 'set'} the step schedule, "
+                            "which --whole has none of (the whole script is one profiled step)")
     if args.script:
         from roofline.capture.script_runner import check_script
 
@@ -61,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
     if args.nproc:
         from roofline.distributed.launch import launch_profile
 
-        return launch_profile(args, forwarded_profile_args(args))
+        return launch_profile(args, forwarded_profile_args(args),
+                              show=lambda report, written: print_merged_summary(report, args.findings, written))
     from roofline.distributed.rank import prepare_rank
 
     prepare_rank(args)
@@ -98,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
                    if run_.off_thread_boundaries and not context.steps_done
                    else "lower --wait/--timed/--warmup/--active, or use --whole")
             )
-    return _write(context, args.output, error, label, step_source, args.ceilings, sizes)
+    return _write(context, args, error, label, step_source, sizes)
 
 
 def _workload(args: argparse.Namespace, device: Any) -> Any:
@@ -127,8 +140,10 @@ def _profile_model(args: argparse.Namespace, workload: Any, context: Any) -> tup
     return None, recorded_sizes(workload)
 
 
-def _write(context: Any, output: str, error: BaseException | None, label: str, step_source: str | None,
-           ceilings_file: str | None = None, sizes: dict | None = None) -> int:
+def _write(context: Any, args: argparse.Namespace, error: BaseException | None, label: str, step_source: str | None,
+           sizes: dict | None = None) -> int:
+    """Write the report and print it as `analyze` and `trace` do (the profile's own sections first); on a rank of a
+    torchrun job only rank 0 prints. A script that raised still gets the report of the steps profiled before."""
     from roofline.render.profile_report import ProfileReport
 
     report = None
@@ -139,7 +154,7 @@ def _write(context: Any, output: str, error: BaseException | None, label: str, s
 
         # A script that kept its model on the CPU of a GPU machine is judged against this machine's CPU roofs
         # (measured once and cached, as `roofline ceilings --device cpu` does); a --ceilings FILE is kept.
-        cpu = None if ceilings_file else (lambda: run_ceilings("cpu", None))
+        cpu = None if args.ceilings else (lambda: run_ceilings("cpu", None))
         report = report_from_profile(context.record(), cpu_ceilings=cpu)
         report.extra.update(sizes or {})
         report.findings = diagnose(report)
@@ -155,10 +170,15 @@ def _write(context: Any, output: str, error: BaseException | None, label: str, s
 
         rank = current_rank()
         quiet = rank is not None and rank.rank != 0
-        written = ProfileReport(report, trace=context.trace_path).generate(output, console=False if quiet else None)
-        from roofline.render.console import fit
+        profile = ProfileReport(report, trace=context.trace_path, top=args.top, findings=args.findings)
+        written = list(profile.generate(args.output, console=False).values())
+        if quiet:
+            from roofline.render.console import fit
 
-        print(fit("wrote " + ", ".join(str(p) for p in written.values())), file=sys.stderr)
+            print(fit("wrote " + ", ".join(str(p) for p in written)), file=sys.stderr)
+        else:
+            sys.stdout.write(profile.profile_text() + "\n")
+            print_report_summary(report, args, written, profile.problems)
     if error is not None:
         from roofline.capture.script_runner import script_error_line
 

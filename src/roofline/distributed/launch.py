@@ -14,11 +14,15 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roofline.distributed.rank import find_rank_dirs, multicast_off_env
 from roofline.errors import RooflineError
+
+if TYPE_CHECKING:
+    from roofline.report import Report
 
 
 def rank_threads_env(nproc: int) -> tuple[dict[str, str], str]:
@@ -97,10 +101,12 @@ def _kill_group(pgid: int, sig: int) -> None:
         pass
 
 
-def launch_profile(args: argparse.Namespace, forwarded: list[str]) -> int:
+def launch_profile(args: argparse.Namespace, forwarded: list[str],
+                   show: Callable[[Report, list[Path]], None] | None = None) -> int:
     """`roofline profile --nproc N SCRIPT`: the script under torchrun, each rank profiled, then the merge.
 
-    `forwarded` is the user's `roofline profile` options as words, built by the CLI that owns the parser.
+    `forwarded` is the user's `roofline profile` options as words, built by the CLI that owns the parser; `show`
+    prints the merged report and the files written (the CLI's, as `roofline merge` prints them; default: the files).
     """
     if not args.script:
         raise RooflineError("--nproc runs a script under torchrun: give the script (not --model)")
@@ -128,7 +134,10 @@ def launch_profile(args: argparse.Namespace, forwarded: list[str]) -> int:
     report = merge_run_dir(run_dir, ceilings_file=args.ceilings)
     report.findings = diagnose(report)
     written = write_merged(report, run_dir)
-    print(f"merged {len(ranks)} rank(s) into {', '.join(map(str, written))}", file=sys.stderr)
+    if show is None:
+        print(f"merged {len(ranks)} rank(s) into {', '.join(map(str, written))}", file=sys.stderr)
+    else:
+        show(report, written)
     if len(ranks) < int(args.nproc):
         print(f"roofline: error: only {len(ranks)} of {args.nproc} ranks wrote a report", file=sys.stderr)
         return 1

@@ -2,8 +2,10 @@
 
 ``ProfileReport(report, trace=...).generate(out_dir)`` writes ``report.json`` first (so a failure later loses
 nothing already measured), then ``trace.json.gz`` (the profiler's trace made valid Trace Event Format, or a
-view built from the Report when there is no trace), and prints the console report. The trace is passed in
-(``ProfilingContext.trace_path``): a Report never carries the path of a run's temporary files.
+view built from the Report when there is no trace), and prints the console report: what only a profile has (true
+vs profiled step time, memory, syncs), then what every report command prints, by the same renderers (the
+roofline's op table and notes, the doctor's findings). The trace is passed in (``ProfilingContext.trace_path``):
+a Report never carries the path of a run's temporary files.
 """
 
 from __future__ import annotations
@@ -18,16 +20,23 @@ from roofline.render.chrome_trace import (
     normalize_chrome_trace,
     read_chrome_trace,
 )
+from roofline.render.findings import FINDINGS_SHOWN
 from roofline.render.units import fmt_bytes, fmt_time
 from roofline.report import OpRecord, Report, Timing
 
-TOP = 10
+TOP = 15  # as `roofline analyze` and `trace`
+LIVE_TENSORS = 10  # the largest allocations listed at the memory peak
 
 
 class ProfileReport:
-    def __init__(self, report: Report, trace: str | os.PathLike[str] | dict | None = None) -> None:
+    """``top``: ops per table (``--top``); ``findings``: the doctor's findings printed (``--findings``, 0: all)."""
+
+    def __init__(self, report: Report, trace: str | os.PathLike[str] | dict | None = None, *, top: int = TOP,
+                 findings: int = FINDINGS_SHOWN) -> None:
         self.report = report
         self.trace = trace
+        self.top, self.findings = top, findings
+        self.problems: list[str] = []  # why an output was not written, after generate()
 
     def generate(self, out_dir: str | os.PathLike[str], console: Any = None) -> dict[str, Path]:
         """Write report.json, trace.json.gz (with each op's roofline figures in its args), roofline.png and
@@ -37,7 +46,7 @@ class ProfileReport:
         """
         from roofline.render.outputs import report_renderers, write_outputs
 
-        paths, _ = write_outputs(self.report, out_dir, report_renderers(raw_trace=self._chrome_trace()))
+        paths, self.problems = write_outputs(self.report, out_dir, report_renderers(raw_trace=self._chrome_trace()))
         keys = {"report.json": "report", "trace.json.gz": "trace", "roofline.png": "roofline", "report.html": "html"}
         written = {keys[p.name]: p for p in paths}
         if console is not False:
@@ -62,6 +71,16 @@ class ProfileReport:
             console.write(text)
 
     def text(self) -> str:
+        """The whole console report: the profile's own sections, the roofline report, the findings."""
+        from roofline.render.console import ConsoleRenderer
+        from roofline.render.findings import FindingsRenderer
+
+        return (self.profile_text() + "\n" + ConsoleRenderer(self.top).render(self.report)
+                + FindingsRenderer(self.findings).render(self.report))
+
+    def profile_text(self) -> str:
+        """What only a profile has: true vs profiled step time, host time per op (beside the device's), memory and
+        syncs. The roofs, the op table, the notes and the findings are the other report commands' renderers'."""
         from roofline.render.console import fit
 
         return fit("\n".join(self._sections()) + "\n")
@@ -69,23 +88,20 @@ class ProfileReport:
     def _sections(self) -> list[str]:
         r = self.report
         head = f"roofline profile: {r.workload or 'script'} on {r.ceilings.device_name or r.ceilings.device}"
-        # Without a GPU an op's device time is its host time: the CPU-time table would repeat the first.
+        # Without a GPU an op's device time is its host time: the op table of the roofline report has it.
         has_gpu = bool(r.extra.get("trace", {}).get("has_gpu", True))
         cpu_table = [*_top_ops(r.ops, "CPU time", lambda o: o.cpu_time_s,
-                               "host duration of each op in the profiler trace"), ""] if has_gpu else []
+                               "host duration of each op in the profiler trace", self.top), ""] \
+            if has_gpu and self.top else []
         return [
             head,
             "=" * len(head),
-            *([f"Warning: {r.summary.stale_ceilings}", ""] if r.summary.stale_ceilings else []),
             *_step_times(r),
-            "",
-            *_top_ops(r.ops, "device time" if has_gpu else "time", lambda o: o.time_s, r.summary.timing_method),
             "",
             *cpu_table,
             *_memory(r),
             "",
             *_syncs(r),
-            *(["", "Notes:"] + [f"  - {n}" for n in r.summary.notes] if r.summary.notes else []),
         ]
 
 
@@ -119,14 +135,14 @@ def _profiler_cost_line(true: Timing, profiled: Timing) -> str:
     return f"  the profiler added {change:+.0%} to the step"
 
 
-def _top_ops(ops: list[OpRecord], what: str, key: Any, how: str) -> list[str]:
+def _top_ops(ops: list[OpRecord], what: str, key: Any, how: str, top: int) -> list[str]:
     by_name: dict[str, list[float]] = {}
     for op in ops:
         entry = by_name.setdefault(op.name, [0.0, 0])
         entry[0] += key(op)
         entry[1] += op.count
-    rows = sorted(((t, n, name) for name, (t, n) in by_name.items() if t > 0), reverse=True)[:TOP]
-    lines = [f"Top {TOP} ops by {what} ({how})" if how else f"Top {TOP} ops by {what}"]
+    rows = sorted(((t, n, name) for name, (t, n) in by_name.items() if t > 0), reverse=True)[:top]
+    lines = [f"Top {top} ops by {what} ({how})" if how else f"Top {top} ops by {what}"]
     if not rows:
         return lines + ["  (none recorded)"]
     total = sum(key(op) for op in ops) or 1.0
@@ -146,7 +162,7 @@ def _memory(r: Report) -> list[str]:
         lines.append(f"  reference: {fmt_bytes(m.reference_peak_bytes)} ({m.reference_counter})")
     if m.peak_live_tensors:
         lines.append("  largest allocations live at the peak:")
-        for t in m.peak_live_tensors[:TOP]:
+        for t in m.peak_live_tensors[:LIVE_TENSORS]:
             shape = f" {t.dtype}{list(t.shape)}" if t.shape else ""
             where = " ".join(x for x in (t.module, t.source and f"at {t.source}") if x)
             lines.append(f"    {fmt_bytes(t.bytes):>10}{shape}  {t.op}  {where}".rstrip())

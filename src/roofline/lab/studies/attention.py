@@ -10,8 +10,11 @@ once). A backend that cannot run a cell is a row that says why (torch's own warn
 
 from __future__ import annotations
 
+import contextlib
 import math
+import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -240,12 +243,20 @@ def run(options: StudyOptions, out_dir: Path, progress: Progress) -> StudyResult
     ceilings = measured_ceilings(device, options.ceilings, progress=progress)
     bandwidth = ceilings.memory_bandwidth_bytes_per_s
     cells: list[Cell] = []
+    budget = SweepBudget(options.budget_s)
     for dtype in dtypes:
         name = str(dtype).replace("torch.", "")
         for seq in seqs:
+            if not budget.fits(seq):
+                budget.cut.append(f"{name} at {seq}")
+                continue
             progress(f"attention {name} seq {seq}")
-            cells += measure_length(heads, head_dim, seq, dtype, device, BACKENDS, rounds, ceilings.peak_for(name),
-                                    bandwidth)
+            with budget.timing(seq):
+                cells += measure_length(heads, head_dim, seq, dtype, device, BACKENDS, rounds,
+                                        ceilings.peak_for(name), bandwidth)
+    if budget.cut:
+        notes.append(budget.note())
+        progress(budget.note())
     payload = {
         "study": "attention", "model": options.model, "device": str(device),
         "device_name": ceilings.device_name, "shape": {"batch": 1, "heads": heads, "kv_heads": config.n_kv_heads,
@@ -256,11 +267,48 @@ def run(options: StudyOptions, out_dir: Path, progress: Progress) -> StudyResult
         "ceilings": {"memory_bandwidth_bytes_per_s": bandwidth, "peak_flops_per_s": ceilings.peak_flops_per_s,
                      "source": ceilings.source},
         "environment": common.environment(device, ceilings.device_name), "notes": notes, "cells": cells,
+        "budget_s": options.budget_s, "cut_by_budget": budget.cut,
     }
     table = speedup_table(cells)
     markdown = attention_markdown(payload, cells)
     files = common.write_study(out_dir, "attention", payload, markdown, {"attention.png": attention_png(payload, cells)})
-    return StudyResult("attention", table, files, summary=_summary(cells))
+    return StudyResult("attention", table, files, summary=_summary(cells) + ([budget.note()] if budget.cut else []))
+
+
+class SweepBudget:
+    """--budget for the sweep: a length is not started when the time left is less than it is predicted to take
+    (the last length measured, scaled by the square of the length: attention's work grows as s^2), nor once the
+    budget is spent. Without a budget every length runs."""
+
+    def __init__(self, budget_s: float | None, clock: Callable[[], float] = time.perf_counter) -> None:
+        if budget_s is not None and budget_s <= 0:
+            raise RooflineError(f"--budget must be a positive number of seconds, got {budget_s:g}")
+        self.budget_s, self.clock = budget_s, clock
+        self.began = clock()
+        self.last: tuple[int, float] | None = None  # (length, seconds it took)
+        self.cut: list[str] = []
+
+    def predicted_s(self, seq: int) -> float:
+        if self.last is None:
+            return 0.0
+        last_seq, took = self.last
+        return took * (seq / last_seq) ** 2
+
+    def fits(self, seq: int) -> bool:
+        if self.budget_s is None:
+            return True
+        left = self.budget_s - (self.clock() - self.began)
+        return left > 0 and self.predicted_s(seq) <= left
+
+    @contextlib.contextmanager
+    def timing(self, seq: int) -> Iterator[None]:
+        began = self.clock()
+        yield
+        self.last = (seq, self.clock() - began)
+
+    def note(self) -> str:
+        return (f"--budget {self.budget_s:g} s: not measured: {', '.join(self.cut)} (a length is not started when "
+                "the time left is less than the last length's time scaled by the square of the length)")
 
 
 def _summary(cells: list[Cell]) -> list[str]:

@@ -133,6 +133,10 @@ def run(options: StudyOptions, out_dir: Path, progress: Progress) -> StudyResult
     from roofline.models.llama import CONFIGS, build_llama
     from roofline.models.workloads import parse_dtype
 
+    if options.budget_s is not None:
+        raise RooflineError("--budget does not apply to --study fp8: it measures a fixed set (each decode format, "
+                            "each prefill matmul, one quality check), not a sweep that can be cut; --quick is "
+                            "the short run")
     if options.model not in MODELS:
         raise RooflineError(f"unknown lab model {options.model!r}; choose one of: {', '.join(MODELS)}")
     device = resolve_device(options.device)
