@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
     parser.add_argument("--batch", type=int, default=None,
-                        help="only the cases of this batch (1: the first 21, 2: the second 14 and 3: the third 18, "
+                        help="only the cases of this batch (1: the first 21, 2: the second 14 and 3: the third 19, "
                              "both added 2026-12-02)")
     parser.add_argument("--jobs", type=int, default=None, help="cases at a time (default 4 on cuda, 1 on cpu)")
     parser.add_argument("--ceilings", default=None, help="ceilings JSON for every case")

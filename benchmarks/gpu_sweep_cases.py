@@ -912,6 +912,28 @@ for _ in range(12):
     m(x).float().square().mean().backward(); opt.step(); opt.zero_grad()
 dist.destroy_process_group()
 ''', batch=3),
+    Case("compile_fullgraph_autotune_block",
+         "torch.compile(fullgraph=True, mode='max-autotune-no-cudagraphs') of a bf16 pre-norm transformer block "
+         "(SDPA inside Inductor's graph, autotuned matmuls, fused norms), inference.",
+         '''
+import torch.nn as nn, torch.nn.functional as F
+B, T, D, H = (2, 16, 64, 4) if CPU else (8, 512, 1024, 16)
+class Block(nn.Module):
+    def __init__(s):
+        super().__init__(); s.n1 = nn.LayerNorm(D); s.qkv = nn.Linear(D, 3 * D); s.o = nn.Linear(D, D)
+        s.n2 = nn.LayerNorm(D)
+        s.ff = nn.Sequential(nn.Linear(D, 4 * D), nn.GELU(approximate="tanh"), nn.Linear(4 * D, D))
+    def forward(s, x):
+        q, k, v = s.qkv(s.n1(x)).view(B, T, 3, H, D // H).permute(2, 0, 3, 1, 4)
+        x = x + s.o(F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, D))
+        return x + s.ff(s.n2(x))
+m = nn.Sequential(Block(), Block()).to(DEV, torch.bfloat16).eval()
+cm = torch.compile(m, fullgraph=True, mode="max-autotune-no-cudagraphs")
+x = torch.randn(B, T, D, device=DEV, dtype=torch.bfloat16)
+with torch.no_grad():
+    for _ in range(12):
+        cm(x)
+''', timeout_s=240, batch=3),
     Case("aoti_package_run",
          "torch.export of a bf16 transformer-ish block, AOTInductor aoti_compile_and_package, aoti_load_package, and "
          "the loaded package run from a wrapper module that keeps the eager model (inference).",
