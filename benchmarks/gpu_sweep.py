@@ -1,8 +1,9 @@
-"""Run `roofline profile`, `trace` and `doctor` live on ~20 user scripts that take GPU-only paths, and record what
+"""Run `roofline profile`, `trace` and `doctor` live on ~50 user scripts that take GPU-only paths, and record what
 breaks: one command on the lent GPU (the CPU sweeps never ran these paths through the CLI).
 
     PYTHONPATH=src python3 benchmarks/gpu_sweep.py OUT                       # every case, on cuda
     PYTHONPATH=src python3 benchmarks/gpu_sweep.py OUT --batch 2 --budget 240     # the second batch only
+    PYTHONPATH=src python3 benchmarks/gpu_sweep.py OUT --batch 3 --jobs 6 --budget 420   # the third batch only
     PYTHONPATH=src python3 benchmarks/gpu_sweep.py OUT --device cpu --cases sdpa_flash_train,fused_adamw
 
 Each case (gpu_sweep_cases.py) is a user script written to OUT/scripts/, run in a subprocess with a time limit:
@@ -285,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
     parser.add_argument("--batch", type=int, default=None,
-                        help="only the cases of this batch (1: the first ~21, 2: the second, added 2026-12-02)")
+                        help="only the cases of this batch (1: the first 21, 2: the second 14 and 3: the third 19, "
+                             "both added 2026-12-02)")
     parser.add_argument("--jobs", type=int, default=None, help="cases at a time (default 4 on cuda, 1 on cpu)")
     parser.add_argument("--ceilings", default=None, help="ceilings JSON for every case")
     parser.add_argument("--budget", type=float, default=330,

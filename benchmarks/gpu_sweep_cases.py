@@ -561,3 +561,408 @@ for _ in range(12):
 ''', batch=2),
 ]
 CASES += BATCH2
+
+# The third batch (2026-12-02): paths neither batch took (attention fast paths, encoder-decoder, eager attention,
+# user Triton kernels and custom ops, torch.func, double backward, DataLoader workers, FFT, 3-D convolution,
+# launch-bound loops, sparse gradients, torch.distributed at world size 1, AOTInductor). `--batch 3` runs these.
+TRITON_BIAS_GELU = '''
+import triton, triton.language as tl
+@triton.jit
+def bias_gelu_kernel(x_ptr, b_ptr, y_ptr, n, N: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    keep = offs < n
+    h = tl.load(x_ptr + offs, mask=keep).to(tl.float32) + tl.load(b_ptr + offs % N, mask=keep).to(tl.float32)
+    y = 0.5 * h * (1.0 + tl.erf(h * 0.7071067811865476))
+    tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=keep)
+def bias_gelu(x, b):
+    y = torch.empty_like(x)
+    bias_gelu_kernel[(triton.cdiv(x.numel(), 1024),)](x, b, y, x.numel(), N=x.shape[-1], BLOCK=1024)
+    return y
+'''
+
+BATCH3: list[Case] = [
+    Case("vit_mha_fastpath",
+         "A torchvision VisionTransformer (ViT-S/16-like config) in eval under no_grad, fp16: nn.MultiheadAttention's "
+         "fast path (aten::_native_multi_head_attention).",
+         '''
+from torchvision.models.vision_transformer import VisionTransformer
+DT = torch.float32 if CPU else torch.float16
+S, P, L, H, D, B = (32, 8, 2, 4, 64, 2) if CPU else (224, 16, 6, 6, 384, 64)
+m = VisionTransformer(image_size=S, patch_size=P, num_layers=L, num_heads=H, hidden_dim=D, mlp_dim=4 * D)
+m = m.to(DEV, DT).eval()
+x = torch.randn(B, 3, S, S, device=DEV, dtype=DT)
+with torch.no_grad():
+    for _ in range(12):
+        m(x)
+''', batch=3),
+    Case("encoder_padding_nested_fastpath",
+         "nn.TransformerEncoder in eval with a src_key_padding_mask: the fast path converts to a nested tensor and runs "
+         "aten::_transformer_encoder_layer_fwd, fp16.",
+         '''
+import torch.nn as nn
+DT = torch.float32 if CPU else torch.float16
+B, T, D = (3, 16, 64) if CPU else (32, 512, 512)
+layer = nn.TransformerEncoderLayer(D, 8, 4 * D, batch_first=True)
+m = nn.TransformerEncoder(layer, 4, enable_nested_tensor=True).to(DEV, DT).eval()
+x = torch.randn(B, T, D, device=DEV, dtype=DT)
+lengths = torch.randint(T // 4, T + 1, (B,)); lengths[0] = T
+pad = (torch.arange(T)[None] >= lengths[:, None]).to(DEV)  # True: padding
+with torch.no_grad():
+    for _ in range(12):
+        m(x, src_key_padding_mask=pad)
+''', batch=3),
+    Case("hf_t5_train_bf16_autocast",
+         "T5ForConditionalGeneration (encoder-decoder, relative position bias) from a small config, training steps "
+         "under bf16 autocast with AdamW.",
+         '''
+from transformers import T5Config, T5ForConditionalGeneration
+small = dict(d_model=64, d_kv=16, d_ff=128, num_layers=2, num_decoder_layers=2, num_heads=4, vocab_size=1000)
+big = dict(d_model=512, d_kv=64, d_ff=2048, num_layers=4, num_decoder_layers=4, num_heads=8, vocab_size=8000)
+cfg = T5Config(**(small if CPU else big), decoder_start_token_id=0, pad_token_id=0)
+m = T5ForConditionalGeneration(cfg).to(DEV)
+opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+B, TS, TT = (2, 24, 12) if CPU else (16, 512, 128)
+src = torch.randint(1, cfg.vocab_size, (B, TS), device=DEV)
+labels = torch.randint(1, cfg.vocab_size, (B, TT), device=DEV)
+for _ in range(12):
+    with torch.autocast(DEV, dtype=torch.bfloat16):
+        loss = m(input_ids=src, labels=labels).loss
+    loss.backward(); opt.step(); opt.zero_grad()
+''', batch=3),
+    Case("hf_llama_eager_generate",
+         "LlamaForCausalLM (small config) with attn_implementation='eager' (matmul + fp32 softmax upcast), fp16, greedy "
+         "generate() of 24 tokens.",
+         '''
+from transformers import LlamaConfig, LlamaForCausalLM
+DT = torch.float32 if CPU else torch.float16
+small = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)
+big = dict(hidden_size=512, intermediate_size=1408, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=4)
+cfg = LlamaConfig(**(small if CPU else big), vocab_size=2000, attn_implementation="eager")
+m = LlamaForCausalLM(cfg).to(DEV, DT).eval()
+ids = torch.randint(0, 2000, (2, 16) if CPU else (8, 256), device=DEV)
+with torch.no_grad():
+    out = m.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=24, do_sample=False, pad_token_id=0)
+print("generated", out.shape)
+''', batch=3),
+    Case("hf_llama_static_cache_eager",
+         "LlamaForCausalLM (small config, sdpa) greedy generate() with cache_implementation='static' and no compile: "
+         "index_copy_ into a preallocated KV cache, attention over the whole cache each token, bf16.",
+         '''
+from transformers import LlamaConfig, LlamaForCausalLM
+small = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)
+big = dict(hidden_size=512, intermediate_size=1408, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=4)
+cfg = LlamaConfig(**(small if CPU else big), vocab_size=2000, attn_implementation="sdpa")
+m = LlamaForCausalLM(cfg).to(DEV, torch.bfloat16).eval()
+ids = torch.randint(0, 2000, (2, 16) if CPU else (8, 256), device=DEV)
+with torch.no_grad():
+    out = m.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=24, do_sample=False, pad_token_id=0,
+                     cache_implementation="static", disable_compile=True)
+print("generated", out.shape)
+''', batch=3),
+    Case("triton_kernel_in_module",
+         "A user @triton.jit bias+GELU kernel launched straight from a module's forward between two Linears (kernels "
+         "with no aten op of their own above them), fp16 inference.",
+         TRITON_BIAS_GELU + '''
+import torch.nn as nn
+D = 1024
+class Mlp(nn.Module):
+    def __init__(s):
+        super().__init__(); s.fc1 = nn.Linear(D, 4 * D, bias=False); s.b1 = nn.Parameter(torch.zeros(4 * D))
+        s.fc2 = nn.Linear(4 * D, D)
+    def forward(s, x):
+        return s.fc2(bias_gelu(s.fc1(x), s.b1))
+m = nn.Sequential(*[Mlp() for _ in range(4)]).to(DEV, torch.float16)
+x = torch.randn(8192, D, device=DEV, dtype=torch.float16)
+with torch.no_grad():
+    for _ in range(12):
+        m(x)
+''', gpu_only="a user Triton kernel", batch=3),
+    Case("triton_custom_op_compiled",
+         "The Triton bias+GELU kernel wrapped as a torch.library.custom_op with a register_fake impl, called eagerly "
+         "and from a torch.compile'd module (an extern call in Inductor's graph), fp16 inference.",
+         TRITON_BIAS_GELU + '''
+import torch.nn as nn
+@torch.library.custom_op("sweep::bias_gelu", mutates_args=())
+def bias_gelu_op(x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return bias_gelu(x, b)
+@bias_gelu_op.register_fake
+def _(x, b):
+    return torch.empty_like(x)
+D = 1024
+class Mlp(nn.Module):
+    def __init__(s):
+        super().__init__(); s.fc1 = nn.Linear(D, 4 * D, bias=False); s.b1 = nn.Parameter(torch.zeros(4 * D))
+        s.fc2 = nn.Linear(4 * D, D); s.norm = nn.LayerNorm(D)
+    def forward(s, x):
+        return x + s.fc2(bias_gelu_op(s.fc1(s.norm(x)), s.b1))
+class Net(nn.Module):
+    def __init__(s):
+        super().__init__(); s.a = Mlp(); s.b = Mlp(); s.b_compiled = torch.compile(s.b, fullgraph=True)
+    def forward(s, x):
+        return s.b_compiled(s.a(x))
+m = Net().to(DEV, torch.float16)
+x = torch.randn(8192, D, device=DEV, dtype=torch.float16)
+with torch.no_grad():
+    for _ in range(12):
+        m(x)
+''', gpu_only="a user Triton kernel", timeout_s=150, batch=3),
+    Case("func_vmap_per_sample_grads",
+         "torch.func: vmap(grad(functional_call)) per-sample gradients, clipped per sample and averaged (DP-SGD-like), "
+         "then SGD steps.",
+         '''
+import torch.nn as nn, torch.nn.functional as F
+from torch.func import functional_call, grad, vmap
+B, D, H = (8, 32, 64) if CPU else (256, 512, 1024)
+m = nn.Sequential(nn.Linear(D, H), nn.Tanh(), nn.Linear(H, H), nn.Tanh(), nn.Linear(H, 10)).to(DEV)
+params = {k: p.detach() for k, p in m.named_parameters()}  # share storage: opt.step() updates them too
+def loss_one(p, x, y):
+    return F.cross_entropy(functional_call(m, p, (x[None],)), y[None])
+per_sample = vmap(grad(loss_one), in_dims=(None, 0, 0))
+opt = torch.optim.SGD(m.parameters(), lr=1e-2)
+x, y = torch.randn(B, D, device=DEV), torch.randint(0, 10, (B,), device=DEV)
+for _ in range(12):
+    g = per_sample(params, x, y)
+    norm = torch.stack([t.flatten(1).norm(dim=1) for t in g.values()]).norm(dim=0)
+    clip = (1.0 / (norm + 1e-6)).clamp(max=1.0)
+    for k, p in m.named_parameters():
+        p.grad = (g[k] * clip.view(-1, *[1] * (g[k].dim() - 1))).mean(0)
+    opt.step(); opt.zero_grad()
+''', batch=3),
+    Case("double_backward_grad_penalty",
+         "A WGAN-GP critic step: torch.autograd.grad(create_graph=True) for a gradient penalty, then backward through "
+         "the gradient (double backward), Adam.",
+         '''
+import torch.nn as nn
+B, D, H = (16, 32, 64) if CPU else (1024, 1024, 2048)
+critic = nn.Sequential(nn.Linear(D, H), nn.SiLU(), nn.Linear(H, H), nn.SiLU(), nn.Linear(H, 1)).to(DEV)
+opt = torch.optim.Adam(critic.parameters(), lr=1e-4, betas=(0.0, 0.9))
+real, fake = torch.randn(B, D, device=DEV), torch.randn(B, D, device=DEV) + 1
+for _ in range(12):
+    a = torch.rand(B, 1, device=DEV)
+    mix = (a * real + (1 - a) * fake).requires_grad_(True)
+    g, = torch.autograd.grad(critic(mix).sum(), mix, create_graph=True)
+    penalty = (g.norm(2, dim=1) - 1).square().mean()
+    loss = critic(fake).mean() - critic(real).mean() + 10 * penalty
+    loss.backward(); opt.step(); opt.zero_grad()
+''', batch=3),
+    Case("dataloader_workers_pinned",
+         "A DataLoader with num_workers=2 (forked while profiling), persistent workers and pin_memory=True (not on CPU) "
+         "feeding an MLP's training steps with non_blocking copies.",
+         '''
+import torch.nn as nn
+from torch.utils.data import DataLoader, Dataset
+B, D = (16, 64) if CPU else (512, 1024)
+class Synthetic(Dataset):
+    def __len__(s):
+        return 10 ** 6
+    def __getitem__(s, i):
+        g = torch.Generator().manual_seed(i)
+        return torch.randn(D, generator=g), i % 10
+loader = DataLoader(Synthetic(), batch_size=B, num_workers=2, pin_memory=not CPU, persistent_workers=True)
+m = nn.Sequential(nn.Linear(D, 4 * D), nn.ReLU(), nn.Linear(4 * D, 10)).to(DEV)
+opt = torch.optim.SGD(m.parameters(), lr=1e-3)
+for i, (x, y) in enumerate(loader):
+    if i == 12:
+        break
+    x, y = x.to(DEV, non_blocking=True), y.to(DEV, non_blocking=True)
+    nn.functional.cross_entropy(m(x), y).backward(); opt.step(); opt.zero_grad()
+''', batch=3),
+    Case("fno_rfft2_spectral",
+         "A Fourier-neural-operator-like net: rfft2, a complex64 einsum with complex weights on the low modes, irfft2 "
+         "(cuFFT on the GPU), trained with Adam.",
+         '''
+import torch.nn as nn, torch.nn.functional as F
+B, C, S, M = (2, 8, 16, 4) if CPU else (32, 64, 128, 16)
+class Spectral(nn.Module):
+    def __init__(s):
+        super().__init__(); s.w = nn.Parameter(torch.randn(C, C, M, M, dtype=torch.complex64) / C)
+    def forward(s, x):
+        X = torch.fft.rfft2(x)
+        out = torch.zeros(x.shape[0], C, S, S // 2 + 1, dtype=torch.complex64, device=x.device)
+        out[..., :M, :M] = torch.einsum("bixy,ioxy->boxy", X[..., :M, :M], s.w)
+        return torch.fft.irfft2(out, s=(S, S))
+class Fno(nn.Module):
+    def __init__(s):
+        super().__init__(); s.lift = nn.Conv2d(3, C, 1); s.proj = nn.Conv2d(C, 1, 1)
+        s.spectral = nn.ModuleList(Spectral() for _ in range(4))
+        s.local = nn.ModuleList(nn.Conv2d(C, C, 1) for _ in range(4))
+    def forward(s, x):
+        h = s.lift(x)
+        for sp, lo in zip(s.spectral, s.local):
+            h = F.gelu(sp(h) + lo(h))
+        return s.proj(h)
+m = Fno().to(DEV)
+opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+x, y = torch.randn(B, 3, S, S, device=DEV), torch.randn(B, 1, S, S, device=DEV)
+for _ in range(12):
+    F.mse_loss(m(x), y).backward(); opt.step(); opt.zero_grad()
+''', batch=3),
+    Case("knn_cdist_topk",
+         "kNN retrieval: a projection, torch.cdist against a memory bank, topk(largest=False) and a gather, inference.",
+         '''
+import torch.nn as nn
+N, Q, D, K = (2000, 32, 32, 8) if CPU else (100000, 1024, 128, 16)
+class Knn(nn.Module):
+    def __init__(s):
+        super().__init__(); s.proj = nn.Linear(D, D); s.register_buffer("bank", torch.randn(N, D))
+        s.register_buffer("labels", torch.randint(0, 100, (N,)))
+    def forward(s, q):
+        dist, idx = torch.cdist(s.proj(q), s.bank).topk(K, largest=False)
+        return s.labels[idx].mode(dim=1).values, dist
+m = Knn().to(DEV).eval()
+q = torch.randn(Q, D, device=DEV)
+with torch.no_grad():
+    for _ in range(12):
+        m(q)
+''', batch=3),
+    Case("r3d18_conv3d_autocast",
+         "torchvision r3d_18 (3-D convolutions) training steps under fp16 autocast with GradScaler (bf16, no scaler, "
+         "tiny clips on CPU).",
+         '''
+import torchvision
+DT = torch.bfloat16 if CPU else torch.float16
+B, T, S = (1, 4, 32) if CPU else (8, 16, 112)
+m = torchvision.models.video.r3d_18(weights=None, num_classes=10).to(DEV)
+opt = torch.optim.SGD(m.parameters(), lr=1e-3, momentum=0.9)
+scaler = torch.amp.GradScaler(DEV, enabled=not CPU)
+x, y = torch.randn(B, 3, T, S, S, device=DEV), torch.randint(0, 10, (B,), device=DEV)
+for _ in range(12):
+    with torch.autocast(DEV, dtype=DT):
+        loss = torch.nn.functional.cross_entropy(m(x), y)
+    scaler.scale(loss).backward(); scaler.step(opt); scaler.update(); opt.zero_grad()
+''', batch=3),
+    Case("selective_scan_loop",
+         "A Mamba-like selective scan written as a Python loop over 64 time steps (16 on CPU), two layers, trained: "
+         "launch-bound, thousands of tiny kernels a step.",
+         '''
+import torch.nn as nn, torch.nn.functional as F
+B, L, D, N = (2, 16, 32, 8) if CPU else (8, 64, 512, 16)
+class Scan(nn.Module):
+    def __init__(s):
+        super().__init__(); s.inp = nn.Linear(D, 2 * D); s.xp = nn.Linear(D, D + 2 * N); s.out = nn.Linear(D, D)
+        s.A_log = nn.Parameter(torch.log(torch.arange(1, N + 1).float()).repeat(D, 1))
+    def forward(s, x):
+        u, z = s.inp(x).chunk(2, dim=-1)
+        u = F.silu(u)
+        dt, Bm, Cm = s.xp(u).split([D, N, N], dim=-1)
+        dt, A = F.softplus(dt), -torch.exp(s.A_log)
+        h, ys = torch.zeros(x.shape[0], D, N, device=x.device), []
+        for t in range(x.shape[1]):
+            h = torch.exp(dt[:, t, :, None] * A) * h + (dt[:, t] * u[:, t])[:, :, None] * Bm[:, t, None, :]
+            ys.append((h * Cm[:, t, None, :]).sum(-1))
+        return x + s.out(torch.stack(ys, dim=1) * F.silu(z))
+m = nn.Sequential(Scan(), Scan()).to(DEV)
+opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+x = torch.randn(B, L, D, device=DEV)
+for _ in range(12):
+    m(x).square().mean().backward(); opt.step(); opt.zero_grad()
+''', batch=3),
+    Case("sparse_embedding_sparseadam",
+         "nn.Embedding(sparse=True) (sparse COO gradients) updated by torch.optim.SparseAdam, the MLP above it by Adam.",
+         '''
+import torch.nn as nn
+N, E, B, L = (1000, 16, 8, 10) if CPU else (1000000, 128, 2048, 20)
+emb = nn.Embedding(N, E, sparse=True).to(DEV)
+mlp = nn.Sequential(nn.Linear(E, 4 * E), nn.ReLU(), nn.Linear(4 * E, 1)).to(DEV)
+sparse_opt = torch.optim.SparseAdam(list(emb.parameters()), lr=1e-3)
+dense_opt = torch.optim.Adam(mlp.parameters(), lr=1e-3)
+ids, y = torch.randint(0, N, (B, L), device=DEV), torch.rand(B, 1, device=DEV)
+for _ in range(12):
+    loss = nn.functional.binary_cross_entropy_with_logits(mlp(emb(ids).mean(1)), y)
+    loss.backward(); sparse_opt.step(); dense_opt.step(); sparse_opt.zero_grad(); dense_opt.zero_grad()
+''', batch=3),
+    Case("ddp_single_rank",
+         "DistributedDataParallel around an MLP in a one-process group the script opens itself (nccl; gloo on CPU; "
+         "MASTER_ADDR/PORT set in the script, no torchrun), training steps.",
+         '''
+import os, torch.nn as nn, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1"); os.environ.setdefault("MASTER_PORT", "29531")
+dist.init_process_group("gloo" if CPU else "nccl", rank=0, world_size=1)
+if not CPU:
+    torch.cuda.set_device(0)
+B, D = (16, 64) if CPU else (2048, 2048)
+m = DDP(nn.Sequential(nn.Linear(D, 4 * D), nn.GELU(), nn.Linear(4 * D, D)).to(DEV), device_ids=None if CPU else [0])
+opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+x = torch.randn(B, D, device=DEV)
+for _ in range(12):
+    m(x).square().mean().backward(); opt.step(); opt.zero_grad()
+dist.destroy_process_group()
+''', batch=3),
+    Case("fsdp2_fully_shard_single_rank",
+         "FSDP2 fully_shard on each block and the root with a bf16 MixedPrecisionPolicy, in a one-process group the "
+         "script opens itself (nccl; gloo and fp32 on CPU), training steps.",
+         '''
+import os, torch.nn as nn, torch.distributed as dist
+from torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1"); os.environ.setdefault("MASTER_PORT", "29532")
+dist.init_process_group("gloo" if CPU else "nccl", rank=0, world_size=1)
+if not CPU:
+    torch.cuda.set_device(0)
+B, D = (16, 64) if CPU else (4096, 1024)
+m = nn.Sequential(*[nn.Sequential(nn.LayerNorm(D), nn.Linear(D, 4 * D), nn.GELU(), nn.Linear(4 * D, D))
+                    for _ in range(4)]).to(DEV)
+mp = MixedPrecisionPolicy(param_dtype=torch.float32 if CPU else torch.bfloat16, reduce_dtype=torch.float32)
+for block in m:
+    fully_shard(block, mp_policy=mp)
+fully_shard(m, mp_policy=mp)
+opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+x = torch.randn(B, D, device=DEV)
+for _ in range(12):
+    m(x).float().square().mean().backward(); opt.step(); opt.zero_grad()
+dist.destroy_process_group()
+''', batch=3),
+    Case("compile_fullgraph_autotune_block",
+         "torch.compile(fullgraph=True, mode='max-autotune-no-cudagraphs') of a bf16 pre-norm transformer block "
+         "(SDPA inside Inductor's graph, autotuned matmuls, fused norms), inference.",
+         '''
+import torch.nn as nn, torch.nn.functional as F
+B, T, D, H = (2, 16, 64, 4) if CPU else (8, 512, 1024, 16)
+class Block(nn.Module):
+    def __init__(s):
+        super().__init__(); s.n1 = nn.LayerNorm(D); s.qkv = nn.Linear(D, 3 * D); s.o = nn.Linear(D, D)
+        s.n2 = nn.LayerNorm(D)
+        s.ff = nn.Sequential(nn.Linear(D, 4 * D), nn.GELU(approximate="tanh"), nn.Linear(4 * D, D))
+    def forward(s, x):
+        q, k, v = s.qkv(s.n1(x)).view(B, T, 3, H, D // H).permute(2, 0, 3, 1, 4)
+        x = x + s.o(F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, D))
+        return x + s.ff(s.n2(x))
+m = nn.Sequential(Block(), Block()).to(DEV, torch.bfloat16).eval()
+cm = torch.compile(m, fullgraph=True, mode="max-autotune-no-cudagraphs")
+x = torch.randn(B, T, D, device=DEV, dtype=torch.bfloat16)
+with torch.no_grad():
+    for _ in range(12):
+        cm(x)
+''', timeout_s=240, batch=3),
+    Case("aoti_package_run",
+         "torch.export of a bf16 transformer-ish block, AOTInductor aoti_compile_and_package, aoti_load_package, and "
+         "the loaded package run from a wrapper module that keeps the eager model (inference).",
+         '''
+import os, tempfile, torch.nn as nn, torch._inductor
+D, T, B = 512, 256, 16
+class Block(nn.Module):
+    def __init__(s):
+        super().__init__(); s.attn = nn.MultiheadAttention(D, 8, batch_first=True); s.n1 = nn.LayerNorm(D)
+        s.n2 = nn.LayerNorm(D); s.ff = nn.Sequential(nn.Linear(D, 4 * D), nn.GELU(), nn.Linear(4 * D, D))
+    def forward(s, x):
+        h = s.n1(x)
+        x = x + s.attn(h, h, h, need_weights=False)[0]
+        return x + s.ff(s.n2(x))
+eager = nn.Sequential(Block(), Block()).to(DEV, torch.bfloat16).eval()
+x = torch.randn(B, T, D, device=DEV, dtype=torch.bfloat16)
+with torch.no_grad():
+    ep = torch.export.export(eager, (x,))
+    path = torch._inductor.aoti_compile_and_package(ep, package_path=os.path.join(tempfile.mkdtemp(), "block.pt2"))
+runner = torch._inductor.aoti_load_package(path)
+class Packaged(nn.Module):
+    def __init__(s):
+        super().__init__(); s.eager = eager  # the fallback a user keeps; the package runs
+    def forward(s, x):
+        return runner(x)
+m = Packaged()
+with torch.no_grad():
+    for _ in range(12):
+        m(x)
+''', gpu_only="AOTInductor's CPU path compiles C++ for minutes on this machine", timeout_s=240, batch=3),
+]
+CASES += BATCH3
