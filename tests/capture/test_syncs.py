@@ -95,6 +95,19 @@ def test_to_where_the_data_already_is_is_not_a_sync_but_to_cpu_is() -> None:
     assert _sites(detector) == {("to(cpu)", line): 1}
 
 
+def test_a_simulated_to_cpu_counts_only_where_the_line_spells_cpu() -> None:
+    # A script run on CPU with DEV = "cpu" moves its batches with x.to(DEV): on a GPU that is the copy *to* the
+    # device (no wait), so only a literal "cpu" target is the device-to-host copy that would synchronise.
+    x = torch.randn(4)
+    DEV = "cpu"
+    with SyncDetector("silent", simulated=True) as detector:
+        x.to(DEV, non_blocking=True)
+        x.to(device=DEV)
+        x.to('cpu:0'); single = _here()  # noqa: E702
+        x.to(device="cpu"); keyword = _here()  # noqa: E702
+    assert _sites(detector) == {("to(cpu)", single): 1, ("to(cpu)", keyword): 1}
+
+
 def test_explicit_cuda_synchronize_calls_are_recorded() -> None:
     with SyncDetector("silent", simulated=True) as detector:
         line = ""

@@ -19,6 +19,8 @@ harness runs the detector only in its profiled steps, never in the steps it time
 from __future__ import annotations
 
 import functools
+import linecache
+import re
 import sys
 import threading
 import time
@@ -82,12 +84,14 @@ def user_location(frame: Any = _CALLER, unknown: Any = "<unknown>") -> Any:
     return unknown
 
 
-def _moves_to_host(tensor: Any, args: tuple, kwargs: dict, simulated: bool) -> bool:
+def _moves_to_host(tensor: Any, args: tuple, kwargs: dict, simulated: bool, caller: Any = None) -> bool:
     """Whether ``tensor.to(*args, **kwargs)`` copies device data to the host.
 
     On an accelerator: the tensor is on it and the target is the CPU. Simulated (a CPU tensor standing for a device
     one): only a target spelled ``"cpu"`` counts; a device read off another tensor (``x.to(y.device)``,
-    ``x.to(y)``) is where the data already lives on the real device too, so no copy and no sync."""
+    ``x.to(y)``) is where the data already lives on the real device too, so no copy and no sync. Nor does a "cpu"
+    the calling line (``caller``, a frame) does not spell: ``x.to(DEV)`` in a script run with ``DEV = "cpu"`` is
+    the copy to the device the same script makes on a GPU (host to device, no wait for the device)."""
     target = kwargs.get("device")
     if target is None and args:
         first = args[0]
@@ -102,7 +106,17 @@ def _moves_to_host(tensor: Any, args: tuple, kwargs: dict, simulated: bool) -> b
             return torch.device(target).type == "cpu"
         except (RuntimeError, TypeError):
             return False
-    return simulated and isinstance(target, str) and target.split(":")[0] == "cpu"
+    return (simulated and isinstance(target, str) and target.split(":")[0] == "cpu"
+            and (caller is None or _spells_cpu(caller)))
+
+
+_CPU_LITERAL = re.compile(r"""["']cpu(:\d+)?["']""")
+
+
+def _spells_cpu(frame: Any) -> bool:
+    """The frame's current line names the CPU as a literal ("cpu", 'cpu:0'), or its text is not to be had."""
+    text = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    return not text or _CPU_LITERAL.search(text) is not None
 
 
 def _has_bool_mask(index: Any) -> bool:
@@ -280,7 +294,8 @@ class SyncDetector:
         def make(original: Callable) -> Callable:
             @functools.wraps(original)
             def patched(tensor: Any, *args: Any, **kwargs: Any) -> Any:
-                if detector._counts(tensor) and _moves_to_host(tensor, args, kwargs, detector.simulated):
+                if detector._counts(tensor) and _moves_to_host(tensor, args, kwargs, detector.simulated,
+                                                               sys._getframe(1)):
                     return detector._call("to(cpu)", original, (tensor, *args), kwargs)
                 return original(tensor, *args, **kwargs)
 
