@@ -2,7 +2,26 @@
 
 The model's dtype is the dtype of most of its matmul/conv/attention FLOPs. Inside a half model, a run of ops on
 float32 tensors (typically entered by a cast up, half -> float, and left by a cast down) moves twice the bytes of
-the same work in half, plus the casts' own round trips: e.g. a norm computed in fp32.
+the same work in half, plus the casts' own round trips: e.g. an activation function or a Linear computed in fp32.
+
+Not every fp32 region is a mistake. Models upcast some small reductions on purpose, for their numerics: Hugging
+Face's RMSNorm computes the variance in fp32, eager attention and MoE routers take the softmax of their scores with
+``dtype=torch.float32`` (the router then its topk), rotary embeddings take cos/sin of fp32 angles, losses and
+autocast's fp32 ops (layer/group norm, nll_loss) run in fp32. Telling an engineer to drop those upcasts would
+change the results (the lab's norms in fp16 diverge from the fp32-norm model within a few dozen tokens). So each
+island's fp32 ops are sorted from what the report holds, op kinds and phases, never model names:
+
+- an island holding a matmul/conv/attention in fp32 is an island, all of it;
+- otherwise its ops of a numerically sensitive kind (``BY_DESIGN_KINDS``: softmax, norms, reductions, losses,
+  topk/sort/histc, cos/sin) and, with them, the plain arithmetic and data movement around them
+  (``ARITHMETIC_KINDS``: the norm's pow/add/rsqrt/mul, the router's div by the sum, the angles' mul and cat) are
+  fp32 by design; anything else there (an activation, a comparison chain...) is still island work;
+- a backward island with no matmul is by design when its module's forward islands all are (a loss's or a norm's
+  gradient is plain arithmetic, e.g. mean's backward is a div).
+
+Islands with no work left are no finding; their time, when it is a notable share of the step, is told in one
+informational line with no estimated savings (fusing the upcast into the reduction's kernel is what shrinks it, and
+unfused-chain estimates that).
 """
 
 from __future__ import annotations
@@ -11,16 +30,40 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from roofline.doctor.evidence import (ATTENTION_KINDS, CONV_KINDS, ELEMENTWISE_KINDS, HALF_DTYPES, MATMUL_KINDS,
-                                      VIEW_KINDS, ceilings_by_op, generic_module, has_roofs, input_dtype, is_aten_like,
+                                      VIEW_KINDS, ceilings_by_op, device_time_share, generic_module, has_roofs, input_dtype, is_aten_like,
                                       itemsize, location, op_kind, op_table, output_dtype, severity_for, tensor_inputs,
                                       top_locations)
 from roofline.doctor.registry import register
 from roofline.report import Ceilings, Finding, OpRecord, Report
 
 RULE = "precision-island"
+NOTABLE_SHARE = 0.02  # severity_for's 'warning' share
 CAST_KINDS = frozenset({"_to_copy", "to", "type_as", "copy", "_cast_Float", "_cast_Half", "_cast_BFloat16"})
 # the optimizer's update and the work on the gradients before it (AMP unscales fp32 gradients by design)
 SKIPPED_PHASES = frozenset({"optimizer", "gradient"})
+HEAVY_KINDS = MATMUL_KINDS | CONV_KINDS | ATTENTION_KINDS
+# Ops whose result loses accuracy in half precision (long accumulations, exponentials normalised over a row, orderings
+# that pick experts, angles of large positions): models upcast them to fp32 on purpose.
+BY_DESIGN_KINDS = frozenset({
+    "softmax", "_softmax", "log_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data",
+    "logsumexp", "layer_norm", "native_layer_norm", "native_layer_norm_backward", "rms_norm", "_fused_rms_norm",
+    "_fused_rms_norm_backward", "group_norm", "native_group_norm", "native_group_norm_backward", "batch_norm",
+    "native_batch_norm", "native_batch_norm_backward", "_native_batch_norm_legit",
+    "_native_batch_norm_legit_no_training", "mean", "sum", "var", "std", "var_mean", "std_mean", "norm",
+    "linalg_vector_norm", "amax", "amin", "max", "min", "prod", "cumsum", "cumprod", "nll_loss", "nll_loss_forward",
+    "nll_loss_backward", "nll_loss2d_forward", "nll_loss2d_backward", "cross_entropy_loss", "mse_loss",
+    "mse_loss_backward", "l1_loss", "smooth_l1_loss", "smooth_l1_loss_backward", "huber_loss", "huber_loss_backward",
+    "binary_cross_entropy", "binary_cross_entropy_backward", "binary_cross_entropy_with_logits", "kl_div", "topk",
+    "sort", "argsort", "argmax", "argmin", "histc", "bincount", "cos", "sin",
+})
+# The arithmetic and data movement a by-design op's own computation is written with (the variance's pow, the eps add,
+# the rsqrt and the scaling; the mask before a softmax; the angles' mul and cat; a gather before a sum).
+ARITHMETIC_KINDS = frozenset({
+    "add", "sub", "rsub", "mul", "div", "neg", "pow", "square", "sqrt", "rsqrt", "reciprocal", "exp", "log",
+    "clamp", "clamp_min", "clamp_max", "maximum", "minimum", "where", "masked_fill", "fill", "cat", "stack",
+    "index", "index_select", "gather", "clone", "copy", "contiguous", "expand", "zeros_like", "ones_like",
+    "full_like",
+})
 
 
 def _first_float(op: OpRecord) -> str | None:
@@ -157,6 +200,30 @@ def _savings_of(report: Report, half: str) -> Callable[[OpRecord], float]:
     return saving
 
 
+def by_design(island: list[tuple[OpRecord, str]]) -> list[bool]:
+    """For each fp32 op of ``island`` (in order): whether it is part of a deliberate upcast (module docstring)."""
+    kinds = [op_kind(op.name) for op, role in island if role == "fp32"]
+    if any(kind in HEAVY_KINDS for kind in kinds) or not any(kind in BY_DESIGN_KINDS for kind in kinds):
+        return [False] * len(kinds)
+    return [kind in BY_DESIGN_KINDS or kind in ARITHMETIC_KINDS for kind in kinds]
+
+
+def _has_heavy(island: list[tuple[OpRecord, str]]) -> bool:
+    return any(role == "fp32" and op_kind(op.name) in HEAVY_KINDS for op, role in island)
+
+
+def _sorted_islands(islands: list[list[tuple[OpRecord, str]]]) -> list[list[bool]]:
+    """by_design of each island of one module, a backward island without a matmul following its forward islands."""
+    marks = [by_design(island) for island in islands]
+    forward = [m for island, m in zip(islands, marks) if island[0][0].phase != "backward"]
+    forward_by_design = bool(forward) and all(m and all(m) for m in forward)
+    if forward_by_design:
+        for k, island in enumerate(islands):
+            if island[0][0].phase == "backward" and not _has_heavy(island):
+                marks[k] = [True] * len(marks[k])
+    return marks
+
+
 @register(RULE, "fp32 ops and cast pairs inside an fp16/bf16 model")
 def check(report: Report) -> list[Finding]:
     if not has_roofs(report):
@@ -174,33 +241,89 @@ def check(report: Report) -> list[Finding]:
             where = generic[first.module] = generic_module(first.module)
         groups[where or location(first)].append(island)
     findings = []
+    kept: list[OpRecord] = []  # the fp32 ops upcast by design, and the casts of the islands holding them
+    kept_places: dict[str, float] = {}  # where, and the time kept there
     for islands in groups.values():
         first = next(op for op, role in islands[0] if role == "fp32")
         where = generic_module(first.module) or location(first)
-        casts = [op for isl in islands for op, role in isl if role in ("up", "down")]
-        fp32_ops = [op for isl in islands for op, role in isl if role == "fp32"]
+        marks = _sorted_islands(islands)
+        fp32_ops, casts, designed, up, down = [], [], [], 0, 0
+        for island, mark in zip(islands, marks):
+            fp32 = [op for op, role in island if role == "fp32"]
+            own_casts = [op for op, role in island if role in ("up", "down")]
+            fp32_ops += [op for op, m in zip(fp32, mark) if not m]
+            designed += [op for op, m in zip(fp32, mark) if m]
+            if any(mark):  # the casts feed the deliberate fp32 work: they stay
+                kept += own_casts
+            else:
+                casts += own_casts
+                up += sum(1 for _, role in island if role == "up")
+                down += sum(1 for _, role in island if role == "down")
+        kept += designed
+        if designed:
+            kept_places[where] = sum(op.time_s for op in designed)
+        if not fp32_ops:
+            continue
+        n_islands = sum(1 for mark in marks if not all(mark))
         cast_time = sum(op.time_s for op in casts)
         fp32_time = sum(op.time_s for op in fp32_ops)
         savings = cast_time + sum(map(saving, fp32_ops))
         kinds = sorted({op_kind(op.name) for op in fp32_ops})
-        up = sum(1 for isl in islands for _, role in isl if role == "up")
-        down = sum(1 for isl in islands for _, role in isl if role == "down")
         cast_sources = top_locations([op for op in casts] or fp32_ops)
+        evidence = {"model_dtype": half, "islands": n_islands, "fp32_ops": len(fp32_ops),
+                    "fp32_op_kinds": kinds, "casts_up": up, "casts_down": down,
+                    "cast_time_s": cast_time, "fp32_time_s": fp32_time}
+        if designed:
+            evidence["fp32_by_design_ops"] = len(designed)
+            evidence["fp32_by_design_kinds"] = _by_design_kinds(designed)
+        kept_note = (f" (its {', '.join(evidence['fp32_by_design_kinds'][:4])} stay in fp32 by design)"
+                     if designed else "")
         findings.append(Finding(
             rule=RULE, category="precision",
-            title=(f"fp32 island in a {half} model: {len(fp32_ops)} fp32 ops ({', '.join(kinds[:6])}) x{len(islands)} "
-                   f"in {where}"),
-            evidence={"model_dtype": half, "islands": len(islands), "fp32_ops": len(fp32_ops),
-                      "fp32_op_kinds": kinds, "casts_up": up, "casts_down": down,
-                      "cast_time_s": cast_time, "fp32_time_s": fp32_time},
+            title=(f"fp32 island in a {half} model: {len(fp32_ops)} fp32 ops ({', '.join(kinds[:6])}) x{n_islands} "
+                   f"in {where}{kept_note}"),
+            evidence=evidence,
             locations=cast_sources + [loc for loc in top_locations(fp32_ops) if loc not in cast_sources][:3],
             estimated_savings_s=savings,
             savings_method=(f"the casts' measured time (removed) + the fp32 ops' time scaled by the bytes {half} saves "
                             f"({itemsize(half)}/{itemsize('float32')} of the traffic at the same bandwidth; compute-bound "
-                            "matmuls by the ratio of the fp32 and half compute roofs)"),
-            fix=(f"compute these ops in {half}: drop the .float()/.to(float32) and the cast back (e.g. "
-                 f"F.rms_norm(x, (dim,), weight, eps) or a norm written in the input dtype); if fp32 is needed for "
-                 "accuracy, fuse the upcast into one kernel with torch.compile so the fp32 tensor never reaches memory"),
+                            "matmuls by the ratio of the fp32 and half compute roofs)"
+                            + ("; the ops kept in fp32 by design and their casts count for nothing" if designed else "")),
+            fix=(f"compute these ops in {half}: drop the .float()/.to(float32) (or the fp32 parameters/operand that "
+                 f"promote them) and the cast back; if fp32 is needed for accuracy, fuse the upcast into one kernel "
+                 "with torch.compile so the fp32 tensor never reaches memory"),
             severity=severity_for(report, savings),
         ))
-    return findings
+    note = _by_design_note(report, half, kept, kept_places)
+    return findings + ([note] if note else [])
+
+
+def _by_design_kinds(ops: list[OpRecord]) -> list[str]:
+    return sorted({kind for kind in map(op_kind, (op.name for op in ops)) if kind in BY_DESIGN_KINDS})
+
+
+def _by_design_note(report: Report, half: str, kept: list[OpRecord], time_at: dict[str, float]) -> Finding | None:
+    """One informational line for the fp32 kept by design, when it takes a notable share of the step (the share
+    from which severity_for warns)."""
+    time = sum(op.time_s for op in kept)
+    share = device_time_share(report, time)
+    if not kept or share < NOTABLE_SHARE:
+        return None
+    kinds = _by_design_kinds(kept)
+    places = sorted(time_at, key=time_at.get, reverse=True)
+    return Finding(
+        rule=RULE, category="precision",
+        title=(f"fp32 by design in a {half} model, not an island to remove: {', '.join(kinds[:6])} upcast for "
+               f"accuracy in {', '.join(places[:3])}{' and more' if len(places) > 3 else ''} "
+               f"({share:.0%} of device time with their casts)"),
+        evidence={"model_dtype": half, "fp32_by_design_kinds": kinds, "places": places, "time_s": time,
+                  "share": share, "ops": len(kept)},
+        locations=top_locations(kept, limit=5),
+        estimated_savings_s=0.0,
+        savings_method=(f"none: computing these in {half} would change the results (softmax/topk over scores, a "
+                        "norm's variance, a loss or rotary angles lose accuracy in half precision)"),
+        fix=("keep them in fp32; what shrinks their time is fusing the upcast, the reduction and the cast back into "
+             "one kernel (torch.compile, a fused RMSNorm/softmax kernel), so the fp32 tensor never reaches memory: "
+             "see the unfused-chain findings for those modules"),
+        severity="info",
+    )
