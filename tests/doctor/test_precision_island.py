@@ -104,3 +104,40 @@ def test_norm_in_the_model_dtype_is_silent():
 
 def test_an_fp32_model_has_no_islands():
     assert diagnose(_model(model_dtype="float32"), rules=["precision-island"]) == []
+
+
+def test_an_activation_after_a_norm_autocast_keeps_in_fp32_is_the_islands_only_work():
+    """Autocast runs group_norm in fp32 (by design) and the SiLU after it then runs in fp32 too: only the SiLU is
+    island work, and the casts, which the norm needs anyway, are not counted as saved."""
+    h, m = "bfloat16", "up.norm"
+    ops = [op("aten::convolution", [(X, h), ([64, 64, 1], h)], out=X, flops=1e6, bound="compute", module="up.conv")]
+    for _ in range(2):
+        ops += [op("aten::_to_copy", [(X, h)], out=X, out_dtype="float32", module=m, time=3e-6),
+                op("aten::native_group_norm", [(X, "float32")], out=X, module=m, time=6e-6),
+                op("aten::silu", [(X, "float32")], out=X, module=m, time=4e-6),
+                op("aten::_to_copy", [(X, "float32")], out=X, out_dtype=h, module=m, time=3e-6)]
+    island, note = diagnose(report(ops), rules=["precision-island"])
+    assert island.evidence["fp32_op_kinds"] == ["silu"] and island.evidence["fp32_by_design_kinds"] == [
+        "native_group_norm"]
+    assert island.title.endswith("x2 in up.norm (native_group_norm kept in fp32 by design)")
+    assert island.estimated_savings_s == pytest.approx(2 * 4e-6 / 2)
+    assert note.evidence["time_s"] == pytest.approx(2 * (3 + 6 + 3) * 1e-6)
+
+
+def test_a_losss_backward_is_kept_by_design_with_its_forward():
+    """`loss = out.float().square().mean()`: the backward's div and muls hold no reduction of their own, but they
+    are the gradient of a forward kept in fp32 by design at the same place."""
+    h, big = "float16", [4, 8, 64]
+    mm = op("aten::mm", [([8, 64], h), ([64, 64], h)], out=[8, 64], flops=1e6, bound="compute", module="model.fc")
+    loss = dict(module="", source="train.py:12")
+    ops = [mm,
+           op("aten::_to_copy", [(big, h)], out=big, out_dtype="float32", **loss),
+           op("aten::pow", [(big, "float32")], out=big, **loss),
+           op("aten::mean", [(big, "float32")], out=[], **loss),
+           op("aten::fill", [([], h)], out=[], phase="backward", **loss),  # the loss's gradient, in half
+           op("aten::div", [(big, "float32")], out=big, phase="backward", **loss),
+           op("aten::mul", [(big, "float32"), (big, "float32")], out=big, phase="backward", **loss),
+           op("aten::_to_copy", [(big, "float32")], out=big, out_dtype=h, phase="backward", **loss)]
+    findings = diagnose(report(ops), rules=["precision-island"])
+    assert [f.title.split(":")[0] for f in findings] == ["fp32 by design in a float16 model, not an island to remove"]
+    assert findings[0].evidence["ops"] == 6

@@ -47,10 +47,13 @@ def llama_with_an_fp32_mlp(cpu_ceilings):
 
 def test_qwen2_moe_routers_softmax_and_topk_in_fp32_are_no_island(qwen2_moe):
     assert _islands(qwen2_moe) == [], [f.title for f in _islands(qwen2_moe)]
-    kept = {k for f in qwen2_moe.findings if f.rule == "precision-island"
-            for k in f.evidence.get("fp32_by_design_kinds", [])}
-    if kept:  # the note is there when the kept fp32 is a notable share of the step
-        assert {"_softmax", "topk", "mean"} <= kept
+    (note,) = [f for f in qwen2_moe.findings if f.rule == "precision-island"]
+    assert note.title.startswith("fp32 by design in a bfloat16 model, not an island to remove")
+    assert {"_softmax", "topk", "mean", "cos"} <= set(note.evidence["fp32_by_design_kinds"])
+    assert "model.layers.*.mlp.gate" in note.evidence["places"]
+    assert note.estimated_savings_s == 0.0 and note.severity == "info"
+    rank = qwen2_moe.findings.index(note)
+    assert all(f.estimated_savings_s == 0.0 for f in qwen2_moe.findings[rank:])  # ranked below every saving
 
 
 def test_an_fp32_linear_in_a_bf16_llama_is_an_island_with_savings(llama_with_an_fp32_mlp):

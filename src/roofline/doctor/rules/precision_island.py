@@ -19,9 +19,9 @@ island's fp32 ops are sorted from what the report holds, op kinds and phases, ne
 - a backward island with no matmul is by design when its module's forward islands all are (a loss's or a norm's
   gradient is plain arithmetic, e.g. mean's backward is a div).
 
-Islands with no work left are no finding; their time, when it is a notable share of the step, is told in one
-informational line with no estimated savings (fusing the upcast into the reduction's kernel is what shrinks it, and
-unfused-chain estimates that).
+Islands with no work left are no finding; the fp32 kept by design is told in one informational line, ranked last
+with no estimated savings and its share of the device time (fusing the upcast into the reduction's kernel is what
+shrinks it, and unfused-chain estimates that), so the fp32 a user sees in the op table is accounted for.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ from roofline.doctor.registry import register
 from roofline.report import Ceilings, Finding, OpRecord, Report
 
 RULE = "precision-island"
-NOTABLE_SHARE = 0.02  # severity_for's 'warning' share
 CAST_KINDS = frozenset({"_to_copy", "to", "type_as", "copy", "_cast_Float", "_cast_Half", "_cast_BFloat16"})
 # the optimizer's update and the work on the gradients before it (AMP unscales fp32 gradients by design)
 SKIPPED_PHASES = frozenset({"optimizer", "gradient"})
@@ -157,7 +156,9 @@ def find_islands(report: Report, half: str) -> list[list[tuple[OpRecord, str]]]:
                 direction = directions[pair]
             else:
                 direction = directions[pair] = _cast_direction(op, ops[i + 1] if i < last else None, half)
-        if direction == "up":
+        if direction == "up" and has_fp32 and run[-1][0].step == op.step:
+            run.append((op, "up"))  # another operand joins the fp32 region still open (a norm's weight upcast)
+        elif direction == "up":
             close()
             run = [(op, "up")]
         elif direction == "down":
@@ -276,7 +277,7 @@ def check(report: Report) -> list[Finding]:
         if designed:
             evidence["fp32_by_design_ops"] = len(designed)
             evidence["fp32_by_design_kinds"] = _by_design_kinds(designed)
-        kept_note = (f" (its {', '.join(evidence['fp32_by_design_kinds'][:4])} stay in fp32 by design)"
+        kept_note = (f" ({', '.join(evidence['fp32_by_design_kinds'][:4])} kept in fp32 by design)"
                      if designed else "")
         findings.append(Finding(
             rule=RULE, category="precision",
@@ -303,12 +304,11 @@ def _by_design_kinds(ops: list[OpRecord]) -> list[str]:
 
 
 def _by_design_note(report: Report, half: str, kept: list[OpRecord], time_at: dict[str, float]) -> Finding | None:
-    """One informational line for the fp32 kept by design, when it takes a notable share of the step (the share
-    from which severity_for warns)."""
+    """One informational line for the fp32 kept by design (None without any)."""
+    if not kept:
+        return None
     time = sum(op.time_s for op in kept)
     share = device_time_share(report, time)
-    if not kept or share < NOTABLE_SHARE:
-        return None
     kinds = _by_design_kinds(kept)
     places = sorted(time_at, key=time_at.get, reverse=True)
     return Finding(
