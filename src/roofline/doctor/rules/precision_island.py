@@ -11,7 +11,8 @@ autocast's fp32 ops (layer/group norm, nll_loss) run in fp32. Telling an enginee
 change the results (the lab's norms in fp16 diverge from the fp32-norm model within a few dozen tokens). So each
 island's fp32 ops are sorted from what the report holds, op kinds and phases, never model names:
 
-- an island holding a matmul/conv/attention in fp32 is an island, all of it;
+- an island holding a matmul/conv/attention in fp32 is an island, all of it (a matmul with an inner dimension of 1,
+  an outer product such as rotary embeddings' positions x frequencies, counts as arithmetic);
 - otherwise its ops of a numerically sensitive kind (``BY_DESIGN_KINDS``: softmax, norms, reductions, losses,
   topk/sort/histc, cos/sin) and, with them, the plain arithmetic and data movement around them
   (``ARITHMETIC_KINDS``: the norm's pow/add/rsqrt/mul, the router's div by the sum, the angles' mul and cat) are
@@ -61,8 +62,9 @@ ARITHMETIC_KINDS = frozenset({
     "add", "sub", "rsub", "mul", "div", "neg", "pow", "square", "sqrt", "rsqrt", "reciprocal", "exp", "log",
     "clamp", "clamp_min", "clamp_max", "maximum", "minimum", "where", "masked_fill", "fill", "cat", "stack",
     "index", "index_select", "gather", "clone", "copy", "contiguous", "expand", "zeros_like", "ones_like",
-    "full_like",
+    "full_like", "outer",
 })
+_BIAS_FIRST = frozenset({"addmm", "baddbmm", "addbmm", "_addmm_activation"})  # (bias, a, b): the product's a second
 
 
 def _first_float(op: OpRecord) -> str | None:
@@ -127,6 +129,9 @@ def find_islands(report: Report, half: str) -> list[list[tuple[OpRecord, str]]]:
     kept = [kind not in VIEW_KINDS for kind in table.call_kind]
     is_cast = [kind in CAST_KINDS for kind in table.call_kind]
     computes_fp32 = [not cast and _is_fp32_compute(op) for op, cast in zip(table.calls, is_cast)]
+    # an op whose tensors' dtypes the trace did not record (older Kineto: a cat's tensor list) neither joins nor ends
+    unrecorded = [bool(op.input_dtypes) and all(d in ("", "unknown") for d in op.input_dtypes)
+                  for op in table.calls]
     all_ops, all_calls = table.ops, table.call
     run_order = [i for i in table.run_of(kept) if all_ops[i].phase not in SKIPPED_PHASES]
     ops = [all_ops[i] for i in run_order]
@@ -165,6 +170,8 @@ def find_islands(report: Report, half: str) -> list[list[tuple[OpRecord, str]]]:
             if run:
                 run.append((op, "down"))
             close()
+        elif direction is None and unrecorded[c] and run:
+            continue
         elif direction is None and computes_fp32[c]:
             if run and run[-1][0].step != op.step:
                 close()
@@ -201,16 +208,35 @@ def _savings_of(report: Report, half: str) -> Callable[[OpRecord], float]:
     return saving
 
 
+def _is_outer_product(op: OpRecord, kind: str) -> bool:
+    """A matmul whose inner dimension is 1 (rotary angles: positions x inverse frequencies): it accumulates nothing,
+    a broadcast multiply written as a matmul."""
+    if kind not in MATMUL_KINDS:
+        return False
+    shapes = op.input_shapes[1:] if kind in _BIAS_FIRST else op.input_shapes
+    return bool(shapes) and bool(shapes[0]) and shapes[0][-1] == 1
+
+
+def _fp32_kinds(island: list[tuple[OpRecord, str]]) -> list[str]:
+    """The island's fp32 ops' kinds, an outer product's as 'outer' (arithmetic, not a matrix product)."""
+    kinds = []
+    for op, role in island:
+        if role == "fp32":
+            kind = op_kind(op.name)
+            kinds.append("outer" if _is_outer_product(op, kind) else kind)
+    return kinds
+
+
 def by_design(island: list[tuple[OpRecord, str]]) -> list[bool]:
     """For each fp32 op of ``island`` (in order): whether it is part of a deliberate upcast (module docstring)."""
-    kinds = [op_kind(op.name) for op, role in island if role == "fp32"]
+    kinds = _fp32_kinds(island)
     if any(kind in HEAVY_KINDS for kind in kinds) or not any(kind in BY_DESIGN_KINDS for kind in kinds):
         return [False] * len(kinds)
     return [kind in BY_DESIGN_KINDS or kind in ARITHMETIC_KINDS for kind in kinds]
 
 
 def _has_heavy(island: list[tuple[OpRecord, str]]) -> bool:
-    return any(role == "fp32" and op_kind(op.name) in HEAVY_KINDS for op, role in island)
+    return any(kind in HEAVY_KINDS for kind in _fp32_kinds(island))
 
 
 def _sorted_islands(islands: list[list[tuple[OpRecord, str]]]) -> list[list[bool]]:
@@ -300,7 +326,13 @@ def check(report: Report) -> list[Finding]:
 
 
 def _by_design_kinds(ops: list[OpRecord]) -> list[str]:
-    return sorted({kind for kind in map(op_kind, (op.name for op in ops)) if kind in BY_DESIGN_KINDS})
+    """The by-design kinds among ``ops``, the most time first."""
+    time: dict[str, float] = defaultdict(float)
+    for op in ops:
+        kind = op_kind(op.name)
+        if kind in BY_DESIGN_KINDS:
+            time[kind] += op.time_s
+    return sorted(time, key=lambda kind: (-time[kind], kind))
 
 
 def _by_design_note(report: Report, half: str, kept: list[OpRecord], time_at: dict[str, float]) -> Finding | None:
@@ -313,7 +345,7 @@ def _by_design_note(report: Report, half: str, kept: list[OpRecord], time_at: di
     places = sorted(time_at, key=time_at.get, reverse=True)
     return Finding(
         rule=RULE, category="precision",
-        title=(f"fp32 by design in a {half} model, not an island to remove: {', '.join(kinds[:6])} upcast for "
+        title=(f"fp32 by design in a {half} model, not an island to remove: {', '.join(kinds[:6])} kept in fp32 for "
                f"accuracy in {', '.join(places[:3])}{' and more' if len(places) > 3 else ''} "
                f"({share:.0%} of device time with their casts)"),
         evidence={"model_dtype": half, "fp32_by_design_kinds": kinds, "places": places, "time_s": time,
