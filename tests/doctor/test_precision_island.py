@@ -84,7 +84,7 @@ def test_a_norm_upcast_to_fp32_is_by_design_told_once_with_no_savings():
     findings = diagnose(_model(_norm_in_fp32), rules=["precision-island"])
     assert len(findings) == 1
     (note,) = findings
-    assert note.title.startswith("fp32 by design in a float16 model, not an island to remove: mean kept in fp32")
+    assert note.title.startswith("fp32 by design in a float16 model, not an island to remove: mean kept for")
     assert note.severity == "info" and note.estimated_savings_s == 0.0
     assert note.evidence["ops"] == 14 and note.evidence["places"] == ["layers.*.norm"]
     assert note.evidence["time_s"] == pytest.approx(2 * (3 + 4 + 4 + 2 + 2 + 4 + 3) * 1e-6)

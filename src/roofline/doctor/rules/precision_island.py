@@ -31,9 +31,9 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from roofline.doctor.evidence import (ATTENTION_KINDS, CONV_KINDS, ELEMENTWISE_KINDS, HALF_DTYPES, MATMUL_KINDS,
-                                      VIEW_KINDS, ceilings_by_op, device_time_share, generic_module, has_roofs, input_dtype, is_aten_like,
-                                      itemsize, location, op_kind, op_table, output_dtype, severity_for, tensor_inputs,
-                                      top_locations)
+                                      VIEW_KINDS, ceilings_by_op, device_time_share, generic_module, has_roofs,
+                                      input_dtype, is_aten_like, itemsize, location, op_kind, op_table, output_dtype,
+                                      severity_for, tensor_inputs, top_locations)
 from roofline.doctor.registry import register
 from roofline.report import Ceilings, Finding, OpRecord, Report
 
@@ -313,9 +313,10 @@ def check(report: Report) -> list[Finding]:
             locations=cast_sources + [loc for loc in top_locations(fp32_ops) if loc not in cast_sources][:3],
             estimated_savings_s=savings,
             savings_method=(f"the casts' measured time (removed) + the fp32 ops' time scaled by the bytes {half} saves "
-                            f"({itemsize(half)}/{itemsize('float32')} of the traffic at the same bandwidth; compute-bound "
-                            "matmuls by the ratio of the fp32 and half compute roofs)"
-                            + ("; the ops kept in fp32 by design and their casts count for nothing" if designed else "")),
+                            f"({itemsize(half)}/{itemsize('float32')} of the traffic at the same bandwidth; "
+                            "compute-bound matmuls by the ratio of the fp32 and half compute roofs)"
+                            + ("; the ops kept in fp32 by design and their casts count for nothing"
+                               if designed else "")),
             fix=(f"compute these ops in {half}: drop the .float()/.to(float32) (or the fp32 parameters/operand that "
                  f"promote them) and the cast back; if fp32 is needed for accuracy, fuse the upcast into one kernel "
                  "with torch.compile so the fp32 tensor never reaches memory"),
@@ -345,9 +346,9 @@ def _by_design_note(report: Report, half: str, kept: list[OpRecord], time_at: di
     places = sorted(time_at, key=time_at.get, reverse=True)
     return Finding(
         rule=RULE, category="precision",
-        title=(f"fp32 by design in a {half} model, not an island to remove: {', '.join(kinds[:6])} kept in fp32 for "
+        title=(f"fp32 by design in a {half} model, not an island to remove: {', '.join(kinds[:6])} kept for "
                f"accuracy in {', '.join(places[:3])}{' and more' if len(places) > 3 else ''} "
-               f"({share:.0%} of device time with their casts)"),
+               f"({share:.1%} of device time with their casts)"),
         evidence={"model_dtype": half, "fp32_by_design_kinds": kinds, "places": places, "time_s": time,
                   "share": share, "ops": len(kept)},
         locations=top_locations(kept, limit=5),
