@@ -46,7 +46,8 @@ HEAVY_KINDS = MATMUL_KINDS | CONV_KINDS | ATTENTION_KINDS
 # that pick experts, angles of large positions): models upcast them to fp32 on purpose.
 BY_DESIGN_KINDS = frozenset({
     "softmax", "_softmax", "_safe_softmax", "log_softmax", "_log_softmax", "_softmax_backward_data",
-    "_log_softmax_backward_data", "logsumexp", "layer_norm", "native_layer_norm", "native_layer_norm_backward", "rms_norm", "_fused_rms_norm",
+    "_log_softmax_backward_data", "logsumexp", "layer_norm", "native_layer_norm", "native_layer_norm_backward",
+    "rms_norm", "_fused_rms_norm",
     "_fused_rms_norm_backward", "group_norm", "native_group_norm", "native_group_norm_backward", "batch_norm",
     "native_batch_norm", "native_batch_norm_backward", "_native_batch_norm_legit",
     "_native_batch_norm_legit_no_training", "mean", "sum", "var", "std", "var_mean", "std_mean", "norm",
