@@ -37,9 +37,16 @@ def test_resnet50_fp32_trace_yields_the_tf32_finding():
 
 
 def test_llama_trace_names_the_fp32_norm_and_the_launch_gaps():
-    rules = {f.rule for f in diagnose(_report("llama_tiny_fwd_fp16_b4_s512"))}
+    findings = diagnose(_report("llama_tiny_fwd_fp16_b4_s512"))
+    rules = {f.rule for f in findings}
     assert {"precision-island", "launch-overhead", "unfused-chain"} <= rules
     assert "tf32-off" in rules  # the rotary embedding's small fp32 bmm
+    # HF's RMSNorm variance and rotary cos/sin (its positions x frequencies bmm has K = 1) are fp32 by design: told
+    # once, with no savings, and no island to remove
+    (precision,) = [f for f in findings if f.rule == "precision-island"]
+    assert precision.title.startswith("fp32 by design in a float16 model, not an island to remove: mean")
+    assert {"mean", "cos", "sin"} == set(precision.evidence["fp32_by_design_kinds"])
+    assert precision.estimated_savings_s == 0.0
 
 
 def test_compiled_llama_trace_has_no_precision_island_from_triton_kernels():
