@@ -193,7 +193,8 @@ def run_case(case: Case, out: Path, device: str, ceilings: list[str], scale: flo
         if row.get("checks"):
             row.update(agreement(row["checks"], row["trace_checks"]))
     if report is not None:
-        row["doctor"] = run(RL + ["doctor", *ceilings, "--findings", "0", "-o", str(work / "doctor"),
+        # a saved report keeps the roofs profile judged it against: doctor takes no --ceilings for it
+        row["doctor"] = run(RL + ["doctor", "--findings", "0", "-o", str(work / "doctor"),
                                   str(work / "profile" / "report.json")], limit(60), work / "doctor")
         doctored = load(work / "doctor" / "report.json")
         found = None if doctored is None else doctored.get("findings") or []
