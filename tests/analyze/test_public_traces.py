@@ -113,3 +113,29 @@ def test_largest_corpus_trace_stays_under_a_gigabyte(tmp_path):
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert int(hwm.read_text()) * 1024 <= 2**30
+
+
+@needs_corpus
+def test_a_kernel_launched_under_no_op_gets_an_op_of_its_own():
+    """HTA's event-sync trace calls torch.cuda._sleep from Python: its spin kernel (71% of the step's kernel time)
+    is launched under no op, and was unattributed (29.4% attributed). It now sits in a DIRECT_LAUNCH_OP op of its
+    own, unmodelled with the reason; a trace with no op at all stays a kernel-level report."""
+    from roofline.analyze.pipeline import DIRECT_LAUNCH_NOTE
+    from roofline.capture.kineto import load_trace
+    from roofline.capture.trace_model import DIRECT_LAUNCH_OP
+
+    path = CORPUS / "critical_path" / "cuda_event_sync" / "event_sync_trace.json.gz"
+    trace = load_trace(path)
+    direct = [op for op in trace.ops if op.name == DIRECT_LAUNCH_OP]
+    assert len(direct) == 1
+    (launch,) = [l for l in trace.launches if l.op == direct[0].index]
+    assert (launch.ts_us, launch.dur_us) == (direct[0].ts_us, direct[0].dur_us)
+    assert [k.name for k in trace.kernels if k.correlation == launch.correlation] == [
+        "at::cuda::(anonymous namespace)::spin_kernel(long)"]
+    report = analyze_trace_file(path)
+    assert report.summary.kernel_time_attributed_share == pytest.approx(1.0)
+    (row,) = [op for op in report.ops if op.name == DIRECT_LAUNCH_OP]
+    assert not row.modeled and row.kernels == ["at::cuda::(anonymous namespace)::spin_kernel(long)"]
+    assert any(n.endswith(DIRECT_LAUNCH_NOTE) for n in report.summary.notes)
+    kernel_level = load_trace(CORPUS / "trace_file_list" / "inference_rank_1.json.gz")
+    assert not kernel_level.ops and kernel_level.launches

@@ -36,7 +36,7 @@ from roofline.analyze.stale import stale_ceilings_note, thread_count_note
 from roofline.analyze.varlen_notes import varlen_attention_notes
 from roofline.analyze.warmup import warmup_events
 from roofline.capture.recording import OpRecording, RecordedOp, Tf32Flags, op_dtype
-from roofline.capture.trace_model import GRAPH_REPLAY_OP, CpuOp, Trace
+from roofline.capture.trace_model import DIRECT_LAUNCH_OP, GRAPH_REPLAY_OP, CpuOp, Trace
 from roofline.count import families
 from roofline.count.counting import count_op, is_view_op
 from roofline.count.collectives import COMMUNICATION_NOTE
@@ -105,6 +105,8 @@ class _TraceCounter:
         if hit is None:
             if name == GRAPH_REPLAY_OP:
                 hit = _Counted(OpCost(0.0, 0.0, False, note=GRAPH_REPLAY_NOTE, keep_whole=True), "", [], [], [])
+            elif name == DIRECT_LAUNCH_OP:
+                hit = _Counted(OpCost(0.0, 0.0, False, note=DIRECT_LAUNCH_NOTE, keep_whole=True), "", [], [], [])
             elif op.input_dims is None and name not in DYNAMO_RUNTIME:  # those take no arguments
                 hit = _Counted(OpCost(0.0, 0.0, False, note="trace has no shapes for this op"), "", [], [], [])
             else:
@@ -234,6 +236,10 @@ def _counted(name: str, args: list, outputs: list | None = None) -> _Counted:
 GRAPH_REPLAY_NOTE = ("a CUDA graph replayed under no op: the profiler saw its ops when the graph was captured, "
                      "not when it replays, so its kernels' shapes, FLOPs and bytes are not in the trace; profile "
                      "the eager step (or capture inside the profiled steps) to count them")
+DIRECT_LAUNCH_NOTE = ("a kernel launched under no torch op (a @triton.jit or CUDA kernel called straight from "
+                      "Python): its time is measured and placed at the module and line that launched it (where the "
+                      "trace has Python stacks), but the trace holds no shapes for it, so its FLOPs and bytes are "
+                      "unknown; wrap it in a torch.library.custom_op to give it a name of its own in the table")
 UNRECORDED_OPERAND = ("first operand not recorded (a nested or other tensor subclass: the trace gives neither its "
                       "shape nor its dtype); its children counted instead")
 _UNRECORDED = _Counted(OpCost(0.0, 0.0, False, note=UNRECORDED_OPERAND), "", [], [], [])

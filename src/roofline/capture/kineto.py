@@ -27,6 +27,7 @@ from roofline.capture.event_stream import EventStream, split_offset
 from roofline.capture.source_paths import is_generated_file, is_user_file, local_trace_path
 from roofline.capture.trace_model import (
     CommArgs,
+    DIRECT_LAUNCH_OP,
     GRAPH_REPLAY_OP,
     CpuOp,
     GpuEvent,
@@ -288,8 +289,8 @@ def _usable_cpus() -> int:
 _FRAME_ITEMS = 1 << 15
 _TAIL_LISTS = (("ops", CpuOp), ("kernels", GpuEvent), ("syncs", SyncEvent), ("memory", MemoryEvent),
                ("launches", Launch), ("host_calls", HostCall))
-_COLUMNS = ("frame_ts", "frame_ends", "frame_threads", "frame_labels", "memory_threads", "launch_threads", "op_ts",
-            "op_durs", "op_threads")
+_COLUMNS = ("frame_ts", "frame_ends", "frame_threads", "frame_labels", "memory_threads", "launch_threads", "launch_ts",
+            "launch_durs", "op_ts", "op_durs", "op_threads")
 
 
 def _send_tail(path: str, offset: int, out) -> None:
@@ -402,6 +403,8 @@ class _TraceBuilder:
         self.memory_threads = array("q")
         self.launches: list[Launch] = []
         self.launch_threads = array("q")
+        self.launch_ts = array("d")
+        self.launch_durs = array("d")
         self.frame_ts = array("d")
         self.frame_ends = array("d")
         self.frame_threads = array("q")
@@ -499,6 +502,8 @@ class _TraceBuilder:
                     self.launches.append(Launch(intern(ev.name, ev.name), ts, dur, args.correlation,
                                                 _external_id(args)))
                     self.launch_threads.append(self._thread(ev.pid, ev.tid))
+                    self.launch_ts.append(ts)
+                    self.launch_durs.append(dur)
             elif kind == _GPU:
                 self._gpu(ev, ts, dur)
             else:
@@ -550,7 +555,7 @@ class _TraceBuilder:
                             ("op_threads", threads), ("frame_labels", labels)):
             column = np.frombuffer(header[name], dtype=np.int64)
             getattr(self, name).frombytes(codes[column].tobytes())
-        for name in ("frame_ts", "frame_ends", "op_ts", "op_durs"):
+        for name in ("frame_ts", "frame_ends", "launch_ts", "launch_durs", "op_ts", "op_durs"):
             getattr(self, name).frombytes(header[name])
         for category, kind in header["kinds"].items():
             self.kinds.setdefault(category, kind)
@@ -652,47 +657,69 @@ class _TraceBuilder:
             column = getattr(self, name)
             setattr(self, name, array(column.typecode, np.frombuffer(column, dtype=column.typecode)[index].tobytes()))
 
-    def _adopt_orphan_graph_launches(self) -> None:
-        """An op of its own (GRAPH_REPLAY_OP) around each CUDA/HIP graph launch that no op encloses.
+    def _adopt_orphan_launches(self) -> bool:
+        """An op of its own around each CUDA/HIP graph launch, and each kernel launch, that no op encloses; True if
+        any was added (the ops are then sorted again).
 
         A graph replayed from Python (``torch.cuda.CUDAGraph.replay()``) launches under no op: its launch sits
         directly in the profiler step, which is never an attribution target, so every kernel of the graph was
         unattributed (97.7% of the kernel time of a graph-replaying loop on the H200) and had no module or source.
-        The new op spans the launch call; the sweep gives it the module and line that replayed the graph. A launch
+        So was a kernel launched straight from Python (a ``@triton.jit`` kernel called in a forward: 21% of the
+        kernel time of such a loop on the H200; ``torch.cuda._sleep``'s spin kernel). The new op (GRAPH_REPLAY_OP,
+        DIRECT_LAUNCH_OP) spans the launch call; the sweep gives it the module and line that launched it. A launch
         inside an op or annotation (torch.compile's CUDA graph trees replay inside the compiled graph's call) keeps
-        that op. Only traces with graph launches pay for the check."""
-        graph = [i for i, launch in enumerate(self.launches) if launch.name in _GRAPH_LAUNCH_NAMES]
-        if not graph:
-            return
-        op_threads = np.frombuffer(self.op_threads, dtype=np.int64)
-        op_ts = np.frombuffer(self.op_ts, dtype=np.float64)
-        op_ends = op_ts + np.frombuffer(self.op_durs, dtype=np.float64)
-        step_spans = {(op.ts_us, op.ts_us + op.dur_us) for _, op in self.step_ops}
-        launch_threads = np.frombuffer(self.launch_threads, dtype=np.int64)
+        that op. Read off the ops' sorted columns, per thread, with no Python pass over the launches: a
+        million-event trace has tens of thousands, all inside ops. A trace with no op at all stays a kernel-level
+        report (analyze/trace_file.py says the ops are absent); its graph launches still get theirs."""
+        launches = self.launches
+        if not launches:
+            return False
+        threads = np.frombuffer(self.launch_threads, dtype=np.int64)
+        starts = np.frombuffer(self.launch_ts, dtype=np.float64)
+        ends = starts + np.frombuffer(self.launch_durs, dtype=np.float64)
+        covers = self._sorted_ends.copy()
+        covers[[op.index for _, op in self.step_ops]] = -np.inf  # a profiler step encloses nothing here
+        orphans: list[int] = []
+        for code in np.flatnonzero(np.bincount(threads)).tolist():
+            on = self._sorted_threads == code
+            ts, reach = self._sorted_ts[on], covers[on]
+            if len(reach):
+                np.maximum.accumulate(reach, out=reach)  # the latest end of the ops begun so far
+            mine = np.flatnonzero(threads == code)
+            k = np.searchsorted(ts, starts[mine], side="right") - 1
+            enclosed = np.zeros(len(mine), dtype=bool)
+            inside = k >= 0
+            enclosed[inside] = reach[k[inside]] >= ends[mine[inside]]
+            orphans += mine[~enclosed].tolist()
+        # a launch call (cudaLaunchKernel, cuLaunchKernelEx, hipModuleLaunchKernel...) of a kernel the trace holds;
+        # the synchronisations and copies a step makes under no op are no kernels of their own
+        orphans = [i for i in orphans if launches[i].name in _GRAPH_LAUNCH_NAMES
+                   or (self.ops and "Launch" in launches[i].name)]
+        if not orphans:
+            return False
+        wanted = {launches[i].correlation for i in orphans}
+        kernel_ids = {k.correlation for k in self.kernels if k.correlation in wanted and k.category == "kernel"}
         where = {code: key for key, code in self.threads.items()}
-        adopted: list[tuple[Launch, int]] = []
-        for code in sorted({int(launch_threads[i]) for i in graph}):
-            on = np.flatnonzero(op_threads == code)
-            on = on[np.argsort(op_ts[on], kind="stable")]
-            ts, ends = op_ts[on], op_ends[on].copy()
-            for t, e in step_spans:  # a few (one a profiled step): no Python pass over the thread's ops
-                ends[(ts == t) & (ends == e)] = -np.inf
-            reach = np.maximum.accumulate(ends) if len(ends) else ends  # the latest end of the ops begun so far
-            for i in graph:
-                if int(launch_threads[i]) != code:
-                    continue
-                launch = self.launches[i]
-                end = launch.ts_us + launch.dur_us
-                k = int(np.searchsorted(ts, launch.ts_us, side="right")) - 1
-                if k < 0 or reach[k] < end:
-                    adopted.append((launch, code))
-        del op_threads, op_ts, op_ends, launch_threads  # views of the columns, which grow below
-        for launch, code in adopted:
+        # the ops are in sorted order now: their columns follow, for the new ops to be sorted in
+        self.op_ts, self.op_durs = array("d", self._sorted_ts.tobytes()), array("d", self._sorted_durs.tobytes())
+        self.op_threads = array("q", self._sorted_threads.tobytes())
+        added = 0
+        for i in sorted(orphans):
+            launch = launches[i]
+            if launch.name in _GRAPH_LAUNCH_NAMES:
+                name = GRAPH_REPLAY_OP
+            elif launch.correlation in kernel_ids:
+                name = DIRECT_LAUNCH_OP
+            else:
+                continue
+            code = int(threads[i])
             pid, tid = where[code]
-            self.ops.append(CpuOp(0, GRAPH_REPLAY_OP, launch.ts_us, launch.dur_us, pid, tid))
+            self.ops.append(CpuOp(0, name, launch.ts_us, launch.dur_us, pid, tid))
             self.op_ts.append(launch.ts_us)
             self.op_durs.append(launch.dur_us)
             self.op_threads.append(code)
+            added += 1
+        return added > 0
 
     def _gpu(self, ev: _Event, ts: float, dur: float) -> None:
         args = ev.args or _Args()
@@ -729,22 +756,9 @@ class _TraceBuilder:
             detail = f" ({'; '.join(skipped)})" if skipped else ""
             raise RooflineError(f"{trace.path} has no profiler events (no cpu_op, kernel or memory events){detail}: "
                                 f"the profiler recorded nothing; {RECORD_THE_MODEL}")
-        self._adopt_orphan_graph_launches()
-        # Ops in time order, the longest first at equal times (stable, as list.sort with that key), from the columns.
-        ts = np.frombuffer(self.op_ts, dtype=np.float64)
-        durs = np.frombuffer(self.op_durs, dtype=np.float64)
-        order = np.lexsort((-durs, ts))
-        ops = self.ops
-        self.ops = [ops[i] for i in order.tolist()]
-        del ops
-        self._sorted_ts = ts[order]
-        self._sorted_ends = self._sorted_ts + durs[order]
-        self._sorted_threads = np.frombuffer(self.op_threads, dtype=np.int64)[order]
-        self._sorted_steps = np.full(len(order), -1, dtype=np.int32)
-        self._parents = array("i", [-1]) * len(order)
-        self._depths = array("i", [0]) * len(order)
-        for i, op in enumerate(self.ops):
-            op.index = i
+        self._sort_ops()
+        if self._adopt_orphan_launches():
+            self._sort_ops()
         self.kernels.sort(key=lambda k: k.ts_us)
         for i, kernel in enumerate(self.kernels):
             kernel.index = i
@@ -773,6 +787,25 @@ class _TraceBuilder:
         self._device_info()
         self._warn()
         return trace
+
+    def _sort_ops(self) -> None:
+        """Ops in time order, the longest first at equal times (stable, as list.sort with that key), from the
+        columns (which keep the order the ops were read in, until ``_adopt_orphan_launches`` adds some)."""
+        ts = np.frombuffer(self.op_ts, dtype=np.float64)
+        durs = np.frombuffer(self.op_durs, dtype=np.float64)
+        order = np.lexsort((-durs, ts))
+        ops = self.ops
+        self.ops = [ops[i] for i in order.tolist()]
+        del ops
+        self._sorted_ts = ts[order]
+        self._sorted_durs = durs[order]
+        self._sorted_ends = self._sorted_ts + self._sorted_durs
+        self._sorted_threads = np.frombuffer(self.op_threads, dtype=np.int64)[order]
+        self._sorted_steps = np.full(len(order), -1, dtype=np.int32)
+        self._parents = array("i", [-1]) * len(order)
+        self._depths = array("i", [0]) * len(order)
+        for i, op in enumerate(self.ops):
+            op.index = i
 
     def _steps(self) -> None:
         self.step_ops.sort(key=lambda item: item[1].ts_us)
@@ -834,7 +867,7 @@ class _TraceBuilder:
         if not ops:
             return
         op_threads, op_ts, op_ends = self._sorted_threads, self._sorted_ts, self._sorted_ends
-        launch_ts = np.fromiter((l.ts_us for l in self.launches), dtype=np.float64, count=len(self.launches))
+        launch_ts = np.frombuffer(self.launch_ts, dtype=np.float64)
         memory_ts = np.fromiter((m.ts_us for m in self.memory), dtype=np.float64, count=len(self.memory))
         frame_ts = np.frombuffer(self.frame_ts, dtype=np.float64)
         parts = [

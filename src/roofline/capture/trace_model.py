@@ -65,6 +65,7 @@ class HostCall(msgspec.Struct, gc=False, array_like=True):
 
 
 GRAPH_REPLAY_OP = "CUDA graph replay"  # the op load_trace makes around a graph launch that no op encloses
+DIRECT_LAUNCH_OP = "kernel launched under no op"  # ... and around a kernel launch no op encloses (user Triton)
 
 
 class CpuOp(msgspec.Struct, gc=False, array_like=True):
