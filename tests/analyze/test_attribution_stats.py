@@ -1,5 +1,6 @@
 """attribute()'s statistics on a hand-written trace, every field worked out by hand: kernels by correlation and by
-External id, a kernel launched straight under ProfilerStep (never a target), an External id of 0 (never a key),
+External id, a kernel launched straight under ProfilerStep (never a target: the launch gets an op of its own,
+DIRECT_LAUNCH_OP, as a user's Triton kernel called from Python does), an External id of 0 (never a key),
 CUDA-graph replays, aten vs other targets, the top unattributed names, syncs, and each step's window (stretched by
 a kernel running past the step), busy time (overlapping streams merged) and idle time."""
 
@@ -11,6 +12,7 @@ import pytest
 
 from roofline.analyze.attribution import attribute
 from roofline.capture.kineto import load_trace
+from roofline.capture.trace_model import DIRECT_LAUNCH_OP
 
 
 def x(cat, name, ts, dur, pid=1, tid=1, **args):
@@ -22,9 +24,9 @@ def k(name, ts, dur, stream=7, **args):
 
 
 EVENTS = [
-    x("user_annotation", "ProfilerStep#1", 0.0, 100.0),
+    x("user_annotation", "ProfilerStep#1", 0.0, 100.0, **{"External id": 50}),
     x("user_annotation", "ProfilerStep#2", 100.0, 100.0),
-    x("cuda_runtime", "cudaLaunchKernel", 5.0, 1.0, correlation=3),  # under the step only
+    x("cuda_runtime", "cudaLaunchKernel", 5.0, 1.0, correlation=3, **{"External id": 50}),  # under the step only
     x("cpu_op", "aten::mm", 10.0, 20.0, **{"External id": 1}),
     x("cuda_runtime", "cudaLaunchKernel", 12.0, 1.0, correlation=1),
     x("cpu_op", "triton_poi_fused_add_0", 40.0, 10.0, **{"External id": 2}),
@@ -57,12 +59,13 @@ def trace(tmp_path):
 
 def test_totals_and_ways_of_attribution(trace):
     s = attribute(trace)
-    assert (s.kernels, s.kernels_attributed, s.by_correlation, s.by_external_id) == (10, 7, 6, 1)
-    assert s.total_kernel_us == pytest.approx(49) and s.attributed_us == pytest.approx(43)
-    assert s.unattributed_us == pytest.approx(6) and s.share == pytest.approx(43 / 49)
-    assert s.aten_us == pytest.approx(32) and s.other_us == pytest.approx(11) and s.graph_replay_us == pytest.approx(6)
-    assert list(s.other_targets.items()) == [("CUDAGraph::replay", 6.0), ("triton_poi_fused_add_0", 5.0)]
-    assert list(s.unattributed_names.items()) == [("orphan", 4.0), ("lonely", 1.0), ("ext0", 1.0)]
+    assert (s.kernels, s.kernels_attributed, s.by_correlation, s.by_external_id) == (10, 8, 7, 1)
+    assert s.total_kernel_us == pytest.approx(49) and s.attributed_us == pytest.approx(47)
+    assert s.unattributed_us == pytest.approx(2) and s.share == pytest.approx(47 / 49)
+    assert s.aten_us == pytest.approx(32) and s.other_us == pytest.approx(15) and s.graph_replay_us == pytest.approx(6)
+    assert list(s.other_targets.items()) == [("CUDAGraph::replay", 6.0), ("triton_poi_fused_add_0", 5.0),
+                                             (DIRECT_LAUNCH_OP, 4.0)]
+    assert list(s.unattributed_names.items()) == [("lonely", 1.0), ("ext0", 1.0)]
     assert s.syncs_attributed == 1 and attribute(trace) is s
 
 
@@ -72,11 +75,13 @@ def test_ops_get_their_kernels_and_subtree_times(trace):
     names = [kr.name for kr in trace.kernels]
     assert [names[i] for i in by["aten::mm"].kernel_ids] == ["k_mm", "k_mm2", "ext_k"]
     assert by["aten::mm"].self_kernel_us == pytest.approx(22) and by["aten::mm"].total_kernel_us == pytest.approx(22)
-    assert by["ProfilerStep#1"].self_kernel_us == 0 and by["ProfilerStep#1"].total_kernel_us == pytest.approx(37)
+    assert by["ProfilerStep#1"].self_kernel_us == 0 and by["ProfilerStep#1"].total_kernel_us == pytest.approx(41)
     assert by["ProfilerStep#2"].total_kernel_us == pytest.approx(6)
     assert [names[i] for i in by["CUDAGraph::replay"].kernel_ids] == ["g1", "g2"]
     orphan = next(kr for kr in trace.kernels if kr.name == "orphan")
-    assert orphan.op == -1 and next(kr for kr in trace.kernels if kr.name == "ext0").op == -1
+    direct = by[DIRECT_LAUNCH_OP]
+    assert (direct.ts_us, direct.dur_us, trace.ops[direct.parent].name) == (5.0, 1.0, "ProfilerStep#1")
+    assert orphan.op == direct.index and next(kr for kr in trace.kernels if kr.name == "ext0").op == -1
     assert [sy.op for sy in trace.syncs] == [by["aten::mm"].index, -1]
 
 

@@ -699,6 +699,11 @@ class _TraceBuilder:
             return False
         wanted = {launches[i].correlation for i in orphans}
         kernel_ids = {k.correlation for k in self.kernels if k.correlation in wanted and k.category == "kernel"}
+        # a launch just outside its op's span that carries the op's External id is that op's (attribution joins
+        # them by the id): only a launch no op claims gets one of its own (a profiler step claims nothing)
+        claimed = ({launches[i].external_id for i in orphans} & {op.external_id for op in self.ops}) \
+            - {op.external_id for _, op in self.step_ops}
+        claimed.discard(None)
         where = {code: key for key, code in self.threads.items()}
         # the ops are in sorted order now: their columns follow, for the new ops to be sorted in
         self.op_ts, self.op_durs = array("d", self._sorted_ts.tobytes()), array("d", self._sorted_durs.tobytes())
@@ -708,7 +713,7 @@ class _TraceBuilder:
             launch = launches[i]
             if launch.name in _GRAPH_LAUNCH_NAMES:
                 name = GRAPH_REPLAY_OP
-            elif launch.correlation in kernel_ids:
+            elif launch.correlation in kernel_ids and launch.external_id not in claimed:
                 name = DIRECT_LAUNCH_OP
             else:
                 continue
