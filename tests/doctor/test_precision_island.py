@@ -141,3 +141,19 @@ def test_a_losss_backward_is_kept_by_design_with_its_forward():
     findings = diagnose(report(ops), rules=["precision-island"])
     assert [f.title.split(":")[0] for f in findings] == ["fp32 by design in a float16 model, not an island to remove"]
     assert findings[0].evidence["ops"] == 6
+
+
+def test_filling_fp32_parameters_is_no_island_but_arithmetic_after_it_is():
+    """A profile of a whole short script holds the model's initialisation: its fp32 parameters filled (normal_,
+    fill_, zero_) before the model is cast to half are no fp32 work to remove; an fp32 multiply after a fill is."""
+    h = "float16"
+    init = [op("aten::normal_", [([64, 64], "float32")], out=[64, 64], module="", source="train.py:10", time=5e-5),
+            op("aten::fill_", [([64], "float32")], out=[64], module="", source="train.py:11", time=1e-5),
+            op("aten::zero_", [([64], "float32")], out=[64], module="", source="train.py:11", time=1e-5)]
+    ops = init + [op("aten::mm", [([8, 64], h), ([64, 64], h)], out=[8, 64], flops=2 * 8 * 64 * 64,
+                     bound="compute", module="mlp", time=2e-5)]
+    assert not [f for f in diagnose(report(ops)) if f.rule == "precision-island"]
+    scaled = init + [op("aten::mul", [([64, 64], "float32")], out=[64, 64], module="", source="train.py:12",
+                        time=4e-5)] + ops[3:]
+    (found,) = [f for f in diagnose(report(scaled)) if f.rule == "precision-island"]
+    assert "mul" in found.evidence["fp32_op_kinds"] and found.estimated_savings_s > 0

@@ -65,6 +65,10 @@ ARITHMETIC_KINDS = frozenset({
     "index", "index_select", "gather", "clone", "copy", "contiguous", "expand", "zeros_like", "ones_like",
     "full_like", "outer",
 })
+# Filling a tensor (a parameter's initialisation before the model is cast to half, a buffer's reset) computes
+# nothing: an island of these alone is the model being built, which a profile of a whole short script includes.
+INIT_KINDS = frozenset({"normal", "uniform", "fill", "zero", "random", "exponential", "geometric", "log_normal",
+                        "cauchy", "bernoulli"})  # op_kind's names: normal_ is "normal"
 _BIAS_FIRST = frozenset({"addmm", "baddbmm", "addbmm", "_addmm_activation"})  # (bias, a, b): the product's a second
 
 
@@ -263,6 +267,8 @@ def check(report: Report) -> list[Finding]:
     groups: dict[str, list[list[tuple[OpRecord, str]]]] = defaultdict(list)
     generic: dict[str, str] = {}
     for island in find_islands(report, half):
+        if all(kind in INIT_KINDS for kind in _fp32_kinds(island)):
+            continue
         first = next(op for op, role in island if role == "fp32")
         where = generic.get(first.module)
         if where is None:
