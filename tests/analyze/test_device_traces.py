@@ -317,6 +317,29 @@ def test_a_graph_replayed_from_python_gets_an_op_with_its_kernels_module_and_lin
                for n in report.summary.notes), report.summary.notes
 
 
+def test_a_user_triton_kernel_launched_from_a_forward_gets_an_op_at_the_users_launch_line():
+    """A @triton.jit kernel called from a module's forward (recorded by `roofline profile` on the H200,
+    gpu_sweep_cases.py's triton_kernel_in_module): its launches sit under no op, so 21% of the kernel time was
+    unattributed. Each launch now has an op of its own, at the module and at the user's line that launched it (not
+    in Triton's launcher, whose frame is innermost)."""
+    from roofline.analyze.pipeline import DIRECT_LAUNCH_NOTE
+    from roofline.capture.trace_model import DIRECT_LAUNCH_OP
+
+    path = DATA / "triton_kernel_in_module_h200.json.gz"
+    trace = load_trace(path)
+    direct = [op for op in trace.ops if op.name == DIRECT_LAUNCH_OP]
+    assert len(direct) == 12 and all(trace.ops[op.parent].name.startswith("ProfilerStep#") for op in direct)
+    report = analyze_trace_file(path)
+    assert report.summary.kernel_time_attributed_share == pytest.approx(1.0)
+    rows = [op for op in report.ops if op.name == DIRECT_LAUNCH_OP]
+    assert {(op.module, op.source, op.phase, tuple(op.kernels)) for op in rows} == {
+        (f"Sequential_0.Mlp_{i}", "triton_kernel_in_module.py:14", "forward", ("bias_gelu_kernel",)) for i in range(4)}
+    share = sum(op.time_s for op in rows) / sum(op.time_s for op in report.ops)
+    assert 0.15 < share < 0.3 and not any(op.modeled for op in rows)
+    assert any(n.startswith(f"{DIRECT_LAUNCH_OP} unmodelled (12 call(s), 2") and n.endswith(DIRECT_LAUNCH_NOTE)
+               for n in report.summary.notes), report.summary.notes
+
+
 def test_a_graph_launch_inside_an_op_keeps_that_op():
     """The synthetic H100 trace's launch runs inside a CUDAGraph.replay annotation: no op is added, its kernels
     stay on the annotation."""

@@ -58,7 +58,7 @@ def is_user_file(filename: str) -> bool:
     from its sys.path entry, ``transformers/generation/utils.py``; sometimes absolute). The innermost user frame
     is the location a view names.
 
-    Not user code: torch (a ``torch`` path component), roofline's machinery (roofline's own files except its
+    Not user code: torch and Triton (a ``torch`` or ``triton`` path component), roofline's machinery (roofline's own files except its
     built-in workloads and case study, ``roofline/models`` and ``roofline/lab``), Python's standard library,
     generated or built-in code (``<frozen ...>``, ``<string>``, ``<built-in ...>``, FX's ``<eval_with_key>``,
     torch.compile's output: ``is_generated_file``) and console-script launchers (``.venv/bin/roofline``). Everything else is, installed packages included: a sync inside HF
@@ -82,12 +82,18 @@ def is_user_file(filename: str) -> bool:
     return os.path.isabs(filename) or parts[0].removesuffix(".py") not in _STDLIB_WRAPPERS
 
 
+# torch and the Triton runtime it compiles with: machinery a user calls, never the line they edit (a @triton.jit
+# kernel launched from a forward is placed at the launch in the user's code, not in triton/backends/nvidia/driver.py).
+_RUNTIMES = frozenset({"torch", "triton"})
+
+
 def _owned_by(parts: list[str]) -> str | None:
-    """``torch``, ``roofline`` (its machinery) or ``user`` (its built-in workloads) when a path component says so,
+    """``torch`` (torch or Triton), ``roofline`` (its machinery) or ``user`` (its built-in workloads) when a path
+    component says so,
     else None: decided by components, so that a file spelled from its package (a trace's frame) and one spelled
     in full (a live frame, or roofline installed under a lib/python directory) agree."""
     for i, part in enumerate(parts[:-1]):
-        if part == "torch":
+        if part in _RUNTIMES:
             return "torch"
         if part == "roofline" and parts[i + 1].removesuffix(".py") in _ROOFLINE_ENTRIES:
             return "user" if parts[i + 1] in _ROOFLINE_USER_PACKAGES else "roofline"
