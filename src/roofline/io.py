@@ -103,7 +103,7 @@ def atomic_write_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes]) -
     and leaves the previous file as it was."""
     path = Path(path)
     if path.suffix == ".gz":
-        chunks = (gzip.compress(b"".join(chunks), compresslevel=6),)
+        chunks = _gzipped(chunks)
     if _is_special(path) or _through_proc(path):
         return _write_in_place(path, chunks)
     if path.is_symlink():
@@ -130,6 +130,17 @@ def atomic_write_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes]) -
             raise RooflineError(f"cannot write {path}: {exc.strerror or exc}") from None
         raise
     return path
+
+
+def _gzipped(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """``chunks`` gzip-compressed as they come (level 6), so a large file is never whole in memory, compressed or
+    not; the header carries no time, so the same content gives the same bytes."""
+    compressor = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    for chunk in chunks:
+        out = compressor.compress(chunk)
+        if out:
+            yield out
+    yield compressor.flush()
 
 
 def _is_special(path: Path) -> bool:

@@ -82,3 +82,20 @@ def test_a_profiler_cost_within_the_noise_is_not_reported_as_added_or_negative(p
     line = next(ln for ln in text.splitlines() if "profiler's cost" in ln)
     change = f"{Timing.from_samples(profiled, 'test').median_s / 0.0264 - 1:+.0%}"
     assert f"within these timings' noise (under it the step took {change}, spread" in line
+
+
+def test_a_trace_over_the_annotation_limit_is_copied_as_it_is_never_read_whole(
+        bad_syncs_report: Report, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A profile's trace is a temporary file: one too large to annotate (a whole-script profile of HF generate
+    with Python stacks passed 12 GB while it was parsed whole) is copied into trace.json.gz unannotated, a chunk
+    at a time, and the command says so; it is never parsed."""
+    import roofline.render.outputs as outputs
+    import roofline.render.profile_report as profile_report
+
+    monkeypatch.setattr(outputs, "AUGMENT_LIMIT_BYTES", 1 << 10)
+    monkeypatch.setattr(profile_report, "read_chrome_trace", lambda *a: pytest.fail("the big trace was parsed"))
+    profile = ProfileReport(bad_syncs_report, BAD_SYNCS)
+    written = profile.generate(tmp_path, console=False)
+    assert gzip.decompress(written["trace"].read_bytes()) == gzip.decompress(BAD_SYNCS.read_bytes())
+    assert any("copied without roofline's per-op figures" in p for p in profile.problems), profile.problems
+    assert Report.load(written["report"]).syncs

@@ -135,6 +135,24 @@ class TraceRenderer:
         return augmented_trace_json(self.raw_trace, report)
 
 
+class RawTraceRenderer:
+    """A profiler trace too large to annotate (over AUGMENT_LIMIT_BYTES of JSON), copied as it is into trace.json.gz
+    a megabyte at a time: a profile's trace is a temporary file, so skipping it would leave the user none, and
+    reading it whole to annotate it took a whole-script profile of HF generate with Python stacks past 12 GB."""
+
+    file_name = "trace.json.gz"
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def render(self, report: Report) -> Iterator[bytes]:
+        import gzip
+
+        with (gzip.open if self.path.suffix == ".gz" else open)(self.path, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                yield chunk
+
+
 class TextFileRenderer:
     """A file the run produced beside the report (ncu's CSV), written with the others, whole or not at all."""
 

@@ -39,14 +39,26 @@ class ProfileReport:
         self.problems: list[str] = []  # why an output was not written, after generate()
 
     def generate(self, out_dir: str | os.PathLike[str], console: Any = None) -> dict[str, Path]:
-        """Write report.json, trace.json.gz (with each op's roofline figures in its args), roofline.png and
-        report.html into ``out_dir``, and print the text report.
+        """Write report.json, trace.json.gz (with each op's roofline figures in its args; a trace over
+        AUGMENT_LIMIT_BYTES of JSON is copied as it is, and ``problems`` says so), roofline.png and report.html into
+        ``out_dir``, and print the text report.
 
         ``console``: a rich Console, a text stream, or False for no printing (default: stdout).
         """
-        from roofline.render.outputs import report_renderers, write_outputs
+        from roofline.render.outputs import (AUGMENT_LIMIT_BYTES, RawTraceRenderer, report_renderers,
+                                             uncompressed_size, write_outputs)
 
-        paths, self.problems = write_outputs(self.report, out_dir, report_renderers(raw_trace=self._chrome_trace()))
+        source = self.trace
+        if isinstance(source, (str, os.PathLike)) and Path(source).exists() \
+                and uncompressed_size(Path(source)) > AUGMENT_LIMIT_BYTES:
+            renderers = [RawTraceRenderer(source) if r.file_name == "trace.json.gz" else r
+                         for r in report_renderers(raw_trace={})]
+            paths, self.problems = write_outputs(self.report, out_dir, renderers)
+            self.problems.append(f"trace.json.gz is the profiler's own trace, copied without roofline's per-op figures: "
+                                 f"it is over {AUGMENT_LIMIT_BYTES >> 20} MiB of JSON (report.json carries them)")
+        else:
+            paths, self.problems = write_outputs(self.report, out_dir,
+                                                 report_renderers(raw_trace=self._chrome_trace()))
         keys = {"report.json": "report", "trace.json.gz": "trace", "roofline.png": "roofline", "report.html": "html"}
         written = {keys[p.name]: p for p in paths}
         if console is not False:
