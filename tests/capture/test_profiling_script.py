@@ -361,3 +361,20 @@ def test_a_profiler_stopped_by_another_session_is_not_blamed_on_the_script_alone
         exec(compile("raise RuntimeError('boom')", str(script), "exec"), {})
     except RuntimeError as exc:
         assert script_error_line(exc, script) == "flex.py raised RuntimeError: boom (at flex.py:1)"
+
+
+def test_a_weight_normed_model_s_weight_reads_while_it_is_built_are_no_steps() -> None:
+    """sweep 5: EnCodec's weight-normed convolutions read their weights (the parametrization's forward, at top
+    level) while the model was built and initialised; the largest of them became the steps, and the whole
+    profile was the model's construction (2.8 kFLOPs a step against FlopCounterMode's 4.6 M)."""
+    from torch.nn.utils.parametrizations import weight_norm
+
+    steps: list[int] = []
+    with StepFinder(lambda: steps.append(1)) as finder:
+        convs = [weight_norm(torch.nn.Conv1d(4, 4, 3)) for _ in range(3)]
+        for c in convs:
+            c.weight.data.normal_()  # a weight read outside any forward, as an initialiser does
+        model = torch.nn.Sequential(*convs, torch.nn.Conv1d(4, 2, 1))
+        for _ in range(2):
+            model(torch.randn(1, 4, 16))
+    assert finder.source == "forward" and len(steps) == 2, "the model's two forwards, not the weight reads"

@@ -139,3 +139,14 @@ def test_a_chain_never_joins_two_phases():
     findings = diagnose(report(loss_backward + recomputed), rules=["unfused-chain"])
     assert [(f.evidence["ops"], f.title.split(": ")[0]) for f in findings] == [
         (["div", "pow", "mul", "mul"], "unfused chain of 4 memory-bound ops x1 in (top level)")]
+
+
+def test_the_saving_s_method_names_the_cpu_on_a_cpu_run_and_the_gpu_on_a_gpu_run():
+    """sweep 5: every CPU profile's chain findings said their saving came from "measured bandwidth of the chain's
+    GPU" on a machine with no GPU."""
+    from doctor_cases import ceilings
+    (cpu,) = diagnose(report(_rms_norm_chain()), rules=["unfused-chain"])
+    assert cpu.savings_method.endswith("/ the CPU's measured memory bandwidth")
+    (gpu,) = diagnose(report(_rms_norm_chain(), ceil=ceilings(device="cuda:0", device_name="NVIDIA H200")),
+                      rules=["unfused-chain"])
+    assert gpu.savings_method.endswith("/ measured bandwidth of the chain's GPU")

@@ -140,6 +140,12 @@ def test_accepts_a_dict_and_leaves_it_untouched():
     out = augment_trace(trace, report)
     assert len(trace["traceEvents"]) == before
     assert len(out["traceEvents"]) > before
+    assert not any(k.startswith("roofline.") for e in trace["traceEvents"] for k in (e.get("args") or {}))
+    # only the annotated events are copied: the others are the caller's own objects (no deep copy of a large trace)
+    annotated = [i for i, e in enumerate(out["traceEvents"][:before]) if "roofline.bound" in (e.get("args") or {})]
+    assert annotated and all(out["traceEvents"][i] is not trace["traceEvents"][i] for i in annotated)
+    plain = [i for i in range(before) if i not in set(annotated)]
+    assert plain and all(out["traceEvents"][i] is trace["traceEvents"][i] for i in plain)
 
 
 def test_bad_trace_is_a_roofline_error(tmp_path):

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from roofline.analyze.pipeline import report_from_trace
 from roofline.analyze.unused_gpu import drop_no_kernels_note, ran_on_host_only, record_unused_gpu
-from roofline.capture.kineto import load_trace
+from roofline.capture.kineto import NO_STEPS_WARNING, load_trace
 from roofline.capture.profiling import ProfileRecord
 from roofline.report import Ceilings, Environment, ProfileInfo, Report, Timing
 
@@ -78,8 +78,12 @@ def _fill_timing_and_syncs(report: Report, record: ProfileRecord) -> None:
         )
         report.step_time = None
         report.steps = 1
+        # The harness made the block one step: the trace reader's advice on marking ProfilerStep#N spans with a
+        # torch.profiler schedule is for a trace the user profiled, not for `profile --whole` (sweep 5).
+        report.summary.notes[:] = [n for n in report.summary.notes if not n.startswith(NO_STEPS_WARNING)]
         report.summary.notes.append(
-            "true step time not measured: call step() between steps so steps can be timed without the profiler"
+            "true step time not measured: the whole block was profiled as one step (`roofline profile --whole`, "
+            "or no step() call); without --whole, or calling step() between steps, times steps without the profiler"
         )
     else:
         method = TIMING_METHOD + (_AFTER_PROFILER_CAVEAT if record.timed_after_profiler else "")

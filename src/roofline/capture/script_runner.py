@@ -164,6 +164,8 @@ class StepFinder:
         if self._call_site is not None:
             _close_call_site(self._call_site)
             self._call_site = None
+        if _is_weight_access(module):
+            return
         size = self._sizes.get(id(module))
         if size is None:
             size = self._sizes[id(module)] = weight_elements(module)
@@ -216,6 +218,16 @@ class StepFinder:
 
         self._saved_profile = torch.profiler.profile
         torch.profiler.profile = ScriptProfiler  # type: ignore[misc]
+
+
+def _is_weight_access(module: torch.nn.Module) -> bool:
+    """A parametrization's forward (torch.nn.utils.parametrize: weight_norm, spectral_norm, orthogonal) runs
+    whenever its weight is read, also outside any forward: while a model is built and initialised (EnCodec's
+    weight-normed convolutions, sweep 5). Called at top level it is a weight access, never a step, though it holds
+    the weight; inside a forward it nests as before."""
+    from torch.nn.utils.parametrize import ParametrizationList
+
+    return isinstance(module, ParametrizationList)
 
 
 _spelled: dict[str, str] = {}

@@ -29,15 +29,19 @@ FLOPS_TRACK = "roofline achieved FLOP/s (TFLOP/s)"
 
 def augment_trace(trace: str | os.PathLike[str] | dict[str, Any], report: Report) -> dict[str, Any]:
     """A copy of the trace (a path to .json/.json.gz, or its parsed dict) with roofline args and counter tracks."""
-    data = read_chrome_trace(trace) if not isinstance(trace, dict) else json.loads(json.dumps(trace))
+    # A given dict stays untouched by copying only what changes: the event list, and each annotated event with its
+    # args. A deep copy held a second copy of every event (sweep 5: a whole-script profile of HF generate with
+    # Python stacks parsed to over 10 GB before this step began).
+    data = read_chrome_trace(trace) if not isinstance(trace, dict) else dict(trace)
     events = data.get("traceEvents")
     if not isinstance(events, list):
         raise RooflineError("not a Chrome trace: no traceEvents list")
+    events = data["traceEvents"] = list(events)
     ops = {op.external_id: op for op in report.ops if op.external_id is not None}
     owner = _owning_report_op(events, ops)
     annotated_ops = annotated_kernels = 0
     counters: list[tuple[float, int, dict[str, Any]]] = []
-    for event in events:
+    for i, event in enumerate(events):
         if not isinstance(event, dict) or event.get("ph") != "X":
             continue
         ext = _external_id(event)
@@ -45,11 +49,12 @@ def augment_trace(trace: str | os.PathLike[str] | dict[str, Any], report: Report
             continue
         category = event.get("cat")
         if category == "cpu_op" and ext in ops:
-            event.setdefault("args", {}).update(op_args(ops[ext]))
+            events[i] = _with_args(event, op_args(ops[ext]))
             annotated_ops += 1
         elif category in DEVICE_CATEGORIES and ext in owner:
             op = owner[ext]
-            event.setdefault("args", {}).update({"roofline.op": op.name, **op_args(op), "roofline.scope": "launching op, summed over its kernels"})
+            events[i] = event = _with_args(event, {"roofline.op": op.name, **op_args(op),
+                                                   "roofline.scope": "launching op, summed over its kernels"})
             annotated_kernels += 1
             counters.extend(_counter_events(event, op))
     counters.sort(key=lambda c: (c[0], c[1]))
@@ -65,6 +70,12 @@ def augment_trace(trace: str | os.PathLike[str] | dict[str, Any], report: Report
         "counter_tracks": [BANDWIDTH_TRACK, FLOPS_TRACK],
     }
     return data
+
+
+def _with_args(event: dict[str, Any], added: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``event`` whose args hold ``added`` besides its own."""
+    args = event.get("args")
+    return {**event, "args": {**(args if isinstance(args, dict) else {}), **added}}
 
 
 def augmented_trace_json(src: str | os.PathLike[str] | dict[str, Any], report: Report) -> str:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from roofline.doctor.evidence import (ELEMENTWISE_KINDS, NORM_KINDS, VIEW_KINDS, bandwidth_of, generic_module, numel,
-                                      op_bytes, op_kind, op_table, output_dtype, severity_for, tensor_bytes,
-                                      tensor_inputs, top_locations)
+from roofline.doctor.evidence import (ELEMENTWISE_KINDS, NORM_KINDS, VIEW_KINDS, bandwidth_of, generic_module,
+                                      is_cpu_report, numel, op_bytes, op_kind, op_table, output_dtype, severity_for,
+                                      tensor_bytes, tensor_inputs, top_locations)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
 
@@ -177,8 +177,11 @@ def _check(report: Report) -> list[Finding]:
         if bandwidth > 0:
             savings = sum(max(sum(op.time_s for op in c) - f / (bandwidth_of(report, c[0]) or bandwidth), 0.0)
                           for c, f in zip(chains, fused_each))
+            # a CPU-only run has one memory roof, its CPU's; a GPU run may hold several GPUs, each with its own
+            roof = ("the CPU's measured memory bandwidth" if is_cpu_report(report)
+                    else "measured bandwidth of the chain's GPU")
             method = ("each chain's measured time minus one fused pass at the memory roof: (external inputs read "
-                      "once + last output written once) / measured bandwidth of the chain's GPU")
+                      f"once + last output written once) / {roof}")
         elif unfused > 0:
             savings = time * max(1.0 - fused / unfused, 0.0)
             method = "measured time scaled by the bytes fusion removes (same achieved bandwidth; no roof measured)"
