@@ -1,6 +1,7 @@
 """An option that the target or the mode makes meaningless is refused with one line and exit 2 before any work,
 never accepted and ignored without a word (doctor of a saved report once took --ceilings and --device and judged
-nothing by them; profile --model took --whole; lab --study took the staged lab's options)."""
+nothing by them; profile --model took --whole; lab --study took the staged lab's options; trace took --warmup,
+which only an ONNX Runtime profile reads)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ def saved_report(tmp_path) -> str:
      "--decode-only, --no-tuned apply to the staged lab, not to --study fp8"),
     (["lab", "--no-graphs", "-o", "OUT"], "--no-graphs applies only to --study batching"),
     (["lab", "--study", "attention", "--data", "OUT", "-o", "OUT"], "--data does not apply to --study attention"),
+    (["trace", TRACE, "--warmup", "3", "-o", "OUT"], "--warmup applies only with --onnx"),
 ])
 def test_an_option_that_would_be_ignored_is_refused(argv, said, saved_report, tmp_path, capsys, monkeypatch):
     for command in ("doctor", "profile"):

@@ -11,6 +11,9 @@ from roofline.cli.common import (add_ceilings_option, add_fanout_options, add_fi
 from roofline.gcpause import cyclic_gc_paused
 
 
+WARMUP_DEFAULT = 1  # with --onnx: ORT profile runs left out as warm-up
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "trace",
@@ -39,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--inputs", metavar="SPEC", default=None,
                    help="with --onnx: the model's dynamic dimensions ('batch=1,seq=128' or 'x=1x3x224x224') when the "
                         "profile records no shapes (AI Hub)")
-    p.add_argument("--warmup", type=non_negative_int, default=1,
+    p.add_argument("--warmup", type=non_negative_int, default=WARMUP_DEFAULT,
                    help="with --onnx and an ORT profile: runs at its start left out as warm-up (default 1)")
     add_fanout_options(p)
     p.set_defaults(func=run)
@@ -63,6 +66,11 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.onnx or args.device or args.inputs:
         return _run_onnx(args)
+    if args.warmup != WARMUP_DEFAULT:
+        from roofline.errors import RooflineError
+
+        raise RooflineError("--warmup applies only with --onnx (an ONNX Runtime profile's warm-up runs); a torch "
+                            "trace's steps are the ones its profiler recorded")
     if len(args.paths) > 1 and args.ncu:
         from roofline.errors import RooflineError
 
