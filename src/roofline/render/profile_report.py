@@ -45,20 +45,19 @@ class ProfileReport:
 
         ``console``: a rich Console, a text stream, or False for no printing (default: stdout).
         """
-        from roofline.render.outputs import (AUGMENT_LIMIT_BYTES, RawTraceRenderer, report_renderers,
+        from roofline.render.outputs import (AUGMENT_LIMIT_BYTES, RawTraceRenderer, TraceRenderer, report_renderers,
                                              uncompressed_size, write_outputs)
 
         source = self.trace
-        if isinstance(source, (str, os.PathLike)) and Path(source).exists() \
-                and uncompressed_size(Path(source)) > AUGMENT_LIMIT_BYTES:
-            renderers = [RawTraceRenderer(source) if r.file_name == "trace.json.gz" else r
-                         for r in report_renderers(raw_trace={})]
-            paths, self.problems = write_outputs(self.report, out_dir, renderers)
+        large = isinstance(source, (str, os.PathLike)) and Path(source).exists() \
+            and uncompressed_size(Path(source)) > AUGMENT_LIMIT_BYTES
+        renderers = report_renderers(raw_trace={} if large else self._chrome_trace())
+        if large:
+            renderers = [RawTraceRenderer(source) if isinstance(r, TraceRenderer) else r for r in renderers]
+        paths, self.problems = write_outputs(self.report, out_dir, renderers)
+        if large:
             self.problems.append(f"trace.json.gz is the profiler's own trace, copied without roofline's per-op figures: "
                                  f"it is over {AUGMENT_LIMIT_BYTES >> 20} MiB of JSON (report.json carries them)")
-        else:
-            paths, self.problems = write_outputs(self.report, out_dir,
-                                                 report_renderers(raw_trace=self._chrome_trace()))
         keys = {"report.json": "report", "trace.json.gz": "trace", "roofline.png": "roofline", "report.html": "html"}
         written = {keys[p.name]: p for p in paths}
         if console is not False:
