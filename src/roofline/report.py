@@ -701,7 +701,7 @@ class Report(Struct):
         """``to_json()`` as UTF-8 bytes, without the text copy (a 100,000-op report is ~150 MB of JSON)."""
         if not any(_unknown_work(op) for op in self.ops):
             return msgspec.json.encode(self)
-        return msgspec.json.encode(_null_unknown_work(msgspec.to_builtins(self)))
+        return b"".join(self.json_chunks())
 
     def json_chunks(self, records_per_chunk: int = 4096,
                     before_findings: Callable[[], None] | None = None) -> Iterator[bytes]:
@@ -709,22 +709,22 @@ class Report(Struct):
         ``records_per_chunk`` at a time, so writing a large report never holds its whole JSON.
 
         ``before_findings``: called just before the findings are read (a doctor running elsewhere sets them), so
-        the ops, kernels and summary before them can be written meanwhile."""
-        if any(_unknown_work(op) for op in self.ops):
-            if before_findings is not None:
-                before_findings()
-            yield self.json_bytes()
-            return
+        the ops, kernels and summary before them can be written meanwhile.
+
+        An op whose work is unknown (``_unknown_work``: unmodelled, or a collective of unrecorded size) is written
+        with nulls (``_null_unknown_work``) by way of plain data, one chunk at a time: turning the whole report
+        into plain data for one such op took a 127,620-op report's JSON from 0.27 to 2.25 s and 215 MB more."""
         encode = msgspec.json.encode
         for i, info in enumerate(msgspec.structs.fields(self)):
             if info.name == "findings" and before_findings is not None:
                 before_findings()
             key = (b"{" if i == 0 else b",") + encode(info.encode_name) + b":"
             value = getattr(self, info.name)
-            if isinstance(value, list) and len(value) > records_per_chunk:
+            if info.name == "ops" or (isinstance(value, list) and len(value) > records_per_chunk):
+                records = _ops_json if info.name == "ops" else _records_json
                 yield key + b"["
                 for start in range(0, len(value), records_per_chunk):
-                    yield (b"," if start else b"") + encode(value[start:start + records_per_chunk])[1:-1]
+                    yield (b"," if start else b"") + records(value[start:start + records_per_chunk])
                 yield b"]"
             else:
                 yield key + encode(value)
@@ -931,6 +931,18 @@ def known_bytes(op: OpRecord) -> float | None:
 
 def _unknown_work(op: OpRecord) -> bool:
     return not op.modeled or collective_size_unknown(op.name, op.bound, op.bytes)
+
+
+def _records_json(records: list) -> bytes:
+    """The JSON of ``records`` without the list's brackets."""
+    return msgspec.json.encode(records)[1:-1]
+
+
+def _ops_json(ops: list[OpRecord]) -> bytes:
+    """``_records_json`` of report ops, an op whose work is unknown with its nulls (``_null_unknown_work``)."""
+    if not any(_unknown_work(op) for op in ops):
+        return _records_json(ops)
+    return _records_json(_null_unknown_work({"ops": msgspec.to_builtins(ops)})["ops"])
 
 
 def _null_unknown_work(data: dict[str, Any]) -> dict[str, Any]:

@@ -58,3 +58,23 @@ def test_a_collectives_bytes_are_its_message_zero_for_a_barrier_and_null_when_un
         assert [o["flops"] for o in data["ops"]] == [None, 0.0, None, None, 0.0]
     back = Report.from_json(report.json_bytes())
     assert [message_unrecorded(op) for op in back.ops] == [True, True, False, False, False]
+
+
+def test_a_big_report_with_unknown_work_is_written_in_chunks_with_the_same_bytes():
+    """One unmodelled op once turned the whole report into plain data before writing it (a 127,620-op report's
+    JSON 0.27 -> 2.25 s, +215 MB): now only the chunks holding such ops are, and the bytes are what writing the
+    whole report as plain data gives, at every chunk size."""
+    import msgspec
+
+    from roofline.report import _null_unknown_work
+
+    ops = [OpRecord(name="aten::mm", flops=100.0 + i, bytes=10.0, time_s=1e-3, bound="compute") for i in range(40)]
+    ops[7] = OpRecord(name="aten::mystery", time_s=2e-3, modeled=False, bound="unmodeled")
+    ops[31] = OpRecord(name="c10d::_allgather_base_", bound="communication", time_s=1e-3)
+    report = Report(kind="trace", ops=ops, summary=Summary(total_time_s=3e-3))
+    whole = msgspec.json.encode(_null_unknown_work(msgspec.to_builtins(report)))
+    assert report.json_bytes() == whole
+    for per_chunk in (1, 3, 8, 40, 4096):
+        chunks = list(report.json_chunks(records_per_chunk=per_chunk))
+        assert b"".join(chunks) == whole
+        assert len(chunks) > 40 // per_chunk  # written as it comes, not as one piece
