@@ -115,6 +115,16 @@ class InProcess:
         return self._work(*self._args)
 
 
+class Ready:
+    """A result already in hand, collected like a ``Forked`` one."""
+
+    def __init__(self, value: Any) -> None:
+        self._value = value
+
+    def result(self) -> Any:
+        return self._value
+
+
 def meanwhile(work: Callable[..., Any], *args: Any, fork: bool = True) -> Forked | InProcess:
     """``work(*args)`` in a forked child where ``fork`` is asked and it is safe, else in-process when collected."""
     return Forked(work, *args) if fork and can_fork() else InProcess(work, *args)

@@ -116,3 +116,31 @@ def test_the_png_childs_quick_import_skips_only_the_property_docs():
     run = subprocess.run([sys.executable, "-c", _QUICK_IMPORT], capture_output=True, text=True, env=env, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split() == ["png", "True", "False"]
+
+
+class _Job:
+    """A child's result, counting when it was asked for."""
+
+    def __init__(self, value) -> None:
+        self.value, self.asked = value, 0
+
+    def result(self):
+        self.asked += 1
+        return self.value
+
+
+def test_report_html_collects_the_early_op_table_only_when_it_renders_the_page():
+    """prepare() must not wait for the op table's child: report.json is written meanwhile (issue 23)."""
+    from roofline.render.html import ops_parts
+    from roofline_synthetic import make_report
+
+    report = make_report()
+    job = _Job(ops_parts(report.ops))
+    renderer = outputs.HtmlRenderer()
+    renderer.prepare(report, job)
+    assert job.asked == 0
+    page = b"".join(renderer.render(report))
+    assert job.asked == 1
+    fresh = outputs.HtmlRenderer()
+    fresh.prepare(report)
+    assert b"".join(fresh.render(report)) == page

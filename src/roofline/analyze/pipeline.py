@@ -577,7 +577,7 @@ def _unsized_collectives_note(ops: list[OpRecord], total_s: float, shard_only: s
     """The collectives whose message the trace did not record: their rows show no bytes ("?"), and this says why,
     so a 0 is never read as a measured empty message. One line per reason: the trace recorded no size at all, or
     (``shard_only``, indices into ``ops``) only an all-gather's backend annotation, which holds the local shard."""
-    unsized = [i for i, op in enumerate(ops) if message_unrecorded(op)]
+    unsized = [i for i, op in enumerate(ops) if op.bound == "communication" and message_unrecorded(op)]
     why = {False: "the trace recorded neither their tensors' shapes nor their collective args' 'In msg nelems', so "
                   "their bytes are unknown",
            True: "their only size record is their backend's all-gather annotation (nccl:all_gather ...), which holds "

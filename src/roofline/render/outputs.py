@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from roofline.forked import Forked, can_fork, meanwhile
+from roofline.forked import Forked, Ready, can_fork, meanwhile
 from roofline.io import atomic_directory, atomic_write_bytes, atomic_write_chunks
 from roofline.report import Report
 
@@ -105,15 +105,16 @@ class HtmlRenderer:
 
     def prepare(self, report: Report, early: Any = None) -> None:
         """The page's op table and chart (most of a big report's page), built before the findings are known;
-        ``early``: ``html_parts_meanwhile(report.ops)``, started when the ops were placed."""
+        ``early``: ``html_parts_meanwhile(report.ops)``, started when the ops were placed, collected only when the
+        page is rendered: report.json is written meanwhile rather than after a wait for the child."""
         from roofline.render.html import ops_parts
 
-        self._prepared = (report, early.result() if early is not None else ops_parts(report.ops))
+        self._prepared = (report, early if early is not None else Ready(ops_parts(report.ops)))
 
     def render(self, report: Report) -> Iterator[bytes]:
         from roofline.render.html import html_chunks
 
-        prepared = self._prepared[1] if self._prepared is not None and self._prepared[0] is report else None
+        prepared = self._prepared[1].result() if self._prepared is not None and self._prepared[0] is report else None
         self._prepared = None
         return (chunk.encode() for chunk in html_chunks(report, prepared))
 

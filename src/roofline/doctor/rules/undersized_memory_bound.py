@@ -48,7 +48,8 @@ def check(report: Report) -> list[Finding]:
     bandwidth = report.ceilings.memory_bandwidth_bytes_per_s
     if bandwidth <= 0 or not is_gpu_report(report):
         return []
-    ops = [op for op in report.ops if _undersized(op, bandwidth_of(report, op))]
+    mixed = bool(ceilings_by_op(report))  # GPUs of different models: each op's bytes at its own GPU's roof
+    ops = [op for op in report.ops if _undersized(op, bandwidth_of(report, op) if mixed else bandwidth)]
     if len(ops) < MIN_OPS:
         return []
     spent = sum(op.time_s for op in ops)
@@ -56,7 +57,6 @@ def check(report: Report) -> list[Finding]:
         return []
     moved = sum(op_bytes(op) for op in ops)
     achieved = moved / spent
-    mixed = bool(ceilings_by_op(report))  # GPUs of different models: each op's bytes at its own GPU's roof
     at_roof = sum(op_bytes(op) / bandwidth_of(report, op) for op in ops) if mixed else moved / bandwidth
     share = at_roof / spent if mixed else achieved / bandwidth
     roof = "each op's own GPU's measured memory bandwidth" if mixed else (
