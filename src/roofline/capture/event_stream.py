@@ -139,25 +139,27 @@ class EventStream:
             raise RooflineError(f"cannot read trace {self.path}: {exc.strerror or exc}") from None
 
     def _gunzip(self, fh, data: bytes) -> Iterator[bytes]:
+        """The decompressed stream in blocks of about ``block_bytes``: each call's output is capped at that
+        (``max_length``; what input is left waits in ``unconsumed_tail``), as a trace compresses ~10:1 and a whole
+        read's output (40 MB) was decoded into events at once (a 307 MB trace's .json.gz: 635 MiB at the peak
+        against 403 for the plain file). Concatenated gzip members are read one after the other."""
         inflater = zlib.decompressobj(wbits=31)
         out = bytearray()
         while data:
             try:
-                out += inflater.decompress(data)
+                out += inflater.decompress(data, self._block_bytes)
+                data = inflater.unconsumed_tail
+                if not data and not inflater.eof:
+                    data = self._read(fh)
+                    if not data:  # the input ends: what zlib still holds, and whether the member ended
+                        out += inflater.flush()
             except zlib.error as exc:
                 self._input_cut = self.cut = True
                 self.warnings.append(f"corrupt gzip data ({exc}): events after it are missing")
                 break
             if inflater.eof:
-                data = inflater.unused_data
-                inflater = zlib.decompressobj(wbits=31)
-                if not data:
-                    data = self._read(fh)
-                    if not data:
-                        inflater = None
-                        break
-            else:
-                data = self._read(fh)
+                data = inflater.unused_data or self._read(fh)
+                inflater = zlib.decompressobj(wbits=31) if data else None
             if len(out) >= self._block_bytes:
                 yield bytes(out)
                 out.clear()
