@@ -1,5 +1,6 @@
-"""load_trace(split=True): a plain JSON trace read in two byte ranges, the second by a forked child, gives the same
-Trace as one read; a child that fails, or a trace cut short in its half, falls back to reading it in-process."""
+"""load_trace(split=True): a plain or gzipped JSON trace read in two byte ranges, the second by a forked child, gives
+the same Trace as one read; a child that fails, or a trace cut short in its half, falls back to reading it
+in-process."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import msgspec
 import pytest
 
 from roofline.capture import kineto
-from roofline.capture.event_stream import EventStream, split_offset
+from roofline.capture import event_stream
+from roofline.capture.event_stream import AT_MIDDLE, EventStream, split_offset
 from roofline.capture.kineto import _Event, load_trace
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "h200" / "llama_tiny_fwd_fp16_b4_s512.json.gz"
@@ -97,11 +99,72 @@ def test_a_trace_cut_in_the_second_half_says_so_as_one_read_does(plain_trace, sp
     _same(split, one)
 
 
-def test_gzip_and_small_traces_are_read_in_one_process(tmp_path, monkeypatch):
+def test_small_traces_are_read_in_one_process(tmp_path, monkeypatch):
     copy = tmp_path / "t.json.gz"
     shutil.copy(FIXTURE, copy)
-    assert split_offset(copy) is None
+    assert split_offset(copy) is None  # a gzipped trace's middle is found while decompressing
     assert kineto._TailReader.start(copy) is None
+
+
+@pytest.fixture(scope="module")
+def gz_trace(plain_trace, tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("split_gz") / "trace.json.gz"
+    path.write_bytes(gzip.compress(plain_trace.read_bytes(), compresslevel=1))
+    return path
+
+
+def test_a_gzipped_traces_two_halves_meet_at_one_event_start(gz_trace, plain_trace):
+    """Each process decompresses to the middle and finds the boundary there itself: the same one."""
+    head, tail = EventStream(gz_trace, _Event, stop=AT_MIDDLE), EventStream(gz_trace, _Event, start=AT_MIDDLE)
+    before, after = [e for chunk in head for e in chunk], [e for chunk in tail for e in chunk]
+    whole = [e for chunk in EventStream(plain_trace, _Event) for e in chunk]
+    data = plain_trace.read_bytes()
+    assert head.split_point == tail.split_point and len(data) // 2 <= head.split_point < len(data)
+    assert data[head.split_point - 2:head.split_point] == b"},"
+    assert len(before) > 1000 and len(after) > 1000 and before + after == whole
+
+
+def test_a_gzipped_split_load_equals_one_read(gz_trace, plain_trace, split_small):
+    split = load_trace(gz_trace, split=True)
+    assert split_small == [True]
+    _same(split, load_trace(gz_trace))
+    _same(split, load_trace(plain_trace))
+
+
+def test_a_gzipped_trace_of_two_members_splits_too(plain_trace, split_small, tmp_path):
+    data = plain_trace.read_bytes()
+    two = tmp_path / "two.json.gz"
+    two.write_bytes(gzip.compress(data[:len(data) // 3]) + gzip.compress(data[len(data) // 3:]))
+    _same(load_trace(two, split=True), load_trace(plain_trace))
+    assert split_small == [True]
+
+
+def test_a_gzipped_trace_cut_in_the_second_half_says_so_as_one_read_does(plain_trace, split_small, tmp_path):
+    cut = tmp_path / "cut.json.gz"
+    whole = gzip.compress(plain_trace.read_bytes())
+    cut.write_bytes(whole[: len(whole) * 9 // 10])
+    split = load_trace(cut, split=True)
+    assert True not in split_small  # the trailer's size is garbage in a cut file: no half, or a refused one
+    assert split.cut and any("ends early" in w for w in split.warnings)
+    _same(split, load_trace(cut))
+
+
+def test_no_event_boundary_near_a_gzipped_middle_reads_it_in_one_process(split_small, tmp_path, monkeypatch):
+    """A window that falls inside one long event (a 64 KB string argument here) has no boundary: the head reads
+    on to the end and the child's read is dropped."""
+    import json
+
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"aten::op{i}", "pid": 1, "tid": 1, "ts": i * 10, "dur": 5,
+               "args": {}} for i in range(200)]
+    events[100]["args"] = {"note": "x" * 65536}
+    path = tmp_path / "long_event.json.gz"
+    path.write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
+    monkeypatch.setattr(event_stream, "SPLIT_WINDOW", 1024)
+    head = EventStream(path, _Event, stop=AT_MIDDLE)
+    assert sum(map(len, head)) == 200 and head.split_point is None
+    split = load_trace(path, split=True)
+    assert split_small == []  # never absorbed: abandoned
+    _same(split, load_trace(path))
 
 
 def test_a_failure_in_the_first_half_stops_and_reaps_the_child(plain_trace, split_small, monkeypatch):

@@ -9,9 +9,12 @@ is decoded again event by event, and only the bad events are dropped (counted in
 Top-level keys other than ``traceEvents`` become ``metadata``; Chrome's bare-array form (``[{...}, ...]``) is
 accepted too. A file cut short keeps the events read before the cut and says so in ``warnings``.
 
-A plain (not gzipped) file can be read in two byte ranges by two processes (capture/kineto.py): ``split_offset``
-finds an event boundary near the middle; ``EventStream(stop=B)`` reads the head and the events before it,
-``EventStream(start=B)`` the events from there to the end and what follows the list.
+A file can be read in two byte ranges by two processes (capture/kineto.py). A plain one: ``split_offset`` finds an
+event boundary near the middle; ``EventStream(stop=B)`` reads the head and the events before it,
+``EventStream(start=B)`` the events from there to the end and what follows the list. A gzipped one, whose middle is
+only known once decompressed: ``stop=AT_MIDDLE`` and ``start=AT_MIDDLE`` make each process decompress up to the
+middle of the JSON and find the same boundary there (the same bytes, the same rule), recorded in ``split_point``.
+Offsets of a gzipped file count its decompressed bytes.
 """
 
 from __future__ import annotations
@@ -50,10 +53,13 @@ class EventStream:
     """Iterate to get lists of decoded events; ``metadata``, ``warnings``, ``skipped`` are complete afterwards."""
 
     def __init__(self, path: str | Path, event_type: type, block_bytes: int = BLOCK_BYTES, *,
-                 start: int | None = None, stop: int | None = None) -> None:
+                 start: int | str | None = None, stop: int | str | None = None) -> None:
         self.path = Path(path)
         self._start = start
         self._stop = stop
+        # where the two ranges meet (AT_MIDDLE resolved); None after an AT_MIDDLE read that found no boundary: the
+        # head read then went on to the end, and the tail read nothing
+        self.split_point: int | None = start if isinstance(start, int) else stop if isinstance(stop, int) else None
         self.metadata: dict[str, Any] = {}
         self.warnings: list[str] = []
         self.skipped = 0
@@ -77,7 +83,7 @@ class EventStream:
                 events = self._cut(pending)
                 if events:
                     yield events
-        if self._stop is None:
+        if self._stop is None or (self._stop == AT_MIDDLE and self.split_point is None):
             yield from self._finish(pending)
             return
         while pending.strip(_WHITESPACE):
@@ -110,16 +116,59 @@ class EventStream:
         except OSError as exc:
             raise RooflineError(f"cannot read trace {self.path}: {exc.strerror or exc}") from None
         with fh:
-            if self._start is not None or self._stop is not None:
+            gzipped = self._read(fh, 2) == b"\x1f\x8b"
+            fh.seek(0)
+            if not gzipped and (self._start is not None or self._stop is not None):
                 yield from self._plain_range(fh)
                 return
             first = self._read(fh)
-            if first[:2] != b"\x1f\x8b":
+            if not gzipped:
                 while first:
                     yield first
                     first = self._read(fh, self._block_bytes)
                 return
-            yield from self._gunzip(fh, first)
+            if self._start is None and self._stop is None:
+                yield from self._gunzip(fh, first)
+            elif AT_MIDDLE in (self._start, self._stop):
+                yield from self._around_middle(self._gunzip(fh, first), head=self._stop == AT_MIDDLE)
+            else:
+                yield from _byte_range(self._gunzip(fh, first), self._start, self._stop)
+
+    def _around_middle(self, blocks: Iterator[bytes], head: bool) -> Iterator[bytes]:
+        """The decompressed blocks before (``head``) or from the event boundary near the middle of the JSON
+        (``_boundary`` in the SPLIT_WINDOW bytes from the middle), which is recorded in ``split_point``. The bytes
+        before the middle stream through (the head) or are dropped (the tail); only the window is held."""
+        middle = _gzip_size(self.path) // 2
+        pos = 0
+        held = bytearray()
+        held_at = None
+        for block in blocks:
+            if held_at is None and pos + len(block) <= middle:
+                pos += len(block)
+                if head:
+                    yield block
+                continue
+            if held_at is None:
+                held_at = pos
+            held += block
+            pos += len(block)
+            if pos >= middle + SPLIT_WINDOW:
+                break
+        found = _boundary(bytes(held[middle - held_at: middle - held_at + SPLIT_WINDOW])) if held_at is not None \
+            else None
+        if found is None:
+            self.split_point = None
+            if head:
+                yield bytes(held)
+                yield from blocks
+            return
+        self.split_point = middle + found
+        cut = self.split_point - held_at
+        if head:
+            yield bytes(held[:cut])
+            return
+        yield bytes(held[cut:])
+        yield from blocks
 
     def _plain_range(self, fh) -> Iterator[bytes]:
         fh.seek(self._start or 0)
@@ -327,10 +376,13 @@ class EventStream:
         return events
 
 
-def split_offset(path: str | Path, window: int = 1 << 18, tries: int = 16) -> int | None:
-    """A byte offset near the middle of a plain JSON trace where an event starts (just past the ``},`` ending the
-    one before), or None. A candidate is taken only if the events from it to a later ``},`` decode as a list: a
-    ``},`` inside a string or a nested object leaves an unterminated string or unbalanced brackets behind it."""
+SPLIT_WINDOW = 1 << 18
+AT_MIDDLE = "the event boundary near the middle"
+
+
+def split_offset(path: str | Path, window: int = SPLIT_WINDOW) -> int | None:
+    """A byte offset near the middle of a plain JSON trace where an event starts (``_boundary``), or None (and
+    None for a gzipped file: its middle is found while decompressing, AT_MIDDLE)."""
     path = Path(path)
     size = path.stat().st_size
     with open(path, "rb") as fh:
@@ -339,6 +391,14 @@ def split_offset(path: str | Path, window: int = 1 << 18, tries: int = 16) -> in
         middle = size // 2
         fh.seek(middle)
         data = fh.read(window)
+    found = _boundary(data)
+    return None if found is None else middle + found
+
+
+def _boundary(data: bytes, tries: int = 16) -> int | None:
+    """The offset in ``data`` just past a ``},`` that ends an event, or None. A candidate is taken only if the
+    events from it to a later ``},`` decode as a list: a ``},`` inside a string or a nested object leaves an
+    unterminated string or unbalanced brackets behind it."""
     ends = []
     end = len(data)
     while len(ends) < 4:
@@ -359,8 +419,36 @@ def split_offset(path: str | Path, window: int = 1 << 18, tries: int = 16) -> in
             except (msgspec.DecodeError, RecursionError):
                 continue
             if raws and all(bytes(raw)[:1] == b"{" for raw in raws):
-                return middle + pos + 2
+                return pos + 2
     return None
+
+
+def gzip_json_size(path: str | Path) -> int | None:
+    """The JSON size a gzipped file records in its trailer (modulo 4 GiB; the last member's where several are
+    concatenated), or None for a file that is not gzip."""
+    with open(path, "rb") as fh:
+        if fh.read(2) != b"\x1f\x8b" or fh.seek(0, 2) < 18:  # a gzip member's header and trailer alone take 18
+            return None
+        fh.seek(-4, 2)
+        return int.from_bytes(fh.read(4), "little")
+
+
+def _gzip_size(path: Path) -> int:
+    return gzip_json_size(path) or 0
+
+
+def _byte_range(blocks: Iterator[bytes], start: int | None, stop: int | None) -> Iterator[bytes]:
+    """The bytes of ``blocks`` from offset ``start`` to ``stop`` (either None: the stream's start or end)."""
+    pos = 0
+    for block in blocks:
+        end = pos + len(block)
+        lo = max(start or 0, pos) - pos
+        hi = (end if stop is None else min(stop, end)) - pos
+        if hi > lo:
+            yield block[lo:hi] if (lo, hi) != (0, len(block)) else block
+        pos = end
+        if stop is not None and pos >= stop:
+            return
 
 
 def _before(data: bytearray, pos: int) -> bytes:

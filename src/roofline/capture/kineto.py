@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from roofline.capture.event_stream import EventStream, split_offset
+from roofline.capture.event_stream import AT_MIDDLE, EventStream, gzip_json_size, split_offset
 from roofline.capture.source_paths import is_generated_file, is_user_file, local_trace_path
 from roofline.capture.trace_model import (
     CommArgs,
@@ -153,27 +153,33 @@ _OPTIMIZER_STEP_PREFIX = "Optimizer.step#"
 # Sweep order at equal timestamps: enclosing frames first, then ops (longest first), then what ops contain.
 _RANK_FRAME, _RANK_OP, _RANK_LAUNCH, _RANK_MEMORY = range(4)
 
-# From this size, load_trace(split=True) reads a plain JSON trace's second half in a forked child meanwhile: on the
-# 307 MB, 1 M-event trace each half takes about 1 s to decode and collect, and sending one back about 0.3 s.
+# From this size of JSON, load_trace(split=True) reads a trace's second half in a forked child meanwhile: on the
+# 307 MB, 1 M-event trace each half takes about 1 s to decode and collect, and sending one back about 0.3 s. A
+# gzipped trace's child first decompresses the head it skips (~0.4 s for that trace's 150 MB).
 SPLIT_MIN_BYTES = 64 << 20
 
 
 def load_trace(path: str | os.PathLike[str], *, split: bool = False) -> Trace:
     """Read a Kineto/torch.profiler trace file into a ``Trace`` (kernels not yet attributed: see attribution).
 
-    ``split``: a plain JSON file of at least SPLIT_MIN_BYTES is read in two halves at once, the second by a forked
-    child (``_TailReader``), where fork is available and safe and two CPUs are; the Trace is the same."""
+    ``split``: a file of at least SPLIT_MIN_BYTES of JSON (plain or gzipped) is read in two halves at once, the
+    second by a forked child (``_TailReader``), where fork is available and safe and two CPUs are; the Trace is
+    the same."""
     builder = _TraceBuilder(str(path))
     with cyclic_gc_paused():
         tail = _TailReader.start(path) if split else None
+        head = EventStream(path, _Event, stop=tail.offset if tail else None)
         try:
-            _read(builder, EventStream(path, _Event, stop=tail.offset if tail else None))
+            _read(builder, head)
         except BaseException:
             if tail is not None:
                 tail.abandon()
             raise
-        if tail is not None and not tail.absorb_into(builder):
-            _read(builder, EventStream(path, _Event, start=tail.offset))
+        if tail is not None:
+            if head.split_point is None:  # no event boundary near a gzipped trace's middle: the head read it all
+                tail.abandon()
+            elif not tail.absorb_into(builder):
+                _read(builder, EventStream(path, _Event, start=head.split_point))
         return builder.finish()
 
 
@@ -217,13 +223,14 @@ class _StreamState(msgspec.Struct):
 
 
 class _TailReader:
-    """The events from ``offset`` (an event boundary near the middle) to the end of a plain JSON trace, read by a
+    """The events from ``offset`` (an event boundary near the middle; AT_MIDDLE for a gzipped trace, whose child
+    finds it as this process will) to the end of a trace, read by a
     forked child while this process reads the events before it, and sent back over a pipe as msgpack frames
     (``_send_tail``). Ops' shape lists travel as their raw keys, so that the parent shares its own lists between
     ops as a one-process read does; names and ids are interned again. Whatever goes wrong in the child (it dies,
     raises, the trace is cut short there), ``absorb_into`` says False and the caller reads the rest itself."""
 
-    def __init__(self, path: str, offset: int, pid: int, fd: int) -> None:
+    def __init__(self, path: str, offset: int | str, pid: int, fd: int) -> None:
         self.path, self.offset, self._pid = path, offset, pid
         self._file = os.fdopen(fd, "rb")
 
@@ -231,10 +238,11 @@ class _TailReader:
     def start(cls, path: str | os.PathLike[str]) -> "_TailReader | None":
         path = str(path)
         try:
-            if (os.path.getsize(path) < SPLIT_MIN_BYTES or not hasattr(os, "fork") or _usable_cpus() < 2
-                    or threading.active_count() > 1):
+            gzipped = gzip_json_size(path)
+            if ((gzipped or os.path.getsize(path)) < SPLIT_MIN_BYTES or not hasattr(os, "fork")
+                    or _usable_cpus() < 2 or threading.active_count() > 1):
                 return None
-            offset = split_offset(path)
+            offset = AT_MIDDLE if gzipped else split_offset(path)
         except (OSError, ValueError):
             return None
         if offset is None:
@@ -293,11 +301,13 @@ _COLUMNS = ("frame_ts", "frame_ends", "frame_threads", "frame_labels", "memory_t
             "launch_durs", "op_ts", "op_durs", "op_threads")
 
 
-def _send_tail(path: str, offset: int, out) -> None:
+def _send_tail(path: str, offset: int | str, out) -> None:
     """In the child: read the events from ``offset`` on and write them to ``out`` (a header, then each list)."""
     stream = EventStream(path, _Event, start=offset)
     builder = _TraceBuilder(path)
     _read(builder, stream)
+    if stream.split_point is None:
+        raise ValueError("no event boundary near the middle: the parent reads the whole trace")
     shape_codes = {id(value[0]): i for i, value in enumerate(builder.shape_cache.values())}
     position = {id(op): i for i, op in enumerate(builder.ops)}
     codes = []
