@@ -8,6 +8,7 @@ LocalCluster of two workers.
    the same load on a shared machine. Medians, min-max, and the ratio of medians.
 2. ``--gb-repeat 100``: the same built 100 times (~1 GB); the whole `roofline trace` once (HTA is not run: it
    needs ~6 GB here). The file is deleted afterwards.
+   ``--gzip``: section 1 on the same trace gzipped (torch's trace handler writes .json.gz), both tools.
 3. ``--ranks 256``: rank traces made from the small bad-syncs fixture (one per rank: its own distributedInfo, an
    NCCL all-reduce per step, rank 3 a straggler that sleeps before it), merged by `roofline trace rank*.json.gz`
    with ``--jobs 1``, ``--jobs 2`` and ``--cluster`` (a LocalCluster of two single-threaded worker processes,
@@ -173,11 +174,23 @@ def spread(values: list[float]) -> dict:
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "runs": values}
 
 
+def gzipped_copy(path: Path, rebuild: bool = False) -> Path:
+    """``path`` gzipped beside it (level 6, gzip's default; torch's trace handler writes .json.gz)."""
+    gz = path.with_name(path.name + ".gz")
+    if rebuild or not gz.exists() or gz.stat().st_mtime < path.stat().st_mtime:
+        tmp = gz.with_suffix(".tmp")
+        with open(path, "rb") as src, gzip.open(tmp, "wb", compresslevel=6) as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        os.replace(tmp, gz)
+    return gz
+
+
 def bench_trace(args) -> dict:
     sidecar = args.trace.with_name(args.trace.name + ".meta.json")
     if args.rebuild or not args.trace.exists() or not sidecar.exists():
         sidecar.write_text(json.dumps(build_big_trace(args.trace, args.repeat)))
     built = json.loads(sidecar.read_text())
+    read = gzipped_copy(args.trace, args.rebuild) if args.gzip else args.trace
     out = f"/tmp/roofline-big-{os.getpid()}"
     runs: dict[str, list[dict]] = {"roofline_trace_command": [], "hta_load": [], "roofline_load": []}
     load_before = os.getloadavg()
@@ -185,12 +198,12 @@ def bench_trace(args) -> dict:
         order = ["roofline_trace_command", "hta_load"] if round_ % 2 == 0 else ["hta_load", "roofline_trace_command"]
         for tool in order + ["roofline_load"]:
             if tool == "roofline_trace_command":
-                r = run_child(roofline_trace_argv([str(args.trace)], out))
+                r = run_child(roofline_trace_argv([str(read)], out))
                 r["load_s"] = r["wall_s"]
             elif tool == "hta_load":
-                r = run_child([sys.executable, "-c", _HTA, str(args.trace)])
+                r = run_child([sys.executable, "-c", _HTA, str(read)])
             else:
-                r = run_child([sys.executable, "-c", _OURS, str(args.trace)])
+                r = run_child([sys.executable, "-c", _OURS, str(read)])
             r["round"] = round_
             r["load_average"] = os.getloadavg()[0]
             runs[tool].append(r)
@@ -204,7 +217,8 @@ def bench_trace(args) -> dict:
     hta_t, hta_m = med["hta_load"]
     per_round = [h["load_s"] / c["load_s"] for h, c in zip(runs["hta_load"], runs["roofline_trace_command"])]
     return {
-        "trace": {"path": str(args.trace), "bytes": built["bytes"], "events": built["events"],
+        "trace": {"path": str(read), "bytes": built["bytes"], "events": built["events"],
+                  "file_bytes": read.stat().st_size, "gzip": bool(args.gzip),
                   "built_from": str(FIXTURE.relative_to(REPO)), "repeat": args.repeat},
         "rounds": args.rounds,
         "load_average_before": load_before,
@@ -527,6 +541,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--trace", type=Path, default=Path("/tmp/roofline_big_trace.json"))
     parser.add_argument("--rebuild", action="store_true", help="rebuild the trace even if it exists")
+    parser.add_argument("--gzip", action="store_true",
+                        help="the trace section reads the trace gzipped (level 6, beside it), both tools; results in "
+                             "big_trace_gz.json")
     parser.add_argument("--gb-repeat", type=int, default=100)
     parser.add_argument("--gb-rounds", type=int, default=1)
     parser.add_argument("--ranks", type=int, default=256)
@@ -547,7 +564,8 @@ def main(argv: list[str] | None = None) -> int:
     # HTA runs from site-packages, whose modules pip compiled at install; roofline runs from src/, where an
     # environment with PYTHONDONTWRITEBYTECODE (this machine's) would recompile every module in every timed run.
     compileall.compile_dir(str(REPO / "src" / "roofline"), quiet=1)
-    sections = {"trace": (bench_trace, "big_trace.json"), "gb": (bench_gb, "big_trace_1gb.json"),
+    sections = {"trace": (bench_trace, "big_trace_gz.json" if args.gzip else "big_trace.json"),
+                "gb": (bench_gb, "big_trace_1gb.json"),
                 "ranks": (bench_ranks, "big_trace_ranks.json")}
     results = {}
     for name in args.sections.split(","):
@@ -565,8 +583,9 @@ def _table(results: dict) -> str:
     lines = []
     if "trace" in results:
         t = results["trace"]
-        lines.append(f"{t['trace']['bytes'] / 1e6:.0f} MB trace, {t['trace']['events']} events, {t['rounds']} "
-                     "alternating rounds (median, min-max):")
+        packed = f" (gzipped: {t['trace']['file_bytes'] / 1e6:.0f} MB)" if t["trace"].get("gzip") else ""
+        lines.append(f"{t['trace']['bytes'] / 1e6:.0f} MB trace{packed}, {t['trace']['events']} events, "
+                     f"{t['rounds']} alternating rounds (median, min-max):")
         for tool, s in t["summary"].items():
             ts, m = s["time_s"], s["peak_rss_bytes"]
             lines.append(f"  {tool:24s} {ts['median']:6.1f} s ({ts['min']:.1f}-{ts['max']:.1f})  "
