@@ -22,6 +22,7 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Struct, field
 
+from roofline.argument_lists import share_equal_argument_lists
 from roofline.errors import RooflineError
 from roofline.io import atomic_write_bytes, atomic_write_chunks, non_json_number_hint, read_maybe_gzip
 
@@ -763,7 +764,7 @@ class Report(Struct):
             report = from_builtins(Report, data)
         except msgspec.ValidationError as exc:
             raise RooflineError(f"malformed roofline report: {describe_invalid(exc, data)}") from None
-        return report._upgraded()
+        return report._decoded()
 
     @classmethod
     def from_json(cls, raw: bytes) -> "Report":
@@ -778,11 +779,13 @@ class Report(Struct):
         except msgspec.ValidationError:
             return cls.from_dict(msgspec.json.decode(raw))
         _check_version(report.schema_version)
-        return report._upgraded()
+        return report._decoded()
 
-    def _upgraded(self) -> "Report":
-        """A schema 1 report as schema 2: its ``extra["profile"]``/``extra["distributed"]`` become typed fields;
+    def _decoded(self) -> "Report":
+        """The report as analysis hands it over: ops with equal argument lists share them again (argument_lists.py);
+        a schema 1 report becomes schema 2: its ``extra["profile"]``/``extra["distributed"]`` become typed fields;
         the summary's fields added since the file was written (shares, module tree) are filled from its ops."""
+        share_equal_argument_lists(self.ops)
         if self.schema_version < 2:
             try:
                 if isinstance(self.extra.get("profile"), dict):
