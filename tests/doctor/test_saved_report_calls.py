@@ -53,3 +53,21 @@ def test_decoding_shares_equal_argument_lists_and_keeps_their_values():
         assert ops[2].input_strides is not ops[0].input_strides  # other strides: lists of their own
         assert ops[3].output_shapes is not ops[0].output_shapes
         assert OpTable(ops).call == OpTable(report.ops).call == [0, 1, 2, 3, 0]  # names, strides, outputs differ
+
+
+def test_decoding_pauses_the_collector_and_restores_it(monkeypatch):
+    import gc
+
+    import roofline.report as report_module
+
+    seen = []
+    share = report_module.share_equal_argument_lists
+
+    def share_noting_the_collector(ops):
+        seen.append(gc.isenabled())
+        share(ops)
+
+    monkeypatch.setattr(report_module, "share_equal_argument_lists", share_noting_the_collector)
+    report = Report(kind="trace", ops=[OpRecord(name="aten::add", input_shapes=[[2]])])
+    assert Report.from_json(report.json_bytes()).ops[0].input_shapes == [[2]]
+    assert seen == [False] and gc.isenabled()
