@@ -22,7 +22,9 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Struct, field
 
+from roofline.argument_lists import share_equal_argument_lists
 from roofline.errors import RooflineError
+from roofline.gcpause import cyclic_gc_paused
 from roofline.io import atomic_write_bytes, atomic_write_chunks, non_json_number_hint, read_maybe_gzip
 
 _REPORT_HEAD = re.compile(rb'\s*\{\s*"schema_version"\s*:')
@@ -763,26 +765,31 @@ class Report(Struct):
             report = from_builtins(Report, data)
         except msgspec.ValidationError as exc:
             raise RooflineError(f"malformed roofline report: {describe_invalid(exc, data)}") from None
-        return report._upgraded()
+        return report._decoded()
 
     @classmethod
     def from_json(cls, raw: bytes) -> "Report":
         """Decoded by msgspec straight into the types; a file with nulls where numbers go (non-finite values,
         an unmodelled op's unknown work) or of an older schema takes the plain-data route of from_dict, and so
         does JSON that does not open with schema_version (typed decoding would fill a missing one with its default
-        and take any JSON object, a trace included, for an empty report)."""
-        if _REPORT_HEAD.match(raw[:256]) is None:
-            return cls.from_dict(msgspec.json.decode(raw))
-        try:
-            report = msgspec.json.decode(raw, type=Report)
-        except msgspec.ValidationError:
-            return cls.from_dict(msgspec.json.decode(raw))
-        _check_version(report.schema_version)
-        return report._upgraded()
+        and take any JSON object, a trace included, for an empty report). The cycle collector is paused meanwhile
+        (gcpause.py): decoding a 127,620-op report made it rescan the report's new objects again and again, 1.2 s
+        of 1.9."""
+        with cyclic_gc_paused():
+            if _REPORT_HEAD.match(raw[:256]) is None:
+                return cls.from_dict(msgspec.json.decode(raw))
+            try:
+                report = msgspec.json.decode(raw, type=Report)
+            except msgspec.ValidationError:
+                return cls.from_dict(msgspec.json.decode(raw))
+            _check_version(report.schema_version)
+            return report._decoded()
 
-    def _upgraded(self) -> "Report":
-        """A schema 1 report as schema 2: its ``extra["profile"]``/``extra["distributed"]`` become typed fields;
+    def _decoded(self) -> "Report":
+        """The report as analysis hands it over: ops with equal argument lists share them again (argument_lists.py);
+        a schema 1 report becomes schema 2: its ``extra["profile"]``/``extra["distributed"]`` become typed fields;
         the summary's fields added since the file was written (shares, module tree) are filled from its ops."""
+        share_equal_argument_lists(self.ops)
         if self.schema_version < 2:
             try:
                 if isinstance(self.extra.get("profile"), dict):

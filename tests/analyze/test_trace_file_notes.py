@@ -64,6 +64,12 @@ def test_collectives_outer_calls_only_four_longest_with_the_job(tmp_path):
     assert not any(n.startswith("collectives") for n in plain)
 
 
+def test_collectives_host_time_is_written_as_every_view_writes_a_time(tmp_path):
+    for dur_us, said in ((0.5, "500 ns"), (2500.0, "2.5 ms"), (1.5e6, "1.5 s")):
+        events = [x("user_annotation", "ProfilerStep#1", 0.0, 2e6), x("cpu_op", "gloo:all_reduce", 10.0, dur_us)]
+        assert _analyze(tmp_path, events).summary.notes[-1] == f"collectives: gloo:all_reduce x1 ({said} host time)"
+
+
 def test_range_profiler_and_empty_step_notes(tmp_path):
     events = [x("cpu_op", "aten::add", 0.0, 5.0), x("cuda_runtime", "cudaLaunchKernel", 1.0, 1.0, correlation=3),
               x("cuda_profiler_range", "r", 0, 5)]

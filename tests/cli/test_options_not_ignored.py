@@ -1,7 +1,7 @@
 """An option that the target or the mode makes meaningless is refused with one line and exit 2 before any work,
 never accepted and ignored without a word (doctor of a saved report once took --ceilings and --device and judged
-nothing by them; profile --model took --whole; lab --study took the staged lab's options; trace took --warmup,
-which only an ONNX Runtime profile reads)."""
+nothing by them; profile --model took --whole, and --whole took --run-to-end, which it always does; lab --study
+took the staged lab's options; trace took --warmup, which only an ONNX Runtime profile reads)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ def saved_report(tmp_path) -> str:
      "--whole, --run-to-end apply only to a script, not to --model llama-tiny"),
     (["profile", "--whole", "--active", "5", "--timed", "0", "-o", "OUT", "SCRIPT"],
      "--timed, --active set the step schedule, which --whole has none of"),
+    (["profile", "--whole", "--run-to-end", "-o", "OUT", "SCRIPT"], "--run-to-end adds nothing to --whole"),
     (["lab", "--study", "attention", "--no-doctor", "-o", "OUT"],
      "--no-doctor applies to the staged lab, not to --study attention"),
     (["lab", "--study", "fp8", "--decode-only", "--no-tuned", "-o", "OUT"],

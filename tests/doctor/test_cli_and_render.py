@@ -58,3 +58,24 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert main(["doctor", str(_saved_report(tmp_path)), "--rules", "nope"]) == 2
     err = capsys.readouterr().err
     assert all(line.startswith("roofline: error:") for line in err.strip().splitlines())
+
+
+def test_doctor_on_a_saved_report_diagnoses_with_the_collector_paused_and_restores_it(tmp_path, capsys, monkeypatch):
+    import gc
+
+    import roofline.doctor as doctor_package
+    from roofline import quickexit
+
+    path = _saved_report(tmp_path)
+    seen = []
+
+    def diagnose_noting_the_collector(report, rules=None):
+        seen.append(gc.isenabled())
+        return diagnose(report, rules=rules)
+
+    monkeypatch.setattr(doctor_package, "diagnose", diagnose_noting_the_collector)
+    assert gc.isenabled() and not quickexit.armed()
+    assert main(["doctor", str(path)]) == 0
+    assert seen == [False]
+    assert gc.isenabled()  # main() is not the console command: the collector is back on
+    assert "host-device-sync" in capsys.readouterr().out

@@ -23,6 +23,7 @@ from roofline.device.datasheet import with_datasheet_cache
 from roofline.device.identify import DeviceIdentity, identify_gpus, identify_trace
 from roofline.errors import RooflineError
 from roofline.report import Ceilings, OpRecord, Report
+from roofline.time_text import fmt_time
 
 ASSUMED_LAUNCH_S = 5e-6
 _HOW_TO_SUPPLY = ("write them with `roofline ceilings --json FILE` on that machine (or by hand: "
@@ -370,12 +371,6 @@ def _collectives_note(trace) -> str:
         job = f" (backend {info['backend']}" + (f", rank {info['rank']} of {info['world_size']}"
                                                 if "rank" in info and "world_size" in info else "") + ")"
     top = sorted(calls.items(), key=lambda kv: -sum(kv[1]))[:4]
-    listed = ", ".join(f"{name} x{len(durs)} ({_microseconds(sum(durs))} host time)" for name, durs in top)
+    listed = ", ".join(f"{name} x{len(durs)} ({fmt_time(sum(durs) / 1e6)} host time)" for name, durs in top)
     return f"collectives{job}: {listed}"
 
-
-def _microseconds(us: float) -> str:
-    """A duration in the unit a reader takes in at once (us, ms or s), not 8.9e-05 s."""
-    if us < 1e3:
-        return f"{us:.3g} us"
-    return f"{us / 1e3:.3g} ms" if us < 1e6 else f"{us / 1e6:.3g} s"

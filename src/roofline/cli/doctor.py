@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from roofline import quickexit
 from roofline.cli.common import (
     add_ceilings_option,
     add_findings_option,
@@ -19,6 +20,7 @@ from roofline.cli.common import (
     run_ceilings,
 )
 from roofline.errors import RooflineError
+from roofline.gcpause import cyclic_gc_paused
 
 SEVERITIES = ("info", "warning", "critical")
 REPORT_SUFFIXES = (".json", ".json.gz", ".gz")
@@ -63,8 +65,7 @@ def _options_after_target(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def run(args: argparse.Namespace) -> int:
-    from roofline.doctor import RULES, diagnose
-    from roofline.render.findings import FindingsRenderer
+    from roofline.doctor import RULES
 
     args = _options_after_target(args)
     if args.list_rules:
@@ -73,8 +74,22 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if bool(args.target) == bool(args.model):
         raise RooflineError("give one of: --model NAME, a script.py, a report.json or a trace file")
+    if args.target and not args.target.endswith(".py"):
+        # A saved report or a trace: millions of long-lived objects and none of a user's script. As in `roofline
+        # trace`, no cycle collection rescans them, and the console command ends without freeing them.
+        with cyclic_gc_paused(resume=not quickexit.armed()):
+            return _diagnosed(args, keep_report=True)
+    return _diagnosed(args, keep_report=False)
+
+
+def _diagnosed(args: argparse.Namespace, keep_report: bool) -> int:
+    from roofline.doctor import diagnose
+    from roofline.render.findings import FindingsRenderer
+
     rules = [r.strip() for r in args.rules.split(",") if r.strip()] if args.rules else None
     report, script_error = _report_for(args)
+    if keep_report:
+        quickexit.keep_until_exit(report)
     report.findings = diagnose(report, rules=rules)
     if report.extra.get("partial"):
         print(next((n for n in report.summary.notes if n.startswith("PARTIAL")), "PARTIAL report"))

@@ -65,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
     if args.whole and schedule:
         raise RooflineError(f"{', '.join(schedule)} {'sets' if len(schedule) == 1 else 'set'} the step schedule, "
                             "which --whole has none of (the whole script is one profiled step)")
+    if args.whole and args.run_to_end:
+        raise RooflineError("--run-to-end adds nothing to --whole: the whole script is the one profiled step, "
+                            "always run to its end")
     if args.script:
         from roofline.capture.script_runner import check_script
 

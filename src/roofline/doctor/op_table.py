@@ -1,16 +1,18 @@
 """The report's ops and device events as columns, built once and shared by every rule of one diagnose().
 
-A 127,620-op report holds a few hundred distinct calls: ops that share their name, dtype and (shared) argument
-lists. A rule's question about an op's kind, dtypes, shapes or strides has one answer per call, so rules ask it
-once per call (``OpTable.calls``) and find the ops through ``OpTable.call``, instead of walking every op's
-attributes again in each rule. The columns are read with attrgetter/map, so building them costs no Python per op.
+A 127,620-op report holds a few hundred distinct calls: ops that share their name, dtype and argument lists. A
+rule's question about an op's kind, dtypes, shapes or strides has one answer per call, so rules ask it once per call
+(``OpTable.calls``) and find the ops through ``OpTable.call``, instead of walking every op's attributes again in each
+rule. The columns are read with attrgetter/map, so building them costs no Python per op: ops are first grouped by
+their argument lists' identities (a report shares equal lists, argument_lists.py), and only those groups' values are
+compared, so a call is the same whether its ops' lists are shared or not (a report loaded from JSON, a hand-built one).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from operator import attrgetter
-from typing import TypeVar
+from operator import attrgetter, not_
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -23,12 +25,17 @@ _NO_STEP = np.iinfo(np.int64).min  # an op without a step, among the step number
 _IDS = tuple(attrgetter(name) for name in ("input_shapes", "input_dtypes", "input_strides"))
 
 
+def _nested_value(lists: Sequence[Any]) -> tuple:
+    """A list of per-argument lists as a hashable value (an entry that is not a list is kept as it is)."""
+    return tuple(tuple(x) if isinstance(x, (list, tuple)) else x for x in lists)
+
+
 def call_key(op: OpRecord) -> tuple:
-    """What an op's own description is made of: name, dtype, argument lists (by identity: reports share them between
-    identical calls, and the table lives only while the report holds them) and outputs (by value)."""
-    outs = op.output_shapes
-    return (op.name, op.dtype, id(op.input_shapes), id(op.input_dtypes), id(op.input_strides),
-            tuple(map(tuple, outs)) if outs else (), tuple(op.output_dtypes) if op.output_dtypes else ())
+    """What a rule may ask once per call is made of: name, dtype, argument lists and outputs (by value), and
+    whether the op moved nothing though counted (unfused_chain treats such a ``to`` or ``contiguous`` as a view)."""
+    return (op.name, op.dtype, _nested_value(op.input_shapes), tuple(op.input_dtypes),
+            _nested_value(op.input_strides), _nested_value(op.output_shapes), tuple(op.output_dtypes), op.modeled,
+            not op.bytes)
 
 
 class OpTable:
@@ -42,15 +49,10 @@ class OpTable:
     def __init__(self, ops: Sequence[OpRecord]):
         self.ops = ops
         n = len(ops)
-        names = list(map(attrgetter("name"), ops))
-        columns = [names, map(attrgetter("dtype"), ops)] + [map(id, map(get, ops)) for get in _IDS]
-        if any(map(attrgetter("output_shapes"), ops)) or any(map(attrgetter("output_dtypes"), ops)):
-            columns.append(map(_outputs, ops))
-        index: dict[tuple, int] = {}
-        self.call: list[int] = [index.setdefault(key, len(index)) for key in zip(*columns)]
+        self.call: list[int] = _calls_by_value(ops, *_calls_by_identity(ops))
         self.call_array = np.array(self.call, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
         first = dict(zip(reversed(self.call), range(n - 1, -1, -1)))
-        self.calls: list[OpRecord] = [ops[first[c]] for c in range(len(index))]
+        self.calls: list[OpRecord] = [ops[first[c]] for c in range(len(first))]
         self.call_kind = [op_kind(op.name) for op in self.calls]
         self.step = list(map(attrgetter("step"), ops))
         self.run = _run_order(ops, self.step)
@@ -134,6 +136,25 @@ class OpTable:
         if found is None:
             found = self._columns[field] = np.array(list(map(attrgetter(field), self.ops)), dtype=np.float64)
         return found
+
+
+def _calls_by_identity(ops: Sequence[OpRecord]) -> tuple[list[int], int]:
+    """Each op's group among ops of one name, dtype, argument list objects, outputs and ``call_key``'s moved-nothing
+    flag; and the number of groups. Ops of one call may fall in several groups where their lists are not shared."""
+    columns = [map(attrgetter("name"), ops), map(attrgetter("dtype"), ops)] + [map(id, map(get, ops)) for get in _IDS]
+    if any(map(attrgetter("output_shapes"), ops)) or any(map(attrgetter("output_dtypes"), ops)):
+        columns.append(map(_outputs, ops))
+    columns += [map(attrgetter("modeled"), ops), map(not_, map(attrgetter("bytes"), ops))]
+    index: dict[tuple, int] = {}
+    return [index.setdefault(key, len(index)) for key in zip(*columns)], len(index)
+
+
+def _calls_by_value(ops: Sequence[OpRecord], group: list[int], groups: int) -> list[int]:
+    """Each op's call: its group's, groups (numbered in order of their first op) with equal ``call_key`` made one."""
+    first = dict(zip(reversed(group), range(len(group) - 1, -1, -1)))
+    index: dict[tuple, int] = {}
+    call_of_group = [index.setdefault(call_key(ops[first[g]]), len(index)) for g in range(groups)]
+    return group if len(index) == groups else list(map(call_of_group.__getitem__, group))
 
 
 def _outputs(op: OpRecord) -> tuple:

@@ -4,17 +4,7 @@ from __future__ import annotations
 
 import math
 
-
-def fmt_time(seconds: float | None) -> str:
-    if seconds is None or not math.isfinite(seconds):
-        return "-"
-    if seconds >= 1:
-        return f"{seconds:.3g} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.3g} ms"
-    if seconds >= 1e-6:
-        return f"{seconds * 1e6:.3g} us"
-    return f"{seconds * 1e9:.3g} ns"
+from roofline.time_text import fmt_time  # noqa: F401 - every renderer's, shared with analysis's notes
 
 
 def fmt_rate(value: float | None, unit: str) -> str:
