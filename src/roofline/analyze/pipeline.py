@@ -344,6 +344,7 @@ def report_from_trace(
         roots = {None: sorted((i for idx in roots.values() for i in idx), key=lambda i: trace.ops[i].ts_us)}
     ops: list[OpRecord] = []
     event_to_report: dict[int, int] = {}
+    own_time_rows: set[int] = set()  # rows of an event's own time beside its children's rows (Chosen.self_only)
     missing = 0
     if recording is not None:
         per_rec_times: dict[int, list[float]] = defaultdict(list)
@@ -381,7 +382,8 @@ def report_from_trace(
             if event is not None:
                 event_to_report[event] = len(ops) - 1
         first_extra = len(ops)
-        _append_ops(trace, extras, counter, children, rep_step, recording.tf32, gaps, ops, event_to_report)
+        _append_ops(trace, extras, counter, children, rep_step, recording.tf32, gaps, ops, event_to_report,
+                    own_time_rows)
         # Only where the counting pass saw checkpointing rerun a forward: elsewhere an op it missed is one the
         # autograd engine ran below its dispatch mode (an LSTM's per-step gradient sums), counted from the trace.
         checkpointed = any(rec.phase == "recompute" for rec in recording.ops)
@@ -395,9 +397,9 @@ def report_from_trace(
             chosen = [c for c in choose_without_recording(trace, roots.get(step, []), children, is_row, names)
                       if not _is_idle_marker(trace, c)]
             gaps = host_gaps_us(trace, [c.event for c in chosen], step)
-            _append_ops(trace, chosen, counter, children, step, no_tf32, gaps, ops, event_to_report)
+            _append_ops(trace, chosen, counter, children, step, no_tf32, gaps, ops, event_to_report, own_time_rows)
         timeline_steps = steps
-    costs = _CountedCosts(trace, event_to_report, ops, counter, recording)
+    costs = _CountedCosts(trace, event_to_report, ops, counter, recording, own_time_rows)
     kept_whole = _kept_whole_notes(costs, ops)
     shard_only = {i for i, _, cost in costs.of(lambda op: not op.modeled and is_communication_op(op.name))
                   if SHARD_ONLY in cost.note}
@@ -441,6 +443,8 @@ def report_from_trace(
     summary.wall_time_s = _wall_time_s(trace, recording is not None)
     if not trace.has_gpu and recording is None:
         summary.notes.extend(_host_outside_ops_note(summary.total_time_s, summary.wall_time_s, len(steps)))
+    if not trace.has_gpu and own_time_rows:
+        summary.notes.append(_own_time_note([ops[i] for i in sorted(own_time_rows)], summary.total_time_s))
     summary.stale_ceilings = stale_ceilings_note(ops, ceilings)
     threads = thread_count_note(environment, ceilings)
     if threads:
@@ -508,6 +512,20 @@ def _host_outside_ops_note(ops_s: float, wall_s: float | None, steps: int) -> li
             "engine and the optimizer's frames, the profiler, or the OS taking the thread away)"]
 
 
+def _own_time_note(rows: list[OpRecord], total_s: float) -> str:
+    """What the unmodelled rows of events' own host time are (an aten::linear beside its counted aten::addmm reads
+    as a second, uncounted linear otherwise)."""
+    time = Counter()
+    calls = Counter(op.name for op in rows)
+    for op in rows:
+        time[op.name] += op.time_s
+    listed = ", ".join(f"{name} x{calls[name]}" for name, _ in time.most_common(4)) + (", ..." if len(time) > 4 else "")
+    share = f": {sum(time.values()) / total_s:.1%} of the op time" if total_s else ""
+    return (f"{len(rows)} unmodelled row(s) hold host time an op spent outside its children, which are rows of "
+            f"their own ({listed}{share}): its dispatch into them, or work it runs itself between them; its FLOPs "
+            "and bytes are its children's")
+
+
 def _idle_by_device_note(idle: dict[int, float]) -> str:
     worst = max(idle, key=idle.__getitem__)
     each = ", ".join(f"device {d} {t * 1e3:.3g} ms" for d, t in sorted(idle.items()))
@@ -553,9 +571,9 @@ class _CountedCosts:
     for a row the trace counted: an unmodelled op, or one whose count read live values."""
 
     def __init__(self, trace: Trace, event_to_report: dict[int, int], ops: list[OpRecord], counter: _TraceCounter,
-                 recording: OpRecording | None) -> None:
+                 recording: OpRecording | None, own_time_rows: set[int]) -> None:
         self._trace, self._event_to_report, self._ops, self._counter = trace, event_to_report, ops, counter
-        self._recording = recording
+        self._recording, self._own_time_rows = recording, own_time_rows
         self._events: dict[int, int] | None = None
 
     def of(self, keep: Callable[[OpRecord], bool]) -> Iterator[tuple[int, OpRecord, OpCost]]:
@@ -570,7 +588,8 @@ class _CountedCosts:
             if self._events is None:
                 self._events = {i: event for event, i in self._event_to_report.items()}
             if i in self._events:
-                yield i, op, self._counter(self._trace.ops[self._events[i]]).cost
+                ev = self._trace.ops[self._events[i]]
+                yield i, op, _row_counted(self._counter, ev, i in self._own_time_rows).cost
 
 
 def _unsized_collectives_note(ops: list[OpRecord], total_s: float, shard_only: set[int] = frozenset()) -> list[str]:
@@ -677,19 +696,18 @@ def _op_from_recording(trace: Trace, rec: RecordedOp, rec_index: int, times_us: 
 
 def _append_ops(trace: Trace, chosen: list[Chosen], counter: _TraceCounter, children: dict[int, list[int]],
                 step: int | None, tf32: Tf32Flags, gaps: dict[int, float], ops: list[OpRecord],
-                event_to_report: dict[int, int]) -> None:
-    """An op of each chosen event (its host gap from ``gaps``, 0 if not there), appended to ``ops``; the per-op
-    helpers are spelled out here, not called (127,620 ops on the 1 M-event trace: 0.68 -> 0.60 s)."""
+                event_to_report: dict[int, int], own_time_rows: set[int]) -> None:
+    """An op of each chosen event (its host gap from ``gaps``, 0 if not there), appended to ``ops``, the rows of an
+    event's own time also to ``own_time_rows``; the per-op helpers are spelled out here, not called (127,620 ops on
+    the 1 M-event trace: 0.68 -> 0.60 s)."""
     all_ops, kernels, has_gpu = trace.ops, trace.kernels, trace.has_gpu
     origin = _start_origin(trace, step)
     for c in chosen:
         idx, self_only = c.event, c.self_only
         ev = all_ops[idx]
-        if self_only or ev.is_annotation:  # a backend's annotation of a collective ("nccl:all_to_all") has a message
-            counted = counter(ev) if ev.name.startswith(BACKEND_PREFIXES) else _NOT_COUNTED
-        else:
-            counted = counter(ev)
+        counted = _row_counted(counter, ev, self_only)
         if self_only:
+            own_time_rows.add(len(ops))
             names = [kernels[k].name for k in ev.kernel_ids]
             time_us = ev.self_kernel_us if has_gpu else _event_time_us(trace, idx, True, children)
         else:
@@ -720,6 +738,14 @@ def _append_ops(trace: Trace, chosen: list[Chosen], counter: _TraceCounter, chil
             host_gap_s=gaps.get(idx, 0.0) / 1e6,
         ))
         event_to_report.setdefault(idx, len(ops) - 1)
+
+
+def _row_counted(counter: _TraceCounter, ev: CpuOp, self_only: bool) -> _Counted:
+    """What a row of ``ev`` counts: an annotation, or an event's own time beside its children's rows, nothing (its
+    count is its children's), except a backend's annotation of a collective ("nccl:all_to_all"): its message."""
+    if self_only or ev.is_annotation:
+        return counter(ev) if ev.name.startswith(BACKEND_PREFIXES) else _NOT_COUNTED
+    return counter(ev)
 
 
 def _uncount_unseen(extras: list[OpRecord], recorded_names) -> list[OpRecord]:
