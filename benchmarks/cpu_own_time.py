@@ -117,11 +117,15 @@ def main() -> None:
     paths = list(args.traces) + (record(args.record) if args.record else [])
     for path in paths:
         trace = load_trace(path, split=True)
-        total_ms = analyze_trace(trace).summary.total_time_s * 1e3
+        report = analyze_trace(trace)
+        total_ms = report.summary.total_time_s * 1e3
         top_us, lost, calls, by_kind = outside_rows(trace)
         top_ms = top_us / 1e3
-        print(f"{path.name}: {len(trace.steps)} step(s); table {total_ms:.3f} ms of {top_ms:.3f} ms top-level "
-              f"host time; {top_ms - total_ms:.3f} ms ({(top_ms - total_ms) / top_ms:.1%}) in no row")
+        gap_ms = round(top_ms - total_ms, 6) + 0.0  # no "-0.000" from the sums' last bits
+        print(f"{path.name}: {len(trace.steps)} step(s), {len(report.ops)} rows; table {total_ms:.3f} ms of "
+              f"{top_ms:.3f} ms top-level host time; {gap_ms:.3f} ms ({gap_ms / top_ms:.1%}) "
+              f"in no row; unmodelled {report.summary.unmodeled_time_share:.1%}, 'launch' "
+              f"{report.summary.share_by_bound.get('launch', 0.0):.1%} of the table")
         for kind, us in by_kind.most_common():
             print(f"  {kind}: {us / 1e3:.3f} ms")
         for (kind, name), us in lost.most_common(6):
