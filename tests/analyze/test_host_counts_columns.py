@@ -24,13 +24,15 @@ FIELDS = ("profiled_events", "profiled_top_level", "runtime_calls")
 
 
 def _per_event(trace, event_to_report, ops, children) -> None:
-    """The per-event walk fill_host_counts was (commit dc128ca), kept as the reference."""
+    """The per-event walk fill_host_counts was (commit dc128ca), kept as the reference; since, an event in nested
+    chosen subtrees counts once, for the innermost (a CPU op's own-time row holds its children's rows)."""
     owner: dict[int, int] = {}
     by_external_id: dict[int, int] = {}
     for event, index in event_to_report.items():
         events = subtree(event, children)
-        ops[index].profiled_events = len(events)
-        ops[index].profiled_top_level = sum(is_top_level(trace, j) for j in events)
+        own = _outside_nested(event, children, event_to_report)
+        ops[index].profiled_events = len(own)
+        ops[index].profiled_top_level = sum(is_top_level(trace, j) for j in own)
         ops[index].runtime_calls = 0
         for j in events:
             owner[j] = index
@@ -64,6 +66,17 @@ def _per_event(trace, event_to_report, ops, children) -> None:
             index = nxt(trace.step_of(launch.ts_us) if trace.steps else None, launch.ts_us)
         if index is not None:
             ops[index].runtime_calls += 1
+
+
+def _outside_nested(event: int, children, chosen) -> list[int]:
+    """``event`` and the events below it that no other chosen event holds."""
+    out, stack = [event], list(children.get(event, []))
+    while stack:
+        j = stack.pop()
+        if j not in chosen:
+            out.append(j)
+            stack.extend(children.get(j, []))
+    return out
 
 
 def _both(monkeypatch, trace, event_to_report=None):

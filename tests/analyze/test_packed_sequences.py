@@ -52,7 +52,9 @@ def test_from_a_trace_each_packing_op_is_one_modelled_row_of_its_copy_bytes(tmp_
         assert (op.modeled, op.flops, op.bytes) == (True, 0.0, PACKING[op.name]), op.name
         assert op.bound != "unmodeled" and op.time_s > 0
     assert next(op for op in rows if "backward" in op.name).phase == "backward"
-    assert report.summary.unmodeled_time_share == 0.0
+    # the only unmodelled rows are the own host time of ops without a formula beside their children (aten::index's
+    # gather: torch records its index list as []), not the packing
+    assert {op.name for op in report.ops if not op.modeled} <= {"aten::index", "aten::index_select_backward"}
 
 
 def test_analyze_counts_the_packing_from_its_outputs():

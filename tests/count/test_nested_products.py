@@ -83,11 +83,15 @@ def test_from_a_trace_nested_ops_are_counted_by_their_children(tmp_path, cpu_cei
             F.scaled_dot_product_attention(q, q, q)
         prof.export_chrome_trace(str(path))
     ops = report_from_trace(load_trace(str(path)), cpu_ceilings).ops
-    # the nested scale (q * 8**-0.25, twice) is counted on the buffer its child multiplies, not on its scalar
-    assert [o.flops for o in ops if o.name == "aten::mul"] == [544, 544]
+    # the nested scale (q * 8**-0.25, twice) is counted on the buffer its child multiplies, not on its scalar; the
+    # nested mul's own host time is a row of its dispatch (no FLOPs or bytes)
+    muls = [o for o in ops if o.name == "aten::mul"]
+    assert [o.flops for o in muls if o.flops] == [544, 544]
+    assert {(o.flops, o.bytes, o.bound) for o in muls if not o.flops} == {(0.0, 0.0, "launch")}
     # the products: the padded bmm the CPU kernel ran, (12, 9, 8) @ (12, 8, 9) and (12, 9, 9) @ (12, 9, 8)
     assert [o.flops for o in ops if o.name == "aten::bmm"] == [15552, 15552]
-    assert not [o for o in ops if o.name == "aten::matmul"]  # unmodelled, its children taken
+    # unmodelled, its children taken: only its own host time is a row (no FLOPs or bytes)
+    assert all((o.flops, o.bytes, o.bound) == (0.0, 0.0, "launch") for o in ops if o.name == "aten::matmul")
     values = [o for o in ops if o.name == "aten::values"]  # a view of a nested tensor: free, not unmodelled
     assert values and all(o.modeled and o.bound == "launch" for o in values)
 

@@ -35,9 +35,11 @@ def fill_host_counts(trace: Trace, event_to_report: dict[int, int], ops: list[Op
 
     Computed on columns of the trace (numpy), not per event: a million-event trace's per-event pass was ~0.5 s of
     every report build. Same result as walking each chosen event's subtree (by ``CpuOp.parent``) in
-    ``event_to_report``'s order: an event in several chosen subtrees (an annotation kept as an op around chosen
-    children) belongs, for the events outside every op and the runtime calls it holds, to the chosen event listed
-    last, and an External id to the op of the chosen event listed first whose subtree holds it."""
+    ``event_to_report``'s order, less the subtrees of the chosen events nested in it: an event in several chosen
+    subtrees (an annotation kept as an op around chosen children, a CPU op's own-time row around its children's)
+    counts once, for the innermost, and so do the events outside every op and the runtime calls it holds (for the
+    chosen event listed last); an External id belongs to the op of the chosen event listed first whose subtree
+    holds it."""
     if not event_to_report or not trace.ops:
         return
     cols = _HostColumns(trace)
@@ -54,7 +56,10 @@ def fill_host_counts(trace: Trace, event_to_report: dict[int, int], ops: list[Op
         first[level] = np.minimum(first[level], first[up])
     events = np.ones(n, dtype=np.int32)
     top_level = cols.top_level.astype(np.int32)
+    is_chosen = np.zeros(n, dtype=bool)
+    is_chosen[chosen] = True
     for level in reversed(cols.levels[1:]):
+        level = level[~is_chosen[level]]  # a chosen event's events are its own op's, not the op around it's
         up = cols.parent[level]
         np.add.at(events, up, events[level])
         np.add.at(top_level, up, top_level[level])

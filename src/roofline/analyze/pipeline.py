@@ -38,7 +38,7 @@ from roofline.analyze.warmup import warmup_events
 from roofline.capture.recording import OpRecording, RecordedOp, Tf32Flags, op_dtype
 from roofline.capture.trace_model import DIRECT_LAUNCH_OP, GRAPH_REPLAY_OP, CpuOp, Trace
 from roofline.count import families
-from roofline.count.counting import count_op, is_view_op
+from roofline.count.counting import count_op, is_composite_op, is_view_op
 from roofline.count.collectives import COMMUNICATION_NOTE
 from roofline.count.copy import LIST_NOT_RECORDED
 from roofline.count.meta import SPARSE_NOT_COUNTED
@@ -67,6 +67,8 @@ class _Counted:
 
 
 _NOT_COUNTED = _Counted(OpCost(0.0, 0.0, False, note="kernels launched outside any counted aten op"), "", [], [], [])
+_DISPATCH_ONLY = _Counted(OpCost(0.0, 0.0, True, note="its host time outside its children: its work is theirs"),
+                          "", [], [], [])
 
 
 class _TraceCounter:
@@ -347,8 +349,7 @@ def report_from_trace(
     counter = _TraceCounter(OptimizerLists(trace), trace, children)
 
     def is_row(op: CpuOp) -> bool:
-        cost = counter(op).cost
-        return cost.modeled or cost.keep_whole
+        return _counts_for_its_children(counter(op))
 
     steps = _step_list(trace)
     roots = roots_by_step(trace)
@@ -356,6 +357,7 @@ def report_from_trace(
         roots = {None: sorted((i for idx in roots.values() for i in idx), key=lambda i: trace.ops[i].ts_us)}
     ops: list[OpRecord] = []
     event_to_report: dict[int, int] = {}
+    own_time_rows: dict[int, OpCost] = {}  # row -> its cost, for rows of an event's own time (Chosen.self_only)
     missing = 0
     if recording is not None:
         per_rec_times: dict[int, list[float]] = defaultdict(list)
@@ -393,7 +395,8 @@ def report_from_trace(
             if event is not None:
                 event_to_report[event] = len(ops) - 1
         first_extra = len(ops)
-        _append_ops(trace, extras, counter, children, rep_step, recording.tf32, gaps, ops, event_to_report)
+        _append_ops(trace, extras, counter, children, rep_step, recording.tf32, gaps, ops, event_to_report,
+                    own_time_rows)
         # Only where the counting pass saw checkpointing rerun a forward: elsewhere an op it missed is one the
         # autograd engine ran below its dispatch mode (an LSTM's per-step gradient sums), counted from the trace.
         checkpointed = any(rec.phase == "recompute" for rec in recording.ops)
@@ -407,9 +410,9 @@ def report_from_trace(
             chosen = [c for c in choose_without_recording(trace, roots.get(step, []), children, is_row, names)
                       if not _is_idle_marker(trace, c)]
             gaps = host_gaps_us(trace, [c.event for c in chosen], step)
-            _append_ops(trace, chosen, counter, children, step, no_tf32, gaps, ops, event_to_report)
+            _append_ops(trace, chosen, counter, children, step, no_tf32, gaps, ops, event_to_report, own_time_rows)
         timeline_steps = steps
-    costs = _CountedCosts(trace, event_to_report, ops, counter, recording)
+    costs = _CountedCosts(trace, event_to_report, ops, counter, recording, own_time_rows)
     kept_whole = _kept_whole_notes(costs, ops)
     shard_only = {i for i, _, cost in costs.of(lambda op: not op.modeled and is_communication_op(op.name))
                   if SHARD_ONLY in cost.note}
@@ -453,6 +456,8 @@ def report_from_trace(
     summary.wall_time_s = _wall_time_s(trace, recording is not None)
     if not trace.has_gpu and recording is None:
         summary.notes.extend(_host_outside_ops_note(summary.total_time_s, summary.wall_time_s, len(steps)))
+    if not trace.has_gpu and own_time_rows:
+        summary.notes.append(_own_time_note([ops[i] for i in sorted(own_time_rows)], summary.total_time_s))
     summary.stale_ceilings = stale_ceilings_note(ops, ceilings)
     threads = thread_count_note(environment, ceilings)
     if threads:
@@ -520,6 +525,21 @@ def _host_outside_ops_note(ops_s: float, wall_s: float | None, steps: int) -> li
             "engine and the optimizer's frames, the profiler, or the OS taking the thread away)"]
 
 
+def _own_time_note(rows: list[OpRecord], total_s: float) -> str:
+    """What the rows of events' own host time are (an aten::linear beside its counted aten::addmm reads as a second
+    linear otherwise)."""
+    time = Counter()
+    calls = Counter(op.name for op in rows)
+    for op in rows:
+        time[op.name] += op.time_s
+    listed = ", ".join(f"{name} x{calls[name]}" for name, _ in time.most_common(4)) + (", ..." if len(time) > 4 else "")
+    share = f": {sum(time.values()) / total_s:.1%} of the op time" if total_s else ""
+    return (f"{len(rows)} row(s) hold host time an op spent outside its children, which are rows of their own "
+            f"({listed}{share}): where they do its work (a composite op's), its dispatch into them (no FLOPs or "
+            "bytes of its own: bound 'launch', as a view's); where they only view or allocate, work it runs itself "
+            "that no formula counts (unmodelled)")
+
+
 def _idle_by_device_note(idle: dict[int, float]) -> str:
     worst = max(idle, key=idle.__getitem__)
     each = ", ".join(f"device {d} {t * 1e3:.3g} ms" for d, t in sorted(idle.items()))
@@ -565,9 +585,9 @@ class _CountedCosts:
     for a row the trace counted: an unmodelled op, or one whose count read live values."""
 
     def __init__(self, trace: Trace, event_to_report: dict[int, int], ops: list[OpRecord], counter: _TraceCounter,
-                 recording: OpRecording | None) -> None:
+                 recording: OpRecording | None, own_time_rows: dict[int, OpCost]) -> None:
         self._trace, self._event_to_report, self._ops, self._counter = trace, event_to_report, ops, counter
-        self._recording = recording
+        self._recording, self._own_time_rows = recording, own_time_rows
         self._events: dict[int, int] | None = None
 
     def of(self, keep: Callable[[OpRecord], bool]) -> Iterator[tuple[int, OpRecord, OpCost]]:
@@ -581,7 +601,9 @@ class _CountedCosts:
                 continue
             if self._events is None:
                 self._events = {i: event for event, i in self._event_to_report.items()}
-            if i in self._events:
+            if i in self._own_time_rows:
+                yield i, op, self._own_time_rows[i]
+            elif i in self._events:
                 yield i, op, self._counter(self._trace.ops[self._events[i]]).cost
 
 
@@ -689,15 +711,19 @@ def _op_from_recording(trace: Trace, rec: RecordedOp, rec_index: int, times_us: 
 
 def _append_ops(trace: Trace, chosen: list[Chosen], counter: _TraceCounter, children: dict[int, list[int]],
                 step: int | None, tf32: Tf32Flags, gaps: dict[int, float], ops: list[OpRecord],
-                event_to_report: dict[int, int]) -> None:
-    """An op of each chosen event (its host gap from ``gaps``, 0 if not there), appended to ``ops``; the per-op
-    helpers are spelled out here, not called (127,620 ops on the 1 M-event trace: 0.68 -> 0.60 s)."""
+                event_to_report: dict[int, int], own_time_rows: dict[int, OpCost]) -> None:
+    """An op of each chosen event (its host gap from ``gaps``, 0 if not there), appended to ``ops``, the rows of an
+    event's own time also to ``own_time_rows`` with their cost; the per-op helpers are spelled out here, not called
+    (127,620 ops on the 1 M-event trace: 0.68 -> 0.60 s)."""
     all_ops, kernels, has_gpu = trace.ops, trace.kernels, trace.has_gpu
     origin = _start_origin(trace, step)
     for c in chosen:
         idx, self_only = c.event, c.self_only
         ev = all_ops[idx]
-        if self_only or ev.is_annotation:  # a backend's annotation of a collective ("nccl:all_to_all") has a message
+        if self_only:
+            counted = _own_time_counted(counter, trace, ev, children)
+            own_time_rows[len(ops)] = counted.cost
+        elif ev.is_annotation:  # a backend's annotation of a collective ("nccl:all_to_all") has a message
             counted = counter(ev) if ev.name.startswith(BACKEND_PREFIXES) else _NOT_COUNTED
         else:
             counted = counter(ev)
@@ -734,6 +760,34 @@ def _append_ops(trace: Trace, chosen: list[Chosen], counter: _TraceCounter, chil
             host_gap_s=gaps.get(idx, 0.0) / 1e6,
         ))
         event_to_report.setdefault(idx, len(ops) - 1)
+
+
+def _own_time_counted(counter: _TraceCounter, trace: Trace, ev: CpuOp, children: dict[int, list[int]]) -> _Counted:
+    """What the row of an event's own time beside its children's rows counts. Kernels it ran itself on a GPU, or a
+    compiled graph's C++ kernels on a CPU: unmodelled (a backend's annotation of a collective, "nccl:all_to_all":
+    its message). On a CPU, an op's own host time is its dispatch into its children when their work is its work
+    (a composite op, aten::linear over aten::addmm, counted or not; a vmapped op over its batched run; a wrapper
+    like fft_rfft over _fft_r2c): no FLOPs or bytes, placed as a view is (bound 'launch'). An op without a count
+    whose children only view or allocate runs its work itself (aten::index's gather when its index list is not
+    recorded, _transform_bias_rescale_qkv, quantized::linear_dynamic's GEMM): unmodelled."""
+    if ev.name.startswith(BACKEND_PREFIXES):
+        return counter(ev)
+    if trace.has_gpu or ev.is_annotation:
+        return _NOT_COUNTED
+    if is_composite_op(ev.name) or _counts_for_its_children(counter(ev)):
+        return _DISPATCH_ONLY
+    kids = [trace.ops[k] for k in children.get(ev.index, [])]
+    return _DISPATCH_ONLY if any(not _does_no_work(counter(kid)) for kid in kids) else _NOT_COUNTED
+
+
+def _does_no_work(counted: _Counted) -> bool:
+    """A view's or an allocation's count: modelled, no FLOPs, no bytes."""
+    return counted.cost.modeled and not counted.cost.flops and not counted.cost.bytes
+
+
+def _counts_for_its_children(counted: _Counted) -> bool:
+    """Whether an op's count, were it a row, would stand for its subtree (``is_row`` in report_from_trace)."""
+    return counted.cost.modeled or counted.cost.keep_whole
 
 
 def _uncount_unseen(extras: list[OpRecord], recorded_names) -> list[OpRecord]:
