@@ -167,3 +167,16 @@ def test_a_training_step_recorded_here_sums_to_its_ops_host_time(tmp_path):
     report = analyze_trace_file(path)
     assert len(trace.steps) == 2 and any(op.name == "aten::linear" and op.bound == "launch" for op in report.ops)
     assert report.summary.total_time_s * 1e6 == pytest.approx(_top_level_us(trace) - _outside_ops_us(trace))
+
+
+def test_an_ops_own_time_over_uncounted_children_stays_unmodelled(tmp_path):
+    """Children the trace cannot count (no shapes recorded, an A100 run's CUPTI-range trace in the public corpus)
+    tell nothing about whether the op's own time is dispatch: its row is unmodelled, never a 'launch' row (which
+    made 64% of that trace's host time look like per-op overhead)."""
+    events = [_x("cpu_op", "aten::cudnn_convolution", 0, 100), _x("cpu_op", "aten::empty", 5, 10),
+              _x("cpu_op", "aten::resize_", 20, 10)]
+    report = report_from_trace(_load(tmp_path, events), CPU)
+    own = [op for op in report.ops if op.name == "aten::cudnn_convolution"]
+    assert len(own) == 1 and not own[0].modeled and own[0].bound == "unmodeled"
+    assert own[0].time_s == pytest.approx(80e-6)
+    assert not [op for op in report.ops if op.bound == "launch"]

@@ -61,7 +61,9 @@ def test_a_torch_21_cat_of_an_unrecorded_tensor_list_says_why_it_is_unmodelled()
     """torch 2.1 records a TensorList argument's "Input Dims" as []: the LSTM's cat has no shapes to count, and the
     row alone said only "unmodeled"; its RNN layers are counted from their shapes."""
     report = analyze_trace_file(DATA / "torch2.1.2_cpu_lstm.json")
-    assert [op.name for op in report.ops if not op.modeled] == ["aten::cat", "aten::cat"]
+    # aten::stack gives way to that cat (and a view): with its only working child uncounted, stack's own host time
+    # cannot be told dispatch from work, and stays unmodelled too
+    assert [op.name for op in report.ops if not op.modeled] == ["aten::stack", "aten::cat"] * 2
     note = next(n for n in report.summary.notes if n.startswith("aten::cat unmodelled (2 call(s)"))
     assert "tensor list's shapes were not recorded" in note
     assert "torch 2.1 and older record every tensor list as []" in note

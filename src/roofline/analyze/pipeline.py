@@ -69,6 +69,9 @@ class _Counted:
 _NOT_COUNTED = _Counted(OpCost(0.0, 0.0, False, note="kernels launched outside any counted aten op"), "", [], [], [])
 _DISPATCH_ONLY = _Counted(OpCost(0.0, 0.0, True, note="its host time outside its children: its work is theirs"),
                           "", [], [], [])
+_OWN_WORK_NOT_COUNTED = _Counted(OpCost(0.0, 0.0, False, note="its host time outside its children: work it runs "
+                                                                "itself, which no formula counts from the trace"),
+                                 "", [], [], [])
 
 
 class _TraceCounter:
@@ -768,7 +771,7 @@ def _own_time_counted(counter: _TraceCounter, trace: Trace, ev: CpuOp, children:
     its message). On a CPU, an op's own host time is its dispatch into its children when their work is its work
     (a composite op, aten::linear over aten::addmm, counted or not; a vmapped op over its batched run; a wrapper
     like fft_rfft over _fft_r2c): no FLOPs or bytes, placed as a view is (bound 'launch'). An op without a count
-    whose children only view or allocate runs its work itself (aten::index's gather when its index list is not
+    whose children only view, allocate or are not counted either runs its work itself (aten::index's gather when its index list is not
     recorded, _transform_bias_rescale_qkv, quantized::linear_dynamic's GEMM): unmodelled."""
     if ev.name.startswith(BACKEND_PREFIXES):
         return counter(ev)
@@ -777,12 +780,13 @@ def _own_time_counted(counter: _TraceCounter, trace: Trace, ev: CpuOp, children:
     if is_composite_op(ev.name) or _counts_for_its_children(counter(ev)):
         return _DISPATCH_ONLY
     kids = [trace.ops[k] for k in children.get(ev.index, [])]
-    return _DISPATCH_ONLY if any(not _does_no_work(counter(kid)) for kid in kids) else _NOT_COUNTED
+    return _DISPATCH_ONLY if any(_does_work(counter(kid)) for kid in kids) else _OWN_WORK_NOT_COUNTED
 
 
-def _does_no_work(counted: _Counted) -> bool:
-    """A view's or an allocation's count: modelled, no FLOPs, no bytes."""
-    return counted.cost.modeled and not counted.cost.flops and not counted.cost.bytes
+def _does_work(counted: _Counted) -> bool:
+    """A count with work in it: modelled, with FLOPs or bytes (not a view's or an allocation's; an uncounted child,
+    a trace without shapes, tells nothing, and the op's own time stays unmodelled)."""
+    return counted.cost.modeled and bool(counted.cost.flops or counted.cost.bytes)
 
 
 def _counts_for_its_children(counted: _Counted) -> bool:
