@@ -2,6 +2,7 @@
 joined to the trace) and `roofline trace` of the same trace.json.gz should agree on where a step's host time goes.
 
     PYTHONPATH=src python benchmarks/live_own_time.py DIR...
+    PYTHONPATH=src python -m roofline analyze benchmarks/live_own_time.py:encoder --device cpu --backward -o DIR
 
 DIR: a live command's output directory (report.json and trace.json.gz). For each, prints the live report's total
 (medians over the profiled steps), the trace report's total per profiled step, and by op name the host time per
@@ -21,6 +22,23 @@ from roofline.analyze.join import children_index, roots_by_step
 from roofline.analyze.trace_file import analyze_trace
 from roofline.capture.kineto import load_trace
 from roofline.capture.trace_model import Trace, is_autograd_frame
+
+
+def encoder():
+    """The TransformerEncoder of the results, for `roofline analyze benchmarks/live_own_time.py:encoder --device cpu
+    --backward` (and :encoder_eval, its eval-mode twin)."""
+    import torch
+
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    layer = torch.nn.TransformerEncoderLayer(64, 4, 128, batch_first=True)
+    model = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+    return model, (torch.randn(4, 16, 64),)
+
+
+def encoder_eval():
+    model, inputs = encoder()
+    return model.eval(), inputs
 
 
 def per_name_s(ops, steps: int) -> Counter:
