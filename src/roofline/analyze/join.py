@@ -203,7 +203,8 @@ def _host_time_of_its_own(trace: Trace, idx: int, kids: list[int]) -> bool:
 
     Both joins ask it of an op they descend through: the trace-only one of an op without a row of its own, the
     live one of an op the counting pass did not see above ops it did (aten::linear above the recorded aten::addmm,
-    since the recorder sees ops below autograd: a live CPU report lost 15% of a TransformerEncoder's step)."""
+    since the recorder sees ops below autograd: a live CPU report of a TransformerEncoder's training step lost
+    6.5% of its ops' host time, 172 us a step, in aten::reshape, matmul, linear, dropout, sdpa)."""
     op = trace.ops[idx]
     if trace.has_gpu or op.is_annotation or "::" not in op.name or is_autograd_frame(op.name):
         return False
