@@ -180,3 +180,76 @@ def test_an_ops_own_time_over_uncounted_children_stays_unmodelled(tmp_path):
     assert len(own) == 1 and not own[0].modeled and own[0].bound == "unmodeled"
     assert own[0].time_s == pytest.approx(80e-6)
     assert not [op for op in report.ops if op.bound == "launch"]
+
+
+def _addmm_recording():
+    from roofline.capture.recording import OpRecording, RecordedOp, Tf32Flags
+    from roofline.count import count_op
+    from roofline.count.meta import TensorMeta as T
+
+    args = [T((16,), "float32"), T((4, 8), "float32"), T((8, 16), "float32")]
+    out = [T((4, 16), "float32")]
+    return OpRecording([RecordedOp("aten::addmm", args, out, count_op("aten::addmm", args, None, out), "float32",
+                                   "fc", "forward", "m.py:1")], Tf32Flags())
+
+
+def test_a_live_join_keeps_the_own_time_of_an_op_the_counting_pass_did_not_see(tmp_path):
+    """The counting pass records below autograd (aten::addmm, not aten::linear): the linear above the recorded
+    addmm is no op of the recording, and its host time outside the addmm was lost. It is a row of its own as on
+    the trace path (its dispatch: 'launch'), from the last profiled step, beside the addmm's median over them."""
+    events = []
+    for s, (linear, addmm) in enumerate([(20, 10), (30, 14), (26, 16)]):
+        o = 100 * s
+        events += [_x("user_annotation", f"ProfilerStep#{s + 1}", o, 100),
+                   _x("cpu_op", "aten::linear", o + 5, linear, **_shapes((4, 8), (16, 8), (16,))),
+                   _x("cpu_op", "aten::addmm", o + 7, addmm, **_shapes((16,), (4, 8), (8, 16)))]
+    trace = _load(tmp_path, events)
+    report = report_from_trace(trace, CPU, _addmm_recording())
+    assert [(op.name, round(op.time_s * 1e6)) for op in report.ops] == [("aten::addmm", 14), ("aten::linear", 10)]
+    gemm, own = report.ops
+    assert gemm.flops == 2 * 4 * 8 * 16 and gemm.module == "fc"
+    assert (own.flops, own.bytes, own.modeled, own.bound) == (0.0, 0.0, True, "launch")
+    assert (own.module, own.source) == ("fc", "m.py:1")  # the recorded op's below it: the trace names none
+    assert "1 row(s) hold host time an op spent outside its children" in " ".join(report.summary.notes)
+
+
+def test_a_live_join_on_a_gpu_keeps_only_device_time(tmp_path):
+    """On a GPU the table is kernel time: the linear's host time outside its addmm adds no row."""
+    from roofline.analyze.attribution import attribute
+
+    events = [_x("user_annotation", "ProfilerStep#1", 0, 100),
+              _x("cpu_op", "aten::linear", 5, 30, **{"External id": 1}, **_shapes((4, 8), (16, 8), (16,))),
+              _x("cpu_op", "aten::addmm", 7, 20, **{"External id": 2}, **_shapes((16,), (4, 8), (8, 16))),
+              _x("cuda_runtime", "cudaLaunchKernel", 9, 2, correlation=21, **{"External id": 2}),
+              {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 12, "dur": 6,
+               "args": {"correlation": 21, "device": 0, "stream": 7}}]
+    trace = _load(tmp_path, events)
+    attribute(trace)
+    report = report_from_trace(trace, GPU, _addmm_recording())
+    assert [(op.name, op.time_s) for op in report.ops] == [("aten::addmm", pytest.approx(6e-6))]
+
+
+@pytest.mark.filterwarnings("ignore:Warning. Profiler clears events")
+def test_roofline_analyze_of_a_training_step_sums_to_its_ops_host_time(tmp_path, cpu_ceilings, one_thread):
+    """`roofline analyze` (a counting pass joined to the trace) of a TransformerEncoder's forward and backward: with
+    one profiled step the table holds the step's top-level ops' host time, as the trace path's does, less the
+    engine's frames' own time; the composite ops' own time (linear, matmul, dropout, reshape over the recorded
+    addmm, bmm, ...) adds no FLOPs to the recording's."""
+    import torch
+
+    from roofline.analyze.live import analyze_model
+
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(32, 2, 64, batch_first=True)
+    model = torch.nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
+    path = tmp_path / "trace.json"
+    report = analyze_model(model, (torch.randn(2, 8, 32),), device="cpu", ceilings=cpu_ceilings, backward=True,
+                           warmup=1, iters=1, trace_path=path)
+    trace = load_trace(path)
+    assert len(trace.steps) == 1
+    assert report.summary.total_time_s * 1e6 == pytest.approx(_top_level_us(trace) - _outside_ops_us(trace))
+    linears = [op for op in report.ops if op.name == "aten::linear"]
+    assert linears and all((op.flops, op.bytes, op.bound) == (0.0, 0.0, "launch") for op in linears)
+    assert all(op.module.startswith("layers.0.") for op in linears)
+    recorded = [op for op in report.ops if op.name in ("aten::addmm", "aten::mm", "aten::bmm")]
+    assert recorded and all(op.flops > 0 for op in recorded)

@@ -339,7 +339,9 @@ def report_from_trace(
     by default what the trace's own metadata says (analyze/environment.py), never this machine.
 
     Without a recording, ops of every profiled step are kept (``op.step``) and totals cover all steps. With a
-    recording of one step, each recorded op gets the median of its time over the profiled steps.
+    recording of one step, each recorded op gets the median of its time over the profiled steps; the rows beyond
+    the recording (events it did not see, and on a CPU an op's host time outside the recorded ops below it) are
+    the last step's.
     ``reference_peak_bytes``: the allocator's own peak over the run, set beside the trace's memory summary.
     The Report is undiagnosed: the entry point that asked for it runs the doctor, once.
     """
@@ -400,6 +402,7 @@ def report_from_trace(
         first_extra = len(ops)
         _append_ops(trace, extras, counter, children, rep_step, recording.tf32, gaps, ops, event_to_report,
                     own_time_rows)
+        _place_own_time_rows(trace, extras, first_extra, ops, rep_events, recording, children)
         # Only where the counting pass saw checkpointing rerun a forward: elsewhere an op it missed is one the
         # autograd engine ran below its dispatch mode (an LSTM's per-step gradient sums), counted from the trace.
         checkpointed = any(rec.phase == "recompute" for rec in recording.ops)
@@ -781,6 +784,22 @@ def _own_time_counted(counter: _TraceCounter, trace: Trace, ev: CpuOp, children:
         return _DISPATCH_ONLY
     kids = [trace.ops[k] for k in children.get(ev.index, [])]
     return _DISPATCH_ONLY if any(_does_work(counter(kid)) for kid in kids) else _OWN_WORK_NOT_COUNTED
+
+
+def _place_own_time_rows(trace: Trace, extras: list[Chosen], first: int, ops: list[OpRecord],
+                         rep_events: dict[int, int], recording: OpRecording, children: dict[int, list[int]]) -> None:
+    """A live run's rows of an op's own time (``extras``, rows from ``first`` on) whose event names no module take
+    the module and source line of the first recorded op below it: the profiler of a live run records no module,
+    the counting pass does, and aten::linear's dispatch is its nn.Linear's as its addmm is (else the per-module
+    view charged it to no module)."""
+    recorded_at = {event: rec for rec, event in rep_events.items()}
+    for row, c in enumerate(extras, start=first):
+        if not c.self_only or ops[row].module:
+            continue
+        below = [e for e in subtree(c.event, children) if e in recorded_at]
+        if below:
+            rec = recording.ops[recorded_at[min(below, key=lambda e: trace.ops[e].ts_us)]]
+            ops[row].module, ops[row].source = rec.module, ops[row].source or rec.source
 
 
 def _does_work(counted: _Counted) -> bool:
