@@ -280,9 +280,9 @@ def _describe_missing(report: Report, trace) -> None:
         for k in trace.kernels:
             by_name[k.name] = by_name.get(k.name, 0.0) + k.dur_us
         top = sorted(by_name.items(), key=lambda kv: -kv[1])[:5]
-        listed = "; ".join(f"{name[:60]} {us / 1e3:.3g} ms" for name, us in top)
+        listed = "; ".join(f"{name[:60]} {fmt_time(us / 1e6)}" for name, us in top)
         report.summary.notes.append(f"ops are absent (no cpu_op events): a kernel-level report of "
-                                    f"{len(trace.kernels)} device events ({sum(by_name.values()) / 1e3:.3g} ms); "
+                                    f"{len(trace.kernels)} device events ({fmt_time(sum(by_name.values()) / 1e6)}); "
                                     f"by time: {listed}")
     if trace.ops and not report.ops:
         report.summary.notes.append(f"none of the trace's {len(trace.ops)} host events is an op with recorded work "
