@@ -50,6 +50,13 @@ def uncompressed_size(path: Path) -> int:
     return size
 
 
+def too_big_to_augment(raw_trace: str | os.PathLike[str] | dict) -> bool:
+    """Whether a trace file holds more than AUGMENT_LIMIT_BYTES of JSON (a parsed dict never does: it is in memory
+    already)."""
+    return not isinstance(raw_trace, dict) and Path(raw_trace).exists() and \
+        uncompressed_size(Path(raw_trace)) > AUGMENT_LIMIT_BYTES
+
+
 class OutputSkipped(Exception):
     """A renderer that cannot write its file for this report says why (the other files are still written)."""
 
@@ -130,7 +137,7 @@ class TraceRenderer:
     def render(self, report: Report) -> str:
         from roofline.render.trace_augment import augmented_trace_json
 
-        if not isinstance(self.raw_trace, dict) and uncompressed_size(Path(self.raw_trace)) > AUGMENT_LIMIT_BYTES:
+        if too_big_to_augment(self.raw_trace):
             raise OutputSkipped(f"trace.json.gz not written: the trace is over {AUGMENT_LIMIT_BYTES >> 20} MiB of "
                                 "JSON; open the original in Perfetto, the report carries the per-op figures")
         return augmented_trace_json(self.raw_trace, report)

@@ -46,11 +46,10 @@ class ProfileReport:
         ``console``: a rich Console, a text stream, or False for no printing (default: stdout).
         """
         from roofline.render.outputs import (AUGMENT_LIMIT_BYTES, RawTraceRenderer, TraceRenderer, report_renderers,
-                                             uncompressed_size, write_outputs)
+                                             too_big_to_augment, write_outputs)
 
         source = self.trace
-        large = isinstance(source, (str, os.PathLike)) and Path(source).exists() \
-            and uncompressed_size(Path(source)) > AUGMENT_LIMIT_BYTES
+        large = isinstance(source, (str, os.PathLike)) and too_big_to_augment(source)
         renderers = report_renderers(raw_trace={} if large else self._chrome_trace())
         if large:
             renderers = [RawTraceRenderer(source) if isinstance(r, TraceRenderer) else r for r in renderers]
