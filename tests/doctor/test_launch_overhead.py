@@ -21,6 +21,15 @@ def test_many_tiny_cpu_ops_are_launch_bound():
     assert "measured launch overhead (5 us), summed over 40 ops" in f.savings_method
 
 
+def test_on_a_cpu_the_fix_is_fusion_and_batching_not_cuda_graphs():
+    """A CPU run's per-op overhead is dispatch: a CUDA graph, which the fix led with, does not apply there."""
+    ops = [op("aten::add", [([16], "float32"), ([16], "float32")], out=[16], time=4e-6, nbytes=192)
+           for _ in range(40)]
+    (finding,) = diagnose(report(ops, ceil=ceilings(device="cpu", launch=5e-6)), rules=["launch-overhead"])
+    assert finding.fix.startswith("fuse the small ops with torch.compile") and "CUDA" not in finding.fix
+    assert "dispatch" in finding.fix
+
+
 def test_few_large_ops_are_silent():
     ops = [op("aten::mm", [([512, 512], "float32"), ([512, 512], "float32")], out=[512, 512], time=1e-3,
               flops=2 * 512**3, bound="compute") for _ in range(20)]

@@ -12,8 +12,8 @@ from operator import attrgetter
 
 import numpy as np
 
-from roofline.doctor.evidence import (VIEW_KINDS, device_time_share, kernel_table, op_kind, roofline_time,
-                                      severity_for, top_locations, torch_device)
+from roofline.doctor.evidence import (VIEW_KINDS, device_time_share, is_cpu_report, kernel_table, op_kind,
+                                      roofline_time, severity_for, top_locations, torch_device)
 from roofline.doctor.op_table import KernelTable
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
@@ -38,6 +38,8 @@ ORT_CPU_FIX = ("let ONNX Runtime fuse the graph into fewer, larger nodes: graph 
 ONNX_FIX = "fuse the small layers in the exported graph (fewer, larger layers) before compiling it for the device"
 FUSE_FIX = ("fuse the small ops with torch.compile: fewer, larger kernels, so fewer launches and fewer gaps between "
             "them")
+CPU_FIX = ("fuse the small ops with torch.compile (Inductor's C++ backend turns a run of them into one loop): fewer "
+           "ops, so less per-op dispatch; and batch the work, so each op has more to do per call")
 
 
 def fix_for(report: Report) -> str:
@@ -45,7 +47,10 @@ def fix_for(report: Report) -> str:
     `roofline ort` or `roofline trace --onnx`) is not fixed with torch.compile."""
     onnx = report.extra.get("onnx") if isinstance(report.extra, dict) else None
     if not isinstance(onnx, dict):
-        # CUDA graphs are CUDA's (ROCm's too, under torch.cuda); on an Intel XPU or Apple MPS fusion is the fix
+        # CUDA graphs are CUDA's (ROCm's too, under torch.cuda); on an Intel XPU or Apple MPS fusion is the fix, and
+        # on a CPU the overhead is dispatch, which fusing or batching removes
+        if is_cpu_report(report):
+            return CPU_FIX
         return FUSE_FIX if torch_device(report) in ("xpu", "mps") else FIX
     if not str(onnx.get("source", "")).startswith("onnxruntime"):
         return ONNX_FIX
