@@ -201,3 +201,19 @@ def test_no_split_while_another_thread_runs(plain_trace, monkeypatch):
     finally:
         stop.set()
         worker.join()
+
+
+def test_the_gzip_trailer_is_read_only_where_it_can_be_one(plain_trace, tmp_path):
+    """One reader of the recorded JSON size for the split and for the large-trace check (render/outputs.py): the
+    size for a gzip file, None for a plain one or where the last bytes cannot be a trailer (a cut file's)."""
+    from roofline.capture.event_stream import gzip_json_size
+    from roofline.render.outputs import uncompressed_size
+
+    data = plain_trace.read_bytes()
+    gz = tmp_path / "t.json.gz"
+    gz.write_bytes(gzip.compress(data))
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(gzip.compress(data)[:-4] + b"\xff\xff\xff\x7f")  # 2 GiB from a few hundred KB
+    assert gzip_json_size(gz) == len(data) == uncompressed_size(gz)
+    assert gzip_json_size(plain_trace) is None and uncompressed_size(plain_trace) == len(data)
+    assert gzip_json_size(cut) is None and uncompressed_size(cut) == cut.stat().st_size

@@ -138,7 +138,7 @@ class EventStream:
         """The decompressed blocks before (``head``) or from the event boundary near the middle of the JSON
         (``_boundary`` in the SPLIT_WINDOW bytes from the middle), which is recorded in ``split_point``. The bytes
         before the middle stream through (the head) or are dropped (the tail); only the window is held."""
-        middle = _gzip_size(self.path) // 2
+        middle = (gzip_json_size(self.path) or 0) // 2
         pos = 0
         held = bytearray()
         held_at = None
@@ -423,18 +423,21 @@ def _boundary(data: bytes, tries: int = 16) -> int | None:
     return None
 
 
+# deflate never compresses better than about 1032:1: a larger recorded size is no gzip trailer (a cut file)
+_MAX_DEFLATE_RATIO = 1032
+
+
 def gzip_json_size(path: str | Path) -> int | None:
     """The JSON size a gzipped file records in its trailer (modulo 4 GiB; the last member's where several are
-    concatenated), or None for a file that is not gzip."""
+    concatenated), or None for a file that is not gzip or whose trailer cannot be one (a cut file's last bytes)."""
     with open(path, "rb") as fh:
-        if fh.read(2) != b"\x1f\x8b" or fh.seek(0, 2) < 18:  # a gzip member's header and trailer alone take 18
+        size = fh.seek(0, 2)
+        fh.seek(0)
+        if fh.read(2) != b"\x1f\x8b" or size < 18:  # a gzip member's header and trailer alone take 18
             return None
         fh.seek(-4, 2)
-        return int.from_bytes(fh.read(4), "little")
-
-
-def _gzip_size(path: Path) -> int:
-    return gzip_json_size(path) or 0
+        recorded = int.from_bytes(fh.read(4), "little")
+    return recorded if recorded <= size * _MAX_DEFLATE_RATIO else None
 
 
 def _byte_range(blocks: Iterator[bytes], start: int | None, stop: int | None) -> Iterator[bytes]:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from roofline.capture.event_stream import gzip_json_size
 from roofline.forked import Forked, Ready, can_fork, meanwhile
 from roofline.io import atomic_directory, atomic_write_bytes, atomic_write_chunks
 from roofline.report import Report
@@ -35,19 +36,12 @@ BACKGROUND_PNG_MIN_OPS = 20_000
 PNG_CHILD_NICENESS = 0
 
 
-# deflate never compresses better than about 1032:1: a larger recorded size is not a gzip trailer (a cut file)
-_MAX_DEFLATE_RATIO = 1032
-
-
 def uncompressed_size(path: Path) -> int:
-    """A trace's JSON size; for .gz, the size gzip records in its trailer (modulo 4 GiB), when it can be one."""
+    """A trace's JSON size; for a gzipped one, the size gzip records in its trailer (modulo 4 GiB), when it can be
+    one (capture/event_stream.py's ``gzip_json_size``)."""
     size = path.stat().st_size
-    if path.suffix == ".gz" and size >= 4:
-        with path.open("rb") as fh:
-            fh.seek(-4, os.SEEK_END)
-            recorded = int.from_bytes(fh.read(4), "little")
-        return max(size, recorded) if recorded <= size * _MAX_DEFLATE_RATIO else size
-    return size
+    recorded = gzip_json_size(path)
+    return size if recorded is None else max(size, recorded)
 
 
 def too_big_to_augment(raw_trace: str | os.PathLike[str] | dict) -> bool:
