@@ -240,7 +240,11 @@ def ours_by_op(report_dir):
 
 
 def compare(name, report_dir, backward):
-    ours, ref = ours_by_op(report_dir), fcm_by_op(name, backward)
+    return print_comparison(ours_by_op(report_dir), fcm_by_op(name, backward))
+
+
+def print_comparison(ours, ref):
+    """Our FLOPs and FlopCounterMode's per op, the largest first, then both totals; returns the totals."""
     for k in sorted(set(ours) | set(ref), key=lambda k: -max(ours.get(k, 0), ref.get(k, 0))):
         if ours.get(k, 0) or ref.get(k, 0):
             print(f"{k:50s} {ours.get(k, 0):>16,.0f} {ref.get(k, 0):>16,.0f}")

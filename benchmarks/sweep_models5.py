@@ -27,6 +27,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from sweep_models4 import ours_by_op, print_comparison  # the same report reading and table as sweep 4
+
 HERE = Path(__file__).resolve()
 REPO = HERE.parent.parent
 
@@ -217,22 +219,8 @@ def fcm_by_op(script):
     return {str(k).removeprefix("aten."): v for k, v in fc.get_flop_counts()["Global"].items()}
 
 
-def ours_by_op(report_dir):
-    r = json.loads(Path(report_dir, "report.json").read_text())
-    steps = max(1, r.get("steps") or 1)
-    ours = defaultdict(float)
-    for op in r["ops"]:
-        ours[op["name"].removeprefix("aten::")] += (op["flops"] or 0) * (op.get("count") or 1) / steps
-    return ours
-
-
 def compare(script, report_dir):
-    ours, ref = ours_by_op(report_dir), fcm_by_op(script)
-    for k in sorted(set(ours) | set(ref), key=lambda k: -max(ours.get(k, 0), ref.get(k, 0))):
-        if ours.get(k, 0) or ref.get(k, 0):
-            print(f"{k:50s} {ours.get(k, 0):>16,.0f} {ref.get(k, 0):>16,.0f}")
-    tot, fcm = sum(ours.values()), sum(ref.values())
-    print(f"{'TOTAL':50s} {tot:>16,.0f} {fcm:>16,.0f}  ratio {tot / fcm if fcm else float('nan'):.3f}")
+    print_comparison(ours_by_op(report_dir), fcm_by_op(script))
 
 
 def report_facts(report_dir):
