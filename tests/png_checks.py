@@ -8,7 +8,7 @@ import io
 import numpy as np
 from matplotlib import image
 
-from roofline.render.png import COLORS
+from roofline.render.roofline_chart import COLORS
 
 SIZE = (715, 1100)  # figsize 10 x 6.5 inches at 110 dpi
 

@@ -7,7 +7,8 @@ from ncu_cases import DATA, H200
 from roofline.analyze.ncu_join import join_ncu
 from roofline.capture.ncu_csv import read_ncu_csv
 from roofline.render.memory_png import render_memory_png
-from roofline.render.png import _measured_levels, draw_roofline
+from roofline.render.png import draw_roofline
+from roofline.render.roofline_chart import _measured_levels
 
 
 def _llama():

@@ -1,6 +1,7 @@
 from roofline.analyze.roofline import place_op
 from png_checks import assert_roofline_png
-from roofline.render.png import COLORS, plot_roofline, render_png
+from roofline.render.png import plot_roofline, render_png
+from roofline.render.roofline_chart import COLORS
 from roofline.report import Ceilings, OpRecord, Report
 
 
@@ -41,7 +42,7 @@ def test_png_renderer_copes_with_an_empty_report():
 
 def test_a_long_roofs_method_is_cut_at_a_word_and_says_where_the_rest_is():
     """A CPU trace of an unnamed host has a 300-character method; the caption ended mid-word ("for roofs, wr")."""
-    from roofline.render.png import CAPTION_ROOFS_CHARS, _clipped
+    from roofline.render.roofline_chart import CAPTION_ROOFS_CHARS, _clipped
 
     method = ("no roofs: a CPU trace recorded on a host the trace does not name is not judged against this machine's "
               "CPU; for roofs, write them with `roofline ceilings --json FILE` on that machine")
