@@ -61,8 +61,8 @@ def _run(args: argparse.Namespace) -> int:
     from roofline.analyze.trace_file import analyze_trace_file
     from roofline.doctor import diagnose
     from roofline.forked import meanwhile
-    from roofline.render.outputs import (html_parts_meanwhile, in_background, is_big, prepare, report_renderers,
-                                         write_outputs)
+    from roofline.render.outputs import (html_parts_meanwhile, in_background, is_big, png_drawer_for, prepare,
+                                         report_renderers, write_outputs)
 
     if args.onnx or args.device or args.inputs:
         return _run_onnx(args)
@@ -89,18 +89,25 @@ def _run(args: argparse.Namespace) -> int:
         # report.html's op table is started as soon as the ops are placed (a forked child on a big report, while
         # this process builds the rest of the report); with --ncu the ops change after (their measured traffic).
         html_parts = []
-        report = analyze_trace_file(args.paths[0], args.ceilings, partial=args.partial,
-                                    ops_placed=None if args.no_html or args.ncu
-                                    else lambda ops: html_parts.append(html_parts_meanwhile(ops)))
-        if args.ncu:
-            from roofline.analyze.ncu_join import join_ncu
-            from roofline.capture.ncu_csv import read_ncu_csv
+        drawer = png_drawer_for(args.paths[0])
+        try:
+            report = analyze_trace_file(args.paths[0], args.ceilings, partial=args.partial,
+                                        ops_placed=None if args.no_html or args.ncu
+                                        else lambda ops: html_parts.append(html_parts_meanwhile(ops)))
+            if args.ncu:
+                from roofline.analyze.ncu_join import join_ncu
+                from roofline.capture.ncu_csv import read_ncu_csv
 
-            join_ncu(report, read_ncu_csv(args.ncu), source=args.ncu)
+                join_ncu(report, read_ncu_csv(args.ncu), source=args.ncu)
+        except BaseException:
+            if drawer is not None:
+                drawer.stop()
+            raise
         raw = None if report.extra.get("partial") else args.paths[0]
-        # A big report's PNG is drawn and its doctor run by forked children meanwhile (the PNG shows no findings),
-        # while this process builds what of report.html needs no findings and writes report.json up to them.
-        renderers = in_background(report_renderers(raw_trace=raw, html=not args.no_html), report)
+        # A big report's PNG is drawn (by the drawer started above, or a forked child) and its doctor run by a
+        # forked child meanwhile (the PNG shows no findings), while this process builds what of report.html needs
+        # no findings and writes report.json up to them.
+        renderers = in_background(report_renderers(raw_trace=raw, html=not args.no_html), report, drawer)
         findings = meanwhile(diagnose, report, fork=is_big(report))
         prepare(renderers, report, html_parts[0] if html_parts else None)
         written, problems = write_outputs(report, args.output, renderers, findings=findings.result)

@@ -230,12 +230,51 @@ def is_big(report: Report) -> bool:
     return len(report.ops) >= BACKGROUND_PNG_MIN_OPS
 
 
-def in_background(renderers: Sequence[Renderer], report: Report) -> list[Renderer]:
+class DrawnPngRenderer:
+    """roofline.png from a drawer started before the trace was read (render/png_drawer.py), sent the report's chart
+    now; drawn here if the drawer has none."""
+
+    file_name = PngRenderer.file_name
+
+    def __init__(self, drawer: Any, report: Report) -> None:
+        self._drawer = drawer
+        drawer.send_chart(report)
+
+    def render(self, report: Report) -> bytes:
+        png = self._drawer.png()
+        return png if png is not None else PngRenderer().render(report)
+
+
+def in_background(renderers: Sequence[Renderer], report: Report, drawer: Any = None) -> list[Renderer]:
     """The renderers with a big report's roofline PNG started in the background now (``is_big``), where fork is
-    available and safe (roofline/forked.py)."""
+    available and safe (roofline/forked.py): by ``drawer`` where one was started (render/png_drawer.py), else by
+    a forked child. A drawer a small report does not want is stopped."""
     if not is_big(report) or not can_fork():
+        if drawer is not None:
+            drawer.stop()
         return list(renderers)
-    return [BackgroundRenderer(r, report) if isinstance(r, PngRenderer) else r for r in renderers]
+    if drawer is not None and not any(isinstance(r, PngRenderer) for r in renderers):
+        drawer.stop()
+    return [(DrawnPngRenderer(drawer, report) if drawer is not None else BackgroundRenderer(r, report))
+            if isinstance(r, PngRenderer) else r for r in renderers]
+
+
+def png_drawer_for(path: str | os.PathLike[str]) -> Any:
+    """A PNG drawer started now for a trace file big enough that its report will likely want one (at least
+    DRAWER_MIN_BYTES of JSON: ~20,000 ops, ``is_big``), else None."""
+    try:
+        big = uncompressed_size(Path(path)) >= DRAWER_MIN_BYTES
+    except OSError:
+        return None
+    if not big:
+        return None
+    from roofline.render.png_drawer import PngDrawer
+
+    return PngDrawer.start()
+
+
+# A trace of this much JSON holds some 200,000 events: its report is big (is_big) unless most are not ops.
+DRAWER_MIN_BYTES = 64 << 20
 
 
 def prepare(renderers: Sequence[Renderer], report: Report, html_parts: Any = None) -> None:

@@ -1,0 +1,128 @@
+"""roofline.png of a big trace's report drawn by a process forked before the trace is read, which imports
+matplotlib while the trace is read and the report built (at the lowest priority: it takes the CPU the reading
+leaves idle), then waits for the chart's calls (render/roofline_chart.py).
+
+matplotlib's import is about 0.38 s of CPU of the ~1.1 s a big report's PNG costs; done when the PNG is wanted,
+it competed with the doctor, report.json and report.html for the two cores of the command's last second. The
+calls are worked out by a child forked from the process holding the report (``send_chart``), which writes them to
+the drawer directly; the drawer sends the PNG back. Whatever goes wrong (the drawer or that child dies), ``png``
+says None and the caller draws it itself, as without the drawer.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import sys
+
+from roofline.forked import can_fork
+
+DRAWER_NICENESS = 19
+
+
+class PngDrawer:
+    """The drawing process and its two pipes: chart calls in, PNG bytes out."""
+
+    def __init__(self, pid: int, calls_fd: int, png_fd: int) -> None:
+        self._pid, self._calls_fd, self._png_fd = pid, calls_fd, png_fd
+        self._sender: int | None = None
+
+    @classmethod
+    def start(cls) -> "PngDrawer | None":
+        """The drawer, forked now; None where fork is unavailable or unsafe (another thread)."""
+        if not can_fork():
+            return None
+        calls_read, calls_write = os.pipe()
+        png_read, png_write = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the drawer: never returns
+            status = 1
+            try:
+                os.close(calls_write)
+                os.close(png_read)
+                _draw_when_asked(calls_read, png_write)
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(calls_read)
+        os.close(png_write)
+        return cls(pid, calls_write, png_read)
+
+    def send_chart(self, report) -> None:
+        """Work out ``report``'s chart calls in a forked child, which sends them to the drawer (the report shared
+        copy-on-write, never pickled whole)."""
+        from roofline.forked import release_free_memory
+
+        release_free_memory()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the sender: never returns
+            status = 1
+            try:
+                os.close(self._png_fd)
+                _send_calls(report, self._calls_fd)
+                status = 0
+            finally:
+                os._exit(status)
+        self._sender = pid
+        self._close_calls()  # the sender holds them now: if it dies, the drawer reads EOF and exits
+
+    def png(self) -> bytes | None:
+        """The drawer's PNG, or None if it has none (it or the sender failed): the caller draws it then."""
+        self._close_calls()
+        sent = self._sender is not None and os.waitpid(self._sender, 0)[1] == 0
+        with os.fdopen(self._png_fd, "rb") as fh:
+            png = fh.read()
+        self._png_fd = -1
+        drawn = os.waitpid(self._pid, 0)[1] == 0
+        return png if sent and drawn and png else None
+
+    def stop(self) -> None:
+        """No chart after all (the command failed, or its report is too small to want the drawer): the drawer is
+        stopped and reaped, if ``png`` has not collected it."""
+        if self._png_fd < 0:
+            return
+        self._close_calls()
+        os.close(self._png_fd)
+        self._png_fd = -1
+        try:
+            os.kill(self._pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(self._pid, 0)
+        if self._sender is not None:
+            os.waitpid(self._sender, 0)
+
+    def _close_calls(self) -> None:
+        if self._calls_fd >= 0:
+            os.close(self._calls_fd)
+            self._calls_fd = -1
+
+
+def _draw_when_asked(calls_fd: int, png_fd: int) -> None:
+    try:
+        os.nice(DRAWER_NICENESS)
+    except OSError:
+        pass
+    from roofline.render.outputs import import_matplotlib_without_property_docs
+
+    import_matplotlib_without_property_docs()
+    from roofline.render.png import png_of
+
+    with os.fdopen(calls_fd, "rb") as fh:
+        calls = pickle.load(fh)
+    png = png_of(calls)
+    with os.fdopen(png_fd, "wb") as out:
+        out.write(png)
+
+
+def _send_calls(report, calls_fd: int) -> None:
+    """In the child holding the report: its chart's calls, written to the drawer."""
+    from roofline.render.roofline_chart import chart_calls
+
+    with os.fdopen(calls_fd, "wb") as out:
+        pickle.dump(chart_calls(report), out, protocol=pickle.HIGHEST_PROTOCOL)

@@ -1,0 +1,102 @@
+"""roofline.png of a big trace drawn by a process forked before the trace is read (render/png_drawer.py): the same
+bytes as drawn in-process; a drawer that died leaves the PNG to the command; a drawer nobody wants is stopped and
+reaped, also when the command fails. Each case runs in a fresh interpreter: fork is refused while other threads
+live, and a full test session has some."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import roofline.render.outputs as outputs
+from roofline.cli import main
+
+H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
+
+_PRELUDE = """
+import os, signal, sys
+import roofline.render.outputs as outputs
+import roofline.render.png_drawer as png_drawer
+from roofline.cli import main
+
+outputs.BACKGROUND_PNG_MIN_OPS = 0
+outputs.DRAWER_MIN_BYTES = 0
+drawn = []
+png = png_drawer.PngDrawer.png
+png_drawer.PngDrawer.png = lambda self: (lambda out: (drawn.append(out is not None), out)[1])(png(self))
+
+
+def no_children_left():
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+"""
+
+_COMMAND = _PRELUDE + """
+code = 1
+try:
+    code = main(["trace", sys.argv[1], "-o", sys.argv[2]])
+finally:
+    print("DRAWN", drawn, "CLEAN", no_children_left())
+sys.exit(code)
+"""
+
+_DIED = _PRELUDE + """
+from roofline.analyze.trace_file import analyze_trace_file
+from roofline.render.png import render_png
+
+report = analyze_trace_file(sys.argv[1])
+drawer = png_drawer.PngDrawer.start()
+os.kill(drawer._pid, signal.SIGKILL)
+out = outputs.DrawnPngRenderer(drawer, report).render(report)
+print("SAME", out == render_png(report), "DRAWN", drawn, "CLEAN", no_children_left())
+"""
+
+_STOPPED = _PRELUDE + """
+drawer = png_drawer.PngDrawer.start()
+drawer.stop()
+drawer.stop()
+print("CLEAN", no_children_left())
+"""
+
+
+def _run(script: str, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(outputs.__file__).parents[2]),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_the_drawer_draws_the_same_png_as_the_command_in_process(tmp_path):
+    trace = str(H200 / "bad_syncs_fwd_fp32.json.gz")
+    assert main(["trace", trace, "-o", str(tmp_path / "inline")]) == 0
+    run = _run(_COMMAND, trace, str(tmp_path / "drawn"))
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "DRAWN [True] CLEAN True" in run.stdout
+    for name in ("roofline.png", "report.json", "report.html"):
+        assert (tmp_path / "drawn" / name).read_bytes() == (tmp_path / "inline" / name).read_bytes(), name
+
+
+def test_a_drawer_that_died_leaves_the_png_to_the_command():
+    run = _run(_DIED, str(H200 / "bad_syncs_fwd_fp32.json.gz"))
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "SAME True DRAWN [False] CLEAN True" in run.stdout
+
+
+def test_a_drawer_nobody_wants_is_stopped_and_reaped():
+    run = _run(_STOPPED)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "CLEAN True" in run.stdout
+
+
+def test_a_failed_command_leaves_no_drawer_behind(tmp_path):
+    bad = tmp_path / "cut.json"
+    bad.write_text('{"traceEvents": [{"ph": "X", "name": "aten::mm", "ts": 1, "dur"')
+    run = _run(_COMMAND, str(bad), str(tmp_path / "out"))
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert "Traceback" not in run.stderr
+    assert "DRAWN [] CLEAN True" in run.stdout
