@@ -135,7 +135,9 @@ def test_the_fused_attention_of_torch_27s_transformer_fast_path_keeps_its_own_ti
     report = analyze_trace_file(DATA / "torch2.7.1_cpu_transformer_eval.json")
     rows = [op for op in report.ops if op.name == "aten::_native_multi_head_attention"]
     assert [op.time_s * 1e6 for op in rows] == pytest.approx(own) and len(own) == 2
-    assert all((op.modeled, op.flops, op.bytes, op.bound) == (True, 0.0, 0.0, "launch") for op in rows)
+    # the first call's own time, 23x the second's, is set-up on first use, not dispatch (test_first_calls.py)
+    assert [(op.modeled, op.flops, op.bytes, op.bound) for op in rows] == [(False, 0.0, 0.0, "unmodeled"),
+                                                                          (True, 0.0, 0.0, "launch")]
     assert report.summary.total_time_s * 1e6 == pytest.approx(_top_level_us(trace))
 
 

@@ -53,8 +53,14 @@ def test_from_a_trace_each_packing_op_is_one_modelled_row_of_its_copy_bytes(tmp_
         assert op.bound != "unmodeled" and op.time_s > 0
     assert next(op for op in rows if "backward" in op.name).phase == "backward"
     # the only unmodelled rows are the own host time of ops without a formula beside their children (aten::index's
-    # gather: torch records its index list as []), not the packing
-    assert {op.name for op in report.ops if not op.modeled} <= {"aten::index", "aten::index_select_backward"}
+    # gather: torch records its index list as []), not the packing; and, this profile being cold, a first call's
+    # set-up (analyze/warmup.py: aten::item's first own time)
+    # (the record lists the 16 with the most excess: any more are only counted)
+    first_calls = [w for w in report.extra.get("warmup", []) if w["kind"] == "first-calls"]
+    listed = {e["row"] for w in first_calls for e in w["ops"]}
+    others = [i for i, op in enumerate(report.ops) if not op.modeled and i not in listed
+              and op.name not in ("aten::index", "aten::index_select_backward")]
+    assert len(others) <= sum(w["calls"] for w in first_calls) - len(listed)
 
 
 def test_analyze_counts_the_packing_from_its_outputs():

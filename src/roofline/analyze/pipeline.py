@@ -9,7 +9,10 @@ from __future__ import annotations
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Callable, Iterator
+
+import numpy as np
 
 from roofline.analyze.join import (
     Chosen,
@@ -34,7 +37,7 @@ from roofline.analyze.roofline import place_op, summarize
 from roofline.analyze.integer_roofs import integer_roof_notes
 from roofline.analyze.stale import stale_ceilings_note, thread_count_note
 from roofline.analyze.varlen_notes import varlen_attention_notes
-from roofline.analyze.warmup import warmup_events
+from roofline.analyze.warmup import FIRST_CALL_FACTOR, first_call_outliers, first_calls_entry, warmup_events
 from roofline.capture.recording import OpRecording, RecordedOp, Tf32Flags, op_dtype
 from roofline.capture.trace_model import DIRECT_LAUNCH_OP, GRAPH_REPLAY_OP, CpuOp, Trace
 from roofline.count import families
@@ -72,6 +75,8 @@ _DISPATCH_ONLY = _Counted(OpCost(0.0, 0.0, True, note="its host time outside its
 _OWN_WORK_NOT_COUNTED = _Counted(OpCost(0.0, 0.0, False, note="its host time outside its children: work it runs "
                                                                 "itself, which no formula counts from the trace"),
                                  "", [], [], [])
+FIRST_CALL_SETUP = OpCost(0.0, 0.0, False, note="its host time outside its children on its first call, many times "
+                                                "its later calls': set-up on first use, not dispatch (warm-up)")
 
 
 class _TraceCounter:
@@ -418,6 +423,7 @@ def report_from_trace(
             gaps = host_gaps_us(trace, [c.event for c in chosen], step)
             _append_ops(trace, chosen, counter, children, step, no_tf32, gaps, ops, event_to_report, own_time_rows)
         timeline_steps = steps
+    first_calls = _first_calls(trace, ops, event_to_report, own_time_rows) if steps == [None] else None
     costs = _CountedCosts(trace, event_to_report, ops, counter, recording, own_time_rows)
     kept_whole = _kept_whole_notes(costs, ops)
     shard_only = {i for i, _, cost in costs.of(lambda op: not op.modeled and is_communication_op(op.name))
@@ -463,7 +469,8 @@ def report_from_trace(
     if not trace.has_gpu and recording is None:
         summary.notes.extend(_host_outside_ops_note(summary.total_time_s, summary.wall_time_s, len(steps)))
     if not trace.has_gpu and own_time_rows:
-        summary.notes.append(_own_time_note([ops[i] for i in sorted(own_time_rows)], summary.total_time_s))
+        summary.notes.append(_own_time_note([ops[i] for i in sorted(own_time_rows)], summary.total_time_s,
+                                            sum(cost is FIRST_CALL_SETUP for cost in own_time_rows.values())))
     summary.stale_ceilings = stale_ceilings_note(ops, ceilings)
     threads = thread_count_note(environment, ceilings)
     if threads:
@@ -504,7 +511,7 @@ def report_from_trace(
     report.extra["trace"] = {"path": trace.path, "device_name": trace.device_name,
                              "compute_capability": list(trace.compute_capability) if trace.compute_capability else None,
                              "has_gpu": trace.has_gpu, "steps": len(trace.steps)}
-    warmup = warmup_events(trace)
+    warmup = warmup_events(trace) + ([first_calls] if first_calls else [])
     if warmup:
         report.extra["warmup"] = warmup
     if recording is not None:
@@ -531,9 +538,9 @@ def _host_outside_ops_note(ops_s: float, wall_s: float | None, steps: int) -> li
             "engine and the optimizer's frames, the profiler, or the OS taking the thread away)"]
 
 
-def _own_time_note(rows: list[OpRecord], total_s: float) -> str:
+def _own_time_note(rows: list[OpRecord], total_s: float, first_calls: int = 0) -> str:
     """What the rows of events' own host time are (an aten::linear beside its counted aten::addmm reads as a second
-    linear otherwise)."""
+    linear otherwise). ``first_calls``: how many of them are first calls' set-up (``_first_calls``)."""
     time = Counter()
     calls = Counter(op.name for op in rows)
     for op in rows:
@@ -543,7 +550,65 @@ def _own_time_note(rows: list[OpRecord], total_s: float) -> str:
     return (f"{len(rows)} row(s) hold host time an op spent outside its children, which are rows of their own "
             f"({listed}{share}): where they do its work (a composite op's), its dispatch into them (no FLOPs or "
             "bytes of its own: bound 'launch', as a view's); where they only view or allocate, work it runs itself "
-            "that no formula counts (unmodelled)")
+            "that no formula counts (unmodelled)" + (
+                f"; {first_calls} of them are an op's first call that took at least {FIRST_CALL_FACTOR:g}x its later "
+                "calls (same input shapes): set-up on first use inside the profiled window, not dispatch "
+                "(unmodelled; see warm-up)" if first_calls else ""))
+
+
+_TIME_S, _START_S = attrgetter("time_s"), attrgetter("start_s")
+
+
+def _first_calls(trace: Trace, ops: list[OpRecord], event_to_report: dict[int, int],
+                 own_time_rows: dict[int, OpCost]) -> dict[str, Any] | None:
+    """report.extra["warmup"]'s "first-calls" record of a trace without steps (analyze/warmup.py), or None. Each
+    row is grouped by its event's name, input shapes and scalar arguments (aten::zeros' size) and whether it is
+    the event's own time; its time is the row's (own time or the whole op's). A first call's own-time row placed
+    as dispatch (bound 'launch') becomes unmodelled: its time is set-up on first use, which is not per-op dispatch
+    and no formula counts. An event without recorded shapes (``_shapes_recorded``) is compared with none: its
+    calls may be of other sizes. Rows are grouped by their argument list objects first (the reader shares one list
+    between events with the same arguments), then the few distinct lists by what they hold."""
+    n = len(ops)
+    if n < 2 or len(event_to_report) < n:
+        return None
+    row_event = np.empty(n, dtype=np.int64)
+    row_event[np.fromiter(event_to_report.values(), dtype=np.int64, count=n)] = np.fromiter(
+        event_to_report.keys(), dtype=np.int64, count=n)
+    all_ops = trace.ops
+    own = np.zeros(n, dtype=np.int64)
+    own[np.fromiter(own_time_rows, dtype=np.int64, count=len(own_time_rows))] = 1
+    keys: dict[tuple, int] = {}
+    code_of = keys.setdefault
+    events = list(map(all_ops.__getitem__, row_event.tolist()))
+    by_object = 2 * np.fromiter((code_of((ev.name, id(ev.input_dims), id(ev.input_types), id(ev.concrete_inputs)),
+                                         len(keys)) for ev in events), dtype=np.int64, count=n) + own
+    codes, example = np.unique(by_object, return_index=True)
+    by_content: dict[tuple, int] = {}
+    canonical = np.full(2 * len(keys), -1, dtype=np.int64)
+    for code, row in zip(codes.tolist(), example.tolist()):
+        ev = events[row]
+        if _shapes_recorded(ev):
+            canonical[code] = by_content.setdefault(
+                (ev.name, code % 2, repr(ev.input_dims), repr(ev.concrete_inputs)), len(by_content))
+    times = np.fromiter(map(_TIME_S, ops), dtype=np.float64, count=n)
+    starts = np.fromiter(map(_START_S, ops), dtype=np.float64, count=n)
+    outliers = first_call_outliers(times, starts, canonical[by_object])
+    if not outliers:
+        return None
+    for row, _, _ in outliers:
+        if own_time_rows.get(row) is _DISPATCH_ONLY.cost:
+            own_time_rows[row] = FIRST_CALL_SETUP
+            ops[row].modeled = False
+    return first_calls_entry([(ops[row], events[row].input_dims, row in own_time_rows, row, median, later)
+                              for row, median, later in outliers])
+
+
+def _shapes_recorded(ev: CpuOp) -> bool:
+    """Whether an event's inputs' shapes are in the trace: none at all without record_shapes, and a tensor list's
+    recorded as [] by torch 2.1 and older."""
+    if ev.input_dims is None:
+        return False
+    return not any(kind in LIST_TYPES and dims == [] for kind, dims in zip(ev.input_types or (), ev.input_dims))
 
 
 def _idle_by_device_note(idle: dict[int, float]) -> str:

@@ -2,14 +2,17 @@
 
 Evidence: report.extra['warmup'] (analyze/warmup.py): runtime calls that carried CUDA's context creation,
 profiled steps that are the first iterations, and torch.compile's compilation stages. The saving is not per step:
-the fix is to profile steps after the first (a profiler schedule with wait/warmup).
+the fix is to profile steps after the first (a profiler schedule with wait/warmup). In a trace without steps, ops
+whose first call took many times their later calls ("first-calls"): set-up on first use; their saving is that
+excess, the time a profile after a warm-up step no longer holds.
 """
 
 from __future__ import annotations
 
-from roofline.doctor.evidence import device_runtime
+from roofline.doctor.evidence import device_runtime, is_cpu_report, severity_for
 from roofline.doctor.registry import register
 from roofline.report import Finding, Report
+from roofline.time_text import fmt_time
 
 RULE = "warm-up"
 FIX = ("profile steady-state steps: torch.profiler.profile(schedule=torch.profiler.schedule(wait=1, warmup=1, "
@@ -20,7 +23,36 @@ FIX = ("profile steady-state steps: torch.profiler.profile(schedule=torch.profil
                 "profiled window")
 def check(report: Report) -> list[Finding]:
     warmup = report.extra.get("warmup") or []
-    return _compilation(warmup) + _start_up(report, warmup)
+    return _compilation(warmup) + _start_up(report, warmup) + _first_calls(report, warmup)
+
+
+FIRST_CALLS_NAMED = 3
+FIRST_CALLS_FIX = ("profile with a warm-up step: torch.profiler.profile(schedule=torch.profiler.schedule(wait=0, "
+                   "warmup=1, active=3)) and call prof.step() each iteration, or run the model once before profiling")
+
+
+def _first_calls(report: Report, warmup: list[dict]) -> list[Finding]:
+    entries = [e for e in warmup if e.get("kind") == "first-calls"]
+    if not entries:
+        return []
+    ops = sorted((op for e in entries for op in e["ops"]), key=lambda op: -op["excess_s"])
+    excess, calls = sum(e["excess_s"] for e in entries), sum(e["calls"] for e in entries)
+    factor = max(e["factor"] for e in entries)
+    names = list(dict.fromkeys(op["name"] for op in ops))
+    more = calls - sum(op["name"] in names[:FIRST_CALLS_NAMED] for op in ops)
+    named = ", ".join(names[:FIRST_CALLS_NAMED]) + (f" and {more} more op(s)" if more > 0 else "")
+    clock = "host time" if is_cpu_report(report) else "time as the report gives it (its kernels' device time)"
+    return [Finding(
+        rule=RULE, category="profiling",
+        title=f"the first calls of {named} took {fmt_time(excess)} more than their later calls: set-up inside the "
+              "profiled window, not the steady state",
+        evidence={"calls": calls, "excess_s": excess, "factor": factor, "ops": names[:FIRST_CALLS_NAMED],
+                  "largest_first_call_s": ops[0]["first_s"], "its_later_median_s": ops[0]["later_median_s"]},
+        estimated_savings_s=excess,
+        savings_method=(f"each op's first call's {clock} less the median of its later calls (same op name, "
+                        f"input shapes and arguments; a first call at least {factor:g}x that median, in a trace without steps), "
+                        f"summed over {calls} op(s): time a profile after a warm-up step no longer holds"),
+        fix=FIRST_CALLS_FIX, severity=severity_for(report, excess))]
 
 
 def _compilation(warmup: list[dict]) -> list[Finding]:
