@@ -164,3 +164,16 @@ def test_exposed_communication_fires_from_five_percent_of_the_step():
     (finding,) = _exposed(0.05)
     assert "(5% of the step)" in finding.title
     assert _exposed(0.0499) == []
+
+
+@pytest.mark.parametrize("saving,severity", [(0.0019, "info"), (0.0021, "warning"), (0.019, "warning"),
+                                             (0.021, "critical")])
+def test_severity_follows_the_share_of_time_every_view_shows(saving, severity):
+    """A GPU busy 10 ms of a 100 ms step: a saving's severity is its share of the 100 ms (the "of time" column),
+    not of the 10 ms of op time, which made a 0.4% saving critical."""
+    from roofline.doctor.evidence import severity_for
+    from roofline.report import Report, Summary
+
+    r = Report(summary=Summary(total_time_s=0.01, wall_time_s=0.1))
+    assert r.summary.reference_time_s == 0.1
+    assert severity_for(r, saving) == severity

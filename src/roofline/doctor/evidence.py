@@ -443,8 +443,11 @@ def device_time_share(report: Report, seconds: float) -> float:
 
 
 def severity_for(report: Report, savings_s: float) -> str:
-    """'critical' from a fifth of the step, 'warning' from 2%, else 'info'."""
-    share = device_time_share(report, savings_s)
+    """'critical' from a fifth of the step, 'warning' from 2%, else 'info'; of the time every view shows a
+    finding's share of (``Summary.reference_time_s``: the profiled wall time when known), so a row's severity and
+    its "of time" agree (against the ops' summed time, a GPU idle most of the step made a 0.4% saving critical)."""
+    base = report.summary.reference_time_s or total_time(report)
+    share = savings_s / base if base > 0 else 0.0
     if share >= 0.2:
         return "critical"
     if share >= 0.02:
