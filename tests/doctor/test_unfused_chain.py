@@ -150,3 +150,15 @@ def test_the_saving_s_method_names_the_cpu_on_a_cpu_run_and_the_gpu_on_a_gpu_run
     (gpu,) = diagnose(report(_rms_norm_chain(), ceil=ceilings(device="cuda:0", device_name="NVIDIA H200")),
                       rules=["unfused-chain"])
     assert gpu.savings_method.endswith("/ measured bandwidth of the chain's GPU")
+
+
+def test_ops_without_recorded_shapes_make_no_chain():
+    """A trace recorded without shapes: its elementwise ops are unmodelled (no bytes), so a fused pass's time is
+    unknown; a chain of them claimed its whole time as the saving (HTA's df_index_resolver trace: 51.6 ms)."""
+    blind = []
+    for chained in _rms_norm_chain():
+        chained.input_shapes, chained.input_dtypes, chained.input_strides, chained.output_shapes = [], [], [], []
+        chained.modeled, chained.bound = False, "unmodeled"
+        blind.append(chained)
+    assert diagnose(report(blind), rules=["unfused-chain"]) == []
+    assert len(diagnose(report(_rms_norm_chain()), rules=["unfused-chain"])) == 1

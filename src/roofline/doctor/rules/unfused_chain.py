@@ -93,7 +93,9 @@ def chain_positions(report: Report) -> list[list[int]]:
             continue
         # the gradient phase's chains are torch's own (clip_grad_norm_, GradScaler), in no module to compile
         phase = ops[i].phase
-        can_fuse = fusible_kind[c] and ops[i].bound != "compute" and phase not in SKIPPED_PHASES
+        # an op whose bytes are unknown (no shapes recorded) is no known memory pass: a chain of them claimed its
+        # whole time as the saving of a fused pass of 0 bytes
+        can_fuse = fusible_kind[c] and ops[i].modeled and ops[i].bound != "compute" and phase not in SKIPPED_PHASES
         # never across phases: the loss's backward ops and the forward a checkpoint then recomputes are adjacent,
         # and share shapes, but no compiler fuses them into one kernel
         if (can_fuse and chain and ops[chain[-1]].phase == phase
