@@ -36,10 +36,16 @@ DEVICES = {
     "timeline_analysis/": ("gpu", "nvidia", "A100 40GB"),
     "trace_filter/": ("gpu", "nvidia", "A100 40GB"),
     "mtia_": ("accelerator", "meta", None),
-    "rank_non_gpu/": ("cpu", "", None),
-    "mixed_files/": ("cpu", "", None),
+    # GPU jobs recorded without ProfilerActivity.CUDA: NCCL collectives and record_stream, no kernel
+    "rank_non_gpu/": ("gpu", "", None),
+    "rank_unavailable/": ("gpu", "", None),
+    "mixed_files/": ("gpu", "", None),
+    "distributed_info_unavailable/": ("gpu", "nvidia", "A100 40GB"),
     "trace_file_list/": ("gpu", "nvidia", "V100 SXM2 16GB"),
 }
+
+
+UNRECORDED_GPU_JOBS = ("rank_non_gpu/", "rank_unavailable/", "mixed_files/", "distributed_info_unavailable/")
 
 
 def _expected_device(name: str):
@@ -84,6 +90,10 @@ def test_public_trace_gives_an_honest_report(name):
         assert "ops are absent" in notes
     if name.startswith("cpu_only/"):
         assert "gloo:all_reduce" in notes
+    if name.startswith(UNRECORDED_GPU_JOBS):
+        assert "the GPU's activity was not recorded" in notes and "ran on the CPU" not in notes
+        assert not rules & {"model-on-cpu", "unfused-chain"}, rules
+        assert not any(f.evidence.get("waits_for_device") is False for f in report.findings)
 
 
 @needs_corpus

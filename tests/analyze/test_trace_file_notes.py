@@ -45,7 +45,7 @@ def test_collectives_outer_calls_only_four_longest_with_the_job(tmp_path):
     events = [x("user_annotation", "ProfilerStep#1", 0.0, 1000.0),
               x("cpu_op", "gloo:all_reduce", 10.0, 100.0), x("cpu_op", "c10d::allreduce_", 20.0, 50.0),
               x("cpu_op", "gloo:all_reduce", 200.0, 300.0), x("cpu_op", "c10d::broadcast_", 600.0, 10.0),
-              x("cpu_op", "record_param_comms", 700.0, 5.0), x("cpu_op", "nccl:send", 710.0, 1.0),
+              x("cpu_op", "record_param_comms", 700.0, 5.0), x("cpu_op", "gloo:send", 710.0, 1.0),
               x("cpu_op", "mpi:recv", 720.0, 2.0)]
     notes = _analyze(tmp_path, events, distributedInfo={"backend": "gloo", "rank": 1, "world_size": 4}).summary.notes
     assert notes[:2] == ["Device: CPU (model not recorded in the trace) (no device events and no device named in the "

@@ -137,3 +137,42 @@ def test_in_a_profiled_cuda_run_only_kernels_and_launches_count(tmp_path):
     assert report.ceilings is CPU and "unused_gpu" in report.extra
     launched = report_from_profile(_record(_edited(tmp_path, [LAUNCH])), cpu_ceilings=lambda: pytest.fail("asked"))
     assert launched.ceilings is H200 and "unused_gpu" not in launched.extra
+
+
+NCCL_OP = {"ph": "X", "cat": "cpu_op", "name": "nccl:all_reduce", "pid": 1, "tid": 1, "ts": 2.0, "dur": 3.0,
+           "args": {"External id": 99999}}
+
+
+def _without_device_properties(path: Path) -> Path:
+    trace = json.loads(path.read_text())
+    trace.pop("deviceProperties")
+    path.write_text(json.dumps(trace))
+    return path
+
+
+def test_a_gpu_job_with_its_kernels_unrecorded_is_said_so_and_never_judged_as_a_cpu_run(tmp_path):
+    """HTA's distributed_info_not_found / rank_not_found / rank_non_gpu: a GPU job's host ops only (an addmm of
+    20 GFLOP in 46 us), an NCCL collective among them, with or without deviceProperties. Neither "ran on the CPU"
+    nor any finding built on the host's launch times; a note says the device's activity was not recorded. The
+    same trace without the NCCL op is still a CPU run: the test fails if everything became a GPU."""
+    from roofline.doctor import diagnose
+
+    for strip in (False, True):
+        path = _edited(tmp_path, [NCCL_OP])
+        if strip:
+            _without_device_properties(path)
+        assert not ran_on_host_only(load_trace(path))
+        report = analyze_trace_file(path)
+        device = report.extra["device"]
+        assert "unused_gpu" not in report.extra and device["kind"] == "gpu"
+        assert device["name"] == ("GPU (model not named)" if strip else "NVIDIA H200")
+        assert not report.ceilings.has_roofs()
+        notes = " ".join(report.summary.notes)
+        assert "the GPU's activity was not recorded" in notes and "ProfilerActivity.CUDA" in notes
+        assert "a CPU-only profile" not in notes and "ran on the CPU" not in notes
+        rules = {f.rule for f in diagnose(report)}
+        assert not rules & {"model-on-cpu", "unfused-chain"}, rules
+    cpu = analyze_trace_file(_without_device_properties(_edited(tmp_path, [])))
+    assert cpu.extra["device"]["kind"] == "cpu" and "device_not_recorded" not in cpu.extra
+    on_cpu_rules = {f.rule for f in diagnose(analyze_trace_file(_edited(tmp_path, [])))}
+    assert "model-on-cpu" in on_cpu_rules

@@ -57,3 +57,28 @@ def test_gpu_idle_while_the_host_prepares_input_is_found():
 
 def test_prompt_launch_is_silent():
     assert diagnose(_idle_report(first_launch_at=2e-5), rules=["input-idle"]) == []
+
+
+def test_a_blocking_copy_to_the_device_is_claimed_once():
+    """A pageable .to('cuda') is a host-to-device copy and a "copy to device" sync site at once (bad_syncs_fwd_fp32:
+    441 us of copies, 497 us of stall, once claimed by both rules). The copy rule owns it, saving the larger of the
+    two; host-device-sync leaves that site out and keeps its others."""
+    from roofline.report import SyncSite
+
+    r = _step(with_copies=True)
+    r.syncs = [SyncSite(kind="copy to device", location="train.py:12", count=2, stall_s=30e-6, per_step=1.0),
+               SyncSite(kind="item", location="train.py:20", count=4, stall_s=8e-6, per_step=2.0)]
+    findings = diagnose(r, rules=["host-to-device-copy", "host-device-sync"])
+    by_rule = {}
+    for f in findings:
+        by_rule.setdefault(f.rule, []).append(f)
+    (copy,) = by_rule["host-to-device-copy"]
+    assert copy.estimated_savings_s == pytest.approx(30e-6)  # the stall, larger than the copies' 10 us
+    assert copy.evidence["time_s"] == pytest.approx(10e-6) and copy.evidence["blocking_copies"] == 2
+    assert [f.evidence["sync_kinds"] for f in by_rule["host-device-sync"]] == [["item"]]
+    claimed = sum(f.estimated_savings_s for f in findings)
+    assert claimed == pytest.approx(30e-6 + 8e-6)
+    without_copies = _step(with_copies=False)
+    without_copies.syncs = list(r.syncs)  # no copy finding to own the site: the sync rule keeps it
+    kinds = [f.evidence["sync_kinds"] for f in diagnose(without_copies, rules=["host-device-sync"])]
+    assert ["copy to device"] in kinds

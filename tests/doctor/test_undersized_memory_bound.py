@@ -78,3 +78,19 @@ def test_thresholds_at_their_boundaries():
     assert fires(MIN_BYTES, slow / 2) and not fires(MIN_BYTES - 1, slow / 2)  # below 256 KiB: launch-overhead's
     small = SMALL_ROOF_S * bw
     assert fires(small * 0.999, slow / 2) and not fires(small, slow / 2)  # 20 us at the roof: not small any more
+
+
+def test_copies_between_host_and_device_are_not_undersized_hbm_ops():
+    """`.to('cuda')` / `.cpu()` of 2 MB tensors run at PCIe speed (bad_syncs_fwd_fp32 on the H200: 40 such
+    _to_copy ops at 2% of the HBM roof); their kernels are host<->device memcpys, not HBM-bound work. The same
+    ops with a device kernel are still found: the test fails if the rule stops firing at all."""
+
+    def copies(kernel: str) -> list:
+        return [op("aten::_to_copy", [([512, 1024], "float32")], out=[512, 1024], nbytes=2 * 2**21, time=2.1e-5,
+                   kernels=[kernel], module=f"m.{i}") for i in range(8)]
+
+    for memcpy in ("Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pageable)", "CopyHostToDevice"):
+        assert diagnose(report(copies(memcpy), ceil=ceilings(**H200)), rules=[RULE]) == []
+    on_device = diagnose(report(copies("void at::native::elementwise_kernel<128, 4>"), ceil=ceilings(**H200)),
+                         rules=[RULE])
+    assert len(on_device) == 1 and on_device[0].evidence["ops"] == 8

@@ -162,3 +162,14 @@ def test_ops_without_recorded_shapes_make_no_chain():
         blind.append(chained)
     assert diagnose(report(blind), rules=["unfused-chain"]) == []
     assert len(diagnose(report(_rms_norm_chain()), rules=["unfused-chain"])) == 1
+
+
+def test_a_gpu_whose_activity_was_not_recorded_gets_no_chain_from_host_launch_times():
+    """Op times of a GPU trace without kernels (analyze/unused_gpu.py say_device_not_recorded) are the host's
+    launches: no memory traffic for fusion to remove. The same chain on a GPU with its kernels is found."""
+    from doctor_cases import ceilings
+
+    gpu = ceilings(device="cuda", device_name="GPU (model not named)", bandwidth=0.0, peaks={})
+    assert len(diagnose(report(_rms_norm_chain(), ceil=gpu), rules=["unfused-chain"])) == 1
+    unrecorded = report(_rms_norm_chain(), ceil=gpu, extra={"device_not_recorded": "nccl backend"})
+    assert diagnose(unrecorded, rules=["unfused-chain"]) == []

@@ -17,10 +17,10 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from roofline.analyze.unused_gpu import ran_on_host_only, record_unused_gpu
+from roofline.analyze.unused_gpu import ran_on_host_only, record_unused_gpu, say_device_not_recorded
 from roofline.capture.trace_model import Trace, op_columns
 from roofline.device.datasheet import with_datasheet_cache
-from roofline.device.identify import DeviceIdentity, identify_gpus, identify_trace
+from roofline.device.identify import UNRECORDED_HOW, DeviceIdentity, identify_gpus, identify_trace
 from roofline.errors import RooflineError
 from roofline.report import Ceilings, OpRecord, Report
 from roofline.time_text import fmt_time
@@ -43,7 +43,9 @@ def ceilings_for_trace(trace, ceilings_file: str | None = None, identity: Device
     if identity.kind == "gpu" and not trace.kernels:
         record = ("torch.profiler records no MPS kernels" if identity.vendor == "apple" else
                   "record with ProfilerActivity.CUDA for device times")
-        return no_ceilings(identity, f"no roofs: the trace names {identity.name} but holds no device activity "
+        named = f"the trace names {identity.name} but holds" if not identity.how.startswith(UNRECORDED_HOW) else \
+            "a GPU ran the ops but the trace holds"
+        return no_ceilings(identity, f"no roofs: {named} no device activity "
                                      "(kernels were not recorded), so op times are host times and are not judged "
                                      f"against a device's roofs; {record}, or pass "
                                      "--ceilings FILE to judge them anyway")
@@ -155,6 +157,8 @@ def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bo
                                             "nor any call that launches device work", _gpu_roofs(gpu),
                           {"intel": "xpu", "apple": "mps"}.get(gpu.vendor, "cuda"), cpu_name="")
     _describe_device(report, identity, ceilings, ceilings_file)
+    if gpu is None:
+        say_device_not_recorded(report, trace, identity)
     written = _written_by_roofline(trace)
     if written:
         report.extra["written_by_roofline"] = written

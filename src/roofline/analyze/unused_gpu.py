@@ -8,36 +8,54 @@ durations, so they are judged against the CPU's roofs, never the GPU's; the GPU'
 (doctor/rules/model_on_cpu.py).
 
 A trace whose ops drove a device whose activity went unrecorded (profiled with ProfilerActivity.CPU only) is not
-this case: its kernel-launch or copy calls, or its CUDA allocations, show it, and their host times are launch
-costs, not the work.
+this case: its kernel-launch or copy calls, its NCCL collectives (device/unrecorded_use.py), or its CUDA allocations
+show it, and their host times are launch costs, not the work.
 """
 
 from __future__ import annotations
 
-import re
-
 from roofline.capture.kineto import NO_KERNELS_WARNING
 from roofline.capture.trace_model import Trace
+from roofline.device.identify import DeviceIdentity
+from roofline.device.unrecorded_use import unrecorded_device_use
 from roofline.report import Ceilings, Report
 
-# Runtime/driver calls that put work on a device: a model on the GPU makes them, one on the CPU never does (the
-# profiling harness's own cudaDeviceSynchronize at each step boundary is no such call).
-_DEVICE_WORK_CALL = re.compile(r"launch|memcpy|memset", re.I)
 # c10::DeviceType::CPU in a [memory] event's "Device Type" (CUDA is 1, MPS 13, HPU 15)
 CPU_DEVICE_TYPE = 0
 
 
 def ran_on_host_only(trace: Trace, *, device_recorded: bool = False) -> bool:
-    """Whether the trace's ops ran on the CPU alone: some op, no device activity, no call that launches device work
-    or copies to a device, and, unless the device's activity is known to be recorded (``device_recorded``: the
-    profiling harness asks for it on a GPU), no allocation on another device than the CPU (an MPS run allocates
-    on its GPU and records no kernel). With it recorded, an allocation the harness or the process made outside
-    the model (a buffer left by the ceilings' measurement) says nothing about where the ops ran."""
+    """Whether the trace's ops ran on the CPU alone: some op, no device activity, nothing that shows a GPU drove
+    them (device/unrecorded_use.py: a launch or copy call, an NCCL collective), and, unless the device's activity
+    is known to be recorded (``device_recorded``: the profiling harness asks for it on a GPU), no allocation on
+    another device than the CPU (an MPS run allocates on its GPU and records no kernel). With it recorded, an
+    allocation the harness or the process made outside the model (a buffer left by the ceilings' measurement) says
+    nothing about where the ops ran."""
     if trace.kernels or not trace.ops:
         return False
-    if any(_DEVICE_WORK_CALL.search(launch.name) for launch in trace.launches):
+    if unrecorded_device_use(trace):
         return False
     return device_recorded or all(m.device_type in (None, CPU_DEVICE_TYPE) for m in trace.memory)
+
+
+def say_device_not_recorded(report: Report, trace: Trace, identity: DeviceIdentity) -> None:
+    """Replace the trace reader's "no GPU kernels ... a CPU-only profile, or the device's activity was not recorded"
+    with the second alone, plainly, where the trace shows a GPU (CUDA, ROCm or XPU) drove the ops: their times are
+    the host's launch times, not the device's work. MPS is left as it is: torch.profiler records no MPS kernels."""
+    if trace.kernels or identity.kind != "gpu" or identity.vendor == "apple":
+        return
+    activity = "XPU" if identity.vendor == "intel" else "CUDA"
+    plain = ("the GPU's activity was not recorded: the trace holds no kernel, so each op's time is the host's "
+             "time to launch it, not the device's work, and no finding judges it as work done on the CPU; the "
+             f"profiler ran without ProfilerActivity.{activity}, or the kernels were stripped: record with "
+             f"activities=[ProfilerActivity.CPU, ProfilerActivity.{activity}] for device times")
+    notes = report.summary.notes
+    at = next((i for i, n in enumerate(notes) if n.startswith(NO_KERNELS_WARNING)), None)
+    if at is None:
+        notes.append(plain)
+    else:
+        notes[at] = plain
+    report.extra["device_not_recorded"] = identity.how
 
 
 def drop_no_kernels_note(report: Report) -> None:

@@ -8,7 +8,9 @@ Evidence, strongest first:
    Volta, Cijk_ (Tensile) and gfx9xx -> AMD CDNA; launch calls (cudaLaunchKernel vs hipLaunchKernel) give the
    vendor when kernels alone do not.
 4. Other metadata and event categories: MTIA runtime events or an MTIA backend name a Meta MTIA accelerator.
-5. No device events at all: a CPU trace.
+5. No device events, but host events only a GPU run makes (launch calls, NCCL collectives:
+   device/unrecorded_use.py): a GPU whose activity was not recorded, its model unnamed.
+6. No device events at all: a CPU trace.
 
 An architecture known only from kernel names maps to datasheet roofs only where one data-center part stands for
 it (sm70 -> V100, sm80 -> A100, sm90 -> H100 SXM, sm100 -> B200, gfx90a -> MI250 GCD, gfx942 -> MI300X,
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roofline.device.datasheet import datasheet_key
+from roofline.device.unrecorded_use import unrecorded_device_use
 
 _GENERIC_NAMES = re.compile(r"^\s*(AMD Radeon Graphics|AMD Radeon\b.*Graphics|Device \w+|gfx\w+|)\s*$", re.I)
 
@@ -50,6 +53,7 @@ _ASSUMED_PART = {"7.0": "V100 SXM2 16GB", "8.0": "A100 40GB", "9.0": "H100 SXM",
 _AMD_BY_CUS = {104: "MI250 GCD", 110: "MI250X GCD", 304: "MI300X", 256: "MI355X"}
 
 KERNEL_SAMPLE = 5000
+UNRECORDED_HOW = "no device activity recorded"  # how a GPU known only from host events is told (step 5 above)
 
 
 @dataclass(slots=True)
@@ -86,7 +90,8 @@ def identify_trace(trace) -> DeviceIdentity:
     launches = {launch.name for launch in trace.launches[:KERNEL_SAMPLE]}
     memory_devices = {m.device_type for m in getattr(trace, "memory", ())[:KERNEL_SAMPLE]}
     return identify_device(trace.metadata, names, launches, getattr(trace, "categories", ()),
-                           has_device_events=bool(trace.kernels), memory_device_types=memory_devices)
+                           has_device_events=bool(trace.kernels), memory_device_types=memory_devices,
+                           unrecorded_use=unrecorded_device_use(trace))
 
 
 def identify_gpus(trace) -> dict[int, DeviceIdentity]:
@@ -104,7 +109,9 @@ def identify_gpus(trace) -> dict[int, DeviceIdentity]:
 
 def identify_device(metadata: dict[str, Any], kernel_names: Iterable[str], launch_names: Iterable[str] = (),
                     categories: Iterable[str] = (), *, has_device_events: bool | None = None,
-                    memory_device_types: Iterable[int | None] = ()) -> DeviceIdentity:
+                    memory_device_types: Iterable[int | None] = (), unrecorded_use: str = "") -> DeviceIdentity:
+    """``unrecorded_use``: what shows a GPU drove the ops though none of its activity is in the trace
+    (device/unrecorded_use.py), for a trace that names no device."""
     kernel_names = list(kernel_names)
     launch_names = set(launch_names)
     categories = {c.lower() for c in categories}
@@ -119,6 +126,10 @@ def identify_device(metadata: dict[str, Any], kernel_names: Iterable[str], launc
             ident = DeviceIdentity(kind="gpu", name="GPU (model not named)",
                                    how="device events present, but neither deviceProperties nor kernel names "
                                        "name the GPU")
+        elif unrecorded_use:
+            hip = any(n.lower().startswith("hip") for n in launch_names)
+            ident = DeviceIdentity(kind="gpu", vendor="amd" if hip else "", name="GPU (model not named)",
+                                   how=f"{UNRECORDED_HOW}, but {unrecorded_use}: a GPU ran the ops")
         else:
             ident = DeviceIdentity(kind="cpu", name="CPU", how="no device events and no device named in the trace")
     if ident.how.startswith("deviceProperties") and metadata.get("computeProperties"):

@@ -287,6 +287,12 @@ def is_gpu_report(report: Report) -> bool:
     return device.startswith(("cuda", "xpu")) or any(k.category == "kernel" for k in report.kernels)
 
 
+def device_not_recorded(report: Report) -> bool:
+    """A GPU drove the ops but the trace holds none of its activity (analyze/unused_gpu.py say_device_not_recorded):
+    the op times are the host's launch times, so no rule may read them as the work's."""
+    return bool(report.extra.get("device_not_recorded")) if isinstance(report.extra, dict) else False
+
+
 def is_cpu_report(report: Report) -> bool:
     """A run on the CPU alone: its device is the CPU and no device kernel ran (an MPS or HPU run is neither)."""
     device = (report.ceilings.device or "").lower().split(":")[0]

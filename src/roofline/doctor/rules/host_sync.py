@@ -3,6 +3,9 @@
 Evidence: the sync detector's SyncSites (with their stall time) when it ran; otherwise the ops that always sync
 (aten::_local_scalar_dense behind .item(), nonzero, masked_select, unique...) or whose kernels copy device -> host,
 grouped by location.
+A blocking copy to the device (a pageable ``.to('cuda')``) is the host-to-device-copy rule's, which counts its
+stall with the copies' time (doctor/rules/host_input.py): its fix, tensors made on the device or pinned and
+non_blocking, removes both, and this rule's advice (keep the value on the device) does not apply to it.
 On a CPU-only run there is no device to wait for: the same calls are plain reads of a value. They are told only as
 what they are (a tensor value read by the host, which would wait for the device on an accelerator), at the severity
 of their own cost, never as host-device syncs; the optimizer's own step-counter reads (AdamW's .item() on its CPU
@@ -24,6 +27,7 @@ from roofline.capture.trace_syncs import copy_direction
 from roofline.doctor.evidence import (SYNC_KINDS, is_cpu_report, is_gpu_report, location, op_kind, op_table,
                                       severity_for, step_count, waits_for_data)
 from roofline.doctor.registry import register
+from roofline.doctor.rules.host_input import COPY_TO_DEVICE, host_copies_reported
 from roofline.report import Finding, OpRecord, Report
 
 RULE = "host-device-sync"
@@ -79,8 +83,9 @@ def check(report: Report) -> list[Finding]:
     steps = max(report.steps, 1)
     per_forward = _steps_are_forwards(report)
     on_cpu = is_cpu_report(report)
+    owned = host_copies_reported(report)
     for site in report.syncs:
-        if site.count <= 0:
+        if site.count <= 0 or (owned and site.kind == COPY_TO_DEVICE):
             continue
         per_step = site.per_step if site.per_step is not None else site.count / steps
         stall = max(site.stall_s, 0.0)

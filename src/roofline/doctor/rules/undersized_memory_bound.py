@@ -4,15 +4,20 @@ A kernel that reads a few MB needs only microseconds at the roof (8 MB: 1.7 us o
 to launch its programs, ramp the memory pipe and drain the last wave: batch-1 decode's matrix-vector products
 on 1-23 MB weights reached 1.9-2.4 TB/s of a 4.6 TB/s roof on the H200 (issue 19). Evidence: GPU ops the analysis
 calls memory-bound, each moving few bytes (at the roof they would take under SMALL_ROOF_S; below MIN_BYTES the
-launch dominates and the launch-overhead rule speaks) and running at under SLOW_SHARE of the measured bandwidth. The saving is their time above the roof; the fix gives each kernel more of
+launch dominates and the launch-overhead rule speaks) and running at under SLOW_SHARE of the measured bandwidth. Ops
+whose device time holds a copy between host and device (a ``.to('cuda')``'s Memcpy HtoD, a ``.cpu()``'s DtoH) are
+not among them: they move their bytes over PCIe or NVLink-C2C, not from HBM, and the host-to-device-copy and
+host-device-sync rules speak for them. The saving is their time above the roof; the fix gives each kernel more of
 the GPU or removes kernels: split-K or a tuned matrix-vector kernel, fusing the neighbours in, a CUDA graph with
 programmatic dependent launch so one kernel's loads overlap the last one's tail.
 """
 
 from __future__ import annotations
 
+import functools
 import statistics
 
+from roofline.capture.trace_syncs import copy_direction
 from roofline.doctor.evidence import (VIEW_KINDS, bandwidth_of, ceilings_by_op, device_time_share, is_gpu_report,
                                       op_bytes, op_kind, severity_for, top_locations, torch_device)
 from roofline.doctor.registry import register
@@ -85,8 +90,16 @@ def check(report: Report) -> list[Finding]:
 def _undersized(op: OpRecord, bandwidth: float) -> bool:
     if op.bound != "memory" or op.time_s <= 0 or op_kind(op.name) in VIEW_KINDS:
         return False
+    if any(map(_crosses_host_link, op.kernels)):
+        return False
     moved = op_bytes(op)
     return MIN_BYTES <= moved < SMALL_ROOF_S * bandwidth and moved / op.time_s < SLOW_SHARE * bandwidth
+
+
+@functools.lru_cache(maxsize=4096)
+def _crosses_host_link(kernel: str) -> bool:
+    """A device event that copies between host and device memory (memoised: a trace's names recur every step)."""
+    return bool(copy_direction(kernel))
 
 
 def _mb(nbytes: float) -> str:

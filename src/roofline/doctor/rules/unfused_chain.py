@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from roofline.doctor.evidence import (ELEMENTWISE_KINDS, NORM_KINDS, VIEW_KINDS, bandwidth_of, generic_module,
-                                      is_cpu_report, numel, op_bytes, op_kind, op_table, output_dtype, severity_for,
-                                      tensor_bytes, tensor_inputs, top_locations)
+from roofline.doctor.evidence import (ELEMENTWISE_KINDS, NORM_KINDS, VIEW_KINDS, bandwidth_of, device_not_recorded,
+                                      generic_module, is_cpu_report, numel, op_bytes, op_kind, op_table,
+                                      output_dtype, severity_for, tensor_bytes, tensor_inputs, top_locations)
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
 
@@ -149,6 +149,8 @@ def check(report: Report) -> list[Finding]:
 
 
 def _check(report: Report) -> list[Finding]:
+    if device_not_recorded(report):
+        return []  # the chain's time would be the host's launches, not the memory traffic fusion removes
     bandwidth = report.ceilings.memory_bandwidth_bytes_per_s
     table = op_table(report)
     ops, calls, call_kind = table.ops, table.call, table.call_kind
