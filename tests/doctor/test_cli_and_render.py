@@ -45,8 +45,11 @@ def test_doctor_rule_selection_and_fail_on(tmp_path, capsys):
 
 def test_doctor_on_a_trace_file(capsys):
     trace = H200 / "bad_syncs_fwd_fp32.json.gz"
-    assert main(["doctor", str(trace), "--top", "2"]) == 0
-    assert "host-device-sync" in capsys.readouterr().out
+    assert main(["doctor", str(trace), "--top", "4"]) == 0
+    out = capsys.readouterr().out
+    # the trace's two planted bugs: an .item() and a .cpu().to('cuda') each iteration (the copy's blocking upload
+    # is the host-to-device-copy rule's; the .item() and the .cpu() stay host-device syncs)
+    assert "host-device-sync" in out and "host-to-device-copy" in out
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
