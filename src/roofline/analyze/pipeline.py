@@ -37,6 +37,8 @@ from roofline.analyze.roofline import place_op, summarize
 from roofline.analyze.integer_roofs import integer_roof_notes
 from roofline.analyze.stale import stale_ceilings_note, thread_count_note
 from roofline.analyze.varlen_notes import varlen_attention_notes
+from roofline.capture.tool_frames import profiler_time_by_step
+from roofline.capture.trace_syncs import left_out_note
 from roofline.analyze.warmup import FIRST_CALL_FACTOR, first_call_outliers, first_calls_entry, warmup_events
 from roofline.capture.recording import OpRecording, RecordedOp, Tf32Flags, op_dtype
 from roofline.capture.trace_model import DIRECT_LAUNCH_OP, GRAPH_REPLAY_OP, CpuOp, Trace
@@ -516,7 +518,14 @@ def report_from_trace(
         report.extra["warmup"] = warmup
     if recording is not None:
         report.extra["tf32"] = {"cuda_matmul": recording.tf32.matmul, "cudnn": recording.tf32.cudnn}
-    report.syncs, report.memory = side.result()
+    report.syncs, report.memory, syncs_left_out = side.result()
+    note = left_out_note(syncs_left_out)
+    if note:
+        report.summary.notes.append(note)
+        report.extra["syncs_left_out"] = syncs_left_out
+    profiler_time = profiler_time_by_step(trace)
+    if profiler_time:
+        report.extra["profiler_time"] = profiler_time
     if idle_by_device:
         report.extra["idle_by_device_s"] = {str(d): t for d, t in sorted(idle_by_device.items())}
     if trace.has_gpu:
@@ -743,13 +752,15 @@ def _is_idle_marker(trace: Trace, c: Chosen) -> bool:
     return trace.has_gpu and ev.total_kernel_us == 0 and not ev.name.startswith("aten::")
 
 
-def _syncs_and_memory(trace: Trace, reference_peak_bytes: int | None) -> tuple[list[SyncSite], MemorySummary]:
+def _syncs_and_memory(trace: Trace, reference_peak_bytes: int | None
+                      ) -> tuple[list[SyncSite], MemorySummary, dict[str, int]]:
+    """The sync sites, the memory summary, and the sync events left out of the sites by reason."""
     from roofline.capture.trace_memory import memory_from_trace
-    from roofline.capture.trace_syncs import syncs_from_trace
+    from roofline.capture.trace_syncs import host_syncs_from_trace
 
-    syncs = syncs_from_trace(trace) if trace.syncs else []
+    syncs, left_out = host_syncs_from_trace(trace) if trace.syncs else ([], {})
     # Always filled: with no [memory] events the summary says why it has no peak (never a bare 0 B).
-    return syncs, memory_from_trace(trace, reference_peak_bytes=reference_peak_bytes)
+    return syncs, memory_from_trace(trace, reference_peak_bytes=reference_peak_bytes), left_out
 
 
 def _op_from_recording(trace: Trace, rec: RecordedOp, rec_index: int, times_us: list[float], cpu_us: list[float],

@@ -25,6 +25,7 @@ import numpy as np
 
 from roofline.capture.event_stream import AT_MIDDLE, EventStream, gzip_json_size, split_offset
 from roofline.capture.source_paths import is_generated_file, is_user_file, local_trace_path
+from roofline.capture.tool_frames import in_spans, is_tool_frame, tool_spans
 from roofline.capture.trace_model import (
     CommArgs,
     DIRECT_LAUNCH_OP,
@@ -298,7 +299,7 @@ _FRAME_ITEMS = 1 << 15
 _TAIL_LISTS = (("ops", CpuOp), ("kernels", GpuEvent), ("syncs", SyncEvent), ("memory", MemoryEvent),
                ("launches", Launch), ("host_calls", HostCall))
 _COLUMNS = ("frame_ts", "frame_ends", "frame_threads", "frame_labels", "memory_threads", "launch_threads", "launch_ts",
-            "launch_durs", "op_ts", "op_durs", "op_threads")
+            "launch_durs", "op_ts", "op_durs", "op_threads", "tool_ts", "tool_ends", "tool_threads")
 
 
 def _send_tail(path: str, offset: int | str, out) -> None:
@@ -419,6 +420,10 @@ class _TraceBuilder:
         self.frame_ends = array("d")
         self.frame_threads = array("q")
         self.frame_labels = array("q")
+        # the profiler's own frames (roofline's capture, torch.profiler: tool_frames.py), kept apart from the labels
+        self.tool_ts = array("d")
+        self.tool_ends = array("d")
+        self.tool_threads = array("q")
         self.labels: dict[tuple, int] = {}
         self.call_sites: dict[str, tuple[int, str, None] | None] = {}
         # (ts, end) of the frame that started tracing (_PROFILER_START), the earliest one seen.
@@ -562,10 +567,10 @@ class _TraceBuilder:
         labels = np.array([self.labels.setdefault(tuple(kind), len(self.labels)) for kind in header["labels"]]
                           or [0], dtype=np.int64)
         for name, codes in (("frame_threads", threads), ("memory_threads", threads), ("launch_threads", threads),
-                            ("op_threads", threads), ("frame_labels", labels)):
+                            ("op_threads", threads), ("tool_threads", threads), ("frame_labels", labels)):
             column = np.frombuffer(header[name], dtype=np.int64)
             getattr(self, name).frombytes(codes[column].tobytes())
-        for name in ("frame_ts", "frame_ends", "launch_ts", "launch_durs", "op_ts", "op_durs"):
+        for name in ("frame_ts", "frame_ends", "launch_ts", "launch_durs", "op_ts", "op_durs", "tool_ts", "tool_ends"):
             getattr(self, name).frombytes(header[name])
         for category, kind in header["kinds"].items():
             self.kinds.setdefault(category, kind)
@@ -615,6 +620,9 @@ class _TraceBuilder:
             generated = _generated_file(name) if kind is None else None
             if generated is not None:
                 self.generated_files.add(generated)
+        if kind is _IN_TOOL:
+            self._add_tool_frame(ev, ts, dur)
+            kind = None
         if kind is _STARTS_PROFILER:
             if self.profiler_start is None or ts < self.profiler_start[0]:
                 self.profiler_start = (ts, ts + dur)
@@ -635,6 +643,14 @@ class _TraceBuilder:
         if type(tid) is str and " overlap " in tid:
             tid = _lane_root(tid)
         self._add_frame_at(kind, self._thread(ev.pid, tid), ts, ts + dur)
+
+    def _add_tool_frame(self, ev: _Event, ts: float, dur: float) -> None:
+        tid = ev.tid
+        if type(tid) is str and " overlap " in tid:
+            tid = _lane_root(tid)
+        self.tool_ts.append(ts)
+        self.tool_ends.append(ts + dur)
+        self.tool_threads.append(self._thread(ev.pid, tid))
 
     def _add_frame_at(self, kind: tuple, thread: int, ts: float, end: float) -> None:
         label = self.labels.get(kind)
@@ -780,6 +796,7 @@ class _TraceBuilder:
         if not self.syncs and "xpu_sync" not in self.kinds and any(c.startswith("xpu_") for c in self.kinds):
             self.syncs = _xpu_host_waits(self.launches)
         self.syncs.sort(key=lambda s: s.ts_us)
+        self._join_sync_calls()
         self._steps()
         stale = self._relabel_stale_frames()
         self._sweep_threads()
@@ -802,6 +819,53 @@ class _TraceBuilder:
         self._device_info()
         self._warn()
         return trace
+
+    def _join_sync_calls(self) -> None:
+        """Each sync's runtime call (by correlation): its name, and whether the profiler's own code made it
+        (tool_frames.py); the host time the profiler's code owns, on Trace.tool_spans."""
+        if not self.syncs and not self.tool_ts:
+            return
+        owned = self._tool_spans_by_thread()
+        self.trace.tool_spans = sorted(span for spans in owned.values() for span in spans)
+        wanted = {s.correlation for s in self.syncs if s.correlation is not None}
+        calls = {launch.correlation: (launch.name, launch.ts_us, thread)
+                 for launch, thread in zip(self.launches, self.launch_threads) if launch.correlation in wanted}
+        starts = {thread: [s for s, _ in spans] for thread, spans in owned.items()}
+        for sync in self.syncs:
+            call = calls.get(sync.correlation)
+            if call is None:
+                continue
+            name, ts, thread = call
+            sync.call = name
+            if thread in owned:
+                sync.in_tool = in_spans(owned[thread], starts[thread], ts)
+
+    def _tool_spans_by_thread(self) -> dict[int, list[tuple[float, float]]]:
+        """tool_frames.tool_spans of each thread with a tool frame; the model's frames that count are those that
+        start inside one (a model frame around a tool frame leaves its time the tool's)."""
+        if not self.tool_ts:
+            return {}
+        tool_ts = np.frombuffer(self.tool_ts, dtype=np.float64)
+        tool_ends = np.frombuffer(self.tool_ends, dtype=np.float64)
+        tool_threads = np.frombuffer(self.tool_threads, dtype=np.int64)
+        model_kind = np.array([kind[0] in (_MODULE, _USER, _CALL_SITE) for kind in self.labels] or [False])
+        frame_ts = np.frombuffer(self.frame_ts, dtype=np.float64)
+        frame_ends = np.frombuffer(self.frame_ends, dtype=np.float64)
+        frame_threads = np.frombuffer(self.frame_threads, dtype=np.int64)
+        is_model = model_kind[np.frombuffer(self.frame_labels, dtype=np.int64)] if len(frame_ts) else np.zeros(0, bool)
+        owned = {}
+        for thread in np.unique(tool_threads).tolist():
+            mine = tool_threads == thread
+            starts, ends = tool_ts[mine], tool_ends[mine]
+            order = np.argsort(starts, kind="stable")
+            starts, reach = starts[order], np.maximum.accumulate(ends[order])
+            candidates = np.flatnonzero(is_model & (frame_threads == thread))
+            k = np.searchsorted(starts, frame_ts[candidates], side="right") - 1
+            inside = candidates[(k >= 0) & (reach[np.maximum(k, 0)] > frame_ts[candidates])]
+            frames = [(s, e, True) for s, e in zip(tool_ts[mine].tolist(), tool_ends[mine].tolist())]
+            frames += [(s, e, False) for s, e in zip(frame_ts[inside].tolist(), frame_ends[inside].tolist())]
+            owned[thread] = tool_spans(frames)
+        return owned
 
     def _sort_ops(self) -> None:
         """Ops in time order, the longest first at equal times (stable, as list.sort with that key), from the
@@ -1091,6 +1155,8 @@ def _category_kind(cat: str) -> int:
 # range, torch.utils.checkpoint's recomputation, torch's gradient clipping or loss scaling.
 _MODULE, _USER, _TRACING_START, _CALL_SITE, _RECOMPUTE, _GRADIENT = range(6)
 _STARTS_PROFILER = (_TRACING_START, "")
+# the profiler's own code (tool_frames.py): recorded apart (_TraceBuilder.tool_ts), no label of its own
+_IN_TOOL = (-1, "")
 _RECOMPUTES = (_RECOMPUTE, "")
 _TENDS_GRADIENTS = (_GRADIENT, "")
 
@@ -1101,6 +1167,8 @@ def _frame_kind(name: str) -> tuple | None:
     started tracing."""
     if _PROFILER_START.match(name):
         return _STARTS_PROFILER
+    if is_tool_frame(name):
+        return _IN_TOOL
     kind = _classify_frame(name)
     if kind is None or kind[0] != _USER:
         return kind

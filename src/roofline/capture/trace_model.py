@@ -140,6 +140,8 @@ class SyncEvent(msgspec.Struct, gc=False, array_like=True):
     correlation: int | None = None
     stream: Any = None
     op: int = -1
+    call: str | None = None  # the runtime call that waited (cudaStreamSynchronize, cudaEventQuery...), when known
+    in_tool: bool = False  # made by the profiler's own code (capture/tool_frames.py), not the user's
 
 
 class MemoryEvent(msgspec.Struct, gc=False, array_like=True):
@@ -192,6 +194,8 @@ class Trace:
     memory: list[MemoryEvent] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
     launches: list[Launch] = field(default_factory=list)
+    # host time in the profiler's own code (capture/tool_frames.py), every thread's, sorted; empty without stacks
+    tool_spans: list[tuple[float, float]] = field(default_factory=list)
     host_calls: list[HostCall] = field(default_factory=list)
     has_shapes: bool = False
     has_stack: bool = False

@@ -37,10 +37,44 @@ _KIND_BY_OP = {
 }
 
 
-def sync_kind(op_name: str | None, memcpy_name: str | None = None, device: str = "cuda") -> str:
+# Kineto's cuda_sync kinds (libkineto's syncTypeString: "Event Sync", "Stream Wait Event", "Stream Sync", "Context
+# Sync"): a stream wait makes one stream wait on another's event, on the device; the host goes on at once.
+DEVICE_SIDE_SYNC_KINDS = frozenset({"Stream Wait Event"})
+# Runtime calls CUPTI reports as synchronisations that return at once: polls (cudaEventQuery is reported as an
+# "Event Sync"; cudaStreamQuery, cuEventQuery, hipEventQuery...).
+_POLL_CALL_PART = "Query"
+# a stream wait's runtime call (cudaStreamWaitEvent, cuStreamWaitEvent, hipStreamWaitEvent)
+_STREAM_WAIT_CALL_PART = "StreamWaitEvent"
+# torch's spelling of the explicit waits, for a sync made under no op (or under a user annotation)
+_KIND_BY_CALL_SUFFIX = (("StreamSynchronize", "Stream.synchronize"), ("EventSynchronize", "Event.synchronize"))
+DEVICE_SIDE = "device-side stream waits"
+NON_BLOCKING = "non-blocking polls"
+PROFILER_OWN = "made by the profiler's own code"
+
+
+def left_out_reason(sync: Any) -> str | None:
+    """Why a trace's sync event (capture.trace_model.SyncEvent) is no host-device sync of the user's code, or None
+    when it is one: a device-side wait or a poll (the host did not block), or a sync the profiler's own code made
+    (roofline's step timing, torch.profiler's stop: capture/tool_frames.py)."""
+    call = sync.call or ""
+    if sync.name in DEVICE_SIDE_SYNC_KINDS or _STREAM_WAIT_CALL_PART in call:
+        return DEVICE_SIDE
+    if _POLL_CALL_PART in call:
+        return NON_BLOCKING
+    if sync.in_tool:
+        return PROFILER_OWN
+    return None
+
+
+def sync_kind(op_name: str | None, memcpy_name: str | None = None, device: str = "cuda",
+              call: str | None = None) -> str:
     """A readable kind for a sync event (cuda_sync, xpu_sync), from the op that made it and the copy it waited
-    for; ``device``: torch's name for the device type (``xpu.synchronize`` on Intel GPUs)."""
+    for; with no op, from the runtime ``call`` that waited (cudaStreamSynchronize: ``cuda.Stream.synchronize``);
+    ``device``: torch's name for the device type (``xpu.synchronize`` on Intel GPUs)."""
     if op_name is None:
+        for suffix, kind in _KIND_BY_CALL_SUFFIX:
+            if call and call.endswith(suffix):
+                return f"{device}.{kind}"
         return f"{device}.synchronize"
     if op_name in ("aten::copy_", "aten::to", "aten::_to_copy"):
         direction = copy_direction(memcpy_name or "")
@@ -86,16 +120,38 @@ def sites_from_trace_syncs(syncs: Iterable[TraceSync], steps: int | None = None)
 
 
 def syncs_from_trace(trace: Any) -> list[SyncSite]:
+    """SyncSites from a trace's cuda_sync events (``host_syncs_from_trace``)."""
+    return host_syncs_from_trace(trace)[0]
+
+
+def host_syncs_from_trace(trace: Any) -> tuple[list[SyncSite], dict[str, int]]:
     """SyncSites from a trace's cuda_sync events, located at the launching op's user source line (else module).
 
     ``trace``: a roofline.capture.kineto Trace, a path to a trace file, or a raw Chrome trace dict (or its
     event list) as torch.profiler exports it; the last two are read by kineto's streaming loader. Syncs outside
-    the profiled steps (the profiler's own stop) are left out when the trace has steps.
+    the profiled steps (the profiler's own stop) are left out when the trace has steps; so are sync events where
+    the host did not block and syncs the profiler's own code made (``left_out_reason``), counted by reason in the
+    second member.
     """
     if isinstance(trace, (str, os.PathLike, dict, list)):
         trace = _load(trace)
-    syncs, steps = trace_syncs_from_trace(trace)
-    return sites_from_trace_syncs(syncs, steps)
+    syncs, steps, left_out = trace_syncs_from_trace(trace)
+    return sites_from_trace_syncs(syncs, steps), left_out
+
+
+_WHY_LEFT_OUT = {
+    DEVICE_SIDE: "a stream waits on another stream's event on the device, the host goes on",
+    NON_BLOCKING: "an event or stream query returns at once",
+    PROFILER_OWN: "roofline's step timing and torch.profiler's stop, no work of the profiled code",
+}
+
+
+def left_out_note(left_out: dict[str, int]) -> str | None:
+    """The report's note on the sync events that are no host-device syncs of the user's code."""
+    if not left_out:
+        return None
+    parts = "; ".join(f"{count} {reason} ({_WHY_LEFT_OUT[reason]})" for reason, count in sorted(left_out.items()))
+    return f"sync events left out of the host-device syncs: {parts}"
 
 
 def _load(source: Any) -> Any:
@@ -114,19 +170,27 @@ def _load(source: Any) -> Any:
         return load_trace(path)
 
 
-def trace_syncs_from_trace(trace: Any) -> tuple[list[TraceSync], int | None]:
-    """Each sync joined to the op that waited (External id), located at its source line, else its module, and
-    to the copy it waited for; the number of profiled steps."""
+def trace_syncs_from_trace(trace: Any) -> tuple[list[TraceSync], int | None, dict[str, int]]:
+    """Each sync where the host blocked in the user's code joined to the op that waited (External id), located at
+    its source line, else its module, and to the copy it waited for; the number of profiled steps; the profiled
+    steps' sync events left out, by reason (``left_out_reason``). A user annotation (record_function) around the
+    sync gives its location, not its kind."""
     op_by_ext = {op.external_id: op for op in trace.ops if op.external_id is not None and not op.is_annotation}
     memcpy_by_ext = {k.external_id: k.name for k in trace.kernels if k.category == "gpu_memcpy"}
     device = "xpu" if any(c.startswith("xpu_") for c in getattr(trace, "categories", ())) else "cuda"
     result = []
+    left_out: dict[str, int] = {}
     for sync in trace.syncs:
         op = trace.ops[sync.op] if sync.op >= 0 else op_by_ext.get(sync.external_id)
         step = op.step if op is not None else trace.step_of(sync.ts_us)
         if trace.steps and step is None:
             continue
+        reason = left_out_reason(sync)
+        if reason is not None:
+            left_out[reason] = left_out.get(reason, 0) + 1
+            continue
         location = (op.source or op.module or "<unknown>") if op is not None else "<unknown>"
-        kind = sync_kind(op.name if op is not None else None, memcpy_by_ext.get(sync.external_id), device)
+        op_name = op.name if op is not None and not op.is_annotation else None
+        kind = sync_kind(op_name, memcpy_by_ext.get(sync.external_id), device, sync.call)
         result.append(TraceSync(kind, location, sync.dur_us * 1e-6, step))
-    return result, (len(trace.steps) or None)
+    return result, (len(trace.steps) or None), left_out

@@ -87,10 +87,18 @@ def _warmup_in(report: Report, step: int | None, end: float) -> float:
     return spent
 
 
+def _profiler_in(report: Report, step: int | None, end: float) -> float:
+    """Host time in the profiler's own code (roofline's step and phase hooks, torch.profiler's: report.extra
+    "profiler_time", from capture/tool_frames.py) inside [0, end) of a step's clock."""
+    return sum(max(0.0, min(e["start_s"] + e["dur_s"], end) - max(e["start_s"], 0.0))
+               for e in report.extra.get("profiler_time") or [] if e.get("step") == step)
+
+
 def _step_leads(report: Report, launched: np.ndarray | None = None) -> list[tuple[float, float, OpRecord]]:
     """Per step: (host time from the step's start to the first op that launched device work, less any CUDA lazy
-    initialisation in it, step span, that op). The first iterations (warm-up) are left out. ``launched``: which
-    ops count as launching (by default every op with kernels; one GPU's ops for that GPU's lead)."""
+    initialisation and the profiler's own code in it, step span, that op). The first iterations (warm-up) are left
+    out. ``launched``: which ops count as launching (by default every op with kernels; one GPU's ops for that GPU's
+    lead)."""
     measured = report.profiled_step_time.median_s if report.profiled_step_time else 0.0
     spans = step_spans(report)
     table = op_table(report)
@@ -110,7 +118,8 @@ def _step_leads(report: Report, launched: np.ndarray | None = None) -> list[tupl
         span = measured or float(spans.latest_end[g])
         if span > 0:
             lead = max(first.start_s, 0.0)
-            leads.append((max(lead - _warmup_in(report, first.step, lead), 0.0), span, first))
+            own = _warmup_in(report, first.step, lead) + _profiler_in(report, first.step, lead)
+            leads.append((max(lead - own, 0.0), span, first))
     return leads
 
 
@@ -131,6 +140,9 @@ def check_idle(report: Report) -> list[Finding]:
     fix = ("prepare the next input while the GPU works: DataLoader workers with pin_memory=True and prefetching, "
            "non_blocking copies, no host-side preprocessing between steps; make tensors on the device")
     evidence = {"idle_at_start_s": lead, "step_span_s": span, "steps": len(leads), "first_device_op": firsts[0].name}
+    profiler = sum(_profiler_in(report, op.step, max(op.start_s, 0.0)) for op in firsts)
+    if profiler > 0:
+        evidence["profiler_time_left_out_s"] = profiler
     if device is not None:
         # Until the host launches any GPU's first work it prepares input; after that this GPU waits while the host
         # issues other GPUs' work first (model or pipeline parallel run in turn), which input prefetching won't fix.
@@ -147,9 +159,8 @@ def check_idle(report: Report) -> list[Finding]:
         locations=top_locations(firsts), estimated_savings_s=sum(l for l, _, _ in leads),
         savings_method=("host time from each step's start to the first op that launched device work"
                         + (f" on GPU {device}" if device is not None else "") +
-                        f" (nothing is queued on the GPU before it), less {device_runtime(report)}'s lazy initialisation, "
-                        "hidden when the "
-                        "next input is prepared ahead"),
+                        f" (nothing is queued on the GPU before it), less {device_runtime(report)}'s lazy "
+                        "initialisation and the profiler's own code, hidden when the next input is prepared ahead"),
         fix=fix,
         severity=severity_for(report, sum(l for l, _, _ in leads)),
     )]
