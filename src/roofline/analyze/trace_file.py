@@ -19,6 +19,7 @@ import numpy as np
 
 from roofline.analyze.unused_gpu import ran_on_host_only, record_unused_gpu, say_device_not_recorded
 from roofline.capture.trace_model import Trace, op_columns
+from roofline.capture.unrecorded_device import unrecorded_device_use
 from roofline.device.datasheet import with_datasheet_cache
 from roofline.device.identify import UNRECORDED_HOW, DeviceIdentity, identify_gpus, identify_trace
 from roofline.errors import RooflineError
@@ -35,7 +36,7 @@ def ceilings_for_trace(trace, ceilings_file: str | None = None, identity: Device
     from roofline.device.cache import cached_ceilings, load_ceilings
     from roofline.device.datasheet import DATASHEET
 
-    identity = identity or identify_trace(trace)
+    identity = identity or identify_trace(trace, unrecorded_device_use(trace))
     if ceilings_file:
         return load_ceilings(ceilings_file)
     if identity.kind == "cpu":
@@ -133,7 +134,7 @@ def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bo
     if trace.cut and not partial:
         raise RooflineError(f"{path} is cut short ({'; '.join(_cut_reason(trace))}; {trace.events_read} events "
                             "read): pass --partial for a report of what was read")
-    identity = identify_trace(trace)
+    identity = identify_trace(trace, unrecorded_device_use(trace))
     # Kineto names every GPU present in deviceProperties, kernels or not: one named there that ran nothing.
     gpu = identity if identity.kind == "gpu" and identity.how.startswith("deviceProperties") and \
         ran_on_host_only(trace) else None

@@ -9,7 +9,7 @@ Evidence, strongest first:
    vendor when kernels alone do not.
 4. Other metadata and event categories: MTIA runtime events or an MTIA backend name a Meta MTIA accelerator.
 5. No device events, but host events only a GPU run makes (launch calls, NCCL collectives:
-   device/unrecorded_use.py): a GPU whose activity was not recorded, its model unnamed.
+   capture/unrecorded_device.py): a GPU whose activity was not recorded, its model unnamed.
 6. No device events at all: a CPU trace.
 
 An architecture known only from kernel names maps to datasheet roofs only where one data-center part stands for
@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roofline.device.datasheet import datasheet_key
-from roofline.device.unrecorded_use import unrecorded_device_use
 
 _GENERIC_NAMES = re.compile(r"^\s*(AMD Radeon Graphics|AMD Radeon\b.*Graphics|Device \w+|gfx\w+|)\s*$", re.I)
 
@@ -79,8 +78,10 @@ class DeviceIdentity:
                 "host_name": self.host_name}
 
 
-def identify_trace(trace) -> DeviceIdentity:
-    """The device of a loaded ``Trace`` (capture.trace_model)."""
+def identify_trace(trace, unrecorded_use: str = "") -> DeviceIdentity:
+    """The device of a loaded ``Trace`` (capture.trace_model). ``unrecorded_use``: what in it shows a GPU ran the
+    ops though none of its activity was recorded (capture/unrecorded_device.py, which the caller asks: this layer
+    reads no trace model)."""
     names: dict[str, None] = {}
     for k in trace.kernels:
         if k.category == "kernel" and k.name not in names:
@@ -91,7 +92,7 @@ def identify_trace(trace) -> DeviceIdentity:
     memory_devices = {m.device_type for m in getattr(trace, "memory", ())[:KERNEL_SAMPLE]}
     return identify_device(trace.metadata, names, launches, getattr(trace, "categories", ()),
                            has_device_events=bool(trace.kernels), memory_device_types=memory_devices,
-                           unrecorded_use=unrecorded_device_use(trace))
+                           unrecorded_use=unrecorded_use)
 
 
 def identify_gpus(trace) -> dict[int, DeviceIdentity]:
@@ -111,7 +112,7 @@ def identify_device(metadata: dict[str, Any], kernel_names: Iterable[str], launc
                     categories: Iterable[str] = (), *, has_device_events: bool | None = None,
                     memory_device_types: Iterable[int | None] = (), unrecorded_use: str = "") -> DeviceIdentity:
     """``unrecorded_use``: what shows a GPU drove the ops though none of its activity is in the trace
-    (device/unrecorded_use.py), for a trace that names no device."""
+    (capture/unrecorded_device.py), for a trace that names no device."""
     kernel_names = list(kernel_names)
     launch_names = set(launch_names)
     categories = {c.lower() for c in categories}
