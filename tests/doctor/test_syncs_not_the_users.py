@@ -62,5 +62,7 @@ def test_the_profilers_own_host_time_at_a_step_start_is_no_gpu_idle_of_the_users
 
 def test_a_users_real_syncs_still_count_beside_the_profilers_stop():
     report = _diagnosed(DATA / "h200" / "bad_syncs_fwd_fp32.json.gz")
-    assert _sync_kinds(report) == {"item", "copy to host", "copy to device"}
+    # the blocking upload's stall is the host-to-device-copy finding's (doctor/rules/host_input.py), not a sync's
+    assert _sync_kinds(report) == {"item", "copy to host"}
+    assert any(f.rule == "host-to-device-copy" and f.evidence["blocking_copies"] == 20 for f in report.findings)
     assert all(f.evidence["per_step"] == 10 for f in report.findings if f.rule == "host-device-sync")
