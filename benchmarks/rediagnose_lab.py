@@ -37,9 +37,9 @@ def rediagnose(folder: Path) -> list[str]:
         if not path.exists():
             continue
         report = Report.load(path)
-        before = [f"{f.rule}: {f.title}" for f in report.findings]
+        before = [f"{f.rule} ({f.severity}): {f.title}" for f in report.findings]
         report.findings = diagnose(report)
-        after = [f"{f.rule}: {f.title}" for f in report.findings]
+        after = [f"{f.rule} ({f.severity}): {f.title}" for f in report.findings]
         changes += [f"{folder.name}/{name}: - {t}" for t in before if t not in after]
         changes += [f"{folder.name}/{name}: + {t}" for t in after if t not in before]
         report.save(path)
