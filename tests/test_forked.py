@@ -118,3 +118,21 @@ def test_a_one_shot_process_takes_its_big_blocks_from_the_heap(mode, mapped):
                          env={**os.environ, "PYTHONPATH": str(Path(forked.__file__).parents[1])})
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split() == [mapped]
+
+
+def test_fork_running_exits_by_how_its_work_ended():
+    from roofline.forked import fork_running
+
+    def write(fd: int, text: bytes) -> None:
+        os.write(fd, text)
+
+    def fail() -> None:
+        raise RuntimeError("child broke")
+
+    read, write_end = os.pipe()
+    pid = fork_running(write, write_end, b"done", close=(read,))
+    os.close(write_end)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert os.read(read, 16) == b"done"
+    os.close(read)
+    assert os.waitpid(fork_running(fail), 0)[1] >> 8 == 1

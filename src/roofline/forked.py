@@ -75,6 +75,25 @@ def _malloc_trim():
 _TRIM: Any = False
 
 
+def fork_running(work: Callable[..., Any], *args: Any, close: tuple[int, ...] = ()) -> int:
+    """A forked child that closes the descriptors ``close`` (the parent's ends of its pipes), runs ``work(*args)``
+    and exits, 0 if it returned and 1 if it raised, without running this process's exit handlers; the child's pid.
+    For a child that talks over pipes of its own rather than sending back a result (``Forked``)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            for fd in close:
+                os.close(fd)
+            work(*args)
+            status = 0
+        finally:
+            os._exit(status)
+    return pid
+
+
 class Forked:
     """``work(*args)`` started now in a forked child (after ``release_free_memory``: the child starts smaller).
 

@@ -14,9 +14,8 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-import sys
 
-from roofline.forked import can_fork
+from roofline.forked import can_fork, fork_running, release_free_memory
 
 DRAWER_NICENESS = 19
 
@@ -35,18 +34,7 @@ class PngDrawer:
             return None
         calls_read, calls_write = os.pipe()
         png_read, png_write = os.pipe()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:  # the drawer: never returns
-            status = 1
-            try:
-                os.close(calls_write)
-                os.close(png_read)
-                _draw_when_asked(calls_read, png_write)
-                status = 0
-            finally:
-                os._exit(status)
+        pid = fork_running(_draw_when_asked, calls_read, png_write, close=(calls_write, png_read))
         os.close(calls_read)
         os.close(png_write)
         return cls(pid, calls_write, png_read)
@@ -54,21 +42,8 @@ class PngDrawer:
     def send_chart(self, report) -> None:
         """Work out ``report``'s chart calls in a forked child, which sends them to the drawer (the report shared
         copy-on-write, never pickled whole)."""
-        from roofline.forked import release_free_memory
-
         release_free_memory()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:  # the sender: never returns
-            status = 1
-            try:
-                os.close(self._png_fd)
-                _send_calls(report, self._calls_fd)
-                status = 0
-            finally:
-                os._exit(status)
-        self._sender = pid
+        self._sender = fork_running(_send_calls, report, self._calls_fd, close=(self._png_fd,))
         self._close_calls()  # the sender holds them now: if it dies, the drawer reads EOF and exits
 
     def png(self) -> bytes | None:
