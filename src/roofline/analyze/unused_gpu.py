@@ -8,16 +8,16 @@ durations, so they are judged against the CPU's roofs, never the GPU's; the GPU'
 (doctor/rules/model_on_cpu.py).
 
 A trace whose ops drove a device whose activity went unrecorded (profiled with ProfilerActivity.CPU only) is not
-this case: its kernel-launch or copy calls, its NCCL collectives (capture/unrecorded_device.py), or its CUDA allocations
-show it, and their host times are launch costs, not the work.
+this case: its kernel-launch or copy calls, its NCCL collectives (capture/unrecorded_device.py), or its CUDA
+allocations show it, and their host times are launch costs, not the work.
 """
 
 from __future__ import annotations
 
 from roofline.capture.kineto import NO_KERNELS_WARNING
 from roofline.capture.trace_model import Trace
-from roofline.device.identify import DeviceIdentity
 from roofline.capture.unrecorded_device import unrecorded_device_use
+from roofline.device.identify import DeviceIdentity
 from roofline.report import Ceilings, Report
 
 # c10::DeviceType::CPU in a [memory] event's "Device Type" (CUDA is 1, MPS 13, HPU 15)
@@ -26,8 +26,8 @@ CPU_DEVICE_TYPE = 0
 
 def ran_on_host_only(trace: Trace, *, device_recorded: bool = False) -> bool:
     """Whether the trace's ops ran on the CPU alone: some op, no device activity, nothing that shows a GPU drove
-    them (capture/unrecorded_device.py: a launch or copy call, an NCCL collective), and, unless the device's activity
-    is known to be recorded (``device_recorded``: the profiling harness asks for it on a GPU), no allocation on
+    them (capture/unrecorded_device.py: a launch or copy call, an NCCL collective), and, unless the device's
+    activity is known to be recorded (``device_recorded``: the profiling harness asks for it on a GPU), no allocation on
     another device than the CPU (an MPS run allocates on its GPU and records no kernel). With it recorded, an
     allocation the harness or the process made outside the model (a buffer left by the ceilings' measurement) says
     nothing about where the ops ran."""

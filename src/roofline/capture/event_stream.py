@@ -389,8 +389,8 @@ GZIP_HEAD_SHARE = 0.6
 
 
 def split_offset(path: str | Path, window: int = SPLIT_WINDOW) -> int | None:
-    """A byte offset near the middle (PLAIN_HEAD_SHARE) of a plain JSON trace where an event starts (``_boundary``), or None (and
-    None for a gzipped file: its middle is found while decompressing, AT_MIDDLE)."""
+    """A byte offset near the middle (PLAIN_HEAD_SHARE) of a plain JSON trace where an event starts
+    (``_boundary``), or None (and None for a gzipped file: its middle is found while decompressing, AT_MIDDLE)."""
     path = Path(path)
     size = path.stat().st_size
     with open(path, "rb") as fh:

@@ -14,7 +14,6 @@ import math
 import os
 import re
 import signal
-import sys
 import threading
 from array import array
 from collections.abc import Iterable, Iterator
@@ -42,6 +41,7 @@ from roofline.capture.trace_model import (
     steps_of,
 )
 from roofline.errors import RooflineError
+from roofline.forked import fork_running
 from roofline.gcpause import cyclic_gc_paused
 
 _Raw = msgspec.Raw
@@ -248,19 +248,8 @@ class _TailReader:
             return None
         if offset is None:
             return None
-        sys.stdout.flush()
-        sys.stderr.flush()
         read_fd, write_fd = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: never returns
-            status = 1
-            try:
-                os.close(read_fd)
-                with os.fdopen(write_fd, "wb") as out:
-                    _send_tail(path, offset, out)
-                status = 0
-            finally:
-                os._exit(status)
+        pid = fork_running(_send_tail_to, path, offset, write_fd, close=(read_fd,))
         os.close(write_fd)
         return cls(path, offset, pid, read_fd)
 
@@ -300,6 +289,11 @@ _TAIL_LISTS = (("ops", CpuOp), ("kernels", GpuEvent), ("syncs", SyncEvent), ("me
                ("launches", Launch), ("host_calls", HostCall))
 _COLUMNS = ("frame_ts", "frame_ends", "frame_threads", "frame_labels", "memory_threads", "launch_threads", "launch_ts",
             "launch_durs", "op_ts", "op_durs", "op_threads", "tool_ts", "tool_ends", "tool_threads")
+
+
+def _send_tail_to(path: str, offset: int | str, fd: int) -> None:
+    with os.fdopen(fd, "wb") as out:
+        _send_tail(path, offset, out)
 
 
 def _send_tail(path: str, offset: int | str, out) -> None:

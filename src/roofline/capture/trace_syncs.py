@@ -39,6 +39,9 @@ _KIND_BY_OP = {
 
 # Kineto's cuda_sync kinds (libkineto's syncTypeString: "Event Sync", "Stream Wait Event", "Stream Sync", "Context
 # Sync"): a stream wait makes one stream wait on another's event, on the device; the host goes on at once.
+# a blocking copy's kind by the way it went: "copy to host" (.cpu(), .item() of a copy), "copy to device"
+COPY_KIND = "copy to {}"
+COPY_TO_DEVICE = COPY_KIND.format("device")
 DEVICE_SIDE_SYNC_KINDS = frozenset({"Stream Wait Event"})
 # Runtime calls CUPTI reports as synchronisations that return at once: polls (cudaEventQuery is reported as an
 # "Event Sync"; cudaStreamQuery, cuEventQuery, hipEventQuery...).
@@ -78,7 +81,7 @@ def sync_kind(op_name: str | None, memcpy_name: str | None = None, device: str =
         return f"{device}.synchronize"
     if op_name in ("aten::copy_", "aten::to", "aten::_to_copy"):
         direction = copy_direction(memcpy_name or "")
-        return f"copy to {direction}" if direction else "copy"
+        return COPY_KIND.format(direction) if direction else "copy"
     return _KIND_BY_OP.get(op_name, op_name.replace("aten::", ""))
 
 

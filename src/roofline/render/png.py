@@ -50,8 +50,9 @@ def draw_chart(calls: list[ChartCall]):
 
 
 def _label_points(fig, ax, candidates: list[tuple[str, float, float]], top_labels: int) -> None:
-    """Name the ops with the most time (``candidates``: label, intensity, FLOP/s, longest first), skipping any label whose box would overlap one already placed; a label that
-    would run off the right of the plot is put on the point's left."""
+    """Name the ops with the most time (``candidates``: label, intensity, FLOP/s, longest first), skipping any
+    label whose box would overlap one already placed; a label that would run off the right of the plot is put on
+    the point's left."""
     renderer = fig.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
     boxes = []

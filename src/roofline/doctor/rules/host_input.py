@@ -17,13 +17,13 @@ import functools
 
 import numpy as np
 
+from roofline.capture.trace_syncs import COPY_TO_DEVICE, copy_direction
 from roofline.doctor.evidence import (device_runtime, is_gpu_report, op_table, severity_for, step_spans, top_locations,
                                       torch_device)
 from roofline.doctor.registry import register
 from roofline.report import Finding, KernelRecord, OpRecord, Report
 
 COPY_RULE = "host-to-device-copy"
-COPY_TO_DEVICE = "copy to device"  # the sync detector's kind for a blocking copy to the device (capture/trace_syncs.py)
 IDLE_RULE = "input-idle"
 MIN_IDLE_SHARE = 0.1
 
@@ -34,10 +34,9 @@ def is_host_to_device(k: KernelRecord) -> bool:
 
 @functools.lru_cache(maxsize=8192)
 def _names_host_to_device(name: str) -> bool:
-    """Memoised: a trace's few hundred device event names recur on every step."""
-    squeezed = name.lower().replace(" ", "")
-    # CUDA "Memcpy HtoD", ROCm "HostToDevice", Intel PTI "Memcpy M2D (MEMORY(Unknown) -> DEVICE)" / "H2D (HOST ->"
-    return "htod" in squeezed or "hosttodevice" in squeezed or squeezed.startswith(("memcpym2d", "memcpyh2d"))
+    """CUDA "Memcpy HtoD", ROCm "HostToDevice", Intel PTI "Memcpy M2D"/"H2D" (capture/trace_syncs.copy_direction);
+    memoised: a trace's few hundred device event names recur on every step."""
+    return copy_direction(name) == "device"
 
 
 def host_copies_reported(report: Report) -> bool:

@@ -23,11 +23,11 @@ from collections import defaultdict
 
 import numpy as np
 
-from roofline.capture.trace_syncs import copy_direction
+from roofline.capture.trace_syncs import COPY_TO_DEVICE, copy_direction
 from roofline.doctor.evidence import (SYNC_KINDS, is_cpu_report, is_gpu_report, location, op_kind, op_table,
                                       severity_for, step_count, waits_for_data)
 from roofline.doctor.registry import register
-from roofline.doctor.rules.host_input import COPY_TO_DEVICE, host_copies_reported
+from roofline.doctor.rules.host_input import host_copies_reported
 from roofline.report import Finding, OpRecord, Report
 
 RULE = "host-device-sync"

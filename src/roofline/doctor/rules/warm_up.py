@@ -50,8 +50,8 @@ def _first_calls(report: Report, warmup: list[dict]) -> list[Finding]:
                   "largest_first_call_s": ops[0]["first_s"], "its_later_median_s": ops[0]["later_median_s"]},
         estimated_savings_s=excess,
         savings_method=(f"each op's first call's {clock} less the median of its later calls (same op name, "
-                        f"input shapes and arguments; a first call at least {factor:g}x that median, in a trace without steps), "
-                        f"summed over {calls} op(s): time a profile after a warm-up step no longer holds"),
+                        f"input shapes and arguments; a first call at least {factor:g}x that median, in a trace "
+                        f"without steps), summed over {calls} op(s): time a profile after a warm-up step no longer holds"),
         fix=FIRST_CALLS_FIX, severity=severity_for(report, excess))]
 
 
