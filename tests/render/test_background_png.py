@@ -46,7 +46,7 @@ import roofline.analyze.pipeline as pipeline
 import roofline.forked as forked
 
 outputs.BACKGROUND_PNG_MIN_OPS = 0
-pipeline.SIDE_FORK_MIN_EVENTS = 0
+pipeline.SIDE_FORK_MIN_SYNCS = 0
 started = []
 init = outputs.BackgroundRenderer.__init__
 outputs.BackgroundRenderer.__init__ = lambda self, r, rep: (started.append(type(r).__name__), init(self, r, rep))[1]

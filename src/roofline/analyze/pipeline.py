@@ -56,7 +56,9 @@ from roofline.report import Ceilings, Environment, KernelRecord, MemorySummary, 
 
 _MATMUL_FAMILY = families.MATMUL | families.MATVEC  # cuBLAS: TF32 as torch.backends.cuda.matmul allows
 _CONV_FAMILY = families.CONV | families.CONV_OTHER  # cuDNN: TF32 as torch.backends.cudnn allows
-SIDE_FORK_MIN_EVENTS = 20_000  # memory and sync events from which their analysis is worth a forked child
+# Sync events from which their sites are worth a forked child (3-8 us each): the fork costs this process a
+# copy-on-write fault on every page it touches next (~50,000 faults, 0.1-0.2 s, on the 1 M-event trace).
+SIDE_FORK_MIN_SYNCS = 50_000
 
 
 @dataclass(slots=True)
@@ -353,10 +355,9 @@ def report_from_trace(
     The Report is undiagnosed: the entry point that asked for it runs the doctor, once.
     """
     _ensure_attributed(trace)
-    # A big trace's memory replay and sync sites (~0.4 s on the 1 M-event trace) are worked out by a forked child
-    # while the ops are built here; a small one's when they are collected, as before.
-    side = meanwhile(_syncs_and_memory, trace, reference_peak_bytes,
-                     fork=len(trace.memory) + len(trace.syncs) >= SIDE_FORK_MIN_EVENTS)
+    # Many sync sites are worked out by a forked child while the ops are built here; fewer (and the memory
+    # summary, on columns: capture/trace_memory.py) when they are collected.
+    side = meanwhile(_syncs_and_memory, trace, reference_peak_bytes, fork=len(trace.syncs) >= SIDE_FORK_MIN_SYNCS)
     children = children_index(trace)
     counter = _TraceCounter(OptimizerLists(trace), trace, children)
 
