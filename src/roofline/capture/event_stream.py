@@ -20,6 +20,7 @@ Offsets of a gzipped file count its decompressed bytes.
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from pathlib import Path
 from typing import Any, Iterator
@@ -63,6 +64,7 @@ class EventStream:
         self.metadata: dict[str, Any] = {}
         self.warnings: list[str] = []
         self.skipped = 0
+        self.repaired: dict[str, int] = {}  # field path -> events read without it (``_repaired``)
         self.events_read = 0
         self._event_type = event_type
         self._decode_list = msgspec.json.Decoder(list[event_type]).decode
@@ -85,12 +87,14 @@ class EventStream:
                     yield events
         if self._stop is None or (self._stop == AT_MIDDLE and self.split_point is None):
             yield from self._finish(pending)
+            self._repairs_warning()
             return
         while pending.strip(_WHITESPACE):
             events = self._cut(pending)
             if not events:
                 raise ValueError(f"{self.path}: no event boundary at byte {self._stop}")
             yield events
+        self._repairs_warning()
 
     def _head(self, blocks: Iterator[bytes]) -> bytearray:
         """The bytes after the '[' that opens the event list (the metadata before it parsed)."""
@@ -371,9 +375,94 @@ class EventStream:
         for raw in raws:
             try:
                 events.append(self._decode_one(raw))
-            except (msgspec.ValidationError, *_SYNTAX_ERRORS):
+            except msgspec.ValidationError as exc:  # before _SYNTAX_ERRORS: a kind of msgspec.DecodeError
+                event = self._repaired(raw, exc)
+                if event is None:
+                    self.skipped += 1
+                else:
+                    events.append(event)
+            except _SYNTAX_ERRORS:
                 self.skipped += 1
         return events
+
+    def _repaired(self, raw: msgspec.Raw, exc: msgspec.ValidationError) -> Any:
+        """The event read without the arguments whose type is not the one expected (a number written as text is
+        read as that number), or None when that does not make it an event. ROCm's Kineto writes a runtime call's
+        stream as text ("0x0"): every hipLaunchKernel of an AMD trace was dropped as malformed for it (now read
+        as it is: kineto._Args.stream)."""
+        try:
+            data = msgspec.json.decode(raw)
+        except _SYNTAX_ERRORS:
+            return None
+        for _ in range(_MAX_REPAIRS):
+            where = _field_path(str(exc))
+            # only an argument: an event whose name, category or times are not what they should be is no event
+            if where is None or len(where) < 2 or where[0] != "args" or not _drop_or_read_as_number(data, where):
+                return None
+            self.repaired[".".join(map(str, where))] = self.repaired.get(".".join(map(str, where)), 0) + 1
+            try:
+                return self._decode_one(msgspec.json.encode(data))
+            except msgspec.ValidationError as again:
+                exc = again
+        return None
+
+    def _repairs_warning(self) -> None:
+        if self.repaired:
+            fields = ", ".join(f"{path} ({n})" for path, n in sorted(self.repaired.items()))
+            self.warnings.append(f"events with a field of an unexpected type read without it, or as the number its text "
+                                 f"gives: {fields}")
+
+
+_MAX_REPAIRS = 8
+_PATH_PART = re.compile(r'\["((?:[^"\\]|\\.)*)"\]|\[(\d+)\]|\.([^.\[]+)')
+
+
+def _field_path(message: str) -> list[str | int] | None:
+    """The path msgspec's error names (``... - at `$.args.stream```, ``$.args.External id``, ``$.args.x[0]``)."""
+    at = message.rfind("at `$")
+    if at < 0:
+        return None
+    text = message[at + 5:message.index("`", at + 5)] if "`" in message[at + 5:] else ""
+    parts: list[str | int] = []
+    pos = 0
+    while pos < len(text):
+        match = _PATH_PART.match(text, pos)
+        if match is None:
+            return None
+        quoted, index, name = match.groups()
+        parts.append(int(index) if index is not None else name if name is not None else json.loads(f'"{quoted}"'))
+        pos = match.end()
+    return parts or None
+
+
+def _drop_or_read_as_number(data: Any, path: list[str | int]) -> bool:
+    """The field at ``path`` (in a list: the list's own field) replaced by the integer its text spells ("0x0",
+    "12"), else removed; False where there is no such field."""
+    keys = list(path)
+    while keys and isinstance(keys[-1], int):
+        keys.pop()
+    if not keys:
+        return False
+    holder = data
+    for key in keys[:-1]:
+        if isinstance(key, int):
+            if not isinstance(holder, list) or not 0 <= key < len(holder):
+                return False
+        elif not isinstance(holder, dict) or key not in holder:
+            return False
+        holder = holder[key]
+    last = keys[-1]
+    if not isinstance(holder, dict) or last not in holder:
+        return False
+    value = holder[last]
+    if len(keys) == len(path) and isinstance(value, str):
+        try:
+            holder[last] = int(value, 0)
+            return True
+        except ValueError:
+            pass
+    del holder[last]
+    return True
 
 
 SPLIT_WINDOW = 1 << 18

@@ -58,7 +58,7 @@ class _Args(msgspec.Struct, gc=False):
     concrete_inputs: _Raw = msgspec.field(default=None, name="Concrete Inputs")
     sequence_number: int | None = msgspec.field(default=None, name="Sequence number")
     device: int | None = None
-    stream: int | None = None
+    stream: int | str | None = None  # ROCm's Kineto writes a runtime call's as text ("0x0"): _stream_id
     bytes: int | None = None
     mem_bytes: int | None = msgspec.field(default=None, name="Bytes")
     addr: int | None = msgspec.field(default=None, name="Addr")
@@ -522,7 +522,7 @@ class _TraceBuilder:
                 name = args.sync_kind or ev.name
                 self.syncs.append(
                     SyncEvent(intern(name, name), ts, dur, _external_id(args), args.correlation,
-                              args.stream if args.stream is not None else ev.tid)
+                              _stream_id(args.stream, ev.tid))
                 )
 
     def _intern(self, text: str) -> str:
@@ -753,7 +753,7 @@ class _TraceBuilder:
             GpuEvent(
                 0, self._intern(ev.name), ts, dur,
                 args.device if args.device is not None else ev.pid,
-                args.stream if args.stream is not None else ev.tid,
+                _stream_id(args.stream, ev.tid),
                 args.correlation, _external_id(args), category, -1,
                 args.bytes, _comm(args),
             )
@@ -1093,6 +1093,17 @@ def _old_device_properties(metadata: dict) -> None:
         return
     metadata["deviceProperties"] = [{_OLD_PROPERTY_KEYS.get(k, k): v for k, v in p.items()}
                                     for p in old if isinstance(p, dict)]
+
+
+def _stream_id(stream: int | str | None, tid: Any) -> Any:
+    """An event's stream: its ``stream`` arg (text that spells a number, ROCm's "0x0", read as that number), else its
+    lane (``tid``)."""
+    if isinstance(stream, str):
+        try:
+            return int(stream, 0)
+        except ValueError:
+            return stream
+    return tid if stream is None else stream
 
 
 def _external_id(args: _Args) -> int | None:
