@@ -11,6 +11,10 @@ too: Dynamo times each stage in an event named "<stage> (dynamo_timed)"; the out
 compilation's host time, which the report otherwise shows as unmodelled ops (they have no formula: they are not
 ops of the model).
 
+A kernel launch call that takes milliseconds while the device sits idle is the host stalled in the launch itself:
+most often a kernel's first launch loading its code (CUDA's lazy module loading; HIP's code objects), named too
+(``slow_launches``).
+
 A trace without step annotations cannot tell its first iteration from the others; there, an op's first call
 that took many times its later calls (same name, same input shapes) is taken as set-up inside the profiled window
 (lazy initialisation on first use: a fast path's kernels chosen, a buffer allocated, a module loaded), named as
@@ -19,11 +23,15 @@ such (``first_call_outliers``).
 
 from __future__ import annotations
 
+import bisect
+import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from roofline import intervals
 from roofline.capture.trace_model import op_columns
 
 LAZY_INIT_MIN_US = 50_000.0
@@ -33,6 +41,12 @@ _INIT_CALLS = ("cudaGetDeviceCount", "cudaDeviceGetStreamPriorityRange", "cudaFr
                "cudaMalloc", "hipGetDeviceCount", "hipDeviceGetStreamPriorityRange", "hipMalloc", "hipFree",
                "hipSetDevice", "hipInit")
 
+
+SLOW_LAUNCH_MIN_US = 1_000.0
+SLOW_LAUNCH_FACTOR = 100.0
+SLOW_LAUNCH_IDLE_SHARE = 0.5
+SLOW_LAUNCHES_LISTED = 16
+_KERNEL_LAUNCH = re.compile(r"LaunchKernel|cuLaunch|ModuleLaunch|LaunchCooperative")
 
 COMPILE_SUFFIX = " (dynamo_timed)"
 FIRST_CALL_FACTOR = 10.0
@@ -48,17 +62,82 @@ def warmup_events(trace) -> list[dict[str, Any]]:
     compiled = compile_time(trace)
     if compiled is not None:
         found.append(compiled)
+    initialised: set[int] = set()
     for i, launch in enumerate(trace.launches):
         first = i == 0
         if launch.dur_us < LAZY_INIT_MIN_US or not (first or launch.name.startswith(_INIT_CALLS)):
             continue
-        step = trace.step_of(launch.ts_us) if trace.steps else None
-        origin = trace.steps[step].ts_us if step is not None else (trace.ops[0].ts_us if trace.ops else launch.ts_us)
+        step, origin = _step_and_origin(trace, launch.ts_us)
         found.append({"kind": "cuda-lazy-init", "call": launch.name, "step": step,
                       "start_s": (launch.ts_us - origin) / 1e6, "dur_s": launch.dur_us / 1e6})
+        initialised.add(i)
         if len(found) >= 16:
             break
+    slow = slow_launches(trace, initialised)
+    if slow is not None:
+        found.append(slow)
     return found
+
+
+def _step_and_origin(trace, ts_us: float) -> tuple[int | None, float]:
+    """The step holding ``ts_us`` and the report's clock's origin there: the step's start, else the first op's."""
+    step = trace.step_of(ts_us) if trace.steps else None
+    origin = trace.steps[step].ts_us if step is not None else (trace.ops[0].ts_us if trace.ops else ts_us)
+    return step, origin
+
+
+def slow_launches(trace, skipped: set[int] = frozenset()) -> dict[str, Any] | None:
+    """Kernel launch calls that took at least SLOW_LAUNCH_MIN_US and SLOW_LAUNCH_FACTOR times the trace's median
+    launch while the device sat idle for most of the call (SLOW_LAUNCH_IDLE_SHARE): the host stalled in the
+    launch itself, most often a kernel's first launch loading its code (CUDA's lazy module loading, the default
+    from CUDA 12.2; HIP loads code objects on first use too). A launch that blocks while the device is busy is
+    a full launch queue (the device is the bottleneck) and is left out. ``skipped``: positions in
+    trace.launches already named as the runtime's initialisation. A launch of an op and kernel that stalled more
+    than once is ``recurring``: no first use, a stall every time (the driver held by another thread's call, the
+    host thread descheduled). The record: how many of each, their time above the median launch where the device
+    was idle (``excess_s``, ``recurring_excess_s``), and the SLOW_LAUNCHES_LISTED longest of each."""
+    positions = [i for i, launch in enumerate(trace.launches) if _KERNEL_LAUNCH.search(launch.name)]
+    if len(positions) < 2:
+        return None
+    launches = trace.launches
+    durations = np.fromiter((launches[i].dur_us for i in positions), dtype=np.float64, count=len(positions))
+    median = float(np.median(durations))
+    cutoff = max(SLOW_LAUNCH_MIN_US, SLOW_LAUNCH_FACTOR * median)
+    # an op's launches only: the report's time is its ops' (a launch outside every op is in no row nor step)
+    candidates = [i for i, dur in zip(positions, durations.tolist())
+                  if dur >= cutoff and i not in skipped and 0 <= launches[i].op < len(trace.ops)]
+    if not candidates:
+        return None
+    busy = intervals.union([(k.ts_us, k.ts_us + k.dur_us) for k in trace.kernels])
+    busy_ends = [hi for _, hi in busy]
+    kernel_of = {k.correlation: k.name for k in trace.kernels if k.correlation is not None}
+    listed = []
+    for i in candidates:
+        launch = launches[i]
+        start, end = launch.ts_us, launch.ts_us + launch.dur_us
+        first = bisect.bisect_right(busy_ends, start)  # the union's first stretch ending after the call starts
+        near = busy[first:bisect.bisect_left(busy, (end, end), lo=first)]
+        idle_us = launch.dur_us - intervals.length(intervals.clip(near, start, end))
+        if idle_us < SLOW_LAUNCH_IDLE_SHARE * launch.dur_us:
+            continue
+        step, origin = _step_and_origin(trace, start)
+        listed.append({"call": launch.name, "op": trace.ops[launch.op].name,
+                       "kernel": kernel_of.get(launch.correlation, ""), "step": step,
+                       "number": trace.steps[step].number if step is not None else None,
+                       "start_s": (start - origin) / 1e6, "dur_s": launch.dur_us / 1e6,
+                       "excess_s": min(launch.dur_us - median, idle_us) / 1e6})
+    if not listed:
+        return None
+    repeats = Counter((e["op"], e["kernel"]) for e in listed)
+    for e in listed:
+        e["recurring"] = repeats[(e["op"], e["kernel"])] > 1
+    listed.sort(key=lambda e: -e["excess_s"])
+    first = [e for e in listed if not e["recurring"]]
+    again = [e for e in listed if e["recurring"]]
+    return {"kind": "slow-launches", "median_launch_s": median / 1e6,
+            "calls": len(first), "excess_s": sum(e["excess_s"] for e in first),
+            "recurring_calls": len(again), "recurring_excess_s": sum(e["excess_s"] for e in again),
+            "launches": first[:SLOW_LAUNCHES_LISTED] + again[:SLOW_LAUNCHES_LISTED]}
 
 
 def _is_compile_stage(name: str) -> bool:

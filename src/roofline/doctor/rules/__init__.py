@@ -12,6 +12,7 @@ from roofline.doctor.rules import (  # noqa: F401
     half_alignment,
     host_input,
     warm_up,
+    launch_stall,
     exposed_communication,
     straggler,
     tiny_collectives,

@@ -23,7 +23,49 @@ FIX = ("profile steady-state steps: torch.profiler.profile(schedule=torch.profil
                 "profiled window")
 def check(report: Report) -> list[Finding]:
     warmup = report.extra.get("warmup") or []
-    return _compilation(warmup) + _start_up(report, warmup) + _first_calls(report, warmup)
+    return (_compilation(warmup) + _start_up(report, warmup) + _first_calls(report, warmup)
+            + _first_launches(report, warmup))
+
+
+FIRST_LAUNCH_FIX = ("profile after a warm-up iteration: torch.profiler.profile(schedule=torch.profiler.schedule(wait=1, "
+                    "warmup=1, active=3)) and prof.step() each iteration; or load every kernel at start-up instead of "
+                    "at its first launch: CUDA_MODULE_LOADING=EAGER in the environment (CUDA 12.2+ loads lazily by "
+                    "default)")
+
+
+def slow_launches(warmup: list[dict]) -> dict | None:
+    """The slow-launches record of report.extra["warmup"] (analyze/warmup.py), or None."""
+    return next((e for e in warmup if e.get("kind") == "slow-launches"), None)
+
+
+def launch_place(entry: dict) -> str:
+    """'hipLaunchKernel in aten::add_, ProfilerStep#1' for one listed launch."""
+    where = f"{entry['call']} in {entry['op']}" if entry.get("op") else entry["call"]
+    return where + (f", ProfilerStep#{entry['number']}" if entry.get("number") is not None else "")
+
+
+def _first_launches(report: Report, warmup: list[dict]) -> list[Finding]:
+    found = slow_launches(warmup)
+    if found is None or not found.get("calls"):
+        return []
+    listed = [e for e in found["launches"] if not e["recurring"]]
+    longest, excess, calls = listed[0], found["excess_s"], found["calls"]
+    what = "a kernel launch call" if calls == 1 else f"{calls} kernel launch calls"
+    return [Finding(
+        rule=RULE, category="profiling",
+        title=f"{what} stalled the host {fmt_time(excess)} while the {device_runtime(report)} device sat idle "
+              f"({fmt_time(longest['dur_s'])} in {launch_place(longest)}): a kernel's first launch loading its code, "
+              "inside the profiled window",
+        evidence={"calls": calls, "excess_s": excess, "median_launch_s": found["median_launch_s"],
+                  "longest_s": longest["dur_s"], "call": longest["call"], "op": longest["op"],
+                  "kernel": longest["kernel"][:200], "step": longest.get("number")},
+        locations=list(dict.fromkeys(e["op"] for e in listed if e["op"]))[:5],
+        estimated_savings_s=excess,
+        savings_method=("each such launch call's time above the trace's median kernel launch "
+                        f"({fmt_time(found['median_launch_s'])}), counted while the device was idle: a launch of "
+                        "1 ms or more and 100x the median, with the device idle for most of it, of an op and kernel "
+                        "that stalled once; time a profile after a warm-up iteration no longer holds"),
+        fix=FIRST_LAUNCH_FIX, severity=severity_for(report, excess))]
 
 
 FIRST_CALLS_NAMED = 3
