@@ -96,10 +96,12 @@ def slow_launches(trace, skipped: set[int] = frozenset()) -> dict[str, Any] | No
     than once is ``recurring``: no first use, a stall every time (the driver held by another thread's call, the
     host thread descheduled). The record: how many of each, their time above the median launch where the device
     was idle (``excess_s``, ``recurring_excess_s``), and the SLOW_LAUNCHES_LISTED longest of each."""
-    positions = [i for i, launch in enumerate(trace.launches) if _KERNEL_LAUNCH.search(launch.name)]
+    launches = trace.launches
+    names = {launch.name for launch in launches}
+    kernel_launch = {name for name in names if _KERNEL_LAUNCH.search(name)}
+    positions = [i for i, launch in enumerate(launches) if launch.name in kernel_launch]
     if len(positions) < 2:
         return None
-    launches = trace.launches
     durations = np.fromiter((launches[i].dur_us for i in positions), dtype=np.float64, count=len(positions))
     median = float(np.median(durations))
     cutoff = max(SLOW_LAUNCH_MIN_US, SLOW_LAUNCH_FACTOR * median)
