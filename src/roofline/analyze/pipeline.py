@@ -41,7 +41,7 @@ from roofline.capture.tool_frames import profiler_time_by_step
 from roofline.capture.trace_syncs import left_out_note
 from roofline.analyze.warmup import FIRST_CALL_FACTOR, first_call_outliers, first_calls_entry, warmup_events
 from roofline.capture.recording import OpRecording, RecordedOp, Tf32Flags, op_dtype
-from roofline.capture.trace_model import DIRECT_LAUNCH_OP, GRAPH_REPLAY_OP, CpuOp, Trace
+from roofline.capture.trace_model import DIRECT_LAUNCH_OP, GRAPH_REPLAY_OP, CpuOp, Trace, op_columns
 from roofline.count import families
 from roofline.count.counting import count_op, is_composite_op, is_view_op
 from roofline.count.collectives import COMMUNICATION_NOTE
@@ -469,6 +469,8 @@ def report_from_trace(
         timing += f"; totals cover all {len(steps)} profiled steps"
     summary = summarize(ops, timing_method=timing, kernel_share=share, kernel_total_s=kernel_total, idle_s=idle)
     summary.wall_time_s = _wall_time_s(trace, recording is not None)
+    if summary.wall_time_s is None and recording is None:
+        summary.span_s = _span_s(trace)
     if not trace.has_gpu and recording is None:
         summary.notes.extend(_host_outside_ops_note(summary.total_time_s, summary.wall_time_s, len(steps)))
     if not trace.has_gpu and own_time_rows:
@@ -745,6 +747,19 @@ def _wall_time_s(trace: Trace, one_step: bool) -> float | None:
     if not durations:
         return None
     return statistics.median(durations) if one_step else sum(durations)
+
+
+def _span_s(trace: Trace) -> float | None:
+    """A trace's first op's start to its last op's or kernel's end (columns: no Python per op)."""
+    if not trace.ops:
+        return None
+    columns = op_columns(trace)
+    ends = np.fromiter((op.dur_us for op in trace.ops), dtype=np.float64, count=len(trace.ops)) + columns.ts_us
+    last = float(ends.max())
+    if trace.kernels:
+        last = max(last, max(k.ts_us + k.dur_us for k in trace.kernels))
+    span = last - float(columns.ts_us.min())
+    return span / 1e6 if span > 0 else None
 
 
 def _is_idle_marker(trace: Trace, c: Chosen) -> bool:
