@@ -9,6 +9,8 @@ detector records it as a "copy to device" sync site. That stall and the copy's d
 one fix (tensors made on the device, or pinned and non_blocking), so this rule owns both: its saving is the larger
 of the copies' device time and the stall at those sites (they overlap: the host waits while the copy runs), and the
 host-device-sync rule leaves those sites out. Three findings once claimed 1.77 ms against 853 us of copy time.
+In a trace without steps, the copies made before the first compute kernel and never again are one-time set-up (the
+model's weights moved to the device), an info line without saving (``one_time_uploads``).
 """
 
 from __future__ import annotations

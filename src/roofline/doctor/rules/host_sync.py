@@ -14,6 +14,8 @@ A site that syncs more than once per step sits inside a loop: the costly case. S
 step when each step is one forward of the model (the profiler found steps at forwards: a generation loop's decode
 steps, an inference loop's batches): the host waits for each token before it can launch the next. A site syncing
 once per training step (reading the step's result) is reported only when its cost reaches a 'warning' share.
+A sync's saving is the device's idle time inside the host's wait (SyncSite.device_idle_s, OpRecord.device_idle_s),
+never the wait itself: the device runs its queued work meanwhile, and a sync-free loop still has to run it.
 """
 
 from __future__ import annotations
