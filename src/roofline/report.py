@@ -258,6 +258,10 @@ class OpRecord(Struct):
     # Of profiled_events, those with no enclosing event (the calls the model made, autograd's engine frames): 0 in
     # reports written before it.
     profiled_top_level: Count = 0
+    # Of the op's host span (its call on the CPU), the time its device ran nothing (no kernel, memcpy or memset): what
+    # a host blocked in the op (a sync) left the device waiting. None: not measured (an op without device work, a
+    # report without a device timeline, reports written before it).
+    device_idle_s: NonNegative | None = None
 
 
 class KernelRecord(Struct):
@@ -291,6 +295,10 @@ class SyncSite(Struct):
     count: Count = 0
     stall_s: NonNegative = 0.0
     per_step: float | None = None
+    # Of the stall, the time the device ran nothing (no kernel, memcpy or memset): all that removing the syncs can
+    # give back, as the device was working the rest of it. None: not measured (the live detector, a trace without
+    # device work, reports written before).
+    device_idle_s: NonNegative | None = None
 
 
 class LiveTensor(Struct):

@@ -1,5 +1,6 @@
 import pytest
 
+from conftest import SHARED
 from doctor_cases import ceilings, op, report
 from roofline.doctor import diagnose
 from roofline.report import KernelRecord, Timing
@@ -82,3 +83,68 @@ def test_a_blocking_copy_to_the_device_is_claimed_once():
     without_copies.syncs = list(r.syncs)  # no copy finding to own the site: the sync rule keeps it
     kinds = [f.evidence["sync_kinds"] for f in diagnose(without_copies, rules=["host-device-sync"])]
     assert ["copy to device"] in kinds
+
+
+HTOD = "Memcpy HtoD (Pageable -> Device)"
+ALEXNET = (SHARED / "fixtures" / "public-traces" / "hta" / "critical_path" / "alexnet"
+           / "benchmark_result_2869224_1695835535_trace.json.gz")
+
+
+def _upload_then_forwards(weights: list[list[int]], inputs: list[list[int]]):
+    """A trace without steps: the weights copied to the device one by one before the first kernel (module.to()),
+    then per forward an input copy of each shape in ``inputs`` and a gemm."""
+    ops, kernels, t = [], [], 0.0
+
+    def copy(shape):
+        nonlocal t
+        ops.append(op("aten::copy_", [(shape, "float32"), (shape, "float32")], source="run.py:5", kernels=[HTOD]))
+        kernels.append(KernelRecord(HTOD, t, 100e-6, category="gpu_memcpy", op_index=len(ops) - 1))
+        t += 110e-6
+
+    for shape in weights:
+        copy(shape)
+    for shape in [None, *inputs]:
+        if shape is not None:
+            copy(shape)
+        ops.append(op("aten::mm", [([256, 256], "float32"), ([256, 256], "float32")], kernels=["gemm"]))
+        kernels.append(KernelRecord("gemm", t, 50e-6, op_index=len(ops) - 1))
+        t += 60e-6
+    return report(ops, ceil=ceilings(device="cuda"), kernels=kernels)
+
+
+def test_a_weight_upload_before_the_first_kernel_of_a_trace_without_steps_is_one_time_set_up():
+    (f,) = diagnose(_upload_then_forwards([[64, 3, 11, 11], [64], [192, 64, 5, 5]], []),
+                    rules=["host-to-device-copy"])
+    assert f.severity == "info" and f.estimated_savings_s == 0
+    assert f.evidence["one_time"] and f.evidence["copies"] == 3
+    assert f.evidence["time_s"] == pytest.approx(300e-6)
+    assert "ran once" in f.title and "per step" not in f.title and "none per step" in f.savings_method
+
+
+def test_an_input_copied_again_after_the_first_kernel_stays_a_per_step_copy():
+    """The first batch's copy precedes the first kernel too; the next batch's copy of its shape makes it input."""
+    findings = diagnose(_upload_then_forwards([[64, 3, 11, 11], [64]], [[8, 3, 224, 224], [8, 3, 224, 224]]),
+                        rules=["host-to-device-copy"])
+    per_step, once = sorted(findings, key=lambda f: bool(f.evidence.get("one_time")))
+    assert not per_step.evidence.get("one_time") and per_step.evidence["copies"] == 2
+    assert per_step.estimated_savings_s == pytest.approx(200e-6)
+    assert once.evidence["one_time"] and once.evidence["copies"] == 2 and once.estimated_savings_s == 0
+
+
+def test_copies_in_a_trace_with_steps_are_the_steps_own():
+    r = _step(with_copies=True)
+    r.kernels.insert(0, KernelRecord(HTOD, -1e-3, 100e-6, category="gpu_memcpy", op_index=0))
+    (f,) = diagnose(r, rules=["host-to-device-copy"])
+    assert not f.evidence.get("one_time") and f.evidence["copies"] == 3
+
+
+def test_alexnets_weight_upload_is_one_time_set_up_not_a_critical_per_step_copy():
+    if not ALEXNET.exists():
+        pytest.skip(f"fixture {ALEXNET} not present")
+    from roofline.analyze.trace_file import analyze_trace_file
+
+    report = analyze_trace_file(ALEXNET)
+    (f,) = [f for f in diagnose(report) if f.rule == "host-to-device-copy"]
+    assert f.evidence["one_time"] and f.evidence["copies"] == 16
+    assert f.severity == "info" and f.estimated_savings_s == 0
+    assert f.evidence["time_s"] == pytest.approx(sum(k.dur_s for k in report.kernels if "HtoD" in k.name))

@@ -117,3 +117,27 @@ def test_repeat_interleave_by_an_int_is_no_read_but_by_a_tensor_of_repeats_it_is
     by_tensor = diagnose(loop([([2, 3], "float32"), ([2], "int64")]), rules=["host-device-sync"])
     repeats_only = diagnose(loop([([2], "int64")]), rules=["host-device-sync"])
     assert [f.locations for f in by_tensor + repeats_only] == [["attn.py:7 (model)"]] * 2
+
+
+def test_a_syncs_saving_is_the_device_idle_time_inside_the_wait_not_the_wait():
+    """The host blocked 10 us in each .item(), the device ran queued work for 8 us of it: 2 us each is saved."""
+    r = _generation_loop(4, with_item=True, device="cuda")
+    for o in r.ops:
+        if o.name == "aten::_local_scalar_dense":
+            o.cpu_time_s, o.device_idle_s = 10e-6, 2e-6
+    (f,) = diagnose(r, rules=["host-device-sync"])
+    assert f.estimated_savings_s == pytest.approx(4 * 2e-6)
+    assert f.evidence["host_blocked_s"] == pytest.approx(4 * 10e-6)
+    assert f.evidence["device_idle_s"] == pytest.approx(4 * 2e-6)
+    assert "idle" in f.savings_method and "8 us of their 40 us" in f.savings_method
+
+
+def test_a_sync_site_with_its_device_idle_time_saves_that_and_without_it_at_most_the_profiles_idle_time():
+    r = _generation_loop(4, with_item=True, device="cuda")
+    r.syncs = [SyncSite(kind="item", location="gen.py:41", count=8, stall_s=30e-6, per_step=4.0, device_idle_s=5e-6)]
+    (f,) = diagnose(r, rules=["host-device-sync"])
+    assert f.estimated_savings_s == pytest.approx(5e-6) and "of the 30 us the host waited" in f.savings_method
+    r.syncs[0].device_idle_s = None
+    r.summary.idle_time_s = 12e-6
+    (f,) = diagnose(r, rules=["host-device-sync"])
+    assert f.estimated_savings_s == pytest.approx(12e-6) and "capped at the device's idle time" in f.savings_method

@@ -25,6 +25,7 @@ from roofline.analyze.join import (
     subtree,
 )
 from roofline.analyze.host_events import fill_host_counts, host_gaps_us
+from roofline.analyze.host_span_idle import fill_device_idle
 from roofline.analyze.communication import (BACKEND_PREFIXES, MESSAGE_UNRECORDED, SHARD_ONLY, is_communication_op,
                                             message_unrecorded, recorded_message_bytes)
 from roofline.analyze.kernel_classes import kernel_classes
@@ -445,6 +446,7 @@ def report_from_trace(
         op.index = i
 
     kernels, idle_before = _timeline(trace, timeline_steps, event_to_report, ops)
+    fill_device_idle(trace, event_to_report, ops, kernels)
     on_device = _op_devices(kernels) if ceilings_by_device else {}
     peaks: dict[int | None, dict[str, float]] = {}
     for i, op in enumerate(ops):

@@ -522,7 +522,8 @@ class _TraceBuilder:
                 name = args.sync_kind or ev.name
                 self.syncs.append(
                     SyncEvent(intern(name, name), ts, dur, _external_id(args), args.correlation,
-                              _stream_id(args.stream, ev.tid))
+                              _stream_id(args.stream, ev.tid),
+                              device=args.device if args.device is not None else ev.pid)
                 )
 
     def _intern(self, text: str) -> str:

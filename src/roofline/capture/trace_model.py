@@ -142,6 +142,7 @@ class SyncEvent(msgspec.Struct, gc=False, array_like=True):
     op: int = -1
     call: str | None = None  # the runtime call that waited (cudaStreamSynchronize, cudaEventQuery...), when known
     in_tool: bool = False  # made by the profiler's own code (capture/tool_frames.py), not the user's
+    device: Any = None  # the device whose work it waited for, as the trace names it (None: not named)
 
 
 class MemoryEvent(msgspec.Struct, gc=False, array_like=True):

@@ -7,9 +7,13 @@ Split from syncs.py (the live SyncDetector) so that `roofline trace` never pays 
 from __future__ import annotations
 
 import os
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+import numpy as np
+
+from roofline.intervals import Coverage
 from roofline.report import SyncSite
 
 
@@ -19,6 +23,7 @@ class _Site:
     location: str
     count: int = 0
     stall_s: float = 0.0
+    idle_s: float | None = 0.0
     steps: dict[int, int] = field(default_factory=dict)
 
 
@@ -105,20 +110,54 @@ class TraceSync:
     location: str
     stall_s: float
     step: int | None = None
+    idle_s: float | None = None  # of the stall, the time the device ran nothing (DeviceIdle); None: not known
+
+
+class DeviceIdle:
+    """Each device's busy time in a trace (its kernels, memcpys and memsets, on any stream), asked how long a host
+    span left a device idle. A device the trace names no work for, or none named, is asked of every device's work
+    together: the shorter idle time, never a saving the device's own work would deny."""
+
+    def __init__(self, kernels: Iterable[Any]):
+        spans: dict[int | None, list[tuple[float, float]]] = defaultdict(list)
+        for k in kernels:
+            spans[device_id(k.device)].append((k.ts_us, k.ts_us + k.dur_us))
+        self._any = Coverage([span for device_spans in spans.values() for span in device_spans])
+        self._by_device = ({device: Coverage(device_spans) for device, device_spans in spans.items()}
+                           if len(spans) > 1 else {})
+
+    def idle_s(self, start_us: float, dur_us: float, device: Any = None) -> float:
+        return float(self.idle_s_of([start_us], [dur_us], device)[0])
+
+    def idle_s_of(self, starts_us, durs_us, device: Any = None) -> np.ndarray:
+        """``idle_s`` of many spans on one device at once."""
+        busy = self._by_device.get(device_id(device), self._any)
+        starts = np.asarray(starts_us, dtype=np.float64)
+        return busy.uncovered(starts, starts + np.maximum(np.asarray(durs_us, dtype=np.float64), 0.0)) / 1e6
+
+
+def device_id(value: Any) -> int | None:
+    """A trace's device field (an int, its text, or absent) as an int, else None."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def sites_from_trace_syncs(syncs: Iterable[TraceSync], steps: int | None = None) -> list[SyncSite]:
-    """Group sync events by (kind, location); per_step = count / the number of profiled steps."""
+    """Group sync events by (kind, location); per_step = count / the number of profiled steps; a site's device
+    idle time is known when every one of its syncs' is."""
     grouped: dict[tuple[str, str], _Site] = {}
     seen_steps: set[int] = set()
     for sync in syncs:
         site = grouped.setdefault((sync.kind, sync.location), _Site(sync.kind, sync.location))
         site.count += 1
         site.stall_s += sync.stall_s
+        site.idle_s = None if site.idle_s is None or sync.idle_s is None else site.idle_s + sync.idle_s
         if sync.step is not None:
             seen_steps.add(sync.step)
     n_steps = steps or len(seen_steps) or 1
-    rows = [SyncSite(s.kind, s.location, s.count, s.stall_s, s.count / n_steps) for s in grouped.values()]
+    rows = [SyncSite(s.kind, s.location, s.count, s.stall_s, s.count / n_steps, s.idle_s) for s in grouped.values()]
     return sorted(rows, key=lambda r: (-r.count, -r.stall_s, r.location))
 
 
@@ -175,9 +214,11 @@ def _load(source: Any) -> Any:
 
 def trace_syncs_from_trace(trace: Any) -> tuple[list[TraceSync], int | None, dict[str, int]]:
     """Each sync where the host blocked in the user's code joined to the op that waited (External id), located at
-    its source line, else its module, and to the copy it waited for; the number of profiled steps; the profiled
+    its source line, else its module, and to the copy it waited for, with the time its device ran nothing during
+    the wait (``DeviceIdle``; None on a trace without device work); the number of profiled steps; the profiled
     steps' sync events left out, by reason (``left_out_reason``). A user annotation (record_function) around the
     sync gives its location, not its kind."""
+    idle = DeviceIdle(trace.kernels) if trace.kernels else None
     op_by_ext = {op.external_id: op for op in trace.ops if op.external_id is not None and not op.is_annotation}
     memcpy_by_ext = {k.external_id: k.name for k in trace.kernels if k.category == "gpu_memcpy"}
     device = "xpu" if any(c.startswith("xpu_") for c in getattr(trace, "categories", ())) else "cuda"
@@ -195,5 +236,6 @@ def trace_syncs_from_trace(trace: Any) -> tuple[list[TraceSync], int | None, dic
         location = (op.source or op.module or "<unknown>") if op is not None else "<unknown>"
         op_name = op.name if op is not None and not op.is_annotation else None
         kind = sync_kind(op_name, memcpy_by_ext.get(sync.external_id), device, sync.call)
-        result.append(TraceSync(kind, location, sync.dur_us * 1e-6, step))
+        idle_s = idle.idle_s(sync.ts_us, sync.dur_us, sync.device) if idle is not None else None
+        result.append(TraceSync(kind, location, sync.dur_us * 1e-6, step, idle_s))
     return result, (len(trace.steps) or None), left_out

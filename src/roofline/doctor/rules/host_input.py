@@ -9,6 +9,8 @@ detector records it as a "copy to device" sync site. That stall and the copy's d
 one fix (tensors made on the device, or pinned and non_blocking), so this rule owns both: its saving is the larger
 of the copies' device time and the stall at those sites (they overlap: the host waits while the copy runs), and the
 host-device-sync rule leaves those sites out. Three findings once claimed 1.77 ms against 853 us of copy time.
+In a trace without steps, the copies made before the first compute kernel and never again are one-time set-up (the
+model's weights moved to the device), an info line without saving (``one_time_uploads``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from roofline.doctor.evidence import (device_runtime, is_gpu_report, op_table, s
                                       torch_device)
 from roofline.doctor.registry import register
 from roofline.report import Finding, KernelRecord, OpRecord, Report
+from roofline.time_text import fmt_time
 
 COPY_RULE = "host-to-device-copy"
 IDLE_RULE = "input-idle"
@@ -49,17 +52,55 @@ def check_copies(report: Report) -> list[Finding]:
     copies = [k for k in report.kernels if _names_host_to_device(k.name)]
     if not copies:
         return []
+    blocking = [site for site in report.syncs if site.kind == COPY_TO_DEVICE and site.count > 0]
+    once = one_time_uploads(report, copies)
+    once_ids = {id(k) for k in once}
+    repeated = [k for k in copies if id(k) not in once_ids]
+    setup_ops = {id(op) for op in _copy_ops(report, once)}
+    findings = [_per_step_copies(report, repeated, blocking, setup_ops)] if repeated else []
+    if once:
+        findings.append(_one_time_upload(report, once, [] if repeated else blocking))
+    return findings
+
+
+def one_time_uploads(report: Report, copies: list[KernelRecord]) -> list[KernelRecord]:
+    """The copies of a trace without steps that ran before its first compute kernel and were not made again
+    after it: the model's weights moved to the device (module.to('cuda'), one copy per parameter) and other set-up
+    of the run, not input fed to each forward. A later copy by an op of the same name and input shapes (the next
+    batch) makes an early one input; without recorded shapes any later copy does. With steps, every copy in them is
+    the step's (set-up before the first step is outside the report)."""
+    if any(op.step is not None for op in report.ops):
+        return []
+    compute = [k.start_s for k in report.kernels if k.category == "kernel"]
+    if not compute:
+        return []
+    first = min(compute)
+    later = {_copy_signature(report, k) for k in copies if k.start_s >= first}
+    return [k for k in copies if k.start_s < first and _copy_signature(report, k) not in later]
+
+
+def _copy_signature(report: Report, k: KernelRecord) -> tuple:
+    op = report.ops[k.op_index] if k.op_index is not None and 0 <= k.op_index < len(report.ops) else None
+    return (op.name, repr(op.input_shapes)) if op is not None else ("", "")
+
+
+def _copy_ops(report: Report, copies: list[KernelRecord]) -> list[OpRecord]:
+    return [report.ops[k.op_index] for k in copies if k.op_index is not None and 0 <= k.op_index < len(report.ops)]
+
+
+def _per_step_copies(report: Report, copies: list[KernelRecord], blocking: list, setup_ops: set[int]) -> Finding:
+    """``setup_ops``: ids of the ops that made the one-time uploads, left out of the locations."""
     per_step = len(copies) / max(report.steps, 1)
     copy_time = sum(k.dur_s for k in copies)
-    blocking = [site for site in report.syncs if site.kind == COPY_TO_DEVICE and site.count > 0]
     stall = sum(max(site.stall_s, 0.0) for site in blocking)
     time = max(copy_time, stall)
     # PTI's M2D: from memory the runtime did not allocate (plain malloc'd, pageable) rather than USM host memory
     device = torch_device(report)
-    pageable = sum(1 for k in copies if "pageable" in k.name.lower() or k.name.lower().startswith("memcpy m2d"))
-    ops = [report.ops[k.op_index] for k in copies if k.op_index is not None and 0 <= k.op_index < len(report.ops)]
-    ops += [op for op in report.ops if op.kernels and any(map(_names_host_to_device, op.kernels)) and op not in ops]
-    return [Finding(
+    pageable = sum(1 for k in copies if _from_pageable(k))
+    ops = _copy_ops(report, copies)
+    ops += [op for op in report.ops if op.kernels and any(map(_names_host_to_device, op.kernels)) and op not in ops
+            and id(op) not in setup_ops]
+    return Finding(
         rule=COPY_RULE, category="input",
         title=f"{per_step:g} host-to-device copies per step ({pageable} of {len(copies)} from pageable memory)",
         evidence={"copies": len(copies), "per_step": per_step, "pageable": pageable, "time_s": copy_time,
@@ -74,7 +115,31 @@ def check_copies(report: Report) -> list[Finding]:
              f"across steps; for real input, use a DataLoader with pin_memory=True and .to('{device}', "
              "non_blocking=True), prefetching the next batch while this one computes"),
         severity=severity_for(report, time),
-    )]
+    )
+
+
+def _from_pageable(k: KernelRecord) -> bool:
+    return "pageable" in k.name.lower() or k.name.lower().startswith("memcpy m2d")
+
+
+def _one_time_upload(report: Report, copies: list[KernelRecord], blocking: list) -> Finding:
+    """An info line, no saving: the upload is paid once per process, not per step."""
+    copy_time = sum(k.dur_s for k in copies)
+    stall = sum(max(site.stall_s, 0.0) for site in blocking)
+    return Finding(
+        rule=COPY_RULE, category="input", severity="info",
+        title=(f"{len(copies)} host-to-device copies ({fmt_time(copy_time)}) ran once, before the first compute "
+               "kernel, and were not repeated: one-time set-up (the model's weights moved to the device), not "
+               "input copied each step"),
+        evidence={"copies": len(copies), "one_time": True, "time_s": copy_time,
+                  "pageable": sum(1 for k in copies if _from_pageable(k)), "host_stall_s": stall},
+        locations=top_locations(_copy_ops(report, copies)), estimated_savings_s=0.0,
+        savings_method=("none per step: copies made before the trace's first compute kernel and not made again "
+                        "(no later copy by an op of the same name and input shapes), in a trace without steps, are "
+                        "paid once per process"),
+        fix=("nothing per step. If the loop does copy input each step, profile several steps "
+             "(torch.profiler.schedule and prof.step()) so that the copies show in each step"),
+    )
 
 
 def _warmup_in(report: Report, step: int | None, end: float) -> float:

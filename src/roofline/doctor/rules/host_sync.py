@@ -14,6 +14,8 @@ A site that syncs more than once per step sits inside a loop: the costly case. S
 step when each step is one forward of the model (the profiler found steps at forwards: a generation loop's decode
 steps, an inference loop's batches): the host waits for each token before it can launch the next. A site syncing
 once per training step (reading the step's result) is reported only when its cost reaches a 'warning' share.
+A sync's saving is the device's idle time inside the host's wait (SyncSite.device_idle_s, OpRecord.device_idle_s),
+never the wait itself: the device runs its queued work meanwhile, and a sync-free loop still has to run it.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from roofline.doctor.evidence import (SYNC_KINDS, is_cpu_report, is_gpu_report, 
 from roofline.doctor.registry import register
 from roofline.doctor.rules.host_input import host_copies_reported
 from roofline.report import Finding, OpRecord, Report
+from roofline.time_text import fmt_time
 
 RULE = "host-device-sync"
 
@@ -93,14 +96,13 @@ def check(report: Report) -> list[Finding]:
             findings.append(_cpu_read_finding(report, [site.kind], site.location, site.count, per_step, stall,
                                               per_forward))
             continue
+        savings, method = _site_saving(report, stall, site.device_idle_s)
         findings.append(_finding(
-            report, kinds=[site.kind], where=site.location, count=site.count, per_step=per_step, savings=stall,
-            per_forward=per_forward,
-            method=("the sync detector's measured stall at this site (host blocked waiting for the device), "
-                    "which a sync-free loop overlaps with device work" if stall > 0 else
-                    "not estimated: the sync detector measured no stall at this site"),
+            report, kinds=[site.kind], where=site.location, count=site.count, per_step=per_step, savings=savings,
+            per_forward=per_forward, method=method, blocked=(stall, site.device_idle_s),
         ))
     by_location = {} if report.syncs else _sync_ops_by_location(report, on_cpu)
+    on_gpu = is_gpu_report(report)
     for loc, ops in by_location.items():
         per_step = len(ops) / step_count(report, ops)
         blocked = sum(max(op.time_s, op.cpu_time_s) for op in ops)
@@ -108,20 +110,66 @@ def check(report: Report) -> list[Finding]:
             kinds = sorted({op_kind(op.name) for op in ops})
             findings.append(_cpu_read_finding(report, kinds, loc, len(ops), per_step, blocked, per_forward))
             continue
-        on_gpu = is_gpu_report(report)
-        method = ("the sync ops' measured time (host CPU time blocked in them, or their device time if longer)"
-                  if on_gpu else
-                  "the sync ops' measured time (host CPU time blocked in them); on a GPU each one also drains the "
-                  "queue and idles the device until the host launches again")
+        savings, method, idle = _ops_saving(report, ops, blocked, on_gpu)
         findings.append(_finding(
             report, kinds=sorted({op_kind(op.name) for op in ops}), where=loc, count=len(ops), per_step=per_step,
-            savings=blocked, method=method, ops=ops, per_forward=per_forward,
+            savings=savings, method=method, ops=ops, per_forward=per_forward, blocked=(blocked, idle),
         ))
     return [f for f in findings if f.evidence["in_loop"] or f.severity != "info"]
 
 
+_DEVICE_IDLE_ONLY = ("the device ran its queued work for the rest of the wait, which a sync-free loop still has to "
+                     "run: only the idle stretches are saved")
+
+
+def _site_saving(report: Report, stall: float, device_idle_s: float | None) -> tuple[float, str]:
+    """A detector or trace site's saving: the device's idle time during its stalls where the trace measured it,
+    else the stall, at most the device's idle time over the profile."""
+    if stall <= 0:
+        return 0.0, "not estimated: the sync detector measured no stall at this site"
+    if device_idle_s is not None:
+        return min(device_idle_s, stall), (
+            f"the device's idle time during this site's stalls ({fmt_time(device_idle_s)} of the "
+            f"{fmt_time(stall)} the host waited: no kernel, memcpy or memset of its device ran); "
+            + _DEVICE_IDLE_ONLY)
+    cap = _profile_idle_s(report)
+    if cap is not None and cap < stall:
+        return cap, (f"the sync detector's measured stall at this site ({fmt_time(stall)}), capped at the device's "
+                     f"idle time over the profile ({fmt_time(cap)}): the idle time inside each stall was not measured")
+    return stall, ("the sync detector's measured stall at this site (host blocked waiting for the device), "
+                   "which a sync-free loop overlaps with device work")
+
+
+def _ops_saving(report: Report, ops: list[OpRecord], blocked: float, on_gpu: bool
+                ) -> tuple[float, str, float | None]:
+    """The sync ops' saving on a device: the device's idle time inside the ops' host spans where the report has
+    it (OpRecord.device_idle_s), else their measured time, at most the device's idle time over the profile; the
+    idle time when measured."""
+    idle = [op.device_idle_s for op in ops]
+    if on_gpu and all(x is not None for x in idle):
+        idle_s = min(sum(idle), blocked)
+        return idle_s, (f"the device's idle time while the host was blocked in the sync ops ({fmt_time(idle_s)} of "
+                        f"their {fmt_time(blocked)}: no kernel, memcpy or memset of their device ran); "
+                        + _DEVICE_IDLE_ONLY), idle_s
+    if not on_gpu:
+        return blocked, ("the sync ops' measured time (host CPU time blocked in them); on a GPU each one also "
+                         "drains the queue and idles the device until the host launches again"), None
+    cap = _profile_idle_s(report)
+    if cap is not None and cap < blocked:
+        return cap, (f"the sync ops' measured time ({fmt_time(blocked)}), capped at the device's idle time over the "
+                     f"profile ({fmt_time(cap)}): the report has no device idle time inside each op"), None
+    return blocked, "the sync ops' measured time (host CPU time blocked in them, or their device time if longer)", None
+
+
+def _profile_idle_s(report: Report) -> float | None:
+    idle = report.summary.idle_time_s
+    return max(idle, 0.0) if idle is not None else None
+
+
 def _finding(report: Report, *, kinds: list[str], where: str, count: int, per_step: float, savings: float,
-             method: str, ops: list[OpRecord] | None = None, per_forward: bool = False) -> Finding:
+             method: str, ops: list[OpRecord] | None = None, per_forward: bool = False,
+             blocked: tuple[float, float | None] = (0.0, None)) -> Finding:
+    """``blocked``: the host's time blocked at the site and, where measured, the device's idle time within it."""
     every_forward = per_forward and per_step >= 1
     in_loop = per_step > 1 or every_forward
     what = ", ".join(kinds)
@@ -133,7 +181,7 @@ def _finding(report: Report, *, kinds: list[str], where: str, count: int, per_st
     else:
         title = f"host-device sync ({what}) at {where}"
     evidence = {"sync_kinds": kinds, "count": count, "per_step": per_step, "in_loop": in_loop,
-                "every_forward": every_forward}
+                "every_forward": every_forward, "host_blocked_s": blocked[0], "device_idle_s": blocked[1]}
     if ops:
         evidence["ops"] = sorted({op.name for op in ops})
         evidence["time_s"] = sum(op.time_s for op in ops)
