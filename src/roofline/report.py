@@ -259,8 +259,8 @@ class OpRecord(Struct):
     # reports written before it.
     profiled_top_level: Count = 0
     # Of the op's host span (its call on the CPU), the time its device ran nothing (no kernel, memcpy or memset): what
-    # a host blocked in the op (a sync) left the device waiting. None: not measured (an op without device work, a
-    # report without a device timeline, reports written before it).
+    # a host blocked in the op (a sync) left the device waiting. None: not measured (an op that reads no device
+    # value on the host nor copies to it, a report without a device timeline, reports written before it).
     device_idle_s: NonNegative | None = None
 
 

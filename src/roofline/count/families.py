@@ -7,6 +7,11 @@ import functools
 
 from roofline.count.meta import canonical_dtype
 
+# Ops whose host reads a device value (a scalar, a count that sizes the output): on a GPU each one waits for the
+# device (the doctor's host syncs; the analysis measures the device's idle time inside them).
+HOST_READ = frozenset({"_local_scalar_dense", "item", "nonzero", "masked_select", "unique", "_unique", "_unique2",
+                       "unique_consecutive", "is_nonzero", "equal", "tolist", "nonzero_static_sync",
+                       "repeat_interleave"})
 # (input, weight) matrix products: the doctor reads their operands as such.
 MATMUL = frozenset({"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addbmm", "_addmm_activation"})
 # Matrix-vector products: cuBLAS too (TF32 applies), but no (K, N) tile to align.

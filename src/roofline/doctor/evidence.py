@@ -15,7 +15,8 @@ from typing import NamedTuple, TypeVar
 
 import numpy as np
 
-from roofline.count.families import ATTENTION, CONV, MATMUL, VIEW, op_kind, repeats_read_by_host  # noqa: F401 - op_kind re-exported for rules
+from roofline.count.families import (ATTENTION, CONV, HOST_READ, MATMUL, VIEW,  # noqa: F401 - op_kind re-exported
+                                     op_kind, repeats_read_by_host)
 from roofline.count.meta import canonical_dtype, dtype_itemsize
 from roofline.doctor.op_table import KernelTable, OpTable
 from roofline.report import Ceilings, OpRecord, Report
@@ -42,8 +43,7 @@ NORM_KINDS = frozenset({"mean", "sum", "var", "var_mean", "std", "softmax", "_so
                         "native_group_norm", "batch_norm", "native_batch_norm", "_native_batch_norm_legit_no_training",
                         "amax", "amin", "max", "min", "norm", "linalg_vector_norm"})
 
-SYNC_KINDS = frozenset({"_local_scalar_dense", "item", "nonzero", "masked_select", "unique", "_unique", "_unique2",
-                        "unique_consecutive", "is_nonzero", "equal", "tolist", "nonzero_static_sync", "repeat_interleave"})
+SYNC_KINDS = HOST_READ
 
 
 def waits_for_data(op: OpRecord) -> bool:
