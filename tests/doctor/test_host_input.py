@@ -82,3 +82,21 @@ def test_a_blocking_copy_to_the_device_is_claimed_once():
     without_copies.syncs = list(r.syncs)  # no copy finding to own the site: the sync rule keeps it
     kinds = [f.evidence["sync_kinds"] for f in diagnose(without_copies, rules=["host-device-sync"])]
     assert ["copy to device"] in kinds
+
+
+def test_idle_share_is_of_the_step_not_of_its_ops_host_span():
+    """HTA's backward_thread trace: one 413 ms step whose only op with a kernel starts 331 ms in and is the last op
+    on the host. Against the ops' host span (331.19 ms) the GPU read as idle for the first 100% of the step; against
+    the step's window it is 80%."""
+    from conftest import SHARED
+    from roofline.analyze.trace_file import analyze_trace_file
+
+    path = SHARED / "fixtures" / "public-traces" / "hta" / "call_stack" / "backward_thread.json"
+    if not path.exists():
+        pytest.skip(f"public trace corpus not present at {path.parent} (../shared is absent in this checkout)")
+    report = analyze_trace_file(path)
+    (finding,) = diagnose(report, rules=["input-idle"])
+    lead, span = finding.evidence["idle_at_start_s"], finding.evidence["step_span_s"]
+    assert span == pytest.approx(report.summary.wall_time_s) and report.extra["step_windows_s"] == [span]
+    assert lead / span == pytest.approx(0.80, abs=0.005) and "first 80% of each step" in finding.title
+    assert report.summary.idle_time_s <= report.summary.wall_time_s

@@ -513,6 +513,8 @@ def report_from_trace(
     report.extra["trace"] = {"path": trace.path, "device_name": trace.device_name,
                              "compute_capability": list(trace.compute_capability) if trace.compute_capability else None,
                              "has_gpu": trace.has_gpu, "steps": len(trace.steps)}
+    if trace.steps:
+        report.extra["step_windows_s"] = [st.window_us / 1e6 for st in trace.attribution.steps]
     warmup = warmup_events(trace) + ([first_calls] if first_calls else [])
     if warmup:
         report.extra["warmup"] = warmup
@@ -739,8 +741,10 @@ def _no_event_note(unmatched: list[OpRecord]) -> str:
 
 
 def _wall_time_s(trace: Trace, one_step: bool) -> float | None:
-    """The profiled steps' wall span: their median for a one-step report, their sum otherwise."""
-    durations = [st.dur_us / 1e6 for st in trace.steps]
+    """The profiled steps' wall span: their median for a one-step report, their sum otherwise. A step lasts its
+    window (attribution.step_windows: its host span, stretched to its last kernel's end short of the next step's
+    start), the span its idle time is taken over: idle never exceeds it."""
+    durations = [st.window_us / 1e6 for st in trace.attribution.steps]
     if not durations:
         return None
     return statistics.median(durations) if one_step else sum(durations)
