@@ -1,6 +1,8 @@
 import pytest
 
+from conftest import SHARED
 from doctor_cases import ceilings, op, report
+from roofline.analyze.trace_file import analyze_trace_file
 from roofline.doctor import diagnose
 from roofline.report import KernelRecord, Timing
 
@@ -88,9 +90,6 @@ def test_idle_share_is_of_the_step_not_of_its_ops_host_span():
     """HTA's backward_thread trace: one 413 ms step whose only op with a kernel starts 331 ms in and is the last op
     on the host. Against the ops' host span (331.19 ms) the GPU read as idle for the first 100% of the step; against
     the step's window it is 80%."""
-    from conftest import SHARED
-    from roofline.analyze.trace_file import analyze_trace_file
-
     path = SHARED / "fixtures" / "public-traces" / "hta" / "call_stack" / "backward_thread.json"
     if not path.exists():
         pytest.skip(f"public trace corpus not present at {path.parent} (../shared is absent in this checkout)")
