@@ -2,7 +2,8 @@
 External id, a kernel launched straight under ProfilerStep (never a target: the launch gets an op of its own,
 DIRECT_LAUNCH_OP, as a user's Triton kernel called from Python does), an External id of 0 (never a key),
 CUDA-graph replays, aten vs other targets, the top unattributed names, syncs, and each step's window (stretched by
-a kernel running past the step), busy time (overlapping streams merged) and idle time."""
+a kernel running past the step, never past the next step's start), busy time (overlapping streams merged, any step's
+kernels) and idle time."""
 
 from __future__ import annotations
 
@@ -88,9 +89,20 @@ def test_ops_get_their_kernels_and_subtree_times(trace):
 def test_step_windows_busy_and_idle(trace):
     first, second = attribute(trace).steps
     assert (first.number, first.kernels) == (1, 6)
-    assert first.window_us == pytest.approx(108)  # the late kernel ends at 108
-    assert first.kernel_us == pytest.approx(41) and first.busy_us == pytest.approx(36)  # 30-45 merged
+    assert first.window_us == pytest.approx(100)  # the late kernel (98-108) is cut at the next step's start
+    assert first.kernel_us == pytest.approx(41) and first.busy_us == pytest.approx(28)  # 30-45 merged, 98-100
     assert first.idle_us == pytest.approx(72)
     assert (second.number, second.kernels) == (2, 4)
     assert second.window_us == pytest.approx(100) and second.kernel_us == pytest.approx(8)
-    assert second.busy_us == pytest.approx(8) and second.idle_us == pytest.approx(92)
+    # the late kernel's 8 us in this step keep the GPU busy, though step 1 launched it
+    assert second.busy_us == pytest.approx(16) and second.idle_us == pytest.approx(84)
+
+
+def test_last_step_window_runs_to_its_last_kernel(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": [
+        x("user_annotation", "ProfilerStep#1", 0.0, 50.0), x("cpu_op", "aten::mm", 10.0, 5.0),
+        x("cuda_runtime", "cudaLaunchKernel", 11.0, 1.0, correlation=1), k("k", 60.0, 30.0, correlation=1)]}))
+    (only,) = attribute(load_trace(path)).steps
+    assert only.window_us == pytest.approx(90) and only.busy_us == pytest.approx(30)
+    assert only.idle_us == pytest.approx(60)

@@ -1,6 +1,6 @@
 """The public HTA corpus (../shared/fixtures/public-traces/hta, see its README) as a test: every Kineto trace gives
-a report, with its device identified from the trace, no false TF32 / ends-early / input-idle findings, and no
-saving larger than the time it could remove."""
+a report, with its device identified from the trace, no false TF32 / ends-early / input-idle findings, no
+saving larger than the time it could remove, and no more GPU idle time than the wall time of the steps."""
 
 from __future__ import annotations
 
@@ -81,6 +81,11 @@ def test_public_trace_gives_an_honest_report(name):
         if f.rule == "launch-overhead":
             assert f.estimated_savings_s <= f.evidence["idle_s"] + f.evidence["busy_s"]
         assert f.estimated_savings_s <= profiled_time_s(report) * (1 + 1e-9), (f.rule, f.estimated_savings_s)
+        if f.rule == "input-idle":
+            assert f.evidence["idle_at_start_s"] <= f.evidence["step_span_s"], f.evidence
+    idle, wall = report.summary.idle_time_s, report.summary.wall_time_s
+    if idle is not None and wall is not None:
+        assert idle <= wall * (1 + 1e-9), (idle, wall)  # overlapping step windows counted idle twice
     if name.startswith("critical_path/alexnet"):
         assert "input-idle" not in rules and "warm-up" in rules
     if name.startswith("mtia_"):

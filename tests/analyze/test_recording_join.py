@@ -98,6 +98,7 @@ def test_recorded_ops_get_their_own_events_and_median_times(trace):
     assert "1 recorded op(s) found no event in the timed trace (time counted as 0): softmax x1" in report.summary.notes
     assert report.summary.timing_method.endswith("; median over 2 profiled step(s), counted in a separate pass")
     assert report.summary.wall_time_s == pytest.approx(100e-6)  # the steps' median, for a one-step report
+    assert report.summary.idle_time_s == pytest.approx(92.5e-6)  # so is idle: 93 and 92 us (7 and 8 us of kernels)
     assert report.extra["tf32"] == {"cuda_matmul": False, "cudnn": False}
     assert fc1.dtype == "tfloat32" and fc2.dtype == "float32"  # judged by their kernels' names
     assert [k.op_index for k in report.kernels] == [0, 1, 2, 4]  # the last step's kernels only

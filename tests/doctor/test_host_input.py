@@ -2,6 +2,7 @@ import pytest
 
 from conftest import SHARED
 from doctor_cases import ceilings, op, report
+from roofline.analyze.trace_file import analyze_trace_file
 from roofline.doctor import diagnose
 from roofline.report import KernelRecord, Timing
 
@@ -148,3 +149,18 @@ def test_alexnets_weight_upload_is_one_time_set_up_not_a_critical_per_step_copy(
     assert f.evidence["one_time"] and f.evidence["copies"] == 16
     assert f.severity == "info" and f.estimated_savings_s == 0
     assert f.evidence["time_s"] == pytest.approx(sum(k.dur_s for k in report.kernels if "HtoD" in k.name))
+
+
+def test_idle_share_is_of_the_step_not_of_its_ops_host_span():
+    """HTA's backward_thread trace: one 413 ms step whose only op with a kernel starts 331 ms in and is the last op
+    on the host. Against the ops' host span (331.19 ms) the GPU read as idle for the first 100% of the step; against
+    the step's window it is 80%."""
+    path = SHARED / "fixtures" / "public-traces" / "hta" / "call_stack" / "backward_thread.json"
+    if not path.exists():
+        pytest.skip(f"public trace corpus not present at {path.parent} (../shared is absent in this checkout)")
+    report = analyze_trace_file(path)
+    (finding,) = diagnose(report, rules=["input-idle"])
+    lead, span = finding.evidence["idle_at_start_s"], finding.evidence["step_span_s"]
+    assert span == pytest.approx(report.summary.wall_time_s) and report.extra["step_windows_s"] == [span]
+    assert lead / span == pytest.approx(0.80, abs=0.005) and "first 80% of each step" in finding.title
+    assert report.summary.idle_time_s <= report.summary.wall_time_s

@@ -20,11 +20,12 @@ Syncs are linked the same way.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from roofline.capture.trace_model import Trace, is_step_marker, op_columns
+from roofline.capture.trace_model import Step, Trace, is_step_marker, op_columns
 from roofline.intervals import clip, length, union
 
 _TOP_NAMES = 20
@@ -32,12 +33,16 @@ _TOP_NAMES = 20
 
 @dataclass
 class StepStats:
-    """Device activity of one profiler step. Kernels belong to the step in which they were launched.
+    """Device activity of one profiler step. Kernels belong to the step in which they were launched
+    (``kernel_us``, ``kernels``).
 
-    The window runs from the step's host start to the later of its host end and its last kernel's end; a GPU's
-    idle time is the window minus the union of its kernel intervals (all its streams merged). One process driving
-    several GPUs: ``idle_by_device`` holds each GPU's, and ``idle_us`` is the most idle GPU's (one GPU's kernels do
-    not fill another's gaps, and the GPUs' idle times are not added up).
+    The window (``step_windows``) runs from the step's host start to the later of its host end and its last
+    kernel's end, but never past the next step's start: the windows do not overlap, so idle time summed over steps
+    is at most their total length (async work spilling into the next step was counted idle twice, more idle than
+    wall time). A GPU's busy time is the union of every kernel on it inside the window, whichever step launched it
+    (all its streams merged), its idle time the rest of the window. One process driving several GPUs:
+    ``idle_by_device`` holds each GPU's, and ``idle_us`` is the most idle GPU's (one GPU's kernels do not fill
+    another's gaps, and the GPUs' idle times are not added up).
     """
 
     number: int
@@ -201,8 +206,11 @@ def _step_stats(trace: Trace, launch_ts: dict) -> list[StepStats]:
     if not trace.steps:
         return []
     per_step: list[list[tuple[float, float]]] = [[] for _ in trace.steps]
-    devices: list[list] = [[] for _ in trace.steps]
+    spans: list[tuple[float, float]] = []
+    devices: list = []
     for kernel in trace.kernels:
+        spans.append((kernel.ts_us, kernel.end_us))
+        devices.append(kernel.device)
         step = None
         if kernel.op >= 0:
             step = trace.ops[kernel.op].step
@@ -210,29 +218,43 @@ def _step_stats(trace: Trace, launch_ts: dict) -> list[StepStats]:
             ts = launch_ts.get(kernel.correlation)
             step = trace.step_of(ts if ts is not None else kernel.ts_us)
         if step is not None:
-            per_step[step].append((kernel.ts_us, kernel.end_us))
-            devices[step].append(kernel.device)
-    used = {d for on in devices for d in on if isinstance(d, int)}
+            per_step[step].append(spans[-1])
+    used = {d for d in devices if isinstance(d, int)}
+    busy_by_device = {device: union(on) for device, on in _by_device(spans, devices, used).items()}
     result = []
-    for step, intervals, on in zip(trace.steps, per_step, devices):
-        start = step.ts_us
-        end = max([step.end_us] + [e for _, e in intervals])
-        window = end - start
-        busy = {device: length(union(clip(sorted(spans), start, end)))
-                for device, spans in _by_device(intervals, on, used).items()} or {0: 0.0}
-        intervals.sort()
-        kernel_us = sum(e - s for s, e in intervals)
+    for step, launched, (start, end) in zip(trace.steps, per_step, step_windows(trace.steps, per_step)):
+        busy = {device: length(_within(merged, start, end)) for device, merged in busy_by_device.items()} or {0: 0.0}
+        window = step.dur_us if end == step.end_us else end - start  # the host span's own figure where it is that
         idle = {device: max(window - b, 0.0) for device, b in busy.items()}
         worst = max(idle, key=idle.__getitem__)
-        result.append(StepStats(step.number, window, kernel_us, busy[worst], idle[worst], len(intervals),
-                                idle if len(idle) > 1 else {}))
+        result.append(StepStats(step.number, window, sum(e - s for s, e in sorted(launched)), busy[worst],
+                                idle[worst], len(launched), idle if len(idle) > 1 else {}))
     return result
+
+
+def step_windows(steps: list[Step], launched: list[list[tuple[float, float]]]) -> list[tuple[float, float]]:
+    """Each step's (start, end): from its host start to the later of its host end and the end of the last kernel
+    it launched (``launched``: each step's kernel intervals), cut at the next step's start."""
+    windows = []
+    for i, step in enumerate(steps):
+        end = max([step.end_us] + [e for _, e in launched[i]])
+        if i + 1 < len(steps):
+            end = min(end, steps[i + 1].ts_us)
+        windows.append((step.ts_us, max(end, step.ts_us)))
+    return windows
+
+
+def _within(merged: list[tuple[float, float]], lo: float, hi: float) -> list[tuple[float, float]]:
+    """A union's stretches inside [lo, hi), found by bisection (a trace's union has tens of thousands)."""
+    first = bisect.bisect_right(merged, (lo, float("inf"))) - 1
+    last = bisect.bisect_left(merged, (hi, float("-inf")))
+    return clip(merged[max(first, 0):last], lo, hi)
 
 
 def _by_device(intervals: list[tuple[float, float]], devices: list,
                ids: set[int]) -> dict[int, list[tuple[float, float]]]:
-    """A step's kernel intervals per GPU, every GPU of the trace (``ids``) present, also one idle all step (kernels
-    with no device id, as in old traces, are one GPU's)."""
+    """Kernel intervals per GPU, every GPU of the trace (``ids``) present, also one idle all along (kernels with no
+    device id, as in old traces, are one GPU's)."""
     if len(ids) < 2:
         return {next(iter(ids), 0): intervals} if intervals else {}
     grouped: dict[int, list[tuple[float, float]]] = {d: [] for d in sorted(ids)}

@@ -457,8 +457,9 @@ def report_from_trace(
     if ops_placed is not None:
         ops_placed(ops)
 
-    idle_by_device = idle_by_device_s(trace, steps)
-    share, kernel_total, idle = _kernel_stats(trace, steps, idle_by_device)
+    one_step = recording is not None
+    idle_by_device = idle_by_device_s(trace, steps, one_step)
+    share, kernel_total, idle = _kernel_stats(trace, steps, idle_by_device, one_step)
     timing = (
         "device time: sum of the {} kernels each op launched (Kineto/{}, kernel -> op by correlation id)".format(
             *_device_api(trace))
@@ -470,7 +471,7 @@ def report_from_trace(
     elif len(steps) > 1:
         timing += f"; totals cover all {len(steps)} profiled steps"
     summary = summarize(ops, timing_method=timing, kernel_share=share, kernel_total_s=kernel_total, idle_s=idle)
-    summary.wall_time_s = _wall_time_s(trace, recording is not None)
+    summary.wall_time_s = _wall_time_s(trace, one_step)
     if summary.wall_time_s is None and recording is None:
         summary.span_s = _span_s(trace)
     if not trace.has_gpu and recording is None:
@@ -518,6 +519,8 @@ def report_from_trace(
     report.extra["trace"] = {"path": trace.path, "device_name": trace.device_name,
                              "compute_capability": list(trace.compute_capability) if trace.compute_capability else None,
                              "has_gpu": trace.has_gpu, "steps": len(trace.steps)}
+    if trace.steps:
+        report.extra["step_windows_s"] = [st.window_us / 1e6 for st in trace.attribution.steps]
     warmup = warmup_events(trace) + ([first_calls] if first_calls else [])
     if warmup:
         report.extra["warmup"] = warmup
@@ -744,11 +747,17 @@ def _no_event_note(unmatched: list[OpRecord]) -> str:
 
 
 def _wall_time_s(trace: Trace, one_step: bool) -> float | None:
-    """The profiled steps' wall span: their median for a one-step report, their sum otherwise."""
-    durations = [st.dur_us / 1e6 for st in trace.steps]
-    if not durations:
-        return None
-    return statistics.median(durations) if one_step else sum(durations)
+    """The profiled steps' wall span: their median for a one-step report, their sum otherwise. A step lasts its
+    window (attribution.step_windows: its host span, stretched to its last kernel's end short of the next step's
+    start), the span its idle time is taken over: idle never exceeds it."""
+    durations = [st.window_us / 1e6 for st in trace.attribution.steps]
+    return _over_steps(durations, one_step) if durations else None
+
+
+def _over_steps(values: list[float], one_step: bool) -> float:
+    """A per-step figure for the report: the steps' median for a one-step report (its ops' times are medians too),
+    their sum otherwise."""
+    return statistics.median(values) if one_step else sum(values)
 
 
 def _span_s(trace: Trace) -> float | None:
@@ -1009,29 +1018,31 @@ def _device_api(trace) -> tuple[str, str]:
     return "CUDA", "CUPTI"
 
 
-def _kernel_stats(trace: Trace, steps: list[int | None],
-                  per_device: dict[int, float]) -> tuple[float | None, float | None, float | None]:
-    """Share of kernel time attributed to an op, total kernel time and device idle time (attribution's stats;
-    several GPUs, ``per_device`` from idle_by_device_s: the idle time of the GPU idle longest over the steps)."""
+def _kernel_stats(trace: Trace, steps: list[int | None], per_device: dict[int, float],
+                  one_step: bool) -> tuple[float | None, float | None, float | None]:
+    """Share of kernel time attributed to an op, total kernel time and device idle time (attribution's stats, over
+    the steps as the wall time is: _over_steps; several GPUs, ``per_device`` from idle_by_device_s: the idle time
+    of the GPU idle longest)."""
     if not trace.kernels:
         return None, None, None
     stats = trace.attribution
     wanted = {s for s in steps if s is not None}
     if per_device:
         return stats.share, stats.total_kernel_us / 1e6, max(per_device.values())
-    idle_us = sum(st.idle_us for i, st in enumerate(stats.steps) if not wanted or i in wanted) if stats.steps else None
-    return stats.share, stats.total_kernel_us / 1e6, (idle_us / 1e6 if idle_us is not None else None)
+    idle = [st.idle_us / 1e6 for i, st in enumerate(stats.steps) if not wanted or i in wanted]
+    return stats.share, stats.total_kernel_us / 1e6, (_over_steps(idle, one_step) if idle else None)
 
 
-def idle_by_device_s(trace: Trace, steps: list[int | None]) -> dict[int, float]:
-    """Each GPU's idle time over the given steps, for a process that drove several GPUs (else empty)."""
+def idle_by_device_s(trace: Trace, steps: list[int | None], one_step: bool = False) -> dict[int, float]:
+    """Each GPU's idle time over the given steps (_over_steps), for a process that drove several GPUs (else
+    empty)."""
     wanted = {s for s in steps if s is not None}
-    totals: dict[int, float] = {}
+    per_step: dict[int, list[float]] = {}
     for i, st in enumerate(trace.attribution.steps if trace.kernels else []):
         if not wanted or i in wanted:
             for device, idle_us in st.idle_by_device.items():
-                totals[device] = totals.get(device, 0.0) + idle_us / 1e6
-    return totals
+                per_step.setdefault(device, []).append(idle_us / 1e6)
+    return {device: _over_steps(idle, one_step) for device, idle in per_step.items()}
 
 
 _LIVE = ("analyze_model", "make_step", "time_steps", "profile_steps")

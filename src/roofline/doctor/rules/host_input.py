@@ -158,9 +158,18 @@ def _profiler_in(report: Report, step: int | None, end: float) -> float:
                for e in report.extra.get("profiler_time") or [] if e.get("step") == step)
 
 
+def _step_window(report: Report, step: int | None) -> float | None:
+    """The step's wall span (report.extra "step_windows_s", by trace step, from analyze/attribution.step_windows),
+    where the report has it. The ops' host span is not one: their last may end long before the step does, which
+    made a GPU idle for 80% of its step read as idle for 100% of it."""
+    windows = report.extra.get("step_windows_s") or []
+    return windows[step] if step is not None and 0 <= step < len(windows) else None
+
+
 def _step_leads(report: Report, launched: np.ndarray | None = None) -> list[tuple[float, float, OpRecord]]:
     """Per step: (host time from the step's start to the first op that launched device work, less any CUDA lazy
-    initialisation and the profiler's own code in it, step span, that op). The first iterations (warm-up) are left
+    initialisation and the profiler's own code in it, step span, that op). The step span: the measured step time,
+    else the step's window in the trace, else its ops' host span. The first iterations (warm-up) are left
     out. ``launched``: which ops count as launching (by default every op with kernels; one GPU's ops for that GPU's
     lead)."""
     measured = report.profiled_step_time.median_s if report.profiled_step_time else 0.0
@@ -179,9 +188,9 @@ def _step_leads(report: Report, launched: np.ndarray | None = None) -> list[tupl
         if not len(launching):
             continue
         first = table.ops[int(launching[np.argmin(start[launching])])]  # the earliest, the first of equals
-        span = measured or float(spans.latest_end[g])
+        span = measured or _step_window(report, step) or float(spans.latest_end[g])
         if span > 0:
-            lead = max(first.start_s, 0.0)
+            lead = min(max(first.start_s, 0.0), span)
             own = _warmup_in(report, first.step, lead) + _profiler_in(report, first.step, lead)
             leads.append((max(lead - own, 0.0), span, first))
     return leads
