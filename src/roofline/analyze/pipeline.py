@@ -53,7 +53,8 @@ from roofline.count.trace_args import LIST_TYPES, args_from_trace
 from roofline.count.views import DYNAMO_RUNTIME
 from roofline.analyze.environment import trace_environment
 from roofline.forked import meanwhile, release_free_memory
-from roofline.report import Ceilings, Environment, KernelRecord, MemorySummary, OpRecord, Report, SyncSite
+from roofline.report import Ceilings, Environment, KernelRecord, MemorySummary, OpRecord, Report, Summary, SyncSite
+from roofline.time_text import fmt_time
 
 _MATMUL_FAMILY = families.MATMUL | families.MATVEC  # cuBLAS: TF32 as torch.backends.cuda.matmul allows
 _CONV_FAMILY = families.CONV | families.CONV_OTHER  # cuDNN: TF32 as torch.backends.cudnn allows
@@ -480,6 +481,8 @@ def report_from_trace(
         summary.notes.append(_own_time_note([ops[i] for i in sorted(own_time_rows)], summary.total_time_s,
                                             sum(cost is FIRST_CALL_SETUP for cost in own_time_rows.values())))
     summary.stale_ceilings = stale_ceilings_note(ops, ceilings)
+    if summary.predicted_total_s > summary.total_time_s > 0:
+        summary.notes.extend(_prediction_above_note(ops, ceilings.launch_overhead_s, summary))
     threads = thread_count_note(environment, ceilings)
     if threads:
         summary.notes.append(threads)
@@ -758,6 +761,22 @@ def _over_steps(values: list[float], one_step: bool) -> float:
     """A per-step figure for the report: the steps' median for a one-step report (its ops' times are medians too),
     their sum otherwise."""
     return statistics.median(values) if one_step else sum(values)
+
+
+def _prediction_above_note(ops: list[OpRecord], launch_s: float, summary: Summary) -> list[str]:
+    """Why the prediction exceeds the measured time, where ops whose kernels ran shorter than the launch cost were
+    given that cost (analyze/roofline.py: predicted = max(roofline time, launch overhead)): llama-tiny's H200 training
+    step read "predicted 141.8%" with nothing saying so."""
+    floored = [op for op in ops if 0 < op.time_s < op.predicted_time_s and op.predicted_time_s == launch_s]
+    if not floored:
+        return []
+    excess = sum(op.predicted_time_s - op.time_s for op in floored)
+    return [f"the prediction ({fmt_time(summary.predicted_total_s)}) is "
+            f"{summary.predicted_total_s / summary.total_time_s:.0%} of the ops' measured time: it gives each op that "
+            f"launched device work at least the launch cost ({fmt_time(launch_s)}), and {len(floored)} op(s) ran "
+            f"shorter ({fmt_time(sum(op.time_s for op in floored))} in all), their kernels back to back on the device "
+            f"while the host issued the next; {fmt_time(excess)} of the prediction is that floor: what their launches "
+            "cost when the host is the bottleneck, not a time they could reach"]
 
 
 def _span_s(trace: Trace) -> float | None:
