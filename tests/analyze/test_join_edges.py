@@ -287,3 +287,21 @@ def test_an_autocast_cat_of_a_tensor_list_is_one_row(tmp_path):
     report = report_from_trace(load_trace(path), CEIL)
     names = [op.name for op in report.ops]
     assert names.count("aten::cat") == 1 and names.count("aten::_to_copy") == 3  # conv_transpose2d's own casts
+
+
+def test_an_autocast_linear_s_bias_copy_is_not_taken_for_a_batched_run(tmp_path):
+    # CPU addmm under bf16 autocast copies its bias, broadcast to the result's shape, into the result before the
+    # GEMM (copy_ of [32, 256] below addmm of [256] + [32, 64] @ [64, 256]), under autocast's linear-in-linear: the
+    # addmm was judged vmapped, its FLOPs dropped and the copy counted instead (a training step under CPU autocast
+    # counted 0.69x FlopCounterMode's FLOPs, sweep 6)
+    import torch
+
+    lin, x = torch.nn.Linear(64, 256), torch.randn(32, 64)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            lin(x)
+    path = tmp_path / "autocast_linear.json"
+    prof.export_chrome_trace(str(path))
+    report = report_from_trace(load_trace(path), CEIL)
+    assert [(op.name, op.flops) for op in report.ops if op.flops] == [("aten::addmm", 2 * 32 * 64 * 256)]
+    assert "aten::copy_" not in [op.name for op in report.ops]
