@@ -132,8 +132,8 @@ class Ceilings(Struct):
         FLOPs are counted in real arithmetic); None when the fallback applies."""
         if dtype in self.peak_flops_per_s:
             return dtype
-        if _REAL_PART.get(dtype) in self.peak_flops_per_s:
-            return _REAL_PART[dtype]
+        if REAL_PART_OF.get(dtype) in self.peak_flops_per_s:
+            return REAL_PART_OF[dtype]
         if dtype == "uint8" and "int8" in self.peak_flops_per_s:
             return "int8"
         return None
@@ -153,7 +153,7 @@ class Ceilings(Struct):
         return self.peak_for(dtype) / self.memory_bandwidth_bytes_per_s
 
 
-_REAL_PART = {"complex32": "float16", "complex64": "float32", "complex128": "float64"}
+REAL_PART_OF = {"complex32": "float16", "complex64": "float32", "complex128": "float64"}  # a complex dtype's lanes
 
 
 class MeasuredTraffic(Struct):
