@@ -31,18 +31,10 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from sweep_models4 import _seeded  # a factory seeded at 0 on each call
 
 HERE = Path(__file__).resolve()
 REPO = HERE.parent.parent
-
-
-def _seeded(fn):
-    def make():
-        torch.manual_seed(0)
-        return fn()
-    make.__name__ = fn.__name__
-    make.__doc__ = fn.__doc__
-    return make
 
 
 def _detection(name, image=128, **kw):
@@ -251,34 +243,22 @@ class _InPlace(_DictOut):
         return self.mlp(x)
 
 
-@_seeded
-def dict_out():
-    """A forward returning a dict holding a tensor, None and a tuple (forward + backward)."""
-    return _DictOut(), torch.randn(8, 64)
+def _mlp_case(name, model_class, doc):
+    """A factory of ``model_class`` (an MLP inside) on an (8, 64) batch, named ``name``."""
+    def make():
+        return model_class(), torch.randn(8, 64)
+    make.__name__, make.__doc__ = name, doc
+    return _seeded(make)
 
 
-@_seeded
-def dataclass_out():
-    """A forward returning a dataclass (forward + backward)."""
-    return _DataclassOut(), torch.randn(8, 64)
-
-
-@_seeded
-def none_out():
-    """A forward returning None."""
-    return _NoneOut(), torch.randn(8, 64)
-
-
-@_seeded
-def none_out_backward():
-    """A forward returning None, with --backward: no loss to make, a one-line error (exit 2)."""
-    return _NoneOut(), torch.randn(8, 64)
-
-
-@_seeded
-def inplace_on_inputs():
-    """In-place mul_/add_ on the input tensor (each timed iteration rescales it again)."""
-    return _InPlace(), torch.randn(8, 64)
+dict_out = _mlp_case("dict_out", _DictOut, "A forward returning a dict holding a tensor, None and a tuple (forward "
+                     "+ backward).")
+dataclass_out = _mlp_case("dataclass_out", _DataclassOut, "A forward returning a dataclass (forward + backward).")
+none_out = _mlp_case("none_out", _NoneOut, "A forward returning None.")
+none_out_backward = _mlp_case("none_out_backward", _NoneOut, "A forward returning None, with --backward: no loss to "
+                              "make, a one-line error (exit 2).")
+inplace_on_inputs = _mlp_case("inplace_on_inputs", _InPlace, "In-place mul_/add_ on the input tensor (each timed "
+                              "iteration rescales it again).")
 
 
 class _Dist(nn.Module):
@@ -318,8 +298,46 @@ if not os.environ.get("SWEEP6_FCM"):
     for _ in range(LOOPS):
         step()
 '''
-SCRIPTS = {
-    "train_amp_accum": ("AdamW step under torch.amp.autocast('cpu', bfloat16), 4 micro-batches accumulated", '''
+
+def _loader_script(context):
+    """A linear classifier trained over a DataLoader with two workers (``context``: more DataLoader arguments)."""
+    return f'''
+from torch.utils.data import DataLoader, TensorDataset
+model = nn.Linear(32, 4)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(32, 32), torch.randint(0, 4, (32,))
+LOOPS = 0
+
+def step():
+    nn.functional.cross_entropy(model(x), y).backward(); opt.step(); opt.zero_grad()
+
+if __name__ == "__main__" and not os.environ.get("SWEEP6_FCM"):
+    ds = TensorDataset(torch.randn(512, 32), torch.randint(0, 4, (512,)))
+    for x, y in DataLoader(ds, batch_size=32, num_workers=2{context}):
+        step()
+'''
+
+
+def _ending_script(loops, ending):
+    """``loops`` SGD steps of a Linear, then ``ending`` (sys.exit, raise) unless counted under FlopCounterMode."""
+    return f'''
+model = nn.Linear(64, 64)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(16, 64)
+LOOPS = {loops}
+
+def step():
+    model(x).sum().backward(); opt.step(); opt.zero_grad()
+''' + LOOP + f'''
+if not os.environ.get("SWEEP6_FCM"):
+    {ending}
+'''
+
+
+def _accumulating_script(context):
+    """An MLP's AdamW step over 4 accumulated micro-batches, each forward under ``context``."""
+    return f'''
+import contextlib
 model = nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 10))
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
 x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
@@ -327,25 +345,19 @@ LOOPS = 10
 
 def step():
     for _ in range(4):
-        with torch.amp.autocast("cpu", dtype=torch.bfloat16):
+        with {context}:
             loss = nn.functional.cross_entropy(model(x), y) / 4
         loss.backward()
     opt.step()
     opt.zero_grad()
-'''),
-    "train_fp32_accum": ("The same step in fp32 (the other side of the diff)", '''
-model = nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 10))
-opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
-LOOPS = 10
+'''
 
-def step():
-    for _ in range(4):
-        loss = nn.functional.cross_entropy(model(x), y) / 4
-        loss.backward()
-    opt.step()
-    opt.zero_grad()
-'''),
+
+SCRIPTS = {
+    "train_amp_accum": ("AdamW step under torch.amp.autocast('cpu', bfloat16), 4 micro-batches accumulated",
+                        _accumulating_script('torch.amp.autocast("cpu", dtype=torch.bfloat16)')),
+    "train_fp32_accum": ("The same step in fp32 (the other side of the diff)",
+                         _accumulating_script("contextlib.nullcontext()")),
     "gan_two_optimizers": ("A GAN: discriminator and generator steps, two Adam optimizers (the step: the one with "
                            "the most parameters, the generator's)", '''
 G = nn.Sequential(nn.Linear(16, 128), nn.ReLU(), nn.Linear(128, 64))
@@ -395,37 +407,10 @@ def step():
     with torch.inference_mode():
         model.forward(x)
 '''),
-    "loader_workers_fork": ("A DataLoader with num_workers=2 (fork) under if __name__ == '__main__'", '''
-from torch.utils.data import DataLoader, TensorDataset
-model = nn.Linear(32, 4)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-x, y = torch.randn(32, 32), torch.randint(0, 4, (32,))
-LOOPS = 0
-
-def step():
-    nn.functional.cross_entropy(model(x), y).backward(); opt.step(); opt.zero_grad()
-
-if __name__ == "__main__" and not os.environ.get("SWEEP6_FCM"):
-    ds = TensorDataset(torch.randn(512, 32), torch.randint(0, 4, (512,)))
-    for x, y in DataLoader(ds, batch_size=32, num_workers=2):
-        step()
-'''),
+    "loader_workers_fork": ("A DataLoader with num_workers=2 (fork) under if __name__ == '__main__'",
+                            _loader_script("")),
     "loader_workers_spawn": ("A DataLoader with num_workers=2 and the spawn context (the workers import __main__)",
-                             '''
-from torch.utils.data import DataLoader, TensorDataset
-model = nn.Linear(32, 4)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-x, y = torch.randn(32, 32), torch.randint(0, 4, (32,))
-LOOPS = 0
-
-def step():
-    nn.functional.cross_entropy(model(x), y).backward(); opt.step(); opt.zero_grad()
-
-if __name__ == "__main__" and not os.environ.get("SWEEP6_FCM"):
-    ds = TensorDataset(torch.randn(512, 32), torch.randint(0, 4, (512,)))
-    for x, y in DataLoader(ds, batch_size=32, num_workers=2, multiprocessing_context="spawn"):
-        step()
-'''),
+                             _loader_script(', multiprocessing_context="spawn"')),
     "argparse_argv": ("argparse with a required option, passed after the script", '''
 import argparse
 p = argparse.ArgumentParser()
@@ -441,67 +426,15 @@ LOOPS = a.steps
 def step():
     model(x).sum().backward(); opt.step(); opt.zero_grad()
 ''', ["--width", "48", "--steps", "12"]),
-    "sys_exit_0_after_loop": ("sys.exit(0) after ten steps", '''
-model = nn.Linear(64, 64)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-x = torch.randn(16, 64)
-LOOPS = 10
-
-def step():
-    model(x).sum().backward(); opt.step(); opt.zero_grad()
-''' + LOOP + '''
-if not os.environ.get("SWEEP6_FCM"):
-    sys.exit(0)
-''', ["--run-to-end"]),
+    "sys_exit_0_after_loop": ("sys.exit(0) after ten steps", _ending_script(10, "sys.exit(0)"), ["--run-to-end"]),
     "sys_exit_0_too_few_steps": ("sys.exit(0) after five steps, fewer than the schedule needs: exit 2, one line",
-                                 '''
-model = nn.Linear(64, 64)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-x = torch.randn(16, 64)
-LOOPS = 5
-
-def step():
-    model(x).sum().backward(); opt.step(); opt.zero_grad()
-''' + LOOP + '''
-if not os.environ.get("SWEEP6_FCM"):
-    sys.exit(0)
-'''),
-    "sys_exit_3": ("sys.exit(3) after ten steps with --run-to-end: the script failed, exit 2 naming it", '''
-model = nn.Linear(64, 64)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-x = torch.randn(16, 64)
-LOOPS = 10
-
-def step():
-    model(x).sum().backward(); opt.step(); opt.zero_grad()
-''' + LOOP + '''
-if not os.environ.get("SWEEP6_FCM"):
-    sys.exit(3)
-''', ["--run-to-end"]),
-    "raises_after_loop": ("raise ValueError after ten steps: stopped before it by default (exit 0)", '''
-model = nn.Linear(64, 64)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-x = torch.randn(16, 64)
-LOOPS = 10
-
-def step():
-    model(x).sum().backward(); opt.step(); opt.zero_grad()
-''' + LOOP + '''
-if not os.environ.get("SWEEP6_FCM"):
-    raise ValueError("a user bug after training")
-'''),
-    "raises_run_to_end": ("the same raise with --run-to-end: exit 2 naming it and its line", '''
-model = nn.Linear(64, 64)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-x = torch.randn(16, 64)
-LOOPS = 10
-
-def step():
-    model(x).sum().backward(); opt.step(); opt.zero_grad()
-''' + LOOP + '''
-if not os.environ.get("SWEEP6_FCM"):
-    raise ValueError("a user bug after training")
-''', ["--run-to-end"]),
+                                 _ending_script(5, "sys.exit(0)")),
+    "sys_exit_3": ("sys.exit(3) after ten steps with --run-to-end: the script failed, exit 2 naming it",
+                   _ending_script(10, "sys.exit(3)"), ["--run-to-end"]),
+    "raises_after_loop": ("raise ValueError after ten steps: stopped before it by default (exit 0)",
+                          _ending_script(10, 'raise ValueError("a user bug after training")')),
+    "raises_run_to_end": ("the same raise with --run-to-end: exit 2 naming it and its line",
+                          _ending_script(10, 'raise ValueError("a user bug after training")'), ["--run-to-end"]),
 }
 DOCTOR = {"train_amp_accum"}  # also run `roofline doctor SCRIPT` (a profile and its findings in one command)
 EXPECT_EXIT = {"exported_program": 2, "none_out_backward": 2, "sys_exit_0_too_few_steps": 2, "sys_exit_3": 2,

@@ -230,6 +230,18 @@ def test_a_vmapped_op_in_a_trace_is_counted_at_its_batch_shapes(tmp_path):
     assert flops["aten::tanh"] == 4 * 8 * 32  # 4 FLOPs an element (count/elementwise.py), all 8 samples
 
 
+def _bf16_autocast_report(tmp_path, run):
+    """The report of a CPU profiler trace of ``run()`` under bf16 autocast."""
+    import torch
+
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            run()
+    path = tmp_path / "autocast.json"
+    prof.export_chrome_trace(str(path))
+    return report_from_trace(load_trace(path), CEIL)
+
+
 def test_an_autocast_op_is_not_mistaken_for_a_vmapped_one(tmp_path):
     # autocast records conv2d inside conv2d at the same shapes, like vmap's re-dispatch, and oneDNN's contiguous
     # copy of the weight (copy_(w, w)) below outweighs input + weight: the convolution was judged batched, its
@@ -239,12 +251,7 @@ def test_an_autocast_op_is_not_mistaken_for_a_vmapped_one(tmp_path):
 
     conv = torch.nn.Conv2d(80, 160, 2, stride=2)
     x = torch.randn(8, 80, 8, 8).to(memory_format=torch.channels_last)
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            conv(x)
-    path = tmp_path / "autocast.json"
-    prof.export_chrome_trace(str(path))
-    report = report_from_trace(load_trace(path), CEIL)
+    report = _bf16_autocast_report(tmp_path, lambda: conv(x))
     assert [(op.name, op.flops) for op in report.ops if op.flops] == [("aten::convolution", 2 * 8 * 160 * 16 * 320)]
     assert not [op for op in report.ops if op.name in ("aten::copy_", "aten::mkldnn_convolution")]
 
@@ -297,12 +304,7 @@ def test_an_autocast_linear_s_bias_copy_is_not_taken_for_a_batched_run(tmp_path)
     import torch
 
     lin, x = torch.nn.Linear(64, 256), torch.randn(32, 64)
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            lin(x)
-    path = tmp_path / "autocast_linear.json"
-    prof.export_chrome_trace(str(path))
-    report = report_from_trace(load_trace(path), CEIL)
+    report = _bf16_autocast_report(tmp_path, lambda: lin(x))
     assert [(op.name, op.flops) for op in report.ops if op.flops] == [("aten::addmm", 2 * 32 * 64 * 256)]
     assert "aten::copy_" not in [op.name for op in report.ops]
 
