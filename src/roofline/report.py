@@ -128,9 +128,12 @@ class Ceilings(Struct):
 
     def own_roof(self, dtype: str) -> str | None:
         """The compute roof kept for this dtype: its own, or for uint8 the int8 one (VNNI, tensor cores and
-        NPUs multiply unsigned by signed 8-bit values at the int8 rate); None when the fallback applies."""
+        NPUs multiply unsigned by signed 8-bit values at the int8 rate), for a complex dtype its real part's (its
+        FLOPs are counted in real arithmetic); None when the fallback applies."""
         if dtype in self.peak_flops_per_s:
             return dtype
+        if REAL_PART_OF.get(dtype) in self.peak_flops_per_s:
+            return REAL_PART_OF[dtype]
         if dtype == "uint8" and "int8" in self.peak_flops_per_s:
             return "int8"
         return None
@@ -148,6 +151,9 @@ class Ceilings(Struct):
         if self.memory_bandwidth_bytes_per_s <= 0:
             return float("inf")
         return self.peak_for(dtype) / self.memory_bandwidth_bytes_per_s
+
+
+REAL_PART_OF = {"complex32": "float16", "complex64": "float32", "complex128": "float64"}  # a complex dtype's lanes
 
 
 class MeasuredTraffic(Struct):

@@ -452,3 +452,22 @@ def test_a_malformed_ceilings_file_is_described_in_the_same_words(tmp_path):
         load_ceilings(bad)
     assert str(caught.value) == (f'malformed ceilings file {bad}: memory_bandwidth_bytes_per_s is "fast", '
                                  'expected a number')
+
+
+def test_too_few_optimizer_steps_are_counted_as_the_user_wrote_them(tmp_path, capsys, one_thread):
+    """Five optimizer.step() calls read 'it made 6 step(s), the schedule needs 9' (the forward before the first
+    optimizer step, taken as a step, counted as one more waiting step); the message now counts the script's own
+    steps against the schedule's options (sweep 6)."""
+    script = tmp_path / "short.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        m = torch.nn.Linear(4, 4)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        for _ in range(5):
+            m(torch.randn(2, 4)).sum().backward()
+            opt.step()
+    """))
+    code, _, err = _main(["profile", "-o", str(tmp_path / "out"), str(script)], capsys)
+    assert code == 2
+    assert ("it made 5 optimizer.step() call(s), the schedule needs 8 (--wait 1 + --timed 3 + --warmup 1 + "
+            "--active 3;") in err

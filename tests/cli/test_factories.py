@@ -163,3 +163,12 @@ def test_dtype_casts_a_factorys_model_and_float_inputs_and_batch_is_refused(tmp_
     assert main(["analyze", f"{path}:detector", "--batch", "8", "--device", "cpu", "-o", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--batch size a built-in --model" in err
+
+
+def test_an_exported_program_as_the_model_is_told_to_return_its_module():
+    """torch.export's ExportedProgram is no nn.Module (calling it is deprecated): the error says what to return."""
+    ep = torch.export.export(torch.nn.Linear(4, 2), (torch.randn(3, 4),))
+    with pytest.raises(RooflineError, match=r"returned ExportedProgram as the model: .*return its \.module\(\)"):
+        check_factory_result((ep, torch.randn(3, 4)), "f.py:f")
+    model, _ = check_factory_result((ep.module(), torch.randn(3, 4)), "f.py:f")
+    assert isinstance(model, torch.nn.Module)

@@ -70,6 +70,15 @@ def test_complex_outputs_count_real_lanes():
     assert count_op("aten::add", (c, c)).bytes == 3 * 80
 
 
+@pytest.mark.parametrize("name", ["aten::abs", "aten::angle"])
+def test_a_complex_tensor_s_abs_and_angle_are_real_without_recorded_outputs(name):
+    """A trace records no output dtype: abs and angle of a complex tensor were taken as complex (2x the FLOPs, an
+    8-byte write per element) where a live count, which sees the float32 result, counts 1 FLOP and 4 bytes."""
+    c, r = TensorMeta((2, 5), "complex64"), TensorMeta((2, 5), "float32")
+    from_trace, live = count_op(name, (c,)), count_op(name, (c,), None, [r])
+    assert (from_trace.flops, from_trace.bytes) == (live.flops, live.bytes) == (10, 10 * 8 + 10 * 4)
+
+
 @pytest.mark.parametrize("exponent, per", [(2, 1), (3, 1), (-3, 1), (2.0, 1), (0.5, 4), (4, 4), (-4, 4),
                                            (True, 4), (X, 4)])
 def test_pow_is_one_flop_for_small_integer_exponents(exponent, per):

@@ -195,3 +195,21 @@ def test_other_formulas_refuse_flops_on_a_sparse_operand_seen_live():
     assert cost("aten::add", T((64, 64), "float32"), T((64, 64), "float32"))[0] == 64 * 64  # dense: unchanged
     for name in ("aten::_nnz", "aten::sparse_dim", "aten::dense_dim", "aten::is_coalesced", "aten::_indices"):
         assert cost(name, sparse) == (0, 0)
+
+
+def test_complex_products_count_real_flops():
+    """A complex multiply-add is 8 real FLOPs: 4x a real product's count, as linalg's and elementwise's complex
+    counts are in real FLOPs (a complex64 matmul was counted as a float32 one of the same shape, 4x low)."""
+    C8 = 8
+    a, b = T((M, K), "complex64"), T((K, N), "complex64")
+    assert cost("aten::mm", a, b) == (8 * M * N * K, (M * K + K * N + M * N) * C8)
+    bias = T((N,), "complex64")
+    assert cost("aten::addmm", bias, a, b)[0] == 8 * M * N * K
+    assert cost("aten::addmm_", T((M, N), "complex64"), a, b)[0] == 8 * M * N * K
+    ba, bb = T((B, M, K), "complex128"), T((B, K, N), "complex128")
+    assert cost("aten::bmm", ba, bb)[0] == 8 * B * M * N * K
+    assert cost("aten::baddbmm_", T((B, M, N), "complex128"), ba, bb)[0] == 8 * B * M * N * K
+    assert cost("aten::matmul", ba, bb)[0] == 8 * B * M * N * K
+    assert cost("aten::linear", a, T((N, K), "complex64"))[0] == 8 * M * N * K
+    assert cost("aten::outer", T((M,), "complex64"), T((N,), "complex64"))[0] == 6 * M * N
+    assert cost("aten::mm", T((M, K), "float32"), T((K, N), "float32"))[0] == 2 * M * N * K

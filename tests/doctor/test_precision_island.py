@@ -157,3 +157,20 @@ def test_filling_fp32_parameters_is_no_island_but_arithmetic_after_it_is():
                         time=4e-5)] + ops[3:]
     (found,) = [f for f in diagnose(report(scaled)) if f.rule == "precision-island"]
     assert "mul" in found.evidence["fp32_op_kinds"] and found.estimated_savings_s > 0
+
+
+def test_autocast_gradient_accumulation_into_fp32_grads_is_no_island():
+    """Under autocast with gradient accumulation, each fp32 weight's bf16 gradient is upcast (the backward of
+    autocast's cast down) and added to its fp32 .grad: the doctor called that an 'fp32 island in train.py' and
+    told the user to drop a .float() they never wrote (sweep 6). An fp32 multiply after the same upcast still is."""
+    h, w = "bfloat16", [256, 64]
+    mm = op("aten::mm", [([32, 64], h), ([64, 256], h)], out=[32, 256], flops=2 * 32 * 64 * 256, bound="compute",
+            module="net.0")
+    up = op("aten::_to_copy", [(w, h)], out=w, out_dtype="float32", phase="backward", module="", source="t.py:11")
+    accumulate = op("aten::add_", [(w, "float32"), (w, "float32")], out=w, phase="backward", module="",
+                    source="t.py:11")
+    scale = op("aten::mul", [(w, "float32"), (w, "float32")], out=w, phase="backward", module="", source="t.py:11")
+    island = [f for f in diagnose(report([mm, up, accumulate, mm])) if f.rule == "precision-island"]
+    assert island == []
+    island = [f for f in diagnose(report([mm, up, scale, mm])) if f.rule == "precision-island"]
+    assert len(island) == 1 and island[0].evidence["fp32_op_kinds"] == ["mul"]

@@ -273,3 +273,14 @@ def test_a_trace_or_other_json_is_not_taken_for_an_empty_report(tmp_path):
     written = tmp_path / "report.json"
     report.save(written)
     assert Report.load(written).workload == "w"
+
+
+def test_complex_ops_take_their_real_parts_roof():
+    """Complex work is counted in real FLOPs, so a complex128 op is judged against the float64 roof (it fell back
+    to float32's, 30x higher here) and complex64 against float32's."""
+    from roofline.report import Ceilings
+    c = Ceilings(device="cpu", memory_bandwidth_bytes_per_s=20e9,
+                 peak_flops_per_s={"float32": 300e9, "float64": 10e9, "float16": 600e9})
+    assert (c.peak_for("complex128"), c.peak_for("complex64"), c.peak_for("complex32")) == (10e9, 300e9, 600e9)
+    assert Ceilings(device="cpu", memory_bandwidth_bytes_per_s=20e9,
+                    peak_flops_per_s={"float32": 300e9}).peak_for("complex128") == 300e9

@@ -24,7 +24,8 @@ import msgspec
 import numpy as np
 
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
-_AUTOGRAD_NODE = re.compile(r"^(autograd::engine::evaluate_function: .*|torch::autograd::\w+|\w+Backward\d*)$")
+# A node's name may be C++-qualified: TorchScript's "torch::jit::(anonymous namespace)::DifferentiableGraphBackward".
+_AUTOGRAD_NODE = re.compile(r"^(autograd::engine::evaluate_function: .*|torch::autograd::\w+|(?:[\w:() ]+::)?\w+Backward\d*)$")
 
 
 def is_step_marker(name: str) -> bool:
@@ -34,8 +35,9 @@ def is_step_marker(name: str) -> bool:
 
 def is_autograd_frame(name: str) -> bool:
     """True for the autograd engine's frames ("autograd::engine::evaluate_function: AddBackward0",
-    "AddBackward0", "torch::autograd::AccumulateGrad"): the aten ops inside them are the work; a node with
-    none (AddBackward0 passes its gradient through) did nothing but bookkeeping."""
+    "AddBackward0", "torch::autograd::AccumulateGrad", a scripted module's
+    "torch::jit::(anonymous namespace)::DifferentiableGraphBackward"): the aten ops inside them are the work; a
+    node with none (AddBackward0 passes its gradient through) did nothing but bookkeeping."""
     return _AUTOGRAD_NODE.match(name) is not None
 
 

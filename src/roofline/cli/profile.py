@@ -105,10 +105,17 @@ def run(args: argparse.Namespace) -> int:
         label = args.script
         leave_script_threads(args.script, run_.threads_left)
         if error is None and context.trace_path is None:
+            # A switch from forwards to optimizer.step() counted the forward that ended first as one more waiting
+            # step: told in the user's own steps, 5 optimizer steps read "it made 6 step(s), the schedule needs 9".
+            extra = context.wait - args.wait
+            made, needed = max(context.steps_done - extra, 0), context.total_steps - extra
+            kind = {"optimizer": "optimizer.step() call(s)", "forward": "top-level forward(s)"}.get(
+                step_source or "", "step(s)")
             raise RooflineError(
-                f"no profiled steps in {args.script}: it made {context.steps_done} step(s), the schedule needs "
-                f"{context.total_steps} (a step: optimizer.step(), else a top-level forward of its largest module, "
-                "else its profiler's step()); "
+                f"no profiled steps in {args.script}: it made {made} {kind}, the schedule needs {needed} "
+                f"(--wait {args.wait} + --timed {context.timed} + --warmup {args.warmup} + --active {args.active}; "
+                "a step: optimizer.step(), else a top-level forward of its largest module, else its profiler's "
+                "step()); "
                 + ("its forwards or optimizer steps ran on other threads, and only the script's own thread is "
                    "profiled: run the model there, or analyse it with `roofline analyze FILE.py:factory`"
                    if run_.off_thread_boundaries and not context.steps_done

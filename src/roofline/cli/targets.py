@@ -81,7 +81,8 @@ def check_factory_result(made: Any, target: str) -> tuple[Any, tuple | dict]:
         raise RooflineError(f"{target} must return (model, inputs), got {_describe(made)}")
     model, inputs = made
     if not isinstance(model, torch.nn.Module):
-        raise RooflineError(f"{target} returned {_describe(model)} as the model: expected a torch.nn.Module")
+        hint = ": return its .module()" if hasattr(model, "module") and hasattr(model, "graph_signature") else ""
+        raise RooflineError(f"{target} returned {_describe(model)} as the model: expected a torch.nn.Module{hint}")
     if isinstance(inputs, (torch.Tensor, list)):
         inputs = (inputs,)  # a list is one argument (torchvision detection models take a list of images)
     elif isinstance(inputs, Mapping):

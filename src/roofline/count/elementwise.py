@@ -20,7 +20,8 @@ a real one).
 Bytes: each input tensor read once at its own size (a broadcast operand is read at its small size, a
 scalar not at all), the output written once. In-place ops (add_, mul_, ...) read their inputs, self
 included, and write self once. Without recorded outputs the output is the broadcast of the inputs, its dtype
-torch's promotion (bool for comparisons).
+torch's promotion (bool for comparisons; for abs and angle of a complex tensor its real part's, as a live count
+records: a trace's complex abs was counted at 2x its FLOPs and written at twice its bytes).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from __future__ import annotations
 from roofline.count.meta import TensorMeta
 from roofline.count.registry import Call, OpCost, nbytes, register
 from roofline.count.shapes import broadcast_shapes, promote_dtypes
+from roofline.report import REAL_PART_OF
 
 ONE_FLOP = (
     "add", "sub", "rsub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "neg", "negative",
@@ -41,6 +43,7 @@ ONE_FLOP = (
     "_prelu_kernel", "_masked_scale", "mul_scalar", "div_scalar", "sub_scalar", "add_scalar",
     "glu_backward_jvp",
 )
+REAL_FROM_COMPLEX = frozenset({"abs", "absolute", "angle"})  # a complex tensor's: a real one
 ONE_FLOP_BOOL = (
     "eq", "ne", "lt", "le", "gt", "ge", "less", "less_equal", "greater", "greater_equal", "not_equal",
     "logical_and", "logical_or", "logical_xor", "isnan", "isinf", "isfinite", "isneginf", "isposinf",
@@ -73,6 +76,8 @@ def elementwise_cost(call: Call, flops_per_element: float, bool_output: bool = F
     else:
         shape = broadcast_shapes(m.shape for m in inputs)
         dtype = "bool" if bool_output else promote_dtypes(inputs)
+        if _base_name(call) in REAL_FROM_COMPLEX:
+            dtype = REAL_PART_OF.get(dtype, dtype)
         outputs = [TensorMeta(shape, dtype)]
     elements = max((m.numel for m in outputs), default=0)
     if any(m.dtype.startswith("complex") for m in outputs):
@@ -80,9 +85,13 @@ def elementwise_cost(call: Call, flops_per_element: float, bool_output: bool = F
     return OpCost(float(flops_per_element * elements), float(nbytes(inputs) + nbytes(outputs)), True)
 
 
+def _base_name(call: Call) -> str:
+    return call.name.rsplit("::", 1)[-1].rstrip("_")
+
+
 def _complex_factor(call: Call, inputs: list[TensorMeta]) -> float:
     """Real FLOPs per counted FLOP when the result is complex (see the module docstring)."""
-    base = call.name.rsplit("::", 1)[-1].rstrip("_")
+    base = _base_name(call)
     complex_inputs = [m.dtype.startswith("complex") for m in inputs]
     if base == "mul":
         return 6.0 if len(complex_inputs) >= 2 and all(complex_inputs) else 2.0

@@ -17,9 +17,9 @@ from math import log2, prod
 
 from roofline.count.meta import TensorMeta
 from roofline.count.registry import Call, OpCost, nbytes, register
+from roofline.report import REAL_PART_OF
 
-_COMPLEX_OF = {"float32": "complex64", "float64": "complex128", "float16": "complex32"}
-_REAL_OF = {complex_: real for real, complex_ in _COMPLEX_OF.items()}
+_COMPLEX_OF = {real: complex_ for complex_, real in REAL_PART_OF.items()}
 NOTE = "5 N log2 N per complex transform (2.5 N log2 N real-to-complex), the radix-2 convention"
 
 
@@ -73,5 +73,5 @@ def fft_c2r(call: Call) -> OpCost:
     shape = list(x.shape)
     if dims:
         shape[dims[-1]] = int(call.arg(3, "last_dim_size", 2 * (x.shape[dims[-1]] - 1)))
-    out = TensorMeta(tuple(shape), _REAL_OF.get(x.dtype, "float32"))
+    out = TensorMeta(tuple(shape), REAL_PART_OF.get(x.dtype, "float32"))
     return _cost(call, x, fft_flops(tuple(shape), dims, real=True), out)

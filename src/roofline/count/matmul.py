@@ -8,6 +8,9 @@ Bytes: both operands and the bias (at its own, possibly broadcast, size) read on
 A sparse operand (mm, addmm, bmm, mv, addmv, _sparse_addmm, _sparse_mm, and the matmul/linear composites): 2 FLOPs
 per stored element per column of the dense one, the sparse one read as stored; from a trace, which records no
 nonzero count, such a product is unmodelled (with that reason), never counted as a dense one.
+Complex operands: each complex multiply-add is 4 real multiplies and 4 real adds, so 4x the real count (8*m*n*k;
+linalg.py and elementwise.py count complex work in real FLOPs the same way); FlopCounterMode counts 2*m*n*k for
+complex products as for real ones, so it reads 4x lower on them.
 A nested operand (TensorMeta.components, seen live; bmm, matmul, linear): the sum over its components of each
 one's product, 2 * m * n * k each (as torch.utils.flop_counter counts the same products made one by one); the
 note gives the product of every component padded to the largest, which a kernel that pads (torch's CPU matmul of
@@ -24,9 +27,14 @@ from roofline.count.registry import Call, OpCost, nbytes, register, unmodeled
 from roofline.count.shapes import broadcast_shapes
 
 
+def _real_flops(flops: float, dtype: str) -> float:
+    """A product's FLOPs counted in real arithmetic: 4x for complex operands (see the module docstring)."""
+    return flops * (4 if dtype.startswith("complex") else 1)
+
+
 def _cost(call: Call, flops: float, fallback_out: TensorMeta, reads: list[TensorMeta | None]) -> OpCost:
     outputs = call.outputs if call.outputs is not None else [fallback_out]
-    return OpCost(float(flops), float(nbytes(reads) + nbytes(outputs)), True)
+    return OpCost(float(_real_flops(flops, fallback_out.dtype)), float(nbytes(reads) + nbytes(outputs)), True)
 
 
 def _mm_shapes(a: TensorMeta, b: TensorMeta) -> tuple[int, int, int]:
@@ -95,7 +103,7 @@ def addmm(call: Call) -> OpCost:
         return _sparse_product(call, bias, a, b)
     m, k, n = _mm_shapes(a, b)
     if call.inplace and bias is not None:
-        return OpCost(2.0 * m * n * k, float(nbytes([bias, a, b]) + bias.nbytes), True)
+        return OpCost(_real_flops(2.0 * m * n * k, a.dtype), float(nbytes([bias, a, b]) + bias.nbytes), True)
     return _cost(call, 2 * m * n * k, TensorMeta((m, n), a.dtype), [bias, a, b])
 
 
@@ -155,7 +163,8 @@ def baddbmm(call: Call) -> OpCost:
     bias, a, b = call.maybe_tensor(0, "self"), call.tensor(1, "batch1"), call.tensor(2, "batch2")
     batch, m, k, n = _bmm_shapes(a, b)
     if call.inplace and bias is not None:
-        return OpCost(2.0 * batch * m * n * k, float(nbytes([bias, a, b]) + bias.nbytes), True)
+        return OpCost(_real_flops(2.0 * batch * m * n * k, a.dtype), float(nbytes([bias, a, b]) + bias.nbytes),
+                      True)
     return _cost(call, 2 * batch * m * n * k, TensorMeta((batch, m, n), a.dtype), [bias, a, b])
 
 
@@ -209,8 +218,9 @@ def inner(call: Call) -> OpCost:
 
 @register("aten::outer", "aten::ger")
 def outer(call: Call) -> OpCost:
+    """One multiply per output element: 6 real FLOPs for a complex one (no add), 1.5x the 4x of a product's."""
     a, b = call.tensor(0, "self"), call.tensor(1, "vec2")
-    return _cost(call, a.numel * b.numel, TensorMeta((a.numel, b.numel), a.dtype), [a, b])
+    return _cost(call, a.numel * b.numel * (1.5 if a.dtype.startswith("complex") else 1), TensorMeta((a.numel, b.numel), a.dtype), [a, b])
 
 
 @register("aten::addr", "aten::addr_")
@@ -317,7 +327,7 @@ def linear_backward(call: Call) -> OpCost:
     x, grad, weight = call.tensor(0, "self"), call.tensor(1, "grad_output"), call.tensor(2, "weight")
     mask = call.arg(3, "output_mask", [True, True, True])
     rows, in_features, out_features = prod(x.shape[:-1]), x.shape[-1], weight.shape[0]
-    product = 2 * rows * in_features * out_features
+    product = _real_flops(2 * rows * in_features * out_features, x.dtype)
     flops = product * (bool(mask[0]) + bool(mask[1])) + (grad.numel if mask[2] else 0)
     reads = [grad] + ([weight] if mask[0] else []) + ([x] if mask[1] else [])
     fallback = [m for m, wanted in zip((x, weight, TensorMeta((out_features,), grad.dtype)), mask) if wanted]

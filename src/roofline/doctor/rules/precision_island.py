@@ -18,7 +18,12 @@ island's fp32 ops are sorted from what the report holds, op kinds and phases, ne
   (``ARITHMETIC_KINDS``: the norm's pow/add/rsqrt/mul, the router's div by the sum, the angles' mul and cat) are
   fp32 by design; anything else there (an activation, a comparison chain...) is still island work;
 - a backward island with no matmul is by design when its module's forward islands all are (a loss's or a norm's
-  gradient is plain arithmetic, e.g. mean's backward is a div).
+  gradient is plain arithmetic, e.g. mean's backward is a div);
+- a backward island of casts up and adds of two same-shaped fp32 operands alone is autograd summing a half gradient
+  into an fp32 one, no finding: under autocast an fp32 parameter's weight is cast down in each forward, and with
+  gradient accumulation the cast's gradient, upcast, is added to the parameter's fp32 .grad (mixed precision's fp32
+  master weights; the user wrote no such cast). Where an fp32 tensor in the forward made it (an fp32 residual
+  stream), that forward island is the finding.
 
 Islands with no work left are no finding; the fp32 kept by design is told in one informational line, ranked last
 with no estimated savings and its share of the device time (fusing the upcast into the reduction's kernel is what
@@ -240,6 +245,20 @@ def by_design(island: list[tuple[OpRecord, str]]) -> list[bool]:
     return [kind in BY_DESIGN_KINDS or kind in ARITHMETIC_KINDS for kind in kinds]
 
 
+def _sums_gradients(island: list[tuple[OpRecord, str]]) -> bool:
+    """A backward island of casts up and adds of two same-shaped fp32 tensors only (module docstring)."""
+    if island[0][0].phase != "backward":
+        return False
+    for op, role in island:
+        if role == "fp32" and not (op_kind(op.name) == "add" and len(op.input_shapes) >= 2
+                                   and op.input_shapes[0] == op.input_shapes[1]
+                                   and set(op.input_dtypes[:2]) == {"float32"}):
+            return False
+        if role == "down":
+            return False
+    return True
+
+
 def _has_heavy(island: list[tuple[OpRecord, str]]) -> bool:
     return any(kind in HEAVY_KINDS for kind in _fp32_kinds(island))
 
@@ -267,7 +286,7 @@ def check(report: Report) -> list[Finding]:
     groups: dict[str, list[list[tuple[OpRecord, str]]]] = defaultdict(list)
     generic: dict[str, str] = {}
     for island in find_islands(report, half):
-        if all(kind in INIT_KINDS for kind in _fp32_kinds(island)):
+        if all(kind in INIT_KINDS for kind in _fp32_kinds(island)) or _sums_gradients(island):
             continue
         first = next(op for op, role in island if role == "fp32")
         where = generic.get(first.module)
