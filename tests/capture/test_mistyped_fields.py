@@ -71,3 +71,12 @@ def test_the_public_rocm_trace_keeps_its_kernel_launches():
         assert names.count(name) == sum(e.get("name") == name for e in in_file) > 0
     assert trace.skipped_events == 0
     assert max(launch.dur_us for launch in trace.launches) == pytest.approx(6543.109)
+
+
+def test_an_event_with_more_bad_arguments_than_are_repaired_is_skipped_and_not_counted_as_read(tmp_path):
+    bad = {name: "n/a" for name in ("External id", "correlation", "device", "bytes", "Addr", "Total Allocated",
+                                    "Total Reserved", "Device Type", "Device Id", "Sequence number")}
+    trace = _trace(tmp_path, [x("cpu_op", "aten::mul", 0.0, 20.0), x("cpu_op", "aten::add", 30.0, 5.0, **bad)])
+    assert [op.name for op in trace.ops] == ["aten::mul"]
+    assert trace.skipped_events == 1
+    assert not [w for w in trace.warnings if "unexpected type" in w]

@@ -394,16 +394,21 @@ class EventStream:
             data = msgspec.json.decode(raw)
         except _SYNTAX_ERRORS:
             return None
+        fields = []
         for _ in range(_MAX_REPAIRS):
             where = _field_path(str(exc))
             # only an argument: an event whose name, category or times are not what they should be is no event
             if where is None or len(where) < 2 or where[0] != "args" or not _drop_or_read_as_number(data, where):
                 return None
-            self.repaired[".".join(map(str, where))] = self.repaired.get(".".join(map(str, where)), 0) + 1
+            fields.append(".".join(map(str, where)))
             try:
-                return self._decode_one(msgspec.json.encode(data))
+                event = self._decode_one(msgspec.json.encode(data))
             except msgspec.ValidationError as again:
                 exc = again
+                continue
+            for field in fields:
+                self.repaired[field] = self.repaired.get(field, 0) + 1
+            return event
         return None
 
     def _repairs_warning(self) -> None:

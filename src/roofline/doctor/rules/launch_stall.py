@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from roofline.doctor.evidence import device_runtime, severity_for
 from roofline.doctor.registry import register
-from roofline.doctor.rules.warm_up import launch_place, slow_launches
+from roofline.doctor.rules.warm_up import launch_place, slow_launch_method, slow_launches
 from roofline.report import Finding, Report
 from roofline.time_text import fmt_time
 
@@ -44,8 +44,5 @@ def check(report: Report) -> list[Finding]:
                   "kernel": longest["kernel"][:200], "steps": steps},
         locations=list(dict.fromkeys(e["op"] for e in listed if e["op"]))[:5],
         estimated_savings_s=excess,
-        savings_method=("each such launch call's time above the trace's median kernel launch "
-                        f"({fmt_time(found['median_launch_s'])}), counted while the device was idle: launches of "
-                        "1 ms or more and 100x the median, with the device idle for most of each, of an op and kernel "
-                        "that stalled more than once"),
+        savings_method=slow_launch_method(found, "that stalled more than once"),
         fix=FIX, severity=severity_for(report, excess))]

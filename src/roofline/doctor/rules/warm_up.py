@@ -9,6 +9,7 @@ excess, the time a profile after a warm-up step no longer holds.
 
 from __future__ import annotations
 
+from roofline.analyze.warmup import SLOW_LAUNCH_FACTOR, SLOW_LAUNCH_IDLE_SHARE, SLOW_LAUNCH_MIN_US
 from roofline.doctor.evidence import device_runtime, is_cpu_report, severity_for
 from roofline.doctor.registry import register
 from roofline.report import Finding, Report
@@ -38,6 +39,14 @@ def slow_launches(warmup: list[dict]) -> dict | None:
     return next((e for e in warmup if e.get("kind") == "slow-launches"), None)
 
 
+def slow_launch_method(found: dict, which: str) -> str:
+    """How a slow-launches finding's saving was obtained (analyze/warmup.py's thresholds); ``which``: its launches."""
+    return (f"each such launch call's time above the trace's median kernel launch ({fmt_time(found['median_launch_s'])}"
+            f"), counted while the device was idle: launches of {fmt_time(SLOW_LAUNCH_MIN_US / 1e6)} or more and "
+            f"{SLOW_LAUNCH_FACTOR:g}x the median, the device idle for at least {SLOW_LAUNCH_IDLE_SHARE:.0%} of each, of "
+            f"an op and kernel {which}")
+
+
 def launch_place(entry: dict) -> str:
     """'hipLaunchKernel in aten::add_, ProfilerStep#1' for one listed launch."""
     where = f"{entry['call']} in {entry['op']}" if entry.get("op") else entry["call"]
@@ -61,10 +70,8 @@ def _first_launches(report: Report, warmup: list[dict]) -> list[Finding]:
                   "kernel": longest["kernel"][:200], "step": longest.get("number")},
         locations=list(dict.fromkeys(e["op"] for e in listed if e["op"]))[:5],
         estimated_savings_s=excess,
-        savings_method=("each such launch call's time above the trace's median kernel launch "
-                        f"({fmt_time(found['median_launch_s'])}), counted while the device was idle: a launch of "
-                        "1 ms or more and 100x the median, with the device idle for most of it, of an op and kernel "
-                        "that stalled once; time a profile after a warm-up iteration no longer holds"),
+        savings_method=slow_launch_method(found, "that stalled once; time a profile after a warm-up iteration no "
+                                                 "longer holds"),
         fix=FIRST_LAUNCH_FIX, severity=severity_for(report, excess))]
 
 
