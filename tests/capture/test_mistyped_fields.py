@@ -6,23 +6,18 @@ from __future__ import annotations
 
 import gzip
 import json
-from pathlib import Path
 
 import pytest
+from conftest import SHARED
+from kineto_events import write_trace, x
 
 from roofline.capture.kineto import load_trace
 
-PUBLIC = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "public-traces"
-
-
-def x(cat, name, ts, dur, pid=1, tid=1, **args):
-    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
+PUBLIC = SHARED / "fixtures" / "public-traces"
 
 
 def _trace(tmp_path, events):
-    path = tmp_path / "t.json"
-    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
-    return load_trace(path)
+    return load_trace(write_trace(tmp_path, events))
 
 
 def test_rocm_runtime_calls_with_a_text_stream_are_launches(tmp_path):

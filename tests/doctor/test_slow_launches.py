@@ -4,21 +4,16 @@ code: the warm-up rule) or again and again (the launch-stall rule); a launch tha
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
+from conftest import SHARED
+from kineto_events import write_trace, x
 
 from roofline.analyze.trace_file import analyze_trace_file
 from roofline.analyze.warmup import slow_launches
 from roofline.capture.kineto import load_trace
 from roofline.doctor import diagnose
 
-PUBLIC = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "public-traces" / "hta"
-
-
-def x(cat, name, ts, dur, pid=1, tid=1, **args):
-    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
+PUBLIC = SHARED / "fixtures" / "public-traces" / "hta"
 
 
 def _step(number, t0, slow_add_us=5.0, busy_during_mul=False):
@@ -49,10 +44,7 @@ def _write(tmp_path, steps):
     for number, kwargs in enumerate(steps, start=1):
         step, t0 = _step(number, t0, **kwargs)
         events += step
-    path = tmp_path / "t.json"
-    path.write_text(json.dumps({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],
-                                "traceEvents": events}))
-    return path
+    return write_trace(tmp_path, events, deviceProperties=[{"id": 0, "name": "NVIDIA H100 80GB HBM3"}])
 
 
 def _findings(path, rule):
