@@ -35,6 +35,7 @@ from roofline.analyze.packed_sequences import NEEDS_CHILDREN, outputs_from_child
 from roofline.analyze.quantized_outputs import QUANTIZED_LINEARS, linear_outputs_from_children
 from roofline.analyze.sparse_operands import reads_sparse_metadata
 from roofline.analyze.roofline import place_op, summarize
+from roofline.analyze.fallback_roofs import fallback_roof_notes
 from roofline.analyze.integer_roofs import integer_roof_notes
 from roofline.analyze.stale import stale_ceilings_note, thread_count_note
 from roofline.analyze.varlen_notes import varlen_attention_notes
@@ -492,6 +493,7 @@ def report_from_trace(
     threads = thread_count_note(environment, ceilings)
     if threads:
         summary.notes.append(threads)
+    summary.notes.extend(fallback_roof_notes(ops, ceilings, summary.total_time_s))
     summary.notes.extend(integer_roof_notes(ops, lambda i: (ceilings.device, ceilings), lambda i: ops[i].name,
                                             summary.total_time_s)[0])
     if missing and recording is not None:
