@@ -41,7 +41,8 @@ from roofline.analyze.stale import stale_ceilings_note, thread_count_note
 from roofline.analyze.varlen_notes import varlen_attention_notes
 from roofline.capture.tool_frames import profiler_time_by_step
 from roofline.capture.trace_syncs import left_out_note
-from roofline.analyze.warmup import FIRST_CALL_FACTOR, first_call_outliers, first_calls_entry, warmup_events
+from roofline.analyze.warmup import (FIRST_CALL_FACTOR, first_call_outliers, first_calls_entry, single_pass_entry,
+                                     warmup_events)
 from roofline.capture.recording import OpRecording, RecordedOp, Tf32Flags, op_dtype
 from roofline.capture.trace_model import DIRECT_LAUNCH_OP, GRAPH_REPLAY_OP, CpuOp, Trace, op_columns
 from roofline.count import families
@@ -435,7 +436,7 @@ def report_from_trace(
             gaps = host_gaps_us(trace, [c.event for c in chosen], step)
             _append_ops(trace, chosen, counter, children, step, no_tf32, gaps, ops, event_to_report, own_time_rows)
         timeline_steps = steps
-    first_calls = _first_calls(trace, ops, event_to_report, own_time_rows) if steps == [None] else None
+    first_calls = _first_calls(trace, ops, event_to_report, own_time_rows) if steps == [None] else []
     costs = _CountedCosts(trace, event_to_report, ops, counter, recording, own_time_rows)
     kept_whole = _kept_whole_notes(costs, ops)
     shard_only = {i for i, _, cost in costs.of(lambda op: not op.modeled and is_communication_op(op.name))
@@ -532,7 +533,7 @@ def report_from_trace(
                              "has_gpu": trace.has_gpu, "steps": len(trace.steps)}
     if trace.steps:
         report.extra["step_windows_s"] = [st.window_us / 1e6 for st in trace.attribution.steps]
-    warmup = warmup_events(trace) + ([first_calls] if first_calls else [])
+    warmup = warmup_events(trace) + first_calls
     if warmup:
         report.extra["warmup"] = warmup
     if recording is not None:
@@ -588,8 +589,9 @@ _TIME_S, _START_S = attrgetter("time_s"), attrgetter("start_s")
 
 
 def _first_calls(trace: Trace, ops: list[OpRecord], event_to_report: dict[int, int],
-                 own_time_rows: dict[int, OpCost]) -> dict[str, Any] | None:
-    """report.extra["warmup"]'s "first-calls" record of a trace without steps (analyze/warmup.py), or None. Each
+                 own_time_rows: dict[int, OpCost]) -> list[dict[str, Any]]:
+    """report.extra["warmup"]'s "first-calls" and "single-pass" records of a trace without steps
+    (analyze/warmup.py; none, one or both). Each
     row is grouped by its event's name, input shapes and scalar arguments (aten::zeros' size) and whether it is
     the event's own time; its time is the row's (own time or the whole op's). A first call's own-time row placed
     as dispatch (bound 'launch') becomes unmodelled: its time is set-up on first use, which is not per-op dispatch
@@ -598,7 +600,7 @@ def _first_calls(trace: Trace, ops: list[OpRecord], event_to_report: dict[int, i
     between events with the same arguments), then the few distinct lists by what they hold."""
     n = len(ops)
     if n < 2 or len(event_to_report) < n:
-        return None
+        return []
     row_event = np.empty(n, dtype=np.int64)
     row_event[np.fromiter(event_to_report.values(), dtype=np.int64, count=n)] = np.fromiter(
         event_to_report.keys(), dtype=np.int64, count=n)
@@ -620,15 +622,19 @@ def _first_calls(trace: Trace, ops: list[OpRecord], event_to_report: dict[int, i
                 (ev.name, code % 2, repr(ev.input_dims), repr(ev.concrete_inputs)), len(by_content))
     times = np.fromiter(map(_TIME_S, ops), dtype=np.float64, count=n)
     starts = np.fromiter(map(_START_S, ops), dtype=np.float64, count=n)
-    outliers = first_call_outliers(times, starts, canonical[by_object])
+    groups = canonical[by_object]
+    # on a GPU an op's time is its kernels', which hold no host set-up (the runtime's is named by warmup_events)
+    single = None if trace.has_gpu else single_pass_entry(times, groups, [op.name for op in ops])
+    outliers = first_call_outliers(times, starts, groups)
     if not outliers:
-        return None
+        return [single] if single else []
     for row, _, _ in outliers:
         if own_time_rows.get(row) is _DISPATCH_ONLY.cost:
             own_time_rows[row] = FIRST_CALL_SETUP
             ops[row].modeled = False
-    return first_calls_entry([(ops[row], events[row].input_dims, row in own_time_rows, row, median, later)
-                              for row, median, later in outliers])
+    found = first_calls_entry([(ops[row], events[row].input_dims, row in own_time_rows, row, median, later)
+                               for row, median, later in outliers])
+    return [found] + ([single] if single else [])
 
 
 def _shapes_recorded(ev: CpuOp) -> bool:

@@ -25,7 +25,23 @@ FIX = ("profile steady-state steps: torch.profiler.profile(schedule=torch.profil
 def check(report: Report) -> list[Finding]:
     warmup = report.extra.get("warmup") or []
     return (_compilation(warmup) + _start_up(report, warmup) + _first_calls(report, warmup)
-            + _first_launches(report, warmup))
+            + _first_launches(report, warmup) + _single_pass(warmup))
+
+
+def _single_pass(warmup: list[dict]) -> list[Finding]:
+    found = next((e for e in warmup if e.get("kind") == "single-pass"), None)
+    if found is None:
+        return []
+    return [Finding(
+        rule=RULE, category="profiling",
+        title=f"{found['share']:.0%} of the trace's time is in ops that ran once with their shapes (the slowest, "
+              f"{found['slowest']}, {fmt_time(found['slowest_s'])}, {found['slowest_share']:.0%}): one pass, whose "
+              "first calls' set-up cannot be told from their steady state",
+        evidence={"rows": found["rows"], "of_rows": found["of_rows"], "share": found["share"],
+                  "slowest": found["slowest"], "slowest_s": found["slowest_s"]},
+        estimated_savings_s=0.0,
+        savings_method="not estimated: no later call of these ops to compare their first with",
+        fix=FIRST_CALLS_FIX, severity="info")]
 
 
 FIRST_LAUNCH_FIX = ("profile after a warm-up iteration: torch.profiler.profile(schedule=torch.profiler.schedule(wait=1, "
