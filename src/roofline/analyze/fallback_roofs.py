@@ -39,8 +39,8 @@ def fallback_roof_notes(ops: list[OpRecord], ceilings: Ceilings, total_s: float)
         share = f"{time_s / total_s:.1%} of op time" if total_s else "no op time"
         kinds = sorted({op.name.rsplit("::", 1)[-1] for op in members})
         listed = ", ".join(kinds[:6]) + (", ..." if len(kinds) > 6 else "")
-        notes.append(f"{len(members)} compute-bound op(s) in {dtype} ({listed}; {share}): the ceilings ({ceilings.source}) "
-                     f"have no {dtype} compute roof, so they are judged against the {fallback} one "
+        notes.append(f"{len(members)} compute-bound op(s) in {dtype} ({listed}; {share}): the ceilings "
+                     f"({ceilings.source}) have no {dtype} compute roof, so they are judged against the {fallback} one "
                      f"({ceilings.peak_for(dtype) / 1e12:.3g} TFLOP/s); a float64 peak is about half a CPU's float32 "
                      "one and a small fraction of most GPUs', so their compute-bound verdicts and efficiencies are "
                      f"relative to {fallback}'s roof (a ceilings file passed with --ceilings may add \"{dtype}\" to "

@@ -197,7 +197,8 @@ def single_pass_entry(times_s: np.ndarray, groups: np.ndarray, names: Sequence[s
     """report.extra["warmup"]'s "single-pass" record of a trace without steps, or None: where most of the time
     (SINGLE_PASS_SHARE) is in rows whose op ran once with its shapes (``groups`` as ``first_call_outliers``'s), no
     later call tells a first call's set-up from its steady state (torch 2.4.1's one forward of a small CNN: a first
-    convolution of 60.8 ms, 82% of the trace, and no finding). The record: the rows, that share, the slowest such row."""
+    convolution of 60.8 ms, 82% of the trace, and no finding). The record: the rows, that share, the slowest such
+    row."""
     total = float(times_s.sum())
     if len(groups) < 2 or total <= 0:
         return None
@@ -208,7 +209,8 @@ def single_pass_entry(times_s: np.ndarray, groups: np.ndarray, names: Sequence[s
         return None
     slowest = int(np.flatnonzero(once)[np.argmax(times_s[once])])
     return {"kind": "single-pass", "rows": int(once.sum()), "of_rows": len(groups), "share": share,
-            "slowest": names[slowest], "slowest_s": float(times_s[slowest]), "slowest_share": float(times_s[slowest]) / total}
+            "slowest": names[slowest], "slowest_s": float(times_s[slowest]),
+            "slowest_share": float(times_s[slowest]) / total}
 
 
 def first_calls_entry(outliers: list[tuple[Any, Any, bool, int, float, int]]) -> dict[str, Any]:

@@ -414,8 +414,8 @@ class EventStream:
     def _repairs_warning(self) -> None:
         if self.repaired:
             fields = ", ".join(f"{path} ({n})" for path, n in sorted(self.repaired.items()))
-            self.warnings.append(f"events with a field of an unexpected type read without it, or as the number its text "
-                                 f"gives: {fields}")
+            self.warnings.append("events with a field of an unexpected type read without it, or as the number its "
+                                 f"text gives: {fields}")
 
 
 _MAX_REPAIRS = 8

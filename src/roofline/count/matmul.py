@@ -220,7 +220,8 @@ def inner(call: Call) -> OpCost:
 def outer(call: Call) -> OpCost:
     """One multiply per output element: 6 real FLOPs for a complex one (no add), 1.5x the 4x of a product's."""
     a, b = call.tensor(0, "self"), call.tensor(1, "vec2")
-    return _cost(call, a.numel * b.numel * (1.5 if a.dtype.startswith("complex") else 1), TensorMeta((a.numel, b.numel), a.dtype), [a, b])
+    flops = a.numel * b.numel * (1.5 if a.dtype.startswith("complex") else 1)
+    return _cost(call, flops, TensorMeta((a.numel, b.numel), a.dtype), [a, b])
 
 
 @register("aten::addr", "aten::addr_")

@@ -44,10 +44,10 @@ def _single_pass(warmup: list[dict]) -> list[Finding]:
         fix=FIRST_CALLS_FIX, severity="info")]
 
 
-FIRST_LAUNCH_FIX = ("profile after a warm-up iteration: torch.profiler.profile(schedule=torch.profiler.schedule(wait=1, "
-                    "warmup=1, active=3)) and prof.step() each iteration; or load every kernel at start-up instead of "
-                    "at its first launch: CUDA_MODULE_LOADING=EAGER in the environment (CUDA 12.2+ loads lazily by "
-                    "default)")
+FIRST_LAUNCH_FIX = ("profile after a warm-up iteration: torch.profiler.profile(schedule=torch.profiler.schedule("
+                    "wait=1, warmup=1, active=3)) and prof.step() each iteration; or load every kernel at start-up "
+                    "instead of at its first launch: CUDA_MODULE_LOADING=EAGER in the environment (CUDA 12.2+ loads "
+                    "lazily by default)")
 
 
 def slow_launches(warmup: list[dict]) -> dict | None:
@@ -59,8 +59,8 @@ def slow_launch_method(found: dict, which: str) -> str:
     """How a slow-launches finding's saving was obtained (analyze/warmup.py's thresholds); ``which``: its launches."""
     return (f"each such launch call's time above the trace's median kernel launch ({fmt_time(found['median_launch_s'])}"
             f"), counted while the device was idle: launches of {fmt_time(SLOW_LAUNCH_MIN_US / 1e6)} or more and "
-            f"{SLOW_LAUNCH_FACTOR:g}x the median, the device idle for at least {SLOW_LAUNCH_IDLE_SHARE:.0%} of each, of "
-            f"an op and kernel {which}")
+            f"{SLOW_LAUNCH_FACTOR:g}x the median, the device idle for at least {SLOW_LAUNCH_IDLE_SHARE:.0%} of each, "
+            f"of an op and kernel {which}")
 
 
 def launch_place(entry: dict) -> str:
