@@ -23,7 +23,6 @@ such (``first_call_outliers``).
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -31,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from roofline import intervals
+from roofline.intervals import Coverage
 from roofline.capture.trace_model import op_columns
 
 LAZY_INIT_MIN_US = 50_000.0
@@ -110,16 +109,13 @@ def slow_launches(trace, skipped: set[int] = frozenset()) -> dict[str, Any] | No
                   if dur >= cutoff and i not in skipped and 0 <= launches[i].op < len(trace.ops)]
     if not candidates:
         return None
-    busy = intervals.union([(k.ts_us, k.ts_us + k.dur_us) for k in trace.kernels])
-    busy_ends = [hi for _, hi in busy]
+    busy = Coverage([(k.ts_us, k.ts_us + k.dur_us) for k in trace.kernels])
+    starts = [launches[i].ts_us for i in candidates]
+    idle = busy.uncovered(starts, [start + launches[i].dur_us for start, i in zip(starts, candidates)]).tolist()
     kernel_of = {k.correlation: k.name for k in trace.kernels if k.correlation is not None}
     listed = []
-    for i in candidates:
+    for i, start, idle_us in zip(candidates, starts, idle):
         launch = launches[i]
-        start, end = launch.ts_us, launch.ts_us + launch.dur_us
-        first = bisect.bisect_right(busy_ends, start)  # the union's first stretch ending after the call starts
-        near = busy[first:bisect.bisect_left(busy, (end, end), lo=first)]
-        idle_us = launch.dur_us - intervals.length(intervals.clip(near, start, end))
         if idle_us < SLOW_LAUNCH_IDLE_SHARE * launch.dur_us:
             continue
         step, origin = _step_and_origin(trace, start)

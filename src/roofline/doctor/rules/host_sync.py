@@ -132,12 +132,10 @@ def _site_saving(report: Report, stall: float, device_idle_s: float | None) -> t
             f"the device's idle time during this site's stalls ({fmt_time(device_idle_s)} of the "
             f"{fmt_time(stall)} the host waited: no kernel, memcpy or memset of its device ran); "
             + _DEVICE_IDLE_ONLY)
-    cap = _profile_idle_s(report)
-    if cap is not None and cap < stall:
-        return cap, (f"the sync detector's measured stall at this site ({fmt_time(stall)}), capped at the device's "
-                     f"idle time over the profile ({fmt_time(cap)}): the idle time inside each stall was not measured")
-    return stall, ("the sync detector's measured stall at this site (host blocked waiting for the device), "
-                   "which a sync-free loop overlaps with device work")
+    return _at_most_profile_idle(
+        report, stall, "the sync detector's measured stall at this site", "the idle time inside each stall was not "
+        "measured", "the sync detector's measured stall at this site (host blocked waiting for the device), which a "
+        "sync-free loop overlaps with device work")
 
 
 def _ops_saving(report: Report, ops: list[OpRecord], blocked: float, on_gpu: bool
@@ -154,16 +152,20 @@ def _ops_saving(report: Report, ops: list[OpRecord], blocked: float, on_gpu: boo
     if not on_gpu:
         return blocked, ("the sync ops' measured time (host CPU time blocked in them); on a GPU each one also "
                          "drains the queue and idles the device until the host launches again"), None
-    cap = _profile_idle_s(report)
-    if cap is not None and cap < blocked:
-        return cap, (f"the sync ops' measured time ({fmt_time(blocked)}), capped at the device's idle time over the "
-                     f"profile ({fmt_time(cap)}): the report has no device idle time inside each op"), None
-    return blocked, "the sync ops' measured time (host CPU time blocked in them, or their device time if longer)", None
+    return (*_at_most_profile_idle(
+        report, blocked, "the sync ops' measured time", "the report has no device idle time inside each op",
+        "the sync ops' measured time (host CPU time blocked in them, or their device time if longer)"), None)
 
 
-def _profile_idle_s(report: Report) -> float | None:
+def _at_most_profile_idle(report: Report, blocked: float, what: str, why: str, whole: str) -> tuple[float, str]:
+    """``blocked`` as the saving (said by ``whole``), or the device's idle time over the whole profile where that is
+    less: all a sync can free where the idle time inside its waits was not measured (``why``)."""
     idle = report.summary.idle_time_s
-    return max(idle, 0.0) if idle is not None else None
+    cap = max(idle, 0.0) if idle is not None else None
+    if cap is not None and cap < blocked:
+        return cap, (f"{what} ({fmt_time(blocked)}), capped at the device's idle time over the profile "
+                     f"({fmt_time(cap)}): {why}")
+    return blocked, whole
 
 
 def _finding(report: Report, *, kinds: list[str], where: str, count: int, per_step: float, savings: float,
