@@ -100,3 +100,17 @@ def test_a_failed_command_leaves_no_drawer_behind(tmp_path):
     assert run.returncode == 2, run.stderr[-2000:]
     assert "Traceback" not in run.stderr
     assert "DRAWN [] CLEAN True" in run.stdout
+
+
+def test_the_warm_up_chart_draws_every_kind_of_mark_a_real_chart_has():
+    """The drawer's throwaway chart (drawn while the trace is read) must itself draw: its errors are swallowed, so a
+    broken warm-up would only show as a slower PNG."""
+    from roofline.render.png import png_of
+    from roofline.render.png_drawer import warm_up_report
+    from roofline.render.roofline_chart import chart_calls
+
+    calls = chart_calls(warm_up_report())
+    labels = [call.kwargs.get("label", "") for call in calls if call.method == "scatter"]
+    for mark in ("compute-bound", "memory-bound", "launch-bound", "above the roof", "served from cache"):
+        assert any(label.startswith(mark) for label in labels), (mark, labels)
+    assert png_of(calls).startswith(b"\x89PNG")

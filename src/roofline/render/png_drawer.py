@@ -16,6 +16,7 @@ import pickle
 import signal
 
 from roofline.forked import can_fork, fork_running, release_free_memory
+from roofline.render.roofline_chart import chart_calls
 
 DRAWER_NICENESS = 19
 
@@ -88,6 +89,7 @@ def _draw_when_asked(calls_fd: int, png_fd: int) -> None:
     import_matplotlib_without_property_docs()
     from roofline.render.png import png_of
 
+    _warm_up(png_of)
     with os.fdopen(calls_fd, "rb") as fh:
         calls = pickle.load(fh)
     png = png_of(calls)
@@ -95,9 +97,38 @@ def _draw_when_asked(calls_fd: int, png_fd: int) -> None:
         out.write(png)
 
 
+def _warm_up(png_of) -> None:
+    """Draw a throwaway chart while the trace is read: a process's first chart costs ~0.25 s more than its next
+    (matplotlib parses each log tick's mathtext label and measures each text once, then caches them), and the
+    drawer otherwise waits idle until the report is built. It fills caches only: the real chart is the same
+    bytes. A warm-up that fails is skipped."""
+    try:
+        png_of(chart_calls(warm_up_report()))
+    except Exception:  # noqa: BLE001 - the real chart, drawn next, reports its own errors
+        pass
+
+
+def warm_up_report():
+    """A small report drawn like a real one: ops of each bound spread over intensities 0.01-10,000 FLOP/B and
+    FLOP/s from 10^6 to 10^15 (the log ticks most charts label), one above its roof, one served from cache."""
+    from roofline.report import Ceilings, OpRecord, Report, Summary
+
+    ceilings = Ceilings(device="cuda", device_name="warm-up", memory_bandwidth_bytes_per_s=4e12,
+                        peak_flops_per_s={"float32": 6e13, "bfloat16": 1e15, "float16": 1e15},
+                        cache_bandwidth_bytes_per_s=1e13, launch_overhead_s=5e-6, source="datasheet")
+    ops = []
+    for i, (intensity, rate, bound) in enumerate([(0.01, 1e6, "launch"), (0.3, 1e9, "memory"), (2.0, 5e11, "memory"),
+                                                  (40.0, 1e13, "compute"), (400.0, 8e14, "compute"),
+                                                  (9000.0, 2e15, "compute"), (1.0, 3e12, "memory")]):
+        ops.append(OpRecord(name=f"aten::warm_up_{i}", module=f"Model.layers.{i}", dtype="float16",
+                            flops=rate * 1e-4, bytes=rate * 1e-4 / intensity, time_s=1e-4 * (i + 1),
+                            arithmetic_intensity=intensity, achieved_flops_per_s=rate, bound=bound,
+                            above_roof=i == 5, roof="cache" if i == 6 else "dram"))
+    return Report(kind="trace", workload="warm-up", ceilings=ceilings, ops=ops,
+                  summary=Summary(share_by_bound={"compute": 0.5, "memory": 0.4, "launch": 0.1}))
+
+
 def _send_calls(report, calls_fd: int) -> None:
     """In the child holding the report: its chart's calls, written to the drawer."""
-    from roofline.render.roofline_chart import chart_calls
-
     with os.fdopen(calls_fd, "wb") as out:
         pickle.dump(chart_calls(report), out, protocol=pickle.HIGHEST_PROTOCOL)
