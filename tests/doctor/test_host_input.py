@@ -164,3 +164,38 @@ def test_idle_share_is_of_the_step_not_of_its_ops_host_span():
     assert span == pytest.approx(report.summary.wall_time_s) and report.extra["step_windows_s"] == [span]
     assert lead / span == pytest.approx(0.80, abs=0.005) and "first 80% of each step" in finding.title
     assert report.summary.idle_time_s <= report.summary.wall_time_s
+
+
+def _queued_work_trace(tmp_path, queued: bool):
+    """Two ProfilerSteps of 10 ms: the host prepares for 6 ms, then launches a 1 ms GEMM. With ``queued``, the GPU
+    is busy from each step's start with work the trace holds no launch for (a copy and a kernel queued earlier,
+    as in HTA's trace_compare fixture), so it is not idle waiting for input."""
+    from kineto_events import write_trace, x
+
+    events = []
+    for s in range(2):
+        t0 = 1000 + s * 10_000
+        events.append(x("user_annotation", f"ProfilerStep#{10 + s}", t0, 10_000))
+        events.append(x("cpu_op", "aten::randn", t0 + 10, 5_900, **{"External id": 10 * s + 1}))
+        events.append(x("cpu_op", "aten::mm", t0 + 6_000, 50, **{"External id": 10 * s + 2,
+                                                                 "Input Dims": [[64, 64], [64, 64]],
+                                                                 "Input type": ["float", "float"]}))
+        events.append(x("cuda_runtime", "cudaLaunchKernel", t0 + 6_010, 20, correlation=100 + s,
+                        **{"External id": 10 * s + 2}))
+        events.append(x("kernel", "gemm_kernel", t0 + 6_040, 1_000, pid=0, tid=7, device=0, stream=7,
+                        correlation=100 + s, **{"External id": 10 * s + 2}))
+        if queued:
+            events.append(x("gpu_memcpy", "Memcpy DtoD (Device -> Device)", t0 + 20, 3_000, pid=0, tid=7,
+                            device=0, stream=7, correlation=900 + s))
+            events.append(x("kernel", "queued_kernel", t0 + 3_100, 2_500, pid=0, tid=7, device=0, stream=7,
+                            correlation=950 + s))
+    return write_trace(tmp_path, events, deviceProperties=[{"id": 0, "name": "NVIDIA H100 80GB HBM3"}])
+
+
+def test_a_gpu_busy_at_the_steps_start_with_work_no_op_claims_is_not_idle_for_input(tmp_path):
+    idle = analyze_trace_file(_queued_work_trace(tmp_path, queued=False))
+    (finding,) = diagnose(idle, rules=["input-idle"])
+    assert finding.evidence["idle_at_start_s"] == pytest.approx(6e-3, rel=0.01)
+    busy = analyze_trace_file(_queued_work_trace(tmp_path, queued=True))
+    assert busy.extra["step_first_device_work_s"] == [{"0": pytest.approx(20e-6)}] * 2
+    assert diagnose(busy, rules=["input-idle"]) == []

@@ -52,6 +52,9 @@ class StepStats:
     idle_us: float
     kernels: int
     idle_by_device: dict[int, float] = field(default_factory=dict)
+    # Per GPU busy in the window: from the window's start to its first device work there (a kernel, memcpy or
+    # memset, whichever step launched it and whether or not an op claims it).
+    first_busy_by_device: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -223,12 +226,14 @@ def _step_stats(trace: Trace, launch_ts: dict) -> list[StepStats]:
     busy_by_device = {device: union(on) for device, on in _by_device(spans, devices, used).items()}
     result = []
     for step, launched, (start, end) in zip(trace.steps, per_step, step_windows(trace.steps, per_step)):
-        busy = {device: length(_within(merged, start, end)) for device, merged in busy_by_device.items()} or {0: 0.0}
+        inside = {device: _within(merged, start, end) for device, merged in busy_by_device.items()}
+        busy = {device: length(stretches) for device, stretches in inside.items()} or {0: 0.0}
+        first_busy = {device: stretches[0][0] - start for device, stretches in inside.items() if stretches}
         window = step.dur_us if end == step.end_us else end - start  # the host span's own figure where it is that
         idle = {device: max(window - b, 0.0) for device, b in busy.items()}
         worst = max(idle, key=idle.__getitem__)
         result.append(StepStats(step.number, window, sum(e - s for s, e in sorted(launched)), busy[worst],
-                                idle[worst], len(launched), idle if len(idle) > 1 else {}))
+                                idle[worst], len(launched), idle if len(idle) > 1 else {}, first_busy))
     return result
 
 

@@ -533,6 +533,9 @@ def report_from_trace(
                              "has_gpu": trace.has_gpu, "steps": len(trace.steps)}
     if trace.steps:
         report.extra["step_windows_s"] = [st.window_us / 1e6 for st in trace.attribution.steps]
+        report.extra["step_first_device_work_s"] = [{str(device): offset / 1e6 for device, offset in
+                                                     st.first_busy_by_device.items()}
+                                                    for st in trace.attribution.steps]
     warmup = warmup_events(trace) + first_calls
     if warmup:
         report.extra["warmup"] = warmup

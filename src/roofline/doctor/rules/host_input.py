@@ -166,12 +166,25 @@ def _step_window(report: Report, step: int | None) -> float | None:
     return windows[step] if step is not None and 0 <= step < len(windows) else None
 
 
-def _step_leads(report: Report, launched: np.ndarray | None = None) -> list[tuple[float, float, OpRecord]]:
+def _first_device_work(report: Report, step: int | None, device: int | None) -> float | None:
+    """When the GPU (``device``; None: any) first worked in the step, on the step's clock (report.extra
+    "step_first_device_work_s", from analyze/attribution.py: any kernel, memcpy or memset in the step's window,
+    whether or not an op claims it); None where the report does not have it or the GPU did nothing."""
+    by_step = report.extra.get("step_first_device_work_s") or []
+    if step is None or not 0 <= step < len(by_step) or not isinstance(by_step[step], dict):
+        return None
+    offsets = [s for d, s in by_step[step].items() if device is None or d == str(device)]
+    return min(offsets) if offsets else None
+
+
+def _step_leads(report: Report, launched: np.ndarray | None = None,
+                device: int | None = None) -> list[tuple[float, float, OpRecord]]:
     """Per step: (host time from the step's start to the first op that launched device work, less any CUDA lazy
     initialisation and the profiler's own code in it, step span, that op). The step span: the measured step time,
     else the step's window in the trace, else its ops' host span. The first iterations (warm-up) are left
     out. ``launched``: which ops count as launching (by default every op with kernels; one GPU's ops for that GPU's
-    lead)."""
+    lead, ``device``). The lead ends earlier where the GPU worked before that op's launch (work queued by an
+    earlier step, or launched by calls the trace lost): a GPU busy at the step's start does not wait for input."""
     measured = report.profiled_step_time.median_s if report.profiled_step_time else 0.0
     spans = step_spans(report)
     table = op_table(report)
@@ -191,6 +204,9 @@ def _step_leads(report: Report, launched: np.ndarray | None = None) -> list[tupl
         span = measured or _step_window(report, step) or float(spans.latest_end[g])
         if span > 0:
             lead = min(max(first.start_s, 0.0), span)
+            worked = _first_device_work(report, step, device)
+            if worked is not None:
+                lead = min(lead, max(worked, 0.0))
             own = _warmup_in(report, first.step, lead) + _profiler_in(report, first.step, lead)
             leads.append((max(lead - own, 0.0), span, first))
     return leads
@@ -232,6 +248,7 @@ def check_idle(report: Report) -> list[Finding]:
         locations=top_locations(firsts), estimated_savings_s=sum(l for l, _, _ in leads),
         savings_method=("host time from each step's start to the first op that launched device work"
                         + (f" on GPU {device}" if device is not None else "") +
+                        " (or to the GPU's first work in the step, where work queued earlier ran before it)" +
                         f" (nothing is queued on the GPU before it), less {device_runtime(report)}'s lazy "
                         "initialisation and the profiler's own code, hidden when the next input is prepared ahead"),
         fix=fix,
@@ -253,7 +270,7 @@ def _worst_gpu_leads(report: Report) -> tuple[list[tuple[float, float, OpRecord]
     for device, ops in sorted(devices.items()):
         mask = np.zeros(n, dtype=bool)
         mask[[i for i in ops if 0 <= i < n]] = True
-        leads = _step_leads(report, mask)
+        leads = _step_leads(report, mask, device)
         if leads:
             share = sum(lead for lead, _, _ in leads) / sum(span for _, span, _ in leads)
             if share > best[0]:
