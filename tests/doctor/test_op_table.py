@@ -131,3 +131,13 @@ def test_kernel_table_and_an_empty_report():
         assert step_spans(empty).steps == []
     assert KernelTable([]).start_s.shape == (0,)
     assert np.isnan(op_table(_made_up_report()).floats("start_s")[3])
+
+
+def test_a_float_column_reads_none_as_nan_and_numbers_as_they_are():
+    from roofline.doctor.op_table import float_column
+
+    kernels = [KernelRecord("a", 1.5, 2e-6), KernelRecord("b", 3.0, 1e-6)]
+    assert float_column(kernels, "start_s").tolist() == [1.5, 3.0]
+    ops = [OpRecord(name="aten::mm", start_s=0.25), OpRecord(name="aten::add", start_s=None)]
+    column = float_column(ops, "start_s")
+    assert column[0] == 0.25 and math.isnan(column[1]) and float_column([], "start_s").shape == (0,)
