@@ -83,6 +83,11 @@ def test_small_valid_trace_is_read_completely(tmp_path):
         (b'{"traceEvents": 5}', "not a list"),
         (b'{"traceEvents": {"a": 1}}', "not a list"),
         (b'{"traceEvents": []}', "no profiler events"),
+        (b'{"traceEvents": [{"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "ts": 1, "dur": 2}]}',
+         "the profiler recorded nothing"),
+        (b'{"traceEvents": [{"ph": "X", "cat": "TraceMe", "name": "step", "ts": 1, "dur": 9}, '
+         b'{"ph": "X", "cat": "Op", "name": "fusion.3", "ts": 2, "dur": 3}]}',
+         "only events of categories Op, TraceMe: is it another tool's trace"),
         (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op"}]}', "no usable ts/dur"),
         (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "ts": "x", "dur": 1}]}', "no usable ts/dur"),
         (b"42", "expected a JSON object"),

@@ -196,6 +196,9 @@ def test_no_events_names_what_was_skipped(tmp_path):
         load_trace(_write(tmp_path, [x("cpu_op", "aten::add", None, 2.0)]))
     with pytest.raises(RooflineError, match=r"no profiler events \(no cpu_op, kernel or memory events\): the profiler "
                                             r"recorded nothing; record the model's steps inside"):
+        load_trace(_write(tmp_path, [x("Trace", "PyTorch Profiler (0)", 1.0, 2.0)]))
+    with pytest.raises(RooflineError, match=r"no torch.profiler events .*only events of categories other: is it "
+                                            r"another tool's trace"):
         load_trace(_write(tmp_path, [x("other", "a", 1.0, 2.0)]))
 
 

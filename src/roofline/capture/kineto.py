@@ -107,6 +107,9 @@ _CATEGORY_KIND = {
     "cuda_sync": _SYNC,
     "python_function": _PYTHON,
 }
+# Categories Kineto writes besides the events read (its own span of the trace, CUPTI overhead, ac2g flows): a trace
+# holding only these recorded nothing, rather than being another tool's.
+_KINETO_OWN = frozenset({"Trace", "overhead", "ac2g", "cpu_instant_event", "gpu_user_annotation", "fwdbwd"})
 _GPU_CATEGORY = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset"}
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
 # Built-in calls at least this long are kept (Trace.host_calls): the distributed merge names a straggler's sleep.
@@ -780,6 +783,13 @@ class _TraceBuilder:
             if self.bad_times:
                 skipped.append(f"{self.bad_times} events with no usable ts/dur")
             detail = f" ({'; '.join(skipped)})" if skipped else ""
+            foreign = sorted(c for c in self.kinds if c and c not in _CATEGORY_KIND and c not in _KINETO_OWN)
+            if foreign:
+                shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+                raise RooflineError(f"{trace.path} has no torch.profiler events (cpu_op, kernel, memory){detail}, only "
+                                    f"events of categories {shown}: is it another tool's trace (JAX or TensorFlow's "
+                                    f"profiler, Perfetto, Nsight Systems)? roofline reads torch.profiler (Kineto) "
+                                    f"traces: {RECORD_THE_MODEL}")
             raise RooflineError(f"{trace.path} has no profiler events (no cpu_op, kernel or memory events){detail}: "
                                 f"the profiler recorded nothing; {RECORD_THE_MODEL}")
         self._sort_ops()
