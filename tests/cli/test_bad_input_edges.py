@@ -339,6 +339,16 @@ def test_a_directory_named_like_a_script_is_called_a_directory(tmp_path, capsys)
         assert (code, err) == (2, f"roofline: error: {tmp_path / 'train.py'} is a directory, not a script\n")
 
 
+def test_a_trace_given_to_profile_is_not_run_as_a_script(tmp_path, capsys):
+    """`{"traceEvents": []}` is a valid Python expression: run as a script, a trace made 0 steps and the error
+    spoke of the profiler's schedule."""
+    trace = tmp_path / "run.pt.trace.json"
+    trace.write_text('{"traceEvents": []}')
+    code, _, err = _main(["profile", "--device", "cpu", str(trace)], capsys)
+    assert code == 2 and err.startswith(f"roofline: error: {trace} is a JSON file, not a Python script to run")
+    assert f"`roofline trace {trace}`" in err and err.count("\n") == 1
+
+
 _REPORT = {"schema_version": 1, "kind": "trace", "workload": "w",
            "ops": [{"name": "aten::mm", "module": "m", "flops": 1e9, "bytes": 1e6, "time_s": 1e-3}]}
 

@@ -270,6 +270,9 @@ def check_script(path: str | os.PathLike[str]) -> Path:
         raise RooflineError(f"{script} is a directory, not a script")
     if not script.is_file():
         raise RooflineError(f"script not found: {script}")
+    if script.name.lower().endswith((".json", ".json.gz", ".gz")):
+        raise RooflineError(f"{script} is a JSON file, not a Python script to run: for a torch.profiler trace use "
+                            f"`roofline trace {script}`, for a roofline report `roofline doctor {script}`")
     return script
 
 
