@@ -70,6 +70,29 @@ def test_a_batch_dict_passed_as_one_argument_is_accepted():
     assert torch.equal(make_step(model, inputs)(), torch.full((2,), 2.0))
 
 
+def test_args_and_kwargs_as_torch_export_takes_them_are_bound_to_the_forwards_names():
+    class Mixed(torch.nn.Module):
+        def forward(self, x, y, scale=1.0, **extra):
+            return (x + y) * scale * extra.get("bias", 1.0)
+
+    model, inputs = check_factory_result((Mixed(), (torch.ones(2), torch.ones(2)), {"scale": 3.0, "bias": 0.5}),
+                                         "f.py:f")
+    assert set(inputs) == {"x", "y", "scale", "bias"}
+    assert torch.equal(make_step(model, inputs)(), torch.full((2,), 3.0))
+    model, inputs = check_factory_result((Mixed(), torch.ones(2), {"y": torch.zeros(2)}), "f.py:f")
+    assert torch.equal(make_step(model, inputs)(), torch.ones(2)), "one tensor is the one positional argument"
+
+
+@pytest.mark.parametrize("made, message", [
+    ((torch.nn.Linear(2, 2), (torch.ones(2), torch.ones(2)), {}), "do not fit Linear.forward"),
+    ((torch.nn.Linear(2, 2), (torch.ones(2),), {"bias": torch.ones(2)}), "do not fit Linear.forward"),
+    ((torch.nn.Linear(2, 2), 5, {}), "returned 5 as the positional arguments"),
+])
+def test_args_and_kwargs_that_do_not_fit_the_forward_are_one_clear_error(made, message):
+    with pytest.raises(RooflineError, match=message):
+        check_factory_result(made, "f.py:f")
+
+
 @pytest.mark.parametrize("made, message", [
     ((42, torch.ones(1)), "returned 42 as the model"),
     ((torch.nn.Linear(2, 2), None), "returned None as the inputs"),

@@ -18,7 +18,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Count every op once, time it under torch.profiler in a separate pass, join the two, and place "
                     "each op on the device's roofline. Writes DIR/report.json, roofline.png, report.html, trace.json.gz.",
     )
-    p.add_argument("target", nargs="?", help="path/to/file.py:factory, where factory() returns (model, inputs)")
+    p.add_argument("target", nargs="?",
+                   help="path/to/file.py:factory, where factory() returns (model, inputs) or (model, args, kwargs)")
     p.add_argument("--model", help="a built-in workload: matmul, layernorm, llama-tiny, llama-1b, resnet50, bert-base, ...")
     add_workload_options(p, factory=True)
     add_output_option(p)

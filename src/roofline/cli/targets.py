@@ -74,11 +74,14 @@ def load_factory(target: str, device: str | None = None, dtype: str | None = Non
 
 def check_factory_result(made: Any, target: str) -> tuple[Any, tuple | dict]:
     """(model, inputs) from what a factory returned: inputs a tensor or a list (one argument), a tuple of positional
-    arguments or a dict of keyword arguments (``model(**inputs)``, the Hugging Face way), holding a tensor."""
+    arguments or a dict of keyword arguments (``model(**inputs)``, the Hugging Face way), holding a tensor; or
+    (model, args, kwargs), made one dict of keyword arguments (``_as_keywords``)."""
     import torch
 
+    if isinstance(made, (tuple, list)) and len(made) == 3 and isinstance(made[2], Mapping):
+        made = (made[0], _as_keywords(made[0], made[1], made[2], target))
     if not (isinstance(made, (tuple, list)) and len(made) == 2):
-        raise RooflineError(f"{target} must return (model, inputs), got {_describe(made)}")
+        raise RooflineError(f"{target} must return (model, inputs) or (model, args, kwargs), got {_describe(made)}")
     model, inputs = made
     if not isinstance(model, torch.nn.Module):
         hint = ": return its .module()" if hasattr(model, "module") and hasattr(model, "graph_signature") else ""
@@ -95,6 +98,40 @@ def check_factory_result(made: Any, target: str) -> tuple[Any, tuple | dict]:
     if not _holds_tensor(inputs):
         raise RooflineError(f"{target} returned inputs with no tensor in them ({_describe(inputs)})")
     return model, inputs
+
+
+def _as_keywords(model: Any, args: Any, kwargs: Mapping, target: str) -> Any:
+    """(model, args, kwargs), as torch.export takes them, as one dict of keyword arguments: the positional ones
+    bound to the names of the model's forward (``inspect.signature(...).bind``), so the model is called as
+    ``model(**inputs)``. What does not bind (too many arguments, a forward taking ``*args``) is one line."""
+    import inspect
+
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        return model  # check_factory_result says what is wrong with the model
+    if isinstance(args, (torch.Tensor, list)):
+        args = (args,)
+    if not isinstance(args, tuple):
+        raise RooflineError(f"{target} returned {_describe(args)} as the positional arguments: expected a tuple")
+    if not all(isinstance(k, str) for k in kwargs):
+        raise RooflineError(f"{target} returned a dict of inputs whose keys are not all argument names")
+    try:
+        signature = inspect.signature(model.forward)
+    except (TypeError, ValueError):
+        signature = None
+    if signature is None or (args and any(p.kind is p.VAR_POSITIONAL for p in signature.parameters.values())):
+        raise RooflineError(f"{target} returned (model, args, kwargs) for a forward whose positional arguments have "
+                            "no names: return (model, args) or (model, kwargs)")
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise RooflineError(f"{target}: its args and kwargs do not fit {type(model).__name__}.forward: {exc}") from None
+    keywords = dict(bound.arguments)
+    for parameter in signature.parameters.values():
+        if parameter.kind is parameter.VAR_KEYWORD:  # forward(x, **kwargs): its extra keywords, as given
+            keywords.update(keywords.pop(parameter.name, {}))
+    return keywords
 
 
 def _holds_tensor(value: Any) -> bool:
