@@ -243,6 +243,49 @@ def test_extend_wait_turns_the_partial_step_into_a_waiting_one() -> None:
     assert ctx.wait == 2, "once steps are being timed, the schedule no longer moves"
 
 
+@pytest.mark.parametrize("warmup", [0, 1])
+def test_a_switch_of_step_boundaries_keeps_one_profiler_session(monkeypatch, tmp_path, warmup) -> None:
+    """With no timed steps the profiler starts as the waiting steps end; when the step finder then switches from
+    forwards to optimizer steps, that step is already under the profiler. The session is kept: started again on
+    top of it (two sessions at once), or after stopping it inside the step, torch crashed the process (a segfault
+    then, or when the first session's records were freed in a later garbage collection). With warmup steps the
+    step becomes one more warmup step of the session."""
+    import roofline.capture.profiling as profiling
+    from roofline.api import ProfilingContext
+    from roofline.capture.script_runner import profile_script
+
+    running: list[int] = []
+    sessions: list[int] = []
+    real = profiling.torch_profile
+
+    class Counted(real):
+        def __enter__(self):
+            running.append(1)
+            sessions.append(len(running))
+            return super().__enter__()
+
+        def __exit__(self, *exc):
+            running.pop()
+            return super().__exit__(*exc)
+
+    monkeypatch.setattr(profiling, "torch_profile", Counted)
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""\
+        import torch
+        model = torch.nn.Linear(4, 4)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(8):
+            model(torch.randn(2, 4)).sum().backward()
+            opt.step()
+        """))
+    context = ProfilingContext(wait=1, timed=0, warmup=warmup, active=2, device="cpu", whole_block=False,
+                               detect_syncs=False)
+    run = profile_script(context, script, [])
+    assert run.step_source == "optimizer" and sessions == [1] and running == []
+    assert context.wait == (2 if warmup else 1), "a warmup step absorbs the switch; without one it is recorded"
+    assert context.trace_path is not None and len(load_trace(context.trace_path).steps) == 2
+
+
 def test_the_scripts_own_profiler_is_a_stand_in_whose_steps_count() -> None:
     real = torch.profiler.profile
     steps: list[int] = []

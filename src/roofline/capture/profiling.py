@@ -76,6 +76,15 @@ def _experimental_config() -> Any:
         return None
 
 
+def release_results(profiler: Any) -> None:
+    """Free a finished torch.profiler session's recorded events now (its trace is exported, or it is thrown away):
+    torch's profile object sits in a reference cycle, so they would wait for a garbage collection, holding their
+    memory until then and being freed at a moment nobody chose."""
+    inner = getattr(profiler, "profiler", None)  # torch.profiler.profile's torch.autograd.profiler.profile
+    if inner is not None and getattr(inner, "kineto_results", None) is not None:
+        inner.kineto_results = None
+
+
 class StepProfiler:
     """``with StepProfiler(...) as prof: for ...: train_step(); prof.step()`` then ``prof.record()``.
 
@@ -154,9 +163,20 @@ class StepProfiler:
 
     def extend_wait(self) -> None:
         """Count the step about to end as one more waiting step, if no step has been timed yet: a step finder
-        that switched boundaries mid-iteration (forward -> optimizer.step) would otherwise time a partial step."""
-        if self.steps_done <= self.wait:
+        that switched boundaries mid-iteration (forward -> optimizer.step) would otherwise time a partial step.
+
+        With no timed steps the profiler may have started as this step began. It is never restarted: a second
+        session started on top of it crashed the process when torch freed the first one's records, and one
+        started after stopping it, inside the step, corrupted torch's records (segfaults, both). With warmup
+        steps this step becomes one more of the running session's warmup steps; with none it is already recorded
+        and stays the first profiled step."""
+        if self.steps_done > self.wait:
+            return
+        if self._profiler is None:
             self.wait += 1
+        elif self.warmup and not self.profiled_step_s:
+            self.wait += 1
+            self._profiler.schedule = self._schedule(extra_warmup=1)
 
     @property
     def finished(self) -> bool:
@@ -242,7 +262,7 @@ class StepProfiler:
         """The profiler starts with the warmup steps. The SyncDetector runs in the warmup steps (profiled and
         thrown away anyway), so neither the true steps nor the kept profile carry its cost; with no warmup
         steps it runs in the active ones."""
-        if self.steps_done == self.first_warmup:
+        if self.steps_done == self.first_warmup and self._profiler is None:
             self._profiler = self._new_profiler(self._schedule())
             self._profiler.__enter__()
             if self.warmup:
@@ -254,12 +274,12 @@ class StepProfiler:
                 self._start_syncs()
             self._reset_peak()
 
-    def _schedule(self) -> Any:
+    def _schedule(self, extra_warmup: int = 0) -> Any:
         import warnings
 
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Profiler won't be using warmup")
-            return schedule(wait=0, warmup=self.warmup, active=self.active, repeat=1)
+            return schedule(wait=0, warmup=self.warmup + extra_warmup, active=self.active, repeat=1)
 
     def _start_syncs(self) -> None:
         if self.detect_syncs:
@@ -302,6 +322,8 @@ class StepProfiler:
             elif self._block_profiler is not None:
                 self._export(self._block_profiler)
                 self.reference_peak_bytes = self._block_reference
+            release_results(self._profiler)
+            release_results(self._block_profiler)
 
     def _export(self, profiler: Any) -> None:
         path = self._dir / "trace.json"
