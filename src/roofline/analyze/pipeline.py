@@ -31,6 +31,7 @@ from roofline.analyze.communication import (BACKEND_PREFIXES, MESSAGE_UNRECORDED
 from roofline.analyze.kernel_classes import kernel_classes
 from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.optimizer_lists import LIST_OP_PREFIXES, OptimizerLists, with_lists
+from roofline.analyze.nested_operands import NESTED_BUFFER_OPS, args_with_nested_buffer
 from roofline.analyze.packed_sequences import NEEDS_CHILDREN, outputs_from_children
 from roofline.analyze.quantized_outputs import QUANTIZED_LINEARS, linear_outputs_from_children
 from roofline.analyze.sparse_operands import reads_sparse_metadata
@@ -130,7 +131,7 @@ class _TraceCounter:
             return self._collective(op, key)
         if self._children and self._children.get(op.index) and _first_operand_unrecorded(op) \
                 and not is_view_op(name):  # a view is free whatever it views
-            return _UNRECORDED
+            return self._on_nested_buffer(op) if name in NESTED_BUFFER_OPS else _UNRECORDED
         hit = self._cache.get(key)
         if hit is None:
             if name == GRAPH_REPLAY_OP:
@@ -186,6 +187,12 @@ class _TraceCounter:
                                  hit.input_dtypes, hit.input_strides, True)
             self._sparse_checked[op.index] = found
         return found
+
+    def _on_nested_buffer(self, op: CpuOp) -> _Counted:
+        """An op on a nested operand, counted on the buffer its allocations show (analyze/nested_operands.py), else
+        unmodelled and left to its children."""
+        args = args_with_nested_buffer(self._trace, op, self._children or {}, _trace_args(op))
+        return _UNRECORDED if args is None else _counted(op.name, args)
 
     def _with_outputs_from_children(self, op: CpuOp) -> _Counted:
         """A packed-sequence op or a quantized linear, counted with the outputs its children show
