@@ -34,6 +34,7 @@ from roofline.analyze.optimizer_lists import LIST_OP_PREFIXES, OptimizerLists, w
 from roofline.analyze.nested_operands import NESTED_BUFFER_OPS, args_with_nested_buffer
 from roofline.analyze.packed_sequences import NEEDS_CHILDREN, outputs_from_children
 from roofline.analyze.quantized_outputs import QUANTIZED_LINEARS, linear_outputs_from_children
+from roofline.analyze.recorded_products import MATRIX_EXP_OPS, products_below
 from roofline.analyze.sparse_operands import reads_sparse_metadata
 from roofline.analyze.roofline import place_op, summarize
 from roofline.analyze.fallback_roofs import fallback_roof_notes
@@ -50,7 +51,8 @@ from roofline.count import families
 from roofline.count.counting import count_op, is_composite_op, is_view_op
 from roofline.count.collectives import COMMUNICATION_NOTE
 from roofline.count.copy import LIST_NOT_RECORDED
-from roofline.count.meta import SPARSE_NOT_COUNTED
+from roofline.count.linalg import PRODUCTS_KWARG
+from roofline.count.meta import SPARSE_NOT_COUNTED, TensorMeta
 from roofline.count.registry import LIVE_FACTS, OpCost, flatten_metas, nbytes, unmodeled
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
 from roofline.count.views import DYNAMO_RUNTIME
@@ -127,6 +129,8 @@ class _TraceCounter:
         if (name in NEEDS_CHILDREN or name in QUANTIZED_LINEARS) and self._trace is not None \
                 and op.input_dims is not None:
             return self._with_outputs_from_children(op)
+        if name in MATRIX_EXP_OPS and self._trace is not None and op.input_dims is not None:
+            return self._with_recorded_products(op)
         if name.startswith(("c10d::", *BACKEND_PREFIXES)):
             return self._collective(op, key)
         if self._children and self._children.get(op.index) and _first_operand_unrecorded(op) \
@@ -207,6 +211,14 @@ class _TraceCounter:
             hit = self._cache[key] = _counted(op.name, args, outputs)
         return hit
 
+    def _with_recorded_products(self, op: CpuOp) -> _Counted:
+        """matrix_exp, counted with the matrix products recorded below it (analyze/recorded_products.py)."""
+        args = _trace_args(op)
+        square = args[0] if args and isinstance(args[0], TensorMeta) and args[0].ndim >= 2 else None
+        products = None if square is None else products_below(self._trace, op, self._children or {},
+                                                               square.shape[-1])
+        return _counted(op.name, args, kwargs=None if products is None else {PRODUCTS_KWARG: products})
+
     def _optimizer_op(self, op: CpuOp, key: tuple) -> _Counted | None:
         """A foreach op of the optimizer or of the work on the gradients whose lists the trace left empty, counted
         over the step's parameters (analyze/optimizer_lists.py); None when its own recorded shapes suffice or
@@ -262,11 +274,11 @@ def _trace_args(op: CpuOp) -> list:
     return args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
 
 
-def _counted(name: str, args: list, outputs: list | None = None) -> _Counted:
-    """An op counted by its formula from the arguments its trace event recorded (and its outputs, where its
-    children show them)."""
+def _counted(name: str, args: list, outputs: list | None = None, kwargs: dict | None = None) -> _Counted:
+    """An op counted by its formula from the arguments its trace event recorded (and its outputs, or a fact, where
+    its children show them)."""
     metas = flatten_metas(args)
-    return _Counted(count_op(name, args, None, outputs), op_dtype(args, []), *_shape_fields(metas),
+    return _Counted(count_op(name, args, kwargs, outputs), op_dtype(args, []), *_shape_fields(metas),
                     any(not m.strided for m in metas))
 
 
