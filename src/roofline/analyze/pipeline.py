@@ -31,6 +31,7 @@ from roofline.analyze.communication import (BACKEND_PREFIXES, MESSAGE_UNRECORDED
 from roofline.analyze.kernel_classes import kernel_classes
 from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.optimizer_lists import LIST_OP_PREFIXES, OptimizerLists, with_lists
+from roofline.analyze.index_lists import INDEX_OPS, index_args_from_children, indices_unrecorded
 from roofline.analyze.nested_operands import NESTED_BUFFER_OPS, args_with_nested_buffer
 from roofline.analyze.packed_sequences import NEEDS_CHILDREN, outputs_from_children
 from roofline.analyze.quantized_outputs import QUANTIZED_LINEARS, linear_outputs_from_children
@@ -131,6 +132,8 @@ class _TraceCounter:
             return self._with_outputs_from_children(op)
         if name in MATRIX_EXP_OPS and self._trace is not None and op.input_dims is not None:
             return self._with_recorded_products(op)
+        if name in INDEX_OPS and self._trace is not None and indices_unrecorded(op):
+            return self._with_index_lists(op, key)
         if name.startswith(("c10d::", *BACKEND_PREFIXES)):
             return self._collective(op, key)
         if self._children and self._children.get(op.index) and _first_operand_unrecorded(op) \
@@ -218,6 +221,18 @@ class _TraceCounter:
         products = None if square is None else products_below(self._trace, op, self._children or {},
                                                                square.shape[-1])
         return _counted(op.name, args, kwargs=None if products is None else {PRODUCTS_KWARG: products})
+
+    def _with_index_lists(self, op: CpuOp, key: tuple) -> _Counted:
+        """An advanced index whose index tensors the trace left out, counted with those its calls show
+        (analyze/index_lists.py); else as recorded (unmodelled, its reason in its note)."""
+        args = _trace_args(op)
+        found = index_args_from_children(self._trace, op, self._children or {}, args)
+        if found is None:
+            hit = self._cache.get(key)
+            if hit is None:
+                hit = self._cache[key] = _counted(op.name, args)
+            return hit
+        return _counted(op.name, *found)
 
     def _optimizer_op(self, op: CpuOp, key: tuple) -> _Counted | None:
         """A foreach op of the optimizer or of the work on the gradients whose lists the trace left empty, counted
