@@ -35,16 +35,30 @@ def test_matrix_exp_from_a_trace_is_unmodelled_with_its_reason():
     assert not cost.modeled and cost.note == NO_NORM and cost.keep_whole
 
 
-def test_live_matrix_exp_counts_each_matrix_by_its_own_norm():
+def _recorded_products(step) -> int:
+    """The n x n products torch made, as its profiler records them: each aten::bmm's batch."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        step()
+    return sum(e.input_shapes[0][0] for e in prof.events() if e.name == "aten::bmm")
+
+
+def _scaled(norms, n=16, dtype=torch.float32):
     torch.manual_seed(0)
-    small = torch.randn(16, 16)
-    small *= 0.4 / small.abs().sum(-2).amax()  # 1-norm 0.4: degree 8, 3 products
-    big = torch.randn(16, 16)
-    big *= 10.0 / big.abs().sum(-2).amax()  # 1-norm 10: degree 18 + ceil(log2(10 / 3.01)) = 2 squarings, 7
-    batch = torch.stack([small, big])
-    recording = record_ops(lambda: torch.linalg.matrix_exp(batch))
-    (op,) = [op for op in recording.ops if "matrix_exp" in op.name]
-    assert op.cost.modeled and op.cost.flops == 2 * 16 ** 3 * (3 + 7)
+    m = torch.randn(len(norms), n, n, dtype=dtype)
+    return m * (torch.tensor(norms, dtype=torch.float64) / m.abs().sum(-2).amax(-1).double()).to(dtype)[:, None, None]
+
+
+def test_live_matrix_exp_counts_a_single_matrix_by_its_norm_and_a_batch_at_degree_18():
+    """A single matrix: its norm's degree (0.4: degree 8, 3 products). A batch of more than one: degree 18 for every
+    matrix (5 products each) and each one's squarings (10: 2): 12 products, where a degree per matrix (3 + 7) was
+    counted; torch's profiler records the same 12 bmm products."""
+    single = _scaled([0.4])[0]
+    batch = _scaled([0.4, 10.0])
+    for tensor, products in ((single, 3), (batch, 5 + 5 + 2)):
+        recording = record_ops(lambda: torch.linalg.matrix_exp(tensor))
+        (op,) = [op for op in recording.ops if "matrix_exp" in op.name]
+        assert op.cost.modeled and op.cost.flops == 2 * 16 ** 3 * products
+        assert _recorded_products(lambda: torch.linalg.matrix_exp(tensor)) == products
 
 
 def test_a_matrix_with_a_nan_is_left_unmodelled_not_raised():

@@ -148,3 +148,11 @@ def test_ranges_eye_and_windows():
     assert cost("aten::kaiser_window", 8) == (96, 32)
     assert cost("aten::hann_window", None, outputs=[T((4,), "float64")]) == (20, 32)
     assert not count_op("aten::hann_window", (None,)).modeled
+
+
+def test_equal_reads_both_and_compares_each_pair():
+    """torch.equal had no formula: nn.TransformerEncoder's nested fast path calls it on the nested sizes of every
+    residual add (unmodelled rows). Unequal shapes: answered without a read."""
+    assert cost("aten::equal", X, X) == (120, 480)
+    assert cost("aten::equal", X, T((4, 6, 4), "float16")) == (0, 0)
+    assert count_op("aten::equal", [X, X]).modeled

@@ -31,8 +31,11 @@ from roofline.analyze.communication import (BACKEND_PREFIXES, MESSAGE_UNRECORDED
 from roofline.analyze.kernel_classes import kernel_classes
 from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.optimizer_lists import LIST_OP_PREFIXES, OptimizerLists, with_lists
+from roofline.analyze.index_lists import INDEX_OPS, index_args_from_children, indices_unrecorded
+from roofline.analyze.nested_operands import NESTED_BUFFER_OPS, args_with_nested_buffer
 from roofline.analyze.packed_sequences import NEEDS_CHILDREN, outputs_from_children
 from roofline.analyze.quantized_outputs import QUANTIZED_LINEARS, linear_outputs_from_children
+from roofline.analyze.recorded_products import MATRIX_EXP_OPS, products_below
 from roofline.analyze.sparse_operands import reads_sparse_metadata
 from roofline.analyze.roofline import place_op, summarize
 from roofline.analyze.fallback_roofs import fallback_roof_notes
@@ -49,7 +52,8 @@ from roofline.count import families
 from roofline.count.counting import count_op, is_composite_op, is_view_op
 from roofline.count.collectives import COMMUNICATION_NOTE
 from roofline.count.copy import LIST_NOT_RECORDED
-from roofline.count.meta import SPARSE_NOT_COUNTED
+from roofline.count.linalg import PRODUCTS_KWARG
+from roofline.count.meta import SPARSE_NOT_COUNTED, TensorMeta
 from roofline.count.registry import LIVE_FACTS, OpCost, flatten_metas, nbytes, unmodeled
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
 from roofline.count.views import DYNAMO_RUNTIME
@@ -126,11 +130,15 @@ class _TraceCounter:
         if (name in NEEDS_CHILDREN or name in QUANTIZED_LINEARS) and self._trace is not None \
                 and op.input_dims is not None:
             return self._with_outputs_from_children(op)
+        if name in MATRIX_EXP_OPS and self._trace is not None and op.input_dims is not None:
+            return self._with_recorded_products(op)
+        if name in INDEX_OPS and self._trace is not None and indices_unrecorded(op):
+            return self._with_index_lists(op, key)
         if name.startswith(("c10d::", *BACKEND_PREFIXES)):
             return self._collective(op, key)
         if self._children and self._children.get(op.index) and _first_operand_unrecorded(op) \
                 and not is_view_op(name):  # a view is free whatever it views
-            return _UNRECORDED
+            return self._on_nested_buffer(op) if name in NESTED_BUFFER_OPS else _UNRECORDED
         hit = self._cache.get(key)
         if hit is None:
             if name == GRAPH_REPLAY_OP:
@@ -187,6 +195,12 @@ class _TraceCounter:
             self._sparse_checked[op.index] = found
         return found
 
+    def _on_nested_buffer(self, op: CpuOp) -> _Counted:
+        """An op on a nested operand, counted on the buffer its allocations show (analyze/nested_operands.py), else
+        unmodelled and left to its children."""
+        args = args_with_nested_buffer(self._trace, op, self._children or {}, _trace_args(op))
+        return _UNRECORDED if args is None else _counted(op.name, args)
+
     def _with_outputs_from_children(self, op: CpuOp) -> _Counted:
         """A packed-sequence op or a quantized linear, counted with the outputs its children show
         (analyze/packed_sequences.py, analyze/quantized_outputs.py)."""
@@ -199,6 +213,26 @@ class _TraceCounter:
         if hit is None:
             hit = self._cache[key] = _counted(op.name, args, outputs)
         return hit
+
+    def _with_recorded_products(self, op: CpuOp) -> _Counted:
+        """matrix_exp, counted with the matrix products recorded below it (analyze/recorded_products.py)."""
+        args = _trace_args(op)
+        square = args[0] if args and isinstance(args[0], TensorMeta) and args[0].ndim >= 2 else None
+        products = None if square is None else products_below(self._trace, op, self._children or {},
+                                                               square.shape[-1])
+        return _counted(op.name, args, kwargs=None if products is None else {PRODUCTS_KWARG: products})
+
+    def _with_index_lists(self, op: CpuOp, key: tuple) -> _Counted:
+        """An advanced index whose index tensors the trace left out, counted with those its calls show
+        (analyze/index_lists.py); else as recorded (unmodelled, its reason in its note)."""
+        args = _trace_args(op)
+        found = index_args_from_children(self._trace, op, self._children or {}, args)
+        if found is None:
+            hit = self._cache.get(key)
+            if hit is None:
+                hit = self._cache[key] = _counted(op.name, args)
+            return hit
+        return _counted(op.name, *found)
 
     def _optimizer_op(self, op: CpuOp, key: tuple) -> _Counted | None:
         """A foreach op of the optimizer or of the work on the gradients whose lists the trace left empty, counted
@@ -255,11 +289,11 @@ def _trace_args(op: CpuOp) -> list:
     return args_from_trace(op.input_dims, op.input_types, op.input_strides, op.concrete_inputs)
 
 
-def _counted(name: str, args: list, outputs: list | None = None) -> _Counted:
-    """An op counted by its formula from the arguments its trace event recorded (and its outputs, where its
-    children show them)."""
+def _counted(name: str, args: list, outputs: list | None = None, kwargs: dict | None = None) -> _Counted:
+    """An op counted by its formula from the arguments its trace event recorded (and its outputs, or a fact, where
+    its children show them)."""
     metas = flatten_metas(args)
-    return _Counted(count_op(name, args, None, outputs), op_dtype(args, []), *_shape_fields(metas),
+    return _Counted(count_op(name, args, kwargs, outputs), op_dtype(args, []), *_shape_fields(metas),
                     any(not m.strided for m in metas))
 
 

@@ -8,6 +8,13 @@ Backward: grad_input as the matching (transposed) convolution, grad_weight as th
 grad_output: FlopCounterMode's formula, EXCEPT that for grouped convolutions its grad_weight term counts every
 input channel against every output channel (groups times the real work; depthwise convs by C). We count the
 true work, grad_weight / groups, and say so in the note.
+Complex input: conv1d/2d/3d and conv_transpose1d/2d/3d run ATen's complex_convolution, Gauss's trick over the real and
+imaginary parts: three real convolutions, a = conv(xr, wr), b = conv(xi, wi), c = conv(xr + xi, wr + wi), and
+a - b + i (c - a - b). The live pass and a trace's children see those real convolutions (float32 rows, counted as
+above) and the element-wise passes; the composite's own formula, which stands for them where a trace holds it
+without children, counts the three convolutions: 3x the real count, as FlopCounterMode does (it sees the three), not
+the 4x of a complex matmul's real multiplies (matmul.py), which a cgemm does and this decomposition does not. A
+complex aten::convolution itself has no CPU or CUDA kernel (slow_conv2d refuses ComplexFloat).
 Bytes: input, weight and bias read once, output written once. Backward reads grad_output, plus weight when
 grad_input is asked for and input when grad_weight is; writes the gradients asked for (output_mask).
 """
@@ -89,20 +96,32 @@ def convolution(call: Call) -> OpCost:
                     bool(call.arg(6, "transposed", False)), call.arg(7, "output_padding"), call.arg(8, "groups", 1))
 
 
+GAUSS_NOTE = ("complex input: three real convolutions (Gauss's trick, as torch runs it); the element-wise passes "
+              "not counted")
+
+
+def _composite(cost: OpCost, x: TensorMeta) -> OpCost:
+    """A composite's count: for a complex input, the three real convolutions torch runs (module docstring)."""
+    if x.dtype.startswith("complex"):
+        cost.flops *= 3
+        cost.note = GAUSS_NOTE
+    return cost
+
+
 @register("aten::conv1d", "aten::conv2d", "aten::conv3d", composite=True)
 def conv_nd(call: Call) -> OpCost:
     """Composite (-> convolution). Args: input, weight, bias, stride, padding, dilation, groups."""
-    return _forward(call, call.tensor(0, "input"), call.tensor(1, "weight"), call.maybe_tensor(2, "bias"),
+    return _composite(_forward(call, call.tensor(0, "input"), call.tensor(1, "weight"), call.maybe_tensor(2, "bias"),
                     call.arg(3, "stride"), call.arg(4, "padding", 0), call.arg(5, "dilation"), False, None,
-                    call.arg(6, "groups", 1))
+                    call.arg(6, "groups", 1)), call.tensor(0, "input"))
 
 
 @register("aten::conv_transpose1d", "aten::conv_transpose2d", "aten::conv_transpose3d", composite=True)
 def conv_transpose_nd(call: Call) -> OpCost:
     """Composite. Args: input, weight, bias, stride, padding, output_padding, groups, dilation."""
-    return _forward(call, call.tensor(0, "input"), call.tensor(1, "weight"), call.maybe_tensor(2, "bias"),
-                    call.arg(3, "stride"), call.arg(4, "padding", 0), call.arg(7, "dilation"), True,
-                    call.arg(5, "output_padding"), call.arg(6, "groups", 1))
+    return _composite(_forward(call, call.tensor(0, "input"), call.tensor(1, "weight"), call.maybe_tensor(2, "bias"),
+                               call.arg(3, "stride"), call.arg(4, "padding", 0), call.arg(7, "dilation"), True,
+                               call.arg(5, "output_padding"), call.arg(6, "groups", 1)), call.tensor(0, "input"))
 
 
 @register("aten::cudnn_convolution", "aten::miopen_convolution")

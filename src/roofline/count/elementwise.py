@@ -21,14 +21,15 @@ Bytes: each input tensor read once at its own size (a broadcast operand is read 
 scalar not at all), the output written once. In-place ops (add_, mul_, ...) read their inputs, self
 included, and write self once. Without recorded outputs the output is the broadcast of the inputs, its dtype
 torch's promotion (bool for comparisons; for abs and angle of a complex tensor its real part's, as a live count
-records: a trace's complex abs was counted at 2x its FLOPs and written at twice its bytes).
+records: a trace's complex abs was counted at 2x its FLOPs and written at twice its bytes; complex where a scalar
+operand is, as a trace records one, "0.+1.j": a complex convolution's i * (c - a - b) was a real multiply there).
 """
 
 from __future__ import annotations
 
 from roofline.count.meta import TensorMeta
 from roofline.count.registry import Call, OpCost, nbytes, register
-from roofline.count.shapes import broadcast_shapes, promote_dtypes
+from roofline.count.shapes import broadcast_shapes, complex_of, promote_dtypes
 from roofline.report import REAL_PART_OF
 
 ONE_FLOP = (
@@ -78,6 +79,8 @@ def elementwise_cost(call: Call, flops_per_element: float, bool_output: bool = F
         dtype = "bool" if bool_output else promote_dtypes(inputs)
         if _base_name(call) in REAL_FROM_COMPLEX:
             dtype = REAL_PART_OF.get(dtype, dtype)
+        elif not bool_output and any(type(a) is complex for a in (*call.args, *call.kwargs.values())):
+            dtype = complex_of(dtype)
         outputs = [TensorMeta(shape, dtype)]
     elements = max((m.numel for m in outputs), default=0)
     if any(m.dtype.startswith("complex") for m in outputs):

@@ -17,9 +17,9 @@ from math import log2, prod
 
 from roofline.count.meta import TensorMeta
 from roofline.count.registry import Call, OpCost, nbytes, register
+from roofline.count.shapes import complex_of
 from roofline.report import REAL_PART_OF
 
-_COMPLEX_OF = {real: complex_ for complex_, real in REAL_PART_OF.items()}
 NOTE = "5 N log2 N per complex transform (2.5 N log2 N real-to-complex), the radix-2 convention"
 
 
@@ -61,7 +61,7 @@ def fft_r2c(call: Call) -> OpCost:
     shape = list(x.shape)
     if call.arg(3, "onesided", True) and dims:
         shape[dims[-1]] = x.shape[dims[-1]] // 2 + 1
-    out = TensorMeta(tuple(shape), _COMPLEX_OF.get(x.dtype, "complex64"))
+    out = TensorMeta(tuple(shape), complex_of(x.dtype))
     return _cost(call, x, fft_flops(x.shape, dims, real=True), out)
 
 

@@ -1,4 +1,4 @@
-"""Reductions (sum, mean, amax, max/min over a dim, argmax, prod, all/any, var/std, norm, logsumexp), scans
+"""Reductions (sum, mean, amax, max/min over a dim, argmax, prod, all/any, var/std, norm, logsumexp, equal), scans
 (cumsum, cumprod) and sorts (sort, topk, argsort).
 
 FLOPs per INPUT element: 1 for sum/mean/max/min/argmax/prod/all/any/count_nonzero (one add or compare each;
@@ -141,3 +141,14 @@ def histogram(call: Call) -> OpCost:
         bins = call.arg(1, "bins", 100)
         written = (bins if isinstance(bins, int) else 100) * (8 if call.name == "aten::bincount" else x.itemsize)
     return OpCost(2.0 * x.numel, float(nbytes(reads) + written), True)
+
+
+@register("aten::equal")
+def equal(call: Call) -> OpCost:
+    """(self, other) -> a Python bool: one compare per element pair, both tensors read; nothing written to a tensor.
+    Operands of different shapes are unequal without a read (0, 0). The count is the work of a True answer, the
+    most the op does: a False one may stop at the first difference."""
+    a, b = call.tensor(0, "self"), call.tensor(1, "other")
+    if a.shape != b.shape:
+        return OpCost(0.0, 0.0, True)
+    return OpCost(float(a.numel), float(a.nbytes + b.nbytes), True)

@@ -56,6 +56,15 @@ def promote_dtypes(metas: Sequence[TensorMeta]) -> str:
     return max(sorted(dtypes), key=lambda d: ranks.get(d, 0))  # sorted: the same answer under any hash seed
 
 
+_COMPLEX_OF = {"float16": "complex32", "float64": "complex128"}
+
+
+def complex_of(dtype: str) -> str:
+    """The complex dtype torch gives a ``dtype`` tensor combined with a complex value: half -> complex32, double ->
+    complex128, any other real dtype (float32, integers, bool) -> complex64; a complex dtype stays."""
+    return dtype if dtype.startswith("complex") else _COMPLEX_OF.get(dtype, "complex64")
+
+
 def normalize_dims(dims: Any, ndim: int) -> list[int] | None:
     """A dim argument (int, list, None or []) -> sorted non-negative dims; None means all dims."""
     if dims is None or isinstance(dims, bool):

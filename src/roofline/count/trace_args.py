@@ -3,12 +3,13 @@
 A tensor argument becomes a TensorMeta (its "Input type" is a C++ dtype spelling); a tensor list
 ("TensorList"/"GenericList", whose "Input Dims" entry is a list of shapes) a list of TensorMeta, or None when
 the profiler did not record its shapes (it leaves long lists empty); a scalar is parsed from
-"Concrete Inputs" (int, float, bool, list); anything missing is None. A tensor with a shape and an empty stride
+"Concrete Inputs" (int, float, complex, bool, list); anything missing is None. A tensor with a shape and an empty stride
 list is not strided (sparse or mkldnn: TensorMeta.strided); a 0-dim one has an empty stride list and is strided.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,11 +27,13 @@ TRACE_DTYPES: dict[str, str] = {
     "c10::Float8_e8m0fnu": "float8_e8m0fnu", "c10::qint8": "qint8", "c10::quint8": "quint8",
     "c10::qint32": "qint32", "uint16_t": "uint16", "uint32_t": "uint32", "uint64_t": "uint64",
 }
+_COMPLEX = re.compile(r"^[-+]?(\d+\.?\d*(e[-+]?\d+)?[-+])?\d+\.?\d*(e[-+]?\d+)?j$")  # "0.+1.j", as torch writes one
 LIST_TYPES = ("TensorList", "GenericList", "OptionalTensorList", "TensorList?")
 
 
 def parse_scalar(text: Any) -> Any:
-    """"5" -> 5, "0." -> 0.0, "True" -> True, "[2, 256]" -> [2, 256], "" -> None, other text kept."""
+    """"5" -> 5, "0." -> 0.0, "0.+1.j" -> 1j, "True" -> True, "[2, 256]" -> [2, 256], "" -> None, other text
+    kept."""
     if not isinstance(text, str):
         return text
     text = text.strip()
@@ -54,7 +57,10 @@ def parse_scalar(text: Any) -> Any:
     try:
         return float(text)
     except ValueError:
-        return text
+        pass
+    if _COMPLEX.match(text):
+        return complex(text)
+    return text
 
 
 def _shape(dims: Any) -> tuple[int, ...] | None:
