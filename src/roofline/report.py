@@ -487,7 +487,8 @@ class Summary(Struct):
 
 
 class RankRecord(Struct):
-    """One rank of a merged multi-rank job, per profiled step (the Ranks table of the HTML page)."""
+    """One rank of a merged multi-rank job, per profiled step (the Ranks table of the HTML page); a one-rank
+    trace whose collectives ran on the host carries its own (analyze/rank_timeline.py)."""
 
     rank: int
     hostname: str = ""
