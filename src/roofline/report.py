@@ -268,6 +268,9 @@ class OpRecord(Struct):
     # a host blocked in the op (a sync) left the device waiting. None: not measured (an op that reads no device
     # value on the host nor copies to it, a report without a device timeline, reports written before it).
     device_idle_s: NonNegative | None = None
+    # Run inside autograd's AccumulateGrad (a parameter's gradient added into its .grad, the hooks it calls): torch's
+    # own step after the backward graph, in no module to compile. False in reports written before it.
+    grad_accumulation: bool = False
 
 
 class KernelRecord(Struct):
@@ -487,7 +490,8 @@ class Summary(Struct):
 
 
 class RankRecord(Struct):
-    """One rank of a merged multi-rank job, per profiled step (the Ranks table of the HTML page)."""
+    """One rank of a merged multi-rank job, per profiled step (the Ranks table of the HTML page); a one-rank
+    trace whose collectives ran on the host carries its own (analyze/rank_timeline.py)."""
 
     rank: int
     hostname: str = ""

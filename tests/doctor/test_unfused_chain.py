@@ -173,3 +173,50 @@ def test_a_gpu_whose_activity_was_not_recorded_gets_no_chain_from_host_launch_ti
     assert len(diagnose(report(_rms_norm_chain(), ceil=gpu), rules=["unfused-chain"])) == 1
     unrecorded = report(_rms_norm_chain(), ceil=gpu, extra={"device_not_recorded": "nccl backend"})
     assert diagnose(unrecorded, rules=["unfused-chain"]) == []
+
+
+def _autocast_accumulation_report(tmp_path):
+    """Two Linears with biases and an op-by-op SiLU (x * sigmoid(x)) between them, under autocast to bfloat16 on
+    the CPU, two micro-batches accumulated: the second backward adds each gradient into its .grad (AccumulateGrad),
+    after autograd's cast of the bfloat16 gradient back to the fp32 parameter's dtype."""
+    import torch
+
+    from doctor_cases import ceilings
+    from roofline.analyze.pipeline import report_from_trace
+    from roofline.capture.kineto import load_trace
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.up, self.down = torch.nn.Linear(64, 256), torch.nn.Linear(256, 10)
+
+        def forward(self, x):
+            h = self.up(x)
+            return self.down(h * torch.sigmoid(h) * 0.5)
+
+    torch.manual_seed(0)
+    model, x = Net(), torch.randn(32, 64)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        for _ in range(2):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = model(x).float().sum()
+            loss.backward()
+    prof.export_chrome_trace(str(tmp_path / "accumulate.json"))
+    return report_from_trace(load_trace(tmp_path / "accumulate.json"), ceilings())
+
+
+def test_autograd_s_gradient_accumulation_joins_no_chain(tmp_path):
+    """train_amp_accum (sweep 6): 'unfused chain of 3 memory-bound ops x18 in Sequential.Linear: sum > _to_copy >
+    add' (warning): a bias gradient's reduction, autocast's cast of a gradient back to fp32 and AccumulateGrad's
+    add into .grad, autograd's own steps after the backward graph that compiling the module would fuse. The
+    forward's op-by-op SiLU is still a chain of the user's module."""
+    from roofline.doctor.rules.unfused_chain import find_chains
+
+    r = _autocast_accumulation_report(tmp_path)
+    accumulated = [o for o in r.ops if o.grad_accumulation]
+    assert {o.name for o in accumulated} >= {"aten::add_"} and {o.phase for o in accumulated} == {"backward"}
+    assert not any(o.grad_accumulation for o in r.ops if o.phase == "forward")
+    assert not [c for c in find_chains(r) if any(o.grad_accumulation for o in c)]
+    # the SiLU's forward and its backward's muls; before, also ('sum', '_to_copy', 'add')
+    assert {tuple(f.evidence["ops"]) for f in diagnose(r, rules=["unfused-chain"])} == {
+        ("sigmoid", "mul", "mul"), ("mul", "mul", "mul")}

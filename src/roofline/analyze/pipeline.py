@@ -885,6 +885,7 @@ def _op_from_recording(trace: Trace, rec: RecordedOp, rec_index: int, times_us: 
         start_s=_start_s(trace, ev, step),
         cpu_time_s=statistics.median(cpu_us) / 1e6 if cpu_us else 0.0,
         external_id=ev.external_id if ev is not None else None,
+        grad_accumulation=ev is not None and ev.is_grad_accumulation,
     )
 
 
@@ -937,6 +938,7 @@ def _append_ops(trace: Trace, chosen: list[Chosen], counter: _TraceCounter, chil
             step=step,
             external_id=ev.external_id,
             host_gap_s=gaps.get(idx, 0.0) / 1e6,
+            grad_accumulation=ev.is_grad_accumulation,
         ))
         event_to_report.setdefault(idx, len(ops) - 1)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
+from roofline.analyze.rank_timeline import host_collectives_row
 from roofline.analyze.unused_gpu import ran_on_host_only, record_unused_gpu, say_device_not_recorded
 from roofline.capture.trace_model import Trace, op_columns
 from roofline.capture.unrecorded_device import unrecorded_device_use
@@ -160,6 +161,9 @@ def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bo
     _describe_device(report, identity, ceilings, ceilings_file)
     if gpu is None:
         say_device_not_recorded(report, trace, identity)
+    own = host_collectives_row(trace, report)
+    if own is not None:
+        report.ranks = [own]
     written = _written_by_roofline(trace)
     if written:
         report.extra["written_by_roofline"] = written
@@ -359,7 +363,7 @@ def _collectives_note(trace) -> str:
     """The job's collectives in one line (host calls such as gloo:all_reduce, which CPU traces carry)."""
     from roofline.analyze.communication import is_communication_op
 
-    calls: dict[str, list[float]] = {}
+    calls: dict[str, list] = {}
     ops = trace.ops
     if not ops:
         return ""
@@ -367,7 +371,7 @@ def _collectives_note(trace) -> str:
     for i in np.flatnonzero(is_comm).tolist():
         op = ops[i]
         if op.parent < 0 or not is_comm[op.parent]:
-            calls.setdefault(op.name, []).append(op.dur_us)
+            calls.setdefault(op.name, []).append(op)
     if not calls:
         return ""
     info = trace.metadata.get("distributedInfo")
@@ -375,7 +379,20 @@ def _collectives_note(trace) -> str:
     if isinstance(info, dict) and info.get("backend"):
         job = f" (backend {info['backend']}" + (f", rank {info['rank']} of {info['world_size']}"
                                                 if "rank" in info and "world_size" in info else "") + ")"
-    top = sorted(calls.items(), key=lambda kv: -sum(kv[1]))[:4]
-    listed = ", ".join(f"{name} x{len(durs)} ({fmt_time(sum(durs) / 1e6)} host time)" for name, durs in top)
-    return f"collectives{job}: {listed}"
+    top = sorted(calls.items(), key=lambda kv: -sum(op.dur_us for op in kv[1]))[:4]
+    return f"collectives{job}: " + ", ".join(_calls_time(name, spans) for name, spans in top)
+
+
+def _calls_time(name: str, calls: list) -> str:
+    """One collective name's calls and their time, counted once where calls ran at once on several threads (gloo
+    runs queued collectives on its worker threads side by side): the wall time they span, with the sum beside it."""
+    from roofline.intervals import length, union
+
+    summed = sum(op.dur_us for op in calls)
+    spanned = length(union([(op.ts_us, op.end_us) for op in calls]))
+    if spanned >= summed * 0.999:
+        return f"{name} x{len(calls)} ({fmt_time(summed / 1e6)} host time)"
+    threads = len({op.tid for op in calls})
+    return (f"{name} x{len(calls)} ({fmt_time(spanned / 1e6)} of wall time; {fmt_time(summed / 1e6)} summed over the "
+            f"{threads} threads that ran them at once)")
 

@@ -153,6 +153,9 @@ _GRADIENT_SCALER_FUNCTIONS = frozenset({"unscale_", "step", "update"})
 _GRADIENT_SPAN_PREFIX = "Optimizer.zero_grad#"
 _GRADIENT_OPS = frozenset({"aten::_amp_foreach_non_finite_check_and_unscale_", "aten::_amp_update_scale_"})
 _OPTIMIZER_STEP_PREFIX = "Optimizer.step#"
+# The node (and its engine frame, "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad") that adds a
+# leaf's gradient into its .grad (CpuOp.is_grad_accumulation)
+_ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
 
 # Sweep order at equal timestamps: enclosing frames first, then ops (longest first), then what ops contain.
 _RANK_FRAME, _RANK_OP, _RANK_LAUNCH, _RANK_MEMORY = range(4)
@@ -1243,7 +1246,7 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
     parents and depths also into ``parents`` and ``depths`` (by op index)."""
     forward_paths: dict[str, str] = {}  # module label -> its path in the forward (first seen)
     recomputed: list[CpuOp] = []
-    flags_of: dict[str, tuple[bool, bool, bool, bool]] = {}
+    flags_of: dict[str, tuple[bool, bool, bool, bool, bool]] = {}
     ops: list[CpuOp] = []
     op_ends: list[float] = []
     modules: list[tuple[float, str, bool]] = []  # (end, path, entered while a checkpoint recomputes)
@@ -1278,7 +1281,8 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
             if flags is None:
                 flags = flags_of[name] = (_is_backward_name(name), name.startswith(_OPTIMIZER_STEP_PREFIX),
                                           obj.is_annotation and _STEP.match(name) is not None,
-                                          name in _GRADIENT_OPS or name.startswith(_GRADIENT_SPAN_PREFIX))
+                                          name in _GRADIENT_OPS or name.startswith(_GRADIENT_SPAN_PREFIX),
+                                          name.endswith(_ACCUMULATE_GRAD))
             if tending:
                 while tending and tending[-1] <= t:
                     tending.pop()
@@ -1291,12 +1295,13 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
                 obj.parent = parents[obj.index] = parent.index
                 obj.depth = depths[obj.index] = len(ops)
                 obj.is_backward = parent.is_backward or flags[0]
+                obj.is_grad_accumulation = parent.is_grad_accumulation or flags[4]
                 # an optimizer that calls a closure (LBFGS) runs the model's forward (in a module) and backward
                 # inside its step: those ops stay forward and backward, not the optimizer's own
                 obj.is_optimizer = (parent.is_optimizer or flags[1]) and not (obj.is_backward or obj.module)
                 gradient = parent.is_gradient
             else:
-                obj.is_backward, obj.is_optimizer = flags[0], flags[1]
+                obj.is_backward, obj.is_optimizer, obj.is_grad_accumulation = flags[0], flags[1], flags[4]
                 gradient = False
             # a closure's forward and backward run inside GradScaler.step too: they keep their phases; a step
             # marker opened by a hook inside scaler.step(opt) holds the next step's ops

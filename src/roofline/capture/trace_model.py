@@ -101,6 +101,9 @@ class CpuOp(msgspec.Struct, gc=False, array_like=True):
     self_kernel_us: float = 0.0
     total_kernel_us: float = 0.0
     comm: CommArgs | None = None
+    # run inside autograd's AccumulateGrad node: a leaf's gradient added into (or set as) its .grad, and the hooks it
+    # calls (DDP's reducer copying the gradient into its bucket), after the backward graph torch.compile compiles
+    is_grad_accumulation: bool = False
 
     @property
     def end_us(self) -> float:

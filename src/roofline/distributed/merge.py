@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from roofline.analyze.rank_timeline import breakdown_row
 from roofline.distributed.collectives import find_collective_ceilings
 from roofline.distributed.comm import (
     CollectiveCall,
@@ -190,25 +191,11 @@ def merge_summaries(summaries: list[RankSummary], base: Report, *, ceilings_file
 
 def _rank_row(s: RankSummary, straggler: StragglerRecord | None) -> RankRecord:
     """One rank's row; ``slowest_op`` only for a straggler (on the others the largest difference is waiting)."""
-    b = s.breakdown
-    return RankRecord(
-        rank=s.rank,
-        hostname=s.hostname,
-        device_name=s.device_name,
-        step_time_s=b.step_time_s,
-        true_step_time_s=s.true_step_time_s,
-        compute_time_s=b.compute_time_s,
-        communication_time_s=b.communication_time_s,
-        exposed_communication_s=b.exposed_communication_s,
-        hidden_communication_share=b.hidden_communication_share,
-        idle_time_s=b.idle_time_s,
-        busy_time_s=b.busy_time_s,
-        straggler=straggler is not None,
-        slowest_op=straggler.slowest_op if straggler else None,
-        slowest_op_excess_s=straggler.slowest_op_excess_s if straggler else None,
-        collectives_per_step=len(s.calls) / max(b.steps, 1),
-        profiled_steps=b.steps,
-    )
+    row = breakdown_row(s.rank, s.breakdown, len(s.calls), hostname=s.hostname, device_name=s.device_name,
+                        true_step_time_s=s.true_step_time_s)
+    if straggler is not None:
+        row.straggler, row.slowest_op, row.slowest_op_excess_s = True, straggler.slowest_op, straggler.slowest_op_excess_s
+    return row
 
 
 def matched_calls(calls: dict[int, list[CollectiveCall]]) -> list[CollectiveCall]:

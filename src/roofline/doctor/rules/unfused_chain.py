@@ -3,6 +3,10 @@
 A chain is a run of consecutive elementwise/reduction ops of one phase (views in between don't count), each consuming
 a shape an earlier op of the chain produced. Fused into one kernel, the chain reads its external inputs once and writes
 its last output once; each op's own round trip through memory disappears.
+
+Autograd's gradient accumulation (AccumulateGrad adding a parameter's gradient into its .grad) joins no chain: it runs
+after the backward graph that compiling the module fuses, so a chain into it (a Linear's bias-gradient sum, autocast's
+cast of the gradient back to fp32, the add into .grad) names no change the user can make to their module.
 """
 
 from __future__ import annotations
@@ -95,7 +99,8 @@ def chain_positions(report: Report) -> list[list[int]]:
         phase = ops[i].phase
         # an op whose bytes are unknown (no shapes recorded) is no known memory pass: a chain of them claimed its
         # whole time as the saving of a fused pass of 0 bytes
-        can_fuse = fusible_kind[c] and ops[i].modeled and ops[i].bound != "compute" and phase not in SKIPPED_PHASES
+        can_fuse = (fusible_kind[c] and ops[i].modeled and ops[i].bound != "compute" and phase not in SKIPPED_PHASES
+                    and not ops[i].grad_accumulation)
         # never across phases: the loss's backward ops and the forward a checkpoint then recomputes are adjacent,
         # and share shapes, but no compiler fuses them into one kernel
         if (can_fuse and chain and ops[chain[-1]].phase == phase

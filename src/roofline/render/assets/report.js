@@ -648,7 +648,9 @@
   var RANK_PAGE = 64;  // a thousand-rank job: bars and rows a page at a time, stragglers named above them
   function rankSection() {
     var ranks = D.ranks;
-    var sec = R.section("ranks", "Ranks", ranks.length + " ranks side by side: compute, communication and idle time per step.");
+    var sec = R.section("ranks", "Ranks", ranks.length === 1 ?
+      "This rank's compute, communication and idle time per step (one rank's trace: its communication includes any wait for the other ranks)." :
+      ranks.length + " ranks side by side: compute, communication and idle time per step.");
     var maxStep = 0;
     ranks.forEach(function (r) {
       var parts = (r.compute_time_s || 0) + (r.communication_time_s || 0) + (r.idle_time_s || 0);
