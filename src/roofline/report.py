@@ -445,6 +445,33 @@ class KernelClasses(Struct):
     per_step: Count = 1
 
 
+class OpCall(Struct):
+    """One call of a report with several profiled steps, summed over them (analyze/roofline.py ``top_calls``): the
+    ops of one name, module, source line, phase, dtype and argument shapes. ``efficiency`` is the ops' roof
+    efficiencies weighted by their time (the share of the roof the call reached over all its time); ``bound`` is the
+    bound of most of its time; ``modeled`` whether every op's work is known; ``above_roof`` whether any op was;
+    the achieved rates are its summed work over its summed time."""
+
+    name: str
+    module: str = ""
+    dtype: str = ""
+    source: str | None = None
+    phase: str = ""
+    bound: str = ""
+    calls: int = 0
+    steps: int = 0
+    time_s: float = 0.0
+    flops: float = 0.0
+    bytes: float = 0.0
+    efficiency: float = 0.0
+    modeled: bool = True
+    roof: str = "dram"
+    arithmetic_intensity: float = 0.0
+    achieved_flops_per_s: float = 0.0
+    achieved_bytes_per_s: float = 0.0
+    above_roof: bool = False
+
+
 class Summary(Struct):
     """Totals over the report's ops. Shares are fractions of ``total_time_s`` (the ops' summed time);
     ``wall_time_s`` is the wall-clock span of the profiled steps those ops cover (None when the trace has no steps),
@@ -475,6 +502,7 @@ class Summary(Struct):
     ops_from_cache: int = 0
     module_tree: ModuleTotals | None = None
     kernel_classes: KernelClasses | None = None
+    top_calls: list[OpCall] = field(default_factory=list)
 
     def fill_shares(self) -> None:
         """share_by_bound for a report written before it was a field (every view reads the field)."""

@@ -53,7 +53,7 @@ def test_profile_prints_the_op_table_findings_and_files_as_analyze_and_trace_do(
     assert code == 0
     assert report.findings, "the doctor's findings of this run, which the console must show"
     assert "Step time" in printed and "Host-device syncs" in printed
-    assert f"Top 3 ops by host time (of {len(report.ops)})" in printed
+    assert f"Top 3 op calls by host time, summed over 2 steps (of {len(report.ops)} ops)" in printed
     findings = FindingsRenderer(1).render(report)
     assert "Doctor: 1 finding(s)" in findings and report.findings[0].rule in findings
     assert findings.strip() in printed
@@ -61,7 +61,7 @@ def test_profile_prints_the_op_table_findings_and_files_as_analyze_and_trace_do(
         assert f"({len(report.findings) - 1} more finding(s) not shown; --findings 0 to see all)" in printed
     wrote = " ".join(printed[printed.rindex("wrote "):].split())
     assert wrote.startswith(f"wrote {tmp_path / 'out' / 'report.json'}") and wrote.endswith("report.html")
-    assert printed.index("Step time") < printed.index("Top 3 ops") < printed.index("Doctor:") < printed.index("wrote")
+    assert printed.index("Step time") < printed.index("Top 3 op calls") < printed.index("Doctor:") < printed.index("wrote")
 
 
 @pytest.mark.slow

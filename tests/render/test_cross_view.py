@@ -113,5 +113,7 @@ def test_the_console_fits_80_columns_without_breaking_words(report, monkeypatch)
     columns = [c.strip() for c in header.split("┃")[1:-1]]
     assert {"op", "time", "share", "bound"} <= set(columns)
     at = columns.index("bound") + 1
-    rows = [line for line in lines[lines.index(header):] if line.startswith("│")][:15]
+    below = lines[lines.index(header):]
+    rows = [line for line in below[:next(i for i, line in enumerate(below) if line.startswith("└"))]
+            if line.startswith("│")]
     assert rows and all(row.split("│")[at].strip() in {"compute", "memory", "launch", "unmodeled"} for row in rows)

@@ -38,8 +38,9 @@ def test_h200_bad_syncs_report_finds_its_syncs_per_step(bad_syncs_report: Report
     assert data["memory"]["peak_live_tensors"]
     text = out.getvalue()
     assert "Host-device syncs: 60 at 3 site(s)" in text and "record_traces.py:84" in text
-    assert "Top 15 ops by device time" in text and "Top 15 ops by CPU time" in text
-    assert text.index("Host-device syncs") < text.index("Top 15 ops by device time") < text.index("Doctor:")
+    calls = "Top 6 op calls by device time, summed over 2 steps"  # each op once a step
+    assert calls in text and "Top 15 ops by CPU time" in text
+    assert text.index("Host-device syncs") < text.index(calls) < text.index("Doctor:")
     trace = json.loads(gzip.decompress(written["trace"].read_bytes()))
     assert validate_chrome_trace(trace) == []
 

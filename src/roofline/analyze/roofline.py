@@ -53,7 +53,7 @@ from math import prod
 
 from roofline.analyze.communication import is_communication_op
 from roofline.count.meta import dtype_itemsize
-from roofline.report import Ceilings, OpRecord, Summary, module_tree
+from roofline.report import Ceilings, OpCall, OpRecord, Summary, module_tree
 
 LAUNCH_CLOSE = 1.5
 ROOF_FACTOR = 2.0
@@ -204,7 +204,72 @@ def summarize(ops: list[OpRecord], *, timing_method: str = "", kernel_share: flo
         ops_from_cache=from_cache,
         timing_method=timing_method,
         module_tree=module_tree(ops),
+        top_calls=top_calls(ops),
     )
+
+
+TOP_CALLS = 30
+
+
+def top_calls(ops: list[OpRecord], n: int = TOP_CALLS) -> list[OpCall]:
+    """The ``n`` calls with the most time summed over the profiled steps, longest first; none for ops of one step.
+
+    A report of many steps holds each op once a step: its top ops by single time were one call repeated (a
+    60-step trace's top 15 rows were one ``_foreach_addcdiv_`` of 15 steps). A call is the ops of one name,
+    module, source line, phase, dtype and argument shapes: grouped by the shape lists' identities first (a trace's
+    ops share equal lists), then groups with equal shapes merged. One pass, summed in the ops' order."""
+    if len({op.step for op in ops if op.step is not None}) < 2:
+        return []
+    groups: dict[tuple, list] = {}
+    for op in ops:
+        key = (op.name, op.module, op.source, op.phase, op.dtype, id(op.input_shapes))
+        g = groups.get(key)
+        t = op.time_s
+        if g is None:
+            bounds = defaultdict(float)
+            bounds[op.bound] = t
+            groups[key] = [op, 1, {op.step}, t, op.flops, op.bytes, op.efficiency * t, bounds, op.modeled,
+                           op.above_roof]
+            continue
+        g[1] += 1
+        g[2].add(op.step)
+        g[3] += t
+        g[4] += op.flops
+        g[5] += op.bytes
+        g[6] += op.efficiency * t
+        g[7][op.bound] += t
+        if not op.modeled:
+            g[8] = False
+        if op.above_roof:
+            g[9] = True
+    calls: dict[tuple, list] = {}
+    for g in groups.values():
+        first = g[0]
+        key = (first.name, first.module, first.source, first.phase, first.dtype, _shape_value(first.input_shapes))
+        into = calls.get(key)
+        if into is None:
+            calls[key] = g
+            continue
+        into[1] += g[1]
+        into[2] |= g[2]
+        for i in (3, 4, 5, 6):
+            into[i] += g[i]
+        for bound, t in g[7].items():
+            into[7][bound] += t
+        into[8] = into[8] and g[8]
+        into[9] = into[9] or g[9]
+    longest = sorted(calls.values(), key=lambda g: -g[3])[:n]
+    return [OpCall(name=first.name, module=first.module, dtype=first.dtype, source=first.source, phase=first.phase,
+                   bound=max(bounds, key=bounds.__getitem__), calls=count, steps=len(steps), time_s=time_s,
+                   flops=flops, bytes=nbytes, efficiency=weighted / time_s if time_s > 0 else 0.0, modeled=modeled,
+                   roof=first.roof, arithmetic_intensity=flops / nbytes if nbytes > 0 else 0.0,
+                   achieved_flops_per_s=flops / time_s if time_s > 0 else 0.0,
+                   achieved_bytes_per_s=nbytes / time_s if time_s > 0 else 0.0, above_roof=above)
+            for first, count, steps, time_s, flops, nbytes, weighted, bounds, modeled, above in longest]
+
+
+def _shape_value(shapes: list) -> tuple:
+    return tuple(tuple(s) if isinstance(s, list) else s for s in shapes)
 
 
 @functools.lru_cache(maxsize=65536)

@@ -114,21 +114,30 @@ _OP_COLUMNS = ("op", "time", "share", "% of roof", "bound", "module", "dtype", "
                "bytes", "source")
 _ESSENTIAL = 5  # op, time, share, % of roof, bound: kept whatever the width; a long op name is cut instead
 _MIN_OP_WIDTH = 12
-_RIGHT = {"time", "share", "FLOP", "bytes", "FLOP/B", "achieved", "% of roof"}
+_RIGHT = {"time", "share", "FLOP", "bytes", "FLOP/B", "achieved", "% of roof", "calls"}
 
 
 def ops_table(report: Report, top: int = 15, width: int | None = None) -> Table:
-    """The top ops; with the columns that fit in `width` (all when None), never wrapping a cell."""
+    """The top ops, or for a report of several steps its top calls summed over them (``Summary.top_calls``); with
+    the columns that fit in `width` (all when None), never wrapping a cell."""
     total = report.summary.total_time_s or sum(op.time_s for op in report.ops) or 1.0
-    ops = heapq.nlargest(top, report.ops, key=attrgetter("time_s"))  # = sorted(reverse=True)[:top], ties too
     roofs = report.ceilings.has_roofs()
-    rows = [_op_cells(op, total, roofs) for op in ops]
-    columns = list(_OP_COLUMNS)
-    op_width = 40
     # what the analysis timed: a CPU trace's op times are host durations (Summary.timing_method says which)
     clock = "host time" if report.summary.timing_method.startswith("host time") else "device time"
+    calls = report.summary.top_calls[:top]
+    if calls:
+        rows = [{**_op_cells(call, total, roofs), "calls": f"{call.calls:,}"} for call in calls]
+        steps = max(call.steps for call in calls)
+        title = f"Top {len(calls)} op calls by {clock}, summed over {steps} steps (of {len(report.ops):,} ops)"
+        columns = list(_OP_COLUMNS[:5]) + ["calls"] + list(_OP_COLUMNS[5:])
+    else:
+        ops = heapq.nlargest(top, report.ops, key=attrgetter("time_s"))  # = sorted(reverse=True)[:top], ties too
+        rows = [_op_cells(op, total, roofs) for op in ops]
+        title = f"Top {len(ops)} ops by {clock} (of {len(report.ops)})"
+        columns = list(_OP_COLUMNS)
+    op_width = 40
     while True:
-        table = Table(title=f"Top {len(ops)} ops by {clock} (of {len(report.ops)})", title_justify="left")
+        table = Table(title=title, title_justify="left")
         for col in columns:
             table.add_column(col, justify="right" if col in _RIGHT else "left", no_wrap=True, overflow="ellipsis",
                              max_width={"module": 28, "op": op_width}.get(col))
