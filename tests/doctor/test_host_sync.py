@@ -86,6 +86,8 @@ def test_a_sync_in_every_forward_is_the_finding_when_steps_are_forwards():
     (finding,) = diagnose(r, rules=["host-device-sync"])
     assert finding.evidence["every_forward"] and finding.severity == "warning"
     assert finding.locations == ["transformers/generation/utils.py:396"] and "every forward" in finding.title
+    assert finding.estimated_savings_s == 0 and "a warning whatever this saving, as it sits in a loop" in \
+        finding.savings_method, "a warning that saves 0.0% says why it is one"
 
 
 def test_detector_sites_on_a_cpu_only_run_are_worded_as_reads_not_syncs():

@@ -190,6 +190,9 @@ def _finding(report: Report, *, kinds: list[str], where: str, count: int, per_st
     severity = severity_for(report, savings)
     if in_loop and severity == "info":
         severity = "warning"
+        method += ("; a warning whatever this saving, as it sits in a loop: each wait also keeps the host from "
+                   "queueing the next work, a cost that shows as the device's idle time after the wait (launch "
+                   "gaps), not in it")
     return Finding(
         rule=RULE, title=title, category="sync", evidence=evidence, locations=[where],
         estimated_savings_s=savings, savings_method=method, severity=severity,
