@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 import roofline.analyze.pipeline as pipeline
-from roofline.analyze.pipeline import _int_or_none, _roof_dtype
+from roofline.analyze.pipeline import _roof_dtype
+from roofline.capture.trace_syncs import int_or_none
 from roofline.capture.recording import Tf32Flags
 
 
@@ -27,8 +28,8 @@ def test_tf32_roof(dtype, name, kernels, flags, on_gpu, want):
 
 
 def test_streams_that_are_not_numbers_and_the_lazy_live_entry_points():
-    assert _int_or_none(7) == 7 and _int_or_none("7") == 7 and _int_or_none("s1") is None
-    assert _int_or_none(None) is None
+    assert int_or_none(7) == 7 and int_or_none("7") == 7 and int_or_none("s1") is None
+    assert int_or_none(None) is None
     assert callable(pipeline.analyze_model) and pipeline.make_step.__module__ == "roofline.analyze.live"
     with pytest.raises(AttributeError, match="has no attribute 'nope'"):
         pipeline.nope  # noqa: B018

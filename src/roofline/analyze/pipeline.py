@@ -43,7 +43,7 @@ from roofline.analyze.integer_roofs import integer_roof_notes
 from roofline.analyze.stale import stale_ceilings_note, thread_count_note
 from roofline.analyze.varlen_notes import varlen_attention_notes
 from roofline.capture.tool_frames import profiler_time_by_step
-from roofline.capture.trace_syncs import left_out_note
+from roofline.capture.trace_syncs import int_or_none, left_out_note
 from roofline.analyze.warmup import (FIRST_CALL_FACTOR, first_call_outliers, first_calls_entry, single_pass_entry,
                                      warmup_events)
 from roofline.capture.recording import OpRecording, RecordedOp, Tf32Flags, op_dtype
@@ -1049,12 +1049,12 @@ def _timeline(trace: Trace, steps: list[int | None], event_to_report: dict[int, 
     records: list[KernelRecord] = []
     idle_before: dict[int, float] = {}
     prev_end: dict[int | None, float] = {}
-    several = len({d for d in (_int_or_none(k.device) for k in kernels) if d is not None}) > 1
+    several = len({d for d in (int_or_none(k.device) for k in kernels) if d is not None}) > 1
     for k in kernels:
         op_index = _report_op_of(trace, k.op, event_to_report)
-        device = _int_or_none(k.device)
+        device = int_or_none(k.device)
         records.append(KernelRecord(k.name, (k.ts_us - origin) / 1e6, k.dur_us / 1e6,
-                                    _int_or_none(k.stream), device, k.category, op_index))
+                                    int_or_none(k.stream), device, k.category, op_index))
         lane = device if several else None  # one GPU: events with and without a device id share its timeline
         before = prev_end.get(lane)
         if op_index is not None and op_index not in idle_before and before is not None:
@@ -1071,13 +1071,6 @@ def _report_op_of(trace: Trace, event: int, event_to_report: dict[int, int]) -> 
             return found
         event = trace.ops[event].parent
     return None
-
-
-def _int_or_none(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def _device_api(trace) -> tuple[str, str]:

@@ -24,13 +24,14 @@ from typing import Any
 
 from roofline.analyze.communication import is_communication_kernel, is_communication_op
 from roofline.capture.kineto import load_trace
-from roofline.capture.trace_model import CommArgs, Trace
+from roofline.capture.trace_model import CommArgs, Trace, op_columns
 from roofline.capture.unrecorded_device import unrecorded_device_use
 from roofline.intervals import clip, intersection, length, union
 from roofline.report import RankRecord, Report
 
 _BACKEND_SPAN_PREFIXES = ("gloo:", "mpi:", "ucc:")
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
+
 
 @dataclass
 class Span:
@@ -202,9 +203,9 @@ def host_collectives_row(trace: Trace, report: Report) -> RankRecord | None:
     set the collectives against (a trace of the backend's spans alone says nothing of what overlapped them)."""
     if trace.kernels or not report.ops or unrecorded_device_use(trace):
         return None
-    timeline = timeline_of(trace)
-    if not any(span.communication for span in timeline.host):
+    if not op_columns(trace).named(is_communication_op).any():  # no collective: no span made per op
         return None
+    timeline = timeline_of(trace)
     env = report.environment
     return breakdown_row(env.rank or 0, breakdown(timeline), len(transfer_spans(timeline)), hostname=env.hostname,
                          device_name=env.device_name)

@@ -172,11 +172,11 @@ class StepProfiler:
         and stays the first profiled step."""
         if self.steps_done > self.wait:
             return
-        if self._profiler is None:
-            self.wait += 1
-        elif self.warmup and not self.profiled_step_s:
-            self.wait += 1
+        if self._profiler is not None:
+            if not self.warmup or self.profiled_step_s:
+                return
             self._profiler.schedule = self._schedule(extra_warmup=1)
+        self.wait += 1
 
     @property
     def finished(self) -> bool:

@@ -106,11 +106,16 @@ def _timeline(ordered: list[MemoryEvent], values: list[float], t0: float, limit:
 _DEVICE_TYPES = {0: "cpu", 1: "cuda"}
 
 
+def _wanted_device(trace: Any) -> str:
+    """The device whose memory a trace's summary follows: cuda when it has [memory] events there, else cpu."""
+    present = {_DEVICE_TYPES.get(m.device_type, str(m.device_type)) for m in trace.memory}
+    return "cuda" if "cuda" in present else "cpu"
+
+
 def memory_events_from_trace(trace: Any, device_type: str | None = None) -> list[MemoryEvent]:
     """MemoryEvents from a roofline.capture.kineto Trace's ``[memory]`` events, with each one's op, module and
     source. ``device_type`` keeps one device ("cuda", "cpu"); default: cuda when present, else cpu."""
-    present = {_DEVICE_TYPES.get(m.device_type, str(m.device_type)) for m in trace.memory}
-    wanted = device_type or ("cuda" if "cuda" in present else "cpu")
+    wanted = device_type or _wanted_device(trace)
     events = []
     for m in trace.memory:
         kind = _DEVICE_TYPES.get(m.device_type, str(m.device_type))
@@ -172,8 +177,7 @@ def _memory_columns(trace: Any) -> tuple[list, np.ndarray, np.ndarray, np.ndarra
     """The wanted device's events (``memory_events_from_trace``'s choice) in time order, their times (s), bytes,
     live bytes after each (the counter's total where recorded, else the running sum) and the largest reserved
     total (a CUDA device's; None where none is recorded)."""
-    present = {_DEVICE_TYPES.get(m.device_type, str(m.device_type)) for m in trace.memory}
-    wanted = "cuda" if "cuda" in present else "cpu"
+    wanted = _wanted_device(trace)
     events = [m for m in trace.memory if _DEVICE_TYPES.get(m.device_type, str(m.device_type)) == wanted]
     if not events:
         return None

@@ -121,7 +121,7 @@ class DeviceIdle:
     def __init__(self, kernels: Iterable[Any]):
         spans: dict[int | None, list[tuple[float, float]]] = defaultdict(list)
         for k in kernels:
-            spans[device_id(k.device)].append((k.ts_us, k.ts_us + k.dur_us))
+            spans[int_or_none(k.device)].append((k.ts_us, k.ts_us + k.dur_us))
         self._any = Coverage([span for device_spans in spans.values() for span in device_spans])
         self._by_device = ({device: Coverage(device_spans) for device, device_spans in spans.items()}
                            if len(spans) > 1 else {})
@@ -131,13 +131,13 @@ class DeviceIdle:
 
     def idle_s_of(self, starts_us, durs_us, device: Any = None) -> np.ndarray:
         """``idle_s`` of many spans on one device at once."""
-        busy = self._by_device.get(device_id(device), self._any)
+        busy = self._by_device.get(int_or_none(device), self._any)
         starts = np.asarray(starts_us, dtype=np.float64)
         return busy.uncovered(starts, starts + np.maximum(np.asarray(durs_us, dtype=np.float64), 0.0)) / 1e6
 
 
-def device_id(value: Any) -> int | None:
-    """A trace's device field (an int, its text, or absent) as an int, else None."""
+def int_or_none(value: Any) -> int | None:
+    """A trace's device or stream field (an int, its text, or absent) as an int, else None."""
     try:
         return int(value)
     except (TypeError, ValueError):
