@@ -65,6 +65,28 @@ print("CLEAN", no_children_left())
 """
 
 
+_WAITS_FOR_GO = _PRELUDE + """
+import time
+from pathlib import Path
+
+def drew_or_imported(pid):
+    return "ft2font" in Path(f"/proc/{pid}/maps").read_text()
+
+drawer = png_drawer.PngDrawer.start()
+time.sleep(1.0)
+before = drew_or_imported(drawer._pid)
+drawer.go()
+drawer.go()
+for _ in range(300):
+    if drew_or_imported(drawer._pid):
+        break
+    time.sleep(0.1)
+after = drew_or_imported(drawer._pid)
+drawer.stop()
+print("BEFORE", before, "AFTER", after, "CLEAN", no_children_left())
+"""
+
+
 def _run(script: str, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(outputs.__file__).parents[2]),
                                                         os.environ.get("PYTHONPATH", "")])}
@@ -91,6 +113,15 @@ def test_a_drawer_nobody_wants_is_stopped_and_reaped():
     run = _run(_STOPPED)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "CLEAN True" in run.stdout
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/PID/maps")
+def test_the_drawer_imports_matplotlib_only_once_told_the_trace_is_read():
+    """Before ``go`` the drawer only waits: the trace's reading has both cores (niced instead, it could never be
+    raised again for the real chart)."""
+    run = _run(_WAITS_FOR_GO)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "BEFORE False AFTER True CLEAN True" in run.stdout
 
 
 def test_a_failed_command_leaves_no_drawer_behind(tmp_path):

@@ -108,8 +108,10 @@ def _cpu_ceilings(identity: DeviceIdentity) -> Ceilings:
 
 
 def analyze_trace_file(path: str | Path, ceilings_file: str | None = None, *, partial: bool = False,
-                       ops_placed: Callable[[list[OpRecord]], None] | None = None) -> Report:
+                       ops_placed: Callable[[list[OpRecord]], None] | None = None,
+                       trace_read: Callable[[], None] | None = None) -> Report:
     """The Report of one trace file, undiagnosed: the entry point that asked for it runs the doctor.
+    ``trace_read``: called once the file is read, before the report is built from it.
 
     A trace cut short (truncated gzip, JSON that stops mid-list) is refused unless ``partial``: then its report
     says so first.
@@ -122,6 +124,8 @@ def analyze_trace_file(path: str | Path, ceilings_file: str | None = None, *, pa
 
     trace = load_trace(path, split=True)
     quickexit.keep_until_exit(trace)
+    if trace_read is not None:
+        trace_read()
     return analyze_trace(trace, ceilings_file, partial=partial, ops_placed=ops_placed)
 
 

@@ -93,7 +93,8 @@ def _run(args: argparse.Namespace) -> int:
         try:
             report = analyze_trace_file(args.paths[0], args.ceilings, partial=args.partial,
                                         ops_placed=None if args.no_html or args.ncu
-                                        else lambda ops: html_parts.append(html_parts_meanwhile(ops)))
+                                        else lambda ops: html_parts.append(html_parts_meanwhile(ops)),
+                                        trace_read=None if drawer is None else drawer.go)
             if args.ncu:
                 from roofline.analyze.ncu_join import join_ncu
                 from roofline.capture.ncu_csv import read_ncu_csv

@@ -1,12 +1,16 @@
 """roofline.png of a big trace's report drawn by a process forked before the trace is read, which imports
-matplotlib while the trace is read and the report built (at the lowest priority: it takes the CPU the reading
-leaves idle), then waits for the chart's calls (render/roofline_chart.py).
+matplotlib and draws a throwaway chart once the trace is read (``go``: the report is then built on one core, the
+other idle), then waits for the chart's calls (render/roofline_chart.py).
 
 matplotlib's import is about 0.38 s of CPU of the ~1.1 s a big report's PNG costs; done when the PNG is wanted,
 it competed with the doctor, report.json and report.html for the two cores of the command's last second. The
 calls are worked out by a child forked from the process holding the report (``send_chart``), which writes them to
 the drawer directly; the drawer sends the PNG back. Whatever goes wrong (the drawer or that child dies), ``png``
 says None and the caller draws it itself, as without the drawer.
+
+The drawer waits for ``go`` rather than running at a low priority from the start: niced, it could not be raised
+again for the real chart (an unprivileged process cannot lower its niceness), and the chart, starved by the doctor
+and report.json, was then drawn alone on one core at the command's very end (the 1 M-event trace: 0.25 s).
 """
 
 from __future__ import annotations
@@ -18,14 +22,12 @@ import signal
 from roofline.forked import can_fork, fork_running, release_free_memory
 from roofline.render.roofline_chart import chart_calls
 
-DRAWER_NICENESS = 19
-
 
 class PngDrawer:
     """The drawing process and its two pipes: chart calls in, PNG bytes out."""
 
-    def __init__(self, pid: int, calls_fd: int, png_fd: int) -> None:
-        self._pid, self._calls_fd, self._png_fd = pid, calls_fd, png_fd
+    def __init__(self, pid: int, go_fd: int, calls_fd: int, png_fd: int) -> None:
+        self._pid, self._go_fd, self._calls_fd, self._png_fd = pid, go_fd, calls_fd, png_fd
         self._sender: int | None = None
 
     @classmethod
@@ -33,16 +35,29 @@ class PngDrawer:
         """The drawer, forked now; None where fork is unavailable or unsafe (another thread)."""
         if not can_fork():
             return None
+        go_read, go_write = os.pipe()
         calls_read, calls_write = os.pipe()
         png_read, png_write = os.pipe()
-        pid = fork_running(_draw_when_asked, calls_read, png_write, close=(calls_write, png_read))
-        os.close(calls_read)
-        os.close(png_write)
-        return cls(pid, calls_write, png_read)
+        pid = fork_running(_draw_when_asked, go_read, calls_read, png_write, close=(go_write, calls_write, png_read))
+        for fd in (go_read, calls_read, png_write):
+            os.close(fd)
+        return cls(pid, go_write, calls_write, png_read)
+
+    def go(self) -> None:
+        """Import matplotlib and warm up now: the trace is read, and the second core would idle while one builds the
+        report. Once; also done by ``send_chart`` and ``stop``."""
+        if self._go_fd >= 0:
+            try:
+                os.write(self._go_fd, b"g")  # a byte, not EOF: children forked meanwhile hold this end open too
+            except OSError:  # the drawer is gone: ``png`` finds out
+                pass
+            os.close(self._go_fd)
+            self._go_fd = -1
 
     def send_chart(self, report) -> None:
         """Work out ``report``'s chart calls in a forked child, which sends them to the drawer (the report shared
         copy-on-write, never pickled whole)."""
+        self.go()
         release_free_memory()
         self._sender = fork_running(_send_calls, report, self._calls_fd, close=(self._png_fd,))
         self._close_calls()  # the sender holds them now: if it dies, the drawer reads EOF and exits
@@ -62,6 +77,7 @@ class PngDrawer:
         stopped and reaped, if ``png`` has not collected it."""
         if self._png_fd < 0:
             return
+        self.go()
         self._close_calls()
         os.close(self._png_fd)
         self._png_fd = -1
@@ -79,11 +95,9 @@ class PngDrawer:
             self._calls_fd = -1
 
 
-def _draw_when_asked(calls_fd: int, png_fd: int) -> None:
-    try:
-        os.nice(DRAWER_NICENESS)
-    except OSError:
-        pass
+def _draw_when_asked(go_fd: int, calls_fd: int, png_fd: int) -> None:
+    os.read(go_fd, 1)
+    os.close(go_fd)
     from roofline.render.outputs import import_matplotlib_without_property_docs
 
     import_matplotlib_without_property_docs()
@@ -98,7 +112,7 @@ def _draw_when_asked(calls_fd: int, png_fd: int) -> None:
 
 
 def _warm_up(png_of) -> None:
-    """Draw a throwaway chart while the trace is read: a process's first chart costs ~0.25 s more than its next
+    """Draw a throwaway chart while the report is built: a process's first chart costs ~0.25 s more than its next
     (matplotlib parses each log tick's mathtext label and measures each text once, then caches them), and the
     drawer otherwise waits idle until the report is built. It fills caches only: the real chart is the same
     bytes. A warm-up that fails is skipped."""
