@@ -8,10 +8,11 @@ Compute is every other device event on a GPU, and on the CPU every other host op
 collective call. Over the profiled window (first ProfilerStep to the last event) each rank's time splits into
 compute, communication and idle (neither); ``hidden`` communication overlaps compute, ``exposed`` does not.
 
-The merge of ranks (distributed/) splits every rank so; a report of one rank whose collectives ran on the host
-splits its own (``host_collectives_row``): there the transfer runs on the backend's threads, not inside the
-``c10d::allreduce_`` op that queued it, so the op table holds only the call's few microseconds and the wait shows
-as time outside every op. A GPU rank is left to the merge: its NCCL kernels' time is the collective ops' own.
+The merge of ranks (distributed/) splits every rank so; a report of one rank with collectives splits its own
+(``own_rank_row``). On the host the transfer runs on the backend's threads, not inside the ``c10d::allreduce_`` op
+that queued it, so the op table holds only the call's few microseconds and the wait shows as time outside every op;
+on a GPU the NCCL kernels' time is the collective ops' own, but whether compute ran beside them only the device
+timeline tells.
 """
 
 from __future__ import annotations
@@ -90,6 +91,17 @@ def timeline_of(trace: Trace) -> RankTimeline:
             timeline.host.append(Span(op.name, op.ts_us, op.end_us, op.tid, communication, op.comm, op.external_id,
                                       op.input_dims, op.input_types))
     timeline.builtin_calls = [Span(c.name, c.ts_us, c.end_us, c.tid, call_from=c.call_from) for c in trace.host_calls]
+    return timeline
+
+
+def _device_timeline(trace: Trace) -> RankTimeline:
+    """``timeline_of`` a GPU trace without its host ops, which a GPU rank's breakdown does not read (a
+    million-event trace's ops would each become a Span)."""
+    timeline = RankTimeline(trace.path, metadata=trace.metadata)
+    timeline.device = [Span(k.name, k.ts_us, k.end_us, None, is_communication_kernel(k.name), k.comm, k.external_id)
+                       for k in trace.kernels]
+    timeline.steps = [Span(op.name, op.ts_us, op.end_us, op.tid) for op in trace.ops
+                      if op.is_annotation and _STEP.match(op.name)]
     return timeline
 
 
@@ -198,14 +210,19 @@ def breakdown_row(rank: int, b: Breakdown, collectives: int, **identity: Any) ->
                       profiled_steps=b.steps, **identity)
 
 
-def host_collectives_row(trace: Trace, report: Report) -> RankRecord | None:
-    """This rank's row, or None: device activity recorded (or a GPU's unrecorded), no collective, or no op to
+def own_rank_row(trace: Trace, report: Report) -> RankRecord | None:
+    """This rank's row, or None: no collective (on a GPU, no NCCL kernel), a GPU's work unrecorded, or no op to
     set the collectives against (a trace of the backend's spans alone says nothing of what overlapped them)."""
-    if trace.kernels or not report.ops or unrecorded_device_use(trace):
+    if not report.ops or unrecorded_device_use(trace):
         return None
-    if not op_columns(trace).named(is_communication_op).any():  # no collective: no span made per op
+    if trace.kernels:
+        if not any(map(is_communication_kernel, {k.name for k in trace.kernels})):
+            return None
+        timeline = _device_timeline(trace)
+    elif not op_columns(trace).named(is_communication_op).any():  # no collective: no span made per op
         return None
-    timeline = timeline_of(trace)
+    else:
+        timeline = timeline_of(trace)
     env = report.environment
     return breakdown_row(env.rank or 0, breakdown(timeline), len(transfer_spans(timeline)), hostname=env.hostname,
                          device_name=env.device_name)

@@ -17,7 +17,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from roofline.analyze.rank_timeline import host_collectives_row
+from roofline.analyze.rank_timeline import own_rank_row
 from roofline.analyze.unused_gpu import ran_on_host_only, record_unused_gpu, say_device_not_recorded
 from roofline.capture.trace_model import Trace, op_columns
 from roofline.capture.unrecorded_device import unrecorded_device_use
@@ -165,7 +165,7 @@ def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bo
     _describe_device(report, identity, ceilings, ceilings_file)
     if gpu is None:
         say_device_not_recorded(report, trace, identity)
-    own = host_collectives_row(trace, report)
+    own = own_rank_row(trace, report)
     if own is not None:
         report.ranks = [own]
     written = _written_by_roofline(trace)

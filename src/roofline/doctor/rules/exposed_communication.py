@@ -4,9 +4,9 @@ Evidence: the merged report's per-rank split (``ranks``). The least-exposed rank
 on the other ranks part of the exposed time is waiting for a slower rank (the straggler rule's business),
 while the least-exposed rank waited least, so its exposed time is the transfer itself.
 
-A report of one rank whose collectives ran on the host (gloo on the CPU) carries that rank's own row
-(analyze/rank_timeline.py): its exposed time is judged too, said to include any wait for slower ranks, which only
-the traces of all ranks together can tell from the transfer.
+A report of one rank carries that rank's own row (analyze/rank_timeline.py: NCCL kernels against the other device
+work on a GPU, gloo's spans against the host's ops on the CPU): its exposed time is judged too, said to include any
+wait for slower ranks, which only the traces of all ranks together can tell from the transfer.
 """
 
 from __future__ import annotations
@@ -73,17 +73,18 @@ def _one_rank(report: Report) -> list[Finding]:
     steps = float(row.profiled_steps or max(report.steps, 1))
     backend = report.environment.backend
     calls = sorted({op.name for op in report.ops if is_communication_op(op.name)})
+    beside = "no other kernel" if report.kernels else "no op"
     return [Finding(
         rule=RULE, category="communication",
         title=(f"exposed communication: {exposed * 1e3:.3g} ms per step ({exposed / step:.0%} of the step) in "
-               f"{backend + ' ' if backend else ''}collectives with no op running beside them on this rank "
+               f"{backend + ' ' if backend else ''}collectives with {beside} running beside them on this rank "
                f"(rank {row.rank}; one rank's trace: this includes any wait for slower ranks)"),
         evidence={"exposed_communication_s": exposed, "communication_time_s": row.communication_time_s,
                   "step_time_s": step, "rank": row.rank, "hidden_share": row.hidden_communication_share,
                   "collectives_per_step": row.collectives_per_step, "backend": backend, "ranks_traced": 1},
         locations=calls[:3],
         estimated_savings_s=exposed * steps,
-        savings_method=(f"this rank's communication time with no op beside it, per step, times {steps:g} profiled "
+        savings_method=(f"this rank's communication time with {beside} beside it, per step, times {steps:g} profiled "
                         "steps: the most that overlapping it with compute could save (less whatever of it was "
                         "waiting for slower ranks, which overlap cannot remove)"),
         fix=f"{FIX}; {ONE_RANK_CAVEAT}", severity=step_severity(exposed, step),
