@@ -614,9 +614,20 @@ class DistributedInfo(Struct):
     syncs_near_collectives: list[RankSyncs] | None = None
 
 
+class OpHostTime(Struct):
+    """The host time of the ops of one name in a profile (analyze/roofline.py ``host_time_by_op``): their
+    durations in the profiler trace summed, and their calls."""
+
+    name: str
+    calls: int = 0
+    cpu_time_s: float = 0.0
+
+
 class ProfileInfo(Struct):
     """How a profiled run went (``roofline profile``, ProfilingContext): its schedule, the steps seen, the
-    syncs Kineto recorded (beside the live detector's ``Report.syncs``) and the user code's own error."""
+    syncs Kineto recorded (beside the live detector's ``Report.syncs``) and the user code's own error.
+    ``host_time_by_op``: every op name's host time, longest first, beside the op table's device time;
+    ``host_time_total_s`` their ops' host time in all (a share's base)."""
 
     schedule: dict[str, int] = field(default_factory=dict)
     steps_seen: int = 0
@@ -625,6 +636,8 @@ class ProfileInfo(Struct):
     syncs_from_trace: list[SyncSite] = field(default_factory=list)
     error: str | None = None
     step_source: str | None = None
+    host_time_by_op: list[OpHostTime] = field(default_factory=list)
+    host_time_total_s: float = 0.0
 
 
 class HostCosts(Struct):

@@ -33,3 +33,14 @@ def test_one_steps_ops_have_no_calls_table_and_the_summary_carries_them_for_seve
     many = [_op(f"aten::op{i}", i % 2, 1e-3 * (i + 1), [[i]]) for i in range(40)]
     calls = top_calls(many, n=5)
     assert [c.name for c in calls] == [f"aten::op{i}" for i in (39, 38, 37, 36, 35)]
+
+
+def test_host_time_by_op_sums_each_name_longest_first_and_leaves_out_names_without_host_time():
+    from roofline.analyze.roofline import host_time_by_op
+
+    ops = [OpRecord("aten::mm", cpu_time_s=1e-3), OpRecord("aten::add", cpu_time_s=3e-3, count=2),
+           OpRecord("aten::add", cpu_time_s=1e-3), OpRecord("aten::view", cpu_time_s=0.0)]
+    rows, total = host_time_by_op(ops)
+    assert [(r.name, r.calls, r.cpu_time_s) for r in rows] == [("aten::add", 3, pytest.approx(4e-3)),
+                                                                ("aten::mm", 1, pytest.approx(1e-3))]
+    assert total == pytest.approx(5e-3)

@@ -11,7 +11,8 @@ import pytest
 
 from roofline.render.chrome_trace import validate_chrome_trace
 from roofline.render.profile_report import ProfileReport
-from roofline.report import LiveTensor, MemorySummary, OpRecord, Report, SyncSite, Timing
+from roofline.analyze.roofline import host_time_by_op
+from roofline.report import LiveTensor, MemorySummary, OpRecord, ProfileInfo, Report, SyncSite, Timing
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h200"
 BAD_SYNCS = DATA / "bad_syncs_fwd_fp32.json.gz"
@@ -46,9 +47,13 @@ def test_h200_bad_syncs_report_finds_its_syncs_per_step(bad_syncs_report: Report
 
 
 def test_text_report_shows_true_vs_profiled_time_and_memory() -> None:
+    ops = [OpRecord("aten::mm", time_s=2e-3, cpu_time_s=1e-3), OpRecord("aten::add", time_s=1e-3, cpu_time_s=3e-3),
+           OpRecord("aten::add", time_s=1e-3, cpu_time_s=1e-3)]
+    rows, total = host_time_by_op(ops)
     report = Report(
         workload="toy",
-        ops=[OpRecord("aten::mm", time_s=2e-3, cpu_time_s=1e-3), OpRecord("aten::add", time_s=1e-3, cpu_time_s=3e-3)],
+        ops=ops,
+        profile=ProfileInfo(host_time_by_op=rows, host_time_total_s=total),
         syncs=[SyncSite("item", "train.py:12", count=20, stall_s=1e-3, per_step=10)],
         memory=MemorySummary(peak_allocated_bytes=3 << 20, counter="allocated (test)",
                              peak_live_tensors=[LiveTensor(2 << 20, [512, 1024], "float32", "aten::mm", "fc", "m.py:3")]),
@@ -62,6 +67,8 @@ def test_text_report_shows_true_vs_profiled_time_and_memory() -> None:
     assert device_section.index(" mm ") < device_section.index(" add ")
     cpu_section = text[text.index("by CPU time"):]
     assert cpu_section.index("aten::add") < cpu_section.index("aten::mm")
+    assert "aten::add                                     2       4 ms  80.0%" in cpu_section
+    assert "(not in this report" in ProfileReport(Report(ops=ops)).text()
     assert "item" in text and "train.py:12" in text
 
 

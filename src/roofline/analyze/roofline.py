@@ -53,7 +53,7 @@ from math import prod
 
 from roofline.analyze.communication import is_communication_op
 from roofline.count.meta import dtype_itemsize
-from roofline.report import Ceilings, OpCall, OpRecord, Summary, module_tree
+from roofline.report import Ceilings, OpCall, OpHostTime, OpRecord, Summary, module_tree
 
 LAUNCH_CLOSE = 1.5
 ROOF_FACTOR = 2.0
@@ -206,6 +206,20 @@ def summarize(ops: list[OpRecord], *, timing_method: str = "", kernel_share: flo
         module_tree=module_tree(ops),
         top_calls=top_calls(ops),
     )
+
+
+def host_time_by_op(ops: list[OpRecord]) -> tuple[list[OpHostTime], float]:
+    """Each op name's summed host duration and calls, longest first (names with none left out), and the ops' host
+    time in all: a GPU profile's view of where the host's time goes beside the op table's device time."""
+    by_name: dict[str, list[float]] = {}
+    total = 0.0
+    for op in ops:
+        entry = by_name.setdefault(op.name, [0.0, 0])
+        entry[0] += op.cpu_time_s
+        entry[1] += op.count
+        total += op.cpu_time_s
+    rows = sorted(((t, n, name) for name, (t, n) in by_name.items() if t > 0), reverse=True)
+    return [OpHostTime(name, int(n), t) for t, n, name in rows], total
 
 
 TOP_CALLS = 30

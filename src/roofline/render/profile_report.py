@@ -22,7 +22,7 @@ from roofline.render.chrome_trace import (
 )
 from roofline.render.findings import FINDINGS_SHOWN
 from roofline.render.units import fmt_bytes, fmt_time
-from roofline.report import OpRecord, Report, Timing
+from roofline.report import ProfileInfo, Report, Timing
 
 TOP = 15  # as `roofline analyze` and `trace`
 LIVE_TENSORS = 10  # the largest allocations listed at the memory peak
@@ -100,9 +100,7 @@ class ProfileReport:
         head = f"roofline profile: {r.workload or 'script'} on {r.ceilings.device_name or r.ceilings.device}"
         # Without a GPU an op's device time is its host time: the op table of the roofline report has it.
         has_gpu = bool(r.extra.get("trace", {}).get("has_gpu", True))
-        cpu_table = [*_top_ops(r.ops, "CPU time", lambda o: o.cpu_time_s,
-                               "host duration of each op in the profiler trace", self.top), ""] \
-            if has_gpu and self.top else []
+        cpu_table = [*_host_time_table(r.profile, self.top), ""] if has_gpu and self.top else []
         return [
             head,
             "=" * len(head),
@@ -145,19 +143,16 @@ def _profiler_cost_line(true: Timing, profiled: Timing) -> str:
     return f"  the profiler added {change:+.0%} to the step"
 
 
-def _top_ops(ops: list[OpRecord], what: str, key: Any, how: str, top: int) -> list[str]:
-    by_name: dict[str, list[float]] = {}
-    for op in ops:
-        entry = by_name.setdefault(op.name, [0.0, 0])
-        entry[0] += key(op)
-        entry[1] += op.count
-    rows = sorted(((t, n, name) for name, (t, n) in by_name.items() if t > 0), reverse=True)[:top]
-    lines = [f"Top {top} ops by {what} ({how})" if how else f"Top {top} ops by {what}"]
+def _host_time_table(profile: ProfileInfo | None, top: int) -> list[str]:
+    """The profile's ops by host time (``ProfileInfo.host_time_by_op``, worked out by the analysis)."""
+    lines = [f"Top {top} ops by CPU time (host duration of each op in the profiler trace)"]
+    rows = profile.host_time_by_op[:top] if profile is not None else []
     if not rows:
-        return lines + ["  (none recorded)"]
-    total = sum(key(op) for op in ops) or 1.0
+        return lines + ["  (none recorded)" if profile is not None else "  (not in this report: no profile)"]
+    total = profile.host_time_total_s or 1.0
     lines.append(f"  {'op':<40} {'calls':>6} {'time':>10} {'share':>6}")
-    lines += [f"  {name[:40]:<40} {int(n):>6} {fmt_time(t):>10} {t / total:>6.1%}" for t, n, name in rows]
+    lines += [f"  {row.name[:40]:<40} {row.calls:>6} {fmt_time(row.cpu_time_s):>10} {row.cpu_time_s / total:>6.1%}"
+              for row in rows]
     return lines
 
 
