@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from roofline.doctor.evidence import device_runtime, severity_for
 from roofline.doctor.registry import register
-from roofline.doctor.rules.warm_up import launch_place, slow_launch_method, slow_launches
+from roofline.doctor.rules.warm_up import launch_place, slow_launch_method, slow_launches_record
 from roofline.report import Finding, Report
 from roofline.time_text import fmt_time
 
@@ -27,7 +27,7 @@ FIX = ("find what holds the driver while these launches wait: another thread cal
 
 @register(RULE, "kernel launch calls that stall the host again and again while the device sits idle")
 def check(report: Report) -> list[Finding]:
-    found = slow_launches(report.extra.get("warmup") or [])
+    found = slow_launches_record(report.extra.get("warmup") or [])
     if found is None or not found.get("recurring_calls"):
         return []
     listed = [e for e in found["launches"] if e["recurring"]]

@@ -50,7 +50,7 @@ FIRST_LAUNCH_FIX = ("profile after a warm-up iteration: torch.profiler.profile(s
                     "lazily by default)")
 
 
-def slow_launches(warmup: list[dict]) -> dict | None:
+def slow_launches_record(warmup: list[dict]) -> dict | None:
     """The slow-launches record of report.extra["warmup"] (analyze/warmup.py), or None."""
     return next((e for e in warmup if e.get("kind") == "slow-launches"), None)
 
@@ -70,7 +70,7 @@ def launch_place(entry: dict) -> str:
 
 
 def _first_launches(report: Report, warmup: list[dict]) -> list[Finding]:
-    found = slow_launches(warmup)
+    found = slow_launches_record(warmup)
     if found is None or not found.get("calls"):
         return []
     listed = [e for e in found["launches"] if not e["recurring"]]
