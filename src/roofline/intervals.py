@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 
@@ -36,6 +38,13 @@ def intersection(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> 
 
 def clip(intervals: list[tuple[float, float]], lo: float, hi: float) -> list[tuple[float, float]]:
     return [(max(a, lo), min(b, hi)) for a, b in intervals if b > lo and a < hi]
+
+
+def clip_union(merged: list[tuple[float, float]], lo: float, hi: float) -> list[tuple[float, float]]:
+    """``clip`` of a union (sorted, disjoint), found by bisection: a trace's union has tens of thousands."""
+    first = bisect.bisect_right(merged, (lo, float("inf"))) - 1
+    last = bisect.bisect_left(merged, (hi, float("-inf")))
+    return clip(merged[max(first, 0):last], lo, hi)
 
 
 class Coverage:

@@ -20,13 +20,12 @@ Syncs are linked the same way.
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from roofline.capture.trace_model import Step, Trace, is_step_marker, op_columns
-from roofline.intervals import clip, length, union
+from roofline.intervals import clip_union, length, union
 
 _TOP_NAMES = 20
 
@@ -226,7 +225,7 @@ def _step_stats(trace: Trace, launch_ts: dict) -> list[StepStats]:
     busy_by_device = {device: union(on) for device, on in _by_device(spans, devices, used).items()}
     result = []
     for step, launched, (start, end) in zip(trace.steps, per_step, step_windows(trace.steps, per_step)):
-        inside = {device: _within(merged, start, end) for device, merged in busy_by_device.items()}
+        inside = {device: clip_union(merged, start, end) for device, merged in busy_by_device.items()}
         busy = {device: length(stretches) for device, stretches in inside.items()} or {0: 0.0}
         first_busy = {device: stretches[0][0] - start for device, stretches in inside.items() if stretches}
         window = step.dur_us if end == step.end_us else end - start  # the host span's own figure where it is that
@@ -247,13 +246,6 @@ def step_windows(steps: list[Step], launched: list[list[tuple[float, float]]]) -
             end = min(end, steps[i + 1].ts_us)
         windows.append((step.ts_us, max(end, step.ts_us)))
     return windows
-
-
-def _within(merged: list[tuple[float, float]], lo: float, hi: float) -> list[tuple[float, float]]:
-    """A union's stretches inside [lo, hi), found by bisection (a trace's union has tens of thousands)."""
-    first = bisect.bisect_right(merged, (lo, float("inf"))) - 1
-    last = bisect.bisect_left(merged, (hi, float("-inf")))
-    return clip(merged[max(first, 0):last], lo, hi)
 
 
 def _by_device(intervals: list[tuple[float, float]], devices: list,
