@@ -212,17 +212,26 @@ def run_ceilings(device: Any, ceilings_file: str | None) -> Any:
         return ceilings_for_run(device, progress=lambda m: progress(f"ceilings: {m}"))
 
 
-def print_report_summary(report: Any, args: argparse.Namespace, written: list, problems: list[str]) -> None:
+def print_report_summary(report: Any, args: argparse.Namespace, written: list, problems: list[str],
+                         tables: str | None = None) -> None:
     """What a report-producing command prints last: the op table, notes on outputs not written, the findings and
-    the files written (``--top`` and ``--findings`` from ``args``)."""
-    from roofline.render.console import ConsoleRenderer, fit
+    the files written (``--top`` and ``--findings`` from ``args``). ``tables``: ``report_tables(report, args)``,
+    rendered earlier (it needs no findings: a big trace's command renders it while its doctor runs elsewhere)."""
+    from roofline.render.console import fit
     from roofline.render.findings import FindingsRenderer
 
-    sys.stdout.write(ConsoleRenderer(args.top).render(report))
+    sys.stdout.write(tables if tables is not None else report_tables(report, args))
     for problem in problems:
         print(f"note: {problem}")
     sys.stdout.write(FindingsRenderer(args.findings).render(report))
     print(fit("wrote " + ", ".join(str(p) for p in written)))
+
+
+def report_tables(report: Any, args: argparse.Namespace) -> str:
+    """The console's op table, kernel classes and notes of a report (``--top`` from ``args``)."""
+    from roofline.render.console import ConsoleRenderer
+
+    return ConsoleRenderer(args.top).render(report)
 
 
 def print_merged_summary(report: Any, findings: int, written: list) -> None:

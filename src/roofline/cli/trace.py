@@ -7,7 +7,7 @@ import sys
 
 from roofline import quickexit
 from roofline.cli.common import (add_ceilings_option, add_fanout_options, add_findings_option, add_output_option,
-                                 fanout_jobs, non_negative_int, print_report_summary)
+                                 fanout_jobs, non_negative_int, print_report_summary, report_tables)
 from roofline.gcpause import cyclic_gc_paused
 
 
@@ -75,6 +75,7 @@ def _run(args: argparse.Namespace) -> int:
         from roofline.errors import RooflineError
 
         raise RooflineError("--ncu joins one trace file's step; pass one trace, not several ranks")
+    tables = None
     if len(args.paths) > 1:
         from roofline.distributed.merge import merge_trace_files
 
@@ -111,10 +112,11 @@ def _run(args: argparse.Namespace) -> int:
         renderers = in_background(report_renderers(raw_trace=raw, html=not args.no_html), report, drawer)
         findings = meanwhile(diagnose, report, fork=is_big(report))
         prepare(renderers, report, html_parts[0] if html_parts else None)
+        tables = report_tables(report, args)  # needs no findings: rendered while the doctor runs
         written, problems = write_outputs(report, args.output, renderers, findings=findings.result)
         if raw is None:
             problems.append("trace.json.gz not written: the trace is cut short (open the original in Perfetto)")
-    print_report_summary(report, args, written, problems)
+    print_report_summary(report, args, written, problems, tables)
     quickexit.keep_until_exit(report)
     return 0
 
