@@ -26,7 +26,6 @@ import heapq
 import html as _html
 import json
 import math
-from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from importlib import resources
 from operator import attrgetter, truth
