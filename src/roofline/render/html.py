@@ -177,8 +177,7 @@ def _float_array_body(column: Any) -> str:
 
     distinct, inverse = np.unique(column, return_inverse=True)
     if 2 * len(distinct) <= len(column) and not (np.signbit(column) & (column == 0)).any():
-        texts = list(map(_finite_text, distinct.tolist()))
-        return ",".join(map(texts.__getitem__, inverse.tolist()))
+        return ",".join(np.array(list(map(_finite_text, distinct.tolist())), dtype=object)[inverse].tolist())
     return _column_body("", column.tolist())
 
 
@@ -315,7 +314,7 @@ class _OpLists:
     """What the op table and the chart read of the ops, each read from all ops in a pass or two (op by op, in each
     consumer, those reads were most of ops_parts' time): ``rows``, each distinct (name, module, phase, dtype, shapes
     text, source, bound, roof) in first-seen order, a shape list formatted once per distinct list; ``row_of_op``;
-    ``floats``, the ``_FLOAT_FIELDS`` as float64 arrays; ``counts`` and ``above_roof``, per op."""
+    ``floats``, the ``_FLOAT_FIELDS`` as float64 arrays (``row_of_op`` too is an array); ``counts`` and ``above_roof``, per op."""
 
     def __init__(self, ops: list[OpRecord]) -> None:
         import numpy as np
@@ -323,9 +322,10 @@ class _OpLists:
         shape_lists = [op.input_shapes for op in ops]
         shape_ids = list(map(id, shape_lists))
         numbering = _Numbering()
-        self.row_of_op = list(map(numbering.__getitem__, zip(
+        self.row_of_op = np.fromiter(map(numbering.__getitem__, zip(
             [op.name for op in ops], [op.module for op in ops], [op.phase for op in ops], [op.dtype for op in ops],
-            shape_ids, [op.source for op in ops], [op.bound for op in ops], [op.roof for op in ops])))
+            shape_ids, [op.source for op in ops], [op.bound for op in ops], [op.roof for op in ops])),
+            dtype=np.intp, count=len(ops))
         shape_texts = {i: format_shapes(shapes) for i, shapes in dict(zip(shape_ids, shape_lists)).items()}
         del shape_lists, shape_ids
         self.rows = [(name, module, phase, dtype, shape_texts[shapes], source, bound, roof)
@@ -343,11 +343,13 @@ def _columns(ops: list[OpRecord], index: list[int], lists: _OpLists, names: _Int
     its first op: a later op of a row adds none); a string column is written from its rows' codes. Each column is
     serialised before the next is made: all of them at once as lists of floats were 30 MB of a 127,620-op report's
     peak (issue 23)."""
+    import numpy as np
+
     codes = [tuple(map(names, row)) for row in lists.rows]
     floats = lists.floats
 
     def strings(position: int) -> str:
-        return ",".join(map([str(row[position]) for row in codes].__getitem__, lists.row_of_op))
+        return ",".join(np.array([str(row[position]) for row in codes], dtype=object)[lists.row_of_op].tolist())
 
     yield "index", index
     for position, column in enumerate(("name", "module", "phase", "dtype", "shapes", "source", "bound")):
@@ -392,7 +394,7 @@ def _chart(lists: _OpLists) -> dict[str, Any]:
     time_s = f["time_s"]
     plotted = ~((f["flops"] <= 0) | (f["bytes"] <= 0) | (time_s <= 0))
     at = np.flatnonzero(plotted)
-    row = np.array(lists.row_of_op, dtype=np.intp)[at]
+    row = lists.row_of_op[at]
     group = group_of_row[row]
     n_groups = len(numbering)
 
