@@ -26,7 +26,7 @@ import heapq
 import html as _html
 import json
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from importlib import resources
 from operator import attrgetter, truth
 from typing import Any
@@ -152,16 +152,26 @@ class _RawColumns:
         return "".join(self.parts())
 
 
+# Values made into texts at a time (_joined), ops whose floats are read into one array at a time (_float_columns).
+_CHUNK = 16384
+
+
 def _column_body(name: str, values: Any) -> str:
     if name in _CODE_COLUMNS:
         return ",".join(map(_IntTexts().__getitem__, values))
     if name in _INT_COLUMNS:
-        return ",".join(map(str, values))
+        return _joined(str, values)
     if not isinstance(values, list):
         return _float_array_body(values)
-    body = ",".join(map("%.5g".__mod__, values))
+    body = _joined("%.5g".__mod__, values)
     # No finite value prints an n: "inf" and "nan" are the only ones that do.
-    return ",".join(map(_finite_text, values)) if "n" in body else body
+    return _joined(_finite_text, values) if "n" in body else body
+
+
+def _joined(text: Callable[[Any], str], values: list) -> str:
+    """``",".join(map(text, values))``, a chunk at a time: join makes every text before it joins them, 6 MB of
+    short strings for 127,620 ints, on report.html's forked child's (the command's) peak RSS."""
+    return ",".join([",".join(map(text, values[start:start + _CHUNK])) for start in range(0, len(values), _CHUNK)])
 
 
 def _finite_text(value: float) -> str:
@@ -314,28 +324,46 @@ class _OpLists:
     """What the op table and the chart read of the ops, each read from all ops in a pass or two (op by op, in each
     consumer, those reads were most of ops_parts' time): ``rows``, each distinct (name, module, phase, dtype, shapes
     text, source, bound, roof) in first-seen order, a shape list formatted once per distinct list; ``row_of_op``;
-    ``floats``, the ``_FLOAT_FIELDS`` as float64 arrays (``row_of_op`` too is an array); ``counts`` and ``above_roof``, per op."""
+    ``floats``, the ``_FLOAT_FIELDS`` as float64 arrays; ``counts`` and ``above_roof``, per op.
+
+    Nothing per op is held but these: report.html's forked child is the command's peak RSS on issue 23's trace, and
+    lists of each string field and of the shape lists' ids took 10 MB more there."""
 
     def __init__(self, ops: list[OpRecord]) -> None:
         import numpy as np
 
-        shape_lists = [op.input_shapes for op in ops]
-        shape_ids = list(map(id, shape_lists))
         numbering = _Numbering()
-        self.row_of_op = np.fromiter(map(numbering.__getitem__, zip(
-            [op.name for op in ops], [op.module for op in ops], [op.phase for op in ops], [op.dtype for op in ops],
-            shape_ids, [op.source for op in ops], [op.bound for op in ops], [op.roof for op in ops])),
+        self.row_of_op = np.fromiter(map(numbering.__getitem__, (
+            (op.name, op.module, op.phase, op.dtype, id(op.input_shapes), op.source, op.bound, op.roof) for op in ops)),
             dtype=np.intp, count=len(ops))
-        shape_texts = {i: format_shapes(shapes) for i, shapes in dict(zip(shape_ids, shape_lists)).items()}
-        del shape_lists, shape_ids
-        self.rows = [(name, module, phase, dtype, shape_texts[shapes], source, bound, roof)
-                     for name, module, phase, dtype, shapes, source, bound, roof in numbering]
-        floats = np.fromiter(((op.time_s, op.flops, op.bytes, op.arithmetic_intensity, op.achieved_flops_per_s,
-                               op.achieved_bytes_per_s, op.efficiency, op.predicted_time_s) for op in ops),
-                             dtype=(np.float64, len(_FLOAT_FIELDS)), count=len(ops))
-        self.floats = {name: floats[:, i].copy() for i, name in enumerate(_FLOAT_FIELDS)}  # each freed when taken
+        first_op = np.unique(self.row_of_op, return_index=True)[1].tolist()  # of each row, numbered 0, 1, ...
+        shape_texts: dict[int, str] = {}
+        self.rows = []
+        for (name, module, phase, dtype, shapes, source, bound, roof), i in zip(numbering, first_op):
+            text = shape_texts.get(shapes)
+            if text is None:
+                text = shape_texts[shapes] = format_shapes(ops[i].input_shapes)
+            self.rows.append((name, module, phase, dtype, text, source, bound, roof))
+        self.floats = _float_columns(ops)
         self.counts = [op.count for op in ops]
         self.above_roof = [op.above_roof for op in ops]
+
+
+def _float_columns(ops: list[OpRecord]) -> dict[str, Any]:
+    """The ``_FLOAT_FIELDS`` of the ops as float64 arrays, one per field (each freed when the table has written it),
+    read in one pass (cheaper than one per field), a chunk of ops at a time: all at once, the array they are split
+    from doubled their 8 MB (127,620 ops)."""
+    import numpy as np
+
+    columns = [np.empty(len(ops)) for _ in _FLOAT_FIELDS]
+    for start in range(0, len(ops), _CHUNK):
+        chunk = ops[start:start + _CHUNK]
+        values = np.fromiter(((op.time_s, op.flops, op.bytes, op.arithmetic_intensity, op.achieved_flops_per_s,
+                               op.achieved_bytes_per_s, op.efficiency, op.predicted_time_s) for op in chunk),
+                             dtype=(np.float64, len(_FLOAT_FIELDS)), count=len(chunk))
+        for column, values_of_field in zip(columns, values.T):
+            column[start:start + len(chunk)] = values_of_field
+    return dict(zip(_FLOAT_FIELDS, columns))
 
 
 def _columns(ops: list[OpRecord], index: list[int], lists: _OpLists, names: _Interner) -> Iterator[tuple[str, Any]]:
@@ -461,15 +489,25 @@ def _roofs(group: Any, row: Any, rows: list[tuple]) -> dict[int, str]:
     import numpy as np
 
     other = np.array([r[7] != "dram" for r in rows], dtype=bool)[row]
-    return {g: rows[r][7] for g, r in zip(group[other].tolist(), row[other].tolist())}
+    groups, last = _last(group[other])
+    return {g: rows[r][7] for g, r in zip(groups, row[other][last].tolist())}
+
+
+def _last(values: Any) -> tuple[list, Any]:
+    """The distinct ``values`` and where each is last."""
+    import numpy as np
+
+    distinct, from_end = np.unique(values[::-1], return_index=True)
+    return distinct.tolist(), len(values) - 1 - from_end
 
 
 def _above_roof(group: Any, at: Any, above_roof: list) -> dict[int, Any]:
-    """Each group's ``above_roof or ...`` over its ops: its first true value, else its last."""
+    """Each group's ``above_roof or ...`` over its ops (at ``at``): its first true value, else its last."""
     import numpy as np
 
-    flags = np.array(list(map(truth, above_roof)), dtype=bool)[at]
-    values = dict(zip(group.tolist(), [above_roof[i] for i in at.tolist()]))
+    groups, last = _last(group)
+    values = dict(zip(groups, [above_roof[i] for i in at[last].tolist()]))
+    flags = np.fromiter(map(truth, above_roof), dtype=bool, count=len(above_roof))[at]
     true_groups, first = np.unique(group[flags], return_index=True)
     values.update(zip(true_groups.tolist(), [above_roof[i] for i in at[flags][first].tolist()]))
     return values
