@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import pytest
@@ -125,3 +126,26 @@ def test_payload_table_is_columnar_and_interned():
     assert strings[table["name"][0]] == report.ops[0].name
     assert table["time_s"][0] == pytest.approx(report.ops[0].time_s, rel=1e-4)
     assert json.loads(safe_json({"t": html_mod._RawColumns({"x": [float("nan"), 1.5]})})) == {"t": {"x": [0, 1.5]}}
+
+@pytest.mark.parametrize("values", [
+    [0.0, 1.5e-5, 3.0, 123456.789] * 20,  # repeated: each distinct value formatted once
+    [i * 1.37e-6 for i in range(50)],  # distinct
+    [float("nan"), float("inf"), float("-inf"), 2.5] * 10,  # the table shows 0 for what is not finite
+    [0.0, -0.0, 1.0] * 10,  # one value to np.unique, two texts
+])
+def test_a_float_column_prints_each_value_with_5_digits(values):
+    np = pytest.importorskip("numpy")
+    expected = ",".join("%.5g" % v if math.isfinite(v) else "0" for v in values)
+    assert html_mod._float_array_body(np.array(values)) == expected
+    assert html_mod._column_body("time_s", values) == expected
+
+
+def test_chart_sums_add_op_by_op_in_the_ops_order():
+    # 1e16 + 1.0 rounds back to 1e16: added in the ops' order the group's time stays 1e16 (fsum, or the ones first,
+    # would give 1e16 + 4)
+    report = make_report(4)
+    for op, t in zip(report.ops, [1e16, 1.0, 1.0, 1.0]):
+        op.name, op.module, op.input_shapes, op.time_s, op.flops, op.bytes = "aten::mm", "m", [[2]], t, 1.0, 1.0
+    (point,) = chart_points(report.ops)["points"]
+    assert point["time_s"] == 1e16 != math.fsum(op.time_s for op in report.ops)
+    assert point["n"] == sum(op.count for op in report.ops) and isinstance(point["n"], int)

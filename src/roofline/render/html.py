@@ -26,17 +26,16 @@ import heapq
 import html as _html
 import json
 import math
-from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from importlib import resources
-from operator import attrgetter
+from operator import attrgetter, truth
 from typing import Any
 
 import msgspec
 
 from roofline.analyze.communication import message_unrecorded
 from roofline.render.colors import BOUND_COLORS
-from roofline.report import OpRecord, Report, finite_for_json
+from roofline.report import OpRecord, Report, collective_size_unknown, finite_for_json
 
 _INFS = (float("inf"), float("-inf"))
 _INT_COLUMNS = {"index", "name", "module", "phase", "dtype", "shapes", "source", "bound", "above_roof", "count", "roof",
@@ -130,19 +129,13 @@ class _IntTexts(dict):
 
 
 class _RawColumns:
-    """Numeric columns serialised once with 5 significant digits (the table shows 3), instead of round + repr."""
+    """Numeric columns serialised once with 5 significant digits (the table shows 3), instead of round + repr. A
+    column given as a str is its serialised body already."""
 
-    def __init__(self, columns: dict[str, list] | Iterable[tuple[str, list]]) -> None:
+    def __init__(self, columns: dict[str, list | str] | Iterable[tuple[str, list | str]]) -> None:
         self._parts = []
         for name, values in columns.items() if isinstance(columns, dict) else columns:
-            if name in _CODE_COLUMNS:
-                body = ",".join(map(_IntTexts().__getitem__, values))
-            elif name in _INT_COLUMNS:
-                body = ",".join(map(str, values))
-            elif all(map(math.isfinite, values)):
-                body = ",".join(map("%.5g".__mod__, values))
-            else:
-                body = ",".join(["%.5g" % v if v == v and v not in _INFS else "0" for v in values])
+            body = values if isinstance(values, str) else _column_body(name, values)
             self._parts.append(f"{json.dumps(name)}:[{body}]")
 
     def parts(self) -> Iterator[str]:
@@ -159,14 +152,65 @@ class _RawColumns:
         return "".join(self.parts())
 
 
+# Values made into texts at a time (_joined), ops whose floats are read into one array at a time (_float_columns).
+_CHUNK = 16384
+
+
+def _column_body(name: str, values: Any) -> str:
+    if name in _CODE_COLUMNS:
+        return ",".join(map(_IntTexts().__getitem__, values))
+    if name in _INT_COLUMNS:
+        return _joined(str, values)
+    if not isinstance(values, list):
+        return _float_array_body(values)
+    body = _joined("%.5g".__mod__, values)
+    # No finite value prints an n: "inf" and "nan" are the only ones that do.
+    return _joined(_finite_text, values) if "n" in body else body
+
+
+def _joined(text: Callable[[Any], str], values: list) -> str:
+    """``",".join(map(text, values))``, a chunk at a time: join makes every text before it joins them, 6 MB of
+    short strings for 127,620 ints, on report.html's forked child's (the command's) peak RSS."""
+    return ",".join([",".join(map(text, values[start:start + _CHUNK])) for start in range(0, len(values), _CHUNK)])
+
+
+def _finite_text(value: float) -> str:
+    return "%.5g" % value if value == value and value not in _INFS else "0"
+
+
+def _float_array_body(column: Any) -> str:
+    """``_column_body`` of a float64 array: each distinct value formatted once where at most half of them are
+    distinct (a report of many steps of the same ops). Measured on 127,620 values, formatting them all was ~30 ms,
+    finding the distinct ones ~5 ms. 0.0 and -0.0 are one value there but print differently: a column with a -0.0 is
+    formatted value by value."""
+    import numpy as np
+
+    distinct, inverse = np.unique(column, return_inverse=True)
+    if 2 * len(distinct) <= len(column) and not (np.signbit(column) & (column == 0)).any():
+        return ",".join(np.array(list(map(_finite_text, distinct.tolist())), dtype=object)[inverse].tolist())
+    return _column_body("", column.tolist())
+
+
 def ops_parts(report_ops: list[OpRecord]) -> dict[str, Any]:
     """The payload's parts made from a report's ops, placed (analyze/roofline.py) and final: the op table (its
     strings interned), the chart, the top ops. They need no findings, so a command can build them while the doctor
     runs elsewhere, or before the report around them is complete."""
     names = _Interner()
-    ops = sorted(report_ops, key=lambda op: op.index)
-    return {"n_ops": len(ops), "table": _op_columns(ops, names), "chart": chart_points(ops),
-            "top_predicted": _top_predicted(ops), "strings": names.values}
+    ops, index = _in_index_order(report_ops)
+    lists = _OpLists(ops)
+    chart = _chart(lists)
+    top = _top_predicted(ops, lists.floats["time_s"])
+    table = _RawColumns(_columns(ops, index, lists, names)) if ops else _RawColumns({})
+    return {"n_ops": len(ops), "table": table, "chart": chart, "top_predicted": top, "strings": names.values}
+
+
+def _in_index_order(ops: list[OpRecord]) -> tuple[list[OpRecord], list[int]]:
+    """The ops sorted by index (stably), and their indices; most reports' ops are in that order already."""
+    index = [op.index for op in ops]
+    if index == sorted(index):
+        return list(ops), index
+    ops = sorted(ops, key=attrgetter("index"))
+    return ops, [op.index for op in ops]
 
 
 def report_payload(report: Report, prepared: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -263,57 +307,96 @@ def format_shapes(shapes: list[list[int]]) -> str:
     return text
 
 
-def _op_columns(ops: list[OpRecord], names: _Interner) -> _RawColumns:
-    """The op table column-wise. An op's strings are interned once per distinct combination (a big report repeats
-    each op of its step), in the same first-seen order as op by op; shapes once per shared shape list. Each column
-    is serialised before the next is made: all of them at once as lists of floats were 30 MB of a 127,620-op
-    report's peak (issue 23)."""
-    return _RawColumns(_columns(ops, names)) if ops else _RawColumns({})
+class _Numbering(dict):
+    """Each distinct key numbered in first-seen order."""
+
+    def __missing__(self, key: Any) -> int:
+        number = self[key] = len(self)
+        return number
 
 
-def _columns(ops: list[OpRecord], names: _Interner) -> Iterator[tuple[str, list]]:
-    rows: dict[tuple, tuple[int, ...]] = {}
-    shape_codes: dict[int, int] = {}
-    coded = []
-    shapes = []
-    for op in ops:
-        key = (op.name, op.module, op.phase, op.dtype, op.source, op.bound, op.roof)
-        row = rows.get(key)
-        if row is None:
-            row = rows[key] = (names(op.name), names(op.module), names(op.phase), names(op.dtype))
-            shapes.append(names(format_shapes(op.input_shapes)))
-            row = rows[key] = (*row, names(op.source), names(op.bound), names(op.roof))
-        else:
-            code = shape_codes.get(id(op.input_shapes))
-            if code is None:
-                code = shape_codes[id(op.input_shapes)] = names(format_shapes(op.input_shapes))
-            shapes.append(code)
-        coded.append(row)
-    del rows, shape_codes
+# The OpRecord floats the table and the chart read, in the order _OpLists.floats holds them.
+_FLOAT_FIELDS = ("time_s", "flops", "bytes", "arithmetic_intensity", "achieved_flops_per_s", "achieved_bytes_per_s",
+                 "efficiency", "predicted_time_s")
 
-    def strings(position: int) -> list[int]:
-        return [row[position] for row in coded]
 
-    yield "index", [op.index for op in ops]
-    for position, column in enumerate(("name", "module", "phase", "dtype")):
+class _OpLists:
+    """What the op table and the chart read of the ops, each read from all ops in a pass or two (op by op, in each
+    consumer, those reads were most of ops_parts' time): ``rows``, each distinct (name, module, phase, dtype, shapes
+    text, source, bound, roof) in first-seen order, a shape list formatted once per distinct list; ``row_of_op``;
+    ``floats``, the ``_FLOAT_FIELDS`` as float64 arrays; ``counts`` and ``above_roof``, per op.
+
+    Nothing per op is held but these: report.html's forked child is the command's peak RSS on issue 23's trace, and
+    lists of each string field and of the shape lists' ids took 10 MB more there."""
+
+    def __init__(self, ops: list[OpRecord]) -> None:
+        import numpy as np
+
+        numbering = _Numbering()
+        self.row_of_op = np.fromiter(map(numbering.__getitem__, (
+            (op.name, op.module, op.phase, op.dtype, id(op.input_shapes), op.source, op.bound, op.roof) for op in ops)),
+            dtype=np.intp, count=len(ops))
+        first_op = np.unique(self.row_of_op, return_index=True)[1].tolist()  # of each row, numbered 0, 1, ...
+        shape_texts: dict[int, str] = {}
+        self.rows = []
+        for (name, module, phase, dtype, shapes, source, bound, roof), i in zip(numbering, first_op):
+            text = shape_texts.get(shapes)
+            if text is None:
+                text = shape_texts[shapes] = format_shapes(ops[i].input_shapes)
+            self.rows.append((name, module, phase, dtype, text, source, bound, roof))
+        self.floats = _float_columns(ops)
+        self.counts = [op.count for op in ops]
+        self.above_roof = [op.above_roof for op in ops]
+
+
+def _float_columns(ops: list[OpRecord]) -> dict[str, Any]:
+    """The ``_FLOAT_FIELDS`` of the ops as float64 arrays, one per field (each freed when the table has written it),
+    read in one pass (cheaper than one per field), a chunk of ops at a time: all at once, the array they are split
+    from doubled their 8 MB (127,620 ops)."""
+    import numpy as np
+
+    columns = [np.empty(len(ops)) for _ in _FLOAT_FIELDS]
+    for start in range(0, len(ops), _CHUNK):
+        chunk = ops[start:start + _CHUNK]
+        values = np.fromiter(((op.time_s, op.flops, op.bytes, op.arithmetic_intensity, op.achieved_flops_per_s,
+                               op.achieved_bytes_per_s, op.efficiency, op.predicted_time_s) for op in chunk),
+                             dtype=(np.float64, len(_FLOAT_FIELDS)), count=len(chunk))
+        for column, values_of_field in zip(columns, values.T):
+            column[start:start + len(chunk)] = values_of_field
+    return dict(zip(_FLOAT_FIELDS, columns))
+
+
+def _columns(ops: list[OpRecord], index: list[int], lists: _OpLists, names: _Interner) -> Iterator[tuple[str, Any]]:
+    """The op table column-wise. Strings are interned in the order op by op would (each row's, in column order, at
+    its first op: a later op of a row adds none); a string column is written from its rows' codes. Each column is
+    serialised before the next is made: all of them at once as lists of floats were 30 MB of a 127,620-op report's
+    peak (issue 23)."""
+    import numpy as np
+
+    codes = [tuple(map(names, row)) for row in lists.rows]
+    floats = lists.floats
+
+    def strings(position: int) -> str:
+        return ",".join(np.array([str(row[position]) for row in codes], dtype=object)[lists.row_of_op].tolist())
+
+    yield "index", index
+    for position, column in enumerate(("name", "module", "phase", "dtype", "shapes", "source", "bound")):
         yield column, strings(position)
-    yield "shapes", shapes
-    yield "source", strings(4)
-    yield "bound", strings(5)
-    yield "time_s", [op.time_s for op in ops]
-    yield "flops", [op.flops for op in ops]
-    yield "bytes", [op.bytes for op in ops]
-    yield "intensity", [op.arithmetic_intensity for op in ops]
-    yield "flops_per_s", [op.achieved_flops_per_s for op in ops]
-    yield "bytes_per_s", [op.achieved_bytes_per_s for op in ops]
-    yield "efficiency", [op.efficiency for op in ops]
-    yield "predicted_s", [op.predicted_time_s for op in ops]
-    yield "above_roof", [1 if op.above_roof else 0 for op in ops]
-    yield "count", [op.count for op in ops]
-    yield "roof", strings(6)
-    unsized = [1 if message_unrecorded(op) else 0 for op in ops]
-    if any(unsized):
-        yield "no_size", unsized
+    yield "time_s", floats.pop("time_s")
+    yield "flops", floats.pop("flops")
+    yield "bytes", floats.pop("bytes")
+    yield "intensity", floats.pop("arithmetic_intensity")
+    yield "flops_per_s", floats.pop("achieved_flops_per_s")
+    yield "bytes_per_s", floats.pop("achieved_bytes_per_s")
+    yield "efficiency", floats.pop("efficiency")
+    yield "predicted_s", floats.pop("predicted_time_s")
+    yield "above_roof", ",".join(map(("0", "1").__getitem__, map(truth, lists.above_roof)))
+    yield "count", lists.counts
+    yield "roof", strings(7)
+    if any(collective_size_unknown(row[0], row[6], 0) for row in lists.rows):  # a row that could be missing its size
+        unsized = [1 if message_unrecorded(op) else 0 for op in ops]
+        if any(unsized):
+            yield "no_size", unsized
     if any(op.measured is not None for op in ops):
         yield "dram_bytes", [op.measured.dram_bytes if op.measured is not None else 0.0 for op in ops]
         yield "excess", [(op.measured.excess_ratio or 0.0) if op.measured is not None else 0.0 for op in ops]
@@ -321,56 +404,113 @@ def _columns(ops: list[OpRecord], names: _Interner) -> Iterator[tuple[str, list]
 
 def chart_points(ops: list[OpRecord]) -> dict[str, Any]:
     """Points for the roofline: grouped op calls, with the smallest groups binned past MAX_POINTS."""
-    groups: dict[tuple, dict[str, Any]] = {}
-    not_plotted_time = 0.0
-    not_plotted_n = 0
-    shape_texts: dict[int, str] = {}  # by the (shared) shape list's identity, while ``ops`` holds them
-    for op in ops:
-        if op.flops <= 0 or op.bytes <= 0 or op.time_s <= 0:
-            not_plotted_time += op.time_s
-            not_plotted_n += 1
-            continue
-        shapes = shape_texts.get(id(op.input_shapes))
-        if shapes is None:
-            shapes = shape_texts[id(op.input_shapes)] = format_shapes(op.input_shapes)
-        key = (op.name, op.module, shapes, op.dtype, op.phase)
-        g = groups.get(key)
-        if g is None:
-            g = groups[key] = {
-                "name": op.name, "module": op.module, "shapes": key[2], "dtype": op.dtype, "phase": op.phase,
-                "source": op.source or "", "time_s": 0.0, "flops": 0.0, "bytes": 0.0, "predicted_s": 0.0,
-                "n": 0, "_eff": 0.0, "_bound": defaultdict(float), "above_roof": False, "roof": op.roof,
-            }
-        g["time_s"] += op.time_s
-        g["flops"] += op.flops
-        g["bytes"] += op.bytes
-        g["predicted_s"] += op.predicted_time_s
-        g["n"] += op.count
-        g["_eff"] += op.efficiency * op.time_s
-        g["_bound"][op.bound] += op.time_s
-        g["above_roof"] = g["above_roof"] or op.above_roof
-        if op.roof != "dram":
-            g["roof"] = op.roof
-    points = [_finish_group(g) for g in groups.values()]
+    return _chart(_OpLists(ops))
+
+
+def _chart(lists: _OpLists) -> dict[str, Any]:
+    """``chart_points`` of the ops ``lists`` was made of. A group is made at its first plotted op (its name, source),
+    bound by the bound of most of its time (the first of equals, in the order its ops show them), roofed by its last
+    roof other than dram, above the roof if any op is. Its sums are np.bincount's, which adds op by op in the ops'
+    order, from 0.0, as a loop over the ops would (floats added in another order could differ in the last bits)."""
+    import numpy as np
+
+    rows = lists.rows
+    numbering = _Numbering()
+    group_of_row = np.array([numbering[(name, module, shapes, dtype, phase)]
+                             for name, module, phase, dtype, shapes, *_ in rows], dtype=np.intp)
+    f = lists.floats
+    time_s = f["time_s"]
+    plotted = ~((f["flops"] <= 0) | (f["bytes"] <= 0) | (time_s <= 0))
+    at = np.flatnonzero(plotted)
+    row = lists.row_of_op[at]
+    group = group_of_row[row]
+    n_groups = len(numbering)
+
+    def sums(values: Any) -> list:
+        return np.bincount(group, weights=values, minlength=n_groups).tolist()
+
+    t = time_s[at]
+    time_sum, flops_sum, bytes_sum = sums(t), sums(f["flops"][at]), sums(f["bytes"][at])
+    with np.errstate(all="ignore"):  # inf * 0 is NaN here as in Python, without a warning
+        eff_sum = sums(f["efficiency"][at] * t)
+    predicted_sum = sums(f["predicted_time_s"][at])
+    n_sum = sums(np.array(lists.counts)[at])
+    made, first = np.unique(group, return_index=True)
+    order = np.argsort(first, kind="stable")
+    made, first_row = made[order].tolist(), row[first[order]].tolist()
+    bound_of = _bounds(group, row, t, rows, n_groups)
+    roof_of = _roofs(group, row, rows)
+    above_of = _above_roof(group, at, lists.above_roof)
+    points = []
+    for g, r in zip(made, first_row):
+        name, module, phase, dtype, shapes, source, _, _ = rows[r]
+        time_g, flops_g, bytes_g = time_sum[g], flops_sum[g], bytes_sum[g]
+        points.append({
+            "name": name, "module": module, "shapes": shapes, "dtype": dtype, "phase": phase, "source": source or "",
+            "time_s": time_g, "flops": flops_g, "bytes": bytes_g, "predicted_s": predicted_sum[g],
+            "n": int(n_sum[g]), "above_roof": above_of[g], "roof": roof_of.get(g, "dram"), "bound": bound_of[g],
+            "efficiency": eff_sum[g] / time_g, "intensity": flops_g / bytes_g, "flops_per_s": flops_g / time_g,
+            "bytes_per_s": bytes_g / time_g,
+        })
     points.sort(key=lambda p: -p["time_s"])
     shown, rest = points[:MAX_POINTS], points[MAX_POINTS:]
+    skipped = np.flatnonzero(~plotted)
     return {
         "points": shown,
         "bins": _bins(rest),
-        "not_plotted": {"n": not_plotted_n, "time_s": not_plotted_time},
+        "not_plotted": {"n": len(skipped),  # float(): bincount of nothing is an int 0
+                        "time_s": float(np.bincount(np.zeros(len(skipped), dtype=np.intp), weights=time_s[skipped],
+                                                    minlength=1)[0])},
         "n_groups": len(points),
     }
 
 
-def _finish_group(g: dict[str, Any]) -> dict[str, Any]:
-    eff = g.pop("_eff")
-    bounds = g.pop("_bound")
-    g["bound"] = max(bounds.items(), key=lambda kv: kv[1])[0]
-    g["efficiency"] = eff / g["time_s"]
-    g["intensity"] = g["flops"] / g["bytes"]
-    g["flops_per_s"] = g["flops"] / g["time_s"]
-    g["bytes_per_s"] = g["bytes"] / g["time_s"]
-    return g
+def _bounds(group: Any, row: Any, time_s: Any, rows: list[tuple], n_groups: int) -> dict[int, str]:
+    """Each group's bound of most time: its ops' time summed per bound (in op order), the first bound its ops show
+    of those with the most."""
+    import numpy as np
+
+    bound_numbering = _Numbering()
+    bound_of_row = np.array([bound_numbering[r[6]] for r in rows], dtype=np.intp)
+    pair = group * len(bound_numbering) + bound_of_row[row]
+    totals = np.bincount(pair, weights=time_s, minlength=n_groups * len(bound_numbering)).tolist()
+    pairs, first = np.unique(pair, return_index=True)
+    bounds = list(bound_numbering)
+    best: dict[int, tuple[float, str]] = {}
+    for p in pairs[np.argsort(first, kind="stable")].tolist():
+        g, b = divmod(p, len(bounds))
+        if g not in best or totals[p] > best[g][0]:
+            best[g] = (totals[p], bounds[b])
+    return {g: bound for g, (_, bound) in best.items()}
+
+
+def _roofs(group: Any, row: Any, rows: list[tuple]) -> dict[int, str]:
+    """Each group's last roof other than dram, where it has one."""
+    import numpy as np
+
+    other = np.array([r[7] != "dram" for r in rows], dtype=bool)[row]
+    groups, last = _last(group[other])
+    return {g: rows[r][7] for g, r in zip(groups, row[other][last].tolist())}
+
+
+def _last(values: Any) -> tuple[list, Any]:
+    """The distinct ``values`` and where each is last."""
+    import numpy as np
+
+    distinct, from_end = np.unique(values[::-1], return_index=True)
+    return distinct.tolist(), len(values) - 1 - from_end
+
+
+def _above_roof(group: Any, at: Any, above_roof: list) -> dict[int, Any]:
+    """Each group's ``above_roof or ...`` over its ops (at ``at``): its first true value, else its last."""
+    import numpy as np
+
+    groups, last = _last(group)
+    values = dict(zip(groups, [above_roof[i] for i in at[last].tolist()]))
+    flags = np.fromiter(map(truth, above_roof), dtype=bool, count=len(above_roof))[at]
+    true_groups, first = np.unique(group[flags], return_index=True)
+    values.update(zip(true_groups.tolist(), [above_roof[i] for i in at[flags][first].tolist()]))
+    return values
 
 
 def _bins(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -396,8 +536,16 @@ def _bins(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(bins.values(), key=lambda b: -b["time_s"])
 
 
-def _top_predicted(ops: list[OpRecord], n: int = 15) -> list[dict[str, Any]]:
-    top = heapq.nlargest(n, ops, key=attrgetter("time_s"))  # = sorted(reverse=True)[:n], ties in op order
+def _top_predicted(ops: list[OpRecord], times: Any, n: int = 15) -> list[dict[str, Any]]:
+    """The ``n`` ops of most time (``times``: theirs, float64): = sorted(reverse=True)[:n], ties in op order."""
+    import numpy as np
+
+    if len(times) > n and not np.isnan(times).any():
+        nth = np.partition(times, len(times) - n)[len(times) - n]
+        candidates = np.flatnonzero(times >= nth)
+        top = [ops[i] for i in candidates[np.argsort(-times[candidates], kind="stable")][:n].tolist()]
+    else:
+        top = heapq.nlargest(n, ops, key=attrgetter("time_s"))
     return [
         {"name": op.name, "module": op.module, "time_s": op.time_s, "predicted_s": op.predicted_time_s, "bound": op.bound}
         for op in top
