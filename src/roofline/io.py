@@ -10,6 +10,7 @@ import re
 import shutil
 import signal
 import stat
+import sys
 import tempfile
 import threading
 import zlib
@@ -93,6 +94,42 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     return atomic_write_chunks(path, (data,))
 
 
+# A file written in chunks has the disk start on each this many bytes as they come (``start_writeback``).
+WRITEBACK_BYTES = 8 << 20
+
+
+def start_writeback(fd: int, offset: int, nbytes: int) -> None:
+    """Have the disk start writing ``nbytes`` of ``fd`` from ``offset`` now, without waiting for it (Linux's
+    sync_file_range, SYNC_FILE_RANGE_WRITE; nothing elsewhere). The fsync that ends an atomic write then has little
+    left to wait for: on the 1 M-event trace, report.json's 166 MB took ~0.1 s of fsync, the command's last tenth of
+    a second with the CPU idle. The fsync is still what makes the file durable."""
+    call = _sync_file_range()
+    if call is not None:
+        call(fd, offset, nbytes, _SYNC_FILE_RANGE_WRITE)
+
+
+_SYNC_FILE_RANGE_WRITE = 2
+_SFR: Any = False
+
+
+def _sync_file_range() -> Any:
+    global _SFR
+    if _SFR is False:
+        _SFR = None
+        if sys.platform.startswith("linux"):
+            import ctypes
+
+            try:
+                call = ctypes.CDLL(None, use_errno=True).sync_file_range
+            except (OSError, AttributeError):
+                pass
+            else:
+                call.argtypes = [ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint]
+                call.restype = ctypes.c_int
+                _SFR = call
+    return _SFR
+
+
 def atomic_write_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes]) -> Path:
     """``atomic_write_bytes`` of the concatenated ``chunks``, written as they come: a report of 100,000+ ops never
     sits in memory whole as JSON.
@@ -116,8 +153,14 @@ def atomic_write_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes]) -
     try:
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as fh:
+            written = flushed = 0
             for chunk in chunks:
                 fh.write(chunk)
+                written += len(chunk)
+                if written - flushed >= WRITEBACK_BYTES:
+                    fh.flush()
+                    start_writeback(fh.fileno(), flushed, written - flushed)
+                    flushed = written
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
