@@ -328,3 +328,18 @@ def test_a_scripted_module_s_backward_node_is_an_autograd_frame(tmp_path):
     report = report_from_trace(load_trace(path), CEIL)
     assert [op.name for op in report.ops if not op.modeled] == []
     assert sum(op.flops for op in report.ops if op.name == "aten::mm") == 2 * 8 * 32 * 4 + 2 * 8 * 16 * 32 + 2 * 8 * 32 * 4
+
+
+def test_recorded_ops_fused_into_a_compiled_graph_are_said_to_be_in_its_time():
+    """A compiled model's counting pass records gelu and layer norm, which Inductor fused into its own kernels: no
+    event of their own in the timed trace, their time in the graph call's own row. The note said only "no event"."""
+    from roofline.analyze.pipeline import _no_event_note
+    from roofline.report import OpRecord
+
+    unmatched = [OpRecord("aten::gelu", flops=8.0, bytes=16.0), OpRecord("aten::native_layer_norm", bytes=32.0),
+                 OpRecord("aten::detach")]
+    plain = _no_event_note(unmatched)
+    assert plain.startswith("2 recorded op(s) found no event") and "gelu x1" in plain and "compiled" not in plain
+    compiled = _no_event_note(unmatched, compiled_graph_s=77.5e-6)
+    assert compiled.startswith(plain) and "torch.compile" in compiled and "## Call CompiledFxGraph" in compiled
+    assert "77.5 us" in compiled

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from roofline.analyze.join import (
+    COMPILED_GRAPH,
     Chosen,
     RecordedIndex,
     children_index,
@@ -533,7 +534,8 @@ def report_from_trace(
                                             summary.total_time_s)[0])
     if missing and recording is not None:
         summary.notes.append(_no_event_note([op for i, op in enumerate(ops[:len(recording.ops)])
-                                             if i not in rep_events]))
+                                             if i not in rep_events],
+                                            sum(op.time_s for op in ops if op.name.startswith(COMPILED_GRAPH))))
     summary.notes.extend(kept_whole)
     summary.notes.extend(_unsized_collectives_note(ops, summary.total_time_s, shard_only))
     if idle_by_device:
@@ -786,18 +788,23 @@ def _nested_product_notes(recording: OpRecording) -> list[str]:
             for name, notes in calls.items()]
 
 
-def _no_event_note(unmatched: list[OpRecord]) -> str:
+def _no_event_note(unmatched: list[OpRecord], compiled_graph_s: float = 0.0) -> str:
     """Which recorded ops found no event, the ones with work by name: those that do none (a detach of a norm's
     saved statistics, which the counting pass's recorder sees and the timed run's profiler does not) hide nothing,
     but counted together with them a missing op with work went unseen (sweep 4: a UNet's 112 were 100 detaches,
-    12 views, while a Swin's 12 held 4 index_put whose time was lost)."""
+    12 views, while a Swin's 12 held 4 index_put whose time was lost). ``compiled_graph_s``: the time of the
+    trace's torch.compile graph calls (``## Call CompiledFxGraph``), where ops Inductor fused into its own kernels
+    ran without an event of their own: a compiled model's gelu read as a 0 ns launch-bound op otherwise."""
     work = Counter(op.name.removeprefix("aten::") for op in unmatched if not op.modeled or op.flops or op.bytes)
     idle = len(unmatched) - sum(work.values())
     if not work:
         return f"{idle} recorded op(s) that do no work (views, detach) found no event in the timed trace"
     listed = ", ".join(f"{name} x{n}" for name, n in work.most_common(5)) + (", ..." if len(work) > 5 else "")
+    compiled = (f"; the model ran compiled (torch.compile): ops Inductor fused into its own kernels have no event "
+                f"of their own, their time is the {COMPILED_GRAPH} rows' own ({compiled_graph_s * 1e6:.3g} us, "
+                "unmodelled)" if compiled_graph_s > 0 else "")
     return (f"{sum(work.values())} recorded op(s) found no event in the timed trace (time counted as 0): {listed}"
-            + (f"; and {idle} that do no work (views, detach)" if idle else ""))
+            + (f"; and {idle} that do no work (views, detach)" if idle else "") + compiled)
 
 
 def _wall_time_s(trace: Trace, one_step: bool) -> float | None:
