@@ -80,8 +80,7 @@ def timeline_of(trace: Trace) -> RankTimeline:
     """What the comm analysis needs of a loaded trace: device events, host ops (annotations only when they are
     communication), the ProfilerStep spans and long built-in calls."""
     timeline = RankTimeline(trace.path, metadata=trace.metadata)
-    timeline.device = [Span(k.name, k.ts_us, k.end_us, None, is_communication_kernel(k.name), k.comm, k.external_id)
-                       for k in trace.kernels]
+    timeline.device = _device_spans(trace)
     for op in trace.ops:
         if op.is_annotation and _STEP.match(op.name):
             timeline.steps.append(Span(op.name, op.ts_us, op.end_us, op.tid))
@@ -94,12 +93,16 @@ def timeline_of(trace: Trace) -> RankTimeline:
     return timeline
 
 
+def _device_spans(trace: Trace) -> list[Span]:
+    return [Span(k.name, k.ts_us, k.end_us, None, is_communication_kernel(k.name), k.comm, k.external_id)
+            for k in trace.kernels]
+
+
 def _device_timeline(trace: Trace) -> RankTimeline:
     """``timeline_of`` a GPU trace without its host ops, which a GPU rank's breakdown does not read (a
     million-event trace's ops would each become a Span)."""
     timeline = RankTimeline(trace.path, metadata=trace.metadata)
-    timeline.device = [Span(k.name, k.ts_us, k.end_us, None, is_communication_kernel(k.name), k.comm, k.external_id)
-                       for k in trace.kernels]
+    timeline.device = _device_spans(trace)
     timeline.steps = [Span(op.name, op.ts_us, op.end_us, op.tid) for op in trace.ops
                       if op.is_annotation and _STEP.match(op.name)]
     return timeline

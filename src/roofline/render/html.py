@@ -440,7 +440,8 @@ def _chart(lists: _OpLists) -> dict[str, Any]:
     made, first_row = made[order].tolist(), row[first[order]].tolist()
     bound_of = _bounds(group, row, t, rows, n_groups)
     roof_of = _roofs(group, row, rows)
-    above_of = _above_roof(group, at, lists.above_roof)
+    above = np.fromiter(map(truth, lists.above_roof), dtype=bool, count=len(lists.above_roof))[at]
+    above_of = (np.bincount(group, weights=above, minlength=n_groups) > 0).tolist()  # any op of the group
     points = []
     for g, r in zip(made, first_row):
         name, module, phase, dtype, shapes, source, _, _ = rows[r]
@@ -499,18 +500,6 @@ def _last(values: Any) -> tuple[list, Any]:
 
     distinct, from_end = np.unique(values[::-1], return_index=True)
     return distinct.tolist(), len(values) - 1 - from_end
-
-
-def _above_roof(group: Any, at: Any, above_roof: list) -> dict[int, Any]:
-    """Each group's ``above_roof or ...`` over its ops (at ``at``): its first true value, else its last."""
-    import numpy as np
-
-    groups, last = _last(group)
-    values = dict(zip(groups, [above_roof[i] for i in at[last].tolist()]))
-    flags = np.fromiter(map(truth, above_roof), dtype=bool, count=len(above_roof))[at]
-    true_groups, first = np.unique(group[flags], return_index=True)
-    values.update(zip(true_groups.tolist(), [above_roof[i] for i in at[flags][first].tolist()]))
-    return values
 
 
 def _bins(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
