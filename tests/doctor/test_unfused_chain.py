@@ -105,8 +105,9 @@ def test_a_chain_of_the_optimizer_s_step_says_how_to_fuse_an_optimizer(tmp_path)
     """AdamW on CPU tensors updates each parameter op by op; the finding told the user to torch.compile 'the
     module' at '(top level)', which a compiled model's run still showed (sweep 4, a compiled timm ViT)."""
     findings = diagnose(_optimizer_step_report(tmp_path, foreach=False), rules=["unfused-chain"])
+    # the step counter's increment (a 0-d add) reads nothing the chain makes: the chain starts at weight decay
     assert {tuple(f.evidence["ops"]) for f in findings} == {("sqrt", "div", "add", "addcdiv"),
-                                                            ("add", "mul", "lerp", "mul", "addcmul")}
+                                                            ("mul", "lerp", "mul", "addcmul")}
     for f in findings:
         assert "in the optimizer's step:" in f.title and f.evidence["chains"] == 8  # 4 weights + 4 biases
         assert "fused=True" in f.fix and "compile the module" not in f.fix
@@ -220,3 +221,36 @@ def test_autograd_s_gradient_accumulation_joins_no_chain(tmp_path):
     # the SiLU's forward and its backward's muls; before, also ('sum', '_to_copy', 'add')
     assert {tuple(f.evidence["ops"]) for f in diagnose(r, rules=["unfused-chain"])} == {
         ("sigmoid", "mul", "mul"), ("mul", "mul", "mul")}
+
+
+def _traced(chain):
+    """The ops as a trace gives them: no output recorded."""
+    for o in chain:
+        o.output_shapes = []
+    return chain
+
+
+def test_a_traced_reduction_links_to_the_op_that_reads_its_result():
+    """Traces record no outputs: the RMSNorm chain still links through mean's (4, 64, 1) result, a keepdim
+    reduction of the (4, 64, 256) it reduced."""
+    findings = diagnose(report(_traced(_rms_norm_chain())), rules=["unfused-chain"])
+    assert [f.evidence["ops"] for f in findings] == [["pow", "mean", "add", "rsqrt", "mul", "mul"]]
+
+
+def test_traced_reductions_of_different_tensors_are_no_chain():
+    """A reduction's output shape is unknown in a trace; an op after it used to join the chain whatever it read:
+    sums over unrelated tensors one after another (an MTIA inference trace: 'sum > sum > sum > sum' x16) were
+    reported as a chain to fuse."""
+    ops = _traced([op("aten::sum", [([64 * (i + 1), 128], "float32")], time=1e-5) for i in range(5)])
+    assert diagnose(report(ops), rules=["unfused-chain"]) == []
+
+
+def test_an_op_after_a_traced_softmax_joins_only_if_it_reads_the_softmax_s_shape():
+    softmax = op("aten::_softmax", [(X, "float32")], time=2e-5)
+    reads_it = op("aten::mul", [(X, "float32"), ([1], "float32")], time=2e-5)
+    unrelated = op("aten::add", [([7, 9], "float32"), ([7, 9], "float32")], time=2e-5)
+    then = op("aten::mul", [([7, 9], "float32"), ([7, 9], "float32")], time=2e-5)
+    assert [f.evidence["ops"] for f in diagnose(report(_traced([softmax, reads_it, op(
+        "aten::add", [(X, "float32"), (X, "float32")], time=2e-5)])), rules=["unfused-chain"])] == [
+        ["_softmax", "mul", "add"]]
+    assert diagnose(report(_traced([softmax, unrelated, then])), rules=["unfused-chain"]) == []

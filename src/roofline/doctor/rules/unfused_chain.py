@@ -1,7 +1,8 @@
 """Unfused chains of memory-bound ops: elementwise and norm ops that each read and write the whole tensor.
 
 A chain is a run of consecutive elementwise/reduction ops of one phase (views in between don't count), each consuming
-a shape an earlier op of the chain produced. Fused into one kernel, the chain reads its external inputs once and writes
+a shape an earlier op of the chain produced (of a reduction, whose output a trace does not record: a shape it may
+reduce to). An op that reads nothing the chain made starts a new one, whatever op comes before it. Fused into one kernel, the chain reads its external inputs once and writes
 its last output once; each op's own round trip through memory disappears.
 
 Autograd's gradient accumulation (AccumulateGrad adding a parameter's gradient into its .grad) joins no chain: it runs
@@ -50,13 +51,49 @@ def _out_shape(op: OpRecord) -> tuple[int, ...] | None:
 
 
 def _compute_out_shape(op: OpRecord) -> tuple[int, ...] | None:
-    """The first output's shape; traces record none, so an elementwise op's is its largest input's."""
+    """The first output's shape; traces record none, so an elementwise op's is its largest input's, a softmax's or
+    a norm's its input's; a reduction's is not known (``_reduced_shape``)."""
     if op.output_shapes and op.output_shapes[0]:
         return tuple(op.output_shapes[0])
-    if op_kind(op.name) in ELEMENTWISE_KINDS:
-        shapes = [tuple(shape) for shape, _, _ in tensor_inputs(op)]
+    kind = op_kind(op.name)
+    shapes = [tuple(shape) for shape, _, _ in tensor_inputs(op)]
+    if kind in ELEMENTWISE_KINDS or (kind in _MAX_MIN and len(shapes) > 1):  # max(a, b): elementwise
         return max(shapes, key=numel) if shapes else None
+    if kind in _SHAPE_KEEPING_NORMS:
+        return shapes[0] if shapes else None
     return None
+
+
+# Norm kinds whose (first) output has their (first) input's shape; the other NORM_KINDS reduce.
+_SHAPE_KEEPING_NORMS = frozenset({
+    "softmax", "_softmax", "log_softmax", "_log_softmax", "layer_norm", "native_layer_norm", "rms_norm",
+    "_fused_rms_norm", "group_norm", "native_group_norm", "batch_norm", "native_batch_norm",
+    "_native_batch_norm_legit_no_training"})
+_MAX_MIN = frozenset({"max", "min"})
+
+
+def _reduced_shape(op: OpRecord) -> tuple[int, ...] | None:
+    """The shape a reduction (sum, mean, var, amax, a vector norm...) reduces, when its output's is not recorded:
+    which dims it reduces and whether it keeps them are arguments a trace does not give, so a later op is taken to
+    read its result when one of its inputs is a reduction of that shape (``_reduction_of_any``)."""
+    if _out_shape(op) is not None or op_kind(op.name) not in NORM_KINDS:
+        return None
+    shapes = [tuple(shape) for shape, _, _ in tensor_inputs(op)]
+    return shapes[0] if shapes else None
+
+
+def _reduction_of_any(shape: tuple[int, ...], reduced: list[tuple[int, ...]]) -> bool:
+    """Whether ``shape`` may be the result of reducing one of ``reduced``: the same rank with some of its dims 1
+    (kept), or some of its dims left out, the rest in order."""
+    for source in reduced:
+        if len(shape) == len(source):
+            if shape != source and all(a == b or a == 1 for a, b in zip(shape, source)):
+                return True
+        elif len(shape) < len(source):
+            rest = iter(source)
+            if all(any(a == b for b in rest) for a in shape):
+                return True
+    return False
 
 
 _MAY_RETURN_INPUT = frozenset({"to", "contiguous", "type_as", "dropout", "feature_dropout", "alpha_dropout",
@@ -83,16 +120,17 @@ def chain_positions(report: Report) -> list[list[int]]:
     in_shapes = table.per_call(_in_shapes)
     out_shape = table.per_call(_out_shape)
     ops, calls, steps = table.ops, table.call, table.step
+    reduces = table.per_call(_reduced_shape)
     chains: list[list[int]] = []
     chain: list[int] = []
     step = None
-    produced: set[tuple[int, ...]] = set()
-    last_out = None  # out_shape of chain[-1] while the chain has ops: an op depends on it, or reads what it produced
+    produced: set[tuple[int, ...]] = set()  # the outputs of the chain's ops (those known: _out_shape)
+    reduced: list[tuple[int, ...]] = []  # the shapes its reductions reduced (their outputs' shapes are not known)
     for i in table.run_skipping(is_view):
         c = calls[i]
         if steps[i] != step:
             chains.append(chain)
-            chain, step, produced = [], steps[i], set()
+            chain, step, produced, reduced = [], steps[i], set(), []
         if is_view[c]:
             continue
         # the gradient phase's chains are torch's own (clip_grad_norm_, GradScaler), in no module to compile
@@ -104,15 +142,16 @@ def chain_positions(report: Report) -> list[list[int]]:
         # never across phases: the loss's backward ops and the forward a checkpoint then recomputes are adjacent,
         # and share shapes, but no compiler fuses them into one kernel
         if (can_fuse and chain and ops[chain[-1]].phase == phase
-                and (last_out is None or any(shape in produced for shape in in_shapes[c]))):
+                and any(shape in produced or _reduction_of_any(shape, reduced) for shape in in_shapes[c])):
             chain.append(i)
         else:
             chains.append(chain)
-            chain, produced = ([i] if can_fuse else []), set()
+            chain, produced, reduced = ([i] if can_fuse else []), set(), []
         if chain and chain[-1] == i:
-            last_out = out_shape[c]
-            if last_out is not None:
-                produced.add(last_out)
+            if out_shape[c] is not None:
+                produced.add(out_shape[c])
+            if reduces[c] is not None:
+                reduced.append(reduces[c])
     chains.append(chain)
     return [c for c in chains if len(c) >= MIN_CHAIN]
 
