@@ -47,9 +47,50 @@ def test_integer_indexing_from_a_trace_counts_as_live(tmp_path, cpu_ceilings):
     assert traced[0].bytes == 2 * 37 * 4 * 4 + 37 * 8 and traced[0].input_shapes[1] == [37]
 
 
-def test_what_the_calls_do_not_show_stays_unmodelled(tmp_path, cpu_ceilings):
-    """A boolean mask (its nonzero is an op of its own below), and a trace without the op's restride call."""
+def test_a_boolean_mask_index_counts_its_nonzero_and_the_gather(tmp_path, cpu_ceilings):
+    """x[mask] was unmodelled (its nonzero's count of true elements is a value, not a recorded shape): one row now
+    counts the nonzero (the mask read, its int64 result written, one compare per element) and the gather of the
+    34 rows it found, from the resize and the index tensors below it (analyze/resized_outputs.py, index_lists.py)."""
     masked = _traced(tmp_path, cpu_ceilings, lambda: X[MASK])
-    assert [o.modeled for o in masked if o.name == "aten::index"] == [False]
+    assert [o.name for o in masked] == ["aten::index"] and masked[0].modeled
+    rows = int(MASK.sum())
+    assert masked[0].input_shapes == [[100, 4], [rows]]
+    nonzero_bytes = 100 * 1 + rows * 1 * 8
+    gather_bytes = 2 * rows * 4 * 4 + rows * 8
+    assert (masked[0].flops, masked[0].bytes) == (100.0, float(nonzero_bytes + gather_bytes))
+    # a two-dim mask: one int64 index per mask dim
+    grid = torch.arange(400).reshape(100, 4) % 7 == 0
+    masked2 = _traced(tmp_path, cpu_ceilings, lambda: X[grid])
+    hits = int(grid.sum())
+    assert masked2[0].input_shapes == [[100, 4], [hits], [hits]]
+    assert masked2[0].bytes == 400 + hits * 2 * 8 + 2 * hits * 4 + 2 * hits * 8
+
+
+def test_nonzero_and_argwhere_from_a_trace_read_their_result_from_its_resize(tmp_path, cpu_ceilings):
+    from roofline.analyze.pipeline import report_from_trace
+    from roofline.capture.kineto import load_trace
+
+    path = tmp_path / "nonzero.json"
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        torch.nonzero(MASK), torch.argwhere(MASK.reshape(20, 5))
+    prof.export_chrome_trace(str(path))
+    ops = [o for o in report_from_trace(load_trace(str(path)), cpu_ceilings).ops
+           if o.name in ("aten::nonzero", "aten::argwhere")]
+    rows = int(MASK.sum())
+    assert [(o.name, o.modeled, o.flops, o.bytes) for o in ops] == [
+        ("aten::nonzero", True, 100.0, 100.0 + rows * 1 * 8), ("aten::argwhere", True, 100.0, 100.0 + rows * 2 * 8)]
+    # without the resize the result is unknown: unmodelled, as before
+    trace = json.loads(path.read_text())
+    trace["traceEvents"] = [e for e in trace["traceEvents"] if e.get("name") != "aten::as_strided_"]
+    path.write_text(json.dumps(trace))
+    cut = [o for o in report_from_trace(load_trace(str(path)), cpu_ceilings).ops if o.name == "aten::nonzero"]
+    assert cut and not any(o.modeled for o in cut)
+
+
+def test_what_the_calls_do_not_show_stays_unmodelled(tmp_path, cpu_ceilings):
+    """A trace without the op's restride call."""
     cut = _traced(tmp_path, cpu_ceilings, lambda: X[I], keep=lambda e: e.get("name") != "aten::as_strided")
     assert [o.modeled for o in cut if o.name == "aten::index"] == [False]
+    # a mask whose nonzero shows no resize: the index stays unmodelled too (its nonzero's work is unknown)
+    masked = _traced(tmp_path, cpu_ceilings, lambda: X[MASK], keep=lambda e: e.get("name") != "aten::as_strided_")
+    assert [o.modeled for o in masked if o.name == "aten::index"] == [False]

@@ -8,11 +8,14 @@ indexing on a CPU shows both what they need below the op: it views each index te
 gathered (or, for index_put_, written) elements (``aten::as_strided`` of ``self`` whose concrete size is that shape).
 The index tensors are taken as indexing consecutive dims of ``self`` (x[i], x[:, i], x[i, j]), placed where they give
 exactly that shape; any placement that does gives the same count (the gathered elements and the index tensors).
-Where none does, or the calls are not there, the op stays unmodelled, as before. A boolean mask is left out: its
-``nonzero`` is an op below with work of its own, which one row for the index would hide.
+Where none does, or the calls are not there, the op stays unmodelled, as before. A boolean mask (``x[mask]``) shows
+the same calls after its ``aten::nonzero``, the mask turned into one integer index per mask dim: that nonzero is
+returned with them (``IndexArgs.masks``), so that the one row the index makes counts the mask's work too.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from roofline.capture.trace_model import CpuOp, Trace
 from roofline.count.indexing import indexed_shape
@@ -30,21 +33,31 @@ def indices_unrecorded(op: CpuOp) -> bool:
     return len(types) > 1 and types[1] == "" and len(dims) > 1 and dims[1] == []
 
 
+class IndexArgs(NamedTuple):
+    args: list  # the op's arguments with the index tensors in place
+    outputs: list[TensorMeta] | None  # aten::index's result
+    masks: list[CpuOp]  # the nonzero events that turned boolean masks into those index tensors
+
+
 def index_args_from_children(trace: Trace, op: CpuOp, children: dict[int, list[int]],
-                             args: list) -> tuple[list, list[TensorMeta] | None] | None:
-    """(``args`` with the index tensors in place, the outputs where the op is aten::index) from the calls below
-    ``op``; None where they do not show them (module docstring)."""
+                             args: list) -> IndexArgs | None:
+    """The index tensors (and aten::index's result) the calls below ``op`` show; None where they do not show them
+    (module docstring)."""
     self_ = args[0] if args and isinstance(args[0], TensorMeta) else None
     if self_ is None:
         return None
     indices: list[TensorMeta] = []
+    masks: list[CpuOp] = []
     restrided: list[int] | None = None
     stack = list(reversed(children.get(op.index, [])))
     while stack:
         below = trace.ops[stack.pop()]
         dtype = TRACE_DTYPES.get((below.input_types or [""])[0])
         if dtype == "bool":
-            return None
+            if below.name != "aten::nonzero":
+                return None
+            masks.append(below)
+            continue
         call = args_from_trace(below.input_dims, below.input_types, below.input_strides, below.concrete_inputs)
         first = call[0] if call and isinstance(call[0], TensorMeta) else None
         if below.name in ("aten::reshape", "aten::view") and first is not None and dtype in _INTEGER_INDEX:
@@ -62,7 +75,7 @@ def index_args_from_children(trace: Trace, op: CpuOp, children: dict[int, list[i
         return None
     outputs = [TensorMeta(tuple(restrided), self_.dtype)] if op.name in ("aten::index", "aten::_unsafe_index") \
         else None
-    return [self_, placed, *args[2:]], outputs
+    return IndexArgs([self_, placed, *args[2:]], outputs, masks)
 
 
 def _placements(self_: TensorMeta, indices: list[TensorMeta]):

@@ -35,6 +35,7 @@ from roofline.analyze.optimizer_lists import LIST_OP_PREFIXES, OptimizerLists, w
 from roofline.analyze.index_lists import INDEX_OPS, index_args_from_children, indices_unrecorded
 from roofline.analyze.nested_operands import NESTED_BUFFER_OPS, args_with_nested_buffer
 from roofline.analyze.packed_sequences import NEEDS_CHILDREN, outputs_from_children
+from roofline.analyze.resized_outputs import RESIZED_OUTPUT_OPS, resized_output
 from roofline.analyze.quantized_outputs import QUANTIZED_LINEARS, linear_outputs_from_children
 from roofline.analyze.recorded_products import MATRIX_EXP_OPS, products_below
 from roofline.analyze.sparse_operands import reads_sparse_metadata
@@ -128,8 +129,8 @@ class _TraceCounter:
                 counted = self._by_event[op.index] = self._optimizer_op(op, key)
             if counted is not None:
                 return counted
-        if (name in NEEDS_CHILDREN or name in QUANTIZED_LINEARS) and self._trace is not None \
-                and op.input_dims is not None:
+        if (name in NEEDS_CHILDREN or name in QUANTIZED_LINEARS or name in RESIZED_OUTPUT_OPS) \
+                and self._trace is not None and op.input_dims is not None:
             return self._with_outputs_from_children(op)
         if name in MATRIX_EXP_OPS and self._trace is not None and op.input_dims is not None:
             return self._with_recorded_products(op)
@@ -203,10 +204,11 @@ class _TraceCounter:
         return _UNRECORDED if args is None else _counted(op.name, args)
 
     def _with_outputs_from_children(self, op: CpuOp) -> _Counted:
-        """A packed-sequence op or a quantized linear, counted with the outputs its children show
-        (analyze/packed_sequences.py, analyze/quantized_outputs.py)."""
+        """A packed-sequence op, a quantized linear or a data-dependent op, counted with the outputs its children
+        show (analyze/packed_sequences.py, analyze/quantized_outputs.py, analyze/resized_outputs.py)."""
         args = _trace_args(op)
-        found = linear_outputs_from_children if op.name in QUANTIZED_LINEARS else outputs_from_children
+        found = (linear_outputs_from_children if op.name in QUANTIZED_LINEARS
+                 else resized_output if op.name in RESIZED_OUTPUT_OPS else outputs_from_children)
         outputs = found(self._trace, op, self._children or {}, args)
         key = (op.name, id(op.input_dims), id(op.input_types), id(op.input_strides), id(op.concrete_inputs),
                tuple(outputs) if outputs else None)
@@ -228,12 +230,18 @@ class _TraceCounter:
         (analyze/index_lists.py); else as recorded (unmodelled, its reason in its note)."""
         args = _trace_args(op)
         found = index_args_from_children(self._trace, op, self._children or {}, args)
-        if found is None:
+        masks = [] if found is None else [self(mask) for mask in found.masks]
+        if found is None or not all(mask.cost.modeled for mask in masks):
             hit = self._cache.get(key)
             if hit is None:
                 hit = self._cache[key] = _counted(op.name, args)
             return hit
-        return _counted(op.name, *found)
+        counted = _counted(op.name, found.args, found.outputs)
+        if masks and counted.cost.modeled:  # x[mask]: the row counts the mask's nonzero below it too
+            counted.cost = OpCost(counted.cost.flops + sum(m.cost.flops for m in masks),
+                                  counted.cost.bytes + sum(m.cost.bytes for m in masks), True,
+                                  note="a boolean-mask index: its nonzero's work included")
+        return counted
 
     def _optimizer_op(self, op: CpuOp, key: tuple) -> _Counted | None:
         """A foreach op of the optimizer or of the work on the gradients whose lists the trace left empty, counted
