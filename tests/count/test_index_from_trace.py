@@ -94,3 +94,25 @@ def test_what_the_calls_do_not_show_stays_unmodelled(tmp_path, cpu_ceilings):
     # a mask whose nonzero shows no resize: the index stays unmodelled too (its nonzero's work is unknown)
     masked = _traced(tmp_path, cpu_ceilings, lambda: X[MASK], keep=lambda e: e.get("name") != "aten::as_strided_")
     assert [o.modeled for o in masked if o.name == "aten::index"] == [False]
+
+
+def test_data_dependent_ops_of_an_h200_trace_are_counted_from_its_resizes(cpu_ceilings):
+    """torch 2.11 on the H200 (benchmarks/data_dependent_gpu.py, benchmarks/results/h200/data_dependent_2026-12-03):
+    CUDA's nonzero records an aten::resize_ of its (dims, count) result below it; the live masks held 1,986 and
+    314,849 true elements. Each count equals the one worked out from the live tensors."""
+    from pathlib import Path
+
+    from roofline.analyze.trace_file import analyze_trace_file
+
+    path = Path(__file__).resolve().parents[1] / "data" / "h200" / "data_dependent_ops_cuda.json.gz"
+    report = analyze_trace_file(path)
+    rows, hits = 1986, 314849
+    got = [(o.name, o.modeled, o.flops, o.bytes) for o in report.ops
+           if o.name in ("aten::nonzero", "aten::argwhere", "aten::index")]
+    assert got == [
+        ("aten::nonzero", True, 4096.0, 4096.0 + rows * 8),
+        ("aten::argwhere", True, 4096.0 * 256, 4096.0 * 256 + hits * 2 * 8),
+        ("aten::index", True, 4096.0, 4096.0 + rows * 8 + 2 * rows * 256 * 4 + rows * 8),
+        ("aten::index", True, 4096.0 * 256, 4096.0 * 256 + hits * 2 * 8 + 2 * hits * 4 + 2 * hits * 8),
+    ]
+    assert report.summary.unmodeled_time_share == 0.0

@@ -3,9 +3,10 @@ below it.
 
 A trace records inputs only: how many elements ``nonzero`` found is a value, not a shape, so the op was unmodelled
 (and with it every boolean-mask index, ``x[mask]``, which calls it). ATen allocates an empty result and resizes it
-once the count is known; on a CPU that resize is an ``aten::as_strided_`` (or ``aten::resize_``) event below the op,
-of an integer tensor, whose concrete size argument is the result's shape. Where no such call is recorded, the op
-stays unmodelled, as before.
+once the count is known: an ``aten::as_strided_`` (a CPU) or ``aten::resize_`` (CUDA, torch 2.11 on the H200) event
+below the op, of an integer tensor, whose concrete size argument is the result's shape (on CUDA the transposed one,
+(dims, count), which it then transposes: the same elements). Where no such call is recorded, the op stays
+unmodelled, as before.
 """
 
 from __future__ import annotations
