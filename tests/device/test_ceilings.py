@@ -24,6 +24,7 @@ def test_cpu_ceilings_are_positive_and_plausible(cpu_ceilings):
     assert {"copy", "read", "write", "write-bytes", "zero"} <= set(c.bandwidth_by_kernel_bytes_per_s)
     assert c.memory_bandwidth_bytes_per_s == max(c.bandwidth_by_kernel_bytes_per_s.values())
     assert 1e9 < c.peak_flops_per_s["float32"] < 1e14
+    assert 1e8 < c.peak_flops_per_s["float64"] < 1e14  # measured too: no fixed fraction of float32's
     assert 1e-8 < c.launch_overhead_s < 1e-3
     # Unit-free relations, far tighter than the absolute ranges: every CPU's fp32 ridge lies between a few tenths
     # and a few hundred FLOP/B; one memory system serves copy, read and fill at rates within 10x of each other; a
@@ -203,6 +204,37 @@ def test_cached_ceilings_without_a_cache_roof_gain_one_measured_alone(monkeypatc
     assert (got.cache_bandwidth_bytes_per_s, got.cache_bytes) == (3e11, 2**25)
     assert got.memory_bandwidth_bytes_per_s == 1e10 and "after the other roofs" in got.method
     assert load_ceilings(path).cache_bandwidth_bytes_per_s == 3e11
+
+
+def test_cached_ceilings_without_a_float64_roof_gain_one_measured_alone(monkeypatch, tmp_path):
+    """Ceilings cached before float64 was measured judged a float64 model against float32's roof: the entry is
+    completed by measuring float64 only (the other roofs kept), then saved, so it happens once."""
+    from roofline.device import ceilings as ceilings_module
+    from roofline.device.measure import FlopsResult
+    from roofline.report import Ceilings
+
+    monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
+    dev = resolve_device("cpu")
+    old = Ceilings(device="cpu", device_name=ceilings_module.device_name(dev), memory_bandwidth_bytes_per_s=1e10,
+                   peak_flops_per_s={"float32": 1e11, "int8": 4e11}, launch_overhead_s=1e-5,
+                   source="measured (quick)", method="bandwidth: old", cache_bandwidth_bytes_per_s=3e10,
+                   cache_bytes=2**25, shared_memory_method="not measured: a CPU")
+    path = cache_path(old.device_name, quick=True)
+    path.write_text(json.dumps(msgspec.to_builtins(old)))
+    asked = []
+
+    def measured(device, dtype, **kwargs):
+        asked.append(dtype)
+        return FlopsResult(dtype, 5e10, {1024: 5e10}, "stub float64 method")
+
+    monkeypatch.setattr(ceilings_module, "measure_ceilings", lambda *a, **k: pytest.fail("measured everything again"))
+    monkeypatch.setattr(ceilings_module, "measure_peak_flops", measured)
+    got = get_ceilings("cpu", quick=True)
+    assert asked == ["float64"]
+    assert got.peak_flops_per_s == {"float32": 1e11, "int8": 4e11, "float64": 5e10}
+    assert "float64 (measured" in got.method and "stub float64 method" in got.method
+    assert load_ceilings(path).peak_flops_per_s["float64"] == 5e10
+    assert get_ceilings("cpu", quick=True).peak_flops_per_s["float64"] == 5e10 and asked == ["float64"]
 
 
 def test_a_ceilings_file_without_the_cache_fields_still_loads(tmp_path):

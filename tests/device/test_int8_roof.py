@@ -78,8 +78,9 @@ def test_cached_ceilings_without_int8_gain_it_measured_alone_once(monkeypatch, t
     monkeypatch.setenv("ROOFLINE_CACHE_DIR", str(tmp_path))
     dev = resolve_device("cpu")
     old = Ceilings(device="cpu", device_name=ceilings_module.device_name(dev), memory_bandwidth_bytes_per_s=1e10,
-                   peak_flops_per_s={"float32": 1e11}, launch_overhead_s=1e-5, cache_bandwidth_bytes_per_s=3e10,
-                   cache_bytes=2**25, shared_memory_method="not a GPU", source="measured (quick)", method="old")
+                   peak_flops_per_s={"float32": 1e11, "float64": 5e10}, launch_overhead_s=1e-5,
+                   cache_bandwidth_bytes_per_s=3e10, cache_bytes=2**25, shared_memory_method="not a GPU",
+                   source="measured (quick)", method="old")
     path = cache_path(old.device_name, quick=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(msgspec.to_builtins(old)))
@@ -93,7 +94,7 @@ def test_cached_ceilings_without_int8_gain_it_measured_alone_once(monkeypatch, t
     monkeypatch.setattr(ceilings_module, "int8_unavailable_reason", lambda device: None)
     monkeypatch.setattr(ceilings_module, "measure_peak_flops", stub)
     got = get_ceilings("cpu", quick=True)
-    assert got.peak_flops_per_s == {"float32": 1e11, "int8": 2.5e11} and calls == ["int8"]
+    assert got.peak_flops_per_s == {"float32": 1e11, "float64": 5e10, "int8": 2.5e11} and calls == ["int8"]
     assert "; int8 (measured " in got.method and got.method.endswith("which predate it): stub int8 method")
     assert load_ceilings(path).peak_flops_per_s["int8"] == 2.5e11
     get_ceilings("cpu", quick=True)

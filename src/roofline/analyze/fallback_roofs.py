@@ -1,7 +1,8 @@
 """Floating-point ops judged against another dtype's compute roof, said in the report's notes.
 
 ``Ceilings.peak_for`` falls back to the float32 roof for a dtype the ceilings have no roof of their own for: float64
-(and complex128, its real part) everywhere, since neither measured nor datasheet ceilings carry one. A float64 model
+(and complex128, its real part) against datasheet roofs and ceilings measured before float64 was (measured ones carry
+it since 2026-12-03). A float64 model
 then read as compute-bound "at 45% of peak" against float32's peak, where a CPU's float64 vector rate is about half
 its float32 one and a consumer GPU's a 64th: the notes say which ops that is and how much of the time (integer
 dtypes: analyze/integer_roofs.py)."""

@@ -45,7 +45,7 @@ _CPU_BUFFER_QUICK_BYTES = 128 * 2**20
 _CPU_FLOPS_BUDGET_S = 0.3
 _CPU_BANDWIDTH_ROUNDS = 2
 
-FLOAT_DTYPES = ("float32", "tfloat32", "float16", "bfloat16", "float8_e4m3fn")
+FLOAT_DTYPES = ("float32", "tfloat32", "float16", "bfloat16", "float8_e4m3fn", "float64")
 # Integer products, measured with torch._int_mm (int8 x int8 -> int32) where torch has it for the device; each
 # multiply-accumulate counts 2 operations, as the counters count them (count/quantized.py, count/onnx_quant.py).
 INT_DTYPES = ("int8",)
@@ -213,13 +213,15 @@ def _matmul_sizes(device: torch.device, quick: bool) -> list[int]:
 
 
 def supported_dtypes(device: torch.device) -> list[str]:
+    # float64: scientific and physics models run in it, and its rate is no fixed fraction of float32's (about half
+    # on a CPU's vector units, a 64th on consumer GPUs, tensor cores on datacenter ones): measured, not assumed.
     if device.type == "cpu":
-        return ["float32", "bfloat16", "float16"]
+        return ["float32", "bfloat16", "float16", "float64"]
     names = ["float32", "tfloat32", "float16", "bfloat16"]
     cc = compute_capability(device)
     if cc is not None and cc >= (8, 9) and hasattr(torch, "float8_e4m3fn") and hasattr(torch, "_scaled_mm"):
         names.append("float8_e4m3fn")
-    return names
+    return names + ["float64"]
 
 
 def measurable_dtype(device: torch.device, dtype: str) -> str:
