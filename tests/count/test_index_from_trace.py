@@ -104,7 +104,7 @@ def test_data_dependent_ops_of_an_h200_trace_are_counted_from_its_resizes(cpu_ce
 
     from roofline.analyze.trace_file import analyze_trace_file
 
-    path = Path(__file__).resolve().parents[1] / "data" / "h200" / "data_dependent_ops_cuda.json.gz"
+    path = Path(__file__).resolve().parents[1] / "data" / "h200_ops" / "data_dependent_ops_cuda.json.gz"
     report = analyze_trace_file(path)
     rows, hits = 1986, 314849
     got = [(o.name, o.modeled, o.flops, o.bytes) for o in report.ops
