@@ -52,7 +52,7 @@ from roofline.capture.trace_model import DIRECT_LAUNCH_OP, GRAPH_REPLAY_OP, CpuO
 from roofline.count import families
 from roofline.count.counting import count_op, is_composite_op, is_view_op
 from roofline.count.collectives import COMMUNICATION_NOTE
-from roofline.count.copy import LIST_NOT_RECORDED
+from roofline.count.copy import LIST_NOT_RECORDED, PROFILER_LIST_LIMIT
 from roofline.count.linalg import PRODUCTS_KWARG
 from roofline.count.meta import SPARSE_NOT_COUNTED, TensorMeta
 from roofline.count.registry import LIVE_FACTS, OpCost, flatten_metas, nbytes, unmodeled
@@ -705,7 +705,7 @@ MAX_KEPT_WHOLE_NOTES = 5
 
 def _kept_whole_notes(costs: _CountedCosts, ops: list[OpRecord]) -> list[str]:
     """Why the unmodelled ops kept whole (an op on a sparse tensor), and those whose tensor list the profiler
-    recorded as [] (a cat in a trace of torch 2.1 or older), are unmodelled, one line per op name and reason, largest
+    recorded as [] (a cat in a trace of torch 2.1 or older, or of more than 30 tensors), are unmodelled, one line per op name and reason, largest
     share of time first: the row alone says only "unmodeled". Each reason is the op's cost as counted
     (``_CountedCosts``: the counting pass's for a recorded op, the trace's for any other)."""
     calls: dict[tuple[str, str], list[float]] = defaultdict(list)
@@ -717,8 +717,8 @@ def _kept_whole_notes(costs: _CountedCosts, ops: list[OpRecord]) -> list[str]:
     lines = []
     for (name, note), times in sorted(calls.items(), key=lambda kv: -sum(kv[1]))[:MAX_KEPT_WHOLE_NOTES]:
         share = f", {sum(times) / total:.1%} of the time" if total else ""
-        why = (" (torch 2.1 and older record every tensor list as []; torch 2.4 and later record each tensor's "
-               "shape)" if LIST_NOT_RECORDED in note else "")
+        why = (f" (torch 2.1 and older record every tensor list as []; later versions a list of at most "
+               f"{PROFILER_LIST_LIMIT} tensors, a longer one as [])" if LIST_NOT_RECORDED in note else "")
         lines.append(f"{name} unmodelled ({len(times)} call(s){share}): {note}{why}")
     return lines
 
