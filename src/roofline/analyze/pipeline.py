@@ -53,6 +53,7 @@ from roofline.count import families
 from roofline.count.counting import count_op, is_composite_op, is_view_op
 from roofline.count.collectives import COMMUNICATION_NOTE
 from roofline.count.copy import LIST_NOT_RECORDED, PROFILER_LIST_LIMIT
+from roofline.count.indexing import DATA_DEPENDENT_OPS
 from roofline.count.linalg import PRODUCTS_KWARG
 from roofline.count.meta import SPARSE_NOT_COUNTED, TensorMeta
 from roofline.count.registry import LIVE_FACTS, OpCost, flatten_metas, nbytes, unmodeled
@@ -965,7 +966,15 @@ def _own_time_counted(counter: _TraceCounter, trace: Trace, ev: CpuOp, children:
     if is_composite_op(ev.name) or _counts_for_its_children(counter(ev)):
         return _DISPATCH_ONLY
     kids = [trace.ops[k] for k in children.get(ev.index, [])]
-    return _DISPATCH_ONLY if any(_does_work(counter(kid)) for kid in kids) else _OWN_WORK_NOT_COUNTED
+    return _DISPATCH_ONLY if any(_does_work(counter(kid)) or _data_dependent_wrapper(kid.name) for kid in kids) \
+        else _OWN_WORK_NOT_COUNTED
+
+
+def _data_dependent_wrapper(name: str) -> bool:
+    """A composite over a data-dependent op (nonzero_numpy over nonzero), whose work a trace cannot size but which
+    does work: where(cond) over it is its dispatch (a boolean-mask aten::index over a bare nonzero still gathers
+    on its own)."""
+    return name in DATA_DEPENDENT_OPS and is_composite_op(name)
 
 
 def _place_own_time_rows(trace: Trace, extras: list[Chosen], first: int, ops: list[OpRecord],
