@@ -5,7 +5,9 @@ bmm interaction), pure-torch graph message passing (index_select / index_add_ / 
 transformer (affine_grid, grid_sample, bilinear/bicubic interpolate), a Conv3d/ConvTranspose3d UNet block with
 depthwise-separable and grouped 2-d convs, an einsum Perceiver, torch.func.functional_call + vmap over an ensemble,
 unfold/fold patch ops, torch.nested jagged tensors, a static-quantized (torch.ao, x86) conv model, a
-torch.compile(inductor) MLP; and user scripts: a CTC-loss training step and a DLRM training step.
+torch.compile(inductor) MLP, a Gaussian process (cholesky, triangular solves), a ranking loss (sort, argsort,
+logcumsumexp, searchsorted, bucketize), an upscaler with reflection/replication/circular padding and PixelShuffle,
+and an STFT mask with istft; and user scripts: a CTC-loss training step and a DLRM training step.
 
     python benchmarks/sweep_models7.py OUT_DIR [NAME...]   # run the cases, write OUT_DIR/sweep.json and sweep7.md
     python benchmarks/sweep_models7.py --table OUT_DIR     # the table of a finished run
@@ -335,11 +337,102 @@ def compiled_mlp():
     return torch.compile(m.eval(), backend="inductor"), torch.randn(32, 64)
 
 
+class _GP(nn.Module):
+    """An exact Gaussian process's negative log marginal likelihood: RBF kernel by cdist, Cholesky, a triangular
+    solve, the log-determinant from the factor's diagonal."""
+
+    def __init__(self):
+        super().__init__()
+        self.log_len, self.log_noise = nn.Parameter(torch.zeros(())), nn.Parameter(torch.tensor(-2.0))
+
+    def forward(self, x, y):
+        k = torch.exp(-0.5 * torch.cdist(x, x).pow(2) / self.log_len.exp() ** 2)
+        k = k + self.log_noise.exp() * torch.eye(x.shape[0])
+        chol = torch.linalg.cholesky(k)
+        alpha = torch.cholesky_solve(y[:, None], chol)
+        z = torch.linalg.solve_triangular(chol, y[:, None], upper=False)
+        return 0.5 * (y[:, None] * alpha).sum() + chol.diagonal().log().sum() + 0.5 * z.pow(2).sum()
+
+
+@_seeded
+def gp_cholesky():
+    """A GP's marginal likelihood (forward + backward): cdist, linalg.cholesky, cholesky_solve, solve_triangular."""
+    return _GP(), (torch.randn(256, 8), torch.randn(256))
+
+
+class _Ranking(nn.Module):
+    """A listwise ranking loss (ListMLE) and a soft histogram: sort, gather, logcumsumexp, cumsum, searchsorted,
+    bucketize, topk, argsort."""
+
+    def __init__(self):
+        super().__init__()
+        self.score = nn.Linear(32, 1)
+
+    def forward(self, x, rel):
+        s = self.score(x).squeeze(-1)
+        order = rel.argsort(dim=-1, descending=True)
+        ranked = s.gather(-1, order)
+        mle = (ranked.flip(-1).logcumsumexp(-1).flip(-1) - ranked).sum()
+        sorted_s, _ = s.sort(dim=-1)
+        edges = torch.linspace(-3, 3, 17)
+        counts = torch.bucketize(s.detach(), edges).flatten().bincount(minlength=18)
+        pos = torch.searchsorted(sorted_s.detach().contiguous(), s.detach().contiguous())
+        top = s.topk(5, dim=-1).values.sum() + sorted_s.cumsum(-1).mean()
+        return mle + top + counts.float().sum() * 0 + pos.float().mean() * 0
+
+
+@_seeded
+def ranking_sort_ops():
+    """ListMLE over 64 lists of 100 items (forward + backward): argsort, gather, flip, logcumsumexp, sort, cumsum,
+    topk, bucketize, bincount, searchsorted."""
+    return _Ranking(), (torch.randn(64, 100, 32), torch.rand(64, 100))
+
+
+class _SuperRes(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Sequential(nn.ReflectionPad2d(2), nn.Conv2d(3, 32, 5))
+        self.body = nn.Sequential(nn.ReplicationPad2d(1), nn.Conv2d(32, 32, 3), nn.PReLU(32))
+        self.up = nn.Sequential(nn.Conv2d(32, 3 * 16, 3, padding=1, padding_mode="circular"), nn.PixelShuffle(4))
+        self.down = nn.PixelUnshuffle(2)
+
+    def forward(self, x):
+        h = self.body(self.head(x))
+        return self.down(self.up(h) + F.interpolate(x, scale_factor=4, mode="nearest"))
+
+
+@_seeded
+def super_resolution_pads():
+    """An ESPCN-like upscaler (forward + backward): reflection/replication/circular padding, PReLU, PixelShuffle,
+    PixelUnshuffle, nearest upsampling."""
+    return _SuperRes(), torch.randn(2, 3, 32, 32)
+
+
+class _Spectrogram(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("window", torch.hann_window(256))
+        self.mask = nn.Sequential(nn.Linear(129, 129), nn.Sigmoid())
+
+    def forward(self, wav):
+        spec = torch.stft(wav, 256, hop_length=64, window=self.window, return_complex=True)
+        mag = spec.abs().transpose(1, 2)
+        masked = spec * self.mask(torch.log1p(mag)).transpose(1, 2)
+        return torch.istft(masked, 256, hop_length=64, window=self.window, length=wav.shape[-1])
+
+
+@_seeded
+def stft_mask_istft():
+    """A spectral-mask denoiser (forward + backward): torch.stft, complex abs/mul, a Linear mask, torch.istft."""
+    return _Spectrogram(), torch.randn(4, 16000)
+
+
 FACTORIES = [mixtral_moe, topk_moe_train, whisper, packed_bilstm_gru, dlrm, gnn_message_passing,
              spatial_transformer, conv3d_unet_block, perceiver_einsum, vmap_ensemble, unfold_fold, nested_jagged,
-             static_quant_conv, compiled_mlp]
+             static_quant_conv, compiled_mlp, gp_cholesky, ranking_sort_ops, super_resolution_pads, stft_mask_istft]
 BACKWARD = {"topk_moe_train", "packed_bilstm_gru", "dlrm", "gnn_message_passing", "spatial_transformer",
-            "perceiver_einsum", "vmap_ensemble", "unfold_fold"}
+            "perceiver_einsum", "vmap_ensemble", "unfold_fold", "gp_cholesky", "ranking_sort_ops",
+            "super_resolution_pads", "stft_mask_istft"}
 
 HEADER = '''import os, sys, torch
 import torch.nn as nn

@@ -216,6 +216,24 @@ def pad_nd(call: Call) -> OpCost:
     return _copy_cost(self_, prod(_padded_shape(self_.shape, call.arg(1, "pad"))) * self_.itemsize)
 
 
+@register("aten::reflection_pad1d_backward", "aten::reflection_pad2d_backward", "aten::reflection_pad3d_backward",
+          "aten::replication_pad1d_backward", "aten::replication_pad2d_backward",
+          "aten::replication_pad3d_backward")
+def pad_backward(call: Call) -> OpCost:
+    """(grad_output, self, padding): every grad_output element added into the input's gradient (1 FLOP each: the
+    border's fold onto the edge), grad_output read, the gradient (self's size) written; self is not read."""
+    grad, self_ = call.tensor(0, "grad_output"), call.tensor(1, "self")
+    written = nbytes(call.outputs) if call.outputs is not None else self_.nbytes
+    return OpCost(float(grad.numel), float(grad.nbytes + written), True)
+
+
+@register("aten::pixel_shuffle", "aten::pixel_unshuffle", "aten::channel_shuffle", "aten::native_channel_shuffle")
+def pixel_shuffle(call: Call) -> OpCost:
+    """(self, factor or groups): a permuting copy, the output as large as the input."""
+    self_ = call.tensor(0, "self")
+    return _copy_cost(self_, nbytes(call.outputs) if call.outputs is not None else self_.nbytes)
+
+
 @register("aten::pad", composite=True)
 def pad(call: Call) -> OpCost:
     """Composite (-> constant_pad_nd / reflection / replication)."""
