@@ -97,6 +97,22 @@ def test_ops_that_give_way_to_their_children_keep_their_own_host_time(tmp_path):
     assert report.summary.unmodeled_time_share == pytest.approx(30 / 140)
 
 
+def test_where_of_a_mask_gives_way_to_its_nonzero(tmp_path):
+    """Sweep 7 (a hand-written MoE's torch.where(chosen == e)): where(cond) runs as nonzero_numpy, which runs as
+    nonzero and an unbind. A trace has no output of nonzero to size it, so its row is unmodelled; the two wrappers'
+    own time is their dispatch into it (bound 'launch'), not work of their own left unmodelled."""
+    mask = {"Input Dims": [[128, 2]], "Input type": ["c10::bool"]}
+    trace = _load(tmp_path, [
+        _x("cpu_op", "aten::where", 0, 40, **mask),
+        _x("cpu_op", "aten::nonzero_numpy", 5, 30, **mask),
+        _x("cpu_op", "aten::nonzero", 8, 15, **mask),
+        _x("cpu_op", "aten::unbind", 25, 8, **{"Input Dims": [[56, 2], []], "Input type": ["long int", "Scalar"]}),
+    ])
+    rows = sorted((op.name, op.modeled, op.bound, round(op.time_s * 1e6)) for op in report_from_trace(trace, CPU).ops)
+    assert rows == [("aten::nonzero", False, "unmodeled", 15), ("aten::nonzero_numpy", True, "launch", 7),
+                    ("aten::unbind", True, "launch", 8), ("aten::where", True, "launch", 10)]
+
+
 def test_a_gpu_trace_keeps_only_the_kernels_an_op_launched_itself(tmp_path):
     """On a GPU an op's time is its kernels': a wrapper that launched none adds no row (host time is not op time)."""
     from roofline.analyze.attribution import attribute

@@ -166,3 +166,20 @@ def test_a_torch_20_lstm_without_concrete_inputs_is_counted_from_its_weights():
     # of 46.06 ms of top-level ops: the rest is autograd's engine frames' own time
     assert report.summary.total_time_s == pytest.approx(45.935e-3, abs=0.01e-3)
 
+
+
+def test_a_long_tensor_list_of_a_new_torch_says_the_profilers_limit(tmp_path):
+    """Sweep 7: torch 2.14 records a list of more than 30 tensors as [] too (a bidirectional GRU stacking its 60
+    steps' outputs); the note blamed torch 2.1 alone, and said later versions record each tensor's shape."""
+    import json
+
+    def x(name, ts, dur, dims, types):
+        return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur,
+                "args": {"Input Dims": dims, "Input type": types}}
+    events = [x("aten::cat", 0, 50, [[], []], ["TensorList", "Scalar"]),
+              x("aten::add", 60, 10, [[8, 16], [8, 16]], ["float", "float"])]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    note = next(n for n in analyze_trace_file(path).summary.notes if n.startswith("aten::cat unmodelled"))
+    assert "a list of at most 30 tensors, a longer one as []" in note
+    assert "torch 2.4 and later record each tensor's shape" not in note

@@ -117,6 +117,18 @@ def test_padding():
     assert not count_op("aten::constant_pad_nd", (img, None)).modeled
 
 
+
+def test_padding_backward_and_pixel_shuffles():
+    """Sweep 7 (an ESPCN-like upscaler): the pads' backward and pixel (un)shuffle had no formula (11% unmodelled)."""
+    img, grad = T((2, 3, 4, 4), "float32"), T((2, 3, 6, 6), "float32")  # 384 and 864 bytes
+    assert cost("aten::replication_pad2d_backward", grad, img, [1, 1, 1, 1]) == (216, 864 + 384)
+    assert cost("aten::reflection_pad1d_backward", T((2, 3, 8), "float32"), T((2, 3, 6), "float32"), [1, 1]) == \
+        (48, 192 + 144)
+    shuffled = T((2, 48, 8, 8), "float32")  # 24,576 bytes, 4x upscaled to (2, 3, 32, 32)
+    assert cost("aten::pixel_shuffle", shuffled, 4) == (0, 2 * 24576)
+    assert cost("aten::pixel_unshuffle", T((2, 3, 32, 32), "float32"), 2) == (0, 2 * 24576)
+    assert cost("aten::native_channel_shuffle", shuffled, 4) == (0, 2 * 24576)
+
 def test_nested_repacks():
     padded = T((2, 5, 4), "float32")  # 160 bytes
     mask = T((2, 5), "bool")

@@ -130,3 +130,11 @@ def test_glu_and_its_backward_counted_from_a_real_run_and_without_outputs():
     assert count_op("aten::glu", (TensorMeta((4, 6), "float32"),)).flops == 5 * 12  # dim defaults to -1
     assert (count_op("aten::glu_backward", (g, s, 1)).flops, count_op("aten::glu_backward", (g, s, 1)).bytes) == \
         (bwd.flops, bwd.bytes)
+
+
+def test_prelu_backward():
+    """Sweep 7: _prelu_kernel_backward had no formula (4% of an upscaler's step unmodelled); both gradients are
+    written at the input's shape."""
+    x, w = TensorMeta((2, 32, 8, 8), "float32"), TensorMeta((1, 32, 1, 1), "float32")  # 16,384 and 128 bytes
+    c = count_op("aten::_prelu_kernel_backward", (x, x, w))
+    assert c.modeled and (c.flops, c.bytes) == (4 * 4096, 16384 * 2 + 128 + 2 * 16384)

@@ -483,6 +483,7 @@ def test_inductor_kernel_names_get_the_table_figure():
 
 # The fast-path, recurrent and FFT families are checked against hand counts in test_sequence_families.py.
 import test_collective_rules as collective_rules  # noqa: E402
+import test_factorization_rules as factorization_rules  # noqa: E402
 import test_matrix_exp_jvp_rules as linalg_rules  # noqa: E402
 import test_quantized_rules as quantized_rules  # noqa: E402
 import test_sequence_families as sequence_families  # noqa: E402 (a module, so its tests are not collected twice)
@@ -501,6 +502,7 @@ FAMILY_TESTS = {
     "loss:variants": test_loss_matmul_norm_pooling_variants_by_hand,
     "fft": sequence_families.test_fft_counts_five_n_log_n,
     "linalg": linalg_rules.test_matrix_exp_counts_two_n_cubed_per_product,
+    "factorizations": factorization_rules.test_cholesky_and_its_solves,
     "vision_ops": vision_ops_rules.test_roi_align_samples_per_bin_and_gathered_bytes,
     "quantized": quantized_rules.test_linear_static_dynamic_and_fp16_weights,
     "collectives": collective_rules.test_a_collective_costs_its_message_and_is_kept_whole,

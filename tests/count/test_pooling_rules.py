@@ -112,6 +112,22 @@ def test_grid_sampling():
     assert cost("aten::grid_sampler_2d", x, grid, 0, outputs=[T((2, 3, 5, 7), "float16")])[1] == 3360 + 560 + 420
 
 
+def test_affine_grid_generator():
+    """Sweep 7 (a spatial transformer): affine_grid_generator had no formula, its whole time unmodelled. The base
+    grid (N, H, W, 3) built, written and read, one product with theta (N, 2, 3) -> the grid (N, H, W, 2)."""
+    theta = T((2, 2, 3), "float32")
+    base = 2 * 5 * 7 * 3  # homogeneous coordinates per location
+    assert cost("aten::affine_grid_generator", theta, [2, 4, 5, 7], False) == \
+        (2 * base * 2, 2 * base * 4 + 48 + 2 * 5 * 7 * 2 * 4)
+    theta3 = T((1, 3, 4), "float32")
+    base3 = 2 * 3 * 4 * 4
+    assert cost("aten::affine_grid_generator", theta3, [1, 1, 2, 3, 4], True) == \
+        (2 * base3 * 3, 2 * base3 * 4 + 48 + 24 * 3 * 4)
+    grad = T((2, 5, 7, 2), "float32")
+    assert cost("aten::affine_grid_generator_backward", grad, [2, 4, 5, 7], False) == \
+        (2 * base * 2, 2 * base * 4 + 560 + 48)
+
+
 def test_im2col_and_col2im():
     img = T((2, 3, 5, 7), "float32")
     cols = T((2, 3 * 4, 24), "float32")  # k 2x2, 4x6 patches

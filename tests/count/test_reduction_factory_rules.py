@@ -156,3 +156,16 @@ def test_equal_reads_both_and_compares_each_pair():
     assert cost("aten::equal", X, X) == (120, 480)
     assert cost("aten::equal", X, T((4, 6, 4), "float16")) == (0, 0)
     assert count_op("aten::equal", [X, X]).modeled
+
+
+def test_searchsorted_and_bucketize_binary_searches():
+    """Sweep 7 (a ranking loss's histogram): searchsorted and bucketize had no formula (12% of its step unmodelled).
+    ceil(log2(n + 1)) compares per value looked up in a sorted row of n."""
+    from roofline.count.meta import TensorMeta as M
+
+    rows, values = M((64, 100), "float32"), M((64, 100), "float32")  # 25,600 bytes each; 7 compares per value
+    assert cost("aten::searchsorted", rows, values) == (6400 * 7, 25600 * 2 + 6400 * 8)
+    assert cost("aten::searchsorted", rows, values, True) == (6400 * 7, 25600 * 2 + 6400 * 4)  # out_int32
+    edges = M((17,), "float32")  # 5 compares (log2 18)
+    assert cost("aten::bucketize", values, edges) == (6400 * 5, 25600 + 68 + 6400 * 8)
+    assert cost("aten::bucketize", 0.5, edges) == (5, 68 + 8)

@@ -183,5 +183,9 @@ def analyze_model(
         drop_no_kernels_note(report)
     report.step_time = true_time
     report.profiled_step_time = profiled
+    if dev.type == "cpu":
+        from roofline.analyze.inflated_profile import note_inflated_profile
+
+        note_inflated_profile(report)
     report.extra["backward"] = backward
     return report

@@ -38,7 +38,8 @@ from roofline.analyze.packed_sequences import NEEDS_CHILDREN, outputs_from_child
 from roofline.analyze.resized_outputs import RESIZED_OUTPUT_OPS, resized_output
 from roofline.analyze.quantized_outputs import QUANTIZED_LINEARS, linear_outputs_from_children
 from roofline.analyze.recorded_products import MATRIX_EXP_OPS, products_below
-from roofline.analyze.sparse_operands import reads_sparse_metadata
+from roofline.analyze.sparse_operands import (DENSE_SPARSE_ADDS, dense_sparse_add_cost, reads_sparse_metadata,
+                                              sparse_values_dims)
 from roofline.analyze.roofline import place_op, summarize
 from roofline.analyze.fallback_roofs import fallback_roof_notes
 from roofline.analyze.integer_roofs import integer_roof_notes
@@ -53,9 +54,10 @@ from roofline.capture.trace_model import DIRECT_LAUNCH_OP, GRAPH_REPLAY_OP, CpuO
 from roofline.count import families
 from roofline.count.counting import count_op, is_composite_op, is_view_op
 from roofline.count.collectives import COMMUNICATION_NOTE
-from roofline.count.copy import LIST_NOT_RECORDED
+from roofline.count.copy import LIST_NOT_RECORDED, PROFILER_LIST_LIMIT
+from roofline.count.indexing import DATA_DEPENDENT_OPS
 from roofline.count.linalg import PRODUCTS_KWARG
-from roofline.count.meta import SPARSE_NOT_COUNTED, TensorMeta
+from roofline.count.meta import SPARSE_NOT_COUNTED, TensorMeta, itemsize_of
 from roofline.count.registry import LIVE_FACTS, OpCost, flatten_metas, nbytes, unmodeled
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
 from roofline.count.views import DYNAMO_RUNTIME
@@ -192,10 +194,23 @@ class _TraceCounter:
         if found is None:
             found = hit
             if reads_sparse_metadata(self._trace, op.index, self._children or {}):
-                found = _Counted(unmodeled(SPARSE_NOT_COUNTED, keep_whole=True), hit.dtype, hit.input_shapes,
-                                 hit.input_dtypes, hit.input_strides, True)
+                found = _Counted(self._dense_sparse_add(op, hit) or unmodeled(SPARSE_NOT_COUNTED, keep_whole=True),
+                                 hit.dtype, hit.input_shapes, hit.input_dtypes, hit.input_strides, True)
             self._sparse_checked[op.index] = found
         return found
+
+    def _dense_sparse_add(self, op: CpuOp, hit: _Counted) -> OpCost | None:
+        """dense.add_(sparse)'s count from its values' shape below it (analyze/sparse_operands.py), else None."""
+        shapes, strides = hit.input_shapes, hit.input_strides
+        if op.name not in DENSE_SPARSE_ADDS or len(shapes) < 2 or len(strides) < 2 or not strides[0] \
+                or strides[1] or shapes[0] != shapes[1]:
+            return None
+        values = sparse_values_dims(self._trace, op.index, self._children or {}, list(shapes[0]))
+        if values is None:
+            return None
+        flops, moved = dense_sparse_add_cost(values, list(shapes[0]), itemsize_of(hit.dtype), op.name.endswith("_"))
+        return OpCost(flops, moved, True, note=f"a sparse operand of {values[0]} stored rows (its values "
+                                                f"{list(values)}, from the conversion below the op)")
 
     def _on_nested_buffer(self, op: CpuOp) -> _Counted:
         """An op on a nested operand, counted on the buffer its allocations show (analyze/nested_operands.py), else
@@ -713,8 +728,8 @@ MAX_KEPT_WHOLE_NOTES = 5
 
 def _kept_whole_notes(costs: _CountedCosts, ops: list[OpRecord]) -> list[str]:
     """Why the unmodelled ops kept whole (an op on a sparse tensor), and those whose tensor list the profiler
-    recorded as [] (a cat in a trace of torch 2.1 or older), are unmodelled, one line per op name and reason, largest
-    share of time first: the row alone says only "unmodeled". Each reason is the op's cost as counted
+    recorded as [] (a cat in a trace of torch 2.1 or older, or of more than 30 tensors), are unmodelled, one line
+    per op name and reason, largest share of time first: the row alone says only "unmodeled". Each reason is the op's cost as counted
     (``_CountedCosts``: the counting pass's for a recorded op, the trace's for any other)."""
     calls: dict[tuple[str, str], list[float]] = defaultdict(list)
     for _, op, cost in costs.of(lambda op: not op.modeled):
@@ -725,8 +740,8 @@ def _kept_whole_notes(costs: _CountedCosts, ops: list[OpRecord]) -> list[str]:
     lines = []
     for (name, note), times in sorted(calls.items(), key=lambda kv: -sum(kv[1]))[:MAX_KEPT_WHOLE_NOTES]:
         share = f", {sum(times) / total:.1%} of the time" if total else ""
-        why = (" (torch 2.1 and older record every tensor list as []; torch 2.4 and later record each tensor's "
-               "shape)" if LIST_NOT_RECORDED in note else "")
+        why = (f" (torch 2.1 and older record every tensor list as []; later versions a list of at most "
+               f"{PROFILER_LIST_LIMIT} tensors, a longer one as [])" if LIST_NOT_RECORDED in note else "")
         lines.append(f"{name} unmodelled ({len(times)} call(s){share}): {note}{why}")
     return lines
 
@@ -973,7 +988,15 @@ def _own_time_counted(counter: _TraceCounter, trace: Trace, ev: CpuOp, children:
     if is_composite_op(ev.name) or _counts_for_its_children(counter(ev)):
         return _DISPATCH_ONLY
     kids = [trace.ops[k] for k in children.get(ev.index, [])]
-    return _DISPATCH_ONLY if any(_does_work(counter(kid)) for kid in kids) else _OWN_WORK_NOT_COUNTED
+    return _DISPATCH_ONLY if any(_does_work(counter(kid)) or _data_dependent_wrapper(kid.name) for kid in kids) \
+        else _OWN_WORK_NOT_COUNTED
+
+
+def _data_dependent_wrapper(name: str) -> bool:
+    """A composite over a data-dependent op (nonzero_numpy over nonzero), whose work a trace cannot size but which
+    does work: where(cond) over it is its dispatch (a boolean-mask aten::index over a bare nonzero still gathers
+    on its own)."""
+    return name in DATA_DEPENDENT_OPS and is_composite_op(name)
 
 
 def _place_own_time_rows(trace: Trace, extras: list[Chosen], first: int, ops: list[OpRecord],

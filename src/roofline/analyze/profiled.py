@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from roofline.analyze.inflated_profile import note_inflated_profile
 from roofline.analyze.pipeline import report_from_trace
 from roofline.analyze.roofline import host_time_by_op
 from roofline.analyze.unused_gpu import drop_no_kernels_note, ran_on_host_only, record_unused_gpu
@@ -66,6 +67,8 @@ def report_from_profile(record: ProfileRecord, ceilings: Ceilings | None = None,
     # no op are the harness's own step boundaries, left out.
     trace_syncs = [s for s in report.syncs if not (s.kind == "cuda.synchronize" and s.location == "<unknown>")]
     _fill_timing_and_syncs(report, record)
+    if record.device == "cpu":
+        note_inflated_profile(report)
     host_rows, host_total = host_time_by_op(report.ops)
     report.profile = ProfileInfo(schedule=dict(record.schedule), steps_seen=record.steps_seen,
                                  whole_block=record.whole_block, device=record.device,

@@ -15,6 +15,7 @@ from roofline.count import (  # noqa: F401  (importing a family registers its fo
     copy,
     elementwise,
     embedding,
+    factorizations,
     factory,
     fft,
     foreach,

@@ -19,9 +19,11 @@ from roofline.count.registry import Call, OpCost, nbytes, register
 from roofline.count.shapes import broadcast_shapes
 
 # torch 2.1 and older (2.0: the HTA traces of 2023) record every TensorList argument as [] (2.4 and later record
-# each tensor's shape): a cat or stack of one is left unmodelled with this reason, which the report's notes repeat
-# (analyze/pipeline.py).
+# each tensor's shape, up to PROFILER_LIST_LIMIT of them: a longer list is [] too, sweep 7's bidirectional GRU
+# stacking its 60 steps' outputs): a cat or stack of one is left unmodelled with this reason, which the report's
+# notes repeat (analyze/pipeline.py).
 LIST_NOT_RECORDED = "the tensor list's shapes were not recorded"
+PROFILER_LIST_LIMIT = 30  # torch 2.14: a list of 30 tensors recorded, of 31 not
 
 
 def _copy_cost(source: TensorMeta, written: int) -> OpCost:
@@ -212,6 +214,24 @@ def pad_nd(call: Call) -> OpCost:
     if call.outputs is not None:
         return _copy_cost(self_, nbytes(call.outputs))
     return _copy_cost(self_, prod(_padded_shape(self_.shape, call.arg(1, "pad"))) * self_.itemsize)
+
+
+@register("aten::reflection_pad1d_backward", "aten::reflection_pad2d_backward", "aten::reflection_pad3d_backward",
+          "aten::replication_pad1d_backward", "aten::replication_pad2d_backward",
+          "aten::replication_pad3d_backward")
+def pad_backward(call: Call) -> OpCost:
+    """(grad_output, self, padding): every grad_output element added into the input's gradient (1 FLOP each: the
+    border's fold onto the edge), grad_output read, the gradient (self's size) written; self is not read."""
+    grad, self_ = call.tensor(0, "grad_output"), call.tensor(1, "self")
+    written = nbytes(call.outputs) if call.outputs is not None else self_.nbytes
+    return OpCost(float(grad.numel), float(grad.nbytes + written), True)
+
+
+@register("aten::pixel_shuffle", "aten::pixel_unshuffle", "aten::channel_shuffle", "aten::native_channel_shuffle")
+def pixel_shuffle(call: Call) -> OpCost:
+    """(self, factor or groups): a permuting copy, the output as large as the input."""
+    self_ = call.tensor(0, "self")
+    return _copy_cost(self_, nbytes(call.outputs) if call.outputs is not None else self_.nbytes)
 
 
 @register("aten::pad", composite=True)

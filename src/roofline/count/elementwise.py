@@ -183,6 +183,15 @@ def glu_backward(call: Call) -> OpCost:
     return OpCost(4.5 * max(m.numel for m in outputs), float(grad.nbytes + source.nbytes + nbytes(outputs)), True)
 
 
+@register("aten::_prelu_kernel_backward")
+def prelu_backward(call: Call) -> OpCost:
+    """(grad_output, self, weight) -> (grad_input, grad_weight), both at self's shape (autograd sums the second to
+    the weight's): 4 FLOPs an element (the sign test, grad * weight, grad * self, the select)."""
+    grad, source, weight = call.tensor(0, "grad_output"), call.tensor(1, "self"), call.tensor(2, "weight")
+    outputs = call.outputs if call.outputs is not None else [source.with_shape(source.shape)] * 2
+    return OpCost(4.0 * source.numel, float(grad.nbytes + source.nbytes + weight.nbytes + nbytes(outputs)), True)
+
+
 @register("aten::native_dropout")
 def native_dropout(call: Call) -> OpCost:
     """Reads the input; writes the output and its bool mask; 2 FLOPs an element (compare, scale).

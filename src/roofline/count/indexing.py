@@ -173,8 +173,12 @@ def masked_scatter(call: Call) -> OpCost:
     return OpCost(0.0, float(self_.nbytes + mask.nbytes + elements * source.itemsize + written), True)
 
 
-@register("aten::masked_select", "aten::nonzero", "aten::nonzero_static", "aten::argwhere", "aten::unique",
-          "aten::_unique", "aten::_unique2", "aten::unique_consecutive", "aten::unique_dim")
+DATA_DEPENDENT_OPS = ("aten::masked_select", "aten::nonzero", "aten::nonzero_static", "aten::argwhere",
+                      "aten::unique", "aten::_unique", "aten::_unique2", "aten::unique_consecutive", "aten::unique_dim",
+                      "aten::nonzero_numpy")
+
+
+@register(*DATA_DEPENDENT_OPS[:-1])
 def data_dependent(call: Call) -> OpCost:
     """Output size depends on the data: modeled only when the outputs were recorded."""
     if call.outputs is None:
@@ -182,6 +186,10 @@ def data_dependent(call: Call) -> OpCost:
     inputs = call.input_metas()
     flops = float(max((m.numel for m in inputs), default=0))
     return OpCost(flops, float(nbytes(inputs) + nbytes(call.outputs)), True)
+
+
+# where(cond) and nonzero(as_tuple=True) run as nonzero_numpy, which runs as nonzero and an unbind.
+register("aten::nonzero_numpy", composite=True)(data_dependent)
 
 
 @register("aten::where")

@@ -5,7 +5,10 @@ adaptive avg 1 per input element; nearest upsampling 0; bilinear 7 per output el
 applied, 3 adds), bicubic 31 (16 weights, 15 adds). Backward: 1 per grad_output window element.
 grid_sample: as upsampling per output element (bilinear 7 / trilinear 15, bicubic 31, nearest 0) plus 4
 per output location for the source coordinates (unnormalize and clip, shared by the channels); backward 2x
-the forward (the input gradient scattered, the grid gradient from the same taps). im2col 0 (a copy);
+the forward (the input gradient scattered, the grid gradient from the same taps). affine_grid: the base grid of
+homogeneous coordinates (N, *spatial, k+1) built, then one batched product with theta (2 FLOPs per multiply-add),
+its bytes the base grid written and read, theta and the grid; its backward the same product with the grid's
+gradient. im2col 0 (a copy);
 col2im 1 per input element (overlapping patches summed).
 Bytes: input read once, output (and max pooling's int64 indices) written once. A grid sample reads the grid
 and at most the taps it gathers (never more than the input). Backward reads grad_output
@@ -217,6 +220,31 @@ def grid_sampler_backward(call: Call) -> OpCost:
     flops, reads, _ = _grid_sample_cost(x, grid, int(call.arg(3, "interpolation_mode", 0)))
     written = nbytes(call.outputs) if call.outputs is not None else x.nbytes + grid.nbytes
     return OpCost(2 * flops, reads + grad.nbytes + written, True)
+
+
+def _affine_grid(theta_or_grad: TensorMeta, size: Any) -> tuple[float, float]:
+    """(FLOPs, bytes of the base grid written and read) of affine_grid's product at ``size`` [N, C, *spatial]."""
+    spatial, k = prod(int(v) for v in size[2:]), len(size) - 2
+    base = int(size[0]) * spatial * (k + 1)
+    return float(2 * base * k), float(2 * base * theta_or_grad.itemsize)
+
+
+@register("aten::affine_grid_generator", composite=True)
+def affine_grid_generator(call: Call) -> OpCost:
+    """(theta (N, k, k+1), size [N, C, *spatial], align_corners) -> grid (N, *spatial, k)."""
+    theta, size = call.tensor(0, "theta"), call.arg(1, "size")
+    flops, base = _affine_grid(theta, size)
+    grid = int(size[0]) * prod(int(v) for v in size[2:]) * (len(size) - 2) * theta.itemsize
+    return OpCost(flops, base + theta.nbytes + grid, True)
+
+
+@register("aten::affine_grid_generator_backward", composite=True)
+def affine_grid_generator_backward(call: Call) -> OpCost:
+    """(grad (N, *spatial, k), size, align_corners) -> grad_theta (N, k, k+1)."""
+    grad, size = call.tensor(0, "grad"), call.arg(1, "size")
+    flops, base = _affine_grid(grad, size)
+    k = len(size) - 2
+    return OpCost(flops, base + grad.nbytes + int(size[0]) * k * (k + 1) * grad.itemsize, True)
 
 
 @register("aten::im2col", "aten::col2im")

@@ -4,7 +4,8 @@
 FLOPs per INPUT element: 1 for sum/mean/max/min/argmax/prod/all/any/count_nonzero (one add or compare each;
 mean's final division is not counted), 2 for norm (square, add), 3 for var/std (subtract mean, square,
 add), 5 for logsumexp (exp counted as 4, add). Scans: 1 per element. sort/argsort: n*log2(n) compares per
-sorted row of n; topk: n*log2(k) per row.
+sorted row of n; topk: n*log2(k) per row. searchsorted/bucketize: a binary search, ceil(log2(n + 1)) compares per
+value looked up in a sorted row of n (the row read at most once; the int64 or int32 positions written).
 Bytes: the input read once, each output written once. Without recorded outputs the output shape comes from
 dim/keepdim (no dim: a full reduction to one element); argmax/argmin and the index output of max/min/sort/
 topk are int64, all/any bool, sums of integer tensors int64.
@@ -12,7 +13,7 @@ topk are int64, all/any bool, sums of integer tensors int64.
 
 from __future__ import annotations
 
-from math import log2
+from math import ceil, log2
 
 from roofline.count.meta import TensorMeta
 from roofline.count.registry import Call, OpCost, nbytes, register
@@ -106,6 +107,23 @@ def sort(call: Call) -> OpCost:
             outputs.insert(0, self_)
     flops = self_.numel * log2(n) if n > 1 else 0.0
     return OpCost(float(flops), float(self_.nbytes + nbytes(outputs)), True)
+
+
+@register("aten::searchsorted", "aten::bucketize")
+def searchsorted(call: Call) -> OpCost:
+    """searchsorted(sorted_sequence, self, *, out_int32, right, side, sorter); bucketize(self, boundaries, *,
+    out_int32, right). A Scalar self looks up one value."""
+    if call.name == "aten::searchsorted":
+        rows, values = call.tensor(0, "sorted_sequence"), call.maybe_tensor(1, "self")
+    else:
+        values, rows = call.maybe_tensor(0, "self"), call.tensor(1, "boundaries")
+    out_int32 = bool(call.arg(2, "out_int32", False))
+    looked_up = values.numel if values is not None else 1
+    sorter = call.maybe_tensor(5, "sorter") if call.name == "aten::searchsorted" else None
+    written = nbytes(call.outputs) if call.outputs is not None else looked_up * (4 if out_int32 else 8)
+    read = (values.nbytes if values is not None else 0) + rows.nbytes + (sorter.nbytes if sorter is not None else 0)
+    flops = looked_up * ceil(log2(rows.shape[-1] + 1)) if rows.ndim else 0
+    return OpCost(float(flops), float(read + written), True)
 
 
 @register("aten::topk", "aten::kthvalue", "aten::median", "aten::nanmedian", "aten::mode")
