@@ -34,6 +34,8 @@ from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.optimizer_lists import LIST_OP_PREFIXES, OptimizerLists, with_lists
 from roofline.analyze.index_lists import INDEX_OPS, index_args_from_children, indices_unrecorded
 from roofline.analyze.nested_operands import NESTED_BUFFER_OPS, args_with_nested_buffer
+from roofline.analyze.compiled_graphs import (FUSED_GRAPH_COST, FusedGraphs, fuse_into_compiled_graphs,
+                                              fused_note)
 from roofline.analyze.packed_sequences import NEEDS_CHILDREN, outputs_from_children
 from roofline.analyze.resized_outputs import RESIZED_OUTPUT_OPS, resized_output
 from roofline.analyze.quantized_outputs import QUANTIZED_LINEARS, linear_outputs_from_children
@@ -440,6 +442,7 @@ def report_from_trace(
     event_to_report: dict[int, int] = {}
     own_time_rows: dict[int, OpCost] = {}  # row -> its cost, for rows of an event's own time (Chosen.self_only)
     missing = 0
+    fused = FusedGraphs()
     if recording is not None:
         per_rec_times: dict[int, list[float]] = defaultdict(list)
         per_rec_cpu: dict[int, list[float]] = defaultdict(list)
@@ -479,6 +482,10 @@ def report_from_trace(
         _append_ops(trace, extras, counter, children, rep_step, recording.tf32, gaps, ops, event_to_report,
                     own_time_rows)
         _place_own_time_rows(trace, extras, first_extra, ops, rep_events, recording, children)
+        fused = fuse_into_compiled_graphs(trace, ops, [(row, c.event) for row, c in enumerate(extras, first_extra)
+                                                      if c.self_only], rep_events, len(recording.ops))
+        for row in fused.graphs:
+            own_time_rows[row] = FUSED_GRAPH_COST
         # Only where the counting pass saw checkpointing rerun a forward: elsewhere an op it missed is one the
         # autograd engine ran below its dispatch mode (an LSTM's per-step gradient sums), counted from the trace.
         checkpointed = any(rec.phase == "recompute" for rec in recording.ops)
@@ -543,9 +550,10 @@ def report_from_trace(
         summary.span_s = _span_s(trace)
     if not trace.has_gpu and recording is None:
         summary.notes.extend(_host_outside_ops_note(summary.total_time_s, summary.wall_time_s, len(steps)))
-    if not trace.has_gpu and own_time_rows:
-        summary.notes.append(_own_time_note([ops[i] for i in sorted(own_time_rows)], summary.total_time_s,
-                                            sum(cost is FIRST_CALL_SETUP for cost in own_time_rows.values())))
+    own_rows = [i for i in sorted(own_time_rows) if i not in fused.graphs]  # those say what they hold (fused_note)
+    if not trace.has_gpu and own_rows:
+        summary.notes.append(_own_time_note([ops[i] for i in own_rows], summary.total_time_s,
+                                            sum(own_time_rows[i] is FIRST_CALL_SETUP for i in own_rows)))
     summary.stale_ceilings = stale_ceilings_note(ops, ceilings)
     if summary.predicted_total_s > summary.total_time_s > 0:
         summary.notes.extend(_prediction_above_note(ops, ceilings.launch_overhead_s, summary))
@@ -557,8 +565,11 @@ def report_from_trace(
                                             summary.total_time_s)[0])
     if missing and recording is not None:
         summary.notes.append(_no_event_note([op for i, op in enumerate(ops[:len(recording.ops)])
-                                             if i not in rep_events],
-                                            sum(op.time_s for op in ops if op.name.startswith(COMPILED_GRAPH))))
+                                             if i not in rep_events and i not in fused.ops],
+                                            sum(op.time_s for row, op in enumerate(ops)
+                                                if op.name.startswith(COMPILED_GRAPH) and row not in fused.graphs)))
+    if recording is not None and fused.ops:
+        summary.notes.append(fused_note(fused, ops))
     summary.notes.extend(kept_whole)
     summary.notes.extend(_unsized_collectives_note(ops, summary.total_time_s, shard_only))
     if idle_by_device:

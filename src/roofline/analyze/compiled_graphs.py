@@ -1,0 +1,83 @@
+"""The work of the ops torch.compile fused, given to the compiled graph's row, on a CPU with a counting pass.
+
+On a CPU, a ``## Call CompiledFxGraph`` event runs Inductor's C++ kernels with no event of their own: the counting
+pass (run eagerly) recorded the ops they fused, the timed trace has no event for them, and the graph's row held
+their time unmodelled while they sat in the table at 0 s (a compiled MLP: 40% of the step unmodelled, its gelu and
+layer norm "launch-bound at 0 ns"). Each such recorded op is given to the graph call that ran it, found by the
+recorded ops around it that did get events (Inductor's extern calls, addmm/mm, run inside the graph call): the
+graph whose span meets the stretch between their events, when exactly one does. The graph's row then carries their
+FLOPs (exact: fusion changes no arithmetic) and their bytes as each op moves them unfused, an upper bound (which
+intermediates a fused kernel keeps in registers is not recorded), and the fused rows keep their names and shapes
+with no work of their own, so totals count it once. A GPU's compiled graphs need none of this: Inductor's Triton
+kernels are events of their own, counted by name.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from roofline.analyze.join import COMPILED_GRAPH
+from roofline.capture.trace_model import Trace
+from roofline.count.registry import OpCost
+from roofline.report import OpRecord
+
+
+FUSED_GRAPH_COST = OpCost(0.0, 0.0, True, note="the FLOPs and bytes of the recorded ops Inductor fused into it, "
+                                                "bytes as each moves them unfused (an upper bound)")
+
+
+@dataclass
+class FusedGraphs:
+    graphs: dict[int, list[int]] = field(default_factory=dict)  # graph row -> the recorded ops' rows fused into it
+    ops: set[int] = field(default_factory=set)
+
+
+def fuse_into_compiled_graphs(trace: Trace, ops: list[OpRecord], own_rows: list[tuple[int, int]],
+                              rep_events: dict[int, int], recorded: int) -> FusedGraphs:
+    """Move the work of recorded ops with no event (rows below ``recorded``; ``rep_events``: recorded row -> its
+    event) into the row of the CPU compiled graph that ran them (``own_rows``: (row, event) of the rows of an event's
+    own time). Returns which rows were moved where."""
+    fused = FusedGraphs()
+    if trace.has_gpu:
+        return fused
+    graphs = [(row, trace.ops[event].ts_us, trace.ops[event].ts_us + trace.ops[event].dur_us)
+              for row, event in own_rows
+              if trace.ops[event].is_annotation and trace.ops[event].name.startswith(COMPILED_GRAPH)]
+    if not graphs:
+        return fused
+    timed = sorted(rep_events)
+    for i in range(recorded):
+        op = ops[i]
+        if i in rep_events or not op.modeled or not (op.flops or op.bytes):
+            continue
+        at = bisect.bisect_left(timed, i)
+        after = trace.ops[rep_events[timed[at - 1]]].ts_us if at > 0 else float("-inf")
+        before = trace.ops[rep_events[timed[at]]].ts_us if at < len(timed) else float("inf")
+        holding = [row for row, start, end in graphs if start <= before and end >= after]
+        if len(holding) == 1:
+            fused.graphs.setdefault(holding[0], []).append(i)
+            fused.ops.add(i)
+    for row, members in fused.graphs.items():
+        graph = ops[row]
+        graph.flops = sum(ops[i].flops for i in members)
+        graph.bytes = sum(ops[i].bytes for i in members)
+        graph.modeled = True
+        by_flops: dict[str, float] = defaultdict(float)
+        for i in members:
+            by_flops[ops[i].dtype] += ops[i].flops or ops[i].bytes
+        graph.dtype = max(by_flops, key=by_flops.__getitem__)
+        for i in members:
+            ops[i].flops = ops[i].bytes = 0.0
+    return fused
+
+
+def fused_note(fused: FusedGraphs, ops: list[OpRecord]) -> str:
+    """What the compiled graphs' rows now count, and how."""
+    kinds = Counter(ops[i].name.removeprefix("aten::") for i in fused.ops)
+    listed = ", ".join(f"{name} x{n}" for name, n in kinds.most_common(6)) + (", ..." if len(kinds) > 6 else "")
+    return (f"{len(fused.ops)} op(s) ran fused inside {len(fused.graphs)} torch.compile graph call(s) on the CPU "
+            f"({listed}): Inductor's C++ kernels have no events, so each {COMPILED_GRAPH} row carries their FLOPs "
+            "(exact) and their bytes as if unfused (an upper bound: its intensity is a lower bound), and their own "
+            "rows show 0 s and no work")
