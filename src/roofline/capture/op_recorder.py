@@ -8,6 +8,8 @@ distort the measured times.
 
 from __future__ import annotations
 
+import contextlib
+
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -120,9 +122,18 @@ def record_ops(step: Callable[[], Any], root: torch.nn.Module | None = None) -> 
     recording = OpRecording(tf32=Tf32Flags(matmul=_tf32_matmul_enabled(), cudnn=_tf32_cudnn_enabled()))
     tracker = _forward_module_tracker()
     root_name = type(root).__name__ if root is not None else ""
-    with tracker, _Recorder(recording, tracker, lambda: root_name):
+    with tracker, _eager(), _Recorder(recording, tracker, lambda: root_name):
         step()
     return recording
+
+
+def _eager():
+    """torch.compile'd code runs eagerly while the ops are recorded: the counting pass wants the model's own aten ops
+    (what Inductor fuses), and Dynamo, asked to compile under the recorder's dispatch mode, traced into it and broke
+    the graph at every op (a compiled MLP: a graph break per op, each a recompilation against the user's cache
+    limit). ``torch.compiler.set_stance`` exists from torch 2.6; before, compiled code is recorded as it runs."""
+    set_stance = getattr(getattr(torch, "compiler", None), "set_stance", None)
+    return set_stance("force_eager") if set_stance is not None else contextlib.nullcontext()
 
 
 def _tf32_matmul_enabled() -> bool:
