@@ -20,8 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--remeasure", action="store_true", help="measure again instead of using the cache")
     p.add_argument("--quick", action="store_true", help="smaller buffers and fewer repeats (less accurate, cached apart)")
     p.add_argument("--dtypes", metavar="LIST",
-                   help="comma-separated dtypes to show (float32,tfloat32,float16,bfloat16,float8_e4m3fn,int8); each must "
-                        "exist on the device (default: every dtype measured)")
+                   help="comma-separated dtypes to show (float32,tfloat32,float16,bfloat16,float8_e4m3fn,float64,"
+                        "int8); each must exist on the device (default: every dtype measured)")
     p.add_argument("--collectives", action="store_true",
                    help="measure all-reduce / all-gather / reduce-scatter bus bandwidth instead (NCCL over every GPU "
                         "when there are 2 or more; --device cpu: a 2-process gloo group)")
