@@ -51,3 +51,35 @@ def test_the_notes_say_what_the_graph_row_holds(reports):
     assert "as if unfused (an upper bound" in notes
     assert "found no event in the timed trace (time counted as 0)" not in notes  # the fused ops are accounted for
     assert f"({GRAPH}" not in notes.split("op(s) ran fused")[0]  # not listed among unmodelled own-time rows
+
+
+def _gpu_trace(graph_spans):
+    from roofline.capture.trace_model import CpuOp, Trace
+
+    trace = Trace(path="compiled.json", has_gpu=True)
+    trace.ops = [CpuOp(i, f"{GRAPH} g{i} ##", start, end - start, 1, 1, is_annotation=True, step=0)
+                 for i, (start, end) in enumerate(graph_spans)]
+    trace.ops.append(CpuOp(len(trace.ops), "aten::addmm", 110.0, 5.0, 1, 1, step=0))  # the first Linear, timed
+    return trace
+
+
+def test_on_a_gpu_the_recorded_ops_a_graph_ran_give_way_to_its_kernel_rows():
+    """A compiled MLP on the H200 (torch 2.11, 2026-12-03): its second Linear ran as the graph's extern aten::mm
+    and gelu + layer norm as one triton_* kernel, each a row counted from the trace, while the recorded addmm, gelu
+    and layer norm found no event and kept their work at 0 s: 6.47 GFLOP for the model's 4.31."""
+    from roofline.analyze.compiled_graphs import fuse_into_compiled_graphs, fused_note
+    from roofline.report import OpRecord
+
+    trace = _gpu_trace([(100.0, 200.0)])
+    ops = [OpRecord(name="aten::addmm", flops=2e9, bytes=2e7), OpRecord(name="aten::gelu", flops=8e6, bytes=8e6),
+           OpRecord(name="aten::native_layer_norm", flops=7e6, bytes=8e6),
+           OpRecord(name="aten::addmm", flops=2e9, bytes=2e7),
+           OpRecord(name="aten::mm", flops=2e9, bytes=2e7, time_s=6e-5)]  # the trace's own row, after the recorded
+    fused = fuse_into_compiled_graphs(trace, ops, [], {0: 1}, 4, 0)
+    assert fused.ops == {1, 2, 3} and fused.on_device
+    assert [(op.flops, op.bytes) for op in ops] == [(2e9, 2e7), (0.0, 0.0), (0.0, 0.0), (0.0, 0.0), (2e9, 2e7)]
+    assert "3 recorded op(s) ran inside a torch.compile graph call" in fused_note(fused, ops)
+    # two graph calls that could have run them: left as they are
+    ops = [OpRecord(name="aten::addmm", flops=2e9), OpRecord(name="aten::gelu", flops=8e6)]
+    assert not fuse_into_compiled_graphs(_gpu_trace([(100.0, 200.0), (300.0, 400.0)]), ops, [], {0: 2}, 2, 0).ops
+    assert ops[1].flops == 8e6

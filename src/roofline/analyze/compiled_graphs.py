@@ -8,8 +8,10 @@ recorded ops around it that did get events (Inductor's extern calls, addmm/mm, r
 graph whose span meets the stretch between their events, when exactly one does. The graph's row then carries their
 FLOPs (exact: fusion changes no arithmetic) and their bytes as each op moves them unfused, an upper bound (which
 intermediates a fused kernel keeps in registers is not recorded), and the fused rows keep their names and shapes
-with no work of their own, so totals count it once. A GPU's compiled graphs need none of this: Inductor's Triton
-kernels are events of their own, counted by name.
+with no work of their own, so totals count it once. On a GPU the graph's kernels are events of their own (Inductor's
+``triton_*`` ops, counted by name, and its extern products, an ``aten::mm`` for a Linear's addmm): the recorded ops
+the graph replaced keep their rows with no work, which they counted a second time before (a compiled MLP on the H200:
+6.47 GFLOP for its 4.31).
 """
 
 from __future__ import annotations
@@ -32,19 +34,22 @@ FUSED_GRAPH_COST = OpCost(0.0, 0.0, True, note="the FLOPs and bytes of the recor
 class FusedGraphs:
     graphs: dict[int, list[int]] = field(default_factory=dict)  # graph row -> the recorded ops' rows fused into it
     ops: set[int] = field(default_factory=set)
+    on_device: bool = False  # a GPU's graphs: their own kernel rows count the work
 
 
 def fuse_into_compiled_graphs(trace: Trace, ops: list[OpRecord], own_rows: list[tuple[int, int]],
-                              rep_events: dict[int, int], recorded: int) -> FusedGraphs:
+                              rep_events: dict[int, int], recorded: int, step: int | None) -> FusedGraphs:
     """Move the work of recorded ops with no event (rows below ``recorded``; ``rep_events``: recorded row -> its
     event) into the row of the CPU compiled graph that ran them (``own_rows``: (row, event) of the rows of an event's
-    own time). Returns which rows were moved where."""
-    fused = FusedGraphs()
-    if trace.has_gpu:
-        return fused
-    graphs = [(row, trace.ops[event].ts_us, trace.ops[event].ts_us + trace.ops[event].dur_us)
-              for row, event in own_rows
-              if trace.ops[event].is_annotation and trace.ops[event].name.startswith(COMPILED_GRAPH)]
+    own time), or on a GPU drop it (the graph's kernels of profiled ``step`` count it). Returns what moved where."""
+    fused = FusedGraphs(on_device=trace.has_gpu)
+    if trace.has_gpu:  # the graph call's own rows are not rows there: its events, keyed -1 - event
+        graphs = [(-1 - op.index, op.ts_us, op.ts_us + op.dur_us) for op in trace.ops
+                  if op.is_annotation and op.step == step and op.name.startswith(COMPILED_GRAPH)]
+    else:
+        graphs = [(row, trace.ops[event].ts_us, trace.ops[event].ts_us + trace.ops[event].dur_us)
+                  for row, event in own_rows
+                  if trace.ops[event].is_annotation and trace.ops[event].name.startswith(COMPILED_GRAPH)]
     if not graphs:
         return fused
     timed = sorted(rep_events)
@@ -59,6 +64,11 @@ def fuse_into_compiled_graphs(trace: Trace, ops: list[OpRecord], own_rows: list[
         if len(holding) == 1:
             fused.graphs.setdefault(holding[0], []).append(i)
             fused.ops.add(i)
+    if trace.has_gpu:
+        for i in fused.ops:
+            ops[i].flops = ops[i].bytes = 0.0
+        fused.graphs = {}  # no row of theirs carries the work: the kernels' rows do
+        return fused
     for row, members in fused.graphs.items():
         graph = ops[row]
         graph.flops = sum(ops[i].flops for i in members)
@@ -77,6 +87,10 @@ def fused_note(fused: FusedGraphs, ops: list[OpRecord]) -> str:
     """What the compiled graphs' rows now count, and how."""
     kinds = Counter(ops[i].name.removeprefix("aten::") for i in fused.ops)
     listed = ", ".join(f"{name} x{n}" for name, n in kinds.most_common(6)) + (", ..." if len(kinds) > 6 else "")
+    if fused.on_device:
+        return (f"{len(fused.ops)} recorded op(s) ran inside a torch.compile graph call with no event of their own "
+                f"({listed}): Inductor's kernels and extern calls, rows of their own, count that work, so these rows "
+                "show 0 s and no work")
     return (f"{len(fused.ops)} op(s) ran fused inside {len(fused.graphs)} torch.compile graph call(s) on the CPU "
             f"({listed}): Inductor's C++ kernels have no events, so each {COMPILED_GRAPH} row carries their FLOPs "
             "(exact) and their bytes as if unfused (an upper bound: its intensity is a lower bound), and their own "

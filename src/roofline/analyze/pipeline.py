@@ -483,7 +483,7 @@ def report_from_trace(
                     own_time_rows)
         _place_own_time_rows(trace, extras, first_extra, ops, rep_events, recording, children)
         fused = fuse_into_compiled_graphs(trace, ops, [(row, c.event) for row, c in enumerate(extras, first_extra)
-                                                      if c.self_only], rep_events, len(recording.ops))
+                                                      if c.self_only], rep_events, len(recording.ops), rep_step)
         for row in fused.graphs:
             own_time_rows[row] = FUSED_GRAPH_COST
         # Only where the counting pass saw checkpointing rerun a forward: elsewhere an op it missed is one the
