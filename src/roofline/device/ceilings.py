@@ -175,9 +175,14 @@ def add_int8_roof(ceilings: Ceilings, device: torch.device, *, quick: bool = Fal
     if isinstance(r, str):
         ceilings.method += f"; {_int8_absent_method(r)}"
         return ceilings
-    ceilings.peak_flops_per_s["int8"] = r.best_flops_per_s
+    return _with_late_roof(ceilings, r)
+
+
+def _with_late_roof(ceilings: Ceilings, r: FlopsResult) -> Ceilings:
+    """Cached ceilings with one dtype's roof measured after the others, said so in their method."""
+    ceilings.peak_flops_per_s[r.dtype] = r.best_flops_per_s
     when = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    ceilings.method += f"; int8 (measured {when}, after the other roofs, which predate it): {r.method}"
+    ceilings.method += f"; {r.dtype} (measured {when}, after the other roofs, which predate it): {r.method}"
     return ceilings
 
 
@@ -190,11 +195,7 @@ def add_float64_roof(ceilings: Ceilings, device: torch.device, *, quick: bool = 
                      progress: Progress = _noop) -> Ceilings:
     """Ceilings cached before the float64 roof was measured, completed by measuring it alone (under a second on a
     CPU); the method says it was measured later."""
-    r = measure_peak_flops(device, "float64", quick=quick, progress=progress)
-    ceilings.peak_flops_per_s["float64"] = r.best_flops_per_s
-    when = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    ceilings.method += f"; float64 (measured {when}, after the other roofs, which predate it): {r.method}"
-    return ceilings
+    return _with_late_roof(ceilings, measure_peak_flops(device, "float64", quick=quick, progress=progress))
 
 
 def _best_bandwidth(a: BandwidthResult | None, b: BandwidthResult) -> BandwidthResult:

@@ -2,8 +2,9 @@
 
 A chain is a run of consecutive elementwise/reduction ops of one phase (views in between don't count), each consuming
 a shape an earlier op of the chain produced (of a reduction, whose output a trace does not record: a shape it may
-reduce to). An op that reads nothing the chain made starts a new one, whatever op comes before it. Fused into one kernel, the chain reads its external inputs once and writes
-its last output once; each op's own round trip through memory disappears.
+reduce to). An op that reads nothing the chain made starts a new one, whatever op comes before it. Fused into one
+kernel, the chain reads its external inputs once and writes its last output once; each op's own round trip through
+memory disappears.
 
 Autograd's gradient accumulation (AccumulateGrad adding a parameter's gradient into its .grad) joins no chain: it runs
 after the backward graph that compiling the module fuses, so a chain into it (a Linear's bias-gradient sum, autocast's
