@@ -121,3 +121,12 @@ def test_a_laptop_trace_gets_no_roofs_and_the_warning_says_why(tmp_path):
     report = analyze_trace_file(_renamed(tmp_path, "NVIDIA GeForce RTX 4090 Laptop GPU"))
     assert not report.ceilings.has_roofs() and report.ceilings.source == "none"
     assert "laptop GPU runs at the clocks its maker's power limit sets" in report.ceilings.method
+
+
+def test_a_pascal_trace_names_its_architecture_and_takes_its_variant_from_the_memory():
+    from roofline.device.identify import identify_device
+
+    props = {"deviceProperties": [{"id": 0, "name": "Tesla P100-PCIE-12GB", "totalGlobalMem": 12.8e9,
+                                   "computeMajor": 6, "computeMinor": 0}]}
+    ident = identify_device(props, ["volta_sgemm_128x64_nn"])  # an older library kernel does not override the name
+    assert (ident.vendor, ident.arch, ident.datasheet_key) == ("nvidia", "Pascal", "P100 PCIe 12GB")

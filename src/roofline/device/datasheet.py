@@ -243,8 +243,9 @@ _MATCHERS: list[tuple[re.Pattern[str], object]] = [
     (re.compile(r"MI210", re.I), "MI210"),
 ]
 
-# Parts whose clocks, and so peaks, no datasheet fixes: a laptop GPU runs at what its maker's power limit allows (the
-# same "RTX 3080" name spans 80 to 150 W parts, all slower than the desktop card), a Jetson module at its power mode.
+# Parts whose clocks, and so peaks, no datasheet fixes: a laptop GPU runs at what its maker's power limit allows (one
+# laptop GPU name covers parts of several power limits, all below the desktop card's), a Jetson module at its power
+# mode.
 _NO_SHEET = [
     (re.compile(r"Laptop|Max-?Q|Mobile|Notebook", re.I),
      "a laptop GPU runs at the clocks its maker's power limit sets: they differ from one laptop to the next and are "
