@@ -130,3 +130,11 @@ def test_a_pascal_trace_names_its_architecture_and_takes_its_variant_from_the_me
                                    "computeMajor": 6, "computeMinor": 0}]}
     ident = identify_device(props, ["volta_sgemm_128x64_nn"])  # an older library kernel does not override the name
     assert (ident.vendor, ident.arch, ident.datasheet_key) == ("nvidia", "Pascal", "P100 PCIe 12GB")
+
+
+def test_a_laptop_gpu_named_with_device_is_refused_with_the_reason():
+    from roofline.analyze.onnx_session import analyze_onnx_profile
+    from roofline.errors import RooflineError
+
+    with pytest.raises(RooflineError, match="no datasheet on purpose: a laptop GPU"):
+        analyze_onnx_profile("unused.json", "unused.onnx", device="NVIDIA GeForce RTX 4090 Laptop GPU")
