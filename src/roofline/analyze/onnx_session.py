@@ -21,7 +21,7 @@ from roofline.analyze.ort_device_time import DeviceAttribution, attribute_device
 from roofline.capture.aihub_profile import is_aihub_profile, parse_aihub_profile, read_profile_json
 from roofline.capture.onnx_graph import OnnxGraph, load_onnx_graph
 from roofline.capture.ort_profile import OrtProfile, parse_ort_events
-from roofline.device.datasheet import lookup_datasheet, lookup_soc, with_datasheet_cache
+from roofline.device.datasheet import datasheet_refusal, lookup_datasheet, lookup_soc, with_datasheet_cache
 from roofline.errors import RooflineError
 from roofline.io import read_maybe_gzip
 from roofline.report import Ceilings, Environment, Report
@@ -121,8 +121,12 @@ def analyze_onnx_profile(path: str, model: str, *, ceilings_file: str | None = N
     from roofline.capture.ort_run import parse_inputs_spec
 
     if device and lookup_soc(device) is None and lookup_datasheet(device) is None:
-        raise RooflineError(f"--device {device!r}: no datasheet by that name (Snapdragon 8 Gen 2, 8 Gen 3 or 8 Elite; "
-                            "Samsung Galaxy S23/S24/S25; a GPU such as 'H100 SXM'); or pass --ceilings FILE")
+        refusal = datasheet_refusal(device)
+        raise RooflineError(f"--device {device!r}: " + (f"no datasheet on purpose: {refusal}; pass --ceilings FILE"
+                                                         if refusal else
+                                                         "no datasheet by that name (Snapdragon 8 Gen 2, 8 Gen 3 or "
+                                                         "8 Elite; Samsung Galaxy S23/S24/S25; a GPU such as 'H100 "
+                                                         "SXM'); or pass --ceilings FILE"))
     data = read_profile_json(path)
     shapes, dims = parse_inputs_spec(inputs)
     graph = load_onnx_graph(model, {**dims, **_dims_from_shapes(model, shapes)})

@@ -21,7 +21,7 @@ from roofline.analyze.rank_timeline import own_rank_row
 from roofline.analyze.unused_gpu import ran_on_host_only, record_unused_gpu, say_device_not_recorded
 from roofline.capture.trace_model import Trace, op_columns
 from roofline.capture.unrecorded_device import unrecorded_device_use
-from roofline.device.datasheet import with_datasheet_cache
+from roofline.device.datasheet import datasheet_refusal, with_datasheet_cache
 from roofline.device.identify import UNRECORDED_HOW, DeviceIdentity, identify_gpus, identify_trace
 from roofline.errors import RooflineError
 from roofline.report import Ceilings, OpRecord, Report
@@ -58,9 +58,11 @@ def ceilings_for_trace(trace, ceilings_file: str | None = None, identity: Device
     if identity.datasheet_key:
         return _from_datasheet(identity, DATASHEET[identity.datasheet_key])
     what = identity.name or "this device"
-    return no_ceilings(identity, f"no roofs known for {what}: its memory bandwidth and peak FLOP/s per dtype are "
-                                 "missing, so ops get no roofline bound and findings that need a roof are left out; "
-                                 + _HOW_TO_SUPPLY)
+    refusal = datasheet_refusal(identity.name)
+    why = (f"no datasheet entry on purpose ({refusal}), hence" if refusal else
+           "its memory bandwidth and peak FLOP/s per dtype are missing, so")
+    return no_ceilings(identity, f"no roofs known for {what}: {why} ops get no roofline bound and findings that "
+                                 "need a roof are left out; " + _HOW_TO_SUPPLY)
 
 
 def no_ceilings(identity: DeviceIdentity, why: str) -> Ceilings:

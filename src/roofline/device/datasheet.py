@@ -8,7 +8,14 @@ figures are per GCD (one graphics compute die: what the trace, torch and ROCm ca
 
 ``lookup_datasheet`` tolerates the spellings traces use ("Tesla V100-SXM2-16GB", "NVIDIA A100-SXM4-80GB",
 "NVIDIA A100-PG509-200", "AMD Instinct MI250X", "NVIDIA GH200 480GB") and takes the device memory, when
-known, to pick between variants the name leaves open (A100 40 vs 80 GB).
+known, to pick between variants the name leaves open (A100 40 vs 80 GB, Tesla P100 12 vs 16 GB).
+
+Laptop GPUs ("NVIDIA GeForce RTX 3080 Laptop GPU", "... with Max-Q Design", "... Mobile") and Jetson modules ("Orin")
+get no entry: their clocks are set by the laptop maker's power limit or the module's power mode, so no one datasheet
+figure fits them, and the desktop card of the same number is faster. ``datasheet_refusal`` says so for the warning.
+
+Pascal parts without fast fp16 (Tesla P40/P4: FP16 at 1/64 of the FP32 rate) list no float16 roof: fp16 work falls
+back to the float32 one, the rate PyTorch's fp16 GEMMs reach there (they compute in FP32).
 """
 
 from __future__ import annotations
@@ -41,6 +48,15 @@ _V100_SHEET = "NVIDIA Tesla V100 GPU datasheet (2020), {col} column; fp16 is the
 _A100_SHEET = "NVIDIA A100 Tensor Core GPU datasheet (2021), {col} column, dense (the '*' sparsity figures are 2x)"
 _H100_SHEET = "NVIDIA H100 Tensor Core GPU datasheet (2023), {col} column, dense (sparsity figures halved)"
 _H200_SHEET = "NVIDIA H200 Tensor Core GPU datasheet (2024), {col} column, dense (sparsity figures halved)"
+_H800_NOTE = ("NVIDIA H100 datasheet (2023), {col} column, dense: the H800 is the H100's GH100 with NVLink cut to 400 "
+              "GB/s and FP64 to 1 TFLOPS, its tensor-core and memory figures unchanged (philisun.com 'NVIDIA H800 vs "
+              "H100'; aiwiki.ai/wiki/nvidia_h800)")
+_P100_SHEET = ("NVIDIA Tesla P100 datasheet (2016), {col} (bandwidths as NVIDIA gave them for the 16 and 12 GB PCIe "
+               "cards, techworm.net; TechPowerUp: 732.2 GB/s); FP16 is GP100's double-rate half precision, no Tensor "
+               "Cores")
+_P4_SHEET = ("NVIDIA Tesla P4/P40 launch specifications (2016, servethehome.com's copy of NVIDIA's table), {col}; INT8 "
+             "is the DP4A rate (multiply-accumulates counted as 2); no float16 roof: FP16 runs at 1/64 of FP32 on "
+             "GP102/GP104 (TechPowerUp)")
 # INT8 Tensor Core: 3,958 TOPS with sparsity on the H100 SXM and H200 SXM datasheets, 1,979 dense.
 _HOPPER_SXM = _nv(67, 494.7, 989.4, fp8=1978.9, int8=1978.9)
 _HOPPER_NVL = _nv(60, 417.5, 835.5, fp8=1670.5)
@@ -64,6 +80,16 @@ DATASHEET: dict[str, DatasheetEntry] = {
                              _V100_SHEET.format(col="PCIe"), 32),
     "V100S PCIe": _entry("NVIDIA Tesla V100S PCIe 32GB", 1134 * GB, _nv(16.4, None, 130, bf16=False),
                          _V100_SHEET.format(col="V100S PCIe"), 32),
+    "P100 SXM2": _entry("NVIDIA Tesla P100 SXM2 16GB", 732 * GB, _nv(10.6, None, 21.2, bf16=False),
+                        _P100_SHEET.format(col="SXM2 (NVLink): 10.6 FP32, 21.2 FP16 TFLOPS, 732 GB/s"), 16),
+    "P100 PCIe 16GB": _entry("NVIDIA Tesla P100 PCIe 16GB", 732 * GB, _nv(9.3, None, 18.7, bf16=False),
+                             _P100_SHEET.format(col="PCIe 16 GB: 9.3 FP32, 18.7 FP16 TFLOPS, 732 GB/s"), 16),
+    "P100 PCIe 12GB": _entry("NVIDIA Tesla P100 PCIe 12GB", 549 * GB, _nv(9.3, None, 18.7, bf16=False),
+                             _P100_SHEET.format(col="PCIe 12 GB: 9.3 FP32, 18.7 FP16 TFLOPS, 549 GB/s"), 12),
+    "P40": _entry("NVIDIA Tesla P40", 346 * GB, {"float32": 12 * TF, "int8": 47 * TF},
+                  _P4_SHEET.format(col="P40: 12 TFLOPS FP32, 47 INT8 TOPS, 346 GB/s"), 24),
+    "P4": _entry("NVIDIA Tesla P4", 192 * GB, {"float32": 5.5 * TF, "int8": 22 * TF},
+                 _P4_SHEET.format(col="P4: 5.5 TFLOPS FP32, 22 INT8 TOPS, 192 GB/s"), 8),
     "T4": _entry("NVIDIA T4", 320 * GB, _nv(8.1, None, 65, bf16=False),
                  "NVIDIA T4 Tensor Core GPU datasheet (2019); fp16 is the mixed-precision Tensor Core figure", 16),
     "A100 40GB": _entry("NVIDIA A100 40GB (SXM4)", 1555 * GB, dict(_A100), _A100_SHEET.format(col="40GB SXM"), 40),
@@ -79,6 +105,20 @@ DATASHEET: dict[str, DatasheetEntry] = {
                  "NVIDIA L4 Tensor Core GPU datasheet (2023), dense (sparsity figures halved)", 24),
     "L40S": _entry("NVIDIA L40S", 864 * GB, _nv(91.6, 183, 362.05, fp8=733),
                    "NVIDIA L40S GPU datasheet (2023), dense (the '*' sparsity figures halved)", 48),
+    "A40": _entry("NVIDIA A40", 696 * GB, _nv(37.4, 74.8, 149.7, int8=299.3),
+                  "NVIDIA A40 datasheet (2021), dense (the '*' sparsity figures halved); FP16 Tensor 149.7 and BF16 "
+                  "with FP32 accumulate 149.7 TFLOPS, INT8 299.3 TOPS", 48),
+    "A16": _entry("NVIDIA A16 (one of its 4 GPUs)", 200 * GB, _nv(4.5, 9, 17.9, int8=35.9),
+                  "NVIDIA A16 datasheet (2021): the per-GPU figure of its '4x' rows (the board holds 4 GPUs, each a "
+                  "device of its own: 4x 200 GB/s, 4x 4.5 FP32, 4x 9 TF32, 4x 17.9 FP16, 4x 35.9 INT8), dense; BF16 "
+                  "is not listed there and is taken at the FP16 rate, as hmc-tech.com's A16 entry gives it", 16),
+    "A2": _entry("NVIDIA A2", 200.1 * GB, _nv(4.53, 9.06, 18.13, int8=36.25),
+                 "hmc-tech.com GPU database, NVIDIA A2: dense Tensor figures (FP16 and BF16 18.13 TFLOPS with FP32 "
+                 "accumulate, TF32 9.06, INT8 36.25 TOPS), FP32 4.53; bandwidth 200.1 GB/s from TechPowerUp's GPU "
+                 "database (128-bit GDDR6 at 12.5 Gbps)", 16),
+    "L40": _entry("NVIDIA L40", 864 * GB, _nv(90.5, 90.5, 181.05, fp8=362, int8=362),
+                  "NVIDIA L40 datasheet (2022), L40 column of the L40/L40S table, dense (the '*' sparsity figures "
+                  "halved)", 48),
     "RTX 3090": _entry("NVIDIA GeForce RTX 3090", 936 * GB, _nv(35.6, 35.6, 71),
                        "NVIDIA Ampere GA102 GPU architecture whitepaper (2020), RTX 3090 column, dense Tensor figures "
                        "with FP32 accumulate", 24),
@@ -89,6 +129,13 @@ DATASHEET: dict[str, DatasheetEntry] = {
     "H100 PCIe": _entry("NVIDIA H100 PCIe 80GB", 2.0 * TB, _nv(51, 378, 756, fp8=1513),
                         _H100_SHEET.format(col="PCIe"), 80),
     "H100 NVL": _entry("NVIDIA H100 NVL 94GB", 3.9 * TB, dict(_HOPPER_NVL), _H100_SHEET.format(col="H100 NVL"), 94),
+    "H800 SXM": _entry("NVIDIA H800 SXM5 80GB", 3.35 * TB, dict(_HOPPER_SXM), _H800_NOTE.format(col="SXM"), 80),
+    "H800 PCIe": _entry("NVIDIA H800 PCIe 80GB", 2.0 * TB, _nv(51, 378, 756, fp8=1513), _H800_NOTE.format(col="PCIe"),
+                        80),
+    "H20": _entry("NVIDIA H20 96GB", 4.0 * TB, _nv(44, 74, 148, fp8=296, int8=296),
+                  "NVIDIA H20 figures as published for the China market (NVIDIA posts no public datasheet): 44 TFLOPS "
+                  "FP32, 74 TF32, 148 FP16/BF16, 296 INT8 TOPS dense, 96 GB HBM3 at 4.0 TB/s (zangshuxian.com, "
+                  "willitrunai.com/gpus/h20-96gb); FP8 at the INT8 rate as on every Hopper datasheet", 96),
     "H200": _entry("NVIDIA H200 SXM 141GB", 4.8 * TB, dict(_HOPPER_SXM), _H200_SHEET.format(col="SXM"), 141),
     "H200 NVL": _entry("NVIDIA H200 NVL 141GB", 4.8 * TB, dict(_HOPPER_NVL), _H200_SHEET.format(col="NVL"), 141),
     "GH200 96GB": _entry("NVIDIA GH200 Grace Hopper (H100 96GB HBM3)", 4.0 * TB, dict(_HOPPER_SXM),
@@ -145,12 +192,18 @@ def _v100(name: str, gb: float | None) -> str:
 
 def _a100(name: str, gb: float | None) -> str:
     big = bool(gb and gb > 48)
-    pcie = bool(re.search("PCI", name, re.I))
+    pcie = bool(re.search(r"PCI|Active", name, re.I))  # the A800 40GB Active is a PCIe workstation card
     return ("A100 80GB" if big else "A100 40GB") + (" PCIe" if pcie else "")
 
 
 def _gh200(name: str, gb: float | None) -> str:
     return "GH200 144GB" if gb and gb > 110 and not re.search(r"\b96\s*GB", name, re.I) else "GH200 96GB"
+
+
+def _p100(name: str, gb: float | None) -> str:
+    if not re.search("PCI", name, re.I):
+        return "P100 SXM2"
+    return "P100 PCIe 12GB" if gb and gb < 14 else "P100 PCIe 16GB"
 
 
 _MATCHERS: list[tuple[re.Pattern[str], object]] = [
@@ -161,16 +214,27 @@ _MATCHERS: list[tuple[re.Pattern[str], object]] = [
     (re.compile(r"H200", re.I), "H200"),
     (re.compile(r"H100.*NVL", re.I), "H100 NVL"),
     (re.compile(r"H100.*PCI", re.I), "H100 PCIe"),
-    (re.compile(r"H100|H800", re.I), "H100 SXM"),
+    (re.compile(r"H100", re.I), "H100 SXM"),
+    (re.compile(r"H800.*PCI", re.I), "H800 PCIe"),
+    (re.compile(r"H800", re.I), "H800 SXM"),
+    (re.compile(r"\bH20\b", re.I), "H20"),
+    # the A800 is the A100 with NVLink cut to 400 GB/s: same tensor, memory and bandwidth figures (hmc-tech.com)
     (re.compile(r"A100|A800", re.I), _a100),
     (re.compile(r"A10G", re.I), "A10G"),
     (re.compile(r"\bA10\b", re.I), "A10"),
+    (re.compile(r"\bA40\b", re.I), "A40"),
+    (re.compile(r"\bA16\b", re.I), "A16"),
+    (re.compile(r"\bA2\b", re.I), "A2"),
     (re.compile(r"L40S", re.I), "L40S"),
+    (re.compile(r"\bL40\b", re.I), "L40"),
     (re.compile(r"\bL4\b", re.I), "L4"),
     (re.compile(r"\bT4\b", re.I), "T4"),
-    (re.compile(r"3090", re.I), "RTX 3090"),
-    (re.compile(r"4090", re.I), "RTX 4090"),
+    (re.compile(r"\b3090\b(?!\s*Ti)", re.I), "RTX 3090"),
+    (re.compile(r"\b4090\b(?!\s*D\b)", re.I), "RTX 4090"),
     (re.compile(r"V100", re.I), _v100),
+    (re.compile(r"P100", re.I), _p100),
+    (re.compile(r"\bP40\b", re.I), "P40"),
+    (re.compile(r"\bP4\b", re.I), "P4"),
     (re.compile(r"MI355", re.I), "MI355X"),
     (re.compile(r"MI325", re.I), "MI325X"),
     (re.compile(r"MI300X", re.I), "MI300X"),
@@ -179,10 +243,31 @@ _MATCHERS: list[tuple[re.Pattern[str], object]] = [
     (re.compile(r"MI210", re.I), "MI210"),
 ]
 
+# Parts whose clocks, and so peaks, no datasheet fixes: a laptop GPU runs at what its maker's power limit allows (one
+# laptop GPU name covers parts of several power limits, all below the desktop card's), a Jetson module at its power
+# mode.
+_NO_SHEET = [
+    (re.compile(r"Laptop|Max-?Q|Mobile|Notebook", re.I),
+     "a laptop GPU runs at the clocks its maker's power limit sets: they differ from one laptop to the next and are "
+     "below the desktop card's, whose datasheet figures would overstate its roofs"),
+    (re.compile(r"\bOrin\b|Xavier|Jetson|Tegra", re.I),
+     "a Jetson module's GPU and memory clocks are set by its power mode (nvpmodel): no one datasheet figure fits "
+     "it"),
+]
+
+
+def datasheet_refusal(device_name: str | None) -> str:
+    """Why a device gets no datasheet entry on purpose (a laptop GPU, a Jetson module), or "" when it is not one."""
+    for pattern, why in _NO_SHEET:
+        if device_name and pattern.search(device_name):
+            return why
+    return ""
+
 
 def datasheet_key(device_name: str | None, memory_bytes: float | None = None) -> str | None:
-    """The DATASHEET key for a device name as torch or a trace spells it, or None."""
-    if not device_name:
+    """The DATASHEET key for a device name as torch or a trace spells it, or None (laptop GPUs and Jetson modules
+    always: ``datasheet_refusal`` says why)."""
+    if not device_name or datasheet_refusal(device_name):
         return None
     gb = _size_gb(device_name, memory_bytes)
     for pattern, key in _MATCHERS:

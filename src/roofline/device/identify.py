@@ -192,7 +192,8 @@ def _from_props(props: dict[str, Any]) -> DeviceIdentity | None:
 
 
 def _nvidia_arch(cc: str) -> str:
-    return {"7.0": "Volta", "7.2": "Volta", "7.5": "Turing", "8.0": "Ampere", "8.6": "Ampere", "8.7": "Ampere",
+    return {"6.0": "Pascal", "6.1": "Pascal", "7.0": "Volta", "7.2": "Volta", "7.5": "Turing", "8.0": "Ampere",
+            "8.6": "Ampere", "8.7": "Ampere",
             "8.9": "Ada", "9.0": "Hopper", "10.0": "Blackwell", "10.3": "Blackwell", "12.0": "Blackwell"}.get(cc, "")
 
 
