@@ -21,6 +21,7 @@ GB = 1e9
 @pytest.mark.parametrize("name, memory, key", [
     ("NVIDIA A40", 47.7e9, "A40"),
     ("NVIDIA A16", 15.7e9, "A16"),
+    ("NVIDIA RTX A6000", 51.0e9, "RTX A6000"),
     ("NVIDIA A2", 15.7e9, "A2"),
     ("NVIDIA L40", 47.8e9, "L40"),
     ("NVIDIA L40S", None, "L40S"),  # the L40 pattern must not take the L40S
@@ -74,6 +75,8 @@ def test_laptop_gpus_and_jetson_modules_do_not_take_a_desktop_entry(name):
     ("A16", "tfloat32", 9, 18),
     ("A2", "float16", 18.13, 36.25),
     ("H20", "bfloat16", 148, 296),
+    ("RTX A6000", "float16", 154.8, 309.7),  # Microway: 154.8 dense; the datasheet's 309.7 is with sparsity
+    ("RTX A6000", "int8", 309.7, 619.4),
     ("H800 SXM", "bfloat16", 989.4, 1978.9),
 ])
 def test_tensor_figures_are_the_dense_ones(key, dtype, dense, sparse):
@@ -82,7 +85,7 @@ def test_tensor_figures_are_the_dense_ones(key, dtype, dense, sparse):
 
 
 @pytest.mark.parametrize("key, bandwidth_gb, memory_gb, fp32", [
-    ("A40", 696, 48, 37.4), ("A16", 200, 16, 4.5), ("L40", 864, 48, 90.5), ("H20", 4000, 96, 44),
+    ("A40", 696, 48, 37.4), ("A16", 200, 16, 4.5), ("L40", 864, 48, 90.5), ("H20", 4000, 96, 44), ("RTX A6000", 768, 48, 38.7),
     ("H800 PCIe", 2000, 80, 51), ("P100 SXM2", 732, 16, 10.6), ("P100 PCIe 12GB", 549, 12, 9.3),
     ("P40", 346, 24, 12), ("P4", 192, 8, 5.5),
 ])
@@ -138,3 +141,12 @@ def test_a_laptop_gpu_named_with_device_is_refused_with_the_reason():
 
     with pytest.raises(RooflineError, match="no datasheet on purpose: a laptop GPU"):
         analyze_onnx_profile("unused.json", "unused.onnx", device="NVIDIA GeForce RTX 4090 Laptop GPU")
+
+
+@pytest.mark.parametrize("name", ["Quadro RTX 6000", "NVIDIA RTX 6000 Ada Generation", "NVIDIA RTX A6000 Laptop GPU"])
+def test_other_6000s_do_not_take_the_rtx_a6000(name):
+    assert lookup_datasheet(name) is None or lookup_datasheet(name).name != "NVIDIA RTX A6000"
+
+
+def test_h20_has_no_unsourced_fp8_roof():
+    assert "float8_e4m3fn" not in DATASHEET["H20"].peak_flops_per_s

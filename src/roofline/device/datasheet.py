@@ -116,6 +116,11 @@ DATASHEET: dict[str, DatasheetEntry] = {
                  "hmc-tech.com GPU database, NVIDIA A2: dense Tensor figures (FP16 and BF16 18.13 TFLOPS with FP32 "
                  "accumulate, TF32 9.06, INT8 36.25 TOPS), FP32 4.53; bandwidth 200.1 GB/s from TechPowerUp's GPU "
                  "database (128-bit GDDR6 at 12.5 Gbps)", 16),
+    "RTX A6000": _entry("NVIDIA RTX A6000", 768 * GB, _nv(38.7, 77.4, 154.8, int8=309.7),
+                        "NVIDIA RTX A6000 datasheet (pny.com): 768 GB/s, 38.7 TFLOPS FP32; dense Tensor figures from "
+                        "Microway's 'In-Depth Comparison of NVIDIA Ampere GPU Accelerators' (FP16/BF16 154.8 TFLOPS, "
+                        "INT8 309.7 TOPS; 309.7 TFLOPS with sparsity on the datasheet); TF32 154.8 / 2, the rate "
+                        "GA102's professional cards run TF32 at (the A40 datasheet: 74.8 against 149.7)", 48),
     "L40": _entry("NVIDIA L40", 864 * GB, _nv(90.5, 90.5, 181.05, fp8=362, int8=362),
                   "NVIDIA L40 datasheet (2022), L40 column of the L40/L40S table, dense (the '*' sparsity figures "
                   "halved)", 48),
@@ -132,10 +137,10 @@ DATASHEET: dict[str, DatasheetEntry] = {
     "H800 SXM": _entry("NVIDIA H800 SXM5 80GB", 3.35 * TB, dict(_HOPPER_SXM), _H800_NOTE.format(col="SXM"), 80),
     "H800 PCIe": _entry("NVIDIA H800 PCIe 80GB", 2.0 * TB, _nv(51, 378, 756, fp8=1513), _H800_NOTE.format(col="PCIe"),
                         80),
-    "H20": _entry("NVIDIA H20 96GB", 4.0 * TB, _nv(44, 74, 148, fp8=296, int8=296),
+    "H20": _entry("NVIDIA H20 96GB", 4.0 * TB, _nv(44, 74, 148, int8=296),
                   "NVIDIA H20 figures as published for the China market (NVIDIA posts no public datasheet): 44 TFLOPS "
                   "FP32, 74 TF32, 148 FP16/BF16, 296 INT8 TOPS dense, 96 GB HBM3 at 4.0 TB/s (zangshuxian.com, "
-                  "willitrunai.com/gpus/h20-96gb); FP8 at the INT8 rate as on every Hopper datasheet", 96),
+                  "willitrunai.com/gpus/h20-96gb); no FP8 roof: no source found gives its dense FP8 figure", 96),
     "H200": _entry("NVIDIA H200 SXM 141GB", 4.8 * TB, dict(_HOPPER_SXM), _H200_SHEET.format(col="SXM"), 141),
     "H200 NVL": _entry("NVIDIA H200 NVL 141GB", 4.8 * TB, dict(_HOPPER_NVL), _H200_SHEET.format(col="NVL"), 141),
     "GH200 96GB": _entry("NVIDIA GH200 Grace Hopper (H100 96GB HBM3)", 4.0 * TB, dict(_HOPPER_SXM),
@@ -223,6 +228,7 @@ _MATCHERS: list[tuple[re.Pattern[str], object]] = [
     (re.compile(r"A10G", re.I), "A10G"),
     (re.compile(r"\bA10\b", re.I), "A10"),
     (re.compile(r"\bA40\b", re.I), "A40"),
+    (re.compile(r"\bA6000\b", re.I), "RTX A6000"),  # not the Quadro RTX 6000 (Turing), nor the RTX 6000 Ada
     (re.compile(r"\bA16\b", re.I), "A16"),
     (re.compile(r"\bA2\b", re.I), "A2"),
     (re.compile(r"L40S", re.I), "L40S"),
