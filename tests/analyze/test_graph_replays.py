@@ -10,7 +10,7 @@ import torch
 from fake_cuda_graph import FakeGraph
 from kineto_events import write_trace, x
 from roofline.analyze.graph_replays import (CAPTURE_NOT_GIVEN_NOTE, CAPTURED_BEFORE_NOTE, GRAPH_REPLAY_NOTE,
-                                            INDUCTOR_CAPTURE)
+                                            INDUCTOR_CAPTURE, INDUCTOR_NO_KERNELS)
 from roofline.analyze.pipeline import report_from_trace
 from roofline.capture.kineto import load_trace
 from roofline.capture.recording import CapturedGraph, OpRecording, RecordedOp
@@ -73,11 +73,16 @@ def test_a_replay_with_unmodelled_captured_ops_says_its_count_is_a_lower_bound(t
     assert "1 captured op(s) have no formula and add nothing (mylib::fused): a lower bound" in note
 
 
-def test_a_graph_captured_by_inductor_says_its_triton_kernels_are_not_counted(tmp_path, h200):
-    graph = CapturedGraph(7, [_op("aten::mm", 2e9, 3e6)], inductor=True)
-    report = report_from_trace(_trace(tmp_path), h200, graphs={7: graph})
+def test_a_graph_captured_by_inductor_says_how_its_triton_kernels_were_counted(tmp_path, h200):
+    kernels = CapturedGraph(7, [_op("aten::mm", 2e9, 3e6), _op("triton_poi_fused_gelu_0", 8e6, 4e6)], inductor=True)
+    report = report_from_trace(_trace(tmp_path), h200, graphs={7: kernels})
     (note,) = [n for n in report.summary.notes if n.startswith("CUDA graph #7")]
-    assert note.endswith(INDUCTOR_CAPTURE)
+    assert note.endswith(INDUCTOR_CAPTURE) and "the 2 op(s) its capture ran (mm x1, triton_poi_fused_gelu_0 x1)" in note
+    assert [op.flops for op in report.ops if op.name == LABEL] == [2.008e9, 2.008e9]
+    extern_only = CapturedGraph(7, [_op("aten::mm", 2e9, 3e6)], inductor=True)
+    report = report_from_trace(_trace(tmp_path), h200, graphs={7: extern_only})
+    (note,) = [n for n in report.summary.notes if n.startswith("CUDA graph #7")]
+    assert note.endswith(INDUCTOR_NO_KERNELS) and "a lower bound" in INDUCTOR_NO_KERNELS
 
 
 def test_a_labelled_replay_whose_capture_is_not_given_stays_unmodelled_and_says_so(tmp_path, h200):

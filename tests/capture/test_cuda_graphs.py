@@ -131,3 +131,36 @@ def test_the_profiling_context_records_captures_from_its_start_and_restores_the_
     assert _restored()
     assert list(record.graphs) and [op.name for op in next(iter(record.graphs.values())).ops] == ["aten::mm",
                                                                                                   "aten::relu"]
+
+
+def test_inductors_kernels_launched_inside_a_graph_trees_capture_are_recorded_by_name(monkeypatch):
+    """Under torch.compile(mode="reduce-overhead") the capture runs Inductor's code: its Triton kernels launch
+    through CachingAutotuner.run, not the dispatcher. While such a capture is open the launcher is wrapped, each
+    kernel recorded with its buffers and counted as a trace's triton_* event is; it is restored at capture_end."""
+    from roofline.capture import cuda_graphs
+
+    class Launcher:  # stands in for torch._inductor.runtime.triton_heuristics.CachingAutotuner
+        def __init__(self, name):
+            self.inductor_meta = {"kernel_name": name}
+
+        def run(self, *args, stream=None):
+            return None
+
+    original_run = Launcher.__dict__["run"]
+    monkeypatch.setattr(cuda_graphs, "_inductor_launcher", lambda: Launcher)
+    monkeypatch.setattr(cuda_graphs, "_under_inductor", lambda: True)
+    buf_in, buf_out = torch.randn(64, 32), torch.empty(64, 32)
+    gelu = Launcher("triton_poi_fused_gelu_0")
+    with GraphCaptures(FakeGraph) as graphs:
+        graph = FakeGraph()
+        graph.capture_begin()
+        torch.mm(buf_in, torch.randn(32, 32), out=buf_out)  # an extern call: dispatched
+        gelu.run(buf_out, buf_in, 2048, stream=0)
+        graph.capture_end()
+        assert Launcher.__dict__["run"] is original_run  # unwrapped once the capture ended
+        gelu.run(buf_out, buf_in, 2048, stream=0)  # outside a capture: not a graph's
+    (captured,) = graphs.graphs.values()
+    assert captured.inductor and [op.name for op in captured.ops][-1] == "triton_poi_fused_gelu_0"
+    kernel = captured.ops[-1]
+    assert kernel.cost.modeled and kernel.cost.bytes == 2 * 64 * 32 * 4 and kernel.cost.flops > 0
+    assert sum(op.name == "triton_poi_fused_gelu_0" for op in captured.ops) == 1

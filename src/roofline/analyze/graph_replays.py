@@ -34,9 +34,12 @@ CAPTURED_BEFORE_NOTE = ("a CUDA graph replayed under no op, captured before roof
 CAPTURE_NOT_GIVEN_NOTE = ("a CUDA graph replay roofline labelled while recording a run, but the ops of its capture "
                           "are not in this trace file (they live in the run's report): its FLOPs and bytes are "
                           "unknown here; analyse the run itself (`roofline profile` or `roofline analyze`)")
-INDUCTOR_CAPTURE = ("captured from torch.compile's generated code (CUDA graph trees): its Triton kernels launch "
-                    "without the dispatcher, so only the ops it dispatched (extern matmuls, copies) are counted: "
-                    "a lower bound")
+INDUCTOR_CAPTURE = ("captured from torch.compile's generated code (CUDA graph trees): the ops it dispatched (extern "
+                    "matmuls, copies) are counted exactly, its Triton kernels by their names and buffers, as a "
+                    "trace's triton_* events are (estimates: bytes each buffer once, FLOPs from the fused op names)")
+INDUCTOR_NO_KERNELS = ("captured from torch.compile's generated code (CUDA graph trees), but none of its Triton "
+                       "kernels was seen launched (they launch without the dispatcher): only the ops it dispatched "
+                       "(extern matmuls, copies) are counted, a lower bound")
 MAX_LISTED = 6
 
 
@@ -56,8 +59,12 @@ def replay_cost(name: str, graphs: Mapping[int, CapturedGraph] | None) -> tuple[
     if not counted:
         return OpCost(0.0, 0.0, False, note=f"CUDA graph #{number}: {_captured(graph)}, none of them counted "
                                              "(no formula, or no work)", keep_whole=True), ""
-    note = f"CUDA graph #{number}: {_captured(graph)}, summed" + (f"; {INDUCTOR_CAPTURE}" if graph.inductor else "")
+    note = f"CUDA graph #{number}: {_captured(graph)}, summed" + (f"; {_inductor_note(graph)}" if graph.inductor else "")
     return OpCost(flops, moved, True, note=note, keep_whole=True), dominant_dtype(graph)
+
+
+def _inductor_note(graph: CapturedGraph) -> str:
+    return INDUCTOR_CAPTURE if any(op.name.startswith("triton_") for op in graph.ops) else INDUCTOR_NO_KERNELS
 
 
 def dominant_dtype(graph: CapturedGraph) -> str:
@@ -74,7 +81,9 @@ def _captured(graph: CapturedGraph) -> str:
     kinds = Counter(op.name.removeprefix("aten::") for op in graph.ops)
     listed = ", ".join(f"{name} x{n}" for name, n in kinds.most_common(MAX_LISTED)) + (
         ", ..." if len(kinds) > MAX_LISTED else "")
-    return f"the {len(graph.ops)} aten op(s) its capture dispatched ({listed})"
+    if all(op.name.startswith("aten::") for op in graph.ops):
+        return f"the {len(graph.ops)} aten op(s) its capture dispatched ({listed})"
+    return f"the {len(graph.ops)} op(s) its capture ran ({listed})"
 
 
 def replay_notes(ops: list[OpRecord], graphs: Mapping[int, CapturedGraph] | None,
@@ -103,6 +112,6 @@ def replay_notes(ops: list[OpRecord], graphs: Mapping[int, CapturedGraph] | None
             line += (f"; {sum(unmodelled.values())} captured op(s) have no formula and add nothing "
                      f"({', '.join(unmodelled)}): a lower bound")
         if graph.inductor:
-            line += "; " + INDUCTOR_CAPTURE
+            line += "; " + _inductor_note(graph)
         lines.append(line)
     return lines

@@ -10,8 +10,10 @@ so the trace says which graph replayed; analyze/graph_replays.py gives that row 
 
 This covers ``torch.cuda.graph(...)``, ``torch.cuda.make_graphed_callables`` and torch.compile's CUDA graph trees
 (mode="reduce-overhead"): all three capture and replay ``torch.cuda.CUDAGraph`` objects. Under graph trees the
-capture runs Inductor's code, whose Triton kernels launch without the dispatcher: only its extern calls (the
-matmuls) are recorded there; analyze/graph_replays.py says so where it matters.
+capture runs Inductor's code, whose Triton kernels launch without the dispatcher: the dispatch mode records its extern
+calls (the matmuls), and while such a capture is open Inductor's kernel launcher (CachingAutotuner.run) is wrapped
+too, recording each kernel by its name and buffers, counted as a trace's ``triton_*`` events are (count/inductor.py:
+estimates).
 
 Patched: the graph class's capture_begin, capture_end and replay, once however many sessions are entered (a
 ProfilingContext inside a profiled script), restored when the last one exits, whatever the user's code raised; a
@@ -39,6 +41,9 @@ _restore: list[Callable[[], None]] = []
 _open: dict[int, tuple[int, OpRecording, Any, bool]] = {}
 _by_id: dict[int, CapturedGraph] = {}  # graphs that take no attribute
 _INDUCTOR_FILES = ("torch/_inductor/", "torch\\_inductor\\")
+_TRITON_LAUNCHER_MODULE = "torch._inductor.runtime.triton_heuristics"
+_kernel_restore: list[Callable[[], None]] = []  # Inductor's launcher, wrapped while an Inductor capture is open
+_kernel_targets: list[OpRecording] = []  # the open Inductor captures' recordings, innermost last
 
 
 class _NoModules:
@@ -130,6 +135,8 @@ def _uninstall() -> None:
     for entry in list(_open.values()):
         _exit_mode(entry[2])
     _open.clear()
+    _kernel_targets.clear()
+    _unwrap_kernels()
     while _restore:
         undo = _restore.pop()
         try:
@@ -139,7 +146,8 @@ def _uninstall() -> None:
     _patched.clear()
 
 
-def _patch(owner: Any, name: str, make: Callable[[Callable], Callable]) -> None:
+def _patch(owner: Any, name: str, make: Callable[[Callable], Callable],
+           restore: list[Callable[[], None]] = _restore) -> None:
     had_own = name in vars(owner)
     original = getattr(owner, name)
     setattr(owner, name, make(original))
@@ -150,7 +158,7 @@ def _patch(owner: Any, name: str, make: Callable[[Callable], Callable]) -> None:
         else:
             delattr(owner, name)
 
-    _restore.append(undo)
+    restore.append(undo)
 
 
 def _capture_begin(original: Callable) -> Callable:
@@ -170,6 +178,8 @@ def _capture_end(original: Callable) -> Callable:
             entry = _open.pop(id(graph), None)
         if entry is not None:
             _exit_mode(entry[2])
+            if entry[3]:
+                _stop_kernels(entry[1])
         result = original(graph, *args, **kwargs)  # raises where the capture failed: no graph, nothing kept
         if entry is not None:
             captured = CapturedGraph(entry[0], entry[1].ops, inductor=entry[3])
@@ -213,7 +223,69 @@ def _start(graph: Any) -> None:
         mode.__enter__()
     except Exception:  # noqa: BLE001 - no recording rather than a broken capture
         return
-    _open[id(graph)] = (next(_numbers), recording, mode, _under_inductor())
+    inductor = _under_inductor()
+    _open[id(graph)] = (next(_numbers), recording, mode, inductor)
+    if inductor:
+        _start_kernels(recording)
+
+
+def _inductor_launcher() -> Any:
+    """Inductor's Triton kernel launcher class, where torch.compile's runtime is loaded (never imported here)."""
+    module = sys.modules.get(_TRITON_LAUNCHER_MODULE)
+    return getattr(module, "CachingAutotuner", None)
+
+
+def _start_kernels(recording: OpRecording) -> None:
+    _kernel_targets.append(recording)
+    launcher = _inductor_launcher()
+    if _kernel_restore or launcher is None or not callable(getattr(launcher, "run", None)):
+        return
+    try:
+        _patch(launcher, "run", _kernel_run, _kernel_restore)
+    except Exception:  # noqa: BLE001 - its kernels go uncounted; the capture goes on
+        _unwrap_kernels()
+
+
+def _stop_kernels(recording: OpRecording) -> None:
+    if recording in _kernel_targets:
+        _kernel_targets.remove(recording)
+    if not _kernel_targets:
+        _unwrap_kernels()
+
+
+def _unwrap_kernels() -> None:
+    while _kernel_restore:
+        try:
+            _kernel_restore.pop()()
+        except Exception:  # noqa: BLE001 - restoring must go on
+            pass
+
+
+def _kernel_run(original: Callable) -> Callable:
+    def run(autotuner: Any, *args: Any, **kwargs: Any) -> Any:
+        if _kernel_targets:
+            _record_kernel(_kernel_targets[-1], autotuner, args)
+        return original(autotuner, *args, **kwargs)
+
+    return run
+
+
+def _record_kernel(recording: OpRecording, autotuner: Any, args: tuple) -> None:
+    """One Inductor kernel launched inside a capture, by its name and buffers (its scalar sizes kept), counted as a
+    trace's ``triton_*`` event with those arguments is."""
+    from roofline.capture.recording import RecordedOp, op_dtype
+    from roofline.count.counting import count_op, to_meta
+
+    try:
+        meta = getattr(autotuner, "inductor_meta", None) or {}
+        name = meta.get("kernel_name") or getattr(getattr(autotuner, "fn", None), "__name__", "")
+        if not isinstance(name, str) or not name:
+            return
+        metas = to_meta(list(args))
+        recording.ops.append(RecordedOp(name, metas, [], count_op(name, metas, None, None), op_dtype(metas, []),
+                                        "", "forward", None))
+    except Exception:  # noqa: BLE001 - a kernel not counted rather than a broken capture
+        pass
 
 
 def _under_inductor() -> bool:
