@@ -220,14 +220,18 @@ class StepProfiler:
             raise RooflineError("a ProfilingContext runs once: make a new one for another run")
         self._open = True
         self._graphs.__enter__()  # from the start: a capture in the first (waiting) steps is seen
-        self._sync()
-        self._reset_peak()
-        if self.whole_block_fallback:
-            self._block_profiler = self._new_profiler()
-            self._block_profiler.__enter__()
-            self._start_syncs()
-        self._entered_at = self._phase_start = time.perf_counter()
-        self._enter_phase()
+        try:
+            self._sync()
+            self._reset_peak()
+            if self.whole_block_fallback:
+                self._block_profiler = self._new_profiler()
+                self._block_profiler.__enter__()
+                self._start_syncs()
+            self._entered_at = self._phase_start = time.perf_counter()
+            self._enter_phase()
+        except BaseException:
+            self._graphs.close()
+            raise
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
