@@ -35,22 +35,24 @@ def h200():
     return ceilings_for_device_name("NVIDIA H200")
 
 
-def _trace(tmp_path, labelled=True, compiled=False):
-    """Two profiled steps, each replaying the graph: under roofline's label (or unlabelled) and, for ``compiled``,
-    inside a torch.compile graph call (CUDA graph trees)."""
+def _trace(tmp_path, labelled=True, compiled=False, calls=1):
+    """Two profiled steps, each replaying the graph ``calls`` times: under roofline's label (or unlabelled) and, for
+    ``compiled``, each inside a torch.compile graph call (CUDA graph trees)."""
     events = []
     for step, t0 in enumerate((0, 1000)):
         events.append(x("user_annotation", f"ProfilerStep#{step + 1}", t0, 900))
-        at = t0 + 10
-        if compiled:
-            events.append(x("user_annotation", "## Call CompiledFxGraph fabc ##", at - 5, 60))
-        if labelled:
-            events.append(x("user_annotation", LABEL, at, 30))
-        correlation = 50 + step
-        events += [x("cuda_runtime", "cudaGraphLaunch", at + 2, 20, correlation=correlation),
-                   x("kernel", "sm90_gemm", t0 + 100, 40, pid=0, tid=7, correlation=correlation, device=0, stream=7),
-                   x("kernel", "gelu_kernel", t0 + 150, 10, pid=0, tid=7, correlation=correlation, device=0,
-                     stream=7)]
+        for call in range(calls):
+            at = t0 + 10 + 300 * call
+            if compiled:
+                events.append(x("user_annotation", "## Call CompiledFxGraph fabc ##", at - 5, 60))
+            if labelled:
+                events.append(x("user_annotation", LABEL, at, 30))
+            correlation = 50 + 10 * step + call
+            events += [x("cuda_runtime", "cudaGraphLaunch", at + 2, 20, correlation=correlation),
+                       x("kernel", "sm90_gemm", at + 90, 40, pid=0, tid=7, correlation=correlation, device=0,
+                         stream=7),
+                       x("kernel", "gelu_kernel", at + 140, 10, pid=0, tid=7, correlation=correlation, device=0,
+                         stream=7)]
     return load_trace(write_trace(tmp_path, events, deviceProperties=H200))
 
 
@@ -119,6 +121,20 @@ def test_under_graph_trees_the_recorded_ops_of_the_compiled_call_go_to_its_repla
     notes = " ".join(report.summary.notes)
     assert "3 of them ran in 1 CUDA graph replay(s)" in notes
     assert "CUDA graph #7 (" not in notes  # its row is not counted from the capture
+
+
+def test_under_graph_trees_a_replay_whose_recorded_ops_stay_theirs_counts_nothing_itself(tmp_path, h200):
+    """Two compiled graph calls in the step, none of the recorded ops matched to an event: which call ran which op
+    is unknown, so the recorded rows keep their work (at 0 s) and each replay's row, its capture's count dropped,
+    holds its time unmodelled: the work is counted once, not once more per replay."""
+    recording = OpRecording(ops=[_op("aten::addmm", 2e9, 3e6), _op("aten::gelu", 8e6, 4e6)])
+    partial = CapturedGraph(7, [_op("aten::mm", 2e9, 3e6), _op("triton_poi_fused_gelu_0", 8e6, 4e6)], inductor=True)
+    report = report_from_trace(_trace(tmp_path, compiled=True, calls=2), h200, recording, graphs={7: partial})
+    rows = [op for op in report.ops if op.name == LABEL]
+    assert len(rows) == 2 and not any(op.modeled or op.flops for op in rows) and all(op.time_s for op in rows)
+    assert report.summary.total_flops == 2.008e9
+    assert any(n.startswith("2 CUDA graph replay row(s) of torch.compile's CUDA graph trees") for n in
+               report.summary.notes)
 
 
 class LazilyGraphed(torch.nn.Module):

@@ -76,12 +76,16 @@ def fuse_into_compiled_graphs(trace: Trace, ops: list[OpRecord], own_rows: list[
             fused.ops.add(i)
     if trace.has_gpu:
         spans = {row: (start, end) for row, start, end in graphs}
+        kept: set[int] = set()
         for key, members in fused.graphs.items():
             start, end = spans[key]
             inside = [row for row, event in replay_rows if start <= trace.ops[event].ts_us <= end]
             if len(inside) == 1:  # its kernels ran in that replay: no kernel row of theirs counts the work
                 fused.replays[inside[0]] = members
                 _take_work(ops[inside[0]], members, ops)
+            elif inside:  # replays, but which ran what is unknown: the recorded rows keep their work
+                kept.update(members)
+        fused.ops -= kept
         for i in fused.ops:
             ops[i].flops = ops[i].bytes = 0.0
         fused.graphs = {}  # no row of theirs carries the work: the kernels' rows (or a replay's) do

@@ -86,21 +86,42 @@ def _captured(graph: CapturedGraph) -> str:
     return f"the {len(graph.ops)} op(s) its capture ran ({listed})"
 
 
+def leave_to_recording(ops: list[OpRecord], rows: list[int], graphs: Mapping[int, CapturedGraph] | None) -> list[int]:
+    """Of a live run's replay rows that took no recorded op's work (compiled_graphs.py), those of a graph CUDA graph
+    trees captured (torch.compile's code) lose their captured count: the counting pass ran the compiled model eagerly,
+    so every op of that graph is a recorded row already, which keeps its work (at 0 s) where it could not be given to
+    the replay. Counted from the capture as well, the graph's work was counted twice. Returns the rows changed."""
+    changed = []
+    for row in rows:
+        number = graph_replay_number(ops[row].name)
+        graph = graphs.get(number) if graphs is not None and number is not None else None
+        if graph is not None and graph.inductor:
+            ops[row].flops = ops[row].bytes = 0.0
+            ops[row].modeled = False
+            changed.append(row)
+    return changed
+
+
 def replay_notes(ops: list[OpRecord], graphs: Mapping[int, CapturedGraph] | None,
-                 moved_from_recording: set[int] = frozenset()) -> list[str]:
+                 moved_from_recording: set[int] = frozenset(), left_to_recording: list[int] = ()) -> list[str]:
     """How the modelled replay rows were counted (the unmodelled ones say why in the kept-whole notes).
     ``moved_from_recording``: rows that took the work of a compiled graph's recorded ops instead
-    (compiled_graphs.py says how)."""
+    (compiled_graphs.py says how); ``left_to_recording``: rows whose work the recorded ops keep
+    (``leave_to_recording``)."""
     if not graphs:
         return []
+    lines = []
+    if left_to_recording:
+        names = sorted({ops[row].name for row in left_to_recording})
+        lines.append(f"{len(left_to_recording)} CUDA graph replay row(s) of torch.compile's CUDA graph trees "
+                     f"({', '.join(names)}) hold their kernels' time unmodelled: the counting pass ran the compiled "
+                     "model eagerly and its ops keep their work in rows of their own (at 0 s), which could not be "
+                     "matched to one graph call; counted on the replay too, the work would count twice")
     rows: dict[int, list[OpRecord]] = defaultdict(list)
     for i, op in enumerate(ops):
         number = graph_replay_number(op.name)
         if number is not None and number in graphs and op.modeled and i not in moved_from_recording:
             rows[number].append(op)
-    if not rows:
-        return []
-    lines = []
     for number, replayed in sorted(rows.items()):
         graph = graphs[number]
         unmodelled = Counter(op.name.removeprefix("aten::") for op in graph.ops if not op.cost.modeled)

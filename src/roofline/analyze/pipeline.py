@@ -52,7 +52,8 @@ from roofline.capture.trace_syncs import int_or_none, left_out_note
 from roofline.analyze.warmup import (FIRST_CALL_FACTOR, first_call_outliers, first_calls_entry, single_pass_entry,
                                      warmup_events)
 from roofline.capture.recording import OpRecording, RecordedOp, Tf32Flags, op_dtype
-from roofline.analyze.graph_replays import GRAPH_REPLAY_NOTE, replay_cost, replay_notes  # noqa: F401 - re-exported
+from roofline.analyze.graph_replays import (GRAPH_REPLAY_NOTE, leave_to_recording,  # noqa: F401 - re-exported
+                                            replay_cost, replay_notes)
 from roofline.capture.recording import CapturedGraph
 from roofline.capture.trace_model import DIRECT_LAUNCH_OP, CpuOp, Trace, is_graph_replay, op_columns
 from roofline.count import families
@@ -450,6 +451,7 @@ def report_from_trace(
     own_time_rows: dict[int, OpCost] = {}  # row -> its cost, for rows of an event's own time (Chosen.self_only)
     missing = 0
     fused = FusedGraphs()
+    left_to_recording: list[int] = []
     if recording is not None:
         per_rec_times: dict[int, list[float]] = defaultdict(list)
         per_rec_cpu: dict[int, list[float]] = defaultdict(list)
@@ -489,10 +491,13 @@ def report_from_trace(
         _append_ops(trace, extras, counter, children, rep_step, recording.tf32, gaps, ops, event_to_report,
                     own_time_rows)
         _place_own_time_rows(trace, extras, first_extra, ops, rep_events, recording, children)
+        replay_rows = [(row, c.event) for row, c in enumerate(extras, first_extra)
+                       if is_graph_replay(trace.ops[c.event].name)]
         fused = fuse_into_compiled_graphs(trace, ops, [(row, c.event) for row, c in enumerate(extras, first_extra)
                                                       if c.self_only], rep_events, len(recording.ops), rep_step,
-                                          [(row, c.event) for row, c in enumerate(extras, first_extra)
-                                           if is_graph_replay(trace.ops[c.event].name)])
+                                          replay_rows)
+        left_to_recording = leave_to_recording(ops, [row for row, _ in replay_rows if row not in fused.replays],
+                                               graphs)
         for row in fused.graphs:
             own_time_rows[row] = FUSED_GRAPH_COST
         # Only where the counting pass saw checkpointing rerun a forward: elsewhere an op it missed is one the
@@ -579,7 +584,7 @@ def report_from_trace(
                                                 if op.name.startswith(COMPILED_GRAPH) and row not in fused.graphs)))
     if recording is not None and fused.ops:
         summary.notes.append(fused_note(fused, ops))
-    summary.notes.extend(replay_notes(ops, graphs, set(fused.replays)))
+    summary.notes.extend(replay_notes(ops, graphs, set(fused.replays), left_to_recording))
     summary.notes.extend(kept_whole)
     summary.notes.extend(_unsized_collectives_note(ops, summary.total_time_s, shard_only))
     if idle_by_device:
