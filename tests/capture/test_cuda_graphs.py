@@ -4,6 +4,8 @@ labelled with its graph's capture number, and every patch is undone, also when t
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 import torch
 from torch.utils._python_dispatch import _get_current_dispatch_mode
@@ -164,3 +166,23 @@ def test_inductors_kernels_launched_inside_a_graph_trees_capture_are_recorded_by
     kernel = captured.ops[-1]
     assert kernel.cost.modeled and kernel.cost.bytes == 2 * 64 * 32 * 4 and kernel.cost.flops > 0
     assert sum(op.name == "triton_poi_fused_gelu_0" for op in captured.ops) == 1
+
+
+def test_a_labelled_replay_takes_the_users_line_and_its_time_is_not_the_tools(tmp_path):
+    """The label is opened in roofline's replay wrapper: that frame holds the user's replay (its launch), so it is
+    no tool frame (tool_frames.py), and the op takes the line of the user's code that replayed the graph."""
+    from roofline.capture.kineto import load_trace
+    from roofline.capture.tool_frames import is_tool_frame
+
+    assert not is_tool_frame("roofline/capture/cuda_graphs.py(150): replay")
+    assert is_tool_frame("roofline/capture/profiling.py(184): _sync")
+    with GraphCaptures(FakeGraph):
+        graph = FakeGraph()
+        _capture(graph, torch.randn(2, 3), torch.randn(3, 2))
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], with_stack=True) as prof:
+            graph.replay()
+            line = sys._getframe().f_lineno - 1
+    path = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(path))
+    (label,) = [op for op in load_trace(path).ops if op.name.startswith(GRAPH_REPLAY_LABEL)]
+    assert label.source.endswith(f"test_cuda_graphs.py:{line}")
