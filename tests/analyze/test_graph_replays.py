@@ -176,3 +176,55 @@ def test_analyze_counts_a_graph_the_model_captured_in_its_warm_up(monkeypatch, c
     assert report.summary.total_flops == eager  # the copy_ into the static input adds bytes, no FLOPs
     assert "capture_begin" in fake.__dict__ and fake.capture_begin.__name__ == "capture_begin"
     assert fake.__dict__["replay"].__qualname__.startswith("FakeGraph")  # restored
+
+
+GRAPHED_SCRIPT = '''\
+import torch
+
+
+class Graphed(torch.nn.Module):
+    def __init__(s, inner, x):
+        super().__init__()
+        s.inner, s.static_in = inner, x.clone()
+        s.graph = torch.cuda.CUDAGraph()
+        s.graph.capture_begin()
+        with torch.no_grad():
+            s.static_out = inner(s.static_in)
+        s.graph.capture_end()
+
+    def forward(s, x):
+        s.static_in.copy_(x)
+        s.graph.replay()
+        return s.static_out
+
+
+torch.manual_seed(0)
+g = Graphed(torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 64)), torch.randn(8, 64))
+for _ in range(12):
+    g(torch.randn(8, 64))
+'''
+
+
+def test_roofline_profile_of_a_script_that_captures_at_its_start_counts_every_replay(tmp_path, monkeypatch,
+                                                                                      cpu_ceilings):
+    """`roofline profile SCRIPT.py`'s path (profile_script under a ProfilingContext, then report_from_profile): the
+    script captures its graph while it builds the model, before any step, and every profiled step replays it."""
+    from roofline.analyze.profiled import report_from_profile
+    from roofline.api import ProfilingContext, count_flops_per_op
+    from roofline.capture.script_runner import profile_script
+
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", FakeGraph)
+    script = tmp_path / "graphed.py"
+    script.write_text(GRAPHED_SCRIPT)
+    context = ProfilingContext(wait=1, timed=1, warmup=1, active=3, device="cpu", whole_block=False,
+                               detect_syncs=False)
+    run = profile_script(context, script, [])
+    assert run.error is None and "capture_begin" in FakeGraph.__dict__
+    report = report_from_profile(context.record(), cpu_ceilings, cpu_ceilings=None)
+    torch.manual_seed(0)
+    inner = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 64))
+    eager = sum(op.flops for op in count_flops_per_op(inner, (torch.randn(8, 64),)))
+    rows = [op for op in report.ops if op.name.startswith(GRAPH_REPLAY_LABEL)]
+    assert len(rows) == 3 and all(op.modeled and op.flops == eager > 0 for op in rows)
+    assert {(op.source, op.module) for op in rows} == {("graphed.py:16", "Graphed_0")}  # where it replayed
+    assert any(n.startswith("CUDA graph #") and "3 replay row(s)" in n for n in report.summary.notes)
