@@ -226,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
             total = report.summary.total_flops
             entry.update(total_flops=total, eager_flops=expected, ratio=total / expected if expected else None,
                          unmodeled_time_share=report.summary.unmodeled_time_share, replay_rows=_graph_rows(report),
-                         graph_notes=[n for n in report.summary.notes if "CUDA graph" in n])
+                         graph_notes=[n for n in report.summary.notes if "CUDA graph" in n],
+                         graphs_captured=report.extra.get("cuda_graphs"))
         except Exception as exc:  # noqa: BLE001 - one case's failure keeps the others
             entry["error"] = f"{type(exc).__name__}: {exc}"
             entry["traceback"] = traceback.format_exc()

@@ -66,6 +66,8 @@ def test_a_labelled_replay_row_carries_its_captured_graphs_summed_work(tmp_path,
     (note,) = [n for n in report.summary.notes if n.startswith("CUDA graph #7")]
     assert "2 replay row(s)" in note and "4 aten op(s) its capture dispatched (mm x2, gelu x1, empty x1)" in note
     assert "exact" in note and INDUCTOR_CAPTURE not in note
+    assert report.extra["cuda_graphs"] == {"7": {"ops": 4, "flops": 3.008e9, "bytes": 9e6, "dtype": "float16",
+                                                 "inductor": False, "unmodelled_ops": 0}}
 
 
 def test_a_replay_with_unmodelled_captured_ops_says_its_count_is_a_lower_bound(tmp_path, h200):

@@ -86,6 +86,16 @@ def _captured(graph: CapturedGraph) -> str:
     return f"the {len(graph.ops)} op(s) its capture ran ({listed})"
 
 
+def graph_summaries(graphs: Mapping[int, CapturedGraph]) -> dict[str, dict]:
+    """report.extra["cuda_graphs"]: each graph seen captured, by capture number, with what its capture ran."""
+    return {str(number): {"ops": len(graph.ops),
+                          "flops": sum(op.cost.flops for op in graph.ops if op.cost.modeled),
+                          "bytes": sum(op.cost.bytes for op in graph.ops if op.cost.modeled),
+                          "dtype": dominant_dtype(graph), "inductor": graph.inductor,
+                          "unmodelled_ops": sum(not op.cost.modeled for op in graph.ops)}
+            for number, graph in sorted(graphs.items())}
+
+
 def leave_to_recording(ops: list[OpRecord], rows: list[int], graphs: Mapping[int, CapturedGraph] | None) -> list[int]:
     """Of a live run's replay rows that took no recorded op's work (compiled_graphs.py), those of a graph CUDA graph
     trees captured (torch.compile's code) lose their captured count: the counting pass ran the compiled model eagerly,

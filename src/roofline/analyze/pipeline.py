@@ -52,8 +52,8 @@ from roofline.capture.trace_syncs import int_or_none, left_out_note
 from roofline.analyze.warmup import (FIRST_CALL_FACTOR, first_call_outliers, first_calls_entry, single_pass_entry,
                                      warmup_events)
 from roofline.capture.recording import OpRecording, RecordedOp, Tf32Flags, op_dtype
-from roofline.analyze.graph_replays import (GRAPH_REPLAY_NOTE, leave_to_recording,  # noqa: F401 - re-exported
-                                            replay_cost, replay_notes)
+from roofline.analyze.graph_replays import (GRAPH_REPLAY_NOTE, graph_summaries,  # noqa: F401 - re-exported
+                                            leave_to_recording, replay_cost, replay_notes)
 from roofline.capture.recording import CapturedGraph
 from roofline.capture.trace_model import DIRECT_LAUNCH_OP, CpuOp, Trace, is_graph_replay, op_columns
 from roofline.count import families
@@ -626,6 +626,8 @@ def report_from_trace(
         report.extra["warmup"] = warmup
     if recording is not None:
         report.extra["tf32"] = {"cuda_matmul": recording.tf32.matmul, "cudnn": recording.tf32.cudnn}
+    if graphs:
+        report.extra["cuda_graphs"] = graph_summaries(graphs)
     report.syncs, report.memory, syncs_left_out = side.result()
     note = left_out_note(syncs_left_out)
     if note:
