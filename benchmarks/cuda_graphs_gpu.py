@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--width", type=int, default=1024)
     parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--budget-s", type=float, default=150.0, help="skip the cases left once this much has passed")
+    parser.add_argument("--budget-s", type=float, default=140.0, help="skip the cases left once this much has passed")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()

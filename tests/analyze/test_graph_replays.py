@@ -163,7 +163,7 @@ class LazilyGraphed(torch.nn.Module):
         return self.static_out
 
 
-def test_analyze_counts_a_graph_the_model_captured_in_its_warm_up(monkeypatch, cpu_ceilings):
+def test_analyze_counts_a_graph_the_model_captured_in_its_warm_up(monkeypatch, cpu_ceilings, tmp_path):
     from roofline.analyze.live import analyze_model
     from roofline.api import count_flops_per_op
 
@@ -176,8 +176,15 @@ def test_analyze_counts_a_graph_the_model_captured_in_its_warm_up(monkeypatch, c
     rows = [op for op in report.ops if op.name.startswith(GRAPH_REPLAY_LABEL)]
     assert len(rows) == 1 and rows[0].modeled and rows[0].flops == eager > 0
     assert report.summary.total_flops == eager  # the copy_ into the static input adds bytes, no FLOPs
+    (graph,) = report.extra["cuda_graphs"].values()
+    assert graph["flops"] == eager and graph["ops"] >= 3
     assert "capture_begin" in fake.__dict__ and fake.capture_begin.__name__ == "capture_begin"
     assert fake.__dict__["replay"].__qualname__.startswith("FakeGraph")  # restored
+    from roofline.report import Report
+
+    loaded = Report.load(report.save(tmp_path / "report.json.gz"))
+    assert [op.flops for op in loaded.ops if op.name == rows[0].name] == [eager]
+    assert loaded.extra["cuda_graphs"] == report.extra["cuda_graphs"]
 
 
 GRAPHED_SCRIPT = '''\
