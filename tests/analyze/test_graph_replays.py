@@ -235,5 +235,5 @@ def test_roofline_profile_of_a_script_that_captures_at_its_start_counts_every_re
     eager = sum(op.flops for op in count_flops_per_op(inner, (torch.randn(8, 64),)))
     rows = [op for op in report.ops if op.name.startswith(GRAPH_REPLAY_LABEL)]
     assert len(rows) == 3 and all(op.modeled and op.flops == eager > 0 for op in rows)
-    assert {(op.source, op.module) for op in rows} == {("graphed.py:16", "Graphed_0")}  # where it replayed
+    assert all(op.source.endswith("graphed.py:16") and op.module == "Graphed_0" for op in rows)  # where it replayed
     assert any(n.startswith("CUDA graph #") and "3 replay row(s)" in n for n in report.summary.notes)
