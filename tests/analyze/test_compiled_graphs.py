@@ -83,3 +83,33 @@ def test_on_a_gpu_the_recorded_ops_a_graph_ran_give_way_to_its_kernel_rows():
     ops = [OpRecord(name="aten::addmm", flops=2e9), OpRecord(name="aten::gelu", flops=8e6)]
     assert not fuse_into_compiled_graphs(_gpu_trace([(100.0, 200.0), (300.0, 400.0)]), ops, [], {0: 2}, 2, 0).ops
     assert ops[1].flops == 8e6
+
+
+def test_on_a_gpu_a_graph_call_that_replayed_one_cuda_graph_gives_it_the_recorded_ops_work():
+    """CUDA graph trees (mode="reduce-overhead"): the graph call's kernels ran in a replay, so no kernel row counts
+    them; the replay's row takes the recorded ops' work. With two replays in one call, which ran what is unknown:
+    the recorded rows keep their work."""
+    from roofline.analyze.compiled_graphs import fuse_into_compiled_graphs, fused_note
+    from roofline.capture.trace_model import CpuOp
+    from roofline.report import OpRecord
+
+    def run(replays: int):
+        trace = _gpu_trace([(100.0, 200.0)])
+        rows = []
+        for k in range(replays):
+            trace.ops.append(CpuOp(len(trace.ops), f"CUDA graph replay #{k + 1}", 120.0 + 30 * k, 10.0, 1, 1, step=0))
+            rows.append((3 + k, len(trace.ops) - 1))
+        ops = [OpRecord(name="aten::addmm", flops=2e9, bytes=2e7), OpRecord(name="aten::gelu", flops=8e6, bytes=8e6,
+                                                                             dtype="float16"),
+               OpRecord(name="aten::addmm", flops=2e9, bytes=2e7, dtype="float16")]
+        ops += [OpRecord(name=f"CUDA graph replay #{k + 1}", flops=1.0, bytes=1.0) for k in range(replays)]
+        return fuse_into_compiled_graphs(trace, ops, [], {0: 1}, 3, 0, rows), ops
+
+    fused, ops = run(1)
+    assert fused.replays == {3: [1, 2]} and fused.ops == {1, 2}
+    assert (ops[3].flops, ops[3].bytes, ops[3].dtype, ops[3].modeled) == (2.008e9, 2.8e7, "float16", True)
+    assert [(op.flops, op.bytes) for op in ops[:3]] == [(2e9, 2e7), (0.0, 0.0), (0.0, 0.0)]
+    assert "2 of them ran in 1 CUDA graph replay(s)" in fused_note(fused, ops)
+    fused, ops = run(2)
+    assert not fused.replays and not fused.ops
+    assert [op.flops for op in ops] == [2e9, 8e6, 2e9, 1.0, 1.0]

@@ -12,6 +12,12 @@ with no work of their own, so totals count it once. On a GPU the graph's kernels
 ``triton_*`` ops, counted by name, and its extern products, an ``aten::mm`` for a Linear's addmm): the recorded ops
 the graph replaced keep their rows with no work, which they counted a second time before (a compiled MLP on the H200:
 6.47 GFLOP for its 4.31).
+
+Under CUDA graph trees (torch.compile mode="reduce-overhead") a GPU graph's kernels run inside a CUDA graph replay:
+no Triton kernel row counts anything, and the replay's row (labelled by capture/cuda_graphs.py) holds their time. The
+recorded ops the graph call ran then give their work to that replay's row, as on a CPU to the graph's row (FLOPs
+exact, bytes unfused: an upper bound), in place of what the replay's capture recorded (only the ops Inductor's code
+dispatched: its extern matmuls, not its Triton kernels), so the work is counted once, on the replay.
 """
 
 from __future__ import annotations
@@ -35,13 +41,17 @@ class FusedGraphs:
     graphs: dict[int, list[int]] = field(default_factory=dict)  # graph row -> the recorded ops' rows fused into it
     ops: set[int] = field(default_factory=set)
     on_device: bool = False  # a GPU's graphs: their own kernel rows count the work
+    replays: dict[int, list[int]] = field(default_factory=dict)  # a GPU graph's replay row -> the rows it took
 
 
 def fuse_into_compiled_graphs(trace: Trace, ops: list[OpRecord], own_rows: list[tuple[int, int]],
-                              rep_events: dict[int, int], recorded: int, step: int | None) -> FusedGraphs:
+                              rep_events: dict[int, int], recorded: int, step: int | None,
+                              replay_rows: list[tuple[int, int]] = ()) -> FusedGraphs:
     """Move the work of recorded ops with no event (rows below ``recorded``; ``rep_events``: recorded row -> its
     event) into the row of the CPU compiled graph that ran them (``own_rows``: (row, event) of the rows of an event's
-    own time), or on a GPU drop it (the graph's kernels of profiled ``step`` count it). Returns what moved where."""
+    own time), or on a GPU drop it (the graph's kernels of profiled ``step`` count it), unless the graph call
+    replayed a CUDA graph (``replay_rows``: (row, event) of the replay rows): that replay's row takes it. Returns
+    what moved where."""
     fused = FusedGraphs(on_device=trace.has_gpu)
     if trace.has_gpu:  # the graph call's own rows are not rows there: its events, keyed -1 - event
         graphs = [(-1 - op.index, op.ts_us, op.ts_us + op.dur_us) for op in trace.ops
@@ -65,22 +75,37 @@ def fuse_into_compiled_graphs(trace: Trace, ops: list[OpRecord], own_rows: list[
             fused.graphs.setdefault(holding[0], []).append(i)
             fused.ops.add(i)
     if trace.has_gpu:
+        spans = {row: (start, end) for row, start, end in graphs}
+        kept: set[int] = set()
+        for key, members in fused.graphs.items():
+            start, end = spans[key]
+            inside = [row for row, event in replay_rows if start <= trace.ops[event].ts_us <= end]
+            if len(inside) == 1:  # its kernels ran in that replay: no kernel row of theirs counts the work
+                fused.replays[inside[0]] = members
+                _take_work(ops[inside[0]], members, ops)
+            elif inside:  # replays, but which ran what is unknown: the recorded rows keep their work
+                kept.update(members)
+        fused.ops -= kept
         for i in fused.ops:
             ops[i].flops = ops[i].bytes = 0.0
-        fused.graphs = {}  # no row of theirs carries the work: the kernels' rows do
+        fused.graphs = {}  # no row of theirs carries the work: the kernels' rows (or a replay's) do
         return fused
     for row, members in fused.graphs.items():
-        graph = ops[row]
-        graph.flops = sum(ops[i].flops for i in members)
-        graph.bytes = sum(ops[i].bytes for i in members)
-        graph.modeled = True
-        by_flops: dict[str, float] = defaultdict(float)
-        for i in members:
-            by_flops[ops[i].dtype] += ops[i].flops or ops[i].bytes
-        graph.dtype = max(by_flops, key=by_flops.__getitem__)
+        _take_work(ops[row], members, ops)
         for i in members:
             ops[i].flops = ops[i].bytes = 0.0
     return fused
+
+
+def _take_work(row: OpRecord, members: list[int], ops: list[OpRecord]) -> None:
+    """``row`` carries the summed FLOPs and bytes of ``members`` (replacing its own), in the dtype of most of them."""
+    row.flops = sum(ops[i].flops for i in members)
+    row.bytes = sum(ops[i].bytes for i in members)
+    row.modeled = True
+    by_flops: dict[str, float] = defaultdict(float)
+    for i in members:
+        by_flops[ops[i].dtype] += ops[i].flops or ops[i].bytes
+    row.dtype = max(by_flops, key=by_flops.__getitem__)
 
 
 def fused_note(fused: FusedGraphs, ops: list[OpRecord]) -> str:
@@ -88,9 +113,16 @@ def fused_note(fused: FusedGraphs, ops: list[OpRecord]) -> str:
     kinds = Counter(ops[i].name.removeprefix("aten::") for i in fused.ops)
     listed = ", ".join(f"{name} x{n}" for name, n in kinds.most_common(6)) + (", ..." if len(kinds) > 6 else "")
     if fused.on_device:
-        return (f"{len(fused.ops)} recorded op(s) ran inside a torch.compile graph call with no event of their own "
+        replayed = sum(len(members) for members in fused.replays.values())
+        line = (f"{len(fused.ops)} recorded op(s) ran inside a torch.compile graph call with no event of their own "
                 f"({listed}): Inductor's kernels and extern calls, rows of their own, count that work, so these rows "
                 "show 0 s and no work")
+        if replayed:
+            line += (f"; {replayed} of them ran in {len(fused.replays)} CUDA graph replay(s) (CUDA graph trees, "
+                     "mode='reduce-overhead'), where no kernel row counts anything: each replay's row carries their "
+                     "FLOPs (exact) and their bytes as if unfused (an upper bound), in place of what its capture "
+                     "recorded (only the ops Inductor's code dispatched)")
+        return line
     return (f"{len(fused.ops)} op(s) ran fused inside {len(fused.graphs)} torch.compile graph call(s) on the CPU "
             f"({listed}): Inductor's C++ kernels have no events, so each {COMPILED_GRAPH} row carries their FLOPs "
             "(exact) and their bytes as if unfused (an upper bound: its intensity is a lower bound), and their own "

@@ -15,7 +15,9 @@ from typing import Any
 import torch
 
 from roofline.analyze.pipeline import report_from_trace
-from roofline.capture.op_recorder import record_ops
+from roofline.capture.cuda_graphs import GraphCaptures
+from roofline.capture.op_recorder import OpRecording, record_ops
+from roofline.capture.trace_model import Trace
 from roofline.device.measure import time_fn
 from roofline.errors import RooflineError
 from roofline.report import Ceilings, Environment, Report, Timing
@@ -131,6 +133,37 @@ def profile_steps(step: Callable[[], Any], device: torch.device, iters: int, tra
     return Timing.from_samples(samples, "perf_counter around each step under torch.profiler (synchronised)")
 
 
+def _count_and_profile(step: Callable[[], Any], dev: torch.device, warmup: int, iters: int,
+                       trace_path: str | Path | None, workload: str, model: torch.nn.Module, graphs: GraphCaptures,
+                       progress: Callable[[str], None]) -> tuple[OpRecording, Trace, Timing, Timing]:
+    """Warm up, time without the profiler, count, then time under the profiler: (recording, trace, profiled time,
+    true time)."""
+    from roofline.capture.kineto import load_trace
+    from roofline.device.host import host_probe_us
+
+    progress(f"warm-up ({warmup} steps)")
+    for _ in range(warmup):
+        step()
+    _sync(dev)
+    progress(f"timing {iters} steps without the profiler")
+    probe_before = host_probe_us()
+    true_time = time_steps(step, dev, iters)
+    true_time.host_probe_us = (probe_before + host_probe_us()) / 2
+    progress("counting pass (every aten op, shapes, module, source line)")
+    recording = record_ops(step, root=model)
+    if not recording.ops and not graphs.replays:
+        raise RooflineError(f"{workload or type(model).__name__} ran no torch operation in a step: nothing to count "
+                            "or time (an empty model, or inputs that skip all its work)")
+    _sync(dev)
+    progress(f"timed pass ({iters} steps under torch.profiler)")
+    with tempfile.TemporaryDirectory(prefix="roofline-") as tmp:
+        raw = Path(trace_path) if trace_path is not None else Path(tmp) / "trace.json"
+        profiled = profile_steps(step, dev, iters, raw)
+        progress("joining counts with timings")
+        trace = load_trace(raw)
+    return recording, trace, profiled, true_time
+
+
 def analyze_model(
     model: torch.nn.Module,
     inputs: Inputs,
@@ -146,37 +179,21 @@ def analyze_model(
     progress: Callable[[str], None] = _noop,
 ) -> Report:
     """Count every op once, time the same step under the profiler, join the two, place each op on the roofline."""
-    from roofline.capture.kineto import load_trace
     from roofline.device import get_ceilings, resolve_device
-    from roofline.device.host import host_probe_us
 
     dev = resolve_device(device)
     if ceilings is None:
         progress("measuring ceilings (cached after the first run)")
         ceilings = get_ceilings(dev, progress=progress)
     step = make_step(model, inputs, backward=backward, loss_fn=loss_fn)
-    progress(f"warm-up ({warmup} steps)")
-    for _ in range(warmup):
-        step()
-    _sync(dev)
-    progress(f"timing {iters} steps without the profiler")
-    probe_before = host_probe_us()
-    true_time = time_steps(step, dev, iters)
-    true_time.host_probe_us = (probe_before + host_probe_us()) / 2
-    progress("counting pass (every aten op, shapes, module, source line)")
-    recording = record_ops(step, root=model)
-    if not recording.ops:
-        raise RooflineError(f"{workload or type(model).__name__} ran no torch operation in a step: nothing to count "
-                            "or time (an empty model, or inputs that skip all its work)")
-    _sync(dev)
-    progress(f"timed pass ({iters} steps under torch.profiler)")
-    with tempfile.TemporaryDirectory(prefix="roofline-") as tmp:
-        raw = Path(trace_path) if trace_path is not None else Path(tmp) / "trace.json"
-        profiled = profile_steps(step, dev, iters, raw)
-        progress("joining counts with timings")
-        trace = load_trace(raw)
+    # CUDA graphs the model captures (in its warm-up calls, typically) have their ops recorded, and their replays in
+    # the profiled steps labelled: each replay's row carries its graph's work (capture/cuda_graphs.py)
+    with GraphCaptures() as graphs:
+        recording, trace, profiled, true_time = _count_and_profile(step, dev, warmup, iters, trace_path, workload,
+                                                                   model, graphs, progress)
     report = report_from_trace(trace, ceilings, recording, kind="analyze", workload=workload,
-                               environment=Environment.capture(trace.device_name or ceilings.device_name))
+                               environment=Environment.capture(trace.device_name or ceilings.device_name),
+                               graphs=dict(graphs.graphs))
     if dev.type == "cpu":
         from roofline.analyze.unused_gpu import drop_no_kernels_note
 

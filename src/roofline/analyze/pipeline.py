@@ -52,7 +52,10 @@ from roofline.capture.trace_syncs import int_or_none, left_out_note
 from roofline.analyze.warmup import (FIRST_CALL_FACTOR, first_call_outliers, first_calls_entry, single_pass_entry,
                                      warmup_events)
 from roofline.capture.recording import OpRecording, RecordedOp, Tf32Flags, op_dtype
-from roofline.capture.trace_model import DIRECT_LAUNCH_OP, GRAPH_REPLAY_OP, CpuOp, Trace, op_columns
+from roofline.analyze.graph_replays import (GRAPH_REPLAY_NOTE, graph_summaries,  # noqa: F401 - re-exported
+                                            leave_to_recording, replay_cost, replay_notes)
+from roofline.capture.recording import CapturedGraph
+from roofline.capture.trace_model import DIRECT_LAUNCH_OP, CpuOp, Trace, is_graph_replay, op_columns
 from roofline.count import families
 from roofline.count.counting import count_op, is_composite_op, is_view_op
 from roofline.count.collectives import COMMUNICATION_NOTE
@@ -104,7 +107,8 @@ class _TraceCounter:
     2.3 asks per op on the 1 M-event trace)."""
 
     def __init__(self, lists: OptimizerLists | None = None, trace: Trace | None = None,
-                 children: dict[int, list[int]] | None = None) -> None:
+                 children: dict[int, list[int]] | None = None,
+                 graphs: dict[int, CapturedGraph] | None = None) -> None:
         self._of_event: list[_Counted | None] = [None] * len(trace.ops) if trace is not None else []
         self._cache: dict[tuple, _Counted] = {}
         self._by_event: dict[int, _Counted | None] = {}
@@ -113,6 +117,7 @@ class _TraceCounter:
         self._with_params: dict[tuple, _Counted] = {}
         self._lists = lists
         self._trace, self._children = trace, children
+        self._graphs = graphs  # the CUDA graphs roofline saw captured during the run (None: a trace file)
 
     def __call__(self, op: CpuOp) -> _Counted:
         index = op.index
@@ -147,8 +152,9 @@ class _TraceCounter:
             return self._on_nested_buffer(op) if name in NESTED_BUFFER_OPS else _UNRECORDED
         hit = self._cache.get(key)
         if hit is None:
-            if name == GRAPH_REPLAY_OP:
-                hit = _Counted(OpCost(0.0, 0.0, False, note=GRAPH_REPLAY_NOTE, keep_whole=True), "", [], [], [])
+            if is_graph_replay(name):
+                cost, dtype = replay_cost(name, self._graphs)
+                hit = _Counted(cost, dtype, [], [], [])
             elif name == DIRECT_LAUNCH_OP:
                 hit = _Counted(OpCost(0.0, 0.0, False, note=DIRECT_LAUNCH_NOTE, keep_whole=True), "", [], [], [])
             elif op.input_dims is None and name not in DYNAMO_RUNTIME:  # those take no arguments
@@ -323,9 +329,6 @@ def _counted(name: str, args: list, outputs: list | None = None, kwargs: dict | 
                     any(not m.strided for m in metas))
 
 
-GRAPH_REPLAY_NOTE = ("a CUDA graph replayed under no op: the profiler saw its ops when the graph was captured, "
-                     "not when it replays, so its kernels' shapes, FLOPs and bytes are not in the trace; profile "
-                     "the eager step (or capture inside the profiled steps) to count them")
 DIRECT_LAUNCH_NOTE = ("a kernel launched under no torch op (a @triton.jit or CUDA kernel called straight from "
                       "Python): its time is measured and placed at the module and line that launched it (where the "
                       "trace has Python stacks), but the trace holds no shapes for it, so its FLOPs and bytes are "
@@ -399,8 +402,13 @@ def report_from_trace(
     environment: Environment | None = None,
     ops_placed: Callable[[list[OpRecord]], None] | None = None,
     ceilings_by_device: dict[int, Ceilings] | None = None,
+    graphs: dict[int, CapturedGraph] | None = None,
 ) -> Report:
     """The per-op roofline Report of a trace.
+
+    ``graphs``: the CUDA graphs roofline saw captured while it recorded the run (capture/cuda_graphs.py), by capture
+    number: each labelled replay's row carries its graph's captured work (analyze/graph_replays.py). None for a
+    trace file (no run seen): replay rows stay unmodelled, with a note saying why.
 
     ``ceilings_by_device``: for one process driving GPUs of different models, each GPU's roofs by device id; an
     op is placed against those of the GPU its kernels ran on (most of their time), others against ``ceilings``.
@@ -429,7 +437,7 @@ def report_from_trace(
         side = Ready(_syncs_and_memory(trace, reference_peak_bytes))
         release_free_memory()
     children = children_index(trace)
-    counter = _TraceCounter(OptimizerLists(trace), trace, children)
+    counter = _TraceCounter(OptimizerLists(trace), trace, children, graphs)
 
     def is_row(op: CpuOp) -> bool:
         return _counts_for_its_children(counter(op))
@@ -443,6 +451,7 @@ def report_from_trace(
     own_time_rows: dict[int, OpCost] = {}  # row -> its cost, for rows of an event's own time (Chosen.self_only)
     missing = 0
     fused = FusedGraphs()
+    left_to_recording: list[int] = []
     if recording is not None:
         per_rec_times: dict[int, list[float]] = defaultdict(list)
         per_rec_cpu: dict[int, list[float]] = defaultdict(list)
@@ -482,8 +491,13 @@ def report_from_trace(
         _append_ops(trace, extras, counter, children, rep_step, recording.tf32, gaps, ops, event_to_report,
                     own_time_rows)
         _place_own_time_rows(trace, extras, first_extra, ops, rep_events, recording, children)
+        replay_rows = [(row, c.event) for row, c in enumerate(extras, first_extra)
+                       if is_graph_replay(trace.ops[c.event].name)]
         fused = fuse_into_compiled_graphs(trace, ops, [(row, c.event) for row, c in enumerate(extras, first_extra)
-                                                      if c.self_only], rep_events, len(recording.ops), rep_step)
+                                                      if c.self_only], rep_events, len(recording.ops), rep_step,
+                                          replay_rows)
+        left_to_recording = leave_to_recording(ops, [row for row, _ in replay_rows if row not in fused.replays],
+                                               graphs)
         for row in fused.graphs:
             own_time_rows[row] = FUSED_GRAPH_COST
         # Only where the counting pass saw checkpointing rerun a forward: elsewhere an op it missed is one the
@@ -570,6 +584,7 @@ def report_from_trace(
                                                 if op.name.startswith(COMPILED_GRAPH) and row not in fused.graphs)))
     if recording is not None and fused.ops:
         summary.notes.append(fused_note(fused, ops))
+    summary.notes.extend(replay_notes(ops, graphs, set(fused.replays), left_to_recording))
     summary.notes.extend(kept_whole)
     summary.notes.extend(_unsized_collectives_note(ops, summary.total_time_s, shard_only))
     if idle_by_device:
@@ -611,6 +626,8 @@ def report_from_trace(
         report.extra["warmup"] = warmup
     if recording is not None:
         report.extra["tf32"] = {"cuda_matmul": recording.tf32.matmul, "cudnn": recording.tf32.cudnn}
+    if graphs:
+        report.extra["cuda_graphs"] = graph_summaries(graphs)
     report.syncs, report.memory, syncs_left_out = side.result()
     note = left_out_note(syncs_left_out)
     if note:

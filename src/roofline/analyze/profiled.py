@@ -57,7 +57,7 @@ def report_from_profile(record: ProfileRecord, ceilings: Ceilings | None = None,
     reference = record.reference_peak_bytes if gpu is None else None
     report = report_from_trace(trace, ceilings, None, kind="profile", workload=record.workload,
                                reference_peak_bytes=reference,
-                               environment=Environment.capture(device_name))
+                               environment=Environment.capture(device_name), graphs=record.graphs)
     if gpu is not None:
         record_unused_gpu(report, gpu.device_name or trace.device_name or record.device,
                           f"the run's device was {record.device}, and the profiled steps launched no GPU kernel", gpu)

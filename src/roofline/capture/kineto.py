@@ -28,6 +28,7 @@ from roofline.capture.tool_frames import in_spans, is_tool_frame, tool_spans
 from roofline.capture.trace_model import (
     CommArgs,
     DIRECT_LAUNCH_OP,
+    GRAPH_REPLAY_LABEL,
     GRAPH_REPLAY_OP,
     CpuOp,
     GpuEvent,
@@ -481,6 +482,8 @@ class _TraceBuilder:
                 args = ev.args
                 # torch 1.8-1.10 wrote record_function spans (ProfilerStep#N among them) as "Operator" ops.
                 is_annotation = kind == _ANNOTATION or (ev.cat == "Operator" and step_match(name) is not None)
+                if is_annotation and name.startswith(GRAPH_REPLAY_LABEL):  # roofline's label of a replay: an op
+                    is_annotation = False
                 if args is None:
                     op = CpuOp(0, name, ts, dur, pid, tid, is_annotation=is_annotation)
                 elif args.input_dims is None:

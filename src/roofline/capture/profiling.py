@@ -36,6 +36,8 @@ import torch
 from torch.profiler import ProfilerActivity, schedule
 from torch.profiler import profile as torch_profile
 
+from roofline.capture.cuda_graphs import GraphCaptures
+from roofline.capture.recording import CapturedGraph
 from roofline.capture.syncs import SyncDetector
 from roofline.errors import RooflineError
 from roofline.report import Ceilings, SyncSite
@@ -63,6 +65,9 @@ class ProfileRecord:
     syncs_in_warmup: bool
     syncs_simulated: bool
     error: str | None
+    # the CUDA graphs captured (or replayed after a capture under roofline) while the context was open, by capture
+    # number (capture/cuda_graphs.py); None where none was watched
+    graphs: dict[int, CapturedGraph] | None = None
 
 
 def _experimental_config() -> Any:
@@ -141,6 +146,7 @@ class StepProfiler:
         self._block_reference: int | None = None
         self._open = False
         self._closed = False
+        self._graphs = GraphCaptures()
         self._dir = Path(tempfile.mkdtemp(prefix="roofline-profile-"))
         weakref.finalize(self, shutil.rmtree, str(self._dir), True)
 
@@ -213,14 +219,19 @@ class StepProfiler:
         if self._open or self._closed:
             raise RooflineError("a ProfilingContext runs once: make a new one for another run")
         self._open = True
-        self._sync()
-        self._reset_peak()
-        if self.whole_block_fallback:
-            self._block_profiler = self._new_profiler()
-            self._block_profiler.__enter__()
-            self._start_syncs()
-        self._entered_at = self._phase_start = time.perf_counter()
-        self._enter_phase()
+        self._graphs.__enter__()  # from the start: a capture in the first (waiting) steps is seen
+        try:
+            self._sync()
+            self._reset_peak()
+            if self.whole_block_fallback:
+                self._block_profiler = self._new_profiler()
+                self._block_profiler.__enter__()
+                self._start_syncs()
+            self._entered_at = self._phase_start = time.perf_counter()
+            self._enter_phase()
+        except BaseException:
+            self._graphs.close()
+            raise
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
@@ -307,6 +318,7 @@ class StepProfiler:
         if self.syncs is not None and self.syncs._active:
             self.sync_steps += 1
         try:
+            self._graphs.close()
             self._stop_syncs()
         finally:
             block_running = self.steps_done == 0 and self._block_profiler is not None
@@ -383,6 +395,7 @@ class StepProfiler:
             sync_steps=self.sync_steps, syncs_in_warmup=bool(self.warmup) and not self.whole_block,
             syncs_simulated=self.syncs is not None and self.syncs.simulated,
             error=f"{type(self.error).__name__}: {self.error}" if self.error is not None else None,
+            graphs=dict(self._graphs.graphs),
         )
 
 

@@ -52,6 +52,18 @@ class OpRecording:
         return frozenset(op.name for op in self.ops)
 
 
+@dataclass
+class CapturedGraph:
+    """The aten ops dispatched while one CUDA graph was captured under roofline (capture/cuda_graphs.py), each
+    counted as the counting pass counts it: what every replay of that capture runs. ``number``: the capture's, as
+    the replay's label in the trace names it (trace_model.GRAPH_REPLAY_LABEL). ``inductor``: captured by
+    torch.compile's CUDA graph trees, whose Triton kernels launch without the dispatcher (not among ``ops``)."""
+
+    number: int
+    ops: list[RecordedOp] = field(default_factory=list)
+    inductor: bool = False
+
+
 def op_dtype(args: list[Any], outputs: list[Any]) -> str:
     """The dtype an op computes in: its first floating-point input, else its first output, else its first input."""
     inputs = flatten_metas(args)

@@ -15,9 +15,10 @@ import re
 from typing import Iterable
 
 # A Python frame's name as torch.profiler writes it ("roofline/capture/profiling.py(184): _sync"), the file
-# relative to its sys.path entry or absolute.
-TOOL_FRAME = re.compile(r"^(?:.*/)?(?:roofline/capture/[^/]+\.py|torch/profiler/[^/]+\.py|torch/autograd/profiler\.py)"
-                        r"\(\d+\): ")
+# relative to its sys.path entry or absolute. Not capture/cuda_graphs.py: its frame around a CUDA graph's replay
+# holds the user's replay (the launch), which is the user's work, not the tool's.
+TOOL_FRAME = re.compile(r"^(?:.*/)?(?:roofline/capture/(?!cuda_graphs\.py)[^/]+\.py|torch/profiler/[^/]+\.py|"
+                        r"torch/autograd/profiler\.py)\(\d+\): ")
 
 
 def is_tool_frame(name: str) -> bool:

@@ -67,6 +67,22 @@ class HostCall(msgspec.Struct, gc=False, array_like=True):
 
 
 GRAPH_REPLAY_OP = "CUDA graph replay"  # the op load_trace makes around a graph launch that no op encloses
+# The range roofline opens around each replay of a graph it saw captured (capture/cuda_graphs.py), named with the
+# graph's capture number ("CUDA graph replay #3"): load_trace reads it as an op, not an annotation.
+GRAPH_REPLAY_LABEL = GRAPH_REPLAY_OP + " #"
+
+
+def is_graph_replay(name: str) -> bool:
+    """A graph replay's op: load_trace's around an unlabelled graph launch, or roofline's labelled range."""
+    return name == GRAPH_REPLAY_OP or name.startswith(GRAPH_REPLAY_LABEL)
+
+
+def graph_replay_number(name: str) -> int | None:
+    """The capture number a labelled replay's name carries; None for any other name."""
+    if not name.startswith(GRAPH_REPLAY_LABEL):
+        return None
+    digits = name[len(GRAPH_REPLAY_LABEL):]
+    return int(digits) if digits.isdigit() else None
 DIRECT_LAUNCH_OP = "kernel launched under no op"  # ... and around a kernel launch no op encloses (user Triton)
 
 
