@@ -32,6 +32,7 @@ from roofline.analyze.communication import (BACKEND_PREFIXES, MESSAGE_UNRECORDED
 from roofline.analyze.kernel_classes import kernel_classes
 from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.optimizer_lists import LIST_OP_PREFIXES, OptimizerLists, with_lists
+from roofline.analyze.dispatch_mode_paths import RECOUNTED, as_timed
 from roofline.analyze.index_lists import INDEX_OPS, index_args_from_children, indices_unrecorded
 from roofline.analyze.nested_operands import NESTED_BUFFER_OPS, args_with_nested_buffer
 from roofline.analyze.compiled_graphs import (FUSED_GRAPH_COST, FusedGraphs, fuse_into_compiled_graphs,
@@ -473,6 +474,9 @@ def report_from_trace(
         for i, rec in enumerate(recording.ops):
             times = per_rec_times.get(i, [])
             event = rep_events.get(i)
+            if event is not None and rec.name in RECOUNTED:  # torch took another path under the recorder
+                ev = trace.ops[event]
+                rec = recording.ops[i] = as_timed(rec, ev.name, _trace_args(ev), counter(ev).cost)
             ops.append(_op_from_recording(trace, rec, i, times, per_rec_cpu.get(i, []), event, rep_step,
                                           children, recording.tf32))
             ops[-1].host_gap_s = statistics.median(per_rec_gap[i]) / 1e6 if per_rec_gap.get(i) else 0.0
