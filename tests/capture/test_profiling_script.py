@@ -282,8 +282,45 @@ def test_a_switch_of_step_boundaries_keeps_one_profiler_session(monkeypatch, tmp
                                detect_syncs=False)
     run = profile_script(context, script, [])
     assert run.step_source == "optimizer" and sessions == [1] and running == []
-    assert context.wait == (2 if warmup else 1), "a warmup step absorbs the switch; without one it is recorded"
+    assert context.wait == (2 if warmup else 1), "a warmup step absorbs the switch; without one, one of its own"
+    assert context.partial_step_warmup == (0 if warmup else 1)
     assert context.trace_path is not None and len(load_trace(context.trace_path).steps) == 2
+
+
+@pytest.mark.parametrize("source", ["train", "infer"])
+def test_with_no_warmup_and_no_timed_steps_every_profiled_step_is_whole(tmp_path, cpu_ceilings, source) -> None:
+    """--timed 0 --warmup 0 on a training script: the profiler started as the first forward ended, the optimizer's
+    step then became the boundary, and the first profiled step held that iteration's backward and optimizer step
+    but 3 of its 10 forward ops. The profiler now takes one warmup step while forwards are the steps; a forward-only
+    script keeps forwards as its steps, one of them thrown away."""
+    from roofline.analyze.profiled import PARTIAL_STEP_WARMUP_NOTE, report_from_profile
+    from roofline.api import ProfilingContext
+    from roofline.capture.script_runner import profile_script
+
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""\
+        import torch
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 4))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(10):
+            loss = model(torch.randn(2, 8)).square().mean()
+            if TRAIN:
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+        """).replace("TRAIN", str(source == "train")))
+    context = ProfilingContext(wait=1, timed=0, warmup=0, active=2, device="cpu", whole_block=False,
+                               detect_syncs=False)
+    run = profile_script(context, script, [])
+    assert run.step_source == ("optimizer" if source == "train" else "forward")
+    report = report_from_profile(context.record(), cpu_ceilings)
+    per_step = {}
+    for op in report.ops:
+        per_step.setdefault(op.step, []).append(op.name)
+    assert len(per_step) == 2 and all("aten::linear" in names for names in per_step.values())
+    first, second = (sorted(names) for _, names in sorted(per_step.items()))
+    assert first == second, "the first profiled step is a whole one, as the next"
+    assert PARTIAL_STEP_WARMUP_NOTE in report.summary.notes
 
 
 def test_the_scripts_own_profiler_is_a_stand_in_whose_steps_count() -> None:

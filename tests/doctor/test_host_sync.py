@@ -143,3 +143,36 @@ def test_a_sync_site_with_its_device_idle_time_saves_that_and_without_it_at_most
     r.summary.idle_time_s = 12e-6
     (f,) = diagnose(r, rules=["host-device-sync"])
     assert f.estimated_savings_s == pytest.approx(12e-6) and "capped at the device's idle time" in f.savings_method
+
+
+def _two_reads_on_one_line(steps: int, per_step: int, device: str = "cpu"):
+    """QuantStub's quantize_per_tensor: a float scale and an int64 zero point read on one line, ``per_step`` times
+    each per step (1: once each, no loop)."""
+    ops = []
+    for s in range(steps):
+        for _ in range(per_step):
+            ops.append(op("aten::conv2d", [([2, 3, 8, 8], "float32")], source="m.py:9", step=s))
+            for dtype in ("float32", "int64"):
+                ops.append(op("aten::_local_scalar_dense", [([1], dtype)], source="m.py:5", module="quant",
+                              time=2e-6, step=s, kernels=[DTOH] if device == "cuda" else None))
+    return report(ops, ceil=ceilings(device=device, device_name="test gpu" if device == "cuda" else "test cpu"))
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_two_different_reads_on_one_line_once_each_per_step_are_no_loop(device):
+    """Sweep 7's static quantization: the doctor called QuantStub's scale and zero-point reads 'inside a loop: 2 per
+    step'. Each runs once a step: no loop, and below a warning's cost no finding at all."""
+    findings = diagnose(_two_reads_on_one_line(3, 1, device), rules=["host-device-sync"])
+    assert not any(f.evidence["in_loop"] or "loop" in f.title for f in findings)
+    r = _two_reads_on_one_line(3, 1, device)
+    r.ops = [o for o in r.ops if o.name == "aten::_local_scalar_dense"]  # the reads are all the step: a warning
+    (f,) = diagnose(r, rules=["host-device-sync"])
+    assert not f.evidence["in_loop"] and f.evidence["same_read_per_step"] == 1 and f.evidence["per_step"] == 2
+    assert "loop" not in f.title and "2 different reads per step, each once" in f.title
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_the_same_two_reads_repeated_in_a_loop_still_are_one(device):
+    (f,) = diagnose(_two_reads_on_one_line(2, 6, device), rules=["host-device-sync"])
+    assert f.evidence["in_loop"] and f.evidence["same_read_per_step"] == 6 and f.evidence["per_step"] == 12
+    assert "inside a loop: 12 per step at m.py:5" in f.title

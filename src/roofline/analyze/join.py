@@ -273,8 +273,8 @@ def choose_with_recording(trace: Trace, roots: Iterable[int], children: dict[int
             leftovers.append(idx)
     candidates.sort(key=lambda i: trace.ops[i].ts_us)
     with_shapes = shapes_of is not None and any(key[2] for key in index.keys)
-    event_keys = [(trace.ops[i].name, _recorded_phase(trace.ops[i]), shapes_of(trace.ops[i]) if with_shapes else ())
-                  for i in candidates]
+    event_keys = [(RENAMED_UNDER_RECORDER.get(trace.ops[i].name, trace.ops[i].name), _recorded_phase(trace.ops[i]),
+                   shapes_of(trace.ops[i]) if with_shapes else ()) for i in candidates]
     recorded_keys = index.keys if with_shapes else [(k[0], k[1], ()) for k in index.keys]
     pairs: dict[int, int] = {}
     taken: set[int] = set()
@@ -296,6 +296,12 @@ def choose_with_recording(trace: Trace, roots: Iterable[int], children: dict[int
 # without it (sweep 4: timm's Swin and MaxViT relative-position-bias tables; the timed op's time was lost and the
 # recorded one had none). reshape's view is _reshape_alias only where no Python dispatch key is set.
 DISPATCH_MODE_TWINS = {"aten::_index_put_impl_": "aten::index_put", "aten::_reshape_alias": "aten::view"}
+# Twins that are one call whatever its place: the timed event's key reads as the recorded name from the first pass
+# on, so it pairs in order among that name's calls (a linalg_eig beside it would take its recording otherwise).
+# linalg_eigvals calls _linalg_eigvals, under the recorder linalg_eig (its values and vectors: the timed event's
+# count replaces the recorded one, analyze/dispatch_mode_paths.py).
+RENAMED_UNDER_RECORDER = {"aten::_linalg_eigvals": "aten::linalg_eig"}
+DISPATCH_MODE_TWINS.update(RENAMED_UNDER_RECORDER)
 _TWINS_OF: dict[str, set[str]] = defaultdict(set)
 for _timed, _recorded in DISPATCH_MODE_TWINS.items():
     _TWINS_OF[_recorded].add(_timed)

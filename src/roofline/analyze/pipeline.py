@@ -32,6 +32,8 @@ from roofline.analyze.communication import (BACKEND_PREFIXES, MESSAGE_UNRECORDED
 from roofline.analyze.kernel_classes import kernel_classes
 from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.optimizer_lists import LIST_OP_PREFIXES, OptimizerLists, with_lists
+from roofline.analyze.dispatch_mode_paths import RECOUNTED, as_timed
+from roofline.analyze.stacked_lists import STACK_OPS, list_unrecorded, stacked_output
 from roofline.analyze.index_lists import INDEX_OPS, index_args_from_children, indices_unrecorded
 from roofline.analyze.nested_operands import NESTED_BUFFER_OPS, args_with_nested_buffer
 from roofline.analyze.compiled_graphs import (FUSED_GRAPH_COST, FusedGraphs, fuse_into_compiled_graphs,
@@ -138,7 +140,8 @@ class _TraceCounter:
                 counted = self._by_event[op.index] = self._optimizer_op(op, key)
             if counted is not None:
                 return counted
-        if (name in NEEDS_CHILDREN or name in QUANTIZED_LINEARS or name in RESIZED_OUTPUT_OPS) \
+        if (name in NEEDS_CHILDREN or name in QUANTIZED_LINEARS or name in RESIZED_OUTPUT_OPS
+                or (name in STACK_OPS and list_unrecorded(op))) \
                 and self._trace is not None and op.input_dims is not None:
             return self._with_outputs_from_children(op)
         if name in MATRIX_EXP_OPS and self._trace is not None and op.input_dims is not None:
@@ -227,11 +230,13 @@ class _TraceCounter:
         return _UNRECORDED if args is None else _counted(op.name, args)
 
     def _with_outputs_from_children(self, op: CpuOp) -> _Counted:
-        """A packed-sequence op, a quantized linear or a data-dependent op, counted with the outputs its children
-        show (analyze/packed_sequences.py, analyze/quantized_outputs.py, analyze/resized_outputs.py)."""
+        """A packed-sequence op, a quantized linear, a data-dependent op or a stack of a list the trace did not
+        record, counted with the outputs its children show (analyze/packed_sequences.py,
+        analyze/quantized_outputs.py, analyze/resized_outputs.py, analyze/stacked_lists.py)."""
         args = _trace_args(op)
         found = (linear_outputs_from_children if op.name in QUANTIZED_LINEARS
-                 else resized_output if op.name in RESIZED_OUTPUT_OPS else outputs_from_children)
+                 else resized_output if op.name in RESIZED_OUTPUT_OPS
+                 else stacked_output if op.name in STACK_OPS else outputs_from_children)
         outputs = found(self._trace, op, self._children or {}, args)
         key = (op.name, id(op.input_dims), id(op.input_types), id(op.input_strides), id(op.concrete_inputs),
                tuple(outputs) if outputs else None)
@@ -482,6 +487,9 @@ def report_from_trace(
         for i, rec in enumerate(recording.ops):
             times = per_rec_times.get(i, [])
             event = rep_events.get(i)
+            if event is not None and rec.name in RECOUNTED:  # torch took another path under the recorder
+                ev = trace.ops[event]
+                rec = recording.ops[i] = as_timed(rec, ev.name, _trace_args(ev), counter(ev).cost)
             ops.append(_op_from_recording(trace, rec, i, times, per_rec_cpu.get(i, []), event, rep_step,
                                           children, recording.tf32))
             ops[-1].host_gap_s = statistics.median(per_rec_gap[i]) / 1e6 if per_rec_gap.get(i) else 0.0

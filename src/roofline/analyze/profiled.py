@@ -77,6 +77,12 @@ def report_from_profile(record: ProfileRecord, ceilings: Ceilings | None = None,
     return report
 
 
+PARTIAL_STEP_WARMUP_NOTE = (
+    "warmup 0 asked, yet 1 step was profiled and thrown away: the steps were forwards when profiling began, and an "
+    "optimizer.step() becoming the step boundary then would have ended that first profiled step mid-iteration (a "
+    "part of one)")
+
+
 def _fill_timing_and_syncs(report: Report, record: ProfileRecord) -> None:
     if record.whole_block:
         report.profiled_step_time = Timing.from_samples(
@@ -96,6 +102,8 @@ def _fill_timing_and_syncs(report: Report, record: ProfileRecord) -> None:
         report.step_time = Timing.from_samples(record.true_step_s, method) if record.true_step_s else None
         report.profiled_step_time = Timing.from_samples(record.profiled_step_s, TIMING_METHOD.split(";")[0])
         report.steps = len(record.profiled_step_s)
+    if record.partial_step_warmup and not record.whole_block:
+        report.summary.notes.append(PARTIAL_STEP_WARMUP_NOTE)
     if record.syncs is not None:
         report.syncs = record.syncs
         report.summary.notes.append(

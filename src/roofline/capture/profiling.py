@@ -68,6 +68,7 @@ class ProfileRecord:
     # the CUDA graphs captured (or replayed after a capture under roofline) while the context was open, by capture
     # number (capture/cuda_graphs.py); None where none was watched
     graphs: dict[int, CapturedGraph] | None = None
+    partial_step_warmup: int = 0  # a warmup step the schedule took for a step that may have begun mid-iteration
 
 
 def _experimental_config() -> Any:
@@ -147,6 +148,10 @@ class StepProfiler:
         self._open = False
         self._closed = False
         self._graphs = GraphCaptures()
+        # A step finder's boundaries may still switch (forwards -> optimizer.step()) while this says True: with no
+        # warmup steps the profiler then starts with one of its own (``_enter_phase``). None: they never switch.
+        self.boundaries_may_switch: Callable[[], bool] | None = None
+        self.partial_step_warmup = 0  # that step, 1 when taken
         self._dir = Path(tempfile.mkdtemp(prefix="roofline-profile-"))
         weakref.finalize(self, shutil.rmtree, str(self._dir), True)
 
@@ -175,8 +180,11 @@ class StepProfiler:
         session started on top of it crashed the process when torch freed the first one's records, and one
         started after stopping it, inside the step, corrupted torch's records (segfaults, both). With warmup
         steps this step becomes one more of the running session's warmup steps; with none it is already recorded
-        and stays the first profiled step."""
+        and stays the first profiled step, unless the profiler started with a warmup step of its own for this
+        (``partial_step_warmup``): then this step is that warmup step, thrown away."""
         if self.steps_done > self.wait:
+            return
+        if self.partial_step_warmup and self.steps_done == self.first_warmup:
             return
         if self._profiler is not None:
             if not self.warmup or self.profiled_step_s:
@@ -274,6 +282,11 @@ class StepProfiler:
         thrown away anyway), so neither the true steps nor the kept profile carry its cost; with no warmup
         steps it runs in the active ones."""
         if self.steps_done == self.first_warmup and self._profiler is None:
+            if not self.warmup and self.boundaries_may_switch is not None and self.boundaries_may_switch():
+                # Forwards are the steps so far and an optimizer.step() may yet end one mid-iteration: that step,
+                # under the profiler already, would be the first profiled one (a part of an iteration; the session
+                # cannot be restarted, extend_wait). One warmup step, thrown away, is the one that may be partial.
+                self.warmup = self.partial_step_warmup = 1
             self._profiler = self._new_profiler(self._schedule())
             self._profiler.__enter__()
             if self.warmup:
@@ -396,6 +409,7 @@ class StepProfiler:
             syncs_simulated=self.syncs is not None and self.syncs.simulated,
             error=f"{type(self.error).__name__}: {self.error}" if self.error is not None else None,
             graphs=dict(self._graphs.graphs),
+            partial_step_warmup=self.partial_step_warmup,
         )
 
 

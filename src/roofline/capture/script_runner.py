@@ -418,6 +418,8 @@ def profile_script(context: "StepProfiler", script: str | os.PathLike[str], scri
 
     finder = StepFinder((lambda: None) if whole else on_step, on_switch=context.extend_wait,
                         call_sites=context.with_stack)
+    if not whole:
+        context.boundaries_may_switch = lambda: finder.source != "optimizer"
     error: BaseException | None = None
     before = set(threading.enumerate())
     try:

@@ -34,7 +34,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--timed", type=step_count_or_zero, default=None,
                         help="steps then timed without the profiler, for the true step time (default: as many as "
                              "--active)")
-    parser.add_argument("--warmup", type=step_count_or_zero, default=1, help="profiled steps thrown away (default 1)")
+    parser.add_argument("--warmup", type=step_count_or_zero, default=1,
+                        help="profiled steps thrown away (default 1; with 0 and no --timed steps, a script whose "
+                             "steps are still its forwards when profiling begins gets 1, as an optimizer.step() found "
+                             "then would end the first profiled step mid-iteration)")
     parser.add_argument("--active", type=step_count, default=3, help="profiled steps kept (default 3)")
     parser.add_argument("--sync-mode", choices=("warn", "error", "silent"), default="silent",
                         help="what a host-device sync does while profiling (default: silent, listed in the report)")
@@ -113,7 +116,9 @@ def run(args: argparse.Namespace) -> int:
                 step_source or "", "step(s)")
             raise RooflineError(
                 f"no profiled steps in {args.script}: it made {made} {kind}, the schedule needs {needed} "
-                f"(--wait {args.wait} + --timed {context.timed} + --warmup {args.warmup} + --active {args.active}; "
+                f"(--wait {args.wait} + --timed {context.timed} + --warmup {args.warmup} + --active {args.active}"
+                + (" + 1 warmup step taken in case the first profiled step began mid-iteration"
+                   if context.partial_step_warmup else "") + "; "
                 "a step: optimizer.step(), else a top-level forward of its largest module, else its profiler's "
                 "step()); "
                 + ("its forwards or optimizer steps ran on other threads, and only the script's own thread is "

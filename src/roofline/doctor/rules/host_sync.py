@@ -10,7 +10,10 @@ On a CPU-only run there is no device to wait for: the same calls are plain reads
 what they are (a tensor value read by the host, which would wait for the device on an accelerator), at the severity
 of their own cost, never as host-device syncs; the optimizer's own step-counter reads (AdamW's .item() on its CPU
 step tensors, which stay on the host on a GPU too) are left out.
-A site that syncs more than once per step sits inside a loop: the costly case. So does a site syncing in every
+A site that syncs more than once per step sits inside a loop: the costly case; where the report has the ops, that is
+the same read (one op on tensors of one shape and dtype) more than once per step, since two reads of different
+tensors on one line run once each (QuantStub's quantize_per_tensor reads its float scale and its int64 zero point,
+2 per step at one line, which is no loop). So does a site syncing in every
 step when each step is one forward of the model (the profiler found steps at forwards: a generation loop's decode
 steps, an inference loop's batches): the host waits for each token before it can launch the next. A site syncing
 once per training step (reading the step's result) is reported only when its cost reaches a 'warning' share.
@@ -21,7 +24,7 @@ never the wait itself: the device runs its queued work meanwhile, and a sync-fre
 from __future__ import annotations
 
 import functools
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import numpy as np
 
@@ -104,18 +107,34 @@ def check(report: Report) -> list[Finding]:
     by_location = {} if report.syncs else _sync_ops_by_location(report, on_cpu)
     on_gpu = is_gpu_report(report)
     for loc, ops in by_location.items():
-        per_step = len(ops) / step_count(report, ops)
+        steps_spanned = step_count(report, ops)
+        per_step = len(ops) / steps_spanned
+        repeats = max(Counter(map(_read_of, ops)).values()) / steps_spanned
         blocked = sum(max(op.time_s, op.cpu_time_s) for op in ops)
         if on_cpu:
             kinds = sorted({op_kind(op.name) for op in ops})
-            findings.append(_cpu_read_finding(report, kinds, loc, len(ops), per_step, blocked, per_forward))
+            findings.append(_cpu_read_finding(report, kinds, loc, len(ops), per_step, blocked, per_forward,
+                                              repeats=repeats))
             continue
         savings, method, idle = _ops_saving(report, ops, blocked, on_gpu)
         findings.append(_finding(
             report, kinds=sorted({op_kind(op.name) for op in ops}), where=loc, count=len(ops), per_step=per_step,
             savings=savings, method=method, ops=ops, per_forward=per_forward, blocked=(blocked, idle),
+            repeats=repeats,
         ))
     return [f for f in findings if f.evidence["in_loop"] or f.severity != "info"]
+
+
+def _read_of(op: OpRecord) -> tuple:
+    """What one read reads: the op and its operands' shapes and dtypes. A loop repeats one; reads of different
+    tensors on one line (a scale and a zero point) differ here."""
+    return op.name, tuple(map(tuple, op.input_shapes)), tuple(op.input_dtypes)
+
+
+def _in_loop(per_step: float, repeats: float | None, every_forward: bool) -> bool:
+    """``repeats``: how often the site's most repeated read ran per step (None: the site's reads are not told
+    apart, a sync detector's count)."""
+    return (repeats if repeats is not None else per_step) > 1 or every_forward
 
 
 _DEVICE_IDLE_ONLY = ("the device ran its queued work for the rest of the wait, which a sync-free loop still has to "
@@ -170,10 +189,11 @@ def _at_most_profile_idle(report: Report, blocked: float, what: str, why: str, w
 
 def _finding(report: Report, *, kinds: list[str], where: str, count: int, per_step: float, savings: float,
              method: str, ops: list[OpRecord] | None = None, per_forward: bool = False,
-             blocked: tuple[float, float | None] = (0.0, None)) -> Finding:
-    """``blocked``: the host's time blocked at the site and, where measured, the device's idle time within it."""
+             blocked: tuple[float, float | None] = (0.0, None), repeats: float | None = None) -> Finding:
+    """``blocked``: the host's time blocked at the site and, where measured, the device's idle time within it;
+    ``repeats``: the site's most repeated read per step (``_in_loop``)."""
     every_forward = per_forward and per_step >= 1
-    in_loop = per_step > 1 or every_forward
+    in_loop = _in_loop(per_step, repeats, every_forward)
     what = ", ".join(kinds)
     if every_forward:
         title = (f"host-device sync ({what}) in every forward (each decode step of a generation loop): "
@@ -181,9 +201,11 @@ def _finding(report: Report, *, kinds: list[str], where: str, count: int, per_st
     elif in_loop:
         title = f"host-device sync ({what}) inside a loop: {per_step:g} per step at {where}"
     else:
-        title = f"host-device sync ({what}) at {where}"
+        title = f"host-device sync ({what}) at {where}" + _once_each(per_step)
     evidence = {"sync_kinds": kinds, "count": count, "per_step": per_step, "in_loop": in_loop,
                 "every_forward": every_forward, "host_blocked_s": blocked[0], "device_idle_s": blocked[1]}
+    if repeats is not None:
+        evidence["same_read_per_step"] = repeats
     if ops:
         evidence["ops"] = sorted({op.name for op in ops})
         evidence["time_s"] = sum(op.time_s for op in ops)
@@ -203,13 +225,18 @@ def _finding(report: Report, *, kinds: list[str], where: str, count: int, per_st
     )
 
 
+def _once_each(per_step: float) -> str:
+    """A site's reads that are no loop though more than one a step: different reads, each once."""
+    return f" ({per_step:g} different reads per step, each once)" if per_step > 1 else ""
+
+
 def _cpu_read_finding(report: Report, kinds: list[str], where: str, count: int, per_step: float, call_s: float,
-                      per_forward: bool) -> Finding:
+                      per_forward: bool, repeats: float | None = None) -> Finding:
     """A detector site on a CPU-only run: the call read a CPU tensor's value, waiting for nothing; told because the
     same line would stall an accelerator, in words that do not call it a sync and at the severity of its own cost."""
     kind = ", ".join(kinds)
     every_forward = per_forward and per_step >= 1
-    in_loop = per_step > 1 or every_forward
+    in_loop = _in_loop(per_step, repeats, every_forward)
     if every_forward:
         title = (f"tensor value read by the host ({kind}) in every forward: {per_step:g} per forward at {where} "
                  "(waits for nothing on the CPU; on an accelerator each read would wait for the device)")
@@ -217,11 +244,13 @@ def _cpu_read_finding(report: Report, kinds: list[str], where: str, count: int, 
         title = (f"tensor value read by the host ({kind}) inside a loop: {per_step:g} per step at {where} "
                  "(waits for nothing on the CPU; on an accelerator each read would wait for the device)")
     else:
-        title = f"tensor value read by the host ({kind}) at {where}"
+        title = f"tensor value read by the host ({kind}) at {where}" + _once_each(per_step)
+    evidence = {"sync_kinds": kinds, "count": count, "per_step": per_step, "in_loop": in_loop,
+                "every_forward": every_forward, "device": "cpu", "waits_for_device": False}
+    if repeats is not None:
+        evidence["same_read_per_step"] = repeats
     return Finding(
-        rule=RULE, title=title, category="sync", locations=[where],
-        evidence={"sync_kinds": kinds, "count": count, "per_step": per_step, "in_loop": in_loop,
-                  "every_forward": every_forward, "device": "cpu", "waits_for_device": False},
+        rule=RULE, title=title, category="sync", locations=[where], evidence=evidence,
         estimated_savings_s=call_s, severity=severity_for(report, call_s),
         savings_method="the reads' measured time in the call itself: on the CPU there is no device to wait for",
         fix=("nothing waits on the CPU: each read costs only itself. If this loop is meant to run on an accelerator, "
