@@ -11,8 +11,8 @@ counted FLOPs (count_flops_per_op, the counting pass alone).
     PYTHONPATH=src python3 benchmarks/cuda_graphs_gpu.py OUT_DIR [--cases a,b] [--layers 8 --width 1024 --batch 256]
 
 Writes OUT_DIR/<case>/report.json.gz and report.txt for each case, OUT_DIR/summary.txt (the table printed) and
-OUT_DIR/summary.json (per case: total FLOPs,
-the eager model's, their ratio, the unmodelled share of the time, the replay rows, the CUDA-graph notes, any error),
+OUT_DIR/summary.json (per case: total FLOPs, the profiled steps, the eager model's (one step), their ratio per
+step, the unmodelled share of the time, the replay rows, the CUDA-graph notes, any error),
 rewritten after every case so a later failure or a timeout keeps the earlier ones; prints a table. Each case runs in
 its own try/except. Expected on a GPU: ratio 1.000 for every case but reduce_overhead_profile (Inductor's Triton
 kernels estimated from their names, ~1) and captured_before_* (the replay unmodelled: ratio ~0, a note).
@@ -225,7 +225,9 @@ def main(argv: list[str] | None = None) -> int:
             report.save(args.out / name / "report.json.gz")
             (args.out / name / "report.txt").write_text(render_report(report) + "\n")
             total = report.summary.total_flops
-            entry.update(total_flops=total, eager_flops=expected, ratio=total / expected if expected else None,
+            steps = max(1, report.steps)  # a profile's totals cover every profiled step; the eager count is one
+            entry.update(total_flops=total, steps=steps, eager_flops=expected,
+                         ratio=total / steps / expected if expected else None,
                          unmodeled_time_share=report.summary.unmodeled_time_share, replay_rows=_graph_rows(report),
                          graph_notes=[n for n in report.summary.notes if "CUDA graph" in n],
                          graphs_captured=report.extra.get("cuda_graphs"))
@@ -235,11 +237,12 @@ def main(argv: list[str] | None = None) -> int:
         entry["seconds"] = round(time.perf_counter() - t0, 1)
         write()
     write()
-    lines = [f"{'case':28s} {'FLOPs':>12s} {'eager':>12s} {'ratio':>7s} {'unmod':>6s} {'replays':>7s}  error/skip"]
+    lines = [f"{'case':28s} {'FLOPs':>12s} {'steps':>5s} {'eager':>12s} {'ratio':>7s} {'unmod':>6s} {'replays':>7s}  error/skip"]
     for name, e in summary["cases"].items():
         ratio = f"{e['ratio']:.3f}" if e.get("ratio") is not None else "-"
         share = f"{e['unmodeled_time_share']:.1%}" if "unmodeled_time_share" in e else "-"
-        lines.append(f"{name:28s} {e.get('total_flops', 0):12.4g} {e.get('eager_flops', 0):12.4g} {ratio:>7s} "
+        lines.append(f"{name:28s} {e.get('total_flops', 0):12.4g} {e.get('steps', 1):5d} {e.get('eager_flops', 0):12.4g} "
+                     f"{ratio:>7s} "
                      f"{share:>6s} {len(e.get('replay_rows', [])):7d}  {(e.get('error') or e.get('skipped') or '')[:80]}")
     lines.append(f"elapsed {summary['elapsed_s']} s on {summary['device']}, torch {summary['torch']}")
     (args.out / "summary.txt").write_text("\n".join(lines) + "\n")
