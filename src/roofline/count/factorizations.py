@@ -1,9 +1,16 @@
-"""Dense factorizations and solves (Cholesky, triangular solves, LU, inverse) and Euclidean distances.
+"""Dense factorizations and solves (Cholesky, triangular solves, LU, QR, least squares, determinants, inverse) and
+Euclidean distances.
 
 FLOPs, LAPACK's counts for real matrices (x4 complex), per matrix of a batch: Cholesky of n x n n^3/3; a
 triangular solve with k right-hand sides n^2 k (trsm); cholesky_solve two of them, 2 n^2 k; LU (getrf) 2n^3/3;
-linalg_solve an LU and its two solves, 2n^3/3 + 2 n^2 k; an inverse 2 n^3. Eigen- and singular-value
-decompositions iterate a data-dependent number of times and are left without a formula. The Euclidean distance
+linalg_solve an LU and its two solves, 2n^3/3 + 2 n^2 k; lu_solve the two solves, 2 n^2 k; an inverse 2 n^3;
+det and slogdet an LU, 2n^3/3 (the diagonal's n products or logs not counted). QR of m x n (s = min(m, n),
+b = max(m, n)): geqrf 2 b s^2 - 2 s^3/3; forming Q (orgqr, householder_product) from s reflectors with q columns
+4 m q s - 2 (m + q) s^2 + 4 s^3/3 (mode 'reduced': q = s; 'complete': q = m; 'r': no Q); applying them to a
+matrix with k columns (ormqr) 4 m k s - 2 k s^2. Least squares (lstsq, the QR drivers gelsy and gels, CPU's and
+CUDA's defaults) one QR, Q^T applied to the k right-hand sides and a triangular solve: 2 b s^2 - 2 s^3/3 +
+4 m k s - 2 k s^2 + s^2 k. Eigen- and singular-value decompositions iterate a data-dependent number of times and
+are left without a formula, and so are what is built on them (lstsq's SVD drivers gelsd and gelss, pinv). The Euclidean distance
 of (m, d) and (n, d) points (cdist's p=2 path, _euclidean_dist): one product 2 m n d, the squared norms 2(m + n)d,
 and 3 per distance (add the norms, clamp, root); cdist's direct path (_cdist_forward, any p) 3 per point pair per
 coordinate (difference, power, sum).
@@ -83,6 +90,101 @@ def lu_factor(call: Call) -> OpCost:
     m, n = a.shape[-2], a.shape[-1]
     small, big = min(m, n), max(m, n)
     return _cost(_batch(a) * (big * small ** 2 - small ** 3 / 3) * _complex(a), call, [a], [a])
+
+
+@register("aten::linalg_lu_solve")
+def lu_solve(call: Call) -> OpCost:
+    """(LU, pivots, B, *, left=True, adjoint=False): the two triangular solves with the factors, 2 n^2 k."""
+    lu, pivots, b = call.tensor(0, "LU"), call.maybe_tensor(1, "pivots"), call.tensor(2, "B")
+    n, k = _solve_sides(b, bool(call.arg(3, "left", True)))
+    return _cost(max(_batch(lu), _batch(b)) * 2 * n * n * k * _complex(b), call, [lu, pivots, b], [b])
+
+
+@register("aten::_linalg_det", "aten::_linalg_slogdet")
+def determinant(call: Call) -> OpCost:
+    """(A) -> (det, LU, pivots) or (sign, logabsdet, LU, pivots): an LU, 2n^3/3 per matrix."""
+    a = call.tensor(0, "A")
+    n = a.shape[-1]
+    return _cost(_batch(a) * 2 * n ** 3 / 3 * _complex(a), call, [a], [a])
+
+
+register("aten::linalg_det", "aten::det", "aten::linalg_slogdet", "aten::slogdet", "aten::logdet",
+         composite=True)(determinant)
+
+
+def _qr_sizes(a: TensorMeta) -> tuple[int, int, int]:
+    """(m, s, b): rows, min(m, n), max(m, n)."""
+    m, n = a.shape[-2], a.shape[-1]
+    return m, min(m, n), max(m, n)
+
+
+def _geqrf_flops(a: TensorMeta) -> float:
+    _, s, b = _qr_sizes(a)
+    return 2 * b * s * s - 2 * s ** 3 / 3
+
+
+def _orgqr_flops(m: int, q: int, s: int) -> float:
+    return 4 * m * q * s - 2 * (m + q) * s * s + 4 * s ** 3 / 3
+
+
+@register("aten::linalg_qr")
+def linalg_qr(call: Call) -> OpCost:
+    """(A, mode='reduced') -> (Q, R): geqrf, then Q formed from its reflectors (none for mode 'r')."""
+    a = call.tensor(0, "A")
+    mode = call.arg(1, "mode", "reduced")
+    m, s, _ = _qr_sizes(a)
+    flops = _geqrf_flops(a)
+    if mode != "r":
+        flops += _orgqr_flops(m, m if mode == "complete" else s, s)
+    q = TensorMeta(a.shape[:-2] + (m, m if mode == "complete" else s), a.dtype)
+    r = TensorMeta(a.shape[:-2] + ((m if mode == "complete" else s), a.shape[-1]), a.dtype)
+    return _cost(_batch(a) * flops * _complex(a), call, [a], [r] if mode == "r" else [q, r])
+
+
+@register("aten::geqrf")
+def geqrf(call: Call) -> OpCost:
+    """(A) -> (QR, tau): the Householder factorization alone."""
+    a = call.tensor(0, "self")
+    return _cost(_batch(a) * _geqrf_flops(a) * _complex(a), call, [a], [a])
+
+
+@register("aten::linalg_householder_product", "aten::orgqr")
+def householder_product(call: Call) -> OpCost:
+    """(A (m x q), tau (s)) -> Q (m x q): Q formed from s reflectors."""
+    a, tau = call.tensor(0, "input"), call.tensor(1, "tau")
+    m, q, s = a.shape[-2], a.shape[-1], tau.shape[-1]
+    return _cost(_batch(a) * _orgqr_flops(m, q, s) * _complex(a), call, [a, tau], [a])
+
+
+@register("aten::ormqr")
+def ormqr(call: Call) -> OpCost:
+    """(A (m x s reflectors), tau, C, left=True, transpose=False): the reflectors applied to C's k columns (left)
+    or rows (right)."""
+    a, tau, c = call.tensor(0, "self"), call.tensor(1, "input2"), call.tensor(2, "input3")
+    left = bool(call.arg(3, "left", True))
+    m, k, s = (c.shape[-2], c.shape[-1], tau.shape[-1]) if left else (c.shape[-1], c.shape[-2], tau.shape[-1])
+    return _cost(max(_batch(a), _batch(c)) * (4 * m * k * s - 2 * k * s * s) * _complex(c), call, [a, tau, c], [c])
+
+
+_SVD_DRIVERS = ("gelsd", "gelss")
+
+
+@register("aten::linalg_lstsq")
+def linalg_lstsq(call: Call) -> OpCost:
+    """(A (m x n), B (m x k), rcond, *, driver) -> (solution, residuals, rank, singular_values): by QR (gelsy,
+    gels); the SVD drivers are left without a formula."""
+    a, b = call.tensor(0, "self"), call.tensor(1, "b")
+    driver = call.arg(3, "driver")
+    if isinstance(driver, str) and driver.strip("'\"") in _SVD_DRIVERS:
+        raise ValueError(f"lstsq's driver {driver} is an SVD (iterative): no formula")
+    m, s, _ = _qr_sizes(a)
+    vector = b.ndim == a.ndim - 1
+    k = 1 if vector else b.shape[-1]
+    flops = _geqrf_flops(a) + 4 * m * k * s - 2 * k * s * s + s * s * k
+    solution = TensorMeta((b.shape[:-1] if vector else b.shape[:-2]) + (a.shape[-1],) + (() if vector else (k,)),
+                          b.dtype)
+    batch = max(_batch(a), prod(b.shape[:-1]) if vector else _batch(b))
+    return _cost(batch * flops * _complex(a), call, [a, b], [solution])
 
 
 @register("aten::_linalg_solve_ex")
