@@ -88,3 +88,13 @@ def test_lu_solve_and_determinants():
         3 * 2 * 16 * 16 * 4
     for name in ("aten::_linalg_det", "aten::_linalg_slogdet", "aten::linalg_det", "aten::slogdet", "aten::logdet"):
         assert cost(name, A) == (3 * 2 * 16 ** 3 / 3, 2 * 3072), name
+
+
+def test_pdist_and_its_backward():
+    """Sweep 8 (metric_losses): pdist had no formula; as cdist's direct path over the n(n-1)/2 pairs."""
+    x = T((64, 16), "float32")
+    pairs = 64 * 63 // 2
+    assert cost("aten::_pdist_forward", x, 2.0) == (3 * pairs * 16, 4096 + pairs * 4)
+    assert cost("aten::pdist", x, 2.0)[0] == 3 * pairs * 16
+    g = T((pairs,), "float32")
+    assert cost("aten::_pdist_backward", g, x, 2.0, g) == (4 * pairs * 16, 2 * pairs * 4 + 4096 + 4096)

@@ -13,7 +13,9 @@ CUDA's defaults) one QR, Q^T applied to the k right-hand sides and a triangular 
 are left without a formula, and so are what is built on them (lstsq's SVD drivers gelsd and gelss, pinv). The Euclidean distance
 of (m, d) and (n, d) points (cdist's p=2 path, _euclidean_dist): one product 2 m n d, the squared norms 2(m + n)d,
 and 3 per distance (add the norms, clamp, root); cdist's direct path (_cdist_forward, any p) 3 per point pair per
-coordinate (difference, power, sum).
+coordinate (difference, power, sum), and pdist's the same over the n(n-1)/2 pairs of its n points; pdist's backward
+4 per pair per coordinate (the difference, its scaling by the pair's gradient over its distance, and the two
+accumulations into the pair's rows).
 Bytes: the inputs read once and the outputs written once.
 
 In a trace, cholesky_solve runs as _cholesky_solve_helper, linalg_cholesky as linalg_cholesky_ex, cdist and
@@ -232,6 +234,25 @@ def cdist_forward(call: Call) -> OpCost:
     x1, x2, batch, m, n, d = _points(call)
     out = TensorMeta(tuple(x1.shape[:-2]) + (m, n), x1.dtype)
     return _cost(batch * 3 * m * n * d, call, [x1, x2], [out])
+
+
+@register("aten::_pdist_forward")
+def pdist_forward(call: Call) -> OpCost:
+    """(self (n, d), p) -> (n(n-1)/2,); pdist a composite (-> _pdist_forward)."""
+    x = call.tensor(0, "self")
+    n, d = x.shape[-2], x.shape[-1]
+    pairs = n * (n - 1) // 2
+    return _cost(3 * pairs * d, call, [x], [TensorMeta((pairs,), x.dtype)])
+
+
+register("aten::pdist", composite=True)(pdist_forward)
+
+
+@register("aten::_pdist_backward")
+def pdist_backward(call: Call) -> OpCost:
+    """(grad (pairs,), self (n, d), p, pdist (pairs,)) -> grad_input (n, d)."""
+    grad, x, dist = call.tensor(0, "grad"), call.tensor(1, "self"), call.maybe_tensor(3, "pdist")
+    return _cost(4 * grad.numel * x.shape[-1], call, [grad, x, dist], [x])
 
 
 @register("aten::_linalg_check_errors")
