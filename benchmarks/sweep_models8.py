@@ -547,6 +547,41 @@ def step():
     scaler.step(opt)
     scaler.update()
 '''),
+    "odd_ops_train": ("A training step over the ops sweep 8 found without a formula, so that `trace` counts them from "
+                      "the trace's recorded arguments: QR, lstsq, slogdet, pdist, multi-margin loss, nn.Bilinear, "
+                      "fractional max pooling + MaxUnpool, an Embedding with max_norm, entr", '''
+class Odd(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(500, 16, max_norm=1.0)
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.frac = nn.FractionalMaxPool2d(2, output_size=8)
+        self.pool, self.unpool = nn.MaxPool2d(2, return_indices=True), nn.MaxUnpool2d(2)
+        self.bil = nn.Bilinear(16, 8, 10)
+        self.w = nn.Parameter(torch.randn(32, 16) / 4)
+
+    def forward(self, ids, img):
+        e = self.emb(ids).mean(1)                                   # (B, 16)
+        h = torch.relu(self.conv(img))
+        p, idx = self.pool(h)
+        f = self.frac(h + self.unpool(p, idx)).mean((2, 3))         # (B, 8)
+        logits = self.bil(e, f)
+        q, r = torch.linalg.qr(self.w)
+        sol = torch.linalg.lstsq(self.w, e.T.detach()[:16].repeat(2, 1)).solution
+        logdet = torch.linalg.slogdet(r[:16] + 2 * torch.eye(16)).logabsdet
+        spread = torch.pdist(e).mean() + torch.special.entr(torch.sigmoid(logits)).mean()
+        return logits, q.sum() + sol.sum() + logdet + spread
+
+model = Odd()
+opt = torch.optim.SGD(model.parameters(), 0.01)
+ids, img, y = torch.randint(0, 500, (16, 12)), torch.randn(16, 3, 16, 16), torch.randint(0, 10, (16,))
+LOOPS = 10
+
+def step():
+    logits, extra = model(ids, img)
+    loss = nn.functional.multi_margin_loss(logits, y) + 0.01 * extra
+    opt.zero_grad(); loss.backward(); opt.step()
+'''),
 }
 DOCTOR = {"ema_foreach_clip", "optimizer_zoo", "cpu_fp16_gradscaler"}
 EXPECT_EXIT = {}
