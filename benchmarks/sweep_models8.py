@@ -415,6 +415,80 @@ def hf_gpt_bigcode():
 
 
 @_seeded
+def hf_bigbird():
+    """transformers BigBird (block-sparse attention: random, window and global blocks gathered by index) on 512
+    tokens, blocks of 16."""
+    from transformers import BigBirdConfig, BigBirdModel
+    cfg = BigBirdConfig(vocab_size=256, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=128, max_position_embeddings=1024, attention_type="block_sparse",
+                        block_size=16, num_random_blocks=2)
+    return BigBirdModel(cfg).eval(), torch.randint(0, 256, (1, 512))
+
+
+@_seeded
+def hf_reformer():
+    """transformers Reformer: LSH self-attention (random rotations, argsort into buckets, chunked attention,
+    undo-sort gather) alternating with local attention, axial position embeddings."""
+    from transformers import ReformerConfig, ReformerModel
+    cfg = ReformerConfig(vocab_size=256, hidden_size=64, num_attention_heads=2, attention_head_size=32,
+                         attn_layers=["lsh", "local"], feed_forward_size=128, axial_pos_shape=[8, 16],
+                         axial_pos_embds_dim=[32, 32], max_position_embeddings=128, lsh_attn_chunk_length=16,
+                         local_attn_chunk_length=16, num_buckets=4, num_hashes=2, is_decoder=False)
+    return ReformerModel(cfg).eval(), torch.randint(0, 256, (2, 128))
+
+
+@_seeded
+def hf_xlnet():
+    """transformers XLNet: two-stream relative attention, its products written as einsums (ibnd,jbnd->bnij),
+    relative shift by reshape, forward + backward."""
+    from transformers import XLNetConfig, XLNetModel
+    cfg = XLNetConfig(vocab_size=256, d_model=64, n_layer=2, n_head=4, d_inner=128)
+    return XLNetModel(cfg), torch.randint(0, 256, (2, 32))
+
+
+@_seeded
+def hf_fnet():
+    """transformers FNet: token mixing by a 2-d FFT (torch.fft.fftn over hidden and sequence, real part kept)."""
+    from transformers import FNetConfig, FNetModel
+    cfg = FNetConfig(vocab_size=256, hidden_size=64, num_hidden_layers=2, intermediate_size=128,
+                     max_position_embeddings=128, use_tpu_fourier_optimizations=False)
+    return FNetModel(cfg).eval(), torch.randint(0, 256, (2, 64))
+
+
+@_seeded
+def hf_funnel():
+    """transformers Funnel Transformer: the sequence pooled between blocks (strided mean pooling of the queries),
+    relative position attention, the upsampling decoder."""
+    from transformers import FunnelConfig, FunnelModel
+    cfg = FunnelConfig(vocab_size=256, d_model=64, n_head=4, d_head=16, d_inner=128, block_sizes=[1, 1],
+                       num_decoder_layers=1)
+    return FunnelModel(cfg).eval(), torch.randint(0, 256, (2, 32))
+
+
+@_seeded
+def hf_mobilevit():
+    """transformers MobileViT: inverted residuals, then unfold into patches, a transformer over them, fold back."""
+    from transformers import MobileViTConfig, MobileViTModel
+    cfg = MobileViTConfig(image_size=64, patch_size=2, hidden_sizes=[32, 48, 64], neck_hidden_sizes=[8, 16, 24, 32,
+                          40, 48, 96], num_attention_heads=2)
+    return MobileViTModel(cfg).eval(), torch.randn(2, 3, 64, 64)
+
+
+@_seeded
+def hf_autoformer():
+    """transformers Autoformer (time series): series decomposition by moving average, auto-correlation by rfft /
+    irfft, top-k delays and their gather, forward + backward with past values and time features."""
+    from transformers import AutoformerConfig, AutoformerModel
+    cfg = AutoformerConfig(prediction_length=8, context_length=16, lags_sequence=[1, 2, 3], d_model=32,
+                           encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
+                           encoder_ffn_dim=32, decoder_ffn_dim=32, num_time_features=1)
+    past = 16 + 3
+    return AutoformerModel(cfg), {"past_values": torch.randn(2, past), "past_time_features": torch.randn(2, past, 1),
+                                  "past_observed_mask": torch.ones(2, past),
+                                  "future_values": torch.randn(2, 8), "future_time_features": torch.randn(2, 8, 1)}
+
+
+@_seeded
 def tv_maxvit_t():
     """torchvision maxvit_t (weights=None) at 224 px, eval: MBConv with squeeze-excitation, block and grid attention
     with relative position bias."""
@@ -450,10 +524,11 @@ def tv_regnet_mnv3_train():
 FACTORIES = [fx_graph_module, pruned_convnet, custom_function_hooks, forward_ad_jvp, jit_frozen_optimized,
              metric_losses, special_functions, linalg_extras, pooling_norm_zoo, embedding_max_norm,
              attention_odd_masks, deform_conv, hf_albert, hf_segformer, hf_vitmae, hf_longformer, hf_rwkv,
-             hf_gpt_bigcode, tv_maxvit_t, tv_swin_v2_t, tv_regnet_mnv3_train]
+             hf_gpt_bigcode, hf_bigbird, hf_reformer, hf_xlnet, hf_fnet, hf_funnel, hf_mobilevit, hf_autoformer,
+             tv_maxvit_t, tv_swin_v2_t, tv_regnet_mnv3_train]
 BACKWARD = {"fx_graph_module", "pruned_convnet", "custom_function_hooks", "metric_losses", "special_functions",
             "linalg_extras", "pooling_norm_zoo", "embedding_max_norm", "attention_odd_masks", "deform_conv",
-            "hf_albert", "hf_vitmae", "hf_gpt_bigcode", "tv_regnet_mnv3_train"}
+            "hf_albert", "hf_vitmae", "hf_gpt_bigcode", "hf_xlnet", "hf_autoformer", "tv_regnet_mnv3_train"}
 
 HEADER = '''import os, sys, torch
 import torch.nn as nn
