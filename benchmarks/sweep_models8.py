@@ -142,7 +142,8 @@ class _ForwardAD(nn.Module):
 
 @_seeded
 def forward_ad_jvp():
-    """Forward-mode AD: torch.autograd.forward_ad dual tensors through an MLP (a Jacobian-vector product in one pass)."""
+    """Forward-mode AD: torch.autograd.forward_ad dual tensors through an MLP (a Jacobian-vector product in one
+    pass)."""
     return _ForwardAD().eval(), torch.randn(16, 32)
 
 

@@ -1,8 +1,9 @@
 """The runner the model sweeps share (sweep_models6.py to sweep_models8.py): each case through the CLI in a
 subprocess (factories through `roofline analyze`, scripts through `profile`, then `trace` of the trace it wrote, and
 `doctor` where asked; pairs of reports through `diff`), the checks on each (exit code, traceback, nan/inf/negative
-numbers in the console (not the words "inf check") and NaN/Infinity in report.json, the unmodelled share, FLOPs against torch.utils.flop_counter.FlopCounterMode's, the findings' titles), and
-the results table. A sweep module holds its cases and hands them to a ``Sweep``."""
+numbers in the console (not the words "inf check") and NaN/Infinity in report.json, the unmodelled share, FLOPs
+against torch.utils.flop_counter.FlopCounterMode's, the findings' titles), and the results table. A sweep module
+holds its cases and hands them to a ``Sweep``."""
 
 import json
 import os
@@ -18,6 +19,7 @@ from pathlib import Path
 import torch
 
 REPO = Path(__file__).resolve().parent.parent
+BAD_NUMBER = r"\b(?:nan|inf)\b(?! check)|-\d[\d.]* ?(?:ms|us|s)\b"  # not GradScaler's "inf check" in a note
 
 
 def _fcm(run):
@@ -117,7 +119,7 @@ class Sweep:
                          for c in cmd[2:])
         row = dict(name=name, kind=kind, command=f"roofline {shown.removeprefix('roofline ')}", rc=p.returncode,
                    expected_rc=self.expect_exit.get(name, 0), wall_s=wall, traceback="Traceback" in p.stderr,
-                   bad_numbers=[] if kind == "diff" else re.findall(r"\b(?:nan|inf)\b(?! check)|-\d[\d.]* ?(?:ms|us|s)\b", p.stdout, re.I)[:3],
+                   bad_numbers=[] if kind == "diff" else re.findall(BAD_NUMBER, p.stdout, re.I)[:3],
                    error=p.stderr.strip().splitlines()[-1][:200] if p.returncode and p.stderr.strip() else "")
         if p.returncode == 0 and Path(out_dir, "report.json").exists():
             row.update(self.report_facts(out_dir))

@@ -873,8 +873,8 @@ def _prediction_above_note(ops: list[OpRecord], launch_s: float, summary: Summar
                 f"({fmt_time(sum(op.time_s for op in floored))} in all); {fmt_time(excess)} of the prediction is that "
                 "floor, not a time those ops could be brought down to"]
     return [head + f"it gives each op that launched device work at least the launch cost ({fmt_time(launch_s)}), and "
-            f"{len(floored)} op(s) ran shorter ({fmt_time(sum(op.time_s for op in floored))} in all), their kernels back "
-            "to back on the device while the host issued the next; "
+            f"{len(floored)} op(s) ran shorter ({fmt_time(sum(op.time_s for op in floored))} in all), their kernels "
+            "back to back on the device while the host issued the next; "
             f"{fmt_time(excess)} of the prediction is that floor: what their launches cost when the host is the "
             "bottleneck, not a time they could reach"]
 

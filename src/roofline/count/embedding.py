@@ -48,7 +48,8 @@ def embedding_renorm(call: Call) -> OpCost:
     known = call.kwargs.get(DISTINCT_ROWS_KWARG)
     rows = known if known is not None else min(indices.numel, weight.shape[0])
     row = prod(weight.shape[1:])
-    note = "" if known is not None else "every index taken as a distinct row (a trace records no values): an upper bound"
+    note = "" if known is not None else \
+        "every index taken as a distinct row (a trace records no values): an upper bound"
     return OpCost(float(3 * rows * row), float(indices.nbytes + 2 * rows * row * weight.itemsize), True, note=note)
 
 

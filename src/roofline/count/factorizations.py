@@ -11,7 +11,8 @@ matrix with k columns (ormqr) 4 m k s - 2 k s^2. Least squares (lstsq, the QR dr
 CUDA's defaults) one QR, Q^T applied to the k right-hand sides and a triangular solve: 2 b s^2 - 2 s^3/3 +
 4 m k s - 2 k s^2 + s^2 k. Eigen- and singular-value decompositions iterate a data-dependent number of times and
 are left without a formula, and so are what is built on them (lstsq's SVD drivers gelsd and gelss, pinv). A trace
-records no string argument: there a QR is taken as mode 'reduced' and lstsq as a QR driver (the defaults). The Euclidean distance
+records no string argument: there a QR is taken as mode 'reduced' and lstsq as a QR driver (the defaults). The
+Euclidean distance
 of (m, d) and (n, d) points (cdist's p=2 path, _euclidean_dist): one product 2 m n d, the squared norms 2(m + n)d,
 and 3 per distance (add the norms, clamp, root); cdist's direct path (_cdist_forward, any p) 3 per point pair per
 coordinate (difference, power, sum), and pdist's the same over the n(n-1)/2 pairs of its n points; pdist's backward
