@@ -1,8 +1,9 @@
-"""The runner the model sweeps share (sweep_models6.py, sweep_models7.py): each case through the CLI in a
+"""The runner the model sweeps share (sweep_models6.py to sweep_models8.py): each case through the CLI in a
 subprocess (factories through `roofline analyze`, scripts through `profile`, then `trace` of the trace it wrote, and
 `doctor` where asked; pairs of reports through `diff`), the checks on each (exit code, traceback, nan/inf/negative
-numbers, the unmodelled share, FLOPs against torch.utils.flop_counter.FlopCounterMode's, the findings' titles), and
-the results table. A sweep module holds its cases and hands them to a ``Sweep``."""
+numbers in the console (not the words "inf check") and NaN/Infinity in report.json, the unmodelled share, FLOPs
+against torch.utils.flop_counter.FlopCounterMode's, the findings' titles), and the results table. A sweep module
+holds its cases and hands them to a ``Sweep``."""
 
 import json
 import os
@@ -18,6 +19,7 @@ from pathlib import Path
 import torch
 
 REPO = Path(__file__).resolve().parent.parent
+BAD_NUMBER = r"\b(?:nan|inf)\b(?! check)|-\d[\d.]* ?(?:ms|us|s)\b"  # not GradScaler's "inf check" in a note
 
 
 def _fcm(run):
@@ -91,7 +93,8 @@ class Sweep:
         return _fcm(g["step"])
 
     def report_facts(self, report_dir):
-        r = json.loads(Path(report_dir, "report.json").read_text())
+        text = Path(report_dir, "report.json").read_text()
+        r = json.loads(text)
         steps = max(1, r.get("steps") or 1)
         unmodelled = defaultdict(float)
         for op in r["ops"]:
@@ -100,7 +103,8 @@ class Sweep:
         return dict(flops_per_step=sum((op["flops"] or 0) * (op.get("count") or 1) for op in r["ops"]) / steps,
                     steps=r.get("steps"), unmodelled_share=r["summary"]["unmodeled_time_share"],
                     unmodelled_ops=sorted(unmodelled, key=unmodelled.get)[::-1][:4],
-                    findings=[f"{f.get('rule')}: {f.get('title', '')[:110]}" for f in (r.get("findings") or [])][:6])
+                    findings=[f"{f.get('rule')}: {f.get('title', '')[:110]}" for f in (r.get("findings") or [])][:6],
+                    nonfinite_in_json=len(re.findall(r"\bNaN\b|Infinity\b", text)))
 
     def _run(self, cmd, out_root, tag):
         env = dict(os.environ, PYTHONPATH=os.environ.get("SWEEP_SRC", str(REPO / "src")))
@@ -115,7 +119,7 @@ class Sweep:
                          for c in cmd[2:])
         row = dict(name=name, kind=kind, command=f"roofline {shown.removeprefix('roofline ')}", rc=p.returncode,
                    expected_rc=self.expect_exit.get(name, 0), wall_s=wall, traceback="Traceback" in p.stderr,
-                   bad_numbers=[] if kind == "diff" else re.findall(r"\b(?:nan|inf)\b|-\d[\d.]* ?(?:ms|us|s)\b", p.stdout, re.I)[:3],
+                   bad_numbers=[] if kind == "diff" else re.findall(BAD_NUMBER, p.stdout, re.I)[:3],
                    error=p.stderr.strip().splitlines()[-1][:200] if p.returncode and p.stderr.strip() else "")
         if p.returncode == 0 and Path(out_dir, "report.json").exists():
             row.update(self.report_facts(out_dir))
@@ -182,6 +186,7 @@ class Sweep:
             ratio = f"{fl / fcm:.3f}" if fl is not None and fcm else "-"
             bad = " TRACEBACK" if r.get("traceback") else ""
             bad += f" bad numbers {r['bad_numbers']}" if r.get("bad_numbers") and r["kind"] != "diff" else ""
+            bad += f" NaN/inf x{r['nonfinite_in_json']} in report.json" if r.get("nonfinite_in_json") else ""
             tail = r["error"] if r.get("rc") else "; ".join(r.get("findings") or []) or "no findings"
             unmod = f"{100 * r['unmodelled_share']:.1f}%" if "unmodelled_share" in r else "-"
             lines.append(f"| {r['name']} | `{r['command'][:150]}` | {r['rc']} ({r['expected_rc']}){bad} | {unmod} "

@@ -165,3 +165,18 @@ def test_fsdp2_copies_around_its_collectives_are_counted():
     grads = [T((4, 64), "float32"), T((4,), "float32")]
     cat = count_op("fsdp::chunk_cat", [grads, 0, 2, T((2, 130), "float32")])
     assert cat.modeled and cat.bytes == (260 + 260) * 4
+
+
+def test_diagonals_type_as_and_mkldnn_layouts():
+    """Sweep 8: diag_embed (lstsq's and slogdet's backward), type_as (Longformer) and to_mkldnn (a frozen,
+    optimized TorchScript model) had no formula."""
+    v, m = T((3, 8), "float32"), T((6, 6), "float32")
+    assert cost("aten::diag_embed", v) == (0, 96 + 3 * 8 * 8 * 4)
+    assert cost("aten::diag_embed", v, 1)[1] == 96 + 3 * 9 * 9 * 4
+    assert cost("aten::diag", T((8,), "float32")) == (0, 32 + 8 * 8 * 4)
+    assert cost("aten::diag", m) == (0, 2 * 6 * 4)
+    assert cost("aten::diag", m, 2) == (0, 2 * 4 * 4)
+    assert cost("aten::diag", m, -1) == (0, 2 * 5 * 4)
+    assert cost("aten::type_as", m, T((2,), "float32")) == (0, 0)
+    assert cost("aten::type_as", m, T((2,), "bfloat16")) == (0, 144 + 72)
+    assert cost("aten::to_mkldnn", T((4, 3, 32, 32), "float32"), None) == (0, 2 * 4 * 3 * 32 * 32 * 4)

@@ -98,3 +98,31 @@ def test_pointwise_loss_backwards(name, per):
     g, x, y = T((), "float16"), T((4, 5), "float16"), T((4, 5), "float16")
     assert cost(name, g, x, y, 1) == (per * 20, 2 + 80 + 40)
     assert cost(name, g, x, y, 1, outputs=[T((4, 5), "float32")]) == (per * 20, 82 + 80)
+
+
+def test_multi_margin_loss_and_its_backward():
+    """Sweep 8 (metric_losses): multi_margin_loss and its backward had no formula."""
+    x, target = T((64, 16), "float32"), T((64,), "int64")
+    assert cost("aten::multi_margin_loss", x, target, 1, 1.0, None, 1) == (4 * 1024, 4096 + 512 + 4)
+    assert cost("aten::multi_margin_loss", x, target, 1, 1.0, None, 0)[1] == 4096 + 512 + 64 * 4
+    assert cost("aten::multi_margin_loss_backward", T((), "float32"), x, target, 1, 1.0, None, 1) == \
+        (4 * 1024, 4 + 4096 + 512 + 4096)
+
+
+def test_embedding_renorm_counts_the_distinct_rows_live_and_every_index_from_a_trace():
+    """Sweep 8 (an Embedding with max_norm): embedding_renorm_ had no formula and was 41% of the step."""
+    import torch
+
+    from roofline.count import count_op
+    from roofline.count.live import read_live_facts
+
+    table, ids = T((1000, 32), "float32"), T((16, 32), "int64")
+    from_trace = count_op("aten::embedding_renorm_", (table, ids, 1.0, 2.0))
+    assert from_trace.modeled and "upper bound" in from_trace.note
+    assert (from_trace.flops, from_trace.bytes) == (3 * 512 * 32, 512 * 8 + 2 * 512 * 32 * 4)
+    live_ids = torch.tensor([[1, 2, 2, 3], [3, 3, 1, 7]])
+    args, kwargs = [table, T((2, 4), "int64"), 1.0, 2.0], {}
+    read_live_facts("aten::embedding_renorm_", (torch.zeros(1000, 32), live_ids, 1.0, 2.0), {}, args, kwargs)
+    live = count_op("aten::embedding_renorm_", tuple(args), kwargs)
+    assert (live.flops, live.bytes, live.note) == (3 * 4 * 32, 8 * 8 + 2 * 4 * 32 * 4, "")  # rows 1, 2, 3, 7
+    assert count_op("aten::embedding_renorm_", (T((10, 4), "float32"), T((64,), "int64"), 1.0, 2.0)).flops == 3 * 10 * 4

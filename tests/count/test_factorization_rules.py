@@ -101,3 +101,50 @@ def test_qr_geqrf_householder_det_and_lu_solve():
     assert cost("aten::_linalg_slogdet", A)[0] == cost("aten::linalg_det", A)[0]
     pivots = T((3, 16), "int32")
     assert cost("aten::linalg_lu_solve", A, pivots, B) == (3 * 2 * 16 * 16 * 4, 3072 + 192 + 768 + 768)
+
+# Sweep 8 (linalg_extras): QR, least squares, lu_solve (lstsq's and solve's backward) and det/slogdet had no
+# formula: 52% of the step unmodelled.
+
+def test_qr_by_mode():
+    tall = T((32, 8), "float32")
+    geqrf = 2 * 32 * 8 * 8 - 2 * 8 ** 3 / 3
+    reduced_q = 4 * 32 * 8 * 8 - 2 * (32 + 8) * 8 * 8 + 4 * 8 ** 3 / 3
+    complete_q = 4 * 32 * 32 * 8 - 2 * (32 + 32) * 8 * 8 + 4 * 8 ** 3 / 3
+    assert cost("aten::linalg_qr", tall, "reduced") == (geqrf + reduced_q, 1024 + 1024 + 256)
+    assert cost("aten::linalg_qr", tall, "complete")[0] == geqrf + complete_q
+    assert cost("aten::linalg_qr", tall, "r") == (geqrf, 1024 + 256)
+    # a square matrix: the textbook 4n^3/3 for the factorization and again for Q
+    assert cost("aten::linalg_qr", T((16, 16), "float32"))[0] == pytest.approx(2 * (4 * 16 ** 3 / 3))
+    assert cost("aten::geqrf", tall)[0] == geqrf
+    assert cost("aten::linalg_householder_product", tall, T((8,), "float32"))[0] == reduced_q
+    assert cost("aten::ormqr", tall, T((8,), "float32"), T((32, 4), "float32"), True, True)[0] == \
+        4 * 32 * 4 * 8 - 2 * 4 * 8 * 8
+
+
+def test_lstsq_by_qr_and_not_by_svd():
+    a, b = T((64, 16), "float32"), T((64, 5), "float32")
+    qr = 2 * 64 * 16 * 16 - 2 * 16 ** 3 / 3
+    flops, nbytes = cost("aten::linalg_lstsq", a, b, None, None)
+    assert flops == qr + 4 * 64 * 5 * 16 - 2 * 5 * 16 * 16 + 16 * 16 * 5
+    assert nbytes == 64 * 16 * 4 + 64 * 5 * 4 + 16 * 5 * 4  # A and B read, the (16, 5) solution written
+    assert cost("aten::linalg_lstsq", a, b, None, "gelsy")[0] == flops
+    assert not count_op("aten::linalg_lstsq", (a, b, None, "gelsd")).modeled
+
+
+def test_lu_solve_and_determinants():
+    pivots = T((3, 16), "int32")
+    assert cost("aten::linalg_lu_solve", A, pivots, B) == (3 * 2 * 16 * 16 * 4, 3072 + 192 + 768 + 768)
+    assert cost("aten::linalg_lu_solve", A, pivots, T((3, 4, 16), "float32"), kwargs={"left": False})[0] == \
+        3 * 2 * 16 * 16 * 4
+    for name in ("aten::_linalg_det", "aten::_linalg_slogdet", "aten::linalg_det", "aten::slogdet", "aten::logdet"):
+        assert cost(name, A)[0] == 3 * 2 * 16 ** 3 / 3, name
+
+
+def test_pdist_and_its_backward():
+    """Sweep 8 (metric_losses): pdist had no formula; as cdist's direct path over the n(n-1)/2 pairs."""
+    x = T((64, 16), "float32")
+    pairs = 64 * 63 // 2
+    assert cost("aten::_pdist_forward", x, 2.0) == (3 * pairs * 16, 4096 + pairs * 4)
+    assert cost("aten::pdist", x, 2.0)[0] == 3 * pairs * 16
+    g = T((pairs,), "float32")
+    assert cost("aten::_pdist_backward", g, x, 2.0, g) == (4 * pairs * 16, 2 * pairs * 4 + 4096 + 4096)

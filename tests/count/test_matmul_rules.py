@@ -213,3 +213,19 @@ def test_complex_products_count_real_flops():
     assert cost("aten::linear", a, T((N, K), "complex64"))[0] == 8 * M * N * K
     assert cost("aten::outer", T((M,), "complex64"), T((N,), "complex64"))[0] == 6 * M * N
     assert cost("aten::mm", T((M, K), "float32"), T((K, N), "float32"))[0] == 2 * M * N * K
+
+
+def test_trilinear_of_nn_bilinear_forward_and_backward():
+    """Sweep 8: nn.Bilinear's _trilinear had no formula. Its forward and the three gradients' calls, with the
+    arguments torch 2.14 passes (N=4, I=16, J=12, O=8)."""
+    x1, x2, w, g = T((4, 16), "float32"), T((4, 12), "float32"), T((8, 16, 12), "float32"), T((4, 8), "float32")
+    nbytes = (64 + 48 + 1536) * 4
+    assert cost("aten::_trilinear", x1, w, x2, [1, 3], [0], [1, 2], [2, 3]) == \
+        (2 * 4 * 8 * 16 * 12 + 2 * 4 * 8 * 12, nbytes + 32 * 4)
+    assert cost("aten::_trilinear", g, w, x2, [2, 3], [0], [1, 2], [1, 3])[0] == \
+        2 * 4 * 8 * 16 * 12 + 2 * 4 * 16 * 12  # grad x1: (4, 16)
+    assert cost("aten::_trilinear", x1, g, x2, [1, 3], [2, 3], [1, 2], [0])[0] == \
+        2 * 4 * 8 * 16 + 2 * 4 * 8 * 16 * 12  # grad W: (8, 16, 12)
+    assert cost("aten::_trilinear", x1, w, g, [1, 3], [0], [2, 3], [1, 2])[0] == \
+        2 * 4 * 8 * 16 * 12 + 2 * 4 * 8 * 12  # grad x2: (4, 12)
+    assert cost("aten::bilinear", x1, x2, w, T((8,), "float32"))[0] == 2 * 4 * 8 * 16 * 12 + 2 * 4 * 8 * 12

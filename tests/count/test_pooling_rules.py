@@ -136,3 +136,22 @@ def test_im2col_and_col2im():
     assert cost("aten::col2im", cols, [5, 7], [2, 2], [1, 1], [0, 0], [1, 1]) == (576, 2304 + 2 * 3 * 35 * 4)
     unbatched = T((12, 24), "float32")
     assert cost("aten::col2im", unbatched, [5, 7], [2, 2], [1, 1], [0, 0], [1, 1]) == (288, 1152 + 3 * 35 * 4)
+
+
+def test_fractional_pooling_unpooling_and_antialiased_backward():
+    """Sweep 8: fractional max pooling (and its backward), max unpooling and the antialiased bilinear upsampling's
+    backward had no formula."""
+    x = T((4, 8, 32, 32), "float32")
+    samples = T((4, 8, 2), "float32")
+    out = 4 * 8 * 16 * 16
+    assert cost("aten::fractional_max_pool2d", x, [2, 2], [16, 16], samples) == \
+        (out * 4, x.nbytes + samples.nbytes + out * (4 + 8))
+    assert cost("aten::fractional_max_pool3d", T((1, 2, 8, 8, 8), "float32"), [2, 2, 2], [4, 4, 4],
+                T((1, 2, 3), "float32"))[0] == 2 * 64 * 8
+    grad, idx = T((4, 8, 16, 16), "float32"), T((4, 8, 16, 16), "int64")
+    assert cost("aten::fractional_max_pool2d_backward", grad, x, [2, 2], [16, 16], idx) == \
+        (out, grad.nbytes + idx.nbytes + x.nbytes)
+    assert cost("aten::max_unpool2d", grad, idx, [32, 32]) == (0, grad.nbytes + idx.nbytes + x.nbytes)
+    small = T((4, 8, 8, 8), "float32")  # the gradient of a 16 -> 8 downsampling
+    assert cost("aten::_upsample_bilinear2d_aa_backward", small, [8, 8], [4, 8, 16, 16], False, None, None) == \
+        (7 * small.numel, small.nbytes + grad.nbytes)

@@ -204,5 +204,8 @@ def analyze_model(
         from roofline.analyze.inflated_profile import note_inflated_profile
 
         note_inflated_profile(report)
+    from roofline.analyze.script_ops import note_unseen_script_ops
+
+    note_unseen_script_ops(report, model)
     report.extra["backward"] = backward
     return report

@@ -82,12 +82,47 @@ def to(call: Call) -> OpCost:
           "aten::detach_copy", "aten::unsqueeze_copy", "aten::squeeze_copy", "aten::_reshape_copy",
           "aten::_unsafe_view_copy", "aten::reshape_copy", "aten::_to_dense", "aten::to_dense",
           "aten::resolve_conj_copy", "aten::_neg_view_copy", "aten::_conj_copy", "aten::view_as_real_copy",
-          "aten::view_as_complex_copy", "aten::tril_", "aten::triu_")
+          "aten::view_as_complex_copy", "aten::tril_", "aten::triu_", "aten::to_mkldnn")
 def same_size_copy(call: Call) -> OpCost:
     """Reads the input, writes a new tensor of the same number of elements (tril_/triu_ in place)."""
     self_ = call.tensor(0, "self")
     written = nbytes(call.outputs) if call.outputs is not None and not call.inplace else self_.nbytes
     return _copy_cost(self_, written)
+
+
+@register("aten::type_as", composite=True)
+def type_as(call: Call) -> OpCost:
+    """(self, other): composite, to(other's dtype): returns self (0 bytes) when the dtypes agree, else a cast."""
+    self_, other = call.tensor(0, "self"), call.tensor(1, "other")
+    if other.dtype == self_.dtype:
+        return OpCost(0.0, 0.0, True, note="type_as: the same dtype, returns self")
+    return _copy_cost(self_, self_.numel * other.itemsize)
+
+
+@register("aten::diag_embed")
+def diag_embed(call: Call) -> OpCost:
+    """(self, offset=0, dim1=-2, dim2=-1): self's last dim n placed on a diagonal of new (n + |offset|)^2
+    matrices, which are written whole (zeros off the diagonal)."""
+    self_ = call.tensor(0, "self")
+    side = self_.shape[-1] + abs(int(call.arg(1, "offset", 0)))
+    written = nbytes(call.outputs) if call.outputs is not None else prod(self_.shape[:-1]) * side * side * \
+        self_.itemsize
+    return _copy_cost(self_, written)
+
+
+@register("aten::diag")
+def diag(call: Call) -> OpCost:
+    """(self, diagonal=0): a vector made the diagonal of a square matrix written whole, or a matrix's diagonal
+    copied out."""
+    self_ = call.tensor(0, "self")
+    k = abs(int(call.arg(1, "diagonal", 0)))
+    if call.outputs is not None:
+        return _copy_cost(self_, nbytes(call.outputs))
+    if self_.ndim == 1:
+        return _copy_cost(self_, (self_.numel + k) ** 2 * self_.itemsize)
+    rows, cols = self_.shape
+    length = max(0, min(rows, cols - k) if int(call.arg(1, "diagonal", 0)) >= 0 else min(rows - k, cols))
+    return OpCost(0.0, float(2 * length * self_.itemsize), True)
 
 
 @register("aten::contiguous", composite=True)

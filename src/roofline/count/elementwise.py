@@ -60,7 +60,11 @@ FOUR_FLOPS = (
     "arcsinh", "arccosh", "arctanh", "sigmoid", "erf", "erfc", "erfinv", "lgamma", "digamma", "polygamma",
     "logit", "softplus", "xlogy", "special_xlog1py", "sinc", "logaddexp", "logaddexp2", "i0", "special_i0e",
     "special_i1", "special_i1e", "special_erfcx", "special_ndtri", "special_log_ndtr", "mvlgamma",
-    "float_power", "log_sigmoid_backward",
+    "float_power", "log_sigmoid_backward", "special_entr", "special_ndtr", "igamma", "igammac", "special_zeta",
+    "special_bessel_j0", "special_bessel_j1", "special_bessel_y0", "special_bessel_y1", "special_modified_bessel_i0",
+    "special_modified_bessel_i1", "special_modified_bessel_k0", "special_modified_bessel_k1",
+    "special_scaled_modified_bessel_k0", "special_scaled_modified_bessel_k1", "special_spherical_bessel_j0",
+    "special_airy_ai",
 )
 FIVE_FLOPS = ("silu", "elu", "selu", "celu", "elu_backward")
 MORE_FLOPS = {"gelu": 8, "silu_backward": 8, "mish": 9, "gelu_backward": 12, "mish_backward": 14,

@@ -4,6 +4,8 @@ FLOPs: a lookup is 0 (a gather); embedding_bag's sum/mean mode 1 per gathered el
 weights (a multiply and an add); the dense backward 1 per element of grad_output (an accumulate into its
 row), 2 with per-sample weights; the per-sample weights' own gradient a dot product of a gathered row with
 its bag's gradient row, 2 per gathered element.
+embedding_renorm_ (an Embedding with max_norm, before each lookup) 3 per element of each distinct row it indexes
+(the norm's power and sum, the rescale), every such row taken as rescaled (its writes an upper bound).
 Bytes: a lookup reads only the rows it gathers (indices.numel * row size) plus the indices, and writes the
 output; never the whole table. The dense backward reads grad_output and indices and writes the whole
 (num_weights, dim) gradient table once (it is zero-filled, then accumulated into).
@@ -13,8 +15,19 @@ from __future__ import annotations
 
 from math import prod
 
+from roofline.count.live import Derived
 from roofline.count.meta import TensorMeta
 from roofline.count.registry import Call, OpCost, nbytes, register
+
+DISTINCT_ROWS_KWARG = "_distinct_rows"
+
+
+def _distinct_rows(args, kwargs) -> int | None:
+    indices = args[1] if len(args) > 1 else kwargs.get("indices")
+    try:
+        return int(indices.unique().numel())
+    except Exception:  # noqa: BLE001 - a meta or fake tensor: the formula takes every index as distinct
+        return None
 
 
 @register("aten::embedding")
@@ -24,6 +37,20 @@ def embedding(call: Call) -> OpCost:
     out = TensorMeta(indices.shape + weight.shape[1:], weight.dtype)
     written = nbytes(call.outputs) if call.outputs is not None else out.nbytes
     return OpCost(0.0, float(out.nbytes + indices.nbytes + written), True)
+
+
+@register("aten::embedding_renorm_", live=Derived(DISTINCT_ROWS_KWARG, _distinct_rows))
+def embedding_renorm(call: Call) -> OpCost:
+    """(self (num_weights, dim), indices, max_norm, norm_type): each distinct indexed row's norm, and the row scaled
+    in place when it exceeds max_norm. Live, the distinct rows are counted; from a trace every index is taken as
+    distinct (at most the table's rows)."""
+    weight, indices = call.tensor(0, "self"), call.tensor(1, "indices")
+    known = call.kwargs.get(DISTINCT_ROWS_KWARG)
+    rows = known if known is not None else min(indices.numel, weight.shape[0])
+    row = prod(weight.shape[1:])
+    note = "" if known is not None else \
+        "every index taken as a distinct row (a trace records no values): an upper bound"
+    return OpCost(float(3 * rows * row), float(indices.nbytes + 2 * rows * row * weight.itemsize), True, note=note)
 
 
 @register("aten::embedding_dense_backward")

@@ -1,5 +1,5 @@
-"""Dense factorizations and solves (Cholesky, triangular solves, LU, inverse, determinants; QR, symmetric and
-general eigendecompositions, SVD) and Euclidean distances.
+"""Dense factorizations and solves (Cholesky, triangular solves, LU, inverse, determinants; QR, least squares,
+symmetric and general eigendecompositions, SVD) and Euclidean distances.
 
 FLOPs, LAPACK's counts for real matrices (x4 complex), per matrix of a batch (an op's leading dims), from LAPACK
 Working Note 41 (Blackford and Dongarra, "Installation Guide for LAPACK", its table of operation counts) and Golub
@@ -9,7 +9,11 @@ m n^2 - n^3/3 (2n^3/3 square); lu_solve its two triangular solves, 2 n^2 k; lina
 2n^3/3 + 2 n^2 k; an inverse 2 n^3; det and slogdet their LU, 2n^3/3 (the diagonal's product, n, not counted).
 QR of m x n by Householder reflections, k = min(m, n) (LAWN 41): geqrf 2 max(m,n) k^2 - 2k^3/3; forming the
 m x p Q from k reflectors (orgqr, householder_product) 4mpk - 2(m + p)k^2 + 4k^3/3: linalg_qr's 'reduced' Q
-(p = k) 2mk^2 - 2k^3/3, its 'complete' Q (p = m) 4m^2 k - 4mk^2 + 4k^3/3, 'r' none.
+(p = k) 2mk^2 - 2k^3/3, its 'complete' Q (p = m) 4m^2 k - 4mk^2 + 4k^3/3, 'r' none; applying the reflectors to a
+matrix with c columns (ormqr) 4mck - 2ck^2. Least squares (lstsq by the QR drivers gelsy and gels, CPU's and
+CUDA's defaults): one QR, Q^T applied to the c right-hand sides and a triangular solve, 2 max(m,n) k^2 - 2k^3/3 +
+4mck - 2ck^2 + k^2 c; its SVD drivers (gelsd, gelss) and pinv are left without a formula. A trace records no
+string argument: there a QR is taken as mode 'reduced' and lstsq as a QR driver (the defaults), said in the note.
 The eigen- and singular-value decompositions iterate a data-dependent number of times: their counts are the
 textbook ones, which assume the usual iterations (about two QR sweeps per eigenvalue), not the ones that ran.
 Symmetric (Hermitian) eigh (Golub and Van Loan §8.3.5, the symmetric QR algorithm): values only 4n^3/3 (the
@@ -22,7 +26,9 @@ of T (n^3/3) and their transformation by Q (n^3): 25n^3 + 4n^3/3. SVD of m x n, 
 the standard counts.
 The Euclidean distance of (m, d) and (n, d) points (cdist's p=2 path, _euclidean_dist): one product 2 m n d, the
 squared norms 2(m + n)d, and 3 per distance (add the norms, clamp, root); cdist's direct path (_cdist_forward, any
-p) 3 per point pair per coordinate (difference, power, sum).
+p) 3 per point pair per coordinate (difference, power, sum), and pdist's the same over the n(n-1)/2 pairs of its n
+points; pdist's backward 4 per pair per coordinate (the difference, its scaling by the pair's gradient over its
+distance, and the two accumulations into the pair's rows).
 Bytes: the inputs read once and the outputs written once (from a trace, which records no outputs, their shapes
 as the op's schema gives them).
 
@@ -118,6 +124,43 @@ def lu_factor(call: Call) -> OpCost:
     m, n = a.shape[-2], a.shape[-1]
     small, big = min(m, n), max(m, n)
     return _cost(_batch(a) * (big * small ** 2 - small ** 3 / 3) * _complex(a), call, [a], [a])
+
+
+def _qr_sizes(a: TensorMeta) -> tuple[int, int, int]:
+    """(m, s, b): rows, min(m, n), max(m, n)."""
+    m, n = a.shape[-2], a.shape[-1]
+    return m, min(m, n), max(m, n)
+
+
+@register("aten::ormqr")
+def ormqr(call: Call) -> OpCost:
+    """(A (m x s reflectors), tau, C, left=True, transpose=False): the reflectors applied to C's k columns (left)
+    or rows (right)."""
+    a, tau, c = call.tensor(0, "self"), call.tensor(1, "input2"), call.tensor(2, "input3")
+    left = bool(call.arg(3, "left", True))
+    m, k, s = (c.shape[-2], c.shape[-1], tau.shape[-1]) if left else (c.shape[-1], c.shape[-2], tau.shape[-1])
+    return _cost(max(_batch(a), _batch(c)) * (4 * m * k * s - 2 * k * s * s) * _complex(c), call, [a, tau, c], [c])
+
+
+_SVD_DRIVERS = ("gelsd", "gelss")
+
+
+@register("aten::linalg_lstsq")
+def linalg_lstsq(call: Call) -> OpCost:
+    """(A (m x n), B (m x k), rcond, *, driver) -> (solution, residuals, rank, singular_values): by QR (gelsy,
+    gels); the SVD drivers are left without a formula."""
+    a, b = call.tensor(0, "self"), call.tensor(1, "b")
+    driver = call.arg(3, "driver")
+    if isinstance(driver, str) and driver.strip("'\"") in _SVD_DRIVERS:
+        raise ValueError(f"lstsq's driver {driver} is an SVD (iterative): no formula")
+    m, s, _ = _qr_sizes(a)
+    vector = b.ndim == a.ndim - 1
+    k = 1 if vector else b.shape[-1]
+    flops = _geqrf_flops(m, a.shape[-1]) + 4 * m * k * s - 2 * k * s * s + s * s * k
+    solution = TensorMeta((b.shape[:-1] if vector else b.shape[:-2]) + (a.shape[-1],) + (() if vector else (k,)),
+                          b.dtype)
+    batch = max(_batch(a), prod(b.shape[:-1]) if vector else _batch(b))
+    return _cost(batch * flops * _complex(a), call, [a, b], [solution])
 
 
 @register("aten::_linalg_solve_ex")
@@ -316,6 +359,25 @@ def cdist_forward(call: Call) -> OpCost:
     x1, x2, batch, m, n, d = _points(call)
     out = TensorMeta(tuple(x1.shape[:-2]) + (m, n), x1.dtype)
     return _cost(batch * 3 * m * n * d, call, [x1, x2], [out])
+
+
+@register("aten::_pdist_forward")
+def pdist_forward(call: Call) -> OpCost:
+    """(self (n, d), p) -> (n(n-1)/2,); pdist a composite (-> _pdist_forward)."""
+    x = call.tensor(0, "self")
+    n, d = x.shape[-2], x.shape[-1]
+    pairs = n * (n - 1) // 2
+    return _cost(3 * pairs * d, call, [x], [TensorMeta((pairs,), x.dtype)])
+
+
+register("aten::pdist", composite=True)(pdist_forward)
+
+
+@register("aten::_pdist_backward")
+def pdist_backward(call: Call) -> OpCost:
+    """(grad (pairs,), self (n, d), p, pdist (pairs,)) -> grad_input (n, d)."""
+    grad, x, dist = call.tensor(0, "grad"), call.tensor(1, "self"), call.maybe_tensor(3, "pdist")
+    return _cost(4 * grad.numel * x.shape[-1], call, [grad, x, dist], [x])
 
 
 @register("aten::_linalg_check_errors")

@@ -1,9 +1,10 @@
 """Losses: nll_loss (forward/backward, 1d and 2d), cross_entropy_loss, mse, l1/smooth_l1/huber, binary
-cross-entropy.
+cross-entropy, multi-margin.
 
 FLOPs: nll_loss 1 per target element (gather + accumulate); cross_entropy_loss = log_softmax (5 per input
 element) + nll; mse 3 per element (subtract, square, add), l1/smooth_l1/huber 3, bce_with_logits 8,
-bce 10 (two logs at 4). Backward: nll 1 per target element; mse/l1 3, bce 5 per element.
+bce 10 (two logs at 4); multi_margin_loss 4 per input element (margin - x[y] + x[i], the clamp, the optional
+square or class weight, the sum). Backward: nll 1 per target element; mse/l1 3, bce 5, multi-margin 4 per element.
 Bytes: nll_loss reads the target and only the gathered log-probabilities (and class weights), writes the
 loss (one element when reduced) and total_weight; its backward writes a zero-filled grad_input of the
 input's full size and reads grad_output, target and total_weight.
@@ -90,3 +91,19 @@ def pointwise_loss_backward(call: Call) -> OpCost:
     flops = _POINTWISE_LOSS_BACKWARDS[call.name] * self_.numel
     return OpCost(float(flops), float(nbytes(call.input_metas()) + written), True)
 
+
+
+@register("aten::multi_margin_loss", "aten::multi_margin_loss_backward")
+def multi_margin_loss(call: Call) -> OpCost:
+    """(self (N, C), target (N), p, margin, weight, reduction); the backward (grad_output, self, target, p, margin,
+    weight, reduction) writes grad_input (self's shape)."""
+    backward = call.name.endswith("_backward")
+    self_ = call.tensor(1 if backward else 0, "self")
+    if call.outputs is not None:
+        written = nbytes(call.outputs)
+    elif backward:
+        written = self_.nbytes
+    else:
+        reduction = call.arg(5, "reduction", 1)
+        written = self_.shape[0] * self_.itemsize if reduction == _REDUCTION_NONE and self_.ndim > 1 else self_.itemsize
+    return OpCost(float(4 * self_.numel), float(nbytes(call.input_metas()) + written), True)

@@ -1,9 +1,13 @@
-"""Matrix products: mm, addmm, bmm, baddbmm, addbmm, mv, addmv, dot, outer/addr, _scaled_mm, _int_mm, and the
-composites that decompose to them (linear, matmul, einsum).
+"""Matrix products: mm, addmm, bmm, baddbmm, addbmm, mv, addmv, dot, outer/addr, _scaled_mm, _int_mm, _trilinear
+(nn.Bilinear), and the composites that decompose to them (linear, matmul, einsum, bilinear).
 
 FLOPs: 2*m*n*k for an (m,k) @ (k,n) product, exactly torch.utils.flop_counter's count (one multiply and one
 add per term; the "2k-1" refinement is ignored as it is there). The bias / beta*self term of addmm, baddbmm,
 addmv is not counted (FlopCounterMode does not count it either); outer/ger is 1 FLOP per output element.
+_trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim) contracts three operands as ATen does, in two pairwise
+products: i1 * i2 over their broadcast space, summed over the sumdim dims where i3 has size 1, then that with i3,
+2 FLOPs per point of each product's space (nn.Bilinear, out[n, o] = x1[n, i] W[o, i, j] x2[n, j]:
+2 N O I J + 2 N O J).
 Bytes: both operands and the bias (at its own, possibly broadcast, size) read once; the result written once.
 A sparse operand (mm, addmm, bmm, mv, addmv, _sparse_addmm, _sparse_mm, and the matmul/linear composites): 2 FLOPs
 per stored element per column of the dense one, the sparse one read as stored; from a trace, which records no
@@ -284,6 +288,39 @@ def matmul_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[tuple[int, ..
     batch = broadcast_shapes([a2[:-2], b2[:-2]])
     out = list(batch) + ([] if a_vec else [m]) + ([] if b_vec else [n])
     return tuple(out), prod(batch) * m * n * k
+
+
+def _expanded(shape: tuple[int, ...], dims: list[int], ndim: int) -> tuple[int, ...]:
+    """``shape`` with size-1 dims inserted at ``dims`` (unsqueezed in order, as _trilinear does)."""
+    out = list(shape)
+    for d in sorted(int(d) % ndim for d in dims):
+        out.insert(d, 1)
+    return tuple(out)
+
+
+@register("aten::_trilinear")
+def trilinear(call: Call) -> OpCost:
+    """(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim=1)."""
+    i1, i2, i3 = call.tensor(0, "i1"), call.tensor(1, "i2"), call.tensor(2, "i3")
+    ndim = i1.ndim + len(call.arg(3, "expand1", []))
+    e1, e2, e3 = (_expanded(t.shape, list(call.arg(3 + k, f"expand{k + 1}", [])), ndim)
+                  for k, t in enumerate((i1, i2, i3)))
+    sumdim = {int(d) % ndim for d in call.arg(6, "sumdim", [])}
+    first = broadcast_shapes([e1, e2])
+    partial = tuple(1 if d in sumdim and e3[d] == 1 else size for d, size in enumerate(first))
+    second = broadcast_shapes([partial, e3])
+    out = TensorMeta(tuple(size for d, size in enumerate(second) if d not in sumdim), i1.dtype)
+    return _cost(call, 2 * prod(first) + 2 * prod(second), out, [i1, i2, i3])
+
+
+@register("aten::bilinear", composite=True)
+def bilinear(call: Call) -> OpCost:
+    """(input1 (..., I), input2 (..., J), weight (O, I, J), bias): composite (-> _trilinear, add)."""
+    x1, x2, w, bias = call.tensor(0, "input1"), call.tensor(1, "input2"), call.tensor(2, "weight"), \
+        call.maybe_tensor(3, "bias")
+    rows, (o, i, j) = prod(x1.shape[:-1]), w.shape
+    out = TensorMeta(tuple(x1.shape[:-1]) + (o,), x1.dtype)
+    return _cost(call, 2 * rows * o * i * j + 2 * rows * o * j, out, [x1, x2, w, bias])
 
 
 @register("aten::matmul", composite=True, sparse_aware=True, nested_aware=True)

@@ -1,6 +1,7 @@
 """Pooling (max, avg, adaptive), upsampling, grid sampling and im2col/col2im (unfold/fold), forward and backward.
 
-FLOPs: max/avg pooling 1 per window element per output (a compare or an add; avg's divide not counted);
+FLOPs: max/avg pooling 1 per window element per output (a compare or an add; avg's divide not counted), fractional
+max pooling too (its windows at pseudo-random offsets); max unpooling 0 (a scatter into a zero-filled output);
 adaptive avg 1 per input element; nearest upsampling 0; bilinear 7 per output element (4 weights
 applied, 3 adds), bicubic 31 (16 weights, 15 adds). Backward: 1 per grad_output window element.
 grid_sample: as upsampling per output element (bilinear 7 / trilinear 15, bicubic 31, nearest 0) plus 4
@@ -113,8 +114,40 @@ register(*(n for n in _ADAPTIVE if n not in _ADAPTIVE_COMPOSITES))(adaptive_pool
 register(*_ADAPTIVE_COMPOSITES, composite=True)(adaptive_pool)
 
 
+_FRACTIONAL = {"aten::fractional_max_pool2d": 2, "aten::fractional_max_pool3d": 3}
+
+
+@register(*_FRACTIONAL)
+def fractional_max_pool(call: Call) -> OpCost:
+    """(self, kernel_size, output_size, random_samples) -> (output, indices): a max over each kernel window at the
+    pseudo-random offsets; the samples read, the output and its int64 indices written."""
+    x, samples = call.tensor(0, "self"), call.maybe_tensor(3, "random_samples")
+    dims = _FRACTIONAL[call.name]
+    kernel = _per_dim(call.arg(1, "kernel_size"), dims, [1] * dims)
+    size = _per_dim(call.arg(2, "output_size"), dims, list(x.shape[-dims:]))
+    shape = tuple(x.shape[:-dims]) + tuple(size)
+    written = nbytes(call.outputs) if call.outputs is not None else prod(shape) * (x.itemsize + 8)
+    return OpCost(float(prod(shape) * prod(kernel)), float(nbytes([x, samples]) + written), True)
+
+
+@register("aten::max_unpool2d", "aten::max_unpool3d")
+def max_unpool(call: Call) -> OpCost:
+    """(self, indices, output_size[, stride, padding]): no arithmetic; the output zero-filled and written whole,
+    the input and its int64 indices read."""
+    x, indices = call.tensor(0, "self"), call.tensor(1, "indices")
+    if call.outputs is not None:
+        written = nbytes(call.outputs)
+    else:
+        size = call.arg(2, "output_size")
+        if not isinstance(size, (list, tuple)) or not size:
+            raise ValueError("output_size not recorded")
+        written = prod(x.shape[: x.ndim - len(size)]) * prod(int(v) for v in size) * x.itemsize
+    return OpCost(0.0, float(nbytes([x, indices]) + written), True)
+
+
 @register("aten::max_pool2d_with_indices_backward", "aten::max_pool3d_with_indices_backward",
-          "aten::adaptive_max_pool2d_backward", "aten::adaptive_max_pool3d_backward")
+          "aten::adaptive_max_pool2d_backward", "aten::adaptive_max_pool3d_backward",
+          "aten::fractional_max_pool2d_backward", "aten::fractional_max_pool3d_backward")
 def max_pool_backward(call: Call) -> OpCost:
     """(grad_output, self, ..., indices last): grad_output and indices read, grad_input written."""
     grad, x = call.tensor(0, "grad_output"), call.tensor(1, "self")
@@ -169,7 +202,8 @@ def upsample(call: Call) -> OpCost:
           "aten::upsample_nearest3d_backward", "aten::_upsample_nearest_exact1d_backward",
           "aten::_upsample_nearest_exact2d_backward", "aten::_upsample_nearest_exact3d_backward",
           "aten::upsample_linear1d_backward", "aten::upsample_bilinear2d_backward",
-          "aten::upsample_trilinear3d_backward", "aten::upsample_bicubic2d_backward")
+          "aten::upsample_trilinear3d_backward", "aten::upsample_bicubic2d_backward",
+          "aten::_upsample_bilinear2d_aa_backward", "aten::_upsample_bicubic2d_aa_backward")
 def upsample_backward(call: Call) -> OpCost:
     """(grad_output, output_size, input_size, ...): grad_output read, grad_input (input_size) written; as
     many FLOPs per grad_output element as the forward spends per output element (nearest: 1, an add)."""
