@@ -176,3 +176,19 @@ def test_the_same_two_reads_repeated_in_a_loop_still_are_one(device):
     (f,) = diagnose(_two_reads_on_one_line(2, 6, device), rules=["host-device-sync"])
     assert f.evidence["in_loop"] and f.evidence["same_read_per_step"] == 6 and f.evidence["per_step"] == 12
     assert "inside a loop: 12 per step at m.py:5" in f.title
+
+
+def test_reads_at_an_op_name_site_are_not_told_apart_nor_dropped():
+    """A trace with no Python stacks (HTA's sampled ranks) puts every sync of one op at one site named by the op:
+    reads of different shapes there may be one loop over ragged data or several sites, so the rule neither calls
+    them different reads (and drops them below a warning's cost) nor claims a loop; they stay a finding, saying why."""
+    ops = []
+    for s in range(2):
+        for n in (381, 72, 10):
+            ops.append(op("aten::_to_copy", [([n], "int64")], source=None, module="", time=2e-6, step=s,
+                              kernels=[DTOH]))
+    ops += [op("aten::mm", [([512, 512], "float32"), ([512, 512], "float32")], time=1e-3, step=s) for s in range(2)]
+    r = report(ops, ceil=ceilings(device="cuda", device_name="test gpu"))  # the reads: 1% of the time, 'info'
+    (f,) = diagnose(r, rules=["host-device-sync"])
+    assert f.severity == "warning" and f.evidence["in_loop"] and "same_read_per_step" not in f.evidence
+    assert "3 per step at aten::_to_copy (the trace records no source line" in f.title and "inside a loop" not in f.title

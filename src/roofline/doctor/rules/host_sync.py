@@ -109,7 +109,10 @@ def check(report: Report) -> list[Finding]:
     for loc, ops in by_location.items():
         steps_spanned = step_count(report, ops)
         per_step = len(ops) / steps_spanned
-        repeats = max(Counter(map(_read_of, ops)).values()) / steps_spanned
+        # Reads are told apart only at a source line: an op-name site (a trace with no stacks) lumps every call of
+        # that op in the program, where different shapes may be one loop over ragged data or several sites.
+        sourced = all(op.source for op in ops)
+        repeats = max(Counter(map(_read_of, ops)).values()) / steps_spanned if sourced else None
         blocked = sum(max(op.time_s, op.cpu_time_s) for op in ops)
         if on_cpu:
             kinds = sorted({op_kind(op.name) for op in ops})
@@ -198,6 +201,9 @@ def _finding(report: Report, *, kinds: list[str], where: str, count: int, per_st
     if every_forward:
         title = (f"host-device sync ({what}) in every forward (each decode step of a generation loop): "
                  f"{per_step:g} per forward at {where}")
+    elif in_loop and repeats is None and ops and not all(op.source for op in ops):
+        title = (f"host-device sync ({what}): {per_step:g} per step at {where} (the trace records no source line: "
+                 "one site in a loop, or several sites)")
     elif in_loop:
         title = f"host-device sync ({what}) inside a loop: {per_step:g} per step at {where}"
     else:
