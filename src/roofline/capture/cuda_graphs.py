@@ -29,6 +29,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from roofline.capture.patching import patch_attribute
 from roofline.capture.recording import CapturedGraph, OpRecording
 from roofline.capture.trace_model import GRAPH_REPLAY_LABEL
 
@@ -148,17 +149,7 @@ def _uninstall() -> None:
 
 def _patch(owner: Any, name: str, make: Callable[[Callable], Callable],
            restore: list[Callable[[], None]] = _restore) -> None:
-    had_own = name in vars(owner)
-    original = getattr(owner, name)
-    setattr(owner, name, make(original))
-
-    def undo() -> None:
-        if had_own:
-            setattr(owner, name, original)
-        else:
-            delattr(owner, name)
-
-    restore.append(undo)
+    patch_attribute(owner, name, make, restore)
 
 
 def _capture_begin(original: Callable) -> Callable:

@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 import torch
 
+from roofline.capture.patching import patch_attribute
 from roofline.capture.source_paths import is_user_file, short_path
 from roofline.capture.trace_syncs import (  # noqa: F401 - the trace-side names are re-exported for callers
     _Site,
@@ -244,17 +245,7 @@ class SyncDetector:
 
     # -- patches ---------------------------------------------------------------------------------------
     def _patch(self, owner: Any, name: str, make: Callable[[Callable], Callable]) -> None:
-        had_own = name in vars(owner)
-        original = getattr(owner, name)
-        setattr(owner, name, make(original))
-
-        def undo() -> None:
-            if had_own:
-                setattr(owner, name, original)
-            else:
-                delattr(owner, name)
-
-        self._restore.append(undo)
+        patch_attribute(owner, name, make, self._restore)
 
     def _tensor_method(self, name: str, kind: str, when: Callable[[tuple, dict], bool] | None = None) -> None:
         detector = self
