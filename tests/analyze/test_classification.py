@@ -96,3 +96,12 @@ def test_live_report_records_the_tf32_flags(cpu_ceilings):
         torch.backends.cudnn.allow_tf32 = previous
     assert report.extra["tf32"] == {"cuda_matmul": torch.backends.cuda.matmul.allow_tf32
                                     or torch.get_float32_matmul_precision() != "highest", "cudnn": False}
+
+
+def test_an_fp32_cuda_graph_replay_takes_the_tf32_roof_where_its_kernels_include_a_tf32_product():
+    tf32_gemm = "sm80_xmma_gemm_tf32f32_tf32f32_f32_tn_n_tilesize128x128x16_stage4_warpsize2x2x1_tensor16x8x8_kernel"
+    replay = "CUDA graph replay #3"
+    assert _roof_dtype("float32", replay, [tf32_gemm, "vectorized_elementwise_kernel"], Tf32Flags(), True) == \
+        "tfloat32"
+    assert _roof_dtype("float32", replay, ["ampere_sgemm_128x64_nn"], Tf32Flags(matmul=True), True) == "float32"
+    assert _roof_dtype("float16", replay, [tf32_gemm], Tf32Flags(), True) == "float16"

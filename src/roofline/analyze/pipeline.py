@@ -377,9 +377,12 @@ def _kernel_names(trace: Trace, events: list[int]) -> list[str]:
 def _roof_dtype(dtype: str, name: str, kernels: list[str], tf32: "Tf32Flags", on_gpu: bool) -> str:
     """fp32 matmuls and convolutions that ran on TF32 tensor cores are judged against the TF32 roof: from their
     kernels' names when the trace has kernels, else from the flags of the live run (cuBLAS's for matmuls,
-    cuDNN's for convolutions)."""
+    cuDNN's for convolutions). A CUDA graph replay's row (its captured work summed) is judged against TF32 where its
+    kernels include a TF32 product: the compute it holds is theirs."""
     if dtype != "float32":
         return dtype
+    if is_graph_replay(name):  # its products ran inside the graph: their kernels' names tell TF32, as for an mm
+        return "tfloat32" if any_tf32(kernels) else dtype
     kind = families.op_kind(name)
     if kind in _MATMUL_FAMILY:
         allowed = tf32.matmul
