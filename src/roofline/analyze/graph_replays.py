@@ -53,10 +53,8 @@ def replay_cost(name: str, graphs: Mapping[int, CapturedGraph] | None) -> tuple[
     graph = graphs.get(number) if graphs is not None else None
     if graph is None:
         return OpCost(0.0, 0.0, False, note=CAPTURE_NOT_GIVEN_NOTE, keep_whole=True), ""
-    flops = sum(op.cost.flops for op in graph.ops if op.cost.modeled)
-    moved = sum(op.cost.bytes for op in graph.ops if op.cost.modeled)
-    counted = any(op.cost.modeled and (op.cost.flops or op.cost.bytes) for op in graph.ops)
-    if not counted:
+    flops, moved = graph.flops, graph.bytes
+    if not (flops or moved):
         return OpCost(0.0, 0.0, False, note=f"CUDA graph #{number}: {_captured(graph)}, none of them counted "
                                              "(no formula, or no work)", keep_whole=True), ""
     note = f"CUDA graph #{number}: {_captured(graph)}, summed" + (f"; {_inductor_note(graph)}" if graph.inductor else "")
@@ -89,8 +87,7 @@ def _captured(graph: CapturedGraph) -> str:
 def graph_summaries(graphs: Mapping[int, CapturedGraph]) -> dict[str, dict]:
     """report.extra["cuda_graphs"]: each graph seen captured, by capture number, with what its capture ran."""
     return {str(number): {"ops": len(graph.ops),
-                          "flops": sum(op.cost.flops for op in graph.ops if op.cost.modeled),
-                          "bytes": sum(op.cost.bytes for op in graph.ops if op.cost.modeled),
+                          "flops": graph.flops, "bytes": graph.bytes,
                           "dtype": dominant_dtype(graph), "inductor": graph.inductor,
                           "unmodelled_ops": sum(not op.cost.modeled for op in graph.ops)}
             for number, graph in sorted(graphs.items())}

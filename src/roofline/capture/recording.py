@@ -63,6 +63,15 @@ class CapturedGraph:
     ops: list[RecordedOp] = field(default_factory=list)
     inductor: bool = False
 
+    @property
+    def flops(self) -> float:
+        """The counted ops' FLOPs summed (an op with no formula adds nothing)."""
+        return sum(op.cost.flops for op in self.ops if op.cost.modeled)
+
+    @property
+    def bytes(self) -> float:
+        return sum(op.cost.bytes for op in self.ops if op.cost.modeled)
+
 
 def op_dtype(args: list[Any], outputs: list[Any]) -> str:
     """The dtype an op computes in: its first floating-point input, else its first output, else its first input."""

@@ -83,6 +83,8 @@ def graph_replay_number(name: str) -> int | None:
         return None
     digits = name[len(GRAPH_REPLAY_LABEL):]
     return int(digits) if digits.isdigit() else None
+
+
 DIRECT_LAUNCH_OP = "kernel launched under no op"  # ... and around a kernel launch no op encloses (user Triton)
 
 
