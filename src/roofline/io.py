@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from roofline import quickexit
 from roofline.errors import RooflineError
 
 
@@ -304,7 +305,7 @@ def _commit(tmp: Path, target: Path, owned: set[str]) -> None:
         aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
         os.rename(target, aside / target.name)
         os.rename(tmp, target)
-        shutil.rmtree(aside, ignore_errors=True)
+        quickexit.remove_tree(aside)
         return
     for name in sorted(new):
         dest = target / name

@@ -95,3 +95,30 @@ def test_a_one_shot_trace_command_keeps_its_trace_until_exit_and_the_api_does_no
     monkeypatch.setattr(quickexit, "_kept", [])
     report = analyze_trace_file(FIXTURE)
     assert [type(kept) for kept in quickexit._kept] == [Trace] and report.ops
+
+
+def test_a_replaced_outputs_old_files_are_removed_after_the_command_ends(tmp_path):
+    """The previous run's files are renamed aside at once and removed by a detached process as the command exits
+    (roofline.quickexit.remove_tree), so no hidden directory is left beside the output."""
+    import time
+
+    trace = Path(__file__).resolve().parents[1] / "data" / "h200" / "bad_syncs_fwd_fp32.json.gz"
+    out = tmp_path / "runs" / "out"
+    for _ in range(2):
+        done = _roofline("trace", str(trace), "-o", str(out), "--no-html", cache=tmp_path / "cache")
+        assert done.returncode == 0, done.stderr
+    deadline = time.monotonic() + 30
+    while len(list(out.parent.iterdir())) > 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [p.name for p in out.parent.iterdir()] == ["out"]
+    assert (out / "report.json").stat().st_size > 0
+
+
+def test_remove_tree_removes_at_once_when_not_armed(tmp_path):
+    from roofline import quickexit
+
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "report.json").write_text("{}")
+    assert not quickexit.armed()
+    quickexit.remove_tree(tmp_path / "old")
+    assert not (tmp_path / "old").exists()
