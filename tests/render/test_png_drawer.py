@@ -145,3 +145,18 @@ def test_the_warm_up_chart_draws_every_kind_of_mark_a_real_chart_has():
     for mark in ("compute-bound", "memory-bound", "launch-bound", "above the roof", "served from cache"):
         assert any(label.startswith(mark) for label in labels), (mark, labels)
     assert png_of(calls).startswith(b"\x89PNG")
+
+
+def test_a_chart_drawn_on_the_drawers_prepared_figure_is_the_same_png():
+    """The drawer draws the real chart on a figure whose renderer already parsed every decade's tick label
+    (``_figure_with_decade_labels``): the same bytes as on a new figure, for charts of different ranges."""
+    from roofline.render.png import png_of
+    from roofline.render.png_drawer import _figure_with_decade_labels, warm_up_report
+    from roofline.render.roofline_chart import chart_calls
+    from roofline_synthetic import make_report
+
+    for report in (warm_up_report(), make_report(n_ops=200), make_report(n_ops=40, seed=3)):
+        calls = chart_calls(report)
+        figure = _figure_with_decade_labels()
+        assert figure is not None and not figure.axes
+        assert png_of(calls, figure) == png_of(calls)

@@ -21,9 +21,9 @@ def render_png(report: Report, *, top_labels: int = 8, title: str | None = None)
     return png_of(chart_calls(report, top_labels=top_labels, title=title))
 
 
-def png_of(calls: list[ChartCall]) -> bytes:
-    """The PNG of a chart's calls."""
-    fig = draw_chart(calls)
+def png_of(calls: list[ChartCall], fig=None) -> bytes:
+    """The PNG of a chart's calls, drawn on ``fig`` when given (an empty ``chart_figure()``)."""
+    fig = draw_chart(calls, fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     plt.close(fig)
@@ -35,9 +35,16 @@ def draw_roofline(report: Report, *, top_labels: int = 8, title: str | None = No
     return draw_chart(chart_calls(report, top_labels=top_labels, title=title))
 
 
-def draw_chart(calls: list[ChartCall]):
-    """A Figure drawn from ``calls`` (the caller saves and closes it)."""
-    fig, ax = plt.subplots(figsize=(10, 6.5), dpi=110)
+def chart_figure():
+    """An empty Figure of the chart's size and resolution."""
+    return plt.figure(figsize=(10, 6.5), dpi=110)
+
+
+def draw_chart(calls: list[ChartCall], fig=None):
+    """A Figure drawn from ``calls``, on ``fig`` when given (an empty ``chart_figure()``; the caller saves and
+    closes it)."""
+    fig = chart_figure() if fig is None else fig
+    ax = fig.add_subplot()
     for call in calls:
         if call.target == "labels":
             _label_points(fig, ax, *call.args)
