@@ -51,6 +51,8 @@ class PlacedOpsWork:
         piece at a time; None if the child could not write them."""
         self._json_asked = True
         size = self._receive("json")
+        if not self._html:
+            self._reap()  # the child sends nothing more
         if size is None:
             self._file.close()
             return None
