@@ -105,7 +105,7 @@ class OpTable:
         walk over ``run`` that resets at each new step sees the same resets)."""
         if not any(skipped) or not self.run:
             return self.run
-        run = np.asarray(self.run, dtype=np.int64)
+        run = np.arange(len(self.run)) if self.in_run_order else np.asarray(self.run, dtype=np.int64)
         steps = self._step_keys()[run]
         kept = ~np.array([bool(x) for x in skipped], dtype=bool)[self.call_array[run]]
         kept[0] = True
