@@ -187,7 +187,7 @@ def find_islands(report: Report, half: str) -> list[list[tuple[OpRecord, str]]]:
                 close()
             run.append((op, "fp32"))
             has_fp32 = True
-        else:
+        elif run:
             close()
     close()
     return islands

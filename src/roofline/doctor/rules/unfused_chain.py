@@ -291,8 +291,10 @@ def _main_module(chain: list) -> str:
     """The module whose ops take most of the chain's time (its first op's at a tie or with no time): a backward
     chain often starts with the gradient add of the module before it (a Llama MLP's Linear, then 17 ops of
     RMSNorm's backward) and was named after that one op."""
+    first = chain[0].module
+    if all(op.module == first for op in chain):
+        return first
     time: dict[str, float] = {}
     for op in chain:
         time[op.module] = time.get(op.module, 0.0) + op.time_s
-    first = chain[0].module
     return max(time, key=lambda m: (time[m], m == first))
