@@ -432,13 +432,13 @@ class StepSpans(NamedTuple):
 @once_per_diagnose
 def step_spans(report: Report) -> StepSpans:
     table = op_table(report)
-    start = table.floats("start_s")
+    start, cpu_time, time = table.float_fields("start_s", "cpu_time_s", "time_s")
     timed = np.flatnonzero(~np.isnan(start))
     steps, group, by_step = table.step_groups(timed)
     if not steps:
         empty = np.zeros(0)
         return StepSpans([], empty, empty, by_step, np.zeros(1, dtype=np.int64))
-    cpu, dev = table.floats("cpu_time_s")[by_step], table.floats("time_s")[by_step]
+    cpu, dev = cpu_time[by_step], time[by_step]
     begin = start[by_step]
     end = begin + np.where(dev > cpu, dev, cpu)
     bounds = np.flatnonzero(np.diff(group)) + 1

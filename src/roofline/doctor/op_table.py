@@ -10,6 +10,7 @@ loaded from JSON, a hand-built one).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from operator import attrgetter
 from typing import Any, TypeVar
@@ -130,20 +131,36 @@ class OpTable:
 
     def floats(self, field: str) -> np.ndarray:
         """A float field of every op (NaN where it is None), read once per table."""
-        found = self._columns.get(field)
-        if found is None:
-            found = self._columns[field] = float_column(self.ops, field)
-        return found
+        return self.float_fields(field)[0]
+
+    def float_fields(self, *fields: str) -> list[np.ndarray]:
+        """``floats`` of each field, those not read yet read together (``float_columns``)."""
+        missing = [field for field in fields if field not in self._columns]
+        if missing:
+            self._columns.update(zip(missing, float_columns(self.ops, missing)))
+        return [self._columns[field] for field in fields]
 
 
 def float_column(records: Sequence[Any], field: str) -> np.ndarray:
-    """``field`` of every record as float64, NaN where it is None. Read straight into the array (np.fromiter:
-    ~40% faster than a list first on a 127,620-op report); a None makes that refuse, and the column is then read
-    again through a list, which numpy turns into NaN."""
+    """``field`` of every record as float64, NaN where it is None (``float_columns``)."""
+    return float_columns(records, [field])[0]
+
+
+def float_columns(records: Sequence[Any], fields: Sequence[str]) -> list[np.ndarray]:
+    """Each of ``fields`` of every record as float64, NaN where it is None. Read straight into one array (np.fromiter:
+    ~40% faster than a list first on a 127,620-op report), all the fields of a record at once: reading three
+    columns in one pass over the records is ~40% faster again than three passes, as each record is fetched from
+    memory once. A None makes np.fromiter refuse, and the columns are then read again through lists, which numpy
+    turns into NaN."""
+    n = len(records)
     try:
-        return np.fromiter(map(attrgetter(field), records), dtype=np.float64, count=len(records))
+        if len(fields) == 1:
+            return [np.fromiter(map(attrgetter(fields[0]), records), dtype=np.float64, count=n)]
+        rows = np.fromiter(itertools.chain.from_iterable(map(attrgetter(*fields), records)), dtype=np.float64,
+                           count=n * len(fields)).reshape(n, len(fields))
+        return [np.ascontiguousarray(rows[:, k]) for k in range(len(fields))]
     except TypeError:
-        return np.array(list(map(attrgetter(field), records)), dtype=np.float64)
+        return [np.array(list(map(attrgetter(field), records)), dtype=np.float64) for field in fields]
 
 
 def _calls_by_identity(ops: Sequence[OpRecord]) -> list[int]:
@@ -210,5 +227,4 @@ class KernelTable:
 
     def __init__(self, kernels: Sequence[KernelRecord]):
         self.kernels = kernels
-        self.start_s = float_column(kernels, "start_s")
-        self.dur_s = float_column(kernels, "dur_s")
+        self.start_s, self.dur_s = float_columns(kernels, ["start_s", "dur_s"])
