@@ -277,6 +277,7 @@ def test_a_chain_links_through_a_reduction_of_more_dims_than_are_listed():
     wide = [2] * (MAX_LISTED_RANK + 1)
     kept = [2] * MAX_LISTED_RANK + [1]
     chain = _traced([op("aten::pow", [(wide, "float32")], time=2e-5), op("aten::sum", [(wide, "float32")], time=2e-5),
-                     op("aten::rsqrt", [(kept, "float32")], time=2e-5), op("aten::mul", [(kept, "float32")], time=2e-5)])
+                     op("aten::rsqrt", [(kept, "float32")], time=2e-5),
+                     op("aten::mul", [(kept, "float32")], time=2e-5)])
     assert [f.evidence["ops"] for f in diagnose(report(chain), rules=["unfused-chain"])] == [
         ["pow", "sum", "rsqrt", "mul"]]

@@ -85,7 +85,7 @@ def _reduced_shape(op: OpRecord) -> tuple[int, ...] | None:
     return shapes[0] if shapes else None
 
 
-# A source of more dims than this is matched shape by shape (``_reduction_of_any``): n dims reduce to ~2**(n + 1) shapes.
+# A source of more dims is matched shape by shape (``_reduction_of_any``): n dims reduce to ~2**(n + 1) shapes.
 MAX_LISTED_RANK = 10
 
 
@@ -233,17 +233,17 @@ def _check(report: Report) -> list[Finding]:
     table = op_table(report)
     ops, calls, call_kind = table.ops, table.call, table.call_kind
     groups: dict[tuple[str, tuple[str, ...]], list[list[OpRecord]]] = defaultdict(list)
-    # A chain's fused bytes depend only on its calls (doctor/op_table.py): every step repeats its chains.
-    fused_of: dict[tuple[int, ...], float] = {}
+    # A chain's fused bytes and op kinds depend only on its calls (doctor/op_table.py): each step repeats its chains.
+    of_calls: dict[tuple[int, ...], tuple[float, tuple[str, ...]]] = {}
     fused_each_of: dict[int, float] = {}
     generic: dict[str, str] = {}
     for positions in chain_positions(report):
-        chain = [ops[i] for i in positions]
-        signature = tuple(call_kind[calls[i]] for i in positions)
-        key = tuple(calls[i] for i in positions)
-        fused = fused_of.get(key)
-        if fused is None:
-            fused = fused_of[key] = fused_bytes(chain)
+        chain = list(map(ops.__getitem__, positions))
+        key = tuple(map(calls.__getitem__, positions))
+        found = of_calls.get(key)
+        if found is None:
+            found = of_calls[key] = (fused_bytes(chain), tuple(call_kind[c] for c in key))
+        fused, signature = found
         fused_each_of[id(chain)] = fused
         module = _main_module(chain)
         where = generic.get(module)
