@@ -110,7 +110,7 @@ def op_sites(report: Report, asked: Iterable[tuple[str, str]] | None = None) -> 
     ops = report.ops
     if asked is not None:
         asked = list(asked)
-        phases, modules = {phase for _, phase in asked}, tuple({module for module, _ in asked})
+        phases, modules = {phase for _, phase in asked}, tuple({module or "" for module, _ in asked})
         ops = [op for op in ops if op.phase in phases and op.module.startswith(modules)]
     sites: Sites = defaultdict(lambda: defaultdict(int))
     for (phase, module, name, source), n in Counter(map(_SITE, ops)).items():
