@@ -16,9 +16,10 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 
-from roofline.doctor.evidence import (ELEMENTWISE_KINDS, NORM_KINDS, VIEW_KINDS, bandwidth_of, device_not_recorded,
-                                      generic_module, is_cpu_report, numel, op_bytes, op_kind, op_table,
-                                      output_dtype, severity_for, tensor_bytes, tensor_inputs, top_locations)
+from roofline.doctor.evidence import (ELEMENTWISE_KINDS, NORM_KINDS, VIEW_KINDS, bandwidth_of, ceilings_by_op,
+                                      device_not_recorded, generic_module, is_cpu_report, numel, op_bytes, op_kind,
+                                      op_table, output_dtype, severity_for, tensor_bytes, tensor_inputs,
+                                      top_locations)
 from roofline.doctor.op_table import OpTable
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
@@ -250,15 +251,20 @@ def _check(report: Report) -> list[Finding]:
         if where is None:
             where = generic[module] = generic_module(module)
         groups[(where, signature)].append(chain)
-    findings = []
+    # Each group's totals first; the ops' locations only for the groups kept (the most saving, ties in group order).
+    ranked = []
+    mixed = bandwidth > 0 and bool(ceilings_by_op(report))  # GPUs of different models: each at its own GPU's roof
     for (module, signature), chains in groups.items():
-        time = sum(op.time_s for c in chains for op in c)
-        unfused = sum(op_bytes(op) for c in chains for op in c)
+        ops = [op for c in chains for op in c]
+        times = [op.time_s for op in ops]
+        time = sum(times)
+        unfused = sum(op_bytes(op) for op in ops)
         fused_each = [fused_each_of[id(c)] for c in chains]
         fused = sum(fused_each)
         if bandwidth > 0:
-            savings = sum(max(sum(op.time_s for op in c) - f / (bandwidth_of(report, c[0]) or bandwidth), 0.0)
-                          for c, f in zip(chains, fused_each))
+            savings = sum(max(sum(times[start:start + len(c)])
+                              - f / ((bandwidth_of(report, c[0]) if mixed else bandwidth) or bandwidth), 0.0)
+                          for c, f, start in zip(chains, fused_each, _starts(chains)))
             # a CPU-only run has one memory roof, its CPU's; a GPU run may hold several GPUs, each with its own
             roof = ("the CPU's measured memory bandwidth" if is_cpu_report(report)
                     else "measured bandwidth of the chain's GPU")
@@ -269,22 +275,30 @@ def _check(report: Report) -> list[Finding]:
             method = "measured time scaled by the bytes fusion removes (same achieved bandwidth; no roof measured)"
         else:
             savings, method = 0.0, "not estimated: no bytes or bandwidth known"
-        if savings <= 0:
-            continue
-        ops = [op for c in chains for op in c]
-        in_optimizer = all(op.phase == "optimizer" for op in ops)
-        where = module or ("the optimizer's step" if in_optimizer else "(top level)")
-        findings.append(Finding(
-            rule=RULE, category="fusion",
-            title=f"unfused chain of {len(signature)} memory-bound ops x{len(chains)} in {where}: {' > '.join(signature)}",
-            evidence={"ops": list(signature), "chains": len(chains), "time_s": time, "bytes_unfused": unfused,
-                      "bytes_fused": fused, "bytes_saved": max(unfused - fused, 0.0)},
-            locations=top_locations(ops), estimated_savings_s=savings, savings_method=method,
-            fix=OPTIMIZER_FIX if in_optimizer else MODULE_FIX,
-            severity=severity_for(report, savings),
-        ))
-    findings.sort(key=lambda f: -f.estimated_savings_s)
-    return findings[:MAX_FINDINGS]
+        if savings > 0:
+            ranked.append((savings, method, module, signature, chains, ops, time, unfused, fused))
+    ranked.sort(key=lambda found: -found[0])
+    return [_finding(report, *found) for found in ranked[:MAX_FINDINGS]]
+
+
+def _finding(report: Report, savings: float, method: str, module: str, signature: tuple[str, ...],
+             chains: list[list[OpRecord]], ops: list[OpRecord], time: float, unfused: float, fused: float) -> Finding:
+    in_optimizer = all(op.phase == "optimizer" for op in ops)
+    where = module or ("the optimizer's step" if in_optimizer else "(top level)")
+    return Finding(
+        rule=RULE, category="fusion",
+        title=f"unfused chain of {len(signature)} memory-bound ops x{len(chains)} in {where}: {' > '.join(signature)}",
+        evidence={"ops": list(signature), "chains": len(chains), "time_s": time, "bytes_unfused": unfused,
+                  "bytes_fused": fused, "bytes_saved": max(unfused - fused, 0.0)},
+        locations=top_locations(ops), estimated_savings_s=savings, savings_method=method,
+        fix=OPTIMIZER_FIX if in_optimizer else MODULE_FIX,
+        severity=severity_for(report, savings),
+    )
+
+
+def _starts(chains: list[list[OpRecord]]) -> list[int]:
+    """Where each chain's ops start in the chains' ops, one after another."""
+    return list(itertools.accumulate((len(c) for c in chains[:-1]), initial=0))
 
 
 def _main_module(chain: list) -> str:
