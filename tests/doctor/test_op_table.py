@@ -141,3 +141,20 @@ def test_a_float_column_reads_none_as_nan_and_numbers_as_they_are():
     ops = [OpRecord(name="aten::mm", start_s=0.25), OpRecord(name="aten::add", start_s=None)]
     column = float_column(ops, "start_s")
     assert column[0] == 0.25 and math.isnan(column[1]) and float_column([], "start_s").shape == (0,)
+
+
+def test_float_columns_read_together_are_each_field_read_alone():
+    from roofline.doctor.op_table import float_column, float_columns
+
+    ops = [OpRecord(name="aten::mm", start_s=0.25, cpu_time_s=1e-5, time_s=2e-5),
+           OpRecord(name="aten::add", start_s=0.5, cpu_time_s=3e-6, time_s=0.0)]
+    fields = ["start_s", "cpu_time_s", "time_s"]
+    together = float_columns(ops, fields)
+    assert [c.tolist() for c in together] == [float_column(ops, f).tolist() for f in fields]
+    assert all(c.flags.c_contiguous for c in together)
+    ops[1].start_s = None  # a None anywhere: every column read again, NaN in its own
+    start, cpu, time = float_columns(ops, fields)
+    assert math.isnan(start[1]) and cpu.tolist() == [1e-5, 3e-6] and time.tolist() == [2e-5, 0.0]
+    assert [c.shape for c in float_columns([], fields)] == [(0,)] * 3
+    table = op_table(Report(kind="trace", ops=ops))
+    assert table.float_fields("time_s", "start_s")[0] is table.floats("time_s")

@@ -254,3 +254,30 @@ def test_an_op_after_a_traced_softmax_joins_only_if_it_reads_the_softmax_s_shape
         "aten::add", [(X, "float32"), (X, "float32")], time=2e-5)])), rules=["unfused-chain"])] == [
         ["_softmax", "mul", "add"]]
     assert diagnose(report(_traced([softmax, unrelated, then])), rules=["unfused-chain"]) == []
+
+
+def test_the_listed_reductions_of_a_shape_are_the_shapes_matched_one_by_one():
+    """chain_positions asks a set of every shape a reduction may give (_reductions_of); _reduction_of_any, the
+    match it lists, must agree on every shape of up to the source's rank."""
+    import itertools
+
+    from roofline.doctor.rules.unfused_chain import _reduction_of_any, _reductions_of
+
+    for source in [(4, 64, 256), (1, 4, 1), (2, 2), (3,), (2, 1, 3, 1)]:
+        listed = _reductions_of(source)
+        for rank in range(len(source) + 1):
+            for shape in itertools.product((1, 2, 3, 4, 64, 256), repeat=rank):
+                assert (shape in listed) == _reduction_of_any(shape, [source]), (source, shape)
+
+
+def test_a_chain_links_through_a_reduction_of_more_dims_than_are_listed():
+    """A reduction of more than MAX_LISTED_RANK dims is matched shape by shape, as before it was listed."""
+    from roofline.doctor.rules.unfused_chain import MAX_LISTED_RANK
+
+    wide = [2] * (MAX_LISTED_RANK + 1)
+    kept = [2] * MAX_LISTED_RANK + [1]
+    chain = _traced([op("aten::pow", [(wide, "float32")], time=2e-5), op("aten::sum", [(wide, "float32")], time=2e-5),
+                     op("aten::rsqrt", [(kept, "float32")], time=2e-5),
+                     op("aten::mul", [(kept, "float32")], time=2e-5)])
+    assert [f.evidence["ops"] for f in diagnose(report(chain), rules=["unfused-chain"])] == [
+        ["pow", "sum", "rsqrt", "mul"]]

@@ -259,12 +259,13 @@ def check_idle(report: Report) -> list[Finding]:
 def _worst_gpu_leads(report: Report) -> tuple[list[tuple[float, float, OpRecord]], int | None]:
     """The step leads of the GPU that waits longest for its first work, with its device id when one process drove
     several GPUs (each GPU waits for its own first kernel: another GPU's work does not keep it busy)."""
+    kernels = report.kernels
+    if len({k.device for k in kernels if k.op_index is not None} - {None}) < 2:
+        return _step_leads(report), None
     devices: dict[int, set[int]] = {}
-    for k in report.kernels:
+    for k in kernels:
         if k.device is not None and k.op_index is not None:
             devices.setdefault(k.device, set()).add(k.op_index)
-    if len(devices) < 2:
-        return _step_leads(report), None
     n = len(report.ops)
     best: tuple[float, list, int | None] = (-1.0, [], None)
     for device, ops in sorted(devices.items()):

@@ -24,7 +24,9 @@ never the wait itself: the device runs its queued work meanwhile, and a sync-fre
 from __future__ import annotations
 
 import functools
+import itertools
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -65,18 +67,27 @@ def _sync_ops_by_location(report: Report, on_cpu: bool = False) -> dict[str, lis
     on_gpu = is_gpu_report(report)
     never = [kind == "item" and "_local_scalar_dense" in kinds_present for kind in table.call_kind]
     always = [kind in SYNC_KINDS and not skip for kind, skip in zip(table.call_kind, never)]
-    by_loc: dict[str, list[OpRecord]] = defaultdict(list)
     ops, calls = table.ops, table.call
     # On a GPU report only ops that launched device work can count: the others are left out before the walk.
-    candidates = np.flatnonzero(table.has_kernels()).tolist() if on_gpu else range(len(ops))
-    for i in candidates:
-        op, c = ops[i], calls[i]
-        kernels = op.kernels
-        if (on_gpu and not kernels) or never[c] or (on_cpu and op.phase == "optimizer"):
-            continue
-        if (always[c] and waits_for_data(op)) or (kernels and any(map(_is_device_to_host, kernels))):
+    launched = table.has_kernels() if on_gpu else None
+    candidates = np.flatnonzero(launched).tolist() if on_gpu else range(len(ops))
+    reading = [i for i in table.positions(always) if (launched is None or launched[i]) and waits_for_data(ops[i])]
+    by_loc: dict[str, list[OpRecord]] = defaultdict(list)
+    for i in sorted(set(reading).union(_copying_to_host(ops, candidates))):
+        op = ops[i]
+        if not never[calls[i]] and not (on_cpu and op.phase == "optimizer"):
             by_loc[location(op)].append(op)
     return by_loc
+
+
+def _copying_to_host(ops: Sequence[OpRecord], candidates: Iterable[int]) -> list[int]:
+    """The positions among ``candidates`` of the ops with a device-to-host copy among their kernels. The names
+    are asked once each (a trace's few hundred recur on every step), then each op's kernels against the copies'."""
+    kernels = [ops[i].kernels for i in candidates]
+    copies = {name for name in set(itertools.chain.from_iterable(kernels)) if _is_device_to_host(name)}
+    if not copies:
+        return []
+    return [i for i, names in zip(candidates, kernels) if not copies.isdisjoint(names)]
 
 
 def _steps_are_forwards(report: Report) -> bool:

@@ -82,7 +82,8 @@ def check(report: Report) -> list[Finding]:
 
 def _per_gpu(table: KernelTable, order: np.ndarray) -> dict[int, np.ndarray]:
     """``order`` split by the kernels' GPU (kernels with no device id go with the first GPU)."""
-    devices = [table.kernels[i].device for i in order.tolist()]
+    kernels = table.kernels
+    devices = [kernels[i].device for i in order.tolist()]
     ids = sorted({d for d in devices if d is not None})
     if len(ids) < 2:
         return {ids[0] if ids else 0: order}
@@ -126,7 +127,9 @@ def _gpu_stretches(report: Report, table: KernelTable, order: np.ndarray) -> lis
               f"removes, each gap counted up to {gap_cap * 1e6:.3g} us (a longer gap is host work or a wait, not "
               "the launch)" + (f", less the measured graph launch cost per kernel ({graph * 1e6:.3g} us x {n})" if graph else ""))
     op_ids = {i for i in map(_OP_INDEX, map(kernels.__getitem__, order[picked].tolist())) if i is not None}
-    ops = [report.ops[i] for i in op_ids if 0 <= i < len(report.ops)]
+    all_ops = report.ops
+    n_ops = len(all_ops)
+    ops = [all_ops[i] for i in op_ids if 0 <= i < n_ops]
     return [Finding(
         rule=RULE, category="launch",
         title=f"launch-bound: {n} short kernels in {len(stretches)} stretch(es), device idle {_percent(gaps / span)} of the span",

@@ -10,6 +10,7 @@ calls of its module (the layout is passed on every time), not when it runs once,
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from operator import attrgetter
 
 from roofline.doctor.evidence import (MATMUL_KINDS, bandwidth_of, blas_compatible, generic_module, has_roofs,
@@ -101,10 +102,18 @@ def strided_matmuls(report: Report) -> list[tuple[OpRecord, float]]:
 Sites = dict[str, dict[tuple[str, str, str | None], int]]
 
 
-def op_sites(report: Report) -> Sites:
-    """Calls per (module, op name, source line), per phase: counted once for every module_calls question."""
+def op_sites(report: Report, asked: Iterable[tuple[str, str]] | None = None) -> Sites:
+    """Calls per (module, op name, source line), per phase: counted once for every module_calls question.
+    ``asked``: the (module, phase) pairs module_calls will be asked about; only the ops of those phases whose module
+    starts with one of those modules are counted (all the sites of each module and its submodules, and maybe a few
+    others), as counting every op's site cost most of this rule on a big report."""
+    ops = report.ops
+    if asked is not None:
+        asked = list(asked)
+        phases, modules = {phase for _, phase in asked}, tuple({module or "" for module, _ in asked})
+        ops = [op for op in ops if op.phase in phases and op.module.startswith(modules)]
     sites: Sites = defaultdict(lambda: defaultdict(int))
-    for (phase, module, name, source), n in Counter(map(_SITE, report.ops)).items():
+    for (phase, module, name, source), n in Counter(map(_SITE, ops)).items():
         sites[phase][(module, name, source)] += n
     return sites
 
@@ -132,7 +141,7 @@ def recurring_copies(report: Report) -> list[OpRecord]:
         sites[(op.module, op.source, op.phase)].append(op)
     if not sites:
         return []
-    calls = op_sites(report)
+    calls = op_sites(report, [(module, phase) for module, _, phase in sites])
     return [op for (module, _, phase), ops in sites.items()
             if len(ops) >= MIN_CALL_SHARE * max(module_calls(report, module, phase, calls), len(ops)) for op in ops]
 

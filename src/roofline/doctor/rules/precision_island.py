@@ -187,7 +187,7 @@ def find_islands(report: Report, half: str) -> list[list[tuple[OpRecord, str]]]:
                 close()
             run.append((op, "fp32"))
             has_fp32 = True
-        else:
+        elif run:
             close()
     close()
     return islands
@@ -237,9 +237,10 @@ def _fp32_kinds(island: list[tuple[OpRecord, str]]) -> list[str]:
     return kinds
 
 
-def by_design(island: list[tuple[OpRecord, str]]) -> list[bool]:
-    """For each fp32 op of ``island`` (in order): whether it is part of a deliberate upcast (module docstring)."""
-    kinds = _fp32_kinds(island)
+def by_design(island: list[tuple[OpRecord, str]], kinds: list[str] | None = None) -> list[bool]:
+    """For each fp32 op of ``island`` (in order): whether it is part of a deliberate upcast (module docstring).
+    ``kinds``: the island's ``_fp32_kinds``, where already known."""
+    kinds = _fp32_kinds(island) if kinds is None else kinds
     if any(kind in HEAVY_KINDS for kind in kinds) or not any(kind in BY_DESIGN_KINDS for kind in kinds):
         return [False] * len(kinds)
     return [kind in BY_DESIGN_KINDS or kind in ARITHMETIC_KINDS for kind in kinds]
@@ -259,18 +260,15 @@ def _sums_gradients(island: list[tuple[OpRecord, str]]) -> bool:
     return True
 
 
-def _has_heavy(island: list[tuple[OpRecord, str]]) -> bool:
-    return any(kind in HEAVY_KINDS for kind in _fp32_kinds(island))
-
-
-def _sorted_islands(islands: list[list[tuple[OpRecord, str]]]) -> list[list[bool]]:
-    """by_design of each island of one module, a backward island without a matmul following its forward islands."""
-    marks = [by_design(island) for island in islands]
+def _sorted_islands(islands: list[list[tuple[OpRecord, str]]], kinds: list[list[str]]) -> list[list[bool]]:
+    """by_design of each island of one module, a backward island without a matmul following its forward islands.
+    ``kinds``: each island's ``_fp32_kinds``."""
+    marks = [by_design(island, fp32) for island, fp32 in zip(islands, kinds)]
     forward = [m for island, m in zip(islands, marks) if island[0][0].phase != "backward"]
     forward_by_design = bool(forward) and all(m and all(m) for m in forward)
     if forward_by_design:
         for k, island in enumerate(islands):
-            if island[0][0].phase == "backward" and not _has_heavy(island):
+            if island[0][0].phase == "backward" and not any(kind in HEAVY_KINDS for kind in kinds[k]):
                 marks[k] = [True] * len(marks[k])
     return marks
 
@@ -284,22 +282,25 @@ def check(report: Report) -> list[Finding]:
         return []
     saving = _savings_of(report, half)
     groups: dict[str, list[list[tuple[OpRecord, str]]]] = defaultdict(list)
+    kinds_of: dict[str, list[list[str]]] = defaultdict(list)  # each island's _fp32_kinds, in groups' order
     generic: dict[str, str] = {}
     for island in find_islands(report, half):
-        if all(kind in INIT_KINDS for kind in _fp32_kinds(island)) or _sums_gradients(island):
+        kinds = _fp32_kinds(island)
+        if all(kind in INIT_KINDS for kind in kinds) or _sums_gradients(island):
             continue
         first = next(op for op, role in island if role == "fp32")
         where = generic.get(first.module)
         if where is None:
             where = generic[first.module] = generic_module(first.module)
         groups[where or location(first)].append(island)
+        kinds_of[where or location(first)].append(kinds)
     findings = []
     kept: list[OpRecord] = []  # the fp32 ops upcast by design, and the casts of the islands holding them
     kept_places: dict[str, float] = {}  # where, and the time kept there
-    for islands in groups.values():
+    for group, islands in groups.items():
         first = next(op for op, role in islands[0] if role == "fp32")
         where = generic_module(first.module) or location(first)
-        marks = _sorted_islands(islands)
+        marks = _sorted_islands(islands, kinds_of[group])
         fp32_ops, casts, designed, up, down = [], [], [], 0, 0
         for island, mark in zip(islands, marks):
             fp32 = [op for op, role in island if role == "fp32"]

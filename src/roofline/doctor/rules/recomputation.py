@@ -48,16 +48,16 @@ def _call_shapes(op: OpRecord) -> tuple[list[int], tuple[int, ...] | None] | Non
 def growing_runs(calls: list[tuple[OpRecord, list[int]]]) -> list[tuple[list[OpRecord], list[int], int]]:
     """Maximal runs of calls whose row count grows by one constant step: (ops, rows, step)."""
     runs = []
+    counts = [rows(shape) for _, shape in calls]
     i = 0
     while i < len(calls) - 1:
-        r0, r1 = rows(calls[i][1]), rows(calls[i + 1][1])
-        delta = r1 - r0
+        delta = counts[i + 1] - counts[i]
         j = i + 1
         if delta > 0:
-            while j + 1 < len(calls) and rows(calls[j + 1][1]) - rows(calls[j][1]) == delta:
+            while j + 1 < len(calls) and counts[j + 1] - counts[j] == delta:
                 j += 1
         if delta > 0 and j - i + 1 >= MIN_RUN:
-            runs.append(([c[0] for c in calls[i:j + 1]], [rows(c[1]) for c in calls[i:j + 1]], delta))
+            runs.append(([c[0] for c in calls[i:j + 1]], counts[i:j + 1], delta))
             i = j + 1
         else:
             i += 1

@@ -54,7 +54,9 @@ def check(report: Report) -> list[Finding]:
     if bandwidth <= 0 or not is_gpu_report(report):
         return []
     mixed = bool(ceilings_by_op(report))  # GPUs of different models: each op's bytes at its own GPU's roof
-    ops = [op for op in report.ops if _undersized(op, bandwidth_of(report, op) if mixed else bandwidth)]
+    # _undersized's first test, asked here of every op before a call for the memory-bound ones
+    ops = [op for op in report.ops
+           if op.bound == "memory" and _undersized(op, bandwidth_of(report, op) if mixed else bandwidth)]
     if len(ops) < MIN_OPS:
         return []
     spent = sum(op.time_s for op in ops)

@@ -13,11 +13,14 @@ cast of the gradient back to fp32, the add into .grad) names no change the user 
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 
-from roofline.doctor.evidence import (ELEMENTWISE_KINDS, NORM_KINDS, VIEW_KINDS, bandwidth_of, device_not_recorded,
-                                      generic_module, is_cpu_report, numel, op_bytes, op_kind, op_table,
-                                      output_dtype, severity_for, tensor_bytes, tensor_inputs, top_locations)
+from roofline.doctor.evidence import (ELEMENTWISE_KINDS, NORM_KINDS, VIEW_KINDS, bandwidth_of, ceilings_by_op,
+                                      device_not_recorded, generic_module, is_cpu_report, numel, op_bytes, op_kind,
+                                      op_table, output_dtype, severity_for, tensor_bytes, tensor_inputs,
+                                      top_locations)
+from roofline.doctor.op_table import OpTable
 from roofline.doctor.registry import register
 from roofline.report import Finding, OpRecord, Report
 
@@ -76,11 +79,24 @@ _MAX_MIN = frozenset({"max", "min"})
 def _reduced_shape(op: OpRecord) -> tuple[int, ...] | None:
     """The shape a reduction (sum, mean, var, amax, a vector norm...) reduces, when its output's is not recorded:
     which dims it reduces and whether it keeps them are arguments a trace does not give, so a later op is taken to
-    read its result when one of its inputs is a reduction of that shape (``_reduction_of_any``)."""
+    read its result when one of its inputs is a reduction of that shape (``_reductions_of``)."""
     if _out_shape(op) is not None or op_kind(op.name) not in NORM_KINDS:
         return None
     shapes = [tuple(shape) for shape, _, _ in tensor_inputs(op)]
     return shapes[0] if shapes else None
+
+
+# A source of more dims is matched shape by shape (``_reduction_of_any``): n dims reduce to ~2**(n + 1) shapes.
+MAX_LISTED_RANK = 10
+
+
+def _reductions_of(source: tuple[int, ...]) -> frozenset[tuple[int, ...]]:
+    """Every shape reducing ``source`` may give (``_reduction_of_any``), listed so that a chain asks a set once per
+    op instead of matching each input against each of its reductions."""
+    kept = set(itertools.product(*[(size, 1) for size in source]))
+    kept.discard(source)
+    left_out = {dims for n in range(len(source)) for dims in itertools.combinations(source, n)}
+    return frozenset(kept | left_out)
 
 
 def _reduction_of_any(shape: tuple[int, ...], reduced: list[tuple[int, ...]]) -> bool:
@@ -119,42 +135,60 @@ def chain_positions(report: Report) -> list[list[int]]:
     is_view = [kind in VIEW_KINDS or _returns_its_input(op) for kind, op in zip(table.call_kind, table.calls)]
     fusible_kind = [kind in ELEMENTWISE_KINDS or kind in NORM_KINDS for kind in table.call_kind]
     in_shapes = table.per_call(_in_shapes)
-    out_shape = table.per_call(_out_shape)
+    made, wide = _made_by_calls(table)
     ops, calls, steps = table.ops, table.call, table.step
-    reduces = table.per_call(_reduced_shape)
     chains: list[list[int]] = []
     chain: list[int] = []
-    step = None
-    produced: set[tuple[int, ...]] = set()  # the outputs of the chain's ops (those known: _out_shape)
-    reduced: list[tuple[int, ...]] = []  # the shapes its reductions reduced (their outputs' shapes are not known)
+    step = phase = None
+    # the shapes the chain's ops may have made: their outputs (those known: _out_shape), and what its reductions
+    # may give (their outputs' shapes are not known); reductions of too many dims to list are in `reduced`
+    readable: set[tuple[int, ...]] = set()
+    reduced: list[tuple[int, ...]] = []
     for i in table.run_skipping(is_view):
         c = calls[i]
         if steps[i] != step:
             chains.append(chain)
-            chain, step, produced, reduced = [], steps[i], set(), []
+            chain, step, readable, reduced = [], steps[i], set(), []
         if is_view[c]:
             continue
-        # the gradient phase's chains are torch's own (clip_grad_norm_, GradScaler), in no module to compile
-        phase = ops[i].phase
-        # an op whose bytes are unknown (no shapes recorded) is no known memory pass: a chain of them claimed its
+        op = ops[i]
+        # the gradient phase's chains are torch's own (clip_grad_norm_, GradScaler), in no module to compile; an
+        # op whose bytes are unknown (no shapes recorded) is no known memory pass: a chain of them claimed its
         # whole time as the saving of a fused pass of 0 bytes
-        can_fuse = (fusible_kind[c] and ops[i].modeled and ops[i].bound != "compute" and phase not in SKIPPED_PHASES
-                    and not ops[i].grad_accumulation)
+        if not (fusible_kind[c] and op.modeled and op.bound != "compute" and op.phase not in SKIPPED_PHASES
+                and not op.grad_accumulation):
+            chains.append(chain)
+            chain, readable, reduced = [], set(), []
+            continue
         # never across phases: the loss's backward ops and the forward a checkpoint then recomputes are adjacent,
         # and share shapes, but no compiler fuses them into one kernel
-        if (can_fuse and chain and ops[chain[-1]].phase == phase
-                and any(shape in produced or _reduction_of_any(shape, reduced) for shape in in_shapes[c])):
+        if chain and op.phase == phase and (not readable.isdisjoint(in_shapes[c]) or (
+                reduced and any(_reduction_of_any(shape, reduced) for shape in in_shapes[c]))):
             chain.append(i)
         else:
             chains.append(chain)
-            chain, produced, reduced = ([i] if can_fuse else []), set(), []
-        if chain and chain[-1] == i:
-            if out_shape[c] is not None:
-                produced.add(out_shape[c])
-            if reduces[c] is not None:
-                reduced.append(reduces[c])
+            chain, phase, readable, reduced = [i], op.phase, set(), []
+        readable |= made[c]
+        if wide[c] is not None:
+            reduced.append(wide[c])
     chains.append(chain)
     return [c for c in chains if len(c) >= MIN_CHAIN]
+
+
+def _made_by_calls(table: OpTable) -> tuple[list[frozenset[tuple[int, ...]]], list[tuple[int, ...] | None]]:
+    """Per call: the shapes its op may make (its output, or what its reduction may give: ``_reductions_of``), and
+    the shape it reduces where that has too many dims to list (else None)."""
+    listed: dict[tuple[int, ...], frozenset[tuple[int, ...]]] = {}
+    made, wide = [], []
+    for out, source in zip(table.per_call(_out_shape), table.per_call(_reduced_shape)):
+        shapes = frozenset() if out is None else frozenset([out])
+        if source is not None and len(source) <= MAX_LISTED_RANK:
+            if source not in listed:
+                listed[source] = _reductions_of(source)
+            shapes |= listed[source]
+        made.append(shapes)
+        wide.append(source if source is not None and len(source) > MAX_LISTED_RANK else None)
+    return made, wide
 
 
 def fused_bytes(chain: list[OpRecord]) -> float:
@@ -200,32 +234,37 @@ def _check(report: Report) -> list[Finding]:
     table = op_table(report)
     ops, calls, call_kind = table.ops, table.call, table.call_kind
     groups: dict[tuple[str, tuple[str, ...]], list[list[OpRecord]]] = defaultdict(list)
-    # A chain's fused bytes depend only on its calls (doctor/op_table.py): every step repeats its chains.
-    fused_of: dict[tuple[int, ...], float] = {}
+    # A chain's fused bytes and op kinds depend only on its calls (doctor/op_table.py): each step repeats its chains.
+    of_calls: dict[tuple[int, ...], tuple[float, tuple[str, ...]]] = {}
     fused_each_of: dict[int, float] = {}
     generic: dict[str, str] = {}
     for positions in chain_positions(report):
-        chain = [ops[i] for i in positions]
-        signature = tuple(call_kind[calls[i]] for i in positions)
-        key = tuple(calls[i] for i in positions)
-        fused = fused_of.get(key)
-        if fused is None:
-            fused = fused_of[key] = fused_bytes(chain)
+        chain = list(map(ops.__getitem__, positions))
+        key = tuple(map(calls.__getitem__, positions))
+        found = of_calls.get(key)
+        if found is None:
+            found = of_calls[key] = (fused_bytes(chain), tuple(call_kind[c] for c in key))
+        fused, signature = found
         fused_each_of[id(chain)] = fused
         module = _main_module(chain)
         where = generic.get(module)
         if where is None:
             where = generic[module] = generic_module(module)
         groups[(where, signature)].append(chain)
-    findings = []
+    # Each group's totals first; the ops' locations only for the groups kept (the most saving, ties in group order).
+    ranked = []
+    mixed = bandwidth > 0 and bool(ceilings_by_op(report))  # GPUs of different models: each at its own GPU's roof
     for (module, signature), chains in groups.items():
-        time = sum(op.time_s for c in chains for op in c)
-        unfused = sum(op_bytes(op) for c in chains for op in c)
+        ops = [op for c in chains for op in c]
+        times = [op.time_s for op in ops]
+        time = sum(times)
+        unfused = sum(op_bytes(op) for op in ops)
         fused_each = [fused_each_of[id(c)] for c in chains]
         fused = sum(fused_each)
         if bandwidth > 0:
-            savings = sum(max(sum(op.time_s for op in c) - f / (bandwidth_of(report, c[0]) or bandwidth), 0.0)
-                          for c, f in zip(chains, fused_each))
+            savings = sum(max(sum(times[start:start + len(c)])
+                              - f / ((bandwidth_of(report, c[0]) if mixed else bandwidth) or bandwidth), 0.0)
+                          for c, f, start in zip(chains, fused_each, _starts(chains)))
             # a CPU-only run has one memory roof, its CPU's; a GPU run may hold several GPUs, each with its own
             roof = ("the CPU's measured memory bandwidth" if is_cpu_report(report)
                     else "measured bandwidth of the chain's GPU")
@@ -236,30 +275,40 @@ def _check(report: Report) -> list[Finding]:
             method = "measured time scaled by the bytes fusion removes (same achieved bandwidth; no roof measured)"
         else:
             savings, method = 0.0, "not estimated: no bytes or bandwidth known"
-        if savings <= 0:
-            continue
-        ops = [op for c in chains for op in c]
-        in_optimizer = all(op.phase == "optimizer" for op in ops)
-        where = module or ("the optimizer's step" if in_optimizer else "(top level)")
-        findings.append(Finding(
-            rule=RULE, category="fusion",
-            title=f"unfused chain of {len(signature)} memory-bound ops x{len(chains)} in {where}: {' > '.join(signature)}",
-            evidence={"ops": list(signature), "chains": len(chains), "time_s": time, "bytes_unfused": unfused,
-                      "bytes_fused": fused, "bytes_saved": max(unfused - fused, 0.0)},
-            locations=top_locations(ops), estimated_savings_s=savings, savings_method=method,
-            fix=OPTIMIZER_FIX if in_optimizer else MODULE_FIX,
-            severity=severity_for(report, savings),
-        ))
-    findings.sort(key=lambda f: -f.estimated_savings_s)
-    return findings[:MAX_FINDINGS]
+        if savings > 0:
+            ranked.append((savings, method, module, signature, chains, ops, time, unfused, fused))
+    ranked.sort(key=lambda found: -found[0])
+    return [_finding(report, *found) for found in ranked[:MAX_FINDINGS]]
+
+
+def _finding(report: Report, savings: float, method: str, module: str, signature: tuple[str, ...],
+             chains: list[list[OpRecord]], ops: list[OpRecord], time: float, unfused: float, fused: float) -> Finding:
+    in_optimizer = all(op.phase == "optimizer" for op in ops)
+    where = module or ("the optimizer's step" if in_optimizer else "(top level)")
+    return Finding(
+        rule=RULE, category="fusion",
+        title=f"unfused chain of {len(signature)} memory-bound ops x{len(chains)} in {where}: {' > '.join(signature)}",
+        evidence={"ops": list(signature), "chains": len(chains), "time_s": time, "bytes_unfused": unfused,
+                  "bytes_fused": fused, "bytes_saved": max(unfused - fused, 0.0)},
+        locations=top_locations(ops), estimated_savings_s=savings, savings_method=method,
+        fix=OPTIMIZER_FIX if in_optimizer else MODULE_FIX,
+        severity=severity_for(report, savings),
+    )
+
+
+def _starts(chains: list[list[OpRecord]]) -> list[int]:
+    """Where each chain's ops start in the chains' ops, one after another."""
+    return list(itertools.accumulate((len(c) for c in chains[:-1]), initial=0))
 
 
 def _main_module(chain: list) -> str:
     """The module whose ops take most of the chain's time (its first op's at a tie or with no time): a backward
     chain often starts with the gradient add of the module before it (a Llama MLP's Linear, then 17 ops of
     RMSNorm's backward) and was named after that one op."""
+    first = chain[0].module
+    if all(op.module == first for op in chain):
+        return first
     time: dict[str, float] = {}
     for op in chain:
         time[op.module] = time.get(op.module, 0.0) + op.time_s
-    first = chain[0].module
     return max(time, key=lambda m: (time[m], m == first))
