@@ -1,7 +1,8 @@
 """A stack of more than 30 tensors from a CPU trace: the profiler records the list as [] (count/copy.py,
 PROFILER_LIST_LIMIT), and sweep 7's bidirectional GRU left its 60-step stacks unmodelled, forward and backward.
 torch's stack runs as cat(...).view(sizes): the view below it shows the output, and the stack is counted as a copy
-of it (analyze/stacked_lists.py). A cat of such a list has nothing below it and stays unmodelled, saying why."""
+of it (analyze/stacked_lists.py). A cat big enough for the CPU's parallel path narrows its output below it and is
+counted from that; a small one has nothing below it and stays unmodelled, saying why."""
 
 from __future__ import annotations
 
@@ -41,7 +42,17 @@ def test_a_stack_of_30_is_counted_from_its_list_and_of_31_from_its_view_alike(tm
     assert [op.bytes for op in stacks] == [2 * 30 * 35 * 4, 2 * 31 * 35 * 4, 2 * 31 * 35 * 4]
 
 
-def test_a_cat_of_31_tensors_stays_unmodelled_and_says_why(tmp_path):
+def test_a_cat_of_40_tensors_is_counted_from_the_narrow_of_its_output_below_it(tmp_path):
+    xs = [torch.randn(64, 128) for _ in range(40)]
+    report = _trace(tmp_path, lambda: (torch.cat(xs), torch.cat(xs, dim=1), torch.cat(xs[:30])))
+    cats = [op for op in report.ops if op.name == "aten::cat"]
+    assert [op.modeled for op in cats] == [True] * 3
+    output = 40 * 64 * 128 * 4
+    assert [op.bytes for op in cats] == [2 * output, 2 * output, 2 * 30 * 64 * 128 * 4]
+    assert not any(n.startswith("aten::cat unmodelled") for n in report.summary.notes)
+
+
+def test_a_small_cat_of_31_tensors_stays_unmodelled_and_says_why(tmp_path):
     xs = [torch.randn(5, 7) for _ in range(31)]
     report = _trace(tmp_path, lambda: torch.cat(xs))
     (cat,) = [op for op in report.ops if op.name == "aten::cat"]

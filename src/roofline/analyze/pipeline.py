@@ -33,7 +33,7 @@ from roofline.analyze.kernel_classes import kernel_classes
 from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.optimizer_lists import LIST_OP_PREFIXES, OptimizerLists, with_lists
 from roofline.analyze.dispatch_mode_paths import RECOUNTED, as_timed
-from roofline.analyze.stacked_lists import STACK_OPS, list_unrecorded, stacked_output
+from roofline.analyze.stacked_lists import CAT_OPS, STACK_OPS, catted_output, list_unrecorded, stacked_output
 from roofline.analyze.index_lists import INDEX_OPS, index_args_from_children, indices_unrecorded
 from roofline.analyze.nested_operands import NESTED_BUFFER_OPS, args_with_nested_buffer
 from roofline.analyze.compiled_graphs import (FUSED_GRAPH_COST, FusedGraphs, fuse_into_compiled_graphs,
@@ -141,7 +141,7 @@ class _TraceCounter:
             if counted is not None:
                 return counted
         if (name in NEEDS_CHILDREN or name in QUANTIZED_LINEARS or name in RESIZED_OUTPUT_OPS
-                or (name in STACK_OPS and list_unrecorded(op))) \
+                or ((name in STACK_OPS or name in CAT_OPS) and list_unrecorded(op))) \
                 and self._trace is not None and op.input_dims is not None:
             return self._with_outputs_from_children(op)
         if name in MATRIX_EXP_OPS and self._trace is not None and op.input_dims is not None:
@@ -230,13 +230,14 @@ class _TraceCounter:
         return _UNRECORDED if args is None else _counted(op.name, args)
 
     def _with_outputs_from_children(self, op: CpuOp) -> _Counted:
-        """A packed-sequence op, a quantized linear, a data-dependent op or a stack of a list the trace did not
-        record, counted with the outputs its children show (analyze/packed_sequences.py,
+        """A packed-sequence op, a quantized linear, a data-dependent op or a stack or cat of a list the trace did
+        not record, counted with the outputs its children show (analyze/packed_sequences.py,
         analyze/quantized_outputs.py, analyze/resized_outputs.py, analyze/stacked_lists.py)."""
         args = _trace_args(op)
         found = (linear_outputs_from_children if op.name in QUANTIZED_LINEARS
                  else resized_output if op.name in RESIZED_OUTPUT_OPS
-                 else stacked_output if op.name in STACK_OPS else outputs_from_children)
+                 else stacked_output if op.name in STACK_OPS else catted_output if op.name in CAT_OPS
+                 else outputs_from_children)
         outputs = found(self._trace, op, self._children or {}, args)
         key = (op.name, id(op.input_dims), id(op.input_types), id(op.input_strides), id(op.concrete_inputs),
                tuple(outputs) if outputs else None)

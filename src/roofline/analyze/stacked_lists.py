@@ -1,12 +1,13 @@
-"""The output of a stack whose tensor list a trace did not record, read from the view below it.
+"""The output of a stack or cat whose tensor list a trace did not record, read from the ops below it.
 
 torch.profiler records a TensorList argument's shapes only up to 30 tensors (count/copy.py, PROFILER_LIST_LIMIT): a
 longer list is [], and a cat or stack of one has no inputs to count (sweep 7's bidirectional GRU stacks its 60 time
 steps' outputs, forward and backward). torch's stack runs as ``cat(tensors, dim).view(sizes)``: its trace event
 holds an ``aten::cat`` (the list [] again) then an ``aten::view`` whose input is the cat's output (shape and dtype
-recorded) and whose size argument is the stack's output. The list holds exactly the output's elements, so the stack
-counts as a copy of that output (count/copy.py's rule for a known output: as many bytes read as written). A cat
-of an unrecorded list has no such child (nothing below it shows its output): it stays unmodelled.
+recorded) and whose size argument is the stack's output. A cat on the CPU narrows its output below it
+(``aten::narrow``, its input the whole output). The list holds exactly the output's elements, so the op counts as a
+copy of that output (count/copy.py's rule for a known output: as many bytes read as written). A cat with no narrow
+below it (CUDA's kernel copies every input at once) has nothing that shows its output: it stays unmodelled.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from roofline.count.meta import TensorMeta
 from roofline.count.trace_args import args_from_trace
 
 STACK_OPS = frozenset({"aten::stack", "aten::_stack"})
+CAT_OPS = frozenset({"aten::cat", "aten::_cat", "aten::concat", "aten::concatenate"})
 
 
 def list_unrecorded(op: CpuOp) -> bool:
@@ -42,3 +44,21 @@ def stacked_output(trace: Trace, op: CpuOp, children: dict[int, list[int]], args
             or prod(size) != source.numel:
         return None
     return [TensorMeta(tuple(size), source.dtype)]
+
+
+def catted_output(trace: Trace, op: CpuOp, children: dict[int, list[int]], args: list) -> list[TensorMeta] | None:
+    """The cat's output, as the narrows of it below it show it (one shape and dtype among them all); None where
+    there is no narrow below it, or they narrow different tensors."""
+    narrowed = set()
+    for k in children.get(op.index, []):
+        kid = trace.ops[k]
+        if kid.name != "aten::narrow":
+            continue
+        kid_args = args_from_trace(kid.input_dims, kid.input_types, kid.input_strides, kid.concrete_inputs)
+        if not kid_args or not isinstance(kid_args[0], TensorMeta):
+            return None
+        narrowed.add((kid_args[0].shape, kid_args[0].dtype))
+    if len(narrowed) != 1:
+        return None
+    shape, dtype = narrowed.pop()
+    return [TensorMeta(tuple(shape), dtype)]

@@ -21,7 +21,7 @@ from roofline.count.shapes import broadcast_shapes
 # torch 2.1 and older (2.0: the HTA traces of 2023) record every TensorList argument as [] (2.4 and later record
 # each tensor's shape, up to PROFILER_LIST_LIMIT of them: a longer list is [] too, sweep 7's bidirectional GRU
 # stacking its 60 steps' outputs): a cat or stack of one is left unmodelled with this reason, which the report's
-# notes repeat (analyze/pipeline.py).
+# notes repeat (analyze/pipeline.py), unless the ops below it show its output (analyze/stacked_lists.py).
 LIST_NOT_RECORDED = "the tensor list's shapes were not recorded"
 PROFILER_LIST_LIMIT = 30  # torch 2.14: a list of 30 tensors recorded, of 31 not
 
