@@ -19,15 +19,12 @@ from __future__ import annotations
 
 import atexit
 import os
-import shutil
-import subprocess
 import sys
 import threading
 from typing import Any
 
 _kept: list[Any] | None = None
 _threads_left_behind = False
-_removals: list[str] = []
 
 
 def arm() -> None:
@@ -53,29 +50,6 @@ def leave_threads_behind() -> None:
     stopped the script (an endless loop would keep the finished command from ever exiting). Only when armed."""
     global _threads_left_behind
     _threads_left_behind = True
-
-
-def remove_tree(path: str | os.PathLike[str]) -> None:
-    """Remove a directory tree the command no longer needs (the previous run's files its output replaced): now,
-    or, when armed, by a detached ``rm -rf`` started as the process exits, so the command does not wait while the
-    OS frees them (a 166 MB report.json: ~0.05 s). The tree is out of the output's way already (renamed aside)."""
-    if _kept is None or shutil.which("rm") is None:
-        shutil.rmtree(path, ignore_errors=True)
-        return
-    if not _removals:
-        atexit.register(_start_removals)
-    _removals.append(os.fspath(path))
-
-
-def _start_removals() -> None:
-    """At exit (also after an error): the deferred removals in one detached process, else here."""
-    paths, _removals[:] = list(_removals), []
-    try:
-        subprocess.Popen(["rm", "-rf", "--", *paths], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
-    except OSError:
-        for path in paths:
-            shutil.rmtree(path, ignore_errors=True)
 
 
 def finish(code: int) -> None:

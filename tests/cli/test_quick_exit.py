@@ -99,7 +99,7 @@ def test_a_one_shot_trace_command_keeps_its_trace_until_exit_and_the_api_does_no
 
 def test_a_replaced_outputs_old_files_are_removed_after_the_command_ends(tmp_path):
     """The previous run's files are renamed aside at once and removed by a detached process as the command exits
-    (roofline.quickexit.remove_tree), so no hidden directory is left beside the output."""
+    (roofline.io.remove_tree after defer_tree_removals), so no hidden directory is left beside the output."""
     import time
 
     trace = Path(__file__).resolve().parents[1] / "data" / "h200" / "bad_syncs_fwd_fp32.json.gz"
@@ -114,11 +114,11 @@ def test_a_replaced_outputs_old_files_are_removed_after_the_command_ends(tmp_pat
     assert (out / "report.json").stat().st_size > 0
 
 
-def test_remove_tree_removes_at_once_when_not_armed(tmp_path):
-    from roofline import quickexit
+def test_remove_tree_removes_at_once_unless_deferred(tmp_path):
+    from roofline import io
 
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "report.json").write_text("{}")
-    assert not quickexit.armed()
-    quickexit.remove_tree(tmp_path / "old")
+    assert io._deferred_removals is None  # only the console entry point defers
+    io.remove_tree(tmp_path / "old")
     assert not (tmp_path / "old").exists()

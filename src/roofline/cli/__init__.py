@@ -15,6 +15,7 @@ import warnings
 
 from roofline import quickexit
 from roofline.errors import RooflineError
+from roofline.io import defer_tree_removals
 
 _NOT_COMMANDS = {"common", "targets"}
 
@@ -134,5 +135,6 @@ def quiet_third_party() -> None:
 def run() -> None:
     """The console entry point: a command that built a big report ends without freeing it (roofline.quickexit)."""
     quickexit.arm()
+    defer_tree_removals()
     code = main()
     quickexit.finish(code)
