@@ -107,3 +107,19 @@ def test_diff_says_plainly_when_the_workloads_differ():
     from roofline.render.diff import render_diff_console
 
     assert "warning: A and B are different workloads" in render_diff_console(unrelated)
+
+
+def test_cuda_graph_replays_pair_by_the_order_their_graphs_were_first_replayed():
+    """Capture numbers count per process: two runs in one notebook label their graphs #1, #2 and #3, #4. Keyed by
+    name their rows never paired; by order of first replay they do, and the diff says so."""
+    before = report({("CUDA graph replay #2", ""): 4e-3, ("CUDA graph replay #1", ""): 1e-3, ("aten::mm", ""): 1e-3})
+    after = report({("CUDA graph replay #4", ""): 3e-3, ("CUDA graph replay #3", ""): 1e-3, ("aten::mm", ""): 1e-3})
+    d = diff_reports(before, after)
+    rows = {r.key: r for r in d.ops}
+    assert set(rows) == {"CUDA graph replay 1 (by first replay) @ (top level)",
+                         "CUDA graph replay 2 (by first replay) @ (top level)", "aten::mm @ (top level)"}
+    first = rows["CUDA graph replay 1 (by first replay) @ (top level)"]
+    assert first.a.time_s == pytest.approx(4e-3) and first.b.time_s == pytest.approx(3e-3)
+    assert any("paired by the order" in n and "#2, #1" in n and "#4, #3" in n for n in d.notes)
+    same = diff_reports(before, before)
+    assert not any("paired by the order" in n for n in same.notes)

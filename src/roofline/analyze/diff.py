@@ -12,6 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from roofline.analyze.communication import message_unrecorded
+from roofline.capture.trace_model import GRAPH_REPLAY_LABEL, GRAPH_REPLAY_OP
 from roofline.report import Finding, OpRecord, Report, Timing
 
 
@@ -121,12 +122,19 @@ def diff_reports(a: Report, b: Report, a_label: str = "A", b_label: str = "B", f
     one_run = same_run(a, b)
     per_a, per_b = (_steps(a), _steps(b)) if one_run else (1, 1)
     modules = _has_modules(a) == _has_modules(b) if one_run else True  # where both or neither have module paths
-    op_key = (lambda op: f"{op.name} @ {op.module or '(top level)'}") if modules else (lambda op: op.name)
+    replays_a, replays_b = replay_order(a.ops), replay_order(b.ops)
+
+    def op_key(replays: dict[str, str]):
+        if modules:
+            return lambda op: f"{replays.get(op.name, op.name)} @ {op.module or '(top level)'}"
+        return lambda op: replays.get(op.name, op.name)
+
+    replay_note = _replay_note(replays_a, replays_b, a_label, b_label)
     return ReportDiff(
         a_label=a_label,
         b_label=b_label,
         total=total_verdict(a, b, fail_above_pct, per=(per_a, per_b), one_run=bool(one_run)),
-        ops=_rows(a.ops, b.ops, op_key, per_a, per_b),
+        ops=_rows(a.ops, b.ops, op_key(replays_a), per_a, per_b, op_key(replays_b)),
         modules=_rows(a.ops, b.ops, lambda op: op.module or "(top level)", per_a, per_b) if modules else [],
         classes=_rows(a.ops, b.ops, lambda op: op.bound, per_a, per_b),
         findings_appeared=_finding_changes(b.findings, a.findings, modules),
@@ -137,8 +145,31 @@ def diff_reports(a: Report, b: Report, a_label: str = "A", b_label: str = "B", f
         a_bytes=_traffic(a.ops) / per_a,
         b_bytes=_traffic(b.ops) / per_b,
         warnings=[] if one_run else device_warnings(a, b) + workload_warnings(a, b),
-        notes=[_same_run_line(a, b, one_run, per_a, per_b, modules)] if one_run else [],
+        notes=([_same_run_line(a, b, one_run, per_a, per_b, modules)] if one_run else []) + replay_note,
     )
+
+
+def replay_order(ops: list[OpRecord]) -> dict[str, str]:
+    """Each labelled CUDA graph replay row's name ("CUDA graph replay #3") -> the same row numbered by the order its
+    graph is first replayed in the report. Capture numbers count per process (capture/cuda_graphs.py): two runs in
+    one notebook number their graphs #1, #2 and #3, #4, and keyed by name their replays never paired."""
+    order: dict[str, str] = {}
+    for op in sorted((op for op in ops if op.name.startswith(GRAPH_REPLAY_LABEL)), key=lambda op: op.index):
+        if op.name not in order:
+            order[op.name] = f"{GRAPH_REPLAY_OP} {len(order) + 1} (by first replay)"
+    return order
+
+
+def _replay_note(a: dict[str, str], b: dict[str, str], a_label: str, b_label: str) -> list[str]:
+    """Why replay rows are named by their order where the two reports' capture numbers differ."""
+    if not a or not b or list(a) == list(b):
+        return []
+
+    def numbers(replays: dict[str, str]) -> str:
+        return ", ".join(name.removeprefix(GRAPH_REPLAY_OP + " ") for name in replays)
+
+    return [f"CUDA graph replays paired by the order their graphs were first replayed, not by capture number "
+            f"({a_label}: {numbers(a)}; {b_label}: {numbers(b)}): capture numbers count per process"]
 
 
 def _traffic(ops: list[OpRecord]) -> float:
@@ -296,8 +327,10 @@ def _noise(a: Report, b: Report) -> tuple[float, str]:
     return 0.0, "no run-to-run spread measured in either report: the threshold alone decides"
 
 
-def _rows(a_ops: list[OpRecord], b_ops: list[OpRecord], key, per_a: int = 1, per_b: int = 1) -> list[RowDelta]:
-    a_groups, b_groups = _group(a_ops, key, per_a), _group(b_ops, key, per_b)
+def _rows(a_ops: list[OpRecord], b_ops: list[OpRecord], key, per_a: int = 1, per_b: int = 1,
+          key_b=None) -> list[RowDelta]:
+    """Rows of the ops grouped by ``key`` (B's by ``key_b`` where given)."""
+    a_groups, b_groups = _group(a_ops, key, per_a), _group(b_ops, key if key_b is None else key_b, per_b)
     rows = [RowDelta(k, a_groups.get(k), b_groups.get(k)) for k in {*a_groups, *b_groups}]
     rows.sort(key=lambda r: (-abs(r.delta_time_s), r.key))
     return rows
