@@ -330,3 +330,26 @@ def test_optimizer_step_counters_are_not_would_be_syncs_but_the_users_item_is(op
         loss.item()
     sites = det.sites()
     assert [s.kind for s in sites] == ["item"] and sites[0].count == 1
+
+
+def test_adafactors_own_step_counter_reads_are_not_syncs_but_its_norm_reads_are() -> None:
+    """Adafactor reads its step counter itself (``step_t.item()``), not through ``_get_value``: the counter is one
+    of the ``state_steps`` it was passed, kept on the host, no sync on a device either. Its reads of the norms of
+    each parameter and update do sync on a GPU and stay counted."""
+    if not hasattr(torch.optim, "Adafactor"):
+        pytest.skip("this torch has no Adafactor")
+    model = torch.nn.Linear(8, 4)
+    opt = torch.optim.Adafactor(model.parameters(), lr=1e-2)
+    with SyncDetector("silent", simulated=True) as det:
+        for _ in range(3):
+            model(torch.randn(2, 8)).square().mean().backward()
+            opt.step()
+            opt.zero_grad()
+    sites = det.sites()
+    counted = sum(s.count for s in sites)
+    assert counted > 0 and {s.kind for s in sites} == {"item"}
+    with SyncDetector("silent", simulated=True) as again:
+        model(torch.randn(2, 8)).square().mean().backward()
+        opt.step()
+    # per step: the two norms of each of the two parameters, none of its two step counters
+    assert sum(s.count for s in again.sites()) == 4, [(s.kind, s.location, s.count) for s in again.sites()]
