@@ -38,7 +38,6 @@ class PlacedOpsWork:
         self._pid: int | None = fork_running(_work_on, ops, html, self._file.fileno(), write, close=(read,))
         os.close(write)
         self._pipe = os.fdopen(read, "rb")
-        self._json_size: int | None = None
         self._json_asked = False
 
     @classmethod

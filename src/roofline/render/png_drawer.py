@@ -123,7 +123,6 @@ def _warm_up(png_of) -> None:
         pass
 
 
-
 DECADES = range(-12, 19)
 
 
