@@ -15,7 +15,7 @@ import os
 import platform
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -769,16 +769,12 @@ class Report(Struct):
         return b"".join(self.json_chunks())
 
     def json_chunks(self, records_per_chunk: int = 4096,
-                    before_findings: Callable[[], None] | None = None,
-                    op_records: Iterable[bytes] | None = None) -> Iterator[bytes]:
+                    before_findings: Callable[[], None] | None = None) -> Iterator[bytes]:
         """``json_bytes()`` in pieces whose concatenation is the same bytes: the op and kernel lists are encoded
         ``records_per_chunk`` at a time, so writing a large report never holds its whole JSON.
 
         ``before_findings``: called just before the findings are read (a doctor running elsewhere sets them), so
         the ops, kernels and summary before them can be written meanwhile.
-
-        ``op_records``: the op list's records as ``ops_json_records(self.ops)`` encoded them elsewhere (a forked
-        child, render/placed_ops.py), written in place of encoding them here.
 
         An op whose work is unknown (``_unknown_work``: unmodelled, or a collective of unrecorded size) is written
         with nulls (``_null_unknown_work``) by way of plain data, one chunk at a time: turning the whole report
@@ -789,14 +785,11 @@ class Report(Struct):
                 before_findings()
             key = (b"{" if i == 0 else b",") + encode(info.encode_name) + b":"
             value = getattr(self, info.name)
-            if info.name == "ops":
-                yield key + b"["
-                yield from op_records if op_records is not None else ops_json_records(value, records_per_chunk)
-                yield b"]"
-            elif isinstance(value, list) and len(value) > records_per_chunk:
+            if info.name == "ops" or (isinstance(value, list) and len(value) > records_per_chunk):
+                records = _ops_json if info.name == "ops" else _records_json
                 yield key + b"["
                 for start in range(0, len(value), records_per_chunk):
-                    yield (b"," if start else b"") + _records_json(value[start:start + records_per_chunk])
+                    yield (b"," if start else b"") + records(value[start:start + records_per_chunk])
                 yield b"]"
             else:
                 yield key + encode(value)
@@ -1013,12 +1006,6 @@ def _unknown_work(op: OpRecord) -> bool:
 def _records_json(records: list) -> bytes:
     """The JSON of ``records`` without the list's brackets."""
     return msgspec.json.encode(records)[1:-1]
-
-
-def ops_json_records(ops: list[OpRecord], records_per_chunk: int = 4096) -> Iterator[bytes]:
-    """report.json's op list without its brackets, ``records_per_chunk`` ops at a time (``Report.json_chunks``)."""
-    for start in range(0, len(ops), records_per_chunk):
-        yield (b"," if start else b"") + _ops_json(ops[start:start + records_per_chunk])
 
 
 def _ops_json(ops: list[OpRecord]) -> bytes:

@@ -61,7 +61,7 @@ def _run(args: argparse.Namespace) -> int:
     from roofline.analyze.trace_file import analyze_trace_file
     from roofline.doctor import diagnose
     from roofline.forked import meanwhile
-    from roofline.render.outputs import (in_background, is_big, placed_ops_meanwhile, png_drawer_for, prepare,
+    from roofline.render.outputs import (html_parts_meanwhile, in_background, is_big, png_drawer_for, prepare,
                                          report_renderers, write_outputs)
 
     if args.onnx or args.device or args.inputs:
@@ -87,15 +87,14 @@ def _run(args: argparse.Namespace) -> int:
         if args.cluster:
             print(f"roofline: note: --cluster {args.cluster} not used: it spreads the ranks of several traces over "
                   "the cluster; one trace is read here", file=sys.stderr)
-        # report.json's op list and report.html's op table are started as soon as the ops are placed (a forked
-        # child on a big report, while this process builds the rest of the report); with --ncu the ops change
-        # after (their measured traffic).
-        placed = []
+        # report.html's op table is started as soon as the ops are placed (a forked child on a big report, while
+        # this process builds the rest of the report); with --ncu the ops change after (their measured traffic).
+        html_parts = []
         drawer = png_drawer_for(args.paths[0])
         try:
             report = analyze_trace_file(args.paths[0], args.ceilings, partial=args.partial,
-                                        ops_placed=None if args.ncu
-                                        else lambda ops: placed.append(placed_ops_meanwhile(ops, not args.no_html)),
+                                        ops_placed=None if args.no_html or args.ncu
+                                        else lambda ops: html_parts.append(html_parts_meanwhile(ops)),
                                         trace_read=None if drawer is None else drawer.go)
             if args.ncu:
                 from roofline.analyze.ncu_join import join_ncu
@@ -112,7 +111,7 @@ def _run(args: argparse.Namespace) -> int:
         # no findings and writes report.json up to them.
         renderers = in_background(report_renderers(raw_trace=raw, html=not args.no_html), report, drawer)
         findings = meanwhile(diagnose, report, fork=is_big(report))
-        prepare(renderers, report, placed[0] if placed else None)
+        prepare(renderers, report, html_parts[0] if html_parts else None)
         tables = report_tables(report, args)  # needs no findings: rendered while the doctor runs
         written, problems = write_outputs(report, args.output, renderers, findings=findings.result)
         if raw is None:

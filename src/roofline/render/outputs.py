@@ -72,19 +72,8 @@ class Renderer(Protocol):
 class JsonRenderer:
     file_name = "report.json"
 
-    def __init__(self) -> None:
-        self._prepared: tuple[Report, Any] | None = None
-
-    def prepare(self, report: Report, early: Any) -> None:
-        """``early``: a render/placed_ops.py child started when the ops were placed, whose encoding of the op list
-        is written in place of encoding it here."""
-        self._prepared = (report, early)
-
     def render(self, report: Report, before_findings: Callable[[], None] | None = None) -> Iterator[bytes]:
-        early = self._prepared[1] if self._prepared is not None and self._prepared[0] is report else None
-        self._prepared = None
-        return report.json_chunks(before_findings=before_findings,
-                                  op_records=early.op_records() if early is not None else None)
+        return report.json_chunks(before_findings=before_findings)
 
 
 class PngRenderer:
@@ -117,7 +106,7 @@ class HtmlRenderer:
 
     def prepare(self, report: Report, early: Any = None) -> None:
         """The page's op table and chart (most of a big report's page), built before the findings are known;
-        ``early``: ``placed_ops_meanwhile(report.ops)``, started when the ops were placed, collected only when the
+        ``early``: ``html_parts_meanwhile(report.ops)``, started when the ops were placed, collected only when the
         page is rendered: report.json is written meanwhile rather than after a wait for the child."""
         from roofline.render.html import ops_parts
 
@@ -288,30 +277,21 @@ def png_drawer_for(path: str | os.PathLike[str]) -> Any:
 DRAWER_MIN_BYTES = 64 << 20
 
 
-def prepare(renderers: Sequence[Renderer], report: Report, placed: Any = None) -> None:
+def prepare(renderers: Sequence[Renderer], report: Report, html_parts: Any = None) -> None:
     """Let the renderers that can build what needs no findings now (``prepare``), while the doctor runs elsewhere.
-    ``placed``: the work on the report's ops started when they were placed (``placed_ops_meanwhile``)."""
+    ``html_parts``: report.html's op table and chart started earlier (``html_parts_meanwhile``)."""
     for renderer in renderers:
         if isinstance(renderer, HtmlRenderer):
-            renderer.prepare(report, placed)
-        elif isinstance(renderer, JsonRenderer) and placed is not None and hasattr(placed, "op_records"):
-            renderer.prepare(report, placed)
+            renderer.prepare(report, html_parts)
 
 
-def placed_ops_meanwhile(ops: list, html: bool = True) -> Any:
-    """report.json's op list and report.html's op table and chart (``html``) of a report's placed ops, worked out
-    by a forked child from now on for a big report (render/placed_ops.py: while the rest of the report is built,
-    one CPU is idle), in-process when collected otherwise. The ops must not change afterwards (the doctor and
-    roofline.png only read them)."""
-    if len(ops) >= BACKGROUND_PNG_MIN_OPS:
-        from roofline.render.placed_ops import PlacedOpsWork
-
-        work = PlacedOpsWork.start(ops, html=html)
-        if work is not None:
-            return work
+def html_parts_meanwhile(ops: list) -> Any:
+    """report.html's op table and chart of a report's placed ops, worked out by a forked child from now on for a
+    big report (while the rest of the report is built: one CPU is idle then), in-process when collected
+    otherwise. The ops must not change afterwards (the doctor and roofline.png only read them)."""
     from roofline.render.html import ops_parts
 
-    return meanwhile(ops_parts, ops, fork=False)
+    return meanwhile(ops_parts, ops, fork=len(ops) >= BACKGROUND_PNG_MIN_OPS)
 
 
 def report_renderers(*, png: bool = True, html: bool = True,
