@@ -106,10 +106,12 @@ def kernel_classes(report: Report, *, known_bytes: dict[str, float] | None = Non
     codes, own = sweep.codes, sweep.own
     present, first = np.unique(codes, return_index=True)
     seen = present[np.argsort(first)].tolist()  # classes in the order their first kernel ran, as summed before
-    time = {CLASSES[c]: float(t) for c, t in zip(seen, _sums_by(codes, own)[seen])}
-    raw = {CLASSES[c]: float(t) for c, t in zip(seen, _sums_by(codes, sweep.dur)[seen])}
+
+    def by_class(values: np.ndarray) -> dict[str, float]:
+        return {CLASSES[c]: float(t) for c, t in zip(seen, _sums_by(codes, values)[seen])}
+
+    time, raw, class_roof_bytes = by_class(own), by_class(sweep.dur), by_class(sweep.at_roof)
     count = defaultdict(int, {CLASSES[c]: int(n) for c, n in zip(seen, np.bincount(codes)[seen])})
-    class_roof_bytes = {CLASSES[c]: float(t) for c, t in zip(seen, _sums_by(codes, sweep.at_roof)[seen])}
     has_op = sweep.has_op
     op_of, class_of, own_of, roof_bytes_of = sweep.op_index[has_op], codes[has_op], own[has_op], sweep.at_roof[has_op]
     moved, moved_time, moved_roof = _moved_by_class(ops, op_of, class_of, own_of, roof_bytes_of)
@@ -203,14 +205,15 @@ class _Sweep:
                  bandwidth: float) -> None:
         indexes = list(map(attrgetter("op_index"), kernels))
         self.codes = _class_codes(kernels, ops, indexes)
-        self.start = np.fromiter(map(attrgetter("start_s"), kernels), dtype=np.float64, count=len(kernels))
+        start = np.fromiter(map(attrgetter("start_s"), kernels), dtype=np.float64, count=len(kernels))
         self.dur = np.fromiter(map(attrgetter("dur_s"), kernels), dtype=np.float64, count=len(kernels))
-        end = self.start + self.dur
+        end = start + self.dur
         devices = list(map(attrgetter("device"), kernels))
         device_codes = _codes(devices)
         comm = self.codes == _CODE[COMMUNICATION]
-        self.own = _own_times(self.start, end, device_codes * 2 + comm)
-        self.busy = float(_sums_by(np.zeros(len(kernels), dtype=np.int64), _own_times(self.start, end, device_codes))[0])
+        self.own = _own_times(start, end, device_codes * 2 + comm)
+        busy = _own_times(start, end, device_codes)
+        self.busy = float(np.cumsum(busy)[-1]) if len(busy) else 0.0  # cumsum adds in order, as the loop did
         if roof_of is None:
             self.at_roof = np.zeros(len(kernels))
         else:

@@ -19,8 +19,8 @@ harness runs the detector only in its profiled steps, never in the steps it time
 from __future__ import annotations
 
 import functools
-import os
 import linecache
+import os
 import re
 import sys
 import threading
@@ -224,9 +224,10 @@ class SyncDetector:
         local = self._local
         if getattr(local, "inside", False):
             return original(*args, **kwargs)
-        if self.simulated and (sys._getframe(2).f_code in self._bookkeeping
-                               or _reads_a_step_counter(sys._getframe(2), args)):
-            return original(*args, **kwargs)
+        if self.simulated:
+            caller = sys._getframe(2)
+            if caller.f_code in self._bookkeeping or _reads_a_step_counter(caller, args):
+                return original(*args, **kwargs)
         location = user_location()
         self._announce(kind, location)
         local.inside = True

@@ -15,8 +15,8 @@ from typing import NamedTuple, TypeVar
 
 import numpy as np
 
-from roofline.count import families
-from roofline.count.families import ATTENTION, CONV, HOST_READ, MATMUL, VIEW, repeats_read_by_host
+from roofline.count.families import (ATTENTION, CONV, HOST_READ, MATMUL, VIEW,  # noqa: F401 - op_kind re-exported
+                                     op_kind, repeats_read_by_host)
 from roofline.count.meta import canonical_dtype, dtype_itemsize
 from roofline.doctor.op_table import KernelTable, OpTable
 from roofline.report import Ceilings, OpRecord, Report
@@ -52,8 +52,6 @@ def waits_for_data(op: OpRecord) -> bool:
 
 
 norm_dtype = functools.lru_cache(maxsize=256)(canonical_dtype)
-# The rules ask an op's kind of every op, again in each rule: a trace's few hundred op names recur on every step.
-op_kind = functools.lru_cache(maxsize=4096)(families.op_kind)
 itemsize = dtype_itemsize
 
 
