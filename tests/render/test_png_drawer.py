@@ -57,6 +57,22 @@ out = outputs.DrawnPngRenderer(drawer, report).render(report)
 print("SAME", out == render_png(report), "DRAWN", drawn, "CLEAN", no_children_left())
 """
 
+# The child that sends the chart calls and works out report.html's op table dies halfway through the calls: the
+# drawer reads a cut pickle and fails, so the command draws the PNG itself, and works out the op table itself.
+_SENDER_DIED = _PRELUDE + """
+def half_then_die(report, calls_fd):
+    os.write(calls_fd, b"\\x80\\x05garbage")
+    os._exit(3)
+
+png_drawer._send_calls = half_then_die
+code = 1
+try:
+    code = main(["trace", sys.argv[1], "-o", sys.argv[2]])
+finally:
+    print("DRAWN", drawn, "CLEAN", no_children_left())
+sys.exit(code)
+"""
+
 _STOPPED = _PRELUDE + """
 drawer = png_drawer.PngDrawer.start()
 drawer.stop()
@@ -107,6 +123,16 @@ def test_a_drawer_that_died_leaves_the_png_to_the_command():
     run = _run(_DIED, str(H200 / "bad_syncs_fwd_fp32.json.gz"))
     assert run.returncode == 0, run.stderr[-2000:]
     assert "SAME True DRAWN [False] CLEAN True" in run.stdout
+
+
+def test_a_chart_sender_that_died_leaves_the_png_and_the_op_table_to_the_command(tmp_path):
+    trace = str(H200 / "bad_syncs_fwd_fp32.json.gz")
+    assert main(["trace", trace, "-o", str(tmp_path / "inline")]) == 0
+    run = _run(_SENDER_DIED, trace, str(tmp_path / "drawn"))
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "DRAWN [False] CLEAN True" in run.stdout
+    for name in ("roofline.png", "report.json", "report.html"):
+        assert (tmp_path / "drawn" / name).read_bytes() == (tmp_path / "inline" / name).read_bytes(), name
 
 
 def test_a_drawer_nobody_wants_is_stopped_and_reaped():

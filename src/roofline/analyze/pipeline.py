@@ -409,7 +409,7 @@ def report_from_trace(
     workload: str = "",
     reference_peak_bytes: int | None = None,
     environment: Environment | None = None,
-    ops_placed: Callable[[list[OpRecord]], None] | None = None,
+    placed: Callable[[Report], None] | None = None,
     ceilings_by_device: dict[int, Ceilings] | None = None,
     graphs: dict[int, CapturedGraph] | None = None,
 ) -> Report:
@@ -422,8 +422,9 @@ def report_from_trace(
     ``ceilings_by_device``: for one process driving GPUs of different models, each GPU's roofs by device id; an
     op is placed against those of the GPU its kernels ran on (most of their time), others against ``ceilings``.
 
-    ``ops_placed``: called with the report's ops as soon as they are final (placed on the roofline), before the
-    rest of the report (summary, kernel classes, memory) is: a command can start work on them meanwhile.
+    ``placed``: called with the report as soon as its ops are final (placed on the roofline) and summed up
+    (``summary``'s totals and shares), before the rest of it (notes, kernel classes, memory, syncs, extra) is: a
+    command can start work on them meanwhile (report.html's op table, roofline.png's calls).
 
     ``environment``: where the run happened, for a trace recorded by this process (``Environment.capture()``);
     by default what the trace's own metadata says (analyze/environment.py), never this machine.
@@ -554,8 +555,6 @@ def report_from_trace(
         roofs = ceilings_by_device.get(device, ceilings) if device is not None else ceilings
         place_op(op, roofs, idle_before_s=idle_before.get(i), peaks=peaks.setdefault(device, {}),
                  launches=not (trace.has_gpu and not op.kernels and op.time_s == 0))
-    if ops_placed is not None:
-        ops_placed(ops)
 
     one_step = recording is not None
     idle_by_device = idle_by_device_s(trace, steps, one_step)
@@ -571,6 +570,19 @@ def report_from_trace(
     elif len(steps) > 1:
         timing += f"; totals cover all {len(steps)} profiled steps"
     summary = summarize(ops, timing_method=timing, kernel_share=share, kernel_total_s=kernel_total, idle_s=idle)
+    env = environment or trace_environment(trace, ceilings.device_name)
+    report = Report(
+        kind=kind,
+        workload=workload,
+        environment=env,
+        ceilings=ceilings,
+        ops=ops,
+        kernels=kernels,
+        summary=summary,
+        steps=1 if recording is not None else max(1, len(trace.steps)),
+    )
+    if placed is not None:
+        placed(report)
     summary.wall_time_s = _wall_time_s(trace, one_step)
     if summary.wall_time_s is None and recording is None:
         summary.span_s = _span_s(trace)
@@ -614,17 +626,6 @@ def report_from_trace(
         summary.notes.append(_unseen_note(unseen))
     summary.notes.extend(trace.warnings)
 
-    env = environment or trace_environment(trace, ceilings.device_name)
-    report = Report(
-        kind=kind,
-        workload=workload,
-        environment=env,
-        ceilings=ceilings,
-        ops=ops,
-        kernels=kernels,
-        summary=summary,
-        steps=1 if recording is not None else max(1, len(trace.steps)),
-    )
     report.extra["trace"] = {"path": trace.path, "device_name": trace.device_name,
                              "compute_capability": list(trace.compute_capability) if trace.compute_capability else None,
                              "has_gpu": trace.has_gpu, "steps": len(trace.steps)}
@@ -872,7 +873,7 @@ def _no_event_note(unmatched: list[OpRecord], compiled_graph_s: float = 0.0) -> 
 
 def _wall_time_s(trace: Trace, one_step: bool) -> float | None:
     """The profiled steps' wall span: their median for a one-step report, their sum otherwise. A step lasts its
-    window (attribution.step_windows: its host span, stretched to its last kernel's end short of the next step's
+    window (attribution._step_windows: its host span, stretched to its last kernel's end short of the next step's
     start), the span its idle time is taken over: idle never exceeds it."""
     durations = [st.window_us / 1e6 for st in trace.attribution.steps]
     return _over_steps(durations, one_step) if durations else None

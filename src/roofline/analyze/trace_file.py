@@ -110,7 +110,7 @@ def _cpu_ceilings(identity: DeviceIdentity) -> Ceilings:
 
 
 def analyze_trace_file(path: str | Path, ceilings_file: str | None = None, *, partial: bool = False,
-                       ops_placed: Callable[[list[OpRecord]], None] | None = None,
+                       placed: Callable[[Report], None] | None = None,
                        trace_read: Callable[[], None] | None = None) -> Report:
     """The Report of one trace file, undiagnosed: the entry point that asked for it runs the doctor.
     ``trace_read``: called once the file is read, before the report is built from it.
@@ -128,13 +128,13 @@ def analyze_trace_file(path: str | Path, ceilings_file: str | None = None, *, pa
     quickexit.keep_until_exit(trace)
     if trace_read is not None:
         trace_read()
-    return analyze_trace(trace, ceilings_file, partial=partial, ops_placed=ops_placed)
+    return analyze_trace(trace, ceilings_file, partial=partial, placed=placed)
 
 
 def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bool = False,
-                  ops_placed: Callable[[list[OpRecord]], None] | None = None) -> Report:
+                  placed: Callable[[Report], None] | None = None) -> Report:
     """``analyze_trace_file`` of a trace already loaded (the distributed merge reads each rank's trace once).
-    ``ops_placed``: as ``report_from_trace``'s."""
+    ``placed``: as ``report_from_trace``'s."""
     from roofline.analyze.pipeline import report_from_trace
 
     path = trace.path
@@ -149,7 +149,7 @@ def analyze_trace(trace: Trace, ceilings_file: str | None = None, *, partial: bo
         identity = _host_of(gpu)
     ceilings = ceilings_for_trace(trace, ceilings_file, identity)
     by_device = _ceilings_by_device(trace, identity) if gpu is None and not ceilings_file else {}
-    report = report_from_trace(trace, ceilings, kind="trace", workload=Path(path).name, ops_placed=ops_placed,
+    report = report_from_trace(trace, ceilings, kind="trace", workload=Path(path).name, placed=placed,
                                ceilings_by_device=by_device or None)
     if by_device:
         report.extra["roofs_by_device"] = {str(d): f"{c.device_name}, {c.source}" for d, c in by_device.items()}

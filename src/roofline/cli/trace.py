@@ -87,14 +87,15 @@ def _run(args: argparse.Namespace) -> int:
         if args.cluster:
             print(f"roofline: note: --cluster {args.cluster} not used: it spreads the ranks of several traces over "
                   "the cluster; one trace is read here", file=sys.stderr)
-        # report.html's op table is started as soon as the ops are placed (a forked child on a big report, while
-        # this process builds the rest of the report); with --ncu the ops change after (their measured traffic).
+        # report.html's op table is started as soon as the ops are placed and summed up (a forked child on a big
+        # report, which first sends the PNG's drawer its chart, while this process builds the rest of the report);
+        # with --ncu the ops change after (their measured traffic).
         html_parts = []
         drawer = png_drawer_for(args.paths[0])
         try:
             report = analyze_trace_file(args.paths[0], args.ceilings, partial=args.partial,
-                                        ops_placed=None if args.no_html or args.ncu
-                                        else lambda ops: html_parts.append(html_parts_meanwhile(ops)),
+                                        placed=None if args.no_html or args.ncu
+                                        else lambda r: html_parts.append(html_parts_meanwhile(r, drawer)),
                                         trace_read=None if drawer is None else drawer.go)
             if args.ncu:
                 from roofline.analyze.ncu_join import join_ncu

@@ -106,7 +106,7 @@ class HtmlRenderer:
 
     def prepare(self, report: Report, early: Any = None) -> None:
         """The page's op table and chart (most of a big report's page), built before the findings are known;
-        ``early``: ``html_parts_meanwhile(report.ops)``, started when the ops were placed, collected only when the
+        ``early``: ``html_parts_meanwhile(report)``, started when the ops were placed, collected only when the
         page is rendered: report.json is written meanwhile rather than after a wait for the child."""
         from roofline.render.html import ops_parts
 
@@ -285,13 +285,17 @@ def prepare(renderers: Sequence[Renderer], report: Report, html_parts: Any = Non
             renderer.prepare(report, html_parts)
 
 
-def html_parts_meanwhile(ops: list) -> Any:
-    """report.html's op table and chart of a report's placed ops, worked out by a forked child from now on for a
-    big report (while the rest of the report is built: one CPU is idle then), in-process when collected
-    otherwise. The ops must not change afterwards (the doctor and roofline.png only read them)."""
+def html_parts_meanwhile(report: Report, drawer: Any = None) -> Any:
+    """report.html's op table and chart of a report whose ops are placed and summarised, worked out by a forked
+    child from now on for a big report (while the rest of the report is built: one CPU is idle then), in-process
+    when collected otherwise. Given a PNG drawer (render/png_drawer.py), that child first sends it the roofline
+    chart's calls. The ops must not change afterwards (the doctor and roofline.png only read them)."""
     from roofline.render.html import ops_parts
 
-    return meanwhile(ops_parts, ops, fork=len(ops) >= BACKGROUND_PNG_MIN_OPS)
+    big = len(report.ops) >= BACKGROUND_PNG_MIN_OPS
+    if drawer is not None and big and can_fork():
+        return drawer.send_chart_before(report, ops_parts, report.ops)
+    return meanwhile(ops_parts, report.ops, fork=big)
 
 
 def report_renderers(*, png: bool = True, html: bool = True,

@@ -18,8 +18,10 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+from collections.abc import Callable
+from typing import Any
 
-from roofline.forked import can_fork, fork_running, release_free_memory
+from roofline.forked import Forked, can_fork, fork_running, release_free_memory
 from roofline.render.roofline_chart import chart_calls
 
 
@@ -29,6 +31,7 @@ class PngDrawer:
     def __init__(self, pid: int, go_fd: int, calls_fd: int, png_fd: int) -> None:
         self._pid, self._go_fd, self._calls_fd, self._png_fd = pid, go_fd, calls_fd, png_fd
         self._sender: int | None = None
+        self._sent_by_job = False
 
     @classmethod
     def start(cls) -> "PngDrawer | None":
@@ -56,16 +59,32 @@ class PngDrawer:
 
     def send_chart(self, report) -> None:
         """Work out ``report``'s chart calls in a forked child, which sends them to the drawer (the report shared
-        copy-on-write, never pickled whole)."""
+        copy-on-write, never pickled whole); nothing if ``send_chart_before`` sent them."""
+        if self._sent_by_job:
+            return
         self.go()
         release_free_memory()
         self._sender = fork_running(_send_calls, report, self._calls_fd, close=(self._png_fd,))
         self._close_calls()  # the sender holds them now: if it dies, the drawer reads EOF and exits
 
+    def send_chart_before(self, report, work: Callable[..., Any], *args: Any) -> Forked:
+        """One forked child that sends ``report``'s chart calls to the drawer, then does ``work(*args)`` and sends
+        its result back (``Forked``; done here if the child fails). ``report``'s ops, ceilings and summary
+        totals must be final; the rest of it may still change.
+
+        One child rather than a sender of its own: every child forked from the process holding a big report makes
+        that process copy each page it writes afterwards while the child lives (CPython writes an object's
+        reference count on every read), and each child copies the pages it reads itself."""
+        self.go()
+        job = Forked(_chart_calls_then, report, self._calls_fd, os.getpid(), work, args)
+        self._close_calls()  # the job holds them now: if it dies before they are whole, the drawer fails, not hangs
+        self._sent_by_job = True
+        return job
+
     def png(self) -> bytes | None:
         """The drawer's PNG, or None if it has none (it or the sender failed): the caller draws it then."""
         self._close_calls()
-        sent = self._sender is not None and os.waitpid(self._sender, 0)[1] == 0
+        sent = self._sent_by_job or (self._sender is not None and os.waitpid(self._sender, 0)[1] == 0)
         with os.fdopen(self._png_fd, "rb") as fh:
             png = fh.read()
         self._png_fd = -1
@@ -172,6 +191,14 @@ def warm_up_report():
                             above_roof=i == 5, roof="cache" if i == 6 else "dram"))
     return Report(kind="trace", workload="warm-up", ceilings=ceilings, ops=ops,
                   summary=Summary(share_by_bound={"compute": 0.5, "memory": 0.4, "launch": 0.1}))
+
+
+def _chart_calls_then(report, calls_fd: int, parent: int, work: Callable[..., Any], args: tuple) -> Any:
+    """``send_chart_before``'s job: in the child, the chart's calls to the drawer first; then (there, or here if
+    the child failed) ``work(*args)``."""
+    if os.getpid() != parent:
+        _send_calls(report, calls_fd)
+    return work(*args)
 
 
 def _send_calls(report, calls_fd: int) -> None:
