@@ -47,6 +47,33 @@ def clip_union(merged: list[tuple[float, float]], lo: float, hi: float) -> list[
     return clip(merged[max(first, 0):last], lo, hi)
 
 
+def union_arrays(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``union`` of the intervals ``zip(starts, ends)``, as the (starts, ends) of its stretches: the same floats."""
+    keep = ends > starts
+    lo, hi = starts[keep], ends[keep]
+    order = np.lexsort((hi, lo))
+    lo, hi = lo[order], hi[order]
+    if not len(lo):
+        return lo, hi
+    reach = np.maximum.accumulate(hi)
+    opens = np.flatnonzero(np.concatenate(([True], lo[1:] > reach[:-1])))
+    return lo[opens], reach[np.append(opens[1:] - 1, len(lo) - 1)]
+
+
+def clip_arrays(lo: np.ndarray, hi: np.ndarray, start: float, end: float) -> tuple[np.ndarray, np.ndarray]:
+    """``clip_union`` of a union held as arrays (``union_arrays``) to the window [start, end]."""
+    first = max(int(np.searchsorted(lo, start, side="right")) - 1, 0)
+    last = int(np.searchsorted(lo, end, side="left"))
+    lo, hi = lo[first:last], hi[first:last]
+    keep = (hi > start) & (lo < end)
+    return np.maximum(lo[keep], start), np.minimum(hi[keep], end)
+
+
+def in_order_sum(values: np.ndarray, start: float = 0) -> float:
+    """``sum(values, start)`` added left to right, as a loop adds (``np.sum`` adds pairwise: other floats)."""
+    return float(np.cumsum(values)[-1]) + start if len(values) else start
+
+
 class Coverage:
     """A union of intervals asked, for many windows at once, how much of each it leaves uncovered: by the union's
     running length (a bisection per window, vectorised), not by clipping it to each window (a trace's ops times its

@@ -276,9 +276,9 @@ class OpColumns:
         """Which ops' names pass ``test`` (a bool per op), calling it once per distinct name: a million-event trace
         has a few thousand."""
         if self._name_codes is None:
-            codes: dict[str, int] = {}
-            self._name_codes = np.fromiter((codes.setdefault(op.name, len(codes)) for op in self.ops),
-                                           dtype=np.int32, count=len(self.ops))
+            names = [op.name for op in self.ops]
+            codes = {name: code for code, name in enumerate(dict.fromkeys(names))}
+            self._name_codes = np.fromiter(map(codes.__getitem__, names), dtype=np.int32, count=len(names))
             self._names = list(codes)
         passes = np.fromiter(map(test, self._names), dtype=bool, count=len(self._names))
         return passes[self._name_codes] if len(self._names) else np.zeros(0, dtype=bool)
