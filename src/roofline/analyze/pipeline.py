@@ -113,6 +113,8 @@ class _TraceCounter:
                  graphs: dict[int, CapturedGraph] | None = None) -> None:
         self._of_event: list[_Counted | None] = [None] * len(trace.ops) if trace is not None else []
         self._cache: dict[tuple, _Counted] = {}
+        # keys every event of which is counted as ``_cache`` holds, whatever its children or place in the trace
+        self._plain: dict[tuple, _Counted] = {}
         self._by_event: dict[int, _Counted | None] = {}
         self._sparse_checked: dict[int, _Counted] = {}
         self._lists_missing: dict[tuple, bool] = {}
@@ -133,6 +135,9 @@ class _TraceCounter:
     def _count(self, op: CpuOp) -> _Counted:
         name = op.name
         key = (name, id(op.input_dims), id(op.input_types), id(op.input_strides), id(op.concrete_inputs))
+        plain = self._plain.get(key)
+        if plain is not None:
+            return plain
         if self._lists is not None and name.startswith(LIST_OP_PREFIXES):
             if op.index in self._by_event:
                 counted = self._by_event[op.index]
@@ -167,6 +172,9 @@ class _TraceCounter:
             self._cache[key] = hit
         if hit.non_strided and hit.cost.modeled and not hit.cost.is_view and self._trace is not None:
             return self._unless_sparse(op, hit)
+        if not (self._lists is not None and name.startswith(LIST_OP_PREFIXES)) \
+                and not (_first_operand_unrecorded(op) and not is_view_op(name)):
+            self._plain[key] = hit  # no branch above depends on this event rather than its key
         return hit
 
     def _collective(self, op: CpuOp, key: tuple) -> _Counted:
