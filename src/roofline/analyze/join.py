@@ -98,6 +98,7 @@ def choose_without_recording(trace: Trace, roots: Iterable[int], children: dict[
     chosen: list[Chosen] = []
     ops = trace.ops
     kinds = {} if names is None else names
+    layered = _maybe_layered(trace)
     stack = list(reversed(list(roots)))
     while stack:
         idx = stack.pop()
@@ -112,7 +113,7 @@ def choose_without_recording(trace: Trace, roots: Iterable[int], children: dict[
             stack.extend(reversed(kids))
             continue
         row = is_row(op)
-        if row and not (kids and (kind[1] or _batched_below(trace, idx, children))):
+        if row and not (kids and (kind[1] or (layered[idx] and _batched_below(trace, idx, children)))):
             chosen.append(Chosen(idx))
         elif kids:
             if op.self_kernel_us > 0 or _host_time_of_its_own(trace, idx, kids):
@@ -124,6 +125,35 @@ def choose_without_recording(trace: Trace, roots: Iterable[int], children: dict[
 
 
 COMPILED_GRAPH = "## Call CompiledFxGraph"
+
+
+LAYER_LEVELS = 6  # how far up _batched_below looks for a re-dispatched record of the same op
+
+
+def _maybe_layered(trace: Trace) -> np.ndarray:
+    """Each event that ``_batched_below`` could find layered: one with a child of its own name, or that itself or
+    an ancestor within LAYER_LEVELS - 1 levels has its parent's name (a name test on columns, made once a trace; the
+    function then compares shapes only for those)."""
+    columns = op_columns(trace)
+    found = columns.derived.get("maybe_layered")
+    if found is not None:
+        return found
+    parent = columns.parent
+    codes = columns.name_codes()
+    has_parent = parent >= 0
+    same = np.zeros(len(parent), dtype=bool)
+    same[has_parent] = codes[has_parent] == codes[parent[has_parent]]
+    found = same.copy()
+    found[parent[same & has_parent]] = True
+    above = parent.copy()
+    for _ in range(LAYER_LEVELS - 1):
+        valid = np.flatnonzero(above >= 0)
+        if not len(valid):
+            break
+        found[valid] |= same[above[valid]]
+        above[valid] = parent[above[valid]]
+    columns.derived["maybe_layered"] = found
+    return found
 
 
 def _batched_below(trace: Trace, idx: int, children: dict[int, list[int]]) -> bool:
@@ -142,7 +172,7 @@ def _batched_below(trace: Trace, idx: int, children: dict[int, list[int]]) -> bo
     kids = children.get(idx, [])
     layered = any(ops[k].name == op.name and ops[k].input_dims == op.input_dims for k in kids)
     child, parent = idx, op.parent
-    for _ in range(6):
+    for _ in range(LAYER_LEVELS):
         if layered or parent is None or parent < 0:
             break
         layered = ops[parent].name == ops[child].name and ops[parent].input_dims == ops[child].input_dims

@@ -589,6 +589,9 @@ def report_from_trace(
         summary=summary,
         steps=1 if recording is not None else max(1, len(trace.steps)),
     )
+    # Read from the trace before ``placed`` may fork a child that shares its pages: after it, each page of the trace
+    # read here would be copied (CPython writes reference counts on reads).
+    runtime_warmup = warmup_events(trace)
     if placed is not None:
         placed(report)
     summary.wall_time_s = _wall_time_s(trace, one_step)
@@ -642,7 +645,7 @@ def report_from_trace(
         report.extra["step_first_device_work_s"] = [{str(device): offset / 1e6 for device, offset in
                                                      st.first_busy_by_device.items()}
                                                     for st in trace.attribution.steps]
-    warmup = warmup_events(trace) + first_calls
+    warmup = runtime_warmup + first_calls
     if warmup:
         report.extra["warmup"] = warmup
     if recording is not None:
@@ -1136,36 +1139,63 @@ def _start_s(trace: Trace, ev: CpuOp | None, step: int | None) -> float | None:
 def _timeline(trace: Trace, steps: list[int | None], event_to_report: dict[int, int],
               ops: list[OpRecord]) -> tuple[list[KernelRecord], dict[int, float]]:
     """Kernels of the given steps on the report's timeline, and for each op the idle time, before its first kernel,
-    of the GPU that kernel ran on (another GPU's kernels do not fill that GPU's gap)."""
-    wanted = set(steps)
-    kernels = [k for k in trace.kernels if k.op >= 0 and (None in wanted or trace.ops[k.op].step in wanted)]
-    kernels.sort(key=lambda k: k.ts_us)
-    origin = kernels[0].ts_us if kernels else 0.0
-    records: list[KernelRecord] = []
-    idle_before: dict[int, float] = {}
-    prev_end: dict[int | None, float] = {}
-    several = len({d for d in (int_or_none(k.device) for k in kernels) if d is not None}) > 1
-    for k in kernels:
-        op_index = _report_op_of(trace, k.op, event_to_report)
-        device = int_or_none(k.device)
-        records.append(KernelRecord(k.name, (k.ts_us - origin) / 1e6, k.dur_us / 1e6,
-                                    int_or_none(k.stream), device, k.category, op_index))
-        lane = device if several else None  # one GPU: events with and without a device id share its timeline
-        before = prev_end.get(lane)
-        if op_index is not None and op_index not in idle_before and before is not None:
-            idle_before[op_index] = max(0.0, (k.ts_us - before) / 1e6)
-        prev_end[lane] = k.end_us if before is None else max(before, k.end_us)
+    of the GPU that kernel ran on (another GPU's kernels do not fill that GPU's gap): the gap between the kernel's
+    start and the latest end of the kernels before it there, for the op's first kernel that has any before it.
+    Worked out on columns (a 1 M-event trace's 62,400 kernels: 0.15 s one by one), the same floats."""
+    columns = op_columns(trace)
+    every = trace.kernels
+    op_of = np.fromiter((k.op for k in every), dtype=np.int64, count=len(every))
+    keep = op_of >= 0
+    if None not in steps:
+        keep[keep] = np.isin(columns.step[op_of[keep]], np.array(steps, dtype=np.int64))
+    starts = np.fromiter((k.ts_us for k in every), dtype=np.float64, count=len(every))
+    chosen = np.flatnonzero(keep)
+    chosen = chosen[np.argsort(starts[chosen], kind="stable")]
+    kernels = [every[i] for i in chosen.tolist()]
+    if not kernels:
+        return [], {}
+    starts = starts[chosen]
+    ends = starts + np.fromiter((k.dur_us for k in kernels), dtype=np.float64, count=len(kernels))
+    row = _report_rows(columns, event_to_report)[op_of[chosen]]
+    as_int: dict[Any, int | None] = {}
+    devices = [as_int[d] if d in as_int else as_int.setdefault(d, int_or_none(d)) for d in (k.device for k in kernels)]
+    streams = [as_int[s] if s in as_int else as_int.setdefault(s, int_or_none(s)) for s in (k.stream for k in kernels)]
+    lanes = {d for d in devices if d is not None}
+    several = len(lanes) > 1
+    # one GPU: events with and without a device id share its timeline
+    unnamed = min(lanes) - 1 if several else 0
+    lane = np.fromiter((unnamed if d is None else d for d in devices), dtype=np.int64, count=len(devices)) \
+        if several else np.zeros(len(kernels), dtype=np.int64)
+    before = np.full(len(kernels), np.nan)
+    for code in np.unique(lane).tolist():
+        on = np.flatnonzero(lane == code)
+        before[on[1:]] = np.maximum.accumulate(ends[on])[:-1]
+    gapped = np.flatnonzero((row >= 0) & ~np.isnan(before))
+    first_rows, first = np.unique(row[gapped], return_index=True)
+    at = gapped[first]
+    gap = (starts[at] - before[at]) / 1e6
+    idle_before = dict(zip(first_rows.tolist(), np.where(gap > 0.0, gap, 0.0).tolist()))
+    origin = starts[0]
+    records = [KernelRecord(k.name, start, dur, stream, device, k.category, None if op_index < 0 else op_index)
+               for k, start, dur, stream, device, op_index in
+               zip(kernels, ((starts - origin) / 1e6).tolist(), (np.fromiter((k.dur_us for k in kernels),
+                                                                             dtype=np.float64, count=len(kernels))
+                                                                 / 1e6).tolist(),
+                   streams, devices, row.tolist())]
     return records, idle_before
 
 
-def _report_op_of(trace: Trace, event: int, event_to_report: dict[int, int]) -> int | None:
-    """The report op whose event is ``event`` or its nearest chosen ancestor (chosen events never nest)."""
-    while event >= 0:
-        found = event_to_report.get(event)
-        if found is not None:
-            return found
-        event = trace.ops[event].parent
-    return None
+def _report_rows(columns, event_to_report: dict[int, int]) -> np.ndarray:
+    """Each event's report row: its own, else its nearest chosen ancestor's (-1: none); chosen events never nest."""
+    rows = np.full(len(columns.parent), -1, dtype=np.int64)
+    if event_to_report:
+        rows[np.fromiter(event_to_report.keys(), dtype=np.int64, count=len(event_to_report))] = np.fromiter(
+            event_to_report.values(), dtype=np.int64, count=len(event_to_report))
+    parent = columns.parent
+    for level in columns.levels()[1:]:
+        unset = level[rows[level] < 0]
+        rows[unset] = rows[parent[unset]]
+    return rows
 
 
 def _device_api(trace) -> tuple[str, str]:

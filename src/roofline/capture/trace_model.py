@@ -268,6 +268,7 @@ class OpColumns:
     _names: list[str] | None = field(default=None, repr=False)
     _name_codes: np.ndarray | None = field(default=None, repr=False)
     _levels: list[np.ndarray] | None = field(default=None, repr=False)
+    derived: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # other passes' columns, by name, made once
 
     def matches(self, ops: list[CpuOp]) -> bool:
         return self.ops is ops and len(self.parent) == len(ops)
@@ -275,13 +276,18 @@ class OpColumns:
     def named(self, test: Callable[[str], bool]) -> np.ndarray:
         """Which ops' names pass ``test`` (a bool per op), calling it once per distinct name: a million-event trace
         has a few thousand."""
+        codes = self.name_codes()
+        passes = np.fromiter(map(test, self._names), dtype=bool, count=len(self._names))
+        return passes[codes] if len(self._names) else np.zeros(0, dtype=bool)
+
+    def name_codes(self) -> np.ndarray:
+        """Each op's name as a code into the distinct names (equal codes: equal names), made once."""
         if self._name_codes is None:
             names = [op.name for op in self.ops]
             codes = {name: code for code, name in enumerate(dict.fromkeys(names))}
             self._name_codes = np.fromiter(map(codes.__getitem__, names), dtype=np.int32, count=len(names))
             self._names = list(codes)
-        passes = np.fromiter(map(test, self._names), dtype=bool, count=len(self._names))
-        return passes[self._name_codes] if len(self._names) else np.zeros(0, dtype=bool)
+        return self._name_codes
 
     def levels(self) -> list[np.ndarray]:
         """The ops grouped by depth (``levels()[d]``: the ops at depth d, in index order), for passes that go up or
