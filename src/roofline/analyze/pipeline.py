@@ -539,11 +539,10 @@ def report_from_trace(
     first_calls = _first_calls(trace, ops, event_to_report, own_time_rows) if steps == [None] else []
     costs = _CountedCosts(trace, event_to_report, ops, counter, recording, own_time_rows)
     kept_whole = _kept_whole_notes(costs, ops)
-    shard_only = {i for i, _, cost in costs.of(lambda op: not op.modeled and is_communication_op(op.name))
+    shard_only = {i for i, _, cost in costs.unmodelled(lambda op: is_communication_op(op.name))
                   if SHARD_ONLY in cost.note}
     # (name, OpCost.note) of each modelled op whose count reads live values (registry.LIVE_FACTS): varlen attention's
-    varlen = varlen_attention_notes([(op.name, cost.note) for _, op, cost in
-                                     costs.of(lambda op: op.modeled and op.name in LIVE_FACTS)])
+    varlen = varlen_attention_notes([(op.name, cost.note) for _, op, cost in costs.reading_live_values()])
     # The op tree's index and the counting caches (``costs`` holds the counter) are done with: freed (and handed
     # back to the OS) before the host counts, the kernel timeline and the memory replay, which on a million-event
     # trace would otherwise stack on top of them (the command's peak RSS; 28 MB while ``costs`` kept them).
@@ -784,10 +783,12 @@ def _kept_whole_notes(costs: _CountedCosts, ops: list[OpRecord]) -> list[str]:
     per op name and reason, largest share of time first: the row alone says only "unmodeled". Each reason is the op's cost as counted
     (``_CountedCosts``: the counting pass's for a recorded op, the trace's for any other)."""
     calls: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for _, op, cost in costs.of(lambda op: not op.modeled):
+    for _, op, cost in costs.unmodelled():
         if (cost.keep_whole or LIST_NOT_RECORDED in cost.note) and not cost.modeled \
                 and not is_communication_op(op.name):
             calls[(op.name, cost.note)].append(op.time_s)
+    if not calls:
+        return []
     total = sum(op.time_s for op in ops)
     lines = []
     for (name, note), times in sorted(calls.items(), key=lambda kv: -sum(kv[1]))[:MAX_KEPT_WHOLE_NOTES]:
@@ -800,20 +801,36 @@ def _kept_whole_notes(costs: _CountedCosts, ops: list[OpRecord]) -> list[str]:
 
 class _CountedCosts:
     """Each report op's OpCost as it was counted, for notes that read a cost's note: the counting pass's for a
-    recorded op, the trace's for any other. The event index by report row is built once, and only when a note asks
-    for a row the trace counted: an unmodelled op, or one whose count read live values."""
+    recorded op, the trace's for any other. The notes ask only of unmodelled ops and of those whose count read live
+    values, found in one pass over the ops; the event index by report row is built once, and only when a note asks
+    for a row the trace counted."""
 
     def __init__(self, trace: Trace, event_to_report: dict[int, int], ops: list[OpRecord], counter: _TraceCounter,
                  recording: OpRecording | None, own_time_rows: dict[int, OpCost]) -> None:
         self._trace, self._event_to_report, self._ops, self._counter = trace, event_to_report, ops, counter
         self._recording, self._own_time_rows = recording, own_time_rows
         self._events: dict[int, int] | None = None
+        self._unmodelled: list[int] = []
+        self._live: list[int] = []
+        for i, op in enumerate(ops):
+            if not op.modeled:
+                self._unmodelled.append(i)
+            elif op.name in LIVE_FACTS:
+                self._live.append(i)
 
-    def of(self, keep: Callable[[OpRecord], bool]) -> Iterator[tuple[int, OpRecord, OpCost]]:
-        """(index, op, cost) of each op ``keep`` accepts whose cost is known."""
+    def unmodelled(self, keep: Callable[[OpRecord], bool] | None = None) -> Iterator[tuple[int, OpRecord, OpCost]]:
+        """(index, op, cost) of each unmodelled op (that ``keep`` accepts) whose cost is known."""
+        return self._at(self._unmodelled, keep)
+
+    def reading_live_values(self) -> Iterator[tuple[int, OpRecord, OpCost]]:
+        """(index, op, cost) of each modelled op whose count read live values (registry.LIVE_FACTS)."""
+        return self._at(self._live, None)
+
+    def _at(self, rows: list[int], keep: Callable[[OpRecord], bool] | None) -> Iterator[tuple[int, OpRecord, OpCost]]:
         recorded = len(self._recording.ops) if self._recording is not None else 0
-        for i, op in enumerate(self._ops):
-            if not keep(op):
+        for i in rows:
+            op = self._ops[i]
+            if keep is not None and not keep(op):
                 continue
             if i < recorded:
                 yield i, op, self._recording.ops[i].cost
