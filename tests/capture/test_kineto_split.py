@@ -88,6 +88,17 @@ def test_a_failing_child_falls_back_to_one_process(plain_trace, split_small, mon
     assert split_small == [False]
 
 
+def test_no_room_for_the_childs_frames_reads_in_one_process(plain_trace, split_small, monkeypatch):
+    """The child hands its frames back in a temporary file: where none can be made (a full or read-only temporary
+    directory), the trace is read in one process, and read whole."""
+    def no_file(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(kineto.tempfile, "TemporaryFile", no_file)
+    _same(load_trace(plain_trace, split=True), load_trace(plain_trace))
+    assert split_small == []  # no child was started
+
+
 def test_a_trace_cut_in_the_second_half_says_so_as_one_read_does(plain_trace, split_small, tmp_path):
     cut = tmp_path / "cut.json"
     data = plain_trace.read_bytes()
