@@ -109,12 +109,17 @@ def _run(script: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, env=env, timeout=300)
 
 
-def test_the_drawer_draws_the_same_png_as_the_command_in_process(tmp_path):
+@pytest.mark.parametrize("script, drawn", [(_COMMAND, True), (_SENDER_DIED, False)],
+                         ids=["the drawer draws it", "the chart's sender died: the command draws it"])
+def test_the_command_with_the_drawer_writes_the_same_files_as_in_process(tmp_path, script, drawn):
+    """roofline.png, report.json and report.html as the command writes them without the drawer and its children:
+    drawn by the drawer, or, where the child that sends the chart's calls (and works out report.html's op table)
+    dies halfway through them, by the command itself, which works out the op table itself too."""
     trace = str(H200 / "bad_syncs_fwd_fp32.json.gz")
     assert main(["trace", trace, "-o", str(tmp_path / "inline")]) == 0
-    run = _run(_COMMAND, trace, str(tmp_path / "drawn"))
+    run = _run(script, trace, str(tmp_path / "drawn"))
     assert run.returncode == 0, run.stderr[-2000:]
-    assert "DRAWN [True] CLEAN True" in run.stdout
+    assert f"DRAWN [{drawn}] CLEAN True" in run.stdout
     for name in ("roofline.png", "report.json", "report.html"):
         assert (tmp_path / "drawn" / name).read_bytes() == (tmp_path / "inline" / name).read_bytes(), name
 
@@ -123,16 +128,6 @@ def test_a_drawer_that_died_leaves_the_png_to_the_command():
     run = _run(_DIED, str(H200 / "bad_syncs_fwd_fp32.json.gz"))
     assert run.returncode == 0, run.stderr[-2000:]
     assert "SAME True DRAWN [False] CLEAN True" in run.stdout
-
-
-def test_a_chart_sender_that_died_leaves_the_png_and_the_op_table_to_the_command(tmp_path):
-    trace = str(H200 / "bad_syncs_fwd_fp32.json.gz")
-    assert main(["trace", trace, "-o", str(tmp_path / "inline")]) == 0
-    run = _run(_SENDER_DIED, trace, str(tmp_path / "drawn"))
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert "DRAWN [False] CLEAN True" in run.stdout
-    for name in ("roofline.png", "report.json", "report.html"):
-        assert (tmp_path / "drawn" / name).read_bytes() == (tmp_path / "inline" / name).read_bytes(), name
 
 
 def test_a_drawer_nobody_wants_is_stopped_and_reaped():

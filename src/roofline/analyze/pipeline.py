@@ -1172,11 +1172,11 @@ def _timeline(trace: Trace, steps: list[int | None], event_to_report: dict[int, 
     if not kernels:
         return [], {}
     starts = starts[chosen]
-    ends = starts + np.fromiter((k.dur_us for k in kernels), dtype=np.float64, count=len(kernels))
+    durations = np.fromiter((k.dur_us for k in kernels), dtype=np.float64, count=len(kernels))
+    ends = starts + durations
     row = _report_rows(columns, event_to_report)[op_of[chosen]]
-    as_int: dict[Any, int | None] = {}
-    devices = [as_int[d] if d in as_int else as_int.setdefault(d, int_or_none(d)) for d in (k.device for k in kernels)]
-    streams = [as_int[s] if s in as_int else as_int.setdefault(s, int_or_none(s)) for s in (k.stream for k in kernels)]
+    devices = _ints(k.device for k in kernels)
+    streams = _ints(k.stream for k in kernels)
     lanes = {d for d in devices if d is not None}
     several = len(lanes) > 1
     # one GPU: events with and without a device id share its timeline
@@ -1195,11 +1195,24 @@ def _timeline(trace: Trace, steps: list[int | None], event_to_report: dict[int, 
     origin = starts[0]
     records = [KernelRecord(k.name, start, dur, stream, device, k.category, None if op_index < 0 else op_index)
                for k, start, dur, stream, device, op_index in
-               zip(kernels, ((starts - origin) / 1e6).tolist(), (np.fromiter((k.dur_us for k in kernels),
-                                                                             dtype=np.float64, count=len(kernels))
-                                                                 / 1e6).tolist(),
-                   streams, devices, row.tolist())]
+               zip(kernels, ((starts - origin) / 1e6).tolist(), (durations / 1e6).tolist(), streams, devices,
+                   row.tolist())]
     return records, idle_before
+
+
+def _ints(values: Iterator[Any]) -> list[int | None]:
+    """``int_or_none`` of each value (a trace's device or stream ids), worked out once per distinct value."""
+    known: dict[Any, int | None] = {}
+    out: list[int | None] = []
+    for value in values:
+        try:
+            found = known.get(value, known)
+        except TypeError:  # unhashable: not an id a trace names twice
+            found = int_or_none(value)
+        if found is known:
+            found = known[value] = int_or_none(value)
+        out.append(found)
+    return out
 
 
 def _report_rows(columns, event_to_report: dict[int, int]) -> np.ndarray:

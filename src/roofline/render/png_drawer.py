@@ -4,9 +4,10 @@ other idle), then waits for the chart's calls (render/roofline_chart.py).
 
 matplotlib's import is about 0.38 s of CPU of the ~1.1 s a big report's PNG costs; done when the PNG is wanted,
 it competed with the doctor, report.json and report.html for the two cores of the command's last second. The
-calls are worked out by a child forked from the process holding the report (``send_chart``), which writes them to
-the drawer directly; the drawer sends the PNG back. Whatever goes wrong (the drawer or that child dies), ``png``
-says None and the caller draws it itself, as without the drawer.
+calls are worked out by a child forked from the process holding the report, which writes them to the drawer
+directly: report.html's op-table child, first thing, as soon as the ops are placed (``send_chart_before``), or a
+child of their own once the report is built (``send_chart``); the drawer sends the PNG back. Whatever goes wrong
+(the drawer or that child dies), ``png`` says None and the caller draws it itself, as without the drawer.
 
 The drawer waits for ``go`` rather than running at a low priority from the start: niced, it could not be raised
 again for the real chart (an unprivileged process cannot lower its niceness), and the chart, starved by the doctor
