@@ -37,7 +37,7 @@ def no_children_left():
     return False
 """
 
-_COMMAND = _PRELUDE + """
+_RUN_THE_COMMAND = """
 code = 1
 try:
     code = main(["trace", sys.argv[1], "-o", sys.argv[2]])
@@ -45,6 +45,8 @@ finally:
     print("DRAWN", drawn, "CLEAN", no_children_left())
 sys.exit(code)
 """
+
+_COMMAND = _PRELUDE + _RUN_THE_COMMAND
 
 _DIED = _PRELUDE + """
 from roofline.analyze.trace_file import analyze_trace_file
@@ -65,13 +67,7 @@ def half_then_die(report, calls_fd):
     os._exit(3)
 
 png_drawer._send_calls = half_then_die
-code = 1
-try:
-    code = main(["trace", sys.argv[1], "-o", sys.argv[2]])
-finally:
-    print("DRAWN", drawn, "CLEAN", no_children_left())
-sys.exit(code)
-"""
+""" + _RUN_THE_COMMAND
 
 _STOPPED = _PRELUDE + """
 drawer = png_drawer.PngDrawer.start()
