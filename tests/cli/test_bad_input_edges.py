@@ -481,3 +481,28 @@ def test_too_few_optimizer_steps_are_counted_as_the_user_wrote_them(tmp_path, ca
     assert code == 2
     assert ("it made 5 optimizer.step() call(s), the schedule needs 8 (--wait 1 + --timed 3 + --warmup 1 + "
             "--active 3;") in err
+
+
+def test_the_error_line_is_one_write_so_ranks_sharing_stderr_cannot_run_into_each_other(tmp_path, monkeypatch):
+    """The ranks of a `profile --nproc` job share one stderr pipe: an error line written as its text and then its
+    newline (print) let two ranks' lines run into one under load. It is one write, newline included."""
+    import io
+    import sys
+
+    from roofline.cli import main
+
+    class Writes(io.StringIO):
+        def __init__(self):
+            super().__init__()
+            self.calls = []
+
+        def write(self, text):
+            self.calls.append(text)
+            return super().write(text)
+
+    stderr = Writes()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    assert main(["trace", str(tmp_path / "missing.json")]) == 2
+    errors = [call for call in stderr.calls if "roofline: error:" in call]
+    assert len(errors) == 1 and errors[0].startswith("roofline: error:") and errors[0].endswith("\n")
+    assert errors[0].count("\n") == 1

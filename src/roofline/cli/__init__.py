@@ -94,7 +94,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return int(args.func(args) or 0)
     except RooflineError as exc:
-        print(f"roofline: error: {exc}", file=sys.stderr)
+        # one write, the newline included: the ranks of a `profile --nproc` job share one stderr pipe, and a print
+        # (the text, then its newline) let two ranks' lines run into one
+        sys.stderr.write(f"roofline: error: {exc}\n")
+        sys.stderr.flush()
         return exc.exit_code
     except KeyboardInterrupt:
         print("roofline: interrupted", file=sys.stderr)
