@@ -281,8 +281,8 @@ def check(report: Report) -> list[Finding]:
     if half not in HALF_DTYPES:
         return []
     saving = _savings_of(report, half)
-    groups: dict[str, list[list[tuple[OpRecord, str]]]] = defaultdict(list)
-    kinds_of: dict[str, list[list[str]]] = defaultdict(list)  # each island's _fp32_kinds, in groups' order
+    # per module (or source line): each island there, with its _fp32_kinds
+    groups: dict[str, list[tuple[list[tuple[OpRecord, str]], list[str]]]] = defaultdict(list)
     generic: dict[str, str] = {}
     for island in find_islands(report, half):
         kinds = _fp32_kinds(island)
@@ -292,15 +292,15 @@ def check(report: Report) -> list[Finding]:
         where = generic.get(first.module)
         if where is None:
             where = generic[first.module] = generic_module(first.module)
-        groups[where or location(first)].append(island)
-        kinds_of[where or location(first)].append(kinds)
+        groups[where or location(first)].append((island, kinds))
     findings = []
     kept: list[OpRecord] = []  # the fp32 ops upcast by design, and the casts of the islands holding them
     kept_places: dict[str, float] = {}  # where, and the time kept there
-    for group, islands in groups.items():
+    for entries in groups.values():
+        islands = [island for island, _ in entries]
         first = next(op for op, role in islands[0] if role == "fp32")
         where = generic_module(first.module) or location(first)
-        marks = _sorted_islands(islands, kinds_of[group])
+        marks = _sorted_islands(islands, [kinds for _, kinds in entries])
         fp32_ops, casts, designed, up, down = [], [], [], 0, 0
         for island, mark in zip(islands, marks):
             fp32 = [op for op, role in island if role == "fp32"]

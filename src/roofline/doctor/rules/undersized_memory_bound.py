@@ -54,7 +54,6 @@ def check(report: Report) -> list[Finding]:
     if bandwidth <= 0 or not is_gpu_report(report):
         return []
     mixed = bool(ceilings_by_op(report))  # GPUs of different models: each op's bytes at its own GPU's roof
-    # _undersized's first test, asked here of every op before a call for the memory-bound ones
     ops = [op for op in report.ops
            if op.bound == "memory" and _undersized(op, bandwidth_of(report, op) if mixed else bandwidth)]
     if len(ops) < MIN_OPS:
@@ -90,7 +89,9 @@ def check(report: Report) -> list[Finding]:
 
 
 def _undersized(op: OpRecord, bandwidth: float) -> bool:
-    if op.bound != "memory" or op.time_s <= 0 or op_kind(op.name) in VIEW_KINDS:
+    """Whether a memory-bound op (the caller picks those, in one pass over every op) moved too few bytes to reach
+    ``bandwidth`` and ran well below it."""
+    if op.time_s <= 0 or op_kind(op.name) in VIEW_KINDS:
         return False
     if any(map(_crosses_host_link, op.kernels)):
         return False
