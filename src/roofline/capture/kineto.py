@@ -287,7 +287,9 @@ class _TailReader:
             if self._done.read(1) != _DONE:
                 raise EOFError("the tail reader stopped early")
             self._frames.seek(0)  # the child, which wrote through this file's offset, is done with it
-            part = _receive_tail(self._frames)  # a frame at a time: a 1 GB trace's tail is ~120 MB of frames
+            data = self._frames.read()
+            part = _receive_tail(_Frames(memoryview(data)))
+            del data
         except (EOFError, OSError, ValueError, msgspec.DecodeError):
             part = None
         finally:
@@ -322,6 +324,18 @@ def _send_tail_to(path: str, offset: int | str, frames_fd: int, done_fd: int) ->
         _send_tail(path, offset, out)
     os.write(done_fd, _DONE)
     os.close(done_fd)
+
+
+class _Frames:
+    """``read`` over frames already in memory, each a view (no copy) that msgpack decodes in place."""
+
+    def __init__(self, data: memoryview) -> None:
+        self._data, self._at = data, 0
+
+    def read(self, size: int) -> memoryview:
+        chunk = self._data[self._at:self._at + size]
+        self._at += len(chunk)
+        return chunk
 
 
 def _send_tail(path: str, offset: int | str, out) -> None:
