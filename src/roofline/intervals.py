@@ -69,9 +69,10 @@ def clip_arrays(lo: np.ndarray, hi: np.ndarray, start: float, end: float) -> tup
     return np.maximum(lo[keep], start), np.minimum(hi[keep], end)
 
 
-def in_order_sum(values: np.ndarray, start: float = 0) -> float:
-    """``sum(values, start)`` added left to right, as a loop adds (``np.sum`` adds pairwise: other floats)."""
-    return float(np.cumsum(values)[-1]) + start if len(values) else start
+def in_order_sum(values: np.ndarray, empty: float = 0) -> float:
+    """``sum(values)`` added left to right, as a loop adds (``np.sum`` adds pairwise: other floats); ``empty`` for
+    none (0 as ``sum`` gives it, or 0.0 for a float total)."""
+    return float(np.cumsum(values)[-1]) if len(values) else empty
 
 
 class Coverage:

@@ -110,14 +110,15 @@ def attribute(trace: Trace) -> AttributionStats:
     attributed = targets >= 0
     graph = np.fromiter((k.correlation in graph_launches for k in kernels), dtype=bool, count=len(kernels)) \
         if graph_launches else np.zeros(len(kernels), dtype=bool)
+    held, held_durations = targets[attributed], durations[attributed]
     aten = np.zeros(len(kernels), dtype=bool)
-    if attributed.any():
-        aten[attributed] = op_columns(trace).named(lambda name: name.startswith("aten::"))[targets[attributed]]
+    if len(held):
+        aten[attributed] = op_columns(trace).named(lambda name: name.startswith("aten::"))[held]
     other = attributed & ~aten
-    stats.kernels, stats.kernels_attributed = len(kernels), int(attributed.sum())
+    stats.kernels, stats.kernels_attributed = len(kernels), len(held)
     stats.total_kernel_us, stats.graph_replay_us = in_order_sum(durations, 0.0), in_order_sum(durations[graph], 0.0)
     stats.unattributed_us = in_order_sum(durations[~attributed], 0.0)
-    stats.attributed_us = in_order_sum(durations[attributed], 0.0)
+    stats.attributed_us = in_order_sum(held_durations, 0.0)
     stats.aten_us, stats.other_us = in_order_sum(durations[aten], 0.0), in_order_sum(durations[other], 0.0)
     stats.by_correlation = int((attributed & via_correlation).sum())
     stats.by_external_id = stats.kernels_attributed - stats.by_correlation
@@ -127,9 +128,8 @@ def attribute(trace: Trace) -> AttributionStats:
     for i, target in zip(np.flatnonzero(other).tolist(), targets[other].tolist()):
         name = ops[target].name
         stats.other_targets[name] = stats.other_targets.get(name, 0.0) + kernels[i].dur_us
-    _fill_kernel_lists(ops, kernels, targets[attributed], np.flatnonzero(attributed), durations[attributed])
-
-    _fill_totals(trace, targets[attributed], durations[attributed])
+    _fill_kernel_lists(ops, kernels, held, np.flatnonzero(attributed), held_durations)
+    _fill_totals(trace, held, held_durations)
 
     for sync in trace.syncs:
         sync.op, _ = _target(sync.correlation, sync.external_id, launch_op, ext_op, excluded)
@@ -253,8 +253,7 @@ def _step_stats(trace: Trace, launch_ts: dict, targets: np.ndarray, durations: n
         launched = placed[bounds[i]:bounds[i + 1]]
         inside = {device: clip_arrays(lo, hi, window_start, window_end) for device, (lo, hi) in busy_by_device.items()}
         busy = {device: in_order_sum(hi - lo) for device, (lo, hi) in inside.items()} or {0: 0.0}
-        first_busy = {device: lo[0] - window_start for device, (lo, _) in inside.items() if len(lo)}
-        first_busy = {device: float(t) for device, t in first_busy.items()}
+        first_busy = {device: float(lo[0] - window_start) for device, (lo, _) in inside.items() if len(lo)}
         window = st.dur_us if window_end == st.end_us else window_end - window_start  # the host span's own figure
         idle = {device: max(window - b, 0.0) for device, b in busy.items()}
         worst = max(idle, key=idle.__getitem__)
