@@ -50,3 +50,31 @@ def test_a_long_roofs_method_is_cut_at_a_word_and_says_where_the_rest_is():
     assert clipped == ("no roofs: a CPU trace recorded on a host the trace does not name is not judged against this "
                        "machine's CPU ... (whole in report.json: ceilings.method)")
     assert _clipped("measured", CAPTION_ROOFS_CHARS) == "measured"
+
+
+def test_the_caption_is_broken_once_where_matplotlib_would_break_it():
+    """draw_chart breaks a wrapped caption's lines itself (bisecting each line's words, not measuring every prefix
+    at each draw): the lines are matplotlib's own, and the text is then drawn unwrapped."""
+    import random
+
+    import matplotlib.pyplot as plt
+
+    from roofline.render.png import _wrapped_lines, chart_figure, draw_roofline
+
+    fig = draw_roofline(synthetic_report())
+    captions = [t for t in fig.texts if "ops drawn" in t.get_text()]
+    assert captions and not any(t.get_wrap() for t in captions)
+    plt.close(fig)
+
+    rng = random.Random(7)
+    words = ("roofs: datasheet H200 (NVIDIA) measured 4.64 TB/s copy bandwidth, 989.4 TFLOP/s fp16 dense tensor; "
+             "calls that land on the same spot are drawn as one point").split()
+    for _ in range(40):
+        caption = " ".join(rng.choice(words) for _ in range(rng.randint(1, 90)))
+        fig = chart_figure()
+        text = fig.text(rng.choice([0.01, 0.4]), 0.005, caption, fontsize=rng.choice([6, 9]), wrap=True)
+        renderer = text._renderer = fig.canvas.get_renderer()
+        x = text.get_transform().transform(text.get_position())[0]
+        mine = _wrapped_lines(caption, fig.bbox.x1 - x, text.get_fontproperties(), renderer)
+        assert "\n".join(mine) == text._get_wrapped_text()
+        plt.close(fig)
