@@ -16,6 +16,7 @@ import platform
 import re
 import sys
 from collections.abc import Callable, Iterator
+from operator import attrgetter
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -764,7 +765,7 @@ class Report(Struct):
 
     def json_bytes(self) -> bytes:
         """``to_json()`` as UTF-8 bytes, without the text copy (a 100,000-op report is ~150 MB of JSON)."""
-        if not any(_unknown_work(op) for op in self.ops):
+        if not _any_unknown_work(self.ops):
             return msgspec.json.encode(self)
         return b"".join(self.json_chunks())
 
@@ -1003,6 +1004,17 @@ def _unknown_work(op: OpRecord) -> bool:
     return not op.modeled or collective_size_unknown(op.name, op.bound, op.bytes)
 
 
+def _any_unknown_work(ops: list[OpRecord]) -> bool:
+    """``any(_unknown_work(op) for op in ops)``, the common case (every op modelled, none a collective) read
+    without a call per op: op by op it was 0.07 s of writing a 127,620-op report.json."""
+    if not all(map(_MODELED, ops)):
+        return True
+    return "communication" in set(map(_BOUND, ops)) and any(_unknown_work(op) for op in ops)
+
+
+_MODELED, _BOUND = attrgetter("modeled"), attrgetter("bound")
+
+
 def _records_json(records: list) -> bytes:
     """The JSON of ``records`` without the list's brackets."""
     return msgspec.json.encode(records)[1:-1]
@@ -1010,7 +1022,7 @@ def _records_json(records: list) -> bytes:
 
 def _ops_json(ops: list[OpRecord]) -> bytes:
     """``_records_json`` of report ops, an op whose work is unknown with its nulls (``_null_unknown_work``)."""
-    if not any(_unknown_work(op) for op in ops):
+    if not _any_unknown_work(ops):
         return _records_json(ops)
     return _records_json(_null_unknown_work({"ops": msgspec.to_builtins(ops)})["ops"])
 
