@@ -53,17 +53,19 @@ def test_a_long_roofs_method_is_cut_at_a_word_and_says_where_the_rest_is():
 
 
 def test_the_caption_is_broken_once_where_matplotlib_would_break_it():
-    """draw_chart breaks a wrapped caption's lines itself (bisecting each line's words, not measuring every prefix
-    at each draw): the lines are matplotlib's own, and the text is then drawn unwrapped."""
+    """png_of breaks a wrapped caption's lines itself (bisecting each line's words, not measuring every prefix at
+    each draw): the lines are matplotlib's own, and the text is then drawn unwrapped."""
     import random
 
     import matplotlib.pyplot as plt
 
-    from roofline.render.png import _wrapped_lines, chart_figure, draw_roofline
+    from roofline.render.png import _wrapped_lines, chart_figure, draw_roofline, wrap_figure_texts
 
     fig = draw_roofline(synthetic_report())
     captions = [t for t in fig.texts if "ops drawn" in t.get_text()]
-    assert captions and not any(t.get_wrap() for t in captions)
+    assert captions and all(t.get_wrap() for t in captions)  # a Figure for the caller wraps as matplotlib does
+    wrap_figure_texts(fig)
+    assert not any(t.get_wrap() for t in captions)
     plt.close(fig)
 
     rng = random.Random(7)

@@ -25,6 +25,7 @@ def render_png(report: Report, *, top_labels: int = 8, title: str | None = None)
 def png_of(calls: list[ChartCall], fig=None) -> bytes:
     """The PNG of a chart's calls, drawn on ``fig`` when given (an empty ``chart_figure()``)."""
     fig = draw_chart(calls, fig)
+    wrap_figure_texts(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     plt.close(fig)
@@ -54,13 +55,13 @@ def draw_chart(calls: list[ChartCall], fig=None):
                 ax.legend(*call.args, **call.kwargs)
         else:
             getattr(fig if call.target == "fig" else ax, call.method)(*call.args, **call.kwargs)
-    wrap_figure_texts(fig)
     return fig
 
 
 def wrap_figure_texts(fig) -> None:
     """Break the lines of the figure's texts drawn with ``wrap=True`` (the caption) now, where matplotlib would
-    break them, and draw them unwrapped.
+    break them at this size, and draw them unwrapped: for a figure saved as it is (``png_of``; a Figure handed to
+    the caller, ``draw_roofline``, keeps matplotlib's wrapping, which follows a resize).
 
     matplotlib wraps such a text at every draw by measuring each prefix of its words anew, from two words up,
     until one is too wide: 67 text layouts for a 350-character caption, 0.11 s of the big-trace chart's draw
