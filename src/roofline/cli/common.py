@@ -94,7 +94,7 @@ def fanout_jobs(args: argparse.Namespace) -> int:
 
 def add_findings_option(parser: argparse.ArgumentParser, *aliases: str) -> None:
     """The one findings cut-off, with the same default for every command that prints findings."""
-    from roofline.render.findings import FINDINGS_SHOWN
+    from roofline.render import FINDINGS_SHOWN
 
     parser.add_argument("--findings", *aliases, dest="findings", type=non_negative_int, default=FINDINGS_SHOWN,
                         metavar="N", help=f"findings to print, largest saving first (default {FINDINGS_SHOWN}; 0: all)")

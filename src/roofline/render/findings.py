@@ -10,13 +10,12 @@ from typing import Any
 
 from rich.table import Table
 
+from roofline.render import FINDINGS_SHOWN  # noqa: F401 - the default of every findings cut-off
 from roofline.render.console import fit, terminal_width, to_text
 from roofline.render.units import fmt_bytes, fmt_pct, fmt_time
 from roofline.report import Finding, Report
 
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "grey50"}
-# How many findings every command prints by default (--findings N; 0 prints them all).
-FINDINGS_SHOWN = 10
 
 
 def findings_table(findings: Sequence[Finding], *, total_time_s: float | None = None,
