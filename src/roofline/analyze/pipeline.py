@@ -379,8 +379,9 @@ def _event_time_us(trace: Trace, idx: int, self_only: bool, children: dict[int, 
 
 
 def _kernel_names(trace: Trace, events: list[int]) -> list[str]:
+    """The names of the kernels the events launched, in the order the kernels ran (their index: by start)."""
     ops, kernels = trace.ops, trace.kernels
-    return [kernels[k].name for i in events for k in ops[i].kernel_ids]
+    return [kernels[k].name for k in sorted(k for i in events for k in ops[i].kernel_ids)]
 
 
 def _roof_dtype(dtype: str, name: str, kernels: list[str], tf32: "Tf32Flags", on_gpu: bool) -> str:
@@ -1017,7 +1018,8 @@ def _append_ops(trace: Trace, chosen: list[Chosen], counter: _TraceCounter, chil
         if self_only or idx not in children:
             names = [kernels[k].name for k in ev.kernel_ids]
         else:
-            names = [kernels[k].name for i in subtree(idx, children) for k in all_ops[i].kernel_ids]
+            # in the order they ran: the subtree is walked last child first (slice_backward's copy before its fill)
+            names = [kernels[k].name for k in sorted(k for i in subtree(idx, children) for k in all_ops[i].kernel_ids)]
         if self_only:
             time_us = ev.self_kernel_us if has_gpu else _event_time_us(trace, idx, True, children)
         else:
