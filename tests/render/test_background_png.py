@@ -72,7 +72,7 @@ def test_the_trace_command_writes_the_same_files_with_png_and_doctor_in_the_back
                          text=True, env=env, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     # report.html's op table (ops_parts) is started as soon as the ops are placed, before the report is complete
-    assert "STARTED ['PngRenderer'] ['_syncs_and_memory', 'ops_parts', '_rendered_apart', 'diagnose']" in run.stdout
+    assert "STARTED ['PngRenderer'] ['_syncs_and_memory', 'ops_parts', '_rendered_apart', '_diagnose']" in run.stdout
     for name in ("roofline.png", "report.json", "report.html"):
         assert (tmp_path / "forked" / name).read_bytes() == (tmp_path / "inline" / name).read_bytes(), name
     inline = (tmp_path / "inline" / "report.json").read_bytes()
