@@ -112,6 +112,8 @@ class Forked:
         send.close()
 
     def result(self) -> Any:
+        """The child's result (its work's, done here if the child failed). The work and its arguments are let go
+        of then: they may hold much (a counter's caches) that the caller means to free."""
         try:
             sent = self._receive.recv()
         except (EOFError, OSError):
@@ -119,8 +121,9 @@ class Forked:
         finally:
             self._receive.close()
             self._process.join()
+        work, args, self._work, self._args = self._work, self._args, None, ()
         if sent is None or self._process.exitcode != 0:
-            return self._work(*self._args)
+            return work(*args)
         return sent[0]
 
 
@@ -131,7 +134,8 @@ class InProcess:
         self._work, self._args = work, args
 
     def result(self) -> Any:
-        return self._work(*self._args)
+        work, args, self._work, self._args = self._work, self._args, None, ()
+        return work(*args)
 
 
 class Ready:

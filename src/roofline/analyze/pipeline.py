@@ -69,7 +69,7 @@ from roofline.count.registry import LIVE_FACTS, OpCost, flatten_metas, nbytes, u
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
 from roofline.count.views import DYNAMO_RUNTIME
 from roofline.analyze.environment import trace_environment
-from roofline.forked import Ready, meanwhile, release_free_memory
+from roofline.forked import Ready, can_fork, meanwhile, release_free_memory
 from roofline.report import Ceilings, Environment, KernelRecord, MemorySummary, OpRecord, Report, Summary, SyncSite
 from roofline.time_text import fmt_time
 
@@ -532,11 +532,20 @@ def report_from_trace(
         unseen = []
         names: dict[str, tuple[bool, bool]] = {}
         no_tf32 = Tf32Flags()
-        for step in steps:
-            chosen = [c for c in choose_without_recording(trace, roots.get(step, []), children, is_row, names)
-                      if not _is_idle_marker(trace, c)]
-            gaps = host_gaps_us(trace, [c.event for c in chosen], step)
+        here, elsewhere = _steps_split(trace, steps)
+        chosen_elsewhere = (meanwhile(_choices_of_steps, trace, elsewhere, roots, children, is_row)
+                            if elsewhere else None)
+        for step in here:
+            chosen, gaps, _ = _choices_of_step(trace, step, roots, children, is_row, names)
             _append_ops(trace, chosen, counter, children, step, no_tf32, gaps, ops, event_to_report, own_time_rows)
+        for step, events, own_time, gaps, kernel_names in chosen_elsewhere.result() if elsewhere else ():
+            # each event as its op's own int (the rows' index keeps it), not one more object per row
+            chosen = [Chosen(trace.ops[event].index, self_only=own)
+                      for event, own in zip(np.frombuffer(events, np.int64).tolist(),
+                                            np.frombuffer(own_time, bool).tolist())]
+            _append_ops(trace, chosen, counter, children, step, no_tf32,
+                        dict(zip((c.event for c in chosen), np.frombuffer(gaps, np.float64).tolist())), ops,
+                        event_to_report, own_time_rows, kernel_names)
         timeline_steps = steps
     first_calls = _first_calls(trace, ops, event_to_report, own_time_rows) if steps == [None] else []
     costs = _CountedCosts(trace, event_to_report, ops, counter, recording, own_time_rows)
@@ -1000,23 +1009,23 @@ def _op_from_recording(trace: Trace, rec: RecordedOp, rec_index: int, times_us: 
 
 def _append_ops(trace: Trace, chosen: list[Chosen], counter: _TraceCounter, children: dict[int, list[int]],
                 step: int | None, tf32: Tf32Flags, gaps: dict[int, float], ops: list[OpRecord],
-                event_to_report: dict[int, int], own_time_rows: dict[int, OpCost]) -> None:
-    """An op of each chosen event (its host gap from ``gaps``, 0 if not there), appended to ``ops``, the rows of an
-    event's own time also to ``own_time_rows`` with their cost; the per-op helpers are spelled out here, not called
-    (127,620 ops on the 1 M-event trace: 0.68 -> 0.60 s)."""
+                event_to_report: dict[int, int], own_time_rows: dict[int, OpCost],
+                kernel_names: list[list[str]] | None = None) -> None:
+    """An op of each chosen event (its host gap from ``gaps``, 0 if not there; its kernels' names from
+    ``kernel_names`` where given, ``_row_kernel_names``), appended to ``ops``, the rows of an event's own time also to
+    ``own_time_rows`` with their cost; the per-op helpers are spelled out here, not called (127,620 ops on the 1
+    M-event trace: 0.68 -> 0.60 s)."""
     all_ops, kernels, has_gpu = trace.ops, trace.kernels, trace.has_gpu
     origin = _start_origin(trace, step)
-    for c in chosen:
+    for i, c in enumerate(chosen):
         idx, self_only = c.event, c.self_only
         ev = all_ops[idx]
+        counted = _row_counted(trace, ev, self_only, counter, children)
         if self_only:
-            counted = _own_time_counted(counter, trace, ev, children)
             own_time_rows[len(ops)] = counted.cost
-        elif ev.is_annotation:  # a backend's annotation of a collective ("nccl:all_to_all") has a message
-            counted = counter(ev) if ev.name.startswith(BACKEND_PREFIXES) else _NOT_COUNTED
-        else:
-            counted = counter(ev)
-        if self_only or idx not in children:
+        if kernel_names is not None:
+            names = kernel_names[i]
+        elif self_only or idx not in children:
             names = [kernels[k].name for k in ev.kernel_ids]
         else:
             names = _kernel_names(trace, subtree(idx, children))
@@ -1050,6 +1059,78 @@ def _append_ops(trace: Trace, chosen: list[Chosen], counter: _TraceCounter, chil
             grad_accumulation=ev.is_grad_accumulation,
         ))
         event_to_report.setdefault(idx, len(ops) - 1)
+
+
+# From this many events in a trace of several steps, a forked child builds the ops of its last steps while this
+# process builds the first ones' (``_steps_split``): ~1 s of the 1 M-event trace's ~2.4 s build is that loop, on one
+# core while the other idles.
+STEP_SPLIT_MIN_EVENTS = 100_000
+# The share of the events this process takes: the child also pickles its ops (~0.2 s for the 1 M-event trace's
+# half), and this process unpickles them (~0.1 s).
+STEP_SPLIT_HERE_SHARE = 0.35
+
+
+def _steps_split(trace: Trace, steps: list[int | None]) -> tuple[list[int | None], list[int | None]]:
+    """The steps whose ops this process builds and those a forked child builds meanwhile (none: a small trace, one
+    step, or no fork here). The first steps stay here, so the rows keep their order: this process's, then the
+    child's."""
+    if len(steps) < 2 or len(trace.ops) < STEP_SPLIT_MIN_EVENTS or not can_fork():
+        return steps, []
+    events = np.bincount(op_columns(trace).step[op_columns(trace).step >= 0], minlength=len(steps))
+    reach = np.cumsum(events[:len(steps)])
+    split = int(np.searchsorted(reach, STEP_SPLIT_HERE_SHARE * reach[-1])) + 1
+    if split >= len(steps):
+        return steps, []
+    return steps[:split], steps[split:]
+
+
+def _choices_of_step(trace: Trace, step: int | None, roots: dict[int | None, list[int]],
+                     children: dict[int, list[int]], is_row: Callable[[CpuOp], bool],
+                     names: dict[str, tuple[bool, bool]]) -> tuple[list[Chosen], dict[int, float], list[int]]:
+    """The events a step's rows are made of (a trace read without a recording), each one's host gap, and their
+    indices."""
+    chosen = [c for c in choose_without_recording(trace, roots.get(step, []), children, is_row, names)
+              if not _is_idle_marker(trace, c)]
+    events = [c.event for c in chosen]
+    return chosen, host_gaps_us(trace, events, step), events
+
+
+def _choices_of_steps(trace: Trace, steps: list[int | None], roots: dict[int | None, list[int]],
+                      children: dict[int, list[int]], is_row: Callable[[CpuOp], bool]
+                      ) -> list[tuple[int | None, bytes, bytes, bytes, list[list[str]]]]:
+    """For a forked child: per step, what its rows are made of and costs the most to find (``_choices_of_step``,
+    and each row's kernel names: a composite op's walk its subtree), as little as pickles back: the events, whether
+    each row is an event's own time and its host gap as bytes, the names as lists. The caller builds the rows
+    (``_append_ops``) with its own counts, so they are what one loop over the steps makes, down to the objects
+    they share: rows pickled whole came back 30 MB bigger (each float and list of their own)."""
+    names: dict[str, tuple[bool, bool]] = {}
+    sent = []
+    for step in steps:
+        chosen, gaps, events = _choices_of_step(trace, step, roots, children, is_row, names)
+        kernel_names = [_row_kernel_names(trace, trace.ops[c.event], c.self_only, children) for c in chosen]
+        sent.append((step, np.array(events, dtype=np.int64).tobytes(),
+                     np.fromiter((c.self_only for c in chosen), dtype=bool, count=len(chosen)).tobytes(),
+                     np.fromiter((gaps.get(e, 0.0) for e in events), dtype=np.float64, count=len(events)).tobytes(),
+                     kernel_names))
+    return sent
+
+
+def _row_kernel_names(trace: Trace, ev: CpuOp, self_only: bool, children: dict[int, list[int]]) -> list[str]:
+    """The kernels a row holds: its event's own, or its subtree's (in the order they ran)."""
+    if self_only or ev.index not in children:
+        kernels = trace.kernels
+        return [kernels[k].name for k in ev.kernel_ids]
+    return _kernel_names(trace, subtree(ev.index, children))
+
+
+def _row_counted(trace: Trace, ev: CpuOp, self_only: bool, counter: _TraceCounter,
+                 children: dict[int, list[int]]) -> _Counted:
+    """What the row of a chosen event counts: its own time's (``_own_time_counted``), or the event's."""
+    if self_only:
+        return _own_time_counted(counter, trace, ev, children)
+    if ev.is_annotation:  # a backend's annotation of a collective ("nccl:all_to_all") has a message
+        return counter(ev) if ev.name.startswith(BACKEND_PREFIXES) else _NOT_COUNTED
+    return counter(ev)
 
 
 def _own_time_counted(counter: _TraceCounter, trace: Trace, ev: CpuOp, children: dict[int, list[int]]) -> _Counted:
