@@ -13,9 +13,10 @@ from __future__ import annotations
 import ctypes
 import multiprocessing
 import os
+import pickle
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
@@ -146,6 +147,67 @@ class Ready:
 
     def result(self) -> Any:
         return self._value
+
+
+class Streamed:
+    """``work(*args, emit)`` started now in a forked child, each item it emits received here in order by iterating
+    (pickled through a pipe as it comes, one pickler for all: an object sent twice arrives as one). For work whose
+    parts this process can use as they come, rather than waiting for the whole.
+
+    The iteration ends when the work has returned (``complete`` True) or the child stopped early (it raised or died:
+    ``complete`` False, the items received before are whole): the caller does the rest itself. Leaving the
+    iteration early stops the child."""
+
+    def __init__(self, work: Callable[..., Any], *args: Any) -> None:
+        release_free_memory()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        read_fd, write_fd = os.pipe()
+        _widen_pipe(write_fd)
+        self._pid = fork_running(_stream_from_child, work, args, write_fd, close=(read_fd,))
+        os.close(write_fd)
+        self._file = os.fdopen(read_fd, "rb", buffering=1 << 16)
+        self.complete = False
+
+    def __iter__(self) -> Iterator[Any]:
+        unpickler = pickle.Unpickler(self._file)
+        try:
+            while True:
+                item = unpickler.load()
+                if item is None:
+                    self.complete = True
+                    return
+                yield item[0]
+        except (EOFError, OSError, pickle.UnpicklingError):
+            return
+        finally:
+            self._file.close()  # a child still writing gets a broken pipe and exits
+            os.waitpid(self._pid, 0)
+
+
+def _stream_from_child(work: Callable[..., Any], args: tuple, fd: int) -> None:
+    with os.fdopen(fd, "wb", buffering=1 << 16) as out:
+        pickler = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
+
+        def emit(item: Any) -> None:
+            pickler.dump((item,))
+            out.flush()
+
+        work(*args, emit)
+        pickler.dump(None)
+
+
+_F_SETPIPE_SZ = 1031  # Linux fcntl.h
+
+
+def _widen_pipe(fd: int, size: int = 1 << 20) -> None:
+    """Let a pipe hold ``size`` bytes (Linux; 64 KiB by default) so a streaming child rarely waits for the reader."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, _F_SETPIPE_SZ, size)
+    except (ImportError, OSError):
+        pass
 
 
 def meanwhile(work: Callable[..., Any], *args: Any, fork: bool = True) -> Forked | InProcess:

@@ -1,15 +1,15 @@
-"""A big trace of several steps has the ops of its last steps built by a forked child (pipeline._steps_split): the
-report must be the one a single loop gives, byte for byte, whether the child ran or its work fell back in-process."""
+"""A big trace of several steps has its rows chosen by a forked child, step by step, while this process builds them
+(pipeline._emit_choices through forked.Streamed): the report must be the one a single loop gives, byte for byte,
+also when the child stops part way (this process chooses the rest)."""
 
 from pathlib import Path
 
 import pytest
 
+from roofline import forked
 from roofline.analyze import pipeline
 from roofline.analyze.trace_file import analyze_trace
 from roofline.capture.kineto import load_trace
-from roofline.capture.trace_model import op_columns
-from roofline.forked import InProcess
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TRACES = ["h200/llama_tiny_train_fp16_b2_s256.json.gz", "h200/bert_base_fwd_fp32_b16_s128.json.gz",
@@ -22,32 +22,61 @@ def _report_bytes(path: Path) -> bytes:
     return analyze_trace(load_trace(path)).json_bytes()
 
 
+def _stops_after_one_step(trace, steps, roots, children, is_row, emit):
+    pipeline._emit_choices(trace, steps[:1], roots, children, is_row, emit)
+    raise RuntimeError("the child dies after its first step")
+
+
 @pytest.mark.parametrize("name", TRACES)
-@pytest.mark.parametrize("fork", [True, False])
-def test_split_steps_give_the_same_report(name, fork, monkeypatch):
+@pytest.mark.parametrize("child", ["whole", "stops early"])
+def test_rows_chosen_by_a_child_give_the_same_report(name, child, monkeypatch):
     path = DATA / name
     monkeypatch.setattr(pipeline, "STEP_SPLIT_MIN_EVENTS", 1 << 40)
     whole = _report_bytes(path)
     monkeypatch.setattr(pipeline, "STEP_SPLIT_MIN_EVENTS", 0)
-    monkeypatch.setattr(pipeline, "STEP_SPLIT_HERE_SHARE", 0.3)
-    if not fork:
-        monkeypatch.setattr(pipeline, "meanwhile", lambda work, *args: InProcess(work, *args))
-    split_seen = []
-    real_split = pipeline._steps_split
-    monkeypatch.setattr(pipeline, "_steps_split", lambda *a: split_seen.append(real_split(*a)) or split_seen[-1])
+    if child == "stops early":
+        monkeypatch.setattr(pipeline, "_emit_choices", _stops_after_one_step)
+    streams = []
+
+    class Recorded(forked.Streamed):
+        def __iter__(self):
+            streams.append(self)
+            return super().__iter__()
+
+    monkeypatch.setattr(pipeline, "Streamed", Recorded)
     assert _report_bytes(path) == whole
-    here, elsewhere = split_seen[0]
-    assert here and elsewhere  # the child had steps to build
+    assert len(streams) == 1 and streams[0].complete == (child == "whole")
 
 
-def test_the_split_keeps_the_first_steps_here_and_leaves_small_traces_whole(monkeypatch):
+def test_small_traces_and_single_steps_are_chosen_here(monkeypatch):
     trace = load_trace(DATA / "h200/llama_tiny_train_fp16_b2_s256.json.gz")
     steps = pipeline._step_list(trace)
-    assert pipeline._steps_split(trace, steps) == (steps, [])  # 11,746 events: under the threshold
+    assert len(steps) == 2 and not pipeline._choose_elsewhere(trace, steps)  # 11,746 events
     monkeypatch.setattr(pipeline, "STEP_SPLIT_MIN_EVENTS", 0)
-    per_step = [int((op_columns(trace).step == s).sum()) for s in steps]
-    here, elsewhere = pipeline._steps_split(trace, steps)
-    assert here + elsewhere == steps
-    share = sum(per_step[: len(here)]) / sum(per_step)
-    assert share >= pipeline.STEP_SPLIT_HERE_SHARE or not elsewhere
-    assert pipeline._steps_split(trace, steps[:1]) == (steps[:1], [])
+    assert pipeline._choose_elsewhere(trace, steps)
+    assert not pipeline._choose_elsewhere(trace, steps[:1])
+    monkeypatch.setattr(pipeline, "can_fork", lambda: False)
+    assert not pipeline._choose_elsewhere(trace, steps)
+
+
+def _emit_three(fail, emit):
+    for i in range(3):
+        emit({"item": i, "shared": "x" * 1000})
+    if fail:
+        raise ValueError("stops")
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_streamed_items_arrive_in_order(fail):
+    stream = forked.Streamed(_emit_three, fail)
+    items = list(stream)
+    assert [item["item"] for item in items] == [0, 1, 2]
+    assert items[0]["shared"] is items[2]["shared"]  # one pickler: sent once
+    assert stream.complete is not fail
+
+
+def test_leaving_a_stream_early_stops_its_child():
+    stream = forked.Streamed(lambda emit: [emit(b"x" * (1 << 20)) for _ in range(64)])
+    for _ in stream:
+        break
+    assert not stream.complete  # and the child, which had 63 MB more to write, was reaped

@@ -69,7 +69,7 @@ from roofline.count.registry import LIVE_FACTS, OpCost, flatten_metas, nbytes, u
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
 from roofline.count.views import DYNAMO_RUNTIME
 from roofline.analyze.environment import trace_environment
-from roofline.forked import Ready, can_fork, meanwhile, release_free_memory
+from roofline.forked import Ready, Streamed, can_fork, meanwhile, release_free_memory
 from roofline.report import Ceilings, Environment, KernelRecord, MemorySummary, OpRecord, Report, Summary, SyncSite
 from roofline.time_text import fmt_time
 
@@ -532,20 +532,20 @@ def report_from_trace(
         unseen = []
         names: dict[str, tuple[bool, bool]] = {}
         no_tf32 = Tf32Flags()
-        here, elsewhere = _steps_split(trace, steps)
-        chosen_elsewhere = (meanwhile(_choices_of_steps, trace, elsewhere, roots, children, is_row)
-                            if elsewhere else None)
-        for step in here:
+        done = 0
+        if _choose_elsewhere(trace, steps):
+            for events, own_time, gaps, kernel_names in Streamed(_emit_choices, trace, steps, roots, children, is_row):
+                # each event as its op's own int (the rows' index keeps it), not one more object per row
+                chosen = [Chosen(trace.ops[event].index, self_only=own)
+                          for event, own in zip(np.frombuffer(events, np.int64).tolist(),
+                                                np.frombuffer(own_time, bool).tolist())]
+                _append_ops(trace, chosen, counter, children, steps[done], no_tf32,
+                            dict(zip((c.event for c in chosen), np.frombuffer(gaps, np.float64).tolist())), ops,
+                            event_to_report, own_time_rows, kernel_names)
+                done += 1
+        for step in steps[done:]:  # all of them, unless a child chose them (it stopped early: the rest)
             chosen, gaps, _ = _choices_of_step(trace, step, roots, children, is_row, names)
             _append_ops(trace, chosen, counter, children, step, no_tf32, gaps, ops, event_to_report, own_time_rows)
-        for step, events, own_time, gaps, kernel_names in chosen_elsewhere.result() if elsewhere else ():
-            # each event as its op's own int (the rows' index keeps it), not one more object per row
-            chosen = [Chosen(trace.ops[event].index, self_only=own)
-                      for event, own in zip(np.frombuffer(events, np.int64).tolist(),
-                                            np.frombuffer(own_time, bool).tolist())]
-            _append_ops(trace, chosen, counter, children, step, no_tf32,
-                        dict(zip((c.event for c in chosen), np.frombuffer(gaps, np.float64).tolist())), ops,
-                        event_to_report, own_time_rows, kernel_names)
         timeline_steps = steps
     first_calls = _first_calls(trace, ops, event_to_report, own_time_rows) if steps == [None] else []
     costs = _CountedCosts(trace, event_to_report, ops, counter, recording, own_time_rows)
@@ -1061,27 +1061,14 @@ def _append_ops(trace: Trace, chosen: list[Chosen], counter: _TraceCounter, chil
         event_to_report.setdefault(idx, len(ops) - 1)
 
 
-# From this many events in a trace of several steps, a forked child builds the ops of its last steps while this
-# process builds the first ones' (``_steps_split``): ~1 s of the 1 M-event trace's ~2.4 s build is that loop, on one
-# core while the other idles.
+# From this many events in a trace of several steps, a forked child chooses each step's rows while this process
+# builds them (``_emit_choices``): ~1 s of the 1 M-event trace's ~2.4 s build was that loop, on one core while the
+# other idled.
 STEP_SPLIT_MIN_EVENTS = 100_000
-# The share of the events this process takes: the child also pickles its ops (~0.2 s for the 1 M-event trace's
-# half), and this process unpickles them (~0.1 s).
-STEP_SPLIT_HERE_SHARE = 0.35
 
 
-def _steps_split(trace: Trace, steps: list[int | None]) -> tuple[list[int | None], list[int | None]]:
-    """The steps whose ops this process builds and those a forked child builds meanwhile (none: a small trace, one
-    step, or no fork here). The first steps stay here, so the rows keep their order: this process's, then the
-    child's."""
-    if len(steps) < 2 or len(trace.ops) < STEP_SPLIT_MIN_EVENTS or not can_fork():
-        return steps, []
-    events = np.bincount(op_columns(trace).step[op_columns(trace).step >= 0], minlength=len(steps))
-    reach = np.cumsum(events[:len(steps)])
-    split = int(np.searchsorted(reach, STEP_SPLIT_HERE_SHARE * reach[-1])) + 1
-    if split >= len(steps):
-        return steps, []
-    return steps[:split], steps[split:]
+def _choose_elsewhere(trace: Trace, steps: list[int | None]) -> bool:
+    return len(steps) >= 2 and len(trace.ops) >= STEP_SPLIT_MIN_EVENTS and can_fork()
 
 
 def _choices_of_step(trace: Trace, step: int | None, roots: dict[int | None, list[int]],
@@ -1095,24 +1082,21 @@ def _choices_of_step(trace: Trace, step: int | None, roots: dict[int | None, lis
     return chosen, host_gaps_us(trace, events, step), events
 
 
-def _choices_of_steps(trace: Trace, steps: list[int | None], roots: dict[int | None, list[int]],
-                      children: dict[int, list[int]], is_row: Callable[[CpuOp], bool]
-                      ) -> list[tuple[int | None, bytes, bytes, bytes, list[list[str]]]]:
-    """For a forked child: per step, what its rows are made of and costs the most to find (``_choices_of_step``,
-    and each row's kernel names: a composite op's walk its subtree), as little as pickles back: the events, whether
-    each row is an event's own time and its host gap as bytes, the names as lists. The caller builds the rows
-    (``_append_ops``) with its own counts, so they are what one loop over the steps makes, down to the objects
-    they share: rows pickled whole came back 30 MB bigger (each float and list of their own)."""
+def _emit_choices(trace: Trace, steps: list[int | None], roots: dict[int | None, list[int]],
+                  children: dict[int, list[int]], is_row: Callable[[CpuOp], bool],
+                  emit: Callable[[tuple[bytes, bytes, bytes, list[list[str]]]], None]) -> None:
+    """For a forked child (``Streamed``), step by step: what the step's rows are made of and costs the most to find
+    (``_choices_of_step``; each row's kernel names, a composite op's a walk of its subtree), as little as pickles
+    back: the events, whether each row is an event's own time and its host gap as bytes, the names as lists. The
+    receiver builds the rows (``_append_ops``) with its own counts, so they are what one loop over the steps makes,
+    down to the objects they share: rows pickled whole came back 30 MB bigger (each float and list of their own)."""
     names: dict[str, tuple[bool, bool]] = {}
-    sent = []
     for step in steps:
         chosen, gaps, events = _choices_of_step(trace, step, roots, children, is_row, names)
-        kernel_names = [_row_kernel_names(trace, trace.ops[c.event], c.self_only, children) for c in chosen]
-        sent.append((step, np.array(events, dtype=np.int64).tobytes(),
-                     np.fromiter((c.self_only for c in chosen), dtype=bool, count=len(chosen)).tobytes(),
-                     np.fromiter((gaps.get(e, 0.0) for e in events), dtype=np.float64, count=len(events)).tobytes(),
-                     kernel_names))
-    return sent
+        emit((np.array(events, dtype=np.int64).tobytes(),
+              np.fromiter((c.self_only for c in chosen), dtype=bool, count=len(chosen)).tobytes(),
+              np.fromiter((gaps.get(e, 0.0) for e in events), dtype=np.float64, count=len(events)).tobytes(),
+              [_row_kernel_names(trace, trace.ops[c.event], c.self_only, children) for c in chosen]))
 
 
 def _row_kernel_names(trace: Trace, ev: CpuOp, self_only: bool, children: dict[int, list[int]]) -> list[str]:
