@@ -136,3 +136,21 @@ def test_fork_running_exits_by_how_its_work_ended():
     assert os.read(read, 16) == b"done"
     os.close(read)
     assert os.waitpid(fork_running(fail), 0)[1] >> 8 == 1
+
+
+class _Held:
+    """An argument whose lifetime a test watches."""
+
+
+@pytest.mark.parametrize("kind", [Forked, InProcess])
+def test_a_collected_result_lets_go_of_the_work_and_its_arguments(kind):
+    """The caller frees what it passed once the result is in (the trace's counter and its caches): the collected
+    job must not keep it alive."""
+    import weakref
+
+    held = _Held()
+    watch = weakref.ref(held)
+    job = kind(len, [held])
+    del held
+    assert job.result() == 1
+    assert watch() is None
