@@ -1012,8 +1012,8 @@ class _TraceBuilder:
             if kind[0] == _CALL_SITE:  # the fallback for a torch that records no CallFrom
                 kind = None if self.saw_call_from else (_USER, kind[1], None)
             labels[label] = kind
-        # Event number -> its object (an op, a frame's (kind, label), a launch, a memory event): one list of
-        # references, a few MB, indexed without a call per event.
+        # Event number -> its object (an op, a frame's (kind, label)): one list of references, a few MB, indexed
+        # without a call per event.
         objs = [*ops, *[labels[label] for label in self.frame_labels]]
         _sweep(_in_slices(order, ts, ends, ranks, threads), objs, self._parents, self._depths)
         parents = np.frombuffer(self._parents, dtype=np.int32)
