@@ -53,13 +53,18 @@ def _markdown(rows: list[dict], failures: dict[str, str], meta: dict) -> str:
         "|---|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        ratio = f"{r['flops_vs_flop_counter']:.3f}" if r["flops_vs_flop_counter"] else "FCM counts 0"
+        if r["flop_counter_flops"] is None:
+            reference, ratio = "failed", "FCM could not run it"
+        else:
+            reference = f"{r['flop_counter_flops']:.4g}"
+            ratio = f"{r['flops_vs_flop_counter']:.3f}" if r["flops_vs_flop_counter"] else "FCM counts 0"
         lines.append(f"| {r['name']} | {r['family']} | {r['device']} | {r['ops']} | {r['unmodeled_ops']} | "
-                     f"{_pct(r['unmodeled_time_share'])} | {r['flops']:.4g} | {r['flop_counter_flops']:.4g} | {ratio} |")
+                     f"{_pct(r['unmodeled_time_share'])} | {r['flops']:.4g} | {reference} | {ratio} |")
     worst = max(rows, key=lambda r: r["unmodeled_op_share"], default=None)
     lines += ["", f"{len(rows)} models; unmodelled op calls in total: {sum(r['unmodeled_ops'] for r in rows)}"
               + (f" (worst: {worst['name']}, {_pct(worst['unmodeled_op_share'])})" if worst else "") + "."]
-    below = [r["name"] for r in rows if r["flops_comparable"] < r["flop_counter_flops"]]
+    below = [r["name"] for r in rows
+             if r["flop_counter_flops"] is not None and r["flops_comparable"] < r["flop_counter_flops"]]
     lines.append(f"Models counting fewer FLOPs than FlopCounterMode: {', '.join(below) or 'none'}.")
     if failures:
         lines += ["", "Failed to run:"] + [f"- {name}: {error}" for name, error in failures.items()]

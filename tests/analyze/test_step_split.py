@@ -31,6 +31,8 @@ def _stops_after_one_step(trace, steps, roots, children, is_row, emit):
 @pytest.mark.parametrize("child", ["whole", "stops early"])
 def test_rows_chosen_by_a_child_give_the_same_report(name, child, monkeypatch):
     path = DATA / name
+    # a thread another test left running makes fork unsafe for the pipeline: the child here runs no lock-taking code
+    monkeypatch.setattr(pipeline, "can_fork", lambda: True)
     monkeypatch.setattr(pipeline, "STEP_SPLIT_MIN_EVENTS", 1 << 40)
     whole = _report_bytes(path)
     monkeypatch.setattr(pipeline, "STEP_SPLIT_MIN_EVENTS", 0)
@@ -51,6 +53,7 @@ def test_rows_chosen_by_a_child_give_the_same_report(name, child, monkeypatch):
 def test_small_traces_and_single_steps_are_chosen_here(monkeypatch):
     trace = load_trace(DATA / "h200/llama_tiny_train_fp16_b2_s256.json.gz")
     steps = pipeline._step_list(trace)
+    monkeypatch.setattr(pipeline, "can_fork", lambda: True)
     assert len(steps) == 2 and not pipeline._choose_elsewhere(trace, steps)  # 11,746 events
     monkeypatch.setattr(pipeline, "STEP_SPLIT_MIN_EVENTS", 0)
     assert pipeline._choose_elsewhere(trace, steps)

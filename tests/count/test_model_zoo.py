@@ -29,6 +29,9 @@ def test_zoo_model_is_counted(entry):
     if result.unmodeled_time_share is not None:
         assert result.unmodeled_time_share <= MAX_UNMODELED, result.unmodeled_names
     assert result.flops > 0
+    if result.flop_counter_flops is None:  # the reference could not run it (models/zoo.py says when): ours did
+        assert "ModuleTracker" in result.flop_counter_error
+        return
     assert result.flops_comparable >= result.flop_counter_flops, (result.flops_comparable, result.flop_counter_flops)
 
 
