@@ -1,6 +1,6 @@
 """A big trace of several steps has its rows chosen by a forked child, step by step, while this process builds them
-(pipeline._emit_choices through forked.Streamed): the report must be the one a single loop gives, byte for byte,
-also when the child stops part way (this process chooses the rest)."""
+(pipeline._emit_choices through forked.Streamed), then works out the sync sites and memory summary: the report must be
+the one a single loop gives, byte for byte, also when the child stops part way (this process does the rest)."""
 
 from pathlib import Path
 
@@ -22,9 +22,9 @@ def _report_bytes(path: Path) -> bytes:
     return analyze_trace(load_trace(path)).json_bytes()
 
 
-def _stops_after_one_step(trace, steps, roots, children, is_row, emit):
-    pipeline._emit_choices(trace, steps[:1], roots, children, is_row, emit)
-    raise RuntimeError("the child dies after its first step")
+def _stops_after_one_step(trace, steps, roots, children, is_row, side_of, emit):
+    pipeline._emit_choices(trace, steps[:1], roots, children, is_row, None, emit)
+    raise RuntimeError("the child dies after its first step, before the sync sites and memory summary")
 
 
 @pytest.mark.parametrize("name", TRACES)

@@ -6,6 +6,7 @@ live run can afford. Nothing here imports torch, so `roofline trace` stays light
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -69,7 +70,7 @@ from roofline.count.registry import LIVE_FACTS, OpCost, flatten_metas, nbytes, u
 from roofline.count.trace_args import LIST_TYPES, args_from_trace
 from roofline.count.views import DYNAMO_RUNTIME
 from roofline.analyze.environment import trace_environment
-from roofline.forked import Ready, Streamed, can_fork, meanwhile, release_free_memory
+from roofline.forked import Forked, Ready, Streamed, can_fork, meanwhile, release_free_memory
 from roofline.report import Ceilings, Environment, KernelRecord, MemorySummary, OpRecord, Report, Summary, SyncSite
 from roofline.time_text import fmt_time
 
@@ -447,13 +448,17 @@ def report_from_trace(
     The Report is undiagnosed: the entry point that asked for it runs the doctor, once.
     """
     _ensure_attributed(trace)
+    steps = _step_list(trace)
+    choose_elsewhere = recording is None and _choose_elsewhere(trace, steps)
     # Many sync sites are worked out by a forked child while the ops are built here; fewer (and the memory
-    # summary, on columns: capture/trace_memory.py) here and now, before the ops. Either way what the trace's
-    # reading freed goes back to the OS first (a fork did it): kept, the ops' build did not reuse it all, and the
-    # 1 M-event trace's peak was 12 MB higher.
+    # summary, on columns: capture/trace_memory.py) by the child that chooses the rows, once it has sent them
+    # (``_emit_choices``), else here and now, before the ops. Either way what the trace's reading freed goes back to
+    # the OS first (a fork does it): kept, the ops' build did not reuse it all, and the 1 M-event trace's peak was
+    # 12 MB higher.
+    side: Forked | Ready | _SideFromStream | None = None
     if len(trace.syncs) >= SIDE_FORK_MIN_SYNCS:
         side = meanwhile(_syncs_and_memory, trace, reference_peak_bytes)
-    else:
+    elif not choose_elsewhere:
         side = Ready(_syncs_and_memory(trace, reference_peak_bytes))
         release_free_memory()
     children = children_index(trace)
@@ -462,7 +467,6 @@ def report_from_trace(
     def is_row(op: CpuOp) -> bool:
         return _counts_for_its_children(counter(op))
 
-    steps = _step_list(trace)
     roots = roots_by_step(trace)
     if steps == [None]:
         roots = {None: sorted((i for idx in roots.values() for i in idx), key=lambda i: trace.ops[i].ts_us)}
@@ -533,8 +537,12 @@ def report_from_trace(
         names: dict[str, tuple[bool, bool]] = {}
         no_tf32 = Tf32Flags()
         done = 0
-        if _choose_elsewhere(trace, steps):
-            for events, own_time, gaps, kernel_names in Streamed(_emit_choices, trace, steps, roots, children, is_row):
+        if choose_elsewhere:
+            sent = iter(Streamed(_emit_choices, trace, steps, roots, children, is_row,
+                                 None if side else (reference_peak_bytes,)))
+            if side is None:
+                side = _SideFromStream(sent, trace, reference_peak_bytes)
+            for events, own_time, gaps, kernel_names in itertools.islice(sent, len(steps)):
                 # each event as its op's own int (the rows' index keeps it), not one more object per row
                 chosen = [Chosen(trace.ops[event].index, self_only=own)
                           for event, own in zip(np.frombuffer(events, np.int64).tolist(),
@@ -1084,12 +1092,16 @@ def _choices_of_step(trace: Trace, step: int | None, roots: dict[int | None, lis
 
 def _emit_choices(trace: Trace, steps: list[int | None], roots: dict[int | None, list[int]],
                   children: dict[int, list[int]], is_row: Callable[[CpuOp], bool],
-                  emit: Callable[[tuple[bytes, bytes, bytes, list[list[str]]]], None]) -> None:
+                  side_of: tuple[int | None] | None, emit: Callable[[Any], None]) -> None:
     """For a forked child (``Streamed``), step by step: what the step's rows are made of and costs the most to find
     (``_choices_of_step``; each row's kernel names, a composite op's a walk of its subtree), as little as pickles
     back: the events, whether each row is an event's own time and its host gap as bytes, the names as lists. The
     receiver builds the rows (``_append_ops``) with its own counts, so they are what one loop over the steps makes,
-    down to the objects they share: rows pickled whole came back 30 MB bigger (each float and list of their own)."""
+    down to the objects they share: rows pickled whole came back 30 MB bigger (each float and list of their own).
+
+    ``side_of`` (the reference peak, in a tuple): then the sync sites and memory summary too, after the last step
+    (``_syncs_and_memory``: ~0.1 s of the main process's build on the 1 M-event trace, while this child would have
+    nothing left to do)."""
     names: dict[str, tuple[bool, bool]] = {}
     for step in steps:
         chosen, gaps, events = _choices_of_step(trace, step, roots, children, is_row, names)
@@ -1097,6 +1109,23 @@ def _emit_choices(trace: Trace, steps: list[int | None], roots: dict[int | None,
               np.fromiter((c.self_only for c in chosen), dtype=bool, count=len(chosen)).tobytes(),
               np.fromiter((gaps.get(e, 0.0) for e in events), dtype=np.float64, count=len(events)).tobytes(),
               [_row_kernel_names(trace, trace.ops[c.event], c.self_only, children) for c in chosen]))
+    if side_of is not None:
+        emit(_syncs_and_memory(trace, side_of[0]))
+
+
+class _SideFromStream:
+    """The sync sites and memory summary that the child choosing the rows sends after them (``_emit_choices``),
+    collected like a ``Forked`` result; worked out here if the child stopped before sending them."""
+
+    def __init__(self, sent: Iterator[Any], trace: Trace, reference_peak_bytes: int | None) -> None:
+        self._sent, self._trace, self._reference_peak_bytes = sent, trace, reference_peak_bytes
+
+    def result(self) -> tuple[list[SyncSite], MemorySummary, dict[str, int]]:
+        found = next(self._sent, None)
+        if found is None:
+            return _syncs_and_memory(self._trace, self._reference_peak_bytes)
+        next(self._sent, None)  # the stream's end: the child is reaped
+        return found
 
 
 def _row_kernel_names(trace: Trace, ev: CpuOp, self_only: bool, children: dict[int, list[int]]) -> list[str]:
