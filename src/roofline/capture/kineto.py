@@ -1299,12 +1299,16 @@ def _enclosing_ops(threads: np.ndarray, ts: np.ndarray, op_threads: np.ndarray, 
     found = np.full(len(ts), -1, dtype=np.int64)
     if not len(ts) or not len(op_ts):
         return found
-    for thread in np.unique(threads).tolist():
-        mine = np.flatnonzero(threads == thread)
-        thread_ops = np.flatnonzero(op_threads == thread)
+    # grouped by thread once (stable: within a thread the ops keep their order, by start, longest first), then a
+    # slice of each group per thread, not a pass over every op and instant per thread
+    op_order = np.argsort(op_threads, kind="stable")
+    order = np.argsort(threads, kind="stable")
+    op_groups, groups = op_threads[op_order], threads[order]
+    for thread in np.unique(groups).tolist():
+        thread_ops = op_order[np.searchsorted(op_groups, thread):np.searchsorted(op_groups, thread, side="right")]
         if not len(thread_ops):
             continue
-        # within one thread the ops keep their global order: by start, longest first
+        mine = order[np.searchsorted(groups, thread):np.searchsorted(groups, thread, side="right")]
         last = np.searchsorted(op_ts[thread_ops], ts[mine], side="right") - 1
         found[mine] = np.where(last >= 0, thread_ops[np.maximum(last, 0)], -1)
     while True:
