@@ -1023,7 +1023,7 @@ def _append_ops(trace: Trace, chosen: list[Chosen], counter: _TraceCounter, chil
     ``kernel_names`` where given, ``_row_kernel_names``), appended to ``ops``, the rows of an event's own time also to
     ``own_time_rows`` with their cost; the per-op helpers are spelled out here, not called (127,620 ops on the 1
     M-event trace: 0.68 -> 0.60 s)."""
-    all_ops, kernels, has_gpu = trace.ops, trace.kernels, trace.has_gpu
+    all_ops, has_gpu = trace.ops, trace.has_gpu
     origin = _start_origin(trace, step)
     for i, c in enumerate(chosen):
         idx, self_only = c.event, c.self_only
@@ -1031,12 +1031,7 @@ def _append_ops(trace: Trace, chosen: list[Chosen], counter: _TraceCounter, chil
         counted = _row_counted(trace, ev, self_only, counter, children)
         if self_only:
             own_time_rows[len(ops)] = counted.cost
-        if kernel_names is not None:
-            names = kernel_names[i]
-        elif self_only or idx not in children:
-            names = [kernels[k].name for k in ev.kernel_ids]
-        else:
-            names = _kernel_names(trace, subtree(idx, children))
+        names = kernel_names[i] if kernel_names is not None else _row_kernel_names(trace, ev, self_only, children)
         if self_only:
             time_us = ev.self_kernel_us if has_gpu else _event_time_us(trace, idx, True, children)
         else:
