@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from roofline.device.memory_limit import cgroup_headroom_bytes
 from roofline.device.resolve import compute_capability, last_level_cache_bytes, resolve_device
 from roofline.errors import RooflineError
 
@@ -101,7 +102,24 @@ def time_fn(fn: Callable[[], object], device: torch.device, *, warmup: int = 3, 
 
 
 def available_memory_bytes() -> int | None:
-    """MemAvailable from /proc/meminfo (what can be allocated without swapping), None where the OS has no such file."""
+    """What this process can allocate without swapping or being killed: the host's MemAvailable, capped by what a
+    container's or job's memory limit still allows (device/memory_limit.py); None where neither is known."""
+    host = _host_available_bytes()
+    limited = cgroup_headroom_bytes()
+    if limited is None:
+        return host
+    return limited if host is None else min(host, limited)
+
+
+def memory_limit_binds() -> bool:
+    """Whether a container's or job's memory limit, not the host's free memory, sets available_memory_bytes."""
+    limited = cgroup_headroom_bytes()
+    host = _host_available_bytes()
+    return limited is not None and (host is None or limited < host)
+
+
+def _host_available_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo, else the free pages sysconf reports, None where the OS gives neither."""
     try:
         with open("/proc/meminfo") as f:
             for line in f:

@@ -15,7 +15,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from roofline.count.meta import canonical_dtype
-from roofline.device.measure import available_memory_bytes
+from roofline.device.measure import available_memory_bytes, memory_limit_binds
 from roofline.device.resolve import resolve_device
 from roofline.errors import RooflineError
 from roofline.models.bad_syncs import BadSyncs
@@ -102,10 +102,14 @@ def _check_fits(name: str, needed_bytes: float, device: torch.device, what: str 
     """Refuse before allocating a workload whose tensors alone would not fit in the device's free memory."""
     free = available_bytes(device)
     if free is not None and needed_bytes > 0.9 * free:
-        where = "GPU" if device.type == "cuda" else "host"
+        if device.type == "cuda":
+            where = "free on this GPU"
+        else:
+            where = "left under this process's memory limit (container or job cgroup)" if memory_limit_binds() \
+                else "free on this host"
         raise RooflineError(
             f"{name} needs about {needed_bytes / 2**30:.1f} GiB for {what}, more than the {free / 2**30:.1f} GiB "
-            f"free on this {where}; use a smaller --batch/--seq"
+            f"{where}; use a smaller --batch/--seq"
         )
 
 
