@@ -41,7 +41,7 @@ GB = 1e9
     ("Tesla P4", None, "P4"),
     ("Quadro P4000", None, None),  # \bP4\b: not a Tesla P4
     ("NVIDIA RTX A2000", None, None),  # \bA2\b: not an A2
-    ("NVIDIA GeForce RTX 3090 Ti", None, None),  # 40 TFLOP/s and 1008 GB/s: not the RTX 3090's figures
+    ("NVIDIA GeForce RTX 3090 Ti", None, "RTX 3090 Ti"),  # 40 TFLOP/s and 1008 GB/s: its own, not the 3090's
     ("NVIDIA GeForce RTX 4090 D", None, None),  # the China 4090 has 14592 cores, not 16384
 ])
 def test_new_names_resolve_to_their_entries(name, memory, key):

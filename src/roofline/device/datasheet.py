@@ -13,6 +13,8 @@ known, to pick between variants the name leaves open (A100 40 vs 80 GB, Tesla P1
 Laptop GPUs ("NVIDIA GeForce RTX 3080 Laptop GPU", "... with Max-Q Design", "... Mobile") and Jetson modules ("Orin")
 get no entry: their clocks are set by the laptop maker's power limit or the module's power mode, so no one datasheet
 figure fits them, and the desktop card of the same number is faster. ``datasheet_refusal`` says so for the warning.
+The "RTX PRO 6000 Blackwell Max-Q Workstation Edition" is a desktop card (300 W), not a laptop part: it is not refused
+as one, but gets no entry either (no figures for its clocks were found).
 
 Pascal parts without fast fp16 (Tesla P40/P4: FP16 at 1/64 of the FP32 rate) list no float16 roof: fp16 work falls
 back to the float32 one, the rate PyTorch's fp16 GEMMs reach there (they compute in FP32).
@@ -57,6 +59,16 @@ _P100_SHEET = ("NVIDIA Tesla P100 datasheet (2016), {col} (bandwidths as NVIDIA 
 _P4_SHEET = ("NVIDIA Tesla P4/P40 launch specifications (2016, servethehome.com's copy of NVIDIA's table), {col}; INT8 "
              "is the DP4A rate (multiply-accumulates counted as 2); no float16 roof: FP16 runs at 1/64 of FP32 on "
              "GP102/GP104 (TechPowerUp)")
+# GeForce Ampere and Ada run FP16/BF16 tensor math with FP32 accumulate (what PyTorch's GEMMs use) at half the
+# FP16-accumulate rate that headline figures give: the GA102 whitepaper's RTX 3090 column (71 against 142 TFLOPS) and
+# the Ada whitepaper's RTX 4090 column (165.2 against 330.3), the entries above. The new GeForce entries come from Tom's
+# Hardware's RTX 4080 review spec table (tomshardware.com/reviews/nvidia-geforce-rtx-4080-review), which prints NVIDIA's
+# figures; its 'TFLOPS FP16' row is the FP16-accumulate figure, dense for Ampere and with sparsity for Ada: its RTX 4090
+# reads 661 (the whitepaper's 660.6 with sparsity), its RTX 3090 Ti 160 (hmc-tech.com's 159.99 dense). Bandwidth is its
+# bus width x VRAM speed rows.
+_TOMS_4080 = ("Tom's Hardware RTX 4080 review spec table (NVIDIA's figures): {fp32} TFLOPS FP32, 'TFLOPS FP16' {fp16} "
+              "({fp16_kind}), {bus}-bit at {gbps} Gbps = {bw:g} GB/s; dense FP16/BF16 with FP32 accumulate = {half:g} "
+              "({derivation}, the GeForce rate the whitepaper columns of the RTX 3090/4090 entries give)")
 # INT8 Tensor Core: 3,958 TOPS with sparsity on the H100 SXM and H200 SXM datasheets, 1,979 dense.
 _HOPPER_SXM = _nv(67, 494.7, 989.4, fp8=1978.9, int8=1978.9)
 _HOPPER_NVL = _nv(60, 417.5, 835.5, fp8=1670.5)
@@ -130,6 +142,33 @@ DATASHEET: dict[str, DatasheetEntry] = {
     "RTX 4090": _entry("NVIDIA GeForce RTX 4090", 1008 * GB, _nv(82.6, 82.6, 165.2, fp8=330.3),
                        "NVIDIA Ada Lovelace architecture whitepaper (2022), RTX 4090, dense Tensor figures with FP32 "
                        "accumulate", 24),
+    "RTX 3090 Ti": _entry("NVIDIA GeForce RTX 3090 Ti", 1008 * GB, _nv(40, 40, 80),
+                          "hmc-tech.com GPU database (page 'NVIDIA GeForce RTX 4090 D vs NVIDIA GeForce RTX 3090 Ti'): "
+                          "40 TFLOPS FP32, dense Tensor FP16 and BF16 with FP32 accumulate 80 TFLOPS (159.99 with "
+                          "FP16 accumulate), TF32 40; bandwidth from Tom's Hardware's RTX 4080 review spec table "
+                          "(384-bit GDDR6X at 21 Gbps = 1008 GB/s)", 24),
+    "RTX 3080 Ti": _entry("NVIDIA GeForce RTX 3080 Ti", 912 * GB, _nv(34.1, None, 68),
+                          _TOMS_4080.format(fp32=34.1, fp16=136, fp16_kind="dense, FP16 accumulate", bus=384,
+                                            gbps=19, bw=912, half=68, derivation="136 / 2"), 12),
+    "RTX 3080": _entry("NVIDIA GeForce RTX 3080 (10 GB)", 760 * GB, _nv(29.8, None, 59.5),
+                       _TOMS_4080.format(fp32=29.8, fp16=119, fp16_kind="dense, FP16 accumulate", bus=320, gbps=19,
+                                         bw=760, half=59.5, derivation="119 / 2"), 10),
+    "RTX 4080": _entry("NVIDIA GeForce RTX 4080", 716.8 * GB, _nv(48.7, None, 97.5),
+                       _TOMS_4080.format(fp32=48.7, fp16=390, fp16_kind="with sparsity, FP16 accumulate", bus=256,
+                                         gbps=22.4, bw=716.8, half=97.5, derivation="390 / 2 for sparsity / 2"), 16),
+    "RTX A4000": _entry("NVIDIA RTX A4000", 448 * GB, _nv(19.2, None, 76.7),
+                        "NVIDIA RTX A4000 datasheet (as reproduced on ecer.com): 448 GB/s, 19.2 TFLOPS FP32, 'Tensor "
+                        "performance 153.4 TFLOPS', the row whose RTX A6000 value (309.7) is the with-sparsity figure "
+                        "(see the RTX A6000 entry): dense FP16/BF16 153.4 / 2 = 76.7, at the FP32-accumulate rate as "
+                        "on the A40 datasheet (BF16 with FP32 accumulate = FP16); no TF32 roof: no figure found", 16),
+    "RTX PRO 6000 Blackwell": _entry(
+        "NVIDIA RTX PRO 6000 Blackwell Workstation Edition", 1792 * GB,
+        _nv(125.95, 251.9, 503.8, fp8=1010, int8=1010),
+        "hmc-tech.com GPU database (page 'NVIDIA RTX PRO 6000 Blackwell vs AMD Radeon Pro Duo Polaris', the 600 W "
+        "card at 2617 MHz): FP32 125.95 TFLOPS, dense Tensor FP16 and BF16 503.8 TFLOPS with FP32 accumulate (the same "
+        "as with FP16 accumulate on this professional card), TF32 251.9, FP8 with FP32 accumulate 1.01 PFLOPS, INT8 "
+        "1.01 POPS (sparse figures halved there); bandwidth 1792 GB/s (28 Gbps GDDR7 on 512 bits, as NVIDIA's "
+        "announcement gave it, gpu.name after VideoCardz); NVIDIA itself lists 'up to 125 TFLOPS' FP32", 96),
     "H100 SXM": _entry("NVIDIA H100 SXM5 80GB", 3.35 * TB, dict(_HOPPER_SXM), _H100_SHEET.format(col="SXM"), 80),
     "H100 PCIe": _entry("NVIDIA H100 PCIe 80GB", 2.0 * TB, _nv(51, 378, 756, fp8=1513),
                         _H100_SHEET.format(col="PCIe"), 80),
@@ -211,6 +250,12 @@ def _p100(name: str, gb: float | None) -> str:
     return "P100 PCIe 12GB" if gb and gb < 14 else "P100 PCIe 16GB"
 
 
+def _rtx3080(name: str, gb: float | None) -> str | None:
+    """torch names the 10 and 12 GB RTX 3080 alike; the 12 GB card (8960 cores, 912 GB/s) has no entry, so a device
+    with more than 11 GB gets none rather than the 10 GB card's figures."""
+    return None if gb and gb > 11 else "RTX 3080"
+
+
 _MATCHERS: list[tuple[re.Pattern[str], object]] = [
     (re.compile(r"GH200", re.I), _gh200),
     (re.compile(r"GB200|GB300", re.I), "GB200"),
@@ -236,7 +281,14 @@ _MATCHERS: list[tuple[re.Pattern[str], object]] = [
     (re.compile(r"\bL4\b", re.I), "L4"),
     (re.compile(r"\bT4\b", re.I), "T4"),
     (re.compile(r"\b3090\b(?!\s*Ti)", re.I), "RTX 3090"),
+    (re.compile(r"\b3090\s*Ti\b", re.I), "RTX 3090 Ti"),
     (re.compile(r"\b4090\b(?!\s*D\b)", re.I), "RTX 4090"),
+    (re.compile(r"\b3080\s*Ti\b", re.I), "RTX 3080 Ti"),
+    (re.compile(r"\b3080\b(?!\s*Ti)", re.I), _rtx3080),
+    (re.compile(r"\b4080\b(?!\s*(?:SUPER|Ti)\b)", re.I), "RTX 4080"),  # the 4080 SUPER has 10240 cores, not 9728
+    (re.compile(r"\bRTX\s*A4000\b", re.I), "RTX A4000"),  # not the Quadro RTX 4000 (Turing), nor the RTX 4000 Ada
+    # only the 600 W Workstation Edition: the Max-Q Workstation (300 W) and Server Editions run other clocks
+    (re.compile(r"RTX\s*PRO\s*6000\s*Blackwell(?!.*(?:Max-?Q|Server))", re.I), "RTX PRO 6000 Blackwell"),
     (re.compile(r"V100", re.I), _v100),
     (re.compile(r"P100", re.I), _p100),
     (re.compile(r"\bP40\b", re.I), "P40"),
@@ -253,7 +305,7 @@ _MATCHERS: list[tuple[re.Pattern[str], object]] = [
 # laptop GPU name covers parts of several power limits, all below the desktop card's), a Jetson module at its power
 # mode.
 _NO_SHEET = [
-    (re.compile(r"Laptop|Max-?Q|Mobile|Notebook", re.I),
+    (re.compile(r"Laptop|Max-?Q(?!\s*Workstation)|Mobile|Notebook", re.I),
      "a laptop GPU runs at the clocks its maker's power limit sets: they differ from one laptop to the next and are "
      "below the desktop card's, whose datasheet figures would overstate its roofs"),
     (re.compile(r"\bOrin\b|Xavier|Jetson|Tegra", re.I),
