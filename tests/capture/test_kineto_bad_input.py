@@ -239,3 +239,21 @@ def test_corrupted_bytes_only_raise_roofline_error(tmp_path, cut, flips, gz):
     path = tmp_path / ("c.json.gz" if gz else "c.json")
     path.write_bytes(blob)
     _load(path)
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_trace_saved_with_a_utf8_byte_order_mark_is_read(tmp_path, gz):
+    raw = b"\xef\xbb\xbf" + json.dumps(_small_valid_trace(), indent=2).encode()
+    path = tmp_path / ("bom.json.gz" if gz else "bom.json")
+    path.write_bytes(gzip.compress(raw) if gz else raw)
+    trace = _load(path)
+    assert trace is not None and [op.name for op in trace.ops] == ["ProfilerStep#1", "aten::linear", "aten::addmm"]
+    assert trace.metadata["traceName"] == "small"
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-32"])
+def test_a_trace_saved_as_utf16_or_utf32_names_its_encoding(tmp_path, encoding):
+    path = tmp_path / "wide.json"
+    path.write_bytes(json.dumps(_small_valid_trace()).encode(encoding))
+    with pytest.raises(RooflineError, match=f"{encoding[:6].upper()}.*re-save it as UTF-8"):
+        load_trace(path)
