@@ -25,19 +25,28 @@ def _x(cat, name, ts, dur, pid=1, tid=1, **args):
     return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
 
 
-def _trace(tmp_path, *, groups=1, optimizers=1, dtypes=("float", "float"), kernel_us=4, first=(), gradient=()):
-    """One ProfilerStep: a backward recording two parameters, then optimizer step(s) of foreach ops with empty lists
-    (``first``: (name, kernel_us) ops each step runs before them, 0: no kernel; ``gradient``: (name, lists) ops with
-    empty lists between the backward, on the autograd thread, and the step, as clip_grad_norm_ runs them)."""
+def _trace(tmp_path, *, groups=1, optimizers=1, dtypes=("float", "float"), kernel_us=4, first=(), gradient=(),
+           micro_batches=1):
+    """One ProfilerStep: a backward recording two parameters (``micro_batches``: that many forwards and backwards,
+    gradient accumulation), then optimizer step(s) of foreach ops with empty lists (``first``: (name, kernel_us) ops
+    each step runs before them, 0: no kernel; ``gradient``: (name, lists) ops with empty lists between the backward,
+    on the autograd thread, and the step, as clip_grad_norm_ runs them)."""
     events = [_x("user_annotation", "ProfilerStep#1", 0, 10_000)]
-    for i, (shape, dtype) in enumerate(zip(PARAMS, dtypes)):
-        tid = 2 if gradient else 1
-        if gradient:
-            events.append(_x("cpu_op", "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad",
-                             9 + 10 * i, 7, tid=tid))
-        events.append(_x("cpu_op", "torch::autograd::AccumulateGrad", 10 + 10 * i, 5, tid=tid,
-                         **{"Input Dims": [shape], "Input type": [dtype], "External id": 100 + i}))
-    ts, ext, corr = 40, 1, 1
+    ts = 10
+    for batch in range(micro_batches):
+        if batch:  # the next micro-batch's forward, on the main thread
+            events.append(_x("cpu_op", "aten::mul", ts, 5, **{"Input Dims": [[2], [2]],
+                                                               "Input type": ["float", "float"]}))
+            ts += 10
+        for i, (shape, dtype) in enumerate(zip(PARAMS, dtypes)):
+            tid = 2 if gradient else 1
+            if gradient:
+                events.append(_x("cpu_op", "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad",
+                                 ts - 1, 7, tid=tid))
+            events.append(_x("cpu_op", "torch::autograd::AccumulateGrad", ts, 5, tid=tid,
+                             **{"Input Dims": [shape], "Input type": [dtype], "External id": 100 + 10 * batch + i}))
+            ts += 10
+    ts, ext, corr = ts + 10, 1, 1
     for name, lists in gradient:
         _op_events(events, name, lists, kernel_us, ts, ext, corr)
         ts, ext, corr = ts + 30, ext + 1, corr + 1
@@ -98,6 +107,17 @@ def test_the_gradients_foreach_ops_before_the_step_are_counted_over_the_paramete
     assert norm.name == "aten::_foreach_norm" and norm.modeled and norm.input_shapes[0] == PARAMS[0]
     assert clip.modeled and clip.flops == mul.flops == elements and clip.bytes == mul.bytes
     assert report.summary.unmodeled_time_share == 0
+
+
+@pytest.mark.parametrize("gradient", [(), [("aten::_foreach_norm", 1)]])
+def test_gradient_accumulation_counts_the_parameters_once(tmp_path, gradient):
+    """Three micro-batches' backwards record each parameter three times before one optimizer step: its lists hold
+    the parameters once (they were counted three times, FLOPs and bytes 3x)."""
+    one = _trace(tmp_path, gradient=gradient)
+    three = _trace(tmp_path, gradient=gradient, micro_batches=3)
+    counted = [(op.name, op.flops, op.bytes, op.input_shapes) for op in three.ops if op.name.startswith("aten::_")]
+    assert counted == [(op.name, op.flops, op.bytes, op.input_shapes) for op in one.ops]
+    assert all(op.modeled for op in three.ops)
 
 
 def test_a_sub_microsecond_kernel_is_still_a_kernel(tmp_path):

@@ -43,25 +43,28 @@ class OptimizerLists:
     def __init__(self, trace: Trace) -> None:
         self._params: dict[int | None, list[TensorMeta]] = {}
         self._why_not: dict[int | None, str] = {}
-        grads: dict[int | None, list[TensorMeta]] = defaultdict(list)
-        optimizer_spans: dict[int | None, int] = defaultdict(int)
+        grads: dict[int | None, list[CpuOp]] = defaultdict(list)
+        optimizer_spans: dict[int | None, list[CpuOp]] = defaultdict(list)
         sequences: dict[int | None, list[str]] = defaultdict(list)
         for kind, op in _named_ops(trace):
             if kind == _GRAD:
                 args = args_from_trace(op.input_dims, op.input_types, op.input_strides)
                 if args and isinstance(args[0], TensorMeta):
-                    grads[op.step].append(args[0])
+                    grads[op.step].append(op)
             elif kind == _STEP:
-                optimizer_spans[op.step] += 1
+                optimizer_spans[op.step].append(op)
             elif op.is_optimizer and op.total_kernel_us > 0:
                 sequences[op.step].append(op.name)
         latest: list[TensorMeta] = []
         for step in sorted(set(grads) | set(sequences), key=lambda s: -1 if s is None else s):
-            latest = grads.get(step) or latest
+            if grads.get(step):
+                spans = optimizer_spans.get(step, [])
+                last = _last_backward(trace, grads[step], spans[0] if len(spans) == 1 else None)
+                latest = [args_from_trace(op.input_dims, op.input_types, op.input_strides)[0] for op in last]
             if not sequences.get(step):
                 continue
-            if optimizer_spans.get(step, 0) != 1:
-                self._why_not[step] = f"{optimizer_spans.get(step, 0)} optimizer steps in the profiled step"
+            if len(optimizer_spans.get(step, ())) != 1:
+                self._why_not[step] = f"{len(optimizer_spans.get(step, ()))} optimizer steps in the profiled step"
             elif not latest:
                 self._why_not[step] = "no AccumulateGrad events record the parameters"
             elif len({t.dtype for t in latest}) > 1:
@@ -91,6 +94,25 @@ def _named_ops(trace: Trace) -> list[tuple[int, CpuOp]]:
     ops = trace.ops
     read = np.flatnonzero(op_columns(trace).named(_kind_of_name))
     return [(_kind_of_name(ops[i].name), ops[i]) for i in read.tolist()]
+
+
+def _last_backward(trace: Trace, grads: list[CpuOp], optimizer_step: CpuOp | None) -> list[CpuOp]:
+    """The AccumulateGrad ops of the last backward among ``grads`` (in time order): those after the last forward op
+    that the optimizer step's thread ran between two of them. With gradient accumulation each micro-batch's backward
+    records every parameter once more; the optimizer's lists hold each once."""
+    if optimizer_step is None or len(grads) < 2:
+        return grads
+    ts = op_columns(trace).ts_us
+    ops = trace.ops
+    thread = (optimizer_step.pid, optimizer_step.tid)
+    lo, hi = np.searchsorted(ts, [grads[0].ts_us, grads[-1].ts_us], side="right").tolist()
+    forward = [op.ts_us for op in ops[lo:hi]
+               if (op.pid, op.tid) == thread and not (op.is_backward or op.is_grad_accumulation or op.is_annotation
+                                                      or op.is_optimizer or op.is_gradient or op.is_recompute)]
+    if not forward:
+        return grads
+    start = np.searchsorted([op.ts_us for op in grads], forward[-1], side="right")
+    return grads[int(start):]
 
 
 def _kind_of_name(name: str) -> int:
