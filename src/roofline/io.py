@@ -50,9 +50,31 @@ def not_json_head(head: bytes) -> str | None:
         return None
     if head.count(0) == len(head):
         return f"its first {len(head):,} bytes are all zero (a disk image, or a file allocated and never written?)"
+    packed = _packed_as(head)
+    if packed:
+        return packed
     start = head.lstrip(b" \t\r\n")
     if start and start[0] not in _JSON_OPENERS | _UNICODE_STARTS:
         return f"it does not start like JSON: {bytes(start[:16])!r}"
+    return None
+
+
+_ARCHIVES = ((b"PK\x03\x04", "a zip archive"), (b"PK\x05\x06", "a zip archive"), (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"))
+_COMPRESSIONS = ((b"\xfd7zXZ\x00", "xz-compressed"), (b"BZh", "bzip2-compressed"), (b"\x28\xb5\x2f\xfd", "zstd-compressed"),
+                 (b"\x1f\x8b", "gzip-compressed twice"))
+
+
+def _packed_as(head: bytes) -> str | None:
+    """'it is a zip archive: ...' where ``head`` starts like an archive or a compression roofline does not read (a
+    trace shared on a GitHub issue, which takes only .zip attachments), else None."""
+    for magic, name in _ARCHIVES:
+        if head.startswith(magic):
+            return f"it is {name}: extract the JSON file from it"
+    if head[257:262] == b"ustar":
+        return "it is a tar archive: extract the JSON file from it"
+    for magic, name in _COMPRESSIONS:
+        if head.startswith(magic):
+            return f"it is {name}: decompress it (roofline reads .json and .json.gz)"
     return None
 
 
