@@ -150,3 +150,42 @@ def test_h200_llama_training_trace_counts_its_optimizer():
     assert len(foreach) == 16 and all(op.modeled for op in foreach)
     assert report.summary.unmodeled_time_share == 0
     assert all(0.2 < op.efficiency <= 1.0 for op in foreach)
+
+
+def _iterations(tmp_path, params_per_iteration):
+    """A trace without ProfilerStep#N marks (profiled without a schedule): per iteration a backward recording
+    ``params`` and an AdamW step of foreach ops with empty lists."""
+    events, ts, ext = [], 0, 1
+    for params in params_per_iteration:
+        events.append(_x("cpu_op", "aten::mul", ts, 5, **{"Input Dims": [[2], [2]], "Input type": ["float", "float"]}))
+        for shape in params:
+            ts += 10
+            events.append(_x("cpu_op", "torch::autograd::AccumulateGrad", ts, 5,
+                             **{"Input Dims": [shape], "Input type": ["float"]}))
+        ts += 100
+        events.append(_x("user_annotation", "Optimizer.step#AdamW.step", ts, 500))
+        for name, lists in (("aten::_foreach_mul_", 1), ("aten::_foreach_addcmul_", 3)):
+            ts += 30
+            _op_events(events, name, lists, 4, ts, ext, ext)
+            ext += 1
+        ts += 1000
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return report_from_trace(load_trace(path), CEIL)
+
+
+def test_iterations_without_step_marks_take_each_its_own_backwards_parameters(tmp_path):
+    """Profiled without a schedule, a training loop's iterations are one 'step' holding several optimizer steps: its
+    foreach ops were all unmodelled ('3 optimizer steps in the profiled step'), 22% of a Llama step's device time."""
+    report = _iterations(tmp_path, [PARAMS] * 3)
+    foreach = [op for op in report.ops if op.name.startswith("aten::_foreach")]
+    elements = sum(math.prod(s) for s in PARAMS)
+    assert len(foreach) == 6 and all(op.modeled for op in foreach)
+    assert [op.flops for op in foreach] == [elements, 2 * elements] * 3
+
+
+def test_optimizer_steps_over_different_parameters_without_step_marks_stay_unmodelled(tmp_path):
+    """Two optimizers taking turns (a GAN's), each after its own backward: which iteration is which is unknown."""
+    report = _iterations(tmp_path, [PARAMS, PARAMS[:1], PARAMS, PARAMS[:1]])
+    foreach = [op for op in report.ops if op.name.startswith("aten::_foreach")]
+    assert len(foreach) == 8 and not any(op.modeled for op in foreach)
