@@ -257,3 +257,12 @@ def test_a_trace_saved_as_utf16_or_utf32_names_its_encoding(tmp_path, encoding):
     path.write_bytes(json.dumps(_small_valid_trace()).encode(encoding))
     with pytest.raises(RooflineError, match=f"{encoding[:6].upper()}.*re-save it as UTF-8"):
         load_trace(path)
+
+
+def test_a_folder_of_traces_names_them(tmp_path):
+    """tensorboard_trace_handler's log folder given for its trace: say which files to give instead."""
+    for name in ("vm_1.2.pt.trace.json.gz", "vm_1.3.pt.trace.json.gz", "notes.txt"):
+        (tmp_path / name).write_bytes(b"")
+    with pytest.raises(RooflineError, match=r"is a directory holding 2 torch.profiler traces: give one .*"
+                                            r"vm_1.2.pt.trace.json.gz"):
+        load_trace(tmp_path)

@@ -117,7 +117,7 @@ class EventStream:
         except FileNotFoundError:
             raise RooflineError(f"trace file not found: {self.path}") from None
         except IsADirectoryError:
-            raise RooflineError(f"{self.path} is a directory; give a trace file (.json or .json.gz)") from None
+            raise RooflineError(_directory_error(self.path)) from None
         except OSError as exc:
             raise RooflineError(f"cannot read trace {self.path}: {exc.strerror or exc}") from None
         with fh:
@@ -566,6 +566,31 @@ def _byte_range(blocks: Iterator[bytes], start: int | None, stop: int | None) ->
         pos = end
         if stop is not None and pos >= stop:
             return
+
+
+PROFILER_TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")  # tensorboard_trace_handler's file names
+
+
+def profiler_traces_in(directory: Path) -> list[Path]:
+    """The torch.profiler traces directly in ``directory`` (a tensorboard_trace_handler log folder), by name."""
+    try:
+        return sorted(p for p in directory.iterdir() if p.name.endswith(PROFILER_TRACE_SUFFIXES) and p.is_file())
+    except OSError:
+        return []
+
+
+def profiler_traces_pattern(directory: Path, traces: list[Path]) -> str:
+    """A shell pattern that names ``traces`` in ``directory``: DIR/*.pt.trace.json, .json.gz, or both."""
+    suffixes = {".pt.trace.json.gz" if p.name.endswith(".gz") else ".pt.trace.json" for p in traces}
+    return f"{directory}/*{suffixes.pop() if len(suffixes) == 1 else '.pt.trace.json*'}"
+
+
+def _directory_error(path: Path) -> str:
+    traces = profiler_traces_in(path)
+    if not traces:
+        return f"{path} is a directory; give a trace file (.json or .json.gz)"
+    return (f"{path} is a directory holding {len(traces)} torch.profiler traces: give one ({traces[0].name}), or a "
+            f"distributed job's rank traces together: `roofline trace {profiler_traces_pattern(path, traces)}`")
 
 
 def _wide_encoding(start: bytes) -> str | None:

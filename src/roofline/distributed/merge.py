@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.analyze.rank_timeline import breakdown_row
+from roofline.capture.event_stream import profiler_traces_in, profiler_traces_pattern
 from roofline.distributed.collectives import find_collective_ceilings
 from roofline.distributed.comm import (
     CollectiveCall,
@@ -63,6 +64,11 @@ def merge_run_dir(run_dir: str | os.PathLike[str], ceilings_file: str | None = N
 
     found = find_rank_dirs(run_dir)
     if not found:
+        traces = profiler_traces_in(Path(run_dir))
+        if traces:
+            raise RooflineError(f"{run_dir} holds {len(traces)} torch.profiler traces, not the rank{{r}}/ folders "
+                                "`roofline profile` writes: merge a job's rank traces with `roofline trace "
+                                f"{profiler_traces_pattern(Path(run_dir), traces)}`")
         raise RooflineError(f"no rank{{r}}/report.json under {run_dir}: profile with `roofline profile --nproc N` "
                             "or run `roofline profile` under torchrun with -o RUN_DIR")
     tasks = [("dir", str(directory), rank, len(found), None, False) for rank, directory in found]
