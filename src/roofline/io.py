@@ -4,6 +4,7 @@ rename; and the checks that refuse an unusable output path before any work is do
 from __future__ import annotations
 
 import atexit
+import codecs
 import contextlib
 import gzip
 import os
@@ -93,7 +94,8 @@ def _sniffed_head(path: Path) -> bytes:
 def read_maybe_gzip(path: str | os.PathLike[str], what: str, *, json: bool = False) -> bytes:
     """A file's bytes, gunzipped when it is gzip; a missing, unreadable or corrupt file is one RooflineError
     naming ``what`` it should have been ("report", "trace", "ncu CSV"). ``json``: a file whose first 64 KiB show it
-    is not JSON (``not_json_head``) is refused from them, before it is read whole: it can be gigabytes."""
+    is not JSON (``not_json_head``) is refused from them, before it is read whole: it can be gigabytes; a UTF-8 byte
+    order mark (a Windows editor's) is dropped, as json.load drops it and msgspec does not."""
     path = Path(path)
     try:
         if json:
@@ -105,12 +107,12 @@ def read_maybe_gzip(path: str | os.PathLike[str], what: str, *, json: bool = Fal
         raise RooflineError(f"{what} file not found: {path}") from None
     except OSError as exc:
         raise RooflineError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
-    if raw[:2] != b"\x1f\x8b":
-        return raw
-    try:
-        return gzip.decompress(raw)
-    except (OSError, EOFError) as exc:
-        raise RooflineError(f"cannot parse {what} {path}: {exc}") from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise RooflineError(f"cannot parse {what} {path}: {exc}") from None
+    return raw[len(codecs.BOM_UTF8):] if json and raw.startswith(codecs.BOM_UTF8) else raw
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:

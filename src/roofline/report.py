@@ -28,7 +28,7 @@ from roofline.errors import RooflineError
 from roofline.gcpause import cyclic_gc_paused
 from roofline.io import atomic_write_bytes, atomic_write_chunks, non_json_number_hint, read_maybe_gzip
 
-_REPORT_HEAD = re.compile(rb'\s*\{\s*"schema_version"\s*:')
+_REPORT_HEAD = re.compile(rb'(?:\xef\xbb\xbf)?\s*\{\s*"schema_version"\s*:')  # after a UTF-8 BOM too (read_maybe_gzip)
 
 SCHEMA_VERSION = 2
 

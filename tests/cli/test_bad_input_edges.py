@@ -535,3 +535,12 @@ def test_a_trace_in_an_archive_or_another_compression_is_named_as_such(tmp_path,
     for load in (load_trace, Report.load):
         with pytest.raises(RooflineError, match=f"it is {name}: (extract|decompress)"):
             load(path)
+
+
+def test_a_report_saved_with_a_utf8_byte_order_mark_is_read(tmp_path, capsys):
+    """A report.json opened and saved in a Windows editor gains a BOM; `roofline diff` refused it as
+    'invalid character (byte 0)' although json.load reads it."""
+    path = tmp_path / "r.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(_REPORT).encode())
+    assert Report.load(path).ops[0].name == _REPORT["ops"][0]["name"]
+    assert Report.is_report_file(path)  # `roofline doctor` reads it as a report, not as a trace
