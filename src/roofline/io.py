@@ -79,6 +79,21 @@ def _packed_as(head: bytes) -> str | None:
     return None
 
 
+def refuse_stream(path: str | os.PathLike[str], what: str) -> None:
+    """Refuse a pipe or a device given for a file (`roofline trace <(zcat t.json.gz)`): roofline reads its input
+    more than once (and a trace's from byte offsets), which a stream cannot give. From its stat, before an open
+    that would wait for a pipe's writer. A missing file passes: its reader says so."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return
+    kind = "pipe" if stat.S_ISFIFO(mode) else "socket" if stat.S_ISSOCK(mode) else "device"
+    raise RooflineError(f"{path} is a {kind}, not a file: roofline reads a {what} more than once; save it to a file "
+                        "first and pass that (roofline reads .json.gz as it is)")
+
+
 def _sniffed_head(path: Path) -> bytes:
     """The first SNIFF_BYTES of ``path``, gunzipped when it is gzip (as far as its first block goes)."""
     with open(path, "rb") as fh:
@@ -97,6 +112,7 @@ def read_maybe_gzip(path: str | os.PathLike[str], what: str, *, json: bool = Fal
     is not JSON (``not_json_head``) is refused from them, before it is read whole: it can be gigabytes; a UTF-8 byte
     order mark (a Windows editor's) is dropped, as json.load drops it and msgspec does not."""
     path = Path(path)
+    refuse_stream(path, what)
     try:
         if json:
             problem = not_json_head(_sniffed_head(path))

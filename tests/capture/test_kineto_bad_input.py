@@ -266,3 +266,31 @@ def test_a_folder_of_traces_names_them(tmp_path):
     with pytest.raises(RooflineError, match=r"is a directory holding 2 torch.profiler traces: give one .*"
                                             r"vm_1.2.pt.trace.json.gz"):
         load_trace(tmp_path)
+
+
+def _fifo_fed(tmp_path, data: bytes) -> Path:
+    """A named pipe that a daemon thread writes ``data`` into once it is opened (as `<(zcat t.json.gz)` is)."""
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+
+    def feed():
+        with open(fifo, "wb") as fh:
+            fh.write(data)
+
+    threading.Thread(target=feed, daemon=True).start()
+    return fifo
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+def test_a_pipe_is_refused_with_what_to_do_not_a_traceback(tmp_path):
+    """`roofline trace <(zcat t.json.gz)` ended in io.UnsupportedOperation (a traceback): the reader seeks, and the
+    trace is read more than once (again for trace.json.gz)."""
+    from roofline.report import Report
+
+    fifo = _fifo_fed(tmp_path, gzip.compress(json.dumps(_small_valid_trace()).encode()))
+    for load in (load_trace, Report.load):
+        with pytest.raises(RooflineError, match="is a pipe, not a file: .*save it to a file first"):
+            load(fifo)
+    assert not Report.is_report_file(fifo)

@@ -29,7 +29,7 @@ from typing import Any, Iterator
 import msgspec
 
 from roofline.errors import RooflineError
-from roofline.io import non_json_number_hint, not_json_head
+from roofline.io import non_json_number_hint, not_json_head, refuse_stream
 
 BLOCK_BYTES = 4 << 20  # 16 MiB held ~90 MB more decoded events at once on a 304 MB trace and loaded it no faster
 _READ_BYTES = 4 << 20
@@ -112,6 +112,7 @@ class EventStream:
         return head
 
     def _blocks(self) -> Iterator[bytes]:
+        refuse_stream(self.path, "trace")
         try:
             fh = open(self.path, "rb")
         except FileNotFoundError:
