@@ -140,6 +140,12 @@ NO_STEPS_WARNING = ("no ProfilerStep#N annotations: steps unknown. torch.profile
 RECORD_THE_MODEL = ("record the model's steps inside torch.profiler.profile(record_shapes=True), or let roofline "
                     "record them: `roofline profile SCRIPT.py` or `roofline analyze FILE.py:factory`")
 
+# Why a profile of a model's steps can hold nothing (the usual mistake with a schedule; its trace is no different from
+# that of a profiler that recorded nothing)
+_SCHEDULED_EXPORT = ("a profiler given a schedule hands each finished cycle to on_trace_ready and keeps only the last, "
+                     "unfinished one for an export after its `with` block: pass "
+                     "on_trace_ready=torch.profiler.tensorboard_trace_handler(DIR)")
+
 # where torch.utils.checkpoint reruns the forward: the reentrant CheckpointFunction.backward, the non-reentrant
 # saved-tensor unpack hook
 _CHECKPOINT_FILE = "torch/utils/checkpoint.py"
@@ -832,7 +838,7 @@ class _TraceBuilder:
                                     f"profiler, Perfetto, Nsight Systems)? roofline reads torch.profiler (Kineto) "
                                     f"traces: {RECORD_THE_MODEL}")
             raise RooflineError(f"{trace.path} has no profiler events (no cpu_op, kernel or memory events){detail}: "
-                                f"the profiler recorded nothing; {RECORD_THE_MODEL}")
+                                f"the profiler recorded nothing; {RECORD_THE_MODEL}; {_SCHEDULED_EXPORT}")
         self._sort_ops()
         if self._adopt_orphan_launches():
             self._sort_ops()
