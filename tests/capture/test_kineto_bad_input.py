@@ -294,3 +294,21 @@ def test_a_pipe_is_refused_with_what_to_do_not_a_traceback(tmp_path):
         with pytest.raises(RooflineError, match="is a pipe, not a file: .*save it to a file first"):
             load(fifo)
     assert not Report.is_report_file(fifo)
+
+
+@pytest.mark.parametrize("bare_list", [True, False])
+def test_a_legacy_autograd_profiler_trace_is_named_as_such(tmp_path, bare_list):
+    """torch 1.7 and older's autograd profiler wrote events without categories in processes 'CPU functions' and
+    'CUDA functions': it was asked whether it was JAX's or TensorFlow's trace (or told nothing was recorded)."""
+    events = []
+    for i in range(3):
+        events += [{"name": "aten::mm", "ph": "X", "ts": 100.0 * i, "dur": 50.0, "tid": 1, "pid": "CPU functions",
+                    "args": {}},
+                   {"name": "aten::mm", "ph": "s", "ts": 100.0 * i, "tid": 1, "pid": "CPU functions", "id": i,
+                    "cat": "cpu_to_cuda", "args": {}},
+                   {"name": "volta_sgemm_128x64_nn", "ph": "X", "ts": 100.0 * i + 60, "dur": 30.0, "tid": 0,
+                    "pid": "CUDA functions", "args": {}}]
+    path = tmp_path / "legacy.json"
+    path.write_text(json.dumps(events if bare_list else {"traceEvents": events}))
+    with pytest.raises(RooflineError, match=r"written by the legacy autograd profiler \(torch 1.7 and older"):
+        load_trace(path)

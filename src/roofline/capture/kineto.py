@@ -111,6 +111,8 @@ _CATEGORY_KIND = {
 }
 # Categories Kineto writes besides the events read (its own span of the trace, CUPTI overhead, ac2g flows): a trace
 # holding only these recorded nothing, rather than being another tool's.
+# the process torch 1.7 and older's autograd profiler (export_chrome_trace, before Kineto) put its ops in
+_LEGACY_CPU_PROCESS = "CPU functions"
 _KINETO_OWN = frozenset({"Trace", "overhead", "ac2g", "cpu_instant_event", "gpu_user_annotation", "fwdbwd"})
 _GPU_CATEGORY = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset"}
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
@@ -365,7 +367,7 @@ def _send_tail(path: str, offset: int | str, out) -> None:
     header = {
         "threads": list(builder.threads), "labels": list(builder.labels), "kinds": builder.kinds,
         "has_stack": builder.has_stack, "has_modules": builder.has_modules, "skipped": builder.skipped,
-        "bad_times": builder.bad_times, "shapes": list(builder.shape_cache),
+        "bad_times": builder.bad_times, "legacy_events": builder.legacy_events, "shapes": list(builder.shape_cache),
         "profiler_start": builder.profiler_start, "saw_call_from": builder.saw_call_from,
         "generated_files": sorted(builder.generated_files),
         "steps": [(number, position[id(op)]) for number, op in builder.step_ops],
@@ -483,6 +485,7 @@ class _TraceBuilder:
         self.generated_files: set[str] = set()  # torch.compile's output code that ran (frames of it seen)
         self.skipped = 0
         self.bad_times = 0
+        self.legacy_events = 0  # complete events of the pre-Kineto autograd profiler (_LEGACY_CPU_PROCESS)
 
     def add_events(self, events: list[_Event]) -> None:
         kinds = self.kinds
@@ -500,6 +503,8 @@ class _TraceBuilder:
             if kind == _OTHER:
                 if ev.name == "[memory]":
                     self._memory(ev)
+                elif ev.pid == _LEGACY_CPU_PROCESS:
+                    self.legacy_events += 1
                 continue
             if ev.ph != "X":
                 continue
@@ -628,6 +633,7 @@ class _TraceBuilder:
         self.has_modules = self.has_modules or header["has_modules"]
         self.skipped += header["skipped"]
         self.bad_times += header["bad_times"]
+        self.legacy_events += header["legacy_events"]
         stream = _StreamState(header["metadata"], header["warnings"], header["cut"],
                               self.trace.events_read + header["events_read"])
         _take_stream(self.trace, stream)
@@ -830,6 +836,11 @@ class _TraceBuilder:
             if self.bad_times:
                 skipped.append(f"{self.bad_times} events with no usable ts/dur")
             detail = f" ({'; '.join(skipped)})" if skipped else ""
+            if self.legacy_events:
+                raise RooflineError(f"{trace.path} was written by the legacy autograd profiler (torch 1.7 and older: "
+                                    f"events without a category, in processes '{_LEGACY_CPU_PROCESS}' and 'CUDA "
+                                    "functions'), whose trace holds no input shapes and no kernel launches: re-record it "
+                                    f"with torch.profiler (torch 1.8 or newer); {RECORD_THE_MODEL}")
             foreign = sorted(c for c in self.kinds if c and c not in _CATEGORY_KIND and c not in _KINETO_OWN)
             if foreign:
                 shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
