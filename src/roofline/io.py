@@ -60,9 +60,10 @@ def not_json_head(head: bytes) -> str | None:
     return None
 
 
-_ARCHIVES = ((b"PK\x03\x04", "a zip archive"), (b"PK\x05\x06", "a zip archive"), (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"))
-_COMPRESSIONS = ((b"\xfd7zXZ\x00", "xz-compressed"), (b"BZh", "bzip2-compressed"), (b"\x28\xb5\x2f\xfd", "zstd-compressed"),
-                 (b"\x1f\x8b", "gzip-compressed twice"))
+_ARCHIVES = ((b"PK\x03\x04", "a zip archive"), (b"PK\x05\x06", "a zip archive"),
+             (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"))
+_COMPRESSIONS = ((b"\xfd7zXZ\x00", "xz-compressed"), (b"BZh", "bzip2-compressed"),
+                 (b"\x28\xb5\x2f\xfd", "zstd-compressed"), (b"\x1f\x8b", "gzip-compressed twice"))
 
 
 def _packed_as(head: bytes) -> str | None:

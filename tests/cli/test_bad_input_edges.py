@@ -511,7 +511,8 @@ def test_the_error_line_is_one_write_so_ranks_sharing_stderr_cannot_run_into_eac
 @pytest.mark.parametrize("fmt", ["zip", "xz", "bz2", "tar.gz"])
 def test_a_trace_in_an_archive_or_another_compression_is_named_as_such(tmp_path, fmt):
     """GitHub issues take traces only as .zip attachments: a zipped (or xz, bzip2, zstd, tar) trace was refused as
-    'does not start like JSON: b'PK\\x03\\x04...'' (a tar.gz as 'invalid character (byte 4)'), not told to extract it."""
+    'does not start like JSON: b'PK\\x03\\x04...'' (a tar.gz as 'invalid character (byte 4)'), not told to extract
+    it."""
     import bz2
     import lzma
     import tarfile

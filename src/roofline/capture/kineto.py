@@ -839,8 +839,8 @@ class _TraceBuilder:
             if self.legacy_events:
                 raise RooflineError(f"{trace.path} was written by the legacy autograd profiler (torch 1.7 and older: "
                                     f"events without a category, in processes '{_LEGACY_CPU_PROCESS}' and 'CUDA "
-                                    "functions'), whose trace holds no input shapes and no kernel launches: re-record it "
-                                    f"with torch.profiler (torch 1.8 or newer); {RECORD_THE_MODEL}")
+                                    "functions'), whose trace holds no input shapes and no kernel launches: "
+                                    f"re-record it with torch.profiler (torch 1.8 or newer); {RECORD_THE_MODEL}")
             foreign = sorted(c for c in self.kinds if c and c not in _CATEGORY_KIND and c not in _KINETO_OWN)
             if foreign:
                 shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
