@@ -367,7 +367,8 @@ def _send_tail(path: str, offset: int | str, out) -> None:
     header = {
         "threads": list(builder.threads), "labels": list(builder.labels), "kinds": builder.kinds,
         "has_stack": builder.has_stack, "has_modules": builder.has_modules, "skipped": builder.skipped,
-        "bad_times": builder.bad_times, "legacy_events": builder.legacy_events, "shapes": list(builder.shape_cache),
+        "bad_times": builder.bad_times, "legacy_events": builder.legacy_events,
+        "begun": builder.begun, "shapes": list(builder.shape_cache),
         "profiler_start": builder.profiler_start, "saw_call_from": builder.saw_call_from,
         "generated_files": sorted(builder.generated_files),
         "steps": [(number, position[id(op)]) for number, op in builder.step_ops],
@@ -486,6 +487,7 @@ class _TraceBuilder:
         self.skipped = 0
         self.bad_times = 0
         self.legacy_events = 0  # complete events of the pre-Kineto autograd profiler (_LEGACY_CPU_PROCESS)
+        self.begun = 0  # ops, kernels and calls written as begin/end pairs (ph B/E): not read
 
     def add_events(self, events: list[_Event]) -> None:
         kinds = self.kinds
@@ -507,6 +509,8 @@ class _TraceBuilder:
                     self.legacy_events += 1
                 continue
             if ev.ph != "X":
+                if ev.ph == "B":
+                    self.begun += 1
                 continue
             ts = ev.ts
             dur = ev.dur
@@ -634,6 +638,7 @@ class _TraceBuilder:
         self.skipped += header["skipped"]
         self.bad_times += header["bad_times"]
         self.legacy_events += header["legacy_events"]
+        self.begun += header["begun"]
         stream = _StreamState(header["metadata"], header["warnings"], header["cut"],
                               self.trace.events_read + header["events_read"])
         _take_stream(self.trace, stream)
@@ -831,6 +836,10 @@ class _TraceBuilder:
         trace = self.trace
         if any(text.startswith(CALL_SITE_PREFIX) for text in self.strings):  # distinct names: a few thousand
             self._take_call_site_ranges()
+        if self.begun and not (self.ops or self.kernels):
+            raise RooflineError(f"{trace.path}: its {self.begun} timed events are begin/end pairs (ph B/E), as "
+                                "another tool writes them when it re-exports a trace; roofline reads torch.profiler's "
+                                "complete events (ph X): give it the trace torch.profiler wrote")
         if not (self.ops or self.kernels or self.memory):
             skipped = [f"{self.skipped} malformed events skipped"] if self.skipped else []
             if self.bad_times:
