@@ -1255,6 +1255,7 @@ def _frame_kind(name: str) -> tuple | None:
     """_classify_frame's answer as a frame label, a user frame's with what to show if the frame turns out to have
     been running when profiling began (its function, not the stale line); _STARTS_PROFILER for the frame that
     started tracing."""
+    name = _slashed(name)
     if _PROFILER_START.match(name):
         return _STARTS_PROFILER
     if is_tool_frame(name):
@@ -1286,6 +1287,7 @@ def _classify_frame(name: str) -> tuple[int, str] | None:
     clipping and GradScaler's unscale_/step/update, None for other library code."""
     if name.startswith(_MODULE_PREFIX):
         return (_MODULE, name[len(_MODULE_PREFIX):])
+    name = _slashed(name)
     match = _FRAME.match(name)
     if match is None:
         return None
@@ -1298,6 +1300,12 @@ def _classify_frame(name: str) -> tuple[int, str] | None:
     if not is_user_file(file):
         return None
     return (_USER, f"{local_trace_path(file)}:{match.group(2)}")
+
+
+def _slashed(name: str) -> str:
+    """A frame label of a trace recorded on Windows (C:\\Python311\\Lib\\site-packages\\torch\\...) with '/'
+    separators, as the tests of which code is whose spell paths."""
+    return name.replace("\\", "/") if "\\" in name else name
 
 
 _SLICE = 1 << 16
