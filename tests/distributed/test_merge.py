@@ -152,6 +152,19 @@ def test_a_trace_of_no_job_among_a_jobs_ranks_is_refused_naming_it(tmp_path, cpu
         merge_trace_files(ranks + [stray], ceilings_file=ceilings)
 
 
+def test_two_profiler_cycles_of_each_rank_are_not_merged_as_twice_the_ranks(tmp_path, cpu_ceilings):
+    """tensorboard_trace_handler writes a file per profiler cycle: `roofline trace logdir/*.pt.trace.json` of a 2-rank
+    job profiled for two cycles merged its 4 files as 'a 4-rank gloo job'."""
+    from roofline.device import save_ceilings
+
+    ceilings = str(save_ceilings(cpu_ceilings, tmp_path / "ceilings.json"))
+    cycles = [_trace(tmp_path / f"rank{r}.{cycle}.pt.trace.json.gz", r, 500, 100)
+              for r in (0, 1) for cycle in (1, 2)]
+    with pytest.raises(RooflineError, match=r"4 traces for a job of 2 ranks: rank 0 is in 2 of them "
+                                            r"\(rank0.1.pt.trace.json.gz, rank0.2.pt.trace.json.gz\)"):
+        merge_trace_files(cycles, ceilings_file=ceilings)
+
+
 def test_rank_environment_and_output_dir(tmp_path):
     env = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1"}
     info = current_rank(env)
