@@ -4,6 +4,7 @@ rename; and the checks that refuse an unusable output path before any work is do
 from __future__ import annotations
 
 import atexit
+import codecs
 import contextlib
 import gzip
 import os
@@ -50,10 +51,48 @@ def not_json_head(head: bytes) -> str | None:
         return None
     if head.count(0) == len(head):
         return f"its first {len(head):,} bytes are all zero (a disk image, or a file allocated and never written?)"
+    packed = _packed_as(head)
+    if packed:
+        return packed
     start = head.lstrip(b" \t\r\n")
     if start and start[0] not in _JSON_OPENERS | _UNICODE_STARTS:
         return f"it does not start like JSON: {bytes(start[:16])!r}"
     return None
+
+
+_ARCHIVES = ((b"PK\x03\x04", "a zip archive"), (b"PK\x05\x06", "a zip archive"),
+             (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"))
+_COMPRESSIONS = ((b"\xfd7zXZ\x00", "xz-compressed"), (b"BZh", "bzip2-compressed"),
+                 (b"\x28\xb5\x2f\xfd", "zstd-compressed"), (b"\x1f\x8b", "gzip-compressed twice"))
+
+
+def _packed_as(head: bytes) -> str | None:
+    """'it is a zip archive: ...' where ``head`` starts like an archive or a compression roofline does not read (a
+    trace shared on a GitHub issue, which takes only .zip attachments), else None."""
+    for magic, name in _ARCHIVES:
+        if head.startswith(magic):
+            return f"it is {name}: extract the JSON file from it"
+    if head[257:262] == b"ustar":
+        return "it is a tar archive: extract the JSON file from it"
+    for magic, name in _COMPRESSIONS:
+        if head.startswith(magic):
+            return f"it is {name}: decompress it (roofline reads .json and .json.gz)"
+    return None
+
+
+def refuse_stream(path: str | os.PathLike[str], what: str) -> None:
+    """Refuse a pipe or a device given for a file (`roofline trace <(zcat t.json.gz)`): roofline reads its input
+    more than once (and a trace's from byte offsets), which a stream cannot give. From its stat, before an open
+    that would wait for a pipe's writer. A missing file passes: its reader says so."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return
+    kind = "pipe" if stat.S_ISFIFO(mode) else "socket" if stat.S_ISSOCK(mode) else "device"
+    raise RooflineError(f"{path} is a {kind}, not a file: roofline reads a {what} more than once; save it to a file "
+                        "first and pass that (roofline reads .json.gz as it is)")
 
 
 def _sniffed_head(path: Path) -> bytes:
@@ -71,8 +110,10 @@ def _sniffed_head(path: Path) -> bytes:
 def read_maybe_gzip(path: str | os.PathLike[str], what: str, *, json: bool = False) -> bytes:
     """A file's bytes, gunzipped when it is gzip; a missing, unreadable or corrupt file is one RooflineError
     naming ``what`` it should have been ("report", "trace", "ncu CSV"). ``json``: a file whose first 64 KiB show it
-    is not JSON (``not_json_head``) is refused from them, before it is read whole: it can be gigabytes."""
+    is not JSON (``not_json_head``) is refused from them, before it is read whole: it can be gigabytes; a UTF-8 byte
+    order mark (a Windows editor's) is dropped, as json.load drops it and msgspec does not."""
     path = Path(path)
+    refuse_stream(path, what)
     try:
         if json:
             problem = not_json_head(_sniffed_head(path))
@@ -83,12 +124,12 @@ def read_maybe_gzip(path: str | os.PathLike[str], what: str, *, json: bool = Fal
         raise RooflineError(f"{what} file not found: {path}") from None
     except OSError as exc:
         raise RooflineError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
-    if raw[:2] != b"\x1f\x8b":
-        return raw
-    try:
-        return gzip.decompress(raw)
-    except (OSError, EOFError) as exc:
-        raise RooflineError(f"cannot parse {what} {path}: {exc}") from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise RooflineError(f"cannot parse {what} {path}: {exc}") from None
+    return raw[len(codecs.BOM_UTF8):] if json and raw.startswith(codecs.BOM_UTF8) else raw
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:

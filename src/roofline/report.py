@@ -14,6 +14,7 @@ import math
 import os
 import platform
 import re
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from operator import attrgetter
@@ -28,7 +29,7 @@ from roofline.errors import RooflineError
 from roofline.gcpause import cyclic_gc_paused
 from roofline.io import atomic_write_bytes, atomic_write_chunks, non_json_number_hint, read_maybe_gzip
 
-_REPORT_HEAD = re.compile(rb'\s*\{\s*"schema_version"\s*:')
+_REPORT_HEAD = re.compile(rb'(?:\xef\xbb\xbf)?\s*\{\s*"schema_version"\s*:')  # after a UTF-8 BOM too (read_maybe_gzip)
 
 SCHEMA_VERSION = 2
 
@@ -878,6 +879,8 @@ class Report(Struct):
         """Whether ``path`` holds a roofline report rather than a trace, from its first bytes only (a trace
         can be gigabytes): a report's JSON opens with its schema_version field."""
         try:
+            if not stat.S_ISREG(os.stat(path).st_mode):  # a pipe's bytes, once read, would be gone for its reader
+                return False
             with open(path, "rb") as fh:
                 head = fh.read(2)
             opener = gzip.open if head == b"\x1f\x8b" else open

@@ -123,3 +123,19 @@ def test_cuda_graph_replays_pair_by_the_order_their_graphs_were_first_replayed()
     assert any("paired by the order" in n and "#2, #1" in n and "#4, #3" in n for n in d.notes)
     same = diff_reports(before, before)
     assert not any("paired by the order" in n for n in same.notes)
+
+
+def test_two_traces_of_one_model_are_not_called_different_workloads_for_their_file_names():
+    """A trace report's workload is its file's name, and two traces of one model (before.json, after.json) never share
+    it: every diff of two traces warned 'A and B are different workloads (before.json vs after.json); 100% of their
+    time is in ops both have'."""
+    from roofline.analyze.diff import diff_reports
+    from roofline.report import OpRecord, Report
+
+    def trace(workload, names):
+        return Report(kind="trace", workload=workload,
+                      ops=[OpRecord(name=n, module="m", time_s=1e-3) for n in names])
+
+    assert diff_reports(trace("before.json", ["aten::mm"]), trace("after.json.gz", ["aten::mm"])).warnings == []
+    unrelated = diff_reports(trace("train.json", ["aten::mm"]), trace("gen.json", ["aten::conv2d"]))
+    assert "different workloads (train.json vs gen.json): only 0%" in unrelated.warnings[0]

@@ -25,19 +25,28 @@ def _x(cat, name, ts, dur, pid=1, tid=1, **args):
     return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
 
 
-def _trace(tmp_path, *, groups=1, optimizers=1, dtypes=("float", "float"), kernel_us=4, first=(), gradient=()):
-    """One ProfilerStep: a backward recording two parameters, then optimizer step(s) of foreach ops with empty lists
-    (``first``: (name, kernel_us) ops each step runs before them, 0: no kernel; ``gradient``: (name, lists) ops with
-    empty lists between the backward, on the autograd thread, and the step, as clip_grad_norm_ runs them)."""
+def _trace(tmp_path, *, groups=1, optimizers=1, dtypes=("float", "float"), kernel_us=4, first=(), gradient=(),
+           micro_batches=1):
+    """One ProfilerStep: a backward recording two parameters (``micro_batches``: that many forwards and backwards,
+    gradient accumulation), then optimizer step(s) of foreach ops with empty lists (``first``: (name, kernel_us) ops
+    each step runs before them, 0: no kernel; ``gradient``: (name, lists) ops with empty lists between the backward,
+    on the autograd thread, and the step, as clip_grad_norm_ runs them)."""
     events = [_x("user_annotation", "ProfilerStep#1", 0, 10_000)]
-    for i, (shape, dtype) in enumerate(zip(PARAMS, dtypes)):
-        tid = 2 if gradient else 1
-        if gradient:
-            events.append(_x("cpu_op", "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad",
-                             9 + 10 * i, 7, tid=tid))
-        events.append(_x("cpu_op", "torch::autograd::AccumulateGrad", 10 + 10 * i, 5, tid=tid,
-                         **{"Input Dims": [shape], "Input type": [dtype], "External id": 100 + i}))
-    ts, ext, corr = 40, 1, 1
+    ts = 10
+    for batch in range(micro_batches):
+        if batch:  # the next micro-batch's forward, on the main thread
+            events.append(_x("cpu_op", "aten::mul", ts, 5, **{"Input Dims": [[2], [2]],
+                                                               "Input type": ["float", "float"]}))
+            ts += 10
+        for i, (shape, dtype) in enumerate(zip(PARAMS, dtypes)):
+            tid = 2 if gradient else 1
+            if gradient:
+                events.append(_x("cpu_op", "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad",
+                                 ts - 1, 7, tid=tid))
+            events.append(_x("cpu_op", "torch::autograd::AccumulateGrad", ts, 5, tid=tid,
+                             **{"Input Dims": [shape], "Input type": [dtype], "External id": 100 + 10 * batch + i}))
+            ts += 10
+    ts, ext, corr = ts + 10, 1, 1
     for name, lists in gradient:
         _op_events(events, name, lists, kernel_us, ts, ext, corr)
         ts, ext, corr = ts + 30, ext + 1, corr + 1
@@ -100,6 +109,17 @@ def test_the_gradients_foreach_ops_before_the_step_are_counted_over_the_paramete
     assert report.summary.unmodeled_time_share == 0
 
 
+@pytest.mark.parametrize("gradient", [(), [("aten::_foreach_norm", 1)]])
+def test_gradient_accumulation_counts_the_parameters_once(tmp_path, gradient):
+    """Three micro-batches' backwards record each parameter three times before one optimizer step: its lists hold
+    the parameters once (they were counted three times, FLOPs and bytes 3x)."""
+    one = _trace(tmp_path, gradient=gradient)
+    three = _trace(tmp_path, gradient=gradient, micro_batches=3)
+    counted = [(op.name, op.flops, op.bytes, op.input_shapes) for op in three.ops if op.name.startswith("aten::_")]
+    assert counted == [(op.name, op.flops, op.bytes, op.input_shapes) for op in one.ops]
+    assert all(op.modeled for op in three.ops)
+
+
 def test_a_sub_microsecond_kernel_is_still_a_kernel(tmp_path):
     mul, addcmul = _trace(tmp_path, kernel_us=0.5).ops
     assert mul.modeled and mul.flops == sum(math.prod(s) for s in PARAMS)
@@ -130,3 +150,42 @@ def test_h200_llama_training_trace_counts_its_optimizer():
     assert len(foreach) == 16 and all(op.modeled for op in foreach)
     assert report.summary.unmodeled_time_share == 0
     assert all(0.2 < op.efficiency <= 1.0 for op in foreach)
+
+
+def _iterations(tmp_path, params_per_iteration):
+    """A trace without ProfilerStep#N marks (profiled without a schedule): per iteration a backward recording
+    ``params`` and an AdamW step of foreach ops with empty lists."""
+    events, ts, ext = [], 0, 1
+    for params in params_per_iteration:
+        events.append(_x("cpu_op", "aten::mul", ts, 5, **{"Input Dims": [[2], [2]], "Input type": ["float", "float"]}))
+        for shape in params:
+            ts += 10
+            events.append(_x("cpu_op", "torch::autograd::AccumulateGrad", ts, 5,
+                             **{"Input Dims": [shape], "Input type": ["float"]}))
+        ts += 100
+        events.append(_x("user_annotation", "Optimizer.step#AdamW.step", ts, 500))
+        for name, lists in (("aten::_foreach_mul_", 1), ("aten::_foreach_addcmul_", 3)):
+            ts += 30
+            _op_events(events, name, lists, 4, ts, ext, ext)
+            ext += 1
+        ts += 1000
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return report_from_trace(load_trace(path), CEIL)
+
+
+def test_iterations_without_step_marks_take_each_its_own_backwards_parameters(tmp_path):
+    """Profiled without a schedule, a training loop's iterations are one 'step' holding several optimizer steps: its
+    foreach ops were all unmodelled ('3 optimizer steps in the profiled step'), 22% of a Llama step's device time."""
+    report = _iterations(tmp_path, [PARAMS] * 3)
+    foreach = [op for op in report.ops if op.name.startswith("aten::_foreach")]
+    elements = sum(math.prod(s) for s in PARAMS)
+    assert len(foreach) == 6 and all(op.modeled for op in foreach)
+    assert [op.flops for op in foreach] == [elements, 2 * elements] * 3
+
+
+def test_optimizer_steps_over_different_parameters_without_step_marks_stay_unmodelled(tmp_path):
+    """Two optimizers taking turns (a GAN's), each after its own backward: which iteration is which is unknown."""
+    report = _iterations(tmp_path, [PARAMS, PARAMS[:1], PARAMS, PARAMS[:1]])
+    foreach = [op for op in report.ops if op.name.startswith("aten::_foreach")]
+    assert len(foreach) == 8 and not any(op.modeled for op in foreach)

@@ -239,3 +239,92 @@ def test_corrupted_bytes_only_raise_roofline_error(tmp_path, cut, flips, gz):
     path = tmp_path / ("c.json.gz" if gz else "c.json")
     path.write_bytes(blob)
     _load(path)
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_trace_saved_with_a_utf8_byte_order_mark_is_read(tmp_path, gz):
+    raw = b"\xef\xbb\xbf" + json.dumps(_small_valid_trace(), indent=2).encode()
+    path = tmp_path / ("bom.json.gz" if gz else "bom.json")
+    path.write_bytes(gzip.compress(raw) if gz else raw)
+    trace = _load(path)
+    assert trace is not None and [op.name for op in trace.ops] == ["ProfilerStep#1", "aten::linear", "aten::addmm"]
+    assert trace.metadata["traceName"] == "small"
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-32"])
+def test_a_trace_saved_as_utf16_or_utf32_names_its_encoding(tmp_path, encoding):
+    path = tmp_path / "wide.json"
+    path.write_bytes(json.dumps(_small_valid_trace()).encode(encoding))
+    with pytest.raises(RooflineError, match=f"{encoding[:6].upper()}.*re-save it as UTF-8"):
+        load_trace(path)
+
+
+def test_a_folder_of_traces_names_them(tmp_path):
+    """tensorboard_trace_handler's log folder given for its trace: say which files to give instead."""
+    for name in ("vm_1.2.pt.trace.json.gz", "vm_1.3.pt.trace.json.gz", "notes.txt"):
+        (tmp_path / name).write_bytes(b"")
+    with pytest.raises(RooflineError, match=r"is a directory holding 2 torch.profiler traces: give one .*"
+                                            r"vm_1.2.pt.trace.json.gz"):
+        load_trace(tmp_path)
+
+
+def _fifo_fed(tmp_path, data: bytes) -> Path:
+    """A named pipe that a daemon thread writes ``data`` into once it is opened (as `<(zcat t.json.gz)` is)."""
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+
+    def feed():
+        with open(fifo, "wb") as fh:
+            fh.write(data)
+
+    threading.Thread(target=feed, daemon=True).start()
+    return fifo
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+def test_a_pipe_is_refused_with_what_to_do_not_a_traceback(tmp_path):
+    """`roofline trace <(zcat t.json.gz)` ended in io.UnsupportedOperation (a traceback): the reader seeks, and the
+    trace is read more than once (again for trace.json.gz)."""
+    from roofline.report import Report
+
+    fifo = _fifo_fed(tmp_path, gzip.compress(json.dumps(_small_valid_trace()).encode()))
+    for load in (load_trace, Report.load):
+        with pytest.raises(RooflineError, match="is a pipe, not a file: .*save it to a file first"):
+            load(fifo)
+    assert not Report.is_report_file(fifo)
+
+
+@pytest.mark.parametrize("bare_list", [True, False])
+def test_a_legacy_autograd_profiler_trace_is_named_as_such(tmp_path, bare_list):
+    """torch 1.7 and older's autograd profiler wrote events without categories in processes 'CPU functions' and
+    'CUDA functions': it was asked whether it was JAX's or TensorFlow's trace (or told nothing was recorded)."""
+    events = []
+    for i in range(3):
+        events += [{"name": "aten::mm", "ph": "X", "ts": 100.0 * i, "dur": 50.0, "tid": 1, "pid": "CPU functions",
+                    "args": {}},
+                   {"name": "aten::mm", "ph": "s", "ts": 100.0 * i, "tid": 1, "pid": "CPU functions", "id": i,
+                    "cat": "cpu_to_cuda", "args": {}},
+                   {"name": "volta_sgemm_128x64_nn", "ph": "X", "ts": 100.0 * i + 60, "dur": 30.0, "tid": 0,
+                    "pid": "CUDA functions", "args": {}}]
+    path = tmp_path / "legacy.json"
+    path.write_text(json.dumps(events if bare_list else {"traceEvents": events}))
+    with pytest.raises(RooflineError, match=r"written by the legacy autograd profiler \(torch 1.7 and older"):
+        load_trace(path)
+
+
+def test_ops_written_as_begin_end_pairs_are_named_not_called_missing(tmp_path):
+    """A trace re-exported by a tool that writes each op as a B/E pair: it was told 'holds no op ... only 1 memory
+    events; record the model's steps inside torch.profiler.profile', though it holds the ops."""
+    events = []
+    for e in _small_valid_trace()["traceEvents"]:
+        if e.get("ph") == "X":
+            events.append(dict({k: v for k, v in e.items() if k != "dur"}, ph="B"))
+            events.append({"ph": "E", "pid": e["pid"], "tid": e["tid"], "ts": e["ts"] + e["dur"]})
+        else:
+            events.append(e)
+    path = tmp_path / "be.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    with pytest.raises(RooflineError, match=r"its 9 timed events are begin/end pairs \(ph B/E\)"):
+        load_trace(path)

@@ -216,6 +216,11 @@ def test_no_events_names_what_was_skipped(tmp_path):
     ("runpy.py(88): _run_code", None),
     ("test.py(3): <module>", (1, "test.py:3")),
     ("no frame here", None),
+    # a trace recorded on Windows: Python spells its files with backslashes
+    (r"C:\Python311\Lib\site-packages\torch\nn\modules\module.py(1739): _call_impl", None),
+    (r"C:\Users\me\AppData\Local\Programs\Python\Python311\Lib\threading.py(1000): run", None),
+    (r"C:\Users\me\proj\train.py(40): step", (1, "C:/Users/me/proj/train.py:40")),
+    (r"C:\Python311\Lib\site-packages\torch\utils\checkpoint.py(300): backward", (4, "")),  # _RECOMPUTES
 ])
 def test_which_frames_are_user_code(name, expected):
     got = _classify_frame(name)

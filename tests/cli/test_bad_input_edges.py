@@ -506,3 +506,42 @@ def test_the_error_line_is_one_write_so_ranks_sharing_stderr_cannot_run_into_eac
     errors = [call for call in stderr.calls if "roofline: error:" in call]
     assert len(errors) == 1 and errors[0].startswith("roofline: error:") and errors[0].endswith("\n")
     assert errors[0].count("\n") == 1
+
+
+@pytest.mark.parametrize("fmt", ["zip", "xz", "bz2", "tar.gz"])
+def test_a_trace_in_an_archive_or_another_compression_is_named_as_such(tmp_path, fmt):
+    """GitHub issues take traces only as .zip attachments: a zipped (or xz, bzip2, zstd, tar) trace was refused as
+    'does not start like JSON: b'PK\\x03\\x04...'' (a tar.gz as 'invalid character (byte 4)'), not told to extract
+    it."""
+    import bz2
+    import lzma
+    import tarfile
+    import zipfile
+
+    from roofline.capture.kineto import load_trace
+
+    text = json.dumps({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2}]})
+    inner = tmp_path / "t.json"
+    inner.write_text(text)
+    path = tmp_path / f"t.{fmt}"
+    if fmt == "zip":
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.write(inner, "t.json")
+    elif fmt == "tar.gz":
+        with tarfile.open(path, "w:gz") as archive:
+            archive.add(inner, "t.json")
+    else:
+        path.write_bytes((lzma if fmt == "xz" else bz2).compress(text.encode()))
+    name = {"zip": "a zip archive", "xz": "xz-compressed", "bz2": "bzip2-compressed", "tar.gz": "a tar archive"}[fmt]
+    for load in (load_trace, Report.load):
+        with pytest.raises(RooflineError, match=f"it is {name}: (extract|decompress)"):
+            load(path)
+
+
+def test_a_report_saved_with_a_utf8_byte_order_mark_is_read(tmp_path, capsys):
+    """A report.json opened and saved in a Windows editor gains a BOM; `roofline diff` refused it as
+    'invalid character (byte 0)' although json.load reads it."""
+    path = tmp_path / "r.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(_REPORT).encode())
+    assert Report.load(path).ops[0].name == _REPORT["ops"][0]["name"]
+    assert Report.is_report_file(path)  # `roofline doctor` reads it as a report, not as a trace

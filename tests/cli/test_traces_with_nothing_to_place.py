@@ -9,7 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-from torch.profiler import ProfilerActivity, profile, record_function
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 from roofline.analyze.trace_file import analyze_trace_file
 from roofline.cli import main
@@ -29,7 +30,13 @@ def traces(tmp_path_factory) -> dict[str, Path]:
         with record_function("data loading"):
             sum(range(1000))
     annotated.export_chrome_trace(str(folder / "only_annotation.json"))
-    return {"empty": folder / "empty_profile.json", "annotation": folder / "only_annotation.json"}
+    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=2)) as scheduled:
+        for _ in range(3):
+            torch.ones(4).sum()
+            scheduled.step()
+    scheduled.export_chrome_trace(str(folder / "scheduled.json"))
+    return {"empty": folder / "empty_profile.json", "annotation": folder / "only_annotation.json",
+            "scheduled": folder / "scheduled.json"}
 
 
 def _one_error(capsys) -> str:
@@ -57,10 +64,22 @@ def test_a_profile_that_recorded_nothing_is_refused_the_same_way(traces, tmp_pat
     assert main([command, str(traces["empty"]), "-o", str(out)]) == 2
     line = _one_error(capsys)
     assert line.startswith(f"roofline: error: {traces['empty']} has no profiler events")
-    assert line.endswith("the profiler recorded nothing; record the model's steps inside "
-                         "torch.profiler.profile(record_shapes=True), or let roofline record them: `roofline profile "
-                         "SCRIPT.py` or `roofline analyze FILE.py:factory`")
+    assert ("the profiler recorded nothing; record the model's steps inside "
+            "torch.profiler.profile(record_shapes=True), or let roofline record them: `roofline profile "
+            "SCRIPT.py` or `roofline analyze FILE.py:factory`; ") in line
     assert not out.exists()
+
+
+def test_a_scheduled_profile_exported_after_its_with_block_says_to_export_from_on_trace_ready(traces, tmp_path, capsys):
+    """The usual mistake with a schedule: prof.export_chrome_trace after the `with` block writes only the last,
+    unfinished cycle (every completed one went to on_trace_ready), which recorded nothing. It was told to record
+    the model inside torch.profiler.profile, which it had."""
+    assert main(["trace", str(traces["scheduled"]), "-o", str(tmp_path / "out")]) == 2
+    line = _one_error(capsys)
+    assert "the profiler recorded nothing" in line
+    assert ("a profiler given a schedule hands each finished cycle to on_trace_ready and keeps only the last, "
+            "unfinished one for an export after its `with` block: pass on_trace_ready=torch.profiler."
+            "tensorboard_trace_handler(DIR)") in line
 
 
 def test_several_traces_one_of_them_with_nothing_to_place_is_refused_naming_it(traces, tmp_path, capsys):

@@ -83,3 +83,14 @@ def test_merge_of_an_empty_directory_is_one_clear_error(tmp_path, capsys):
 
     assert main(["merge", str(tmp_path)]) == 2
     assert "no rank{r}/report.json" in capsys.readouterr().err
+
+
+def test_merge_of_a_folder_of_profiler_traces_says_to_trace_them(tmp_path, capsys):
+    """tensorboard_trace_handler writes one folder of rank traces; `roofline merge` of it said only to re-profile."""
+    from roofline.cli import main
+
+    for rank in (0, 1):
+        (tmp_path / f"rank{rank}.1796318098288353085.pt.trace.json").write_text('{"traceEvents": []}')
+    assert main(["merge", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "holds 2 torch.profiler traces" in err and f"roofline trace {tmp_path}/*.pt.trace.json" in err

@@ -139,6 +139,32 @@ def test_traces_of_one_process_are_not_merged_as_ranks(tmp_path, cpu_ceilings):
     assert [r.rank for r in merge_trace_files(named, ceilings_file=ceilings).ranks] == [0, 1]
 
 
+def test_a_trace_of_no_job_among_a_jobs_ranks_is_refused_naming_it(tmp_path, cpu_ceilings):
+    """`roofline trace *.json` in a folder holding a 2-rank job's traces and one single-process trace merged all three
+    as 'a 3-rank job', the stray trace a rank of it."""
+    from roofline.device import save_ceilings
+
+    ceilings = str(save_ceilings(cpu_ceilings, tmp_path / "ceilings.json"))
+    ranks = [_trace(tmp_path / f"r{r}.json.gz", r, 500, 100) for r in (0, 1)]
+    stray = _trace(tmp_path / "single.json.gz", 0, 500, 0, distributed=False)
+    with pytest.raises(RooflineError, match=r"single.json.gz is not a rank of the job the other traces record "
+                                            r"\(nccl, world size 2\)"):
+        merge_trace_files(ranks + [stray], ceilings_file=ceilings)
+
+
+def test_two_profiler_cycles_of_each_rank_are_not_merged_as_twice_the_ranks(tmp_path, cpu_ceilings):
+    """tensorboard_trace_handler writes a file per profiler cycle: `roofline trace logdir/*.pt.trace.json` of a 2-rank
+    job profiled for two cycles merged its 4 files as 'a 4-rank gloo job'."""
+    from roofline.device import save_ceilings
+
+    ceilings = str(save_ceilings(cpu_ceilings, tmp_path / "ceilings.json"))
+    cycles = [_trace(tmp_path / f"rank{r}.{cycle}.pt.trace.json.gz", r, 500, 100)
+              for r in (0, 1) for cycle in (1, 2)]
+    with pytest.raises(RooflineError, match=r"4 traces for a job of 2 ranks: rank 0 is in 2 of them "
+                                            r"\(rank0.1.pt.trace.json.gz, rank0.2.pt.trace.json.gz\)"):
+        merge_trace_files(cycles, ceilings_file=ceilings)
+
+
 def test_rank_environment_and_output_dir(tmp_path):
     env = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1"}
     info = current_rank(env)

@@ -7,13 +7,15 @@ the H200. The same trace records every parameter that received a gradient: each 
 op to lists shaped like those parameters (params, grads, moments, their sqrt), so an unrecorded list argument of a
 _foreach_* op inside an ``Optimizer.step#`` span that ran device kernels is taken to be that step's parameters, when:
 - the profiled step holds exactly one optimizer step (two optimizers split the parameters in a way the trace does
-  not record);
+  not record); a trace without ProfilerStep#N marks (profiled without a schedule) is cut at its optimizer steps
+  instead, where all are of one optimizer and update the same parameters;
 - the parameters share one dtype (foreach groups tensors by dtype: with several, which call got which is unknown);
 - the optimizer step's _foreach_* sequence is not one sequence repeated (each parameter group repeats it, over a
   part of the parameters the trace does not record).
 Ops that ran no device kernel (the step counters, which live on the host) are never given the parameters.
 Otherwise the op stays unmodelled and its note says why. A trace of a step without a backward (gradient
-accumulation) takes the parameters of the latest step that had one.
+accumulation) takes the parameters of the latest step that had one; a step of several micro-batches, those of its
+last backward.
 
 The work on the gradients before the step (phase "gradient": clip_grad_norm_'s _foreach_norm and _foreach_mul_,
 GradScaler's _amp_foreach_non_finite_check_and_unscale_, zero_grad's _foreach_zero_) runs over the same lists, the
@@ -41,27 +43,33 @@ class OptimizerLists:
     """Per profiled step: the parameters a foreach optimizer step's unrecorded lists stand for, or why none."""
 
     def __init__(self, trace: Trace) -> None:
-        self._params: dict[int | None, list[TensorMeta]] = {}
-        self._why_not: dict[int | None, str] = {}
-        grads: dict[int | None, list[TensorMeta]] = defaultdict(list)
-        optimizer_spans: dict[int | None, int] = defaultdict(int)
-        sequences: dict[int | None, list[str]] = defaultdict(list)
-        for kind, op in _named_ops(trace):
+        self._params: dict[tuple[int, int], list[TensorMeta]] = {}
+        self._why_not: dict[tuple[int, int], str] = {}
+        grads: dict[tuple[int, int], list[CpuOp]] = defaultdict(list)
+        optimizer_spans: dict[tuple[int, int], list[CpuOp]] = defaultdict(list)
+        sequences: dict[tuple[int, int], list[str]] = defaultdict(list)
+        named = _named_ops(trace)
+        self._iteration_ends = _unmarked_iteration_ends(named)
+        key = self._key
+        for kind, op in named:
             if kind == _GRAD:
                 args = args_from_trace(op.input_dims, op.input_types, op.input_strides)
                 if args and isinstance(args[0], TensorMeta):
-                    grads[op.step].append(args[0])
+                    grads[key(op)].append(op)
             elif kind == _STEP:
-                optimizer_spans[op.step] += 1
+                optimizer_spans[key(op)].append(op)
             elif op.is_optimizer and op.total_kernel_us > 0:
-                sequences[op.step].append(op.name)
+                sequences[key(op)].append(op.name)
         latest: list[TensorMeta] = []
-        for step in sorted(set(grads) | set(sequences), key=lambda s: -1 if s is None else s):
-            latest = grads.get(step) or latest
+        for step in sorted(set(grads) | set(sequences)):
+            if grads.get(step):
+                spans = optimizer_spans.get(step, [])
+                last = _last_backward(trace, grads[step], spans[0] if len(spans) == 1 else None)
+                latest = [args_from_trace(op.input_dims, op.input_types, op.input_strides)[0] for op in last]
             if not sequences.get(step):
                 continue
-            if optimizer_spans.get(step, 0) != 1:
-                self._why_not[step] = f"{optimizer_spans.get(step, 0)} optimizer steps in the profiled step"
+            if len(optimizer_spans.get(step, ())) != 1:
+                self._why_not[step] = f"{len(optimizer_spans.get(step, ()))} optimizer steps in the profiled step"
             elif not latest:
                 self._why_not[step] = "no AccumulateGrad events record the parameters"
             elif len({t.dtype for t in latest}) > 1:
@@ -71,6 +79,26 @@ class OptimizerLists:
                                        "parameters the trace does not record)")
             else:
                 self._params[step] = latest
+        self._unless_one_parameter_list()
+
+    def _key(self, op: CpuOp) -> tuple[int, int]:
+        """(profiled step, 0) of an op in one; outside any, (-1, the optimizer step it belongs to): the one it runs
+        in, or the next (its backward and gradient work run before it)."""
+        if op.step is not None:
+            return op.step, 0
+        ends = self._iteration_ends
+        return -1, min(int(np.searchsorted(ends, op.ts_us, side="right")), max(len(ends) - 1, 0))
+
+    def _unless_one_parameter_list(self) -> None:
+        """Optimizer steps outside profiled steps are taken as a training loop's iterations only where each updates
+        the same parameters: two optimizers taking turns (a GAN's) would give each the other's backward's."""
+        unmarked = [step for step in self._params if step[0] == -1]
+        lists = [self._params[step] for step in unmarked]
+        if len(unmarked) > 1 and any(params != lists[0] for params in lists):
+            for step in unmarked:
+                del self._params[step]
+                self._why_not[step] = ("optimizer steps over different parameters and no ProfilerStep#N marks to "
+                                       "tell iterations from optimizers")
 
     def for_op(self, op: CpuOp) -> tuple[list[TensorMeta] | None, str]:
         """(the parameters this op's unrecorded lists stand for, "") or (None, why not)."""
@@ -78,8 +106,9 @@ class OptimizerLists:
             return None, ""
         if op.total_kernel_us <= 0:
             return None, "ran no device kernel (host-side lists, such as step counters)"
-        params = self._params.get(op.step)
-        return (params, "") if params else (None, self._why_not.get(op.step, ""))
+        key = self._key(op)
+        params = self._params.get(key)
+        return (params, "") if params else (None, self._why_not.get(key, ""))
 
 
 _GRAD, _STEP, _FOREACH = 1, 2, 3
@@ -91,6 +120,34 @@ def _named_ops(trace: Trace) -> list[tuple[int, CpuOp]]:
     ops = trace.ops
     read = np.flatnonzero(op_columns(trace).named(_kind_of_name))
     return [(_kind_of_name(ops[i].name), ops[i]) for i in read.tolist()]
+
+
+def _unmarked_iteration_ends(named: list[tuple[int, CpuOp]]) -> np.ndarray:
+    """When the optimizer steps outside any profiled step end, where there are several of one optimizer (a training
+    loop profiled without a schedule: its iterations); else none (one step, or optimizers of several names)."""
+    spans = [op for kind, op in named if kind == _STEP and op.step is None]
+    if len(spans) < 2 or len({op.name for op in spans}) > 1:
+        return np.zeros(0)
+    return np.sort(np.fromiter((op.ts_us + op.dur_us for op in spans), dtype=np.float64, count=len(spans)))
+
+
+def _last_backward(trace: Trace, grads: list[CpuOp], optimizer_step: CpuOp | None) -> list[CpuOp]:
+    """The AccumulateGrad ops of the last backward among ``grads`` (in time order): those after the last forward op
+    that the optimizer step's thread ran between two of them. With gradient accumulation each micro-batch's backward
+    records every parameter once more; the optimizer's lists hold each once."""
+    if optimizer_step is None or len(grads) < 2:
+        return grads
+    ts = op_columns(trace).ts_us
+    ops = trace.ops
+    thread = (optimizer_step.pid, optimizer_step.tid)
+    lo, hi = np.searchsorted(ts, [grads[0].ts_us, grads[-1].ts_us], side="right").tolist()
+    forward = [op.ts_us for op in ops[lo:hi]
+               if (op.pid, op.tid) == thread and not (op.is_backward or op.is_grad_accumulation or op.is_annotation
+                                                      or op.is_optimizer or op.is_gradient or op.is_recompute)]
+    if not forward:
+        return grads
+    start = np.searchsorted([op.ts_us for op in grads], forward[-1], side="right")
+    return grads[int(start):]
 
 
 def _kind_of_name(name: str) -> int:

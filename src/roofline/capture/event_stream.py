@@ -19,6 +19,7 @@ Offsets of a gzipped file count its decompressed bytes.
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 import zlib
@@ -28,7 +29,7 @@ from typing import Any, Iterator
 import msgspec
 
 from roofline.errors import RooflineError
-from roofline.io import non_json_number_hint, not_json_head
+from roofline.io import non_json_number_hint, not_json_head, refuse_stream
 
 BLOCK_BYTES = 4 << 20  # 16 MiB held ~90 MB more decoded events at once on a 304 MB trace and loaded it no faster
 _READ_BYTES = 4 << 20
@@ -111,12 +112,13 @@ class EventStream:
         return head
 
     def _blocks(self) -> Iterator[bytes]:
+        refuse_stream(self.path, "trace")
         try:
             fh = open(self.path, "rb")
         except FileNotFoundError:
             raise RooflineError(f"trace file not found: {self.path}") from None
         except IsADirectoryError:
-            raise RooflineError(f"{self.path} is a directory; give a trace file (.json or .json.gz)") from None
+            raise RooflineError(_directory_error(self.path)) from None
         except OSError as exc:
             raise RooflineError(f"cannot read trace {self.path}: {exc.strerror or exc}") from None
         with fh:
@@ -224,7 +226,7 @@ class EventStream:
 
     def _array_start(self, head: bytearray, final: bool) -> int | None:
         """Offset just past the '[' that opens the event list; parses the metadata written before it."""
-        i = _skip_space(head, 0)
+        i = _skip_space(head, self._text_start(head))
         if i >= len(head):
             if final and self._input_cut:
                 raise RooflineError(f"{self.path} is a truncated or corrupt gzip file: nothing could be read")
@@ -254,6 +256,17 @@ class EventStream:
         prefix = bytes(head[i:key]).rstrip(_WHITESPACE).rstrip(b",") + b"}"
         self._add_metadata(prefix)
         return j + 1
+
+    def _text_start(self, head: bytearray) -> int:
+        """Where the JSON text starts: past a UTF-8 byte order mark (Windows editors write one, and json.load reads
+        it). UTF-16 or UTF-32 text is refused by its name, not as 'invalid character (byte 0)'."""
+        if head.startswith(codecs.BOM_UTF8):
+            return len(codecs.BOM_UTF8)
+        wide = _wide_encoding(bytes(head[:4]))
+        if wide:
+            raise RooflineError(f"{self.path} is {wide} text (saved by a Windows editor or a PowerShell redirect?): "
+                                "re-save it as UTF-8")
+        return 0
 
     def _raise_not_trace(self, head: bytearray) -> None:
         try:
@@ -554,6 +567,47 @@ def _byte_range(blocks: Iterator[bytes], start: int | None, stop: int | None) ->
         pos = end
         if stop is not None and pos >= stop:
             return
+
+
+PROFILER_TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")  # tensorboard_trace_handler's file names
+
+
+def profiler_traces_in(directory: Path) -> list[Path]:
+    """The torch.profiler traces directly in ``directory`` (a tensorboard_trace_handler log folder), by name."""
+    try:
+        return sorted(p for p in directory.iterdir() if p.name.endswith(PROFILER_TRACE_SUFFIXES) and p.is_file())
+    except OSError:
+        return []
+
+
+def profiler_traces_pattern(directory: Path, traces: list[Path]) -> str:
+    """A shell pattern that names ``traces`` in ``directory``: DIR/*.pt.trace.json, .json.gz, or both."""
+    suffixes = {".pt.trace.json.gz" if p.name.endswith(".gz") else ".pt.trace.json" for p in traces}
+    return f"{directory}/*{suffixes.pop() if len(suffixes) == 1 else '.pt.trace.json*'}"
+
+
+def _directory_error(path: Path) -> str:
+    traces = profiler_traces_in(path)
+    if not traces:
+        return f"{path} is a directory; give a trace file (.json or .json.gz)"
+    return (f"{path} is a directory holding {len(traces)} torch.profiler traces: give one ({traces[0].name}), or a "
+            f"distributed job's rank traces together: `roofline trace {profiler_traces_pattern(path, traces)}`")
+
+
+def _wide_encoding(start: bytes) -> str | None:
+    """'UTF-16' or 'UTF-32' where the first four bytes show that encoding (a byte order mark, or NULs beside the
+    first character, an ASCII one in JSON), else None."""
+    if start.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        return "UTF-32"
+    if start.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "UTF-16"
+    if len(start) < 4:
+        return None
+    if start[:3] == b"\0\0\0" and 0 < start[3] < 0x80 or 0 < start[0] < 0x80 and start[1:] == b"\0\0\0":
+        return "UTF-32"
+    if start[0] == 0 and 0 < start[1] < 0x80 or 0 < start[0] < 0x80 and start[1] == 0:
+        return "UTF-16"
+    return None
 
 
 def _before(data: bytearray, pos: int) -> bytes:

@@ -111,6 +111,8 @@ _CATEGORY_KIND = {
 }
 # Categories Kineto writes besides the events read (its own span of the trace, CUPTI overhead, ac2g flows): a trace
 # holding only these recorded nothing, rather than being another tool's.
+# the process torch 1.7 and older's autograd profiler (export_chrome_trace, before Kineto) put its ops in
+_LEGACY_CPU_PROCESS = "CPU functions"
 _KINETO_OWN = frozenset({"Trace", "overhead", "ac2g", "cpu_instant_event", "gpu_user_annotation", "fwdbwd"})
 _GPU_CATEGORY = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset"}
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
@@ -139,6 +141,12 @@ NO_STEPS_WARNING = ("no ProfilerStep#N annotations: steps unknown. torch.profile
 # What to do about a trace with nothing to analyse (here: no event at all; analyze/trace_file: no op to place).
 RECORD_THE_MODEL = ("record the model's steps inside torch.profiler.profile(record_shapes=True), or let roofline "
                     "record them: `roofline profile SCRIPT.py` or `roofline analyze FILE.py:factory`")
+
+# Why a profile of a model's steps can hold nothing (the usual mistake with a schedule; its trace is no different from
+# that of a profiler that recorded nothing)
+_SCHEDULED_EXPORT = ("a profiler given a schedule hands each finished cycle to on_trace_ready and keeps only the last, "
+                     "unfinished one for an export after its `with` block: pass "
+                     "on_trace_ready=torch.profiler.tensorboard_trace_handler(DIR)")
 
 # where torch.utils.checkpoint reruns the forward: the reentrant CheckpointFunction.backward, the non-reentrant
 # saved-tensor unpack hook
@@ -359,7 +367,8 @@ def _send_tail(path: str, offset: int | str, out) -> None:
     header = {
         "threads": list(builder.threads), "labels": list(builder.labels), "kinds": builder.kinds,
         "has_stack": builder.has_stack, "has_modules": builder.has_modules, "skipped": builder.skipped,
-        "bad_times": builder.bad_times, "shapes": list(builder.shape_cache),
+        "bad_times": builder.bad_times, "legacy_events": builder.legacy_events,
+        "begun": builder.begun, "shapes": list(builder.shape_cache),
         "profiler_start": builder.profiler_start, "saw_call_from": builder.saw_call_from,
         "generated_files": sorted(builder.generated_files),
         "steps": [(number, position[id(op)]) for number, op in builder.step_ops],
@@ -477,6 +486,8 @@ class _TraceBuilder:
         self.generated_files: set[str] = set()  # torch.compile's output code that ran (frames of it seen)
         self.skipped = 0
         self.bad_times = 0
+        self.legacy_events = 0  # complete events of the pre-Kineto autograd profiler (_LEGACY_CPU_PROCESS)
+        self.begun = 0  # ops, kernels and calls written as begin/end pairs (ph B/E): not read
 
     def add_events(self, events: list[_Event]) -> None:
         kinds = self.kinds
@@ -494,8 +505,12 @@ class _TraceBuilder:
             if kind == _OTHER:
                 if ev.name == "[memory]":
                     self._memory(ev)
+                elif ev.pid == _LEGACY_CPU_PROCESS:
+                    self.legacy_events += 1
                 continue
             if ev.ph != "X":
+                if ev.ph == "B":
+                    self.begun += 1
                 continue
             ts = ev.ts
             dur = ev.dur
@@ -622,6 +637,8 @@ class _TraceBuilder:
         self.has_modules = self.has_modules or header["has_modules"]
         self.skipped += header["skipped"]
         self.bad_times += header["bad_times"]
+        self.legacy_events += header["legacy_events"]
+        self.begun += header["begun"]
         stream = _StreamState(header["metadata"], header["warnings"], header["cut"],
                               self.trace.events_read + header["events_read"])
         _take_stream(self.trace, stream)
@@ -819,11 +836,20 @@ class _TraceBuilder:
         trace = self.trace
         if any(text.startswith(CALL_SITE_PREFIX) for text in self.strings):  # distinct names: a few thousand
             self._take_call_site_ranges()
+        if self.begun and not (self.ops or self.kernels):
+            raise RooflineError(f"{trace.path}: its {self.begun} timed events are begin/end pairs (ph B/E), as "
+                                "another tool writes them when it re-exports a trace; roofline reads torch.profiler's "
+                                "complete events (ph X): give it the trace torch.profiler wrote")
         if not (self.ops or self.kernels or self.memory):
             skipped = [f"{self.skipped} malformed events skipped"] if self.skipped else []
             if self.bad_times:
                 skipped.append(f"{self.bad_times} events with no usable ts/dur")
             detail = f" ({'; '.join(skipped)})" if skipped else ""
+            if self.legacy_events:
+                raise RooflineError(f"{trace.path} was written by the legacy autograd profiler (torch 1.7 and older: "
+                                    f"events without a category, in processes '{_LEGACY_CPU_PROCESS}' and 'CUDA "
+                                    "functions'), whose trace holds no input shapes and no kernel launches: "
+                                    f"re-record it with torch.profiler (torch 1.8 or newer); {RECORD_THE_MODEL}")
             foreign = sorted(c for c in self.kinds if c and c not in _CATEGORY_KIND and c not in _KINETO_OWN)
             if foreign:
                 shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
@@ -832,7 +858,7 @@ class _TraceBuilder:
                                     f"profiler, Perfetto, Nsight Systems)? roofline reads torch.profiler (Kineto) "
                                     f"traces: {RECORD_THE_MODEL}")
             raise RooflineError(f"{trace.path} has no profiler events (no cpu_op, kernel or memory events){detail}: "
-                                f"the profiler recorded nothing; {RECORD_THE_MODEL}")
+                                f"the profiler recorded nothing; {RECORD_THE_MODEL}; {_SCHEDULED_EXPORT}")
         self._sort_ops()
         if self._adopt_orphan_launches():
             self._sort_ops()
@@ -1229,6 +1255,7 @@ def _frame_kind(name: str) -> tuple | None:
     """_classify_frame's answer as a frame label, a user frame's with what to show if the frame turns out to have
     been running when profiling began (its function, not the stale line); _STARTS_PROFILER for the frame that
     started tracing."""
+    name = _slashed(name)
     if _PROFILER_START.match(name):
         return _STARTS_PROFILER
     if is_tool_frame(name):
@@ -1260,6 +1287,7 @@ def _classify_frame(name: str) -> tuple[int, str] | None:
     clipping and GradScaler's unscale_/step/update, None for other library code."""
     if name.startswith(_MODULE_PREFIX):
         return (_MODULE, name[len(_MODULE_PREFIX):])
+    name = _slashed(name)
     match = _FRAME.match(name)
     if match is None:
         return None
@@ -1272,6 +1300,12 @@ def _classify_frame(name: str) -> tuple[int, str] | None:
     if not is_user_file(file):
         return None
     return (_USER, f"{local_trace_path(file)}:{match.group(2)}")
+
+
+def _slashed(name: str) -> str:
+    """A frame label of a trace recorded on Windows (C:\\Python311\\Lib\\site-packages\\torch\\...) with '/'
+    separators, as the tests of which code is whose spell paths."""
+    return name.replace("\\", "/") if "\\" in name else name
 
 
 _SLICE = 1 << 16

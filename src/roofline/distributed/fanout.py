@@ -24,6 +24,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import ExitStack
 from pathlib import Path
@@ -131,12 +132,28 @@ def summarize_all(tasks: list[Task], *, jobs: int = 1, cluster: str | None = Non
                 summaries.update(decode_summaries(batch))
     numbers = sorted(summaries)
     if len({summaries[n].rank for n in numbers}) != len(numbers):
+        _refuse_more_traces_than_ranks([summaries[n] for n in numbers])
         for position, number in enumerate(numbers):
             summaries[number].rank = position
     base = min(numbers, key=lambda n: summaries[n].rank)
     if base not in reports:
         reports[base] = analyze_rank(next(t for t in tasks if t[2] == base))[2]
     return [summaries[n] for n in numbers], reports[base]
+
+
+def _refuse_more_traces_than_ranks(found: list[RankSummary]) -> None:
+    """Traces that claim a rank twice, more of them than the world size the job records: several profiler cycles
+    (tensorboard_trace_handler writes a file per cycle) or runs of each rank, not ranks. Taken by position, a 2-rank
+    job's two cycles made 'a 4-rank job'."""
+    world = max((s.world_size or 0 for s in found), default=0)
+    if not world or len(found) <= world:
+        return
+    ranks = Counter(s.rank for s in found)
+    rank, times = ranks.most_common(1)[0]
+    names = ", ".join(Path(s.path).name for s in found if s.rank == rank)
+    raise RooflineError(f"{len(found)} traces for a job of {world} ranks: rank {rank} is in {times} of them ({names}): "
+                        "several profiler cycles or runs of each rank (tensorboard_trace_handler writes a file per "
+                        "cycle); give one trace per rank")
 
 
 def _in_processes(tasks: list[Task], jobs: int, stack: ExitStack) -> Iterator[bytes]:

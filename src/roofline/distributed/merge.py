@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.analyze.rank_timeline import breakdown_row
+from roofline.capture.event_stream import profiler_traces_in, profiler_traces_pattern
 from roofline.distributed.collectives import find_collective_ceilings
 from roofline.distributed.comm import (
     CollectiveCall,
@@ -63,6 +64,11 @@ def merge_run_dir(run_dir: str | os.PathLike[str], ceilings_file: str | None = N
 
     found = find_rank_dirs(run_dir)
     if not found:
+        traces = profiler_traces_in(Path(run_dir))
+        if traces:
+            raise RooflineError(f"{run_dir} holds {len(traces)} torch.profiler traces, not the rank{{r}}/ folders "
+                                "`roofline profile` writes: merge a job's rank traces with `roofline trace "
+                                f"{profiler_traces_pattern(Path(run_dir), traces)}`")
         raise RooflineError(f"no rank{{r}}/report.json under {run_dir}: profile with `roofline profile --nproc N` "
                             "or run `roofline profile` under torchrun with -o RUN_DIR")
     tasks = [("dir", str(directory), rank, len(found), None, False) for rank, directory in found]
@@ -110,6 +116,7 @@ def _refuse_unrelated_traces(summaries: list[RankSummary]) -> None:
     name vouches for a job only if no two files give the same one: two runs of one script with
     tensorboard_trace_handler(worker_name="rank0") are not ranks 0 and 1."""
     if any(s.backend or s.world_size or s.calls for s in summaries):
+        _refuse_mixed_jobs(summaries)
         return
     named = [int(m.group(1)) for s in summaries if (m := _RANK_IN_PATH.search(s.path))]
     if named and len(set(named)) == len(named):
@@ -120,6 +127,20 @@ def _refuse_unrelated_traces(summaries: list[RankSummary]) -> None:
     raise RooflineError(f"these {len(summaries)} traces are not ranks of one distributed job ({why}, none records "
                         "a backend or holds a collective): analyse each with `roofline trace FILE`, or compare two "
                         "with `roofline diff` of their report.json")
+
+
+def _refuse_mixed_jobs(summaries: list[RankSummary]) -> None:
+    """Among traces that record a distributed job, one that records none (no rank, backend or collective: a
+    single-process trace caught by a glob) is no rank of it: merged, it made 'a 3-rank job' of a 2-rank one."""
+    stray = next((s for s in summaries if not (s.backend or s.world_size or s.calls)), None)
+    if stray is None:
+        return
+    backend = next((s.backend for s in summaries if s.backend), None)
+    world = max((s.world_size or 0 for s in summaries), default=0)
+    job = ", ".join(([backend] if backend else []) + ([f"world size {world}"] if world else []))
+    raise RooflineError(f"{stray.path} is not a rank of the job the other traces record{f' ({job})' if job else ''}: "
+                        "it records no rank, backend or collective; leave it out, or analyse it alone with "
+                        f"`roofline trace {stray.path}`")
 
 
 def merge_ranks(inputs: list[RankInput], *, ceilings_file: str | None = None,
