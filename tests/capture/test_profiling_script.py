@@ -336,6 +336,27 @@ def test_the_scripts_own_profiler_is_a_stand_in_whose_steps_count() -> None:
     assert finder.source == "profiler" and len(steps) == 3
 
 
+def test_the_scripts_own_profiling_context_is_a_stand_in_whose_steps_count() -> None:
+    """A roofline.ProfilingContext in a profiled script raised "Profiler is already enabled on this thread" once
+    roofline's profiler ran. It stands in like torch.profiler.profile: its steps (step() or decorated calls)
+    count, and asking it for its report ends the script, whose report is roofline's."""
+    import roofline
+    from roofline.capture.script_runner import StopScript
+
+    steps: list[int] = []
+    with StepFinder(lambda: steps.append(1)) as finder:
+        with roofline.ProfilingContext(wait=1, warmup=1, active=2) as ctx:
+            for _ in range(2):
+                torch.ones(2) + 1
+                ctx.step()
+        step = roofline.ProfilingContext(active=1)(lambda x: x + 1)
+        assert step(torch.ones(2)).tolist() == [2.0, 2.0]
+        with pytest.raises(StopScript):
+            ctx.report()
+    assert finder.source == "profiler" and len(steps) == 3
+    assert isinstance(roofline.ProfilingContext(active=1), roofline.ProfilingContext)
+
+
 def test_script_error_line_names_the_scripts_line(tmp_path: Path) -> None:
     script = tmp_path / "bad.py"
     script.write_text("x = 1\ny = x / 0\n")
