@@ -464,6 +464,28 @@ def test_a_profiler_stopped_by_another_session_is_not_blamed_on_the_script_alone
         assert script_error_line(exc, script) == "flex.py raised RuntimeError: boom (at flex.py:1)"
 
 
+def test_a_legacy_profiler_in_the_script_is_named_as_the_cause(tmp_path, capsys):
+    """torch.autograd.profiler.profile cannot stand in (torch.profiler runs on it): the script's line said only
+    "Profiler is already enabled on this thread"; it now says which profiler and what to do."""
+    script = tmp_path / "legacy.py"
+    script.write_text(textwrap.dedent("""\
+        import torch
+        model = torch.nn.Linear(8, 8)
+        for _ in range(12):
+            with torch.autograd.profiler.profile():
+                model(torch.randn(2, 8))
+    """))
+    from roofline.cli import main
+
+    assert main(["profile", "--wait", "1", "--timed", "1", "--warmup", "0", "--active", "1", "-o",
+                 str(tmp_path / "out"), str(script)]) == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith("roofline: error: legacy.py raised RuntimeError: Profiler is already enabled on this "
+                           "thread. (at legacy.py:"), line
+    assert "); the script runs a profiler of its own" in line
+    assert "torch.autograd.profiler.profile" in line
+
+
 def test_a_weight_normed_model_s_weight_reads_while_it_is_built_are_no_steps() -> None:
     """sweep 5: EnCodec's weight-normed convolutions read their weights (the parametrization's forward, at top
     level) while the model was built and initialised; the largest of them became the steps, and the whole

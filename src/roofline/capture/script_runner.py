@@ -401,7 +401,7 @@ def _error_line(exc: BaseException, what: str, counts: Callable[[str], bool], sp
     if isinstance(exc, SystemExit):
         return f"{what} called {'os._exit' if isinstance(exc, HardExit) else 'sys.exit'}({exc.code!r}){where}"
     message = str(exc).splitlines()[0] if str(exc) else ""
-    hint = f"; {PROFILER_STOPPED_HINT}" if KINETO_STOPPED in message else ""
+    hint = next((f"; {h}" for known, h in _PROFILER_HINTS.items() if known in message), "")
     return f"{what} raised {type(exc).__name__}{': ' + message if message else ''}{where}{hint}"
 
 
@@ -412,6 +412,13 @@ PROFILER_STOPPED_HINT = ("another torch.profiler session in the program stopped 
                          "can time its autotuning candidates with one when it compiles during the profiled steps, as "
                          "FlexAttention did with an empty compile cache on an H200): run the script once without "
                          "roofline to fill the compile cache, or compile before profiling starts (a larger --wait)")
+# torch's error when a second profiler starts: the script's own, where no stand-in can take its place (torch.profiler
+# runs on torch.autograd.profiler.profile, so that one cannot be replaced while roofline's runs).
+PROFILER_RUNNING = "Profiler is already enabled on this thread"
+PROFILER_RUNNING_HINT = ("the script runs a profiler of its own (torch.autograd.profiler.profile) while roofline's runs, "
+                         "and two cannot: remove it for `roofline profile` (torch.profiler.profile "
+                         "and roofline.ProfilingContext can stay: they stand in)")
+_PROFILER_HINTS = {KINETO_STOPPED: PROFILER_STOPPED_HINT, PROFILER_RUNNING: PROFILER_RUNNING_HINT}
 
 
 @dataclass
