@@ -120,6 +120,9 @@ def test_factories_write_their_output_only():
     assert cost("aten::normal", X, 1.0) == (0, 480)
     assert cost("aten::normal", 0.0, 1.0, [3, 4]) == (0, 48)
     assert cost("aten::normal", 0.0, 1.0, [3, 4], None, "float16") == (0, 24)
+    # sampling (generate(do_sample=True)): the probabilities read, num_samples int64 indices per row written
+    assert cost("aten::multinomial", T((4, 100), "float32"), 1) == (0, 1600 + 4 * 8)
+    assert cost("aten::multinomial", T((100,), "float32"), 3, True) == (0, 400 + 3 * 8)
 
 
 def test_ranges_eye_and_windows():
