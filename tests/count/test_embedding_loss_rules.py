@@ -30,6 +30,14 @@ def test_lookups_and_dense_backward():
     assert cost("aten::embedding_dense_backward", same, one, 50)[1] == 48 + 96 + 50 * 12 * 4  # row: the last dim
 
 
+def test_sparse_backward_wraps_the_gradient_or_copies_the_rows_it_keeps():
+    # nn.Embedding(sparse=True): the gradient is a sparse tensor whose values are grad's rows and whose indices are
+    # the lookup's; only a padding_idx makes it copy the rows it keeps
+    g, idx = T((3, 4, 6), "float32"), T((3, 4), "int64")
+    assert cost("aten::embedding_sparse_backward", g, idx, 50, -1, False) == (0, 0)
+    assert cost("aten::embedding_sparse_backward", g, idx, 50, 0, False) == (0, 2 * (288 + 96))
+
+
 def test_bags():
     idx = T((10,), "int64")
     offsets = T((4,), "int64")
