@@ -26,6 +26,12 @@ def test_reductions_per_input_element_and_output_shape(name, per):
     assert cost(name, X, [-1], True) == (per * 120, 240 + 24 * 2) if per != 3 else True
 
 
+def test_distributions_argument_checks_reduce_to_one_bool():
+    # torch.distributions' validate_args: _is_all_true(constraint.check(value)) had time and no formula
+    mask = T((4, 6, 5), "bool")
+    assert cost("aten::_is_all_true", mask) == cost("aten::_is_any_true", mask) == (120, 120 + 1)
+
+
 def test_reduction_dims_keepdim_and_dtypes():
     assert cost("aten::sum", X) == (120, 240 + 2)  # no dim: one element
     assert cost("aten::sum", X, [0], True) == (120, 240 + 30 * 2)
