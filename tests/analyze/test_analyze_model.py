@@ -70,6 +70,18 @@ def test_backward_ops_are_recorded_with_their_phase(cpu_ceilings):
     assert all(op.modeled for op in report.ops), [op.name for op in report.ops if not op.modeled]
 
 
+@pytest.mark.parametrize("grad_mode", [torch.no_grad, torch.inference_mode])
+def test_a_backward_asked_for_under_no_grad_still_runs(cpu_ceilings, grad_mode):
+    # the Python API called from evaluation code: the step ran in the caller's grad mode and refused to make a loss
+    # ("it holds no floating-point tensor that requires grad") from a model whose weights all require grad
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    inputs = (torch.randn(8, 16),)
+    with grad_mode():
+        report = analyze_model(model, inputs, device="cpu", ceilings=cpu_ceilings, iters=1, warmup=0, backward=True)
+    assert sum(op.flops for op in report.ops if op.name == "aten::mm" and op.phase == "backward") == \
+        2 * 8 * 16 * 4 * 2 + 2 * 8 * 16 * 16
+
+
 def test_cli_analyze_writes_report_png_and_trace(tmp_path, capsys, cpu_ceilings):
     out = tmp_path / "out"
     rc = main(["analyze", "--model", "llama-tiny", "--batch", "1", "--seq", "16", "--iters", "2", "--warmup", "1",

@@ -93,6 +93,19 @@ def test_no_chain_joins_two_phases(checkpointed_trace, cpu_ceilings):
     assert recomputed and recomputed <= {op.module for op in report.ops if op.phase == "forward"}
 
 
+def test_the_op_non_reentrant_recomputation_aborts_carries_no_flops(checkpointed_trace, cpu_ceilings, request):
+    # non-reentrant checkpointing stops its rerun by raising in the saved-tensor hook of the last op whose inputs the
+    # backward needs, before that op's kernel runs: the profiler records the op anyway, and a trace counted it as a
+    # full recomputed product (a script's recompute FLOPs were 2x what ran; the live join already gave it none)
+    reentrant = request.node.callspec.params["checkpointed_trace"]
+    report = report_from_trace(checkpointed_trace, cpu_ceilings)
+    product = 2 * 8 * D * 4 * D
+    flops = [op.flops for op in report.ops if op.phase == "recompute" and op.name == "aten::addmm"]
+    assert flops == ([product] * 4 if reentrant else [product, 0, product, 0])
+    aborted = [op for op in report.ops if op.phase == "recompute" and not op.modeled]
+    assert len(aborted) == (0 if reentrant else 2) and all(op.bytes == 0 for op in aborted)
+
+
 def test_hf_gradient_checkpointing_names_recomputed_layers_like_their_forward(tmp_path):
     """transformers' gradient_checkpointing_enable(): each decoder layer is the checkpointed module."""
     transformers = pytest.importorskip("transformers")

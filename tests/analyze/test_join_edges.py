@@ -230,6 +230,26 @@ def test_a_vmapped_op_in_a_trace_is_counted_at_its_batch_shapes(tmp_path):
     assert flops["aten::tanh"] == 4 * 8 * 32  # 4 FLOPs an element (count/elementwise.py), all 8 samples
 
 
+def test_a_vmapped_op_in_a_live_analyze_takes_its_batched_run_time_and_flops(cpu_ceilings, one_thread):
+    # the join with the counting pass took vmap's outer per-sample mm for a recorded one: the bmm's time went to a
+    # row of the other vmap's mm, the bmm kept 0 s, and the per-sample mm of [8, 16] @ [16, 32] was counted besides
+    # the batch's [32, 16] @ [16, 32] (mm 1.25x FlopCounterMode's)
+    import torch
+
+    from roofline.analyze.live import analyze_model
+
+    class Model(torch.nn.Module):
+        def forward(self, a, b, x, w):  # vmap's mm runs bmm; a matmul by a shared weight runs one mm of the batch
+            return torch.func.vmap(torch.mm)(a, b).sum() + torch.func.vmap(lambda xi: xi @ w)(x).sum()
+
+    inputs = (torch.randn(4, 64, 16), torch.randn(4, 16, 32), torch.randn(4, 8, 16), torch.randn(16, 32))
+    report = analyze_model(Model(), inputs, device="cpu", ceilings=cpu_ceilings, warmup=1, iters=1)
+    products = sorted((op.name, op.input_shapes, op.flops) for op in report.ops if op.flops and "mm" in op.name)
+    assert products == [("aten::bmm", [[4, 64, 16], [4, 16, 32]], 2 * 4 * 64 * 16 * 32),
+                        ("aten::mm", [[32, 16], [16, 32]], 2 * 32 * 16 * 32)]
+    assert all(op.time_s > 0 for op in report.ops if op.flops and "mm" in op.name)
+
+
 def _bf16_autocast_report(tmp_path, run):
     """The report of a CPU profiler trace of ``run()`` under bf16 autocast."""
     import torch

@@ -50,6 +50,22 @@ def test_scheduled_steps_give_true_and_profiled_time_syncs_and_memory(model: tor
     assert validate_chrome_trace(normalize_chrome_trace(read_chrome_trace(prof.trace_path))) == []
 
 
+def test_a_loop_that_ends_before_the_schedule_keeps_only_its_finished_steps(model: torch.nn.Module) -> None:
+    """5 step() calls where the schedule needs 6 (wait 1 + timed 2 + warmup 1 + active 2): one active step is
+    finished; what runs after the last step() (here a 256x256 product) is part of no step and stays out."""
+    with ProfilingContext(wait=1, timed=2, warmup=1, active=2, ceilings=CPU) as prof:
+        for _ in range(5):
+            _step(model)
+            prof.step()
+        torch.randn(256, 256) @ torch.randn(256, 256)
+    report = prof.report()
+    assert report.steps == 1 and {op.step for op in report.ops} == {0}
+    assert "aten::mm" not in {op.name for op in report.ops}
+    assert report.summary.total_flops == 2 * 8 * (32 * 64 + 64 * 8) + 8 * 64 + 8 * 8  # addmm x2, relu, mean
+    assert any("1 of the 2 active steps" in n and "ended after 5 steps" in n for n in report.summary.notes), \
+        report.summary.notes
+
+
 def test_without_step_calls_the_whole_block_is_one_step(model: torch.nn.Module) -> None:
     with ProfilingContext(ceilings=CPU) as prof:
         for _ in range(3):

@@ -336,6 +336,27 @@ def test_the_scripts_own_profiler_is_a_stand_in_whose_steps_count() -> None:
     assert finder.source == "profiler" and len(steps) == 3
 
 
+def test_the_scripts_own_profiling_context_is_a_stand_in_whose_steps_count() -> None:
+    """A roofline.ProfilingContext in a profiled script raised "Profiler is already enabled on this thread" once
+    roofline's profiler ran. It stands in like torch.profiler.profile: its steps (step() or decorated calls)
+    count, and asking it for its report ends the script, whose report is roofline's."""
+    import roofline
+    from roofline.capture.script_runner import StopScript
+
+    steps: list[int] = []
+    with StepFinder(lambda: steps.append(1)) as finder:
+        with roofline.ProfilingContext(wait=1, warmup=1, active=2) as ctx:
+            for _ in range(2):
+                torch.ones(2) + 1
+                ctx.step()
+        step = roofline.ProfilingContext(active=1)(lambda x: x + 1)
+        assert step(torch.ones(2)).tolist() == [2.0, 2.0]
+        with pytest.raises(StopScript):
+            ctx.report()
+    assert finder.source == "profiler" and len(steps) == 3
+    assert isinstance(roofline.ProfilingContext(active=1), roofline.ProfilingContext)
+
+
 def test_script_error_line_names_the_scripts_line(tmp_path: Path) -> None:
     script = tmp_path / "bad.py"
     script.write_text("x = 1\ny = x / 0\n")
@@ -441,6 +462,28 @@ def test_a_profiler_stopped_by_another_session_is_not_blamed_on_the_script_alone
         exec(compile("raise RuntimeError('boom')", str(script), "exec"), {})
     except RuntimeError as exc:
         assert script_error_line(exc, script) == "flex.py raised RuntimeError: boom (at flex.py:1)"
+
+
+def test_a_legacy_profiler_in_the_script_is_named_as_the_cause(tmp_path, capsys):
+    """torch.autograd.profiler.profile cannot stand in (torch.profiler runs on it): the script's line said only
+    "Profiler is already enabled on this thread"; it now says which profiler and what to do."""
+    script = tmp_path / "legacy.py"
+    script.write_text(textwrap.dedent("""\
+        import torch
+        model = torch.nn.Linear(8, 8)
+        for _ in range(12):
+            with torch.autograd.profiler.profile():
+                model(torch.randn(2, 8))
+    """))
+    from roofline.cli import main
+
+    assert main(["profile", "--wait", "1", "--timed", "1", "--warmup", "0", "--active", "1", "-o",
+                 str(tmp_path / "out"), str(script)]) == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith("roofline: error: legacy.py raised RuntimeError: Profiler is already enabled on this "
+                           "thread. (at legacy.py:"), line
+    assert "); the script runs a profiler of its own" in line
+    assert "torch.autograd.profiler.profile" in line
 
 
 def test_a_weight_normed_model_s_weight_reads_while_it_is_built_are_no_steps() -> None:

@@ -71,6 +71,18 @@ def test_complex_outputs_count_real_lanes():
     assert count_op("aten::add", (c, c)).bytes == 3 * 80
 
 
+def test_complex_made_from_real_parts():
+    # torch.polar (RoPE's frequencies in Meta's Llama code) and torch.complex had time and no formula; each writes
+    # a complex element per pair of real ones, from a trace (no output recorded) as live
+    r, c = TensorMeta((2, 5), "float32"), TensorMeta((2, 5), "complex64")
+    for outputs in (None, [c]):
+        polar, pack = count_op("aten::polar", (r, r), None, outputs), count_op("aten::complex", (r, r), None, outputs)
+        assert (polar.flops, polar.bytes) == (10 * 10, 2 * 40 + 80)  # a cos, a sin (4 each), two multiplies
+        assert (pack.flops, pack.bytes) == (0, 2 * 40 + 80)
+    assert count_op("aten::polar", (TensorMeta((5,), "float64"), TensorMeta((2, 5), "float64"))).bytes == \
+        40 + 80 + 10 * 16
+
+
 @pytest.mark.parametrize("name", ["aten::abs", "aten::angle"])
 def test_a_complex_tensor_s_abs_and_angle_are_real_without_recorded_outputs(name):
     """A trace records no output dtype: abs and angle of a complex tensor were taken as complex (2x the FLOPs, an

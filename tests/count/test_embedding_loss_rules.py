@@ -30,6 +30,14 @@ def test_lookups_and_dense_backward():
     assert cost("aten::embedding_dense_backward", same, one, 50)[1] == 48 + 96 + 50 * 12 * 4  # row: the last dim
 
 
+def test_sparse_backward_wraps_the_gradient_or_copies_the_rows_it_keeps():
+    # nn.Embedding(sparse=True): the gradient is a sparse tensor whose values are grad's rows and whose indices are
+    # the lookup's; only a padding_idx makes it copy the rows it keeps
+    g, idx = T((3, 4, 6), "float32"), T((3, 4), "int64")
+    assert cost("aten::embedding_sparse_backward", g, idx, 50, -1, False) == (0, 0)
+    assert cost("aten::embedding_sparse_backward", g, idx, 50, 0, False) == (0, 2 * (288 + 96))
+
+
 def test_bags():
     idx = T((10,), "int64")
     offsets = T((4,), "int64")
@@ -126,3 +134,15 @@ def test_embedding_renorm_counts_the_distinct_rows_live_and_every_index_from_a_t
     live = count_op("aten::embedding_renorm_", tuple(args), kwargs)
     assert (live.flops, live.bytes, live.note) == (3 * 4 * 32, 8 * 8 + 2 * 4 * 32 * 4, "")  # rows 1, 2, 3, 7
     assert count_op("aten::embedding_renorm_", (T((10, 4), "float32"), T((64,), "int64"), 1.0, 2.0)).flops == 3 * 10 * 4
+
+
+def test_ctc_loss_walks_its_alignment_grid():
+    # 10 steps, batch 4, 6 classes (960 bytes); targets of at most 3 labels: 2 * 3 + 1 = 7 states a step, 280 in all
+    log_probs, padded, flat = T((10, 4, 6), "float32"), T((4, 3), "int64"), T((12,), "int64")
+    forward = (16 * 280, 960 + 96 + 280 * 4 + 4 * 4)  # the gathered log-probs (all 240 < 280), log_alpha and nll
+    assert cost("aten::_ctc_loss", log_probs, padded, [10] * 4, [3] * 4, 0, False) == forward
+    assert cost("aten::_ctc_loss", log_probs, flat, [10] * 4, [3, 2, 3, 3], 0, False) == forward
+    assert cost("aten::ctc_loss", log_probs, padded, [10] * 4, [3] * 4, 0, 1, False) == forward
+    grad, nll, alpha = T((4,), "float32"), T((4,), "float32"), T((4, 10, 7), "float32")
+    assert cost("aten::_ctc_loss_backward", grad, log_probs, padded, [10] * 4, [3] * 4, nll, alpha, 0, False) == (
+        22 * 280 + 4 * 240, 16 + 960 + 96 + 16 + 1120 + 1120 + 960)  # log_beta written, the gradient written

@@ -26,6 +26,12 @@ def test_reductions_per_input_element_and_output_shape(name, per):
     assert cost(name, X, [-1], True) == (per * 120, 240 + 24 * 2) if per != 3 else True
 
 
+def test_distributions_argument_checks_reduce_to_one_bool():
+    # torch.distributions' validate_args: _is_all_true(constraint.check(value)) had time and no formula
+    mask = T((4, 6, 5), "bool")
+    assert cost("aten::_is_all_true", mask) == cost("aten::_is_any_true", mask) == (120, 120 + 1)
+
+
 def test_reduction_dims_keepdim_and_dtypes():
     assert cost("aten::sum", X) == (120, 240 + 2)  # no dim: one element
     assert cost("aten::sum", X, [0], True) == (120, 240 + 30 * 2)
@@ -120,6 +126,9 @@ def test_factories_write_their_output_only():
     assert cost("aten::normal", X, 1.0) == (0, 480)
     assert cost("aten::normal", 0.0, 1.0, [3, 4]) == (0, 48)
     assert cost("aten::normal", 0.0, 1.0, [3, 4], None, "float16") == (0, 24)
+    # sampling (generate(do_sample=True)): the probabilities read, num_samples int64 indices per row written
+    assert cost("aten::multinomial", T((4, 100), "float32"), 1) == (0, 1600 + 4 * 8)
+    assert cost("aten::multinomial", T((100,), "float32"), 3, True) == (0, 400 + 3 * 8)
 
 
 def test_ranges_eye_and_windows():

@@ -285,13 +285,15 @@ def choose_with_recording(trace: Trace, roots: Iterable[int], children: dict[int
     Returns the chosen events and how many recorded ops found no event.
     """
     names, holds_named = index.names, index.holds_named
+    layered = _maybe_layered(trace)
     candidates: list[int] = []
     leftovers: list[int] = []
     stack = list(reversed(list(roots)))
     while stack:
         idx = stack.pop()
         op = trace.ops[idx]
-        if not op.is_annotation and op.name in names:
+        if (not op.is_annotation and op.name in names
+                and not (layered[idx] and idx in holds_named and _batched_below(trace, idx, children))):
             candidates.append(idx)
             continue
         if idx in holds_named:

@@ -37,7 +37,8 @@ def call_model(model: torch.nn.Module, inputs: Inputs) -> Any:
 
 def make_step(model: torch.nn.Module, inputs: Inputs, *, backward: bool = False,
               loss_fn: Callable[[Any], torch.Tensor] | None = None) -> Callable[[], Any]:
-    """One step of work: a forward (no grad), or forward + loss + backward (``default_loss`` without a loss_fn)."""
+    """One step of work: a forward (no grad), or forward + loss + backward (``default_loss`` without a loss_fn),
+    with grad on whatever the caller's mode (the API called from evaluation code, under no_grad or inference_mode)."""
     if not backward:
         def forward() -> Any:
             with torch.no_grad():
@@ -46,9 +47,10 @@ def make_step(model: torch.nn.Module, inputs: Inputs, *, backward: bool = False,
 
     def train_step() -> Any:
         model.zero_grad(set_to_none=True)
-        out = call_model(model, inputs)
-        loss = loss_fn(out) if loss_fn is not None else default_loss(out)
-        loss.backward()
+        with torch.inference_mode(False), torch.enable_grad():
+            out = call_model(model, inputs)
+            loss = loss_fn(out) if loss_fn is not None else default_loss(out)
+            loss.backward()
         return loss
 
     return train_step

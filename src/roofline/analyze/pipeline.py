@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import statistics
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import attrgetter
 from typing import Any, Callable, Iterator
 
@@ -94,6 +94,7 @@ class _Counted:
 
 
 _NOT_COUNTED = _Counted(OpCost(0.0, 0.0, False, note="kernels launched outside any counted aten op"), "", [], [], [])
+_ABORTED = OpCost(0.0, 0.0, False, note="aborted by non-reentrant checkpointing to end its rerun: recorded, never run")
 _DISPATCH_ONLY = _Counted(OpCost(0.0, 0.0, True, note="its host time outside its children: its work is theirs"),
                           "", [], [], [])
 _OWN_WORK_NOT_COUNTED = _Counted(OpCost(0.0, 0.0, False, note="its host time outside its children: work it runs "
@@ -134,6 +135,10 @@ class _TraceCounter:
         return self._count(op)
 
     def _count(self, op: CpuOp) -> _Counted:
+        counted = self._count_event(op)
+        return replace(counted, cost=_ABORTED) if op.is_aborted else counted
+
+    def _count_event(self, op: CpuOp) -> _Counted:
         name = op.name
         key = (name, id(op.input_dims), id(op.input_types), id(op.input_strides), id(op.concrete_inputs))
         plain = self._plain.get(key)

@@ -13,6 +13,7 @@ from roofline.analyze.pipeline import report_from_trace
 from roofline.analyze.roofline import host_time_by_op
 from roofline.analyze.unused_gpu import drop_no_kernels_note, ran_on_host_only, record_unused_gpu
 from roofline.capture.kineto import NO_STEPS_WARNING, load_trace
+from roofline.capture.trace_model import Trace
 from roofline.capture.profiling import ProfileRecord
 from roofline.report import Ceilings, Environment, ProfileInfo, Report, Timing
 
@@ -49,6 +50,7 @@ def report_from_profile(record: ProfileRecord, ceilings: Ceilings | None = None,
 
         ceilings = ceilings_for_run(record.device)
     trace = load_trace(record.trace_path)
+    unfinished = _drop_unfinished_step(trace, record)
     gpu = ceilings if record.device.startswith("cuda") and ran_on_host_only(trace, device_recorded=True) else None
     if gpu is not None and cpu_ceilings is not None:
         ceilings = cpu_ceilings()
@@ -67,6 +69,8 @@ def report_from_profile(record: ProfileRecord, ceilings: Ceilings | None = None,
     # no op are the harness's own step boundaries, left out.
     trace_syncs = [s for s in report.syncs if not (s.kind == "cuda.synchronize" and s.location == "<unknown>")]
     _fill_timing_and_syncs(report, record)
+    if unfinished:
+        report.summary.notes.append(unfinished)
     if record.device == "cpu":
         note_inflated_profile(report)
     host_rows, host_total = host_time_by_op(report.ops)
@@ -75,6 +79,22 @@ def report_from_profile(record: ProfileRecord, ceilings: Ceilings | None = None,
                                  syncs_from_trace=trace_syncs, error=record.error, host_time_by_op=host_rows,
                                  host_time_total_s=host_total)
     return report
+
+
+def _drop_unfinished_step(trace: Trace, record: ProfileRecord) -> str | None:
+    """A run that ends before the schedule's last active step leaves the profiler recording what ran after its
+    last step() call (the rest of the script, an evaluation...): part of no step, so its ops are left out (a
+    step-less op is no row). Returns the note that says so, or None."""
+    finished = len(record.profiled_step_s)
+    if record.whole_block or len(trace.steps) <= finished:
+        return None
+    del trace.steps[finished:]
+    schedule = record.schedule
+    needed = sum(schedule.get(k, 0) for k in ("wait", "timed", "warmup", "active"))
+    return (f"{finished} of the {schedule.get('active', finished)} active steps profiled: the run ended after "
+            f"{record.steps_seen} steps, the schedule needs {needed} (wait {schedule.get('wait', 0)} + timed "
+            f"{schedule.get('timed', 0)} + warmup {schedule.get('warmup', 0)} + active {schedule.get('active', 0)}); "
+            "what ran after the last step() call is part of no step and left out")
 
 
 PARTIAL_STEP_WARMUP_NOTE = (

@@ -1248,6 +1248,8 @@ _STARTS_PROFILER = (_TRACING_START, "")
 # the profiler's own code (tool_frames.py): recorded apart (_TraceBuilder.tool_ts), no label of its own
 _IN_TOOL = (-1, "")
 _RECOMPUTES = (_RECOMPUTE, "")
+# non-reentrant checkpointing's rerun, which ends by aborting its last op (_mark_aborted_recompute)
+_RECOMPUTES_AND_ABORTS = (_RECOMPUTE, "unpack_hook")
 _TENDS_GRADIENTS = (_GRADIENT, "")
 
 
@@ -1293,7 +1295,7 @@ def _classify_frame(name: str) -> tuple[int, str] | None:
         return None
     file = match.group(1)
     if file.endswith(_CHECKPOINT_FILE) and name[match.end():] in _RECOMPUTE_FUNCTIONS:
-        return _RECOMPUTES
+        return _RECOMPUTES_AND_ABORTS if name[match.end():] == _RECOMPUTES_AND_ABORTS[1] else _RECOMPUTES
     if file.endswith(_GRADIENT_FILES) and (file.endswith(_GRADIENT_FILES[0])
                                            or name[match.end():] in _GRADIENT_SCALER_FUNCTIONS):
         return _TENDS_GRADIENTS
@@ -1364,17 +1366,26 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
     modules: list[tuple[float, str, bool]] = []  # (end, path, entered while a checkpoint recomputes)
     sources: list[tuple[float, str]] = []
     recomputing: list[float] = []
+    aborting: list[list] = []  # open non-reentrant reruns: [end, depth of their top-level ops, the last one's tree]
     tending: list[float] = []  # ends of the open gradient clipping / loss scaling frames
     thread = -1
     for j, t, end, rank, code in items:
         if code != thread:
             thread = code
+            _mark_aborted_recompute(aborting, float("inf"))
             ops, op_ends, modules, sources, recomputing, tending = [], [], [], [], [], []
         while op_ends and op_ends[-1] <= t:
             op_ends.pop()
             ops.pop()
         obj = objs[j]
+        if aborting:
+            _mark_aborted_recompute(aborting, t)
         if rank == _RANK_OP:
+            if aborting:
+                if len(ops) == aborting[-1][1]:
+                    aborting[-1][2] = [obj]
+                elif aborting[-1][2]:
+                    aborting[-1][2].append(obj)
             if modules:
                 while modules and modules[-1][0] <= t:
                     modules.pop()
@@ -1442,6 +1453,8 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
                 while recomputing and recomputing[-1] <= t:
                     recomputing.pop()
                 recomputing.append(end)
+                if label:
+                    aborting.append([end, len(ops), None])
             elif kind == _GRADIENT:
                 while tending and tending[-1] <= t:
                     tending.pop()
@@ -1450,7 +1463,30 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
                 while sources and sources[-1][0] <= t:
                     sources.pop()
                 sources.append((end, label))
+    _mark_aborted_recompute(aborting, float("inf"))
     _recomputed_in_forward_paths(recomputed, forward_paths)
+
+
+_SAVED_TENSOR_HOOK_OPS = frozenset({"aten::detach", "detach"})
+
+
+def _mark_aborted_recompute(aborting: list[list], t: float) -> None:
+    """Close the non-reentrant reruns that ended by ``t``, marking aborted each one's last op and the ops it ran
+    inside, up to the rerun's top level: the rerun stops by raising in the saved-tensor hook of the last op whose
+    inputs the backward needs, before that op's kernel runs (aten::addmm under aten::linear; what ran before it
+    there, a transpose, is kept, and so is the hook's own detach of what it saves, below it), and the profiler
+    records it all the same."""
+    while aborting and aborting[-1][0] <= t:
+        tree = aborting.pop()[2]
+        if not tree:
+            continue
+        by_index = {op.index: op for op in tree}
+        op = tree[-1]
+        while op is not None and op.name in _SAVED_TENSOR_HOOK_OPS and op.parent in by_index:
+            op = by_index[op.parent]
+        while op is not None:
+            op.is_aborted = True
+            op = by_index.get(op.parent)
 
 
 def _recomputed_in_forward_paths(recomputed: list[CpuOp], forward_paths: dict[str, str]) -> None:

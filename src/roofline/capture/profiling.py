@@ -91,6 +91,11 @@ def release_results(profiler: Any) -> None:
         inner.kineto_results = None
 
 
+# Set while a script runs under `roofline profile` (capture/script_runner.py): a context the script makes (a
+# roofline.ProfilingContext) is then this stand-in, whose steps are the harness's: two profilers cannot run at once.
+script_stand_in: Callable[[], Any] | None = None
+
+
 class StepProfiler:
     """``with StepProfiler(...) as prof: for ...: train_step(); prof.step()`` then ``prof.record()``.
 
@@ -98,6 +103,9 @@ class StepProfiler:
     Also a decorator: ``@StepProfiler(wait=1, warmup=1, active=3)`` on a step function makes each call a
     step; the context opens on the first call and closes once the active steps are done.
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        return object.__new__(cls) if script_stand_in is None else script_stand_in()
 
     def __init__(
         self,

@@ -6,7 +6,8 @@ A step ends, by the first rule that applies:
    that holds the largest takes its place: a wrapper around a model first called bare), through torch's global
    module hooks;
 3. else at each ``step()`` of the script's own ``torch.profiler.profile``, which is replaced by a stand-in
-   that records nothing (two profilers cannot run at once).
+   that records nothing (two profilers cannot run at once); so is a ``roofline.ProfilingContext`` the script makes
+   (its report is roofline's: asking for it ends the script).
 Once a higher rule fires, lower ones stop counting. After the profiled steps the script is stopped (unless
 ``run_to_end``), so a long training run does not have to finish.
 """
@@ -14,6 +15,7 @@ Once a higher rule fires, lower ones stop counting. After the profiled steps the
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import runpy
 import sys
@@ -79,7 +81,7 @@ class StepFinder:
         self._largest_optimizer: tuple[int, int] | None = None
         self._sizes: dict[int, int] = {}
         self._handles: list[Any] = []
-        self._saved_profile: Any = None
+        self._saved: list[tuple[Any, str, Any]] = []  # (module, attribute, original) of each stand-in
         self._thread: int | None = None
         self._pid = os.getpid()
         self.off_thread = 0
@@ -107,9 +109,9 @@ class StepFinder:
         if self._call_site is not None:  # a forward that raised: its range is still open
             _close_call_site(self._call_site)
             self._call_site = None
-        if self._saved_profile is not None:
-            torch.profiler.profile = self._saved_profile
-            self._saved_profile = None
+        for module, name, original in reversed(self._saved):
+            setattr(module, name, original)
+        self._saved = []
 
     def _fire(self, source: str) -> None:
         """A boundary of ``source``. When a better kind of boundary shows up (an optimizer step after forwards
@@ -216,8 +218,34 @@ class StepFinder:
             def key_averages(self, *args: Any, **kwargs: Any) -> Any:
                 return _EmptyTable()
 
-        self._saved_profile = torch.profiler.profile
-        torch.profiler.profile = ScriptProfiler  # type: ignore[misc]
+        class ScriptContext(ScriptProfiler):
+            """Stands in for a roofline.ProfilingContext (any StepProfiler) the script makes: its steps, step() or
+            calls of the function it decorates, mark ours; its report is the one roofline writes once the script
+            ends, so asking for it ends the script."""
+
+            def __call__(self, fn: Callable) -> Callable:
+                @functools.wraps(fn)
+                def wrapper(*args: Any, **kwargs: Any) -> Any:
+                    result = fn(*args, **kwargs)
+                    self.step()
+                    return result
+
+                wrapper.profiler = self  # type: ignore[attr-defined]
+                return wrapper
+
+            def report(self, *args: Any, **kwargs: Any) -> Any:
+                raise StopScript()
+
+            build_report = record = report
+
+        from roofline.capture import profiling
+
+        self._stand_in(torch.profiler, "profile", ScriptProfiler)
+        self._stand_in(profiling, "script_stand_in", ScriptContext)
+
+    def _stand_in(self, module: Any, name: str, stand_in: Any) -> None:
+        self._saved.append((module, name, getattr(module, name)))
+        setattr(module, name, stand_in)
 
 
 def _is_weight_access(module: torch.nn.Module) -> bool:
@@ -373,7 +401,7 @@ def _error_line(exc: BaseException, what: str, counts: Callable[[str], bool], sp
     if isinstance(exc, SystemExit):
         return f"{what} called {'os._exit' if isinstance(exc, HardExit) else 'sys.exit'}({exc.code!r}){where}"
     message = str(exc).splitlines()[0] if str(exc) else ""
-    hint = f"; {PROFILER_STOPPED_HINT}" if KINETO_STOPPED in message else ""
+    hint = next((f"; {h}" for known, h in _PROFILER_HINTS.items() if known in message), "")
     return f"{what} raised {type(exc).__name__}{': ' + message if message else ''}{where}{hint}"
 
 
@@ -384,6 +412,13 @@ PROFILER_STOPPED_HINT = ("another torch.profiler session in the program stopped 
                          "can time its autotuning candidates with one when it compiles during the profiled steps, as "
                          "FlexAttention did with an empty compile cache on an H200): run the script once without "
                          "roofline to fill the compile cache, or compile before profiling starts (a larger --wait)")
+# torch's error when a second profiler starts: the script's own, where no stand-in can take its place (torch.profiler
+# runs on torch.autograd.profiler.profile, so that one cannot be replaced while roofline's runs).
+PROFILER_RUNNING = "Profiler is already enabled on this thread"
+PROFILER_RUNNING_HINT = ("the script runs a profiler of its own (torch.autograd.profiler.profile) while roofline's runs, "
+                         "and two cannot: remove it for `roofline profile` (torch.profiler.profile "
+                         "and roofline.ProfilingContext can stay: they stand in)")
+_PROFILER_HINTS = {KINETO_STOPPED: PROFILER_STOPPED_HINT, PROFILER_RUNNING: PROFILER_RUNNING_HINT}
 
 
 @dataclass

@@ -122,6 +122,8 @@ class CpuOp(msgspec.Struct, gc=False, array_like=True):
     # run inside autograd's AccumulateGrad node: a leaf's gradient added into (or set as) its .grad, and the hooks it
     # calls (DDP's reducer copying the gradient into its bucket), after the backward graph torch.compile compiles
     is_grad_accumulation: bool = False
+    # the op non-reentrant checkpointing aborts to end its rerun: recorded, never run (kineto._mark_aborted_recompute)
+    is_aborted: bool = False
 
     @property
     def end_us(self) -> float:

@@ -16,7 +16,8 @@ FLOPs per OUTPUT element (our convention; torch's FlopCounterMode counts none of
   9: mish.  12: gelu_backward.  14: mish_backward.
 Complex outputs: each complex element is two real lanes: 2x the count above, except mul (6 when both
 operands are complex: 4 multiplies and 2 adds; 2 when one is real) and div (11 by a complex divisor, 2 by
-a real one).
+a real one). Complex made from real parts: complex(real, imag) 0 (a packing copy), polar(abs, angle) 10 per
+complex element (a cos and a sin, 4 each, and two multiplies).
 Bytes: each input tensor read once at its own size (a broadcast operand is read at its small size, a
 scalar not at all), the output written once. In-place ops (add_, mul_, ...) read their inputs, self
 included, and write self once. Without recorded outputs the output is the broadcast of the inputs, its dtype
@@ -90,6 +91,19 @@ def elementwise_cost(call: Call, flops_per_element: float, bool_output: bool = F
     if any(m.dtype.startswith("complex") for m in outputs):
         flops_per_element *= _complex_factor(call, inputs)
     return OpCost(float(flops_per_element * elements), float(nbytes(inputs) + nbytes(outputs)), True)
+
+
+@register("aten::complex", "aten::polar")
+def complex_from_parts(call: Call) -> OpCost:
+    """Two real tensors (broadcast) -> one complex tensor; see the module docstring for the FLOPs."""
+    inputs = call.input_metas()
+    if call.outputs is not None:
+        outputs = call.outputs
+    else:
+        outputs = [TensorMeta(broadcast_shapes(m.shape for m in inputs), complex_of(promote_dtypes(inputs)))]
+    elements = max((m.numel for m in outputs), default=0)
+    per = 10 if call.name == "aten::polar" else 0
+    return OpCost(float(per * elements), float(nbytes(inputs) + nbytes(outputs)), True)
 
 
 def _base_name(call: Call) -> str:

@@ -8,7 +8,9 @@ embedding_renorm_ (an Embedding with max_norm, before each lookup) 3 per element
 (the norm's power and sum, the rescale), every such row taken as rescaled (its writes an upper bound).
 Bytes: a lookup reads only the rows it gathers (indices.numel * row size) plus the indices, and writes the
 output; never the whole table. The dense backward reads grad_output and indices and writes the whole
-(num_weights, dim) gradient table once (it is zero-filled, then accumulated into).
+(num_weights, dim) gradient table once (it is zero-filled, then accumulated into). The sparse backward
+(sparse=True) makes a sparse gradient of grad_output's rows at the lookup's indices: 0 FLOPs, and 0 bytes, as its
+values and indices are grad_output and the indices themselves, unless a padding_idx has it copy the rows it keeps.
 """
 
 from __future__ import annotations
@@ -62,6 +64,15 @@ def embedding_dense_backward(call: Call) -> OpCost:
     table = TensorMeta((num_weights, row), grad.dtype)
     written = nbytes(call.outputs) if call.outputs is not None else table.nbytes
     return OpCost(float(grad.numel), float(grad.nbytes + indices.nbytes + written), True)
+
+
+@register("aten::embedding_sparse_backward")
+def embedding_sparse_backward(call: Call) -> OpCost:
+    """(grad, indices, num_weights, padding_idx, scale_grad_by_freq)."""
+    grad, indices = call.tensor(0, "grad"), call.tensor(1, "indices")
+    if int(call.arg(3, "padding_idx", -1)) < 0:
+        return OpCost(0.0, 0.0, True, note="the gradient's rows and the indices become the sparse gradient as they are")
+    return OpCost(0.0, float(2 * (grad.nbytes + indices.nbytes)), True)
 
 
 @register("aten::embedding_backward", composite=True)

@@ -5,7 +5,7 @@
   0 FLOPs, the output written once. A ``*_like`` op does not read its template tensor.
 - Random (rand, randn, randint, randperm, normal_, uniform_, bernoulli_, random_, exponential_, ...):
   0 FLOPs (RNG is integer hashing; the scale/shift it feeds is not counted), the output written once;
-  a tensor of probabilities (bernoulli(p_tensor)) is read.
+  a tensor of probabilities (bernoulli(p_tensor), multinomial's, a sampling generate's) is read.
 In-place fills and RNG write ``self`` without reading it.
 """
 
@@ -128,6 +128,14 @@ def bernoulli(call: Call) -> OpCost:
         return OpCost(0.0, float(target.nbytes + (p.nbytes if p is not None else 0)), True)
     out = _outputs_or(call, target)
     return OpCost(0.0, float(target.nbytes + nbytes(out)), True)
+
+
+@register("aten::multinomial")
+def multinomial(call: Call) -> OpCost:
+    """Reads the probabilities, writes num_samples int64 indices per row."""
+    probs = call.tensor(0, "self")
+    fallback = TensorMeta(probs.shape[:-1] + (int(call.arg(1, "num_samples")),), "int64")
+    return OpCost(0.0, float(probs.nbytes + nbytes(_outputs_or(call, fallback))), True)
 
 
 @register("aten::normal")

@@ -1,5 +1,5 @@
 """Losses: nll_loss (forward/backward, 1d and 2d), cross_entropy_loss, mse, l1/smooth_l1/huber, binary
-cross-entropy, multi-margin.
+cross-entropy, multi-margin, CTC.
 
 FLOPs: nll_loss 1 per target element (gather + accumulate); cross_entropy_loss = log_softmax (5 per input
 element) + nll; mse 3 per element (subtract, square, add), l1/smooth_l1/huber 3, bce_with_logits 8,
@@ -8,10 +8,19 @@ square or class weight, the sum). Backward: nll 1 per target element; mse/l1 3, 
 Bytes: nll_loss reads the target and only the gathered log-probabilities (and class weights), writes the
 loss (one element when reduced) and total_weight; its backward writes a zero-filled grad_input of the
 input's full size and reads grad_output, target and total_weight.
+CTC walks an alignment grid of N * T * (2S + 1) states (S the longest target): forward 16 FLOPs a state (a
+log-space sum of up to three predecessors, 5 each as logsumexp, and the emission's add), reading one gathered
+log-probability a state (at most all of them) and writing log_alpha; backward 22 a state (the same walk for
+log_beta, alpha + beta, and its log-space sum into the state's class) and 4 per gradient element (two exps, the
+subtract, the scale), reading log_probs and log_alpha whole and writing log_beta and the gradient.
+NB: states past a sample's own input or target length are counted as if visited.
 """
 
 from __future__ import annotations
 
+from math import ceil
+
+from roofline.count.meta import TensorMeta
 from roofline.count.registry import Call, OpCost, nbytes, register
 
 _REDUCTION_NONE = 0
@@ -107,3 +116,44 @@ def multi_margin_loss(call: Call) -> OpCost:
         reduction = call.arg(5, "reduction", 1)
         written = self_.shape[0] * self_.itemsize if reduction == _REDUCTION_NONE and self_.ndim > 1 else self_.itemsize
     return OpCost(float(4 * self_.numel), float(nbytes(call.input_metas()) + written), True)
+
+
+def _ctc_states(log_probs: TensorMeta, targets: TensorMeta, target_lengths: object) -> int:
+    """N * T * (2S + 1): S is padded targets' second dim, else the longest of target_lengths (a list), else (a
+    trace's tensor of lengths) the concatenated targets' mean length."""
+    steps, batch = log_probs.shape[0], (log_probs.shape[1] if log_probs.ndim == 3 else 1)
+    if targets.ndim == 2:
+        longest = targets.shape[1]
+    elif isinstance(target_lengths, (list, tuple)) and target_lengths:
+        longest = max(int(n) for n in target_lengths)
+    else:
+        longest = ceil(targets.numel / batch)
+    return batch * steps * (2 * longest + 1)
+
+
+@register("aten::_ctc_loss")
+def ctc_loss(call: Call) -> OpCost:
+    """(log_probs (T, N, C), targets, input_lengths, target_lengths, blank, zero_infinity) -> (nll, log_alpha)."""
+    log_probs, targets = call.tensor(0, "log_probs"), call.tensor(1, "targets")
+    states = _ctc_states(log_probs, targets, call.arg(3, "target_lengths"))
+    batch = log_probs.shape[1] if log_probs.ndim == 3 else 1
+    written = nbytes(call.outputs) if call.outputs is not None else (states + batch) * log_probs.itemsize
+    lengths = nbytes([call.maybe_tensor(2, "input_lengths"), call.maybe_tensor(3, "target_lengths")])
+    gathered = min(states, log_probs.numel) * log_probs.itemsize
+    return OpCost(float(16 * states), float(gathered + targets.nbytes + lengths + written), True)
+
+
+@register("aten::ctc_loss", composite=True)
+def ctc_loss_composite(call: Call) -> OpCost:
+    """Composite (-> _ctc_loss, then its reduction)."""
+    return ctc_loss(call)
+
+
+@register("aten::_ctc_loss_backward")
+def ctc_loss_backward(call: Call) -> OpCost:
+    """(grad, log_probs, targets, input_lengths, target_lengths, neg_log_likelihood, log_alpha, blank, ...)."""
+    log_probs, alpha = call.tensor(1, "log_probs"), call.tensor(6, "log_alpha")
+    written = nbytes(call.outputs) if call.outputs is not None else log_probs.nbytes
+    flops = 22 * alpha.numel + 4 * log_probs.numel
+    return OpCost(float(flops), float(nbytes(call.input_metas()) + alpha.nbytes + written), True)
+

@@ -1,7 +1,8 @@
 """Reductions (sum, mean, amax, max/min over a dim, argmax, prod, all/any, var/std, norm, logsumexp, equal), scans
 (cumsum, cumprod) and sorts (sort, topk, argsort).
 
-FLOPs per INPUT element: 1 for sum/mean/max/min/argmax/prod/all/any/count_nonzero (one add or compare each;
+FLOPs per INPUT element: 1 for sum/mean/max/min/argmax/prod/all/any (and _is_all_true/_is_any_true, their
+whole-tensor forms that torch.distributions checks arguments with)/count_nonzero (one add or compare each;
 mean's final division is not counted), 2 for norm (square, add), 3 for var/std (subtract mean, square,
 add), 5 for logsumexp (exp counted as 4, add). Scans: 1 per element. sort/argsort: n*log2(n) compares per
 sorted row of n; topk: n*log2(k) per row. searchsorted/bucketize: a binary search, ceil(log2(n + 1)) compares per
@@ -28,7 +29,9 @@ _REDUCTIONS: dict[str, tuple[int, int, int]] = {
     "aten::var": (1, 3, 3), "aten::std": (1, 3, 3), "aten::var_mean": (1, 3, 3), "aten::std_mean": (1, 3, 3),
     "aten::norm": (2, 3, 2), "aten::linalg_vector_norm": (2, 3, 2), "aten::frobenius_norm": (1, 2, 2),
     "aten::logsumexp": (1, 2, 5), "aten::special_logsumexp": (1, 2, 5),
+    "aten::_is_all_true": (1, 2, 1), "aten::_is_any_true": (1, 2, 1),
 }
+_BOOL_OUTPUT = {"aten::all", "aten::any", "aten::_is_all_true", "aten::_is_any_true"}
 _INDEX_OUTPUT = {"aten::argmax", "aten::argmin", "aten::count_nonzero"}
 _TWO_OUTPUTS = {"aten::var_mean", "aten::std_mean", "aten::aminmax"}
 _INT_DTYPES = {"bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64"}
@@ -53,7 +56,7 @@ def reduction_cost(call: Call) -> OpCost:
         shape = reduced_shape(self_.shape, dims, keepdim)
         if call.name in _INDEX_OUTPUT:
             outputs = [TensorMeta(shape, "int64")]
-        elif call.name in ("aten::all", "aten::any"):
+        elif call.name in _BOOL_OUTPUT:
             outputs = [TensorMeta(shape, "bool")]
         elif call.name in ("aten::sum", "aten::prod", "aten::nansum") and self_.dtype in _INT_DTYPES:
             outputs = [TensorMeta(shape, "int64")]
