@@ -72,7 +72,7 @@ def _packed_as(head: bytes) -> str | None:
     for magic, name in _ARCHIVES:
         if head.startswith(magic):
             return f"it is {name}: extract the JSON file from it"
-    if head[257:262] == b"ustar":
+    if head[257:262] == b"ustar" and head.lstrip()[:1] not in (b"{", b"["):
         return "it is a tar archive: extract the JSON file from it"
     for magic, name in _COMPRESSIONS:
         if head.startswith(magic):
@@ -113,7 +113,8 @@ def read_maybe_gzip(path: str | os.PathLike[str], what: str, *, json: bool = Fal
     is not JSON (``not_json_head``) is refused from them, before it is read whole: it can be gigabytes; a UTF-8 byte
     order mark (a Windows editor's) is dropped, as json.load drops it and msgspec does not."""
     path = Path(path)
-    refuse_stream(path, what)
+    if json:  # read twice (its head first): a pipe would lose what the sniff took
+        refuse_stream(path, what)
     try:
         if json:
             problem = not_json_head(_sniffed_head(path))

@@ -82,6 +82,17 @@ def test_a_backward_asked_for_under_no_grad_still_runs(cpu_ceilings, grad_mode):
         2 * 8 * 16 * 4 * 2 + 2 * 8 * 16 * 16
 
 
+def test_a_backward_on_inputs_made_under_inference_mode_runs(cpu_ceilings):
+    # autograd refuses to save inference tensors for the backward: the step copies them, not a traceback
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    with torch.inference_mode():
+        inputs = (torch.randn(8, 16),)
+        report = analyze_model(model, inputs, device="cpu", ceilings=cpu_ceilings, iters=1, warmup=0, backward=True)
+    assert inputs[0].is_inference()
+    assert sum(op.flops for op in report.ops if op.name == "aten::mm" and op.phase == "backward") == \
+        2 * 8 * 16 * 4 * 2 + 2 * 8 * 16 * 16
+
+
 def test_cli_analyze_writes_report_png_and_trace(tmp_path, capsys, cpu_ceilings):
     out = tmp_path / "out"
     rc = main(["analyze", "--model", "llama-tiny", "--batch", "1", "--seq", "16", "--iters", "2", "--warmup", "1",

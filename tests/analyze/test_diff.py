@@ -137,5 +137,8 @@ def test_two_traces_of_one_model_are_not_called_different_workloads_for_their_fi
                       ops=[OpRecord(name=n, module="m", time_s=1e-3) for n in names])
 
     assert diff_reports(trace("before.json", ["aten::mm"]), trace("after.json.gz", ["aten::mm"])).warnings == []
+    # a trace of the model beside an analyze report of it (named after the model) is one workload too
+    analyzed = Report(kind="analyze", workload="llama-tiny", ops=[OpRecord(name="aten::mm", module="m", time_s=1e-3)])
+    assert diff_reports(analyzed, trace("after.json", ["aten::mm"])).warnings == []
     unrelated = diff_reports(trace("train.json", ["aten::mm"]), trace("gen.json", ["aten::conv2d"]))
     assert "different workloads (train.json vs gen.json): only 0%" in unrelated.warnings[0]

@@ -251,6 +251,35 @@ def test_a_trace_saved_with_a_utf8_byte_order_mark_is_read(tmp_path, gz):
     assert trace.metadata["traceName"] == "small"
 
 
+def test_a_json_file_with_a_byte_order_mark_that_is_no_trace_is_named_as_such(tmp_path):
+    # the head was decoded with its mark in front: "not valid JSON ... invalid character (byte 0)"
+    path = tmp_path / "report.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"schema_version": 2, "ops": []}).encode())
+    with pytest.raises(RooflineError, match="is not a Chrome/Kineto trace: it has no traceEvents"):
+        load_trace(path)
+
+
+def test_a_trace_with_ustar_at_byte_257_is_no_tar_archive(tmp_path):
+    # where a tar header says "ustar"; it was refused as "a tar archive"
+    trace = {"traceName": "x" * (257 - len('{"traceName": "')) + "ustar",
+             **{k: v for k, v in _small_valid_trace().items() if k != "traceName"}}
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(trace))
+    assert path.read_bytes()[257:262] == b"ustar"
+    assert [op.name for op in _load(path).ops] == ["ProfilerStep#1", "aten::linear", "aten::addmm"]
+    from roofline.io import not_json_head  # what the report, diff and ncu readers ask first
+
+    assert not_json_head(path.read_bytes()) is None
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+def test_a_file_read_once_may_come_from_a_pipe(tmp_path):
+    # an ncu CSV is read once: `roofline trace t.json --ncu <(zcat ncu.csv.gz)` worked and must keep working
+    from roofline.io import read_maybe_gzip
+
+    assert read_maybe_gzip(_fifo_fed(tmp_path, b"a,b\n1,2\n"), "ncu CSV") == b"a,b\n1,2\n"
+
+
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-32"])
 def test_a_trace_saved_as_utf16_or_utf32_names_its_encoding(tmp_path, encoding):
     path = tmp_path / "wide.json"
@@ -327,4 +356,10 @@ def test_ops_written_as_begin_end_pairs_are_named_not_called_missing(tmp_path):
     path = tmp_path / "be.json"
     path.write_text(json.dumps({"traceEvents": events}))
     with pytest.raises(RooflineError, match=r"its 9 timed events are begin/end pairs \(ph B/E\)"):
+        load_trace(path)
+    # a re-export that keeps its kernels as complete events and writes only the ops as pairs
+    kernel = {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 5.0, "dur": 1.0,
+              "args": {"correlation": 1}}
+    path.write_text(json.dumps({"traceEvents": events + [kernel]}))
+    with pytest.raises(RooflineError, match=r"timed events are begin/end pairs \(ph B/E\)"):
         load_trace(path)

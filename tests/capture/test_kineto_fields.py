@@ -221,6 +221,9 @@ def test_no_events_names_what_was_skipped(tmp_path):
     (r"C:\Users\me\AppData\Local\Programs\Python\Python311\Lib\threading.py(1000): run", None),
     (r"C:\Users\me\proj\train.py(40): step", (1, "C:/Users/me/proj/train.py:40")),
     (r"C:\Python311\Lib\site-packages\torch\utils\checkpoint.py(300): backward", (4, "")),  # _RECOMPUTES
+    # a project's own Lib/ folder is the user's: only a Windows install's Lib/ is the standard library
+    ("/home/me/proj/Lib/model.py(7): forward", (1, "/home/me/proj/Lib/model.py:7")),
+    ("Lib/model.py(7): forward", (1, "Lib/model.py:7")),
 ])
 def test_which_frames_are_user_code(name, expected):
     got = _classify_frame(name)

@@ -77,12 +77,11 @@ def test_unreadable_files_are_no_limit(tmp_path):
 def test_available_memory_is_capped_by_the_limit(monkeypatch):
     monkeypatch.setattr(measure, "_host_available_bytes", lambda: 20 * GIB)
     monkeypatch.setattr(measure, "cgroup_headroom_bytes", lambda: 3 * GIB)
+    assert measure.memory_available() == (3 * GIB, True)
     assert measure.available_memory_bytes() == 3 * GIB
-    assert measure.memory_limit_binds()
     assert measure.cpu_buffer_budget_bytes() <= 3 * GIB // 8
     monkeypatch.setattr(measure, "cgroup_headroom_bytes", lambda: 40 * GIB)
-    assert measure.available_memory_bytes() == 20 * GIB
-    assert not measure.memory_limit_binds()
+    assert measure.memory_available() == (20 * GIB, False)
     monkeypatch.setattr(measure, "cgroup_headroom_bytes", lambda: None)
     assert measure.available_memory_bytes() == 20 * GIB
 

@@ -45,6 +45,8 @@ def make_step(model: torch.nn.Module, inputs: Inputs, *, backward: bool = False,
                 return call_model(model, inputs)
         return forward
 
+    inputs = _saveable(inputs)
+
     def train_step() -> Any:
         model.zero_grad(set_to_none=True)
         with torch.inference_mode(False), torch.enable_grad():
@@ -54,6 +56,20 @@ def make_step(model: torch.nn.Module, inputs: Inputs, *, backward: bool = False,
         return loss
 
     return train_step
+
+
+def _saveable(inputs: Inputs) -> Inputs:
+    """The inputs with copies of those made under inference_mode, which autograd cannot save for the backward
+    ("Inference tensors cannot be saved for backward"), whatever the mode the step then runs in."""
+    from torch.utils._pytree import tree_map
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, torch.Tensor) and value.is_inference():
+            with torch.inference_mode(False):
+                return value.clone()
+        return value
+
+    return tree_map(plain, inputs)
 
 
 _PREFERRED_OUTPUTS = ("logits", "last_hidden_state", "prediction_logits", "pooler_output")

@@ -94,7 +94,7 @@ class _Counted:
 
 
 _NOT_COUNTED = _Counted(OpCost(0.0, 0.0, False, note="kernels launched outside any counted aten op"), "", [], [], [])
-_ABORTED = OpCost(0.0, 0.0, False, note="aborted by non-reentrant checkpointing to end its rerun: recorded, never run")
+_ABORTED = OpCost(0.0, 0.0, True, note="aborted by non-reentrant checkpointing to end its rerun: recorded, never run")
 _DISPATCH_ONLY = _Counted(OpCost(0.0, 0.0, True, note="its host time outside its children: its work is theirs"),
                           "", [], [], [])
 _OWN_WORK_NOT_COUNTED = _Counted(OpCost(0.0, 0.0, False, note="its host time outside its children: work it runs "
@@ -136,7 +136,11 @@ class _TraceCounter:
 
     def _count(self, op: CpuOp) -> _Counted:
         counted = self._count_event(op)
-        return replace(counted, cost=_ABORTED) if op.is_aborted else counted
+        # a rerun's last op that launched a kernel did run: its hook saved an output (relu, softmax) and raised after
+        # the kernel, or the checkpoint does not stop early (early_stop=False)
+        if op.is_aborted and not op.total_kernel_us > 0:
+            return replace(counted, cost=_ABORTED)
+        return counted
 
     def _count_event(self, op: CpuOp) -> _Counted:
         name = op.name

@@ -270,7 +270,7 @@ class EventStream:
 
     def _raise_not_trace(self, head: bytearray) -> None:
         try:
-            value = msgspec.json.decode(bytes(head))
+            value = msgspec.json.decode(bytes(head[self._text_start(head):]))
         except _SYNTAX_ERRORS as exc:
             what = "gzip file" if self._input_cut else "JSON"
             why = not_json_head(bytes(head))

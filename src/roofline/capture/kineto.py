@@ -111,9 +111,9 @@ _CATEGORY_KIND = {
 }
 # Categories Kineto writes besides the events read (its own span of the trace, CUPTI overhead, ac2g flows): a trace
 # holding only these recorded nothing, rather than being another tool's.
+_KINETO_OWN = frozenset({"Trace", "overhead", "ac2g", "cpu_instant_event", "gpu_user_annotation", "fwdbwd"})
 # the process torch 1.7 and older's autograd profiler (export_chrome_trace, before Kineto) put its ops in
 _LEGACY_CPU_PROCESS = "CPU functions"
-_KINETO_OWN = frozenset({"Trace", "overhead", "ac2g", "cpu_instant_event", "gpu_user_annotation", "fwdbwd"})
 _GPU_CATEGORY = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset"}
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
 # Built-in calls at least this long are kept (Trace.host_calls): the distributed merge names a straggler's sleep.
@@ -836,7 +836,7 @@ class _TraceBuilder:
         trace = self.trace
         if any(text.startswith(CALL_SITE_PREFIX) for text in self.strings):  # distinct names: a few thousand
             self._take_call_site_ranges()
-        if self.begun and not (self.ops or self.kernels):
+        if self.begun and not self.ops:
             raise RooflineError(f"{trace.path}: its {self.begun} timed events are begin/end pairs (ph B/E), as "
                                 "another tool writes them when it re-exports a trace; roofline reads torch.profiler's "
                                 "complete events (ph X): give it the trace torch.profiler wrote")
@@ -1453,7 +1453,7 @@ def _sweep(items: Iterable[tuple[int, float, float, int, int]], objs: list, pare
                 while recomputing and recomputing[-1] <= t:
                     recomputing.pop()
                 recomputing.append(end)
-                if label:
+                if label == _RECOMPUTES_AND_ABORTS[1]:
                     aborting.append([end, len(ops), None])
             elif kind == _GRADIENT:
                 while tending and tending[-1] <= t:

@@ -30,8 +30,9 @@ _STDLIB_WRAPPERS = frozenset({
 _STDLIB_DIRS = tuple(
     {os.path.normpath(d).replace(os.sep, "/") + "/" for d in (sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib")) if d}
 )
-# a standard library, also another machine's: Unix's lib/python3.X/, Windows' Lib/ (beside Lib/site-packages)
-_STDLIB_ANYWHERE = re.compile(r"/lib/python\d[^/]*/|(?:^|/)Lib/(?!site-packages/)")
+# a standard library, also another machine's: Unix's lib/python3.X/, a Windows install's Lib/ (beside
+# Lib/site-packages; only under a drive letter, so a Unix project's own Lib/ folder stays the user's)
+_STDLIB_ANYWHERE = re.compile(r"/lib/python\d[^/]*/|^[A-Za-z]:/(?:[^/]+/)*Lib/(?!site-packages/)")
 
 
 # Code torch.compile generates and runs, which no user can edit: Inductor's output code and kernels

@@ -102,20 +102,18 @@ def time_fn(fn: Callable[[], object], device: torch.device, *, warmup: int = 3, 
 
 
 def available_memory_bytes() -> int | None:
-    """What this process can allocate without swapping or being killed: the host's MemAvailable, capped by what a
-    container's or job's memory limit still allows (device/memory_limit.py); None where neither is known."""
-    host = _host_available_bytes()
-    limited = cgroup_headroom_bytes()
-    if limited is None:
-        return host
-    return limited if host is None else min(host, limited)
+    """What this process can allocate without swapping or being killed (``memory_available``), None if unknown."""
+    return memory_available()[0]
 
 
-def memory_limit_binds() -> bool:
-    """Whether a container's or job's memory limit, not the host's free memory, sets available_memory_bytes."""
-    limited = cgroup_headroom_bytes()
+def memory_available() -> tuple[int | None, bool]:
+    """(the host's MemAvailable capped by what a container's or job's memory limit still allows (device/
+    memory_limit.py), or None where neither is known; whether that limit is what sets it)."""
     host = _host_available_bytes()
-    return limited is not None and (host is None or limited < host)
+    limited = cgroup_headroom_bytes()
+    if limited is None or (host is not None and host <= limited):
+        return host, False
+    return limited, True
 
 
 def _host_available_bytes() -> int | None:

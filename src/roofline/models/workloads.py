@@ -15,7 +15,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from roofline.count.meta import canonical_dtype
-from roofline.device.measure import available_memory_bytes, memory_limit_binds
+from roofline.device.measure import memory_available
 from roofline.device.resolve import resolve_device
 from roofline.errors import RooflineError
 from roofline.models.bad_syncs import BadSyncs
@@ -86,27 +86,25 @@ def _sizes(device: torch.device, cuda: _Size, cpu: _Size, batch: int | None, seq
     return _Size(batch or default.batch, seq or default.seq)
 
 
-def available_bytes(device: torch.device) -> int | None:
-    """Memory free for new tensors on ``device`` now: the GPU's free memory, or the host's MemAvailable."""
+def _available(device: torch.device) -> tuple[int | None, str]:
+    """(memory free for new tensors on ``device`` now, or None; the words that say where): the GPU's free memory, or
+    what the host lets this process take (``measure.memory_available``)."""
     if device.type == "cuda":
         try:
-            return int(torch.cuda.mem_get_info(device)[0])
+            return int(torch.cuda.mem_get_info(device)[0]), "free on this GPU"
         except (RuntimeError, AssertionError):
-            return None
+            return None, ""
     if device.type != "cpu":
-        return None
-    return available_memory_bytes()
+        return None, ""
+    free, limited = memory_available()
+    return free, ("left under this process's memory limit (container or job cgroup)" if limited
+                  else "free on this host")
 
 
 def _check_fits(name: str, needed_bytes: float, device: torch.device, what: str = "its tensors") -> None:
     """Refuse before allocating a workload whose tensors alone would not fit in the device's free memory."""
-    free = available_bytes(device)
+    free, where = _available(device)
     if free is not None and needed_bytes > 0.9 * free:
-        if device.type == "cuda":
-            where = "free on this GPU"
-        else:
-            where = "left under this process's memory limit (container or job cgroup)" if memory_limit_binds() \
-                else "free on this host"
         raise RooflineError(
             f"{name} needs about {needed_bytes / 2**30:.1f} GiB for {what}, more than the {free / 2**30:.1f} GiB "
             f"{where}; use a smaller --batch/--seq"
