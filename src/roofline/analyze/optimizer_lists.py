@@ -51,11 +51,13 @@ class OptimizerLists:
         named = _named_ops(trace)
         self._iteration_ends = _unmarked_iteration_ends(named)
         key = self._key
+        parameter_of: dict[int, TensorMeta] = {}  # id(AccumulateGrad op) -> the parameter it records
         for kind, op in named:
             if kind == _GRAD:
                 args = args_from_trace(op.input_dims, op.input_types, op.input_strides)
                 if args and isinstance(args[0], TensorMeta):
                     grads[key(op)].append(op)
+                    parameter_of[id(op)] = args[0]
             elif kind == _STEP:
                 optimizer_spans[key(op)].append(op)
             elif op.is_optimizer and op.total_kernel_us > 0:
@@ -65,11 +67,13 @@ class OptimizerLists:
             if grads.get(step):
                 spans = optimizer_spans.get(step, [])
                 last = _last_backward(trace, grads[step], spans[0] if len(spans) == 1 else None)
-                latest = [args_from_trace(op.input_dims, op.input_types, op.input_strides)[0] for op in last]
+                latest = [parameter_of[id(op)] for op in last]
             if not sequences.get(step):
                 continue
             if len(optimizer_spans.get(step, ())) != 1:
-                self._why_not[step] = f"{len(optimizer_spans.get(step, ()))} optimizer steps in the profiled step"
+                self._why_not[step] = (f"{len(optimizer_spans.get(step, ()))} optimizer steps in the profiled step"
+                                       if step[0] >= 0 else "optimizer steps of several optimizers and no "
+                                       "ProfilerStep#N marks to tell the iterations apart")
             elif not latest:
                 self._why_not[step] = "no AccumulateGrad events record the parameters"
             elif len({t.dtype for t in latest}) > 1:

@@ -89,6 +89,10 @@ def _drop_unfinished_step(trace: Trace, record: ProfileRecord) -> str | None:
     if record.whole_block or len(trace.steps) <= finished:
         return None
     del trace.steps[finished:]
+    for op in trace.ops:
+        if op.step is not None and op.step >= finished:
+            op.step = None
+    trace.columns = None  # its step column still names the steps dropped: read again from the ops when asked
     schedule = record.schedule
     needed = sum(schedule.get(k, 0) for k in ("wait", "timed", "warmup", "active"))
     return (f"{finished} of the {schedule.get('active', finished)} active steps profiled: the run ended after "

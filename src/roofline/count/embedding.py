@@ -19,7 +19,7 @@ from math import prod
 
 from roofline.count.live import Derived
 from roofline.count.meta import TensorMeta
-from roofline.count.registry import Call, OpCost, nbytes, register
+from roofline.count.registry import Call, OpCost, nbytes, register, zero_cost
 
 DISTINCT_ROWS_KWARG = "_distinct_rows"
 
@@ -71,7 +71,7 @@ def embedding_sparse_backward(call: Call) -> OpCost:
     """(grad, indices, num_weights, padding_idx, scale_grad_by_freq)."""
     grad, indices = call.tensor(0, "grad"), call.tensor(1, "indices")
     if int(call.arg(3, "padding_idx", -1)) < 0:
-        return OpCost(0.0, 0.0, True, note="the gradient's rows and the indices become the sparse gradient as they are")
+        return zero_cost("the gradient's rows and the indices become the sparse gradient as they are")
     return OpCost(0.0, float(2 * (grad.nbytes + indices.nbytes)), True)
 
 
