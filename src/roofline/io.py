@@ -40,7 +40,23 @@ def non_json_number_hint(raw: bytes) -> str:
 
 SNIFF_BYTES = 1 << 16
 _JSON_OPENERS = frozenset(b'{["-0123456789tfn')
-_UNICODE_STARTS = frozenset(b"\x00\xef\xfe\xff")  # a BOM, or UTF-16/32 text: Python's json.loads reads them
+_UTF8_BOM_START = 0xEF  # a UTF-8 byte order mark: the readers step over it, as json.load does
+
+
+def wide_encoding(start: bytes) -> str | None:
+    """'UTF-16' or 'UTF-32' where the first four bytes show that encoding (a byte order mark, or NULs beside the
+    first character, an ASCII one in JSON), else None."""
+    if start.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        return "UTF-32"
+    if start.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "UTF-16"
+    if len(start) < 4:
+        return None
+    if start[:3] == b"\0\0\0" and 0 < start[3] < 0x80 or 0 < start[0] < 0x80 and start[1:] == b"\0\0\0":
+        return "UTF-32"
+    if start[0] == 0 and 0 < start[1] < 0x80 or 0 < start[0] < 0x80 and start[1] == 0:
+        return "UTF-16"
+    return None
 
 
 def not_json_head(head: bytes) -> str | None:
@@ -55,7 +71,10 @@ def not_json_head(head: bytes) -> str | None:
     if packed:
         return packed
     start = head.lstrip(b" \t\r\n")
-    if start and start[0] not in _JSON_OPENERS | _UNICODE_STARTS:
+    wide = wide_encoding(bytes(start[:4]))
+    if wide:
+        return f"it is {wide} text (saved by a Windows editor or a PowerShell redirect?): re-save it as UTF-8"
+    if start and start[0] not in _JSON_OPENERS and start[0] != _UTF8_BOM_START:
         return f"it does not start like JSON: {bytes(start[:16])!r}"
     return None
 

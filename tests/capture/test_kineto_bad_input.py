@@ -288,6 +288,17 @@ def test_a_trace_saved_as_utf16_or_utf32_names_its_encoding(tmp_path, encoding):
         load_trace(path)
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32-le"])
+def test_a_report_saved_as_utf16_or_utf32_names_its_encoding(tmp_path, encoding):
+    # Report.load (diff, doctor, view) said "invalid character (byte 0)"
+    from roofline.report import Report
+
+    path = tmp_path / "report.json"
+    path.write_bytes(json.dumps({"schema_version": 2, "ops": []}).encode(encoding))
+    with pytest.raises(RooflineError, match=f"{encoding[:6].upper()} text .*re-save it as UTF-8"):
+        Report.load(path)
+
+
 def test_a_folder_of_traces_names_them(tmp_path):
     """tensorboard_trace_handler's log folder given for its trace: say which files to give instead."""
     for name in ("vm_1.2.pt.trace.json.gz", "vm_1.3.pt.trace.json.gz", "notes.txt"):

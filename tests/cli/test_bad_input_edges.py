@@ -441,7 +441,8 @@ def test_a_trace_of_zero_bytes_says_so(tmp_path):
 
 
 @pytest.mark.parametrize("head, why", [(b"", None), (b'  \n{"a": 1}', None), (b"[1]", None), (b"\xef\xbb\xbf{}", None),
-                                       (b'\x00{\x00"', None), (b"\x00" * 8, "its first 8 bytes are all zero"),
+                                       (b'\x00{\x00"', "it is UTF-16 text"),
+                                       (b"\x00" * 8, "its first 8 bytes are all zero"),
                                        (b"  <html>", "it does not start like JSON: b'<html>'")])
 def test_what_the_first_block_of_a_json_file_says(head, why):
     from roofline.io import not_json_head

@@ -29,7 +29,7 @@ from typing import Any, Iterator
 import msgspec
 
 from roofline.errors import RooflineError
-from roofline.io import non_json_number_hint, not_json_head, refuse_stream
+from roofline.io import non_json_number_hint, not_json_head, wide_encoding, refuse_stream
 
 BLOCK_BYTES = 4 << 20  # 16 MiB held ~90 MB more decoded events at once on a 304 MB trace and loaded it no faster
 _READ_BYTES = 4 << 20
@@ -262,7 +262,7 @@ class EventStream:
         it). UTF-16 or UTF-32 text is refused by its name, not as 'invalid character (byte 0)'."""
         if head.startswith(codecs.BOM_UTF8):
             return len(codecs.BOM_UTF8)
-        wide = _wide_encoding(bytes(head[:4]))
+        wide = wide_encoding(bytes(head[:4]))
         if wide:
             raise RooflineError(f"{self.path} is {wide} text (saved by a Windows editor or a PowerShell redirect?): "
                                 "re-save it as UTF-8")
@@ -592,22 +592,6 @@ def _directory_error(path: Path) -> str:
         return f"{path} is a directory; give a trace file (.json or .json.gz)"
     return (f"{path} is a directory holding {len(traces)} torch.profiler traces: give one ({traces[0].name}), or a "
             f"distributed job's rank traces together: `roofline trace {profiler_traces_pattern(path, traces)}`")
-
-
-def _wide_encoding(start: bytes) -> str | None:
-    """'UTF-16' or 'UTF-32' where the first four bytes show that encoding (a byte order mark, or NULs beside the
-    first character, an ASCII one in JSON), else None."""
-    if start.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
-        return "UTF-32"
-    if start.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return "UTF-16"
-    if len(start) < 4:
-        return None
-    if start[:3] == b"\0\0\0" and 0 < start[3] < 0x80 or 0 < start[0] < 0x80 and start[1:] == b"\0\0\0":
-        return "UTF-32"
-    if start[0] == 0 and 0 < start[1] < 0x80 or 0 < start[0] < 0x80 and start[1] == 0:
-        return "UTF-16"
-    return None
 
 
 def _before(data: bytearray, pos: int) -> bytes:
