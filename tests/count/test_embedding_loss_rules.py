@@ -143,6 +143,11 @@ def test_ctc_loss_walks_its_alignment_grid():
     assert cost("aten::_ctc_loss", log_probs, padded, [10] * 4, [3] * 4, 0, False) == forward
     assert cost("aten::_ctc_loss", log_probs, flat, [10] * 4, [3, 2, 3, 3], 0, False) == forward
     assert cost("aten::ctc_loss", log_probs, padded, [10] * 4, [3] * 4, 0, 1, False) == forward
+    # a trace records the composite's output, the reduced loss: _ctc_loss's log_alpha and nll are written all the same
+    from roofline.count import count_op
+
+    reduced = count_op("aten::ctc_loss", (log_probs, padded, [10] * 4, [3] * 4, 0, 1, False), outputs=[T((), "float32")])
+    assert (reduced.flops, reduced.bytes) == forward
     grad, nll, alpha = T((4,), "float32"), T((4,), "float32"), T((4, 10, 7), "float32")
     assert cost("aten::_ctc_loss_backward", grad, log_probs, padded, [10] * 4, [3] * 4, nll, alpha, 0, False) == (
         22 * 280 + 4 * 240, 16 + 960 + 96 + 16 + 1120 + 1120 + 960)  # log_beta written, the gradient written

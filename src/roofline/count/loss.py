@@ -134,10 +134,15 @@ def _ctc_states(log_probs: TensorMeta, targets: TensorMeta, target_lengths: obje
 @register("aten::_ctc_loss")
 def ctc_loss(call: Call) -> OpCost:
     """(log_probs (T, N, C), targets, input_lengths, target_lengths, blank, zero_infinity) -> (nll, log_alpha)."""
+    return _ctc_loss(call, call.outputs)
+
+
+def _ctc_loss(call: Call, outputs: list | None) -> OpCost:
+    """``outputs``: (nll, log_alpha) where recorded; else both are sized from the alignment grid."""
     log_probs, targets = call.tensor(0, "log_probs"), call.tensor(1, "targets")
     states = _ctc_states(log_probs, targets, call.arg(3, "target_lengths"))
     batch = log_probs.shape[1] if log_probs.ndim == 3 else 1
-    written = nbytes(call.outputs) if call.outputs is not None else (states + batch) * log_probs.itemsize
+    written = nbytes(outputs) if outputs is not None else (states + batch) * log_probs.itemsize
     lengths = nbytes([call.maybe_tensor(2, "input_lengths"), call.maybe_tensor(3, "target_lengths")])
     gathered = min(states, log_probs.numel) * log_probs.itemsize
     return OpCost(float(16 * states), float(gathered + targets.nbytes + lengths + written), True)
@@ -145,8 +150,9 @@ def ctc_loss(call: Call) -> OpCost:
 
 @register("aten::ctc_loss", composite=True)
 def ctc_loss_composite(call: Call) -> OpCost:
-    """Composite (-> _ctc_loss, then its reduction)."""
-    return ctc_loss(call)
+    """Composite (-> _ctc_loss, then its reduction): its recorded output is the reduced loss, not _ctc_loss's
+    (nll, log_alpha), which it writes all the same."""
+    return _ctc_loss(call, None)
 
 
 @register("aten::_ctc_loss_backward")
