@@ -22,6 +22,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
+import shlex
 import zlib
 from pathlib import Path
 from typing import Any, Iterator
@@ -583,7 +584,7 @@ def profiler_traces_in(directory: Path) -> list[Path]:
 def profiler_traces_pattern(directory: Path, traces: list[Path]) -> str:
     """A shell pattern that names ``traces`` in ``directory``: DIR/*.pt.trace.json, .json.gz, or both."""
     suffixes = {".pt.trace.json.gz" if p.name.endswith(".gz") else ".pt.trace.json" for p in traces}
-    return f"{directory}/*{suffixes.pop() if len(suffixes) == 1 else '.pt.trace.json*'}"
+    return f"{shlex.quote(str(directory))}/*{suffixes.pop() if len(suffixes) == 1 else '.pt.trace.json*'}"
 
 
 def _directory_error(path: Path) -> str:
