@@ -240,10 +240,16 @@ def workload_warnings(a: Report, b: Report) -> list[str]:
     if shared is not None and shared < SHARED_TIME_FLOOR:
         return [f"A and B are different workloads{named}: only {shared:.0%} of their time is in ops (name @ module) "
                 "both have; the changes below compare unrelated runs, not one workload before and after a change"]
-    if named and "trace" not in (a.kind, b.kind):  # a trace report is named after its file, not its model
+    if named and not (_named_after_its_file(a) or _named_after_its_file(b)):
         share = f"{shared:.0%} of their time is in ops both have" if shared is not None else "no ops to compare"
         return [f"A and B are different workloads{named}; {share}"]
     return []
+
+
+def _named_after_its_file(report: Report) -> bool:
+    """A trace report of a raw trace takes its file's name for workload (before.json, after.json: never the same for
+    two traces of one model); one of roofline's own trace.json.gz keeps the workload its run was named."""
+    return report.kind == "trace" and not (report.extra or {}).get("written_by_roofline")
 
 
 def _shared_time_share(a: Report, b: Report) -> float | None:
