@@ -59,6 +59,12 @@ def wide_encoding(start: bytes) -> str | None:
     return None
 
 
+def wide_text(start: bytes) -> str | None:
+    """'UTF-16 text (...): re-save it as UTF-8' where ``start`` shows a wide encoding (``wide_encoding``), else None."""
+    wide = wide_encoding(start)
+    return f"{wide} text (saved by a Windows editor or a PowerShell redirect?): re-save it as UTF-8" if wide else None
+
+
 def not_json_head(head: bytes) -> str | None:
     """Why a file whose first bytes (a block of at most a few MiB, gunzipped) are ``head`` cannot be JSON, where its
     start shows it: all zero bytes (a disk image, a file allocated and never written) or a first character no JSON
@@ -71,9 +77,9 @@ def not_json_head(head: bytes) -> str | None:
     if packed:
         return packed
     start = head.lstrip(b" \t\r\n")
-    wide = wide_encoding(bytes(start[:4]))
+    wide = wide_text(bytes(start[:4]))
     if wide:
-        return f"it is {wide} text (saved by a Windows editor or a PowerShell redirect?): re-save it as UTF-8"
+        return f"it is {wide}"
     if start and start[0] not in _JSON_OPENERS and start[0] != _UTF8_BOM_START:
         return f"it does not start like JSON: {bytes(start[:16])!r}"
     return None

@@ -30,7 +30,7 @@ from typing import Any, Iterator
 import msgspec
 
 from roofline.errors import RooflineError
-from roofline.io import non_json_number_hint, not_json_head, wide_encoding, refuse_stream
+from roofline.io import non_json_number_hint, not_json_head, wide_text, refuse_stream
 
 BLOCK_BYTES = 4 << 20  # 16 MiB held ~90 MB more decoded events at once on a 304 MB trace and loaded it no faster
 _READ_BYTES = 4 << 20
@@ -267,10 +267,9 @@ class EventStream:
         it). UTF-16 or UTF-32 text is refused by its name, not as 'invalid character (byte 0)'."""
         if head.startswith(codecs.BOM_UTF8):
             return len(codecs.BOM_UTF8)
-        wide = wide_encoding(bytes(head[:4]))
+        wide = wide_text(bytes(head[:4]))
         if wide:
-            raise RooflineError(f"{self.path} is {wide} text (saved by a Windows editor or a PowerShell redirect?): "
-                                "re-save it as UTF-8")
+            raise RooflineError(f"{self.path} is {wide}")
         return 0
 
     def _raise_not_trace(self, head: bytearray) -> None:
