@@ -42,11 +42,36 @@ def test_worker_processes_merge_as_this_process_does(rank_traces):
     assert pooled.distributed.base_rank == 0 and pooled.environment.rank is None
 
 
-def test_two_files_claiming_one_rank_are_ranked_by_position(tmp_path):
-    paths = [_trace(tmp_path / "x.json.gz", 0, 500, 300), _trace(tmp_path / "y.json.gz", 0, 900, 100)]
+def test_two_files_whose_names_give_one_rank_are_ranked_by_position(tmp_path):
+    """Without distributedInfo a rank comes from the file name, and node-local names repeat across nodes."""
+    for node in ("node0", "node1"):
+        (tmp_path / node).mkdir()
+    paths = [_trace(tmp_path / "node0" / "rank0.json.gz", 0, 500, 300, distributed=False),
+             _trace(tmp_path / "node1" / "rank0.json.gz", 0, 900, 100, distributed=False)]
+    for path in paths:
+        _with_collective(path)
     merged = merge_trace_files(paths, jobs=2)
     assert [r.rank for r in merged.ranks] == [0, 1]
-    assert merged.workload == "x.json.gz"  # the first file is the base rank
+    assert merged.distributed.base_rank == 0 and merged.ranks[0].compute_time_s < merged.ranks[1].compute_time_s
+
+
+def test_two_files_recording_one_rank_are_refused_naming_them(tmp_path):
+    """distributedInfo's rank is the process's own global rank: two traces recording rank 0 of a 4-rank job are
+    two runs (or cycles) of rank 0, which by position were merged as 'ranks 0 and 1'."""
+    paths = [_trace(tmp_path / "x.json.gz", 0, 500, 300, world=4), _trace(tmp_path / "y.json.gz", 0, 900, 100, world=4)]
+    for jobs in (1, 2):
+        with pytest.raises(RooflineError, match=r"2 traces record rank 0 in their distributedInfo \(x.json.gz, "
+                                                r"y.json.gz\)"):
+            merge_trace_files(paths, jobs=jobs)
+
+
+def _with_collective(path):
+    """Put back the all-reduce kernel a one-process trace leaves out (the job shows in its collectives only)."""
+    payload = json.loads(gzip.decompress(open(path, "rb").read()))
+    payload["traceEvents"].append({"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                                   "pid": 0, "tid": 13, "ts": 3000, "dur": 100,
+                                   "args": {"device": 0, "stream": 13, "correlation": 2}})
+    open(path, "wb").write(gzip.compress(json.dumps(payload).encode()))
 
 
 def test_a_job_without_rank_0_takes_its_lowest_rank_as_the_base(tmp_path):

@@ -59,25 +59,28 @@ def analyze_rank(task: Task) -> tuple[int, RankSummary, Report]:
             raise RooflineError(f"{directory} has a report.json but no trace.json.gz: profile that rank again")
         report = Report.load(directory / "report.json")
         timeline = read_timeline(trace)
-        rank = number
+        rank, recorded = number, False
     else:
         from roofline.analyze.trace_file import analyze_trace
         from roofline.capture.kineto import load_trace
         from roofline.distributed.comm import _int, timeline_of
-        from roofline.distributed.merge import rank_of_trace
+        from roofline.distributed.merge import rank_of_trace, recorded_rank
 
         loaded = load_trace(path)
         timeline = timeline_of(loaded)
         report = analyze_trace(loaded, ceilings_file, partial=partial)
         del loaded
         rank = rank_of_trace(timeline, path, number)
+        recorded = recorded_rank(timeline) is not None
         info = timeline.metadata.get("distributedInfo")
         if isinstance(info, dict):
             report.environment.world_size = _int(info.get("world_size"))
             report.environment.backend = info.get("backend")
         report.environment.rank = rank
     world = job_world(ranks, [report.environment.world_size])
-    return number, summarize_rank(rank, report, timeline, world), report
+    summary = summarize_rank(rank, report, timeline, world)
+    summary.rank_recorded = recorded
+    return number, summary, report
 
 
 def summarize_chunk(chunk: bytes) -> bytes:
@@ -133,6 +136,7 @@ def summarize_all(tasks: list[Task], *, jobs: int = 1, cluster: str | None = Non
     numbers = sorted(summaries)
     if len({summaries[n].rank for n in numbers}) != len(numbers):
         _refuse_more_traces_than_ranks([summaries[n] for n in numbers])
+        _refuse_a_recorded_rank_twice([summaries[n] for n in numbers])
         for position, number in enumerate(numbers):
             summaries[number].rank = position
     base = min(numbers, key=lambda n: summaries[n].rank)
@@ -154,6 +158,21 @@ def _refuse_more_traces_than_ranks(found: list[RankSummary]) -> None:
     raise RooflineError(f"{len(found)} traces for a job of {world} ranks: rank {rank} is in {times} of them ({names}): "
                         "several profiler cycles or runs of each rank (tensorboard_trace_handler writes a file per "
                         "cycle); give one trace per rank")
+
+
+def _refuse_a_recorded_rank_twice(found: list[RankSummary]) -> None:
+    """Two traces whose distributedInfo records the same rank are not two ranks of one job: torch.distributed gives
+    each process of a job its own global rank, so they are two runs (or profiler cycles) of one rank, or ranks of
+    two jobs. Taken by position, two cycles of rank 0 of a 4-rank job made 'ranks 0 and 1'. Ranks read from file
+    names or positions (no distributedInfo) are still placed by position: node-local names repeat across nodes."""
+    recorded = Counter(s.rank for s in found if s.rank_recorded)
+    rank, times = recorded.most_common(1)[0] if recorded else (None, 0)
+    if times < 2:
+        return
+    names = ", ".join(Path(s.path).name for s in found if s.rank_recorded and s.rank == rank)
+    raise RooflineError(f"{times} traces record rank {rank} in their distributedInfo ({names}): one process's runs or "
+                        "profiler cycles, or ranks of different jobs, not ranks of one job; give one trace per rank "
+                        "of one run (compare runs with `roofline diff` of their report.json)")
 
 
 def _in_processes(tasks: list[Task], jobs: int, stack: ExitStack) -> Iterator[bytes]:

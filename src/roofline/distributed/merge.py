@@ -94,11 +94,19 @@ _RANK_IN_PATH = re.compile(r"rank[_-]?(\d+)")
 
 
 def rank_of_trace(timeline: RankTimeline, path: Any, position: int) -> int:
+    recorded = recorded_rank(timeline)
+    if recorded is not None:
+        return recorded
+    match = _RANK_IN_PATH.search(str(path))
+    return int(match.group(1)) if match else position
+
+
+def recorded_rank(timeline: RankTimeline) -> int | None:
+    """The rank the trace's distributedInfo records (torch.distributed's global rank: one process's own)."""
     info = timeline.metadata.get("distributedInfo")
     if isinstance(info, dict) and _int(info.get("rank")) is not None:
         return int(info["rank"])
-    match = _RANK_IN_PATH.search(str(path))
-    return int(match.group(1)) if match else position
+    return None
 
 
 def _refuse_repeated_files(paths: list[str | os.PathLike[str]]) -> None:

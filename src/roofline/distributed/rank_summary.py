@@ -30,7 +30,8 @@ IDLE_COST = "idle: no op and no communication running (host work outside ops, da
 @dataclass
 class RankSummary:
     """One rank as the merge needs it. ``calls_world``: the world size its collectives' bus factors assumed.
-    Typed throughout: a worker sends it as MessagePack (``encode_summaries``), decoded back into these types."""
+    ``rank_recorded``: the rank is the one the trace's distributedInfo records (not taken from the file's name or
+    its position in the list). Typed throughout: a worker sends it as MessagePack (``encode_summaries``), decoded back into these types."""
 
     rank: int
     path: str = ""
@@ -45,6 +46,7 @@ class RankSummary:
     calls: list[CollectiveCall] = field(default_factory=list)
     calls_world: int = 0
     syncs: list[CollectiveSyncSite] = field(default_factory=list)
+    rank_recorded: bool = False
 
 
 def summarize_rank(rank: int, report: Report, timeline: RankTimeline, world: int) -> RankSummary:
