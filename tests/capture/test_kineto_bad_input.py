@@ -300,12 +300,26 @@ def test_a_report_saved_as_utf16_or_utf32_names_its_encoding(tmp_path, encoding)
 
 
 def test_a_folder_of_traces_names_them(tmp_path):
-    """tensorboard_trace_handler's log folder given for its trace: say which files to give instead."""
-    for name in ("vm_1.2.pt.trace.json.gz", "vm_1.3.pt.trace.json.gz", "notes.txt"):
+    """tensorboard_trace_handler's log folder given for its trace: say which files to give instead (the rank
+    traces of a job together: their worker names differ)."""
+    for name in ("vm_1.2.pt.trace.json.gz", "vm_2.3.pt.trace.json.gz", "notes.txt"):
         (tmp_path / name).write_bytes(b"")
     with pytest.raises(RooflineError, match=r"is a directory holding 2 torch.profiler traces: give one .*"
-                                            r"vm_1.2.pt.trace.json.gz"):
+                                            r"vm_1.2.pt.trace.json.gz.*rank traces together: `roofline trace "
+                                            r".*/\*.pt.trace.json.gz`"):
         load_trace(tmp_path)
+
+
+def test_a_folder_of_one_process_cycles_is_not_offered_as_ranks(tmp_path):
+    """The files of one process (one worker name, a file per profiler cycle) are no distributed job: merged they
+    are refused, so the hint offers the last cycle's file, not the rank glob."""
+    for name in ("vm_1.1733.pt.trace.json", "vm_1.1734.pt.trace.json", "vm_1.1735.pt.trace.json"):
+        (tmp_path / name).write_bytes(b"")
+    with pytest.raises(RooflineError) as error:
+        load_trace(tmp_path)
+    message = str(error.value)
+    assert "3 torch.profiler traces of one process (vm_1: a trace per profiler cycle)" in message
+    assert message.endswith("vm_1.1735.pt.trace.json`") and "*" not in message
 
 
 def _fifo_fed(tmp_path, data: bytes) -> Path:

@@ -594,8 +594,21 @@ def _directory_error(path: Path) -> str:
     traces = profiler_traces_in(path)
     if not traces:
         return f"{path} is a directory; give a trace file (.json or .json.gz)"
+    workers = {_worker_name(p) for p in traces}
+    if len(traces) > 1 and len(workers) == 1:
+        return (f"{path} is a directory holding {len(traces)} torch.profiler traces of one process "
+                f"({workers.pop()}: a trace per profiler cycle): give one, e.g. the last "
+                f"`roofline trace {shlex.quote(str(traces[-1]))}`")
     return (f"{path} is a directory holding {len(traces)} torch.profiler traces: give one ({traces[0].name}), or a "
             f"distributed job's rank traces together: `roofline trace {profiler_traces_pattern(path, traces)}`")
+
+
+def _worker_name(path: Path) -> str:
+    """tensorboard_trace_handler's worker name in its file name ``{worker}.{time in ns}.pt.trace.json[.gz]``
+    (the worker is ``{hostname}_{pid}`` unless the script names it): the files of one process share it."""
+    stem = path.name[:-len(next(s for s in PROFILER_TRACE_SUFFIXES if path.name.endswith(s)))]
+    worker, _, stamp = stem.rpartition(".")
+    return worker if worker and stamp.isdigit() else stem
 
 
 def _before(data: bytearray, pos: int) -> bytes:
