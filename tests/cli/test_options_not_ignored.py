@@ -58,3 +58,26 @@ def test_the_options_that_do_apply_still_run(saved_report, capsys):
     assert main(["doctor", saved_report]) == 0
     assert main(["doctor", TRACE, "--findings", "1"]) == 0
     assert "Doctor: 1 finding(s)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command, after, shown", [("doctor", ["-o", "{tmp}/out"], "-o {tmp}/out"),
+                                                    ("profile", ["--active=2", "-x"], "--active=2")])
+def test_roofline_options_after_a_script_are_named_as_the_scripts(tmp_path, capsys, command, after, shown):
+    """`roofline doctor train.py -o out` passed -o out to the script (everything after it is the script's, as
+    with `python train.py -o out`): the doctor wrote no files and said nothing of it."""
+    script = tmp_path / "train.py"
+    script.write_text("import sys\nprint('argv', sys.argv[1:])\n")
+    after = [word.format(tmp=tmp_path) for word in after]
+    main([command, str(script), *after])
+    out, err = capsys.readouterr()
+    assert f"argv {after!r}" in out
+    assert (f"roofline: note: '{shown.format(tmp=tmp_path)}' comes after train.py, so it is passed to the script "
+            "(as `python train.py") in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_scripts_own_words_after_it_bring_no_note(tmp_path, capsys):
+    script = tmp_path / "train.py"
+    script.write_text("import sys\nprint('argv', sys.argv[1:])\n")
+    main(["doctor", str(script), "--lr", "0.1", "data.txt"])
+    assert "roofline: note" not in capsys.readouterr().err

@@ -258,3 +258,21 @@ def leave_script_threads(script: str, names: tuple[str, ...]) -> None:
     print(f"roofline: note: {Path(script).name} left {len(names)} thread(s) running ({shown}); roofline ends "
           "without waiting for them", file=sys.stderr)
     quickexit.leave_threads_behind()
+
+
+def note_own_options_after_script(parser: argparse.ArgumentParser, script: str, script_args: list[str]) -> None:
+    """A note when the script's arguments hold one of roofline's own options (`roofline doctor train.py -o out`):
+    everything after the script is the script's, as with `python train.py -o out`, so roofline never saw it (a
+    doctor then wrote no files, a profile wrote to its default folder) and the script got an option it may not take.
+    A note rather than an error: the script may take that option itself."""
+    from pathlib import Path
+
+    ours = {flag for action in parser._actions for flag in action.option_strings if flag not in ("-h", "--help")}
+    for i, word in enumerate(script_args):
+        flag = word.split("=", 1)[0]
+        if flag in ours:
+            shown = " ".join(script_args[i:i + 2]) if "=" not in word and i + 1 < len(script_args) else word
+            print(f"roofline: note: '{shown}' comes after {Path(script).name}, so it is passed to the script (as "
+                  f"`python {Path(script).name} {shown}` would pass it), not to roofline; roofline's own options go "
+                  "before the script", file=sys.stderr)
+            return

@@ -14,6 +14,7 @@ from roofline.cli.common import (
     add_findings_option,
     add_workload_options,
     leave_script_threads,
+    note_own_options_after_script,
     normalize_dtype,
     output_dir,
     refuse_workload_options,
@@ -122,6 +123,7 @@ def _report_for(args: argparse.Namespace) -> tuple[Any, str | None]:
 
         _refuse_unused(args, args.target, "partial")
         check_script(target)
+        note_own_options_after_script(args.parser, target, args.script_args)
         return _profile_script(args)
     if not target.exists():
         raise RooflineError(f"file not found: {target}")

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from roofline.cli.common import (add_ceilings_option, add_findings_option, add_output_option, add_workload_options,
-                                 leave_script_threads, non_negative_int, normalize_dtype, positive_int,
+                                 leave_script_threads, non_negative_int, normalize_dtype,
+                                 note_own_options_after_script, positive_int,
                                  print_merged_summary, print_report_summary, refuse_workload_options, run_ceilings,
                                  step_count, step_count_or_zero)
 from roofline.errors import RooflineError
@@ -76,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
         refuse_workload_options(args, args.script)
         check_script(args.script)
+        note_own_options_after_script(args.parser, args.script, args.script_args)
     if args.nproc:
         from roofline.distributed.launch import launch_profile
 
