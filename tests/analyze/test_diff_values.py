@@ -159,3 +159,30 @@ def test_the_bytes_totals_are_memory_traffic_not_collective_messages():
     rows = {r.key: r.a for r in d.ops}
     assert rows["c10d::allreduce_ @ (top level)"].bytes == 1e6
     assert rows["c10d::allgather_ @ (top level)"].unsized == 1
+
+
+def test_runs_that_profiled_different_numbers_of_steps_compare_per_step():
+    """`roofline profile --active 1` against `--active 3` of one script: a profile report's ops sum its profiled
+    steps, so the totals said the second run was 3x slower, with 3x the FLOPs, and the step-time spread (per step)
+    was weighed against a 3-step total."""
+    def run(steps: int, step_s: float) -> Report:
+        ops = [OpRecord(name="mm", module="l0", time_s=2e-3 * steps, flops=4e9 * steps, bytes=1e6 * steps, count=steps,
+                        bound="compute"),
+               OpRecord(name="add", module="l0", time_s=1e-3 * steps, flops=1e6 * steps, bytes=1e7 * steps,
+                        count=2 * steps, bound="memory")]
+        return Report(kind="profile", ops=ops, steps=steps, step_time=_timing(step_s, 1e-4),
+                      summary=Summary(total_time_s=3e-3 * steps))
+
+    d = diff_reports(run(1, 3.1e-3), run(3, 3.1e-3))
+    assert d.total.quantity.startswith("total device time per step")
+    assert (d.total.a_total_s, d.total.b_total_s) == (pytest.approx(3e-3), pytest.approx(3e-3))
+    assert d.total.delta_pct == pytest.approx(0.0)
+    assert (d.a_flops, d.b_flops) == (pytest.approx(4.001e9), pytest.approx(4.001e9))
+    assert all(r.delta_time_s == pytest.approx(0.0) for r in d.ops + d.modules + d.classes)
+    assert {r.key: r.b.calls for r in d.ops} == {"mm @ l0": 1, "add @ l0": 2}
+    assert "compared per step: A's ops cover 1 profiled step(s), B's 3" in d.notes[0]
+    slower = diff_reports(run(3, 3.1e-3), run(1, 3.1e-3 * 1.5))
+    slower_ops = Report(kind="profile", ops=[OpRecord(name="mm", module="l0", time_s=4e-3, flops=4e9, bytes=1e6)],
+                        steps=1, summary=Summary(total_time_s=4e-3))
+    assert diff_reports(run(3, 3e-3), slower_ops).total.delta_pct == pytest.approx(100 * (4e-3 - 3e-3) / 3e-3)
+    assert slower.notes and not diff_reports(run(2, 3e-3), run(2, 3e-3)).notes

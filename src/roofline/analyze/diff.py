@@ -120,7 +120,7 @@ def diff_reports(a: Report, b: Report, a_label: str = "A", b_label: str = "B", f
     every profiled step), ops are keyed by name alone where one side has no module paths (a trace records them
     only with ``with_modules``), and neither devices nor workload names are warned about: they are one run's."""
     one_run = same_run(a, b)
-    per_a, per_b = (_steps(a), _steps(b)) if one_run else (1, 1)
+    per_a, per_b = _steps(a), _steps(b)
     modules = _has_modules(a) == _has_modules(b) if one_run else True  # where both or neither have module paths
     replays_a, replays_b = replay_order(a.ops), replay_order(b.ops)
 
@@ -145,7 +145,8 @@ def diff_reports(a: Report, b: Report, a_label: str = "A", b_label: str = "B", f
         a_bytes=_traffic(a.ops) / per_a,
         b_bytes=_traffic(b.ops) / per_b,
         warnings=[] if one_run else device_warnings(a, b) + workload_warnings(a, b),
-        notes=([_same_run_line(a, b, one_run, per_a, per_b, modules)] if one_run else []) + replay_note,
+        notes=([_same_run_line(a, b, one_run, per_a, per_b, modules)] if one_run else _steps_line(per_a, per_b))
+              + replay_note,
     )
 
 
@@ -198,6 +199,15 @@ def same_run(a: Report, b: Report) -> str:
 def _steps(report: Report) -> int:
     """How many steps the report's ops cover (a live run's report: one step's medians; a trace's: every step)."""
     return max(int(report.steps or 1), 1)
+
+
+def _steps_line(per_a: int, per_b: int) -> list[str]:
+    """Two runs that profiled different numbers of steps (`--active 5` against the default 3): their ops' sums
+    cover different spans, so each side is divided by its own steps (and the step-time spread is per step)."""
+    if per_a == per_b:
+        return []
+    return [f"compared per step: A's ops cover {per_a} profiled step(s), B's {per_b}; each side's times, FLOPs, bytes "
+            "and calls are divided by its own"]
 
 
 def _has_modules(report: Report) -> bool:
