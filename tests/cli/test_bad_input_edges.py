@@ -248,6 +248,19 @@ def test_a_mistyped_workload_gets_a_did_you_mean(typed, meant):
         get_workload(typed)
 
 
+def test_a_torchvision_models_name_gets_its_factory_spelled_out():
+    """`--model vit_b_16` said only which names are built in: a torchvision model is analysed through a factory."""
+    from roofline.models import get_workload
+
+    with pytest.raises(RooflineError, match=r"'vit_b_16' is a torchvision model: analyse it through a factory, a file "
+                                            r"holding `def build\(\): return torchvision.models.vit_b_16\(\), "
+                                            r"torch.randn\(1, 3, 224, 224\)`.*`roofline analyze FILE.py:build`$"):
+        get_workload("vit_b_16")
+    with pytest.raises(RooflineError, match=r"or analyse your own model: `roofline analyze FILE.py:build`, where "
+                                            r"build\(\) returns \(model, inputs\)$"):
+        get_workload("my-net")
+
+
 def test_an_unwritable_ceilings_cache_is_refused_before_measuring(tmp_path, monkeypatch):
     """It measured for 20 s first, then failed to save."""
     from roofline.device import ceilings as ceilings_module

@@ -257,6 +257,22 @@ def _did_you_mean(name: str) -> str:
     return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 
 
+def _through_a_factory(name: str) -> str:
+    """How to analyse a model that is not built in: a factory file; for a torchvision model's name, that factory
+    spelled out (users try `--model vit_b_16`)."""
+    try:
+        import torchvision
+
+        known = name in torchvision.models.list_models()
+    except Exception:  # noqa: BLE001 - no torchvision, or one whose registry fails: the general advice
+        known = False
+    if known:
+        return (f"; {name!r} is a torchvision model: analyse it through a factory, a file holding `def build(): "
+                f"return torchvision.models.{name}(), torch.randn(1, 3, 224, 224)` (with its imports), then "
+                "`roofline analyze FILE.py:build`")
+    return "; or analyse your own model: `roofline analyze FILE.py:build`, where build() returns (model, inputs)"
+
+
 def get_workload(
     name: str,
     *,
@@ -268,7 +284,8 @@ def get_workload(
 ) -> Workload:
     """Build a named workload on ``device`` in ``dtype``; with ``backward`` its parameters require grad."""
     if name not in _BUILDERS:
-        raise RooflineError(f"unknown workload {name!r}{_did_you_mean(name)}; choose one of: {', '.join(_BUILDERS)}")
+        raise RooflineError(f"unknown workload {name!r}{_did_you_mean(name)}; choose one of: {', '.join(_BUILDERS)}"
+                            f"{_through_a_factory(name)}")
     _check_sizes_apply(name, batch, seq)
     torch_dtype, torch_device = parse_dtype(dtype), resolve_device(device)
     try:
