@@ -228,3 +228,22 @@ def test_the_gzip_trailer_is_read_only_where_it_can_be_one(plain_trace, tmp_path
     assert gzip_json_size(gz) == len(data) == uncompressed_size(gz)
     assert gzip_json_size(plain_trace) is None and uncompressed_size(plain_trace) == len(data)
     assert gzip_json_size(cut) is None and uncompressed_size(cut) == cut.stat().st_size
+
+
+def test_events_read_is_called_once_after_the_read_and_before_the_events_are_ordered(plain_trace, split_small,
+                                                                                     monkeypatch):
+    """The PNG drawer's warm-up starts there (cli/trace.py): once this process has read its half, while it alone
+    puts the events in order, not after the whole load as before, when the report's own children were starting."""
+    calls = []
+    finish = kineto._TraceBuilder.finish
+
+    def ordered(self):
+        calls.append("finish")
+        return finish(self)
+
+    monkeypatch.setattr(kineto._TraceBuilder, "finish", ordered)
+    trace = load_trace(plain_trace, split=True, events_read=lambda: calls.append("read"))
+    assert calls == ["read", "finish"] and split_small == [True] and trace.ops
+    calls.clear()
+    load_trace(plain_trace, events_read=lambda: calls.append("read"))
+    assert calls == ["read", "finish"]

@@ -113,7 +113,8 @@ def analyze_trace_file(path: str | Path, ceilings_file: str | None = None, *, pa
                        placed: Callable[[Report], None] | None = None,
                        trace_read: Callable[[], None] | None = None) -> Report:
     """The Report of one trace file, undiagnosed: the entry point that asked for it runs the doctor.
-    ``trace_read``: called once the file is read, before the report is built from it.
+    ``trace_read``: called once the file's events are read, before they are put in order and the report is built
+    from them (``load_trace``'s ``events_read``).
 
     A trace cut short (truncated gzip, JSON that stops mid-list) is refused unless ``partial``: then its report
     says so first.
@@ -124,10 +125,8 @@ def analyze_trace_file(path: str | Path, ceilings_file: str | None = None, *, pa
     from roofline import quickexit
     from roofline.capture.kineto import load_trace
 
-    trace = load_trace(path, split=True)
+    trace = load_trace(path, split=True, events_read=trace_read)
     quickexit.keep_until_exit(trace)
-    if trace_read is not None:
-        trace_read()
     return analyze_trace(trace, ceilings_file, partial=partial, placed=placed)
 
 

@@ -17,7 +17,7 @@ import signal
 import tempfile
 import threading
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import msgspec
@@ -176,12 +176,15 @@ _RANK_FRAME, _RANK_OP = range(2)
 SPLIT_MIN_BYTES = 64 << 20
 
 
-def load_trace(path: str | os.PathLike[str], *, split: bool = False) -> Trace:
+def load_trace(path: str | os.PathLike[str], *, split: bool = False,
+               events_read: Callable[[], None] | None = None) -> Trace:
     """Read a Kineto/torch.profiler trace file into a ``Trace`` (kernels not yet attributed: see attribution).
 
     ``split``: a file of at least SPLIT_MIN_BYTES of JSON (plain or gzipped) is read in two halves at once, the
     second by a forked child (``_TailReader``), where fork is available and safe and two CPUs are; the Trace is
-    the same."""
+    the same. ``events_read``: called once this process has read its events, before they are put in order
+    (``finish``): from then on this process alone works, and a split read's child is done or nearly, so a CPU is
+    free for work waiting on the sidelines (the PNG drawer's warm-up)."""
     builder = _TraceBuilder(str(path))
     with cyclic_gc_paused():
         tail = _TailReader.start(path) if split else None
@@ -192,6 +195,8 @@ def load_trace(path: str | os.PathLike[str], *, split: bool = False) -> Trace:
             if tail is not None:
                 tail.abandon()
             raise
+        if events_read is not None:
+            events_read()
         if tail is not None:
             if head.split_point is None:  # no event boundary near a gzipped trace's middle: the head read it all
                 tail.abandon()
