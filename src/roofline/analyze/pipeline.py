@@ -917,6 +917,9 @@ def _recount_changed_shapes(trace: Trace, recording: OpRecording, recorded: Reco
             continue
         event = trace.ops[median_event(events, lambda e: counter(trace.ops[e]).cost)]
         cost = counter(event).cost
+        was = recording.ops[i].cost
+        if cost.modeled and (cost.flops, cost.bytes) == (was.flops, was.bytes):
+            continue  # the same work (an in-place transpose_, which the two sides record before and after)
         if cost.modeled:
             recording.ops[i] = replace(recording.ops[i], args=_trace_args(event), outputs=[], cost=cost)
         changed[i] = "recounted" if cost.modeled else "kept"
