@@ -84,3 +84,33 @@ def test_shapes_conflict_only_where_both_sides_hold_shapes_the_other_lacks():
     assert recorded_dims([[[1, 5, 32], [1, 1, 32]], [], [2, 3]]) == ((1, 5, 32), (1, 1, 32), (), (2, 3))
     assert shapes_conflict(((1, 1, 32), (1, 32, 7)), ((1, 1, 32), (1, 32, 9)))
     assert shapes_conflict(((4, 8),), ((5, 8),))
+
+
+class VaryingDepth(torch.nn.Module):
+    """Runs 1, 2 or 3 of its layers, call after call: a step whose work changes (as sampling generate's length)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(16, 16) for _ in range(3))
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        for layer in self.layers[:self.calls % 3 + 1]:
+            x = layer(x)
+        return x
+
+
+def test_steps_that_run_different_work_are_said_to(cpu_ceilings, one_thread):
+    torch.manual_seed(0)
+    report = analyze_model(VaryingDepth(), (torch.randn(4, 16),), device="cpu", ceilings=cpu_ceilings, warmup=1,
+                           iters=3)
+    (note,) = [note for note in report.summary.notes if "profiled steps ran different numbers of ops" in note]
+    counts = [int(n) for n in note.split("(")[1].split(")")[0].split(", ")]
+    assert len(counts) == 3 and len(set(counts)) == 3
+
+
+def test_steps_that_run_the_same_work_say_nothing_of_it(cpu_ceilings, one_thread):
+    report = analyze_model(BatchFirstGRU(), (torch.randn(2, 5, 8),), device="cpu", ceilings=cpu_ceilings, warmup=1,
+                           iters=3)
+    assert not any("ran different numbers of ops" in note for note in report.summary.notes)

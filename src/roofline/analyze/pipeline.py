@@ -34,8 +34,8 @@ from roofline.analyze.kernel_classes import kernel_classes
 from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.optimizer_lists import LIST_OP_PREFIXES, OptimizerLists, with_lists
 from roofline.analyze.dispatch_mode_paths import RECOUNTED, as_timed
-from roofline.analyze.shape_changes import (median_event, recorded_dims, shape_change_note,
-                                           shapes_conflict)
+from roofline.analyze.shape_changes import (median_event, recorded_dims, shape_change_note, shapes_conflict,
+                                           varying_steps_note)
 from roofline.analyze.stacked_lists import CAT_OPS, STACK_OPS, catted_output, list_unrecorded, stacked_output
 from roofline.analyze.index_lists import INDEX_OPS, index_args_from_children, indices_unrecorded
 from roofline.analyze.nested_operands import NESTED_BUFFER_OPS, args_with_nested_buffer
@@ -488,6 +488,7 @@ def report_from_trace(
     fused = FusedGraphs()
     left_to_recording: list[int] = []
     changed: dict[int, str] = {}  # recorded ops counted again at their timed shapes (analyze/shape_changes.py)
+    ops_per_step = []
     if recording is not None:
         per_rec_times: dict[int, list[float]] = defaultdict(list)
         per_rec_cpu: dict[int, list[float]] = defaultdict(list)
@@ -501,10 +502,12 @@ def report_from_trace(
 
         per_rec_gap: dict[int, list[float]] = defaultdict(list)
         per_rec_events: dict[int, list[int]] = defaultdict(list)
+        ops_per_step: list[int] = []
         for pos, step in enumerate(steps):
             chosen, missing = choose_with_recording(trace, roots.get(step, []), children, recorded, is_row,
                                                     shapes_of=shapes_of)
             last = pos == len(steps) - 1
+            ops_per_step.append(len(chosen))
             gaps = host_gaps_us(trace, [c.event for c in chosen], step)
             for c in chosen:
                 if c.recorded is not None:
@@ -663,6 +666,7 @@ def report_from_trace(
                                    for status in ("recounted", "kept")))
         if note:
             summary.notes.append(note)
+        summary.notes.extend(varying_steps_note(ops_per_step))
     summary.notes.extend(varlen)
     recomputed = [op for op in ops if op.phase == "recompute"]
     if recomputed:

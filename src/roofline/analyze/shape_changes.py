@@ -1,4 +1,5 @@
-"""Ops whose input shapes changed between the counting pass and the timed steps of a live run.
+"""Ops whose input shapes changed between the counting pass and the timed steps of a live run, and steps whose
+work changed.
 
 A live run counts one call of the step and times later calls. Where the model's inputs or state change from call to
 call (a decode step's growing key/value cache, a buffer a forward appends to), the join still pairs the k-th op of
@@ -66,3 +67,15 @@ def shape_change_note(recounted: list[str], kept: list[str]) -> str | None:
     if kept:
         text += f"; {len(kept)} that no formula counts from a trace keep the counting pass's count"
     return text
+
+
+def varying_steps_note(ops_per_step: list[int]) -> list[str]:
+    """A note where the profiled steps chose different numbers of ops (a deterministic step chooses the same in
+    each): the step's work changes from call to call (sampling generate stops at a random length), so the counting
+    pass's call and the timed ones are not the same work."""
+    if len(set(ops_per_step)) < 2:
+        return []
+    return [f"the profiled steps ran different numbers of ops ({', '.join(map(str, ops_per_step))}): the model's "
+            "work changes from call to call (sampling, an early stop, data-dependent branches), so each op's count is "
+            "of the counting pass's call and its time a median over steps that did not all run it; the table is no "
+            "single step's"]
