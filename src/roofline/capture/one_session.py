@@ -21,7 +21,8 @@ def refuse_beside(what: str, *, user_profiler: bool = True) -> None:
         holder = _running[-1] if _running else "torch.profiler session"
         raise RooflineError(f"{what} started inside a running {holder}: torch.profiler runs one session per "
                             "process and a second one cancels the first, whose trace export then crashes the "
-                            "process; profile them one after the other")
+                            "process; profile them one after the other (a ProfilingContext ends with its with "
+                            "block, or its close())")
 
 
 def claim(what: str, *, user_profiler: bool = True) -> None:
