@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from roofline.analyze.pipeline import report_from_trace
+from roofline.capture import one_session
 from roofline.capture.cuda_graphs import GraphCaptures
 from roofline.capture.op_recorder import OpRecording, record_ops
 from roofline.capture.trace_model import Trace
@@ -139,16 +140,23 @@ def profile_steps(step: Callable[[], Any], device: torch.device, iters: int, tra
     def export(prof: Any) -> None:
         prof.export_chrome_trace(str(trace_path))
 
-    with analyze_profiler(device, record_shapes=record_shapes, on_trace_ready=export,
-                          schedule=schedule(wait=0, warmup=1, active=iters, repeat=1)) as prof:
-        for i in range(1 + iters):
-            t0 = time.perf_counter()
-            step()
-            _sync(device)
-            if i >= 1:
-                samples.append(time.perf_counter() - t0)
-            prof.step()
+    one_session.claim(_SESSION)
+    try:
+        with analyze_profiler(device, record_shapes=record_shapes, on_trace_ready=export,
+                              schedule=schedule(wait=0, warmup=1, active=iters, repeat=1)) as prof:
+            for i in range(1 + iters):
+                t0 = time.perf_counter()
+                step()
+                _sync(device)
+                if i >= 1:
+                    samples.append(time.perf_counter() - t0)
+                prof.step()
+    finally:
+        one_session.release(_SESSION)
     return Timing.from_samples(samples, "perf_counter around each step under torch.profiler (synchronised)")
+
+
+_SESSION = "RooflineAnalyzer.analyze"
 
 
 def _count_and_profile(step: Callable[[], Any], dev: torch.device, warmup: int, iters: int,
@@ -159,6 +167,7 @@ def _count_and_profile(step: Callable[[], Any], dev: torch.device, warmup: int, 
     from roofline.capture.kineto import load_trace
     from roofline.device.host import host_probe_us
 
+    one_session.refuse_beside(_SESSION)
     progress(f"warm-up ({warmup} steps)")
     for _ in range(warmup):
         step()

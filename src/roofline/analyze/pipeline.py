@@ -34,6 +34,8 @@ from roofline.analyze.kernel_classes import kernel_classes
 from roofline.analyze.kernel_names import any_tf32
 from roofline.analyze.optimizer_lists import LIST_OP_PREFIXES, OptimizerLists, with_lists
 from roofline.analyze.dispatch_mode_paths import RECOUNTED, as_timed
+from roofline.analyze.shape_changes import (median_event, recorded_dims, shape_change_note, shapes_conflict,
+                                           varying_steps_note)
 from roofline.analyze.stacked_lists import CAT_OPS, STACK_OPS, catted_output, list_unrecorded, stacked_output
 from roofline.analyze.index_lists import INDEX_OPS, index_args_from_children, indices_unrecorded
 from roofline.analyze.nested_operands import NESTED_BUFFER_OPS, args_with_nested_buffer
@@ -485,6 +487,8 @@ def report_from_trace(
     missing = 0
     fused = FusedGraphs()
     left_to_recording: list[int] = []
+    changed: dict[int, str] = {}  # recorded ops counted again at their timed shapes (analyze/shape_changes.py)
+    ops_per_step = []
     if recording is not None:
         per_rec_times: dict[int, list[float]] = defaultdict(list)
         per_rec_cpu: dict[int, list[float]] = defaultdict(list)
@@ -497,25 +501,30 @@ def report_from_trace(
             return tuple(map(tuple, counter(op).input_shapes))
 
         per_rec_gap: dict[int, list[float]] = defaultdict(list)
+        per_rec_events: dict[int, list[int]] = defaultdict(list)
+        ops_per_step: list[int] = []
         for pos, step in enumerate(steps):
             chosen, missing = choose_with_recording(trace, roots.get(step, []), children, recorded, is_row,
                                                     shapes_of=shapes_of)
             last = pos == len(steps) - 1
+            ops_per_step.append(len(chosen))
             gaps = host_gaps_us(trace, [c.event for c in chosen], step)
             for c in chosen:
                 if c.recorded is not None:
                     per_rec_times[c.recorded].append(_event_time_us(trace, c.event, False, children))
                     per_rec_cpu[c.recorded].append(trace.ops[c.event].dur_us)
                     per_rec_gap[c.recorded].append(gaps[c.event])
+                    per_rec_events[c.recorded].append(c.event)
                     if last:
                         rep_events[c.recorded] = c.event
                 elif last:
                     extras.append(c)
         rep_step = steps[-1]
+        changed = _recount_changed_shapes(trace, recording, recorded, per_rec_events, counter)
         for i, rec in enumerate(recording.ops):
             times = per_rec_times.get(i, [])
             event = rep_events.get(i)
-            if event is not None and rec.name in RECOUNTED:  # torch took another path under the recorder
+            if event is not None and rec.name in RECOUNTED and i not in changed:  # another path under the recorder
                 ev = trace.ops[event]
                 rec = recording.ops[i] = as_timed(rec, ev.name, _trace_args(ev), counter(ev).cost)
             ops.append(_op_from_recording(trace, rec, i, times, per_rec_cpu.get(i, []), event, rep_step,
@@ -653,6 +662,11 @@ def report_from_trace(
         summary.notes.append(_idle_by_device_note(idle_by_device))
     if recording is not None:
         summary.notes.extend(_nested_product_notes(recording))
+        note = shape_change_note(*([recording.ops[i].name for i, how in changed.items() if how == status]
+                                   for status in ("recounted", "kept")))
+        if note:
+            summary.notes.append(note)
+        summary.notes.extend(varying_steps_note(ops_per_step))
     summary.notes.extend(varlen)
     recomputed = [op for op in ops if op.phase == "recompute"]
     if recomputed:
@@ -893,6 +907,27 @@ def _unsized_collectives_note(ops: list[OpRecord], total_s: float, shard_only: s
         lines.append(f"{sum(calls.values())} collective call(s) with no message size ({listed}{share}): {why[shard]} "
                      "(shown as ?), not 0; their time still counts as communication")
     return lines
+
+
+def _recount_changed_shapes(trace: Trace, recording: OpRecording, recorded: RecordedIndex,
+                            events_of: dict[int, list[int]], counter: "_TraceCounter") -> dict[int, str]:
+    """Recorded ops whose timed events ran other input shapes (analyze/shape_changes.py), each counted again from
+    its median step's event where a formula counts it from the trace (in ``recording``, as the RECOUNTED ops are):
+    {recorded op: "recounted" or "kept"}."""
+    changed: dict[int, str] = {}
+    for i, events in events_of.items():
+        shapes = recorded.keys[i][2]
+        if not shapes or not any(shapes_conflict(shapes, recorded_dims(trace.ops[e].input_dims)) for e in events):
+            continue
+        event = trace.ops[median_event(events, lambda e: counter(trace.ops[e]).cost)]
+        cost = counter(event).cost
+        was = recording.ops[i].cost
+        if cost.modeled and (cost.flops, cost.bytes) == (was.flops, was.bytes):
+            continue  # the same work (an in-place transpose_, which the two sides record before and after)
+        if cost.modeled:
+            recording.ops[i] = replace(recording.ops[i], args=_trace_args(event), outputs=[], cost=cost)
+        changed[i] = "recounted" if cost.modeled else "kept"
+    return changed
 
 
 def _nested_product_notes(recording: OpRecording) -> list[str]:

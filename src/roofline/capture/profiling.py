@@ -36,6 +36,7 @@ import torch
 from torch.profiler import ProfilerActivity, schedule
 from torch.profiler import profile as torch_profile
 
+from roofline.capture import one_session
 from roofline.capture.cuda_graphs import GraphCaptures
 from roofline.capture.recording import CapturedGraph
 from roofline.capture.syncs import SyncDetector
@@ -155,6 +156,7 @@ class StepProfiler:
         self._block_reference: int | None = None
         self._open = False
         self._closed = False
+        self._in_session = False  # holding the process's profiler (capture/one_session.py)
         self._graphs = GraphCaptures()
         # A step finder's boundaries may still switch (forwards -> optimizer.step()) while this says True: with no
         # warmup steps the profiler then starts with one of its own (``_enter_phase``). None: they never switch.
@@ -223,6 +225,22 @@ class StepProfiler:
             kwargs["experimental_config"] = config
         return torch_profile(**kwargs)
 
+    def _start_session(self, schedule: Any = None) -> Any:
+        """A new torch.profiler session, entered: the process's only one while it runs (capture/one_session.py).
+        Under `roofline profile` a profiler the script runs itself is left to torch's own error, which
+        script_runner names (the script's line, and which profiler)."""
+        if not self._in_session:
+            one_session.claim("ProfilingContext", user_profiler=script_stand_in is None)
+            self._in_session = True
+        profiler = self._new_profiler(schedule)
+        profiler.__enter__()
+        return profiler
+
+    def _end_session(self) -> None:
+        if self._in_session:
+            one_session.release("ProfilingContext")
+            self._in_session = False
+
     def _sync(self) -> None:
         if self._synchronize is not None:
             self._synchronize()
@@ -240,13 +258,13 @@ class StepProfiler:
             self._sync()
             self._reset_peak()
             if self.whole_block_fallback:
-                self._block_profiler = self._new_profiler()
-                self._block_profiler.__enter__()
+                self._block_profiler = self._start_session()
                 self._start_syncs()
             self._entered_at = self._phase_start = time.perf_counter()
             self._enter_phase()
         except BaseException:
             self._graphs.close()
+            self._end_session()
             raise
         return self
 
@@ -271,6 +289,8 @@ class StepProfiler:
             self._block_s = now - self._entered_at
             self._block_reference = self._peak_allocated()
             self._block_profiler.__exit__(None, None, None)
+            if self._profiler is None:  # the scheduled session, started with it (no wait, no timed steps), runs on
+                self._end_session()
         if self.first_timed <= i < self.first_warmup:
             self.true_step_s.append(now - self._phase_start)
         elif self.first_active <= i < self.total_steps:
@@ -295,8 +315,7 @@ class StepProfiler:
                 # under the profiler already, would be the first profiled one (a part of an iteration; the session
                 # cannot be restarted, extend_wait). One warmup step, thrown away, is the one that may be partial.
                 self.warmup = self.partial_step_warmup = 1
-            self._profiler = self._new_profiler(self._schedule())
-            self._profiler.__enter__()
+            self._profiler = self._start_session(self._schedule())
             if self.warmup:
                 self._start_syncs()
         if self.steps_done == self.first_active:
@@ -357,6 +376,7 @@ class StepProfiler:
                 self.reference_peak_bytes = self._block_reference
             release_results(self._profiler)
             release_results(self._block_profiler)
+            self._end_session()
 
     def _export(self, profiler: Any) -> None:
         path = self._dir / "trace.json"
