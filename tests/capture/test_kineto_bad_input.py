@@ -352,25 +352,3 @@ def test_a_legacy_autograd_profiler_trace_is_named_as_such(tmp_path, bare_list):
     path.write_text(json.dumps(events if bare_list else {"traceEvents": events}))
     with pytest.raises(RooflineError, match=r"written by the legacy autograd profiler \(torch 1.7 and older"):
         load_trace(path)
-
-
-def test_ops_written_as_begin_end_pairs_are_named_not_called_missing(tmp_path):
-    """A trace re-exported by a tool that writes each op as a B/E pair: it was told 'holds no op ... only 1 memory
-    events; record the model's steps inside torch.profiler.profile', though it holds the ops."""
-    events = []
-    for e in _small_valid_trace()["traceEvents"]:
-        if e.get("ph") == "X":
-            events.append(dict({k: v for k, v in e.items() if k != "dur"}, ph="B"))
-            events.append({"ph": "E", "pid": e["pid"], "tid": e["tid"], "ts": e["ts"] + e["dur"]})
-        else:
-            events.append(e)
-    path = tmp_path / "be.json"
-    path.write_text(json.dumps({"traceEvents": events}))
-    with pytest.raises(RooflineError, match=r"its 9 timed events are begin/end pairs \(ph B/E\)"):
-        load_trace(path)
-    # a re-export that keeps its kernels as complete events and writes only the ops as pairs
-    kernel = {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 5.0, "dur": 1.0,
-              "args": {"correlation": 1}}
-    path.write_text(json.dumps({"traceEvents": events + [kernel]}))
-    with pytest.raises(RooflineError, match=r"timed events are begin/end pairs \(ph B/E\)"):
-        load_trace(path)

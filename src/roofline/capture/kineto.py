@@ -23,6 +23,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from roofline.capture.begin_end import BeginEndPairs
 from roofline.capture.event_stream import AT_MIDDLE, EventStream, gzip_json_size, split_offset
 from roofline.capture.source_paths import is_generated_file, is_user_file, local_trace_path
 from roofline.capture.tool_frames import in_spans, is_tool_frame, tool_spans
@@ -195,6 +196,9 @@ def load_trace(path: str | os.PathLike[str], *, split: bool = False) -> Trace:
         if tail is not None:
             if head.split_point is None:  # no event boundary near a gzipped trace's middle: the head read it all
                 tail.abandon()
+            elif builder.pairs.seen:  # begin/end pairs may straddle the split: read on with the spans open
+                tail.abandon()
+                _read(builder, EventStream(path, _Event, start=head.split_point))
             elif not tail.absorb_into(builder):
                 _read(builder, EventStream(path, _Event, start=head.split_point))
         return builder.finish()
@@ -304,7 +308,8 @@ class _TailReader:
             self._done.close()
             self._frames.close()
             _, status = os.waitpid(self._pid, 0)
-        if part is None or status != 0 or part[0]["cut"]:
+        # a tail with begin/end pairs: one may have begun in the head (load_trace reads on with the spans open)
+        if part is None or status != 0 or part[0]["cut"] or part[0]["begin_end"]:
             return False
         builder.absorb(*part)
         return True
@@ -368,7 +373,7 @@ def _send_tail(path: str, offset: int | str, out) -> None:
         "threads": list(builder.threads), "labels": list(builder.labels), "kinds": builder.kinds,
         "has_stack": builder.has_stack, "has_modules": builder.has_modules, "skipped": builder.skipped,
         "bad_times": builder.bad_times, "legacy_events": builder.legacy_events,
-        "begun": builder.begun, "shapes": list(builder.shape_cache),
+        "begin_end": builder.pairs.seen, "shapes": list(builder.shape_cache),
         "profiler_start": builder.profiler_start, "saw_call_from": builder.saw_call_from,
         "generated_files": sorted(builder.generated_files),
         "steps": [(number, position[id(op)]) for number, op in builder.step_ops],
@@ -487,7 +492,7 @@ class _TraceBuilder:
         self.skipped = 0
         self.bad_times = 0
         self.legacy_events = 0  # complete events of the pre-Kineto autograd profiler (_LEGACY_CPU_PROCESS)
-        self.begun = 0  # ops, kernels and calls written as begin/end pairs (ph B/E): not read
+        self.pairs = BeginEndPairs()  # spans written as begin/end pairs (ph B/E), read as complete events
 
     def add_events(self, events: list[_Event]) -> None:
         kinds = self.kinds
@@ -507,10 +512,12 @@ class _TraceBuilder:
                     self._memory(ev)
                 elif ev.pid == _LEGACY_CPU_PROCESS:
                     self.legacy_events += 1
+                elif ev.ph == "E" or ev.ph == "B":  # an "E" may have no category; any "B" is stacked
+                    self._begin_end(ev)
                 continue
             if ev.ph != "X":
-                if ev.ph == "B":
-                    self.begun += 1
+                if ev.ph == "B" or ev.ph == "E":
+                    self._begin_end(ev)
                 continue
             ts = ev.ts
             dur = ev.dur
@@ -585,6 +592,11 @@ class _TraceBuilder:
                               device=args.device if args.device is not None else ev.pid)
                 )
 
+    def _begin_end(self, ev: _Event) -> None:
+        ready = self.pairs.add(ev)
+        if ready:
+            self.add_events(ready)
+
     def _intern(self, text: str) -> str:
         return self.strings.setdefault(text, text)
 
@@ -638,7 +650,6 @@ class _TraceBuilder:
         self.skipped += header["skipped"]
         self.bad_times += header["bad_times"]
         self.legacy_events += header["legacy_events"]
-        self.begun += header["begun"]
         stream = _StreamState(header["metadata"], header["warnings"], header["cut"],
                               self.trace.events_read + header["events_read"])
         _take_stream(self.trace, stream)
@@ -836,10 +847,9 @@ class _TraceBuilder:
         trace = self.trace
         if any(text.startswith(CALL_SITE_PREFIX) for text in self.strings):  # distinct names: a few thousand
             self._take_call_site_ranges()
-        if self.begun and not self.ops:
-            raise RooflineError(f"{trace.path}: its {self.begun} timed events are begin/end pairs (ph B/E), as "
-                                "another tool writes them when it re-exports a trace; roofline reads torch.profiler's "
-                                "complete events (ph X): give it the trace torch.profiler wrote")
+        held = self.pairs.finish()
+        if held:
+            self.add_events(held)
         if not (self.ops or self.kernels or self.memory):
             skipped = [f"{self.skipped} malformed events skipped"] if self.skipped else []
             if self.bad_times:
@@ -1148,6 +1158,14 @@ class _TraceBuilder:
             warn(f"{self.skipped} malformed events skipped")
         if self.bad_times:
             warn(f"{self.bad_times} events without a usable ts/dur skipped")
+        pairs = self.pairs
+        if pairs.unmatched_begins or pairs.unmatched_ends or pairs.bad_times:
+            parts = [f"{pairs.unmatched_begins} begin events (ph B) never ended"] if pairs.unmatched_begins else []
+            if pairs.unmatched_ends:
+                parts.append(f"{pairs.unmatched_ends} end events (ph E) with no open begin on their thread")
+            if pairs.bad_times:
+                parts.append(f"{pairs.bad_times} begin/end pairs without a usable ts")
+            warn(f"{'; '.join(parts)}: skipped")
         if not trace.has_gpu:
             warn(NO_KERNELS_WARNING + ": a CPU-only profile, or the device's activity was not recorded"
                  + _profiler_errors(trace.metadata))
