@@ -16,6 +16,7 @@ is, or a child would be read as its parent's parent.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -27,9 +28,12 @@ _NS_DECIMALS = 3
 
 
 class BeginEndPairs:
-    """Pairs "B" and "E" events per (pid, tid); ``add`` takes either and returns the complete events now ready."""
+    """Pairs "B" and "E" events per (pid, tid); ``add`` takes either and returns the complete events now ready.
+    Events are read through their ``ph``, ``pid``, ``tid`` and ``ts`` attributes; ``complete(begin, end, ts, dur)``
+    makes a pair's event (by default: the trace reader's msgspec struct, ``ph`` "X")."""
 
-    def __init__(self) -> None:
+    def __init__(self, complete: Callable[[Any, Any, float, float], Any] | None = None) -> None:
+        self._complete = complete or _complete
         self._open: dict[tuple[Any, Any], list[tuple[int, float | None, Any]]] = {}
         self._held: dict[tuple[Any, Any], list[tuple[int, float, Any]]] = {}
         self._seq = 0
@@ -54,7 +58,7 @@ class BeginEndPairs:
         if ts is None or end is None:
             self.bad_times += 1
             return self._release(key, stack) if key in self._held else []
-        complete = _complete(begin, event, ts, round(end - ts, _NS_DECIMALS))
+        complete = self._complete(begin, event, ts, round(end - ts, _NS_DECIMALS))
         limit = stack[-1][1] if stack else None
         if key not in self._held and (limit is None or ts > limit):
             return [complete]
@@ -109,3 +113,37 @@ def _number(value: Any) -> float | None:
     else:
         return None
     return value if math.isfinite(value) else None
+
+
+def complete_event_dicts(events: list) -> list:
+    """Parsed trace events with each begin/end pair as its complete event, in its "B"'s place; unmatched "B" and "E"
+    events dropped (the trace reader warned of them). The list itself when it holds no pair."""
+    if not any(isinstance(e, dict) and e.get("ph") in ("B", "E") for e in events):
+        return events
+    pairs = BeginEndPairs(complete=_complete_dict)
+    done: dict[int, dict] = {}
+    for i, event in enumerate(events):
+        if isinstance(event, dict) and event.get("ph") in ("B", "E"):
+            done.update(pairs.add(_Placed(i, event)))
+    done.update(pairs.finish())
+    return [done[i] if i in done else event for i, event in enumerate(events)
+            if i in done or not (isinstance(event, dict) and event.get("ph") in ("B", "E"))]
+
+
+class _Placed:
+    """A parsed event and its place in the list, as ``BeginEndPairs`` reads events."""
+
+    __slots__ = ("index", "event", "ph", "pid", "tid", "ts")
+
+    def __init__(self, index: int, event: dict) -> None:
+        self.index, self.event = index, event
+        self.ph, self.pid, self.tid, self.ts = event.get("ph"), event.get("pid"), event.get("tid"), event.get("ts")
+
+
+def _complete_dict(begin: _Placed, end: _Placed, ts: float, dur: float) -> tuple[int, dict]:
+    event = {key: value for key, value in begin.event.items()}
+    event.update(ph="X", ts=ts, dur=dur)
+    args, more = begin.event.get("args"), end.event.get("args")
+    if isinstance(more, dict) and more:
+        event["args"] = {**(args if isinstance(args, dict) else {}), **more}
+    return begin.index, event
