@@ -869,6 +869,7 @@ class _TraceBuilder:
                                     f"traces: {RECORD_THE_MODEL}")
             raise RooflineError(f"{trace.path} has no profiler events (no cpu_op, kernel or memory events){detail}: "
                                 f"the profiler recorded nothing; {RECORD_THE_MODEL}; {_SCHEDULED_EXPORT}")
+        self._refuse_processes_sharing_correlations()
         self._sort_ops()
         if self._adopt_orphan_launches():
             self._sort_ops()
@@ -901,6 +902,37 @@ class _TraceBuilder:
         self._device_info()
         self._warn()
         return trace
+
+    def _refuse_processes_sharing_correlations(self) -> None:
+        """Several processes' traces in one file (ranks concatenated into one trace for one timeline) whose launches
+        share correlation ids: each process numbers its own from the start, so a kernel's id names a launch in every
+        one of them, and its join to the launch, the op and the step was whichever came last (every kernel of rank 0
+        went to rank 1's ops). No field says which process ran a kernel: refused, with what to give instead."""
+        if not self.launches:
+            return
+        threads = list(self.threads)  # by code: a thread's code is its place in the dict
+        process = {}
+        process_of = np.array([process.setdefault(pid, len(process)) for pid, _ in threads], dtype=np.int64)
+        codes = np.frombuffer(self.launch_threads, dtype=np.int64)
+        pids = process_of[codes]
+        # the host processes (those with ops): a device's own runtime events (MTIA's, on the device's pid) carry
+        # the correlation of the host call they serve
+        hosts = np.isin(pids, np.unique(process_of[np.frombuffer(self.op_threads, dtype=np.int64)]))
+        codes, pids = codes[hosts], pids[hosts]
+        if not len(pids) or (pids == pids[0]).all():
+            return
+        correlations = np.fromiter((launch.correlation for launch in self.launches), dtype=np.int64,
+                                   count=len(self.launches))[hosts]
+        pairs = np.unique(np.stack([correlations, pids]), axis=1)
+        shared = len(pairs[0]) - len(np.unique(pairs[0]))
+        if not shared:
+            return
+        processes = sorted({str(threads[code][0]) for code in np.unique(codes).tolist()})
+        raise RooflineError(f"{self.trace.path} holds the kernel launches of {len(processes)} processes (pids "
+                            f"{', '.join(processes[:4])}{' ...' if len(processes) > 4 else ''}) whose correlation ids "
+                            f"collide ({shared} ids launch in more than one): ranks' traces merged into one file? A "
+                            "kernel cannot be told from another process's: give each rank's own trace file; `roofline "
+                            "trace rank0.json rank1.json ...` reads a distributed job's ranks together")
 
     def _join_sync_calls(self) -> None:
         """Each sync's runtime call (by correlation): its name, and whether the profiler's own code made it
