@@ -46,6 +46,7 @@ from roofline.capture.trace_model import (
 from roofline.errors import RooflineError
 from roofline.forked import fork_running
 from roofline.gcpause import cyclic_gc_paused
+from roofline.time_text import fmt_time
 
 _Raw = msgspec.Raw
 
@@ -91,7 +92,8 @@ class _Event(msgspec.Struct, gc=False):
     args: _Args | None = None
 
 
-_OP, _ANNOTATION, _GPU, _RUNTIME, _SYNC, _PYTHON, _OTHER = range(7)
+# _PROFILER_SPAN: Kineto's span of its whole record (category "Trace", "PyTorch Profiler (0)"); read, then as _OTHER
+_OP, _ANNOTATION, _GPU, _RUNTIME, _SYNC, _PYTHON, _OTHER, _PROFILER_SPAN = range(8)
 
 _CATEGORY_KIND = {
     "cpu_op": _OP,
@@ -117,6 +119,8 @@ _KINETO_OWN = frozenset({"Trace", "overhead", "ac2g", "cpu_instant_event", "gpu_
 _LEGACY_CPU_PROCESS = "CPU functions"
 _GPU_CATEGORY = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset"}
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
+# The instant Kineto (torch 2.x) writes where its record window ends, after everything it recorded
+_WINDOW_END = "Record Window End"
 # Built-in calls at least this long are kept (Trace.host_calls): the distributed merge names a straggler's sleep.
 MIN_HOST_CALL_US = 100.0
 _FRAME = re.compile(r"^(.*?)\((\d+)\): ")
@@ -373,7 +377,8 @@ def _send_tail(path: str, offset: int | str, out) -> None:
         "threads": list(builder.threads), "labels": list(builder.labels), "kinds": builder.kinds,
         "has_stack": builder.has_stack, "has_modules": builder.has_modules, "skipped": builder.skipped,
         "bad_times": builder.bad_times, "legacy_events": builder.legacy_events,
-        "begin_end": builder.pairs.seen, "shapes": list(builder.shape_cache),
+        "begin_end": builder.pairs.seen, "window_end": builder.window_end,
+        "profiler_span_end": builder.profiler_span_end, "shapes": list(builder.shape_cache),
         "profiler_start": builder.profiler_start, "saw_call_from": builder.saw_call_from,
         "generated_files": sorted(builder.generated_files),
         "steps": [(number, position[id(op)]) for number, op in builder.step_ops],
@@ -493,6 +498,8 @@ class _TraceBuilder:
         self.bad_times = 0
         self.legacy_events = 0  # complete events of the pre-Kineto autograd profiler (_LEGACY_CPU_PROCESS)
         self.pairs = BeginEndPairs()  # spans written as begin/end pairs (ph B/E), read as complete events
+        self.window_end: float | None = None  # the latest _WINDOW_END instant's time
+        self.profiler_span_end: float | None = None  # where the latest-ending _PROFILER_SPAN ends
 
     def add_events(self, events: list[_Event]) -> None:
         kinds = self.kinds
@@ -507,13 +514,19 @@ class _TraceBuilder:
             kind = kinds.get(ev.cat)
             if kind is None:
                 kind = kinds[ev.cat] = _category_kind(ev.cat)
-            if kind == _OTHER:
-                if ev.name == "[memory]":
+            if kind >= _OTHER:
+                if kind == _PROFILER_SPAN:
+                    self._profiler_span(ev)
+                elif ev.name == "[memory]":
                     self._memory(ev)
                 elif ev.pid == _LEGACY_CPU_PROCESS:
                     self.legacy_events += 1
                 elif ev.ph == "E" or ev.ph == "B":  # an "E" may have no category; any "B" is stacked
                     self._begin_end(ev)
+                elif ev.name == _WINDOW_END:
+                    ts = _number(ev.ts)
+                    if ts is not None and (self.window_end is None or ts > self.window_end):
+                        self.window_end = ts
                 continue
             if ev.ph != "X":
                 if ev.ph == "B" or ev.ph == "E":
@@ -592,6 +605,11 @@ class _TraceBuilder:
                               device=args.device if args.device is not None else ev.pid)
                 )
 
+    def _profiler_span(self, ev: _Event) -> None:
+        ts, dur = _number(ev.ts), _number(ev.dur)
+        if ts is not None and dur is not None and (self.profiler_span_end is None or ts + dur > self.profiler_span_end):
+            self.profiler_span_end = ts + dur
+
     def _begin_end(self, ev: _Event) -> None:
         ready = self.pairs.add(ev)
         if ready:
@@ -646,6 +664,9 @@ class _TraceBuilder:
         if start is not None and (self.profiler_start is None or start[0] < self.profiler_start[0]):
             self.profiler_start = (start[0], start[1])
         self.has_stack = self.has_stack or header["has_stack"]
+        for name in ("window_end", "profiler_span_end"):
+            if header[name] is not None and (getattr(self, name) is None or header[name] > getattr(self, name)):
+                setattr(self, name, header[name])
         self.has_modules = self.has_modules or header["has_modules"]
         self.skipped += header["skipped"]
         self.bad_times += header["bad_times"]
@@ -1006,11 +1027,47 @@ class _TraceBuilder:
         self.trace.steps = steps
         if not steps or not self.ops:
             return
+        self._clip_step_past_the_end(steps[-1])
         idx = steps_of(steps, self._sorted_ts)
         self._sorted_steps = idx.astype(np.int32)
         for op, i in zip(self.ops, idx.tolist()):
             if i >= 0:
                 op.step = i
+
+    def _clip_step_past_the_end(self, step: Step) -> None:
+        """A last step that runs on past the end of the record was cut there: its time after held no event because
+        none was recorded, and counted as step time and device idle. Where the record ends is known two ways:
+        Kineto's _WINDOW_END instant before the step's end (a step closed after the profiler stopped: HTA's
+        triton_example.json holds a 13 s step in a 1.8 ms window); or Kineto's span of its record (_PROFILER_SPAN)
+        going on after the step while nothing starts after it, and no kernel or op runs to it (a trace trimmed to a
+        time window, or filtered, keeps the spans across the edge whole and drops the events after it; a whole
+        Kineto trace always records more after its last step: the profiler's own calls, kernels still running).
+        Without either (other tools' traces, hand-written ones) a step is as written."""
+        if self.window_end is not None:
+            if self.window_end >= step.end_us:
+                return
+        elif self.profiler_span_end is None or self.profiler_span_end <= step.end_us:
+            return
+        markers = np.zeros(len(self.ops), dtype=bool)
+        markers[[op.index for _, op in self.step_ops]] = True
+        host_ops = ~np.fromiter((op.is_annotation for op in self.ops), dtype=bool, count=len(self.ops))
+        ends = [self._sorted_ts[~markers], self._sorted_ends[host_ops & ~markers],
+                np.frombuffer(self.launch_ts, dtype=np.float64) + np.frombuffer(self.launch_durs, dtype=np.float64),
+                np.frombuffer(self.frame_ts, dtype=np.float64), np.frombuffer(self.tool_ts, dtype=np.float64),
+                np.fromiter((k.ts_us + k.dur_us for k in self.kernels), dtype=np.float64, count=len(self.kernels)),
+                np.fromiter((s.ts_us + s.dur_us for s in self.syncs), dtype=np.float64, count=len(self.syncs)),
+                np.fromiter((m.ts_us for m in self.memory), dtype=np.float64, count=len(self.memory)),
+                np.array([] if self.window_end is None else [self.window_end])]
+        edge = max((float(column.max()) for column in ends if len(column)), default=step.end_us)
+        if not step.ts_us < edge < step.end_us:
+            return
+        past = step.end_us - edge
+        step.dur_us = edge - step.ts_us
+        why = ("the profiler's record window, which Kineto's 'Record Window End' marks, ends before it"
+               if self.window_end is not None else "the profiler's span of its record goes on, but the file holds no "
+               "event after: a trace trimmed to a time window, or filtered?")
+        self.trace.warnings.append(f"ProfilerStep#{step.number} runs {fmt_time(past / 1e6)} past the end of the "
+                                   f"record ({why}): its window ends there")
 
     def _relabel_stale_frames(self) -> dict[str, str]:
         """User frames already running when profiling began (those around the frame that started tracing, or on
@@ -1282,8 +1339,11 @@ def _lane_root(tid: str) -> Any:
 
 def _category_kind(cat: str) -> int:
     """Runtime calls of other backends (hip_runtime, xpu_runtime, privateuse1_driver...) count as launches; Intel
-    XPU's host waits (xpu_sync, Kineto's XPU plugin) are read like cuda_sync's. Left out of ``_CATEGORY_KIND`` so
-    that ``Trace.categories`` still names them (the device is told from them)."""
+    XPU's host waits (xpu_sync, Kineto's XPU plugin) are read like cuda_sync's; Kineto's span of its record
+    ("Trace") tells where the record ends. Left out of ``_CATEGORY_KIND`` so that ``Trace.categories`` still names
+    them (the device is told from them)."""
+    if cat == "Trace":
+        return _PROFILER_SPAN
     if cat.lower().endswith(("_runtime", "_driver")):
         return _RUNTIME
     if cat.lower() == "xpu_sync":
