@@ -159,3 +159,18 @@ def test_begin_end_structs_stay_the_readers_events():
     (done,) = pairs.add(kineto._Event(ph="E", pid=1, tid=1, ts=3.5))
     assert isinstance(done, kineto._Event) and msgspec.structs.asdict(done) == {
         "ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1.0, "dur": 2.5, "args": None}
+
+
+def test_every_span_as_a_pair_kernels_and_the_profilers_own_too(tmp_path):
+    """Kernels, copies and Kineto's span of its record ("Trace") written as pairs as well: the record's span was taken
+    for where the record ends and never stacked, so its end was left over ('1 end events (ph E) with no open begin')."""
+    trace = json.loads(gzip.decompress(FIXTURE.read_bytes()))
+    every = {e.get("cat") for e in trace["traceEvents"] if e.get("ph") == "X"}
+    assert {"Trace", "kernel", "gpu_memcpy"} <= every
+    path = tmp_path / "every.json"
+    path.write_text(json.dumps(as_begin_end_pairs(trace, every)))
+    pairs, complete = load_trace(path), load_trace(FIXTURE)
+    assert pairs.warnings == complete.warnings
+    assert _ops(pairs) == _ops(complete) and pairs.steps == complete.steps
+    assert [(k.name, k.ts_us, k.dur_us, k.correlation) for k in pairs.kernels] == \
+        [(k.name, k.ts_us, k.dur_us, k.correlation) for k in complete.kernels]

@@ -515,7 +515,7 @@ class _TraceBuilder:
             if kind is None:
                 kind = kinds[ev.cat] = _category_kind(ev.cat)
             if kind >= _OTHER:
-                if kind == _PROFILER_SPAN:
+                if kind == _PROFILER_SPAN and ev.ph == "X":
                     self._profiler_span(ev)
                 elif ev.name == "[memory]":
                     self._memory(ev)
