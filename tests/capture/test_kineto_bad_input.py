@@ -368,23 +368,43 @@ def test_a_legacy_autograd_profiler_trace_is_named_as_such(tmp_path, bare_list):
         load_trace(path)
 
 
-def test_ops_written_as_begin_end_pairs_are_named_not_called_missing(tmp_path):
-    """A trace re-exported by a tool that writes each op as a B/E pair: it was told 'holds no op ... only 1 memory
-    events; record the model's steps inside torch.profiler.profile', though it holds the ops."""
-    events = []
-    for e in _small_valid_trace()["traceEvents"]:
-        if e.get("ph") == "X":
-            events.append(dict({k: v for k, v in e.items() if k != "dur"}, ph="B"))
-            events.append({"ph": "E", "pid": e["pid"], "tid": e["tid"], "ts": e["ts"] + e["dur"]})
-        else:
-            events.append(e)
-    path = tmp_path / "be.json"
-    path.write_text(json.dumps({"traceEvents": events}))
-    with pytest.raises(RooflineError, match=r"its 9 timed events are begin/end pairs \(ph B/E\)"):
+def _two_ranks_in_one_file(offset_ids: int) -> dict:
+    """The H200 fixture with a second rank's copy in the same file: another process (pid + 1) on GPU 1, its kernels
+    twice as long, its correlation and External ids moved by ``offset_ids`` (0: each process counts its own from the
+    start, as two ranks' traces concatenated into one file hold them)."""
+    fixture = Path(__file__).resolve().parents[1] / "data" / "h200" / "bad_syncs_fwd_fp32.json.gz"
+    trace = json.loads(gzip.decompress(fixture.read_bytes()))
+    cpu = {e["pid"] for e in trace["traceEvents"] if e.get("cat") == "cpu_op"}
+    gpu = {e["pid"] for e in trace["traceEvents"] if e.get("cat") == "kernel"}
+    second = []
+    for event in json.loads(json.dumps(trace["traceEvents"])):
+        args = event.get("args") if isinstance(event.get("args"), dict) else {}
+        if event.get("pid") in cpu or event.get("pid") in gpu:
+            event["pid"] += 1
+        if event.get("tid") in cpu:
+            event["tid"] += 1
+        if isinstance(args.get("device"), int):
+            args["device"] += 1
+        if event.get("cat") == "kernel":
+            event["dur"] *= 2
+        for key in ("correlation", "External id"):
+            if isinstance(args.get(key), int):
+                args[key] += offset_ids
+        second.append(event)
+    return {**trace, "traceEvents": trace["traceEvents"] + second}
+
+
+def test_ranks_merged_into_one_file_with_colliding_correlation_ids_are_refused(tmp_path):
+    """Every kernel of rank 0 was joined to rank 1's launch of the same correlation id (the last one read), so its
+    ops got the other GPU's kernels and times; no field of a kernel says which process launched it."""
+    path = tmp_path / "ranks.json"
+    path.write_text(json.dumps(_two_ranks_in_one_file(0)))
+    with pytest.raises(RooflineError, match=r"holds the kernel launches of 2 processes \(pids 415, 416\) whose "
+                                            r"correlation ids collide .*give each rank's own trace file"):
         load_trace(path)
-    # a re-export that keeps its kernels as complete events and writes only the ops as pairs
-    kernel = {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 5.0, "dur": 1.0,
-              "args": {"correlation": 1}}
-    path.write_text(json.dumps({"traceEvents": events + [kernel]}))
-    with pytest.raises(RooflineError, match=r"timed events are begin/end pairs \(ph B/E\)"):
-        load_trace(path)
+    # ids that do not collide join each kernel to its own process's op
+    path.write_text(json.dumps(_two_ranks_in_one_file(10 ** 7)))
+    trace = load_trace(path)
+    attribute(trace)
+    joined = {(k.device, trace.ops[k.op].pid) for k in trace.kernels if k.op is not None and k.op >= 0}
+    assert joined == {(0, 415), (1, 416)}

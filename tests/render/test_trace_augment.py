@@ -169,3 +169,24 @@ def test_a_collectives_message_is_in_its_args_and_an_unrecorded_one_is_null():
     assert [op_args(op)["roofline.bytes"] for op in ops] == [4096.0, None, 0.0, None]
     events = chrome_trace_from_report(Report(kind="trace", ops=ops))["traceEvents"]
     assert [e["args"]["bytes"] for e in events if e.get("cat") == "op"] == [4096.0, None, 0.0, None]
+
+
+def test_a_trace_of_begin_end_pairs_is_written_back_as_complete_events_with_the_same_figures(tmp_path):
+    """A trace whose spans are B/E pairs (Perfetto's JSON export): its trace.json.gz kept the pairs (which our Chrome
+    trace promises never to hold) and annotated no op, kernel or counter, as only complete cpu_ops were looked at."""
+    from tests.kineto_events import as_begin_end_pairs
+
+    trace = _fixture()
+    report, _ = _report_of_first_step(trace)
+    pairs = tmp_path / "pairs.json"
+    pairs.write_text(json.dumps(as_begin_end_pairs(trace)))
+    expected = augment_trace(FIXTURE, report)
+    data = augment_trace(pairs, report)
+    assert not [e for e in data["traceEvents"] if e.get("ph") in ("B", "E")]
+    assert data["roofline"] == expected["roofline"] and data["roofline"]["annotated_kernels"]
+
+    def annotated(events):
+        return sorted((e.get("name"), e.get("cat"), e["ts"], round(e.get("dur", 0.0), 3),
+                       json.dumps(e.get("args"), sort_keys=True)) for e in events if e.get("ph") in ("X", "C"))
+
+    assert annotated(data["traceEvents"]) == annotated(expected["traceEvents"])

@@ -23,6 +23,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from roofline.capture.begin_end import BeginEndPairs
 from roofline.capture.event_stream import AT_MIDDLE, EventStream, gzip_json_size, split_offset
 from roofline.capture.source_paths import is_generated_file, is_user_file, local_trace_path
 from roofline.capture.tool_frames import in_spans, is_tool_frame, tool_spans
@@ -45,6 +46,7 @@ from roofline.capture.trace_model import (
 from roofline.errors import RooflineError
 from roofline.forked import fork_running
 from roofline.gcpause import cyclic_gc_paused
+from roofline.time_text import fmt_time
 
 _Raw = msgspec.Raw
 
@@ -90,7 +92,8 @@ class _Event(msgspec.Struct, gc=False):
     args: _Args | None = None
 
 
-_OP, _ANNOTATION, _GPU, _RUNTIME, _SYNC, _PYTHON, _OTHER = range(7)
+# _PROFILER_SPAN: Kineto's span of its whole record (category "Trace", "PyTorch Profiler (0)"); read, then as _OTHER
+_OP, _ANNOTATION, _GPU, _RUNTIME, _SYNC, _PYTHON, _OTHER, _PROFILER_SPAN = range(8)
 
 _CATEGORY_KIND = {
     "cpu_op": _OP,
@@ -116,6 +119,8 @@ _KINETO_OWN = frozenset({"Trace", "overhead", "ac2g", "cpu_instant_event", "gpu_
 _LEGACY_CPU_PROCESS = "CPU functions"
 _GPU_CATEGORY = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset"}
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
+# The instant Kineto (torch 2.x) writes where its record window ends, after everything it recorded
+_WINDOW_END = "Record Window End"
 # Built-in calls at least this long are kept (Trace.host_calls): the distributed merge names a straggler's sleep.
 MIN_HOST_CALL_US = 100.0
 _FRAME = re.compile(r"^(.*?)\((\d+)\): ")
@@ -200,6 +205,9 @@ def load_trace(path: str | os.PathLike[str], *, split: bool = False,
         if tail is not None:
             if head.split_point is None:  # no event boundary near a gzipped trace's middle: the head read it all
                 tail.abandon()
+            elif builder.pairs.seen:  # begin/end pairs may straddle the split: read on with the spans open
+                tail.abandon()
+                _read(builder, EventStream(path, _Event, start=head.split_point))
             elif not tail.absorb_into(builder):
                 _read(builder, EventStream(path, _Event, start=head.split_point))
         return builder.finish()
@@ -309,7 +317,8 @@ class _TailReader:
             self._done.close()
             self._frames.close()
             _, status = os.waitpid(self._pid, 0)
-        if part is None or status != 0 or part[0]["cut"]:
+        # a tail with begin/end pairs: one may have begun in the head (load_trace reads on with the spans open)
+        if part is None or status != 0 or part[0]["cut"] or part[0]["begin_end"]:
             return False
         builder.absorb(*part)
         return True
@@ -373,7 +382,8 @@ def _send_tail(path: str, offset: int | str, out) -> None:
         "threads": list(builder.threads), "labels": list(builder.labels), "kinds": builder.kinds,
         "has_stack": builder.has_stack, "has_modules": builder.has_modules, "skipped": builder.skipped,
         "bad_times": builder.bad_times, "legacy_events": builder.legacy_events,
-        "begun": builder.begun, "shapes": list(builder.shape_cache),
+        "begin_end": builder.pairs.seen, "window_end": builder.window_end,
+        "profiler_span_end": builder.profiler_span_end, "shapes": list(builder.shape_cache),
         "profiler_start": builder.profiler_start, "saw_call_from": builder.saw_call_from,
         "generated_files": sorted(builder.generated_files),
         "steps": [(number, position[id(op)]) for number, op in builder.step_ops],
@@ -492,7 +502,9 @@ class _TraceBuilder:
         self.skipped = 0
         self.bad_times = 0
         self.legacy_events = 0  # complete events of the pre-Kineto autograd profiler (_LEGACY_CPU_PROCESS)
-        self.begun = 0  # ops, kernels and calls written as begin/end pairs (ph B/E): not read
+        self.pairs = BeginEndPairs()  # spans written as begin/end pairs (ph B/E), read as complete events
+        self.window_end: float | None = None  # the latest _WINDOW_END instant's time
+        self.profiler_span_end: float | None = None  # where the latest-ending _PROFILER_SPAN ends
 
     def add_events(self, events: list[_Event]) -> None:
         kinds = self.kinds
@@ -507,15 +519,23 @@ class _TraceBuilder:
             kind = kinds.get(ev.cat)
             if kind is None:
                 kind = kinds[ev.cat] = _category_kind(ev.cat)
-            if kind == _OTHER:
-                if ev.name == "[memory]":
+            if kind >= _OTHER:
+                if kind == _PROFILER_SPAN and ev.ph == "X":
+                    self._profiler_span(ev)
+                elif ev.name == "[memory]":
                     self._memory(ev)
                 elif ev.pid == _LEGACY_CPU_PROCESS:
                     self.legacy_events += 1
+                elif ev.ph == "E" or ev.ph == "B":  # an "E" may have no category; any "B" is stacked
+                    self._begin_end(ev)
+                elif ev.name == _WINDOW_END:
+                    ts = _number(ev.ts)
+                    if ts is not None and (self.window_end is None or ts > self.window_end):
+                        self.window_end = ts
                 continue
             if ev.ph != "X":
-                if ev.ph == "B":
-                    self.begun += 1
+                if ev.ph == "B" or ev.ph == "E":
+                    self._begin_end(ev)
                 continue
             ts = ev.ts
             dur = ev.dur
@@ -590,6 +610,16 @@ class _TraceBuilder:
                               device=args.device if args.device is not None else ev.pid)
                 )
 
+    def _profiler_span(self, ev: _Event) -> None:
+        ts, dur = _number(ev.ts), _number(ev.dur)
+        if ts is not None and dur is not None and (self.profiler_span_end is None or ts + dur > self.profiler_span_end):
+            self.profiler_span_end = ts + dur
+
+    def _begin_end(self, ev: _Event) -> None:
+        ready = self.pairs.add(ev)
+        if ready:
+            self.add_events(ready)
+
     def _intern(self, text: str) -> str:
         return self.strings.setdefault(text, text)
 
@@ -639,11 +669,13 @@ class _TraceBuilder:
         if start is not None and (self.profiler_start is None or start[0] < self.profiler_start[0]):
             self.profiler_start = (start[0], start[1])
         self.has_stack = self.has_stack or header["has_stack"]
+        for name in ("window_end", "profiler_span_end"):
+            if header[name] is not None and (getattr(self, name) is None or header[name] > getattr(self, name)):
+                setattr(self, name, header[name])
         self.has_modules = self.has_modules or header["has_modules"]
         self.skipped += header["skipped"]
         self.bad_times += header["bad_times"]
         self.legacy_events += header["legacy_events"]
-        self.begun += header["begun"]
         stream = _StreamState(header["metadata"], header["warnings"], header["cut"],
                               self.trace.events_read + header["events_read"])
         _take_stream(self.trace, stream)
@@ -841,10 +873,9 @@ class _TraceBuilder:
         trace = self.trace
         if any(text.startswith(CALL_SITE_PREFIX) for text in self.strings):  # distinct names: a few thousand
             self._take_call_site_ranges()
-        if self.begun and not self.ops:
-            raise RooflineError(f"{trace.path}: its {self.begun} timed events are begin/end pairs (ph B/E), as "
-                                "another tool writes them when it re-exports a trace; roofline reads torch.profiler's "
-                                "complete events (ph X): give it the trace torch.profiler wrote")
+        held = self.pairs.finish()
+        if held:
+            self.add_events(held)
         if not (self.ops or self.kernels or self.memory):
             skipped = [f"{self.skipped} malformed events skipped"] if self.skipped else []
             if self.bad_times:
@@ -864,6 +895,7 @@ class _TraceBuilder:
                                     f"traces: {RECORD_THE_MODEL}")
             raise RooflineError(f"{trace.path} has no profiler events (no cpu_op, kernel or memory events){detail}: "
                                 f"the profiler recorded nothing; {RECORD_THE_MODEL}; {_SCHEDULED_EXPORT}")
+        self._refuse_processes_sharing_correlations()
         self._sort_ops()
         if self._adopt_orphan_launches():
             self._sort_ops()
@@ -896,6 +928,37 @@ class _TraceBuilder:
         self._device_info()
         self._warn()
         return trace
+
+    def _refuse_processes_sharing_correlations(self) -> None:
+        """Several processes' traces in one file (ranks concatenated into one trace for one timeline) whose launches
+        share correlation ids: each process numbers its own from the start, so a kernel's id names a launch in every
+        one of them, and its join to the launch, the op and the step was whichever came last (every kernel of rank 0
+        went to rank 1's ops). No field says which process ran a kernel: refused, with what to give instead."""
+        if not self.launches:
+            return
+        threads = list(self.threads)  # by code: a thread's code is its place in the dict
+        process = {}
+        process_of = np.array([process.setdefault(pid, len(process)) for pid, _ in threads], dtype=np.int64)
+        codes = np.frombuffer(self.launch_threads, dtype=np.int64)
+        pids = process_of[codes]
+        # the host processes (those with ops): a device's own runtime events (MTIA's, on the device's pid) carry
+        # the correlation of the host call they serve
+        hosts = np.isin(pids, np.unique(process_of[np.frombuffer(self.op_threads, dtype=np.int64)]))
+        codes, pids = codes[hosts], pids[hosts]
+        if not len(pids) or (pids == pids[0]).all():
+            return
+        correlations = np.fromiter((launch.correlation for launch in self.launches), dtype=np.int64,
+                                   count=len(self.launches))[hosts]
+        pairs = np.unique(np.stack([correlations, pids]), axis=1)
+        shared = len(pairs[0]) - len(np.unique(pairs[0]))
+        if not shared:
+            return
+        processes = sorted({str(threads[code][0]) for code in np.unique(codes).tolist()})
+        raise RooflineError(f"{self.trace.path} holds the kernel launches of {len(processes)} processes (pids "
+                            f"{', '.join(processes[:4])}{' ...' if len(processes) > 4 else ''}) whose correlation ids "
+                            f"collide ({shared} ids launch in more than one): ranks' traces merged into one file? A "
+                            "kernel cannot be told from another process's: give each rank's own trace file; `roofline "
+                            "trace rank0.json rank1.json ...` reads a distributed job's ranks together")
 
     def _join_sync_calls(self) -> None:
         """Each sync's runtime call (by correlation): its name, and whether the profiler's own code made it
@@ -969,11 +1032,47 @@ class _TraceBuilder:
         self.trace.steps = steps
         if not steps or not self.ops:
             return
+        self._clip_step_past_the_end(steps[-1])
         idx = steps_of(steps, self._sorted_ts)
         self._sorted_steps = idx.astype(np.int32)
         for op, i in zip(self.ops, idx.tolist()):
             if i >= 0:
                 op.step = i
+
+    def _clip_step_past_the_end(self, step: Step) -> None:
+        """A last step that runs on past the end of the record was cut there: its time after held no event because
+        none was recorded, and counted as step time and device idle. Where the record ends is known two ways:
+        Kineto's _WINDOW_END instant before the step's end (a step closed after the profiler stopped: HTA's
+        triton_example.json holds a 13 s step in a 1.8 ms window); or Kineto's span of its record (_PROFILER_SPAN)
+        going on after the step while nothing starts after it, and no kernel or op runs to it (a trace trimmed to a
+        time window, or filtered, keeps the spans across the edge whole and drops the events after it; a whole
+        Kineto trace always records more after its last step: the profiler's own calls, kernels still running).
+        Without either (other tools' traces, hand-written ones) a step is as written."""
+        if self.window_end is not None:
+            if self.window_end >= step.end_us:
+                return
+        elif self.profiler_span_end is None or self.profiler_span_end <= step.end_us:
+            return
+        markers = np.zeros(len(self.ops), dtype=bool)
+        markers[[op.index for _, op in self.step_ops]] = True
+        host_ops = ~np.fromiter((op.is_annotation for op in self.ops), dtype=bool, count=len(self.ops))
+        ends = [self._sorted_ts[~markers], self._sorted_ends[host_ops & ~markers],
+                np.frombuffer(self.launch_ts, dtype=np.float64) + np.frombuffer(self.launch_durs, dtype=np.float64),
+                np.frombuffer(self.frame_ts, dtype=np.float64), np.frombuffer(self.tool_ts, dtype=np.float64),
+                np.fromiter((k.ts_us + k.dur_us for k in self.kernels), dtype=np.float64, count=len(self.kernels)),
+                np.fromiter((s.ts_us + s.dur_us for s in self.syncs), dtype=np.float64, count=len(self.syncs)),
+                np.fromiter((m.ts_us for m in self.memory), dtype=np.float64, count=len(self.memory)),
+                np.array([] if self.window_end is None else [self.window_end])]
+        edge = max((float(column.max()) for column in ends if len(column)), default=step.end_us)
+        if not step.ts_us < edge < step.end_us:
+            return
+        past = step.end_us - edge
+        step.dur_us = edge - step.ts_us
+        why = ("the profiler's record window, which Kineto's 'Record Window End' marks, ends before it"
+               if self.window_end is not None else "the profiler's span of its record goes on, but the file holds no "
+               "event after: a trace trimmed to a time window, or filtered?")
+        self.trace.warnings.append(f"ProfilerStep#{step.number} runs {fmt_time(past / 1e6)} past the end of the "
+                                   f"record ({why}): its window ends there")
 
     def _relabel_stale_frames(self) -> dict[str, str]:
         """User frames already running when profiling began (those around the frame that started tracing, or on
@@ -1153,6 +1252,14 @@ class _TraceBuilder:
             warn(f"{self.skipped} malformed events skipped")
         if self.bad_times:
             warn(f"{self.bad_times} events without a usable ts/dur skipped")
+        pairs = self.pairs
+        if pairs.unmatched_begins or pairs.unmatched_ends or pairs.bad_times:
+            parts = [f"{pairs.unmatched_begins} begin events (ph B) never ended"] if pairs.unmatched_begins else []
+            if pairs.unmatched_ends:
+                parts.append(f"{pairs.unmatched_ends} end events (ph E) with no open begin on their thread")
+            if pairs.bad_times:
+                parts.append(f"{pairs.bad_times} begin/end pairs without a usable ts")
+            warn(f"{'; '.join(parts)}: skipped")
         if not trace.has_gpu:
             warn(NO_KERNELS_WARNING + ": a CPU-only profile, or the device's activity was not recorded"
                  + _profiler_errors(trace.metadata))
@@ -1237,8 +1344,11 @@ def _lane_root(tid: str) -> Any:
 
 def _category_kind(cat: str) -> int:
     """Runtime calls of other backends (hip_runtime, xpu_runtime, privateuse1_driver...) count as launches; Intel
-    XPU's host waits (xpu_sync, Kineto's XPU plugin) are read like cuda_sync's. Left out of ``_CATEGORY_KIND`` so
-    that ``Trace.categories`` still names them (the device is told from them)."""
+    XPU's host waits (xpu_sync, Kineto's XPU plugin) are read like cuda_sync's; Kineto's span of its record
+    ("Trace") tells where the record ends. Left out of ``_CATEGORY_KIND`` so that ``Trace.categories`` still names
+    them (the device is told from them)."""
+    if cat == "Trace":
+        return _PROFILER_SPAN
     if cat.lower().endswith(("_runtime", "_driver")):
         return _RUNTIME
     if cat.lower() == "xpu_sync":

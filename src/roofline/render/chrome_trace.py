@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from roofline.capture.begin_end import complete_event_dicts
 from roofline.errors import RooflineError
 from roofline.io import atomic_write_text, read_maybe_gzip
 from roofline.report import known_bytes
@@ -230,6 +231,9 @@ def read_chrome_trace(path: str | os.PathLike[str]) -> dict[str, Any]:
         data = {"traceEvents": data}
     if not isinstance(data, dict):
         raise RooflineError(f"{path} is not a Chrome trace (expected an object with traceEvents)")
+    if isinstance(data.get("traceEvents"), list):
+        # spans another tool wrote as begin/end pairs, as the report read them: ours are complete events only
+        data["traceEvents"] = complete_event_dicts(data["traceEvents"])
     return data
 
 
