@@ -88,6 +88,9 @@ def test_small_valid_trace_is_read_completely(tmp_path):
         (b'{"traceEvents": [{"ph": "X", "cat": "TraceMe", "name": "step", "ts": 1, "dur": 9}, '
          b'{"ph": "X", "cat": "Op", "name": "fusion.3", "ts": 2, "dur": 3}]}',
          "only events of categories Op, TraceMe: is it another tool's trace"),
+        (b'{"traceEvents": [' + b", ".join(b'{"ph": "X", "cat": "c%d", "name": "n", "ts": 1, "dur": 2}' % i
+                                            for i in range(7)) + b"]}",
+         "only events of categories c0, c1, c2, c3, c4 and 2 more: is it another tool's trace"),
         (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op"}]}', "no usable ts/dur"),
         (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "ts": "x", "dur": 1}]}', "no usable ts/dur"),
         (b"42", "expected a JSON object"),
