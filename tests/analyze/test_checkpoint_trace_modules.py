@@ -174,3 +174,27 @@ def test_the_aborted_op_is_found_without_the_hooks_detach_below_it(checkpointed_
     report = report_from_trace(load_trace(path), cpu_ceilings)
     flops = [op.flops for op in report.ops if op.phase == "recompute" and op.name == "aten::addmm"]
     assert flops == [2 * 8 * D * 4 * D, 0] * 2
+
+
+def test_an_op_starting_as_the_rerun_ends_is_not_taken_for_its_aborted_op(checkpointed_file, cpu_ceilings, request,
+                                                                           tmp_path):
+    """The backward op that starts the very microsecond the saved-tensor hook's rerun ends is past the rerun: every
+    op keeps the count it has when the rerun ends earlier."""
+    if request.node.callspec.params["checkpointed_file"]:
+        pytest.skip("a reentrant checkpoint aborts nothing")
+    data = json.loads(checkpointed_file.read_text())
+    timed = [e for e in data["traceEvents"] if e.get("ph") == "X"]
+    hooks = [e for e in timed if str(e.get("name", "")).endswith(": unpack_hook")]
+    ops = sorted((e for e in timed if e.get("cat") == "cpu_op"), key=lambda e: e["ts"])
+    assert hooks
+    for hook in hooks:
+        end = hook["ts"] + hook["dur"]
+        after = next(e for e in ops if e["tid"] == hook["tid"] and e["ts"] > end)
+        hook["dur"] = after["ts"] - hook["ts"]  # the hook's frame now ends as that op starts
+        assert hook["ts"] + hook["dur"] == after["ts"]
+    path = tmp_path / "touching.json"
+    path.write_text(json.dumps(data))
+    before = report_from_trace(load_trace(checkpointed_file), cpu_ceilings)
+    touching = report_from_trace(load_trace(path), cpu_ceilings)
+    assert [(op.name, op.phase, op.flops) for op in touching.ops] == [(op.name, op.phase, op.flops)
+                                                                       for op in before.ops]
