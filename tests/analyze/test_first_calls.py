@@ -47,6 +47,10 @@ def test_the_cold_transformers_first_attention_is_warm_up_not_launch_overhead():
     assert mha["excess_s"] * 1e6 == pytest.approx(own[0] - own[1])
     assert record["excess_s"] == pytest.approx(sum(e["excess_s"] for e in record["ops"]))
     assert any("first call that took at least 10x its later calls" in n for n in report.summary.notes)
+    # the own-time note counts the rows that are first calls' own time (the attention's and a reshape's)
+    own_time_firsts = sum(1 for e in record["ops"] if e["own_time"])
+    (own_note,) = [n for n in report.summary.notes if "row(s) hold host time an op spent outside" in n]
+    assert f"; {own_time_firsts} of them are an op's first call" in own_note
 
     findings = diagnose(report)
     assert not [f for f in findings if f.rule == "launch-overhead"]
