@@ -404,3 +404,20 @@ def test_ops_written_as_begin_end_pairs_are_named_not_called_missing(tmp_path):
     path.write_text(json.dumps({"traceEvents": events + [kernel]}))
     with pytest.raises(RooflineError, match=r"timed events are begin/end pairs \(ph B/E\)"):
         load_trace(path)
+
+
+def test_a_cut_gzip_is_one_error_naming_what_it_should_have_been(tmp_path):
+    """gzip raises EOFError, not OSError, for a stream cut before its end: still one RooflineError."""
+    from roofline.io import read_maybe_gzip
+
+    path = tmp_path / "report.json.gz"
+    path.write_bytes(gzip.compress(b'{"ops": []}' * 200)[:40])
+    with pytest.raises(RooflineError, match=r"cannot parse report .*report\.json\.gz"):
+        read_maybe_gzip(path, "report", json=True)
+
+
+def test_only_nul_beside_an_ascii_character_says_utf16():
+    from roofline.io import wide_encoding
+
+    assert wide_encoding(b"\x00{\x00\"") == "UTF-16" and wide_encoding(b"{\x00\"\x00") == "UTF-16"
+    assert wide_encoding(b"\x00\x80\x00\x81") is None  # 0x80 is no ASCII character
