@@ -421,3 +421,11 @@ def test_only_nul_beside_an_ascii_character_says_utf16():
 
     assert wide_encoding(b"\x00{\x00\"") == "UTF-16" and wide_encoding(b"{\x00\"\x00") == "UTF-16"
     assert wide_encoding(b"\x00\x80\x00\x81") is None  # 0x80 is no ASCII character
+
+
+def test_text_that_is_not_json_is_not_taken_for_a_tar_archive():
+    """A tar archive has 'ustar' at byte 257; a text file with other letters there is not one."""
+    from roofline.io import not_json_head
+
+    assert "tar archive" in not_json_head(b"x" * 257 + b"ustar" + b"\0" * 250)
+    assert "tar archive" not in (not_json_head(b"x" * 257 + b"zzzzz" + b"x" * 250) or "")
