@@ -63,3 +63,16 @@ def test_a_commit_that_does_not_exist_is_refused_in_one_line(monkeypatch, capsys
     with pytest.raises(SystemExit) as exc:
         bench.main()
     assert "not a commit" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_the_copy_mutants_run_in_holds_the_benchmark_scripts_tests_load(tmp_path, monkeypatch):
+    """tests/cli/test_bad_input.py loads benchmarks/bad_inputs.py: without the scripts in the copy, a target whose
+    subset holds such a test stopped at its unmutated run ('the unmutated test subset fails')."""
+    import os
+
+    bench = load_benchmark("mutation")
+    monkeypatch.setattr(os, "environ", dict(os.environ))  # _prepare sets the mutation run's variables
+    monkeypatch.setattr(sys, "dont_write_bytecode", sys.dont_write_bytecode)
+    workdir = bench._prepare(tmp_path)
+    assert (workdir / "benchmarks" / "bad_inputs.py").is_file()
+    assert (workdir / "benchmarks" / "results").is_dir() and (workdir / "tests" / "benchmark_scripts.py").is_file()
