@@ -429,8 +429,6 @@ EQUIVALENT = {
         "the op at index 0 is counted afresh instead of from the per-event cache: the same function of the same op",
     ("distributed/merge.py", "world = max((s.world_size or 0 for s in summaries), default= 1)"):
         "summaries holds the stray trace at least (returned above when there is none): max's default is never read",
-    ("distributed/merge.py", "if named and len(set(named)) is len(named):"):
-        "the counts of a job's trace files are small ints, which CPython interns: `is` and == agree",
     ("distributed/merge.py", "if named and len(set(named)) >= len(named):"):
         "a set of the names is never longer than the list: >= and == agree",
     ("analyze/pipeline.py", "elif name is DIRECT_LAUNCH_OP:"):
