@@ -32,3 +32,11 @@ def test_start_writeback_is_harmless_on_any_file(tmp_path):
     with open(path, "rb+") as fh:
         rio.start_writeback(fh.fileno(), 0, 3)
     assert path.read_bytes() == b"abc"
+
+
+def test_start_writeback_asks_the_kernel_to_write_the_range(monkeypatch):
+    """Where sync_file_range exists it is called on the range (SYNC_FILE_RANGE_WRITE: start writing, do not wait)."""
+    calls = []
+    monkeypatch.setattr(rio, "_sync_file_range", lambda: lambda *args: calls.append(args))
+    rio.start_writeback(7, 4096, 1 << 20)
+    assert calls == [(7, 4096, 1 << 20, 2)]

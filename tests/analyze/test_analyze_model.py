@@ -126,3 +126,41 @@ def test_cli_analyze_user_factory(tmp_path, capsys, cpu_ceilings):
 def test_cli_analyze_bad_targets(target, message, capsys, tmp_path):
     assert main(["analyze", target, "--device", "cpu", "-o", str(tmp_path)]) == 2
     assert message in capsys.readouterr().err
+
+
+class ScaledModel(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(16, 4)
+
+    def forward(self, x, scale, mask=None):
+        return self.lin(x) * scale
+
+
+def test_a_backward_on_inputs_holding_numbers_and_none_runs(cpu_ceilings):
+    # keyword inputs a model takes beside its tensors (a scale, an absent mask): only tensors are copied for autograd
+    inputs = {"x": torch.randn(8, 16), "scale": 2, "mask": None}
+    report = analyze_model(ScaledModel(), inputs, device="cpu", ceilings=cpu_ceilings, iters=1, warmup=0,
+                           backward=True)
+    assert {op.phase for op in report.ops} == {"forward", "backward"}
+    assert sum(op.flops for op in report.ops if op.name == "aten::mm" and op.phase == "backward") == 2 * 8 * 16 * 4
+
+
+def test_a_cpu_profile_far_slower_than_the_true_step_is_noted(cpu_ceilings, monkeypatch):
+    """A busy machine during the profiled pass (here: the true step made 1000x shorter than it was) gives ops that
+    add up to far more than the step: analyze on a CPU says so, as profile does."""
+    import msgspec
+
+    from roofline.analyze import live
+    from roofline.analyze.inflated_profile import INFLATED_NOTE
+
+    real = live._count_and_profile
+
+    def busy(*args, **kwargs):
+        recording, trace, profiled, true = real(*args, **kwargs)
+        return recording, trace, profiled, msgspec.structs.replace(true, median_s=true.median_s / 1000)
+
+    monkeypatch.setattr(live, "_count_and_profile", busy)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    report = analyze_model(model, (torch.randn(8, 16),), device="cpu", ceilings=cpu_ceilings, iters=2, warmup=1)
+    assert any(n.startswith(INFLATED_NOTE) for n in report.summary.notes), report.summary.notes

@@ -9,6 +9,8 @@ checkpoint_train on the H200)."""
 
 from __future__ import annotations
 
+import json
+
 import warnings
 
 import pytest
@@ -45,7 +47,7 @@ class Net(torch.nn.Module):
 
 
 @pytest.fixture(scope="module", params=[False, True], ids=["non-reentrant", "reentrant"])
-def checkpointed_trace(request, tmp_path_factory):
+def checkpointed_file(request, tmp_path_factory):
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -61,7 +63,12 @@ def checkpointed_trace(request, tmp_path_factory):
         prof.export_chrome_trace(str(path))
     finally:
         torch.set_num_threads(previous)
-    return load_trace(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def checkpointed_trace(checkpointed_file):
+    return load_trace(checkpointed_file)
 
 
 def _phase(op) -> str:
@@ -97,7 +104,7 @@ def test_the_op_non_reentrant_recomputation_aborts_carries_no_flops(checkpointed
     # non-reentrant checkpointing stops its rerun by raising in the saved-tensor hook of the last op whose inputs the
     # backward needs, before that op's kernel runs: the profiler records the op anyway, and a trace counted it as a
     # full recomputed product (a script's recompute FLOPs were 2x what ran; the live join already gave it none)
-    reentrant = request.node.callspec.params["checkpointed_trace"]
+    reentrant = request.node.callspec.params["checkpointed_file"]
     report = report_from_trace(checkpointed_trace, cpu_ceilings)
     product = 2 * 8 * D * 4 * D
     flops = [op.flops for op in report.ops if op.phase == "recompute" and op.name == "aten::addmm"]
@@ -109,7 +116,7 @@ def test_the_op_non_reentrant_recomputation_aborts_carries_no_flops(checkpointed
 
 def test_an_aborted_op_that_launched_a_kernel_is_counted(checkpointed_trace, cpu_ceilings, request):
     # on a GPU a kernel under the op says it ran: its hook saved an output, or the checkpoint does not stop early
-    if request.node.callspec.params["checkpointed_trace"]:
+    if request.node.callspec.params["checkpointed_file"]:
         pytest.skip("a reentrant checkpoint aborts nothing")
     marked = [op for op in checkpointed_trace.ops if op.is_aborted and op.name == "aten::addmm"]
     assert marked
@@ -147,3 +154,47 @@ def test_hf_gradient_checkpointing_names_recomputed_layers_like_their_forward(tm
     assert len(linears["recompute"]) == 14  # q, k, v, o, gate, up, down of both layers
     assert set(linears["recompute"]) == {m for m in linears["forward"] if ".LlamaDecoderLayer_" in m}
     assert all(m.startswith("LlamaForCausalLM_0.LlamaModel_0.LlamaDecoderLayer_") for m in linears["recompute"])
+
+
+def test_the_aborted_op_is_found_without_the_hooks_detach_below_it(checkpointed_file, cpu_ceilings, request,
+                                                                    tmp_path):
+    """The rerun's last recorded op is the aborted one itself where the hook's detaches are not recorded below it:
+    that op, not the one before it (the transpose's as_strided), carries no FLOPs."""
+    if request.node.callspec.params["checkpointed_file"]:
+        pytest.skip("a reentrant checkpoint aborts nothing")
+    data = json.loads(checkpointed_file.read_text())
+    events = data["traceEvents"]
+    aborted = [op for op in load_trace(checkpointed_file).ops if op.is_aborted and op.name == "aten::addmm"]
+    spans = [(op.ts_us, op.ts_us + op.dur_us) for op in aborted]
+    data["traceEvents"] = [e for e in events if not (e.get("name") in ("aten::detach", "detach") and any(
+        lo <= e["ts"] <= hi for lo, hi in spans))]
+    assert len(data["traceEvents"]) < len(events)
+    path = tmp_path / "no_detach.json"
+    path.write_text(json.dumps(data))
+    report = report_from_trace(load_trace(path), cpu_ceilings)
+    flops = [op.flops for op in report.ops if op.phase == "recompute" and op.name == "aten::addmm"]
+    assert flops == [2 * 8 * D * 4 * D, 0] * 2
+
+
+def test_an_op_starting_as_the_rerun_ends_is_not_taken_for_its_aborted_op(checkpointed_file, cpu_ceilings, request,
+                                                                           tmp_path):
+    """The backward op that starts the very microsecond the saved-tensor hook's rerun ends is past the rerun: every
+    op keeps the count it has when the rerun ends earlier."""
+    if request.node.callspec.params["checkpointed_file"]:
+        pytest.skip("a reentrant checkpoint aborts nothing")
+    data = json.loads(checkpointed_file.read_text())
+    timed = [e for e in data["traceEvents"] if e.get("ph") == "X"]
+    hooks = [e for e in timed if str(e.get("name", "")).endswith(": unpack_hook")]
+    ops = sorted((e for e in timed if e.get("cat") == "cpu_op"), key=lambda e: e["ts"])
+    assert hooks
+    for hook in hooks:
+        end = hook["ts"] + hook["dur"]
+        after = next(e for e in ops if e["tid"] == hook["tid"] and e["ts"] > end)
+        hook["dur"] = after["ts"] - hook["ts"]  # the hook's frame now ends as that op starts
+        assert hook["ts"] + hook["dur"] == after["ts"]
+    path = tmp_path / "touching.json"
+    path.write_text(json.dumps(data))
+    before = report_from_trace(load_trace(checkpointed_file), cpu_ceilings)
+    touching = report_from_trace(load_trace(path), cpu_ceilings)
+    assert [(op.name, op.phase, op.flops) for op in touching.ops] == [(op.name, op.phase, op.flops)
+                                                                       for op in before.ops]

@@ -47,6 +47,10 @@ def test_the_cold_transformers_first_attention_is_warm_up_not_launch_overhead():
     assert mha["excess_s"] * 1e6 == pytest.approx(own[0] - own[1])
     assert record["excess_s"] == pytest.approx(sum(e["excess_s"] for e in record["ops"]))
     assert any("first call that took at least 10x its later calls" in n for n in report.summary.notes)
+    # the own-time note counts the rows that are first calls' own time (the attention's and a reshape's)
+    own_time_firsts = sum(1 for e in record["ops"] if e["own_time"])
+    (own_note,) = [n for n in report.summary.notes if "row(s) hold host time an op spent outside" in n]
+    assert f"; {own_time_firsts} of them are an op's first call" in own_note
 
     findings = diagnose(report)
     assert not [f for f in findings if f.rule == "launch-overhead"]
@@ -144,3 +148,15 @@ def test_the_warm_up_finding_names_each_op_once_and_counts_the_rest():
     (finding,) = check(Report(kind="trace", extra={"warmup": [record]}))
     assert finding.title.startswith("the first calls of aten::a, aten::b, aten::c and 2 more op(s) took 1.6 ms more")
     assert finding.estimated_savings_s == 1.6e-3 and finding.evidence["calls"] == 6
+
+
+def test_a_stepless_traces_span_is_its_first_op_start_to_its_last_end(tmp_path):
+    """Without ProfilerStep marks and without a recording there is no wall time: the report gives the trace's span
+    instead, from the first op's start to the last op's or kernel's end."""
+    events = [_mm(10, 5), _mm(100, 20),
+              _x("cuda_runtime", "cudaLaunchKernel", 102, 2, correlation=7, **{"External id": 2}),
+              {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 150, "dur": 150,
+               "args": {"correlation": 7, "device": 0, "stream": 7}}]
+    report = _report(tmp_path, events)
+    assert report.summary.wall_time_s is None
+    assert report.summary.span_s == pytest.approx((300 - 10) * 1e-6)

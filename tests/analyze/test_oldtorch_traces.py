@@ -183,3 +183,28 @@ def test_a_long_tensor_list_of_a_new_torch_says_the_profilers_limit(tmp_path):
     assert "a list of at most 30 tensors, a longer one as []" in note
     assert "torch 2.1 and older record every tensor list as []" in note
     assert "torch 2.4 and later record each tensor's shape" not in note
+
+
+def test_only_the_rank_named_twice_is_said_to_repeat(tmp_path):
+    """Three single-process traces named rank0, rank0 and rank1: the refusal names rank 0 alone as given twice."""
+    import shutil
+
+    from roofline.distributed.merge import merge_trace_files
+    from roofline.errors import RooflineError
+
+    paths = [DATA / f"torch{v}_cpu_mlp_train_rank0.pt.trace.json.gz" for v in ("2.1.2", "2.7.1")]
+    paths.append(tmp_path / "torch2.7.1_cpu_mlp_train_rank1.pt.trace.json.gz")
+    shutil.copy(paths[1], paths[2])
+    with pytest.raises(RooflineError, match=r"their file names give rank 0 more than once"):
+        merge_trace_files(paths)
+
+
+def test_a_folder_of_profiler_traces_is_pointed_to_roofline_trace(tmp_path):
+    import shutil
+
+    from roofline.distributed.merge import merge_run_dir
+    from roofline.errors import RooflineError
+
+    shutil.copy(DATA / "torch2.1.2_cpu_ddp_gloo_rank0.pt.trace.json.gz", tmp_path)
+    with pytest.raises(RooflineError, match=r"holds 1 torch.profiler traces, not the rank\{r\}/ folders"):
+        merge_run_dir(tmp_path)

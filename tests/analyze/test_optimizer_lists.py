@@ -26,11 +26,12 @@ def _x(cat, name, ts, dur, pid=1, tid=1, **args):
 
 
 def _trace(tmp_path, *, groups=1, optimizers=1, dtypes=("float", "float"), kernel_us=4, first=(), gradient=(),
-           micro_batches=1):
-    """One ProfilerStep: a backward recording two parameters (``micro_batches``: that many forwards and backwards,
+           micro_batches=1, params=PARAMS, other_thread=False):
+    """One ProfilerStep: a backward recording ``params`` (``micro_batches``: that many forwards and backwards,
     gradient accumulation), then optimizer step(s) of foreach ops with empty lists (``first``: (name, kernel_us) ops
     each step runs before them, 0: no kernel; ``gradient``: (name, lists) ops with empty lists between the backward,
-    on the autograd thread, and the step, as clip_grad_norm_ runs them)."""
+    on the autograd thread, and the step, as clip_grad_norm_ runs them; ``other_thread``: another thread, as a
+    DataLoader's pin-memory thread, copies during each backward)."""
     events = [_x("user_annotation", "ProfilerStep#1", 0, 10_000)]
     ts = 10
     for batch in range(micro_batches):
@@ -38,8 +39,11 @@ def _trace(tmp_path, *, groups=1, optimizers=1, dtypes=("float", "float"), kerne
             events.append(_x("cpu_op", "aten::mul", ts, 5, **{"Input Dims": [[2], [2]],
                                                                "Input type": ["float", "float"]}))
             ts += 10
-        for i, (shape, dtype) in enumerate(zip(PARAMS, dtypes)):
+        for i, (shape, dtype) in enumerate(zip(params, dtypes)):
             tid = 2 if gradient else 1
+            if other_thread and i:
+                events.append(_x("cpu_op", "aten::copy_", ts - 3, 2, tid=3,
+                                 **{"Input Dims": [[2], [2], []], "Input type": ["float", "float", "Scalar"]}))
             if gradient:
                 events.append(_x("cpu_op", "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad",
                                  ts - 1, 7, tid=tid))
@@ -89,12 +93,16 @@ def test_the_steps_parameters_stand_in_for_unrecorded_lists(tmp_path):
     assert mul.input_shapes == PARAMS
 
 
-@pytest.mark.parametrize("kwargs, why", [({"groups": 2}, "parameter groups"), ({"optimizers": 2}, "optimizer steps"),
-                                         ({"dtypes": ("float", "c10::Half")}, "several dtypes")])
-def test_ambiguous_lists_stay_unmodelled(tmp_path, kwargs, why):
+@pytest.mark.parametrize("kwargs, why", [({"groups": 2}, "2 parameter groups"),
+                                         ({"optimizers": 2}, "2 optimizer steps in the profiled step"),
+                                         ({"dtypes": ("float", "c10::Half")}, "parameters of several dtypes")])
+def test_ambiguous_lists_stay_unmodelled_and_the_report_says_why(tmp_path, kwargs, why):
     report = _trace(tmp_path, **kwargs)
     assert report.ops and not any(op.modeled for op in report.ops), why
     assert all(op.flops == 0 and op.bytes == 0 for op in report.ops)
+    for name in ("aten::_foreach_mul_", "aten::_foreach_addcmul_"):
+        assert any(n.startswith(f"{name} unmodelled") and f"cannot stand in: {why}" in n
+                   for n in report.summary.notes), report.summary.notes
 
 
 def test_the_gradients_foreach_ops_before_the_step_are_counted_over_the_parameters_too(tmp_path):
@@ -109,15 +117,28 @@ def test_the_gradients_foreach_ops_before_the_step_are_counted_over_the_paramete
     assert report.summary.unmodeled_time_share == 0
 
 
+@pytest.mark.parametrize("micro_batches", [2, 4])
 @pytest.mark.parametrize("gradient", [(), [("aten::_foreach_norm", 1)]])
-def test_gradient_accumulation_counts_the_parameters_once(tmp_path, gradient):
-    """Three micro-batches' backwards record each parameter three times before one optimizer step: its lists hold
-    the parameters once (they were counted three times, FLOPs and bytes 3x)."""
-    one = _trace(tmp_path, gradient=gradient)
-    three = _trace(tmp_path, gradient=gradient, micro_batches=3)
-    counted = [(op.name, op.flops, op.bytes, op.input_shapes) for op in three.ops if op.name.startswith("aten::_")]
+@pytest.mark.parametrize("params", [PARAMS, PARAMS[:1]])
+def test_gradient_accumulation_counts_the_parameters_once(tmp_path, gradient, micro_batches, params):
+    """Several micro-batches' backwards record each parameter once each before one optimizer step: its lists hold
+    the parameters once (they were counted once per micro-batch, FLOPs and bytes 3x), one parameter as well."""
+    one = _trace(tmp_path, gradient=gradient, params=params)
+    many = _trace(tmp_path, gradient=gradient, micro_batches=micro_batches, params=params)
+    counted = [(op.name, op.flops, op.bytes, op.input_shapes) for op in many.ops if op.name.startswith("aten::_")]
     assert counted == [(op.name, op.flops, op.bytes, op.input_shapes) for op in one.ops]
-    assert all(op.modeled for op in three.ops)
+    assert all(op.modeled for op in many.ops if op.name.startswith("aten::_"))
+
+
+def test_another_threads_ops_during_the_backward_do_not_split_it(tmp_path):
+    """A pin-memory thread copying the next batch while the last backward runs is no forward of the training loop:
+    the step's lists are still the backward's two parameters (read as the ops between them: only the first)."""
+    plain = _trace(tmp_path, micro_batches=2)
+    copying = _trace(tmp_path, micro_batches=2, other_thread=True)
+    foreach = [(op.name, op.flops, op.bytes, op.input_shapes) for op in copying.ops if op.name.startswith("aten::_")]
+    assert foreach == [(op.name, op.flops, op.bytes, op.input_shapes) for op in plain.ops
+                       if op.name.startswith("aten::_")]
+    assert foreach[0][3] == PARAMS
 
 
 def test_a_sub_microsecond_kernel_is_still_a_kernel(tmp_path):
@@ -152,18 +173,18 @@ def test_h200_llama_training_trace_counts_its_optimizer():
     assert all(0.2 < op.efficiency <= 1.0 for op in foreach)
 
 
-def _iterations(tmp_path, params_per_iteration):
+def _iterations(tmp_path, params_per_iteration, optimizers=("AdamW",)):
     """A trace without ProfilerStep#N marks (profiled without a schedule): per iteration a backward recording
-    ``params`` and an AdamW step of foreach ops with empty lists."""
+    ``params`` and a step of foreach ops with empty lists, of each optimizer in turn."""
     events, ts, ext = [], 0, 1
-    for params in params_per_iteration:
+    for it, params in enumerate(params_per_iteration):
         events.append(_x("cpu_op", "aten::mul", ts, 5, **{"Input Dims": [[2], [2]], "Input type": ["float", "float"]}))
         for shape in params:
             ts += 10
             events.append(_x("cpu_op", "torch::autograd::AccumulateGrad", ts, 5,
                              **{"Input Dims": [shape], "Input type": ["float"]}))
         ts += 100
-        events.append(_x("user_annotation", "Optimizer.step#AdamW.step", ts, 500))
+        events.append(_x("user_annotation", f"Optimizer.step#{optimizers[it % len(optimizers)]}.step", ts, 500))
         for name, lists in (("aten::_foreach_mul_", 1), ("aten::_foreach_addcmul_", 3)):
             ts += 30
             _op_events(events, name, lists, 4, ts, ext, ext)
@@ -189,3 +210,11 @@ def test_optimizer_steps_over_different_parameters_without_step_marks_stay_unmod
     report = _iterations(tmp_path, [PARAMS, PARAMS[:1], PARAMS, PARAMS[:1]])
     foreach = [op for op in report.ops if op.name.startswith("aten::_foreach")]
     assert len(foreach) == 8 and not any(op.modeled for op in foreach)
+
+
+def test_steps_of_two_optimizers_without_step_marks_stay_unmodelled_and_the_report_says_why(tmp_path):
+    report = _iterations(tmp_path, [PARAMS] * 4, optimizers=("AdamW", "SGD"))
+    foreach = [op for op in report.ops if op.name.startswith("aten::_foreach")]
+    assert len(foreach) == 8 and not any(op.modeled for op in foreach)
+    assert any(n.startswith("aten::_foreach_mul_ unmodelled") and "cannot stand in: optimizer steps of several "
+               "optimizers and no ProfilerStep#N marks" in n for n in report.summary.notes), report.summary.notes

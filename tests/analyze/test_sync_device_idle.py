@@ -105,3 +105,17 @@ def test_negative_queue_traces_sync_savings_fit_in_the_devices_idle_time():
     assert all(f.estimated_savings_s <= f.evidence["host_blocked_s"] for f in syncs)
     assert max(f.evidence["host_blocked_s"] for f in syncs) > idle_s  # the wait itself is longer: the old claim
     assert sum(f.estimated_savings_s for f in findings) <= report.summary.wall_time_s
+
+
+def test_a_sync_event_without_a_device_argument_is_its_own_devices(tmp_path):
+    """A cuda_sync event that names its device only by its pid (the "device" argument absent) is still asked of that
+    device's work: another GPU busy through the whole wait does not hide device 0's idle time."""
+    events = _events(cuda_sync=True)
+    sync = next(e for e in events if e["cat"] == "cuda_sync")
+    del sync["args"]["device"]
+    events += [_x("cuda_runtime", "cudaLaunchKernel", 14, 2, tid=2, correlation=21, **{"External id": 9}),
+               _x("kernel", "other_gemm", 25, 900, pid=1, tid=8, correlation=21, device=1, stream=8)]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    (site,) = report_from_trace(load_trace(path), GPU).syncs
+    assert site.stall_s == pytest.approx(794e-6) and site.device_idle_s == pytest.approx(303e-6)

@@ -54,9 +54,13 @@ def _record(path, with_stack: bool) -> None:
 def traces(tmp_path_factory):
     """The same loop recorded with Python stacks and without: {with_stack: path}."""
     paths = {}
-    for with_stack in (True, False):
-        paths[with_stack] = tmp_path_factory.mktemp("gradient") / "accum.json"
-        _record(paths[with_stack], with_stack)
+    previous = torch.get_num_threads()
+    try:
+        for with_stack in (True, False):
+            paths[with_stack] = tmp_path_factory.mktemp("gradient") / "accum.json"
+            _record(paths[with_stack], with_stack)
+    finally:
+        torch.set_num_threads(previous)  # _record's one thread, not the rest of the process's tests
     return paths
 
 

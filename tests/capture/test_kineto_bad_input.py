@@ -88,6 +88,9 @@ def test_small_valid_trace_is_read_completely(tmp_path):
         (b'{"traceEvents": [{"ph": "X", "cat": "TraceMe", "name": "step", "ts": 1, "dur": 9}, '
          b'{"ph": "X", "cat": "Op", "name": "fusion.3", "ts": 2, "dur": 3}]}',
          "only events of categories Op, TraceMe: is it another tool's trace"),
+        (b'{"traceEvents": [' + b", ".join(b'{"ph": "X", "cat": "c%d", "name": "n", "ts": 1, "dur": 2}' % i
+                                            for i in range(7)) + b"]}",
+         "only events of categories c0, c1, c2, c3, c4 and 2 more: is it another tool's trace"),
         (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op"}]}', "no usable ts/dur"),
         (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "ts": "x", "dur": 1}]}', "no usable ts/dur"),
         (b"42", "expected a JSON object"),
@@ -144,6 +147,33 @@ def test_truncated_gzip_keeps_the_events_before_the_cut(tmp_path):
     trace = _load(path)
     assert trace is not None and 0 < len(trace.ops) < 402
     assert any("gzip stream ends early" in w for w in trace.warnings)
+
+
+def test_a_cut_gzip_keeps_every_event_its_bytes_hold_whatever_the_block_size(tmp_path):
+    """At the cut, zlib may still hold output it decoded past the last block it gave (each call's output is capped
+    at the block size): those bytes can end an event, which must be read as a one-block read reads it. The cuts
+    tried are those where zlib holds such bytes (found with zlib itself)."""
+    import zlib
+
+    from roofline.capture.event_stream import EventStream
+    from roofline.capture.kineto import _Event
+
+    data = gzip.compress(gzip.decompress((H200 / "llama_tiny_fwd_fp16_b4_s512.json.gz").read_bytes()), 9)
+    held = []
+    for cut in range(4_000, 8_000):
+        inflater, rest = zlib.decompressobj(wbits=31), data[:cut]
+        while rest:
+            inflater.decompress(rest, 512)
+            rest = inflater.unconsumed_tail
+        if b"}," in inflater.flush():
+            held.append(cut)
+    assert held
+    path = tmp_path / "cut.json.gz"
+    for cut in held[:5]:
+        path.write_bytes(data[:cut])
+        small, whole = EventStream(path, _Event, block_bytes=512), EventStream(path, _Event)
+        read = [[(e.name, e.ts) for chunk in stream for e in chunk] for stream in (small, whole)]
+        assert read[0] == read[1] and small.cut and whole.cut, cut
 
 
 def test_gzip_cut_in_its_header_is_an_error(tmp_path):
@@ -408,3 +438,28 @@ def test_ranks_merged_into_one_file_with_colliding_correlation_ids_are_refused(t
     attribute(trace)
     joined = {(k.device, trace.ops[k.op].pid) for k in trace.kernels if k.op is not None and k.op >= 0}
     assert joined == {(0, 415), (1, 416)}
+
+
+def test_a_cut_gzip_is_one_error_naming_what_it_should_have_been(tmp_path):
+    """gzip raises EOFError, not OSError, for a stream cut before its end: still one RooflineError."""
+    from roofline.io import read_maybe_gzip
+
+    path = tmp_path / "report.json.gz"
+    path.write_bytes(gzip.compress(b'{"ops": []}' * 200)[:40])
+    with pytest.raises(RooflineError, match=r"cannot parse report .*report\.json\.gz"):
+        read_maybe_gzip(path, "report", json=True)
+
+
+def test_only_nul_beside_an_ascii_character_says_utf16():
+    from roofline.io import wide_encoding
+
+    assert wide_encoding(b"\x00{\x00\"") == "UTF-16" and wide_encoding(b"{\x00\"\x00") == "UTF-16"
+    assert wide_encoding(b"\x00\x80\x00\x81") is None  # 0x80 is no ASCII character
+
+
+def test_text_that_is_not_json_is_not_taken_for_a_tar_archive():
+    """A tar archive has 'ustar' at byte 257; a text file with other letters there is not one."""
+    from roofline.io import not_json_head
+
+    assert "tar archive" in not_json_head(b"x" * 257 + b"ustar" + b"\0" * 250)
+    assert "tar archive" not in (not_json_head(b"x" * 257 + b"zzzzz" + b"x" * 250) or "")

@@ -24,7 +24,15 @@ class _Tiny(torch.nn.Module):
 
 
 def _export(path, steps: int = 3, backward: bool = True, **options) -> None:
+    previous = torch.get_num_threads()
     torch.set_num_threads(1)
+    try:
+        _profile_steps(path, steps, backward, options)
+    finally:
+        torch.set_num_threads(previous)  # a later test in this process may need torch's pool (a parallel cat)
+
+
+def _profile_steps(path, steps: int, backward: bool, options: dict) -> None:
     torch.manual_seed(0)
     model = _Tiny()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -83,9 +91,8 @@ def test_cpu_trace_memory_events(full_cpu_trace):
     assert sum(m.op >= 0 for m in trace.memory) > 0.8 * len(trace.memory)
 
 
-def test_cpu_trace_without_shapes_or_schedule_warns(tmp_path):
+def test_cpu_trace_without_shapes_or_schedule_warns(tmp_path, one_thread):
     path = tmp_path / "plain.json"
-    torch.set_num_threads(1)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         _Tiny()(torch.randn(2, 16))
     prof.export_chrome_trace(str(path))

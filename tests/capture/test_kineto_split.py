@@ -247,3 +247,35 @@ def test_events_read_is_called_once_after_the_read_and_before_the_events_are_ord
     calls.clear()
     load_trace(plain_trace, events_read=lambda: calls.append("read"))
     assert calls == ["read", "finish"]
+
+
+def test_a_failing_child_of_a_gzipped_trace_falls_back_to_one_process(gz_trace, plain_trace, split_small,
+                                                                       monkeypatch):
+    """The parent then decompresses the second half itself, from the boundary its own half ended at."""
+    def broken(path, offset, out):
+        out.write(b"\x05\x00")
+        raise RuntimeError("the child fails part-way")
+
+    monkeypatch.setattr(kineto, "_send_tail", broken)
+    _same(load_trace(gz_trace, split=True), load_trace(plain_trace))
+    assert split_small == [False]
+
+
+def test_a_gzipped_head_decompresses_no_further_than_the_window_past_the_middle(gz_trace, monkeypatch):
+    """The head's read stops once the window past the middle is held: the second half of a large trace is the
+    child's to decompress, not held in the parent as well."""
+    drawn = []
+    gunzip = EventStream._gunzip
+
+    def counted(self, fh, data):
+        for block in gunzip(self, fh, data):
+            drawn.append(len(block))
+            yield block
+
+    monkeypatch.setattr(EventStream, "_gunzip", counted)
+    head = EventStream(gz_trace, _Event, stop=AT_MIDDLE, block_bytes=1 << 16)
+    for _ in head:
+        pass
+    middle = int(event_stream.gzip_json_size(gz_trace) * event_stream.GZIP_HEAD_SHARE)
+    assert head.split_point is not None
+    assert sum(drawn) <= middle + event_stream.SPLIT_WINDOW + (1 << 17) < event_stream.gzip_json_size(gz_trace)

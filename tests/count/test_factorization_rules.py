@@ -40,6 +40,8 @@ def test_lu_solve_and_inverse():
     assert cost("aten::linalg_solve", A, vectors)[0] == 3 * (2 * 16 ** 3 / 3 + 2 * 16 * 16)
     assert cost("aten::linalg_inv_ex", A, False) == (3 * 2 * 16 ** 3, 2 * 3072)
     assert cost("aten::inverse", A)[0] == 3 * 2 * 16 ** 3
+    # a complex multiply-add is 4 real ones: 4x the FLOPs of the real inverse
+    assert cost("aten::linalg_inv_ex", T((3, 16, 16), "complex64"), False)[0] == 4 * 3 * 2 * 16 ** 3
 
 
 def test_euclidean_distances():
@@ -119,6 +121,9 @@ def test_qr_by_mode():
     assert cost("aten::linalg_householder_product", tall, T((8,), "float32"))[0] == reduced_q
     assert cost("aten::ormqr", tall, T((8,), "float32"), T((32, 4), "float32"), True, True)[0] == \
         4 * 32 * 4 * 8 - 2 * 4 * 8 * 8
+    # from the right, on a batch of 2: C (4 x 32) has its 4 rows transformed
+    assert cost("aten::ormqr", T((2, 32, 8), "float32"), T((2, 8), "float32"), T((2, 4, 32), "float32"), False,
+                False)[0] == 2 * (4 * 32 * 4 * 8 - 2 * 4 * 8 * 8)
 
 
 def test_lstsq_by_qr_and_not_by_svd():
@@ -129,6 +134,9 @@ def test_lstsq_by_qr_and_not_by_svd():
     assert nbytes == 64 * 16 * 4 + 64 * 5 * 4 + 16 * 5 * 4  # A and B read, the (16, 5) solution written
     assert cost("aten::linalg_lstsq", a, b, None, "gelsy")[0] == flops
     assert not count_op("aten::linalg_lstsq", (a, b, None, "gelsd")).modeled
+    # two batch dimensions: the (2, 3, 16, 5) solution written
+    flops, nbytes = cost("aten::linalg_lstsq", T((2, 3, 64, 16), "float32"), T((2, 3, 64, 5), "float32"), None, None)
+    assert nbytes == 6 * (64 * 16 * 4 + 64 * 5 * 4 + 16 * 5 * 4)
 
 
 def test_lu_solve_and_determinants():

@@ -66,6 +66,9 @@ def test_padded_forward_and_both_backwards():
     assert fwd.flops == 4 * 2 * 8 * 8 * H * D and fwd.bytes == 4 * q.nbytes + 2 * H * 8 * 4
     causal = count_op("flashattn::_flash_attn_forward", [q, q, q, 0.0, 0.125, True, -1, -1, 0.0, None, False])
     assert causal.flops == 4 * 2 * 36 * H * D
+    # a sliding window of 2 keys back, causal: query i of 8 sees min(i + 1, 3) keys, 21 of the 64 scores
+    windowed = count_op("flashattn::_flash_attn_forward", [q, q, q, 0.0, 0.125, True, 2, 0, 0.0, None, False])
+    assert windowed.flops == 4 * 2 * 21 * H * D and f"only {21 / 64:.3f} of the 8x8 score matrix" in windowed.note
     # backward: 5 products (2 * (3 d_qk + 2 d_v) per entry); reads dout, q, k, v, out, lse; writes dq, dk, dv
     args = [QKV, QKV, QKV, QKV, QKV, LSE, QKV, QKV, QKV, _cum(), _cum(), 9, 9, 0.0, 0.125, False, -1, -1, 0.0,
             None, False, None]

@@ -193,3 +193,19 @@ def test_profile_options_are_forwarded_to_the_ranks():
     assert "--nproc" not in words and "-o" not in words and "train.py" not in words
     cmd = torchrun_command(2, ["profile", *words])
     assert cmd[1:3] == ["-m", "roofline.distributed.torchrun_quiet"] and "--nproc-per-node=2" in cmd
+
+
+def test_ranks_that_record_only_their_rank_and_world_size_are_merged(tmp_path):
+    """distributedInfo with a rank and world size but no backend, and no collective in the window: each trace still
+    vouches for being a rank of a 2-rank job, so neither is refused as a stray."""
+    paths = []
+    for rank in (0, 1):
+        events = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0,
+                   "dur": 100},
+                  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 50,
+                   "args": {"Input Dims": [[8, 8], [8, 8]], "Input type": ["float", "float"]}}]
+        path = tmp_path / f"job_rank{rank}.json"
+        path.write_text(json.dumps({"schemaVersion": 1, "distributedInfo": {"rank": rank, "world_size": 2},
+                                    "traceEvents": events}))
+        paths.append(path)
+    assert merge_trace_files(paths).distributed.ranks_merged == [0, 1]

@@ -308,7 +308,7 @@ class _TraceCounter:
         if params is None:
             if not why:
                 return None
-            note = f"tensor list shapes not recorded, and the step's parameters cannot stand in: {why}"
+            note = f"{LIST_NOT_RECORDED}, and the step's parameters cannot stand in: {why}"
             return _Counted(OpCost(0.0, 0.0, False, note=note), "", [], [], [])
         full = (*key, tuple(params))
         hit = self._with_params.get(full)
