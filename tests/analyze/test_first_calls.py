@@ -95,6 +95,12 @@ def test_other_shapes_are_other_ops(tmp_path):
     assert _first_calls(_report(tmp_path, events)) is None
 
 
+def test_other_dtypes_are_other_ops(tmp_path):
+    """A float64 product of the shapes later float32 calls have is slower by nature, not a first call's set-up."""
+    double = _x("cpu_op", "aten::mm", 0, 500, **{"Input Dims": [[64, 64], [64, 64]], "Input type": ["double", "double"]})
+    assert _first_calls(_report(tmp_path, [double] + [_mm(1000 * i, 20) for i in range(1, 5)])) is None
+
+
 def test_a_trace_with_steps_is_left_to_its_first_iterations(tmp_path):
     steps = [_x("user_annotation", f"ProfilerStep#{i}", 1000 * i, 900) for i in range(4)]
     events = steps + [_mm(10, 500)] + [_mm(1000 * i + 10, 20) for i in range(1, 4)]

@@ -746,9 +746,8 @@ _TIME_S, _START_S = attrgetter("time_s"), attrgetter("start_s")
 def _first_calls(trace: Trace, ops: list[OpRecord], event_to_report: dict[int, int],
                  own_time_rows: dict[int, OpCost]) -> list[dict[str, Any]]:
     """report.extra["warmup"]'s "first-calls" and "single-pass" records of a trace without steps
-    (analyze/warmup.py; none, one or both). Each
-    row is grouped by its event's name, input shapes and scalar arguments (aten::zeros' size) and whether it is
-    the event's own time; its time is the row's (own time or the whole op's). A first call's own-time row placed
+    (analyze/warmup.py; none, one or both). Each row is grouped by its event's name, input shapes and dtypes and
+    scalar arguments (aten::zeros' size) and whether it is the event's own time; its time is the row's (own time or the whole op's). A first call's own-time row placed
     as dispatch (bound 'launch') becomes unmodelled: its time is set-up on first use, which is not per-op dispatch
     and no formula counts. An event without recorded shapes (``_shapes_recorded``) is compared with none: its
     calls may be of other sizes. Rows are grouped by their argument list objects first (the reader shares one list
@@ -774,7 +773,8 @@ def _first_calls(trace: Trace, ops: list[OpRecord], event_to_report: dict[int, i
         ev = events[row]
         if _shapes_recorded(ev):
             canonical[code] = by_content.setdefault(
-                (ev.name, code % 2, repr(ev.input_dims), repr(ev.concrete_inputs)), len(by_content))
+                (ev.name, code % 2, repr(ev.input_dims), repr(ev.input_types), repr(ev.concrete_inputs)),
+                len(by_content))
     times = np.fromiter(map(_TIME_S, ops), dtype=np.float64, count=n)
     starts = np.fromiter(map(_START_S, ops), dtype=np.float64, count=n)
     groups = canonical[by_object]
