@@ -488,7 +488,7 @@ def report_from_trace(
     fused = FusedGraphs()
     left_to_recording: list[int] = []
     changed: dict[int, str] = {}  # recorded ops counted again at their timed shapes (analyze/shape_changes.py)
-    ops_per_step = []
+    ops_per_step: list[int] = []  # ops each profiled step chose (varying_steps_note)
     if recording is not None:
         per_rec_times: dict[int, list[float]] = defaultdict(list)
         per_rec_cpu: dict[int, list[float]] = defaultdict(list)
@@ -502,7 +502,6 @@ def report_from_trace(
 
         per_rec_gap: dict[int, list[float]] = defaultdict(list)
         per_rec_events: dict[int, list[int]] = defaultdict(list)
-        ops_per_step: list[int] = []
         for pos, step in enumerate(steps):
             chosen, missing = choose_with_recording(trace, roots.get(step, []), children, recorded, is_row,
                                                     shapes_of=shapes_of)
@@ -747,11 +746,12 @@ def _first_calls(trace: Trace, ops: list[OpRecord], event_to_report: dict[int, i
                  own_time_rows: dict[int, OpCost]) -> list[dict[str, Any]]:
     """report.extra["warmup"]'s "first-calls" and "single-pass" records of a trace without steps
     (analyze/warmup.py; none, one or both). Each row is grouped by its event's name, input shapes and dtypes and
-    scalar arguments (aten::zeros' size) and whether it is the event's own time; its time is the row's (own time or the whole op's). A first call's own-time row placed
-    as dispatch (bound 'launch') becomes unmodelled: its time is set-up on first use, which is not per-op dispatch
-    and no formula counts. An event without recorded shapes (``_shapes_recorded``) is compared with none: its
-    calls may be of other sizes. Rows are grouped by their argument list objects first (the reader shares one list
-    between events with the same arguments), then the few distinct lists by what they hold."""
+    scalar arguments (aten::zeros' size) and whether it is the event's own time; its time is the row's (own time or
+    the whole op's). A first call's own-time row placed as dispatch (bound 'launch') becomes unmodelled: its time
+    is set-up on first use, which is not per-op dispatch and no formula counts. An event without recorded shapes
+    (``_shapes_recorded``) is compared with none: its calls may be of other sizes. Rows are grouped by their
+    argument list objects first (the reader shares one list between events with the same arguments), then the few
+    distinct lists by what they hold."""
     n = len(ops)
     if n < 2 or len(event_to_report) < n:
         return []

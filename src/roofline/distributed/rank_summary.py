@@ -31,7 +31,8 @@ IDLE_COST = "idle: no op and no communication running (host work outside ops, da
 class RankSummary:
     """One rank as the merge needs it. ``calls_world``: the world size its collectives' bus factors assumed.
     ``rank_recorded``: the rank is the one the trace's distributedInfo records (not taken from the file's name or
-    its position in the list). Typed throughout: a worker sends it as MessagePack (``encode_summaries``), decoded back into these types."""
+    its position in the list). Typed throughout: a worker sends it as MessagePack (``encode_summaries``), decoded
+    back into these types."""
 
     rank: int
     path: str = ""
